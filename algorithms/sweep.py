@@ -1,0 +1,57 @@
+"""A sweep over a JSON-lines file of parameter sets (Supervisor's "UPF").
+
+Each non-blank line is a JSON object: one point, evaluated once, in file order. Lines starting
+with ``#`` are comments. When a search space is given, every point must belong to it.
+"""
+
+import json
+from pathlib import Path
+
+from emews.algorithm import Algorithm
+from emews.errors import ConfigError
+
+
+class Sweep(Algorithm):
+    """Propose the points of ``file`` in order; done when all were proposed."""
+
+    def __init__(self, space, seed=None, file=None):
+        super().__init__(space, seed)
+        if file is None:
+            raise ConfigError("[algorithm].file", "the sweep needs a JSON-lines file of points",
+                              file)
+        self.points = read_upf(Path(file), space)
+        self.position = 0
+
+    def ask(self, n):
+        points = self.points[self.position:self.position + n]
+        self.position += len(points)
+        return points
+
+    def done(self):
+        return self.position >= len(self.points)
+
+
+def read_upf(path, space=None):
+    """Read a JSON-lines file of points, checking each against ``space`` when given."""
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as exc:
+        raise ConfigError(str(path), "the sweep file must be readable", exc.strerror) from None
+    points = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        try:
+            point = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{path}:{number}", f"must be a JSON object ({exc.msg})",
+                              line) from None
+        if not isinstance(point, dict):
+            raise ConfigError(f"{path}:{number}", "must be a JSON object", point)
+        if space is not None and not space.contains(point):
+            raise ConfigError(f"{path}:{number}", f"must be a point of the search space "
+                              f"({', '.join(space.names)})", point)
+        points.append(point)
+    if not points:
+        raise ConfigError(str(path), "the sweep file must hold at least one point", 0)
+    return points

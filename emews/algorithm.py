@@ -1,0 +1,157 @@
+"""The ask/tell contract of search algorithms, how they are found, and when a search stops.
+
+An algorithm is a class constructed as ``cls(space, seed=None, **options)``, where ``options`` is
+the ``[algorithm]`` table of the study configuration. The ME driver (:mod:`emews.me`) calls
+``ask`` and ``tell`` on the ME thread; the algorithm never sees queues, MPI or the store.
+
+Algorithms are found by name through the entry-point group ``emews.algorithms``, or by a dotted
+path (``package.module:Class`` or ``package.module.Class``). A dotted path to a module with a
+``run()`` function is a classic EQ/Py ME module and runs unchanged.
+"""
+
+import importlib
+import math
+import time
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+
+import numpy as np
+
+from .errors import ConfigError, PluginError
+
+ENTRY_POINT_GROUP = "emews.algorithms"
+
+
+class Algorithm:
+    """Base class of search algorithms (ask/tell).
+
+    Subclasses implement :meth:`ask` and usually :meth:`tell`; everything else has a default.
+
+    * ``ask(n)`` returns up to ``n`` new points (dicts of native values). It may return fewer,
+      or none, when it is exhausted or must wait for results.
+    * ``tell(points, values)`` reports results, in any order and in any grouping. ``values`` are
+      floats to minimize; a failed evaluation is ``NaN``. Points the algorithm never asked for
+      (a resumed run's history) are told the same way.
+    * ``done()`` is True when the algorithm has nothing more to propose.
+    """
+
+    def __init__(self, space, seed=None):
+        self.space = space
+        self.seed = seed
+        self.rng = np.random.default_rng(seed)
+
+    def ask(self, n):
+        """Return up to ``n`` new points."""
+        raise NotImplementedError
+
+    def tell(self, points, values):
+        """Learn from finished evaluations (``NaN`` marks a failure)."""
+
+    def done(self):
+        """True when the algorithm will propose nothing more."""
+        return False
+
+
+def available():
+    """Names of the algorithms registered under the ``emews.algorithms`` entry point."""
+    return sorted(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))
+
+
+def load(name, where="[study].algorithm"):
+    """Resolve an algorithm name or dotted path to an :class:`Algorithm` subclass or a module.
+
+    A module is returned only when it is a classic EQ/Py ME module (it has ``run()``).
+    """
+    if not isinstance(name, str) or not name:
+        raise ConfigError(where, "must be an algorithm name or a dotted path", name)
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name == name:
+            try:
+                return ep.load()
+            except ImportError as exc:
+                raise PluginError(where, f"algorithm {name!r} needs a missing package ({exc})",
+                                  name, show_value=False) from None
+    rule = (f"must be one of {available()} or a dotted path such as 'package.module:Class'")
+    if "." not in name and ":" not in name:
+        raise PluginError(where, rule, name)
+    obj = import_dotted(name, where, rule)
+    if isinstance(obj, type) and issubclass(obj, Algorithm):
+        return obj
+    if hasattr(obj, "run") and callable(obj.run) and not isinstance(obj, type):
+        return obj
+    raise PluginError(where, "must name an Algorithm subclass or an EQ/Py module with run()", name)
+
+
+def import_dotted(path, where, rule="must be an importable 'module:attribute' path"):
+    """Import ``module:attr``, ``module.attr`` or a module; errors name ``where``."""
+    module_name, _, attr = path.partition(":")
+    candidates = [(module_name, attr)] if attr else [(path, ""), tuple(path.rsplit(".", 1))]
+    for module_name, attr in candidates:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name and module_name.startswith(exc.name):
+                continue
+            raise PluginError(where, f"importing {module_name!r} failed ({exc})", path,
+                              show_value=False) from None
+        except Exception as exc:  # noqa: BLE001 - a plugin's own import error, reported plainly
+            raise PluginError(where, f"importing {module_name!r} failed "
+                              f"({type(exc).__name__}: {exc})", path, show_value=False) from None
+        if not attr:
+            return module
+        if hasattr(module, attr):
+            return getattr(module, attr)
+    raise PluginError(where, rule, path)
+
+
+@dataclass
+class Stopper:
+    """When a search stops: a table of small predicates, checked after every result.
+
+    ``budget`` (evaluations, resumed ones included), ``max_iterations`` (ask/tell rounds that
+    produced points), ``tol`` with ``patience`` (no improvement larger than ``tol`` within
+    ``patience`` evaluations), ``target`` (a value at or below it) and ``max_time`` (seconds).
+    """
+
+    budget: int | None = None
+    max_iterations: int | None = None
+    tol: float = 0.0
+    patience: int | None = None
+    target: float | None = None
+    max_time: float | None = None
+
+    def __post_init__(self):
+        self.evaluations = 0
+        self.iterations = 0
+        self.best = math.inf
+        self.last_improvement = 0
+        self.started = time.monotonic()
+
+    def record(self, values):
+        """Count finished evaluations and track the best value."""
+        for value in values:
+            self.evaluations += 1
+            if not math.isnan(value) and value < self.best - self.tol:
+                self.last_improvement = self.evaluations
+            if not math.isnan(value) and value < self.best:
+                self.best = value
+
+    def remaining(self):
+        """How many more evaluations the budget allows (``None``: no budget)."""
+        return None if self.budget is None else max(self.budget - self.evaluations, 0)
+
+    def reason(self):
+        """Why the search must stop now, or ``None``."""
+        checks = (
+            (self.budget is not None and self.evaluations >= self.budget,
+             f"evaluation budget of {self.budget} reached"),
+            (self.max_iterations is not None and self.iterations >= self.max_iterations,
+             f"iteration limit of {self.max_iterations} reached"),
+            (self.patience is not None and self.evaluations - self.last_improvement >= self.patience,
+             f"converged: no improvement larger than {self.tol} in {self.patience} evaluations"),
+            (self.target is not None and self.best <= self.target,
+             f"target value {self.target} reached"),
+            (self.max_time is not None and time.monotonic() - self.started >= self.max_time,
+             f"time limit of {self.max_time} s reached"),
+        )
+        return next((why for hit, why in checks if hit), None)

@@ -1,0 +1,148 @@
+"""EQ/Py-compatible queues between the model-exploration (ME) thread and whoever evaluates.
+
+The ME thinks it is in control: it puts parameter strings with :func:`OUT_put` and blocks for
+result strings with :func:`IN_get`. The evaluating side (the Python master, or Swift/T's
+``EQPy.swift``) reads with :func:`output_q_get` and answers with ``input_q.put``::
+
+      ME thread                         evaluating side (master / Swift/T)
+      ---------                         ----------------------------------
+      OUT_put("Params")  -- output_q -> output_q_get()
+      IN_get()           <- input_q --  input_q.put(settings_file)
+      OUT_put(points)    -- output_q -> output_q_get() ; evaluate
+      IN_get()           <- input_q --  input_q.put(results)
+      ...
+      OUT_put("DONE"); OUT_put(final)   output_q_get() x 2
+      (ME raises)        EQPY_ABORT, traceback  -> output_q_get() x 2
+
+Wire format (this module is the only place that writes or reads it):
+
+* points: JSON objects joined by ``;``. A ``;`` inside a JSON string is written ``\\u003b``,
+  so splitting on ``;`` is always safe.
+* batch results: one number per point, in order, joined by ``;``; failures are ``NaN``.
+* async results: ``index:value`` pairs joined by ``;``. Points are numbered 0, 1, 2, ... in the
+  order the ME put them on the queue, over the whole run.
+* ``DONE`` (or ``FINAL``) ends the run; the next message is the final message.
+
+One study runs per process at a time: :func:`init` makes fresh queues.
+"""
+
+import importlib
+import json
+import math
+import queue
+import sys
+import threading
+import traceback
+
+EQPY_ABORT = "EQPY_ABORT"
+DONE = "DONE"
+FINAL = "FINAL"
+PARAMS = "Params"
+END_MESSAGES = (DONE, FINAL)
+
+input_q = queue.Queue()
+output_q = queue.Queue()
+_finished = threading.Event()
+
+
+def OUT_put(string_params):
+    """Put a message from the ME onto the output queue."""
+    if str(string_params) in END_MESSAGES:
+        _finished.set()
+    output_q.put(string_params)
+
+
+def IN_get():
+    """Block until the evaluating side answers; return its string."""
+    return input_q.get()
+
+
+def output_q_get():
+    """Block for the ME's next message.
+
+    Returns :data:`EQPY_ABORT` and then the traceback once the ME thread has died.
+    """
+    return output_q.get()
+
+
+def init(pkg):
+    """Import the ME module ``pkg`` (a name or a module) and run its ``run()`` in a daemon thread.
+
+    Classic EQ/Py modules ``import eqpy``; that name is bound to this module so they run
+    unchanged. Returns the thread.
+    """
+    global input_q, output_q, _finished
+    input_q, output_q, _finished = queue.Queue(), queue.Queue(), threading.Event()
+    sys.modules.setdefault("eqpy", sys.modules[__name__])
+    module = importlib.import_module(pkg) if isinstance(pkg, str) else pkg
+    thread = threading.Thread(target=_run_me, args=(module.run, output_q, _finished),
+                              name="emews-ME", daemon=True)
+    thread.start()
+    return thread
+
+
+def _run_me(run, out_q, finished):
+    try:
+        run()
+    except BaseException:  # noqa: BLE001 - every death of the ME must reach the evaluating side
+        out_q.put(EQPY_ABORT)
+        out_q.put(traceback.format_exc())
+        return
+    if not finished.is_set():
+        out_q.put(EQPY_ABORT)
+        out_q.put("the ME's run() returned without sending DONE\n")
+
+
+# --- wire format -------------------------------------------------------------------------
+
+def encode_points(points):
+    """Encode a list of dicts as JSON objects joined by ``;``."""
+    return ";".join(json.dumps(p, ensure_ascii=False).replace(";", "\\u003b") for p in points)
+
+
+def split_points(message):
+    """Split a points message into one JSON string per point (empty message: no points)."""
+    return [part for part in message.split(";") if part.strip()] if message else []
+
+
+def decode_points(message):
+    """Decode a points message into a list of dicts."""
+    return [json.loads(part) for part in split_points(message)]
+
+
+def format_value(value):
+    """Format one result as the wire writes it (``NaN`` for a failure)."""
+    value = float(value)
+    return "NaN" if math.isnan(value) else repr(value)
+
+
+def parse_value(text):
+    """Parse one result; anything that is not a number becomes NaN."""
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def encode_results(values):
+    """Encode batch results, in the order of the points."""
+    return ";".join(format_value(v) for v in values)
+
+
+def decode_results(message):
+    """Decode batch results into floats."""
+    return [parse_value(part) for part in message.split(";")] if message else []
+
+
+def encode_tagged(pairs):
+    """Encode async results: ``(index, value)`` pairs."""
+    return ";".join(f"{index}:{format_value(value)}" for index, value in pairs)
+
+
+def decode_tagged(message):
+    """Decode async results into ``(index, value)`` pairs."""
+    pairs = []
+    for part in message.split(";") if message else []:
+        index, _, value = part.partition(":")
+        pairs.append((int(index), parse_value(value)))
+    return pairs

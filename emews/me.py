@@ -1,0 +1,142 @@
+"""The ME driver: runs an ask/tell :class:`~emews.algorithm.Algorithm` on the ME thread.
+
+It is itself an EQ/Py ME module (``run()``), so the Python master and Swift/T's workflow drive
+it the same way. After the ``Params`` handshake it reads the settings file (JSON, written by
+:mod:`emews.study` or by hand for Swift/T) and loops in one of two modes:
+
+* ``batch``: ask a batch, put it, wait for all of its results, tell them;
+* ``async``: keep every slot busy; each time results come back, ask as many new points as
+  results were returned.
+
+Settings keys: ``algorithm``, ``options``, ``space`` (a space-file path or a GA JSON list),
+``seed``, ``mode``, ``slots``, ``batch_size``, ``stop`` (keyword arguments of
+:class:`~emews.algorithm.Stopper`), ``history`` (``[point, value]`` pairs of a resumed run)
+and ``pending`` (points that were running when that run was killed).
+"""
+
+import json
+import math
+
+from . import eqpy
+from .algorithm import Stopper, load
+from .space import Space
+
+
+def run():
+    """EQ/Py entry point: handshake, search, then ``DONE`` and the final message."""
+    eqpy.OUT_put(eqpy.PARAMS)
+    settings = json.loads(_read_settings(eqpy.IN_get()))
+    search = Search.from_settings(settings)
+    reason = search.run_async() if settings.get("mode", "batch") == "async" else search.run_batch()
+    eqpy.OUT_put(eqpy.DONE)
+    eqpy.OUT_put(json.dumps(search.final_message(reason)))
+
+
+def _read_settings(message):
+    text = message.strip()
+    if text.startswith("{"):
+        return text
+    with open(text) as handle:
+        return handle.read()
+
+
+def build_algorithm(settings):
+    """Construct the algorithm the settings name, on the space they name."""
+    space_spec = settings["space"]
+    space = Space.from_file(space_spec) if isinstance(space_spec, str) else \
+        Space.from_ga_json(space_spec)
+    cls = load(settings["algorithm"])
+    return cls(space, seed=settings.get("seed"), **settings.get("options", {}))
+
+
+class Search:
+    """One search: an algorithm, its stopping rules and the points it has in flight."""
+
+    def __init__(self, algorithm, stopper, slots=1, batch_size=None, pending=()):
+        self.algorithm = algorithm
+        self.stopper = stopper
+        self.slots = max(int(slots), 1)
+        self.batch_size = int(batch_size or self.slots)
+        self.pending = list(pending)
+        self.best_point, self.best_value = None, math.inf
+        self.next_index = 0
+
+    @classmethod
+    def from_settings(cls, settings):
+        """Build a search from a settings dict and tell it a resumed run's history."""
+        search = cls(build_algorithm(settings), Stopper(**settings.get("stop", {})),
+                     settings.get("slots", 1), settings.get("batch_size"),
+                     settings.get("pending", ()))
+        history = settings.get("history", [])
+        if history:
+            points, values = zip(*history)
+            search.tell(list(points), [float(v) for v in values])
+        return search
+
+    def tell(self, points, values):
+        """Pass results to the algorithm and the stopper; keep the best point."""
+        self.algorithm.tell(points, values)
+        self.stopper.record(values)
+        for point, value in zip(points, values):
+            if not math.isnan(value) and value < self.best_value:
+                self.best_point, self.best_value = point, value
+
+    def stop_reason(self):
+        """Why the search ends now, or ``None`` while it goes on."""
+        reason = self.stopper.reason()
+        if reason is None and not self.pending and self.algorithm.done():
+            reason = "the algorithm has no more points to propose"
+        return reason
+
+    def propose(self, n):
+        """Up to ``n`` points: first those left running by a killed run, then new ones."""
+        remaining = self.stopper.remaining()
+        if remaining is not None:
+            n = min(n, remaining)
+        points, self.pending = self.pending[:n], self.pending[n:]
+        if len(points) < n:
+            points += self.algorithm.ask(n - len(points))
+        if points:
+            self.stopper.iterations += 1
+        return points
+
+    def _put(self, points):
+        eqpy.OUT_put(eqpy.encode_points(points))
+        indices = range(self.next_index, self.next_index + len(points))
+        self.next_index += len(points)
+        return indices
+
+    def run_batch(self):
+        """Ask a batch, wait for all of it, tell; until a stopping rule fires."""
+        while (reason := self.stop_reason()) is None:
+            points = self.propose(self.batch_size)
+            if not points:
+                return "the algorithm proposed no points"
+            self._put(points)
+            self.tell(points, eqpy.decode_results(eqpy.IN_get()))
+        return reason
+
+    def run_async(self):
+        """Keep ``slots`` evaluations in flight; refill as results arrive."""
+        in_flight = {}
+        reason = None
+        while True:
+            reason = reason or self.stop_reason()
+            budget = self.stopper.remaining()
+            free = self.slots - len(in_flight)
+            if budget is not None:
+                free = min(free, budget - len(in_flight))
+            points = self.propose(free) if reason is None and free > 0 else []
+            if not points and not in_flight:
+                return reason or "the algorithm proposed no points"
+            in_flight.update(zip(self._put(points), points))
+            pairs = eqpy.decode_tagged(eqpy.IN_get())
+            self.tell([in_flight.pop(i) for i, _ in pairs], [v for _, v in pairs])
+
+    def final_message(self, reason):
+        """The final message: best point and value, counts and the reason for stopping."""
+        return {"best_point": self.best_point,
+                "best_value": None if math.isinf(self.best_value) else self.best_value,
+                "evaluations": self.stopper.evaluations,
+                "iterations": self.stopper.iterations,
+                "stop_reason": reason}

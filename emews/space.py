@@ -1,0 +1,310 @@
+"""Search spaces: the parameter types and the readers of the files that describe them.
+
+Types: ``int`` and ``float`` (bounds, optional ``sigma`` for mutation, optional log scale),
+``categorical`` (unordered values), ``ordered`` (values with an order), ``logical`` and
+``constant``. Points are plain dicts ``{name: native value}``: what a model receives as JSON.
+
+Files: Supervisor's GA JSON parameter sets (a list of objects with ``name``, ``type``,
+``lower``/``upper``, ``sigma``, ``values``, ``element_type``, ``value``).
+"""
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import ConfigError
+
+ELEMENT_TYPES = {"string": str, "str": str, "int": int, "float": float,
+                 "logical": bool, "bool": bool}
+
+
+@dataclass(frozen=True)
+class Param:
+    """One dimension of a search space."""
+
+    name: str
+    kind = "param"
+
+    def sample(self, rng):
+        """Draw one value uniformly (log-uniformly for log scales) with ``rng``."""
+        raise NotImplementedError
+
+    def contains(self, value):
+        """True when ``value`` is a legal value of this dimension."""
+        raise NotImplementedError
+
+    def to_unit(self, value):
+        """Map a value to [0, 1] (categorical values map to their index spread over [0, 1])."""
+        raise NotImplementedError
+
+    def from_unit(self, u):
+        """Inverse of :meth:`to_unit`, rounding to the nearest legal value."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Float(Param):
+    """A real number in ``[lower, upper]``."""
+
+    lower: float = 0.0
+    upper: float = 1.0
+    sigma: float | None = None
+    log: bool = False
+    kind = "float"
+
+    def _scale(self):
+        if self.log:
+            return math.log(self.lower), math.log(self.upper)
+        return float(self.lower), float(self.upper)
+
+    def sample(self, rng):
+        return self.from_unit(rng.random())
+
+    def contains(self, value):
+        return (isinstance(value, (int, float)) and not isinstance(value, bool)
+                and self.lower <= value <= self.upper)
+
+    def to_unit(self, value):
+        lo, hi = self._scale()
+        x = math.log(value) if self.log else float(value)
+        return 0.0 if hi == lo else (x - lo) / (hi - lo)
+
+    def from_unit(self, u):
+        lo, hi = self._scale()
+        x = lo + min(max(float(u), 0.0), 1.0) * (hi - lo)
+        value = math.exp(x) if self.log else x
+        return min(max(value, self.lower), self.upper)
+
+
+@dataclass(frozen=True)
+class Int(Float):
+    """An integer in ``[lower, upper]``, both ends included."""
+
+    kind = "int"
+
+    def contains(self, value):
+        return (isinstance(value, int) and not isinstance(value, bool)
+                and self.lower <= value <= self.upper)
+
+    def _scale(self):
+        lo, hi = self.lower - 0.5, self.upper + 0.5
+        return (math.log(lo), math.log(hi)) if self.log else (lo, hi)
+
+    def to_unit(self, value):
+        lo, hi = self._scale()
+        x = math.log(value) if self.log else float(value)
+        return (x - lo) / (hi - lo)
+
+    def from_unit(self, u):
+        lo, hi = self._scale()
+        x = lo + min(max(float(u), 0.0), 1.0) * (hi - lo)
+        value = math.exp(x) if self.log else x
+        return int(min(max(round(value), self.lower), self.upper))
+
+
+@dataclass(frozen=True)
+class Categorical(Param):
+    """One of ``values``, with no order among them."""
+
+    values: tuple = ()
+    kind = "categorical"
+
+    def sample(self, rng):
+        return self.values[int(rng.integers(len(self.values)))]
+
+    def contains(self, value):
+        return any(value == v and type(value) is type(v) for v in self.values)
+
+    def index(self, value):
+        """Position of ``value`` in ``values``."""
+        return next(i for i, v in enumerate(self.values) if value == v and type(value) is type(v))
+
+    def to_unit(self, value):
+        n = len(self.values)
+        return 0.5 if n == 1 else self.index(value) / (n - 1)
+
+    def from_unit(self, u):
+        n = len(self.values)
+        return self.values[min(max(int(round(float(u) * (n - 1))), 0), n - 1)]
+
+
+@dataclass(frozen=True)
+class Ordered(Categorical):
+    """One of ``values``, which are ordered; ``sigma`` is a mutation step in positions."""
+
+    sigma: float | None = None
+    kind = "ordered"
+
+
+@dataclass(frozen=True)
+class Logical(Param):
+    """``True`` or ``False``."""
+
+    kind = "logical"
+
+    def sample(self, rng):
+        return bool(rng.integers(2))
+
+    def contains(self, value):
+        return isinstance(value, bool)
+
+    def to_unit(self, value):
+        return 1.0 if value else 0.0
+
+    def from_unit(self, u):
+        return float(u) >= 0.5
+
+
+@dataclass(frozen=True)
+class Constant(Param):
+    """A fixed value, passed to every run."""
+
+    value: object = None
+    kind = "constant"
+
+    def sample(self, rng):
+        return self.value
+
+    def contains(self, value):
+        return value == self.value
+
+    def to_unit(self, value):
+        return 0.5
+
+    def from_unit(self, u):
+        return self.value
+
+
+@dataclass(frozen=True)
+class Space:
+    """An ordered collection of parameters."""
+
+    params: tuple = field(default_factory=tuple)
+
+    def __post_init__(self):
+        names = [p.name for p in self.params]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ConfigError("search space", "parameter names must be unique", duplicates)
+
+    @property
+    def names(self):
+        """The parameter names, in order."""
+        return [p.name for p in self.params]
+
+    @property
+    def free(self):
+        """The parameters that are not constants."""
+        return [p for p in self.params if not isinstance(p, Constant)]
+
+    def __getitem__(self, name):
+        return next(p for p in self.params if p.name == name)
+
+    def __len__(self):
+        return len(self.params)
+
+    def sample(self, rng, n=1):
+        """Draw ``n`` points uniformly at random."""
+        return [{p.name: p.sample(rng) for p in self.params} for _ in range(n)]
+
+    def contains(self, point):
+        """True when ``point`` has exactly this space's names, each with a legal value."""
+        return set(point) == set(self.names) and all(p.contains(point[p.name]) for p in self.params)
+
+    def to_unit(self, point):
+        """The point's free parameters as a list of floats in [0, 1]."""
+        return [p.to_unit(point[p.name]) for p in self.free]
+
+    def from_unit(self, unit):
+        """A point from free-parameter coordinates in [0, 1] (constants filled in)."""
+        point = {p.name: p.value for p in self.params if isinstance(p, Constant)}
+        point.update({p.name: p.from_unit(u) for p, u in zip(self.free, unit)})
+        return {name: point[name] for name in self.names}
+
+    @classmethod
+    def from_file(cls, path):
+        """Read a search-space file (Supervisor's GA JSON format)."""
+        path = Path(path)
+        try:
+            text = path.read_text()
+        except OSError as exc:
+            raise ConfigError(str(path), "the search-space file must be readable",
+                              exc.strerror, show_value=True) from None
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{path}:{exc.lineno}", f"must be valid JSON ({exc.msg})",
+                              show_value=False) from None
+        return cls.from_ga_json(data, where=str(path))
+
+    @classmethod
+    def from_ga_json(cls, data, where="search space"):
+        """Build a space from Supervisor's GA parameter-set list (already parsed JSON)."""
+        if not isinstance(data, list) or not data:
+            raise ConfigError(where, "must be a non-empty JSON list of parameters",
+                              type(data).__name__)
+        return cls(tuple(_ga_param(entry, f"{where}: parameter #{i}")
+                         for i, entry in enumerate(data)))
+
+
+def _ga_param(entry, where):
+    if not isinstance(entry, dict):
+        raise ConfigError(where, "must be a JSON object", entry)
+    name = entry.get("name")
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f"{where}.name", "must be a non-empty string", name)
+    where = f"{where} ({name})"
+    kind = entry.get("type")
+    makers = {"int": _numeric, "float": _numeric, "categorical": _choice, "ordered": _choice,
+              "logical": lambda e, n, w: Logical(n), "constant": _constant}
+    if kind not in makers:
+        raise ConfigError(f"{where}.type", f"must be one of {sorted(makers)}", kind)
+    return makers[kind](entry, name, where)
+
+
+def _numeric(entry, name, where):
+    kind = entry["type"]
+    number = int if kind == "int" else (int, float)
+    for key in ("lower", "upper"):
+        value = entry.get(key)
+        if not isinstance(value, number) or isinstance(value, bool):
+            raise ConfigError(f"{where}.{key}", f"must be a{'n int' if kind == 'int' else ' number'}",
+                              value)
+    lower, upper = entry["lower"], entry["upper"]
+    if not lower <= upper:
+        raise ConfigError(f"{where}", "lower <= upper must hold", (lower, upper))
+    log = bool(entry.get("log", entry.get("use_log_scale", False)))
+    if log and lower <= 0:
+        raise ConfigError(f"{where}.lower", "must be > 0 on a log scale", lower)
+    sigma = entry.get("sigma")
+    if sigma is not None and (not isinstance(sigma, (int, float)) or sigma < 0):
+        raise ConfigError(f"{where}.sigma", "must be a non-negative number", sigma)
+    cls = Int if kind == "int" else Float
+    return cls(name, lower, upper, sigma, log)
+
+
+def _choice(entry, name, where):
+    values = entry.get("values")
+    if not isinstance(values, list) or not values:
+        raise ConfigError(f"{where}.values", "must be a non-empty list", values)
+    element_type = entry.get("element_type")
+    if element_type is not None:
+        if element_type not in ELEMENT_TYPES:
+            raise ConfigError(f"{where}.element_type", f"must be one of {sorted(ELEMENT_TYPES)}",
+                              element_type)
+        convert = ELEMENT_TYPES[element_type]
+        try:
+            values = [convert(v) for v in values]
+        except (TypeError, ValueError):
+            raise ConfigError(f"{where}.values", f"must all be of element_type {element_type}",
+                              values) from None
+    if entry["type"] == "ordered":
+        return Ordered(name, tuple(values), entry.get("sigma"))
+    return Categorical(name, tuple(values))
+
+
+def _constant(entry, name, where):
+    if "value" not in entry:
+        raise ConfigError(f"{where}.value", "a constant needs a value", None)
+    return Constant(name, entry["value"])
