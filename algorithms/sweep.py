@@ -7,12 +7,14 @@ with ``#`` are comments. When a search space is given, every point must belong t
 import json
 from pathlib import Path
 
-from emews.algorithm import Algorithm
+from emews.algorithm import Algorithm, point_key
 from emews.errors import ConfigError
 
 
 class Sweep(Algorithm):
     """Propose the points of ``file`` in order; done when all were proposed."""
+
+    needs_space = False
 
     def __init__(self, space, seed=None, file=None):
         super().__init__(space, seed)
@@ -21,11 +23,20 @@ class Sweep(Algorithm):
                               file)
         self.points = read_upf(Path(file), space)
         self.position = 0
+        self.evaluated = set()
 
     def ask(self, n):
-        points = self.points[self.position:self.position + n]
-        self.position += len(points)
+        points = []
+        while len(points) < n and self.position < len(self.points):
+            point = self.points[self.position]
+            self.position += 1
+            if point_key(point) not in self.evaluated:
+                points.append(point)
         return points
+
+    def tell(self, points, values):
+        """Remember told points (a resumed run's history), so they are not proposed again."""
+        self.evaluated.update(point_key(p) for p in points)
 
     def done(self):
         return self.position >= len(self.points)

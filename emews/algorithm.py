@@ -10,6 +10,7 @@ path (``package.module:Class`` or ``package.module.Class``). A dotted path to a 
 """
 
 import importlib
+import json
 import math
 import time
 from dataclasses import dataclass
@@ -33,7 +34,11 @@ class Algorithm:
       floats to minimize; a failed evaluation is ``NaN``. Points the algorithm never asked for
       (a resumed run's history) are told the same way.
     * ``done()`` is True when the algorithm has nothing more to propose.
+
+    ``needs_space`` is False for algorithms that can run without a search-space file.
     """
+
+    needs_space = True
 
     def __init__(self, space, seed=None):
         self.space = space
@@ -50,6 +55,11 @@ class Algorithm:
     def done(self):
         """True when the algorithm will propose nothing more."""
         return False
+
+
+def point_key(point):
+    """A canonical string for a point, to recognise the same point twice."""
+    return json.dumps(point, sort_keys=True)
 
 
 def available():

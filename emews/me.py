@@ -10,15 +10,17 @@ it the same way. After the ``Params`` handshake it reads the settings file (JSON
 
 Settings keys: ``algorithm``, ``options``, ``space`` (a space-file path or a GA JSON list),
 ``seed``, ``mode``, ``slots``, ``batch_size``, ``stop`` (keyword arguments of
-:class:`~emews.algorithm.Stopper`), ``history`` (``[point, value]`` pairs of a resumed run)
+:class:`~emews.algorithm.Stopper`), ``history`` (``[point, value]`` pairs of a resumed run,
+``null`` for a failure)
 and ``pending`` (points that were running when that run was killed).
 """
 
+import collections
 import json
 import math
 
 from . import eqpy
-from .algorithm import Stopper, load
+from .algorithm import Stopper, load, point_key
 from .space import Space
 
 
@@ -42,9 +44,13 @@ def _read_settings(message):
 
 def build_algorithm(settings):
     """Construct the algorithm the settings name, on the space they name."""
-    space_spec = settings["space"]
-    space = Space.from_file(space_spec) if isinstance(space_spec, str) else \
-        Space.from_ga_json(space_spec)
+    space_spec = settings.get("space")
+    if space_spec is None:
+        space = None
+    elif isinstance(space_spec, str):
+        space = Space.from_file(space_spec)
+    else:
+        space = Space.from_ga_json(space_spec)
     cls = load(settings["algorithm"])
     return cls(space, seed=settings.get("seed"), **settings.get("options", {}))
 
@@ -58,6 +64,7 @@ class Search:
         self.slots = max(int(slots), 1)
         self.batch_size = int(batch_size or self.slots)
         self.pending = list(pending)
+        self.replayed = collections.Counter(point_key(p) for p in self.pending)
         self.best_point, self.best_value = None, math.inf
         self.next_index = 0
 
@@ -70,7 +77,7 @@ class Search:
         history = settings.get("history", [])
         if history:
             points, values = zip(*history)
-            search.tell(list(points), [float(v) for v in values])
+            search.tell(list(points), [math.nan if v is None else float(v) for v in values])
         return search
 
     def tell(self, points, values):
@@ -94,11 +101,23 @@ class Search:
         if remaining is not None:
             n = min(n, remaining)
         points, self.pending = self.pending[:n], self.pending[n:]
-        if len(points) < n:
-            points += self.algorithm.ask(n - len(points))
+        while len(points) < n:
+            asked = self.algorithm.ask(n - len(points))
+            fresh = [p for p in asked if not self._replayed(p)]
+            points += fresh
+            if len(fresh) == len(asked):
+                break
         if points:
             self.stopper.iterations += 1
         return points
+
+    def _replayed(self, point):
+        """True (once per copy) for a point the driver already re-proposed from a killed run."""
+        key = point_key(point)
+        if self.replayed[key] > 0:
+            self.replayed[key] -= 1
+            return True
+        return False
 
     def _put(self, points):
         eqpy.OUT_put(eqpy.encode_points(points))

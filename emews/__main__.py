@@ -1,0 +1,7 @@
+"""``python -m emews``: the same as the ``emews`` command."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

@@ -1,0 +1,111 @@
+"""The ``emews`` command (also ``python -m emews``).
+
+``emews run CONFIG [CONFIG2]`` runs a study: under ``mpiexec`` it uses the ranks it was given;
+started alone it spawns its own local pool of ``[system].procs`` ranks.
+``emews run --resume EXPDIR`` continues a killed or finished study.
+``emews show EXPDIR`` prints the best evaluations and the counts of a study.
+"""
+
+import argparse
+import sys
+
+from .errors import ConfigError, EmewsError, MEAborted
+
+EXIT_BAD_INPUT, EXIT_FAILED = 2, 1
+
+SHORTCUTS = {"procs": "system.procs", "budget": "study.budget", "seed": "study.seed",
+             "algorithm": "study.algorithm", "mode": "study.mode", "impl": "study.impl",
+             "name": "study.name", "data_dir": "study.data_dir", "space": "study.space"}
+
+
+def parser():
+    """The argument parser of the ``emews`` command."""
+    top = argparse.ArgumentParser(prog="emews", description=__doc__.splitlines()[0])
+    commands = top.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="run (or resume) a study")
+    run.add_argument("config", nargs="*", help="TOML files: system and study settings")
+    run.add_argument("--resume", metavar="EXPDIR", help="continue the study in EXPDIR")
+    run.add_argument("--procs", type=int, help="MPI ranks (master + workers)")
+    run.add_argument("--budget", type=int, help="maximum number of evaluations")
+    run.add_argument("--seed", type=int)
+    run.add_argument("--algorithm", help="registered name or dotted path")
+    run.add_argument("--mode", choices=("async", "batch"))
+    run.add_argument("--impl", help="CANDLE_MODEL_IMPL: py, app, echo, ...")
+    run.add_argument("--space", help="search-space file")
+    run.add_argument("--name", help="workflow name (the experiment's parent directory)")
+    run.add_argument("--data-dir", help="CANDLE_DATA_DIR: where experiments are made")
+    run.add_argument("--set", action="append", default=[], metavar="TABLE.KEY=VALUE",
+                     help="any setting; VALUE is read as TOML")
+    show = commands.add_parser("show", help="print a study's best evaluations")
+    show.add_argument("expdir")
+    show.add_argument("--top", type=int, default=10)
+    return top
+
+
+def main(argv=None):
+    """Entry point of the ``emews`` console script; returns the exit status."""
+    args = parser().parse_args(argv)
+    try:
+        if args.command == "run":
+            return _run(args)
+        return _show(args)
+    except ConfigError as exc:
+        print(f"emews: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except MEAborted as exc:
+        print(f"emews: error: {exc}\n{exc.traceback}", file=sys.stderr)
+        return EXIT_FAILED
+    except EmewsError as exc:
+        print(f"emews: error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+
+
+def _run(args):
+    from .config import parse_override
+    from .study import run
+
+    if not args.config and not args.resume:
+        raise ConfigError("emews run", "needs a CONFIG file or --resume EXPDIR", None,
+                          show_value=False)
+    overrides = dict(parse_override(text) for text in args.set)
+    for option, dotted in SHORTCUTS.items():
+        value = getattr(args, option)
+        if value is not None:
+            overrides[dotted] = value
+    run(args.config or None, overrides, args.resume)
+    return 0
+
+
+def _show(args):
+    from pathlib import Path
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from .store import Store
+
+    path = Path(args.expdir) / "results.db"
+    if not path.is_file():
+        raise ConfigError(args.expdir, "must be an experiment directory holding results.db",
+                          args.expdir, show_value=False)
+    store = Store(path)
+    try:
+        rows = sorted(store.rows("done"), key=lambda r: r["result"])[:args.top]
+        counts = store.counts()
+        final = store.meta("final", {})
+    finally:
+        store.close()
+    table = Table(title=f"{args.expdir}: best {len(rows)} of {sum(counts.values())}")
+    for column in ("id", "result", "rank", "seconds", "params"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(str(row["id"]), f"{row['result']:.6g}", str(row["rank"]),
+                      f"{row['finished'] - row['started']:.2f}", str(row["params"]))
+    console = Console()
+    console.print(table)
+    console.print(f"counts: {counts}; stop reason: {final.get('stop_reason', '-')}", markup=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,245 @@
+"""Study configuration: TOML files, Supervisor's environment variables and the command line.
+
+A study is described by one TOML file or two (system settings, in the spirit of Supervisor's
+cfg-sys, and study settings, in the spirit of cfg-prm; tables from a later file win)::
+
+    [system]                 # how to run
+    procs = 4                # MPI ranks: rank 0 is the master, the others evaluate
+    [study]                  # what to run
+    algorithm = "random"
+    space = "space.json"     # relative paths are relative to the file that names them
+    budget = 20
+    objective = "emews.models.digits:train"
+    [algorithm]              # options handed to the algorithm's constructor
+
+Precedence: command line, then environment, then config file, then defaults.
+"""
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import ConfigError
+from .objective import IMPLEMENTATIONS
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One known setting: its kind, default, environment variable and rule."""
+
+    kind: str
+    default: object = None
+    env: str | None = None
+    choices: tuple = ()
+    minimum: float | None = None
+
+
+def _positive(kind, default=None, env=None):
+    return Setting(kind, default, env, minimum=1 if kind == "int" else 0)
+
+
+SCHEMA = {
+    "system": {
+        "procs": _positive("int", 4, "PROCS"),
+        "pool": Setting("str", "mpi", choices=("mpi", "inprocess")),
+        "slots_per_worker": _positive("int", 1),
+        "mpiexec": Setting("path"),
+        "mpiexec_args": Setting("list", []),
+        "python_path": Setting("list", []),
+        "ppn": _positive("int", None, "PPN"),
+        "walltime": Setting("str", None, "WALLTIME"),
+        "queue": Setting("str", None, "QUEUE"),
+        "progress_interval": _positive("float", 2.0),
+    },
+    "study": {
+        "name": Setting("str"),
+        "algorithm": Setting("str", "random"),
+        "space": Setting("path"),
+        "mode": Setting("str", "async", choices=("async", "batch")),
+        "batch_size": _positive("int"),
+        "seed": Setting("int"),
+        "budget": _positive("int"),
+        "max_iterations": _positive("int"),
+        "tol": Setting("float", 0.0, minimum=0),
+        "patience": _positive("int"),
+        "target": Setting("float"),
+        "max_time": _positive("float"),
+        "impl": Setting("str", "py", "CANDLE_MODEL_IMPL", choices=IMPLEMENTATIONS),
+        "objective": Setting("str"),
+        "app": Setting("list"),
+        "model_name": Setting("str", "model", "MODEL_NAME"),
+        "model_return": Setting("str", "val_loss", "MODEL_RETURN"),
+        "timeout": _positive("float"),
+        "data_dir": Setting("path", "experiments", "CANDLE_DATA_DIR"),
+    },
+}
+STOP_KEYS = ("budget", "max_iterations", "tol", "patience", "target", "max_time")
+
+
+@dataclass
+class Config:
+    """A resolved configuration: ``system``, ``study`` and ``algorithm`` tables."""
+
+    system: dict
+    study: dict
+    algorithm: dict = field(default_factory=dict)
+    base_dir: Path = field(default_factory=Path.cwd)
+    origin: dict = field(default_factory=dict)
+
+    def where(self, table, key):
+        """Where a setting came from, for error messages (``file: [table].key``)."""
+        return self.origin.get((table, key), f"[{table}].{key}")
+
+    def as_dict(self):
+        """The configuration as run (JSON-serializable, paths absolute)."""
+        return {"system": self.system, "study": self.study, "algorithm": self.algorithm}
+
+    @property
+    def stop(self):
+        """The stopping rules (keyword arguments of :class:`emews.algorithm.Stopper`)."""
+        return {k: self.study[k] for k in STOP_KEYS if self.study[k] is not None}
+
+
+def load(sources=(), overrides=None, environ=None):
+    """Build a :class:`Config` from files or a dict, the environment and overrides.
+
+    ``sources``: a path, a list of paths, or a dict shaped like the TOML file.
+    ``overrides``: ``{"table.key": value}`` from the command line.
+    """
+    environ = os.environ if environ is None else environ
+    if isinstance(sources, (str, os.PathLike, dict)):
+        sources = [sources]
+    tables = {"system": {}, "study": {}, "algorithm": {}}
+    origin, bases = {}, {}
+    base_dir = Path.cwd()
+    for source in sources:
+        data, label, base = _read(source)
+        base_dir = base if not isinstance(source, dict) else base_dir
+        for table, values in data.items():
+            if table not in tables:
+                raise ConfigError(f"{label}: [{table}]", "must be one of the tables "
+                                  f"{sorted(tables)}", table, show_value=False)
+            if not isinstance(values, dict):
+                raise ConfigError(f"{label}: {table}", "must be a table", values)
+            for key, value in values.items():
+                tables[table][key] = value
+                origin[(table, key)] = f"{label}: [{table}].{key}"
+                bases[(table, key)] = base
+    for table, schema in SCHEMA.items():
+        for key, setting in schema.items():
+            if setting.env and environ.get(setting.env) not in (None, ""):
+                tables[table][key] = environ[setting.env]
+                origin[(table, key)] = f"environment variable {setting.env}"
+                bases[(table, key)] = Path.cwd()
+    for dotted, value in (overrides or {}).items():
+        table, _, key = dotted.partition(".")
+        if table not in tables or not key:
+            raise ConfigError(f"command line: {dotted}", "must be TABLE.KEY with TABLE one of "
+                              f"{sorted(tables)}", dotted, show_value=False)
+        tables[table][key] = value
+        origin[(table, key)] = f"command line: {dotted}"
+        bases[(table, key)] = Path.cwd()
+    config = Config({}, {}, {}, base_dir, origin)
+    for table, schema in SCHEMA.items():
+        unknown = sorted(set(tables[table]) - set(schema))
+        if unknown:
+            key = unknown[0]
+            raise ConfigError(config.where(table, key), f"is not a setting of [{table}]; "
+                              f"known: {', '.join(sorted(schema))}", key, show_value=False)
+        for key, setting in schema.items():
+            value = tables[table].get(key, setting.default)
+            from_env = origin.get((table, key), "").startswith("environment")
+            getattr(config, table)[key] = _check(setting, value, config.where(table, key),
+                                                 bases.get((table, key), Path.cwd()), from_env)
+    config.algorithm = _resolve_files(tables["algorithm"], bases, config)
+    if config.study["name"] is None:
+        first = next((s for s in sources if not isinstance(s, dict)), None)
+        config.study["name"] = Path(first).stem if first is not None else "study"
+    config.system["python_path"] = _python_path(config, bases, sources)
+    if config.study["app"] is not None:
+        config.study["app"] = [_maybe_file(arg, bases.get(("study", "app"), base_dir))
+                               for arg in config.study["app"]]
+    return config
+
+
+def _read(source):
+    if isinstance(source, dict):
+        return source, "config", Path.cwd()
+    path = Path(source)
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle), str(path), path.resolve().parent
+    except OSError as exc:
+        raise ConfigError(str(path), "the configuration file must be readable", exc.strerror,
+                          show_value=False) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(str(path), f"must be valid TOML ({exc})", None,
+                          show_value=False) from None
+
+
+def _check(setting, value, where, base, from_env):
+    if value is None:
+        return None
+    kind = setting.kind
+    if from_env and kind in ("int", "float"):
+        try:
+            value = int(value) if kind == "int" else float(value)
+        except ValueError:
+            raise ConfigError(where, f"must be a{'n integer' if kind == 'int' else ' number'}",
+                              value) from None
+    if kind == "int" and (not isinstance(value, int) or isinstance(value, bool)):
+        raise ConfigError(where, "must be an integer", value)
+    if kind == "float":
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            raise ConfigError(where, "must be a number", value)
+        value = float(value)
+    if kind in ("str", "path") and not isinstance(value, str):
+        raise ConfigError(where, "must be a string", value)
+    if kind == "list" and (not isinstance(value, list) or
+                           not all(isinstance(v, str) for v in value)):
+        raise ConfigError(where, "must be a list of strings", value)
+    if setting.choices and value not in setting.choices:
+        raise ConfigError(where, f"must be one of {list(setting.choices)}", value)
+    if setting.minimum is not None and value < setting.minimum:
+        rule = "must be positive" if setting.minimum else "must not be negative"
+        raise ConfigError(where, rule, value)
+    if kind == "path":
+        value = str((base / value).resolve()) if not os.path.isabs(value) else value
+    return value
+
+
+def _resolve_files(options, bases, config):
+    """Algorithm options whose name ends in ``file`` are paths relative to their config file."""
+    resolved = dict(options)
+    for key, value in options.items():
+        if key.endswith("file") and isinstance(value, str) and not os.path.isabs(value):
+            resolved[key] = str((bases.get(("algorithm", key), config.base_dir) / value).resolve())
+    return resolved
+
+
+def _python_path(config, bases, sources):
+    """Directories to import user modules from: those listed, then the first file's directory."""
+    base = bases.get(("system", "python_path"), config.base_dir)
+    paths = [str((base / p).resolve()) for p in config.system["python_path"]]
+    if any(not isinstance(s, dict) for s in sources) and str(config.base_dir) not in paths:
+        paths.append(str(config.base_dir))
+    return paths
+
+
+def _maybe_file(arg, base):
+    candidate = base / arg
+    return str(candidate.resolve()) if not os.path.isabs(arg) and candidate.exists() else arg
+
+
+def parse_override(text):
+    """``table.key=value`` from the command line; the value is read as TOML, else as a string."""
+    key, sep, raw = text.partition("=")
+    if not sep or not key:
+        raise ConfigError(f"command line: --set {text}", "must be TABLE.KEY=VALUE", text,
+                          show_value=False)
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw
+    return key.strip(), value

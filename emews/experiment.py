@@ -1,0 +1,42 @@
+"""Experiment directories: ``<CANDLE_DATA_DIR or ./experiments>/<workflow>/EXPnnn/``.
+
+Each holds ``out/`` (one ``out-R.txt`` per rank), ``run/`` (one directory per run that needs
+one), ``config.json`` (the configuration as run), ``settings.json`` (what the ME reads),
+``results.db`` (the store) and, at the end, ``final.json``.
+"""
+
+import json
+import re
+from pathlib import Path
+
+EXP_PATTERN = re.compile(r"EXP(\d+)$")
+
+
+def create(data_dir, workflow):
+    """Make the next free ``EXPnnn`` under ``data_dir/workflow`` (safe against races)."""
+    parent = Path(data_dir) / workflow
+    parent.mkdir(parents=True, exist_ok=True)
+    numbers = [int(m.group(1)) for p in parent.iterdir() if (m := EXP_PATTERN.match(p.name))]
+    number = max(numbers, default=0) + 1
+    while True:
+        path = parent / f"EXP{number:03d}"
+        try:
+            path.mkdir()
+        except FileExistsError:
+            number += 1
+            continue
+        (path / "out").mkdir()
+        return path
+
+
+def write_json(path, data):
+    """Write ``data`` as indented JSON, atomically (write then rename)."""
+    path = Path(path)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, default=str) + "\n")
+    tmp.replace(path)
+
+
+def read_json(path):
+    """Read a JSON file written by :func:`write_json`."""
+    return json.loads(Path(path).read_text())

@@ -1,0 +1,111 @@
+"""An mpi4py master-worker pool: rank 0 hands out tasks, ranks 1..N-1 evaluate them.
+
+::
+
+    rank 0 (master)                               rank r >= 1 (worker)
+    submit: group tasks by rank --TASKS [..]-->   serve(): evaluate each task in turn
+    collect: improbe/mrecv     <--RESULT tuple--  one message per finished task
+    close:                     --TASKS None-->    return
+
+Neither side blocks inside MPI: MPICH's blocking calls spin a core, which the ME thread on rank 0
+and oversubscribed workers need. Both poll with a nonblocking probe and a :class:`Backoff`.
+Each worker may hold ``slots_per_worker`` tasks (more than one hides the message latency of very
+short tasks; one keeps long tasks evenly spread).
+"""
+
+import collections
+import os
+import sys
+
+from .objective import Outcome
+from .pool import Backoff, Pool
+
+TASKS, RESULT = 11, 12
+
+
+class MPIPool(Pool):
+    """The master side: rank 0 of ``comm`` drives ranks 1..size-1."""
+
+    def __init__(self, comm, slots_per_worker=1):
+        self.comm = comm
+        workers = range(1, comm.Get_size())
+        if not workers:
+            raise ValueError("an MPI pool needs at least 2 ranks")
+        self.idle = collections.deque(r for _ in range(max(int(slots_per_worker), 1))
+                                      for r in workers)
+        self.slots = len(self.idle)
+        self.running = {}
+        self.backoff = Backoff()
+        self.closed = False
+
+    def free_slots(self):
+        return len(self.idle)
+
+    def submit(self, tasks):
+        batches = collections.defaultdict(list)
+        assigned = []
+        for task in tasks:
+            rank = self.idle.popleft()
+            batches[rank].append((task.id, task.params, task.run_id))
+            self.running[task.id] = task
+            assigned.append((task, rank))
+        for rank, batch in batches.items():
+            self.comm.send(batch, dest=rank, tag=TASKS)
+        return assigned
+
+    def collect(self, block=True):
+        from mpi4py import MPI
+
+        finished = []
+        while True:
+            message = self.comm.improbe(source=MPI.ANY_SOURCE, tag=RESULT)
+            while message is not None:
+                rank, task_id, fields = message.recv()
+                self.idle.append(rank)
+                finished.append((self.running.pop(task_id), rank, Outcome(*fields)))
+                message = self.comm.improbe(source=MPI.ANY_SOURCE, tag=RESULT)
+            if finished or not block or not self.running:
+                self.backoff.reset()
+                return finished
+            self.backoff.wait()
+
+    def close(self):
+        if self.closed:
+            return
+        self.closed = True
+        for rank in range(1, self.comm.Get_size()):
+            self.comm.send(None, dest=rank, tag=TASKS)
+
+
+def serve(comm, objective):
+    """The worker loop: evaluate what rank 0 sends until it sends ``None``."""
+    rank = comm.Get_rank()
+    backoff = Backoff()
+    while True:
+        message = comm.improbe(source=0, tag=TASKS)
+        if message is None:
+            backoff.wait()
+            continue
+        backoff.reset()
+        batch = message.recv()
+        if batch is None:
+            return
+        for task_id, params, run_id in batch:
+            outcome = objective.evaluate(params, run_id)
+            sys.stdout.flush()
+            comm.send((rank, task_id, (outcome.value, outcome.status, outcome.error,
+                                       outcome.log_tail, outcome.started, outcome.finished)),
+                      dest=0, tag=RESULT)
+
+
+def redirect_output(path):
+    """Send this process's stdout and stderr (file descriptors 1 and 2) to ``path``."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
+    sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
+

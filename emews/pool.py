@@ -1,0 +1,96 @@
+"""Pools evaluate tasks for the master: the contract, a non-spinning wait, an in-process pool.
+
+A pool has ``slots`` (how many tasks it runs at once). The master calls ``submit`` only while
+slots are free, and ``collect`` to get finished tasks back::
+
+    master --submit([Task, ...])--> pool --> workers run Objective.evaluate
+    master <--collect()-- [(task, rank, Outcome), ...]
+
+:class:`emews.mpi_pool.MPIPool` spreads tasks over MPI ranks; :class:`InProcessPool` runs them on
+threads of the calling process (notebooks, ``mpiexec -n 1``).
+"""
+
+import concurrent.futures as cf
+import time
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Task:
+    """One point to evaluate: its id in the store, its JSON and its run id."""
+
+    id: int
+    params: str
+    run_id: str
+    attempt: int = 1
+
+
+class Pool:
+    """The pool contract (see the module docstring).
+
+    ``slots`` is how many tasks run at once; ``running`` is a container of the submitted,
+    unfinished tasks (its length is what the master reads).
+    """
+
+    slots = 1
+
+    def free_slots(self):
+        """How many more tasks can be submitted now."""
+        raise NotImplementedError
+
+    def submit(self, tasks):
+        """Start ``tasks`` (at most :meth:`free_slots`); return ``(task, rank)`` assignments."""
+        raise NotImplementedError
+
+    def collect(self, block=True):
+        """Finished tasks as ``(task, rank, outcome)``; with ``block``, wait for at least one."""
+        raise NotImplementedError
+
+    def close(self):
+        """Stop the workers; safe to call twice."""
+
+
+class Backoff:
+    """Wait without spinning: sleeps that double from 10 us up to ``maximum`` until progress."""
+
+    def __init__(self, maximum=0.002):
+        self.maximum = maximum
+        self.delay = 0.0
+
+    def reset(self):
+        """Progress was made: poll again at once next time."""
+        self.delay = 0.0
+
+    def wait(self):
+        """Sleep (releasing the GIL) for the current delay, then lengthen it."""
+        time.sleep(self.delay)
+        self.delay = min(max(self.delay * 2, 1e-5), self.maximum)
+
+
+class InProcessPool(Pool):
+    """Evaluate on ``workers`` threads of this process (rank 0)."""
+
+    def __init__(self, objective, workers=1):
+        self.objective = objective
+        self.slots = max(int(workers), 1)
+        self.executor = cf.ThreadPoolExecutor(self.slots, thread_name_prefix="emews-worker")
+        self.running = {}
+
+    def free_slots(self):
+        return self.slots - len(self.running)
+
+    def submit(self, tasks):
+        for task in tasks:
+            future = self.executor.submit(self.objective.evaluate, task.params, task.run_id)
+            self.running[future] = task
+        return [(task, 0) for task in tasks]
+
+    def collect(self, block=True):
+        if not self.running:
+            return []
+        done, _ = cf.wait(list(self.running), timeout=None if block else 0,
+                          return_when=cf.FIRST_COMPLETED)
+        return [(self.running.pop(future), 0, future.result()) for future in done]
+
+    def close(self):
+        self.executor.shutdown(wait=True)

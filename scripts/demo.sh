@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# The main job: an HPO of a real model on a local MPI pool of 4 ranks, results in SQLite.
+# Creates or reuses the virtualenv (.venv) first. Extra arguments go to `emews run`.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/venv.sh"
+cd "$ROOT"
+exec emews run examples/quickstart/study.toml "$@"

@@ -1,0 +1,57 @@
+"""Shared fixtures: running the ``emews`` command for real, and writing study files."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SUPPORT = Path(__file__).parent / "support"
+REPO = Path(__file__).parent.parent
+
+
+@pytest.fixture
+def emews_cli(tmp_path):
+    """Run ``python -m emews ARGS`` in ``tmp_path``; return the CompletedProcess."""
+
+    def run(*args, env=None, cwd=None, timeout=240):
+        environment = dict(os.environ, PYTHONPATH=str(SUPPORT), **(env or {}))
+        for name in ("PMI_RANK", "PMI_SIZE", "PMIX_RANK", "OMPI_COMM_WORLD_SIZE"):
+            environment.pop(name, None)
+        return subprocess.run([sys.executable, "-m", "emews", *map(str, args)],
+                              cwd=cwd or tmp_path, env=environment, capture_output=True,
+                              text=True, timeout=timeout)
+
+    return run
+
+
+@pytest.fixture
+def study(tmp_path):
+    """Write a study TOML (and a small search space) into ``tmp_path``; return its path."""
+
+    def write(name="study.toml", space=None, **tables):
+        space_file = tmp_path / "space.json"
+        space_file.write_text(json.dumps(space or [
+            {"name": "x", "type": "float", "lower": -2.0, "upper": 2.0},
+            {"name": "n", "type": "int", "lower": 0, "upper": 3},
+            {"name": "act", "type": "categorical", "values": ["relu", "tanh"]},
+        ]))
+        tables.setdefault("study", {}).setdefault("space", "space.json")
+        path = tmp_path / name
+        path.write_text("".join(f"[{table}]\n" + "".join(f"{key} = {toml(value)}\n"
+                                                         for key, value in values.items())
+                                for table, values in tables.items()))
+        return path
+
+    return write
+
+
+def toml(value):
+    """A Python value as a TOML literal (strings, numbers, booleans, lists)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return "[" + ", ".join(toml(v) for v in value) + "]"
+    return json.dumps(value)

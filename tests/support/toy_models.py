@@ -1,0 +1,37 @@
+"""Objectives and ME modules that tests point studies at (found through PYTHONPATH)."""
+
+import math
+import os
+import threading
+
+
+def quadratic(params):
+    """A smooth function of the test space: minimum 0 at x = 0, n = 0."""
+    return params["x"] ** 2 + params["n"]
+
+
+def history_dict(params):
+    """Returns a Keras-like history dict; MODEL_RETURN picks from it."""
+    return {"val_loss": [9.0, params["x"] ** 2], "loss": [1.0, 2.0]}
+
+
+def flaky(params):
+    """Raises for negative x, returns NaN for n == 3: both are failed evaluations."""
+    if params["x"] < 0:
+        raise RuntimeError(f"bad x {params['x']}")
+    if params["n"] == 3:
+        return math.nan
+    return params["x"]
+
+
+def hang_when_asked(params):
+    """Quick, except that points with ``hang`` block forever while EMEWS_TEST_HANG is set."""
+    if params.get("hang") and os.environ.get("EMEWS_TEST_HANG"):
+        threading.Event().wait()
+    return float(params["x"])
+
+
+def rank_and_output(params):
+    """Prints a marker (to the worker's out file) and returns x."""
+    print(f"evaluating x={params['x']}", flush=True)
+    return float(params["x"])

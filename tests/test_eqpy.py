@@ -1,0 +1,78 @@
+"""The EQ/Py queue protocol: wire format and the ME thread's life and death."""
+
+import math
+import sys
+import types
+
+import pytest
+
+from emews import eqpy
+
+AWKWARD = ['say "hi"; then \\ go', "line\nbreak", "naïve ☃", "$(rm -rf /);`x`", ";;;"]
+
+
+@pytest.mark.parametrize("text", AWKWARD)
+def test_points_survive_the_wire_whatever_their_strings(text):
+    points = [{"s": text, "i": 3}, {"s": text + text, "f": 0.5, "b": True}]
+    message = eqpy.encode_points(points)
+    assert len(eqpy.split_points(message)) == 2
+    assert eqpy.decode_points(message) == points
+
+
+def test_batch_results_keep_order_and_nan():
+    values = [0.25, math.nan, -3.0]
+    decoded = eqpy.decode_results(eqpy.encode_results(values))
+    assert decoded[0] == 0.25 and math.isnan(decoded[1]) and decoded[2] == -3.0
+
+
+def test_non_numeric_results_become_nan():
+    assert all(math.isnan(v) for v in eqpy.decode_results("abc;;None"))
+
+
+def test_tagged_results_round_trip():
+    pairs = eqpy.decode_tagged(eqpy.encode_tagged([(7, 1.5), (2, math.nan)]))
+    assert pairs[0] == (7, 1.5) and pairs[1][0] == 2 and math.isnan(pairs[1][1])
+
+
+def _module(name, run):
+    module = types.ModuleType(name)
+    module.run = run
+    return module
+
+
+def test_init_runs_me_in_a_daemon_thread_and_relays_messages():
+    def run():
+        eqpy.OUT_put("Params")
+        eqpy.OUT_put("echo:" + eqpy.IN_get())
+        eqpy.OUT_put("DONE")
+        eqpy.OUT_put("final")
+
+    thread = eqpy.init(_module("relay_me", run))
+    assert thread.daemon
+    assert eqpy.output_q_get() == "Params"
+    eqpy.input_q.put("settings.json")
+    assert [eqpy.output_q_get() for _ in range(3)] == ["echo:settings.json", "DONE", "final"]
+    thread.join(10)
+    assert not thread.is_alive()
+
+
+def test_me_exception_gives_abort_then_traceback():
+    def run():
+        raise KeyError("boom in the ME")
+
+    eqpy.init(_module("raising_me", run))
+    assert eqpy.output_q_get() == eqpy.EQPY_ABORT
+    trace = eqpy.output_q_get()
+    assert "Traceback" in trace and "boom in the ME" in trace
+
+
+def test_me_returning_without_done_is_an_abort():
+    eqpy.init(_module("quiet_me", lambda: eqpy.OUT_put("1")))
+    assert eqpy.output_q_get() == "1"
+    assert eqpy.output_q_get() == eqpy.EQPY_ABORT
+    assert "without sending DONE" in eqpy.output_q_get()
+
+
+def test_classic_modules_can_import_eqpy_by_its_old_name():
+    eqpy.init(_module("noop_me", lambda: (eqpy.OUT_put("DONE"), eqpy.OUT_put("x"))))
+    assert sys.modules["eqpy"] is eqpy
