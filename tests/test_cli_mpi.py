@@ -167,3 +167,23 @@ def test_the_console_script_is_installed():
     script = Path(sys.executable).parent / "emews"
     done = subprocess.run([str(script), "--help"], capture_output=True, text=True)
     assert done.returncode == 0 and "run" in done.stdout
+
+
+def _cpu_seconds_of_a_run(study, tmp_path, name, objective):
+    path = study(name=f"{name}.toml", system={"procs": 4},
+                 study={"budget": 2, "objective": objective, "mode": "batch", "name": name})
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).parent / "support"))
+    process = subprocess.Popen([MPIEXEC, "-n", "4", sys.executable, "-m", "emews", "run",
+                                str(path)], cwd=tmp_path, env=env, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(process.pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert len(evaluations(only_expdir(tmp_path, name))) == 2
+    return usage.ru_utime + usage.ru_stime
+
+
+def test_waiting_ranks_do_not_spin_the_cpu(study, tmp_path):
+    """While workers sleep through 3 s runs, the master, the ME and idle ranks stay idle."""
+    quick = _cpu_seconds_of_a_run(study, tmp_path, "quick", "toy_models:quadratic")
+    slow = _cpu_seconds_of_a_run(study, tmp_path, "slow", "toy_models:sleepy")
+    # The same study, 3 s longer: one spinning rank alone would add about 3 s of CPU.
+    assert slow - quick < 1.5
