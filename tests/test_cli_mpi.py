@@ -187,3 +187,22 @@ def test_waiting_ranks_do_not_spin_the_cpu(study, tmp_path):
     slow = _cpu_seconds_of_a_run(study, tmp_path, "slow", "toy_models:sleepy")
     # The same study, 3 s longer: one spinning rank alone would add about 3 s of CPU.
     assert slow - quick < 1.5
+
+
+def test_plot_draws_a_png_of_a_study(emews_cli, study, tmp_path):
+    path = study(system={"pool": "inprocess"},
+                 study={"budget": 8, "objective": "toy_models:flaky"})
+    assert emews_cli("run", path).returncode == 0
+    expdir = only_expdir(tmp_path)
+    done = emews_cli("plot", expdir, "-o", tmp_path / "c.png")
+    assert done.returncode == 0, done.stderr
+    png = (tmp_path / "c.png").read_bytes()
+    assert png.startswith(b"\x89PNG") and len(png) > 10_000
+
+
+def test_plot_without_matplotlib_names_the_extra(tmp_path, monkeypatch):
+    from emews import plot
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    with pytest.raises(Exception, match=r"pip install 'emews-hpo\[plot\]'"):
+        plot._pyplot()
