@@ -21,6 +21,7 @@ from .objective import Outcome
 from .pool import Backoff, Pool
 
 TASKS, RESULT = 11, 12
+DRAIN_MISSES = 2
 
 
 class MPIPool(Pool):
@@ -54,20 +55,33 @@ class MPIPool(Pool):
         return assigned
 
     def collect(self, block=True):
-        from mpi4py import MPI
-
         finished = []
         while True:
-            message = self.comm.improbe(source=MPI.ANY_SOURCE, tag=RESULT)
-            while message is not None:
+            for message in self._ready():
                 rank, task_id, fields = message.recv()
                 self.idle.append(rank)
                 finished.append((self.running.pop(task_id), rank, Outcome(*fields)))
-                message = self.comm.improbe(source=MPI.ANY_SOURCE, tag=RESULT)
             if finished or not block or not self.running:
                 self.backoff.reset()
                 return finished
             self.backoff.wait()
+
+    def _ready(self):
+        """Matched result messages, until the probe misses twice in a row.
+
+        MPICH's probe makes progress one message at a time and misses once between queued
+        messages, so a single miss does not mean that nothing more is waiting.
+        """
+        from mpi4py import MPI
+
+        misses = 0
+        while misses < DRAIN_MISSES:
+            message = self.comm.improbe(source=MPI.ANY_SOURCE, tag=RESULT)
+            if message is None:
+                misses += 1
+            else:
+                misses = 0
+                yield message
 
     def close(self):
         if self.closed:

@@ -1,0 +1,31 @@
+"""Under mpiexec: every worker answers its tasks at once and says so through the FIFO given as
+argument (not through MPI, which would move the messages along); rank 0 then prints how many
+results one nonblocking ``MPIPool.collect`` returned, and how many tasks it had handed out."""
+
+import sys
+
+from mpi4py import MPI
+
+from emews.mpi_pool import RESULT, TASKS, MPIPool
+from emews.pool import Task
+
+comm = MPI.COMM_WORLD
+fifo = sys.argv[1]
+if comm.Get_rank() == 0:
+    pool = MPIPool(comm, slots_per_worker=4)
+    pool.submit([Task(i, '{"x": 1}', f"RUN{i:06d}") for i in range(pool.free_slots())])
+    signals = 0
+    while signals < comm.Get_size() - 1:
+        with open(fifo, "rb") as sent:  # blocks until a worker opens it; read to its close
+            signals += len(sent.read())
+    print(len(pool.collect(block=False)), pool.slots, flush=True)
+    while pool.running:
+        pool.collect()
+    pool.close()
+else:
+    for task_id, _, _ in comm.recv(source=0, tag=TASKS):
+        comm.send((comm.Get_rank(), task_id, (1.0, "done", None, None, 0.0, 0.0)), dest=0,
+                  tag=RESULT)
+    with open(fifo, "wb") as sent:
+        sent.write(b".")
+    comm.recv(source=0, tag=TASKS)
