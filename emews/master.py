@@ -57,16 +57,19 @@ class Master:
         ids = list(range(self.next_id, self.next_id + len(points)))
         self.next_id += len(points)
         tasks = [Task(i, params, f"RUN{i:06d}") for i, params in zip(ids, points)]
-        self.store.add_queued([(t.id, t.params, t.run_id) for t in tasks])
         self.waiting.extend(tasks)
-        self._dispatch()
+        ranks = dict(self._submit_waiting())
+        self.store.add([(t.id, t.params, t.run_id, ranks.pop(t.id, None)) for t in tasks])
+        self.store.mark_running(ranks.items())
         return ids
 
-    def _dispatch(self):
+    def _submit_waiting(self):
+        """Hand waiting tasks to free slots; return ``(task id, rank)`` pairs."""
         free = self.pool.free_slots()
-        if free and self.waiting:
-            tasks = [self.waiting.popleft() for _ in range(min(free, len(self.waiting)))]
-            self.store.mark_running([(task.id, rank) for task, rank in self.pool.submit(tasks)])
+        if not free or not self.waiting:
+            return []
+        tasks = [self.waiting.popleft() for _ in range(min(free, len(self.waiting)))]
+        return [(task.id, rank) for task, rank in self.pool.submit(tasks)]
 
     def _turn(self):
         """Commit, wait for at least one result, record every ready result, refill the pool."""
@@ -78,7 +81,7 @@ class Master:
                            for task, rank, outcome in finished])
         for task, _, outcome in finished:
             self.unreported[task.id] = outcome.value if outcome.status == "done" else math.nan
-        self._dispatch()
+        self.store.mark_running(self._submit_waiting())
         self.store.commit()
         if self.progress is not None:
             self.progress.update(finished, running=len(self.pool.running) + len(self.waiting))

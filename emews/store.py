@@ -53,12 +53,18 @@ class Store:
         """Make every buffered write durable."""
         self.db.commit()
 
-    def add_queued(self, rows):
-        """Insert new points: ``(id, params_json, run_id)`` tuples."""
+    def add(self, rows):
+        """Insert new points: ``(id, params_json, run_id, rank)`` tuples.
+
+        A point with a rank was handed to that worker at once (``running``); one whose rank
+        is ``None`` waits for a free worker (``queued``). One statement either way.
+        """
         now = time.time()
-        self.db.executemany("INSERT INTO evaluations (id, params, status, run_id, queued) "
-                            "VALUES (?, ?, 'queued', ?, ?)",
-                            [(i, params, run_id, now) for i, params, run_id in rows])
+        self.db.executemany(
+            "INSERT INTO evaluations (id, params, status, run_id, queued, rank, started) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [(i, params, "queued" if rank is None else "running", run_id, now, rank,
+              None if rank is None else now) for i, params, run_id, rank in rows])
 
     def mark_running(self, rows):
         """Points handed to a worker: ``(id, rank)`` tuples."""
