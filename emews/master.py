@@ -72,9 +72,11 @@ class Master:
         return [(task.id, rank) for task, rank in self.pool.submit(tasks)]
 
     def _turn(self):
-        """Commit, wait for at least one result, record every ready result, refill the pool."""
-        self.store.commit()
-        finished = self.pool.collect(block=True)
+        """Take every ready result (committing first if it must wait), record them, refill."""
+        finished = self.pool.collect(block=False)
+        if not finished:
+            self.store.commit()
+            finished = self.pool.collect(block=True)
         if not finished:
             raise ProtocolError("the ME is waiting for results but no evaluation is in flight")
         self.store.finish([(task.id, rank, outcome, task.attempt)
