@@ -1,0 +1,57 @@
+"""Shared helpers: starting Python under the virtualenv's ``mpiexec``, summaries, utilization."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+MPI_ENVIRONMENT = ("PMI_RANK", "PMI_SIZE", "PMIX_RANK", "OMPI_COMM_WORLD_SIZE")
+REPO = Path(__file__).resolve().parent.parent
+
+
+def mpiexec():
+    """The ``mpiexec`` beside this Python (the ``mpich`` wheel's), else the one on PATH."""
+    beside = Path(sys.executable).parent / "mpiexec"
+    return str(beside) if beside.exists() else "mpiexec"
+
+
+def mpiexec_python(ranks, args, timeout=1800):
+    """Run ``python ARGS`` on ``ranks`` MPI ranks from the repository root; raise if it fails."""
+    env = {k: v for k, v in os.environ.items() if k not in MPI_ENVIRONMENT}
+    env.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
+               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])))
+    command = [mpiexec(), "-n", str(ranks), sys.executable, *args]
+    done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} exited with status {done.returncode}:\n"
+                           f"{done.stdout[-2000:]}\n{done.stderr[-4000:]}")
+    return done.stdout
+
+
+def summary(values, prefix):
+    """Median, 99th percentile and mean of ``values`` as ``{prefix}_p50`` etc."""
+    values = np.asarray(values, dtype=float)
+    return {f"{prefix}_p50": float(np.percentile(values, 50)),
+            f"{prefix}_p99": float(np.percentile(values, 99)),
+            f"{prefix}_mean": float(values.mean())}
+
+
+def utilization(intervals, workers):
+    """Utilization of ``workers`` that ran the ``(queued, started, finished)`` intervals.
+
+    ``utilization``: busy time / (workers x makespan), the makespan running from the first
+    point queued to the last finish. ``steady_utilization``: the same within the window that
+    ends when the last task started, which leaves out the drain at the end of a finite budget
+    (workers falling idle one by one while the longest last tasks finish).
+    """
+    queued, started, finished = (np.asarray(column, dtype=float) for column in zip(*intervals))
+    begin, last_start, end = queued.min(), started.max(), finished.max()
+    busy = float(np.sum(finished - started))
+    window = last_start - begin
+    busy_in_window = float(np.sum(np.clip(np.minimum(finished, last_start) - started, 0, None)))
+    return {"busy_s": busy, "makespan_s": float(end - begin),
+            "utilization": busy / (workers * (end - begin)),
+            "steady_utilization": busy_in_window / (workers * window) if window > 0 else None}

@@ -1,0 +1,237 @@
+"""The record of a run: machine and versions, the JSON file, and the Markdown tables.
+
+``benchmarks/README.md`` holds the tables of the latest run between two markers; :func:`update_readme`
+rewrites only that part.
+"""
+
+import json
+import math
+import os
+import platform
+import socket
+import subprocess
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+
+from .common import REPO
+from .quality import mean_ranks
+
+BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
+PACKAGES = ("emews-hpo", "numpy", "scipy", "mpi4py", "mpich", "optuna", "scikit-optimize",
+            "scikit-learn", "deap")
+
+
+def machine():
+    """Host, CPU, cores, memory and the load average when the run started."""
+    cpu = next((line.split(":", 1)[1].strip() for line in _lines("/proc/cpuinfo")
+                if line.startswith("model name")), platform.processor())
+    memory = next((line.split()[1] for line in _lines("/proc/meminfo")
+                   if line.startswith("MemTotal")), None)
+    return {"host": socket.gethostname(), "os": platform.platform(), "cpu": cpu,
+            "cores": os.cpu_count(),
+            "memory_gib": round(int(memory) / 2 ** 20, 1) if memory else None,
+            "load_average_at_start": os.getloadavg()}
+
+
+def _lines(path):
+    try:
+        return Path(path).read_text().splitlines()
+    except OSError:
+        return []
+
+
+def versions():
+    """Python, the packages that matter, the MPI library and the emews commit."""
+    found = {"python": sys.version.split()[0]}
+    for package in PACKAGES:
+        try:
+            found[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            found[package] = None
+    try:
+        from mpi4py import MPI
+
+        found["mpi_library"] = MPI.Get_library_version().splitlines()[0].strip()
+    except ImportError:
+        found["mpi_library"] = None
+    found["emews_commit"] = _git("rev-parse", "--short", "HEAD")
+    found["emews_tree_clean"] = _git("status", "--porcelain", "--untracked-files=no") == ""
+    return found
+
+
+def _git(*args):
+    done = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True)
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def write_json(record, directory):
+    """Write ``<date>-<host>.json`` in ``directory``; return its path."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{time.strftime('%Y-%m-%d')}-{record['machine']['host']}.json"
+    path.write_text(json.dumps(record, indent=1) + "\n")
+    return path
+
+
+def update_readme(path, markdown):
+    """Replace the text between the result markers of ``path`` with ``markdown``."""
+    text = Path(path).read_text()
+    head, _, rest = text.partition(BEGIN)
+    _, _, tail = rest.partition(END)
+    Path(path).write_text(f"{head}{BEGIN}\n{markdown}\n{END}{tail}")
+
+
+# --- Markdown ------------------------------------------------------------------------------
+
+def markdown(record):
+    """All the tables of a run's record."""
+    parts = record["parts"]
+    sections = [_header(record)]
+    renderers = (("dispatch", _dispatch), ("utilization", _utilization),
+                 ("quality", _quality), ("overhead", _overhead), ("simulation", _simulation))
+    sections += [render(parts[name]) for name, render in renderers if name in parts]
+    sections.append(_targets(targets(parts)))
+    return "\n\n".join(sections)
+
+
+def _table(header, rows):
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _number(value, digits=3):
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return f"{value:.{digits}g}" if abs(value) < 10 ** digits else f"{value:,.0f}"
+
+
+def _header(record):
+    m, v = record["machine"], record["versions"]
+    load = ", ".join(f"{x:.2f}" for x in m["load_average_at_start"])
+    packages = ", ".join(f"{k} {v[k]}" for k in PACKAGES if v.get(k))
+    return (f"Run of {record['date']} on `{m['host']}`: {m['cpu']}, {m['cores']} cores, "
+            f"{m['memory_gib']} GiB, {m['os']}; load average at start {load}. "
+            f"Size `{record['size']}`, {record['wall_s'] / 60:.1f} min in all "
+            f"({', '.join(f'{k} {s / 60:.1f}' for k, s in record['part_wall_s'].items())}). "
+            f"Python {v['python']}, {packages}; {v['mpi_library']}; emews at "
+            f"`{v['emews_commit']}`{'' if v['emews_tree_clean'] else ' (with local changes)'}.")
+
+
+def _dispatch(part):
+    rows = [(name, _number(c["tasks_per_s"]), _number(c["ratio_to_bare"], 2),
+             _number(c.get("round_trip_us_p50")), _number(c.get("round_trip_us_p99")))
+            for name, c in part["contenders"].items()]
+    return (f"### 1. Dispatch overhead: {part['tasks']:,} no-op tasks, {part['workers']} workers "
+            f"(median of {part['repeats']} runs)\n\n"
+            + _table(("contender", "tasks/s", "ratio to bare (1 in flight)",
+                      "round trip p50 (µs)", "round trip p99 (µs)"), rows))
+
+
+def _utilization(part):
+    rows = [(r["algorithm"], r["mode"], r["evaluations"], _number(r["utilization"], 2),
+             _number(r["steady_utilization"], 2), _number(r["ask_ms_p50"]),
+             _number(r["ask_ms_p99"]), _number(r["ask_total_s"]), r["stop_reason"])
+            for r in part["runs"]]
+    return (f"### 2. Worker utilization: {part['workers']} MPI workers, {part['tasks']} tasks, "
+            f"{part['duration']}\n\n"
+            + _table(("algorithm", "mode", "evaluations", "utilization", "steady utilization",
+                      "ask p50 (ms)", "ask p99 (ms)", "ask total (s)", "stopped"), rows))
+
+
+def _quality(part):
+    summary = part["summary"]
+    ranks = mean_ranks(summary)
+    rows = []
+    for contender in part["contenders"]:
+        cells = []
+        for name in part["problems"]:
+            c = summary.get(name, {}).get("contenders", {}).get(contender)
+            cells.append("–" if c is None else
+                         f"{c['median']:.2f} [{c['q25']:.2f}, {c['q75']:.2f}]")
+        seconds = part["seconds_by_contender"].get(contender, {}).get("median_per_run")
+        rows.append((contender, *cells, _number(ranks.get(contender), 2), _number(seconds, 2)))
+    return (f"### 3. Search quality: log10 simple regret at {part['budget']} evaluations, "
+            f"median [IQR] over {part['seeds']} paired seeds\n\n"
+            + _table(("contender", *part["problems"], "mean rank", "s per run"), rows)
+            + f"\n\nRegret is floored at {part['regret_floor']:g} (log10 "
+            f"{math.log10(part['regret_floor']):.0f}); digits' minimum is "
+            f"the best validation log-loss any run found. Ranks: 1 is best, per problem and "
+            f"seed, averaged.")
+
+
+def _overhead(part):
+    counts = sorted({r["observations"] for r in part["runs"]})
+    by = {(r["algorithm"], r["observations"]): r for r in part["runs"]}
+    algorithms = list(dict.fromkeys(r["algorithm"] for r in part["runs"]))
+    rows = [(a, *(_number(by[(a, n)]["ask_ms"]) for n in counts),
+             *(_number(by[(a, n)]["tell_ms"]) for n in counts)) for a in algorithms]
+    return (f"### 4. Algorithm overhead: median ms per call on {part['space']} "
+            f"({part['repeats']} repeats)\n\n"
+            + _table(("algorithm", *(f"ask @{n}" for n in counts),
+                      *(f"tell @{n}" for n in counts)), rows))
+
+
+def _simulation(part):
+    rows = [(r["workers"], r["mode"], r["tasks"], _number(r["utilization"], 2),
+             _number(r["steady_utilization"], 2), _number(r["tasks_per_real_s"]),
+             _number(r["master_tasks_per_s"])) for r in part["runs"]]
+    return (f"### 5. Scale by simulation: the real master, ME and store; simulated workers, "
+            f"{part['duration']}\n\n"
+            + _table(("workers", "mode", "tasks", "utilization", "steady utilization",
+                      "tasks per real s", "master tasks/s (zero-length tasks)"), rows))
+
+
+# --- targets -------------------------------------------------------------------------------
+
+def targets(parts):
+    """The issue's targets, each with the figure it is judged on and whether it is met."""
+    found = []
+    if "dispatch" in parts:
+        for name, c in parts["dispatch"]["contenders"].items():
+            if name.startswith("emews"):
+                found.append((f"whole path ≥ 50% of bare mpi4py ({name})",
+                              f"{c['ratio_to_bare']:.1%}", c["ratio_to_bare"] >= 0.5))
+    if "utilization" in parts:
+        for r in parts["utilization"]["runs"]:
+            if r["mode"] == "async":
+                found.append((f"async utilization ≥ 95% ({r['algorithm']})",
+                              f"{r['utilization']:.1%} (steady {r['steady_utilization']:.1%})",
+                              r["utilization"] >= 0.95))
+    if "quality" in parts:
+        found += _quality_targets(parts["quality"])
+    return found
+
+
+def _quality_targets(part):
+    summary = part["summary"]
+    found = []
+    medians = {name: {c: v["median"] for c, v in p["contenders"].items()}
+               for name, p in summary.items()}
+    for ours in ("gp", "mbo"):
+        for peer in ("skopt gp_minimize", "skopt forest_minimize"):
+            compared = [n for n, m in medians.items() if ours in m and peer in m]
+            if compared:
+                wins = [n for n in compared if medians[n][ours] <= medians[n][peer]]
+                found.append((f"{ours} median regret no worse than {peer}",
+                              f"{len(wins)} of {len(compared)} problems",
+                              len(wins) == len(compared)))
+    ours = ("random", "ga", "gp", "optuna", "mbo")
+    compared = [n for n, m in medians.items() if "optuna TPE" in m and any(o in m for o in ours)]
+    if compared:
+        wins = [n for n in compared
+                if min(medians[n][o] for o in ours if o in medians[n]) <= medians[n]["optuna TPE"]]
+        found.append(("best of ours at or below Optuna TPE on ≥ 4 of 6 problems",
+                      f"{len(wins)} of {len(compared)} ({', '.join(wins) or 'none'})",
+                      len(wins) >= 4))
+    return found
+
+
+def _targets(found):
+    return ("### Targets of issue 6 (reported, not asserted)\n\n"
+            + _table(("target", "measured", "met"),
+                     [(t, m, "yes" if ok else "no") for t, m, ok in found]))

@@ -1,0 +1,53 @@
+"""How big each part of the suite is: ``full`` (the sizes of issue 6), ``reduced``, ``smoke``.
+
+``full`` is what the project's claims rest on; ``reduced`` keeps every contender and every
+problem but fewer seeds and a smaller quality budget, to fit in about 20 minutes on 2 cores;
+``smoke`` runs every part with tiny sizes in a few seconds, so CI keeps the suite working.
+"""
+
+from dataclasses import dataclass, replace
+
+OURS = ("random", "ga", "gp", "optuna", "mbo")
+PEERS = ("optuna TPE", "optuna random", "skopt gp_minimize", "skopt forest_minimize")
+PROBLEMS = ("branin", "hartmann6", "ackley5", "rosenbrock4", "levy6", "digits")
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """Every size the parts read."""
+
+    name: str
+    # part 1: dispatch overhead
+    dispatch_tasks: int = 20_000
+    dispatch_repeats: int = 3
+    # part 2: worker utilization (real MPI ranks that sleep)
+    utilization_workers: int = 16
+    utilization_tasks: int = 400
+    utilization_algorithms: tuple = ("random", "ga", "gp", "mbo")
+    utilization_max_time: float = 120.0
+    # part 3: search quality
+    quality_seeds: int = 10
+    quality_budget: int = 100
+    quality_problems: tuple = PROBLEMS
+    quality_ours: tuple = OURS
+    quality_peers: tuple = PEERS
+    # part 4: algorithm overhead
+    overhead_observations: tuple = (50, 200, 1000)
+    overhead_repeats: int = 3
+    overhead_algorithms: tuple = OURS
+    # part 5: scale by simulation
+    simulation_workers: tuple = (64, 256)
+    simulation_tasks_per_worker: int = 20
+
+
+FULL = Sizes("full")
+REDUCED = replace(FULL, name="reduced", dispatch_repeats=2, quality_seeds=10, quality_budget=50,
+                  utilization_max_time=60.0)
+SMOKE = Sizes("smoke", dispatch_tasks=300, dispatch_repeats=1, utilization_workers=3,
+              utilization_tasks=12, utilization_algorithms=("random",),
+              utilization_max_time=30.0, quality_seeds=2, quality_budget=6,
+              quality_problems=("branin", "digits"), quality_ours=("random",),
+              quality_peers=("optuna random",), overhead_observations=(5, 10),
+              overhead_repeats=1, overhead_algorithms=("random",), simulation_workers=(8,),
+              simulation_tasks_per_worker=3)
+SIZES = {sizes.name: sizes for sizes in (FULL, REDUCED, SMOKE)}
