@@ -67,10 +67,12 @@ class Store:
               None if rank is None else now) for i, params, run_id, rank in rows])
 
     def mark_running(self, rows):
-        """Points handed to a worker: ``(id, rank)`` tuples."""
+        """Points handed to a worker: ``(id, rank)`` tuples (often none: then no statement)."""
         now = time.time()
-        self.db.executemany("UPDATE evaluations SET status='running', rank=?, started=? WHERE id=?",
-                            [(rank, now, i) for i, rank in rows])
+        rows = [(rank, now, i) for i, rank in rows]
+        if rows:
+            self.db.executemany("UPDATE evaluations SET status='running', rank=?, started=? "
+                                "WHERE id=?", rows)
 
     def finish(self, rows):
         """Finished points: ``(id, rank, outcome, attempt)`` tuples (see :class:`Outcome`)."""
