@@ -139,11 +139,8 @@ def validate(cfg):
 
 def make_objective(cfg, expdir):
     """The configured :class:`Objective` for runs under ``expdir``."""
-    study = cfg.study
     python_path(cfg)
-    return Objective(impl=study["impl"], objective=study["objective"], app=study["app"],
-                     model_name=study["model_name"], model_return=study["model_return"],
-                     timeout=study["timeout"], expdir=expdir, exp_id=Path(expdir).name)
+    return Objective.from_config(cfg, expdir)
 
 
 def python_path(cfg):
