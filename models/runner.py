@@ -27,9 +27,9 @@ with one line naming the setting or file, the rule and the value.
 """
 
 import argparse
+import ast
 import importlib
 import json
-import math
 import os
 import sys
 from dataclasses import dataclass
@@ -159,9 +159,28 @@ def model_parameters(module, spec, hyperparameters, exp_id, run_id, argv=()):
                       type(params).__name__)
     if spec.timeout is not None:
         params["timeout"] = spec.timeout
-    params.update(hyperparameters)
+    params.update({key: as_list_if_listed(params.get(key), value)
+                   for key, value in hyperparameters.items()})
     params["experiment_id"], params["run_id"] = exp_id, run_id
     return params
+
+
+def as_list_if_listed(default, value):
+    """A string for a list-valued parameter (``"64 32"``, ``"64,32"``) becomes a list.
+
+    Search spaces hold layer sizes as strings; as Supervisor's runner does, the model gets
+    ``[64, 32]``. Each element is a Python literal when it reads as one, else a string.
+    """
+    if not isinstance(default, list) or not isinstance(value, str):
+        return value
+    return [_literal_or_text(token) for token in value.replace(",", " ").split()]
+
+
+def _literal_or_text(token):
+    try:
+        return ast.literal_eval(token)
+    except (ValueError, SyntaxError):
+        return token
 
 
 def write_parameters(path, params):
@@ -238,12 +257,12 @@ def main(argv=None):
     try:
         hyperparameters = read_hyperparameters(args.params_file)
         spec = ModelSpec.from_env(os.environ)
-        value = run_model(hyperparameters, args.run_dir, spec, args.experiment_id,
-                          args.run_id, model_argv)
+        run_model(hyperparameters, args.run_dir, spec, args.experiment_id,
+                  args.run_id, model_argv)
     except EvaluationFailed as exc:
         print(f"emews.models.runner: error: {exc}", file=sys.stderr, flush=True)
         return 1
-    return 0 if not math.isnan(value) else 1
+    return 0
 
 
 def read_hyperparameters(path):

@@ -112,3 +112,9 @@ def test_a_model_whose_own_default_model_file_is_missing_fails_naming_it(objecti
     assert outcome.status == "failed"
     assert outcome.error.endswith("nodefault_default_model.txt: the default-model file must "
                                   "exist")
+
+
+def test_a_string_for_a_list_valued_parameter_becomes_a_list(objective, tmp_path):
+    objective().evaluate(json.dumps({"x": 0, "layers": "64 32", "name": "a b"}), "RUN1")
+    assert received(tmp_path, "RUN1")["layers"] == [64, 32]
+    assert received(tmp_path, "RUN1")["name"] == "a b"
