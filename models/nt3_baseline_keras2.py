@@ -14,7 +14,10 @@ and returns the Keras ``History``; ``python nt3_baseline_keras2.py --epochs 3`` 
 
 import os
 
-import candle
+try:
+    import candle
+except ModuleNotFoundError:  # run alone without candle_lib: emews' stand-in
+    from emews.models import candle_compat as candle
 
 file_path = os.path.dirname(os.path.realpath(__file__))
 

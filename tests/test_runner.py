@@ -118,3 +118,25 @@ def test_a_string_for_a_list_valued_parameter_becomes_a_list(objective, tmp_path
     objective().evaluate(json.dumps({"x": 0, "layers": "64 32", "name": "a b"}), "RUN1")
     assert received(tmp_path, "RUN1")["layers"] == [64, 32]
     assert received(tmp_path, "RUN1")["name"] == "a b"
+
+
+def test_the_command_line_runner_passes_extra_arguments_to_the_model(tmp_path, monkeypatch):
+    monkeypatch.setenv("CANDLE_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("MODEL_NAME", "toy")
+    monkeypatch.setenv("MODEL_PYTHON_DIR", MODELS)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    (tmp_path / "params.json").write_text('{"x": 1}')
+    code = runner.main(["--params_file", str(tmp_path / "params.json"), "--run_dir",
+                        str(tmp_path / "run"), "--experiment_id", "EXP001", "--run_id", "R7",
+                        "--epochs", "5"])
+    assert code == 0 and float((tmp_path / "run" / "result.txt").read_text()) == 3.0
+    got = json.loads((tmp_path / "data" / "toy" / "Output" / "EXP001" / "R7" /
+                      "received.json").read_text())
+    assert got["epochs"] == 5 and got["run_id"] == "R7"
+
+
+def test_the_command_line_runner_names_a_bad_params_file(tmp_path, capsys):
+    (tmp_path / "params.json").write_text("[1, 2]")
+    assert runner.main(["--params_file", str(tmp_path / "params.json")]) == 1
+    assert capsys.readouterr().err.strip().endswith("params.json: must hold a JSON object, "
+                                                    "got 'list'")
