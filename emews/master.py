@@ -122,5 +122,5 @@ class Master:
 
 
 def run_id(task_id, attempt=1):
-    """The run id (and run directory name) of a point's ``attempt``: ``RUN000042``, ``RUN000042-2``."""
+    """The run id (and run directory) of a point's attempt: ``RUN000042``, ``RUN000042-2``."""
     return f"RUN{task_id:06d}" + (f"-{attempt}" if attempt > 1 else "")

@@ -172,15 +172,15 @@ class Objective:
         if self.epoch not in RETURN_EPOCHS:
             raise ConfigError("[model].return_epoch (MODEL_RETURN_EPOCH)",
                               f"must be one of {list(RETURN_EPOCHS)}", self.epoch)
-        self.function = None
-        self.command = list(app or ["python3", "-u", "-m", MODEL_RUNNER])
+        self.function = self.command = self.container = None
         if impl == "py":
             objective = objective or f"{MODEL_RUNNER}:train"
             self.function = import_dotted(objective, "[study].objective")
             if not callable(self.function):
                 raise ConfigError("[study].objective", "must name a callable", objective)
-        if impl == "container":
-            self.command = None
+        elif impl == "app":
+            self.command = list(app or ["python3", "-u", "-m", MODEL_RUNNER])
+        elif impl == "container":
             self.container = ContainerCommand.from_env(self.model_env)
 
     @classmethod
@@ -354,24 +354,37 @@ def _parse_result(text, log):
                                tail(log)) from None
 
 
-MODEL_VARIABLES = ("MODEL_NAME", "MODEL_RETURN", "MODEL_RETURN_EPOCH", "FRAMEWORK",
-                   "MODEL_PYTHON_DIR", "MODEL_PYTHON_SCRIPT", "CANDLE_DEFAULT_MODEL_FILE",
-                   "BENCHMARK_TIMEOUT", "CANDLE_DATA_DIR", "CANDLE_MODEL_TYPE", "CANDLE_IMAGE",
-                   "MODEL_ACTION", "CANDLE_CONTAINER_RUNTIME", "CANDLE_CONTAINER_ARGS",
-                   "EMEWS_LANGS_APP", "APP_PYTHONPATH")
-
-
 def from_env(expdir=None):
-    """An :class:`Objective` configured from Supervisor's environment variables."""
-    impl = os.environ.get("CANDLE_MODEL_IMPL", "py")
-    timeout = os.environ.get("SH_TIMEOUT")
-    return Objective(impl=impl, objective=os.environ.get("EMEWS_OBJECTIVE"),
-                     app=json.loads(os.environ["EMEWS_APP"]) if "EMEWS_APP" in os.environ else None,
-                     model_name=os.environ.get("MODEL_NAME", "model"),
-                     model_return=os.environ.get("MODEL_RETURN", "val_loss"),
-                     timeout=float(timeout) if timeout and float(timeout) > 0 else None,
-                     expdir=expdir or os.environ.get("TURBINE_OUTPUT", "."),
-                     model_env={k: os.environ[k] for k in MODEL_VARIABLES if k in os.environ})
+    """An :class:`Objective` configured from Supervisor's environment variables.
+
+    ``CANDLE_MODEL_IMPL``, ``EMEWS_OBJECTIVE``, ``EMEWS_APP`` (a JSON list), ``MODEL_NAME``,
+    ``MODEL_RETURN``, ``SH_TIMEOUT``, ``TURBINE_OUTPUT`` (the experiment directory), and as the
+    model's settings every variable of the ``[model]`` table (see :mod:`emews.config`) plus
+    ``CANDLE_DATA_DIR``, ``EMEWS_LANGS_APP`` and ``CANDLE_CONTAINER_ARGS``.
+    """
+    from .config import SCHEMA
+
+    environ = os.environ
+    names = [s.env for s in SCHEMA["model"].values() if s.env] + [
+        "MODEL_NAME", "MODEL_RETURN", "CANDLE_DATA_DIR", "EMEWS_LANGS_APP",
+        "CANDLE_CONTAINER_ARGS"]
+    try:
+        app = json.loads(environ["EMEWS_APP"]) if "EMEWS_APP" in environ else None
+    except json.JSONDecodeError:
+        raise ConfigError("EMEWS_APP", "must be a JSON list of strings",
+                          environ["EMEWS_APP"]) from None
+    try:
+        timeout = float(environ.get("SH_TIMEOUT") or 0) or None
+    except ValueError:
+        raise ConfigError("SH_TIMEOUT", "must be a number of seconds",
+                          environ["SH_TIMEOUT"]) from None
+    return Objective(impl=environ.get("CANDLE_MODEL_IMPL", "py"),
+                     objective=environ.get("EMEWS_OBJECTIVE"), app=app,
+                     model_name=environ.get("MODEL_NAME", "model"),
+                     model_return=environ.get("MODEL_RETURN", "val_loss"),
+                     timeout=timeout if timeout and timeout > 0 else None,
+                     expdir=expdir or environ.get("TURBINE_OUTPUT", "."),
+                     model_env={name: environ[name] for name in names if name in environ})
 
 
 _env_objective = None
@@ -380,9 +393,7 @@ _env_objective = None
 def candle_model_train(params_json, exp_id, run_id, model_name):
     """Supervisor's entry point: evaluate one point, return the value as a string ('NaN' on failure).
 
-    The implementation and its settings come from the environment (``CANDLE_MODEL_IMPL``,
-    ``EMEWS_OBJECTIVE``, ``EMEWS_APP``, ``MODEL_RETURN``, ``TURBINE_OUTPUT``, ``SH_TIMEOUT``
-    and the model variables listed in :data:`MODEL_VARIABLES`).
+    The implementation and its settings come from the environment (see :func:`from_env`).
     """
     global _env_objective
     if _env_objective is None:

@@ -10,8 +10,8 @@ that does ``import candle`` runs unchanged. It gives what a model needs to get i
   read with :func:`ast.literal_eval` (candle_lib uses ``eval``; this layer never does);
 * command-line overrides (``--epochs 5``, ``--dense 64 32``, ``--config_file other.txt``),
   typed by candle's common definitions and the model's ``additional_definitions``;
-* ``data_dir = $CANDLE_DATA_DIR/<model_name>/Data`` and
-  ``output_dir = ${CANDLE_OUTPUT_DIR:-$CANDLE_DATA_DIR}/<model_name>/Output/<experiment_id>/<run_id>``;
+* ``data_dir = $CANDLE_DATA_DIR/<model_name>/Data`` and ``output_dir =
+  ${CANDLE_OUTPUT_DIR:-$CANDLE_DATA_DIR}/<model_name>/Output/<experiment_id>/<run_id>``;
 * the defaults ``experiment_id = 'EXP000'``, ``run_id = 'RUN000'``, ``rng_seed = 7102``,
   ``timeout = -1``;
 * :class:`TerminateOnTimeOut`, the Keras callback that stops training softly after
