@@ -391,7 +391,7 @@ _env_objective = None
 
 
 def candle_model_train(params_json, exp_id, run_id, model_name):
-    """Supervisor's entry point: evaluate one point, return the value as a string ('NaN' on failure).
+    """Supervisor's entry point: evaluate one point; the value as a string ('NaN' on failure).
 
     The implementation and its settings come from the environment (see :func:`from_env`).
     """

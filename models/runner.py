@@ -32,13 +32,14 @@ import importlib
 import json
 import os
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 from emews.errors import ConfigError
-from emews.objective import EvaluationFailed, current_run, extract_value
+from emews.objective import RETURN_EPOCHS, EvaluationFailed, current_run, extract_value
 
-EPOCH_CHOICES = ("last", "min", "max")
+_argv_lock = threading.Lock()
 
 
 def failure(where, rule, value):
@@ -66,8 +67,8 @@ class ModelSpec:
         if not name:
             raise failure("MODEL_NAME", "must name the model", name)
         epoch = environ.get("MODEL_RETURN_EPOCH") or "last"
-        if epoch not in EPOCH_CHOICES:
-            raise failure("MODEL_RETURN_EPOCH", f"must be one of {list(EPOCH_CHOICES)}", epoch)
+        if epoch not in RETURN_EPOCHS:
+            raise failure("MODEL_RETURN_EPOCH", f"must be one of {list(RETURN_EPOCHS)}", epoch)
         timeout = environ.get("BENCHMARK_TIMEOUT") or None
         if timeout is not None:
             try:
@@ -143,17 +144,18 @@ def model_parameters(module, spec, hyperparameters, exp_id, run_id, argv=()):
             raise failure("CANDLE_DEFAULT_MODEL_FILE", "the default-model file must exist",
                           spec.default_model)
         kwargs["default_model"] = spec.default_model
-    saved_argv = sys.argv
-    sys.argv = [module.__file__, "--experiment_id", exp_id, "--run_id", run_id, *argv]
-    try:
-        params = module.initialize_parameters(**kwargs)
-    except ConfigError as exc:
-        raise EvaluationFailed(str(exc)) from None
-    except SystemExit as exc:
-        raise failure(f"{module.__name__}.initialize_parameters()", "must not exit (a bad "
-                      "command-line argument?)", exc.code) from None
-    finally:
-        sys.argv = saved_argv
+    with _argv_lock:  # sys.argv is the process's: in-process pools run models on threads
+        saved_argv = sys.argv
+        sys.argv = [module.__file__, "--experiment_id", exp_id, "--run_id", run_id, *argv]
+        try:
+            params = module.initialize_parameters(**kwargs)
+        except ConfigError as exc:
+            raise EvaluationFailed(str(exc)) from None
+        except SystemExit as exc:
+            raise failure(f"{module.__name__}.initialize_parameters()", "must not exit (a bad "
+                          "command-line argument?)", exc.code) from None
+        finally:
+            sys.argv = saved_argv
     if not isinstance(params, dict):
         raise failure(f"{module.__name__}.initialize_parameters()", "must return a dict",
                       type(params).__name__)
