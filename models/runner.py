@@ -230,7 +230,11 @@ def run_model(hyperparameters, run_dir, spec, exp_id="EXP000", run_id="RUN000", 
 
 
 def train(params):
-    """The ``py`` objective: run the CANDLE model that the environment names on ``params``."""
+    """The ``py`` objective: run the CANDLE model that the environment names on ``params``.
+
+    The settings come from the run's context (``current_run().env``) over ``os.environ``;
+    ``CANDLE_DATA_DIR`` is also set in this process's environment, where candle_lib reads it.
+    """
     context = current_run()
     environ = {**os.environ, **(context.env if context else {})}
     if environ.get("CANDLE_DATA_DIR"):

@@ -140,3 +140,41 @@ def test_the_command_line_runner_names_a_bad_params_file(tmp_path, capsys):
     assert runner.main(["--params_file", str(tmp_path / "params.json")]) == 1
     assert capsys.readouterr().err.strip().endswith("params.json: must hold a JSON object, "
                                                     "got 'list'")
+
+
+def test_an_importable_candle_lib_is_used_rather_than_the_stand_in(tmp_path, monkeypatch):
+    (tmp_path / "candle.py").write_text('ORIGIN = "an installed candle"\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "candle", raising=False)
+    runner.use_candle()
+    assert sys.modules["candle"].ORIGIN == "an installed candle"
+
+
+def test_a_study_records_each_bad_run_and_goes_on(tmp_path, monkeypatch):
+    import emews
+    from emews.store import Store
+
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setenv("CANDLE_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.delenv("CANDLE_OUTPUT_DIR", raising=False)
+    (tmp_path / "space.json").write_text(json.dumps([
+        {"name": "x", "type": "float", "lower": 0.0, "upper": 1.0},
+        {"name": "behaviour", "type": "categorical", "values": ["ok", "text", "nan"]}]))
+    result = emews.run({
+        "system": {"pool": "inprocess", "procs": 2, "progress_interval": 0.0},
+        "study": {"name": "bad", "space": str(tmp_path / "space.json"), "budget": 12, "seed": 1,
+                  "impl": "py", "model_name": "toy", "data_dir": str(tmp_path / "data")},
+        "model": {"python_dir": MODELS}})
+    store = Store(result.expdir / "results.db")
+    rows = store.rows()
+    store.close()
+    assert len(rows) == 12 and result.evaluations == 12
+    reasons = {"text": "the model returned a non-numeric result: 'not a number'",
+               "nan": "the model returned NaN"}
+    for row in rows:
+        behaviour = row["params"]["behaviour"]
+        if behaviour == "ok":
+            assert row["status"] == "done" and row["result"] == row["params"]["x"] + 2
+        else:
+            assert row["status"] == "failed" and row["error"] == reasons[behaviour]
+    assert {r["params"]["behaviour"] for r in rows} == {"ok", "text", "nan"}
