@@ -76,11 +76,12 @@ class Store:
 
     def finish(self, rows):
         """Finished points: ``(id, rank, outcome, attempt)`` tuples (see :class:`Outcome`)."""
-        self.db.executemany(
-            "UPDATE evaluations SET status=?, result=?, error=?, log_tail=?, rank=?, started=?, "
-            "finished=?, attempt=? WHERE id=?",
-            [(o.status, None if math.isnan(o.value) else o.value, o.error, o.log_tail, rank,
-              o.started, o.finished, attempt, i) for i, rank, o, attempt in rows])
+        rows = [(o.status, None if math.isnan(o.value) else o.value, o.error, o.log_tail, rank,
+                 o.started, o.finished, attempt, i) for i, rank, o, attempt in rows]
+        if rows:
+            self.db.executemany(
+                "UPDATE evaluations SET status=?, result=?, error=?, log_tail=?, rank=?, "
+                "started=?, finished=?, attempt=? WHERE id=?", rows)
 
     def set_meta(self, key, value):
         """Store a JSON-serializable value under ``key``."""
