@@ -7,15 +7,19 @@ tasks with 3 workers:
   ``emews.run`` under ``mpiexec -n 4`` with ``impl = "echo"``, the random algorithm (timed by
   :class:`benchmarks.timed.Timed`) and async mode; once with the default one slot per worker
   and once with ``[system].slots_per_worker`` prefetch;
-* ``bare mpi4py``: a send/recv master-worker loop (blocking calls), the floor;
+* ``bare mpi4py``: a send/recv master-worker loop (blocking calls), the floor, with one task in
+  flight per worker and with as many as emews' prefetch;
 * ``mpi4py.futures`` and ``concurrent.futures.ProcessPoolExecutor``: one ``submit`` per task
   with as many tasks in flight as workers, and ``map`` with chunks of 100.
 
 Round trip: from the moment a task is handed out (for emews, returned by the algorithm's ``ask``)
 to the moment its result is back where it was asked for. ``map`` has no per-task round trip.
 
-Each MPI contender is this module run under ``mpiexec`` (``python -m benchmarks.dispatch KIND``);
-it writes its figures as JSON to the path it is given.
+Each MPI contender is this module run under ``mpiexec`` (``python -m benchmarks.dispatch KIND``),
+its variants one after the other in one launch; it writes their figures as JSON to the path it
+is given. The whole set runs ``dispatch_repeats`` times and each contender reports its run with
+the median throughput (the bare loop's blocking calls spin, so on oversubscribed cores its speed
+varies from run to run).
 """
 
 import argparse
@@ -35,6 +39,7 @@ WORKERS = 3
 CHUNKSIZE = 100
 PREFETCH = 32
 FLOOR = "bare mpi4py, 1 in flight per worker"
+SPACE = [{"name": "x", "type": "float", "lower": -1.0, "upper": 1.0}]
 
 
 def run(sizes):
@@ -83,6 +88,7 @@ def _mpi(kind, n, variants):
     """Run ``kind``'s variants, one after the other, in one ``mpiexec -n 4`` launch."""
     with tempfile.TemporaryDirectory(prefix="emews-bench-") as tmp:
         out = Path(tmp) / "figures.json"
+        (Path(tmp) / "space.json").write_text(json.dumps(SPACE))
         module = ["-m", "mpi4py.futures"] if kind == "futures" else []
         mpiexec_python(WORKERS + 1, [*module, "-m", __name__, kind, str(n), str(out),
                                      *variants, "--dir", tmp])
@@ -191,7 +197,6 @@ def _emews(n, slots_per_worker, directory):
     from .timed import Timed
 
     space = Path(directory) / "space.json"
-    space.write_text(json.dumps([{"name": "x", "type": "float", "lower": -1.0, "upper": 1.0}]))
     result = emews.run({
         "system": {"procs": WORKERS + 1, "slots_per_worker": slots_per_worker,
                    "progress_interval": 3600.0},

@@ -36,6 +36,7 @@ def run(sizes):
           f"{sizes.utilization_workers + 1}", flush=True)
     with tempfile.TemporaryDirectory(prefix="emews-bench-") as tmp:
         out = Path(tmp) / "figures.json"
+        (Path(tmp) / "space.json").write_text(json.dumps(SPACE))
         mpiexec_python(sizes.utilization_workers + 1, [
             "-m", __name__, str(sizes.utilization_tasks), str(out), "--dir", tmp,
             "--max-time", str(sizes.utilization_max_time),
@@ -56,7 +57,6 @@ def _study(algorithm, mode, tasks, directory, max_time):
     from .timed import Timed
 
     space = Path(directory) / "space.json"
-    space.write_text(json.dumps(SPACE))
     result = emews.run({
         "system": {"progress_interval": 3600.0},
         "study": {"algorithm": "benchmarks.timed:Timed", "space": str(space), "budget": tasks,

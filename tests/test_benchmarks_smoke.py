@@ -1,0 +1,38 @@
+"""The benchmark suite's smoke mode keeps working (every part, tiny sizes; no timings checked)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).parent.parent
+
+
+@pytest.mark.slow
+@pytest.mark.mpi
+def test_smoke_run_writes_its_record_and_the_readme_tables(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text("# Benchmarks\n\n<!-- results:begin -->\nold\n<!-- results:end -->\n\nEnd.\n")
+    done = subprocess.run([sys.executable, "-m", "benchmarks", "--smoke", "--out", str(tmp_path),
+                           "--readme", str(readme)], cwd=REPO, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr
+    (path,) = tmp_path.glob("*.json")
+    record = json.loads(path.read_text())
+    parts = record["parts"]
+    assert set(parts) == {"dispatch", "utilization", "simulation", "overhead", "quality"}
+    assert {c["tasks"] for c in parts["dispatch"]["contenders"].values()} == {300}
+    assert all(0 < r["utilization"] <= 1 for r in parts["utilization"]["runs"])
+    assert all(r["evaluations"] == 12 for r in parts["utilization"]["runs"])
+    assert all(0 < r["utilization"] <= 1 for r in parts["simulation"]["runs"])
+    assert {(r["algorithm"], r["observations"]) for r in parts["overhead"]["runs"]} == {
+        ("random", 5), ("random", 10)}
+    quality = parts["quality"]
+    assert len(quality["runs"]) == 2 * 2 * 2  # problems x contenders x seeds
+    assert all(r["evaluations"] == 6 for r in quality["runs"])
+    assert record["versions"]["mpi4py"] and record["machine"]["cores"]
+    text = readme.read_text()
+    assert "old" not in text and text.startswith("# Benchmarks") and text.endswith("End.\n")
+    assert "### 1. Dispatch overhead" in text and "### Targets of issue 6" in text
