@@ -30,15 +30,21 @@ ANALYTIC = {"branin": ("branin", 2), "hartmann6": ("hartmann6", 6), "ackley5": (
 MARKS = (0.25, 0.5, 1.0)
 
 
-def problem(name):
-    """``(space, objective, minimum)`` of a problem (``minimum`` is None when unknown)."""
-    from emews.space import Space
+def problem(name, digits_epochs=None):
+    """``(space, objective, minimum)`` of a problem (``minimum`` is None when unknown).
+
+    ``digits_epochs`` replaces the digits space's constant number of epochs (smoke runs).
+    """
+    from emews.space import Constant, Space
 
     if name == "digits":
         import emews.models
         from emews.objective import Objective
 
         space = Space.from_file(Path(emews.models.__file__).parent / "digits_space.json")
+        if digits_epochs is not None:
+            space = Space(tuple(Constant(p.name, digits_epochs) if p.name == "epochs" else p
+                                for p in space.params))
         model = Objective(impl="py", objective="emews.models.digits:train")
         return space, lambda point: model.evaluate(json.dumps(point), "RUN").value, None
     from emews.models import analytic
@@ -126,9 +132,9 @@ COST = {"gp": 30, "skopt gp_minimize": 30, "skopt forest_minimize": 20, "mbo": 2
         "optuna": 3, "optuna TPE": 3}
 
 
-def one_run(problem_name, contender, seed, budget):
+def one_run(problem_name, contender, seed, budget, digits_epochs=None):
     """One contender on one problem with one seed: the best value at each mark, the time."""
-    space, objective, _ = problem(problem_name)
+    space, objective, _ = problem(problem_name, digits_epochs)
     started = time.perf_counter()
     values = CONTENDERS[contender](space, objective, seed, budget)
     seconds = time.perf_counter() - started
@@ -150,7 +156,8 @@ def run(sizes, jobs=None):
     environment = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
     os.environ.update(environment)
     with cf.ProcessPoolExecutor(jobs or os.cpu_count()) as pool:
-        futures = [pool.submit(one_run, *r, sizes.quality_budget) for r in runs]
+        futures = [pool.submit(one_run, *r, sizes.quality_budget, sizes.quality_digits_epochs)
+                   for r in runs]
         for done, future in enumerate(cf.as_completed(futures), 1):
             results.append(future.result())
             if done % max(len(futures) // 20, 1) == 0:

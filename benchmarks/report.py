@@ -135,12 +135,14 @@ def _dispatch(part):
 def _utilization(part):
     rows = [(r["algorithm"], r["mode"], r["evaluations"], _number(r["utilization"], 2),
              _number(r["steady_utilization"], 2), _number(r["ask_ms_p50"]),
-             _number(r["ask_ms_p99"]), _number(r["ask_total_s"]), r["stop_reason"])
-            for r in part["runs"]]
+             _number(r["ask_ms_p99"]), _number(r["tell_ms_p50"]), _number(r["tell_ms_p99"]),
+             _number(r["ask_total_s"] + r["tell_total_s"]), _number(r["makespan_s"]),
+             r["stop_reason"]) for r in part["runs"]]
     return (f"### 2. Worker utilization: {part['workers']} MPI workers, {part['tasks']} tasks, "
             f"{part['duration']}\n\n"
             + _table(("algorithm", "mode", "evaluations", "utilization", "steady utilization",
-                      "ask p50 (ms)", "ask p99 (ms)", "ask total (s)", "stopped"), rows))
+                      "ask p50 (ms)", "ask p99 (ms)", "tell p50 (ms)", "tell p99 (ms)",
+                      "ask + tell total (s)", "makespan (s)", "stopped"), rows))
 
 
 def _quality(part):
@@ -168,12 +170,12 @@ def _overhead(part):
     counts = sorted({r["observations"] for r in part["runs"]})
     by = {(r["algorithm"], r["observations"]): r for r in part["runs"]}
     algorithms = list(dict.fromkeys(r["algorithm"] for r in part["runs"]))
-    rows = [(a, *(_number(by[(a, n)]["ask_ms"]) for n in counts),
-             *(_number(by[(a, n)]["tell_ms"]) for n in counts)) for a in algorithms]
-    return (f"### 4. Algorithm overhead: median ms per call on {part['space']} "
-            f"({part['repeats']} repeats)\n\n"
-            + _table(("algorithm", *(f"ask @{n}" for n in counts),
-                      *(f"tell @{n}" for n in counts)), rows))
+    columns = ("ask_ms", "tell_ms", "ask_plus_tell_ms")
+    rows = [(a, *(_number(by[(a, n)][c]) for c in columns for n in counts)) for a in algorithms]
+    names = ("ask", "tell", "ask + tell")
+    return (f"### 4. Algorithm overhead: median ms per call on {part['space']} after n "
+            f"observations ({part['repeats']} repeats)\n\n"
+            + _table(("algorithm", *(f"{name} @{n}" for name in names for n in counts)), rows))
 
 
 def _simulation(part):

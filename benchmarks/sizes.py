@@ -31,6 +31,7 @@ class Sizes:
     quality_problems: tuple = PROBLEMS
     quality_ours: tuple = OURS
     quality_peers: tuple = PEERS
+    quality_digits_epochs: int | None = None   # None: the space's own (30)
     # part 4: algorithm overhead
     overhead_observations: tuple = (50, 200, 1000)
     overhead_repeats: int = 3
@@ -47,7 +48,8 @@ SMOKE = Sizes("smoke", dispatch_tasks=300, dispatch_repeats=1, utilization_worke
               utilization_tasks=12, utilization_algorithms=("random",),
               utilization_max_time=30.0, quality_seeds=2, quality_budget=6,
               quality_problems=("branin", "digits"), quality_ours=("random",),
-              quality_peers=("optuna random",), overhead_observations=(5, 10),
+              quality_peers=("optuna random",), quality_digits_epochs=2,
+              overhead_observations=(5, 10),
               overhead_repeats=1, overhead_algorithms=("random",), simulation_workers=(8,),
               simulation_tasks_per_worker=3)
 SIZES = {sizes.name: sizes for sizes in (FULL, REDUCED, SMOKE)}

@@ -9,8 +9,9 @@ hash of the point, so the durations do not depend on the algorithm. From the sto
 and the steady utilization, the same up to the moment the last task started (see
 :func:`benchmarks.common.utilization`).
 
-The algorithm is wrapped in :class:`benchmarks.timed.Timed`, which gives its proposal latency
-(the time ``ask`` took on the ME thread). A run stops at the task budget or after
+The algorithm is wrapped in :class:`benchmarks.timed.Timed`, which gives its proposal latency:
+the time ``ask`` and ``tell`` took on the ME thread (model-based algorithms may do their work in
+either: scikit-optimize refits its model in ``tell``). A run stops at the task budget or after
 ``utilization_max_time`` seconds, whichever comes first (a slow proposer may not finish).
 In async mode the GA is the steady-state GA (``ga_async``), in batch mode the generational one.
 """
@@ -79,7 +80,8 @@ def _study(algorithm, mode, tasks, directory, max_time):
                           MPI.COMM_WORLD.Get_size() - 1),
             "ask_calls": len(timed.ask_seconds), "ask_total_s": float(np.sum(timed.ask_seconds)),
             **summary(np.asarray(timed.ask_seconds) * 1e3, "ask_ms"),
-            "tell_total_s": float(np.sum(timed.tell_seconds))}
+            "tell_total_s": float(np.sum(timed.tell_seconds)),
+            **summary(np.asarray(timed.tell_seconds) * 1e3, "tell_ms")}
 
 
 def main(argv=None):
