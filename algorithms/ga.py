@@ -56,6 +56,7 @@ from .sweep import read_upf
 
 FAILED_FITNESS = math.inf
 STRATEGIES = ("simple", "mu_plus_lambda")
+STALLED = 100   # generations (ga) or children (ga_async) in a row with no new point: done
 
 
 class GA(Algorithm):
@@ -98,12 +99,13 @@ class GA(Algorithm):
         self.population = []   # evaluated parents
         self.immigrants = []   # told points that were never asked for
         self.generation = 0
+        self.stale = 0         # generations in a row that held no new point
 
     # --- ask/tell ---------------------------------------------------------------------------
 
     def ask(self, n):
         points = []
-        while len(points) < n:
+        while len(points) < n and not self.stalled:
             if not self.queue:
                 if self.waiting or not self._advance():
                     break
@@ -131,8 +133,14 @@ class GA(Algorithm):
                 self._settle(immigrant, asked=False)
 
     def done(self):
-        return (self.generations is not None and self.generation >= self.generations
-                and not self.queue and not self.waiting)
+        return self.stalled or (self.generations is not None and
+                                self.generation >= self.generations and
+                                not self.queue and not self.waiting)
+
+    @property
+    def stalled(self):
+        """True once the GA keeps breeding only points it has values for (a small space)."""
+        return self.stale >= STALLED
 
     # --- generations ------------------------------------------------------------------------
 
@@ -165,6 +173,8 @@ class GA(Algorithm):
         self.offspring = self._breed() if self.population else self._initial()
         self.generation += 1
         self.queue = [i for i in self.offspring if not i.fitness.valid]
+        fresh = any(point_key(self.space.point(i)) not in self.known for i in self.queue)
+        self.stale = 0 if fresh else self.stale + 1
         return True
 
     def _initial(self):
@@ -225,8 +235,6 @@ class SteadyStateGA(GA):
     ``strategy`` and ``offspring_proportion`` do not apply.
     """
 
-    RETRIES = 20
-
     def __init__(self, space, seed=None, **options):
         super().__init__(space, seed, **options)
         self.starters = None   # initial individuals still to propose
@@ -245,8 +253,8 @@ class SteadyStateGA(GA):
         return points
 
     def done(self):
-        return self.generations is not None and \
-            self.proposed >= self.population_size * self.generations
+        return self.stalled or (self.generations is not None and
+                                self.proposed >= self.population_size * self.generations)
 
     def _starters(self):
         """Initial individuals to fill the population: the population file, then random."""
@@ -257,7 +265,7 @@ class SteadyStateGA(GA):
 
     def _candidate(self):
         """The next individual to evaluate, or None when none new can be made."""
-        for _ in range(self.RETRIES):
+        while not self.stalled:
             if self.starters:
                 individual = self.starters.pop(0)
             elif len(self.population) >= 2:
@@ -266,7 +274,9 @@ class SteadyStateGA(GA):
                 individual = self.individual(self.space.sample(self.rng)[0][p.name]
                                              for p in self.space.free)
             if not self._reuse_or_wait(individual, point_key(self.space.point(individual))):
+                self.stale = 0
                 return individual
+            self.stale += 1
         return None
 
     def _child(self):

@@ -3,7 +3,7 @@
 ::
 
     ask(n) --> initial design left?  --> Latin-hypercube points
-           --> fewer than 2 values?   --> random points
+           --> fewer than 2 values?   --> wait for the design (random points if it all failed)
            --> otherwise: fit the forest on every result (failures imputed) and on the points
                in flight (told the liar's value), then find each proposal by focus search on
                the infill criterion (one point: EI or CB; several: qLCB or constant liar)
@@ -103,7 +103,8 @@ class MBO(Algorithm):
         points, self.design = self.design[:n], self.design[n:]
         wanted = n - len(points)
         if wanted and sum(np.isfinite(self.y)) < 2:
-            points += self.space.sample(self.rng, wanted)
+            if not points and not self.in_flight:   # the design failed: explore at random
+                points = self.space.sample(self.rng, wanted)
         elif wanted and (self.max_iterations is None or self.iterations < self.max_iterations):
             self.iterations += 1
             points += self._propose(min(wanted, self.propose_points or wanted))
