@@ -6,8 +6,9 @@ next one once ``tell`` has brought every result back::
 
     ask(n) --> [queue of the generation's unevaluated individuals] --> points out
     tell   --> fitness of the waiting individuals --> generation complete?
-                   --> survivors (simple: the offspring; mu_plus_lambda: select(parents + offspring))
-                   --> breed (selTournament + varAnd, or varOr) --> new queue
+               --> survivors (simple: the offspring;
+                              mu_plus_lambda: select(parents + offspring))
+               --> breed (selTournament + varAnd, or varOr) --> new queue
 
 ``ask`` returns fewer points than asked (none at all) while the rest of a generation is still
 out; the driver then just waits. ``ga_async`` is the steady-state variant: every free worker
@@ -16,8 +17,9 @@ member of the population if it is better, so slow evaluations never idle the poo
 
 Settings (Supervisor's names in brackets): ``population_size`` [POPULATION_SIZE],
 ``generations`` [NUM_ITERATIONS; the initial population counts as the first; unlimited by
-default: the study's stopping rules end the search], ``strategy`` [GA_STRATEGY], ``offspring_proportion``
-[OFFSPRING_PROPORTION; mu_plus_lambda breeds that share of the population each generation],
+default: the study's stopping rules end the search], ``strategy`` [GA_STRATEGY],
+``offspring_proportion`` [OFFSPRING_PROPORTION; mu_plus_lambda breeds that share of the
+population each generation],
 ``mutation_prob`` [MUT_PROB], ``crossover_prob`` [CX_PROB], ``mutation_indpb`` [MUT_INDPB],
 ``crossover_indpb`` [CX_INDPB], ``tournament_size`` [TOURNSIZE] and ``population_file``
 (initial individuals: Supervisor's CSV with a header of parameter names, or JSON lines).
@@ -39,6 +41,8 @@ Design choices:
   the population like any result).
 * DEAP draws from Python's global ``random``; the GA swaps its own generator state in around
   every DEAP call, so a seed makes it repeatable whatever else uses ``random``.
+* A GA that breeds nothing but points it has values for (a small space, used up) for 100
+  generations (``ga_async``: children) in a row is done.
 """
 
 import contextlib

@@ -165,16 +165,13 @@ class Categorical(Param):
         return self.values[min(max(int(float(u) * n), 0), n - 1)]
 
     def parse(self, text):
-        for value in self.values:
-            if text == str(value) or (isinstance(value, bool) and text.lower() == str(value).lower()):
-                return value
         try:
-            number = float(text)
+            decoded = json.loads(text.lower() if text.lower() in ("true", "false") else text)
         except ValueError:
-            number = None
+            decoded = text
         for value in self.values:
-            if number is not None and isinstance(value, (int, float)) and \
-                    not isinstance(value, bool) and value == number:
+            if str(value) == text or (value == decoded and
+                                      isinstance(value, bool) == isinstance(decoded, bool)):
                 return value
         raise ValueError(f"{text!r} is not one of {list(self.values)}")
 

@@ -18,12 +18,14 @@ import json
 import math
 import random
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from . import eqpy
 from .algorithm import point_key
 from .errors import MEAborted
 from .me import build_algorithm
 from .space import Space
+from .store import Store
 
 SPACE = [
     {"name": "x", "type": "float", "lower": -2.0, "upper": 2.0},
@@ -93,6 +95,16 @@ def drive(settings, objective, completion_seed=0):
     run.final = json.loads(eqpy.output_q_get())
     thread.join()
     return run
+
+
+def experiment_rows(data_dir):
+    """The evaluations (store rows, by id) of the one experiment under ``data_dir``."""
+    (expdir,) = [exp for study in Path(data_dir).iterdir() for exp in study.iterdir()]
+    store = Store(expdir / "results.db")
+    try:
+        return store.rows()
+    finally:
+        store.close()
 
 
 class Conformance:
@@ -192,17 +204,18 @@ class Conformance:
         def flat(point):
             return 1.0
 
-        run = drive(self.settings(stop={"max_iterations": 2}), flat)
-        assert run.final["stop_reason"] == "iteration limit of 2 reached"
-        assert run.final["iterations"] == 2 and 2 <= len(run.points) <= 2 * self.slots
-        run = drive(self.settings(stop={"patience": 4, "budget": 40}), flat)
-        assert run.final["stop_reason"].startswith("converged: no improvement larger than 0")
-        assert 5 <= len(run.points) < 5 + self.slots
-        run = drive(self.settings(stop={"target": 1e9, "budget": 40}), self.objective)
-        assert run.final["stop_reason"] == "target value 1000000000.0 reached"
-        assert 0 < len(run.points) <= self.slots
-        run = drive(self.settings(stop={"max_time": 0}), self.objective)
-        assert run.final["stop_reason"] == "time limit of 0 s reached" and run.points == []
+        for mode in ("batch", "async"):
+            run = drive(self.settings(mode, stop={"max_iterations": 2}), flat)
+            assert run.final["stop_reason"] == "iteration limit of 2 reached"
+            assert run.final["iterations"] == 2 and 2 <= len(run.points) <= 2 * self.slots
+            run = drive(self.settings(mode, stop={"patience": 4, "budget": 40}), flat)
+            assert run.final["stop_reason"].startswith("converged: no improvement larger than 0")
+            assert 5 <= len(run.points) < 5 + self.slots
+            run = drive(self.settings(mode, stop={"target": 1e9, "budget": 40}), self.objective)
+            assert run.final["stop_reason"] == "target value 1000000000.0 reached"
+            assert 0 < len(run.points) <= self.slots
+            run = drive(self.settings(mode, stop={"max_time": 0}), self.objective)
+            assert run.final["stop_reason"] == "time limit of 0 s reached" and run.points == []
 
     # --- resume -----------------------------------------------------------------------------
 

@@ -3,7 +3,7 @@
 import pytest
 
 from emews.models import analytic
-from emews.store import Store
+from emews.testing import experiment_rows
 
 pytestmark = [pytest.mark.mpi, pytest.mark.slow]
 
@@ -11,7 +11,7 @@ pytestmark = [pytest.mark.mpi, pytest.mark.slow]
 # function (mixed: Branin plus int, categorical and logical parameters)
 SEARCHES = [
     ("ga", {"population_size": 8}, 8, "mixed"),
-    ("ga_async", {"population_size": 8}, 8, "branin"),
+    ("ga_async", {"population_size": 8}, 8, "mixed"),
     ("gp", {"n_initial_points": 8, "acq_optimizer": "sampling"}, 8, "branin"),
     ("optuna", {"sampler": "tpe", "n_startup_trials": 8}, 8, "mixed"),
     ("optuna", {"sampler": "cmaes", "popsize": 6}, 7, "branin"),
@@ -30,10 +30,7 @@ def test_a_search_on_the_mpi_pool_beats_its_initial_design(emews_cli, study, tmp
     done = emews_cli("run", path)
     assert done.returncode == 0, done.stderr
     assert "stopped: evaluation budget of 30 reached" in done.stdout
-    (expdir,) = (tmp_path / "experiments" / "study").iterdir()
-    store = Store(expdir / "results.db")
-    rows = store.rows()
-    store.close()
+    rows = experiment_rows(tmp_path / "experiments")
     assert len(rows) == 30 and {r["status"] for r in rows} == {"done"}
     assert len({r["rank"] for r in rows}) == 3
     design = min(r["result"] for r in rows[:initial])

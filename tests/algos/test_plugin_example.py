@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from emews.store import Store
-from emews.testing import Conformance
+from emews.testing import Conformance, experiment_rows
 
 REPO = Path(__file__).parent.parent.parent
 EXAMPLE = REPO / "examples" / "plugin_example"
@@ -46,8 +45,5 @@ def test_the_installed_plugin_runs_a_study_by_its_entry_point_name(tmp_path):
                           capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr
     assert "stopped: evaluation budget of 12 reached" in done.stdout
-    (expdir,) = (tmp_path / "experiments" / "plugin").iterdir()
-    store = Store(expdir / "results.db")
-    rows = store.rows()
-    store.close()
+    rows = experiment_rows(tmp_path / "experiments")
     assert len(rows) == 12 and all(r["status"] == "done" for r in rows)
