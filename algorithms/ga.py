@@ -132,7 +132,7 @@ class GA(Algorithm):
                     individual.fitness.values = fitness
                 self._settle(individuals[0], asked=True)
             elif self.space.contains(point):
-                immigrant = self.individual(point[p.name] for p in self.space.free)
+                immigrant = self._individual(point)
                 immigrant.fitness.values = fitness
                 self._settle(immigrant, asked=False)
 
@@ -147,6 +147,10 @@ class GA(Algorithm):
         return self.stale >= STALLED
 
     # --- generations ------------------------------------------------------------------------
+
+    def _individual(self, point):
+        """A DEAP individual: the point's free values, in order."""
+        return self.individual(point[p.name] for p in self.space.free)
 
     def _reuse_or_wait(self, individual, key):
         """Give ``individual`` a recorded value, or attach it to the same point in flight.
@@ -187,8 +191,7 @@ class GA(Algorithm):
         self.immigrants = []
         seeds = self.seeds[:self.population_size - len(told)]
         randoms = self.space.sample(self.rng, self.population_size - len(told) - len(seeds))
-        return told + [self.individual(p[q.name] for q in self.space.free)
-                       for p in seeds + randoms]
+        return told + [self._individual(p) for p in seeds + randoms]
 
     def _breed(self):
         from deap import algorithms
@@ -265,7 +268,7 @@ class SteadyStateGA(GA):
         missing = self.population_size - len(self.population)
         seeds = self.seeds[:missing]
         randoms = self.space.sample(self.rng, missing - len(seeds))
-        return [self.individual(p[q.name] for q in self.space.free) for p in seeds + randoms]
+        return [self._individual(p) for p in seeds + randoms]
 
     def _candidate(self):
         """The next individual to evaluate, or None when none new can be made."""
@@ -275,8 +278,7 @@ class SteadyStateGA(GA):
             elif len(self.population) >= 2:
                 individual = self._child()
             else:
-                individual = self.individual(self.space.sample(self.rng)[0][p.name]
-                                             for p in self.space.free)
+                individual = self._individual(self.space.sample(self.rng)[0])
             if not self._reuse_or_wait(individual, point_key(self.space.point(individual))):
                 self.stale = 0
                 return individual

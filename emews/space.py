@@ -287,7 +287,7 @@ class Space:
         try:
             text = path.read_text()
         except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(str(path), "the search-space file must be a readable text file",
+            raise ConfigError(str(path), "the search-space file must be readable",
                               getattr(exc, "strerror", None) or str(exc)) from None
         if path.suffix in (".R", ".r") or (path.suffix.lower() != ".json"
                                            and not text.lstrip().startswith(("[", "{"))
