@@ -107,7 +107,7 @@ def test_mbo_improves_on_its_design_on_branin():
 @pytest.mark.parametrize("options, field", [
     ({"infill": "aei"}, "infill"), ({"multipoint": "moimbo"}, "multipoint"),
     ({"se_method": "sd"}, "se_method"), ({"design_size": -1}, "design_size"),
-    ({"cb_lambda": -1}, "cb_lambda"), ({"n_trees": 1}, "n_trees"),
+    ({"cb_lambda": -1}, "cb_lambda"), ({"n_trees": 1}, "n_trees"), ({"cl_lie": "median"}, "cl_lie"),
 ])
 def test_bad_settings_name_the_field(options, field):
     with pytest.raises(ConfigError, match=rf"^\[algorithm\]\.{field}: "):
