@@ -18,6 +18,7 @@ from importlib.metadata import entry_points
 
 import numpy as np
 
+from . import eqpy  # noqa: F401 - binds the name ``eqpy`` for classic ME modules
 from .errors import ConfigError, PluginError
 
 ENTRY_POINT_GROUP = "emews.algorithms"
@@ -81,9 +82,8 @@ def load(name, where="[study].algorithm"):
             except ImportError as exc:
                 raise PluginError(where, f"algorithm {name!r} needs a missing package ({exc})",
                                   name, show_value=False) from None
-    rule = (f"must be one of {available()} or a dotted path such as 'package.module:Class'")
-    if "." not in name and ":" not in name:
-        raise PluginError(where, rule, name)
+    rule = (f"must be one of {available()}, a dotted path such as 'package.module:Class', "
+            f"or an EQ/Py module")
     obj = import_dotted(name, where, rule)
     if isinstance(obj, type) and issubclass(obj, Algorithm):
         return obj
@@ -95,7 +95,9 @@ def load(name, where="[study].algorithm"):
 def import_dotted(path, where, rule="must be an importable 'module:attribute' path"):
     """Import ``module:attr``, ``module.attr`` or a module; errors name ``where``."""
     module_name, _, attr = path.partition(":")
-    candidates = [(module_name, attr)] if attr else [(path, ""), tuple(path.rsplit(".", 1))]
+    candidates = [(module_name, attr)] if attr else [(path, "")]
+    if not attr and "." in path:
+        candidates.append(tuple(path.rsplit(".", 1)))
     for module_name, attr in candidates:
         try:
             module = importlib.import_module(module_name)

@@ -4,6 +4,7 @@
 started alone it spawns its own local pool of ``[system].procs`` ranks.
 ``emews run --resume EXPDIR`` continues a killed or finished study.
 ``emews show EXPDIR`` prints the best evaluations and the counts of a study.
+``emews plot EXPDIR`` draws its convergence and the workers' timeline.
 """
 
 import argparse
@@ -39,6 +40,9 @@ def parser():
     show = commands.add_parser("show", help="print a study's best evaluations")
     show.add_argument("expdir")
     show.add_argument("--top", type=int, default=10)
+    draw = commands.add_parser("plot", help="plot a study's convergence and worker timeline")
+    draw.add_argument("expdir")
+    draw.add_argument("-o", "--output", help="PNG file (default: EXPDIR/convergence.png)")
     return top
 
 
@@ -46,9 +50,7 @@ def main(argv=None):
     """Entry point of the ``emews`` console script; returns the exit status."""
     args = parser().parse_args(argv)
     try:
-        if args.command == "run":
-            return _run(args)
-        return _show(args)
+        return {"run": _run, "show": _show, "plot": _plot}[args.command](args)
     except ConfigError as exc:
         print(f"emews: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -104,6 +106,13 @@ def _show(args):
     console = Console()
     console.print(table)
     console.print(f"counts: {counts}; stop reason: {final.get('stop_reason', '-')}", markup=False)
+    return 0
+
+
+def _plot(args):
+    from .plot import plot
+
+    print(f"emews: wrote {plot(args.expdir, args.output)}")
     return 0
 
 

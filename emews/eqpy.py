@@ -44,6 +44,9 @@ input_q = queue.Queue()
 output_q = queue.Queue()
 _finished = threading.Event()
 
+# Classic EQ/Py ME modules ``import eqpy``: that name is this module, so they run unchanged.
+sys.modules.setdefault("eqpy", sys.modules[__name__])
+
 
 def OUT_put(string_params):
     """Put a message from the ME onto the output queue."""
@@ -68,12 +71,10 @@ def output_q_get():
 def init(pkg):
     """Import the ME module ``pkg`` (a name or a module) and run its ``run()`` in a daemon thread.
 
-    Classic EQ/Py modules ``import eqpy``; that name is bound to this module so they run
-    unchanged. Returns the thread.
+    Returns the thread.
     """
     global input_q, output_q, _finished
     input_q, output_q, _finished = queue.Queue(), queue.Queue(), threading.Event()
-    sys.modules.setdefault("eqpy", sys.modules[__name__])
     module = importlib.import_module(pkg) if isinstance(pkg, str) else pkg
     thread = threading.Thread(target=_run_me, args=(module.run, output_q, _finished),
                               name="emews-ME", daemon=True)

@@ -35,3 +35,11 @@ def rank_and_output(params):
     """Prints a marker (to the worker's out file) and returns x."""
     print(f"evaluating x={params['x']}", flush=True)
     return float(params["x"])
+
+
+def sleepy(params):
+    """Simulates a long training run that uses no CPU: sleeps 3 seconds."""
+    import time
+
+    time.sleep(3.0)
+    return float(params["x"])

@@ -1,0 +1,36 @@
+"""The distribution: what a `pip install .` puts in site-packages, and its entry points."""
+
+import subprocess
+import sys
+import zipfile
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).parent.parent
+
+
+@pytest.mark.slow
+def test_the_wheel_installs_only_the_emews_namespace(tmp_path):
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path),
+                    str(REPO)], check=True, capture_output=True)
+    (wheel,) = tmp_path.glob("emews_hpo-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    top_level = {name.split("/")[0] for name in names if not name.split("/")[0].endswith(
+        ".dist-info")}
+    assert top_level == {"emews"}
+    assert "emews/algorithms/random_search.py" in names
+    assert "emews/models/digits.py" in names and "emews/models/digits_space.json" in names
+    metadata = next(n for n in names if n.endswith(".dist-info/METADATA"))
+    text = zipfile.ZipFile(wheel).read(metadata).decode()
+    assert "Name: emews-hpo" in text
+    for extra in ("ga", "bayes", "keras", "test", "all"):
+        assert f"Provides-Extra: {extra}" in text
+
+
+def test_builtin_algorithms_are_registered_entry_points():
+    names = {ep.name for ep in entry_points(group="emews.algorithms")}
+    assert {"random", "sweep"} <= names
+    scripts = {ep.name: ep.value for ep in entry_points(group="console_scripts")}
+    assert scripts["emews"] == "emews.cli:main"
