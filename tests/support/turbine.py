@@ -24,6 +24,7 @@ a program (``bin/swift-t``), this module takes swift-t's command line.
 import builtins
 import os
 import sys
+import threading
 import traceback
 from pathlib import Path
 
@@ -160,6 +161,15 @@ def main(argv):
     except (WorkflowAborted, TurbineError, SwiftSourceError):
         traceback.print_exc()
         return 1
+    finally:
+        sites = sorted({call.where() for call in turbine.executed})
+        print(f"swift-t stand-in: ran the Python at {' '.join(sites)}", flush=True)
+    hanging = [t.name for t in threading.enumerate()
+               if t is not threading.main_thread() and not t.daemon]
+    if hanging:
+        print(f"swift-t stand-in: non-daemon threads {hanging} would hang the job at exit",
+              flush=True)
+        os._exit(3)
     return 0
 
 
