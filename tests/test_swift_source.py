@@ -105,6 +105,7 @@ BAD_SOURCES = {
     "a python call outside a function": 'python_persist("import os", "repr(0)");',
     "an unterminated string": 'string s = "abc;',
     "a python call with one argument": '(string o) f() { o = python_persist("x"); }',
+    "a parameter default": '(string o) f(string c="x") { o = python_persist(c, "x"); }',
 }
 
 

@@ -26,7 +26,8 @@ REPO = Path(__file__).parent.parent
 SWIFT = REPO / "swift"
 # A directory name that breaks any careless quoting: the settings path and TURBINE_OUTPUT hold it.
 AWKWARD_DIR = 'data "q" \\ b\nnew line ☃'
-ALGORITHM_OPTIONS = {"random": {}, "ga": {"population": 4}, "mbo": {"initial_points": 4}}
+# Small enough that a budget of 12 sees the GA breed and the model-based search fit.
+ALGORITHM_OPTIONS = {"random": {}, "ga": {"population_size": 4}, "mbo": {}}
 
 
 def environment(**extra):
@@ -71,7 +72,7 @@ def algorithm_param(name):
 @pytest.mark.parametrize("algorithm", [algorithm_param(n) for n in ALGORITHM_OPTIONS])
 def test_a_search_runs_through_workflow_swift_and_every_string_arrives_intact(tmp_path,
                                                                              algorithm):
-    budget = 8
+    budget = 12
     settings = {"algorithm": algorithm, "options": ALGORITHM_OPTIONS[algorithm],
                 "space": SPACE, "seed": 5, "batch_size": 4, "stop": {"budget": budget}}
     data_dir = tmp_path / AWKWARD_DIR

@@ -240,8 +240,7 @@ class Parser:
                 fail(start, "statement without ';'")
             if self.at("{"):
                 self.skip_balanced()
-                if not self.at("else") and not (self.peek().kind == "id"
-                                                 and self.peek().value == "else"):
+                if self.peek().kind != "id" or self.peek().value != "else":
                     return
                 self.next()
                 continue
@@ -254,18 +253,17 @@ class Parser:
     # expressions
 
     def expression(self):
-        node = self.term()
-        while self.at("+"):
-            token = self.next()
-            node = Node("+", None, (node, self.term()), token)
-        self.reject_operator()
-        return node
+        """``term ('+' term)*``: STC puts '%' (with '*') above '+'."""
+        return self.binary("+", self.term)
 
     def term(self):
-        node = self.primary()
-        while self.at("%"):
+        return self.binary("%", self.primary)
+
+    def binary(self, operator, operand):
+        node = operand()
+        while self.at(operator):
             token = self.next()
-            node = Node("%", None, (node, self.primary()), token)
+            node = Node(operator, None, (node, operand()), token)
         self.reject_operator()
         return node
 
@@ -362,9 +360,14 @@ class Parser:
         if not (self.at("(") or self.at("{")):
             self.i = start
             return None
+        inputs_start = self.i
         try:
             inputs = self.formal_list()
         except SwiftSourceError:
+            self.i = inputs_start
+            self.skip_balanced()
+            if self.at("{") or self.peek().kind == "str":
+                raise  # a definition, with a parameter list this reader cannot read
             self.i = start
             return None
         function = Function(name_token.value, outputs, inputs, name_token, annotations)
