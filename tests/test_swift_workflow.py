@@ -138,5 +138,5 @@ def test_the_swift_example_runs_the_digits_model(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     (expdir,) = (tmp_path / "data" / "digits").iterdir()
     final = json.loads((expdir / "final.json").read_text())
-    assert final["evaluations"] == 6 and 0 < final["best_value"] < 2.5
+    assert final["evaluations"] == 4 and 0 < final["best_value"] < 2.5
     assert "-i model_py" in done.stdout
