@@ -92,8 +92,9 @@ main
 /* Print the ME's traceback, then fail the job (a non-zero exit). */
 (void v) report_abort(location ME)
 {
-  string trace = EQPy_get(ME);
-  printf("workflow.swift: the model-exploration algorithm failed (EQPY_ABORT):\n%s", trace) =>
+  string traceback_text = EQPy_get(ME);
+  printf("workflow.swift: the model-exploration algorithm failed (EQPY_ABORT):\n%s",
+         traceback_text) =>
     v = propagate() =>
     assert(false, "workflow.swift: EQPY_ABORT: the ME's traceback is above");
 }
