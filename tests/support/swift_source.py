@@ -605,9 +605,9 @@ class Evaluator:
         self.sites = {(c.token.file, c.token.line, c.token.value): c for c in program.calls}
         self.global_values = {}
 
-    def call(self, name, arguments, token=None):
+    def call(self, name, arguments):
         """Evaluate a function with named ``arguments`` (names must match its inputs)."""
-        function = self._function(name, token)
+        function = self._function(name, None)
         names = [n for _, n in function.inputs]
         if sorted(arguments) != sorted(names):
             raise SwiftSourceError(f"{function.token.where()}: {name}({', '.join(names)}) called "
