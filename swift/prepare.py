@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from emews import experiment, objective
+from emews.algorithm import load
 from emews.errors import ConfigError, EmewsError
 from emews.me import build_algorithm
 
@@ -46,6 +47,7 @@ def read_settings(path):
 
 def check_algorithm(settings, path):
     """Build the algorithm once, as emews.me will; errors name the settings file."""
+    load(settings["algorithm"], f"{path}: algorithm")
     try:
         build_algorithm(settings)
     except ConfigError as exc:
