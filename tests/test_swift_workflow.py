@@ -93,6 +93,28 @@ def test_a_search_runs_through_workflow_swift_and_every_string_arrives_intact(tm
     assert done.stdout.endswith((expdir / "output.txt").read_text())
 
 
+APP = [sys.executable, "-c", "import json, os; p = json.load(open(os.environ['EMEWS_PARAMS_FILE']))"
+       "; open('result.txt', 'w').write(repr(p['x'] ** 2))"]
+
+
+@pytest.mark.parametrize("impl", ["app", "echo"])
+def test_model_app_and_model_echo_evaluate_every_point(tmp_path, impl):
+    settings = {"algorithm": "random", "space": SPACE, "seed": 2, "batch_size": 2,
+                "stop": {"budget": 4}}
+    done = workflow_sh(tmp_path, settings, CANDLE_DATA_DIR=str(tmp_path / "data"),
+                       CANDLE_MODEL_IMPL=impl, EMEWS_APP=json.dumps(APP), MODEL_NAME="m")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"-i model_{impl} " in done.stdout
+    (expdir,) = (tmp_path / "data" / "m").iterdir()
+    final = json.loads((expdir / "final.json").read_text())
+    assert final["evaluations"] == 4 and final["best_value"] >= 0
+    runs = sorted((expdir / "run").iterdir()) if impl == "app" else []
+    assert len(runs) == (4 if impl == "app" else 0)
+    for run in runs:
+        x = json.loads((run / "params.json").read_text())["x"]
+        assert float((run / "result.txt").read_text()) == x ** 2
+
+
 def test_an_me_that_raises_fails_the_job_with_its_traceback(tmp_path):
     done = stand_in(tmp_path, "unused.json", me="raising_me")
     assert done.returncode == 1
