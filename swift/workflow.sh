@@ -39,7 +39,7 @@ export PYTHONPATH=${APP_PYTHONPATH:+$APP_PYTHONPATH:}${PYTHONPATH:-}
 
 [[ $PROCS =~ ^[0-9]+$ ]] && (( PROCS >= 3 )) ||
     die "PROCS: must be an integer of at least 3 (ADLB server, ME rank, a worker), got '$PROCS'"
-[ -f "$THIS/model_$CANDLE_MODEL_IMPL.swift" ] ||
+[[ $CANDLE_MODEL_IMPL =~ ^[a-z]+$ ]] && [ -f "$THIS/model_$CANDLE_MODEL_IMPL.swift" ] ||
     die "CANDLE_MODEL_IMPL: must be one of py, app, container, echo, got '$CANDLE_MODEL_IMPL'"
 
 # Checks the settings and the objective, then makes the experiment directory.
