@@ -11,6 +11,8 @@ cfg-sys, and study settings, in the spirit of cfg-prm; tables from a later file 
     budget = 20
     objective = "emews.models.digits:train"
     [algorithm]              # options handed to the algorithm's constructor
+    [model]                  # a CANDLE model's settings (FRAMEWORK, BENCHMARK_TIMEOUT, ...)
+    [failure]                # retries, then on_failure = "fail" (with a penalty) or "abort"
 
 Precedence: command line, then environment, then config file, then defaults.
 """
@@ -21,7 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import ConfigError
-from .objective import IMPLEMENTATIONS
+from .failure import ACTIONS as FAILURE_ACTIONS
+from .objective import CONTAINER_RUNTIMES, IMPLEMENTATIONS, RETURN_EPOCHS
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,9 @@ SCHEMA = {
         "walltime": Setting("str", None, "WALLTIME"),
         "queue": Setting("str", None, "QUEUE"),
         "progress_interval": _positive("float", 2.0),
+        "langs_app": Setting("path", None, "EMEWS_LANGS_APP"),
+        "gpus_per_node": Setting("int", 0, "GPUS_PER_NODE", minimum=0),
+        "cuda_offset": Setting("int", 0, "CANDLE_CUDA_OFFSET", minimum=0),
     },
     "study": {
         "name": Setting("str"),
@@ -70,8 +76,29 @@ SCHEMA = {
         "app": Setting("list"),
         "model_name": Setting("str", "model", "MODEL_NAME"),
         "model_return": Setting("str", "val_loss", "MODEL_RETURN"),
-        "timeout": _positive("float"),
+        "timeout": _positive("float", None, "SH_TIMEOUT"),
         "data_dir": Setting("path", "experiments", "CANDLE_DATA_DIR"),
+    },
+    "model": {  # a CANDLE model's settings; each is handed to the model as its variable
+        "framework": Setting("str", "keras2", "FRAMEWORK"),
+        "python_dir": Setting("path", None, "MODEL_PYTHON_DIR"),
+        "python_script": Setting("str", None, "MODEL_PYTHON_SCRIPT"),
+        "return_epoch": Setting("str", "last", "MODEL_RETURN_EPOCH", choices=RETURN_EPOCHS),
+        "default_model": Setting("path", None, "CANDLE_DEFAULT_MODEL_FILE"),
+        "benchmark_timeout": _positive("float", None, "BENCHMARK_TIMEOUT"),
+        "app_pythonpath": Setting("str", None, "APP_PYTHONPATH"),
+        "type": Setting("str", "BENCHMARK", "CANDLE_MODEL_TYPE",
+                        choices=("BENCHMARK", "SINGULARITY")),
+        "image": Setting("path", None, "CANDLE_IMAGE"),
+        "action": Setting("str", "train", "MODEL_ACTION"),
+        "container_runtime": Setting("str", None, "CANDLE_CONTAINER_RUNTIME",
+                                     choices=CONTAINER_RUNTIMES),
+        "container_args": Setting("list", ["--nv"]),
+    },
+    "failure": {
+        "retries": Setting("int", 0, minimum=0),
+        "on_failure": Setting("str", "fail", choices=FAILURE_ACTIONS),
+        "penalty": Setting("float"),
     },
 }
 STOP_KEYS = ("budget", "max_iterations", "tol", "patience", "target", "max_time")
@@ -79,13 +106,16 @@ STOP_KEYS = ("budget", "max_iterations", "tol", "patience", "target", "max_time"
 
 @dataclass
 class Config:
-    """A resolved configuration: ``system``, ``study`` and ``algorithm`` tables."""
+    """A resolved configuration: ``system``, ``study``, ``algorithm``, ``model`` and ``failure``
+    tables."""
 
     system: dict
     study: dict
     algorithm: dict = field(default_factory=dict)
     base_dir: Path = field(default_factory=Path.cwd)
     origin: dict = field(default_factory=dict)
+    model: dict = field(default_factory=dict)
+    failure: dict = field(default_factory=dict)
 
     def where(self, table, key):
         """Where a setting came from, for error messages (``file: [table].key``)."""
@@ -93,7 +123,8 @@ class Config:
 
     def as_dict(self):
         """The configuration as run (JSON-serializable, paths absolute)."""
-        return {"system": self.system, "study": self.study, "algorithm": self.algorithm}
+        return {"system": self.system, "study": self.study, "algorithm": self.algorithm,
+                "model": self.model, "failure": self.failure}
 
     @property
     def stop(self):
@@ -110,7 +141,7 @@ def load(sources=(), overrides=None, environ=None):
     environ = os.environ if environ is None else environ
     if isinstance(sources, (str, os.PathLike, dict)):
         sources = [sources]
-    tables = {"system": {}, "study": {}, "algorithm": {}}
+    tables = {table: {} for table in (*SCHEMA, "algorithm")}
     origin, bases = {}, {}
     base_dir = Path.cwd()
     for source in sources:

@@ -7,6 +7,9 @@
                                          |
                                          +--> Store (every change, committed each turn)
 
+Each result goes through the failure policy (:mod:`emews.failure`): a failed point may be run
+again (as ``RUNnnnnnn-2``, ...), told to the ME as failed (NaN or a penalty), or end the study.
+
 In ``batch`` mode the master answers a message of points once all of them are evaluated, with
 positional results. In ``async`` mode it answers as soon as any result is ready, with every
 result that is ready (tagged with the point's number); the ME then sends as many new points.
@@ -14,18 +17,19 @@ Either way the master never blocks while it has something to do, and waits witho
 """
 
 import collections
-import math
 
 from . import eqpy
-from .errors import MEAborted, ProtocolError
+from .errors import MEAborted, ProtocolError, StudyAborted
+from .failure import FailurePolicy
 from .pool import Task
 
 
 class Master:
     """Runs one study's message loop on rank 0."""
 
-    def __init__(self, pool, store, mode="batch", progress=None, first_id=0):
+    def __init__(self, pool, store, mode="batch", progress=None, first_id=0, policy=None):
         self.pool, self.store, self.mode, self.progress = pool, store, mode, progress
+        self.policy = policy or FailurePolicy()
         self.first_id = first_id
         self.next_id = first_id
         self.waiting = collections.deque()
@@ -56,7 +60,7 @@ class Master:
     def _enqueue(self, points):
         ids = list(range(self.next_id, self.next_id + len(points)))
         self.next_id += len(points)
-        tasks = [Task(i, params, f"RUN{i:06d}") for i, params in zip(ids, points)]
+        tasks = [Task(i, params, run_id(i)) for i, params in zip(ids, points)]
         self.store.add_queued([(t.id, t.params, t.run_id) for t in tasks])
         self.waiting.extend(tasks)
         self._dispatch()
@@ -74,14 +78,28 @@ class Master:
         finished = self.pool.collect(block=True)
         if not finished:
             raise ProtocolError("the ME is waiting for results but no evaluation is in flight")
+        final, abort = [], None
+        for task, rank, outcome in finished:
+            decision = self.policy.decide(outcome, task.attempt)
+            if decision.action == "retry":
+                attempt = task.attempt + 1
+                self.waiting.appendleft(Task(task.id, task.params, run_id(task.id, attempt),
+                                             attempt))
+                continue
+            final.append((task, rank, outcome))
+            self.unreported[task.id] = decision.value
+            abort = abort or (decision.reason if decision.action == "abort" else None)
         self.store.finish([(task.id, rank, outcome, task.attempt)
-                           for task, rank, outcome in finished])
-        for task, _, outcome in finished:
-            self.unreported[task.id] = outcome.value if outcome.status == "done" else math.nan
+                           for task, rank, outcome in final])
+        if abort:
+            reason = f"the failure policy aborted the study: {abort}"
+            self.store.set_meta("final", {"stop_reason": reason})
+            self.store.commit()
+            raise StudyAborted(reason)
         self._dispatch()
         self.store.commit()
         if self.progress is not None:
-            self.progress.update(finished, running=len(self.pool.running) + len(self.waiting))
+            self.progress.update(final, running=len(self.pool.running) + len(self.waiting))
 
     def _answer_batch(self, ids):
         while any(i not in self.unreported for i in ids):
@@ -101,3 +119,8 @@ class Master:
             self._turn()
         self.unreported.clear()
         self.store.commit()
+
+
+def run_id(task_id, attempt=1):
+    """The run id (and run directory) of a point's attempt: ``RUN000042``, ``RUN000042-2``."""
+    return f"RUN{task_id:06d}" + (f"-{attempt}" if attempt > 1 else "")

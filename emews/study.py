@@ -23,9 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import config as configuration
-from . import eqpy, experiment
+from . import eqpy, experiment, gpus
 from .algorithm import Algorithm, load
 from .errors import ConfigError, EmewsError
+from .failure import FailurePolicy
 from .master import Master
 from .objective import Objective
 from .pool import InProcessPool
@@ -139,11 +140,8 @@ def validate(cfg):
 
 def make_objective(cfg, expdir):
     """The configured :class:`Objective` for runs under ``expdir``."""
-    study = cfg.study
     python_path(cfg)
-    return Objective(impl=study["impl"], objective=study["objective"], app=study["app"],
-                     model_name=study["model_name"], model_return=study["model_return"],
-                     timeout=study["timeout"], expdir=expdir, exp_id=Path(expdir).name)
+    return Objective.from_config(cfg, expdir)
 
 
 def python_path(cfg):
@@ -196,6 +194,7 @@ def _work(expdir, cfg, comm, rank):
     from .mpi_pool import redirect_output, serve
 
     redirect_output(expdir / "out" / f"out-{rank}.txt")
+    gpus.assign(rank, cfg.system["gpus_per_node"], cfg.system["cuda_offset"])
     serve(comm, make_objective(cfg, expdir))
     return None
 
@@ -217,7 +216,8 @@ def _master(expdir, cfg, pool):
                             failed=counts.get("failed", 0),
                             best=best["result"] if best else math.inf)
         mode = "batch" if classic else study["mode"]
-        master = Master(pool, store, mode, progress, first_id=store.next_id())
+        master = Master(pool, store, mode, progress, first_id=store.next_id(),
+                        policy=FailurePolicy.from_config(cfg.failure))
         eqpy.init(module if classic else "emews.me")
         final = master.run(str(expdir / "settings.json"))
         progress.show()

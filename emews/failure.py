@@ -1,0 +1,64 @@
+"""The failure policy: what the master does with a failed, timed-out or NaN evaluation.
+
+::
+
+    Outcome(status='failed') + attempt --> FailurePolicy.decide() --> retry | fail(value) | abort
+
+Set in ``[failure]``: ``retries`` (run a failed point again up to that many times), then
+``on_failure``: ``fail`` tells the algorithm the point failed, as ``penalty`` when one is set
+(for algorithms that need a number) and as NaN otherwise; ``abort`` ends the study. Whatever
+the decision, the store keeps every finished attempt's status, reason and log tail.
+"""
+
+import math
+from dataclasses import dataclass
+
+from .errors import ConfigError
+
+ACTIONS = ("fail", "abort")
+
+
+@dataclass(frozen=True)
+class Decision:
+    """``action`` is ``done``, ``retry``, ``fail`` or ``abort``; ``value`` is what the
+    algorithm is told (``done`` and ``fail``); ``reason`` explains a failure."""
+
+    action: str
+    value: float = math.nan
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class FailurePolicy:
+    """Retry a failure up to ``retries`` times, then ``fail`` (with ``penalty``) or ``abort``."""
+
+    retries: int = 0
+    on_failure: str = "fail"
+    penalty: float | None = None
+
+    def __post_init__(self):
+        if not isinstance(self.retries, int) or isinstance(self.retries, bool) or self.retries < 0:
+            raise ConfigError("[failure].retries", "must be an integer >= 0", self.retries)
+        if self.on_failure not in ACTIONS:
+            raise ConfigError("[failure].on_failure", f"must be one of {list(ACTIONS)}",
+                              self.on_failure)
+        if self.penalty is not None and not math.isfinite(self.penalty):
+            raise ConfigError("[failure].penalty", "must be a finite number", self.penalty)
+
+    @classmethod
+    def from_config(cls, table):
+        """The policy of a ``[failure]`` table (missing keys take their defaults)."""
+        table = table or {}
+        return cls(table.get("retries") or 0, table.get("on_failure") or "fail",
+                   table.get("penalty"))
+
+    def decide(self, outcome, attempt):
+        """What to do with ``outcome``, the result of attempt number ``attempt`` (from 1)."""
+        if outcome.status == "done" and not math.isnan(outcome.value):
+            return Decision("done", outcome.value)
+        reason = outcome.error or "the evaluation produced no value"
+        if attempt <= self.retries:
+            return Decision("retry", reason=reason)
+        if self.on_failure == "abort":
+            return Decision("abort", reason=reason)
+        return Decision("fail", math.nan if self.penalty is None else self.penalty, reason)

@@ -1,0 +1,47 @@
+"""One GPU per worker: ``CUDA_VISIBLE_DEVICES`` from the worker's rank on its node.
+
+A worker whose node-local rank is ``r`` takes device ``(r + CANDLE_CUDA_OFFSET) % G``, where
+``G`` is the site's GPUs per node, so N workers on a node take one GPU each. When
+``CUDA_VISIBLE_DEVICES`` is already set for the whole job (``2,3``), the worker takes its
+device from that list instead. With no GPUs per node configured (``G`` = 0) nothing is set.
+"""
+
+import os
+
+LOCAL_RANK_VARIABLES = ("MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK", "PMIX_LOCAL_RANK",
+                        "PALS_LOCAL_RANKID", "SLURM_LOCALID")
+
+
+def local_rank(rank, environ=os.environ):
+    """This process's rank on its node, as the MPI launcher tells it, else ``rank``."""
+    for name in LOCAL_RANK_VARIABLES:
+        if environ.get(name, "").isdigit():
+            return int(environ[name])
+    return rank
+
+
+def device_for(rank, gpus_per_node, offset=0, visible=None):
+    """The device (a string) a worker of node-local ``rank`` uses, or ``None`` without GPUs.
+
+    ``visible`` is the job's ``CUDA_VISIBLE_DEVICES`` list, when it set one.
+    """
+    count = int(gpus_per_node or 0)
+    if count <= 0:
+        return None
+    devices = [d.strip() for d in (visible or "").split(",") if d.strip()]
+    index = (int(rank) + int(offset)) % count
+    return devices[index % len(devices)] if devices else str(index)
+
+
+def assign(rank, gpus_per_node, offset=None, environ=os.environ):
+    """Set ``CUDA_VISIBLE_DEVICES`` in ``environ`` for the worker of global ``rank``.
+
+    ``offset`` defaults to ``CANDLE_CUDA_OFFSET``. Returns the device, or ``None``.
+    """
+    if offset is None:
+        offset = int(environ.get("CANDLE_CUDA_OFFSET") or 0)
+    device = device_for(local_rank(rank, environ), gpus_per_node, offset,
+                        environ.get("CUDA_VISIBLE_DEVICES"))
+    if device is not None:
+        environ["CUDA_VISIBLE_DEVICES"] = device
+    return device
