@@ -3,12 +3,11 @@
    worker's persistent Python interpreter (python_persist). The model_*.swift modules, one of
    which swift-t imports with -i model_$CANDLE_MODEL_IMPL, each wrap it as candle_model_train.
 
-   emews.objective chooses how the point is evaluated from the environment: CANDLE_MODEL_IMPL
-   (py: a Python function, EMEWS_OBJECTIVE, called in this interpreter; app: a command,
-   EMEWS_APP, run in its own process with a hard timeout; echo: nothing runs), MODEL_RETURN and
-   TURBINE_OUTPUT (the experiment directory; each run gets run/RUN_ID in it). A failed
-   evaluation comes back as "NaN" rather than as an exception, so one bad point never aborts
-   the workflow; the parameters reach Python through python_literal(), whatever they hold.
+   emews.objective chooses how the point is evaluated from the environment (CANDLE_MODEL_IMPL:
+   py, app, container or echo; see model_*.swift and models/README.md for the variables each
+   reads), and puts each run in $TURBINE_OUTPUT/run/RUNID. A failed evaluation comes back as
+   "NaN" rather than as an exception, so one bad point never aborts the workflow; the
+   parameters reach Python through python_literal(), whatever they hold.
 */
 
 import python;

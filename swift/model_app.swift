@@ -1,8 +1,9 @@
 /*
-   model_app.swift: candle_model_train() for CANDLE_MODEL_IMPL=app. The model is a command
-   (EMEWS_APP, a JSON list) that emews runs in its own process, in the run's directory, with
-   params.json there, its output in model.log and a hard timeout; the result is result.txt or
-   the last IMPROVE_RESULT line of its output.
+   model_app.swift: candle_model_train() for CANDLE_MODEL_IMPL=app. emews runs each point in
+   its own process through its Model Shell, in the run's directory: params.json there, the
+   site's EMEWS_LANGS_APP sourced, APP_PYTHONPATH first on PYTHONPATH, the command EMEWS_APP
+   (by default the CANDLE model runner), output in model.log, a hard timeout (SH_TIMEOUT); the
+   result is result.txt or the last IMPROVE_RESULT line.
    swift-t -i model_app imports it (workflow.sh passes -i model_$CANDLE_MODEL_IMPL);
    emews_objective.swift does the work.
 */

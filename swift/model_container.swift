@@ -1,7 +1,8 @@
 /*
-   model_container.swift: candle_model_train() for CANDLE_MODEL_IMPL=container. The model
-   runs in a container image, as emews.objective's container implementation runs it (its
-   documentation lists the variables it reads).
+   model_container.swift: candle_model_train() for CANDLE_MODEL_IMPL=container. emews runs
+   the model's image (CANDLE_IMAGE) with singularity or apptainer (CANDLE_CONTAINER_RUNTIME),
+   its action script (MODEL_ACTION) and the point in params.json; the result is the last
+   IMPROVE_RESULT line of model.log.
    swift-t -i model_container imports it (workflow.sh passes -i model_$CANDLE_MODEL_IMPL);
    emews_objective.swift does the work.
 */

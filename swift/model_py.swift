@@ -1,7 +1,7 @@
 /*
    model_py.swift: candle_model_train() for CANDLE_MODEL_IMPL=py. The model is a Python
-   function (EMEWS_OBJECTIVE, "module:function"), imported once per worker and called in the
-   worker's persistent Python interpreter.
+   function (EMEWS_OBJECTIVE, "module:function"; without one, emews's CANDLE model runner for
+   MODEL_NAME), imported once per worker and called in the worker's persistent interpreter.
    swift-t -i model_py imports it (workflow.sh passes -i model_$CANDLE_MODEL_IMPL);
    emews_objective.swift does the work.
 */

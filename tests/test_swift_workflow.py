@@ -140,7 +140,8 @@ def test_an_algorithm_that_raises_inside_emews_me_is_reported_the_same_way(tmp_p
     ({}, '{"algorithm": "random",', "must be JSON"),
     ({}, {"algorithm": "no_such_algorithm", "space": SPACE},
      "settings.json: algorithm: must be one of"),
-    ({"CANDLE_MODEL_IMPL": "py"}, None, "the py implementation needs 'module:function'"),
+    ({"CANDLE_MODEL_IMPL": "app", "EMEWS_APP": "run.sh"}, None,
+     "EMEWS_APP: must be a JSON list of strings"),
 ], ids=["procs", "impl", "mode", "json", "algorithm", "objective"])
 def test_bad_input_is_one_line_naming_the_rule_and_makes_no_experiment(tmp_path, env, settings,
                                                                        message):
