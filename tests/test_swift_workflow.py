@@ -27,7 +27,8 @@ SWIFT = REPO / "swift"
 # A directory name that breaks any careless quoting: the settings path and TURBINE_OUTPUT hold it.
 AWKWARD_DIR = 'data "q" \\ b\nnew line ☃'
 # Small enough that a budget of 12 sees the GA breed and the model-based search fit.
-ALGORITHM_OPTIONS = {"random": {}, "ga": {"population_size": 4}, "mbo": {}}
+ALGORITHM_OPTIONS = {"random": {}, "ga": {"population_size": 4},
+                     "mbo": {"design_size": 4, "n_trees": 20}}
 
 
 def environment(**extra):
