@@ -28,7 +28,9 @@ SWIFT = REPO / "swift"
 AWKWARD_DIR = 'data "q" \\ b\nnew line ☃'
 # Small enough that a budget of 12 sees the GA breed and the model-based search fit.
 ALGORITHM_OPTIONS = {"random": {}, "ga": {"population_size": 4},
-                     "mbo": {"design_size": 4, "n_trees": 20}}
+                     "mbo": {"design_size": 4, "n_trees": 20, "focus_points": 200,
+                             "focus_restarts": 1}}
+SLOW_ALGORITHMS = {"mbo"}  # importing scikit-learn's forests, twice (prepare.py and the ME)
 
 
 def environment(**extra):
@@ -65,8 +67,10 @@ def registered(name):
 
 
 def algorithm_param(name):
-    marks = [] if registered(name) else [pytest.mark.skip(
-        reason=f"no algorithm {name!r} under the emews.algorithms entry point yet")]
+    marks = [pytest.mark.slow] if name in SLOW_ALGORITHMS else []
+    if not registered(name):
+        marks.append(pytest.mark.skip(
+            reason=f"no algorithm {name!r} under the emews.algorithms entry point yet"))
     return pytest.param(name, marks=marks, id=name)
 
 
