@@ -47,7 +47,7 @@ def read_upf(path, space=None):
     try:
         lines = path.read_text().splitlines()
     except OSError as exc:
-        raise ConfigError(str(path), "the sweep file must be readable", exc.strerror) from None
+        raise ConfigError(str(path), "the file of points must be readable", exc.strerror) from None
     points = []
     for number, line in enumerate(lines, 1):
         if not line.strip() or line.lstrip().startswith("#"):
@@ -64,5 +64,5 @@ def read_upf(path, space=None):
                               f"({', '.join(space.names)})", point)
         points.append(point)
     if not points:
-        raise ConfigError(str(path), "the sweep file must hold at least one point", 0)
+        raise ConfigError(str(path), "the file of points must hold at least one point", 0)
     return points

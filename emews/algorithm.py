@@ -10,6 +10,7 @@ path (``package.module:Class`` or ``package.module.Class``). A dotted path to a 
 """
 
 import importlib
+import inspect
 import json
 import math
 import time
@@ -34,9 +35,13 @@ class Algorithm:
     * ``tell(points, values)`` reports results, in any order and in any grouping. ``values`` are
       floats to minimize; a failed evaluation is ``NaN``. Points the algorithm never asked for
       (a resumed run's history) are told the same way.
-    * ``done()`` is True when the algorithm has nothing more to propose.
+    * ``done()`` is True when the algorithm has nothing more to propose; ``ask`` then returns
+      ``[]``.
 
-    ``needs_space`` is False for algorithms that can run without a search-space file.
+    Values that are not finite (``NaN`` from a failure, ``inf``, ``-inf``) must never crash an
+    algorithm; the built-in ones treat all of them as failures. ``needs_space`` is False for
+    algorithms that can run without a search-space file. :class:`emews.testing.Conformance`
+    checks an algorithm against this contract.
     """
 
     needs_space = True
@@ -61,6 +66,64 @@ class Algorithm:
 def point_key(point):
     """A canonical string for a point, to recognise the same point twice."""
     return json.dumps(point, sort_keys=True)
+
+
+def is_failure(value):
+    """True for results that carry no usable value: ``NaN``, ``inf`` and ``-inf``."""
+    return not math.isfinite(value)
+
+
+def failure_value(values):
+    """What a failure counts as for a surrogate model: the worst finite value plus a tenth of
+    the finite values' range (plus 1 when they are all equal); ``None`` when none is finite."""
+    finite = [v for v in values if math.isfinite(v)]
+    if not finite:
+        return None
+    worst, spread = max(finite), max(finite) - min(finite)
+    return worst + (0.1 * spread if spread > 0 else 1.0)
+
+
+def optional_import(module, extra):
+    """Import an optional library; when it is missing, name the pip extra that brings it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise PluginError("[study].algorithm", f"needs the optional package {module!r} "
+                          f"({exc}); install it with: pip install 'emews-hpo[{extra}]'",
+                          module, show_value=False) from None
+
+
+def check_choice(name, value, choices):
+    """``value`` of option ``name`` when it is one of ``choices``; else a ConfigError."""
+    if value not in choices:
+        raise ConfigError(f"[algorithm].{name}", f"must be one of {list(choices)}", value)
+    return value
+
+
+def check_number(name, value, minimum=None, maximum=None, integer=False, allow_none=False):
+    """``value`` of option ``name`` when it is a number within the bounds; else a ConfigError."""
+    if value is None and allow_none:
+        return value
+    kinds = int if integer else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds) or \
+            (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+        bounds = f"{'' if minimum is None else f' >= {minimum}'}" \
+                 f"{'' if maximum is None else f' <= {maximum}'}"
+        raise ConfigError(f"[algorithm].{name}",
+                          f"must be {'an integer' if integer else 'a number'}{bounds}", value)
+    return value
+
+
+def check_keywords(target, options, exclude=()):
+    """Raise a ConfigError for an option that ``target`` (a library callable) does not take."""
+    parameters = inspect.signature(target).parameters
+    allowed = sorted(name for name, p in parameters.items() if name not in exclude
+                     and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
+    for name in options:
+        if name not in allowed:
+            raise ConfigError(f"[algorithm].{name}", f"is not an option of "
+                              f"{target.__qualname__} (options: {', '.join(allowed)})",
+                              options[name])
 
 
 def available():

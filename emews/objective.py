@@ -126,8 +126,8 @@ def _number(result):
     if isinstance(result, (bool, str)) or not hasattr(result, "__float__"):
         raise EvaluationFailed(f"the model returned a non-numeric result: {result!r:.200}")
     value = float(result)
-    if math.isnan(value):
-        raise EvaluationFailed("the model returned NaN")
+    if not math.isfinite(value):
+        raise EvaluationFailed(f"the model returned {'NaN' if math.isnan(value) else value}")
     return value
 
 

@@ -4,8 +4,16 @@ Types: ``int`` and ``float`` (bounds, optional ``sigma`` for mutation, optional 
 ``categorical`` (unordered values), ``ordered`` (values with an order), ``logical`` and
 ``constant``. Points are plain dicts ``{name: native value}``: what a model receives as JSON.
 
-Files: Supervisor's GA JSON parameter sets (a list of objects with ``name``, ``type``,
-``lower``/``upper``, ``sigma``, ``values``, ``element_type``, ``value``).
+Files (:meth:`Space.from_file` picks the reader by extension, else by content):
+
+* Supervisor's GA JSON parameter sets (a list of objects with ``name``, ``type``,
+  ``lower``/``upper``, ``sigma``, ``log``, ``values``, ``element_type``, ``value``);
+* mlrMBO's R ``makeParamSet(...)`` (``.R`` files), read by :mod:`emews.rparamset` without
+  evaluating anything: numeric, integer, discrete (categorical) and logical parameters.
+
+Every point maps to coordinates in [0, 1] (:meth:`Space.to_unit`): a value's position on its
+(log) scale for numbers, the centre of its equal-width bin for integers and list values, so that
+uniform coordinates give every value the same chance.
 """
 
 import json
@@ -13,10 +21,21 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import rparamset
 from .errors import ConfigError
 
+
+def _logical(value):
+    """A boolean from JSON true/false or the strings "true"/"false" (any case)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise ValueError(f"not a logical value: {value!r}")
+
+
 ELEMENT_TYPES = {"string": str, "str": str, "int": int, "float": float,
-                 "logical": bool, "bool": bool}
+                 "logical": _logical, "bool": _logical}
 
 
 @dataclass(frozen=True)
@@ -40,6 +59,10 @@ class Param:
 
     def from_unit(self, u):
         """Inverse of :meth:`to_unit`, rounding to the nearest legal value."""
+        raise NotImplementedError
+
+    def parse(self, text):
+        """The legal value written as ``text`` (a CSV cell); ``ValueError`` when there is none."""
         raise NotImplementedError
 
 
@@ -76,6 +99,14 @@ class Float(Param):
         value = math.exp(x) if self.log else x
         return min(max(value, self.lower), self.upper)
 
+    def parse(self, text):
+        return self._checked(float(text), text)
+
+    def _checked(self, value, text):
+        if not self.contains(value):
+            raise ValueError(f"{text!r} is outside [{self.lower}, {self.upper}]")
+        return value
+
 
 @dataclass(frozen=True)
 class Int(Float):
@@ -102,6 +133,12 @@ class Int(Float):
         value = math.exp(x) if self.log else x
         return int(min(max(round(value), self.lower), self.upper))
 
+    def parse(self, text):
+        value = float(text)
+        if not value.is_integer():
+            raise ValueError(f"{text!r} is not a whole number")
+        return self._checked(int(value), text)
+
 
 @dataclass(frozen=True)
 class Categorical(Param):
@@ -121,12 +158,22 @@ class Categorical(Param):
         return next(i for i, v in enumerate(self.values) if value == v and type(value) is type(v))
 
     def to_unit(self, value):
-        n = len(self.values)
-        return 0.5 if n == 1 else self.index(value) / (n - 1)
+        return (self.index(value) + 0.5) / len(self.values)
 
     def from_unit(self, u):
         n = len(self.values)
-        return self.values[min(max(int(round(float(u) * (n - 1))), 0), n - 1)]
+        return self.values[min(max(int(float(u) * n), 0), n - 1)]
+
+    def parse(self, text):
+        try:
+            decoded = json.loads(text.lower() if text.lower() in ("true", "false") else text)
+        except ValueError:
+            decoded = text
+        for value in self.values:
+            if str(value) == text or (value == decoded and
+                                      isinstance(value, bool) == isinstance(decoded, bool)):
+                return value
+        raise ValueError(f"{text!r} is not one of {list(self.values)}")
 
 
 @dataclass(frozen=True)
@@ -155,6 +202,9 @@ class Logical(Param):
     def from_unit(self, u):
         return float(u) >= 0.5
 
+    def parse(self, text):
+        return _logical(text)
+
 
 @dataclass(frozen=True)
 class Constant(Param):
@@ -175,18 +225,22 @@ class Constant(Param):
     def from_unit(self, u):
         return self.value
 
+    def parse(self, text):
+        return self.value
+
 
 @dataclass(frozen=True)
 class Space:
-    """An ordered collection of parameters."""
+    """An ordered collection of parameters; ``where`` (the file) names it in errors."""
 
     params: tuple = field(default_factory=tuple)
+    where: str = field(default="search space", compare=False, repr=False)
 
     def __post_init__(self):
         names = [p.name for p in self.params]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
-            raise ConfigError("search space", "parameter names must be unique", duplicates)
+            raise ConfigError(self.where, "parameter names must be unique", duplicates)
 
     @property
     def names(self):
@@ -218,19 +272,27 @@ class Space:
 
     def from_unit(self, unit):
         """A point from free-parameter coordinates in [0, 1] (constants filled in)."""
+        return self.point([p.from_unit(u) for p, u in zip(self.free, unit)])
+
+    def point(self, values):
+        """The point whose free parameters take ``values``, in order (constants filled in)."""
         point = {p.name: p.value for p in self.params if isinstance(p, Constant)}
-        point.update({p.name: p.from_unit(u) for p, u in zip(self.free, unit)})
+        point.update({p.name: value for p, value in zip(self.free, values)})
         return {name: point[name] for name in self.names}
 
     @classmethod
     def from_file(cls, path):
-        """Read a search-space file (Supervisor's GA JSON format)."""
+        """Read a search-space file: GA JSON, or mlrMBO R (``.R``, or text with makeParamSet)."""
         path = Path(path)
         try:
             text = path.read_text()
-        except OSError as exc:
+        except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(str(path), "the search-space file must be readable",
-                              exc.strerror, show_value=True) from None
+                              getattr(exc, "strerror", None) or str(exc)) from None
+        if path.suffix in (".R", ".r") or (path.suffix.lower() != ".json"
+                                           and not text.lstrip().startswith(("[", "{"))
+                                           and "makeParamSet" in text):
+            return cls.from_r(text, where=str(path))
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
@@ -239,13 +301,19 @@ class Space:
         return cls.from_ga_json(data, where=str(path))
 
     @classmethod
+    def from_r(cls, text, where="search space"):
+        """Build a space from mlrMBO R source holding one ``makeParamSet(...)`` expression."""
+        specs = rparamset.parse(text, where)
+        return cls(tuple(_r_param(spec) for spec in specs), where)
+
+    @classmethod
     def from_ga_json(cls, data, where="search space"):
         """Build a space from Supervisor's GA parameter-set list (already parsed JSON)."""
         if not isinstance(data, list) or not data:
             raise ConfigError(where, "must be a non-empty JSON list of parameters",
                               type(data).__name__)
         return cls(tuple(_ga_param(entry, f"{where}: parameter #{i}")
-                         for i, entry in enumerate(data)))
+                         for i, entry in enumerate(data)), where)
 
 
 def _ga_param(entry, where):
@@ -280,8 +348,9 @@ def _numeric(entry, name, where):
     sigma = entry.get("sigma")
     if sigma is not None and (not isinstance(sigma, (int, float)) or sigma < 0):
         raise ConfigError(f"{where}.sigma", "must be a non-negative number", sigma)
-    cls = Int if kind == "int" else Float
-    return cls(name, lower, upper, sigma, log)
+    if kind == "int":
+        return Int(name, lower, upper, sigma, log)
+    return Float(name, float(lower), float(upper), sigma, log)
 
 
 def _choice(entry, name, where):
@@ -308,3 +377,46 @@ def _constant(entry, name, where):
     if "value" not in entry:
         raise ConfigError(f"{where}.value", "a constant needs a value", None)
     return Constant(name, entry["value"])
+
+
+def _r_param(spec):
+    """A parameter from one parsed ``make*Param`` call (see :mod:`emews.rparamset`)."""
+    where = f"{spec.where}: {spec.name}"
+    if spec.kind == "logical":
+        return Logical(spec.name)
+    if spec.kind == "categorical":
+        return Categorical(spec.name, _r_values(spec, where))
+    bounds = []
+    for key in ("lower", "upper"):
+        if key not in spec.args:
+            raise ConfigError(f"{where}.{key}", "is required (bounds must be finite)", None)
+        value, at = spec.args[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isinf(value):
+            raise ConfigError(f"{at}: {spec.name}.{key}", "must be a finite number", value)
+        if spec.kind == "int" and not float(value).is_integer():
+            raise ConfigError(f"{at}: {spec.name}.{key}", "must be a whole number", value)
+        bounds.append(value)
+    lower, upper = bounds
+    if not lower <= upper:
+        raise ConfigError(where, "lower <= upper must hold", (lower, upper))
+    if spec.kind == "int":
+        return Int(spec.name, int(lower), int(upper))
+    return Float(spec.name, float(lower), float(upper))
+
+
+def _r_values(spec, where):
+    if "values" not in spec.args:
+        raise ConfigError(f"{where}.values", "is required", None)
+    values, at = spec.args["values"]
+    where = f"{at}: {spec.name}.values"
+    values = values if isinstance(values, list) else [values]
+    kinds = {bool if isinstance(v, bool) else float if isinstance(v, (int, float)) else type(v)
+             for v in values}
+    if not values or len(kinds) != 1:
+        raise ConfigError(where, "must be a non-empty c(...) of numbers, of strings or of "
+                          "logicals", values)
+    if kinds == {float} and not all(float(v).is_integer() for v in values):
+        values = [float(v) for v in values]
+    if len(set(values)) != len(values):
+        raise ConfigError(where, "must be distinct", values)
+    return tuple(values)

@@ -63,6 +63,14 @@ def test_failures_are_recorded_and_the_study_goes_on(make_config):
     assert result.best_value == min(r["result"] for r in evaluations if r["status"] == "done")
 
 
+def test_an_infinite_result_is_a_failure_not_the_best(make_config):
+    result = emews.run(make_config(objective="toy_models:unbounded", budget=16))
+    evaluations = rows(result.expdir)
+    infinite = [r for r in evaluations if r["params"]["x"] < 0]
+    assert infinite and all(r["status"] == "failed" and "-inf" in r["error"] for r in infinite)
+    assert result.best_value >= 0
+
+
 def test_model_return_picks_the_last_epoch_of_a_history(make_config):
     result = emews.run(make_config(objective="toy_models:history_dict", budget=4))
     assert all(r["result"] == pytest.approx(r["params"]["x"] ** 2) for r in rows(result.expdir))

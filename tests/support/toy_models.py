@@ -24,6 +24,11 @@ def flaky(params):
     return params["x"]
 
 
+def unbounded(params):
+    """Returns -inf for negative x: a non-finite result is a failure, never the best value."""
+    return -math.inf if params["x"] < 0 else params["x"]
+
+
 def hang_when_asked(params):
     """Quick, except that points with ``hang`` block forever while EMEWS_TEST_HANG is set."""
     if params.get("hang") and os.environ.get("EMEWS_TEST_HANG"):

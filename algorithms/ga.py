@@ -1,0 +1,374 @@
+"""Genetic algorithms on DEAP with CANDLE/Supervisor's GA settings: generational and steady-state.
+
+``ga`` is DEAP's ``eaSimple`` or ``eaMuPlusLambda`` turned inside out: instead of calling a
+``map`` that evaluates a generation, it hands the generation out through ``ask`` and breeds the
+next one once ``tell`` has brought every result back::
+
+    ask(n) --> [queue of the generation's unevaluated individuals] --> points out
+    tell   --> fitness of the waiting individuals --> generation complete?
+               --> survivors (simple: the offspring;
+                              mu_plus_lambda: select(parents + offspring))
+               --> breed (selTournament + varAnd, or varOr) --> new queue
+
+``ask`` returns fewer points than asked (none at all) while the rest of a generation is still
+out; the driver then just waits. ``ga_async`` is the steady-state variant: every free worker
+gets a child of two tournament-selected parents at once, and each result replaces the worst
+member of the population if it is better, so slow evaluations never idle the pool.
+
+Settings (Supervisor's names in brackets): ``population_size`` [POPULATION_SIZE],
+``generations`` [NUM_ITERATIONS; the initial population counts as the first; unlimited by
+default: the study's stopping rules end the search], ``strategy`` [GA_STRATEGY],
+``offspring_proportion`` [OFFSPRING_PROPORTION; mu_plus_lambda breeds that share of the
+population each generation],
+``mutation_prob`` [MUT_PROB], ``crossover_prob`` [CX_PROB], ``mutation_indpb`` [MUT_INDPB],
+``crossover_indpb`` [CX_INDPB], ``tournament_size`` [TOURNSIZE] and ``population_file``
+(initial individuals: Supervisor's CSV with a header of parameter names, or JSON lines).
+
+Design choices:
+
+* Mutation by type, as Supervisor's ``ga_utils``: Gaussian for ``int`` and ``float`` (``sigma``
+  from the space file, else a tenth of the range; on a log scale in log10 units) and for
+  ``ordered`` (on the position, at least one position by default), clamped to the bounds; a
+  different value drawn at random for ``categorical``; a flip for ``logical``. Crossover is
+  DEAP's uniform crossover, which keeps every gene's type.
+* A failed result (NaN) and any other non-finite value get the fitness ``+inf``: the worst there
+  is, so selection drops them first and the GA never crashes on them.
+* A point the GA has a value for is never sent out again (an unchanged clone or a repeated
+  child takes the recorded value), so no budget is spent twice on one point.
+* Told points the GA never asked for (a resumed run's history) are immigrants: before the first
+  generation the best of them form the initial population (topped up from ``population_file``,
+  then at random); later they join the parents of the next generation (``ga_async``: they enter
+  the population like any result).
+* DEAP draws from Python's global ``random``; the GA swaps its own generator state in around
+  every DEAP call, so a seed makes it repeatable whatever else uses ``random``.
+* A GA that breeds nothing but points it has values for (a small space, used up) for 100
+  generations (``ga_async``: children) in a row is done.
+"""
+
+import contextlib
+import csv
+import math
+import random
+from pathlib import Path
+
+from emews.algorithm import (Algorithm, check_choice, check_number, is_failure, optional_import,
+                             point_key)
+from emews.errors import ConfigError
+from emews.space import Categorical, Logical, Ordered
+
+from .sweep import read_upf
+
+FAILED_FITNESS = math.inf
+STRATEGIES = ("simple", "mu_plus_lambda")
+STALLED = 100   # generations (ga) or children (ga_async) in a row with no new point: done
+
+
+class GA(Algorithm):
+    """Generational GA (DEAP ``eaSimple`` or ``eaMuPlusLambda``) on ask/tell."""
+
+    def __init__(self, space, seed=None, population_size=20, generations=None,
+                 strategy="mu_plus_lambda", offspring_proportion=0.5, mutation_prob=0.8,
+                 crossover_prob=0.2, mutation_indpb=0.5, crossover_indpb=0.5, tournament_size=4,
+                 population_file=None):
+        super().__init__(space, seed)
+        optional_import("deap.algorithms", "ga")
+        from deap import base, tools
+
+        self.population_size = check_number("population_size", population_size, 2, integer=True)
+        self.generations = check_number("generations", generations, 1, integer=True,
+                                        allow_none=True)
+        self.strategy = check_choice("strategy", strategy, STRATEGIES)
+        check_number("offspring_proportion", offspring_proportion, 0, 10)
+        self.offspring_count = max(1, round(offspring_proportion * population_size))
+        self.mutation_prob = check_number("mutation_prob", mutation_prob, 0, 1)
+        self.crossover_prob = check_number("crossover_prob", crossover_prob, 0, 1)
+        if strategy == "mu_plus_lambda" and mutation_prob + crossover_prob > 1:
+            raise ConfigError("[algorithm].mutation_prob", "mutation_prob + crossover_prob "
+                              "must be <= 1 for mu_plus_lambda (each child is made by one of "
+                              "them)", (mutation_prob, crossover_prob))
+        check_number("mutation_indpb", mutation_indpb, 0, 1)
+        check_number("crossover_indpb", crossover_indpb, 0, 1)
+        check_number("tournament_size", tournament_size, 1, integer=True)
+        self.seeds = read_population(Path(population_file), space) if population_file else []
+        self.individual = _individual_class()
+        self.toolbox = base.Toolbox()
+        self.toolbox.register("mate", tools.cxUniform, indpb=crossover_indpb)
+        self.toolbox.register("mutate", self._mutate, indpb=mutation_indpb)
+        self.toolbox.register("select", tools.selTournament, tournsize=tournament_size)
+        self.random_state = random.Random(seed).getstate()
+        self.known = {}        # point key -> fitness of every told point
+        self.waiting = {}      # point key -> individuals out for evaluation
+        self.queue = []        # individuals of this generation not handed out yet
+        self.offspring = []    # this generation, until it is complete
+        self.population = []   # evaluated parents
+        self.immigrants = []   # told points that were never asked for
+        self.generation = 0
+        self.stale = 0         # generations in a row that held no new point
+
+    # --- ask/tell ---------------------------------------------------------------------------
+
+    def ask(self, n):
+        points = []
+        while len(points) < n and not self.stalled:
+            if not self.queue:
+                if self.waiting or not self._advance():
+                    break
+                continue
+            individual = self.queue.pop(0)
+            point = self.space.point(individual)
+            if self._reuse_or_wait(individual, point_key(point)):
+                continue
+            points.append(point)
+        return points
+
+    def tell(self, points, values):
+        for point, value in zip(points, values):
+            key = point_key(point)
+            fitness = (FAILED_FITNESS if is_failure(value) else float(value),)
+            self.known[key] = fitness
+            individuals = self.waiting.pop(key, None)
+            if individuals is not None:
+                for individual in individuals:
+                    individual.fitness.values = fitness
+                self._settle(individuals[0], asked=True)
+            elif self.space.contains(point):
+                immigrant = self._individual(point)
+                immigrant.fitness.values = fitness
+                self._settle(immigrant, asked=False)
+
+    def done(self):
+        return self.stalled or (self.generations is not None and
+                                self.generation >= self.generations and
+                                not self.queue and not self.waiting)
+
+    @property
+    def stalled(self):
+        """True once the GA keeps breeding only points it has values for (a small space)."""
+        return self.stale >= STALLED
+
+    # --- generations ------------------------------------------------------------------------
+
+    def _individual(self, point):
+        """A DEAP individual: the point's free values, in order."""
+        return self.individual(point[p.name] for p in self.space.free)
+
+    def _reuse_or_wait(self, individual, key):
+        """Give ``individual`` a recorded value, or attach it to the same point in flight.
+
+        Returns False when the point must be sent out (it is then recorded as waiting).
+        """
+        if key in self.known:
+            individual.fitness.values = self.known[key]
+            return True
+        if key in self.waiting:
+            self.waiting[key].append(individual)
+            return True
+        self.waiting[key] = [individual]
+        return False
+
+    def _settle(self, individual, asked):
+        """An evaluated individual: asked ones wait for their generation; others immigrate."""
+        if not asked:
+            self.immigrants.append(individual)
+
+    def _advance(self):
+        """Close the finished generation and breed the next; False when there is none."""
+        if self.offspring:
+            self.population = self._survivors()
+            self.offspring = []
+        if self.generations is not None and self.generation >= self.generations:
+            return False
+        self.offspring = self._breed() if self.population else self._initial()
+        self.generation += 1
+        self.queue = [i for i in self.offspring if not i.fitness.valid]
+        fresh = any(point_key(self.space.point(i)) not in self.known for i in self.queue)
+        self.stale = 0 if fresh else self.stale + 1
+        return True
+
+    def _initial(self):
+        """Best immigrants first, then the population file, then random individuals."""
+        told = sorted(self.immigrants, key=lambda i: i.fitness.values[0])[:self.population_size]
+        self.immigrants = []
+        seeds = self.seeds[:self.population_size - len(told)]
+        randoms = self.space.sample(self.rng, self.population_size - len(told) - len(seeds))
+        return told + [self._individual(p) for p in seeds + randoms]
+
+    def _breed(self):
+        from deap import algorithms
+
+        self.population += self.immigrants
+        self.immigrants = []
+        with self._own_random():
+            if self.strategy == "simple":
+                parents = self.toolbox.select(self.population, self.population_size)
+                return algorithms.varAnd(parents, self.toolbox, self.crossover_prob,
+                                         self.mutation_prob)
+            return algorithms.varOr(self.population, self.toolbox, self.offspring_count,
+                                    self.crossover_prob, self.mutation_prob)
+
+    def _survivors(self):
+        if self.strategy == "simple" or not self.population:
+            return self.offspring
+        with self._own_random():
+            return self.toolbox.select(self.population + self.offspring, self.population_size)
+
+    # --- operators --------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _own_random(self):
+        """Run DEAP (which uses the global ``random``) on this GA's own generator state."""
+        outside = random.getstate()
+        random.setstate(self.random_state)
+        try:
+            yield
+        finally:
+            self.random_state = random.getstate()
+            random.setstate(outside)
+
+    def _mutate(self, individual, indpb):
+        for i, param in enumerate(self.space.free):
+            if random.random() < indpb:
+                individual[i] = mutate_gene(param, individual[i])
+        return (individual,)
+
+
+class SteadyStateGA(GA):
+    """Steady-state GA: one child per free worker, no waiting for generations.
+
+    Each child comes from two tournament-selected parents (crossover with ``crossover_prob``,
+    then mutation with ``mutation_prob``, retried until it is a point not yet evaluated); each
+    result enters the population in place of its worst member when it is better. With
+    ``generations`` set, it proposes ``population_size * generations`` points in all.
+    ``strategy`` and ``offspring_proportion`` do not apply.
+    """
+
+    def __init__(self, space, seed=None, **options):
+        super().__init__(space, seed, **options)
+        self.starters = None   # initial individuals still to propose
+        self.proposed = 0
+
+    def ask(self, n):
+        if self.starters is None:
+            self.starters = self._starters()
+        points = []
+        while len(points) < n and not self.done():
+            individual = self._candidate()
+            if individual is None:
+                break
+            points.append(self.space.point(individual))
+            self.proposed += 1
+        return points
+
+    def done(self):
+        return self.stalled or (self.generations is not None and
+                                self.proposed >= self.population_size * self.generations)
+
+    def _starters(self):
+        """Initial individuals to fill the population: the population file, then random."""
+        missing = self.population_size - len(self.population)
+        seeds = self.seeds[:missing]
+        randoms = self.space.sample(self.rng, missing - len(seeds))
+        return [self._individual(p) for p in seeds + randoms]
+
+    def _candidate(self):
+        """The next individual to evaluate, or None when none new can be made."""
+        while not self.stalled:
+            if self.starters:
+                individual = self.starters.pop(0)
+            elif len(self.population) >= 2:
+                individual = self._child()
+            else:
+                individual = self._individual(self.space.sample(self.rng)[0])
+            if not self._reuse_or_wait(individual, point_key(self.space.point(individual))):
+                self.stale = 0
+                return individual
+            self.stale += 1
+        return None
+
+    def _child(self):
+        from deap import algorithms
+
+        with self._own_random():
+            parents = self.toolbox.select(self.population, 2)
+            child = algorithms.varAnd(parents, self.toolbox, self.crossover_prob,
+                                      self.mutation_prob)[0]
+            if child.fitness.valid:
+                child, = self.toolbox.mutate(child)
+                del child.fitness.values
+        return child
+
+    def _settle(self, individual, asked):
+        """Every result (asked for or not) replaces the worst member when it is better."""
+        if len(self.population) < self.population_size:
+            self.population.append(individual)
+            return
+        worst = max(range(len(self.population)),
+                    key=lambda i: self.population[i].fitness.values[0])
+        if individual.fitness.values[0] < self.population[worst].fitness.values[0]:
+            self.population[worst] = individual
+
+
+def mutate_gene(param, value):
+    """Supervisor's mutation of one gene by type (draws from ``random``)."""
+    if isinstance(param, Logical):
+        return not value
+    if isinstance(param, Ordered):
+        sigma = param.sigma or max(len(param.values) / 10, 1.0)
+        position = round(param.index(value) + random.gauss(0, sigma))
+        return param.values[min(max(position, 0), len(param.values) - 1)]
+    if isinstance(param, Categorical):
+        others = [v for i, v in enumerate(param.values) if i != param.index(value)]
+        return random.choice(others) if others else value
+    if param.log:
+        lower, upper = math.log10(param.lower), math.log10(param.upper)
+        sigma = param.sigma or (upper - lower) / 10
+        mutated = 10 ** min(max(math.log10(value) + random.gauss(0, sigma), lower), upper)
+    else:
+        sigma = param.sigma or (param.upper - param.lower) / 10
+        mutated = value + random.gauss(0, sigma)
+    mutated = min(max(mutated, param.lower), param.upper)
+    return int(min(max(round(mutated), param.lower), param.upper)) if param.kind == "int" \
+        else float(mutated)
+
+
+def read_population(path, space):
+    """Initial individuals: Supervisor's CSV (header of parameter names) or JSON lines."""
+    if path.suffix.lower() != ".csv":
+        return read_upf(path, space)
+    try:
+        with open(path, newline="") as handle:
+            rows = list(csv.reader(handle))
+    except OSError as exc:
+        raise ConfigError(str(path), "the population file must be readable",
+                          exc.strerror) from None
+    if not rows:
+        raise ConfigError(str(path), "the population file must have a header row", "")
+    header = [name.strip() for name in rows[0]]
+    missing = [p.name for p in space.free if p.name not in header]
+    if missing:
+        raise ConfigError(f"{path}:1", "the header must name every free parameter "
+                          f"({', '.join(p.name for p in space.free)})", missing)
+    points = []
+    for number, row in enumerate(rows[1:], 2):
+        if not any(cell.strip() for cell in row):
+            continue
+        cells = dict(zip(header, (cell.strip() for cell in row)))
+        values = []
+        for param in space.free:
+            try:
+                values.append(param.parse(cells.get(param.name, "")))
+            except ValueError as exc:
+                raise ConfigError(f"{path}:{number}", f"column {param.name}: {exc}",
+                                  cells.get(param.name)) from None
+        points.append(space.point(values))
+    return points
+
+
+def _individual_class():
+    """DEAP's individual type for emews (a list of genes, one fitness to minimize)."""
+    from deap import base, creator
+
+    if not hasattr(creator, "EmewsIndividual"):
+        creator.create("EmewsFitness", base.Fitness, weights=(-1.0,))
+        creator.create("EmewsIndividual", list, fitness=creator.EmewsFitness)
+    return creator.EmewsIndividual

@@ -1,0 +1,285 @@
+"""Model-based optimization in the style of R's mlrMBO, on scikit-learn's random forest.
+
+::
+
+    ask(n) --> initial design left?  --> Latin-hypercube points
+           --> fewer than 2 values?   --> wait for the design (random points if it all failed)
+           --> otherwise: fit the forest on every result (failures imputed) and on the points
+               in flight (told the lie), then find each proposal by focus search on
+               the infill criterion (one point: EI or CB; several: qLCB or constant liar)
+    tell   --> results join the data; told points never asked for (a resumed run's history)
+               join it the same way and count towards the initial design
+
+Design choices (mlrMBO's defaults unless said otherwise):
+
+* Coordinates: every free parameter in [0, 1] by :meth:`emews.space.Space.to_unit` (numbers on
+  their own or log scale; integers, ordered and categorical values at the centre of equal
+  bins). A tree can isolate any category with two splits, so no one-hot encoding is needed.
+* Initial design: ``design_size`` points (default 4 per free parameter) of a Latin hypercube
+  (SciPy's, improved for centred discrepancy, where mlrMBO uses a maximin LHS); every value of
+  an integer or categorical parameter gets an equal share.
+* Surrogate: a random forest (``n_trees`` trees, ``max_features`` a third of the parameters,
+  as R's randomForest; ``min_samples_leaf`` 1, as scikit-learn: R's 5 flattens the model on
+  small designs). Its standard error is the jackknife-after-bootstrap of Wager, Hastie and
+  Efron (2014), as mlr's ``se.method = "jackknife"``, without the Monte-Carlo bias correction
+  (which can turn the variance negative with few trees; the uncorrected one errs towards
+  exploring); ``se_method = "bootstrap"`` uses the spread of the trees' predictions instead.
+* Failures and non-finite results are imputed as :func:`emews.algorithm.failure_value` (the
+  worst value plus a tenth of the range), so the model steers away from them.
+* Infill criteria: ``cb`` (lower confidence bound mean - lambda * se; ``cb_lambda`` defaults to
+  1 for purely numeric spaces and 2 otherwise) or ``ei`` (expected improvement).
+* Infill optimizer: focus search. ``focus_restarts`` times: ``focus_points`` random points in
+  the current region, keep the best, shrink every numeric range to half its width around it
+  and drop a random other value of every categorical parameter; ``focus_maxit`` rounds.
+* Several points at once (``multipoint``): ``qlcb`` optimizes CB once per point with a lambda
+  drawn from Exp(1) on one model; ``cl`` (constant liar) refits after each proposal with the
+  proposal told the lie. ``propose_points`` caps the points per iteration.
+* Async: a point in flight is in the data with the lie too, so the next proposal is planned
+  around it. The lie (``cl_lie``) is the mean of the values so far, where mlrMBO takes the
+  minimum: a forest does not interpolate, so a minimum lie makes it predict the best value all
+  around a point still running and draws the next proposals to it (async runs on the test
+  functions did clearly worse with ``min``). A proposal equal to a known point is replaced by a
+  random one.
+* ``max_budget`` (evaluations in all, the design included; mlrMBO's ``max.evals``) and
+  ``max_iterations`` (model-based rounds; mlrMBO's ``iters``) make the algorithm done.
+"""
+
+import numpy as np
+
+from emews.algorithm import (Algorithm, check_choice, check_number, failure_value,
+                             optional_import, point_key)
+from emews.space import Categorical, Logical, Ordered
+
+INFILL = ("cb", "ei")
+LIES = {"min": np.min, "mean": np.mean, "max": np.max}
+MULTIPOINT = ("qlcb", "cl")
+SE_METHODS = ("jackknife", "bootstrap")
+
+
+class MBO(Algorithm):
+    """mlrMBO-like sequential model-based optimization with a random-forest surrogate."""
+
+    def __init__(self, space, seed=None, design_size=None, infill="cb", cb_lambda=None,
+                 multipoint="qlcb", cl_lie="mean", propose_points=None, max_budget=None,
+                 max_iterations=None,
+                 n_trees=100, max_features=1 / 3, min_samples_leaf=1, se_method="jackknife",
+                 focus_points=1000, focus_maxit=5, focus_restarts=3):
+        super().__init__(space, seed)
+        optional_import("sklearn.ensemble", "mbo")
+        dimension = len(space.free)
+        self.design_size = check_number("design_size", design_size, 0, integer=True,
+                                        allow_none=True)
+        if design_size is None:
+            self.design_size = 4 * dimension
+        self.infill = check_choice("infill", infill, INFILL)
+        numeric = all(p.kind in ("int", "float") for p in space.free)
+        self.cb_lambda = check_number("cb_lambda", cb_lambda, 0, allow_none=True)
+        if cb_lambda is None:
+            self.cb_lambda = 1.0 if numeric else 2.0
+        self.multipoint = check_choice("multipoint", multipoint, MULTIPOINT)
+        self.lie = LIES[check_choice("cl_lie", cl_lie, list(LIES))]
+        self.propose_points = check_number("propose_points", propose_points, 1, integer=True,
+                                           allow_none=True)
+        self.max_budget = check_number("max_budget", max_budget, 1, integer=True,
+                                       allow_none=True)
+        self.max_iterations = check_number("max_iterations", max_iterations, 1, integer=True,
+                                           allow_none=True)
+        self.forest = {"n_estimators": check_number("n_trees", n_trees, 2, integer=True),
+                       "max_features": check_number("max_features", max_features, 0, 1),
+                       "min_samples_leaf": check_number("min_samples_leaf", min_samples_leaf,
+                                                        1, integer=True)}
+        self.se_method = check_choice("se_method", se_method, SE_METHODS)
+        self.focus = FocusSearch(space, check_number("focus_points", focus_points, 1,
+                                                     integer=True),
+                                 check_number("focus_maxit", focus_maxit, 1, integer=True),
+                                 check_number("focus_restarts", focus_restarts, 1,
+                                              integer=True))
+        self.X, self.y = [], []        # told points (unit coordinates) and their values
+        self.in_flight = {}            # point key -> [unit coordinates], asked and not told
+        self.design = None             # initial-design points still to propose
+        self.iterations = 0
+
+    # --- ask/tell ---------------------------------------------------------------------------
+
+    def ask(self, n):
+        n = min(n, self._budget_left())
+        if n <= 0 or self.done():
+            return []
+        if self.design is None:
+            self.design = self._initial_design()
+        points, self.design = self.design[:n], self.design[n:]
+        wanted = n - len(points)
+        if wanted and sum(np.isfinite(self.y)) < 2:
+            if not points and not self.in_flight:   # the design failed: explore at random
+                points = self.space.sample(self.rng, wanted)
+        elif wanted and (self.max_iterations is None or self.iterations < self.max_iterations):
+            self.iterations += 1
+            points += self._propose(min(wanted, self.propose_points or wanted))
+        for point in points:
+            self.in_flight.setdefault(point_key(point), []).append(self.space.to_unit(point))
+        return points
+
+    def tell(self, points, values):
+        for point, value in zip(points, values):
+            key = point_key(point)
+            if self.in_flight.get(key):
+                unit = self.in_flight[key].pop()
+                if not self.in_flight[key]:
+                    del self.in_flight[key]
+            elif self.space.contains(point):
+                unit = self.space.to_unit(point)
+            else:
+                continue
+            self.X.append(unit)
+            self.y.append(float(value))
+
+    def done(self):
+        if self._budget_left() <= 0:
+            return True
+        return (self.max_iterations is not None and self.iterations >= self.max_iterations
+                and self.design is not None and not self.design)
+
+    # --- internals --------------------------------------------------------------------------
+
+    def _budget_left(self):
+        if self.max_budget is None:
+            return np.inf
+        return self.max_budget - len(self.y) - sum(map(len, self.in_flight.values()))
+
+    def _initial_design(self):
+        """A Latin hypercube of the design points not yet covered by told results."""
+        from scipy.stats import qmc
+
+        size = max(self.design_size - len(self.y), 0)
+        if size == 0 or not self.space.free:
+            return []
+        sampler = qmc.LatinHypercube(len(self.space.free), optimization="random-cd",
+                                     rng=self.rng)
+        return [self.space.from_unit(u) for u in sampler.random(size)]
+
+    def _data(self):
+        """Coordinates and values to fit: failures imputed, points in flight told the liar."""
+        y = np.array(self.y)
+        y[~np.isfinite(y)] = failure_value(self.y)
+        running = [u for units in self.in_flight.values() for u in units]
+        X = np.array(self.X + running)
+        return X, np.concatenate([y, np.full(len(running), self.lie(y))])
+
+    def _propose(self, count):
+        X, y = self._data()
+        chosen = []
+        model = Surrogate(X, y, self.forest, self.se_method, self.rng)
+        for i in range(count):
+            if count > 1 and self.multipoint == "qlcb":
+                criterion = model.confidence_bound(self.rng.exponential(1.0))
+            elif self.infill == "ei":
+                criterion = model.expected_improvement(y.min())
+            else:
+                criterion = model.confidence_bound(self.cb_lambda)
+            unit = self.focus.minimize(criterion, self.rng)
+            if _seen(unit, X):
+                unit = np.array(self.space.to_unit(self.space.sample(self.rng)[0]))
+            chosen.append(self.space.from_unit(unit))
+            X, y = np.vstack([X, unit]), np.append(y, self.lie(y[:len(self.y)]))
+            if self.multipoint == "cl" and i + 1 < count:
+                model = Surrogate(X, y, self.forest, self.se_method, self.rng)
+        return chosen
+
+
+class Surrogate:
+    """A random forest with a standard error for each prediction."""
+
+    def __init__(self, X, y, forest, se_method, rng):
+        from sklearn.ensemble import RandomForestRegressor
+
+        self.model = RandomForestRegressor(random_state=int(rng.integers(2 ** 31 - 1)),
+                                           **forest).fit(X, y)
+        self.se_method = se_method
+        if se_method == "jackknife":
+            # out_of_bag[b, i]: tree b was grown without sample i
+            self.out_of_bag = np.ones((len(self.model.estimators_), len(y)), dtype=bool)
+            for b, drawn in enumerate(self.model.estimators_samples_):
+                self.out_of_bag[b, drawn] = False
+
+    def predict(self, X):
+        """Mean and standard error at each row of ``X``."""
+        X = np.asarray(X, dtype=np.float32)   # what the fitted trees read, without checks
+        trees = np.stack([tree.tree_.predict(X)[:, 0] for tree in self.model.estimators_])
+        mean = trees.mean(axis=0)
+        if self.se_method == "bootstrap":
+            return mean, trees.std(axis=0)
+        counts = self.out_of_bag.sum(axis=0)
+        usable = counts > 0
+        without = (self.out_of_bag[:, usable].T.astype(float) @ trees) / counts[usable, None]
+        n = usable.sum()
+        variance = (n - 1) / n * ((without - mean) ** 2).sum(axis=0)
+        return mean, np.sqrt(variance)
+
+    def confidence_bound(self, lam):
+        """The criterion mean - lam * se (to minimize)."""
+        def criterion(X):
+            mean, se = self.predict(X)
+            return mean - lam * se
+        return criterion
+
+    def expected_improvement(self, best):
+        """The criterion -EI below ``best`` (to minimize)."""
+        from scipy.stats import norm
+
+        def criterion(X):
+            mean, se = self.predict(X)
+            se = np.maximum(se, 1e-12)
+            z = (best - mean) / se
+            return -((best - mean) * norm.cdf(z) + se * norm.pdf(z))
+        return criterion
+
+
+class FocusSearch:
+    """mlrMBO's focus search over unit coordinates of a mixed space."""
+
+    def __init__(self, space, points, maxit, restarts):
+        self.space, self.points, self.maxit, self.restarts = space, points, maxit, restarts
+        self.choices = [_choices(p) for p in space.free]   # None for numeric parameters
+
+    def minimize(self, criterion, rng):
+        """The unit coordinates of the best point found."""
+        best, best_value = None, np.inf
+        for _ in range(self.restarts):
+            lower, upper = np.zeros(len(self.choices)), np.ones(len(self.choices))
+            allowed = [None if c is None else list(c) for c in self.choices]
+            for _ in range(self.maxit):
+                X = self._sample(lower, upper, allowed, rng)
+                values = criterion(X)
+                i = int(np.argmin(values))
+                if values[i] < best_value:
+                    best, best_value = X[i], values[i]
+                width = (upper - lower) / 4
+                lower, upper = np.maximum(lower, X[i] - width), np.minimum(upper, X[i] + width)
+                for j, options in enumerate(allowed):
+                    if options is not None and len(options) > 1:
+                        others = [o for o in options if o != X[i, j]]
+                        options.remove(others[rng.integers(len(others))])
+        return best
+
+    def _sample(self, lower, upper, allowed, rng):
+        X = lower + rng.random((self.points, len(lower))) * (upper - lower)
+        for j, (param, options) in enumerate(zip(self.space.free, allowed)):
+            if options is not None:
+                X[:, j] = rng.choice(options, self.points)
+            elif param.kind in ("int", "ordered"):   # snap to the values' bin centres
+                X[:, j] = [param.to_unit(param.from_unit(u)) for u in X[:, j]]
+        return X
+
+
+def _choices(param):
+    """Unit coordinates of an unordered parameter's values; None for numeric ones."""
+    if isinstance(param, Logical):
+        return (0.0, 1.0)
+    if isinstance(param, Categorical) and not isinstance(param, Ordered):
+        return tuple(param.to_unit(v) for v in param.values)
+    return None
+
+
+def _seen(unit, X):
+    """True when ``unit`` is (numerically) one of the rows of ``X``."""
+    return len(X) > 0 and bool(np.any(np.all(np.abs(X - unit) < 1e-9, axis=1)))

@@ -1,0 +1,144 @@
+"""Bayesian optimization with scikit-optimize's ``Optimizer`` (a GP surrogate by default).
+
+``ask(n)`` in batch mode is skopt's constant liar, ``Optimizer.ask(n, strategy)``. In async mode
+the driver asks one point whenever a worker frees up while others are still running; those
+running points are told to a throwaway copy of the optimizer with the liar's value (the best,
+mean or worst value so far, by ``strategy``), so the next point is planned away from them::
+
+    points in flight --lie--> copy of the optimizer --ask--> next point(s)
+    results ----------------> the optimizer (one refit per tell)
+
+Options: ``strategy`` (``cl_min``, ``cl_mean``, ``cl_max``) and every keyword of
+``skopt.Optimizer`` except ``dimensions`` and ``random_state``: ``base_estimator`` (``GP``,
+``RF``, ``ET``), ``n_initial_points``, ``initial_point_generator``, ``acq_func``,
+``acq_optimizer``, ``acq_func_kwargs``, ``acq_optimizer_kwargs``, ... Defaults are skopt's,
+except ``model_queue_size = 1`` (skopt otherwise keeps every model it ever fitted).
+
+Types: integers and floats (log scales as skopt's ``log-uniform`` prior), ordered values as an
+integer position, categorical and logical values as skopt categories. A failed or non-finite
+result is told as :func:`emews.algorithm.failure_value` of the values seen so far (the worst
+plus a tenth of their range; held back until there is a finite value), so the surrogate learns
+to avoid the region without being thrown off by infinities. Told points that
+were never asked for (a resumed run's history) are told the same way; they count towards
+``n_initial_points``.
+"""
+
+import collections
+import copy
+
+import numpy as np
+
+from emews.algorithm import (Algorithm, check_choice, check_keywords, failure_value,
+                             is_failure, optional_import, point_key)
+from emews.space import Categorical, Logical, Ordered
+
+STRATEGIES = ("cl_min", "cl_mean", "cl_max")
+ESTIMATORS = ("GP", "RF", "ET")
+LIES = {"cl_min": np.min, "cl_mean": np.mean, "cl_max": np.max}
+
+
+class SkoptSearch(Algorithm):
+    """scikit-optimize's ``Optimizer`` on ask/tell, with constant liar for points in flight."""
+
+    def __init__(self, space, seed=None, strategy="cl_min", **skopt_options):
+        super().__init__(space, seed)
+        skopt = optional_import("skopt", "bayes")
+        self.strategy = check_choice("strategy", strategy, STRATEGIES)
+        check_keywords(skopt.Optimizer, skopt_options,
+                       exclude=("dimensions", "random_state", "n_random_starts"))
+        estimator = skopt_options.get("base_estimator", "GP")
+        check_choice("base_estimator", str(estimator).upper(), ESTIMATORS)
+        skopt_options.setdefault("model_queue_size", 1)
+        self.optimizer = skopt.Optimizer([_dimension(p) for p in space.free],
+                                         random_state=seed, **skopt_options)
+        self.in_flight = collections.defaultdict(list)   # point key -> skopt coordinates
+        self.held_back = []                              # failures told before any value
+
+    def ask(self, n):
+        if n <= 0:
+            return []
+        planner = self._planner()
+        xs = planner.ask(n_points=n, strategy=self.strategy) if n > 1 else [planner.ask()]
+        points = []
+        for x in xs:
+            point = self.space.point([_decode(p, v) for p, v in zip(self.space.free, x)])
+            self.in_flight[point_key(point)].append(list(x))
+            points.append(point)
+        return points
+
+    def tell(self, points, values):
+        xs, ys, failed = [], [], []
+        for point, value in zip(points, values):
+            x = self._coordinates(point)
+            if x is None:
+                continue
+            if is_failure(value):
+                failed.append(x)
+            else:
+                xs.append(x)
+                ys.append(float(value))
+        self.held_back += failed
+        penalty = failure_value(list(self.optimizer.yi) + ys)
+        if penalty is not None and self.held_back:
+            xs += self.held_back
+            ys += [penalty] * len(self.held_back)
+            self.held_back = []
+        if xs:
+            self.optimizer.tell(xs, ys)
+
+    def _coordinates(self, point):
+        """skopt coordinates of a told point (None for one outside the space)."""
+        waiting = self.in_flight.get(point_key(point))
+        if waiting:
+            x = waiting.pop()
+            if not waiting:
+                del self.in_flight[point_key(point)]
+            return x
+        if not self.space.contains(point):
+            return None
+        return [_encode(p, point[p.name]) for p in self.space.free]
+
+    def _planner(self):
+        """The optimizer, or a copy told the liar's value at every point still in flight."""
+        running = [x for xs in self.in_flight.values() for x in xs]
+        if not running:
+            return self.optimizer
+        planner = copy.deepcopy(self.optimizer)
+        planner.rng = np.random.RandomState(int(self.rng.integers(2 ** 31 - 1)))
+        if planner.yi:
+            planner.tell(running, [float(LIES[self.strategy](planner.yi))] * len(running))
+        return planner
+
+
+def _dimension(param):
+    from skopt.space import Categorical as Choice
+    from skopt.space import Integer, Real
+
+    if isinstance(param, (Categorical, Logical)):
+        count = 2 if isinstance(param, Logical) else len(param.values)
+        if isinstance(param, Ordered) and count > 1:
+            return Integer(0, count - 1, name=param.name)
+        return Choice(list(range(count)), name=param.name)
+    if param.lower == param.upper:
+        return Choice([0], name=param.name)
+    prior = "log-uniform" if param.log else "uniform"
+    kind = Integer if param.kind == "int" else Real
+    return kind(param.lower, param.upper, prior=prior, name=param.name)
+
+
+def _encode(param, value):
+    if isinstance(param, Logical):
+        return int(value)
+    if isinstance(param, Categorical):
+        return param.index(value)
+    return 0 if param.lower == param.upper else value
+
+
+def _decode(param, x):
+    if isinstance(param, Logical):
+        return bool(x)
+    if isinstance(param, Categorical):
+        return param.values[int(x)]
+    if param.lower == param.upper:
+        return param.lower
+    return int(x) if param.kind == "int" else float(x)

@@ -1,0 +1,245 @@
+"""Testing aids for algorithm authors: a driver harness and the conformance suite.
+
+:func:`drive` runs the real ME driver (:mod:`emews.me`) on the EQ/Py queues and plays the
+evaluating side on the calling thread with a Python function, so an algorithm is tested exactly
+as a study runs it, without a pool or a store. In async mode it answers one point at a time,
+picked at random (seeded) among those in flight, so results come back out of order.
+
+:class:`Conformance` is the contract every algorithm must meet; subclass it in a test module::
+
+    from emews.testing import Conformance
+
+    class TestMySearch(Conformance):
+        algorithm = "my_package.search:MySearch"
+        options = {"step": 0.2}
+"""
+
+import json
+import math
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import eqpy
+from .algorithm import point_key
+from .errors import MEAborted
+from .me import build_algorithm
+from .space import Space
+from .store import Store
+
+SPACE = [
+    {"name": "x", "type": "float", "lower": -2.0, "upper": 2.0},
+    {"name": "lr", "type": "float", "lower": 1e-4, "upper": 1e-1, "log": True},
+    {"name": "units", "type": "int", "lower": 1, "upper": 64, "log": True},
+    {"name": "n", "type": "int", "lower": 0, "upper": 5},
+    {"name": "act", "type": "categorical", "values": ["relu", "tanh", "sigmoid"]},
+    {"name": "batch", "type": "ordered", "values": [16, 32, 64, 128]},
+    {"name": "bn", "type": "logical"},
+    {"name": "epochs", "type": "constant", "value": 3},
+]
+PLANE = [{"name": "x", "type": "float", "lower": 0.0, "upper": 1.0},
+         {"name": "y", "type": "float", "lower": 0.0, "upper": 1.0}]
+CORNER = (0.85, 0.85)
+
+
+def bowl(point):
+    """A smooth function of every parameter of :data:`SPACE`; smallest near its middle."""
+    return (point["x"] ** 2 + (math.log10(point["lr"]) + 2.5) ** 2 + abs(point["n"] - 2)
+            + math.log2(point["units"]) / 6 + {"relu": 0, "tanh": 1, "sigmoid": 2}[point["act"]]
+            + point["batch"] / 128 + (0 if point["bn"] else 0.5))
+
+
+def distance_to_corner(point):
+    """Distance from a point of :data:`PLANE` to :data:`CORNER`."""
+    return math.dist((point["x"], point["y"]), CORNER)
+
+
+@dataclass
+class Run:
+    """What a driven search did: its final message and every evaluation, in order."""
+
+    final: dict | None = None
+    points: list = field(default_factory=list)
+    values: list = field(default_factory=list)
+
+    def evaluate(self, objective, point):
+        value = float(objective(point))
+        self.points.append(point)
+        self.values.append(value)
+        return value
+
+
+def drive(settings, objective, completion_seed=0):
+    """Run :mod:`emews.me` with ``settings``, evaluating ``objective(point)`` on this thread."""
+    thread = eqpy.init("emews.me")
+    order = random.Random(completion_seed)
+    batch = settings.get("mode", "batch") == "batch"
+    run, in_flight, next_index = Run(), [], 0
+    message = eqpy.output_q_get()
+    if message == eqpy.PARAMS:
+        eqpy.input_q.put(json.dumps(settings))
+        message = eqpy.output_q_get()
+    while message not in eqpy.END_MESSAGES:
+        if message == eqpy.EQPY_ABORT:
+            raise MEAborted(eqpy.output_q_get())
+        points = eqpy.decode_points(message)
+        if batch:
+            answer = eqpy.encode_results([run.evaluate(objective, p) for p in points])
+        else:
+            in_flight += list(enumerate(points, next_index))
+            next_index += len(points)
+            index, point = in_flight.pop(order.randrange(len(in_flight)))
+            answer = eqpy.encode_tagged([(index, run.evaluate(objective, point))])
+        eqpy.input_q.put(answer)
+        message = eqpy.output_q_get()
+    run.final = json.loads(eqpy.output_q_get())
+    thread.join()
+    return run
+
+
+def experiment_rows(data_dir):
+    """The evaluations (store rows, by id) of the one experiment under ``data_dir``."""
+    (expdir,) = [exp for study in Path(data_dir).iterdir() for exp in study.iterdir()]
+    store = Store(expdir / "results.db")
+    try:
+        return store.rows()
+    finally:
+        store.close()
+
+
+class Conformance:
+    """The ask/tell contract, checked through the real driver (subclass it as ``Test...``).
+
+    Class attributes: ``algorithm`` (a registered name or dotted path), ``options`` (its
+    ``[algorithm]`` table), ``finite_options`` (options under which it finishes by itself, or
+    ``None`` when it never does), ``space`` (a GA JSON list; the default has every type),
+    ``budget`` and ``slots`` (keep runs small), ``learns`` (False for algorithms that ignore
+    results) and ``seeded`` (False for ones that use no randomness).
+    """
+
+    algorithm = None
+    options = {}
+    finite_options = None
+    space = SPACE
+    objective = staticmethod(bowl)
+    budget = 12
+    slots = 3
+    learns = True
+    seeded = True
+
+    def settings(self, mode="batch", seed=1, stop=None, **extra):
+        """Driver settings for a run of this algorithm."""
+        return {"algorithm": self.algorithm, "options": dict(self.options), "space": self.space,
+                "seed": seed, "mode": mode, "slots": self.slots,
+                "stop": stop or {"budget": self.budget}, **extra}
+
+    def check_points(self, points):
+        space = Space.from_ga_json(self.space)
+        for point in points:
+            assert space.contains(point), f"{point} is not a point of the space"
+            assert json.loads(json.dumps(point)) == point
+
+    # --- bounds and types -------------------------------------------------------------------
+
+    def test_points_respect_bounds_and_types_in_batch_mode(self):
+        run = drive(self.settings("batch"), self.objective)
+        self.check_points(run.points)
+        assert len(run.points) == run.final["evaluations"] <= self.budget
+
+    def test_points_respect_bounds_and_types_in_async_mode(self):
+        run = drive(self.settings("async"), self.objective)
+        self.check_points(run.points)
+        assert len(run.points) == run.final["evaluations"] <= self.budget
+
+    # --- failures ---------------------------------------------------------------------------
+
+    def test_survives_nan_inf_and_failed_results(self):
+        results = iter([math.nan, math.inf, -math.inf, None] * self.budget)
+
+        def unreliable(point):
+            value = next(results)
+            return self.objective(point) if value is None else value
+
+        for mode in ("batch", "async"):
+            run = drive(self.settings(mode), unreliable)
+            self.check_points(run.points)
+            assert run.final["evaluations"] == len(run.points) > 0
+
+    def test_survives_only_failures(self):
+        run = drive(self.settings("async"), lambda point: math.nan)
+        self.check_points(run.points)
+        assert run.final["best_point"] is None and run.final["evaluations"] == len(run.points)
+
+    # --- determinism ------------------------------------------------------------------------
+
+    def test_deterministic_under_a_seed(self):
+        for mode in ("batch", "async"):
+            first = drive(self.settings(mode, seed=3), self.objective)
+            again = drive(self.settings(mode, seed=3), self.objective)
+            assert first.points == again.points and first.values == again.values
+        if self.seeded:
+            other = drive(self.settings("batch", seed=4), self.objective)
+            assert other.points != first.points
+
+    # --- the end ----------------------------------------------------------------------------
+
+    def test_asked_after_done_answers_sensibly(self):
+        settings = self.settings()
+        settings["options"].update(self.finite_options or {})
+        algorithm = build_algorithm(settings)
+        assert algorithm.ask(0) == []
+        for _ in range(200 if self.finite_options is not None else 3):
+            if algorithm.done():
+                break
+            points = algorithm.ask(self.slots)
+            self.check_points(points)
+            algorithm.tell(points, [self.objective(p) for p in points])
+        if self.finite_options is not None:
+            assert algorithm.done()
+            assert algorithm.ask(self.slots) == [] and algorithm.done()
+        algorithm.tell([], [])
+        self.check_points(algorithm.ask(1))
+
+    def test_stops_on_each_rule(self):
+        def flat(point):
+            return 1.0
+
+        for mode in ("batch", "async"):
+            run = drive(self.settings(mode, stop={"max_iterations": 2}), flat)
+            assert run.final["stop_reason"] == "iteration limit of 2 reached"
+            assert run.final["iterations"] == 2 and 2 <= len(run.points) <= 2 * self.slots
+            run = drive(self.settings(mode, stop={"patience": 4, "budget": 40}), flat)
+            assert run.final["stop_reason"].startswith("converged: no improvement larger than 0")
+            assert 5 <= len(run.points) < 5 + self.slots
+            run = drive(self.settings(mode, stop={"target": 1e9, "budget": 40}), self.objective)
+            assert run.final["stop_reason"] == "target value 1000000000.0 reached"
+            assert 0 < len(run.points) <= self.slots
+            run = drive(self.settings(mode, stop={"max_time": 0}), self.objective)
+            assert run.final["stop_reason"] == "time limit of 0 s reached" and run.points == []
+
+    # --- resume -----------------------------------------------------------------------------
+
+    def test_resumes_without_repeating_its_history(self):
+        first = drive(self.settings(stop={"budget": 6}), self.objective)
+        history = [[p, v] for p, v in zip(first.points[:4], first.values[:4])]
+        pending = first.points[4:]
+        resumed = drive(self.settings("async", seed=1 + 7919, history=history,
+                                      pending=pending), self.objective)
+        keys = [point_key(p) for p in resumed.points]
+        assert all(point_key(p) in keys for p in pending)
+        assert resumed.final["evaluations"] == self.budget == len(resumed.points) + 4
+        assert not {point_key(p) for p, _ in history} & set(keys)
+
+    def test_warm_start_informs_the_next_points(self):
+        if not self.learns:
+            return
+        rng = random.Random(5)
+        history = [{"x": rng.random(), "y": rng.random()} for _ in range(30)]
+        settings = self.settings(seed=2) | {"space": PLANE}
+        algorithm = build_algorithm(settings)
+        algorithm.tell(history, [distance_to_corner(p) for p in history])
+        proposed = algorithm.ask(4)
+        assert proposed
+        told = sum(map(distance_to_corner, history)) / len(history)
+        asked = sum(map(distance_to_corner, proposed)) / len(proposed)
+        assert asked < 0.6 * told, (asked, told)

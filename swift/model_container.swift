@@ -1,0 +1,16 @@
+/*
+   model_container.swift: candle_model_train() for CANDLE_MODEL_IMPL=container. emews runs
+   the model's image (CANDLE_IMAGE) with singularity or apptainer (CANDLE_CONTAINER_RUNTIME),
+   its action script (MODEL_ACTION) and the point in params.json; the result is the last
+   IMPROVE_RESULT line of model.log.
+   swift-t -i model_container imports it (workflow.sh passes -i model_$CANDLE_MODEL_IMPL);
+   emews_objective.swift does the work.
+*/
+
+import emews_objective;
+
+(string model_result) candle_model_train(string params, string expid, string runid,
+                                         string model_name)
+{
+  model_result = emews_candle_model_train(params, expid, runid, model_name);
+}

@@ -1,0 +1,80 @@
+"""Prepare a Swift/T run of emews.me: check its settings, then make its experiment directory.
+
+Usage (workflow.sh runs it)::
+
+    python prepare.py DATA_DIR WORKFLOW SETTINGS_JSON
+
+Checks that the settings name a known algorithm with options that fit it, a readable search
+space and batch mode (the only mode workflow.swift speaks), and that the objective the
+environment describes (CANDLE_MODEL_IMPL, EMEWS_OBJECTIVE, EMEWS_APP, ...) can be built. Then
+makes ``DATA_DIR/WORKFLOW/EXPnnn/``, writes the settings there as ``settings.json`` (a relative
+``space`` path made absolute, relative to the settings file) and prints that directory.
+Bad input: one line naming the file or field, the rule and the value, and exit status 2.
+"""
+
+import json
+import sys
+from pathlib import Path
+
+from emews import experiment, objective
+from emews.algorithm import load
+from emews.errors import ConfigError, EmewsError
+from emews.me import build_algorithm
+
+
+def read_settings(path):
+    """The settings dict of ``path``, checked for what workflow.swift needs."""
+    path = Path(path)
+    try:
+        settings = json.loads(path.read_text())
+    except OSError as exc:
+        raise ConfigError(str(path), "the settings file must be readable", exc.strerror) from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(str(path), f"must be JSON ({exc.msg}, line {exc.lineno})",
+                          None, show_value=False) from None
+    if not isinstance(settings, dict):
+        raise ConfigError(str(path), "must hold a JSON object", type(settings).__name__)
+    if "algorithm" not in settings:
+        raise ConfigError(f"{path}: algorithm", "must name the ME's algorithm", None)
+    if settings.get("mode", "batch") != "batch":
+        raise ConfigError(f"{path}: mode", "must be 'batch': workflow.swift answers each "
+                          "batch of points with positional results", settings["mode"])
+    space = settings.get("space")
+    if isinstance(space, str) and not Path(space).is_absolute():
+        settings["space"] = str((path.parent / space).resolve())
+    return settings
+
+
+def check_algorithm(settings, path):
+    """Build the algorithm once, as emews.me will; errors name the settings file."""
+    load(settings["algorithm"], f"{path}: algorithm")
+    try:
+        build_algorithm(settings)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc.where}", str(exc)[len(exc.where) + 2:], None,
+                          show_value=False) from None
+    except TypeError as exc:
+        raise ConfigError(f"{path}: options", f"must fit the algorithm "
+                          f"{settings['algorithm']!r} ({exc})", None, show_value=False) from None
+
+
+def main(argv):
+    if len(argv) != 3:
+        print("usage: python prepare.py DATA_DIR WORKFLOW SETTINGS_JSON", file=sys.stderr)
+        return 2
+    data_dir, workflow, settings_path = argv
+    try:
+        settings = read_settings(settings_path)
+        check_algorithm(settings, settings_path)
+        objective.from_env()
+    except EmewsError as exc:
+        print(f"workflow.sh: {exc}", file=sys.stderr)
+        return 2
+    expdir = experiment.create(data_dir, workflow)
+    experiment.write_json(expdir / "settings.json", settings)
+    print(expdir)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

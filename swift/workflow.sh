@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# workflow.sh: run an emews model exploration under Swift/T (see swift/README.md).
+#
+#   swift/workflow.sh SITE SETTINGS [CONFIG]
+#
+#   SITE      a site file: sites/NAME.sh (give NAME) or a path. Machine settings:
+#             MACHINE (swift-t -m; empty: run here), PROCS, PPN, WALLTIME, QUEUE, PROJECT.
+#   SETTINGS  emews.me's settings, JSON: algorithm, options, space, seed, batch_size, stop.
+#   CONFIG    optional shell file of model settings: MODEL_NAME, MODEL_RETURN,
+#             CANDLE_MODEL_IMPL, EMEWS_OBJECTIVE, EMEWS_APP, APP_PYTHONPATH, CANDLE_DATA_DIR.
+#
+# Both files set variables as VAR=${VAR:-value}, so a variable already in the environment wins.
+# Makes the experiment directory $CANDLE_DATA_DIR/$MODEL_NAME/EXPnnn (TURBINE_OUTPUT), copies
+# the settings, site and config files into it and runs workflow.swift there; Turbine's output
+# is also kept in output.txt. The exit status is swift-t's: non-zero when the ME failed.
+set -euo pipefail
+
+THIS=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(dirname "$THIS")
+
+die() { echo "workflow.sh: $*" >&2; exit 2; }
+
+[ $# -ge 2 ] && [ $# -le 3 ] || die "usage: workflow.sh SITE SETTINGS [CONFIG]"
+SITE=$1 SETTINGS=$2 CONFIG=${3:-}
+[[ $SITE == */* || $SITE == *.sh ]] || SITE=$ROOT/sites/$SITE.sh
+[ -f "$SITE" ] || die "site file $SITE: must exist"
+source "$SITE"
+if [ -n "$CONFIG" ]; then
+    [ -f "$CONFIG" ] || die "config file $CONFIG: must exist"
+    source "$CONFIG"
+fi
+
+export MACHINE=${MACHINE:-} PROCS=${PROCS:-4} PPN=${PPN:-1} WALLTIME=${WALLTIME:-01:00:00}
+export QUEUE=${QUEUE:-} PROJECT=${PROJECT:-}
+export MODEL_NAME=${MODEL_NAME:-model} MODEL_RETURN=${MODEL_RETURN:-val_loss}
+export CANDLE_MODEL_IMPL=${CANDLE_MODEL_IMPL:-py}
+export CANDLE_DATA_DIR=${CANDLE_DATA_DIR:-$PWD/experiments}
+export PYTHONPATH=${APP_PYTHONPATH:+$APP_PYTHONPATH:}${PYTHONPATH:-}
+
+[[ $PROCS =~ ^[0-9]+$ ]] && (( PROCS >= 3 )) ||
+    die "PROCS: must be an integer of at least 3 (ADLB server, ME rank, a worker), got '$PROCS'"
+[[ $CANDLE_MODEL_IMPL =~ ^[a-z]+$ ]] && [ -f "$THIS/model_$CANDLE_MODEL_IMPL.swift" ] ||
+    die "CANDLE_MODEL_IMPL: must be one of py, app, container, echo, got '$CANDLE_MODEL_IMPL'"
+
+# Checks the settings and the objective, then makes the experiment directory.
+EXPDIR=$("${PYTHON:-python3}" "$THIS/prepare.py" "$CANDLE_DATA_DIR" "$MODEL_NAME" "$SETTINGS")
+export TURBINE_OUTPUT=$EXPDIR
+cp "$SITE" "$EXPDIR/site.sh"
+[ -z "$CONFIG" ] || cp "$CONFIG" "$EXPDIR/config.sh"
+
+# Rank layout: ADLB_SERVERS=1 server on the last rank (PROCS-1), the ME on the resident rank
+# just below it (PROCS-2), candle_model_train() on the workers 0 .. PROCS-3.
+export ADLB_SERVERS=1 TURBINE_RESIDENT_WORK_WORKERS=1 RESIDENT_WORK_RANKS=$(( PROCS - 2 ))
+
+ENV_ARGS=()
+# What Turbine, the embedded Python and emews.objective read (emews.config's [model] table).
+for name in TURBINE_OUTPUT ADLB_SERVERS TURBINE_RESIDENT_WORK_WORKERS RESIDENT_WORK_RANKS \
+            PYTHONPATH OMP_NUM_THREADS OPENBLAS_NUM_THREADS \
+            MODEL_NAME MODEL_RETURN MODEL_RETURN_EPOCH CANDLE_MODEL_IMPL CANDLE_MODEL_TYPE \
+            CANDLE_DATA_DIR EMEWS_OBJECTIVE EMEWS_APP EMEWS_LANGS_APP APP_PYTHONPATH \
+            FRAMEWORK MODEL_PYTHON_DIR MODEL_PYTHON_SCRIPT CANDLE_DEFAULT_MODEL_FILE \
+            BENCHMARK_TIMEOUT SH_TIMEOUT CANDLE_IMAGE MODEL_ACTION CANDLE_CONTAINER_RUNTIME \
+            CANDLE_CONTAINER_ARGS; do
+    [ -z "${!name:-}" ] || ENV_ARGS+=(-e "$name=${!name}")
+done
+
+echo "workflow.sh: experiment directory $EXPDIR"
+cd "$EXPDIR"
+swift-t -n "$PROCS" ${MACHINE:+-m "$MACHINE"} -p -I "$THIS" -i "model_$CANDLE_MODEL_IMPL" \
+    "${ENV_ARGS[@]}" "$THIS/workflow.swift" \
+    --settings="$EXPDIR/settings.json" --exp_id="$(basename "$EXPDIR")" 2>&1 |
+    tee "$EXPDIR/output.txt"

@@ -1,0 +1,94 @@
+"""The Bayesian adapters: scikit-optimize's Optimizer and Optuna's samplers."""
+
+import importlib.util
+import math
+
+import numpy as np
+import pytest
+
+from emews.algorithms.optuna_search import OptunaSearch
+from emews.algorithms.skopt_search import SkoptSearch
+from emews.errors import ConfigError
+from emews.space import Space
+from emews.testing import PLANE, SPACE, bowl, distance_to_corner
+
+MIXED = Space.from_ga_json(SPACE)
+SQUARE = Space.from_ga_json(PLANE)
+QUICK_GP = {"n_initial_points": 3, "acq_optimizer": "sampling",
+            "acq_optimizer_kwargs": {"n_points": 300}}
+
+
+def told(algorithm, count, seed=0):
+    points = SQUARE.sample(np.random.default_rng(seed), count)
+    algorithm.tell(points, [distance_to_corner(p) for p in points])
+
+
+def test_gp_plans_around_points_still_in_flight():
+    gp = SkoptSearch(SQUARE, seed=1, **QUICK_GP)
+    told(gp, 5)
+    first, second = gp.ask(1), gp.ask(1)
+    assert first != second               # the optimizer alone would answer the same point twice
+    gp.tell(first + second, [0.5, 0.6])
+    assert len(gp.optimizer.yi) == 7 and not gp.in_flight
+
+
+def test_gp_failures_count_as_the_worst_value_once_there_is_one():
+    gp = SkoptSearch(SQUARE, seed=1, **QUICK_GP)
+    failed = gp.ask(2)
+    gp.tell(failed, [math.nan, math.inf])
+    assert gp.optimizer.yi == [] and len(gp.held_back) == 2
+    more = gp.ask(2)
+    gp.tell(more, [1.0, 3.0])
+    assert sorted(gp.optimizer.yi) == [1.0, 3.0, 3.2, 3.2]
+
+
+def test_gp_options_reach_skopt_and_bad_ones_are_named():
+    gp = SkoptSearch(MIXED, seed=0, base_estimator="RF", n_initial_points=2, strategy="cl_max")
+    assert gp.optimizer.n_initial_points_ == 2
+    assert type(gp.optimizer.base_estimator_).__name__ == "RandomForestRegressor"
+    with pytest.raises(ConfigError, match=r"\[algorithm\]\.acq: is not an option of "
+                                          r"Optimizer \(options: .*acq_func"):
+        SkoptSearch(MIXED, acq="EI")
+    with pytest.raises(ConfigError, match=r"\[algorithm\]\.base_estimator: must be one of"):
+        SkoptSearch(MIXED, base_estimator="GBRT")
+    with pytest.raises(ConfigError, match=r"\[algorithm\]\.strategy: must be one of"):
+        SkoptSearch(MIXED, strategy="cl_median")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is not None, reason="torch is installed")
+def test_optuna_gp_without_torch_says_what_to_install():
+    with pytest.raises(ConfigError, match=r"\[algorithm\]\.sampler: Optuna's GPSampler needs "
+                                          r"PyTorch.*pip install torch"):
+        OptunaSearch(MIXED, sampler="gp")
+
+
+def test_optuna_sampler_options_reach_the_sampler():
+    search = OptunaSearch(MIXED, seed=0, sampler="tpe", n_startup_trials=3, multivariate=True)
+    assert search.study.sampler._n_startup_trials == 3 and search.study.sampler._multivariate
+    with pytest.raises(ConfigError, match=r"\[algorithm\]\.popsize: is not an option of "
+                                          r"TPESampler \(options: .*n_startup_trials"):
+        OptunaSearch(MIXED, sampler="tpe", popsize=4)
+    with pytest.raises(ConfigError, match=r"\[algorithm\]\.sampler: must be one of"):
+        OptunaSearch(MIXED, sampler="hyperband")
+
+
+def test_optuna_trials_record_failures_and_history():
+    from optuna.trial import TrialState
+
+    search = OptunaSearch(MIXED, seed=0)
+    asked = search.ask(2)
+    search.tell(asked, [math.nan, bowl(asked[1])])
+    history = MIXED.sample(np.random.default_rng(1), 2)
+    search.tell(history, [-math.inf, 4.0])
+    states = [t.state for t in search.study.get_trials()]
+    assert states == [TrialState.FAIL, TrialState.COMPLETE, TrialState.FAIL, TrialState.COMPLETE]
+    assert search.study.best_value == min(bowl(asked[1]), 4.0)
+
+
+@pytest.mark.parametrize("count, warm", [(12, "_source_trials"), (3, "_x0")])
+def test_cmaes_starts_from_the_told_history(count, warm):
+    search = OptunaSearch(MIXED, seed=0, sampler="cmaes")
+    history = MIXED.sample(np.random.default_rng(2), count)
+    search.tell(history, [bowl(p) for p in history])
+    assert MIXED.contains(search.ask(1)[0])
+    assert getattr(search.study.sampler, warm) is not None

@@ -1,0 +1,71 @@
+"""Every built-in algorithm passes the conformance suite of :mod:`emews.testing`."""
+
+from pathlib import Path
+
+import pytest
+
+from emews.testing import Conformance
+
+SWEEP_FILE = str(Path(__file__).parent / "data" / "sweep_points.jsonl")
+
+
+class TestRandomSearch(Conformance):
+    algorithm = "random"
+    learns = False
+
+
+class TestSweep(Conformance):
+    algorithm = "sweep"
+    options = {"file": SWEEP_FILE}
+    finite_options = {}
+    learns = False
+    seeded = False
+
+
+class TestGA(Conformance):
+    algorithm = "ga"
+    options = {"population_size": 6}
+    finite_options = {"generations": 3}
+
+
+class TestGASimple(Conformance):
+    algorithm = "ga"
+    options = {"population_size": 6, "strategy": "simple", "crossover_prob": 0.5}
+    finite_options = {"generations": 3}
+
+
+class TestSteadyStateGA(Conformance):
+    algorithm = "ga_async"
+    options = {"population_size": 6}
+    finite_options = {"generations": 2}
+
+
+@pytest.mark.slow
+class TestSkoptGP(Conformance):
+    algorithm = "gp"
+    options = {"n_initial_points": 4, "acq_optimizer": "sampling",
+               "acq_optimizer_kwargs": {"n_points": 500}}
+    budget = 9
+
+
+class TestOptunaTPE(Conformance):
+    algorithm = "optuna"
+    options = {"sampler": "tpe", "n_startup_trials": 4}
+
+
+class TestOptunaCMAES(Conformance):
+    algorithm = "optuna"
+    options = {"sampler": "cmaes", "popsize": 4}
+
+
+class TestOptunaRandom(Conformance):
+    algorithm = "optuna"
+    options = {"sampler": "random"}
+    learns = False
+
+
+@pytest.mark.slow
+class TestMBO(Conformance):
+    algorithm = "mbo"
+    options = {"design_size": 5, "n_trees": 20, "focus_points": 200, "focus_restarts": 2}
+    finite_options = {"max_budget": 9}

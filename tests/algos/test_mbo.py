@@ -1,0 +1,114 @@
+"""The mlrMBO-like search: design, surrogate error, focus search, multipoint, limits."""
+
+import collections
+import math
+
+import numpy as np
+import pytest
+
+from emews.algorithms.mbo import MBO, FocusSearch, Surrogate
+from emews.errors import ConfigError
+from emews.models import analytic
+from emews.space import Space
+
+FOREST = {"n_estimators": 50, "max_features": 1.0, "min_samples_leaf": 1}
+GRID = Space.from_ga_json([{"name": "x", "type": "float", "lower": 0.0, "upper": 1.0},
+                           {"name": "n", "type": "int", "lower": 0, "upper": 3},
+                           {"name": "act", "type": "categorical",
+                            "values": ["relu", "tanh", "elu", "gelu"]}])
+QUICK = {"n_trees": 30, "focus_points": 300, "focus_restarts": 2}
+
+
+@pytest.mark.parametrize("se_method", ["jackknife", "bootstrap"])
+def test_the_standard_error_is_larger_where_the_data_disagree(se_method):
+    rng = np.random.default_rng(0)
+    X = rng.random((60, 1))
+    y = np.where(X[:, 0] < 0.5, 1.0, rng.normal(0, 3, 60))
+    model = Surrogate(X, y, FOREST, se_method, rng)
+    mean, se = model.predict(np.array([[0.1], [0.2], [0.7], [0.8]]))
+    assert np.allclose(mean[:2], 1.0) and se[:2].max() < 0.1 < se[2:].min()
+
+
+def test_expected_improvement_is_positive_only_where_improvement_is_possible():
+    rng = np.random.default_rng(1)
+    X = np.linspace(0, 1, 20)[:, None]
+    model = Surrogate(X, (X[:, 0] - 0.3) ** 2, FOREST, "jackknife", rng)
+    criterion = model.expected_improvement(best=0.0)
+    assert criterion(np.array([[0.3]]))[0] < criterion(np.array([[0.9]]))[0] <= 0
+
+
+def test_focus_search_finds_the_minimum_of_a_mixed_criterion():
+    search = FocusSearch(GRID, points=300, maxit=5, restarts=2)
+    tanh = GRID["act"].to_unit("tanh")
+
+    def criterion(X):
+        return (X[:, 0] - 0.37) ** 2 + (X[:, 1] - GRID["n"].to_unit(2)) ** 2 + (X[:, 2] != tanh)
+
+    best = GRID.from_unit(search.minimize(criterion, np.random.default_rng(2)))
+    assert abs(best["x"] - 0.37) < 0.01 and best["n"] == 2 and best["act"] == "tanh"
+
+
+def test_the_design_is_a_latin_hypercube_that_shares_values_equally():
+    design = MBO(GRID, seed=3, design_size=8).ask(8)
+    assert collections.Counter(p["n"] for p in design) == {0: 2, 1: 2, 2: 2, 3: 2}
+    assert set(collections.Counter(p["act"] for p in design).values()) == {2}
+    assert sorted(int(p["x"] * 8) for p in design) == list(range(8))
+
+
+def test_told_history_counts_towards_the_design():
+    mbo = MBO(GRID, seed=4, design_size=8, **QUICK)
+    history = GRID.sample(np.random.default_rng(0), 5)
+    mbo.tell(history, [p["x"] for p in history])
+    assert len(mbo.ask(8)) == 8 and mbo.iterations == 1 and len(mbo.design) == 0
+
+
+@pytest.mark.parametrize("multipoint", ["qlcb", "cl"])
+def test_several_points_at_once_are_distinct_and_new(multipoint):
+    mbo = MBO(GRID, seed=5, design_size=6, multipoint=multipoint, **QUICK)
+    design = mbo.ask(6)
+    mbo.tell(design, [p["x"] + p["n"] for p in design])
+    batch = mbo.ask(4)
+    units = [tuple(GRID.to_unit(p)) for p in design + batch]
+    assert len(batch) == 4 and len(set(units)) == 10 and mbo.iterations == 1
+
+
+def test_failures_are_imputed_above_the_worst_value():
+    mbo = MBO(GRID, seed=6, design_size=4, **QUICK)
+    points = mbo.ask(4)
+    mbo.tell(points, [1.0, math.nan, 3.0, -math.inf])
+    _, y = mbo._data()
+    assert sorted(y) == [1.0, 3.0, 3.2, 3.2]
+
+
+def test_the_budget_and_the_iteration_limit_end_the_search():
+    mbo = MBO(GRID, seed=7, design_size=4, max_budget=7, **QUICK)
+    asked = mbo.ask(10)
+    mbo.tell(asked, [p["x"] for p in asked])
+    more = mbo.ask(10)
+    assert len(asked) == 4 and len(more) == 3 and mbo.done() and mbo.ask(1) == []
+    mbo = MBO(GRID, seed=7, design_size=4, max_iterations=2, propose_points=2, **QUICK)
+    for _ in range(4):
+        points = mbo.ask(3)
+        mbo.tell(points, [p["x"] for p in points])
+    assert mbo.iterations == 2 and mbo.done() and mbo.ask(3) == []
+
+
+def test_mbo_improves_on_its_design_on_branin():
+    space = Space.from_ga_json(analytic.space("branin"))
+    mbo = MBO(space, seed=8, design_size=8, **QUICK)
+    values = []
+    while len(values) < 24:
+        points = mbo.ask(2)
+        values += [analytic.branin(p) for p in points]
+        mbo.tell(points, values[-len(points):])
+    assert min(values[8:]) < min(values[:8]) and min(values) < 1.0
+
+
+@pytest.mark.parametrize("options, field", [
+    ({"infill": "aei"}, "infill"), ({"multipoint": "moimbo"}, "multipoint"),
+    ({"se_method": "sd"}, "se_method"), ({"design_size": -1}, "design_size"),
+    ({"cb_lambda": -1}, "cb_lambda"), ({"n_trees": 1}, "n_trees"), ({"cl_lie": "median"}, "cl_lie"),
+])
+def test_bad_settings_name_the_field(options, field):
+    with pytest.raises(ConfigError, match=rf"^\[algorithm\]\.{field}: "):
+        MBO(GRID, **options)

@@ -1,0 +1,33 @@
+"""A finished study continued with ``--resume`` and a larger budget: no point evaluated twice."""
+
+import json
+
+import pytest
+
+import emews
+from emews.algorithm import point_key
+from emews.models import analytic
+from emews.testing import experiment_rows
+
+
+@pytest.mark.parametrize("algorithm, options", [
+    ("ga", {"population_size": 6}), ("ga_async", {"population_size": 6}),
+    ("optuna", {"sampler": "tpe", "n_startup_trials": 5}),
+    pytest.param("mbo", {"design_size": 6, "n_trees": 30, "focus_points": 300},
+                 marks=pytest.mark.slow),
+])
+def test_a_resumed_study_continues_without_repeating_points(tmp_path, algorithm, options):
+    (tmp_path / "space.json").write_text(json.dumps(analytic.space("mixed")))
+    config = {"system": {"pool": "inprocess", "procs": 3, "progress_interval": 0.0},
+              "study": {"name": "resume", "algorithm": algorithm, "budget": 10, "seed": 2,
+                        "space": str(tmp_path / "space.json"), "data_dir": str(tmp_path / "data"),
+                        "objective": "emews.models.analytic:mixed"},
+              "algorithm": options}
+    first = emews.run(config)
+    assert first.evaluations == 10
+    resumed = emews.run(None, overrides={"study.budget": 22}, resume=first.expdir)
+    rows = experiment_rows(tmp_path / "data")
+    assert resumed.evaluations == len(rows) == 22
+    assert resumed.stop_reason == "evaluation budget of 22 reached"
+    assert len({point_key(r["params"]) for r in rows}) == 22
+    assert resumed.best_value <= first.best_value
