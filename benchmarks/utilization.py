@@ -50,13 +50,14 @@ def run(sizes):
 
 def _study(algorithm, mode, tasks, directory, max_time):
     """Runs under mpiexec: the study, then (rank 0) its figures from the store."""
-    import emews
+    from mpi4py import MPI
 
-    plugin = ASYNC_VARIANTS.get(algorithm, algorithm) if mode == "async" else algorithm
+    import emews
     from emews.store import Store
 
     from .timed import Timed
 
+    plugin = ASYNC_VARIANTS.get(algorithm, algorithm) if mode == "async" else algorithm
     space = Path(directory) / "space.json"
     result = emews.run({
         "system": {"progress_interval": 3600.0},
@@ -68,16 +69,14 @@ def _study(algorithm, mode, tasks, directory, max_time):
     })
     if result is None:  # a worker rank
         return None
-    from mpi4py import MPI
-
     store = Store(result.expdir / "results.db")
     rows = store.rows("done", "failed")
     store.close()
     timed = Timed.latest
-    return {"algorithm": algorithm, "plugin": plugin, "mode": mode, "workers": MPI.COMM_WORLD.Get_size() - 1, "evaluations": len(rows),
-            "stop_reason": result.stop_reason,
-            **utilization([(r["queued"], r["started"], r["finished"]) for r in rows],
-                          MPI.COMM_WORLD.Get_size() - 1),
+    workers = MPI.COMM_WORLD.Get_size() - 1
+    return {"algorithm": algorithm, "plugin": plugin, "mode": mode, "workers": workers,
+            "evaluations": len(rows), "stop_reason": result.stop_reason,
+            **utilization([(r["queued"], r["started"], r["finished"]) for r in rows], workers),
             "ask_calls": len(timed.ask_seconds), "ask_total_s": float(np.sum(timed.ask_seconds)),
             **summary(np.asarray(timed.ask_seconds) * 1e3, "ask_ms"),
             "tell_total_s": float(np.sum(timed.tell_seconds)),
