@@ -10,7 +10,8 @@
 A full or reduced run writes ``benchmarks/results/<date>-<host>.json`` and regenerates the
 tables in ``benchmarks/README.md``; a smoke run writes to a temporary directory and leaves the
 README alone unless ``--out`` and ``--readme`` say otherwise. The record is rewritten after each
-part, so an interrupted run keeps what it measured.
+part, so an interrupted run keeps what it measured. A record of the same day, host and size
+keeps the parts that this run does not measure again (``--parts``), each with its commit.
 """
 
 import argparse
@@ -61,17 +62,18 @@ def main(argv=None):
     readme = args.readme or (None if smoke else HERE / "README.md")
     record = {"date": time.strftime("%Y-%m-%d %H:%M:%S %z"), "size": sizes.name,
               "sizes": vars(sizes), "machine": report.machine(), "versions": report.versions(),
-              "parts": {}, "part_wall_s": {}, "wall_s": 0.0}
-    started = time.perf_counter()
+              "parts": {}, "part_wall_s": {}, "part_commits": {}}
+    path = report.record_path(out, record["machine"]["host"])
+    report.keep_earlier_parts(record, path)
     for name in parts:
         part_started = time.perf_counter()
         options = {"jobs": args.jobs} if name == "quality" else {}
         record["parts"][name] = PARTS[name](sizes, **options)
         record["part_wall_s"][name] = time.perf_counter() - part_started
-        record["wall_s"] = time.perf_counter() - started
-        path = report.write_json(record, out)
+        record["part_commits"][name] = record["versions"]["emews_commit"]
+        report.write_json(record, path)
     record["targets"] = report.targets(record["parts"])
-    path = report.write_json(record, out)
+    report.write_json(record, path)
     tables = report.markdown(record)
     if readme:
         report.update_readme(readme, tables)

@@ -66,13 +66,30 @@ def _git(*args):
     return done.stdout.strip() if done.returncode == 0 else None
 
 
-def write_json(record, directory):
-    """Write ``<date>-<host>.json`` in ``directory``; return its path."""
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"{time.strftime('%Y-%m-%d')}-{record['machine']['host']}.json"
+def record_path(directory, host):
+    """``DIRECTORY/<date>-<host>.json``."""
+    return Path(directory) / f"{time.strftime('%Y-%m-%d')}-{host}.json"
+
+
+def keep_earlier_parts(record, path):
+    """Copy into ``record`` the parts of an earlier record at ``path`` of the same size."""
+    try:
+        earlier = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return
+    if earlier.get("size") != record["size"]:
+        return
+    for key in ("parts", "part_wall_s", "part_commits"):
+        record[key].update(earlier.get(key, {}))
+    for name in earlier.get("parts", {}):
+        record["part_commits"].setdefault(name, earlier["versions"]["emews_commit"])
+
+
+def write_json(record, path):
+    """Write the record to ``path`` (creating its directory)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record, indent=1) + "\n")
-    return path
 
 
 def update_readme(path, markdown):
@@ -116,10 +133,19 @@ def _header(record):
     packages = ", ".join(f"{k} {v[k]}" for k in PACKAGES if v.get(k))
     return (f"Run of {record['date']} on `{m['host']}`: {m['cpu']}, {m['cores']} cores, "
             f"{m['memory_gib']} GiB, {m['os']}; load average at start {load}. "
-            f"Size `{record['size']}`, {record['wall_s'] / 60:.1f} min in all "
-            f"({', '.join(f'{k} {s / 60:.1f}' for k, s in record['part_wall_s'].items())}). "
+            f"Size `{record['size']}`, {sum(record['part_wall_s'].values()) / 60:.1f} min in "
+            f"all ({', '.join(f'{k} {s / 60:.1f}' for k, s in record['part_wall_s'].items())}). "
             f"Python {v['python']}, {packages}; {v['mpi_library']}; emews at "
-            f"`{v['emews_commit']}`{'' if v['emews_tree_clean'] else ' (with local changes)'}.")
+            f"`{v['emews_commit']}`{'' if v['emews_tree_clean'] else ' (with local changes)'}"
+            f"{_other_commits(record)}.")
+
+
+def _other_commits(record):
+    """``; quality at `abc1234``` for parts that an earlier run measured at another commit."""
+    latest = record["versions"]["emews_commit"]
+    others = [f"{name} at `{commit}`" for name, commit in record["part_commits"].items()
+              if commit != latest]
+    return f" ({', '.join(others)})" if others else ""
 
 
 def _dispatch(part):

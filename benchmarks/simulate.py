@@ -60,7 +60,7 @@ class SimulatedPool(Pool):
         self.clock = VirtualClock()
         self.idle = list(range(workers, 0, -1))
         self.running = {}
-        self.due = []                      # heap of (finish, sequence, task, rank, start)
+        self.due = []              # heap of (finish, sequence, task, rank, start, value)
         self.sequence = itertools.count()
         self.intervals = []               # (queued, started, finished) of every task
 
@@ -72,8 +72,9 @@ class SimulatedPool(Pool):
         assigned = []
         for task in tasks:
             rank = self.idle.pop()
-            finish = now + self.duration(json.loads(task.params))
-            heapq.heappush(self.due, (finish, next(self.sequence), task, rank, now))
+            params = json.loads(task.params)  # the worker's side: decoded once, not timed
+            heapq.heappush(self.due, (now + self.duration(params), next(self.sequence), task,
+                                      rank, now, sleep_value(params)))
             self.running[task.id] = task
             assigned.append((task, rank))
         return assigned
@@ -84,13 +85,11 @@ class SimulatedPool(Pool):
         now = self.clock.now()
         finished = []
         while self.due and self.due[0][0] <= now:
-            finish, _, task, rank, start = heapq.heappop(self.due)
+            finish, _, task, rank, start, value = heapq.heappop(self.due)
             del self.running[task.id]
             self.idle.append(rank)
             self.intervals.append((start, start, finish))
-            params = json.loads(task.params)
-            finished.append((task, rank, Outcome(sleep_value(params), started=start,
-                                                 finished=finish)))
+            finished.append((task, rank, Outcome(value, started=start, finished=finish)))
         return finished
 
 

@@ -113,11 +113,15 @@ class Search:
 
     def _replayed(self, point):
         """True (once per copy) for a point the driver already re-proposed from a killed run."""
+        if not self.replayed:  # a fresh run, or every replayed copy seen: no key to compute
+            return False
         key = point_key(point)
-        if self.replayed[key] > 0:
-            self.replayed[key] -= 1
-            return True
-        return False
+        if key not in self.replayed:
+            return False
+        self.replayed[key] -= 1
+        if not self.replayed[key]:
+            del self.replayed[key]
+        return True
 
     def _put(self, points):
         eqpy.OUT_put(eqpy.encode_points(points))

@@ -10,14 +10,18 @@ import pytest
 REPO = Path(__file__).parent.parent
 
 
+def _smoke(out, readme, *options):
+    return subprocess.run([sys.executable, "-m", "benchmarks", "--smoke", "--out", str(out),
+                           "--readme", str(readme), *options], cwd=REPO, capture_output=True,
+                          text=True, timeout=600)
+
+
 @pytest.mark.slow
 @pytest.mark.mpi
 def test_smoke_run_writes_its_record_and_the_readme_tables(tmp_path):
     readme = tmp_path / "README.md"
     readme.write_text("# Benchmarks\n\n<!-- results:begin -->\nold\n<!-- results:end -->\n\nEnd.\n")
-    done = subprocess.run([sys.executable, "-m", "benchmarks", "--smoke", "--out", str(tmp_path),
-                           "--readme", str(readme)], cwd=REPO, capture_output=True, text=True,
-                          timeout=600)
+    done = _smoke(tmp_path, readme)
     assert done.returncode == 0, done.stderr
     (path,) = tmp_path.glob("*.json")
     record = json.loads(path.read_text())
@@ -36,3 +40,11 @@ def test_smoke_run_writes_its_record_and_the_readme_tables(tmp_path):
     text = readme.read_text()
     assert "old" not in text and text.startswith("# Benchmarks") and text.endswith("End.\n")
     assert "### 1. Dispatch overhead" in text and "### Targets of issue 6" in text
+
+    again = _smoke(tmp_path, readme, "--parts", "overhead")
+    assert again.returncode == 0, again.stderr
+    rerun = json.loads(path.read_text())
+    assert rerun["parts"].keys() == parts.keys()
+    assert rerun["parts"]["quality"] == quality
+    assert rerun["part_commits"].keys() == parts.keys()
+    assert "### 3. Search quality" in readme.read_text()
