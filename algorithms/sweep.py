@@ -15,6 +15,7 @@ class Sweep(Algorithm):
     """Propose the points of ``file`` in order; done when all were proposed."""
 
     needs_space = False
+    finite = True
 
     def __init__(self, space, seed=None, file=None):
         super().__init__(space, seed)

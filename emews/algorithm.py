@@ -40,11 +40,13 @@ class Algorithm:
 
     Values that are not finite (``NaN`` from a failure, ``inf``, ``-inf``) must never crash an
     algorithm; the built-in ones treat all of them as failures. ``needs_space`` is False for
-    algorithms that can run without a search-space file. :class:`emews.testing.Conformance`
+    algorithms that can run without a search-space file; ``finite`` is True for algorithms that
+    end by themselves (a study of one needs no stopping rule). :class:`emews.testing.Conformance`
     checks an algorithm against this contract.
     """
 
     needs_space = True
+    finite = False
 
     def __init__(self, space, seed=None):
         self.space = space

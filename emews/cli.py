@@ -10,7 +10,9 @@ started alone it spawns its own local pool of ``[system].procs`` ranks.
 import argparse
 import sys
 
-from .errors import ConfigError, EmewsError, MEAborted
+import os
+
+from .errors import ConfigError, EmewsError, Interrupted, MEAborted, Reported
 
 EXIT_BAD_INPUT, EXIT_FAILED = 2, 1
 
@@ -26,6 +28,9 @@ def parser():
     run = commands.add_parser("run", help="run (or resume) a study")
     run.add_argument("config", nargs="*", help="TOML files: system and study settings")
     run.add_argument("--resume", metavar="EXPDIR", help="continue the study in EXPDIR")
+    run.add_argument("--execute", metavar="EXPDIR", help=argparse.SUPPRESS)  # spawned jobs
+    run.add_argument("--no-limit", action="store_true",
+                     help="allow a study with no stopping rule (it runs until stopped)")
     run.add_argument("--procs", type=int, help="MPI ranks (master + workers)")
     run.add_argument("--budget", type=int, help="maximum number of evaluations")
     run.add_argument("--seed", type=int)
@@ -51,6 +56,16 @@ def main(argv=None):
     args = parser().parse_args(argv)
     try:
         return {"run": _run, "show": _show, "plot": _plot}[args.command](args)
+    except Interrupted as exc:
+        if not os.environ.get("EMEWS_SPAWNED"):  # the command that spawned the job says it
+            print(f"emews: interrupted; {getattr(exc, 'stored', 0)} evaluations stored; resume "
+                  f"with: emews run --resume {getattr(exc, 'expdir', '?')}", file=sys.stderr)
+        return 128 + exc.signum
+    except KeyboardInterrupt:
+        print("emews: interrupted", file=sys.stderr)
+        return 130
+    except Reported as exc:
+        return exc.status
     except ConfigError as exc:
         print(f"emews: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -64,8 +79,11 @@ def main(argv=None):
 
 def _run(args):
     from .config import parse_override
-    from .study import run
+    from .study import execute_prepared, run
 
+    if args.execute:
+        result = execute_prepared(args.execute)
+        return EXIT_FAILED if result is not None and result.all_failed else 0
     if not args.config and not args.resume:
         raise ConfigError("emews run", "needs a CONFIG file or --resume EXPDIR", None,
                           show_value=False)
@@ -74,7 +92,18 @@ def _run(args):
         value = getattr(args, option)
         if value is not None:
             overrides[dotted] = value
-    run(args.config or None, overrides, args.resume)
+    if args.no_limit:
+        overrides["study.no_limit"] = True
+    result = run(args.config or None, overrides, args.resume)
+    if result is not None and result.all_failed:
+        if not os.environ.get("EMEWS_SPAWNED"):
+            from .study import failure_reasons
+
+            common = "; ".join(f"{reason} ({count}x)"
+                               for reason, count in failure_reasons(result.expdir))
+            print(f"emews: error: every evaluation failed ({result.evaluations}); the most "
+                  f"common reasons: {common}", file=sys.stderr)
+        return EXIT_FAILED
     return 0
 
 

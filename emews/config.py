@@ -71,6 +71,7 @@ SCHEMA = {
         "patience": _positive("int"),
         "target": Setting("float"),
         "max_time": _positive("float"),
+        "no_limit": Setting("bool", False),
         "impl": Setting("str", "py", "CANDLE_MODEL_IMPL", choices=IMPLEMENTATIONS),
         "objective": Setting("str"),
         "app": Setting("list"),
@@ -225,6 +226,10 @@ def _check(setting, value, where, base, from_env):
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             raise ConfigError(where, "must be a number", value)
         value = float(value)
+    if kind == "bool" and from_env and isinstance(value, str):
+        value = {"1": True, "true": True, "0": False, "false": False}.get(value.lower(), value)
+    if kind == "bool" and not isinstance(value, bool):
+        raise ConfigError(where, "must be true or false", value)
     if kind in ("str", "path") and not isinstance(value, str):
         raise ConfigError(where, "must be a string", value)
     if kind == "list" and (not isinstance(value, list) or

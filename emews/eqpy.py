@@ -68,6 +68,14 @@ def output_q_get():
     return output_q.get()
 
 
+def output_q_poll(timeout):
+    """The ME's next message if one comes within ``timeout`` seconds, else ``None``."""
+    try:
+        return output_q.get(timeout=timeout) if timeout > 0 else output_q.get_nowait()
+    except queue.Empty:
+        return None
+
+
 def init(pkg):
     """Import the ME module ``pkg`` (a name or a module) and run its ``run()`` in a daemon thread.
 

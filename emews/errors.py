@@ -43,3 +43,25 @@ class StudyAborted(EmewsError):
 
 class ProtocolError(EmewsError):
     """A message on the EQ/Py queues that does not follow the wire format."""
+
+
+class StoreError(EmewsError):
+    """The store cannot be read or written (a full disk, a read-only or corrupt file)."""
+
+
+class Interrupted(EmewsError):
+    """The study got SIGINT or SIGTERM; ``signum`` says which."""
+
+    def __init__(self, signum):
+        self.signum = signum
+        super().__init__(f"interrupted by signal {signum}")
+
+
+class Reported(EmewsError):
+    """A run that failed and has already said why (a spawned job's rank 0 did); ``status`` is
+    its exit status."""
+
+    def __init__(self, status):
+        self.status = status
+        super().__init__(f"exit status {status}")
+

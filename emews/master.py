@@ -5,125 +5,244 @@
     ME thread --points--> output_q --> Master --Task--> Pool --> workers
     ME thread <-results-- input_q  <-- Master <-Outcome- Pool
                                          |
-                                         +--> Store (every change, committed each turn)
+                                         +--> Store: every result committed before the ME
+                                              sees it, one transaction per turn
 
-Each result goes through the failure policy (:mod:`emews.failure`): a failed point may be run
-again (as ``RUNnnnnnn-2``, ...), told to the ME as failed (NaN or a penalty), or end the study.
+The master never waits on the ME alone: while the ME thinks, it keeps collecting results,
+storing them at once and refilling free workers from points already proposed. Each result goes
+through the failure policy (:mod:`emews.failure`): a failed point may run again as its next
+attempt (``RUNnnnnnn-2``, ...), be told to the ME as failed (NaN or a penalty), or end the study
+(its in-flight evaluations are then cancelled, and whatever still arrives is stored).
+
+The master also enforces the study's limits (budget, time, target, ...) on any ME, a classic
+EQ/Py module included: it never starts more evaluations than the budget allows and ends the
+study with the reason once a limit is reached and nothing more can be answered.
 
 In ``batch`` mode the master answers a message of points once all of them are evaluated, with
 positional results. In ``async`` mode it answers as soon as any result is ready, with every
-result that is ready (tagged with the point's number); the ME then sends as many new points.
-Either way the master never blocks while it has something to do, and waits without spinning.
+result that is ready (tagged with the point's number in the ME's order).
 """
 
 import collections
+import json
+import time
 
 from . import eqpy
+from .algorithm import Stopper, point_key
 from .errors import MEAborted, ProtocolError, StudyAborted
 from .failure import FailurePolicy
-from .pool import Task
+from .pool import Backoff, Task
+
+CANCEL_GRACE = 30.0
 
 
 class Master:
-    """Runs one study's message loop on rank 0."""
+    """Runs one study's message loop on rank 0.
 
-    def __init__(self, pool, store, mode="batch", progress=None, first_id=0, policy=None):
+    ``limits`` is a :class:`~emews.algorithm.Stopper` holding the study's stopping rules (with
+    the evaluations of earlier runs already counted); ``requeue`` lists the points a killed run
+    left unfinished, as ``(id, params, attempt)``: when the ME proposes one of them again, it
+    runs as that point's next attempt instead of a new point.
+    """
+
+    def __init__(self, pool, store, mode="batch", progress=None, first_id=0, policy=None,
+                 limits=None, requeue=()):
         self.pool, self.store, self.mode, self.progress = pool, store, mode, progress
         self.policy = policy or FailurePolicy()
-        self.first_id = first_id
+        self.limits = limits or Stopper()
         self.next_id = first_id
+        self.put = 0                       # points received from the ME, in its order
+        self.index = {}                    # task id -> the ME's number for the point
         self.waiting = collections.deque()
         self.unreported = {}
+        self.stop_reason = None
+        self.requeue = collections.defaultdict(collections.deque)
+        for i, params, attempt in requeue:
+            self.requeue[point_key(params)].append((i, attempt))
 
     def run(self, settings):
-        """Serve the ME until it sends ``DONE``; return its final message.
+        """Serve the ME until it sends ``DONE`` (or a limit ends the study); return the final
+        message (JSON text). ``settings`` answers the ``Params`` handshake.
 
-        ``settings`` answers the ``Params`` handshake (a settings file path or JSON text).
-        Raises :class:`~emews.errors.MEAborted` when the ME dies.
+        Raises :class:`~emews.errors.MEAborted` when the ME dies and
+        :class:`~emews.errors.StudyAborted` when the failure policy ends the study.
         """
-        message = eqpy.output_q_get()
+        message = self._next_message()
         if message == eqpy.PARAMS:
             eqpy.input_q.put(settings)
-            message = eqpy.output_q_get()
+            message = self._next_message()
         while True:
             if message == eqpy.EQPY_ABORT:
-                raise MEAborted(eqpy.output_q_get())
+                traceback = eqpy.output_q_get()
+                self.cancel_all("cancelled: the model-exploration algorithm failed")
+                raise MEAborted(traceback)
             if message in eqpy.END_MESSAGES:
                 final = eqpy.output_q_get()
                 self._drain()
                 return final
-            ids = self._enqueue(eqpy.split_points(message))
-            eqpy.input_q.put(self._answer_batch(ids) if self.mode == "batch"
-                             else self._answer_async())
-            message = eqpy.output_q_get()
+            answer = None if self.stop_reason else self._answer(self._enqueue(message))
+            if answer is None:
+                self._drain()
+                return json.dumps({"stop_reason": self.stop_reason})
+            eqpy.input_q.put(answer)
+            message = self._next_message()
 
-    def _enqueue(self, points):
-        ids = list(range(self.next_id, self.next_id + len(points)))
-        self.next_id += len(points)
-        tasks = [Task(i, params, run_id(i)) for i, params in zip(ids, points)]
+    def _next_message(self):
+        """The ME's next message; while it thinks, keep storing results and refilling."""
+        backoff = Backoff()
+        while True:
+            if not self.pool.running:
+                return eqpy.output_q_get()
+            message = backoff.wait(eqpy.output_q_poll)
+            if message is not None:
+                return message
+            if self._turn(block=False):
+                backoff.reset()
+
+    def _enqueue(self, message):
+        """Queue the message's points (as many as the limits allow); return their ids."""
+        self.limits.iterations += 1
+        tasks = []
+        for params in eqpy.split_points(message):
+            index, self.put = self.put, self.put + 1
+            if self._allowed() <= len(tasks):
+                continue
+            task = self._task(params)
+            self.index[task.id] = index
+            tasks.append(task)
         self.waiting.extend(tasks)
         ranks = dict(self._submit_waiting())
-        self.store.add([(t.id, t.params, t.run_id, ranks.pop(t.id, None)) for t in tasks])
+        self.store.add([(t.id, t.params, t.run_id, ranks.pop(t.id, None))
+                        for t in tasks if t.attempt == 1])
+        self.store.requeue([(t.id, t.attempt, t.run_id) for t in tasks if t.attempt > 1])
         self.store.mark_running(ranks.items())
-        return ids
+        self.store.commit()
+        return [t.id for t in tasks]
+
+    def _task(self, params):
+        """A new point, or the next attempt of a point a killed run left unfinished."""
+        if self.requeue:
+            key = point_key(json.loads(params))
+            if self.requeue.get(key):
+                i, attempt = self.requeue[key].popleft()
+                if not self.requeue[key]:
+                    del self.requeue[key]
+                return Task(i, params, run_id(i, attempt + 1), attempt + 1)
+        i, self.next_id = self.next_id, self.next_id + 1
+        return Task(i, params, run_id(i))
+
+    def _allowed(self):
+        """How many more evaluations the budget allows to start now."""
+        remaining = self.limits.remaining()
+        if remaining is None:
+            return float("inf")
+        return remaining - len(self.waiting) - len(self.pool.running)
 
     def _submit_waiting(self):
         """Hand waiting tasks to free slots; return ``(task id, rank)`` pairs."""
         free = self.pool.free_slots()
-        if not free or not self.waiting:
+        if not free or not self.waiting or self.stop_reason:
             return []
         tasks = [self.waiting.popleft() for _ in range(min(free, len(self.waiting)))]
         return [(task.id, rank) for task, rank in self.pool.submit(tasks)]
 
-    def _turn(self):
-        """Take every ready result (committing first if it must wait), record them, refill."""
-        finished = self.pool.collect(block=False)
+    def _turn(self, block):
+        """Take the ready results (waiting for one if ``block``), store and commit them, refill.
+
+        Returns how many results came back.
+        """
+        finished = self.pool.collect(block=block)
         if not finished:
-            self.store.commit()
-            finished = self.pool.collect(block=True)
-        if not finished:
-            raise ProtocolError("the ME is waiting for results but no evaluation is in flight")
-        final, abort = [], None
+            return 0
+        rows, final, retried, abort = [], [], [], None
         for task, rank, outcome in finished:
             decision = self.policy.decide(outcome, task.attempt)
             if decision.action == "retry":
+                rows.append((task.id, rank, outcome, task.attempt, "queued"))
                 attempt = task.attempt + 1
-                self.waiting.appendleft(Task(task.id, task.params, run_id(task.id, attempt),
-                                             attempt))
+                retried.append(Task(task.id, task.params, run_id(task.id, attempt), attempt))
                 continue
+            rows.append((task.id, rank, outcome, task.attempt,
+                         "done" if decision.action == "done" else "failed"))
             final.append((task, rank, outcome))
             self.unreported[task.id] = decision.value
+            self.limits.record([decision.value if decision.action == "done" else float("nan")])
             abort = abort or (decision.reason if decision.action == "abort" else None)
-        self.store.finish([(task.id, rank, outcome, task.attempt)
-                           for task, rank, outcome in final])
-        if abort:
-            reason = f"the failure policy aborted the study: {abort}"
-            self.store.set_meta("final", {"stop_reason": reason})
-            self.store.commit()
-            raise StudyAborted(reason)
+        self.store.finish(rows)
+        self.store.requeue([(t.id, t.attempt, t.run_id) for t in retried])
+        self.waiting.extendleft(reversed(retried))
+        self.stop_reason = self.stop_reason or self.limits.reason()
+        if self.stop_reason:
+            self._cancel_waiting(f"cancelled: the study stopped ({self.stop_reason})")
         self.store.mark_running(self._submit_waiting())
         self.store.commit()
         if self.progress is not None:
             self.progress.update(final, running=len(self.pool.running) + len(self.waiting))
+        if abort:
+            reason = f"the failure policy aborted the study: {abort}"
+            self.store.set_meta("final", {"stop_reason": reason})
+            self.cancel_all("cancelled: " + reason)
+            raise StudyAborted(reason)
+        return len(finished)
 
-    def _answer_batch(self, ids):
-        while any(i not in self.unreported for i in ids):
-            self._turn()
-        return eqpy.encode_results([self.unreported.pop(i) for i in ids])
-
-    def _answer_async(self):
-        if not self.unreported:
-            self._turn()
-        pairs = [(i - self.first_id, value) for i, value in sorted(self.unreported.items())]
+    def _answer(self, ids):
+        """The answer to a message of points, or ``None`` when a limit means there is none."""
+        if self.mode == "batch":
+            while any(i not in self.unreported for i in ids):
+                if not self.pool.running and not self.waiting:
+                    return None  # some points were never started: a limit was reached
+                self._wait_for_results()
+            return eqpy.encode_results([self.unreported.pop(i) for i in ids])
+        while not self.unreported:
+            if not self.pool.running and not self.waiting:
+                if self.stop_reason or self._allowed() <= 0:
+                    self.stop_reason = self.stop_reason or self.limits.reason()
+                    return None
+                raise ProtocolError("the ME is waiting for results but no evaluation is "
+                                    "in flight")
+            self._wait_for_results()
+        pairs = [(self.index.pop(i), value) for i, value in sorted(self.unreported.items())]
         self.unreported.clear()
         return eqpy.encode_tagged(pairs)
 
+    def _wait_for_results(self):
+        if not self.pool.running:
+            raise ProtocolError("the ME is waiting for results but no evaluation is in flight")
+        self._turn(block=True)
+
     def _drain(self):
-        """After DONE: finish (and store) whatever is still queued or running."""
-        while self.waiting or self.pool.running:
-            self._turn()
+        """At the end: finish (and store) whatever is still running; cancel what never
+        started."""
+        self.stop_reason = self.stop_reason or self.limits.reason()
+        self._cancel_waiting("cancelled: the study ended before it started")
+        while self.pool.running:
+            self._turn(block=True)
         self.unreported.clear()
         self.store.commit()
+
+    def _cancel_waiting(self, reason):
+        if self.waiting:
+            self.store.cancel([t.id for t in self.waiting], reason)
+            self.waiting.clear()
+
+    def cancel_all(self, reason):
+        """Call off every queued and running evaluation (their rows become ``cancelled``), then
+        store whatever still comes back within a grace period."""
+        self._cancel_waiting(reason)
+        self.store.cancel(list(self.pool.running), reason)
+        self.store.commit()
+        self.pool.cancel()
+        deadline = time.monotonic() + CANCEL_GRACE
+        backoff = Backoff(maximum=0.05)
+        while self.pool.running and time.monotonic() < deadline:
+            finished = self.pool.collect(block=False)
+            if not finished:
+                backoff.wait()
+                continue
+            self.store.finish([(task.id, rank, outcome, task.attempt,
+                                "done" if outcome.status == "done" else "cancelled")
+                               for task, rank, outcome in finished])
+            self.store.commit()
 
 
 def run_id(task_id, attempt=1):

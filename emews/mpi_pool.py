@@ -20,7 +20,7 @@ import sys
 from .objective import Outcome
 from .pool import Backoff, Pool
 
-TASKS, RESULT = 11, 12
+TASKS, RESULT, CANCEL = 11, 12, 13
 DRAIN_MISSES = 2
 
 
@@ -36,6 +36,7 @@ class MPIPool(Pool):
                                       for r in workers)
         self.slots = len(self.idle)
         self.running = {}
+        self.ranks = {}
         self.backoff = Backoff()
         self.closed = False
 
@@ -49,6 +50,7 @@ class MPIPool(Pool):
             rank = self.idle.popleft()
             batches[rank].append((task.id, task.params, task.run_id))
             self.running[task.id] = task
+            self.ranks[task.id] = rank
             assigned.append((task, rank))
         for rank, batch in batches.items():
             self.comm.send(batch, dest=rank, tag=TASKS)
@@ -60,6 +62,7 @@ class MPIPool(Pool):
             for message in self._ready():
                 rank, task_id, fields = message.recv()
                 self.idle.append(rank)
+                del self.ranks[task_id]
                 finished.append((self.running.pop(task_id), rank, Outcome(*fields)))
             if finished or not block or not self.running:
                 self.backoff.reset()
@@ -83,16 +86,23 @@ class MPIPool(Pool):
                 misses = 0
                 yield message
 
-    def close(self):
+    def cancel(self):
+        for rank in set(self.ranks.values()):
+            self.comm.send(None, dest=rank, tag=CANCEL)
+
+    def close(self, status=0):
         if self.closed:
             return
         self.closed = True
         for rank in range(1, self.comm.Get_size()):
-            self.comm.send(None, dest=rank, tag=TASKS)
+            self.comm.send(status or None, dest=rank, tag=TASKS)
 
 
 def serve(comm, objective):
-    """The worker loop: evaluate what rank 0 sends until it sends ``None``."""
+    """The worker loop: evaluate what rank 0 sends until it closes the pool.
+
+    Returns the exit status rank 0 asked for (0, or non-zero when the study failed).
+    """
     rank = comm.Get_rank()
     backoff = Backoff()
     while True:
@@ -102,8 +112,8 @@ def serve(comm, objective):
             continue
         backoff.reset()
         batch = message.recv()
-        if batch is None:
-            return
+        if batch is None or isinstance(batch, int):
+            return batch or 0
         for task_id, params, run_id in batch:
             outcome = objective.evaluate(params, run_id)
             sys.stdout.flush()

@@ -200,8 +200,11 @@ class Objective:
                    timeout=study["timeout"], expdir=expdir, exp_id=Path(expdir).name,
                    model_env=env)
 
-    def evaluate(self, params_json, run_id):
-        """Evaluate one point; never raises."""
+    def close(self):
+        """Stop what this objective started (nothing, for now)."""
+
+    def evaluate(self, params_json, run_id, cancelled=None):
+        """Evaluate one point; never raises. ``cancelled`` is not polled yet."""
         started = time.time()
         try:
             params = json.loads(params_json)

@@ -11,6 +11,7 @@ threads of the calling process (notebooks, ``mpiexec -n 1``).
 """
 
 import concurrent.futures as cf
+import threading
 import time
 from dataclasses import dataclass
 
@@ -46,8 +47,11 @@ class Pool:
         """Finished tasks as ``(task, rank, outcome)``; with ``block``, wait for at least one."""
         raise NotImplementedError
 
-    def close(self):
-        """Stop the workers; safe to call twice."""
+    def cancel(self):
+        """Ask every running evaluation to stop; their outcomes still come back by collect."""
+
+    def close(self, status=0):
+        """Stop the workers (they exit with ``status``); safe to call twice."""
 
 
 class Backoff:
@@ -61,10 +65,15 @@ class Backoff:
         """Progress was made: poll again at once next time."""
         self.delay = 0.0
 
-    def wait(self):
-        """Sleep (releasing the GIL) for the current delay, then lengthen it."""
-        time.sleep(self.delay)
+    def wait(self, waiter=time.sleep):
+        """Wait (releasing the GIL) for the current delay, then lengthen it.
+
+        ``waiter(delay)`` does the waiting (a sleep, or a queue's ``get`` that ends early);
+        its result is returned.
+        """
+        result = waiter(self.delay)
         self.delay = min(max(self.delay * 2, 1e-5), self.maximum)
+        return result
 
 
 class InProcessPool(Pool):
@@ -75,13 +84,15 @@ class InProcessPool(Pool):
         self.slots = max(int(workers), 1)
         self.executor = cf.ThreadPoolExecutor(self.slots, thread_name_prefix="emews-worker")
         self.running = {}
+        self.cancelled = threading.Event()
 
     def free_slots(self):
         return self.slots - len(self.running)
 
     def submit(self, tasks):
         for task in tasks:
-            future = self.executor.submit(self.objective.evaluate, task.params, task.run_id)
+            future = self.executor.submit(self.objective.evaluate, task.params, task.run_id,
+                                          self.cancelled.is_set)
             self.running[future] = task
         return [(task, 0) for task in tasks]
 
@@ -92,5 +103,9 @@ class InProcessPool(Pool):
                           return_when=cf.FIRST_COMPLETED)
         return [(self.running.pop(future), 0, future.result()) for future in done]
 
-    def close(self):
+    def cancel(self):
+        self.cancelled.set()
+
+    def close(self, status=0):
         self.executor.shutdown(wait=True)
+        self.objective.close()

@@ -12,29 +12,36 @@ A fresh experiment is executed exactly like a resumed one whose store is empty, 
 and the spawned pool share one path.
 """
 
+import hashlib
 import json
 import math
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from . import config as configuration
 from . import eqpy, experiment, gpus
-from .algorithm import Algorithm, load
-from .errors import ConfigError, EmewsError
+from .algorithm import Algorithm, Stopper, load
+from .errors import ConfigError, EmewsError, Interrupted, Reported
 from .failure import FailurePolicy
 from .master import Master
-from .objective import Objective
+from .objective import Objective, Outcome
 from .pool import InProcessPool
 from .progress import Progress
 from .space import Space
-from .store import Store
+from .store import Store, StudyLock
+from .store.lock import TOKEN_VARIABLE
 
 MPI_ENVIRONMENT = ("PMI_RANK", "PMI_SIZE", "PMIX_RANK", "OMPI_COMM_WORLD_SIZE")
+SPAWNED_VARIABLE = "EMEWS_SPAWNED"   # set for a job that ``emews run`` started: it reports
+LIMITS = ("budget", "max_iterations", "patience", "target", "max_time")
+MAX_INTERRUPTIONS = 3                # a point interrupted this often is not run again
 
 
 @dataclass
@@ -48,6 +55,11 @@ class Result:
     evaluations: int = 0
     failed: int = 0
 
+    @property
+    def all_failed(self):
+        """True when the study evaluated something and every evaluation failed."""
+        return bool(self.evaluations) and self.failed == self.evaluations
+
 
 def run(config, overrides=None, resume=None):
     """Run a study from Python or a notebook; return a :class:`Result`.
@@ -57,35 +69,49 @@ def run(config, overrides=None, resume=None):
     experiment directory to continue (``config`` may then be ``None``).
     """
     if under_mpiexec():
-        return _run_under_mpiexec(config, overrides, resume)
-    expdir = prepare(config, overrides, resume)
-    cfg = load_experiment(expdir)
-    if cfg.system["pool"] == "mpi" and cfg.system["procs"] > 1:
-        code = spawn(expdir, cfg)
-        if code != 0:
-            raise EmewsError(f"the MPI run of {expdir} exited with status {code}; "
-                             f"see {expdir / 'out'}")
-        return result_of(expdir)
-    return execute(expdir, None)
+        return _run_under_mpiexec(lambda: prepare(config, overrides, resume))
+    expdir, lock = prepare(config, overrides, resume)
+    try:
+        cfg = load_experiment(expdir)
+        if cfg.system["pool"] == "mpi" and cfg.system["procs"] > 1:
+            return spawn(expdir, cfg, lock)
+        return execute(expdir, None)
+    finally:
+        lock.release()
 
 
-def _run_under_mpiexec(config, overrides, resume):
-    """Rank 0 prepares the experiment and tells the others where it is."""
+def execute_prepared(expdir):
+    """Execute an experiment that ``emews run`` prepared and spawned this job for."""
+    return _run_under_mpiexec(lambda: (Path(expdir), StudyLock(expdir).acquire()))
+
+
+def _run_under_mpiexec(open_experiment):
+    """Rank 0 opens the experiment (``open_experiment() -> (expdir, lock)``) and tells the
+    others where it is, or that it failed: then every rank exits non-zero."""
     from mpi4py import MPI
 
     comm = MPI.COMM_WORLD
-    expdir, error = None, None
+    expdir, lock, error = None, None, None
     if comm.Get_rank() == 0:
         try:
-            expdir = prepare(config, overrides, resume)
-        except EmewsError as exc:
+            expdir, lock = open_experiment()
+        except BaseException as exc:  # noqa: BLE001 - every rank must learn of any failure
             error = exc
-    expdir, failed = comm.bcast((expdir, error is not None), root=0)
+    expdir, status = comm.bcast((expdir, exit_status(error) if error else 0), root=0)
     if error is not None:
         raise error
-    if failed:
-        raise SystemExit(2)
-    return execute(expdir, comm)
+    if status:
+        raise SystemExit(status)
+    try:
+        return execute(expdir, comm)
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def exit_status(error):
+    """The exit status that an error ends a run with: 2 for bad input, else 1."""
+    return 2 if isinstance(error, ConfigError) else 1
 
 
 def under_mpiexec():
@@ -94,29 +120,97 @@ def under_mpiexec():
 
 
 def prepare(config, overrides=None, resume=None):
-    """Validate the configuration and make (or reopen) the experiment directory."""
+    """Validate the configuration and make (or reopen) the experiment directory.
+
+    Returns ``(expdir, lock)``: the study's lock is held until the caller releases it.
+    """
     if resume is not None:
-        expdir = Path(resume)
-        if not (expdir / "config.json").is_file():
-            raise ConfigError(str(expdir), "--resume needs an experiment directory holding "
-                              "config.json", str(expdir), show_value=False)
-        sources = [experiment.read_json(expdir / "config.json")]
-        if config:
-            sources += config if isinstance(config, list) else [config]
-        cfg = configuration.load(sources, overrides)
-        validate(cfg)
-        experiment.write_json(expdir / "config.json", cfg.as_dict())
-        return expdir
+        return _prepare_resume(Path(resume), config, overrides)
     cfg = configuration.load(config or [], overrides)
     validate(cfg)
     expdir = experiment.create(cfg.study["data_dir"], cfg.study["name"])
+    lock = StudyLock(expdir).acquire()
     experiment.write_json(expdir / "config.json", cfg.as_dict())
-    return expdir
+    store = Store(expdir / "results.db")
+    store.set_meta("space_digest", space_digest(cfg))
+    store.close()
+    return expdir, lock
+
+
+def _prepare_resume(expdir, config, overrides):
+    if not (expdir / "config.json").is_file():
+        raise ConfigError(str(expdir), "--resume needs an experiment directory holding "
+                          "config.json", str(expdir), show_value=False)
+    lock = StudyLock(expdir).acquire()
+    try:
+        store = Store(expdir / "results.db", create=False)
+        try:
+            stored = load_experiment(expdir)
+            sources = [stored.as_dict()]
+            if config:
+                sources += config if isinstance(config, list) else [config]
+            cfg = configuration.load(sources, overrides)
+            validate(cfg)
+            changes = resume_changes(stored, cfg, store.meta("space_digest"))
+            if changes:
+                store.set_meta("changes", store.meta("changes", []) + [
+                    {"time": time.time(), "changes": changes}])
+                store.commit()
+        finally:
+            store.close()
+        experiment.write_json(expdir / "config.json", cfg.as_dict())
+    except BaseException:
+        lock.release()
+        raise
+    return expdir, lock
+
+
+IDENTITY = (("study", "algorithm"), ("study", "space"), ("study", "objective"),
+            ("study", "impl"), ("study", "app"), ("study", "model_name"),
+            ("study", "model_return"))
+
+
+def resume_changes(stored, cfg, digest):
+    """What a resume changes: ``{"table.key": [old, new]}``.
+
+    Raises a ConfigError naming the first difference that would make the resumed study a
+    different study: the space (its file or its content), the algorithm or its options, the
+    objective, or the model.
+    """
+    def refuse(what, old, new):
+        raise ConfigError(f"--resume: {what}", "must be the same as in the stored study "
+                          f"(stored {old!r}, now {new!r}); start a new study to change it",
+                          None, show_value=False)
+
+    for table, key in IDENTITY:
+        if stored.study[key] != cfg.study[key]:
+            refuse(f"[{table}].{key}", stored.study[key], cfg.study[key])
+    if digest is not None and space_digest(cfg) != digest:
+        refuse("the search space's content", digest[:12], space_digest(cfg)[:12])
+    for table in ("algorithm", "model"):
+        old, new = getattr(stored, table), getattr(cfg, table)
+        for key in sorted(set(old) | set(new)):
+            if old.get(key) != new.get(key):
+                refuse(f"[{table}].{key}", old.get(key), new.get(key))
+    changes = {}
+    for table in ("system", "study", "failure"):
+        old, new = getattr(stored, table), getattr(cfg, table)
+        for key in sorted(set(old) | set(new)):
+            if old.get(key) != new.get(key):
+                changes[f"{table}.{key}"] = [old.get(key), new.get(key)]
+    return changes
+
+
+def space_digest(cfg):
+    """A SHA-256 of the search-space file's bytes (``None`` without a space)."""
+    path = cfg.study["space"]
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest() if path else None
 
 
 def load_experiment(expdir):
-    """The configuration as run, from ``EXPDIR/config.json``."""
-    return configuration.load([experiment.read_json(Path(expdir) / "config.json")])
+    """The configuration as run, from ``EXPDIR/config.json`` (already resolved: the
+    environment does not apply again)."""
+    return configuration.load([experiment.read_json(Path(expdir) / "config.json")], environ={})
 
 
 def validate(cfg):
@@ -134,6 +228,11 @@ def validate(cfg):
         except TypeError as exc:
             raise ConfigError("[algorithm]", f"options do not fit {algorithm.__name__} ({exc})",
                               cfg.algorithm, show_value=False) from None
+    if not study["no_limit"] and not any(study[key] is not None for key in LIMITS) \
+            and not getattr(algorithm, "finite", False):
+        raise ConfigError("[study]", "needs a stopping rule (one of "
+                          f"{', '.join(LIMITS)}), or --no-limit to run until stopped", None,
+                          show_value=False)
     make_objective(cfg, Path("."))
     return algorithm
 
@@ -151,12 +250,66 @@ def python_path(cfg):
             sys.path.insert(0, directory)
 
 
-def spawn(expdir, cfg):
-    """Run the experiment under ``mpiexec -n procs``; return mpiexec's exit status."""
+def spawn(expdir, cfg, lock):
+    """Run the prepared experiment under ``mpiexec -n procs``, holding its lock meanwhile.
+
+    SIGINT and SIGTERM are passed on to the job, which stores what it can and stops; then this
+    raises :class:`~emews.errors.Interrupted`. A job that ends before its study did (a rank
+    died or was killed) raises an :class:`~emews.errors.EmewsError` saying how to resume.
+    """
     mpiexec = cfg.system["mpiexec"] or _default_mpiexec()
     command = [mpiexec, *cfg.system["mpiexec_args"], "-n", str(cfg.system["procs"]),
-               sys.executable, "-m", "emews", "run", "--resume", str(expdir)]
-    return subprocess.run(command, check=False).returncode
+               sys.executable, "-m", "emews", "run", "--execute", str(expdir)]
+    env = dict(os.environ, **{TOKEN_VARIABLE: lock.token, SPAWNED_VARIABLE: "1"})
+    process = subprocess.Popen(command, env=env)
+    received = []
+
+    def pass_on(signum, frame):
+        received.append(signum)
+        process.send_signal(signum)
+
+    previous = {sig: signal.signal(sig, pass_on) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        code = process.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if received or code in (128 + signal.SIGINT, 128 + signal.SIGTERM):
+        raise interrupted(expdir, received[0] if received else code - 128)
+    if code == 0:
+        return result_of(expdir)
+    if _final_recorded(expdir):
+        result = result_of(expdir)
+        if result.all_failed:
+            return result  # the caller reports it
+        raise Reported(code)
+    raise EmewsError(f"the MPI job ended with status {code} before the study did (a rank died "
+                     f"or was killed); {stored_count(expdir)} evaluations are stored; resume "
+                     f"with: emews run --resume {expdir}")
+
+
+def _final_recorded(expdir):
+    store = Store(Path(expdir) / "results.db", create=False)
+    try:
+        return store.meta("final") is not None
+    finally:
+        store.close()
+
+
+def stored_count(expdir):
+    """How many evaluations of ``expdir`` have a final result in its store."""
+    store = Store(Path(expdir) / "results.db", create=False)
+    try:
+        return store.finished_count()
+    finally:
+        store.close()
+
+
+def interrupted(expdir, signum):
+    """The :class:`~emews.errors.Interrupted` error of ``expdir``, with its stored count."""
+    error = Interrupted(signum)
+    error.expdir, error.stored = Path(expdir), stored_count(expdir)
+    return error
 
 
 def _default_mpiexec():
@@ -169,25 +322,30 @@ def _default_mpiexec():
 
 
 def execute(expdir, comm):
-    """Execute the experiment in ``expdir`` on ``comm`` (``None``: in this process only)."""
+    """Execute the experiment in ``expdir`` on ``comm`` (``None``: in this process only).
+
+    The caller holds the study's lock.
+    """
     expdir = Path(expdir)
     cfg = load_experiment(expdir)
     rank = comm.Get_rank() if comm is not None else 0
     size = comm.Get_size() if comm is not None else 1
     if rank > 0:
         return _work(expdir, cfg, comm, rank)
-    objective = make_objective(cfg, expdir)
     if size > 1:
         from .mpi_pool import MPIPool
 
         pool = MPIPool(comm, cfg.system["slots_per_worker"])
     else:
-        pool = InProcessPool(objective, max(cfg.system["procs"] - 1, 1)
+        pool = InProcessPool(make_objective(cfg, expdir), max(cfg.system["procs"] - 1, 1)
                              if cfg.system["pool"] == "inprocess" else 1)
+    status = 1
     try:
-        return _master(expdir, cfg, pool)
+        result = _master(expdir, cfg, pool)
+        status = 0
     finally:
-        pool.close()
+        pool.close(status)
+    return result
 
 
 def _work(expdir, cfg, comm, rank):
@@ -195,48 +353,81 @@ def _work(expdir, cfg, comm, rank):
 
     redirect_output(expdir / "out" / f"out-{rank}.txt")
     gpus.assign(rank, cfg.system["gpus_per_node"], cfg.system["cuda_offset"])
-    serve(comm, make_objective(cfg, expdir))
-    return None
+    status = serve(comm, make_objective(cfg, expdir))
+    if status:
+        raise SystemExit(status)
 
 
 def _master(expdir, cfg, pool):
     study = cfg.study
-    store = Store(expdir / "results.db")
+    store = Store(expdir / "results.db", create=False)
+    previous = signal.signal(signal.SIGTERM, _raise_interrupted) \
+        if threading.current_thread() is threading.main_thread() else None
     try:
         python_path(cfg)
         module = load(study["algorithm"])
         classic = not isinstance(module, type) or not issubclass(module, Algorithm)
-        settings = _settings(cfg, store, pool.slots, classic)
+        policy = FailurePolicy.from_config(cfg.failure)
+        requeue = _resume_unfinished(store)
+        settings = _settings(cfg, store, pool.slots, classic, requeue)
         experiment.write_json(expdir / "settings.json", settings)
         store.set_meta("started", time.time())
+        store.commit()
         counts = store.counts()
         best = store.best()
-        progress = Progress(study["budget"], cfg.system["progress_interval"],
-                            done=counts.get("done", 0) + counts.get("failed", 0),
+        done = counts.get("done", 0) + counts.get("failed", 0)
+        progress = Progress(study["budget"], cfg.system["progress_interval"], done=done,
                             failed=counts.get("failed", 0),
                             best=best["result"] if best else math.inf)
-        mode = "batch" if classic else study["mode"]
-        master = Master(pool, store, mode, progress, first_id=store.next_id(),
-                        policy=FailurePolicy.from_config(cfg.failure))
+        limits = Stopper(**cfg.stop)
+        limits.record([math.nan] * done)
+        limits.best = best["result"] if best else math.inf
+        master = Master(pool, store, "batch" if classic else study["mode"], progress,
+                        first_id=store.next_id(), policy=policy, limits=limits,
+                        requeue=[(row["id"], row["params"], row["attempt"]) for row in requeue])
         eqpy.init(module if classic else "emews.me")
-        final = master.run(str(expdir / "settings.json"))
+        try:
+            final = master.run(str(expdir / "settings.json"))
+        except (KeyboardInterrupt, Interrupted) as exc:
+            master.cancel_all("cancelled: the study was interrupted")
+            signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
+            raise interrupted(expdir, signum) from None
         progress.show()
-        final = _parse_final(final)
+        final = _final(_parse_final(final), store)
         store.set_meta("final", final)
         store.commit()
         result = _result(expdir, store, final)
         experiment.write_json(expdir / "final.json", final)
     finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
         store.close()
     print_summary(result)
     return result
 
 
-def _settings(cfg, store, slots, classic):
+def _raise_interrupted(signum, frame):
+    raise Interrupted(signum)
+
+
+def _resume_unfinished(store):
+    """Mark what a killed run left unfinished ``interrupted``; fail for good the points that
+    were interrupted :data:`MAX_INTERRUPTIONS` times; return the others, to run again."""
+    rows = store.interrupt_unfinished()
+    given_up = [row for row in rows if row["interruptions"] >= MAX_INTERRUPTIONS]
+    store.finish([(row["id"], row["rank"], Outcome(
+        math.nan, "failed", f"interrupted {row['interruptions']} times (its worker or the "
+        "whole job died each time); not run again"), row["attempt"], "failed")
+        for row in given_up])
+    store.commit()
+    return [row for row in rows if row["interruptions"] < MAX_INTERRUPTIONS]
+
+
+def _settings(cfg, store, slots, classic, requeue):
     study = cfg.study
     finished = store.rows("done", "failed")
     history = [[row["params"], row["result"]] for row in finished]
-    pending = store.forget_unfinished()
+    pending = [row["params"] for row in requeue]
     resumes = store.meta("resumes", 0) + (1 if history or pending else 0)
     store.set_meta("resumes", resumes)
     seed = study["seed"]
@@ -256,6 +447,13 @@ def _parse_final(text):
     return final if isinstance(final, dict) else {"message": text}
 
 
+def _final(final, store):
+    """The ME's final message, with the best point as the store has it (never a failed one)."""
+    best = store.best()
+    return dict(final, best_point=best["params"] if best else None,
+                best_value=best["result"] if best else None)
+
+
 def _result(expdir, store, final):
     best = store.best()
     counts = store.counts()
@@ -266,9 +464,18 @@ def _result(expdir, store, final):
 
 def result_of(expdir):
     """The :class:`Result` of a finished experiment, read from its store."""
-    store = Store(Path(expdir) / "results.db")
+    store = Store(Path(expdir) / "results.db", create=False)
     try:
         return _result(expdir, store, store.meta("final", {}))
+    finally:
+        store.close()
+
+
+def failure_reasons(expdir):
+    """The most common failure reasons of ``expdir``: ``[(reason, count), ...]``."""
+    store = Store(Path(expdir) / "results.db", create=False)
+    try:
+        return store.failure_reasons()
     finally:
         store.close()
 

@@ -73,7 +73,7 @@ def test_model_failures_do_not_end_the_study(emews_cli, study, tmp_path):
 
 
 def test_a_dying_me_ends_every_rank_with_its_traceback(emews_cli, study, tmp_path):
-    path = study(system={"procs": 3}, study={"algorithm": "raising_me",
+    path = study(system={"procs": 3}, study={"algorithm": "raising_me", "budget": 10,
                                              "objective": "toy_models:quadratic"})
     done = emews_cli("run", path)
     assert done.returncode == 1

@@ -112,7 +112,8 @@ def test_failed_app_runs_keep_reason_and_model_log_and_the_algorithm_gets_the_pe
         assert row["error"].startswith("the model exited with status 1: RuntimeError: the toy "
                                        "model failed on purpose")
         assert "MODEL.SH: START" in row["log_tail"] and "Traceback" in row["log_tail"]
-    assert final["best_value"] == 1e6 and result.best_value is None
+    assert final["best_value"] is None and final["best_point"] is None  # never a failed point
+    assert result.best_value is None
 
 
 def test_abort_ends_the_study_and_records_why(config):

@@ -1,6 +1,19 @@
-"""The SQLite store of evaluations."""
+"""The SQLite store of evaluations: rows, attempts, schema versions, faults and the lock."""
 
-from emews.store import Store
+import json
+import math
+import os
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+
+from emews.errors import ConfigError, StoreError
+from emews.objective import Outcome
+from emews.store import Store, StudyLock, bounded
+from emews.store import schema
+from emews.store.filesystem import NETWORK_FILESYSTEMS, journal_mode
 
 
 def test_add_records_handed_out_points_as_running_and_the_rest_as_queued(tmp_path):
@@ -11,5 +24,137 @@ def test_add_records_handed_out_points_as_running_and_the_rest_as_queued(tmp_pat
     assert [(r["status"], r["rank"], r["run_id"]) for r in rows] == [
         ("running", 2, "RUN000000"), ("queued", None, "RUN000001")]
     assert rows[0]["started"] >= rows[0]["queued"] and rows[1]["started"] is None
-    assert store.forget_unfinished() == [{"x": 1}, {"x": 2}]
     store.close()
+
+
+def test_every_attempt_is_kept_with_its_error_and_resume_marks_unfinished_interrupted(tmp_path):
+    store = Store(tmp_path / "results.db")
+    store.add([(0, '{"x": 1}', "RUN000000", 1), (1, '{"x": 2}', "RUN000001", 2),
+               (2, '{"x": 3}', "RUN000002", None)])
+    store.finish([(0, 1, Outcome(math.nan, "failed", "boom", "tail 1"), 1, "queued")])
+    store.requeue([(0, 2, "RUN000000-2")])
+    store.mark_running([(0, 1)])
+    store.finish([(0, 1, Outcome(0.5), 2, "done")])
+    store.commit()
+    assert [(a["attempt"], a["status"], a["error"], a["run_id"]) for a in store.attempts(0)] == [
+        (1, "failed", "boom", "RUN000000"), (2, "done", None, "RUN000000-2")]
+    rows = store.interrupt_unfinished()
+    assert [(r["id"], r["status"], r["interruptions"]) for r in rows] == [
+        (1, "interrupted", 1), (2, "interrupted", 0)]
+    assert [r["status"] for r in store.rows()] == ["done", "interrupted", "interrupted"]
+    assert store.attempts(1)[0]["status"] == "interrupted"
+    store.close()
+
+
+def test_cancel_marks_queued_and_running_points_and_leaves_finished_ones(tmp_path):
+    store = Store(tmp_path / "results.db")
+    store.add([(0, "{}", "RUN000000", 1), (1, "{}", "RUN000001", None)])
+    store.finish([(0, 1, Outcome(1.0), 1, "done")])
+    store.cancel([0, 1], "cancelled: test")
+    store.commit()
+    assert [(r["status"], r["error"]) for r in store.rows()] == [
+        ("done", None), ("cancelled", "cancelled: test")]
+    store.close()
+
+
+def test_log_tails_are_bounded_and_lone_surrogates_are_stored(tmp_path):
+    store = Store(tmp_path / "results.db")
+    store.add([(0, "{}", "RUN000000", 1)])
+    huge = "x" * 200_000 + "\udcff end"
+    store.finish([(0, 1, Outcome(math.nan, "failed", "bad \udc80 byte", huge), 1, "failed")])
+    store.commit()
+    (row,) = store.rows()
+    assert len(row["log_tail"].encode()) <= 64 * 1024 and row["log_tail"].endswith("? end")
+    assert row["error"] == "bad ? byte"
+    assert bounded(None) is None
+    store.close()
+
+
+def test_a_version_1_store_is_migrated_and_a_newer_one_is_refused(tmp_path):
+    old = tmp_path / "old.db"
+    db = sqlite3.connect(old)
+    db.executescript("""
+        CREATE TABLE evaluations (id INTEGER PRIMARY KEY, params TEXT NOT NULL, result REAL,
+            status TEXT NOT NULL CHECK (status IN ('queued', 'running', 'done', 'failed')),
+            error TEXT, log_tail TEXT, rank INTEGER, attempt INTEGER NOT NULL DEFAULT 1,
+            run_id TEXT, queued REAL, started REAL, finished REAL);
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        INSERT INTO evaluations VALUES (0, '{"x": 1}', 0.5, 'done', NULL, NULL, 1, 1,
+            'RUN000000', 1.0, 2.0, 3.0);
+        INSERT INTO evaluations VALUES (1, '{"x": 2}', NULL, 'running', NULL, NULL, 2, 1,
+            'RUN000001', 1.0, 2.0, NULL);""")
+    db.commit()
+    db.close()
+    store = Store(old)
+    assert store.db.execute("PRAGMA user_version").fetchone()[0] == schema.VERSION
+    assert [r["status"] for r in store.interrupt_unfinished()] == ["interrupted"]
+    assert store.attempts(0)[0]["result"] == 0.5
+    store.db.execute(f"PRAGMA user_version = {schema.VERSION + 1}")
+    store.close()
+    with pytest.raises(StoreError, match=r"old.db: was written by a newer emews"):
+        Store(old)
+
+
+def test_a_corrupt_or_missing_store_gives_one_line(tmp_path):
+    bad = tmp_path / "results.db"
+    bad.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(StoreError, match=r"results.db: cannot open the store: file is not a "
+                                         r"database"):
+        Store(bad)
+    with pytest.raises(ConfigError, match="no store to resume from"):
+        Store(tmp_path / "missing.db", create=False)
+
+
+def test_a_full_disk_gives_one_line_and_keeps_what_was_committed(tmp_path):
+    path = tmp_path / "results.db"
+    store = Store(path)
+    store.add([(0, "{}", "RUN000000", 1)])
+    store.close()
+    script = ("import resource, sys; from emews.store import Store\n"
+              "from emews.errors import StoreError\n"
+              "s = Store(sys.argv[1])\n"
+              "resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))\n"
+              "try:\n"
+              "    s.add([(i, '{\"pad\": \"' + 'x' * 1000 + '\"}', 'RUN', 1) "
+              "for i in range(1, 1000)]); s.commit()\n"
+              "except StoreError as e:\n    print(e)\n")
+    done = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True,
+                          text=True)
+    assert done.stdout.startswith(f"{path}: cannot ") and "full" in done.stdout, done.stderr
+    assert len(done.stdout.strip().splitlines()) == 1
+    assert [r["id"] for r in Store(path).rows()] == [0]
+
+
+def test_wal_is_used_on_local_filesystems_only(tmp_path):
+    assert journal_mode(tmp_path) == "WAL"
+    store = Store(tmp_path / "results.db")
+    assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    store.close()
+    assert {"nfs", "lustre", "gpfs"} <= set(NETWORK_FILESYSTEMS.values())
+
+
+def test_a_checkpoint_is_replaced_and_read_back(tmp_path):
+    store = Store(tmp_path / "results.db")
+    store.save_checkpoint("me", b"\x00state", {"told": 3})
+    store.save_checkpoint("me", b"\x01state", {"told": 5})
+    assert store.checkpoint("me") == (b"\x01state", {"told": 5})
+    assert store.checkpoint("other") is None
+    store.close()
+
+
+def test_a_second_holder_of_a_live_study_is_refused_with_its_host_and_pid(tmp_path):
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time; from emews.store import StudyLock\n"
+        f"lock = StudyLock({str(tmp_path)!r}).acquire(); print('held', flush=True)\n"
+        "sys.stdin.read()")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "held\n"
+        with pytest.raises(ConfigError, match=rf"is in use by a live run \(pid {holder.pid} on "
+                                              "host "):
+            StudyLock(tmp_path).acquire()
+    finally:
+        holder.kill()
+        holder.wait()
+    lock = StudyLock(tmp_path).acquire()  # the dead holder's lock is stale: taken over
+    assert json.loads((tmp_path / "lock").read_text())["pid"] == os.getpid()
+    lock.release()

@@ -1,0 +1,55 @@
+"""Which filesystem a store lives on, and so which SQLite journal it may use.
+
+SQLite's WAL mode keeps its index in shared memory (``-shm``, mmap), which needs every process
+that opens the database on one host and a filesystem with coherent mmap and POSIX locks. On
+network filesystems (NFS, Lustre, GPFS, CIFS, BeeGFS, CephFS, ...) a reader on another node can
+see a torn index and corrupt the store, so there the store uses a rollback journal
+(``journal_mode=DELETE``), which needs only the file locks they provide.
+"""
+
+import ctypes
+import ctypes.util
+import os
+
+# f_type magic numbers from statfs(2) / linux/magic.h.
+NETWORK_FILESYSTEMS = {
+    0x6969: "nfs",
+    0x0BD00BD0: "lustre",
+    0x47504653: "gpfs",
+    0xFF534D42: "cifs",
+    0xFE534D42: "smb2",
+    0x517B: "smb",
+    0x19830326: "beegfs",
+    0x00C36400: "ceph",
+    0x65735546: "fuse",
+    0x61756673: "afs",
+    0x5346414F: "afs",
+}
+
+
+class _Statfs(ctypes.Structure):
+    _fields_ = [("f_type", ctypes.c_long), ("f_bsize", ctypes.c_long),
+                ("f_blocks", ctypes.c_ulong), ("f_bfree", ctypes.c_ulong),
+                ("f_bavail", ctypes.c_ulong), ("f_files", ctypes.c_ulong),
+                ("f_ffree", ctypes.c_ulong), ("f_fsid", ctypes.c_int * 2),
+                ("f_namelen", ctypes.c_long), ("f_frsize", ctypes.c_long),
+                ("f_flags", ctypes.c_long), ("f_spare", ctypes.c_long * 4)]
+
+
+def filesystem_magic(path):
+    """The statfs ``f_type`` of the filesystem holding ``path`` (``None`` if unknown)."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    buffer = _Statfs()
+    if libc.statfs(os.fsencode(path), ctypes.byref(buffer)) != 0:
+        return None
+    return buffer.f_type & 0xFFFFFFFF
+
+
+def network_filesystem(path):
+    """The name of the network filesystem holding ``path``, or ``None`` when it is local."""
+    return NETWORK_FILESYSTEMS.get(filesystem_magic(path))
+
+
+def journal_mode(path):
+    """``WAL`` on a local filesystem, ``DELETE`` (a rollback journal) on a network one."""
+    return "DELETE" if network_filesystem(path) else "WAL"

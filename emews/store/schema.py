@@ -1,0 +1,81 @@
+"""The layout of ``results.db`` and its versions (``PRAGMA user_version``).
+
+::
+
+    evaluations  one row per point: its latest attempt's state (what users query)
+    attempts     one row per finished attempt of a point: done, failed, cancelled, interrupted
+    meta         key -> JSON value (settings of the run, stop reason, changes made on resume)
+    checkpoints  the ME's saved state after each tell (one row, replaced)
+
+A store written by an older emews is migrated when it is opened; a newer one is refused.
+"""
+
+VERSION = 2
+STATUSES = ("queued", "running", "done", "failed", "cancelled", "interrupted")
+FINAL = ("done", "failed")
+
+EVALUATIONS = """
+CREATE TABLE evaluations (
+    id        INTEGER PRIMARY KEY,
+    params    TEXT NOT NULL,
+    result    REAL,
+    status    TEXT NOT NULL CHECK (status IN ({statuses})),
+    error     TEXT,
+    log_tail  TEXT,
+    rank      INTEGER,
+    attempt   INTEGER NOT NULL DEFAULT 1,
+    run_id    TEXT,
+    queued    REAL,
+    started   REAL,
+    finished  REAL
+)""".format(statuses=", ".join(f"'{s}'" for s in STATUSES))
+
+ATTEMPTS = """
+CREATE TABLE attempts (
+    id        INTEGER NOT NULL,
+    attempt   INTEGER NOT NULL,
+    status    TEXT NOT NULL,
+    result    REAL,
+    error     TEXT,
+    log_tail  TEXT,
+    rank      INTEGER,
+    run_id    TEXT,
+    started   REAL,
+    finished  REAL,
+    PRIMARY KEY (id, attempt)
+)"""
+CHECKPOINTS = "CREATE TABLE checkpoints (name TEXT PRIMARY KEY, state BLOB, driver TEXT NOT NULL)"
+INDEX = "CREATE INDEX IF NOT EXISTS evaluations_status ON evaluations (status)"
+
+CURRENT = f"""
+{EVALUATIONS};
+{INDEX};
+{ATTEMPTS};
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+{CHECKPOINTS};
+PRAGMA user_version = {VERSION};
+"""
+
+# Version 1 (emews 0.1): evaluations with four statuses and meta; no attempts, no checkpoints.
+FROM_1 = f"""
+ALTER TABLE evaluations RENAME TO evaluations_v1;
+{EVALUATIONS};
+INSERT INTO evaluations SELECT * FROM evaluations_v1;
+DROP TABLE evaluations_v1;
+{INDEX};
+{ATTEMPTS};
+INSERT INTO attempts SELECT id, attempt, status, result, error, log_tail, rank, run_id,
+    started, finished FROM evaluations WHERE status IN ('done', 'failed');
+{CHECKPOINTS};
+PRAGMA user_version = {VERSION};
+"""
+MIGRATIONS = {1: FROM_1}
+
+
+def version_of(db):
+    """The schema version of an open store: 0 for an empty file, 1 for emews 0.1's layout."""
+    version = db.execute("PRAGMA user_version").fetchone()[0]
+    if version:
+        return version
+    tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    return 1 if "evaluations" in tables else 0

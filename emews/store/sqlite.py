@@ -1,0 +1,240 @@
+"""The experiment's store: every evaluation, as it happens, in SQLite (``results.db``).
+
+::
+
+    master turn: add / start / finish / requeue / cancel ...  --> one transaction --> commit()
+                                                                  (before the ME sees a result)
+
+A point's row moves ``queued -> running -> done | failed``; a retried failure goes back to
+``queued`` as its next attempt; the end of a study on an abort cancels what is in flight
+(``cancelled``); a resumed run marks what a killed run left unfinished ``interrupted`` and
+evaluates it again as a new attempt. Every finished attempt is also kept in ``attempts``. ``id``
+is the point's number over the whole experiment (a resumed run goes on counting).
+
+Every SQLite failure (a full disk, a read-only or corrupt file) becomes one :class:`StoreError`
+line naming the file and the cause; what was committed before stays.
+"""
+
+import collections
+import contextlib
+import json
+import math
+import sqlite3
+import time
+from pathlib import Path
+
+from ..errors import ConfigError, StoreError
+from . import schema
+from .filesystem import journal_mode
+
+LOG_TAIL_BYTES = 64 * 1024
+
+
+@contextlib.contextmanager
+def guarded(path, action):
+    """Turn an SQLite failure during ``action`` into a one-line :class:`StoreError`."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        raise StoreError(f"{path}: cannot {action}: {exc}") from None
+
+
+class Store:
+    """An SQLite store of evaluations; one writer (the master), any number of readers.
+
+    ``create=False`` refuses a missing file (a resume must find its store).
+    """
+
+    def __init__(self, path, create=True):
+        self.path = str(path)
+        if not create and not Path(self.path).is_file():
+            raise ConfigError(self.path, "the experiment has no store to resume from (a missing "
+                              "results.db is never a fresh start)", None, show_value=False)
+        with guarded(self.path, "open the store"):
+            self.db = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
+            self.db.row_factory = sqlite3.Row
+            self.db.execute(f"PRAGMA journal_mode={journal_mode(Path(self.path).parent)}")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self._upgrade()
+
+    def _upgrade(self):
+        version = schema.version_of(self.db)
+        if version > schema.VERSION:
+            raise StoreError(f"{self.path}: was written by a newer emews (schema version "
+                             f"{version}; this one reads up to {schema.VERSION})")
+        if version == schema.VERSION:
+            return
+        script = schema.CURRENT if version == 0 else schema.MIGRATIONS[version]
+        self.db.executescript("BEGIN;" + script + "COMMIT;")
+
+    def close(self):
+        """Commit and close (safe to call twice)."""
+        if self.db is not None:
+            with guarded(self.path, "close the store"):
+                self.db.commit()
+                self.db.close()
+            self.db = None
+
+    def commit(self):
+        """Make every buffered write durable."""
+        with guarded(self.path, "commit results"):
+            self.db.commit()
+
+    def _write(self, sql, rows, action="record evaluations"):
+        if rows:
+            with guarded(self.path, action):
+                self.db.executemany(sql, rows)
+
+    # --- writes (buffered until commit) ------------------------------------------------------
+
+    def add(self, rows):
+        """Insert new points: ``(id, params_json, run_id, rank)`` tuples.
+
+        A point with a rank was handed to that worker at once (``running``); one whose rank
+        is ``None`` waits for a free worker (``queued``).
+        """
+        now = time.time()
+        self._write("INSERT INTO evaluations (id, params, status, run_id, queued, rank, started) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [(i, params, "queued" if rank is None else "running", run_id, now, rank,
+                      None if rank is None else now) for i, params, run_id, rank in rows])
+
+    def mark_running(self, rows):
+        """Points handed to a worker: ``(id, rank)`` tuples."""
+        now = time.time()
+        self._write("UPDATE evaluations SET status='running', rank=?, started=? WHERE id=?",
+                    [(rank, now, i) for i, rank in rows])
+
+    def finish(self, rows):
+        """Finished attempts: ``(id, rank, outcome, attempt, status)`` tuples.
+
+        ``status`` is the point's state from now on (``done``, ``failed``, ``cancelled``, or
+        ``queued`` for a failure that will be retried); the attempt itself keeps the outcome's
+        own status in ``attempts``.
+        """
+        attempts, points = [], []
+        for i, rank, outcome, attempt, status in rows:
+            value = None if math.isnan(outcome.value) else outcome.value
+            log_tail = bounded(outcome.log_tail)
+            error = bounded(outcome.error)
+            attempts.append((i, attempt, outcome.status, value, error, log_tail, rank,
+                             outcome.started, outcome.finished, i))
+            points.append((status, value, error, log_tail, rank, outcome.started,
+                           outcome.finished, attempt if status != "queued" else attempt + 1, i))
+        self._write("INSERT OR REPLACE INTO attempts (id, attempt, status, result, error, "
+                    "log_tail, rank, started, finished, run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?,"
+                    " (SELECT run_id FROM evaluations WHERE id=?))", attempts)
+        self._write("UPDATE evaluations SET status=?, result=?, error=?, log_tail=?, rank=?, "
+                    "started=?, finished=?, attempt=? WHERE id=?", points)
+
+    def requeue(self, rows):
+        """Points to run again as a new attempt: ``(id, attempt, run_id)`` tuples."""
+        self._write("UPDATE evaluations SET status='queued', attempt=?, run_id=?, rank=NULL, "
+                    "started=NULL, finished=NULL, queued=? WHERE id=?",
+                    [(attempt, run_id, time.time(), i) for i, attempt, run_id in rows])
+
+    def cancel(self, ids, reason):
+        """Points whose evaluation was called off (``cancelled``, with ``reason``)."""
+        now = time.time()
+        rows = [(reason, now, i) for i in ids]
+        self._write("INSERT OR REPLACE INTO attempts (id, attempt, status, error, rank, run_id, "
+                    "started, finished) SELECT id, attempt, 'cancelled', ?, rank, run_id, "
+                    "started, ? FROM evaluations WHERE id=? AND status IN ('queued', 'running')",
+                    rows)
+        self._write("UPDATE evaluations SET status='cancelled', error=?, finished=? "
+                    "WHERE id=? AND status IN ('queued', 'running')", rows)
+
+    def interrupt_unfinished(self):
+        """Mark what a killed run left ``queued`` or ``running`` as ``interrupted``; return
+        those rows (as :meth:`rows` does), with how many times each was interrupted so far."""
+        with guarded(self.path, "mark unfinished evaluations interrupted"):
+            now = time.time()
+            self.db.execute("INSERT OR REPLACE INTO attempts (id, attempt, status, error, rank, "
+                            "run_id, started, finished) SELECT id, attempt, 'interrupted', "
+                            "'the run was interrupted', rank, run_id, started, ? FROM evaluations "
+                            "WHERE status = 'running'", (now,))
+            self.db.execute("UPDATE evaluations SET status='interrupted' "
+                            "WHERE status IN ('queued', 'running')")
+            self.db.commit()
+        rows = self.rows("interrupted")
+        counts = dict(self.db.execute("SELECT id, COUNT(*) FROM attempts WHERE status = "
+                                      "'interrupted' GROUP BY id").fetchall())
+        for row in rows:
+            row["interruptions"] = counts.get(row["id"], 0)
+        return rows
+
+    def set_meta(self, key, value):
+        """Store a JSON-serializable value under ``key``."""
+        self._write("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                    [(key, json.dumps(value))], "record the study's settings")
+
+    def save_checkpoint(self, name, state, driver):
+        """Replace the checkpoint ``name``: the algorithm's ``state`` (bytes or ``None``) and
+        the driver's own (a JSON-serializable dict). Committed at once."""
+        self._write("INSERT OR REPLACE INTO checkpoints (name, state, driver) VALUES (?, ?, ?)",
+                    [(name, state, json.dumps(driver))], "save the search's checkpoint")
+        self.commit()
+
+    # --- reads ---------------------------------------------------------------------------------
+
+    def _read(self, sql, args=()):
+        with guarded(self.path, "read the store"):
+            return self.db.execute(sql, args).fetchall()
+
+    def checkpoint(self, name):
+        """``(state, driver)`` of checkpoint ``name``, or ``None``."""
+        rows = self._read("SELECT state, driver FROM checkpoints WHERE name=?", (name,))
+        return (rows[0]["state"], json.loads(rows[0]["driver"])) if rows else None
+
+    def meta(self, key, default=None):
+        """The value stored under ``key``."""
+        rows = self._read("SELECT value FROM meta WHERE key=?", (key,))
+        return default if not rows else json.loads(rows[0]["value"])
+
+    def rows(self, *statuses):
+        """Evaluations as dicts (``params`` decoded), by id; only ``statuses`` when given."""
+        sql = "SELECT * FROM evaluations"
+        if statuses:
+            sql += f" WHERE status IN ({','.join('?' * len(statuses))})"
+        return [dict(row, params=json.loads(row["params"]))
+                for row in self._read(sql + " ORDER BY id", statuses)]
+
+    def attempts(self, point_id=None):
+        """Every finished attempt (of one point when ``point_id`` is given), as dicts."""
+        where, args = ("WHERE id=?", (point_id,)) if point_id is not None else ("", ())
+        return [dict(row) for row in self._read(f"SELECT * FROM attempts {where} "
+                                                "ORDER BY id, attempt", args)]
+
+    def counts(self):
+        """Number of evaluations in each status."""
+        return dict(self._read("SELECT status, COUNT(*) FROM evaluations GROUP BY status"))
+
+    def finished_count(self):
+        """How many points have a final result (``done`` or ``failed``)."""
+        return sum(n for status, n in self.counts().items() if status in schema.FINAL)
+
+    def best(self):
+        """The finished evaluation with the lowest result, as a dict, or ``None``."""
+        rows = self._read("SELECT * FROM evaluations WHERE status='done' AND result IS NOT NULL "
+                          "ORDER BY result, id LIMIT 1")
+        return dict(rows[0], params=json.loads(rows[0]["params"])) if rows else None
+
+    def failure_reasons(self, limit=3):
+        """The most common reasons of failed points: ``[(reason, count), ...]``."""
+        reasons = collections.Counter(row["error"] or "no reason recorded"
+                                      for row in self._read("SELECT error FROM evaluations "
+                                                            "WHERE status='failed'"))
+        return reasons.most_common(limit)
+
+    def next_id(self):
+        """The id the next new point gets."""
+        return self._read("SELECT COALESCE(MAX(id) + 1, 0) FROM evaluations")[0][0]
+
+
+def bounded(text, limit=LOG_TAIL_BYTES):
+    """``text`` cut to its last ``limit`` bytes of UTF-8, with anything unencodable (lone
+    surrogates) replaced, so that it can always be stored."""
+    if text is None:
+        return None
+    data = text.encode("utf-8", errors="replace")[-limit:]
+    return data.decode("utf-8", errors="replace")
