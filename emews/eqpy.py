@@ -43,6 +43,13 @@ END_MESSAGES = (DONE, FINAL)
 input_q = queue.Queue()
 output_q = queue.Queue()
 _finished = threading.Event()
+_bound = threading.local()   # an ME thread's own queues: a thread left from an earlier study
+                             # never reads or writes the queues of the next one
+_STOP = object()
+
+
+class Stopped(Exception):
+    """Raised in an ME thread by :func:`IN_get` once its study has ended without it."""
 
 # Classic EQ/Py ME modules ``import eqpy``: that name is this module, so they run unchanged.
 sys.modules.setdefault("eqpy", sys.modules[__name__])
@@ -51,13 +58,24 @@ sys.modules.setdefault("eqpy", sys.modules[__name__])
 def OUT_put(string_params):
     """Put a message from the ME onto the output queue."""
     if str(string_params) in END_MESSAGES:
-        _finished.set()
-    output_q.put(string_params)
+        getattr(_bound, "finished", _finished).set()
+    getattr(_bound, "output_q", output_q).put(string_params)
 
 
 def IN_get():
-    """Block until the evaluating side answers; return its string."""
-    return input_q.get()
+    """Block until the evaluating side answers; return its string.
+
+    Raises :class:`Stopped` when the study ended without waiting for the ME (see :func:`stop`).
+    """
+    message = getattr(_bound, "input_q", input_q).get()
+    if message is _STOP:
+        raise Stopped("the study ended")
+    return message
+
+
+def stop():
+    """End the current ME thread's wait: its next (or current) :func:`IN_get` raises."""
+    input_q.put(_STOP)
 
 
 def output_q_get():
@@ -84,13 +102,14 @@ def init(pkg):
     global input_q, output_q, _finished
     input_q, output_q, _finished = queue.Queue(), queue.Queue(), threading.Event()
     module = importlib.import_module(pkg) if isinstance(pkg, str) else pkg
-    thread = threading.Thread(target=_run_me, args=(module.run, output_q, _finished),
+    thread = threading.Thread(target=_run_me, args=(module.run, input_q, output_q, _finished),
                               name="emews-ME", daemon=True)
     thread.start()
     return thread
 
 
-def _run_me(run, out_q, finished):
+def _run_me(run, in_q, out_q, finished):
+    _bound.input_q, _bound.output_q, _bound.finished = in_q, out_q, finished
     try:
         run()
     except BaseException:  # noqa: BLE001 - every death of the ME must reach the evaluating side

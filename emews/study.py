@@ -399,6 +399,7 @@ def _master(expdir, cfg, pool):
         result = _result(expdir, store, final)
         experiment.write_json(expdir / "final.json", final)
     finally:
+        eqpy.stop()  # an ME still waiting (the study ended without its DONE) gives up
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
         store.close()
