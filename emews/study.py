@@ -12,12 +12,14 @@ A fresh experiment is executed exactly like a resumed one whose store is empty, 
 and the spawned pool share one path.
 """
 
+import functools
 import hashlib
 import json
 import math
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -33,6 +35,7 @@ from .failure import FailurePolicy
 from .master import Master
 from .objective import Objective, Outcome
 from .pool import InProcessPool
+from .processes import die_with_parent
 from .progress import Progress
 from .space import Space
 from .store import Store, StudyLock
@@ -253,20 +256,24 @@ def python_path(cfg):
 def spawn(expdir, cfg, lock):
     """Run the prepared experiment under ``mpiexec -n procs``, holding its lock meanwhile.
 
-    SIGINT and SIGTERM are passed on to the job, which stores what it can and stops; then this
-    raises :class:`~emews.errors.Interrupted`. A job that ends before its study did (a rank
+    SIGINT and SIGTERM are passed on to the job as one SIGINT (the launcher's clean Ctrl-C),
+    which stores what it can and stops; then this raises :class:`~emews.errors.Interrupted`.
+    The job runs in its own session, so a terminal's Ctrl-C reaches it once, through here, and
+    it gets SIGINT too if this process dies. A job that ends before its study did (a rank
     died or was killed) raises an :class:`~emews.errors.EmewsError` saying how to resume.
     """
     mpiexec = cfg.system["mpiexec"] or _default_mpiexec()
     command = [mpiexec, *cfg.system["mpiexec_args"], "-n", str(cfg.system["procs"]),
                sys.executable, "-m", "emews", "run", "--execute", str(expdir)]
     env = dict(os.environ, **{TOKEN_VARIABLE: lock.token, SPAWNED_VARIABLE: "1"})
-    process = subprocess.Popen(command, env=env)
+    process = subprocess.Popen(command, env=env, start_new_session=True,
+                               preexec_fn=functools.partial(die_with_parent, signal.SIGINT))
     received = []
 
     def pass_on(signum, frame):
+        if not received:
+            process.send_signal(signal.SIGINT)
         received.append(signum)
-        process.send_signal(signum)
 
     previous = {sig: signal.signal(sig, pass_on) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -372,6 +379,7 @@ def _master(expdir, cfg, pool):
         settings = _settings(cfg, store, pool.slots, classic, requeue)
         experiment.write_json(expdir / "settings.json", settings)
         store.set_meta("started", time.time())
+        store.set_meta("master", {"host": socket.gethostname(), "pid": os.getpid()})
         store.commit()
         counts = store.counts()
         best = store.best()

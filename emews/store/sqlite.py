@@ -145,8 +145,9 @@ class Store:
                     "WHERE id=? AND status IN ('queued', 'running')", rows)
 
     def interrupt_unfinished(self):
-        """Mark what a killed run left ``queued`` or ``running`` as ``interrupted``; return
-        those rows (as :meth:`rows` does), with how many times each was interrupted so far."""
+        """Mark what an earlier run left ``queued``, ``running`` or ``cancelled`` as
+        ``interrupted`` (to be run again); return those rows (as :meth:`rows` does), with how
+        many times each was interrupted so far."""
         with guarded(self.path, "mark unfinished evaluations interrupted"):
             now = time.time()
             self.db.execute("INSERT OR REPLACE INTO attempts (id, attempt, status, error, rank, "
@@ -154,7 +155,7 @@ class Store:
                             "'the run was interrupted', rank, run_id, started, ? FROM evaluations "
                             "WHERE status = 'running'", (now,))
             self.db.execute("UPDATE evaluations SET status='interrupted' "
-                            "WHERE status IN ('queued', 'running')")
+                            "WHERE status IN ('queued', 'running', 'cancelled')")
             self.db.commit()
         rows = self.rows("interrupted")
         counts = dict(self.db.execute("SELECT id, COUNT(*) FROM attempts WHERE status = "

@@ -1,0 +1,236 @@
+"""Faults of a whole study on a real mpiexec: kills, interrupts, double and changed resumes,
+limits on a classic ME, precedence in spawned jobs, errors on rank 0.
+
+The fixtures in ``support/fault_me.py`` hold a study at a known moment (an ME stuck in its
+``tell``, models waiting) by waiting on files in a gate directory; the tests poll the store or
+the gate for the state they need, then kill or interrupt, then assert the rows of the store.
+"""
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import SUPPORT
+
+pytestmark = pytest.mark.mpi
+
+
+def wait_until(condition, what, timeout=120):
+    """Poll ``condition`` until it holds; fail naming ``what`` after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def rows_of(expdir, sql="SELECT * FROM evaluations ORDER BY id"):
+    if not (Path(expdir) / "results.db").exists():
+        return []
+    db = sqlite3.connect(Path(expdir) / "results.db", timeout=30)
+    db.row_factory = sqlite3.Row
+    try:
+        return [dict(row) for row in db.execute(sql)]
+    except sqlite3.OperationalError:  # not created yet
+        return []
+    finally:
+        db.close()
+
+
+def only_expdir(tmp_path):
+    found = list((tmp_path / "experiments").glob("*/EXP*"))
+    return found[0] if len(found) == 1 else None
+
+
+@pytest.fixture
+def gate(tmp_path):
+    path = tmp_path / "gate"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def start(tmp_path, gate):
+    """Start ``python -m emews ARGS`` in the background, in its own session."""
+    started = []
+
+    def run(*args):
+        env = dict(os.environ, PYTHONPATH=str(SUPPORT), EMEWS_TEST_GATE=str(gate))
+        process = subprocess.Popen([sys.executable, "-m", "emews", *map(str, args)],
+                                   cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True, start_new_session=True)
+        started.append(process)
+        return process
+
+    yield run
+    for process in started:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def gated_env(gate):
+    return {"EMEWS_TEST_GATE": str(gate)}
+
+
+@pytest.mark.slow
+def test_results_are_stored_while_the_me_thinks_and_survive_a_kill_of_the_master(
+        study, start, gate, tmp_path, emews_cli):
+    path = study(system={"procs": 3, "progress_interval": 60},
+                 study={"algorithm": "fault_me:ThinkingSearch", "budget": 8, "seed": 3,
+                        "objective": "toy_models:quadratic"})
+    job = start("run", path)
+    wait_until(lambda: (gate / "told-1").exists(), "the ME's first tell")
+    expdir = only_expdir(tmp_path)
+    # The ME is stuck in its first tell; the other worker's result must reach the store anyway.
+    wait_until(lambda: len(rows_of(expdir, "SELECT id FROM evaluations WHERE status='done'")) == 2,
+               "the second result in the store while the ME thinks")
+    assert not (gate / "told-2").exists()
+
+    second = emews_cli("run", "--resume", expdir, env=gated_env(gate))
+    assert second.returncode == 2
+    assert "is in use by a live run (pid " in second.stderr and len(
+        second.stderr.strip().splitlines()) == 1
+
+    master = json.loads(rows_of(expdir, "SELECT value FROM meta WHERE key='master'")[0]["value"])
+    os.kill(master["pid"], signal.SIGKILL)
+    _, stderr = job.communicate(timeout=120)
+    assert job.returncode not in (0, 2)
+    assert f"evaluations are stored; resume with: emews run --resume {expdir}" in stderr
+    before = {row["id"]: row for row in rows_of(expdir) if row["status"] == "done"}
+    assert len(before) == 2
+
+    (gate / "go").touch()
+    resumed = emews_cli("run", "--resume", expdir, env=gated_env(gate))
+    assert resumed.returncode == 0, resumed.stderr
+    rows = rows_of(expdir)
+    assert [row["status"] for row in rows] == ["done"] * 8  # exactly the budget, nothing lost
+    assert len({row["params"] for row in rows}) == 8
+    for i, row in before.items():
+        assert (rows[i]["params"], rows[i]["result"]) == (row["params"], row["result"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_an_interrupt_cancels_what_runs_prints_one_line_and_resume_completes(
+        study, start, gate, tmp_path, emews_cli, sig, code):
+    path = study(system={"procs": 3, "progress_interval": 60},
+                 study={"budget": 4, "seed": 1, "objective": "fault_me:gated"})
+    job = start("run", path)
+    wait_until(lambda: len(list(gate.glob("pid-*"))) == 2, "both workers in their runs")
+    expdir = only_expdir(tmp_path)
+    job.send_signal(sig)
+    _, stderr = job.communicate(timeout=120)
+    assert job.returncode == code
+    assert "Traceback" not in stderr
+    assert f"emews: interrupted; 0 evaluations stored; resume with: emews run --resume " \
+           f"{expdir}" in stderr.splitlines()
+    rows = rows_of(expdir)
+    assert [(row["status"], row["error"]) for row in rows] == [
+        ("cancelled", "cancelled: the study was interrupted")] * 2
+
+    (gate / "go").touch()
+    resumed = emews_cli("run", "--resume", expdir, env=gated_env(gate))
+    assert resumed.returncode == 0, resumed.stderr
+    rows = rows_of(expdir)
+    assert [row["status"] for row in rows] == ["done"] * 4
+    assert [row["attempt"] for row in rows[:2]] == [2, 2]  # the cancelled points, run again
+    attempts = rows_of(expdir, "SELECT id, attempt, status FROM attempts ORDER BY id, attempt")
+    assert [(a["id"], a["attempt"], a["status"]) for a in attempts[:4]] == [
+        (0, 1, "cancelled"), (0, 2, "done"), (1, 1, "cancelled"), (1, 2, "done")]
+
+
+def test_a_resume_that_changes_the_study_is_refused_and_keeps_every_row(study, emews_cli,
+                                                                       tmp_path):
+    path = study(system={"procs": 2}, study={"budget": 3, "objective": "toy_models:quadratic"})
+    assert emews_cli("run", path).returncode == 0
+    expdir = only_expdir(tmp_path)
+    before = rows_of(expdir)
+    (tmp_path / "space.json").write_text(json.dumps(
+        [{"name": "x", "type": "float", "lower": -9.0, "upper": 9.0}]))
+    changed = emews_cli("run", "--resume", expdir, "--budget", "6")
+    assert changed.returncode == 2
+    assert changed.stderr.startswith("emews: error: --resume: the search space's content: "
+                                     "must be the same as in the stored study (stored '")
+    assert len(changed.stderr.strip().splitlines()) == 1
+    other = emews_cli("run", "--resume", expdir, "--set", 'study.algorithm="ga"')
+    assert other.returncode == 2 and "--resume: [study].algorithm: must be the same" in \
+        other.stderr
+    assert rows_of(expdir) == before
+    (expdir / "results.db").unlink()
+    missing = emews_cli("run", "--resume", expdir)
+    assert missing.returncode == 2 and "results.db: the experiment has no store" in \
+        missing.stderr
+
+
+def test_a_resume_may_extend_the_budget_and_records_the_change(study, emews_cli, tmp_path):
+    path = study(system={"procs": 2}, study={"budget": 3, "objective": "toy_models:quadratic"})
+    assert emews_cli("run", path).returncode == 0
+    expdir = only_expdir(tmp_path)
+    extended = emews_cli("run", "--resume", expdir, "--budget", "5")
+    assert extended.returncode == 0, extended.stderr
+    assert [row["status"] for row in rows_of(expdir)] == ["done"] * 5
+    (changes,) = json.loads(rows_of(expdir, "SELECT value FROM meta WHERE key='changes'")[0][
+        "value"])
+    assert changes["changes"]["study.budget"] == [3, 5]
+
+
+def test_the_master_enforces_the_budget_on_a_classic_me(study, emews_cli, tmp_path):
+    path = study(system={"procs": 3}, study={"algorithm": "classic_me", "budget": 5,
+                                             "objective": "toy_models:quadratic"})
+    done = emews_cli("run", path)
+    assert done.returncode == 0, done.stderr
+    expdir = only_expdir(tmp_path)
+    assert [row["status"] for row in rows_of(expdir)] == ["done"] * 5
+    final = json.loads((expdir / "final.json").read_text())
+    assert final["stop_reason"] == "evaluation budget of 5 reached"
+
+
+def test_the_command_line_beats_the_environment_in_the_spawned_job(study, emews_cli, tmp_path):
+    path = study(system={"procs": 2}, study={"budget": 9, "objective": "toy_models:quadratic"})
+    done = emews_cli("run", path, "--procs", "4", env={"PROCS": "2"})
+    assert done.returncode == 0, done.stderr
+    assert {row["rank"] for row in rows_of(only_expdir(tmp_path))} == {1, 2, 3}
+
+
+def test_an_error_of_any_kind_on_rank_0_ends_every_rank(study, tmp_path):
+    path = study(study={"budget": 3, "objective": "toy_models:quadratic"})
+    (tmp_path / "space.json").write_text("[{]")  # unreadable JSON
+    mpiexec = Path(sys.executable).parent / "mpiexec"
+    env = dict(os.environ, PYTHONPATH=str(SUPPORT))
+    done = subprocess.run([str(mpiexec), "-n", "3", sys.executable, "-m", "emews", "run",
+                           str(path)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.count("emews: error:") == 1 and "space.json" in done.stderr
+
+
+def test_a_study_needs_a_stopping_rule_unless_no_limit(study, emews_cli, tmp_path):
+    path = study(system={"procs": 2}, study={"objective": "toy_models:quadratic"})
+    refused = emews_cli("run", path)
+    assert refused.returncode == 2
+    assert refused.stderr.strip() == ("emews: error: [study]: needs a stopping rule (one of "
+                                      "budget, max_iterations, patience, target, max_time), or "
+                                      "--no-limit to run until stopped")
+    assert not (tmp_path / "experiments").exists()
+    allowed = emews_cli("run", path, "--no-limit", "--set", "study.algorithm='classic_me'")
+    assert allowed.returncode == 0, allowed.stderr
+    assert len(rows_of(only_expdir(tmp_path))) == 12  # the classic ME's own three generations
+
+
+def test_a_study_whose_every_evaluation_failed_exits_1_with_the_reason(study, emews_cli,
+                                                                       tmp_path):
+    path = study(system={"procs": 2}, study={"budget": 3, "objective": "fault_me:always_fails"})
+    done = emews_cli("run", path)
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines()[-1] == (
+        "emews: error: every evaluation failed (3); the most common reasons: FileNotFoundError: "
+        "no training data at /nonexistent/train.csv (3x)")
+    final = json.loads((only_expdir(tmp_path) / "final.json").read_text())
+    assert final["best_point"] is None and final["best_value"] is None
