@@ -7,10 +7,9 @@ The subset understood is what CANDLE/Supervisor's mlrMBO workflows use::
       makeIntegerParam("epochs", lower = 2, upper = 5),
       makeDiscreteParam("batch_size", values = c(16, 32, 64)),
       makeDiscreteParam("act", values = list("relu", "tanh")),
-      makeLogicalParam("warmup")
+      makeLogicalParam("warmup"),
+      makeIntegerParam("latent_dim", lower = 1, upper = 9, trafo = function(x) 2L^x)
     )
-
-      makeIntegerParam("batch_size", lower = 5, upper = 10, trafo = function(x) 2L^x),
 
 Arguments go by position (``id``, then ``lower``/``upper`` or ``values``) or by name. Values are
 literals: numbers (``1e-5``, ``-2``, ``5L``), strings, ``TRUE``/``FALSE``, and ``c(...)`` or

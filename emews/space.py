@@ -9,7 +9,8 @@ Files (:meth:`Space.from_file` picks the reader by extension, else by content):
 * Supervisor's GA JSON parameter sets (a list of objects with ``name``, ``type``,
   ``lower``/``upper``, ``sigma``, ``log``, ``values``, ``element_type``, ``value``). Bounds and
   sigmas are read as Supervisor's ``ga_utils.py`` reads them, with ``int()``/``float()``, so a
-  numeric string (``"sigma": "0.000495"``) is a number;
+  numeric string (``"sigma": "0.000495"``) is a number (an int bound that is not whole, which
+  ``int()`` would truncate, is refused instead);
 * mlrMBO's R ``makeParamSet(...)`` (``.R`` files), read by :mod:`emews.rparamset` without
   evaluating anything: numeric, integer, discrete (categorical) and logical parameters, and
   ``trafo`` functions. As in ParamHelpers, the search runs on ``x`` and the model receives
@@ -201,7 +202,6 @@ class TransformedInt(Ordered):
     trafo: rparamset.Trafo | None = None
     lower: int = 0
     upper: int = 0
-    kind = "ordered"
 
 
 @dataclass(frozen=True)
@@ -213,7 +213,6 @@ class TransformedFloat(Float):
     """
 
     trafo: rparamset.Trafo | None = None
-    kind = "float"
 
 
 @dataclass(frozen=True)
