@@ -42,8 +42,25 @@ def _logical(value):
     raise ValueError(f"not a logical value: {value!r}")
 
 
-ELEMENT_TYPES = {"string": str, "str": str, "int": int, "float": float,
-                 "logical": _logical, "bool": _logical}
+def _number(value, convert):
+    """``convert`` (int or float) of a number or numeric string, as Supervisor's ga_utils reads
+    GA JSON; ``ValueError`` for anything else, for what is not finite and for a float that is
+    not whole where an int is needed (``int()`` would truncate it)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError(f"not a number: {value!r}")
+    if convert is int and isinstance(value, float) and not value.is_integer():
+        raise ValueError(f"not a whole number: {value!r}")
+    try:
+        number = convert(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number):
+        raise ValueError(f"not a finite number: {value!r}")
+    return number
+
+
+ELEMENT_TYPES = {"string": str, "str": str, "int": lambda v: _number(v, int),
+                 "float": lambda v: _number(v, float), "logical": _logical, "bool": _logical}
 
 
 @dataclass(frozen=True)
@@ -363,22 +380,14 @@ def _ga_param(entry, where):
 
 
 def _ga_number(entry, key, where, convert=float):
-    """``entry[key]`` read as Supervisor's ga_utils reads it: ``convert`` of a number or string."""
-    value = entry.get(key)
-    rule = "an integer" if convert is int else "a number"
+    """``entry[key]`` read as Supervisor's ga_utils reads it (see :func:`_number`)."""
     try:
-        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-            raise ValueError
-        if convert is int and isinstance(value, float) and not value.is_integer():
-            raise ValueError
-        number = convert(value)
-        if not math.isfinite(number):
-            raise ValueError
-    except (ValueError, OverflowError):
+        return _number(entry.get(key), convert)
+    except ValueError:
+        rule = "an integer" if convert is int else "a finite number"
         raise ConfigError(f"{where}.{key}", f"must be {rule} (or a string holding one, read "
                           f"with Python's {convert.__name__}() as Supervisor's ga_utils.py "
-                          "does)", value) from None
-    return number
+                          "does)", entry.get(key)) from None
 
 
 def _numeric(entry, name, where):
@@ -415,11 +424,14 @@ def _choice(entry, name, where):
             raise ConfigError(f"{where}.element_type", f"must be one of {sorted(ELEMENT_TYPES)}",
                               element_type)
         convert = ELEMENT_TYPES[element_type]
-        try:
-            values = [convert(v) for v in values]
-        except (TypeError, ValueError):
-            raise ConfigError(f"{where}.values", f"must all be of element_type {element_type}",
-                              values) from None
+        converted = []
+        for i, value in enumerate(values):
+            try:
+                converted.append(convert(value))
+            except ValueError:
+                raise ConfigError(f"{where}.values[{i}]", f"must be of element_type "
+                                  f"{element_type}", value) from None
+        values = converted
     if entry["type"] == "ordered":
         return Ordered(name, tuple(values), _ga_sigma(entry, where))
     return Categorical(name, tuple(values))

@@ -81,11 +81,11 @@ def test_numeric_strings_are_read_with_int_and_float(entry, expected):
 
 
 @pytest.mark.parametrize("field, value, rule", [
-    ("sigma", "0.000495x", "sigma: must be a number (or a string holding one"),
-    ("sigma", [1], "sigma: must be a number"),
-    ("lower", True, "lower: must be a number"),
-    ("upper", "nan", "upper: must be a number"),
-    ("upper", "inf", "upper: must be a number"),
+    ("sigma", "0.000495x", "sigma: must be a finite number (or a string holding one"),
+    ("sigma", [1], "sigma: must be a finite number"),
+    ("lower", True, "lower: must be a finite number"),
+    ("upper", "nan", "upper: must be a finite number"),
+    ("upper", "inf", "upper: must be a finite number"),
 ])
 def test_a_non_number_names_the_file_the_field_the_rule_and_the_value(tmp_path, field, value,
                                                                      rule):
@@ -93,6 +93,26 @@ def test_a_non_number_names_the_file_the_field_the_rule_and_the_value(tmp_path, 
     entry[field] = value
     message = one_line_error(write(tmp_path, json.dumps([entry]), "space.json"))
     assert f"parameter #0 (lr).{rule}" in message and message.endswith(f"got {value!r}")
+
+
+@pytest.mark.parametrize("element_type, values, index", [
+    ("int", ["16", "32", "x64"], 2), ("int", [16, 32.5], 1), ("float", [1e-6, "1e-8", None], 2),
+    ("int", [16, True], 1),
+])
+def test_a_list_value_that_is_not_of_its_element_type_is_named(tmp_path, element_type, values,
+                                                               index):
+    entry = {"name": "b", "type": "ordered", "element_type": element_type, "values": values}
+    message = one_line_error(write(tmp_path, json.dumps([entry]), "space.json"))
+    assert f"parameter #0 (b).values[{index}]: must be of element_type {element_type}" in message
+    assert message.endswith(f"got {values[index]!r}")
+
+
+def test_list_values_that_are_numeric_strings_are_numbers():
+    space = Space.from_ga_json([
+        {"name": "b", "type": "ordered", "element_type": "int", "values": ["16", 32, 64.0]},
+        {"name": "e", "type": "categorical", "element_type": "float", "values": ["1e-6", 1]}])
+    assert space["b"].values == (16, 32, 64) and all(type(v) is int for v in space["b"].values)
+    assert space["e"].values == (1e-6, 1.0) and all(type(v) is float for v in space["e"].values)
 
 
 def test_an_int_bound_that_is_not_whole_is_refused(tmp_path):
