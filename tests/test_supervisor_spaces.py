@@ -51,6 +51,8 @@ def test_tc1_reads_its_numeric_string_sigma_as_a_number():
 def test_ga_fixtures_read_every_field_ga_utils_reads():
     combo = Space.from_file(SUPPORT / "combo_param_space_ga.json")
     assert combo["epochs"] == Int("epochs", 100, 500, sigma=20)
+    # ga_utils.py itself raises on lower == upper (as in Supervisor's adrp and p1b1 GA spaces);
+    # emews reads it as a fixed value
     assert combo["warmup_epochs"] == Int("warmup_epochs", 20, 20, sigma=20)
     assert combo["epsilon"].values == (1e-6, 1e-8, 1e-10, 1e-12, 1e-14)
     assert isinstance(combo["residual"], Logical)
