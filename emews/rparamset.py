@@ -7,29 +7,45 @@ The subset understood is what CANDLE/Supervisor's mlrMBO workflows use::
       makeIntegerParam("epochs", lower = 2, upper = 5),
       makeDiscreteParam("batch_size", values = c(16, 32, 64)),
       makeDiscreteParam("act", values = list("relu", "tanh")),
-      makeLogicalParam("warmup")
+      makeLogicalParam("warmup"),
+      makeIntegerParam("latent_dim", lower = 1, upper = 9, trafo = function(x) 2L^x)
     )
 
 Arguments go by position (``id``, then ``lower``/``upper`` or ``values``) or by name. Values are
 literals: numbers (``1e-5``, ``-2``, ``5L``), strings, ``TRUE``/``FALSE``, and ``c(...)`` or
-``list(...)`` of them. ``default`` is accepted and ignored (it does not change the search);
-``trafo``, ``requires`` and every other argument are refused with an error that names the file,
-the line and column, the rule and the value. :func:`parse` returns plain
+``list(...)`` of them. ``default`` is accepted and ignored (it does not change the search).
+``trafo`` (numeric and integer parameters) is parsed into a :class:`Trafo` by this grammar,
+and only by it::
+
+    trafo   := "function" "(" NAME ")" ( body | "{" body "}" )
+    body    := product (("+" | "-") product)*
+    product := unary (("*" | "/") unary)*
+    unary   := ("-" | "+") unary | power
+    power   := atom ("^" unary)?                  # right-associative, above unary minus, as in R
+    atom    := NUMBER | NAME | "(" body ")" | ("exp" | "round" | "as.integer") "(" body ")"
+
+where NAME is the function's argument. ``requires`` and every other argument, and any other
+trafo (``function(x) system("...")``), are refused with an error that names the file, the line
+and column, the parameter, the rule and the text. :func:`parse` returns plain
 :class:`ParamSpec` records; :mod:`emews.space` turns them into parameters.
 """
 
+import math
+import operator
 import re
 from dataclasses import dataclass
 
 from .errors import ConfigError
 
-MAKERS = {
-    "makeNumericParam": ("float", ("id", "lower", "upper")),
-    "makeIntegerParam": ("int", ("id", "lower", "upper")),
-    "makeDiscreteParam": ("categorical", ("id", "values")),
-    "makeLogicalParam": ("logical", ("id",)),
+MAKERS = {  # maker: (kind, positional arguments, named-only arguments)
+    "makeNumericParam": ("float", ("id", "lower", "upper"), ("default", "trafo")),
+    "makeIntegerParam": ("int", ("id", "lower", "upper"), ("default", "trafo")),
+    "makeDiscreteParam": ("categorical", ("id", "values"), ("default",)),
+    "makeLogicalParam": ("logical", ("id",), ("default",)),
 }
 IGNORED = ("default",)
+TRAFO_RULE = ("must be function(x) built from numbers, x, + - * / ^, parentheses, exp(), round() "
+              "and as.integer(); R code is never evaluated")
 CONSTANTS = {"TRUE": True, "FALSE": False, "T": True, "F": False, "Inf": float("inf")}
 
 TOKEN = re.compile(r"""
@@ -45,12 +61,13 @@ ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"', "'": "'", "0":
 
 @dataclass(frozen=True)
 class Token:
-    """One token and where it starts (1-based line and column)."""
+    """One token and where it starts (1-based line and column, 0-based offset in the text)."""
 
     kind: str
     text: str
     line: int
     column: int
+    offset: int
 
 
 @dataclass(frozen=True)
@@ -73,7 +90,7 @@ def tokenize(text, path):
                               "is not part of the makeParamSet subset of R", text[position])
         kind, value = match.lastgroup, match.group()
         if kind not in ("space", "comment"):
-            tokens.append(Token(kind, value, line, position - line_start + 1))
+            tokens.append(Token(kind, value, line, position - line_start + 1, position))
         if value == "\n":
             line, line_start = line + 1, match.end()
         position = match.end()
@@ -82,14 +99,14 @@ def tokenize(text, path):
 
 def parse(text, path):
     """The parameters of the file's one ``makeParamSet(...)`` expression."""
-    return _Parser(tokenize(text, path), path).param_set()
+    return _Parser(tokenize(text, path), path, text).param_set()
 
 
 class _Parser:
     """Recursive descent over the tokens; every error names a position."""
 
-    def __init__(self, tokens, path):
-        self.tokens, self.path, self.position = tokens, path, 0
+    def __init__(self, tokens, path, text):
+        self.tokens, self.path, self.text, self.position = tokens, path, text, 0
 
     def where(self, token=None):
         token = token or self.peek()
@@ -164,7 +181,7 @@ class _Parser:
         maker = self.take(kind="name", rule=f"must be one of {', '.join(MAKERS)}").text
         if maker not in MAKERS:
             raise ConfigError(self.where(start), f"must be one of {', '.join(MAKERS)}", maker)
-        kind, positional = MAKERS[maker]
+        kind, positional, named = MAKERS[maker]
         args = {}
         for token, name, index in self.call_arguments():
             if name is None:
@@ -173,14 +190,14 @@ class _Parser:
                                       f"{len(positional)} unnamed arguments "
                                       f"({', '.join(positional)})", token.text)
                 name = positional[index]
-            if name not in positional + IGNORED:
+            if name not in positional + named:
                 raise ConfigError(self.where(token), f"{maker}: argument {name!r} is not "
-                                  f"supported (supported: {', '.join(positional + IGNORED)}); "
-                                  "for a log scale use a GA JSON space with \"log\": true", name)
+                                  f"supported (supported: {', '.join(positional + named)})", name)
             if name in args:
                 raise ConfigError(self.where(token), f"{maker}: argument {name!r} is given "
                                   "twice", name)
-            args[name] = (self.value(), self.where(token))
+            value = self.argument_span() if name == "trafo" else self.value()
+            args[name] = (value, self.where(token))
         if "id" not in args:
             raise ConfigError(self.where(start), f"{maker} needs an id (the parameter name)",
                               None)
@@ -189,7 +206,28 @@ class _Parser:
             raise ConfigError(name_where, f"{maker}: the id must be a non-empty string", name)
         for ignored in IGNORED:
             args.pop(ignored, None)
+        if "trafo" in args:
+            (first, end), at = args["trafo"]
+            args["trafo"] = (_TrafoParser(self, first, end, name).trafo(), at)
         return ParamSpec(kind, name, args, self.where(start))
+
+    def argument_span(self):
+        """Skip one argument's tokens (brackets balanced); return their ``(first, end)`` indices."""
+        first, depth = self.position, 0
+        while True:
+            token = self.peek()
+            if token is None:
+                raise ConfigError(self.where(), "expected ',' or ')' between arguments",
+                                  "end of file")
+            if depth == 0 and token.text in (",", ")"):
+                return first, self.position
+            depth += {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}.get(token.text, 0)
+            self.position += 1
+
+    def source(self, first, end):
+        """The text of tokens ``first`` to ``end - 1``, as written."""
+        last = self.tokens[end - 1]
+        return self.text[self.tokens[first].offset:last.offset + len(last.text)]
 
     def value(self):
         """A literal, or ``c(...)``/``list(...)`` of literals (returned as a list)."""
@@ -246,3 +284,137 @@ def _string(text):
             out.append(body[i])
             i += 1
     return "".join(out)
+
+
+CALLS = {"neg": operator.neg, "+": operator.add, "-": operator.sub, "*": operator.mul,
+         "/": operator.truediv, "exp": math.exp, "round": round, "as.integer": int}
+FUNCTIONS = ("exp", "round", "as.integer")
+MAX_EXACT_EXPONENT = 1024
+
+
+@dataclass(frozen=True)
+class Trafo:
+    """A parsed ``trafo = function(x) ...``: ``text`` as written and ``tree``, its syntax tree.
+
+    Calling it walks the tree; nothing is ever evaluated as code. Integers stay integers where
+    the arithmetic allows (``2L^x`` of an integer ``x`` is an int, ``2^-1`` is 0.5) and
+    ``round``/``as.integer`` give ints (R rounds half to even, as Python does; ``as.integer``
+    truncates toward zero). A result that is not a finite real number raises ``ValueError``.
+    """
+
+    text: str
+    tree: tuple
+
+    def __call__(self, x):
+        try:
+            value = _evaluate(self.tree, x)
+            if not math.isfinite(value):
+                raise ValueError
+        except (ArithmeticError, ValueError):
+            raise ValueError(f"not a finite real number at x = {x!r}") from None
+        return value
+
+
+def _evaluate(node, x):
+    head, *children = node
+    if head == "number":
+        return children[0]
+    if head == "x":
+        return x
+    values = [_evaluate(child, x) for child in children]
+    return _power(*values) if head == "^" else CALLS[head](*values)
+
+
+def _power(base, exponent):
+    """R's ``^``: exact for integers (a negative exponent gives a float), else ``math.pow``."""
+    if isinstance(base, int) and isinstance(exponent, int) and abs(exponent) <= MAX_EXACT_EXPONENT:
+        return base ** exponent
+    return math.pow(base, exponent)
+
+
+class _TrafoParser:
+    """Recursive descent over the tokens of one ``trafo`` argument (grammar at the top)."""
+
+    def __init__(self, parser, first, end, name):
+        self.parser, self.name = parser, name
+        self.tokens, self.position, self.argument = parser.tokens[first:end], 0, None
+        self.text = parser.source(first, end) if end > first else ""
+        self.last = parser.tokens[end - 1] if end > first else parser.tokens[first]
+
+    def fail(self):
+        token = self.peek() or self.last
+        raise ConfigError(f"{self.parser.where(token)}: {self.name}.trafo", TRAFO_RULE,
+                          self.text)
+
+    def peek(self):
+        return self.tokens[self.position] if self.position < len(self.tokens) else None
+
+    def accept(self, *texts):
+        token = self.peek()
+        if token is None or token.text not in texts:
+            return None
+        self.position += 1
+        return token
+
+    def expect(self, text):
+        if self.accept(text) is None:
+            self.fail()
+
+    def trafo(self):
+        self.expect("function")
+        self.expect("(")
+        if self.peek() is None or self.peek().kind != "name":
+            self.fail()
+        self.argument = self.peek().text
+        self.position += 1
+        self.expect(")")
+        braced = self.accept("{")
+        tree = self.sum()
+        if braced:
+            self.expect("}")
+        if self.peek() is not None:
+            self.fail()
+        return Trafo(self.text, tree)
+
+    def sum(self):
+        tree = self.product()
+        while (operator_token := self.accept("+", "-")) is not None:
+            tree = (operator_token.text, tree, self.product())
+        return tree
+
+    def product(self):
+        tree = self.unary()
+        while (operator_token := self.accept("*", "/")) is not None:
+            tree = (operator_token.text, tree, self.unary())
+        return tree
+
+    def unary(self):
+        sign = self.accept("-", "+")
+        if sign is None:
+            return self.power()
+        operand = self.unary()
+        return ("neg", operand) if sign.text == "-" else operand
+
+    def power(self):
+        base = self.atom()
+        return ("^", base, self.unary()) if self.accept("^") is not None else base
+
+    def atom(self):
+        token = self.peek()
+        if token is not None and token.kind == "number":
+            self.position += 1
+            return ("number", _number(token.text))
+        if token is not None and token.text == self.argument:
+            self.position += 1
+            return ("x",)
+        if self.accept("(") is not None:
+            tree = self.sum()
+            self.expect(")")
+            return tree
+        if token is not None and token.text in FUNCTIONS:
+            self.position += 1
+            self.expect("(")
+            tree = self.sum()
+            self.expect(")")
+            return (token.text, tree)
+        return self.fail()

@@ -7,9 +7,17 @@ Types: ``int`` and ``float`` (bounds, optional ``sigma`` for mutation, optional 
 Files (:meth:`Space.from_file` picks the reader by extension, else by content):
 
 * Supervisor's GA JSON parameter sets (a list of objects with ``name``, ``type``,
-  ``lower``/``upper``, ``sigma``, ``log``, ``values``, ``element_type``, ``value``);
+  ``lower``/``upper``, ``sigma``, ``log``, ``values``, ``element_type``, ``value``). Bounds and
+  sigmas are read as Supervisor's ``ga_utils.py`` reads them, with ``int()``/``float()``, so a
+  numeric string (``"sigma": "0.000495"``) is a number (an int bound that is not whole, which
+  ``int()`` would truncate, is refused instead);
 * mlrMBO's R ``makeParamSet(...)`` (``.R`` files), read by :mod:`emews.rparamset` without
-  evaluating anything: numeric, integer, discrete (categorical) and logical parameters.
+  evaluating anything: numeric, integer, discrete (categorical) and logical parameters, and
+  ``trafo`` functions. As in ParamHelpers, the search runs on ``x`` and the model receives
+  ``trafo(x)``: an integer parameter with a trafo is a :class:`TransformedInt` (its values are
+  ``trafo(lower) ... trafo(upper)``, searched by position, that is by ``x``); a numeric one is a
+  :class:`TransformedFloat`, whose trafo must be linear or exponential in ``x`` so that a linear
+  or log scale on its values is ``x``'s scale.
 
 Every point maps to coordinates in [0, 1] (:meth:`Space.to_unit`): a value's position on its
 (log) scale for numbers, the centre of its equal-width bin for integers and list values, so that
@@ -34,8 +42,25 @@ def _logical(value):
     raise ValueError(f"not a logical value: {value!r}")
 
 
-ELEMENT_TYPES = {"string": str, "str": str, "int": int, "float": float,
-                 "logical": _logical, "bool": _logical}
+def _number(value, convert):
+    """``convert`` (int or float) of a number or numeric string, as Supervisor's ga_utils reads
+    GA JSON; ``ValueError`` for anything else, for what is not finite and for a float that is
+    not whole where an int is needed (``int()`` would truncate it)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError(f"not a number: {value!r}")
+    if convert is int and isinstance(value, float) and not value.is_integer():
+        raise ValueError(f"not a whole number: {value!r}")
+    try:
+        number = convert(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number):
+        raise ValueError(f"not a finite number: {value!r}")
+    return number
+
+
+ELEMENT_TYPES = {"string": str, "str": str, "int": lambda v: _number(v, int),
+                 "float": lambda v: _number(v, float), "logical": _logical, "bool": _logical}
 
 
 @dataclass(frozen=True)
@@ -185,6 +210,29 @@ class Ordered(Categorical):
 
 
 @dataclass(frozen=True)
+class TransformedInt(Ordered):
+    """An mlrMBO integer parameter with a trafo: ``x`` in ``[lower, upper]``, value ``trafo(x)``.
+
+    ``values[i]`` is ``trafo(lower + i)``, so searching positions is searching ``x``.
+    """
+
+    trafo: rparamset.Trafo | None = None
+    lower: int = 0
+    upper: int = 0
+
+
+@dataclass(frozen=True)
+class TransformedFloat(Float):
+    """An mlrMBO numeric parameter whose trafo is linear or exponential in ``x``.
+
+    ``lower``/``upper`` are the transformed bounds; the scale is linear for a linear trafo and
+    log for an exponential one, which makes uniform draws of values uniform draws of ``x``.
+    """
+
+    trafo: rparamset.Trafo | None = None
+
+
+@dataclass(frozen=True)
 class Logical(Param):
     """``True`` or ``False``."""
 
@@ -331,26 +379,39 @@ def _ga_param(entry, where):
     return makers[kind](entry, name, where)
 
 
+def _ga_number(entry, key, where, convert=float):
+    """``entry[key]`` read as Supervisor's ga_utils reads it (see :func:`_number`)."""
+    try:
+        return _number(entry.get(key), convert)
+    except ValueError:
+        rule = "an integer" if convert is int else "a finite number"
+        raise ConfigError(f"{where}.{key}", f"must be {rule} (or a string holding one, read "
+                          f"with Python's {convert.__name__}() as Supervisor's ga_utils.py "
+                          "does)", entry.get(key)) from None
+
+
 def _numeric(entry, name, where):
     kind = entry["type"]
-    number = int if kind == "int" else (int, float)
-    for key in ("lower", "upper"):
-        value = entry.get(key)
-        if not isinstance(value, number) or isinstance(value, bool):
-            raise ConfigError(f"{where}.{key}", f"must be a{'n int' if kind == 'int' else ' number'}",
-                              value)
-    lower, upper = entry["lower"], entry["upper"]
+    convert = int if kind == "int" else float
+    lower, upper = (_ga_number(entry, key, where, convert) for key in ("lower", "upper"))
     if not lower <= upper:
         raise ConfigError(f"{where}", "lower <= upper must hold", (lower, upper))
     log = bool(entry.get("log", entry.get("use_log_scale", False)))
     if log and lower <= 0:
         raise ConfigError(f"{where}.lower", "must be > 0 on a log scale", lower)
-    sigma = entry.get("sigma")
-    if sigma is not None and (not isinstance(sigma, (int, float)) or sigma < 0):
-        raise ConfigError(f"{where}.sigma", "must be a non-negative number", sigma)
+    sigma = _ga_sigma(entry, where)
     if kind == "int":
         return Int(name, lower, upper, sigma, log)
-    return Float(name, float(lower), float(upper), sigma, log)
+    return Float(name, lower, upper, sigma, log)
+
+
+def _ga_sigma(entry, where):
+    if entry.get("sigma") is None:
+        return None
+    sigma = _ga_number(entry, "sigma", where)
+    if sigma < 0:
+        raise ConfigError(f"{where}.sigma", "must not be negative", entry["sigma"])
+    return sigma
 
 
 def _choice(entry, name, where):
@@ -363,13 +424,16 @@ def _choice(entry, name, where):
             raise ConfigError(f"{where}.element_type", f"must be one of {sorted(ELEMENT_TYPES)}",
                               element_type)
         convert = ELEMENT_TYPES[element_type]
-        try:
-            values = [convert(v) for v in values]
-        except (TypeError, ValueError):
-            raise ConfigError(f"{where}.values", f"must all be of element_type {element_type}",
-                              values) from None
+        converted = []
+        for i, value in enumerate(values):
+            try:
+                converted.append(convert(value))
+            except ValueError:
+                raise ConfigError(f"{where}.values[{i}]", f"must be of element_type "
+                                  f"{element_type}", value) from None
+        values = converted
     if entry["type"] == "ordered":
-        return Ordered(name, tuple(values), entry.get("sigma"))
+        return Ordered(name, tuple(values), _ga_sigma(entry, where))
     return Categorical(name, tuple(values))
 
 
@@ -399,9 +463,60 @@ def _r_param(spec):
     lower, upper = bounds
     if not lower <= upper:
         raise ConfigError(where, "lower <= upper must hold", (lower, upper))
+    if "trafo" in spec.args:
+        trafo, at = spec.args["trafo"]
+        where = f"{at}: {spec.name}.trafo"
+        if spec.kind == "int":
+            return _transformed_int(spec.name, int(lower), int(upper), trafo, where)
+        return _transformed_float(spec.name, float(lower), float(upper), trafo, where)
     if spec.kind == "int":
         return Int(spec.name, int(lower), int(upper))
     return Float(spec.name, float(lower), float(upper))
+
+
+MAX_TRANSFORMED_VALUES = 100_000
+
+
+def _apply(trafo, x, where):
+    try:
+        return trafo(x)
+    except ValueError as exc:
+        raise ConfigError(where, f"{trafo.text} must give a finite real number for every x in "
+                          f"[lower, upper]: {exc}", x) from None
+
+
+def _transformed_int(name, lower, upper, trafo, where):
+    if upper - lower >= MAX_TRANSFORMED_VALUES:
+        raise ConfigError(where, f"an integer parameter with a trafo may span at most "
+                          f"{MAX_TRANSFORMED_VALUES} values", (lower, upper))
+    values = tuple(_apply(trafo, x, where) for x in range(lower, upper + 1))
+    return TransformedInt(name, values, None, trafo, lower, upper)
+
+
+def _transformed_float(name, lower, upper, trafo, where):
+    xs = [lower + (upper - lower) * i / 16 for i in range(17)]
+    ys = [_apply(trafo, x, where) for x in xs]
+    rule = ("on a numeric parameter the trafo must be linear (x * k + c) or exponential "
+            "(k * 2^x, 10^x, exp(x), k > 0) in x, so that the search runs on x's scale")
+    if any(isinstance(y, int) for y in ys):
+        raise ConfigError(where, rule + "; round() and as.integer() need makeIntegerParam",
+                          trafo.text)
+    if _affine(xs, ys):
+        log = False
+    elif all(y > 0 for y in ys) and _affine(xs, [math.log(y) for y in ys]):
+        log = True
+    else:
+        raise ConfigError(where, rule, trafo.text)
+    return TransformedFloat(name, min(ys[0], ys[-1]), max(ys[0], ys[-1]), None, log, trafo)
+
+
+def _affine(xs, ys):
+    """True when the points ``(xs, ys)`` lie on one straight line (to rounding error)."""
+    if xs[0] == xs[-1]:
+        return True
+    slope = (ys[-1] - ys[0]) / (xs[-1] - xs[0])
+    tolerance = 1e-9 * max(abs(y) for y in ys)
+    return all(abs(y - ys[0] - slope * (x - xs[0])) <= tolerance for x, y in zip(xs, ys))
 
 
 def _r_values(spec, where):

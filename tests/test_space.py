@@ -43,7 +43,9 @@ def test_log_scale_samples_spread_over_decades():
 @pytest.mark.parametrize("entry, fragment", [
     ({"name": "a", "type": "int", "lower": 5, "upper": 1}, "lower <= upper"),
     ({"name": "a", "type": "cube"}, ".type: must be one of"),
-    ({"name": "a", "type": "float", "lower": "0", "upper": 1}, ".lower: must be a number"),
+    ({"name": "a", "type": "float", "lower": "zero", "upper": 1}, ".lower: must be a finite number"),
+    ({"name": "a", "type": "int", "lower": "1.5", "upper": 3}, ".lower: must be an integer"),
+    ({"name": "a", "type": "float", "lower": 0, "upper": 1, "sigma": "-1"}, "must not be negative"),
     ({"name": "a", "type": "categorical", "values": []}, ".values: must be a non-empty list"),
     ({"type": "int"}, ".name: must be a non-empty string"),
     ({"name": "a", "type": "float", "lower": 0.0, "upper": 1.0, "log": True}, "> 0 on a log"),
