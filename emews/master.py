@@ -40,17 +40,20 @@ class Master:
     """Runs one study's message loop on rank 0.
 
     ``limits`` is a :class:`~emews.algorithm.Stopper` holding the study's stopping rules (with
-    the evaluations of earlier runs already counted); ``requeue`` lists the points a killed run
-    left unfinished, as ``(id, params, attempt)``: when the ME proposes one of them again, it
-    runs as that point's next attempt instead of a new point.
+    the evaluations of earlier runs already counted). A resumed study passes what earlier runs
+    left: ``requeue`` lists the points they left unfinished, as ``(id, params, attempt)``: when
+    the ME proposes one of them again, it runs as that point's next attempt instead of a new
+    point; ``known`` lists finished points the ME has not been told of, as ``(id, params,
+    value)``: when it proposes one again (a search restored from its checkpoint does), it gets
+    the stored value at once. ``first_seq`` numbers the ME's proposals (the ``seq`` column).
     """
 
     def __init__(self, pool, store, mode="batch", progress=None, first_id=0, policy=None,
-                 limits=None, requeue=()):
+                 limits=None, requeue=(), known=(), first_seq=0):
         self.pool, self.store, self.mode, self.progress = pool, store, mode, progress
         self.policy = policy or FailurePolicy()
         self.limits = limits or Stopper()
-        self.next_id = first_id
+        self.next_id, self.first_seq = first_id, first_seq
         self.put = 0                       # points received from the ME, in its order
         self.index = {}                    # task id -> the ME's number for the point
         self.waiting = collections.deque()
@@ -59,6 +62,9 @@ class Master:
         self.requeue = collections.defaultdict(collections.deque)
         for i, params, attempt in requeue:
             self.requeue[point_key(params)].append((i, attempt))
+        self.known = collections.defaultdict(collections.deque)
+        for i, params, value in known:
+            self.known[point_key(params)].append((i, value))
 
     def run(self, settings):
         """Serve the ME until it sends ``DONE`` (or a limit ends the study); return the final
@@ -102,32 +108,49 @@ class Master:
     def _enqueue(self, message):
         """Queue the message's points (as many as the limits allow); return their ids."""
         self.limits.iterations += 1
-        tasks = []
+        ids, tasks, seqs = [], [], {}
         for params in eqpy.split_points(message):
             index, self.put = self.put, self.put + 1
-            if self._allowed() <= len(tasks):
+            known = self._pop(self.known, params)
+            if known is not None:
+                i, value = known
+                self.unreported[i] = value
+            elif self._allowed() <= len(tasks):
                 continue
-            task = self._task(params)
-            self.index[task.id] = index
-            tasks.append(task)
+            else:
+                task = self._task(params)
+                tasks.append(task)
+                i, seqs[task.id] = task.id, self.first_seq + index
+            self.index[i] = index
+            ids.append(i)
         self.waiting.extend(tasks)
         ranks = dict(self._submit_waiting())
-        self.store.add([(t.id, t.params, t.run_id, ranks.pop(t.id, None))
+        self.store.add([(t.id, t.params, t.run_id, ranks.pop(t.id, None), seqs[t.id])
                         for t in tasks if t.attempt == 1])
         self.store.requeue([(t.id, t.attempt, t.run_id) for t in tasks if t.attempt > 1])
         self.store.mark_running(ranks.items())
         self.store.commit()
-        return [t.id for t in tasks]
+        return ids
+
+    @staticmethod
+    def _pop(table, params):
+        """The first entry of ``table`` (point key -> deque) for ``params``, taken out."""
+        if not table:
+            return None
+        key = point_key(json.loads(params))
+        if not table.get(key):
+            return None
+        entry = table[key].popleft()
+        if not table[key]:
+            del table[key]
+        return entry
 
     def _task(self, params):
         """A new point, or the next attempt of a point a killed run left unfinished."""
-        if self.requeue:
-            key = point_key(json.loads(params))
-            if self.requeue.get(key):
-                i, attempt = self.requeue[key].popleft()
-                if not self.requeue[key]:
-                    del self.requeue[key]
-                return Task(i, params, run_id(i, attempt + 1), attempt + 1)
+        requeued = self._pop(self.requeue, params)
+        if requeued is not None:
+            i, attempt = requeued
+            return Task(i, params, run_id(i, attempt + 1), attempt + 1)
         i, self.next_id = self.next_id, self.next_id + 1
         return Task(i, params, run_id(i))
 

@@ -12,7 +12,11 @@ Settings keys: ``algorithm``, ``options``, ``space`` (a space-file path or a GA 
 ``seed``, ``mode``, ``slots``, ``batch_size``, ``stop`` (keyword arguments of
 :class:`~emews.algorithm.Stopper`), ``history`` (``[point, value]`` pairs of a resumed run,
 ``null`` for a failure)
-and ``pending`` (points that were running when that run was killed).
+``pending`` (points that were running when that run was killed) and ``checkpoint``
+(``store``, ``name``, ``restore``): in batch mode the driver saves the algorithm's state and its
+own in the study's store after every tell, and a resumed study restores them (``put_base`` is
+then the number of points proposed before the checkpoint), so that a seeded search proposes
+exactly what an uninterrupted one would.
 """
 
 import collections
@@ -29,7 +33,12 @@ def run():
     eqpy.OUT_put(eqpy.PARAMS)
     settings = json.loads(_read_settings(eqpy.IN_get()))
     search = Search.from_settings(settings)
-    reason = search.run_async() if settings.get("mode", "batch") == "async" else search.run_batch()
+    try:
+        reason = search.run_async() if settings.get("mode", "batch") == "async" \
+            else search.run_batch()
+    finally:
+        if search.checkpoint is not None:
+            search.checkpoint.close()
     eqpy.OUT_put(eqpy.DONE)
     eqpy.OUT_put(json.dumps(search.final_message(reason)))
 
@@ -67,18 +76,46 @@ class Search:
         self.replayed = collections.Counter(point_key(p) for p in self.pending)
         self.best_point, self.best_value = None, math.inf
         self.next_index = 0
+        self.put_base = 0
+        self.checkpoint = None
 
     @classmethod
     def from_settings(cls, settings):
-        """Build a search from a settings dict and tell it a resumed run's history."""
+        """Build a search from a settings dict; restore it from its checkpoint, or tell it a
+        resumed run's history."""
         search = cls(build_algorithm(settings), Stopper(**settings.get("stop", {})),
                      settings.get("slots", 1), settings.get("batch_size"),
                      settings.get("pending", ()))
+        where = settings.get("checkpoint")
+        if where and settings.get("mode", "batch") == "batch":
+            search.checkpoint = Checkpoint(where["store"], where["name"])
+            if where.get("restore"):
+                search.restore(*search.checkpoint.load())
         history = settings.get("history", [])
         if history:
             points, values = zip(*history)
             search.tell(list(points), [math.nan if v is None else float(v) for v in values])
         return search
+
+    def driver_state(self):
+        """The driver's own part of a checkpoint (JSON-serializable)."""
+        stopper = self.stopper
+        return {"put": self.put_base + self.next_index, "evaluations": stopper.evaluations,
+                "iterations": stopper.iterations, "last_improvement": stopper.last_improvement,
+                "best": None if math.isinf(stopper.best) else stopper.best,
+                "best_point": self.best_point,
+                "best_value": None if math.isinf(self.best_value) else self.best_value}
+
+    def restore(self, state, driver):
+        """Continue from a checkpoint: the algorithm's ``state`` and :meth:`driver_state`."""
+        self.algorithm.restore(state)
+        self.put_base = driver["put"]
+        self.stopper.evaluations, self.stopper.iterations = driver["evaluations"], \
+            driver["iterations"]
+        self.stopper.last_improvement = driver["last_improvement"]
+        self.stopper.best = math.inf if driver["best"] is None else driver["best"]
+        self.best_point = driver["best_point"]
+        self.best_value = math.inf if driver["best_value"] is None else driver["best_value"]
 
     def tell(self, points, values):
         """Pass results to the algorithm and the stopper; keep the best point."""
@@ -137,6 +174,8 @@ class Search:
                 return "the algorithm proposed no points"
             self._put(points)
             self.tell(points, eqpy.decode_results(eqpy.IN_get()))
+            if self.checkpoint is not None:
+                self.checkpoint.save(self)
         return reason
 
     def run_async(self):
@@ -163,3 +202,26 @@ class Search:
                 "evaluations": self.stopper.evaluations,
                 "iterations": self.stopper.iterations,
                 "stop_reason": reason}
+
+
+class Checkpoint:
+    """The search's checkpoint in the study's store (a connection of the ME thread's own)."""
+
+    def __init__(self, store_path, name):
+        from .store import Store
+
+        self.store, self.name = Store(store_path, create=False), name
+
+    def save(self, search):
+        """Save the algorithm's state and the driver's, if the algorithm has a state."""
+        state = search.algorithm.state()
+        if state is not None:
+            self.store.save_checkpoint(self.name, state, search.driver_state())
+
+    def load(self):
+        """``(state, driver)`` as saved."""
+        return self.store.checkpoint(self.name)
+
+    def close(self):
+        """Close the connection."""
+        self.store.close()

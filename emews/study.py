@@ -43,6 +43,7 @@ from .store.lock import TOKEN_VARIABLE
 
 MPI_ENVIRONMENT = ("PMI_RANK", "PMI_SIZE", "PMIX_RANK", "OMPI_COMM_WORLD_SIZE")
 SPAWNED_VARIABLE = "EMEWS_SPAWNED"   # set for a job that ``emews run`` started: it reports
+CHECKPOINT = "me"                    # the ME driver's checkpoint in the store
 LIMITS = ("budget", "max_iterations", "patience", "target", "max_time")
 MAX_INTERRUPTIONS = 3                # a point interrupted this often is not run again
 
@@ -376,7 +377,10 @@ def _master(expdir, cfg, pool):
         classic = not isinstance(module, type) or not issubclass(module, Algorithm)
         policy = FailurePolicy.from_config(cfg.failure)
         requeue = _resume_unfinished(store)
-        settings = _settings(cfg, store, pool.slots, classic, requeue)
+        mode = "batch" if classic else study["mode"]
+        restore = not classic and _restorable(store, mode)
+        told = {} if restore else None
+        settings = _settings(cfg, store, pool.slots, classic, requeue, policy, told)
         experiment.write_json(expdir / "settings.json", settings)
         store.set_meta("started", time.time())
         store.set_meta("master", {"host": socket.gethostname(), "pid": os.getpid()})
@@ -390,9 +394,11 @@ def _master(expdir, cfg, pool):
         limits = Stopper(**cfg.stop)
         limits.record([math.nan] * done)
         limits.best = best["result"] if best else math.inf
-        master = Master(pool, store, "batch" if classic else study["mode"], progress,
-                        first_id=store.next_id(), policy=policy, limits=limits,
-                        requeue=[(row["id"], row["params"], row["attempt"]) for row in requeue])
+        master = Master(pool, store, mode, progress, first_id=store.next_id(), policy=policy,
+                        limits=limits,
+                        requeue=[(row["id"], row["params"], row["attempt"]) for row in requeue],
+                        known=told.values() if restore else (),
+                        first_seq=settings["put_base"] if restore else store.next_seq())
         eqpy.init(module if classic else "emews.me")
         try:
             final = master.run(str(expdir / "settings.json"))
@@ -432,20 +438,51 @@ def _resume_unfinished(store):
     return [row for row in rows if row["interruptions"] < MAX_INTERRUPTIONS]
 
 
-def _settings(cfg, store, slots, classic, requeue):
+def _restorable(store, mode):
+    """True when the search resumes from its checkpoint: in batch mode, where a checkpoint
+    (taken after each tell) covers every point proposed before it."""
+    return mode == "batch" and store.checkpoint(CHECKPOINT) is not None
+
+
+def _settings(cfg, store, slots, classic, requeue, policy, told=None):
+    """What the ME reads at the handshake.
+
+    A search restored from its checkpoint (``told`` is a dict) is told nothing: the points it
+    proposed after the checkpoint are filled into ``told`` (id -> ``(id, params, value)``) for
+    the master to answer from the store when the search proposes them again. Otherwise the
+    search is told every finished point (``history``) and proposes the unfinished ones again
+    first (``pending``).
+    """
     study = cfg.study
     finished = store.rows("done", "failed")
-    history = [[row["params"], row["result"]] for row in finished]
-    pending = [row["params"] for row in requeue]
-    resumes = store.meta("resumes", 0) + (1 if history or pending else 0)
+    settings = {"algorithm": study["algorithm"], "options": cfg.algorithm,
+                "space": study["space"], "seed": study["seed"],
+                "mode": "batch" if classic else study["mode"], "slots": slots,
+                "batch_size": study["batch_size"], "stop": cfg.stop, "history": [],
+                "pending": [], "checkpoint": {"store": store.path, "name": CHECKPOINT,
+                                              "restore": told is not None}}
+    if told is not None:
+        _, driver = store.checkpoint(CHECKPOINT)
+        settings["put_base"] = driver["put"]
+        told.update((row["id"], (row["id"], row["params"], told_value(row, policy)))
+                    for row in finished if row["seq"] is not None and row["seq"] >= driver["put"])
+        return settings
+    settings["history"] = [[row["params"], None if math.isnan(value) else value]
+                           for row in finished for value in [told_value(row, policy)]]
+    settings["pending"] = [row["params"] for row in requeue]
+    resumes = store.meta("resumes", 0) + (1 if finished or requeue else 0)
     store.set_meta("resumes", resumes)
-    seed = study["seed"]
-    if seed is not None and resumes:
-        seed += 7919 * resumes  # a resumed search must not replay its first proposals
-    return {"algorithm": study["algorithm"], "options": cfg.algorithm, "space": study["space"],
-            "seed": seed, "mode": "batch" if classic else study["mode"], "slots": slots,
-            "batch_size": study["batch_size"], "stop": cfg.stop, "history": history,
-            "pending": pending}
+    if study["seed"] is not None and resumes:
+        settings["seed"] += 7919 * resumes  # a resumed search must not replay its proposals
+    return settings
+
+
+def told_value(row, policy):
+    """What the search was told of a finished point: its result, or the policy's value for a
+    failure (its penalty, else NaN)."""
+    if row["status"] == "done":
+        return row["result"]
+    return math.nan if policy.penalty is None else policy.penalty
 
 
 def _parse_final(text):

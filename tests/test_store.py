@@ -18,7 +18,7 @@ from emews.store.filesystem import NETWORK_FILESYSTEMS, journal_mode
 
 def test_add_records_handed_out_points_as_running_and_the_rest_as_queued(tmp_path):
     store = Store(tmp_path / "results.db")
-    store.add([(0, '{"x": 1}', "RUN000000", 2), (1, '{"x": 2}', "RUN000001", None)])
+    store.add([(0, '{"x": 1}', "RUN000000", 2, 0), (1, '{"x": 2}', "RUN000001", None, 1)])
     store.commit()
     rows = store.rows()
     assert [(r["status"], r["rank"], r["run_id"]) for r in rows] == [
@@ -29,8 +29,8 @@ def test_add_records_handed_out_points_as_running_and_the_rest_as_queued(tmp_pat
 
 def test_every_attempt_is_kept_with_its_error_and_resume_marks_unfinished_interrupted(tmp_path):
     store = Store(tmp_path / "results.db")
-    store.add([(0, '{"x": 1}', "RUN000000", 1), (1, '{"x": 2}', "RUN000001", 2),
-               (2, '{"x": 3}', "RUN000002", None)])
+    store.add([(0, '{"x": 1}', "RUN000000", 1, 0), (1, '{"x": 2}', "RUN000001", 2, 1),
+               (2, '{"x": 3}', "RUN000002", None, 2)])
     store.finish([(0, 1, Outcome(math.nan, "failed", "boom", "tail 1"), 1, "queued")])
     store.requeue([(0, 2, "RUN000000-2")])
     store.mark_running([(0, 1)])
@@ -48,7 +48,7 @@ def test_every_attempt_is_kept_with_its_error_and_resume_marks_unfinished_interr
 
 def test_cancel_marks_queued_and_running_points_and_leaves_finished_ones(tmp_path):
     store = Store(tmp_path / "results.db")
-    store.add([(0, "{}", "RUN000000", 1), (1, "{}", "RUN000001", None)])
+    store.add([(0, "{}", "RUN000000", 1, 0), (1, "{}", "RUN000001", None, 1)])
     store.finish([(0, 1, Outcome(1.0), 1, "done")])
     store.cancel([0, 1], "cancelled: test")
     store.commit()
@@ -59,7 +59,7 @@ def test_cancel_marks_queued_and_running_points_and_leaves_finished_ones(tmp_pat
 
 def test_log_tails_are_bounded_and_lone_surrogates_are_stored(tmp_path):
     store = Store(tmp_path / "results.db")
-    store.add([(0, "{}", "RUN000000", 1)])
+    store.add([(0, "{}", "RUN000000", 1, 0)])
     huge = "x" * 200_000 + "\udcff end"
     store.finish([(0, 1, Outcome(math.nan, "failed", "bad \udc80 byte", huge), 1, "failed")])
     store.commit()
@@ -108,14 +108,14 @@ def test_a_corrupt_or_missing_store_gives_one_line(tmp_path):
 def test_a_full_disk_gives_one_line_and_keeps_what_was_committed(tmp_path):
     path = tmp_path / "results.db"
     store = Store(path)
-    store.add([(0, "{}", "RUN000000", 1)])
+    store.add([(0, "{}", "RUN000000", 1, 0)])
     store.close()
     script = ("import resource, sys; from emews.store import Store\n"
               "from emews.errors import StoreError\n"
               "s = Store(sys.argv[1])\n"
               "resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))\n"
               "try:\n"
-              "    s.add([(i, '{\"pad\": \"' + 'x' * 1000 + '\"}', 'RUN', 1) "
+              "    s.add([(i, '{\"pad\": \"' + 'x' * 1000 + '\"}', 'RUN', 1, i) "
               "for i in range(1, 1000)]); s.commit()\n"
               "except StoreError as e:\n    print(e)\n")
     done = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True,

@@ -2,7 +2,8 @@
 
 ::
 
-    evaluations  one row per point: its latest attempt's state (what users query)
+    evaluations  one row per point: its latest attempt's state (what users query); ``seq`` is
+                 the point's place in the order the ME proposed them
     attempts     one row per finished attempt of a point: done, failed, cancelled, interrupted
     meta         key -> JSON value (settings of the run, stop reason, changes made on resume)
     checkpoints  the ME's saved state after each tell (one row, replaced)
@@ -27,7 +28,8 @@ CREATE TABLE evaluations (
     run_id    TEXT,
     queued    REAL,
     started   REAL,
-    finished  REAL
+    finished  REAL,
+    seq       INTEGER
 )""".format(statuses=", ".join(f"'{s}'" for s in STATUSES))
 
 ATTEMPTS = """
@@ -60,7 +62,7 @@ PRAGMA user_version = {VERSION};
 FROM_1 = f"""
 ALTER TABLE evaluations RENAME TO evaluations_v1;
 {EVALUATIONS};
-INSERT INTO evaluations SELECT * FROM evaluations_v1;
+INSERT INTO evaluations SELECT *, id FROM evaluations_v1;
 DROP TABLE evaluations_v1;
 {INDEX};
 {ATTEMPTS};

@@ -88,16 +88,17 @@ class Store:
     # --- writes (buffered until commit) ------------------------------------------------------
 
     def add(self, rows):
-        """Insert new points: ``(id, params_json, run_id, rank)`` tuples.
+        """Insert new points: ``(id, params_json, run_id, rank, seq)`` tuples.
 
         A point with a rank was handed to that worker at once (``running``); one whose rank
         is ``None`` waits for a free worker (``queued``).
         """
         now = time.time()
-        self._write("INSERT INTO evaluations (id, params, status, run_id, queued, rank, started) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        self._write("INSERT INTO evaluations (id, params, status, run_id, queued, rank, started, "
+                    "seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     [(i, params, "queued" if rank is None else "running", run_id, now, rank,
-                      None if rank is None else now) for i, params, run_id, rank in rows])
+                      None if rank is None else now, seq)
+                     for i, params, run_id, rank, seq in rows])
 
     def mark_running(self, rows):
         """Points handed to a worker: ``(id, rank)`` tuples."""
@@ -230,6 +231,10 @@ class Store:
     def next_id(self):
         """The id the next new point gets."""
         return self._read("SELECT COALESCE(MAX(id) + 1, 0) FROM evaluations")[0][0]
+
+    def next_seq(self):
+        """The place in the ME's order of the next point it proposes."""
+        return self._read("SELECT COALESCE(MAX(seq) + 1, 0) FROM evaluations")[0][0]
 
 
 def bounded(text, limit=LOG_TAIL_BYTES):
