@@ -306,8 +306,10 @@ class Conformance:
         state = original.state()
 
         def finish(algorithm):
-            """Results of the points in flight, out of order, then more rounds."""
-            algorithm.tell(running[::-1], [self.objective(p) for p in running[::-1]])
-            return self.rounds(algorithm, after)
+            """A point asked while those run, all their results out of order, more rounds."""
+            more = algorithm.ask(1)
+            told = running[::-1] + more
+            algorithm.tell(told, [self.objective(p) for p in told])
+            return [more] + self.rounds(algorithm, after)
 
         assert running and finish(self.restored(settings, state)) == finish(original)
