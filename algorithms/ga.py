@@ -40,7 +40,12 @@ Design choices:
   then at random); later they join the parents of the next generation (``ga_async``: they enter
   the population like any result).
 * DEAP draws from Python's global ``random``; the GA swaps its own generator state in around
-  every DEAP call, so a seed makes it repeatable whatever else uses ``random``.
+  every DEAP call and the global state back after it, so a seed makes it repeatable whatever
+  else uses ``random``, and the GA never moves the global state. (The swap is not atomic: code
+  on another thread drawing from ``random`` during a GA call would see the GA's stream.)
+* ``state()`` is plain JSON: both generators' states, every individual (genes and fitness;
+  one entry per object, so the generation, its queue and the points in flight share them as
+  they did), the values of every told point and the counters.
 * A GA that breeds nothing but points it has values for (a small space, used up) for 100
   generations (``ga_async``: children) in a row is done.
 """
@@ -51,8 +56,8 @@ import math
 import random
 from pathlib import Path
 
-from emews.algorithm import (Algorithm, check_choice, check_number, is_failure, optional_import,
-                             point_key)
+from emews.algorithm import (Algorithm, check_choice, check_number, check_text, is_failure,
+                             optional_import, pack_state, point_key, unpack_state)
 from emews.errors import ConfigError
 from emews.space import Categorical, Logical, Ordered
 
@@ -65,6 +70,9 @@ STALLED = 100   # generations (ga) or children (ga_async) in a row with no new p
 
 class GA(Algorithm):
     """Generational GA (DEAP ``eaSimple`` or ``eaMuPlusLambda``) on ask/tell."""
+
+    groups = ("queue", "offspring", "population", "immigrants")   # lists of individuals
+    counters = ("generation", "stale")
 
     def __init__(self, space, seed=None, population_size=20, generations=None,
                  strategy="mu_plus_lambda", offspring_proportion=0.5, mutation_prob=0.8,
@@ -89,7 +97,8 @@ class GA(Algorithm):
         check_number("mutation_indpb", mutation_indpb, 0, 1)
         check_number("crossover_indpb", crossover_indpb, 0, 1)
         check_number("tournament_size", tournament_size, 1, integer=True)
-        self.seeds = read_population(Path(population_file), space) if population_file else []
+        self.seeds = read_population(Path(check_text("population_file", population_file)),
+                                     space) if population_file is not None else []
         self.individual = _individual_class()
         self.toolbox = base.Toolbox()
         self.toolbox.register("mate", tools.cxUniform, indpb=crossover_indpb)
@@ -140,6 +149,41 @@ class GA(Algorithm):
         return self.stalled or (self.generations is not None and
                                 self.generation >= self.generations and
                                 not self.queue and not self.waiting)
+
+    def state(self):
+        table, index = [], {}
+
+        def ref(individual):
+            if id(individual) not in index:
+                index[id(individual)] = len(table)
+                table.append([list(individual), list(individual.fitness.values) or None])
+            return index[id(individual)]
+
+        groups = {name: None if getattr(self, name) is None else
+                  [ref(i) for i in getattr(self, name)] for name in self.groups}
+        waiting = {key: [ref(i) for i in individuals] for key, individuals in self.waiting.items()}
+        return pack_state(self, {
+            "random": self.random_state, "rng": self.rng.bit_generator.state,
+            "known": {key: fitness[0] for key, fitness in self.known.items()},
+            "individuals": table, "groups": groups, "waiting": waiting,
+            "counters": {name: getattr(self, name) for name in self.counters}})
+
+    def restore(self, state):
+        data = unpack_state(self, state)
+        version, internal, gauss = data["random"]
+        self.random_state = (version, tuple(internal), gauss)
+        self.rng.bit_generator.state = data["rng"]
+        self.known = {key: (fitness,) for key, fitness in data["known"].items()}
+        table = []
+        for genes, fitness in data["individuals"]:
+            table.append(self.individual(genes))
+            if fitness is not None:
+                table[-1].fitness.values = tuple(fitness)
+        for name, refs in data["groups"].items():
+            setattr(self, name, None if refs is None else [table[i] for i in refs])
+        self.waiting = {key: [table[i] for i in refs] for key, refs in data["waiting"].items()}
+        for name, value in data["counters"].items():
+            setattr(self, name, value)
 
     @property
     def stalled(self):
@@ -242,10 +286,10 @@ class SteadyStateGA(GA):
     ``strategy`` and ``offspring_proportion`` do not apply.
     """
 
-    def __init__(self, space, seed=None, **options):
-        super().__init__(space, seed, **options)
-        self.starters = None   # initial individuals still to propose
-        self.proposed = 0
+    groups = GA.groups + ("starters",)
+    counters = GA.counters + ("proposed",)
+    starters = None   # initial individuals still to propose (a list from the first ask on)
+    proposed = 0      # points proposed so far
 
     def ask(self, n):
         if self.starters is None:

@@ -42,12 +42,18 @@ Design choices (mlrMBO's defaults unless said otherwise):
   random one.
 * ``max_budget`` (evaluations in all, the design included; mlrMBO's ``max.evals``) and
   ``max_iterations`` (model-based rounds; mlrMBO's ``iters``) make the algorithm done.
+* ``max_features`` is the share of the parameters each split considers, in (0, 1] (an integer
+  1 means all of them, not one parameter as in scikit-learn).
+* ``state()`` is plain JSON: the generator's state, every told point (unit coordinates) with its
+  value, the points in flight, the rest of the design and the iteration count. The forest is
+  refitted from them at every proposal, so nothing else is needed: about 60 kB at n = 200 on
+  the 7-parameter test space.
 """
 
 import numpy as np
 
 from emews.algorithm import (Algorithm, check_choice, check_number, failure_value,
-                             optional_import, point_key)
+                             optional_import, pack_state, point_key, unpack_state)
 from emews.space import Categorical, Logical, Ordered
 
 INFILL = ("cb", "ei")
@@ -85,7 +91,8 @@ class MBO(Algorithm):
         self.max_iterations = check_number("max_iterations", max_iterations, 1, integer=True,
                                            allow_none=True)
         self.forest = {"n_estimators": check_number("n_trees", n_trees, 2, integer=True),
-                       "max_features": check_number("max_features", max_features, 0, 1),
+                       "max_features": float(check_number("max_features", max_features,
+                                                          maximum=1, above=0)),
                        "min_samples_leaf": check_number("min_samples_leaf", min_samples_leaf,
                                                         1, integer=True)}
         self.se_method = check_choice("se_method", se_method, SE_METHODS)
@@ -138,6 +145,17 @@ class MBO(Algorithm):
             return True
         return (self.max_iterations is not None and self.iterations >= self.max_iterations
                 and self.design is not None and not self.design)
+
+    def state(self):
+        return pack_state(self, {"rng": self.rng.bit_generator.state, "X": self.X, "y": self.y,
+                                 "in_flight": self.in_flight, "design": self.design,
+                                 "iterations": self.iterations})
+
+    def restore(self, state):
+        data = unpack_state(self, state)
+        self.rng.bit_generator.state = data["rng"]
+        self.X, self.y, self.in_flight = data["X"], data["y"], data["in_flight"]
+        self.design, self.iterations = data["design"], data["iterations"]
 
     # --- internals --------------------------------------------------------------------------
 

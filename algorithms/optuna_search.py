@@ -9,26 +9,55 @@ count towards ``n_startup_trials`` and inform the sampler; CMA-ES, which learns 
 own generations, is warm-started from them instead (Optuna's ``source_trials``, or ``x0`` at
 the best of a short history) when the first point is asked, unless ``x0``/``sigma0`` are set.
 
-Options: ``sampler`` (``tpe``, ``cmaes``, ``gp``, ``random``, ``qmc``) and every keyword of
-that sampler's constructor except ``seed`` (e.g. ``n_startup_trials``, ``multivariate``,
-``n_ei_candidates``, ``sigma0``, ``popsize``, ``restart_strategy``), checked against its
-signature. Optuna's ``GPSampler`` needs PyTorch, which emews does not install.
+Options: ``sampler`` (``tpe``, ``cmaes``, ``gp``, ``random``, ``qmc``) and the keywords of
+that sampler's constructor that a configuration can set (:data:`SAMPLER_OPTIONS`: not ``seed``,
+which is the study's, nor those that take Python objects or that Optuna has made no-ops), each
+value checked by its rule. ``x0`` (CMA-ES's start) is a table of a value for every integer,
+float and ordered parameter, in the space's own values. Optuna's ``GPSampler`` needs PyTorch,
+which emews does not install.
+
+``state()`` pickles the study's in-memory storage (every trial, running ones included, and the
+samplers' own records, such as CMA-ES's optimizer) and the sampler (its random states), with
+the running trials' numbers by point: about 0.2 MB at n = 200 on the 7-parameter test space.
 
 Types: floats and integers with their log scales, ordered values as an integer position (so
 samplers see their order), categorical and logical values as Optuna categories.
 """
 
+import functools
 import importlib.util
 import warnings
 
-from emews.algorithm import (Algorithm, check_choice, check_keywords, is_failure,
-                             optional_import, point_key)
+from emews.algorithm import (Algorithm, check_choice, check_flag, check_number, is_failure,
+                             optional_import, pack_state, point_key, unpack_state)
 from emews.errors import ConfigError
 from emews.space import Categorical, Logical, Ordered
 
 SAMPLERS = {"tpe": "TPESampler", "cmaes": "CmaEsSampler", "gp": "GPSampler",
             "random": "RandomSampler", "qmc": "QMCSampler"}
 WARM_START_TRIALS = 10   # WS-CMA-ES keeps the best tenth of the source trials: at least one
+COUNT = functools.partial(check_number, minimum=0, integer=True)
+POSITIVE = functools.partial(check_number, above=0)
+# option -> rule (a function of the name and the value), per sampler; CMA-ES also takes x0
+SAMPLER_OPTIONS = {
+    "tpe": {"n_startup_trials": COUNT, "n_ei_candidates": functools.partial(
+                check_number, minimum=1, integer=True),
+            "multivariate": check_flag, "group": check_flag, "constant_liar": check_flag,
+            "consider_prior": check_flag, "prior_weight": POSITIVE,
+            "consider_magic_clip": check_flag, "consider_endpoints": check_flag,
+            "warn_independent_sampling": check_flag},
+    "cmaes": {"sigma0": POSITIVE, "n_startup_trials": COUNT,
+              "popsize": functools.partial(check_number, minimum=4, integer=True),
+              "use_separable_cma": check_flag, "with_margin": check_flag, "lr_adapt": check_flag,
+              "consider_pruned_trials": check_flag, "warn_independent_sampling": check_flag},
+    "gp": {"n_startup_trials": COUNT, "deterministic_objective": check_flag,
+           "warn_independent_sampling": check_flag},
+    "random": {},
+    "qmc": {"qmc_type": functools.partial(check_choice, choices=("sobol", "halton")),
+            "scramble": check_flag, "warn_asynchronous_seeding": check_flag,
+            "warn_independent_sampling": check_flag},
+}
+CMA_VARIANTS = ("lr_adapt", "use_separable_cma", "with_margin")   # at most one of them
 
 
 class OptunaSearch(Algorithm):
@@ -45,14 +74,15 @@ class OptunaSearch(Algorithm):
                               "is not installed: pip install torch (or choose sampler = "
                               "\"tpe\", \"cmaes\", \"random\" or \"qmc\")", sampler)
         self.sampler_class = getattr(optuna.samplers, SAMPLERS[sampler])
-        check_keywords(self.sampler_class, sampler_options, exclude=("seed",))
-        self.sampler_options = sampler_options
+        self.sampler_options = _check_sampler_options(sampler, sampler_options, space)
         optuna.logging.set_verbosity(optuna.logging.WARNING)
+        self.storage = optuna.storages.InMemoryStorage()
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            self.study = optuna.create_study(direction="minimize", sampler=self._sampler())
+            warnings.simplefilter("ignore")   # Optuna's experimental and deprecated options
+            self.study = optuna.create_study(storage=self.storage, study_name="emews",
+                                             direction="minimize", sampler=self._sampler())
         self.distributions = {p.name: _distribution(p) for p in space.free}
-        self.trials = {}            # point key -> running trials at that point
+        self.trials = {}            # point key -> numbers of the running trials at that point
         self.warm_started = sampler != "cmaes" or bool(
             {"x0", "sigma0", "source_trials", "use_separable_cma"} & set(sampler_options))
 
@@ -65,7 +95,7 @@ class OptunaSearch(Algorithm):
                 warnings.simplefilter("ignore")
                 trial = self.study.ask(self.distributions)
             point = self.space.point([_decode(p, trial.params[p.name]) for p in self.space.free])
-            self.trials.setdefault(point_key(point), []).append(trial)
+            self.trials.setdefault(point_key(point), []).append(trial.number)
             points.append(point)
         return points
 
@@ -90,8 +120,24 @@ class OptunaSearch(Algorithm):
                     value=None if failed else float(value),
                     state=TrialState.FAIL if failed else TrialState.COMPLETE))
 
+    def state(self):
+        return pack_state(self, {"storage": self.storage, "sampler": self.study.sampler,
+                                 "trials": self.trials, "warm_started": self.warm_started},
+                          pickled=True)
+
+    def restore(self, state):
+        import optuna
+
+        data = unpack_state(self, state)
+        self.storage, self.trials = data["storage"], data["trials"]
+        self.warm_started = data["warm_started"]
+        self.study = optuna.Study(study_name="emews", storage=self.storage,
+                                  sampler=data["sampler"])
+
     def _sampler(self, **extra):
-        return self.sampler_class(seed=self.seed, **self.sampler_options, **extra)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")   # Optuna's experimental and deprecated options
+            return self.sampler_class(seed=self.seed, **self.sampler_options, **extra)
 
     def _warm_start_cmaes(self):
         """Start CMA-ES from the told history (when there is one).
@@ -116,9 +162,43 @@ class OptunaSearch(Algorithm):
                                       for t in told]}
         else:
             warm = {"x0": {k: min(told, key=lambda t: t.value).params[k] for k in numeric}}
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            self.study.sampler = self._sampler(**warm)
+        self.study.sampler = self._sampler(**warm)
+
+
+def _check_sampler_options(sampler, options, space):
+    """The options of ``sampler``, each checked by its rule (``x0`` in Optuna's encoding)."""
+    rules = dict(SAMPLER_OPTIONS[sampler])
+    if sampler == "cmaes":
+        rules["x0"] = functools.partial(_check_x0, space=space)
+    checked = {}
+    for name, value in options.items():
+        if name not in rules:
+            listing = f"options: {', '.join(rules)}" if rules else "it takes none"
+            raise ConfigError(f"[algorithm].{name}", f"is not an option of "
+                              f"{SAMPLERS[sampler]} ({listing})", value)
+        checked[name] = rules[name](name, value)
+    if checked.get("group") and not checked.get("multivariate"):
+        raise ConfigError("[algorithm].group", "group = true needs multivariate = true", True)
+    variants = [name for name in CMA_VARIANTS if checked.get(name)]
+    if len(variants) > 1:
+        raise ConfigError(f"[algorithm].{variants[1]}", f"at most one of "
+                          f"{', '.join(CMA_VARIANTS)} may be true", variants)
+    return checked
+
+
+def _check_x0(name, x0, space):
+    """CMA-ES's start point: a value for every numeric parameter, in Optuna's encoding."""
+    numeric = [p for p in space.free if isinstance(p, Ordered) or
+               not isinstance(p, (Categorical, Logical))]
+    names = [p.name for p in numeric]
+    if not isinstance(x0, dict) or sorted(x0) != sorted(names):
+        raise ConfigError(f"[algorithm].{name}", f"must be a table with a value for each of "
+                          f"{', '.join(names)}", x0)
+    for param in numeric:
+        if not param.contains(x0[param.name]):
+            raise ConfigError(f"[algorithm].{name}.{param.name}", "must be a value of the "
+                              "parameter in the search space", x0[param.name])
+    return {p.name: _encode(p, x0[p.name]) for p in numeric}
 
 
 def _distribution(param):

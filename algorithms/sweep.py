@@ -7,12 +7,15 @@ with ``#`` are comments. When a search space is given, every point must belong t
 import json
 from pathlib import Path
 
-from emews.algorithm import Algorithm, point_key
+from emews.algorithm import Algorithm, check_text, pack_state, point_key, unpack_state
 from emews.errors import ConfigError
 
 
 class Sweep(Algorithm):
-    """Propose the points of ``file`` in order; done when all were proposed."""
+    """Propose the points of ``file`` in order; done when all were proposed.
+
+    Its state (JSON) is the position in the file and the points told so far.
+    """
 
     needs_space = False
     finite = True
@@ -22,7 +25,7 @@ class Sweep(Algorithm):
         if file is None:
             raise ConfigError("[algorithm].file", "the sweep needs a JSON-lines file of points",
                               file)
-        self.points = read_upf(Path(file), space)
+        self.points = read_upf(Path(check_text("file", file)), space)
         self.position = 0
         self.evaluated = set()
 
@@ -41,6 +44,13 @@ class Sweep(Algorithm):
 
     def done(self):
         return self.position >= len(self.points)
+
+    def state(self):
+        return pack_state(self, {"position": self.position, "evaluated": sorted(self.evaluated)})
+
+    def restore(self, state):
+        data = unpack_state(self, state)
+        self.position, self.evaluated = data["position"], set(data["evaluated"])
 
 
 def read_upf(path, space=None):

@@ -13,6 +13,7 @@ import importlib
 import inspect
 import json
 import math
+import pickle
 import time
 from dataclasses import dataclass
 from importlib.metadata import entry_points
@@ -37,7 +38,18 @@ class Algorithm:
       (a resumed run's history) are told the same way.
     * ``done()`` is True when the algorithm has nothing more to propose; ``ask`` then returns
       ``[]``.
+    * ``state()`` returns ``bytes`` holding everything that decides what the algorithm proposes
+      next (random generator states, populations, a surrogate's training data, the points asked
+      and not yet told, counters), or ``None`` when it cannot be checkpointed (the default): the
+      driver then rebuilds it by telling it the history again. Taking a state changes nothing.
+    * ``restore(state)`` is called on a fresh instance built with the same space, seed and
+      options; from then on it proposes exactly what the instance that saved the state would
+      have, points still in flight included. :func:`pack_state` and :func:`unpack_state` frame
+      a state and check that it comes from the same algorithm.
 
+    Options arrive as keyword arguments of ``__init__``; one it does not take is refused with a
+    :class:`~emews.errors.ConfigError` naming it before ``__init__`` runs (a class whose
+    ``__init__`` takes ``**options`` checks those itself, e.g. with :func:`check_keywords`).
     Values that are not finite (``NaN`` from a failure, ``inf``, ``-inf``) must never crash an
     algorithm; the built-in ones treat all of them as failures. ``needs_space`` is False for
     algorithms that can run without a search-space file; ``finite`` is True for algorithms that
@@ -47,6 +59,12 @@ class Algorithm:
 
     needs_space = True
     finite = False
+
+    def __new__(cls, *args, **options):
+        check_keywords(cls.__init__, {k: v for k, v in options.items()
+                                      if k not in ("space", "seed")},
+                       exclude=("self", "space", "seed"), owner=cls.__name__)
+        return super().__new__(cls)
 
     def __init__(self, space, seed=None):
         self.space = space
@@ -63,6 +81,42 @@ class Algorithm:
     def done(self):
         """True when the algorithm will propose nothing more."""
         return False
+
+    def state(self):
+        """Everything that decides the next proposals, as bytes; ``None``: no checkpoints."""
+        return None
+
+    def restore(self, state):
+        """Continue from ``state()`` of an instance built with the same space, seed, options."""
+        raise NotImplementedError(f"{type(self).__name__} saves no state to restore")
+
+
+def pack_state(algorithm, data, pickled=False):
+    """``data`` framed as the bytes that ``algorithm.state()`` returns.
+
+    ``data`` is written as JSON (plain data: ``NaN`` and infinities allowed), or with pickle
+    when ``pickled`` (library objects such as an optimizer). A one-line JSON header names the
+    algorithm's class and the format. Loading a pickle can run code: a state is trusted like
+    any other checkpoint file the study writes, and is never read from anywhere else.
+    """
+    header = {"algorithm": type(algorithm).__qualname__, "format": "pickle" if pickled else "json"}
+    body = pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL) if pickled else \
+        json.dumps(data, separators=(",", ":")).encode()
+    return json.dumps(header).encode() + b"\n" + body
+
+
+def unpack_state(algorithm, state):
+    """The data that :func:`pack_state` framed; a ConfigError if another algorithm saved it."""
+    header, _, body = bytes(state).partition(b"\n")
+    try:
+        saved = json.loads(header)
+    except ValueError:
+        saved = None
+    expected = type(algorithm).__qualname__
+    if not isinstance(saved, dict) or saved.get("algorithm") != expected:
+        raise ConfigError("algorithm state", f"must be a state saved by {expected}",
+                          saved.get("algorithm") if isinstance(saved, dict) else header[:40])
+    return pickle.loads(body) if saved.get("format") == "pickle" else json.loads(body)
 
 
 def point_key(point):
@@ -102,30 +156,69 @@ def check_choice(name, value, choices):
     return value
 
 
-def check_number(name, value, minimum=None, maximum=None, integer=False, allow_none=False):
-    """``value`` of option ``name`` when it is a number within the bounds; else a ConfigError."""
+def check_number(name, value, minimum=None, maximum=None, integer=False, allow_none=False,
+                 above=None):
+    """``value`` of option ``name`` when it is a finite number within the bounds (``minimum``
+    and ``maximum`` inclusive, ``above`` exclusive); else a ConfigError."""
     if value is None and allow_none:
         return value
     kinds = int if integer else (int, float)
-    if isinstance(value, bool) or not isinstance(value, kinds) or \
-            (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+    if isinstance(value, bool) or not isinstance(value, kinds) or not math.isfinite(value) or \
+            (minimum is not None and value < minimum) or \
+            (above is not None and value <= above) or (maximum is not None and value > maximum):
         bounds = f"{'' if minimum is None else f' >= {minimum}'}" \
+                 f"{'' if above is None else f' > {above}'}" \
                  f"{'' if maximum is None else f' <= {maximum}'}"
         raise ConfigError(f"[algorithm].{name}",
                           f"must be {'an integer' if integer else 'a number'}{bounds}", value)
     return value
 
 
-def check_keywords(target, options, exclude=()):
-    """Raise a ConfigError for an option that ``target`` (a library callable) does not take."""
+def check_flag(name, value):
+    """``value`` of option ``name`` when it is ``true`` or ``false``; else a ConfigError."""
+    if not isinstance(value, bool):
+        raise ConfigError(f"[algorithm].{name}", "must be true or false", value)
+    return value
+
+
+def check_text(name, value):
+    """``value`` of option ``name`` when it is a non-empty string (a path); else a ConfigError."""
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"[algorithm].{name}", "must be a non-empty string", value)
+    return value
+
+
+def check_table(name, value, rules):
+    """``value`` of option ``name`` when it is a table whose keys all have a rule in ``rules``
+    (a function of the dotted name ``name.key`` and the value, such as :func:`check_number`)
+    that accepts their value; else a ConfigError."""
+    if not isinstance(value, dict):
+        raise ConfigError(f"[algorithm].{name}",
+                          f"must be a table with keys among {', '.join(rules)}", value)
+    for key, item in value.items():
+        if key not in rules:
+            raise ConfigError(f"[algorithm].{name}.{key}", f"is not a key of {name} "
+                              f"(keys: {', '.join(rules)})", item)
+        rules[key](f"{name}.{key}", item)
+    return value
+
+
+def check_keywords(target, options, exclude=(), owner=None):
+    """Raise a ConfigError for an option that ``target`` (a callable) does not take.
+
+    A ``target`` that takes ``**kwargs`` takes every name. ``owner`` names ``target`` in the
+    message (default: its qualified name).
+    """
     parameters = inspect.signature(target).parameters
+    if any(p.kind == p.VAR_KEYWORD for p in parameters.values()):
+        return
     allowed = sorted(name for name, p in parameters.items() if name not in exclude
                      and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
     for name in options:
         if name not in allowed:
+            listing = f"options: {', '.join(allowed)}" if allowed else "it takes none"
             raise ConfigError(f"[algorithm].{name}", f"is not an option of "
-                              f"{target.__qualname__} (options: {', '.join(allowed)})",
-                              options[name])
+                              f"{owner or target.__qualname__} ({listing})", options[name])
 
 
 def available():

@@ -114,7 +114,9 @@ class Conformance:
     ``[algorithm]`` table), ``finite_options`` (options under which it finishes by itself, or
     ``None`` when it never does), ``space`` (a GA JSON list; the default has every type),
     ``budget`` and ``slots`` (keep runs small), ``learns`` (False for algorithms that ignore
-    results) and ``seeded`` (False for ones that use no randomness).
+    results), ``seeded`` (False for ones that use no randomness) and ``state_rounds`` (the
+    ask/tell rounds of ``slots`` points before and after a checkpoint is taken; the
+    checkpoint tests are skipped for an algorithm whose ``state()`` returns ``None``).
     """
 
     algorithm = None
@@ -126,6 +128,7 @@ class Conformance:
     slots = 3
     learns = True
     seeded = True
+    state_rounds = (3, 2)
 
     def settings(self, mode="batch", seed=1, stop=None, **extra):
         """Driver settings for a run of this algorithm."""
@@ -243,3 +246,70 @@ class Conformance:
         told = sum(map(distance_to_corner, history)) / len(history)
         asked = sum(map(distance_to_corner, proposed)) / len(proposed)
         assert asked < 0.6 * told, (asked, told)
+
+    # --- checkpoints ------------------------------------------------------------------------
+
+    def checkpointed(self, settings):
+        """A new instance of the algorithm; the test is skipped when it has no state()."""
+        algorithm = build_algorithm(settings)
+        if algorithm.state() is None:
+            import pytest
+
+            pytest.skip(f"{self.algorithm} cannot be checkpointed: its state() returns None")
+        return algorithm
+
+    def restored(self, settings, state):
+        """A new instance of the algorithm, restored from ``state``."""
+        algorithm = build_algorithm(settings)
+        algorithm.restore(state)
+        return algorithm
+
+    def rounds(self, algorithm, count):
+        """``count`` rounds of ask(slots) and tell (batch mode); the points of each round."""
+        asked = []
+        for _ in range(count):
+            points = algorithm.ask(self.slots)
+            self.check_points(points)
+            algorithm.tell(points, [self.objective(p) for p in points])
+            asked.append(points)
+        return asked
+
+    def test_a_restored_state_continues_the_search_exactly(self):
+        settings, (before, after) = self.settings(seed=5), self.state_rounds
+        original = self.checkpointed(settings)
+        self.rounds(original, before)
+        state = original.state()
+        assert isinstance(state, bytes)
+        expected = self.rounds(original, after)
+        assert any(expected), "the rounds after the checkpoint proposed nothing"
+        restored = self.restored(settings, state)
+        proposed = self.rounds(restored, after // 2)
+        again = self.restored(settings, restored.state())   # a restored instance's own state
+        proposed += self.rounds(again, after - after // 2)
+        assert proposed == expected
+
+    def test_a_restored_state_repeats_the_next_ask(self):
+        settings = self.settings(seed=6)
+        original = self.checkpointed(settings)
+        self.rounds(original, self.state_rounds[0])
+        state = original.state()
+        asked = original.ask(self.slots)
+        assert asked and self.restored(settings, state).ask(self.slots) == asked
+
+    def test_a_state_keeps_the_points_in_flight(self):
+        settings, (before, after) = self.settings(seed=7), self.state_rounds
+        original = self.checkpointed(settings)
+        self.rounds(original, before)
+        running = original.ask(self.slots)
+        original.tell(running[:1], [self.objective(running[0])])
+        running = running[1:] + original.ask(1)
+        state = original.state()
+
+        def finish(algorithm):
+            """A point asked while those run, all their results out of order, more rounds."""
+            more = algorithm.ask(1)
+            told = running[::-1] + more
+            algorithm.tell(told, [self.objective(p) for p in told])
+            return [more] + self.rounds(algorithm, after)
+
+        assert running and finish(self.restored(settings, state)) == finish(original)

@@ -69,3 +69,9 @@ class TestMBO(Conformance):
     algorithm = "mbo"
     options = {"design_size": 5, "n_trees": 20, "focus_points": 200, "focus_restarts": 2}
     finite_options = {"max_budget": 9}
+
+
+class TestOptunaQMC(Conformance):
+    algorithm = "optuna"
+    options = {"sampler": "qmc", "scramble": True}
+    learns = False

@@ -128,3 +128,35 @@ def test_the_steady_state_ga_breeds_while_others_run():
 def test_bad_settings_name_the_field(options, field):
     with pytest.raises(ConfigError, match=rf"^\[algorithm\]\.{field}: "):
         GA(MIXED, **options)
+
+
+@pytest.mark.parametrize("cls", [GA, SteadyStateGA])
+def test_the_ga_never_moves_the_global_random_state(cls):
+    random.seed(42)
+    outside = random.getstate()
+    ga = cls(MIXED, seed=5, population_size=4)
+    for _ in range(8):
+        points = ga.ask(3)
+        ga.tell(points, [bowl(p) for p in points])
+    ga.restore(ga.state())
+    assert len(ga.known) > 8 and random.getstate() == outside   # bred: DEAP was called
+
+
+@pytest.mark.parametrize("cls", [GA, SteadyStateGA])
+def test_a_restored_ga_ends_where_the_original_does(cls):
+    def finish(ga):
+        asked = []
+        while not ga.done() and len(asked) < 30:
+            asked.append(ga.ask(2))
+            ga.tell(asked[-1], [bowl(p) for p in asked[-1]])
+        return asked, ga.ask(2)
+
+    ga = cls(MIXED, seed=6, population_size=4, generations=3)
+    for _ in range(3):
+        points = ga.ask(2)
+        ga.tell(points, [bowl(p) for p in points])
+    restored = cls(MIXED, seed=6, population_size=4, generations=3)
+    restored.restore(ga.state())
+    expected = finish(ga)
+    assert ga.done() and expected[1] == []
+    assert finish(restored) == expected and restored.done()
