@@ -12,6 +12,7 @@ directory), so a test can hold a study at a known moment and then kill or interr
 import math
 import os
 import time
+import uuid
 from pathlib import Path
 
 from emews.algorithm import Algorithm
@@ -52,3 +53,13 @@ def gated(params):
 def always_fails(params):
     """Fail the same way every time (as a model with a broken data path would)."""
     raise FileNotFoundError("no training data at /nonexistent/train.csv")
+
+
+def stall_after(params):
+    """Return x squared plus n; once ``EMEWS_TEST_STALL_AFTER`` calls have been made, block
+    until go (so that a test can kill a study in the middle of a batch)."""
+    gate = _gate()
+    (gate / f"call-{uuid.uuid4().hex}").touch()
+    if len(list(gate.glob("call-*"))) > int(os.environ["EMEWS_TEST_STALL_AFTER"]):
+        _wait_for_go()
+    return math.fsum([params["x"] ** 2, params["n"]])
