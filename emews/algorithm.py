@@ -310,12 +310,14 @@ class Stopper:
         """How many more evaluations the budget allows (``None``: no budget)."""
         return None if self.budget is None else max(self.budget - self.evaluations, 0)
 
-    def reason(self):
-        """Why the search must stop now, or ``None``."""
+    def reason(self, iterations=True):
+        """Why the search must stop now, or ``None``; with ``iterations=False``, a finished
+        iteration does not count (the current one may go on)."""
         checks = (
             (self.budget is not None and self.evaluations >= self.budget,
              f"evaluation budget of {self.budget} reached"),
-            (self.max_iterations is not None and self.iterations >= self.max_iterations,
+            (iterations and self.max_iterations is not None and
+             self.iterations >= self.max_iterations,
              f"iteration limit of {self.max_iterations} reached"),
             (self.patience is not None and self.evaluations - self.last_improvement >= self.patience,
              f"converged: no improvement larger than {self.tol} in {self.patience} evaluations"),

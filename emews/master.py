@@ -86,6 +86,7 @@ class Master:
                 final = eqpy.output_q_get()
                 self._drain()
                 return final
+            self.stop_reason = self.stop_reason or self.limits.reason()
             answer = None if self.stop_reason else self._answer(self._enqueue(message))
             if answer is None:
                 self._drain()
@@ -194,7 +195,7 @@ class Master:
         self.store.finish(rows)
         self.store.requeue([(t.id, t.attempt, t.run_id) for t in retried])
         self.waiting.extendleft(reversed(retried))
-        self.stop_reason = self.stop_reason or self.limits.reason()
+        self.stop_reason = self.stop_reason or self.limits.reason(iterations=False)
         if self.stop_reason:
             self._cancel_waiting(f"cancelled: the study stopped ({self.stop_reason})")
         self.store.mark_running(self._submit_waiting())
@@ -219,7 +220,7 @@ class Master:
         while not self.unreported:
             if not self.pool.running and not self.waiting:
                 if self.stop_reason or self._allowed() <= 0:
-                    self.stop_reason = self.stop_reason or self.limits.reason()
+                    self.stop_reason = self.stop_reason or self.limits.reason(iterations=False)
                     return None
                 raise ProtocolError("the ME is waiting for results but no evaluation is "
                                     "in flight")
@@ -236,7 +237,6 @@ class Master:
     def _drain(self):
         """At the end: finish (and store) whatever is still running; cancel what never
         started."""
-        self.stop_reason = self.stop_reason or self.limits.reason()
         self._cancel_waiting("cancelled: the study ended before it started")
         while self.pool.running:
             self._turn(block=True)

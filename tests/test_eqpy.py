@@ -8,6 +8,8 @@ import pytest
 
 from emews import eqpy
 
+from conftest import SUPPORT
+
 AWKWARD = ['say "hi"; then \\ go', "line\nbreak", "naïve ☃", "$(rm -rf /);`x`", ";;;"]
 
 
@@ -74,5 +76,49 @@ def test_me_returning_without_done_is_an_abort():
 
 
 def test_classic_modules_can_import_eqpy_by_its_old_name():
-    eqpy.init(_module("noop_me", lambda: (eqpy.OUT_put("DONE"), eqpy.OUT_put("x"))))
-    assert sys.modules["eqpy"] is eqpy
+    sys.modules.pop("classic_me", None)
+    sys.path.insert(0, str(SUPPORT))
+    try:
+        import classic_me  # its source says ``import eqpy``
+    finally:
+        sys.path.remove(str(SUPPORT))
+    assert classic_me.eqpy is eqpy
+    eqpy.init(classic_me)
+    assert eqpy.output_q_get() == "Params"
+    eqpy.input_q.put("settings.json")
+    assert len(eqpy.decode_points(eqpy.output_q_get())) == 4
+    eqpy.stop()
+
+
+def test_stop_ends_an_me_waiting_for_an_answer():
+    def waits():
+        eqpy.OUT_put("1")
+        eqpy.IN_get()
+        eqpy.OUT_put("never")
+
+    thread = eqpy.init(_module("waiting_me", waits))
+    assert eqpy.output_q_get() == "1"
+    eqpy.stop()
+    thread.join(10)
+    assert not thread.is_alive()
+    assert eqpy.output_q_get() == eqpy.EQPY_ABORT and "Stopped" in eqpy.output_q_get()
+
+
+def test_an_me_left_from_an_earlier_study_never_takes_the_next_studys_messages():
+    def left_behind():
+        eqpy.OUT_put("waiting")
+        eqpy.OUT_put("left behind got " + eqpy.IN_get())
+
+    def current():
+        eqpy.OUT_put("ready")
+        eqpy.OUT_put("current got " + eqpy.IN_get())
+
+    eqpy.init(_module("left_behind", left_behind))
+    old_input, old_output = eqpy.input_q, eqpy.output_q
+    assert old_output.get(timeout=10) == "waiting"
+    eqpy.init(_module("current", current))
+    assert eqpy.output_q_get() == "ready"
+    eqpy.input_q.put("answer")
+    assert eqpy.output_q_get() == "current got answer"
+    old_input.put("old answer")
+    assert old_output.get(timeout=10) == "left behind got old answer"

@@ -234,3 +234,32 @@ def test_a_study_whose_every_evaluation_failed_exits_1_with_the_reason(study, em
         "no training data at /nonexistent/train.csv (3x)")
     final = json.loads((only_expdir(tmp_path) / "final.json").read_text())
     assert final["best_point"] is None and final["best_value"] is None
+
+
+def test_the_master_enforces_an_iteration_limit_on_a_classic_me(study, emews_cli, tmp_path):
+    path = study(system={"procs": 3}, study={"algorithm": "classic_me", "max_iterations": 2,
+                                             "objective": "toy_models:quadratic"})
+    done = emews_cli("run", path)
+    assert done.returncode == 0, done.stderr
+    expdir = only_expdir(tmp_path)
+    assert [row["status"] for row in rows_of(expdir)] == ["done"] * 8  # two generations of 4
+    assert json.loads((expdir / "final.json").read_text())["stop_reason"] == \
+        "iteration limit of 2 reached"
+
+
+def test_a_full_disk_ends_the_study_with_one_line_and_keeps_what_was_stored(study, tmp_path):
+    path = study(system={"pool": "inprocess", "procs": 2},
+                 study={"budget": 400, "objective": "toy_models:quadratic"})
+    script = ("import resource, runpy, sys\n"
+              "resource.setrlimit(resource.RLIMIT_FSIZE, (160_000, 160_000))\n"
+              "sys.argv = ['emews', 'run', sys.argv[1]]\n"
+              "runpy.run_module('emews', run_name='__main__')\n")
+    env = dict(os.environ, PYTHONPATH=str(SUPPORT))
+    done = subprocess.run([sys.executable, "-c", script, str(path)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    (line,) = [line for line in done.stderr.splitlines() if line.startswith("emews: error:")]
+    assert "results.db: cannot" in line and "full" in line
+    assert "Traceback" not in done.stderr
+    rows = rows_of(only_expdir(tmp_path))
+    assert 0 < sum(row["status"] == "done" for row in rows) < 400
