@@ -94,3 +94,4 @@ class InProcessPool(Pool):
 
     def close(self):
         self.executor.shutdown(wait=True)
+        self.objective.close()

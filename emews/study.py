@@ -28,7 +28,7 @@ from .algorithm import Algorithm, load
 from .errors import ConfigError, EmewsError
 from .failure import FailurePolicy
 from .master import Master
-from .objective import Objective
+from .evaluate import Objective
 from .pool import InProcessPool
 from .progress import Progress
 from .space import Space

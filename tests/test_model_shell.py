@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from emews.errors import ConfigError
-from emews.objective import Objective
+from emews.evaluate import Objective
 
 SUPPORT = Path(__file__).parent / "support"
 MODELS = str(SUPPORT / "candle_models")

@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from emews.models import candle_compat, runner
-from emews.objective import Objective
+from emews.evaluate import Objective
 
 MODELS = str(__import__("pathlib").Path(__file__).parent / "support" / "candle_models")
 
