@@ -43,7 +43,7 @@ def from_env(expdir=None, isolate=None):
     try:
         timeout = float(environ.get("SH_TIMEOUT") or 0)
     except ValueError:
-        raise ConfigError("SH_TIMEOUT", "must be a number of seconds (empty, 0 or -1: none)",
+        raise ConfigError("SH_TIMEOUT", "must be a number of seconds",
                           environ["SH_TIMEOUT"]) from None
     return Objective(impl=environ.get("CANDLE_MODEL_IMPL", "py"),
                      objective=environ.get("EMEWS_OBJECTIVE"), app=app,
