@@ -99,13 +99,14 @@ def test_the_nanny_never_sees_the_mpi_launchers_variables(faulty, monkeypatch, t
 
 
 def test_a_timeout_kills_a_hanging_py_run_and_its_children(faulty, tmp_path):
-    objective = faulty(timeout=1)
+    objective = faulty(timeout=2.5)
+    objective.evaluate('{"x": 1.0}', "RUN0")  # the nanny is up: the timeout is the model's
     pidfile = str(tmp_path / "hang.pid")
     started = time.monotonic()
     outcome = objective.evaluate(json.dumps({"mode": "hang", "pidfile": pidfile}), "RUN1")
-    assert time.monotonic() - started < 1 + 0.5 + 5
-    assert (outcome.status, outcome.error) == ("failed", "timeout after 1 s")
-    assert "emews: timeout after 1 s: the run was killed" in outcome.log_tail
+    assert time.monotonic() - started < 2.5 + 0.5 + 5
+    assert (outcome.status, outcome.error) == ("failed", "timeout after 2.5 s")
+    assert "emews: timeout after 2.5 s: the run was killed" in outcome.log_tail
     for path in (pidfile, pidfile + ".child"):
         wait_for(lambda: not alive(int(Path(path).read_text())), timeout=10)
     assert objective.evaluate('{"x": 3.0}', "RUN2").value == 3.0
@@ -241,12 +242,13 @@ def faulty_app(tmp_path):
 def test_an_app_run_is_timed_out_and_cancelled_with_its_children(faulty_app, tmp_path):
     pidfile = tmp_path / "app.pid"
     point = json.dumps({"mode": "hang", "pidfile": str(pidfile)})
-    outcome = faulty_app(timeout=1.5).evaluate(point, "RUN1")
-    assert (outcome.status, outcome.error) == ("failed", "timeout after 1.5 s")
+    outcome = faulty_app(timeout=2.5).evaluate(point, "RUN1")
+    assert (outcome.status, outcome.error) == ("failed", "timeout after 2.5 s")
     assert "faulty: mode hang" in outcome.log_tail
     for path in (pidfile, Path(str(pidfile) + ".child")):
         wait_for(lambda: not alive(int(path.read_text())), timeout=10)
     pidfile.unlink()
+    Path(str(pidfile) + ".child").unlink()
     outcome = faulty_app().evaluate(point, "RUN2",
                                     cancelled=Path(str(pidfile) + ".child").exists)
     assert (outcome.status, outcome.error) == ("cancelled", "cancelled")
