@@ -156,6 +156,8 @@ def stop_on_signals(signals=(signal.SIGTERM, signal.SIGINT)):
     def handler(signum, frame):
         kill_all()
         try:
+            os.write(2, f"emews: {signal.Signals(signum).name}: the model processes of "
+                        f"worker {os.getpid()} were killed\n".encode())
             sys.stdout.flush()
             sys.stderr.flush()
         finally:
