@@ -98,6 +98,7 @@ def test_the_nanny_never_sees_the_mpi_launchers_variables(faulty, monkeypatch, t
     assert not [v for v in environ if v.startswith((b"PMI_", b"OMPI_"))]
 
 
+@pytest.mark.slow
 def test_a_timeout_kills_a_hanging_py_run_and_its_children(faulty, tmp_path):
     objective = faulty(timeout=2.5)
     objective.evaluate('{"x": 1.0}', "RUN0")  # the nanny is up: the timeout is the model's
@@ -112,11 +113,15 @@ def test_a_timeout_kills_a_hanging_py_run_and_its_children(faulty, tmp_path):
     assert objective.evaluate('{"x": 3.0}', "RUN2").value == 3.0
 
 
-@pytest.mark.parametrize("timeout", [None, "", 0, -1, "0", "-1"])
-def test_empty_zero_and_minus_one_mean_no_timeout(faulty, timeout):
-    objective = faulty(timeout=timeout)
-    assert objective.timeout is None
-    outcome = objective.evaluate('{"mode": "sleep", "seconds": 0.3, "x": 1}', "RUN1")
+@pytest.mark.parametrize("timeout", [None, "", 0, -1, "0", "-1", -0.5])
+def test_empty_zero_and_minus_one_mean_no_timeout(timeout):
+    assert Objective("echo", timeout=timeout).timeout is None
+
+
+@pytest.mark.parametrize("timeout", [0, -1])
+def test_a_zero_or_minus_one_timeout_lets_runs_finish(faulty, timeout):
+    outcome = faulty(timeout=timeout).evaluate('{"mode": "sleep", "seconds": 0.3, "x": 1}',
+                                               "RUN1")
     assert (outcome.status, outcome.value) == ("done", 1.0)
 
 
@@ -239,6 +244,7 @@ def faulty_app(tmp_path):
         objective.close()
 
 
+@pytest.mark.slow
 def test_an_app_run_is_timed_out_and_cancelled_with_its_children(faulty_app, tmp_path):
     pidfile = tmp_path / "app.pid"
     point = json.dumps({"mode": "hang", "pidfile": str(pidfile)})
