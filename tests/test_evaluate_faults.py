@@ -266,3 +266,14 @@ def test_an_app_killed_by_a_signal_says_which(faulty_app):
     assert outcome.status == "failed"
     assert outcome.error.startswith("the model was killed by signal 11 (SIGSEGV)")
     assert faulty_app().evaluate('{"x": 1.5}', "RUN2").value == 1.5
+
+
+def test_a_nanny_killed_between_runs_is_replaced_without_failing_the_next(faulty):
+    objective = faulty()
+    objective.evaluate('{"x": 1.0}', "RUN1")
+    pid = nanny_pid(objective)
+    os.kill(pid, signal.SIGKILL)  # as the OOM killer would, while it waits for work
+    wait_for(lambda: not alive(pid))
+    outcome = objective.evaluate('{"x": 5.0}', "RUN2")
+    assert (outcome.status, outcome.value) == ("done", 5.0)
+    assert nanny_pid(objective) != pid

@@ -41,6 +41,10 @@ class Nanny:
 
     def run(self, task, watch):
         """The value the child computed for ``task``; raises like an implementation's run."""
+        if self.child is not None and self.child.poll() is not None:
+            process.kill_group(self.child, 0)  # it died between runs: start afresh
+            self._pump()
+            self._end()
         if self.child is None:
             self._start()
         sys.stdout.flush()

@@ -9,6 +9,7 @@ reason. ``SystemExit`` and ``KeyboardInterrupt`` raised in a model fail that run
 """
 
 import faulthandler
+import json
 import os
 import socket
 import sys
@@ -50,8 +51,9 @@ def run(task, functions):
 
             function = functions[task["objective"]] = import_dotted(task["objective"],
                                                                     "[study].objective")
-        value = call_objective(function, task["params"], RunContext.from_dict(task["context"]),
-                               task["model_return"], task["epoch"])
+        value = call_objective(function, json.loads(task["params_json"]),
+                               RunContext.from_dict(task["context"]), task["model_return"],
+                               task["epoch"])
         return {"value": value}
     except EvaluationFailed as exc:
         return {"error": str(exc), "tail": exc.log_tail}

@@ -66,14 +66,21 @@ def child_environ(extra=None):
 def start(command, deathsig=True, **popen):
     """Start ``command`` in a new session (its own process group) and track it.
 
-    With ``deathsig``, it starts through :mod:`.deathsig`, so it dies when this process does.
+    With ``deathsig``, it starts through :mod:`.deathsig`, so it dies when this process does
+    (when this process is a Python interpreter that can run it).
     """
-    if deathsig:
+    if deathsig and _is_python(sys.executable):
         command = [sys.executable, "-I", "-S", DEATHSIG, str(os.getpid()), *command]
     process = subprocess.Popen(command, start_new_session=True, **popen)
     with _live_lock:
         _live.add(process)
     return process
+
+
+def _is_python(executable):
+    """Whether ``executable`` is a Python interpreter (in an embedding program such as Swift/T's
+    Turbine it may be the host program, or empty)."""
+    return bool(executable) and os.path.basename(executable).lower().startswith("python")
 
 
 def forget(process):

@@ -67,7 +67,7 @@ class Py(Implementation):
                 self.nannies.append(nanny)
         try:
             return nanny.run({"objective": self.path, "model_return": self.model_return,
-                              "epoch": self.epoch, "params": params,
+                              "epoch": self.epoch, "params_json": params_json,
                               "context": context.as_dict()}, watch)
         finally:
             with self.lock:
