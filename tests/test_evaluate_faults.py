@@ -273,7 +273,8 @@ def test_a_nanny_killed_between_runs_is_replaced_without_failing_the_next(faulty
     objective.evaluate('{"x": 1.0}', "RUN1")
     pid = nanny_pid(objective)
     os.kill(pid, signal.SIGKILL)  # as the OOM killer would, while it waits for work
-    wait_for(lambda: not alive(pid))
+    # Dead, and its threads (numpy's) too: only then are its files closed and its end known.
+    wait_for(lambda: not alive(pid) and len(os.listdir(f"/proc/{pid}/task")) <= 1)
     outcome = objective.evaluate('{"x": 5.0}', "RUN2")
-    assert (outcome.status, outcome.value) == ("done", 5.0)
+    assert (outcome.status, outcome.value) == ("done", 5.0), (outcome.error, outcome.log_tail)
     assert nanny_pid(objective) != pid

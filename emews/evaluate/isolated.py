@@ -41,7 +41,7 @@ class Nanny:
 
     def run(self, task, watch):
         """The value the child computed for ``task``; raises like an implementation's run."""
-        if self.child is not None and self.child.poll() is not None:
+        if self.child is not None and (self.child.poll() is not None or self._hung_up()):
             process.kill_group(self.child, 0)  # it died between runs: start afresh
             self._pump()
             self._end()
@@ -92,7 +92,10 @@ class Nanny:
             if self.output in ready:
                 self._pump()
             if self.sock in ready:
-                data = self.sock.recv(65536)
+                try:
+                    data = self.sock.recv(65536)
+                except ConnectionError:  # it died with our task unread
+                    data = b""
                 reply = self.reader.feed(data) if data else None
                 if reply is not None:
                     self._pump()
@@ -110,6 +113,11 @@ class Nanny:
                     self._note(f"emews: {reason}: the run was killed\n".encode())
                     self._end()
                     watch.stop(reason, decode_tail(self.tail))
+
+    def _hung_up(self):
+        """Whether the idle child's end of the channel is closed (it died, or is dying: a
+        process with threads is reaped only once they have all ended)."""
+        return bool(select.select([self.sock], [], [], 0)[0])
 
     def _died(self):
         try:
