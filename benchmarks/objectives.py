@@ -9,7 +9,7 @@ import math
 import statistics
 import time
 
-from emews.objective import Objective
+from emews.evaluate import Objective
 
 _ECHO = Objective(impl="echo")
 SLEEP_MEAN, SLEEP_SIGMA = 0.2, 1.0

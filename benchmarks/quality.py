@@ -39,7 +39,7 @@ def problem(name, digits_epochs=None):
 
     if name == "digits":
         import emews.models
-        from emews.objective import Objective
+        from emews.evaluate import Objective
 
         space = Space.from_file(Path(emews.models.__file__).parent / "digits_space.json")
         if digits_epochs is not None:

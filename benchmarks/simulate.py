@@ -27,7 +27,7 @@ from pathlib import Path
 
 from emews import eqpy
 from emews.master import Master
-from emews.objective import Outcome
+from emews.evaluate import Outcome
 from emews.pool import Pool
 from emews.store import Store
 

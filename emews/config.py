@@ -24,7 +24,7 @@ from pathlib import Path
 
 from .errors import ConfigError
 from .failure import ACTIONS as FAILURE_ACTIONS
-from .objective import CONTAINER_RUNTIMES, IMPLEMENTATIONS, RETURN_EPOCHS
+from .evaluate import CONTAINER_RUNTIMES, IMPLEMENTATIONS, RETURN_EPOCHS
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,8 @@ SCHEMA = {
         "app": Setting("list"),
         "model_name": Setting("str", "model", "MODEL_NAME"),
         "model_return": Setting("str", "val_loss", "MODEL_RETURN"),
-        "timeout": _positive("float", None, "SH_TIMEOUT"),
+        "timeout": Setting("float", None, "SH_TIMEOUT", minimum=-1),  # empty, 0, -1: none
+        "isolate": Setting("bool", True),
         "data_dir": Setting("path", "experiments", "CANDLE_DATA_DIR"),
     },
     "model": {  # a CANDLE model's settings; each is handed to the model as its variable
@@ -214,6 +215,8 @@ def _check(setting, value, where, base, from_env):
     if value is None:
         return None
     kind = setting.kind
+    if value == "" and kind == "float":  # Supervisor's empty setting: none
+        return None
     if from_env and kind in ("int", "float"):
         try:
             value = int(value) if kind == "int" else float(value)
@@ -238,7 +241,8 @@ def _check(setting, value, where, base, from_env):
     if setting.choices and value not in setting.choices:
         raise ConfigError(where, f"must be one of {list(setting.choices)}", value)
     if setting.minimum is not None and value < setting.minimum:
-        rule = "must be positive" if setting.minimum else "must not be negative"
+        rule = {1: "must be positive", 0: "must not be negative"}.get(
+            setting.minimum, f"must be at least {setting.minimum:g}")
         raise ConfigError(where, rule, value)
     if kind == "path":
         value = str((base / value).resolve()) if not os.path.isabs(value) else value

@@ -252,7 +252,7 @@ class Master:
         """Call off every queued and running evaluation (their rows become ``cancelled``), then
         store whatever still comes back within a grace period."""
         self._cancel_waiting(reason)
-        self.store.cancel(list(self.pool.running), reason)
+        self.store.cancel([task.id for task in self.pool.running_tasks()], reason)
         self.store.commit()
         self.pool.cancel()
         deadline = time.monotonic() + CANCEL_GRACE

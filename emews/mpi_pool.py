@@ -17,7 +17,8 @@ import collections
 import os
 import sys
 
-from .objective import Outcome
+from .evaluate import Outcome
+from .evaluate.process import stop_on_signals
 from .pool import Backoff, Pool
 
 TASKS, RESULT, CANCEL = 11, 12, 13
@@ -101,10 +102,27 @@ class MPIPool(Pool):
 def serve(comm, objective):
     """The worker loop: evaluate what rank 0 sends until it closes the pool.
 
-    Returns the exit status rank 0 asked for (0, or non-zero when the study failed).
+    Returns the exit status rank 0 asked for (0, or non-zero when the study failed). A CANCEL
+    message from rank 0 kills the run under way; SIGTERM or SIGINT kills every model process of
+    this worker, then the worker exits with 128 + the signal's number.
     """
     rank = comm.Get_rank()
     backoff = Backoff()
+    stop_on_signals()
+
+    def cancelled():
+        if not comm.iprobe(source=0, tag=CANCEL):
+            return False
+        comm.recv(source=0, tag=CANCEL)
+        return True
+
+    try:
+        return _serve(comm, objective, rank, backoff, cancelled)
+    finally:
+        objective.close()
+
+
+def _serve(comm, objective, rank, backoff, cancelled):
     while True:
         message = comm.improbe(source=0, tag=TASKS)
         if message is None:
@@ -115,7 +133,7 @@ def serve(comm, objective):
         if batch is None or isinstance(batch, int):
             return batch or 0
         for task_id, params, run_id in batch:
-            outcome = objective.evaluate(params, run_id)
+            outcome = objective.evaluate(params, run_id, cancelled)
             sys.stdout.flush()
             comm.send((rank, task_id, (outcome.value, outcome.status, outcome.error,
                                        outcome.log_tail, outcome.started, outcome.finished)),

@@ -29,8 +29,8 @@ class Task:
 class Pool:
     """The pool contract (see the module docstring).
 
-    ``slots`` is how many tasks run at once; ``running`` is a container of the submitted,
-    unfinished tasks (its length is what the master reads).
+    ``slots`` is how many tasks run at once; ``running`` is a dict whose values are the
+    submitted, unfinished tasks (its length is what the master reads).
     """
 
     slots = 1
@@ -46,6 +46,10 @@ class Pool:
     def collect(self, block=True):
         """Finished tasks as ``(task, rank, outcome)``; with ``block``, wait for at least one."""
         raise NotImplementedError
+
+    def running_tasks(self):
+        """The submitted, unfinished tasks (``running`` maps something to each)."""
+        return list(self.running.values())
 
     def cancel(self):
         """Ask every running evaluation to stop; their outcomes still come back by collect."""

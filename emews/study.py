@@ -33,9 +33,9 @@ from .algorithm import Algorithm, Stopper, load
 from .errors import ConfigError, EmewsError, Interrupted, Reported
 from .failure import FailurePolicy
 from .master import Master
-from .objective import Objective, Outcome
+from .evaluate import Objective, Outcome
+from .evaluate.deathsig import set_death_signal
 from .pool import InProcessPool
-from .processes import die_with_parent
 from .progress import Progress
 from .space import Space
 from .store import Store, StudyLock
@@ -268,7 +268,8 @@ def spawn(expdir, cfg, lock):
                sys.executable, "-m", "emews", "run", "--execute", str(expdir)]
     env = dict(os.environ, **{TOKEN_VARIABLE: lock.token, SPAWNED_VARIABLE: "1"})
     process = subprocess.Popen(command, env=env, start_new_session=True,
-                               preexec_fn=functools.partial(die_with_parent, signal.SIGINT))
+                               preexec_fn=functools.partial(set_death_signal, os.getpid(),
+                                                            signal.SIGINT))
     received = []
 
     def pass_on(signum, frame):

@@ -1,10 +1,10 @@
 #!/bin/bash
-# model.sh: the shell half of the Model Shell (emews.objective's app and container runs),
+# model.sh: the shell half of the Model Shell (emews.evaluate's app and container runs),
 # the equivalent of CANDLE/Supervisor's model.sh.
 #
 # Usage: model.sh COMMAND [ARG...]
 #
-# emews.objective starts it in the run's directory with stdout and stderr already going to
+# emews.evaluate starts it in the run's directory with stdout and stderr already going to
 # model.log, and kills its process group at SH_TIMEOUT. It sources the site's langs-app
 # settings (EMEWS_LANGS_APP: a file that sets PATH, modules, APP_PYTHONPATH, ...), prepends
 # APP_PYTHONPATH to PYTHONPATH, then execs COMMAND with its arguments exactly as given.

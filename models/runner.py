@@ -12,8 +12,8 @@
 
 Two ways in, one path through:
 
-* ``py``: :func:`train` is an objective (``params -> value``); ``emews.objective`` calls it in
-  the worker's warm interpreter and it reads its run from ``emews.objective.current_run()``.
+* ``py``: :func:`train` is an objective (``params -> value``); ``emews.evaluate`` calls it in
+  the worker's warm interpreter and it reads its run from ``emews.evaluate.current_run()``.
 * ``app`` and ``container``: ``python -m emews.models.runner --params_file FILE ...`` (see
   :func:`main`), which the Model Shell starts.
 
@@ -22,7 +22,7 @@ Settings are Supervisor's environment variables: ``MODEL_NAME``, ``FRAMEWORK`` (
 ``MODEL_RETURN_EPOCH`` (last, min or max), ``CANDLE_DEFAULT_MODEL_FILE``,
 ``BENCHMARK_TIMEOUT`` (seconds, handed to the model as ``params['timeout']``: a soft stop)
 and ``CANDLE_DATA_DIR``. When candle_lib cannot be imported, :mod:`emews.models.candle_compat`
-stands in for it as ``candle``. Every problem is an :class:`~emews.objective.EvaluationFailed`
+stands in for it as ``candle``. Every problem is an :class:`~emews.evaluate.EvaluationFailed`
 with one line naming the setting or file, the rule and the value.
 """
 
@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from emews.errors import ConfigError
-from emews.objective import RETURN_EPOCHS, EvaluationFailed, current_run, extract_value
+from emews.evaluate import RETURN_EPOCHS, EvaluationFailed, current_run, extract_value
 
 _argv_lock = threading.Lock()
 

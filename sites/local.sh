@@ -11,5 +11,5 @@ export WALLTIME=${WALLTIME:-00:30:00}  # HH:MM:SS (schedulers only)
 export QUEUE=${QUEUE:-}                # scheduler queue (schedulers only)
 export PROJECT=${PROJECT:-}            # allocation to charge (schedulers only)
 
-# What the Model Shell sources before each app or container run (emews.objective).
+# What the Model Shell sources before each app or container run (emews.evaluate).
 export EMEWS_LANGS_APP=${EMEWS_LANGS_APP:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/langs-app-local.sh}

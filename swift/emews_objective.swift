@@ -1,9 +1,9 @@
 /*
-   emews_objective.swift: evaluate one point with emews.objective.candle_model_train, in the
+   emews_objective.swift: evaluate one point with emews.evaluate.candle_model_train, in the
    worker's persistent Python interpreter (python_persist). The model_*.swift modules, one of
    which swift-t imports with -i model_$CANDLE_MODEL_IMPL, each wrap it as candle_model_train.
 
-   emews.objective chooses how the point is evaluated from the environment (CANDLE_MODEL_IMPL:
+   emews.evaluate chooses how the point is evaluated from the environment (CANDLE_MODEL_IMPL:
    py, app, container or echo; see model_*.swift and models/README.md for the variables each
    reads), and puts each run in $TURBINE_OUTPUT/run/RUNID. A failed evaluation comes back as
    "NaN" rather than as an exception, so one bad point never aborts the workflow; the
@@ -14,8 +14,8 @@ import python;
 import python_literal;
 
 string emews_objective_code = ----
-import emews.objective
-model_result = emews.objective.candle_model_train(%s, %s, %s, %s)
+import emews.evaluate
+model_result = emews.evaluate.candle_model_train(%s, %s, %s, %s)
 ----;
 
 /*

@@ -16,7 +16,7 @@ import json
 import sys
 from pathlib import Path
 
-from emews import experiment, objective
+from emews import evaluate, experiment
 from emews.algorithm import load
 from emews.errors import ConfigError, EmewsError
 from emews.me import build_algorithm
@@ -66,7 +66,7 @@ def main(argv):
     try:
         settings = read_settings(settings_path)
         check_algorithm(settings, settings_path)
-        objective.from_env()
+        evaluate.from_env()
     except EmewsError as exc:
         print(f"workflow.sh: {exc}", file=sys.stderr)
         return 2

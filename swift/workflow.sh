@@ -53,7 +53,7 @@ cp "$SITE" "$EXPDIR/site.sh"
 export ADLB_SERVERS=1 TURBINE_RESIDENT_WORK_WORKERS=1 RESIDENT_WORK_RANKS=$(( PROCS - 2 ))
 
 ENV_ARGS=()
-# What Turbine, the embedded Python and emews.objective read (emews.config's [model] table).
+# What Turbine, the embedded Python and emews.evaluate read (emews.config's [model] table).
 for name in TURBINE_OUTPUT ADLB_SERVERS TURBINE_RESIDENT_WORK_WORKERS RESIDENT_WORK_RANKS \
             PYTHONPATH OMP_NUM_THREADS OPENBLAS_NUM_THREADS \
             MODEL_NAME MODEL_RETURN MODEL_RETURN_EPOCH CANDLE_MODEL_IMPL CANDLE_MODEL_TYPE \

@@ -10,7 +10,7 @@ import emews
 from emews import config as configuration
 from emews.errors import ConfigError, StudyAborted
 from emews.failure import FailurePolicy
-from emews.objective import Outcome
+from emews.evaluate import Outcome
 from emews.store import Store
 
 SUPPORT = Path(__file__).parent / "support"

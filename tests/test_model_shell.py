@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from emews.errors import ConfigError
-from emews.objective import Objective
+from emews.evaluate import Objective
 
 SUPPORT = Path(__file__).parent / "support"
 MODELS = str(SUPPORT / "candle_models")
@@ -80,8 +80,8 @@ def test_the_site_langs_app_is_sourced_and_app_pythonpath_finds_the_model(app, t
 def test_sh_timeout_kills_the_run_and_keeps_its_log_tail(app, tmp_path):
     outcome = app(timeout=3).evaluate('{"x": 1, "behaviour": "sleep", "seconds": 300}', "RUN1")
     assert outcome.status == "failed"
-    assert outcome.error == "timed out: killed after SH_TIMEOUT=3 s"
-    assert "toy model ran" in outcome.log_tail and "killed at SH_TIMEOUT" in outcome.log_tail
+    assert outcome.error == "timeout after 3 s"
+    assert "toy model ran" in outcome.log_tail and "emews: timeout after 3 s: the run was killed" in outcome.log_tail
     with pytest.raises(ProcessLookupError):
         os.kill(received(tmp_path, "RUN1")["_pid"], 0)
 

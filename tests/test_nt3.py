@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from emews.models import candle_compat
-from emews.objective import Objective
+from emews.evaluate import Objective
 from emews.store import Store
 
 pytestmark = pytest.mark.slow

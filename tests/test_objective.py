@@ -4,7 +4,7 @@ import pytest
 
 from emews import config as configuration
 from emews.errors import ConfigError
-from emews.objective import Objective, from_env
+from emews.evaluate import Objective, from_env
 
 
 def test_model_settings_reach_the_model_as_supervisor_variables(tmp_path, monkeypatch):

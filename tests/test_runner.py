@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from emews.models import candle_compat, runner
-from emews.objective import Objective
+from emews.evaluate import Objective
 
 MODELS = str(__import__("pathlib").Path(__file__).parent / "support" / "candle_models")
 
@@ -31,7 +31,7 @@ def received(tmp_path, run_id, model="toy"):
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def test_the_value_is_the_last_epoch_and_the_run_leaves_its_files(objective, tmp_path, capsys):
+def test_the_value_is_the_last_epoch_and_the_run_leaves_its_files(objective, tmp_path, capfd):
     outcome = objective().evaluate(json.dumps({"x": 1.5}), "RUN000001")
     assert outcome.status == "done", outcome.error
     assert outcome.value == 3.5
@@ -41,7 +41,7 @@ def test_the_value_is_the_last_epoch_and_the_run_leaves_its_files(objective, tmp
     written = candle_compat.read_default_model(run_dir / "parameters.txt")
     assert written["x"] == 1.5 and written["note"] == "from the default-model file"
     assert written["run_id"] == "RUN000001" and written["experiment_id"] == "EXP001"
-    assert "IMPROVE_RESULT 3.5" in capsys.readouterr().out
+    assert "IMPROVE_RESULT 3.5" in capfd.readouterr().out  # the nanny's output is the worker's
 
 
 def test_json_overrides_the_default_model_and_ids_reach_the_model(objective, tmp_path):

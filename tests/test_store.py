@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from emews.errors import ConfigError, StoreError
-from emews.objective import Outcome
+from emews.evaluate import Outcome
 from emews.store import Store, StudyLock, bounded
 from emews.store import schema
 from emews.store.filesystem import NETWORK_FILESYSTEMS, journal_mode

@@ -2,7 +2,7 @@
 
 import os
 
-from emews.objective import current_run
+from emews.evaluate import current_run
 
 
 def fails_first_attempt(params):

@@ -3,7 +3,7 @@
 import json
 
 from emews.algorithm import Algorithm
-from emews.objective import current_run
+from emews.evaluate import current_run
 
 # Labels that broke the classic EQPy_put, or that might break a careless quoting.
 AWKWARD = ['say "hi"', "back\\slash \\n \\", "line\nbreak\r\n", "tab\t;semi;", "naïve ☃ 𝄞",

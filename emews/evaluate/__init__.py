@@ -1,0 +1,28 @@
+"""Evaluating one point: ``Objective.evaluate(params_json, run_id, cancelled) -> Outcome``.
+
+::
+
+    objective.py   Objective: configuration -> one implementation; evaluate() never raises
+      py.py        module:function, in a nanny child (isolated.py <-> nanny.py) or in-process
+      app.py       the Model Shell (model.sh) in the run directory
+      container.py singularity/apptainer through the Model Shell
+      echo.py      no model: the sum of squares
+    process.py     model process groups: environment, timeout, cancel, kill, signals
+    results.py     values and bounded log tails;  supervisor.py  from_env, candle_model_train
+
+``CANDLE_MODEL_IMPL`` (or ``[study].impl``) chooses the implementation. Parameters never pass
+through a shell: they are in ``RUN_DIR/params.json`` and every command is an argument list.
+``BENCHMARK_TIMEOUT`` reaches the model as ``params['timeout']`` (a soft stop at the end of an
+epoch); ``[study].timeout`` (``SH_TIMEOUT``) kills the run's process group.
+"""
+
+from .base import (IMPLEMENTATIONS, RETURN_EPOCHS, EvaluationFailed, Outcome, RunContext,
+                   current_run)
+from .container import CONTAINER_RUNTIMES
+from .objective import Objective
+from .results import extract_value
+from .supervisor import candle_model_train, from_env
+
+__all__ = ["Objective", "Outcome", "RunContext", "current_run", "EvaluationFailed",
+           "extract_value", "candle_model_train", "from_env", "IMPLEMENTATIONS",
+           "RETURN_EPOCHS", "CONTAINER_RUNTIMES"]

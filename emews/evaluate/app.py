@@ -1,0 +1,58 @@
+"""``app``: the Model Shell, ``bash model.sh COMMAND...``, in the run's directory.
+
+``model.sh`` sources the site's ``langs-app`` settings (``EMEWS_LANGS_APP``), prepends
+``APP_PYTHONPATH`` to ``PYTHONPATH`` and execs the command (``[study].app``, by default the
+CANDLE model runner). The point is in ``RUN_DIR/params.json``, never on a command line. Output
+goes to ``RUN_DIR/model.log``; the value is ``result.txt``, else the last ``IMPROVE_RESULT``
+line. The run is its own process group: a timeout or a cancel kills it all.
+"""
+
+import importlib.resources
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from . import process
+from .base import EvaluationFailed, Implementation
+from .results import read_app_result, tail
+
+MODEL_RUNNER = "emews.models.runner"
+
+
+def model_shell():
+    """The path of ``model.sh``, the shell half of the Model Shell."""
+    return str(importlib.resources.files("emews.models").joinpath("model.sh"))
+
+
+def run_model_shell(command, params_json, context, model_env, watch):
+    """Run ``command`` under ``model.sh`` in the run directory; return the log's path."""
+    run_dir = context.run_dir
+    params_file = run_dir / "params.json"
+    params_file.write_text(params_json, encoding="utf-8")
+    (run_dir / "result.txt").unlink(missing_ok=True)
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    env = process.child_environ(dict(model_env, EMEWS_PARAMS_FILE=str(params_file),
+                                     EMEWS_RUN_DIR=str(run_dir), EXP_ID=context.exp_id,
+                                     RUN_ID=context.run_id, PATH=path))
+    log = run_dir / "model.log"
+    with open(log, "wb") as out:
+        child = process.start(["bash", model_shell(), *command], cwd=run_dir, env=env,
+                              stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    code = process.wait(child, watch, log)
+    if code != 0:
+        last = next((line for line in reversed(tail(log).splitlines()) if line.strip()), "")
+        raise EvaluationFailed(f"the model {process.describe_exit(code)}: {last}", tail(log))
+    return log
+
+
+class App(Implementation):
+    """Run a command (an argument list) through the Model Shell."""
+
+    def __init__(self, command, model_env):
+        self.command = list(command or ["python3", "-u", "-m", MODEL_RUNNER])
+        self.model_env = model_env
+
+    def run(self, params, params_json, context, watch):
+        log = run_model_shell(self.command, params_json, context, self.model_env, watch)
+        return read_app_result(context.run_dir, log)

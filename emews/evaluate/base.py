@@ -1,0 +1,100 @@
+"""What every implementation shares: the run's context, the outcome, the failure exceptions.
+
+An implementation (:mod:`.py`, :mod:`.app`, :mod:`.container`, :mod:`.echo`) turns one point
+into a number with ``run(params, params_json, context, watch)``; it raises
+:class:`EvaluationFailed` (or :class:`Cancelled`) when there is none. :class:`~.objective.Objective`
+turns either into an :class:`Outcome`.
+"""
+
+import contextvars
+from dataclasses import dataclass, field
+from pathlib import Path
+
+IMPLEMENTATIONS = ("py", "app", "container", "echo")
+RETURN_EPOCHS = ("last", "min", "max")
+CANCELLED = "cancelled"
+
+
+@dataclass
+class RunContext:
+    """Where one evaluation runs: ids, its run directory (made on first use) and model settings.
+
+    ``env`` holds the model's settings as Supervisor's environment variables (``MODEL_NAME``,
+    ``FRAMEWORK``, ``CANDLE_DATA_DIR``, ...); a ``py`` objective reads them from here.
+    """
+
+    exp_id: str
+    run_id: str
+    model_name: str
+    expdir: Path
+    env: dict = field(default_factory=dict)
+
+    @property
+    def run_dir(self):
+        """``EXPDIR/run/RUN_ID``, created when first asked for."""
+        path = Path(self.expdir) / "run" / self.run_id
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def as_dict(self):
+        """The context as JSON-able data (it travels to an isolated child with the task)."""
+        return {"exp_id": self.exp_id, "run_id": self.run_id, "model_name": self.model_name,
+                "expdir": str(self.expdir), "env": dict(self.env)}
+
+    @classmethod
+    def from_dict(cls, data):
+        """The inverse of :meth:`as_dict`."""
+        return cls(data["exp_id"], data["run_id"], data["model_name"], Path(data["expdir"]),
+                   dict(data["env"]))
+
+
+_current_run = contextvars.ContextVar("emews_current_run", default=None)
+
+
+def current_run():
+    """The :class:`RunContext` of the evaluation running in this thread (``None`` outside)."""
+    return _current_run.get()
+
+
+@dataclass
+class Outcome:
+    """What became of one evaluation: ``status`` is ``done``, ``failed`` or ``cancelled``."""
+
+    value: float
+    status: str = "done"
+    error: str | None = None
+    log_tail: str | None = None
+    started: float = 0.0
+    finished: float = 0.0
+    extra: dict = field(default_factory=dict)
+
+
+class EvaluationFailed(Exception):
+    """An evaluation that produced no usable value; ``log_tail`` is kept in the store."""
+
+    def __init__(self, reason, log_tail=None):
+        super().__init__(reason)
+        self.log_tail = log_tail
+
+
+class Cancelled(Exception):
+    """The run was cancelled from outside (its ``cancelled`` callable returned True)."""
+
+    def __init__(self, log_tail=None):
+        super().__init__(CANCELLED)
+        self.log_tail = log_tail
+
+
+class Implementation:
+    """How one point is evaluated (the contract every implementation module fulfils)."""
+
+    def run(self, params, params_json, context, watch):
+        """The value of ``params`` (a dict; ``params_json`` is its text) for ``context``.
+
+        ``watch`` (:class:`~.process.Watch`) says when to stop a run early. Raises
+        :class:`EvaluationFailed` or :class:`Cancelled` when there is no value.
+        """
+        raise NotImplementedError
+
+    def close(self):
+        """Stop any process this implementation keeps; safe to call twice."""

@@ -1,0 +1,65 @@
+"""The nanny: the child interpreter that runs a worker's ``py`` objective, task after task.
+
+Started by :class:`emews.evaluate.isolated.Nanny` as ``python -m emews.evaluate.nanny FD
+PARENT_PID``: FD is its end of a private socketpair. It asks for SIGKILL when its worker dies,
+turns on :mod:`faulthandler` (a segfault leaves a Python traceback in the log tail), then for
+each task: puts the worker's ``sys.path`` in front of its own, imports the objective (once),
+calls it with ``current_run()`` set, flushes its output and replies with the value or the
+reason. ``SystemExit`` and ``KeyboardInterrupt`` raised in a model fail that run only.
+"""
+
+import faulthandler
+import json
+import os
+import socket
+import sys
+
+from . import channel
+from .base import EvaluationFailed, RunContext
+from .deathsig import set_death_signal
+from .py import call_objective, describe_exception
+
+
+def main(argv):
+    """Serve tasks on the socket whose descriptor is ``argv[0]`` until the worker closes it."""
+    fd, parent = int(argv[0]), int(argv[1])
+    if not set_death_signal(parent):
+        return 1
+    faulthandler.enable()
+    os.set_inheritable(fd, False)
+    sock = socket.socket(fileno=fd)
+    functions = {}
+    while True:
+        task = channel.receive(sock)
+        if task is None:
+            return 0
+        reply = run(task, functions)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        channel.send(sock, reply)
+
+
+def run(task, functions):
+    """One task: ``{"value": number}`` or ``{"error": reason, "tail": traceback}``."""
+    for path in reversed(task["sys_path"]):
+        if path not in sys.path:
+            sys.path.insert(0, path)
+    try:
+        function = functions.get(task["objective"])
+        if function is None:
+            from ..algorithm import import_dotted
+
+            function = functions[task["objective"]] = import_dotted(task["objective"],
+                                                                    "[study].objective")
+        value = call_objective(function, json.loads(task["params_json"]),
+                               RunContext.from_dict(task["context"]), task["model_return"],
+                               task["epoch"])
+        return {"value": value}
+    except EvaluationFailed as exc:
+        return {"error": str(exc), "tail": exc.log_tail}
+    except (Exception, SystemExit, KeyboardInterrupt) as exc:  # noqa: BLE001 - importing it
+        return {"error": describe_exception(exc)}
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,174 @@
+"""Model processes: a clean environment, their own process group, a watched wait, a sure kill.
+
+::
+
+    worker ── Popen(start_new_session) ──> model process group (nanny, or model.sh and children)
+       │  every ~0.1 s: Watch.stop_reason()  (a timeout, or ``cancelled()`` returned True)
+       └─ kill_group: SIGTERM the group, ``grace`` s, SIGKILL the group
+
+Every live group is tracked, so that :func:`stop_on_signals` (SIGTERM/SIGINT of a worker) and
+``Objective.close()`` leave no model process behind; each direct child also gets
+``PR_SET_PDEATHSIG = SIGKILL`` (:mod:`.deathsig`), for a worker that is killed with SIGKILL.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from .base import CANCELLED, Cancelled, EvaluationFailed
+
+KILL_GRACE = 5.0  # seconds between SIGTERM and SIGKILL
+POLL = 0.1  # seconds between checks of a running model
+MPI_VARIABLES = ("PMI_", "PMIX_", "OMPI_", "HYDRA_", "HYDI_", "MPI_LOCALRANKID",
+                 "MPI_LOCALNRANKS", "MPIR_", "PALS_")
+DEATHSIG = str(Path(__file__).with_name("deathsig.py"))
+
+_live = set()
+_live_lock = threading.RLock()  # re-entrant: the signal handler may interrupt a holder
+
+
+class Watch:
+    """What may end a run early: ``timeout`` seconds (None: never), and ``cancelled()``."""
+
+    def __init__(self, timeout=None, grace=KILL_GRACE, cancelled=None):
+        self.timeout, self.grace, self.cancelled = timeout, grace, cancelled
+        self.deadline = time.monotonic() + timeout if timeout else None
+
+    def stop_reason(self):
+        """``'cancelled'``, ``'timeout after N s'``, or None while the run may go on."""
+        if self.cancelled is not None and self.cancelled():
+            return CANCELLED
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            return f"timeout after {self.timeout:g} s"
+        return None
+
+    def stop(self, reason, log_tail):
+        """Raise what ending the run for ``reason`` means."""
+        if reason == CANCELLED:
+            raise Cancelled(log_tail)
+        raise EvaluationFailed(reason, log_tail)
+
+
+def child_environ(extra=None):
+    """This process's environment without the MPI launcher's variables, plus ``extra``.
+
+    A model process must never initialise MPI as if it were one of the study's ranks.
+    """
+    env = {k: v for k, v in os.environ.items() if not k.startswith(MPI_VARIABLES)}
+    env.update(extra or {})
+    return env
+
+
+def start(command, deathsig=True, **popen):
+    """Start ``command`` in a new session (its own process group) and track it.
+
+    With ``deathsig``, it starts through :mod:`.deathsig`, so it dies when this process does
+    (when this process is a Python interpreter that can run it).
+    """
+    if deathsig and _is_python(sys.executable):
+        command = [sys.executable, "-I", "-S", DEATHSIG, str(os.getpid()), *command]
+    process = subprocess.Popen(command, start_new_session=True, **popen)
+    with _live_lock:
+        _live.add(process)
+    return process
+
+
+def _is_python(executable):
+    """Whether ``executable`` is a Python interpreter (in an embedding program such as Swift/T's
+    Turbine it may be the host program, or empty)."""
+    return bool(executable) and os.path.basename(executable).lower().startswith("python")
+
+
+def forget(process):
+    """Stop tracking an ended process."""
+    with _live_lock:
+        _live.discard(process)
+
+
+def kill_group(process, grace=KILL_GRACE):
+    """SIGTERM ``process``'s group, wait up to ``grace`` s for it, then SIGKILL the group."""
+    _signal_group(process, signal.SIGTERM)
+    try:
+        process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        pass
+    _signal_group(process, signal.SIGKILL)
+    process.wait()
+    forget(process)
+
+
+def _signal_group(process, sig):
+    try:
+        os.killpg(process.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def wait(process, watch, log=None):
+    """Wait for ``process`` under ``watch``; its exit status. On a stop, kill its group, note
+    the reason in ``log`` (a path) and raise (see :meth:`Watch.stop`)."""
+    from .results import tail
+
+    while True:
+        try:
+            code = process.wait(timeout=POLL if watch.deadline or watch.cancelled else None)
+            forget(process)
+            return code
+        except subprocess.TimeoutExpired:
+            reason = watch.stop_reason()
+            if reason is None:
+                continue
+            kill_group(process, watch.grace)
+            if log is not None:
+                with open(log, "a") as note:
+                    note.write(f"emews: {reason}: the run was killed\n")
+            watch.stop(reason, tail(log) if log is not None else None)
+
+
+def describe_exit(code):
+    """``exited with status 3`` or ``was killed by signal 11 (SIGSEGV)``."""
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = "unknown"
+        return f"was killed by signal {-code} ({name})"
+    return f"exited with status {code}"
+
+
+def kill_all(grace=1.0):
+    """Kill the groups of every tracked model process (SIGTERM, ``grace`` s, SIGKILL)."""
+    with _live_lock:
+        processes = list(_live)
+    for process in processes:
+        _signal_group(process, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    for process in processes:
+        try:
+            process.wait(timeout=max(deadline - time.monotonic(), 0))
+        except subprocess.TimeoutExpired:
+            pass
+    for process in processes:
+        _signal_group(process, signal.SIGKILL)
+        forget(process)
+
+
+def stop_on_signals(signals=(signal.SIGTERM, signal.SIGINT)):
+    """On SIGTERM or SIGINT: kill every model process group, then exit with 128 + signal."""
+
+    def handler(signum, frame):
+        kill_all()
+        try:
+            os.write(2, f"emews: {signal.Signals(signum).name}: the model processes of "
+                        f"worker {os.getpid()} were killed\n".encode())
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(128 + signum)
+
+    for sig in signals:
+        signal.signal(sig, handler)

@@ -1,0 +1,31 @@
+"""Under ``mpiexec -n 2``: rank 0 hands rank 1 a hanging point, cancels it with a CANCEL
+message once the model runs (its child's pid file exists), then hands it a quick point; it
+prints ``result: status|error|value`` of both results and the hanging model's pids. Argument: a directory."""
+
+import json
+import os
+import sys
+import time
+
+from mpi4py import MPI
+
+from emews.evaluate import Objective
+from emews.mpi_pool import CANCEL, RESULT, TASKS, serve
+
+comm = MPI.COMM_WORLD
+directory = sys.argv[1]
+pidfile = os.path.join(directory, "hang.pid")
+if comm.Get_rank() == 0:
+    comm.send([(1, json.dumps({"mode": "hang", "pidfile": pidfile}), "RUN1")], dest=1, tag=TASKS)
+    while not os.path.exists(pidfile + ".child"):
+        time.sleep(0.05)
+    comm.send(None, dest=1, tag=CANCEL)
+    _, _, first = comm.recv(source=1, tag=RESULT)
+    comm.send([(2, '{"x": 2.0}', "RUN2")], dest=1, tag=TASKS)
+    _, _, second = comm.recv(source=1, tag=RESULT)
+    comm.send(None, dest=1, tag=TASKS)
+    for fields in (first, second):
+        print(f"result: {fields[1]}|{fields[2]}|{fields[0]}")
+    print("pids:", open(pidfile).read(), open(pidfile + ".child").read(), flush=True)
+else:
+    serve(comm, Objective("py", objective="faulty:run", expdir=directory, grace=0.5))

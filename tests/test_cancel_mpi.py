@@ -1,0 +1,36 @@
+"""The worker side of cancelling: a CANCEL message kills the run under way (real mpiexec)."""
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.mpi
+MPIEXEC = str(Path(sys.executable).parent / "mpiexec")
+SUPPORT = Path(__file__).parent / "support"
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rpartition(")")[2].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_a_cancel_message_kills_the_running_model_and_the_worker_goes_on(tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(SUPPORT))
+    done = subprocess.run([MPIEXEC, "-n", "2", sys.executable, str(SUPPORT / "cancel_worker.py"),
+                           str(tmp_path)], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()  # rank 0's lines, among the model's own output
+    assert [line for line in lines if line.startswith("result: ")] == [
+        "result: cancelled|cancelled|nan", "result: done|None|2.0"]
+    (pids,) = [line.removeprefix("pids: ") for line in lines if line.startswith("pids: ")]
+    deadline = time.monotonic() + 10
+    while any(alive(int(pid)) for pid in pids.split()):
+        assert time.monotonic() < deadline, "the cancelled model lives on"
+        time.sleep(0.05)
