@@ -6,6 +6,7 @@
     python -m benchmarks --size reduced   # every contender, fewer seeds and evaluations
     python -m benchmarks --smoke          # every part, tiny sizes, a temporary output directory
     python -m benchmarks --parts dispatch,simulation
+    python -m benchmarks faults           # the same as --parts faults: writes results/faults.md
 
 A full or reduced run writes ``benchmarks/results/<date>-<host>.json`` and regenerates the
 tables in ``benchmarks/README.md``; a smoke run writes to a temporary directory and leaves the
@@ -20,18 +21,20 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import dispatch, overhead, quality, report, simulate, utilization
+from . import dispatch, faults, overhead, quality, report, simulate, utilization
 from .sizes import SIZES
 
 HERE = Path(__file__).resolve().parent
 PARTS = {"dispatch": dispatch.run, "utilization": utilization.run,
-         "simulation": simulate.run, "overhead": overhead.run, "quality": quality.run}
+         "simulation": simulate.run, "overhead": overhead.run, "quality": quality.run,
+         "faults": faults.run}
 
 
 def parser():
     """The command line of the suite."""
     top = argparse.ArgumentParser(prog="python -m benchmarks",
                                   description=__doc__.splitlines()[0])
+    top.add_argument("part", nargs="?", help="one part to run (the same as --parts PART)")
     top.add_argument("--size", choices=sorted(SIZES), default="full")
     top.add_argument("--smoke", action="store_const", const="smoke", dest="size",
                      help="the same as --size smoke")
@@ -49,7 +52,7 @@ def parser():
 def main(argv=None):
     """Run the chosen parts; return the exit status."""
     args = parser().parse_args(argv)
-    parts = [p.strip() for p in args.parts.split(",") if p.strip()]
+    parts = [p.strip() for p in (args.part or args.parts).split(",") if p.strip()]
     unknown = sorted(set(parts) - set(PARTS))
     if unknown:
         print(f"python -m benchmarks: error: --parts: {unknown[0]!r} is not one of "
@@ -67,7 +70,8 @@ def main(argv=None):
     report.keep_earlier_parts(record, path)
     for name in parts:
         part_started = time.perf_counter()
-        options = {"jobs": args.jobs} if name == "quality" else {}
+        options = {"quality": {"jobs": args.jobs}, "faults": {"out": out / "faults.md"}}.get(
+            name, {})
         record["parts"][name] = PARTS[name](sizes, **options)
         record["part_wall_s"][name] = time.perf_counter() - part_started
         record["part_commits"][name] = record["versions"]["emews_commit"]

@@ -39,6 +39,10 @@ class Sizes:
     # part 5: scale by simulation
     simulation_workers: tuple = (64, 256)
     simulation_tasks_per_worker: int = 20
+    # part 6: faults (real studies, killed and resumed)
+    faults_kills: int = 20
+    faults_kill_budget: int = 120
+    faults_budget: int = 10
 
 
 FULL = Sizes("full")
@@ -51,5 +55,6 @@ SMOKE = Sizes("smoke", dispatch_tasks=300, dispatch_repeats=1, utilization_worke
               quality_peers=("optuna random",), quality_digits_epochs=2,
               overhead_observations=(5, 10),
               overhead_repeats=1, overhead_algorithms=("random",), simulation_workers=(8,),
-              simulation_tasks_per_worker=3)
+              simulation_tasks_per_worker=3, faults_kills=2, faults_kill_budget=16,
+              faults_budget=6)
 SIZES = {sizes.name: sizes for sizes in (FULL, REDUCED, SMOKE)}

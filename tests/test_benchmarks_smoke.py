@@ -26,7 +26,11 @@ def test_smoke_run_writes_its_record_and_the_readme_tables(tmp_path):
     (path,) = tmp_path.glob("*.json")
     record = json.loads(path.read_text())
     parts = record["parts"]
-    assert set(parts) == {"dispatch", "utilization", "simulation", "overhead", "quality"}
+    assert set(parts) == {"dispatch", "utilization", "simulation", "overhead", "quality",
+                          "faults"}
+    faults = parts["faults"]["rows"]
+    assert len(faults) == 15 and (tmp_path / "faults.md").read_text().count("\n| ") == 16
+    assert all(r["survived"] is True and r["evaluations lost"] == 0 for r in faults), faults
     assert {c["tasks"] for c in parts["dispatch"]["contenders"].values()} == {300}
     assert all(0 < r["utilization"] <= 1 for r in parts["utilization"]["runs"])
     assert all(r["evaluations"] == 12 for r in parts["utilization"]["runs"])
