@@ -263,3 +263,29 @@ def test_a_full_disk_ends_the_study_with_one_line_and_keeps_what_was_stored(stud
     assert "Traceback" not in done.stderr
     rows = rows_of(only_expdir(tmp_path))
     assert 0 < sum(row["status"] == "done" for row in rows) < 400
+
+
+@pytest.mark.slow
+def test_a_dead_worker_rank_ends_the_job_with_one_line_and_resume_completes(
+        study, start, gate, tmp_path, emews_cli):
+    path = study(system={"procs": 4, "progress_interval": 60},
+                 study={"budget": 5, "seed": 2, "objective": "fault_me:gated"})
+    job = start("run", path)
+    wait_until(lambda: len(list(gate.glob("pid-*"))) == 3, "three workers in their runs")
+    expdir = only_expdir(tmp_path)
+    model = int(next(gate.glob("pid-*")).name.split("-")[1])
+    worker = int(Path(f"/proc/{model}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    os.kill(worker, signal.SIGKILL)
+    _, stderr = job.communicate(timeout=120)
+    assert job.returncode not in (0, 2)
+    (line,) = [line for line in stderr.splitlines() if line.startswith("emews: error:")]
+    assert line == ("emews: error: the MPI job ended with status "
+                    f"{line.split('status ')[1].split()[0]} before the study did (a rank died "
+                    "or was killed); 0 evaluations are stored; resume with: emews run --resume "
+                    f"{expdir}")
+    wait_until(lambda: not Path(f"/proc/{model}").exists(), "the dead worker's model to end")
+
+    (gate / "go").touch()
+    resumed = emews_cli("run", "--resume", expdir, env=gated_env(gate))
+    assert resumed.returncode == 0, resumed.stderr
+    assert [row["status"] for row in rows_of(expdir)] == ["done"] * 5
