@@ -42,6 +42,22 @@ def parser():
     run.add_argument("--data-dir", help="CANDLE_DATA_DIR: where experiments are made")
     run.add_argument("--set", action="append", default=[], metavar="TABLE.KEY=VALUE",
                      help="any setting; VALUE is read as TOML")
+    serve = commands.add_parser("serve", help="run a study as a service that pool jobs attach "
+                                "to (emews pool)")
+    serve.add_argument("config", nargs="*", help="TOML files: system and study settings")
+    serve.add_argument("--resume", metavar="EXPDIR", help="serve the study in EXPDIR again")
+    serve.add_argument("--bind", help="interface to listen on (default 127.0.0.1; any other "
+                       "needs CURVE keys, made in EXPDIR/keys)")
+    serve.add_argument("--port", type=int, help="port (default: a free one)")
+    serve.add_argument("--lease", type=float, help="seconds a pool holds a task between "
+                       "heartbeats (default 60)")
+    serve.add_argument("--budget", type=int, help="maximum number of evaluations")
+    serve.add_argument("--set", action="append", default=[], metavar="TABLE.KEY=VALUE")
+    attach = commands.add_parser("pool", help="attach this MPI job's ranks to a served study "
+                                 "(under mpiexec)")
+    attach.add_argument("expdir", help="the served study's experiment directory")
+    attach.add_argument("--walltime", type=float, help="seconds until this job must end: it "
+                        "drains before then")
     show = commands.add_parser("show", help="print a study's best evaluations")
     show.add_argument("expdir")
     show.add_argument("--top", type=int, default=10)
@@ -55,7 +71,8 @@ def main(argv=None):
     """Entry point of the ``emews`` console script; returns the exit status."""
     args = parser().parse_args(argv)
     try:
-        return {"run": _run, "show": _show, "plot": _plot}[args.command](args)
+        return {"run": _run, "serve": _serve, "pool": _pool, "show": _show,
+                "plot": _plot}[args.command](args)
     except Interrupted as exc:
         if not os.environ.get("EMEWS_SPAWNED"):  # the command that spawned the job says it
             print(f"emews: interrupted; {getattr(exc, 'stored', 0)} evaluations stored; resume "
@@ -104,6 +121,31 @@ def _run(args):
             print(f"emews: error: every evaluation failed ({result.evaluations}); the most "
                   f"common reasons: {common}", file=sys.stderr)
         return EXIT_FAILED
+    return 0
+
+
+def _serve(args):
+    from .config import parse_override
+    from .service import serve
+
+    if not args.config and not args.resume:
+        raise ConfigError("emews serve", "needs a CONFIG file or --resume EXPDIR", None,
+                          show_value=False)
+    overrides = dict(parse_override(text) for text in args.set)
+    for option, dotted in (("bind", "service.bind"), ("port", "service.port"),
+                           ("lease", "service.lease"), ("budget", "study.budget")):
+        if getattr(args, option) is not None:
+            overrides[dotted] = getattr(args, option)
+    result = serve(args.config or None, overrides, args.resume)
+    return EXIT_FAILED if result.all_failed else 0
+
+
+def _pool(args):
+    from .service import pool_job
+
+    reason = pool_job(args.expdir, args.walltime)
+    if reason:
+        print(f"emews: pool left: {reason}", flush=True)
     return 0
 
 

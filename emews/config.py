@@ -102,14 +102,19 @@ SCHEMA = {
         "on_failure": Setting("str", "fail", choices=FAILURE_ACTIONS),
         "penalty": Setting("float"),
     },
+    "service": {  # emews serve: where pools attach, and how long a pool's task lease lasts
+        "bind": Setting("str", "127.0.0.1"),
+        "port": Setting("int", 0, minimum=0),
+        "lease": _positive("float", 60.0),
+    },
 }
 STOP_KEYS = ("budget", "max_iterations", "tol", "patience", "target", "max_time")
 
 
 @dataclass
 class Config:
-    """A resolved configuration: ``system``, ``study``, ``algorithm``, ``model`` and ``failure``
-    tables."""
+    """A resolved configuration: ``system``, ``study``, ``algorithm``, ``model``, ``failure`` and
+    ``service`` tables."""
 
     system: dict
     study: dict
@@ -118,6 +123,7 @@ class Config:
     origin: dict = field(default_factory=dict)
     model: dict = field(default_factory=dict)
     failure: dict = field(default_factory=dict)
+    service: dict = field(default_factory=dict)
 
     def where(self, table, key):
         """Where a setting came from, for error messages (``file: [table].key``)."""
@@ -126,7 +132,7 @@ class Config:
     def as_dict(self):
         """The configuration as run (JSON-serializable, paths absolute)."""
         return {"system": self.system, "study": self.study, "algorithm": self.algorithm,
-                "model": self.model, "failure": self.failure}
+                "model": self.model, "failure": self.failure, "service": self.service}
 
     @property
     def stop(self):

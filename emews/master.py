@@ -30,7 +30,7 @@ import time
 from . import eqpy
 from .algorithm import Stopper, point_key
 from .errors import MEAborted, ProtocolError, StudyAborted
-from .failure import FailurePolicy
+from .failure import Decision, FailurePolicy
 from .pool import Backoff, Task
 
 CANCEL_GRACE = 30.0
@@ -177,10 +177,21 @@ class Master:
         """
         finished = self.pool.collect(block=block)
         if not finished:
+            if self.waiting and self.pool.free_slots():  # a remote pool asked for work
+                self.store.mark_running(self._submit_waiting())
+                self.store.commit()
             return 0
         rows, final, retried, abort = [], [], [], None
+        self.store.record_duplicates([(task.id, rank, outcome, task.attempt)
+                                      for task, rank, outcome in finished
+                                      if outcome.status == "duplicate"])
         for task, rank, outcome in finished:
+            if outcome.status == "duplicate":
+                continue
+            self._forget_waiting(task.id)  # a late result of a requeued task: the first wins
             decision = self.policy.decide(outcome, task.attempt)
+            if outcome.status == "interrupted":  # a lost lease: run again, not a failure
+                decision = Decision("retry")
             if decision.action == "retry":
                 rows.append((task.id, rank, outcome, task.attempt, "queued"))
                 attempt = task.attempt + 1
@@ -230,7 +241,7 @@ class Master:
         return eqpy.encode_tagged(pairs)
 
     def _wait_for_results(self):
-        if not self.pool.running:
+        if not self.pool.running and not self.waiting:
             raise ProtocolError("the ME is waiting for results but no evaluation is in flight")
         self._turn(block=True)
 
@@ -242,6 +253,10 @@ class Master:
             self._turn(block=True)
         self.unreported.clear()
         self.store.commit()
+
+    def _forget_waiting(self, task_id):
+        if any(t.id == task_id for t in self.waiting):
+            self.waiting = collections.deque(t for t in self.waiting if t.id != task_id)
 
     def _cancel_waiting(self, reason):
         if self.waiting:

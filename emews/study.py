@@ -197,7 +197,7 @@ def resume_changes(stored, cfg, digest):
             if old.get(key) != new.get(key):
                 refuse(f"[{table}].{key}", old.get(key), new.get(key))
     changes = {}
-    for table in ("system", "study", "failure"):
+    for table in ("system", "study", "failure", "service"):
         old, new = getattr(stored, table), getattr(cfg, table)
         for key in sorted(set(old) | set(new)):
             if old.get(key) != new.get(key):
@@ -340,7 +340,7 @@ def execute(expdir, comm):
     rank = comm.Get_rank() if comm is not None else 0
     size = comm.Get_size() if comm is not None else 1
     if rank > 0:
-        return _work(expdir, cfg, comm, rank)
+        return run_worker(expdir, cfg, comm, rank)
     if size > 1:
         from .mpi_pool import MPIPool
 
@@ -350,24 +350,26 @@ def execute(expdir, comm):
                              if cfg.system["pool"] == "inprocess" else 1)
     status = 1
     try:
-        result = _master(expdir, cfg, pool)
+        result = run_master(expdir, cfg, pool)
         status = 0
     finally:
         pool.close(status)
     return result
 
 
-def _work(expdir, cfg, comm, rank):
+def run_worker(expdir, cfg, comm, rank, label=None):
+    """Rank ``rank`` >= 1: evaluate what rank 0 sends; output to ``out/out-[LABEL-]RANK.txt``."""
     from .mpi_pool import redirect_output, serve
 
-    redirect_output(expdir / "out" / f"out-{rank}.txt")
+    redirect_output(expdir / "out" / f"out-{label + '-' if label else ''}{rank}.txt")
     gpus.assign(rank, cfg.system["gpus_per_node"], cfg.system["cuda_offset"])
     status = serve(comm, make_objective(cfg, expdir))
     if status:
         raise SystemExit(status)
 
 
-def _master(expdir, cfg, pool):
+def run_master(expdir, cfg, pool):
+    """Rank 0: the ME thread and the master on ``pool``, with the store; returns a Result."""
     study = cfg.study
     store = Store(expdir / "results.db", create=False)
     previous = signal.signal(signal.SIGTERM, _raise_interrupted) \

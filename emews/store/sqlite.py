@@ -128,6 +128,16 @@ class Store:
         self._write("UPDATE evaluations SET status=?, result=?, error=?, log_tail=?, rank=?, "
                     "started=?, finished=?, attempt=? WHERE id=?", points)
 
+    def record_duplicates(self, rows):
+        """Results that came after a point's first one: ``(id, rank, outcome, attempt)``
+        tuples, kept in ``attempts`` as ``duplicate``; the point keeps its first result."""
+        self._write("INSERT OR REPLACE INTO attempts (id, attempt, status, result, error, "
+                    "log_tail, rank, started, finished, run_id) VALUES (?, ?, 'duplicate', ?, ?, "
+                    "?, ?, ?, ?, (SELECT run_id FROM evaluations WHERE id=?))",
+                    [(i, attempt, None if math.isnan(o.value) else o.value, bounded(o.error),
+                      bounded(o.log_tail), rank, o.started, o.finished, i)
+                     for i, rank, o, attempt in rows])
+
     def requeue(self, rows):
         """Points to run again as a new attempt: ``(id, attempt, run_id)`` tuples."""
         self._write("UPDATE evaluations SET status='queued', attempt=?, run_id=?, rank=NULL, "

@@ -63,3 +63,10 @@ def stall_after(params):
     if len(list(gate.glob("call-*"))) > int(os.environ["EMEWS_TEST_STALL_AFTER"]):
         _wait_for_go()
     return math.fsum([params["x"] ** 2, params["n"]])
+
+
+def slow_square(params):
+    """Train for ``EMEWS_TEST_SECONDS`` (0.3 by default), say so on stdout, return x squared."""
+    time.sleep(float(os.environ.get("EMEWS_TEST_SECONDS", "0.3")))
+    print(f"evaluated in pid {os.getpid()}", flush=True)
+    return math.fsum([params["x"] ** 2])

@@ -1,0 +1,154 @@
+"""A pool job that serves a study run by ``emews serve``: ``mpiexec -n N emews pool EXPDIR``.
+
+::
+
+    service <--want/results/heartbeat-- rank 0 (this module) --TASKS--> ranks 1..N-1
+            --tasks/ack/stop/drain-->          (an MPIPool)  <-RESULT--  (emews.mpi_pool.serve)
+
+Rank 0 asks the service for as many tasks as its workers have free slots, hands them to its
+workers, and sends every result back until the service acknowledges it (a result is re-sent
+after a reconnect until then). It heartbeats every quarter lease. It leaves when the service
+says stop, or drains (stops asking, finishes what it holds) when told to, when its walltime is
+about to run out, or when the service has been silent for ``give_up`` seconds.
+"""
+
+import os
+import socket
+import time
+from pathlib import Path
+
+from ..errors import EmewsError
+from ..evaluate import Outcome  # noqa: F401 - the fields that results carry
+from ..pool import Backoff, Task
+from . import protocol
+from .keys import read_service_file
+
+POLL_MS = 50
+
+
+class Attachment:
+    """Rank 0 of a pool job: the link between the service and this job's MPI workers."""
+
+    def __init__(self, pool, address, keys=None, name=None, walltime=None, give_up=600.0):
+        import zmq
+
+        self.pool = pool
+        self.name = name or f"{socket.gethostname()}:{os.getpid()}"
+        self.context = zmq.Context.instance()
+        self.socket = self.context.socket(zmq.DEALER)
+        self.socket.setsockopt(zmq.LINGER, 0)
+        if keys:
+            _use_curve(self.socket, Path(keys))
+        self.socket.connect(address)
+        self.deadline = None if walltime is None else time.monotonic() + walltime
+        self.give_up = give_up
+        self.lease = None
+        self.received, self.asked = 0, None
+        self.unacked = {}                          # task id -> result entry
+        self.draining = self.stopped = False
+        self.reason = None
+        self.heard = time.monotonic()
+        self.last_beat = 0.0
+
+    def run(self):
+        """Serve until the service stops us or we drain; return why we left."""
+        self._send("hello", pool=self.name, workers=self.pool.slots, host=socket.gethostname(),
+                   pid=os.getpid())
+        backoff = Backoff(maximum=POLL_MS / 1000)
+        while not self.stopped:
+            progress = self._listen(backoff.delay)
+            progress |= self._report(self.pool.collect(block=False))
+            self._ask()
+            self._heartbeat()
+            if self._should_leave():
+                break
+            if progress:
+                backoff.reset()
+            else:
+                backoff.wait(lambda delay: None)  # the next _listen polls that long
+        self._send("bye")
+        return self.reason or "the service stopped the study"
+
+    def _listen(self, timeout):
+        progress = False
+        if self.socket.poll(int(timeout * 1000)):
+            while self.socket.poll(0):
+                progress = True
+                self.heard = time.monotonic()
+                self._handle(protocol.decode(self.socket.recv()))
+        return progress
+
+    def _handle(self, message):
+        op = message["op"]
+        if op == "tasks":
+            self.lease = float(message["lease"])
+            tasks = [Task(i, params, run_id, attempt) for i, params, run_id, attempt in
+                     message["tasks"]]
+            self.received += len(tasks)
+            self.pool.submit(tasks)
+        elif op == "ack":
+            for task_id in message["ids"]:
+                self.unacked.pop(task_id, None)
+        elif op == "drain":
+            self.draining, self.reason = True, "the service asked the pool to drain"
+        elif op == "stop":
+            self.stopped, self.reason = True, message["reason"]
+
+    def _report(self, finished):
+        for task, rank, outcome in finished:
+            self.unacked[task.id] = [task.id, task.attempt, rank,
+                                     [outcome.value, outcome.status, outcome.error,
+                                      outcome.log_tail, outcome.started, outcome.finished]]
+        if finished:
+            self._send("results", results=[self.unacked[t.id] for t, _, _ in finished])
+        return bool(finished)
+
+    def _ask(self):
+        free = 0 if self.draining else self.pool.free_slots()
+        if (free, self.received) != self.asked:
+            self.asked = (free, self.received)
+            self._send("want", free=free, received=self.received)
+
+    def _heartbeat(self):
+        interval = (self.lease or 60.0) / 4
+        if time.monotonic() - self.last_beat >= interval:
+            self.last_beat = time.monotonic()
+            self._send("heartbeat")
+
+    def _should_leave(self):
+        if self.deadline is not None and not self.draining and \
+                time.monotonic() >= self.deadline:
+            self.draining, self.reason = True, "the pool's walltime is about to run out"
+        if time.monotonic() - self.heard > self.give_up:
+            raise EmewsError(f"the service has not answered for {self.give_up:g} s; giving up")
+        return self.draining and not self.pool.running and not self.unacked
+
+    def _send(self, op, **fields):
+        self.socket.send(protocol.encode(op, **fields))
+
+    def close(self):
+        """Close the socket."""
+        self.socket.close(0)
+
+
+def _use_curve(sock, keys):
+    import zmq.auth
+
+    public, secret = zmq.auth.load_certificate(str(keys / "pool.key_secret"))
+    server_public, _ = zmq.auth.load_certificate(str(keys / "service.key"))
+    sock.curve_publickey, sock.curve_secretkey = public, secret
+    sock.curve_serverkey = server_public
+
+
+def attach(expdir, comm, walltime=None):
+    """Run a pool job for the study served from ``expdir``; rank 0 attaches, the others work."""
+    from ..mpi_pool import MPIPool
+
+    service = read_service_file(expdir)
+    pool = MPIPool(comm)
+    attachment = Attachment(pool, service["address"], service.get("keys"), walltime=walltime)
+    try:
+        return attachment.run()
+    finally:
+        attachment.close()
+        pool.close()

@@ -1,0 +1,57 @@
+"""The messages between the study service and its pools (JSON over zmq, one frame each).
+
+::
+
+    pool  --hello {pool, workers, host, pid}-->  service     (again after a reconnect)
+    pool  --want {free, received}------------->  service     free slots, tasks received so far
+    pool  <--tasks {tasks: [[id, params, run_id, attempt]], lease}--  service
+    pool  --results {results: [[id, attempt, rank, outcome]]}--> service
+    pool  <--ack {ids}---------------------------  service     stored: the pool may forget them
+    pool  --heartbeat------------------------->  service     renews every lease the pool holds
+    pool  <--stop {reason} / drain--------------  service
+    pool  --bye------------------------------->  service
+
+A message that is not a JSON object with a known ``op`` and fields of the right types, or is
+larger than :data:`MAX_MESSAGE`, is rejected by :func:`decode` (the service logs and drops it).
+"""
+
+import json
+
+MAX_MESSAGE = 4 * 1024 * 1024
+FIELDS = {
+    "hello": {"pool": str, "workers": int, "host": str, "pid": int},
+    "want": {"free": int, "received": int},
+    "results": {"results": list},
+    "heartbeat": {},
+    "bye": {},
+    "tasks": {"tasks": list, "lease": (int, float)},
+    "ack": {"ids": list},
+    "stop": {"reason": str},
+    "drain": {},
+}
+
+
+class BadMessage(ValueError):
+    """A message that does not follow the protocol."""
+
+
+def encode(op, **fields):
+    """One message as bytes."""
+    return json.dumps({"op": op, **fields}, separators=(",", ":")).encode()
+
+
+def decode(frame):
+    """The message in ``frame`` as a dict, checked; raises :class:`BadMessage`."""
+    if len(frame) > MAX_MESSAGE:
+        raise BadMessage(f"a message of {len(frame)} bytes (at most {MAX_MESSAGE})")
+    try:
+        message = json.loads(frame)
+    except (UnicodeDecodeError, ValueError):
+        raise BadMessage("a message that is not JSON") from None
+    if not isinstance(message, dict) or message.get("op") not in FIELDS:
+        raise BadMessage(f"a message with no known op: {str(message)[:80]!r}")
+    for name, kind in FIELDS[message["op"]].items():
+        if not isinstance(message.get(name), kind) or isinstance(message.get(name), bool):
+            raise BadMessage(f"{message['op']}: field {name!r} must be "
+                             f"{getattr(kind, '__name__', 'a number')}")
+    return message

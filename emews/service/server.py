@@ -1,0 +1,210 @@
+"""The study service's side of remote pools: a :class:`~emews.pool.Pool` over a zmq ROUTER.
+
+::
+
+    Master --submit--> ServicePool --tasks (leased)--> pool job 1 (mpiexec: rank 0 + workers)
+           <-collect--             <--results-------   pool job 2 ...
+                                   <--heartbeat----    renews the pool's leases
+
+The master's queue stays the one queue: this pool only hands its tasks to whichever attached
+pool asked for work, and brings results back. Every task a pool holds carries a lease of
+``lease`` seconds, renewed by the pool's heartbeats. When a pool goes silent (killed, node lost,
+walltime, network cut), its tasks come back from :meth:`collect` as ``interrupted`` once their
+leases expire, and the master runs them again as new attempts. A result that arrives late for
+such a task is not lost: the first result of a point wins, and any later one comes back with
+status ``duplicate`` for the record.
+"""
+
+import logging
+import time
+
+from ..evaluate import Outcome
+from ..pool import Backoff, Pool, Task
+from . import protocol
+
+log = logging.getLogger("emews.service")
+
+
+class AttachedPool:
+    """What the service knows of one attached pool."""
+
+    def __init__(self, identity, hello):
+        self.identity = identity
+        self.name, self.workers, self.host = hello["pool"], hello["workers"], hello["host"]
+        self.free, self.sent, self.received = 0, 0, 0
+        self.last_seen = time.monotonic()
+        self.leases = set()
+
+    @property
+    def demand(self):
+        """How many more tasks this pool has asked for and not yet been sent."""
+        return max(self.free - (self.sent - self.received), 0)
+
+    def describe(self):
+        """A summary for ``emews status``."""
+        return {"pool": self.name, "host": self.host, "workers": self.workers,
+                "tasks": len(self.leases), "last_seen_s": time.monotonic() - self.last_seen}
+
+
+class ServicePool(Pool):
+    """Tasks leased to pools that attach over zmq (see the module docstring).
+
+    ``socket`` is a bound zmq ROUTER socket; ``lease`` is the lease in seconds; ``slots`` is how
+    many workers the study expects in all (what the ME plans for).
+    """
+
+    def __init__(self, socket, lease=60.0, slots=1):
+        self.socket, self.lease, self.slots = socket, float(lease), max(int(slots), 1)
+        self.pools = {}
+        self.running = {}                  # task id -> Task
+        self.holder = {}                   # task id -> (identity, lease deadline)
+        self.interrupted = {}              # task id -> attempt whose lease expired
+        self.finished = set()              # task ids with a final result from a pool
+        self.to_ack = {}                   # identity -> ids returned by the last collect
+        self.draining = False
+        self.backoff = Backoff(maximum=0.05)
+
+    def free_slots(self):
+        if self.draining:
+            return 0
+        return sum(p.demand for p in self.pools.values())
+
+    def submit(self, tasks):
+        assigned, queue = [], list(tasks)
+        for pool in sorted(self.pools.values(), key=lambda p: -p.demand):
+            batch, queue = queue[:pool.demand], queue[pool.demand:]
+            if not batch:
+                continue
+            deadline = time.monotonic() + self.lease
+            for task in batch:
+                self.running[task.id] = task
+                self.holder[task.id] = (pool.identity, deadline)
+                pool.leases.add(task.id)
+                assigned.append((task, 0))
+            pool.sent += len(batch)
+            self._send(pool.identity, "tasks", lease=self.lease, tasks=[
+                [t.id, t.params, t.run_id, t.attempt] for t in batch])
+        if queue:
+            raise RuntimeError("ServicePool.submit: more tasks than free slots")
+        return assigned
+
+    def collect(self, block=True):
+        """Results, expired leases and duplicates. With ``block``, wait until some message
+        has come (a pool that attached or asked for work is news too) or a lease expired."""
+        self._acknowledge()
+        finished, heard = [], False
+        while True:
+            while self.socket.poll(0):
+                heard = True
+                finished += self._receive()
+            finished += self._expire()
+            if finished or heard or not block:
+                self.backoff.reset()
+                return finished
+            self.backoff.wait(lambda delay: self.socket.poll(int(delay * 1000) + 1))
+
+    def _acknowledge(self):
+        for identity, ids in self.to_ack.items():
+            self._send(identity, "ack", ids=ids)
+        self.to_ack = {}
+
+    def _receive(self):
+        frames = self.socket.recv_multipart()
+        if len(frames) != 2:
+            log.warning("service: dropped a message of %d frames", len(frames))
+            return []
+        identity, frame = frames
+        try:
+            message = protocol.decode(frame)
+        except protocol.BadMessage as exc:
+            log.warning("service: dropped %s", exc)
+            return []
+        pool = self.pools.get(identity)
+        if message["op"] == "hello":
+            self.pools[identity] = AttachedPool(identity, message)
+            log.info("service: pool %s attached (%d workers on %s)", message["pool"],
+                     message["workers"], message["host"])
+            return []
+        if pool is None:
+            log.warning("service: dropped %s from a pool that did not say hello", message["op"])
+            return []
+        pool.last_seen = time.monotonic()
+        op = message["op"]
+        if op == "want":
+            pool.free, pool.received = message["free"], message["received"]
+        elif op == "heartbeat":
+            deadline = time.monotonic() + self.lease
+            for task_id in pool.leases:
+                self.holder[task_id] = (identity, deadline)
+        elif op == "bye":
+            del self.pools[identity]
+        elif op == "results":
+            return self._results(pool, message["results"])
+        return []
+
+    def _results(self, pool, results):
+        finished = []
+        for entry in results:
+            try:
+                task_id, attempt, rank, fields = entry
+                outcome = Outcome(*fields)
+            except (TypeError, ValueError):
+                log.warning("service: dropped a malformed result from %s", pool.name)
+                continue
+            self.to_ack.setdefault(pool.identity, []).append(task_id)
+            pool.leases.discard(task_id)
+            finished.append(self._result(task_id, attempt, rank, outcome))
+        return [entry for entry in finished if entry is not None]
+
+    def _result(self, task_id, attempt, rank, outcome):
+        """The ``(task, rank, outcome)`` that a pool's result makes, or ``None``."""
+        task = self.running.get(task_id)
+        if task is not None and (task.attempt == attempt or task_id in self.interrupted):
+            del self.running[task_id]
+            self.holder.pop(task_id, None)
+            self.interrupted.pop(task_id, None)
+            self.finished.add(task_id)
+            return Task(task.id, task.params, task.run_id, attempt), rank, outcome
+        if task_id in self.interrupted and self.interrupted[task_id] == attempt:
+            # a late result for a task whose lease expired and that waits to run again
+            del self.interrupted[task_id]
+            self.finished.add(task_id)
+            return Task(task_id, "", "", attempt), rank, outcome
+        if task_id in self.finished or task is not None:
+            duplicate = Outcome(outcome.value, "duplicate", outcome.error, outcome.log_tail,
+                                outcome.started, outcome.finished)
+            return Task(task_id, "", "", attempt), rank, duplicate
+        log.warning("service: dropped a result for unknown task %s", task_id)
+        return None
+
+    def _expire(self):
+        now, expired = time.monotonic(), []
+        for task_id, (identity, deadline) in list(self.holder.items()):
+            if deadline < now:
+                task = self.running.pop(task_id)
+                del self.holder[task_id]
+                self.interrupted[task_id] = task.attempt
+                pool = self.pools.get(identity)
+                name = pool.name if pool else "a pool that left"
+                if pool is not None:
+                    pool.leases.discard(task_id)
+                expired.append((task, 0, Outcome(float("nan"), "interrupted",
+                                                 f"lease expired: {name} stopped answering")))
+        return expired
+
+    def _send(self, identity, op, **fields):
+        self.socket.send_multipart([identity, protocol.encode(op, **fields)])
+
+    def cancel(self):
+        for identity in self.pools:
+            self._send(identity, "drain")
+
+    def close(self, status=0):
+        self._acknowledge()
+        for identity in list(self.pools):
+            self._send(identity, "stop", reason="the study ended")
+        self.pools.clear()
+
+    def describe(self):
+        """The attached pools, for ``emews status``."""
+        return [pool.describe() for pool in self.pools.values()]

@@ -1,0 +1,182 @@
+"""One study served to several pool jobs over zmq (``emews serve`` + ``emews pool``), for real:
+separate ``mpiexec`` jobs, leases that expire when a pool is killed, late attach, a pool that
+drains at its walltime, CURVE off loopback, and peers that send garbage or hold the wrong key."""
+
+import json
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import SUPPORT
+
+pytestmark = [pytest.mark.mpi, pytest.mark.slow]
+MPIEXEC = str(Path(sys.executable).parent / "mpiexec")
+
+
+def wait_until(condition, what, timeout=120):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def rows_of(expdir, sql="SELECT id, status, attempt, error FROM evaluations ORDER BY id"):
+    path = Path(expdir) / "results.db"
+    if not path.exists():
+        return []
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+    try:
+        return db.execute(sql).fetchall()
+    except sqlite3.OperationalError:
+        return []
+    finally:
+        db.close()
+
+
+class Jobs:
+    """Background processes of one test, each in its own session; killed at the end."""
+
+    def __init__(self, cwd):
+        self.cwd, self.started = cwd, []
+        self.env = dict(os.environ, PYTHONPATH=str(SUPPORT), EMEWS_TEST_SECONDS="0.4")
+        for name in ("PMI_RANK", "PMI_SIZE", "PMIX_RANK"):
+            self.env.pop(name, None)
+
+    def start(self, *command):
+        process = subprocess.Popen(list(map(str, command)), cwd=self.cwd, env=self.env,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   start_new_session=True)
+        self.started.append(process)
+        return process
+
+    def serve(self, config, *options):
+        process = self.start(sys.executable, "-m", "emews", "serve", config, *options)
+        service = self.cwd / "experiments" / "study" / "EXP001" / "service.json"
+        wait_until(service.exists, "service.json")
+        return process, service.parent
+
+    def pool(self, expdir, ranks=3, *options):
+        return self.start(MPIEXEC, "-n", ranks, sys.executable, "-m", "emews", "pool", expdir,
+                          *options)
+
+    def close(self):
+        for process in self.started:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+
+
+@pytest.fixture
+def jobs(tmp_path):
+    started = Jobs(tmp_path)
+    yield started
+    started.close()
+
+
+def config(study, budget, lease=3.0, **service):
+    return study(system={"procs": 5, "progress_interval": 60},
+                 study={"budget": budget, "seed": 4, "objective": "fault_me:slow_square"},
+                 service={"lease": lease, **service})
+
+
+def test_two_pools_serve_one_study_and_a_killed_pool_loses_nothing(study, jobs):
+    server, expdir = jobs.serve(config(study, 12))
+    doomed, survivor = jobs.pool(expdir), jobs.pool(expdir)
+    wait_until(lambda: len(rows_of(expdir, "SELECT id FROM evaluations WHERE "
+                                           "status='done'")) >= 3, "three results")
+    os.killpg(doomed.pid, signal.SIGKILL)
+    out, err = server.communicate(timeout=180)
+    assert server.returncode == 0, err
+    assert "evaluation budget of 12 reached" in out
+    rows = rows_of(expdir)
+    assert [status for _, status, _, _ in rows] == ["done"] * 12  # exactly the budget
+    lost = rows_of(expdir, "SELECT id, attempt, error FROM attempts WHERE status='interrupted'")
+    assert lost  # the killed pool held tasks
+    assert all(error.startswith("lease expired: ") for _, _, error in lost)
+    for i, attempt, _ in lost:  # every task the killed pool held ran again and finished
+        assert rows[i][1] == "done" and rows[i][2] > attempt
+    survivor.communicate(timeout=60)
+    assert survivor.returncode == 0
+
+
+def test_a_pool_attaches_late_and_another_drains_at_its_walltime(study, jobs):
+    server, expdir = jobs.serve(config(study, 10))
+    early = jobs.pool(expdir, 3, "--walltime", "1.5")
+    out, _ = early.communicate(timeout=120)
+    assert early.returncode == 0 and "the pool's walltime is about to run out" in out
+    stored = rows_of(expdir, "SELECT id FROM evaluations WHERE status='done'")
+    assert stored and not rows_of(expdir, "SELECT id FROM evaluations WHERE status='running'")
+    late = jobs.pool(expdir)
+    out, err = server.communicate(timeout=180)
+    assert server.returncode == 0, err
+    assert [status for _, status, _, _ in rows_of(expdir)] == ["done"] * 10
+    late.communicate(timeout=60)
+    evaluated = [path for path in (expdir / "out").glob("out-pool-*")
+                 if "evaluated in pid" in path.read_text()]
+    assert len({path.name.split("-")[2] for path in evaluated}) == 2  # both pools worked
+
+
+def test_off_loopback_the_service_demands_curve_and_survives_garbage_and_wrong_keys(study,
+                                                                                   jobs):
+    import zmq
+    import zmq.auth
+
+    server, expdir = jobs.serve(config(study, 8, bind="0.0.0.0"))
+    keys = expdir / "keys"
+    assert {p.name for p in keys.iterdir()} >= {"service.key", "service.key_secret",
+                                                 "pool.key", "pool.key_secret"}
+    assert all(oct(p.stat().st_mode & 0o777) == "0o600" for p in keys.glob("*.key_secret"))
+    address = json.loads((expdir / "service.json").read_text())["address"]
+    port = int(address.rsplit(":", 1)[1])
+
+    with socket.create_connection(("127.0.0.1", port)) as raw:  # garbage bytes on the port
+        raw.sendall(os.urandom(4096))
+    context = zmq.Context.instance()
+    plain = context.socket(zmq.DEALER)  # no key at all
+    wrong = context.socket(zmq.DEALER)  # a key pair the service never issued
+    public, secret = zmq.curve_keypair()
+    wrong.curve_publickey, wrong.curve_secretkey = public, secret
+    wrong.curve_serverkey = zmq.auth.load_certificate(str(keys / "service.key"))[0]
+    hello = json.dumps({"op": "hello", "pool": "intruder", "workers": 64, "host": "x",
+                        "pid": 1}).encode()
+    for intruder in (plain, wrong):
+        intruder.setsockopt(zmq.LINGER, 0)
+        intruder.connect(f"tcp://127.0.0.1:{port}")
+        intruder.send(hello)
+        intruder.send(json.dumps({"op": "want", "free": 64, "received": 0}).encode())
+    pool = jobs.pool(expdir)
+    out, err = server.communicate(timeout=180)
+    for intruder in (plain, wrong):
+        assert not intruder.poll(100)  # never handed a task
+        intruder.close(0)
+    assert server.returncode == 0, err
+    assert [status for _, status, _, _ in rows_of(expdir)] == ["done"] * 8
+    pool.communicate(timeout=60)
+
+
+def test_malformed_messages_are_dropped_without_harming_the_study(study, jobs):
+    import zmq
+
+    server, expdir = jobs.serve(config(study, 6))
+    address = json.loads((expdir / "service.json").read_text())["address"]
+    peer = zmq.Context.instance().socket(zmq.DEALER)
+    peer.setsockopt(zmq.LINGER, 0)
+    peer.connect(address)
+    for frame in (b"\xff\xfe not json", b"[1, 2]", b'{"op": "want", "free": "many"}',
+                  b'{"op": "results", "results": [[1, 2]]}', b'{"op": "nonsense"}'):
+        peer.send(frame)
+    peer.send_multipart([b"two", b"frames"])
+    pool = jobs.pool(expdir)
+    out, err = server.communicate(timeout=180)
+    peer.close(0)
+    assert server.returncode == 0, err
+    assert "dropped" in err
+    assert [status for _, status, _, _ in rows_of(expdir)] == ["done"] * 6
+    pool.communicate(timeout=60)
