@@ -58,6 +58,13 @@ def parser():
     attach.add_argument("expdir", help="the served study's experiment directory")
     attach.add_argument("--walltime", type=float, help="seconds until this job must end: it "
                         "drains before then")
+    for state, verb, text in (("paused", "pause", "hand out no new work (running evaluations "
+                                                  "finish)"),
+                              ("running", "unpause", "hand out work again"),
+                              ("stopped", "stop", "finish what runs, then end the study")):
+        steer = commands.add_parser(verb, help=f"{text}, in a running study")
+        steer.add_argument("expdir")
+        steer.set_defaults(state=state)
     show = commands.add_parser("show", help="print a study's best evaluations")
     show.add_argument("expdir")
     show.add_argument("--top", type=int, default=10)
@@ -71,8 +78,8 @@ def main(argv=None):
     """Entry point of the ``emews`` console script; returns the exit status."""
     args = parser().parse_args(argv)
     try:
-        return {"run": _run, "serve": _serve, "pool": _pool, "show": _show,
-                "plot": _plot}[args.command](args)
+        return {"run": _run, "serve": _serve, "pool": _pool, "pause": _steer, "unpause": _steer,
+                "stop": _steer, "show": _show, "plot": _plot}[args.command](args)
     except Interrupted as exc:
         if not os.environ.get("EMEWS_SPAWNED"):  # the command that spawned the job says it
             print(f"emews: interrupted; {getattr(exc, 'stored', 0)} evaluations stored; resume "
@@ -146,6 +153,14 @@ def _pool(args):
     reason = pool_job(args.expdir, args.walltime)
     if reason:
         print(f"emews: pool left: {reason}", flush=True)
+    return 0
+
+
+def _steer(args):
+    from .control import request
+
+    request(args.expdir, args.state)
+    print(f"emews: asked {args.expdir} to be {args.state}")
     return 0
 
 

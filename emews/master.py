@@ -29,11 +29,13 @@ import time
 
 from . import eqpy
 from .algorithm import Stopper, point_key
+from .control import Control
 from .errors import MEAborted, ProtocolError, StudyAborted
 from .failure import Decision, FailurePolicy
 from .pool import Backoff, Task
 
 CANCEL_GRACE = 30.0
+CONTROL_POLL = 0.2   # seconds between looks at control.json while paused with nothing running
 
 
 class Master:
@@ -49,7 +51,7 @@ class Master:
     """
 
     def __init__(self, pool, store, mode="batch", progress=None, first_id=0, policy=None,
-                 limits=None, requeue=(), known=(), first_seq=0):
+                 limits=None, requeue=(), known=(), first_seq=0, control=None):
         self.pool, self.store, self.mode, self.progress = pool, store, mode, progress
         self.policy = policy or FailurePolicy()
         self.limits = limits or Stopper()
@@ -59,6 +61,7 @@ class Master:
         self.waiting = collections.deque()
         self.unreported = {}
         self.stop_reason = None
+        self.control = control or Control()
         self.requeue = collections.defaultdict(collections.deque)
         for i, params, attempt in requeue:
             self.requeue[point_key(params)].append((i, attempt))
@@ -86,6 +89,7 @@ class Master:
                 final = eqpy.output_q_get()
                 self._drain()
                 return final
+            self._steered()
             self.stop_reason = self.stop_reason or self.limits.reason()
             answer = None if self.stop_reason else self._answer(self._enqueue(message))
             if answer is None:
@@ -164,11 +168,21 @@ class Master:
 
     def _submit_waiting(self):
         """Hand waiting tasks to free slots; return ``(task id, rank)`` pairs."""
+        if not self.waiting or self.stop_reason or self._steered():
+            return []
         free = self.pool.free_slots()
-        if not free or not self.waiting or self.stop_reason:
+        if not free:
             return []
         tasks = [self.waiting.popleft() for _ in range(min(free, len(self.waiting)))]
         return [(task.id, rank) for task, rank in self.pool.submit(tasks)]
+
+    def _steered(self):
+        """True while ``emews pause`` or ``emews stop`` holds back new work."""
+        state = self.control.current()
+        if state == "stopped" and not self.stop_reason:
+            self.stop_reason = "stopped on request (emews stop)"
+            self._cancel_waiting(f"cancelled: {self.stop_reason}")
+        return state != "running"
 
     def _turn(self, block):
         """Take the ready results (waiting for one if ``block``), store and commit them, refill.
@@ -243,6 +257,8 @@ class Master:
     def _wait_for_results(self):
         if not self.pool.running and not self.waiting:
             raise ProtocolError("the ME is waiting for results but no evaluation is in flight")
+        if not self.pool.running and self._steered():  # paused with nothing running
+            time.sleep(CONTROL_POLL)
         self._turn(block=True)
 
     def _drain(self):

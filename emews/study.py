@@ -30,6 +30,7 @@ from pathlib import Path
 from . import config as configuration
 from . import eqpy, experiment, gpus
 from .algorithm import Algorithm, Stopper, load
+from .control import Control
 from .errors import ConfigError, EmewsError, Interrupted, Reported
 from .failure import FailurePolicy
 from .master import Master
@@ -401,7 +402,8 @@ def run_master(expdir, cfg, pool):
                         limits=limits,
                         requeue=[(row["id"], row["params"], row["attempt"]) for row in requeue],
                         known=told.values() if restore else (),
-                        first_seq=settings["put_base"] if restore else store.next_seq())
+                        first_seq=settings["put_base"] if restore else store.next_seq(),
+                        control=Control(expdir))
         eqpy.init(module if classic else "emews.me")
         try:
             final = master.run(str(expdir / "settings.json"))

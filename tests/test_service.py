@@ -180,3 +180,30 @@ def test_malformed_messages_are_dropped_without_harming_the_study(study, jobs):
     assert "dropped" in err
     assert [status for _, status, _, _ in rows_of(expdir)] == ["done"] * 6
     pool.communicate(timeout=60)
+
+
+def test_pause_unpause_and_stop_steer_a_live_study(study, jobs, emews_cli):
+    server, expdir = jobs.serve(config(study, 40))
+    pool = jobs.pool(expdir)
+    wait_until(lambda: len(rows_of(expdir, "SELECT id FROM evaluations WHERE "
+                                           "status='done'")) >= 2, "two results")
+    assert emews_cli("pause", expdir).returncode == 0
+    wait_until(lambda: not rows_of(expdir, "SELECT id FROM evaluations WHERE status='running'"),
+               "the running evaluations to finish")
+    paused = [row for row in rows_of(expdir) if row[1] == "done"]
+    started_since = rows_of(expdir, "SELECT MAX(started) FROM evaluations")[0][0]
+    watch_until = time.monotonic() + 1.5  # paused: nothing starts over a window of 1.5 s
+    while time.monotonic() < watch_until:
+        assert rows_of(expdir, "SELECT MAX(started) FROM evaluations")[0][0] == started_since
+        time.sleep(0.05)
+    assert emews_cli("unpause", expdir).returncode == 0
+    wait_until(lambda: rows_of(expdir, "SELECT MAX(started) FROM evaluations")[0][0] >
+               started_since, "new work after unpause")
+    assert emews_cli("stop", expdir).returncode == 0
+    out, err = server.communicate(timeout=120)
+    assert server.returncode == 0, err
+    assert "stopped on request (emews stop)" in out
+    rows = rows_of(expdir)
+    assert len(paused) < len([r for r in rows if r[1] == "done"]) < 40
+    assert not [r for r in rows if r[1] in ("running", "queued")]
+    pool.communicate(timeout=60)

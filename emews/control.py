@@ -1,0 +1,63 @@
+"""Steering a running study from another shell: ``emews pause | unpause | stop EXPDIR``.
+
+::
+
+    emews pause EXPDIR  --writes-->  EXPDIR/control.json  <--read each turn--  Master
+
+The commands write the wanted state (``running``, ``paused`` or ``stopped``) into
+``control.json``; the master looks at the file's modification time each turn (a ``stat``, no
+read unless it changed). Paused, it hands out no new work (running evaluations finish and are
+stored); stopped, it also ends the study once they have, with the reason recorded.
+"""
+
+import json
+import os
+import time
+from pathlib import Path
+
+from .errors import ConfigError
+
+STATES = ("running", "paused", "stopped")
+CONTROL_FILE = "control.json"
+
+
+def request(expdir, state):
+    """Ask the study in ``expdir`` to be ``state``."""
+    expdir = Path(expdir)
+    if not (expdir / "config.json").is_file():
+        raise ConfigError(str(expdir), "must be an experiment directory (holding config.json)",
+                          str(expdir), show_value=False)
+    if state not in STATES:
+        raise ConfigError("state", f"must be one of {list(STATES)}", state)
+    path = expdir / CONTROL_FILE
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"state": state, "time": time.time()}) + "\n")
+    tmp.replace(path)
+
+
+class Control:
+    """The master's view of ``control.json`` (``None`` path: always running)."""
+
+    def __init__(self, expdir=None):
+        self.path = None if expdir is None else Path(expdir) / CONTROL_FILE
+        self.seen = None
+        self.state = "running"
+        if self.path is not None:
+            self.path.unlink(missing_ok=True)  # a new run starts running
+
+    def current(self):
+        """The state asked for last."""
+        if self.path is None:
+            return self.state
+        try:
+            stamp = os.stat(self.path).st_mtime_ns
+        except FileNotFoundError:
+            return self.state
+        if stamp != self.seen:
+            self.seen = stamp
+            try:
+                state = json.loads(self.path.read_text()).get("state")
+            except (OSError, ValueError):
+                state = None
+            self.state = state if state in STATES else self.state
+        return self.state
