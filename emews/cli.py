@@ -58,6 +58,8 @@ def parser():
     attach.add_argument("expdir", help="the served study's experiment directory")
     attach.add_argument("--walltime", type=float, help="seconds until this job must end: it "
                         "drains before then")
+    attach.add_argument("--give-up", type=float, default=600.0, help="seconds of silence from "
+                        "the service after which the pool ends (default 600)")
     for state, verb, text in (("paused", "pause", "hand out no new work (running evaluations "
                                                   "finish)"),
                               ("running", "unpause", "hand out work again"),
@@ -150,7 +152,7 @@ def _serve(args):
 def _pool(args):
     from .service import pool_job
 
-    reason = pool_job(args.expdir, args.walltime)
+    reason = pool_job(args.expdir, args.walltime, args.give_up)
     if reason:
         print(f"emews: pool left: {reason}", flush=True)
     return 0

@@ -63,8 +63,10 @@ class Master:
         self.stop_reason = None
         self.control = control or Control()
         self.requeue = collections.defaultdict(collections.deque)
+        self.requeued_keys = {}            # id -> point key, of the entries of requeue
         for i, params, attempt in requeue:
             self.requeue[point_key(params)].append((i, attempt))
+            self.requeued_keys[i] = point_key(params)
         self.known = collections.defaultdict(collections.deque)
         for i, params, value in known:
             self.known[point_key(params)].append((i, value))
@@ -202,6 +204,10 @@ class Master:
         for task, rank, outcome in finished:
             if outcome.status == "duplicate":
                 continue
+            if task.params is None:
+                task = self._adopt(task, rank, outcome)
+                if task is None:
+                    continue
             self._forget_waiting(task.id)  # a late result of a requeued task: the first wins
             decision = self.policy.decide(outcome, task.attempt)
             if outcome.status == "interrupted":  # a lost lease: run again, not a failure
@@ -269,6 +275,28 @@ class Master:
             self._turn(block=True)
         self.unreported.clear()
         self.store.commit()
+
+    def _adopt(self, task, rank, outcome):
+        """A result for a point an earlier run left unfinished, from a pool that outlived that
+        run: the point's first result. Returns the task to record it as (``None`` when it is
+        recorded already: then the ME gets it when it proposes the point again)."""
+        key = self.requeued_keys.pop(task.id, None)
+        waiting = next((t for t in self.waiting if t.id == task.id), None)
+        if waiting is not None:
+            return Task(task.id, waiting.params, waiting.run_id, task.attempt)
+        if key is None or not self.requeue.get(key):
+            self.store.record_duplicates([(task.id, rank, outcome, task.attempt)])
+            return None
+        self.requeue[key] = collections.deque(e for e in self.requeue[key] if e[0] != task.id)
+        if not self.requeue[key]:
+            del self.requeue[key]
+        decision = self.policy.decide(outcome, task.attempt)
+        value = decision.value if decision.action == "done" else float("nan")
+        self.store.finish([(task.id, rank, outcome, task.attempt,
+                            "done" if decision.action == "done" else "failed")])
+        self.known[key].append((task.id, decision.value))
+        self.limits.record([value])
+        return None
 
     def _forget_waiting(self, task_id):
         if any(t.id == task_id for t in self.waiting):

@@ -145,7 +145,7 @@ def test_off_loopback_the_service_demands_curve_and_survives_garbage_and_wrong_k
     wrong.curve_publickey, wrong.curve_secretkey = public, secret
     wrong.curve_serverkey = zmq.auth.load_certificate(str(keys / "service.key"))[0]
     hello = json.dumps({"op": "hello", "pool": "intruder", "workers": 64, "host": "x",
-                        "pid": 1}).encode()
+                        "pid": 1, "received": 0}).encode()
     for intruder in (plain, wrong):
         intruder.setsockopt(zmq.LINGER, 0)
         intruder.connect(f"tcp://127.0.0.1:{port}")
@@ -207,3 +207,27 @@ def test_pause_unpause_and_stop_steer_a_live_study(study, jobs, emews_cli):
     assert len(paused) < len([r for r in rows if r[1] == "done"]) < 40
     assert not [r for r in rows if r[1] in ("running", "queued")]
     pool.communicate(timeout=60)
+
+
+def test_a_killed_service_resumes_and_its_pools_reconnect(study, jobs, tmp_path):
+    server, expdir = jobs.serve(config(study, 14))
+    pool = jobs.pool(expdir)
+    wait_until(lambda: len(rows_of(expdir, "SELECT id FROM evaluations WHERE "
+                                           "status='done'")) >= 3, "three results")
+    os.killpg(server.pid, signal.SIGKILL)
+    server.communicate()
+    before = rows_of(expdir, "SELECT id, params, result FROM evaluations WHERE status='done'")
+    resumed = jobs.start(sys.executable, "-m", "emews", "serve", "--resume", expdir)
+    try:
+        out, err = resumed.communicate(timeout=90)
+    except subprocess.TimeoutExpired:
+        resumed.kill()
+        out, err = resumed.communicate()
+        raise AssertionError(f"the resumed service hung: {out[-2000:]} {err[-3000:]}")
+    assert resumed.returncode == 0, err
+    assert "evaluation budget of 14 reached" in out
+    after = rows_of(expdir, "SELECT id, params, result FROM evaluations WHERE status='done'")
+    assert len(after) == 14 and set(before) <= set(after)  # nothing finished was lost
+    assert not rows_of(expdir, "SELECT id FROM evaluations WHERE status != 'done'")
+    pool_out, _ = pool.communicate(timeout=60)
+    assert pool.returncode == 0 and "emews: pool left: the study ended" in pool_out

@@ -13,7 +13,8 @@ with a :class:`~emews.service.server.ServicePool` in place of the in-job MPI poo
 
 from pathlib import Path
 
-from .keys import is_loopback, make_keys, write_service_file
+from ..errors import ConfigError
+from .keys import is_loopback, make_keys, read_service_file, write_service_file
 
 
 def serve(config, overrides=None, resume=None):
@@ -42,10 +43,10 @@ def serve(config, overrides=None, resume=None):
         authenticator.configure_curve(domain="*", location=str(keys))
         public, secret = zmq.auth.load_certificate(str(keys / "service.key_secret"))
         sock.curve_publickey, sock.curve_secretkey, sock.curve_server = public, secret, True
+    port = settings["port"] or _previous_port(expdir)
     try:
-        if settings["port"]:
-            sock.bind(f"tcp://{settings['bind']}:{settings['port']}")
-            port = settings["port"]
+        if port:
+            sock.bind(f"tcp://{settings['bind']}:{port}")
         else:
             port = sock.bind_to_random_port(f"tcp://{settings['bind']}")
         host = settings["bind"] if settings["bind"] not in ("0.0.0.0", "*") else \
@@ -66,7 +67,15 @@ def serve(config, overrides=None, resume=None):
         lock.release()
 
 
-def pool_job(expdir, walltime=None):
+def _previous_port(expdir):
+    """The port an earlier service of this study listened on (its pools reconnect there)."""
+    try:
+        return int(read_service_file(expdir)["address"].rsplit(":", 1)[1])
+    except (ConfigError, KeyError, ValueError):
+        return 0
+
+
+def pool_job(expdir, walltime=None, give_up=600.0):
     """``mpiexec -n N emews pool EXPDIR``: rank 0 attaches to the service, the others work.
 
     Returns why the pool left (on rank 0; ``None`` on the others).
@@ -83,4 +92,4 @@ def pool_job(expdir, walltime=None):
     label = comm.bcast(f"pool-{__import__('os').getpid()}" if comm.Get_rank() == 0 else None)
     if comm.Get_rank() > 0:
         return run_worker(expdir, cfg, comm, comm.Get_rank(), label)
-    return attach(expdir, comm, walltime)
+    return attach(expdir, comm, walltime, give_up)

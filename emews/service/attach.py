@@ -12,6 +12,7 @@ says stop, or drains (stops asking, finishes what it holds) when told to, when i
 about to run out, or when the service has been silent for ``give_up`` seconds.
 """
 
+import collections
 import os
 import socket
 import time
@@ -45,6 +46,7 @@ class Attachment:
         self.lease = None
         self.received, self.asked = 0, None
         self.unacked = {}                          # task id -> result entry
+        self.backlog = collections.deque()         # tasks received, not yet handed to a worker
         self.draining = self.stopped = False
         self.reason = None
         self.heard = time.monotonic()
@@ -52,12 +54,12 @@ class Attachment:
 
     def run(self):
         """Serve until the service stops us or we drain; return why we left."""
-        self._send("hello", pool=self.name, workers=self.pool.slots, host=socket.gethostname(),
-                   pid=os.getpid())
+        self._hello()
         backoff = Backoff(maximum=POLL_MS / 1000)
         while not self.stopped:
             progress = self._listen(backoff.delay)
             progress |= self._report(self.pool.collect(block=False))
+            self._hand_out()
             self._ask()
             self._heartbeat()
             if self._should_leave():
@@ -68,6 +70,15 @@ class Attachment:
                 backoff.wait(lambda delay: None)  # the next _listen polls that long
         self._send("bye")
         return self.reason or "the service stopped the study"
+
+    def _hello(self):
+        """Introduce this pool (again, to a restarted service: with every unacknowledged
+        result and what it asks for)."""
+        self._send("hello", pool=self.name, workers=self.pool.slots, host=socket.gethostname(),
+                   pid=os.getpid(), received=self.received)
+        if self.unacked:
+            self._send("results", results=list(self.unacked.values()))
+        self.asked = None
 
     def _listen(self, timeout):
         progress = False
@@ -85,7 +96,7 @@ class Attachment:
             tasks = [Task(i, params, run_id, attempt) for i, params, run_id, attempt in
                      message["tasks"]]
             self.received += len(tasks)
-            self.pool.submit(tasks)
+            self.backlog.extend(tasks)
         elif op == "ack":
             for task_id in message["ids"]:
                 self.unacked.pop(task_id, None)
@@ -93,6 +104,13 @@ class Attachment:
             self.draining, self.reason = True, "the service asked the pool to drain"
         elif op == "stop":
             self.stopped, self.reason = True, message["reason"]
+        elif op == "who":
+            self._hello()
+
+    def _hand_out(self):
+        free = self.pool.free_slots()
+        if free and self.backlog:
+            self.pool.submit([self.backlog.popleft() for _ in range(min(free, len(self.backlog)))])
 
     def _report(self, finished):
         for task, rank, outcome in finished:
@@ -104,7 +122,7 @@ class Attachment:
         return bool(finished)
 
     def _ask(self):
-        free = 0 if self.draining else self.pool.free_slots()
+        free = 0 if self.draining else max(self.pool.free_slots() - len(self.backlog), 0)
         if (free, self.received) != self.asked:
             self.asked = (free, self.received)
             self._send("want", free=free, received=self.received)
@@ -121,7 +139,7 @@ class Attachment:
             self.draining, self.reason = True, "the pool's walltime is about to run out"
         if time.monotonic() - self.heard > self.give_up:
             raise EmewsError(f"the service has not answered for {self.give_up:g} s; giving up")
-        return self.draining and not self.pool.running and not self.unacked
+        return self.draining and not self.pool.running and not self.unacked and not self.backlog
 
     def _send(self, op, **fields):
         self.socket.send(protocol.encode(op, **fields))
@@ -140,13 +158,15 @@ def _use_curve(sock, keys):
     sock.curve_serverkey = server_public
 
 
-def attach(expdir, comm, walltime=None):
-    """Run a pool job for the study served from ``expdir``; rank 0 attaches, the others work."""
+def attach(expdir, comm, walltime=None, give_up=600.0):
+    """Run a pool job for the study served from ``expdir`` (rank 0's part); return why it
+    left. ``give_up``: seconds of silence from the service after which the pool ends."""
     from ..mpi_pool import MPIPool
 
     service = read_service_file(expdir)
     pool = MPIPool(comm)
-    attachment = Attachment(pool, service["address"], service.get("keys"), walltime=walltime)
+    attachment = Attachment(pool, service["address"], service.get("keys"), walltime=walltime,
+                            give_up=give_up)
     try:
         return attachment.run()
     finally:

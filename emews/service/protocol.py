@@ -2,13 +2,15 @@
 
 ::
 
-    pool  --hello {pool, workers, host, pid}-->  service     (again after a reconnect)
+    pool  --hello {pool, workers, host, pid, received}-->  service   (again after a reconnect)
     pool  --want {free, received}------------->  service     free slots, tasks received so far
     pool  <--tasks {tasks: [[id, params, run_id, attempt]], lease}--  service
     pool  --results {results: [[id, attempt, rank, outcome]]}--> service
     pool  <--ack {ids}---------------------------  service     stored: the pool may forget them
     pool  --heartbeat------------------------->  service     renews every lease the pool holds
     pool  <--stop {reason} / drain--------------  service
+    pool  <--who--------------------------------  service     "say hello again" (after the
+                                                                service was restarted)
     pool  --bye------------------------------->  service
 
 A message that is not a JSON object with a known ``op`` and fields of the right types, or is
@@ -19,7 +21,7 @@ import json
 
 MAX_MESSAGE = 4 * 1024 * 1024
 FIELDS = {
-    "hello": {"pool": str, "workers": int, "host": str, "pid": int},
+    "hello": {"pool": str, "workers": int, "host": str, "pid": int, "received": int},
     "want": {"free": int, "received": int},
     "results": {"results": list},
     "heartbeat": {},
@@ -28,6 +30,7 @@ FIELDS = {
     "ack": {"ids": list},
     "stop": {"reason": str},
     "drain": {},
+    "who": {},
 }
 
 

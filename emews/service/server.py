@@ -31,7 +31,8 @@ class AttachedPool:
     def __init__(self, identity, hello):
         self.identity = identity
         self.name, self.workers, self.host = hello["pool"], hello["workers"], hello["host"]
-        self.free, self.sent, self.received = 0, 0, 0
+        self.free = 0
+        self.sent = self.received = hello["received"]  # tasks it got from earlier services
         self.last_seen = time.monotonic()
         self.leases = set()
 
@@ -125,8 +126,8 @@ class ServicePool(Pool):
             log.info("service: pool %s attached (%d workers on %s)", message["pool"],
                      message["workers"], message["host"])
             return []
-        if pool is None:
-            log.warning("service: dropped %s from a pool that did not say hello", message["op"])
+        if pool is None:  # a pool of an earlier service of this study, reconnected
+            self._send(identity, "who")
             return []
         pool.last_seen = time.monotonic()
         op = message["op"]
@@ -136,6 +137,7 @@ class ServicePool(Pool):
             deadline = time.monotonic() + self.lease
             for task_id in pool.leases:
                 self.holder[task_id] = (identity, deadline)
+            self._send(identity, "ack", ids=[])  # so that the pool knows the service lives
         elif op == "bye":
             del self.pools[identity]
         elif op == "results":
@@ -157,25 +159,26 @@ class ServicePool(Pool):
         return [entry for entry in finished if entry is not None]
 
     def _result(self, task_id, attempt, rank, outcome):
-        """The ``(task, rank, outcome)`` that a pool's result makes, or ``None``."""
-        task = self.running.get(task_id)
-        if task is not None and (task.attempt == attempt or task_id in self.interrupted):
-            del self.running[task_id]
+        """The ``(task, rank, outcome)`` that a pool's result makes, or ``None``.
+
+        The first result of a task wins, whichever attempt it comes from; a later one comes
+        back as a ``duplicate``. A result for a task this service never handed out (a pool
+        that outlived an earlier service of the study) comes back with ``params=None``, for
+        the master to adopt.
+        """
+        task = self.running.pop(task_id, None)
+        if task is not None or task_id in self.interrupted:
             self.holder.pop(task_id, None)
             self.interrupted.pop(task_id, None)
             self.finished.add(task_id)
-            return Task(task.id, task.params, task.run_id, attempt), rank, outcome
-        if task_id in self.interrupted and self.interrupted[task_id] == attempt:
-            # a late result for a task whose lease expired and that waits to run again
-            del self.interrupted[task_id]
-            self.finished.add(task_id)
-            return Task(task_id, "", "", attempt), rank, outcome
-        if task_id in self.finished or task is not None:
+            params = task.params if task is not None else ""
+            return Task(task_id, params, "", attempt), rank, outcome
+        if task_id in self.finished:
             duplicate = Outcome(outcome.value, "duplicate", outcome.error, outcome.log_tail,
                                 outcome.started, outcome.finished)
             return Task(task_id, "", "", attempt), rank, duplicate
-        log.warning("service: dropped a result for unknown task %s", task_id)
-        return None
+        self.finished.add(task_id)
+        return Task(task_id, None, "", attempt), rank, outcome
 
     def _expire(self):
         now, expired = time.monotonic(), []
