@@ -60,6 +60,7 @@ class Algorithm:
     needs_space = True
 
     def __new__(cls, *args, **options):
+        """Refuse an option ``__init__`` does not take (a ConfigError, not a TypeError)."""
         check_keywords(cls.__init__, {k: v for k, v in options.items()
                                       if k not in ("space", "seed")},
                        exclude=("self", "space", "seed"), owner=cls.__name__)
@@ -116,7 +117,11 @@ def unpack_state(algorithm, state):
     if not isinstance(saved, dict) or saved.get("algorithm") != expected:
         raise ConfigError("algorithm state", f"must be a state saved by {expected}",
                           saved.get("algorithm") if isinstance(saved, dict) else header[:40])
-    body = zlib.decompress(body)
+    try:
+        body = zlib.decompress(body)
+    except zlib.error:
+        raise ConfigError("algorithm state", "must be a whole state (its data does not "
+                          "decompress)", len(state), show_value=False) from None
     return pickle.loads(body) if saved.get("format") == "pickle" else json.loads(body)
 
 

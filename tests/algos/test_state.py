@@ -13,7 +13,7 @@ from emews.algorithms.random_search import RandomSearch
 from emews.algorithms.sweep import Sweep
 from emews.errors import ConfigError
 from emews.space import Space
-from emews.testing import SPACE
+from emews.testing import SPACE, Conformance
 
 MIXED = Space.from_ga_json(SPACE)
 
@@ -50,6 +50,8 @@ def test_a_state_of_another_algorithm_is_refused():
     with pytest.raises(ConfigError, match=r"^algorithm state: must be a state saved by "
                                           r"RandomSearch, got b'not a state'$"):
         RandomSearch(MIXED).restore(b"not a state")
+    with pytest.raises(ConfigError, match=r"^algorithm state: must be a whole state"):
+        RandomSearch(MIXED).restore(state[:-5])
 
 
 def test_plain_algorithms_save_plain_data(tmp_path):
@@ -63,3 +65,14 @@ def test_plain_algorithms_save_plain_data(tmp_path):
     again = Sweep(None, file=str(points))
     again.restore(sweep.state())
     assert again.ask(5) == [{"x": 2}] and again.done()
+
+
+class MBOCheckpoints(Conformance):
+    """The conformance suite of ``mbo`` (slow as a whole in ``test_conformance.py``)."""
+
+    algorithm = "mbo"
+    options = {"design_size": 5, "n_trees": 20, "focus_points": 200, "focus_restarts": 2}
+
+
+def test_mbo_continues_exactly_from_a_state_in_the_quick_tier():
+    MBOCheckpoints().test_a_state_keeps_the_points_in_flight()
