@@ -46,8 +46,8 @@ Design choices (mlrMBO's defaults unless said otherwise):
   1 means all of them, not one parameter as in scikit-learn).
 * ``state()`` is plain JSON: the generator's state, every told point (unit coordinates) with its
   value, the points in flight, the rest of the design and the iteration count. The forest is
-  refitted from them at every proposal, so nothing else is needed: about 60 kB at n = 200 on
-  the 7-parameter test space.
+  refitted from them at every proposal, so nothing else is needed: about 8 kB
+  (zlib-compressed) at n = 200 on the 7-parameter test space.
 """
 
 import numpy as np

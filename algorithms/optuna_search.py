@@ -18,7 +18,9 @@ which emews does not install.
 
 ``state()`` pickles the study's in-memory storage (every trial, running ones included, and the
 samplers' own records, such as CMA-ES's optimizer) and the sampler (its random states), with
-the running trials' numbers by point: about 0.2 MB at n = 200 on the 7-parameter test space.
+the running trials' numbers by point. At n = 200 on the 7-parameter test space it takes about
+23 kB with TPE and 30 kB with CMA-ES (zlib-compressed; CMA-ES keeps a copy of its optimizer in
+every trial, 0.8 MB uncompressed).
 
 Types: floats and integers with their log scales, ordered values as an integer position (so
 samplers see their order), categorical and logical values as Optuna categories.

@@ -15,6 +15,7 @@ import json
 import math
 import pickle
 import time
+import zlib
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 
@@ -61,6 +62,7 @@ class Algorithm:
     finite = False
 
     def __new__(cls, *args, **options):
+        """Refuse an option ``__init__`` does not take (a ConfigError, not a TypeError)."""
         check_keywords(cls.__init__, {k: v for k, v in options.items()
                                       if k not in ("space", "seed")},
                        exclude=("self", "space", "seed"), owner=cls.__name__)
@@ -95,14 +97,15 @@ def pack_state(algorithm, data, pickled=False):
     """``data`` framed as the bytes that ``algorithm.state()`` returns.
 
     ``data`` is written as JSON (plain data: ``NaN`` and infinities allowed), or with pickle
-    when ``pickled`` (library objects such as an optimizer). A one-line JSON header names the
-    algorithm's class and the format. Loading a pickle can run code: a state is trusted like
-    any other checkpoint file the study writes, and is never read from anywhere else.
+    when ``pickled`` (library objects such as an optimizer), and compressed with zlib. A
+    one-line JSON header names the algorithm's class and the format. Loading a pickle can run
+    code: a state is trusted like any other checkpoint file the study writes, and is never read
+    from anywhere else.
     """
     header = {"algorithm": type(algorithm).__qualname__, "format": "pickle" if pickled else "json"}
     body = pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL) if pickled else \
         json.dumps(data, separators=(",", ":")).encode()
-    return json.dumps(header).encode() + b"\n" + body
+    return json.dumps(header).encode() + b"\n" + zlib.compress(body)
 
 
 def unpack_state(algorithm, state):
@@ -116,6 +119,11 @@ def unpack_state(algorithm, state):
     if not isinstance(saved, dict) or saved.get("algorithm") != expected:
         raise ConfigError("algorithm state", f"must be a state saved by {expected}",
                           saved.get("algorithm") if isinstance(saved, dict) else header[:40])
+    try:
+        body = zlib.decompress(body)
+    except zlib.error:
+        raise ConfigError("algorithm state", "must be a whole state (its data does not "
+                          "decompress)", len(state), show_value=False) from None
     return pickle.loads(body) if saved.get("format") == "pickle" else json.loads(body)
 
 

@@ -92,3 +92,15 @@ def test_cmaes_starts_from_the_told_history(count, warm):
     search.tell(history, [bowl(p) for p in history])
     assert MIXED.contains(search.ask(1)[0])
     assert getattr(search.study.sampler, warm) is not None
+
+
+def test_a_restored_gp_refits_the_model_its_state_leaves_out():
+    gp = SkoptSearch(SQUARE, seed=1, **QUICK_GP)
+    told(gp, 6)
+    restored = SkoptSearch(SQUARE, seed=1, **QUICK_GP)
+    restored.restore(gp.state())
+    grid = np.random.default_rng(3).random((20, 2))
+    assert len(restored.optimizer.models) == 1
+    assert np.array_equal(restored.optimizer.models[-1].predict(grid),
+                          gp.optimizer.models[-1].predict(grid))
+    assert gp.optimizer.models      # taking the state left the original's model alone

@@ -66,10 +66,11 @@ def test_no_point_is_sent_out_twice():
         assert algorithm.ask(2) == [] and algorithm.done()
 
 
-def test_the_seed_alone_decides_whatever_else_uses_random():
+@pytest.mark.parametrize("cls", [GA, SteadyStateGA])
+def test_the_seed_alone_decides_whatever_else_uses_random(cls):
     runs = []
     for noise in (10, 20):
-        ga, asked = GA(MIXED, seed=5, population_size=6), []
+        ga, asked = cls(MIXED, seed=5, population_size=6), []
         for _ in range(6):
             random.seed(noise)       # other code drawing from the global generator
             points = ga.ask(3)
