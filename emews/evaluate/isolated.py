@@ -7,8 +7,9 @@
             a socketpair (pass_fds) and a pipe for fds 1 and 2
       --task {objective, params, context}-->        imports the objective (once), calls it
       <--reply {value} | {error}-------------       (after flushing its output)
-      <--stdout + stderr (the pipe)----------       copied to the worker's fds 1 and 2' file,
-                                                    the last 64 KiB kept as this run's tail
+      <--stdout + stderr (one pipe)----------       copied to the worker's stdout (fd 1: in
+                                                    an MPI worker, out/out-R.txt); the last
+                                                    64 KiB kept as this run's log tail
       every ~0.1 s: has the child died? watch.stop_reason()? -> kill the group, fail the run
 
 A dead child (a signal, ``os._exit``, the OOM killer) fails its run with ``the model was
