@@ -30,6 +30,20 @@ def alive(pid):
         return False
 
 
+@pytest.fixture(autouse=True)
+def no_leftovers(tmp_path):
+    """After each test, kill whatever model process a pid file names and is still alive
+    (after a SIGKILLed worker, what its model started itself: see the README)."""
+    yield
+    for path in tmp_path.glob("*.pid*"):
+        try:
+            pid = int(path.read_text())
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        except (ValueError, OSError):
+            pass
+
+
 def wait_for(predicate, timeout=120):
     deadline = time.monotonic() + timeout
     while not predicate():
