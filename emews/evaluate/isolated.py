@@ -2,7 +2,7 @@
 
 ::
 
-    worker: Nanny.run(task, watch)                  child: python -m emews.evaluate.nanny
+    worker: Nanny.run(task, watch)                  child: python, emews.evaluate.nanny.main
       start (once, and after each death): Popen in a new session, MPI variables removed,
             a socketpair (pass_fds) and a pipe for fds 1 and 2
       --task {objective, params, context}-->        imports the objective (once), calls it
@@ -29,7 +29,11 @@ from . import channel, process
 from .base import EvaluationFailed
 from .results import TAIL_BYTES, decode_tail
 
-NANNY = "emews.evaluate.nanny"
+# How the child starts: a fixed program; the directory that holds this emews (appended to
+# sys.path, in case emews is importable here only through the parent's own sys.path), the
+# channel's descriptor and this process's pid travel as arguments.
+BOOT = ("import sys; sys.path.append(sys.argv[1]); from emews.evaluate.nanny import main; "
+        "sys.exit(main(sys.argv[2:]))")
 
 
 class Nanny:
@@ -72,9 +76,10 @@ class Nanny:
         read_fd, write_fd = os.pipe()
         try:
             self.child = process.start(
-                [sys.executable, "-m", NANNY, str(theirs.fileno()), str(os.getpid())],
+                [sys.executable, "-c", BOOT, _emews_root(), str(theirs.fileno()),
+                 str(os.getpid())],
                 deathsig=False, stdin=subprocess.DEVNULL, stdout=write_fd, stderr=write_fd,
-                pass_fds=(theirs.fileno(),), env=process.child_environ(_emews_importable()))
+                pass_fds=(theirs.fileno(),), env=process.child_environ())
         finally:
             theirs.close()
             os.close(write_fd)
@@ -178,8 +183,6 @@ def _reap(child, sock, output):
         pass
 
 
-def _emews_importable():
-    """``PYTHONPATH`` with this emews's directory last, so that the child finds it."""
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    return {"PYTHONPATH": os.pathsep.join(paths + ([root] if root not in paths else []))}
+def _emews_root():
+    """The directory that holds this ``emews`` package."""
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
