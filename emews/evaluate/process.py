@@ -116,6 +116,7 @@ def wait(process, watch, log=None):
     while True:
         try:
             code = process.wait(timeout=POLL if watch.deadline or watch.cancelled else None)
+            _signal_group(process, signal.SIGKILL)  # what the model left running dies with it
             forget(process)
             return code
         except subprocess.TimeoutExpired:
