@@ -60,7 +60,11 @@ class Nanny:
             self.sock.sendall(channel.encode(dict(task, sys_path=list(sys.path))))
         except OSError:
             pass  # the child is gone: the wait below finds out how
-        reply = self._wait(watch)
+        try:
+            reply = self._wait(watch)
+        except (KeyboardInterrupt, SystemExit):  # this process is interrupted: drop the run
+            self.close()
+            raise
         if "value" in reply:
             return reply["value"]
         raise EvaluationFailed(reply["error"], decode_tail(self.tail) or reply.get("tail"))
