@@ -191,6 +191,8 @@ def test_close_leaves_no_child_and_is_safe_twice(faulty):
 WORKER = """import sys
 sys.path.insert(0, sys.argv[1])
 from emews.evaluate import Objective
+from emews.evaluate.process import stop_on_signals
+stop_on_signals()
 impl = sys.argv[2]
 model = {"objective": "faulty:run"} if impl == "py" else {
     "app": [sys.executable, sys.argv[1] + "/faulty.py"]}
@@ -200,8 +202,8 @@ Objective(impl, expdir=sys.argv[4], **model).evaluate(sys.argv[3], "RUN1")
 
 @pytest.mark.parametrize("impl", ["py", "app"])
 def test_a_worker_killed_with_sigkill_leaves_no_model(tmp_path, impl):
-    """PR_SET_PDEATHSIG: the nanny, or the app's model, dies with its worker, even one that
-    cannot clean up."""
+    """PR_SET_PDEATHSIG and the group's guard: the nanny, or the app's model, and what it
+    started die with their worker, even one that cannot clean up."""
     pidfile = tmp_path / "hang.pid"
     worker = subprocess.Popen([sys.executable, "-c", WORKER, str(SUPPORT), impl,
                                json.dumps({"mode": "hang", "pidfile": str(pidfile)}),
@@ -211,7 +213,8 @@ def test_a_worker_killed_with_sigkill_leaves_no_model(tmp_path, impl):
     finally:
         worker.kill()
         worker.wait()
-    wait_for(lambda: not alive(int(pidfile.read_text())), timeout=10)
+    for path in (pidfile, Path(str(pidfile) + ".child")):
+        wait_for(lambda: not alive(int(path.read_text())), timeout=10)
 
 
 def test_not_isolated_runs_in_this_interpreter(faulty):
@@ -345,3 +348,21 @@ def test_an_inprocess_study_honours_isolate_and_leaves_no_nanny(tmp_path, monkey
         else:
             assert row["status"] == "done"
             assert (row["result"] == os.getpid()) == (not isolate)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signalled_worker_kills_its_models_then_exits_128_plus_the_signal(tmp_path, sig):
+    pidfile = tmp_path / "hang.pid"
+    worker = subprocess.Popen([sys.executable, "-c", WORKER, str(SUPPORT), "py",
+                               json.dumps({"mode": "hang", "pidfile": str(pidfile)}),
+                               str(tmp_path)], stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: Path(str(pidfile) + ".child").exists())
+        pids = [int(pidfile.read_text()), int(Path(str(pidfile) + ".child").read_text())]
+        worker.send_signal(sig)
+        _, err = worker.communicate(timeout=30)
+    finally:
+        worker.kill()
+    assert worker.returncode == 128 + sig
+    assert f"emews: {sig.name}: the model processes of worker {worker.pid} were killed" in err
+    wait_for(lambda: not any(alive(pid) for pid in pids), timeout=10)

@@ -82,7 +82,7 @@ class Nanny:
             self.child = process.start(
                 [sys.executable, "-c", BOOT, _emews_root(), str(theirs.fileno()),
                  str(os.getpid())],
-                deathsig=False, stdin=subprocess.DEVNULL, stdout=write_fd, stderr=write_fd,
+                stdin=subprocess.DEVNULL, stdout=write_fd, stderr=write_fd,
                 pass_fds=(theirs.fileno(),), env=process.child_environ())
         finally:
             theirs.close()
