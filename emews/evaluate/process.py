@@ -65,13 +65,13 @@ def child_environ(extra=None):
     return env
 
 
-def start(command, deathsig=True, **popen):
+def start(command, **popen):
     """Start ``command`` in a new session (its own process group) and track it.
 
-    With ``deathsig``, it starts through :mod:`.deathsig`, so that the group dies when this
-    process does (when this process is a Python interpreter that can run it).
+    It starts through :mod:`.deathsig`, so that the group dies when this process does (when
+    this process is a Python interpreter that can run it: not always so in Swift/T's Turbine).
     """
-    if deathsig and _is_python(sys.executable):
+    if _is_python(sys.executable):
         fd = _lifeline()
         command = [sys.executable, "-I", "-S", DEATHSIG, str(os.getpid()), str(fd), *command]
         popen["pass_fds"] = (*popen.get("pass_fds", ()), fd)
