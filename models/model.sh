@@ -5,7 +5,7 @@
 # Usage: model.sh COMMAND [ARG...]
 #
 # emews.evaluate starts it in the run's directory with stdout and stderr already going to
-# model.log, and kills its process group at SH_TIMEOUT. It sources the site's langs-app
+# model.log, and kills its process group at SH_TIMEOUT (SIGTERM, then SIGKILL). It sources the site's langs-app
 # settings (EMEWS_LANGS_APP: a file that sets PATH, modules, APP_PYTHONPATH, ...), prepends
 # APP_PYTHONPATH to PYTHONPATH, then execs COMMAND with its arguments exactly as given.
 # The hyperparameters are in EMEWS_PARAMS_FILE (JSON); nothing here expands them.

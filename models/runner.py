@@ -13,7 +13,8 @@
 Two ways in, one path through:
 
 * ``py``: :func:`train` is an objective (``params -> value``); ``emews.evaluate`` calls it in
-  the worker's warm interpreter and it reads its run from ``emews.evaluate.current_run()``.
+  the worker's nanny, a warm child interpreter (with ``isolate = false``, in the worker
+  itself), and it reads its run from ``emews.evaluate.current_run()``.
 * ``app`` and ``container``: ``python -m emews.models.runner --params_file FILE ...`` (see
   :func:`main`), which the Model Shell starts.
 

@@ -32,6 +32,20 @@ def alive(pid):
         return False
 
 
+@pytest.fixture(autouse=True)
+def no_leftovers(tmp_path):
+    """After each test, kill whatever model process a pid file names and is still alive
+    (after a SIGKILLed worker, what its model started itself: see the README)."""
+    yield
+    for path in tmp_path.glob("*.pid*"):
+        try:
+            pid = int(path.read_text())
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        except (ValueError, OSError):
+            pass
+
+
 def wait_for(predicate, timeout=30):
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -174,19 +188,33 @@ def test_close_leaves_no_child_and_is_safe_twice(faulty):
         os.kill(pid, 0)
 
 
-def test_a_worker_killed_with_sigkill_leaves_no_nanny(tmp_path):
-    """PR_SET_PDEATHSIG: the nanny dies with its worker, even one that cannot clean up."""
+WORKER = """import sys
+sys.path.insert(0, sys.argv[1])
+from emews.evaluate import Objective
+from emews.evaluate.process import stop_on_signals
+stop_on_signals()
+impl = sys.argv[2]
+model = {"objective": "faulty:run"} if impl == "py" else {
+    "app": [sys.executable, sys.argv[1] + "/faulty.py"]}
+Objective(impl, expdir=sys.argv[4], **model).evaluate(sys.argv[3], "RUN1")
+"""
+
+
+@pytest.mark.parametrize("impl", ["py", "app"])
+def test_a_worker_killed_with_sigkill_leaves_no_model(tmp_path, impl):
+    """PR_SET_PDEATHSIG and the group's guard: the nanny, or the app's model, and what it
+    started die with their worker, even one that cannot clean up."""
     pidfile = tmp_path / "hang.pid"
-    script = ("import sys; sys.path.insert(0, sys.argv[1]); from emews.evaluate import "
-              "Objective; Objective('py', objective='faulty:run').evaluate(sys.argv[2], 'R1')")
-    worker = subprocess.Popen([sys.executable, "-c", script, str(SUPPORT),
-                               json.dumps({"mode": "hang", "pidfile": str(pidfile)})])
+    worker = subprocess.Popen([sys.executable, "-c", WORKER, str(SUPPORT), impl,
+                               json.dumps({"mode": "hang", "pidfile": str(pidfile)}),
+                               str(tmp_path)])
     try:
         wait_for(lambda: Path(str(pidfile) + ".child").exists())
     finally:
         worker.kill()
         worker.wait()
-    wait_for(lambda: not alive(int(pidfile.read_text())), timeout=10)
+    for path in (pidfile, Path(str(pidfile) + ".child")):
+        wait_for(lambda: not alive(int(path.read_text())), timeout=10)
 
 
 def test_not_isolated_runs_in_this_interpreter(faulty):
@@ -278,3 +306,63 @@ def test_a_nanny_killed_between_runs_is_replaced_without_failing_the_next(faulty
     outcome = objective.evaluate('{"x": 5.0}', "RUN2")
     assert (outcome.status, outcome.value) == ("done", 5.0), (outcome.error, outcome.log_tail)
     assert nanny_pid(objective) != pid
+
+
+def nanny_children():
+    """This process's children that are nannies."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+            cmdline = (stat.parent / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(fields[1]) == os.getpid() and b"emews.evaluate.nanny" in cmdline:
+            found.append(int(stat.parent.name))
+    return found
+
+
+@pytest.mark.parametrize("isolate, modes", [(True, ["pid", "exit3", "pid", "pid"]),
+                                            (False, ["pid", "pid", "pid"])])
+def test_an_inprocess_study_honours_isolate_and_leaves_no_nanny(tmp_path, monkeypatch, isolate,
+                                                                modes):
+    import emews
+    from emews.store import Store
+
+    monkeypatch.syspath_prepend(str(SUPPORT))
+    (tmp_path / "points.jsonl").write_text("\n".join(json.dumps({"mode": m, "x": i})
+                                                      for i, m in enumerate(modes)))
+    result = emews.run({
+        "system": {"pool": "inprocess", "procs": 3, "progress_interval": 0.0},
+        "study": {"name": "t", "algorithm": "sweep", "objective": "faulty:run",
+                  "data_dir": str(tmp_path), "isolate": isolate},
+        "algorithm": {"file": str(tmp_path / "points.jsonl")}})
+    store = Store(result.expdir / "results.db")
+    rows = store.rows()
+    store.close()
+    assert nanny_children() == []  # InProcessPool.close closed the objective
+    assert len(rows) == len(modes)
+    for row in rows:
+        if row["params"]["mode"] == "exit3":
+            assert (row["status"], row["error"]) == ("failed", "the model exited with status 3")
+        else:
+            assert row["status"] == "done"
+            assert (row["result"] == os.getpid()) == (not isolate)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signalled_worker_kills_its_models_then_exits_128_plus_the_signal(tmp_path, sig):
+    pidfile = tmp_path / "hang.pid"
+    worker = subprocess.Popen([sys.executable, "-c", WORKER, str(SUPPORT), "py",
+                               json.dumps({"mode": "hang", "pidfile": str(pidfile)}),
+                               str(tmp_path)], stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: Path(str(pidfile) + ".child").exists())
+        pids = [int(pidfile.read_text()), int(Path(str(pidfile) + ".child").read_text())]
+        worker.send_signal(sig)
+        _, err = worker.communicate(timeout=30)
+    finally:
+        worker.kill()
+    assert worker.returncode == 128 + sig
+    assert f"emews: {sig.name}: the model processes of worker {worker.pid} were killed" in err
+    wait_for(lambda: not any(alive(pid) for pid in pids), timeout=10)

@@ -30,6 +30,20 @@ def alive(pid):
         return False
 
 
+@pytest.fixture(autouse=True)
+def no_leftovers(tmp_path):
+    """After each test, kill whatever model process a pid file names and is still alive
+    (after a SIGKILLed worker, what its model started itself: see the README)."""
+    yield
+    for path in tmp_path.glob("*.pid*"):
+        try:
+            pid = int(path.read_text())
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        except (ValueError, OSError):
+            pass
+
+
 def wait_for(predicate, timeout=120):
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -88,6 +102,8 @@ def test_a_study_of_faulty_points_finishes_with_each_reason(emews_cli, tmp_path)
 
 @pytest.mark.parametrize("impl", ["py", "app"])
 def test_sigterm_to_the_study_leaves_no_model_process(tmp_path, impl):
+    """Each worker's handler kills its runs' groups; mpiexec may SIGKILL a worker first, and
+    then the guard in each group does (both are tested alone in test_evaluate_faults.py)."""
     points = [{"mode": "hang", "x": float(i), "pidfile": str(tmp_path / f"model{i}.pid")}
               for i in range(4)]
     model = {"objective": "faulty:run"} if impl == "py" else {"app": FAULTY_APP}

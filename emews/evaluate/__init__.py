@@ -3,12 +3,16 @@
 ::
 
     objective.py   Objective: configuration -> one implementation; evaluate() never raises
-      py.py        module:function, in a nanny child (isolated.py <-> nanny.py) or in-process
+      py.py        module:function, in a nanny child or in this interpreter
+        isolated.py  the worker's handle on its nanny  <-channel.py->  nanny.py  the child
       app.py       the Model Shell (model.sh) in the run directory
       container.py singularity/apptainer through the Model Shell
       echo.py      no model: the sum of squares
+    base.py        RunContext, current_run, Outcome, EvaluationFailed, the Implementation contract
     process.py     model process groups: environment, timeout, cancel, kill, signals
-    results.py     values and bounded log tails;  supervisor.py  from_env, candle_model_train
+      deathsig.py  PR_SET_PDEATHSIG for a child (a tiny exec shim)
+    results.py     values and bounded log tails
+    supervisor.py  from_env, candle_model_train (Supervisor's and Swift/T's way in)
 
 ``CANDLE_MODEL_IMPL`` (or ``[study].impl``) chooses the implementation. Parameters never pass
 through a shell: they are in ``RUN_DIR/params.json`` and every command is an argument list.

@@ -1,9 +1,16 @@
-"""Die with the parent: ``PR_SET_PDEATHSIG = SIGKILL`` for this process, then exec a command.
+"""Die with the worker: the shim every model process group starts through.
 
-Run by path, with no imports from emews, as ``python -I -S deathsig.py PARENT_PID COMMAND...``:
-app and container runs start through it, so that a worker killed with SIGKILL leaves no model
-shell behind (the setting survives ``exec``). :func:`set_death_signal` is also what the nanny
-calls on itself. Elsewhere than Linux it does nothing.
+Run by path, with no imports from emews, as ``python -I -S deathsig.py WORKER_PID LIFELINE_FD
+COMMAND...``, in the new session that the worker made for the run. It
+
+1. asks for ``PR_SET_PDEATHSIG = SIGKILL`` (kept across ``exec``): the command dies the moment
+   its worker does, even a worker killed with SIGKILL;
+2. forks a guard into the group: it blocks reading LIFELINE_FD, a pipe whose only writer is
+   the worker, and when that ends (the worker is gone, however it died) it kills the whole
+   group, so that what the model started itself dies too;
+3. execs COMMAND (the nanny, or ``bash model.sh ...``) in its own place.
+
+:func:`set_death_signal` does nothing elsewhere than Linux.
 """
 
 import ctypes
@@ -26,11 +33,27 @@ def set_death_signal(parent_pid, sig=signal.SIGKILL):
     return os.getppid() == parent_pid
 
 
+def guard(lifeline):
+    """Fork a process that kills this process group once ``lifeline`` reaches its end."""
+    if os.fork():
+        os.close(lifeline)
+        return
+    try:
+        os.closerange(0, lifeline)
+        os.closerange(lifeline + 1, 1 << 16)
+        while os.read(lifeline, 4096):
+            pass
+        os.killpg(0, signal.SIGKILL)
+    finally:
+        os._exit(0)
+
+
 def main(argv):
-    """``PARENT_PID COMMAND...``: set the death signal and exec COMMAND."""
+    """``WORKER_PID LIFELINE_FD COMMAND...``: see the module docstring."""
     if not set_death_signal(int(argv[0])):
         return 137
-    os.execvp(argv[1], argv[1:])
+    guard(int(argv[1]))
+    os.execvp(argv[2], argv[2:])
 
 
 if __name__ == "__main__":

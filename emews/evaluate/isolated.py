@@ -2,13 +2,14 @@
 
 ::
 
-    worker: Nanny.run(task, watch)                  child: python -m emews.evaluate.nanny
+    worker: Nanny.run(task, watch)                  child: python, emews.evaluate.nanny.main
       start (once, and after each death): Popen in a new session, MPI variables removed,
             a socketpair (pass_fds) and a pipe for fds 1 and 2
       --task {objective, params, context}-->        imports the objective (once), calls it
       <--reply {value} | {error}-------------       (after flushing its output)
-      <--stdout + stderr (the pipe)----------       copied to the worker's fds 1 and 2' file,
-                                                    the last 64 KiB kept as this run's tail
+      <--stdout + stderr (one pipe)----------       copied to the worker's stdout (fd 1: in
+                                                    an MPI worker, out/out-R.txt); the last
+                                                    64 KiB kept as this run's log tail
       every ~0.1 s: has the child died? watch.stop_reason()? -> kill the group, fail the run
 
 A dead child (a signal, ``os._exit``, the OOM killer) fails its run with ``the model was
@@ -28,7 +29,11 @@ from . import channel, process
 from .base import EvaluationFailed
 from .results import TAIL_BYTES, decode_tail
 
-NANNY = "emews.evaluate.nanny"
+# How the child starts: a fixed program; the directory that holds this emews (appended to
+# sys.path, in case emews is importable here only through the parent's own sys.path), the
+# channel's descriptor and this process's pid travel as arguments.
+BOOT = ("import sys; sys.path.append(sys.argv[1]); from emews.evaluate.nanny import main; "
+        "sys.exit(main(sys.argv[2:]))")
 
 
 class Nanny:
@@ -55,7 +60,11 @@ class Nanny:
             self.sock.sendall(channel.encode(dict(task, sys_path=list(sys.path))))
         except OSError:
             pass  # the child is gone: the wait below finds out how
-        reply = self._wait(watch)
+        try:
+            reply = self._wait(watch)
+        except (KeyboardInterrupt, SystemExit):  # this process is interrupted: drop the run
+            self.close()
+            raise
         if "value" in reply:
             return reply["value"]
         raise EvaluationFailed(reply["error"], decode_tail(self.tail) or reply.get("tail"))
@@ -71,9 +80,10 @@ class Nanny:
         read_fd, write_fd = os.pipe()
         try:
             self.child = process.start(
-                [sys.executable, "-m", NANNY, str(theirs.fileno()), str(os.getpid())],
-                deathsig=False, stdin=subprocess.DEVNULL, stdout=write_fd, stderr=write_fd,
-                pass_fds=(theirs.fileno(),), env=process.child_environ(_emews_importable()))
+                [sys.executable, "-c", BOOT, _emews_root(), str(theirs.fileno()),
+                 str(os.getpid())],
+                stdin=subprocess.DEVNULL, stdout=write_fd, stderr=write_fd,
+                pass_fds=(theirs.fileno(),), env=process.child_environ())
         finally:
             theirs.close()
             os.close(write_fd)
@@ -177,8 +187,6 @@ def _reap(child, sock, output):
         pass
 
 
-def _emews_importable():
-    """``PYTHONPATH`` with this emews's directory last, so that the child finds it."""
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    return {"PYTHONPATH": os.pathsep.join(paths + ([root] if root not in paths else []))}
+def _emews_root():
+    """The directory that holds this ``emews`` package."""
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -1,7 +1,8 @@
 """The nanny: the child interpreter that runs a worker's ``py`` objective, task after task.
 
-Started by :class:`emews.evaluate.isolated.Nanny` as ``python -m emews.evaluate.nanny FD
-PARENT_PID``: FD is its end of a private socketpair. It asks for SIGKILL when its worker dies,
+Started by :class:`emews.evaluate.isolated.Nanny` as a fresh ``python`` that calls
+:func:`main` with ``FD PARENT_PID`` (also ``python -m emews.evaluate.nanny FD PARENT_PID``):
+FD is its end of a private socketpair. It asks for SIGKILL when its worker dies,
 turns on :mod:`faulthandler` (a segfault leaves a Python traceback in the log tail), then for
 each task: puts the worker's ``sys.path`` in front of its own, imports the objective (once),
 calls it with ``current_run()`` set, flushes its output and replies with the value or the

@@ -7,8 +7,9 @@
        └─ kill_group: SIGTERM the group, ``grace`` s, SIGKILL the group
 
 Every live group is tracked, so that :func:`stop_on_signals` (SIGTERM/SIGINT of a worker) and
-``Objective.close()`` leave no model process behind; each direct child also gets
-``PR_SET_PDEATHSIG = SIGKILL`` (:mod:`.deathsig`), for a worker that is killed with SIGKILL.
+``Objective.close()`` leave no model process behind. Each group also starts through
+:mod:`.deathsig`: its first process gets ``PR_SET_PDEATHSIG = SIGKILL`` and a guard that kills
+the group when the worker is gone, for a worker that is killed with SIGKILL.
 """
 
 import os
@@ -27,6 +28,7 @@ MPI_VARIABLES = ("PMI_", "PMIX_", "OMPI_", "HYDRA_", "HYDI_", "MPI_LOCALRANKID",
                  "MPI_LOCALNRANKS", "MPIR_", "PALS_")
 DEATHSIG = str(Path(__file__).with_name("deathsig.py"))
 
+_LIFELINE = None  # (pid, read end, write end)
 _live = set()
 _live_lock = threading.RLock()  # re-entrant: the signal handler may interrupt a holder
 
@@ -63,18 +65,30 @@ def child_environ(extra=None):
     return env
 
 
-def start(command, deathsig=True, **popen):
+def start(command, **popen):
     """Start ``command`` in a new session (its own process group) and track it.
 
-    With ``deathsig``, it starts through :mod:`.deathsig`, so it dies when this process does
-    (when this process is a Python interpreter that can run it).
+    It starts through :mod:`.deathsig`, so that the group dies when this process does (when
+    this process is a Python interpreter that can run it: not always so in Swift/T's Turbine).
     """
-    if deathsig and _is_python(sys.executable):
-        command = [sys.executable, "-I", "-S", DEATHSIG, str(os.getpid()), *command]
+    if _is_python(sys.executable):
+        fd = _lifeline()
+        command = [sys.executable, "-I", "-S", DEATHSIG, str(os.getpid()), str(fd), *command]
+        popen["pass_fds"] = (*popen.get("pass_fds", ()), fd)
     process = subprocess.Popen(command, start_new_session=True, **popen)
     with _live_lock:
         _live.add(process)
     return process
+
+
+def _lifeline():
+    """The read end of a pipe that only this process writes to (it never does): it reaches its
+    end when this process dies, which the guards of :mod:`.deathsig` wait for."""
+    global _LIFELINE
+    with _live_lock:
+        if _LIFELINE is None or _LIFELINE[0] != os.getpid():
+            _LIFELINE = (os.getpid(), *os.pipe())  # neither end is inherited unless passed
+        return _LIFELINE[1]
 
 
 def _is_python(executable):
@@ -116,6 +130,7 @@ def wait(process, watch, log=None):
     while True:
         try:
             code = process.wait(timeout=POLL if watch.deadline or watch.cancelled else None)
+            _signal_group(process, signal.SIGKILL)  # what the model left running dies with it
             forget(process)
             return code
         except subprocess.TimeoutExpired:

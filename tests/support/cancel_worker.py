@@ -1,6 +1,7 @@
 """Under ``mpiexec -n 2``: rank 0 hands rank 1 a hanging point, cancels it with a CANCEL
 message once the model runs (its child's pid file exists), then hands it a quick point; it
-prints ``result: status|error|value`` of both results and the hanging model's pids. Argument: a directory."""
+prints ``result: status|error|value`` of both results and the hanging model's pids.
+Argument: a directory for the pid files."""
 
 import json
 import os

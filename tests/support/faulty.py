@@ -5,8 +5,8 @@ a script that calls ``os._exit`` (``exit3``) or ``sys.exit`` (``sysexit``), an i
 inside a training loop (``keyboardinterrupt``), a run that never ends (``hang``, with a child
 process of its own, as data loaders have), a metric that is not a number (``garbage``, ``nan``),
 a model that prints megabytes (``biglog``) or bytes that are not UTF-8 (``invalid_utf8``).
-``ok`` returns ``x``; ``context`` returns the number in ``current_run().run_id``; ``sleep``
-sleeps ``seconds`` and returns ``x``. With ``pidfile``, the model first writes its pid there
+``ok`` returns ``x``; ``context`` returns the number in ``current_run().run_id``; ``pid`` the
+pid of the process it runs in; ``sleep`` sleeps ``seconds`` and returns ``x``. With ``pidfile``, the model first writes its pid there
 (and a hanging model its child's pid to ``pidfile.child``).
 
 Used as a ``py`` objective (``faulty:run``) or as an ``app`` command (``python faulty.py``:
@@ -58,6 +58,8 @@ def run(params):
         from emews.evaluate import current_run
 
         return float(current_run().run_id.removeprefix("RUN"))
+    if mode == "pid":
+        return float(os.getpid())
     if mode == "sleep":
         time.sleep(float(params["seconds"]))
     return float(params.get("x", 0.0))
