@@ -20,7 +20,7 @@ from pathlib import Path
 
 from .. import config as configuration
 from .. import experiment, study
-from ..errors import ConfigError
+from ..errors import ConfigError, EmewsError
 from . import script as scripts
 from . import site as sites
 
@@ -126,7 +126,7 @@ def _dry_run(config, site, overrides, resume, chain, stream):
 def _job(cfg, site, expdir, index):
     system = cfg.system
     procs = system["procs"]
-    ppn = system["ppn"] or min(procs, site.ppn or procs)
+    ppn = min(system["ppn"] or site.ppn or procs, procs)
     walltime = system["walltime"]
     if walltime is not None:
         sites.walltime_seconds(walltime, cfg.where("system", "walltime"))
@@ -185,8 +185,11 @@ def _submit_psij(psij, job, expdir):
     try:
         executor.submit(handle)
     except psij.SubmitException as exc:
-        raise ConfigError(f"site {site.name}", f"{site.scheduler} refused the job ({exc})",
-                          None, show_value=False) from None
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        raise EmewsError(f"site {site.name}: {scripts.SUBMIT_COMMAND[site.scheduler]} refused "
+                         f"job {job.index} ({lines[-1] if lines else 'no message'}); the study "
+                         f"is prepared: submit it again with: emews submit --resume "
+                         f"{job.expdir} --site {site.name}") from None
     native = str(handle.native_id)
     return {"id": native, "psij_script": str(work / f"{handle.id}.job"),
             "scheduler_output": str(work / f"{native}.out")}
