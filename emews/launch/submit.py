@@ -48,7 +48,7 @@ def submit(config, site_name, overrides=None, resume=None, chain=0, dry_run=Fals
         raise ConfigError("--chain", "must not be negative", chain)
     if chain and site.scheduler not in scripts.DEPENDENCY:
         raise ConfigError("--chain", f"needs a scheduler with job dependencies "
-                          f"({sorted(scripts.DEPENDENCY)}); site {site.name} has "
+                          f"{sorted(scripts.DEPENDENCY)}; site {site.name} has "
                           f"{site.scheduler!r}", chain, show_value=False)
     overrides = _with_site_defaults(config, site, dict(overrides or {}), resume)
     if dry_run:
