@@ -27,6 +27,7 @@ from . import site as sites
 PSIJ_CONFIG = {"slurm": ("psij.executors.batch.slurm", "SlurmExecutorConfig"),
                "pbs": ("psij.executors.batch.pbs_base", "PBSExecutorConfig"),
                "lsf": ("psij.executors.batch.lsf", "LsfExecutorConfig")}
+JOB_NAME = {"slurm": "job-name", "pbs": "N", "lsf": "J"}
 # what the site may set for the study when neither the command line, the environment nor the
 # study's files do: [system] key -> the site's value
 SITE_DEFAULTS = {"ppn": lambda s: s.ppn, "walltime": lambda s: s.batch.get("walltime"),
@@ -171,6 +172,8 @@ def _submit_psij(psij, job, expdir):
     if job.after:
         option, value = scripts.DEPENDENCY[site.scheduler]
         custom[f"{site.scheduler}.{option}"] = value.format(job.after)
+    if site.scheduler in JOB_NAME:  # psij 0.9's templates read job.name, which Job lacks
+        custom.setdefault(f"{site.scheduler}.{JOB_NAME[site.scheduler]}", job.job_name)
     seconds = sites.walltime_seconds(job.walltime) if job.walltime else 600
     attributes = psij.JobAttributes(duration=timedelta(seconds=seconds),
                                     queue_name=job.queue, account=job.project,
@@ -190,9 +193,9 @@ def _submit_psij(psij, job, expdir):
                          f"job {job.index} ({lines[-1] if lines else 'no message'}); the study "
                          f"is prepared: submit it again with: emews submit --resume "
                          f"{job.expdir} --site {site.name}") from None
-    native = str(handle.native_id)
-    return {"id": native, "psij_script": str(work / f"{handle.id}.job"),
-            "scheduler_output": str(work / f"{native}.out")}
+    native, where = str(handle.native_id), Path(executor.work_directory)
+    return {"id": native, "psij_script": str(where / f"{handle.id}.job"),
+            "scheduler_output": str(where / f"{native}.out")}
 
 
 def _run_locally(job):
