@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from emews import gpus
-from emews.errors import ConfigError
 from emews.launch import site as sites
 
 SITES = sites.shipped_sites()
@@ -275,7 +274,8 @@ def test_submit_to_the_local_site_runs_the_study_detached(emews_cli, study, tmp_
     config = study(system={"procs": 3}, study={"budget": 6, "objective": "toy_models:quadratic",
                                                "seed": 1})
     site = write_site(tmp_path / "gpu-box.toml", 'scheduler = "local"\nlauncher = "mpiexec"\n'
-                      'gpus_per_node = 2\ngpu_binding = "CUDA_VISIBLE_DEVICES"\n')
+                      'gpus_per_node = 2\ngpu_binding = "CUDA_VISIBLE_DEVICES"\n'
+                      '[langs_app]\nvariables = { TF_NUM_INTRAOP_THREADS = "1" }\n')
     done = emews_cli("submit", config, "--site", str(site))
     assert done.returncode == 0, done.stderr
     expdir = tmp_path / "experiments" / "study" / "EXP001"
@@ -289,7 +289,33 @@ def test_submit_to_the_local_site_runs_the_study_detached(emews_cli, study, tmp_
     assert "evaluation budget of 6 reached" in Path(job["stdout"]).read_text()
     devices = {(expdir / "out" / f"out-{rank}.txt").read_text().splitlines()[0]
                for rank in (1, 2)}
+    langs_app = (expdir / "langs-app.sh").read_text()
+    assert "\nexport TF_NUM_INTRAOP_THREADS=1\n" in langs_app
+    assert f"export EMEWS_LANGS_APP=${{EMEWS_LANGS_APP:-{expdir}/langs-app.sh}}" in \
+        Path(job["script"]).read_text()
+    again = emews_cli("submit", "--resume", expdir, "--site", "slurm", "--dry-run")
+    assert again.returncode == 0, again.stderr
+    assert f"#SBATCH --output={expdir}/job-1.out" in again.stdout
     assert devices == {"emews: rank 1 GPUs (CUDA_VISIBLE_DEVICES, 2 per node): "
                        "CUDA_VISIBLE_DEVICES=1",
                        "emews: rank 2 GPUs (CUDA_VISIBLE_DEVICES, 2 per node): "
                        "CUDA_VISIBLE_DEVICES=0"}
+
+
+def test_without_psij_submit_names_the_extra_to_install(quadratic, tmp_path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "sbatch").write_text("#!/bin/sh\nexit 1\n")
+    (bin_dir / "sbatch").chmod(0o755)
+    blocker = tmp_path / "blocker"
+    blocker.mkdir()
+    (blocker / "psij.py").write_text("raise ImportError('No module named psij')\n")
+    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}",
+               PYTHONPATH=f"{blocker}:{Path(__file__).parent / 'support'}")
+    done = subprocess.run([sys.executable, "-m", "emews", "submit", str(quadratic), "--site",
+                           "slurm"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "emews: error: emews submit: needs psij-python (No module named psij); install it "
+        "with: pip install 'emews-hpo[submit]'"]
+    assert not (tmp_path / "experiments").exists()

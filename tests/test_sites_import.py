@@ -53,7 +53,7 @@ def test_local_site_files_become_a_local_site(import_site, tmp_path):
     assert "#   CANDLE_MODEL_IMPL = 'py'" in text
     assert f"#   EQR = '{workflows}/common/ext/EQ-R'" in text
     line = unmapped_line(done)
-    assert line.startswith(f"emews: not mapped (listed as comments in local.toml): "
+    assert line.startswith("emews: not mapped (listed as comments in local.toml): "
                            "CANDLE_MODEL_IMPL=py, EQR=")
     assert sites.load(output).scheduler == "local"
 

@@ -9,8 +9,11 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent / "support"))
-from slurm import slurm  # noqa: E402,F401  (the session fixture)
+SUPPORT = Path(__file__).parent / "support"
+if str(SUPPORT) not in sys.path:
+    sys.path.insert(0, str(SUPPORT))
+
+from slurm import slurm_fixture  # noqa: E402,F401  (the session fixture "slurm")
 
 pytestmark = [pytest.mark.slow, pytest.mark.mpi]
 

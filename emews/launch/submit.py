@@ -115,10 +115,11 @@ def _dry_run(config, site, overrides, resume, chain, stream):
         cfg = configuration.load(config or [], overrides)
         study.validate(cfg)
         expdir = Path(cfg.study["data_dir"]) / cfg.study["name"] / "EXPnnn"
+    first = len(_read_record(expdir)["jobs"]) if resume else 0
     texts = []
-    for index in range(chain + 1):
+    for index in range(first, first + chain + 1):
         job = _job(cfg, site, expdir, index)
-        job.after = f"<job {index - 1}>" if index else None
+        job.after = f"<job {index - 1}>" if index > first else None
         texts.append(scripts.render(job))
     print("\n".join(texts), end="", file=stream, flush=True)
     return {"dry_run": True, "scripts": texts}

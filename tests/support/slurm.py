@@ -2,7 +2,7 @@
 
 Debian's ``slurmd slurmctld slurm-client munge`` (``.ci/apt-packages``). Everything lives in a
 temporary directory: the munge key and socket, ``slurm.conf``, state, spool, pid and log files.
-The ``slurm`` fixture starts it once per session, waits until ``sinfo`` says the node is idle,
+The ``slurm`` fixture (import ``slurm_fixture`` into a test module) starts it once per session, waits until ``sinfo`` says the node is idle,
 and tears it down (``scancel``, then SIGTERM to each daemon by the pid in its pid file).
 Tests need root (the daemons run as root, ``SlurmUser=root``).
 """
@@ -87,7 +87,7 @@ class Slurm:
         node = subprocess.run([_binary("slurmd"), "-C"], capture_output=True, text=True,
                               check=True).stdout.splitlines()[0]
         self.conf.write_text("\n".join([
-            f"ClusterName=emewstest", f"SlurmctldHost={self.host}(127.0.0.1)",
+            "ClusterName=emewstest", f"SlurmctldHost={self.host}(127.0.0.1)",
             "AuthType=auth/munge", "CredType=cred/munge", f"AuthInfo=socket={self.socket}",
             "SlurmUser=root", f"StateSaveLocation={self.root / 'state'}",
             f"SlurmdSpoolDir={self.root / 'spool'}",
@@ -152,8 +152,8 @@ def _alive(pid):
     return True
 
 
-@pytest.fixture(scope="session")
-def slurm():
+@pytest.fixture(scope="session", name="slurm")
+def slurm_fixture():
     """A real single-node Slurm for the session (skipped only without it and without root)."""
     reason = missing_reason()
     if reason:
