@@ -319,3 +319,12 @@ def test_without_psij_submit_names_the_extra_to_install(quadratic, tmp_path):
         "emews: error: emews submit: needs psij-python (No module named psij); install it "
         "with: pip install 'emews-hpo[submit]'"]
     assert not (tmp_path / "experiments").exists()
+
+
+def test_a_bad_walltime_stops_a_real_submission_before_anything_is_made(emews_cli, quadratic,
+                                                                        tmp_path):
+    done = emews_cli("submit", quadratic, "--site", "local", "--walltime", "1:2")
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == ["emews: error: command line: system.walltime: must be "
+                                        "HH:MM:SS, D-HH:MM:SS or whole minutes, got '1:2'"]
+    assert not (tmp_path / "experiments").exists()

@@ -52,8 +52,11 @@ def submit(config, site_name, overrides=None, resume=None, chain=0, dry_run=Fals
                           f"{sorted(scripts.DEPENDENCY)}; site {site.name} has "
                           f"{site.scheduler!r}", chain, show_value=False)
     overrides = _with_site_defaults(config, site, dict(overrides or {}), resume)
+    planned = _plan(config, site, overrides, resume, chain)  # bad input: before anything is made
     if dry_run:
-        return _dry_run(config, site, overrides, resume, chain, stream)
+        texts = [scripts.render(job) for job in planned]
+        print("\n".join(texts), end="", file=stream, flush=True)
+        return {"dry_run": True, "scripts": texts}
     _require_scheduler(site)
     executor = _psij() if site.scheduler != "local" else None
     expdir, lock = study.prepare(config, overrides, resume)
@@ -105,24 +108,25 @@ def _with_site_defaults(config, site, overrides, resume):
     return overrides
 
 
-def _dry_run(config, site, overrides, resume, chain, stream):
+def _plan(config, site, overrides, resume, chain):
+    """The jobs as they would be: the configuration validated, ``EXPnnn`` for a new study, and
+    ``<job K>`` for the ids of jobs not yet submitted."""
     if resume:
-        cfg = study.load_experiment(resume)
-        cfg = configuration.load([cfg.as_dict()] + ([config] if isinstance(config, str) else
-                                                    list(config or [])), overrides)
+        stored = study.load_experiment(resume)
+        cfg = configuration.load([stored.as_dict()] + (list(config) if isinstance(config, list)
+                                                       else [config] if config else []),
+                                 overrides)
         expdir = Path(resume).resolve()
     else:
         cfg = configuration.load(config or [], overrides)
         study.validate(cfg)
         expdir = Path(cfg.study["data_dir"]) / cfg.study["name"] / "EXPnnn"
     first = len(_read_record(expdir)["jobs"]) if resume else 0
-    texts = []
+    jobs = []
     for index in range(first, first + chain + 1):
-        job = _job(cfg, site, expdir, index)
-        job.after = f"<job {index - 1}>" if index > first else None
-        texts.append(scripts.render(job))
-    print("\n".join(texts), end="", file=stream, flush=True)
-    return {"dry_run": True, "scripts": texts}
+        jobs.append(_job(cfg, site, expdir, index))
+        jobs[-1].after = f"<job {index - 1}>" if index > first else None
+    return jobs
 
 
 def _job(cfg, site, expdir, index):
