@@ -152,7 +152,7 @@ def directives(job):
              f"--output={out}", f"--error={err}"]
     lines += [f"-t {math.ceil(seconds / 60)}m"] if seconds else []
     lines += [f"-q {q(job.queue)}"] if job.queue else []
-    lines += [f"--setattr=system.bank={q(job.project)}"] if job.project else []
+    lines += [f"--bank={q(job.project)}"] if job.project else []
     return lines + [f"--{k}={q(v)}" for k, v in _pairs(extra)]
 
 
