@@ -160,6 +160,7 @@ def test_a_user_site_is_found_by_path_and_in_the_config_directory(emews_cli, qua
     ('scheduler = "slurm"\nlauncher = "srun"\n[batch]\ndirectives = { C = "x\\"y" }\n',
      "[batch].directives", "without '\"'"),
     ('launcher = "srun"\n', "scheduler", "is required"),
+    ('scheduler = "pbs"\nlauncher = "srun"\n', "launcher", "srun needs scheduler"),
     ('scheduler = "slurm"\nlauncher = "srun"\nppn = \n', "", "must be valid TOML"),
 ])
 def test_a_bad_site_file_is_one_line_naming_the_file_key_rule_and_value(

@@ -11,6 +11,9 @@ its GPUs and how they are bound to ranks, and the langs-app settings of ``app`` 
     gpus_per_node = 8
     gpu_binding = "launcher"         # CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES,
                                      # ZE_AFFINITY_MASK, launcher, none
+    launcher_command = "srun"        # the launcher's path (mpiexec: the one beside python)
+    ppn_flag = "--ppn"               # mpiexec's ranks-per-node option, if it takes one
+    python = "python3"               # the job's Python (default: the one running emews)
     [batch]                          # defaults; the study's [system] and the command line win
     queue = "batch"
     project = "MED106"
@@ -231,6 +234,9 @@ def from_dict(data, path):
             raise ConfigError(f"{path}: {key}", f"is required (one of "
                               f"{list(SCHEDULERS if key == 'scheduler' else LAUNCHERS)})",
                               None, show_value=False)
+    if top.get("launcher") == "srun" and top.get("scheduler") != "slurm":
+        raise ConfigError(f"{path}: launcher", "srun needs scheduler = \"slurm\" (scheduler is "
+                          f"{top.get('scheduler')!r})", "srun")
     if "file" in tables["langs_app"] and len(tables["langs_app"]) > 1:
         raise ConfigError(f"{path}: [langs_app]", "either names a file or lists settings, "
                           "not both", sorted(tables["langs_app"]))

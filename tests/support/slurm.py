@@ -1,7 +1,7 @@
 """A real single-node Slurm for tests: munged, slurmctld and slurmd started by hand.
 
 Debian's ``slurmd slurmctld slurm-client munge`` (``.ci/apt-packages``). Everything lives in a
-temporary directory: the munge key and socket, ``slurm.conf``, state, spool, pid and log files.
+temporary directory, and the daemons listen on free ports: the munge key and socket, ``slurm.conf``, state, spool, pid and log files.
 The ``slurm`` fixture (import ``slurm_fixture`` into a test module) starts it once per session, waits until ``sinfo`` says the node is idle,
 and tears it down (``scancel``, then SIGTERM to each daemon by the pid in its pid file).
 Tests need root (the daemons run as root, ``SlurmUser=root``).
@@ -88,6 +88,7 @@ class Slurm:
                               check=True).stdout.splitlines()[0]
         self.conf.write_text("\n".join([
             "ClusterName=emewstest", f"SlurmctldHost={self.host}(127.0.0.1)",
+            f"SlurmctldPort={_free_port()}", f"SlurmdPort={_free_port()}",
             "AuthType=auth/munge", "CredType=cred/munge", f"AuthInfo=socket={self.socket}",
             "SlurmUser=root", f"StateSaveLocation={self.root / 'state'}",
             f"SlurmdSpoolDir={self.root / 'spool'}",
@@ -142,6 +143,13 @@ class Slurm:
         """The daemons' logs, for a failing test's message."""
         return "\n".join(f"--- {p.name}\n{p.read_text()[-3000:]}"
                          for p in sorted(self.root.glob("*.log")))
+
+
+def _free_port():
+    """A TCP port free now: another Slurm on this machine keeps its own (6817/6818)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 def _alive(pid):
