@@ -329,3 +329,13 @@ def test_a_bad_walltime_stops_a_real_submission_before_anything_is_made(emews_cl
     assert done.stderr.splitlines() == ["emews: error: command line: system.walltime: must be "
                                         "HH:MM:SS, D-HH:MM:SS or whole minutes, got '1:2'"]
     assert not (tmp_path / "experiments").exists()
+
+
+def test_the_readme_s_site_example_is_a_valid_site(tmp_path):
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    start = readme.index("# ~/.config/emews/sites/mycluster.toml")
+    example = readme[start:readme.index("```", start)]
+    path = write_site(tmp_path / "mycluster.toml", example)
+    site = sites.load(path)
+    assert (site.scheduler, site.launcher, site.gpu_binding) == ("slurm", "srun", "launcher")
+    assert site.langs_app_file == str(tmp_path / "langs-app-mycluster.sh")
