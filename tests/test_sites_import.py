@@ -102,11 +102,13 @@ def test_the_files_run_in_bash_not_in_emews(import_site, tmp_path):
     directory.mkdir()
     marker = tmp_path / "ran"
     (directory / "sched-odd.sh").write_text(f'MACHINE="-m cobalt"\ntouch {marker}\n'
-                                            'export QUEUE="not one word"\n')
+                                            'export QUEUE="not one word"\n'
+                                            'module() { echo replaced; }\nmodule load foo\n')
     done, output, data = import_site("odd", directory=directory)
     assert done.returncode == 0, done.stderr
     assert marker.exists()  # bash ran the file
     assert data["scheduler"] == "local"
+    assert data["environment"]["modules"] == ["foo"]  # the recorder cannot be replaced
     assert unmapped_line(done) == ("emews: not mapped (listed as comments in odd.toml): "
                                    "MACHINE=-m cobalt, QUEUE=not one word")
 

@@ -37,6 +37,7 @@ __emews_stage=0
 module() { printf '%s\0' "$__emews_stage" module "$#" "$@" >> "$__emews_out.calls"; }
 conda() { printf '%s\0' "$__emews_stage" conda "$#" "$@" >> "$__emews_out.calls"; }
 which_check() { :; }; show() { :; }; log_path() { :; }; log_script() { :; }
+readonly -f module conda   # /etc/profile or a module init script cannot replace the recorders
 __emews_dump() {
   local __emews_n __emews_r
   for __emews_n in $(compgen -v); do
@@ -123,10 +124,14 @@ def run_bash(files, environ, cwd):
     """
     with tempfile.TemporaryDirectory(prefix="emews-import-") as tmp:
         out = Path(tmp) / "vars"
-        done = subprocess.run(["bash", "--norc", "--noprofile", "-c", DRIVER, "emews-import",
-                               str(out), *map(str, files)], env=environ, cwd=cwd,
-                              capture_output=True, text=True, timeout=TIMEOUT,
-                              stdin=subprocess.DEVNULL)
+        try:
+            done = subprocess.run(["bash", "--norc", "--noprofile", "-c", DRIVER,
+                                   "emews-import", str(out), *map(str, files)], env=environ,
+                                  cwd=cwd, capture_output=True, text=True, timeout=TIMEOUT,
+                                  stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            raise ConfigError(", ".join(map(str, files)), f"must finish within {TIMEOUT} s when "
+                              "bash reads them", None, show_value=False) from None
         stages = []
         for stage in range(len(files) + 1):
             path = out.with_name(f"vars.{stage}")
