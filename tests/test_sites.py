@@ -339,3 +339,36 @@ def test_the_readme_s_site_example_is_a_valid_site(tmp_path):
     site = sites.load(path)
     assert (site.scheduler, site.launcher, site.gpu_binding) == ("slurm", "srun", "launcher")
     assert site.langs_app_file == str(tmp_path / "langs-app-mycluster.sh")
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("frontier", ["#SBATCH --nodes=3", "#SBATCH --ntasks-per-node=4", "#SBATCH --time=1:30:0",
+                  '#SBATCH --partition="q1"', '#SBATCH --account="ACC1"',
+                  '#SBATCH --constraint="nvme"', '#SBATCH --dependency="afterany:77"',
+                  '#SBATCH --job-name="emews-study"']),
+    ("polaris", ["#PBS -l select=3:ncpus=4:mpiprocs=4", "#PBS -l walltime=1:30:0",
+                 "#PBS -A ACC1", "#PBS -q q1", '#PBS -l "filesystems=home:grand:eagle"',
+                 '#PBS -W "depend=afterany:77"', '#PBS -N "emews-study"']),
+    ("summit", ["#BSUB -nnodes 3", "#BSUB -W 1:30", '#BSUB -q "q1"', '#BSUB -P "ACC1"',
+                '#BSUB -J "emews-study"']),
+])
+def test_psij_submits_the_same_resources_and_runs_the_rendered_script(name, expected,
+                                                                      tmp_path):
+    """What psij would hand to sbatch, qsub or bsub (its script generator, as submit() calls
+    it), for the schedulers this machine has no daemon for."""
+    import io
+
+    psij = pytest.importorskip("psij")
+    from emews.launch import script as scripts
+    from emews.launch import submit
+
+    job = scripts.Job(sites.load(name), tmp_path, "study", 10, 4, "01:30:00", "q1", "ACC1",
+                      index=1, after="77")
+    executor, handle = submit.psij_job(psij, job, tmp_path)
+    text = io.StringIO()
+    executor.generate_submit_script(handle, executor._create_script_context(handle), text)
+    lines = text.getvalue().splitlines()
+    for line in expected:
+        assert line in lines
+    assert [line for line in lines if "place=" in line] in ([], ["#PBS -l place=scatter:shared"])
+    assert f"/bin/bash {job.script}" in text.getvalue()

@@ -161,8 +161,8 @@ def _psij():
     return psij
 
 
-def _submit_psij(psij, job, expdir):
-    """Submit ``job`` through psij's executor for the site's scheduler; return its record."""
+def psij_job(psij, job, expdir):
+    """psij's executor for the site's scheduler and the psij Job that runs ``job``'s script."""
     site = job.site
     work = Path(expdir) / "psij"
     if site.scheduler in PSIJ_CONFIG:
@@ -172,8 +172,13 @@ def _submit_psij(psij, job, expdir):
     else:
         config = psij.JobExecutorConfig(work_directory=work)
     executor = psij.JobExecutor.get_instance(site.scheduler, config=config)
-    custom = {f"{site.scheduler}.{k}": ",".join(v) if isinstance(v, list) else v
-              for k, v in site.batch.get("directives", {}).items()}
+    custom = {}
+    for key, value in site.batch.get("directives", {}).items():
+        values = value if isinstance(value, list) else [value]
+        if site.scheduler == "pbs" and key == "l":  # psij writes its own "-l place=..."
+            values = [v for v in values if not v.startswith("place=")]
+        if values:
+            custom[f"{site.scheduler}.{key}"] = ",".join(values)
     if job.after:
         option, value = scripts.DEPENDENCY[site.scheduler]
         custom[f"{site.scheduler}.{option}"] = value.format(job.after)
@@ -189,7 +194,13 @@ def _submit_psij(psij, job, expdir):
                         stderr_path=job.stderr, launcher="single", attributes=attributes,
                         resources=psij.ResourceSpecV1(node_count=job.nodes,
                                                       processes_per_node=job.ppn))
-    handle = psij.Job(spec)
+    return executor, psij.Job(spec)
+
+
+def _submit_psij(psij, job, expdir):
+    """Submit ``job`` through psij's executor for the site's scheduler; return its record."""
+    site = job.site
+    executor, handle = psij_job(psij, job, expdir)
     try:
         executor.submit(handle)
     except psij.SubmitException as exc:
