@@ -5,6 +5,8 @@ started alone it spawns its own local pool of ``[system].procs`` ranks.
 ``emews run --resume EXPDIR`` continues a killed or finished study.
 ``emews show EXPDIR`` prints the best evaluations and the counts of a study.
 ``emews plot EXPDIR`` draws its convergence and the workers' timeline.
+``emews submit CONFIG --site NAME`` queues a batch job that runs the study on a site.
+``emews site list|show|import`` lists, prints or imports (from Supervisor) site files.
 """
 
 import argparse
@@ -73,6 +75,9 @@ def parser():
     draw = commands.add_parser("plot", help="plot a study's convergence and worker timeline")
     draw.add_argument("expdir")
     draw.add_argument("-o", "--output", help="PNG file (default: EXPDIR/convergence.png)")
+    from .launch.commands import add_parsers
+
+    add_parsers(commands)  # submit, site
     return top
 
 
@@ -80,8 +85,11 @@ def main(argv=None):
     """Entry point of the ``emews`` console script; returns the exit status."""
     args = parser().parse_args(argv)
     try:
+        from .launch.commands import run_site, run_submit
+
         return {"run": _run, "serve": _serve, "pool": _pool, "pause": _steer, "unpause": _steer,
-                "stop": _steer, "show": _show, "plot": _plot}[args.command](args)
+                "stop": _steer, "show": _show, "plot": _plot, "submit": run_submit,
+                "site": run_site}[args.command](args)
     except Interrupted as exc:
         if not os.environ.get("EMEWS_SPAWNED"):  # the command that spawned the job says it
             print(f"emews: interrupted; {getattr(exc, 'stored', 0)} evaluations stored; resume "

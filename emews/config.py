@@ -53,6 +53,7 @@ SCHEMA = {
         "ppn": _positive("int", None, "PPN"),
         "walltime": Setting("str", None, "WALLTIME"),
         "queue": Setting("str", None, "QUEUE"),
+        "project": Setting("str", None, "PROJECT"),
         "progress_interval": _positive("float", 2.0),
         "langs_app": Setting("path", None, "EMEWS_LANGS_APP"),
         "gpus_per_node": Setting("int", 0, "GPUS_PER_NODE", minimum=0),

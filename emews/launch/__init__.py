@@ -1,0 +1,25 @@
+"""Sites and batch jobs: run a study on a machine chosen by name.
+
+::
+
+    sites/NAME.toml  (or a path, or ~/.config/emews/sites/NAME.toml)
+         |  site.load(): validated Site (scheduler, launcher, environment, GPUs, langs-app)
+         v
+    emews submit CONFIG --site NAME
+         |  submit.submit(): study.prepare() -> EXPDIR (lock released before the job starts)
+         |  script.render(): EXPDIR/job-K.sh = directives + the site's environment
+         |                   + <launcher> -n PROCS python -m emews run --resume EXPDIR
+         v
+    psij-python JobExecutor(scheduler): a batch job that runs ``bash EXPDIR/job-K.sh``
+         |  (--chain N: N more jobs, each depending on the one before)
+         v
+    EXPDIR/submit.json: job ids, scripts, the scheduler's output files
+
+``emews site import SUPERVISOR_DIR/workflows/common/sh NAME`` writes a site file from
+CANDLE/Supervisor's ``env-NAME.sh``, ``sched-NAME.sh`` and ``langs-app-NAME.sh``
+(:mod:`emews.launch.importer`).
+"""
+
+from .site import Site, find, load, shipped_sites
+
+__all__ = ["Site", "find", "load", "shipped_sites"]

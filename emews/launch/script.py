@@ -1,0 +1,195 @@
+"""Batch scripts: directives, the site's environment and the launch line of one job.
+
+A rendered script is complete: it can be read, and submitted by hand (``sbatch job-0.sh``).
+Every value that comes from a site or a study is quoted with ``shlex.quote`` in the shell part.
+Directives are read by the scheduler, not the shell: their values are checked when the site or
+study is read (one line, no ``"``) and written bare when they are one word, else in double
+quotes, as sbatch, qsub and bsub read them. Only a site's ``setup`` lines are shell as written.
+"""
+
+import math
+import re
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from .site import walltime_seconds
+
+PREFIX = {"slurm": "#SBATCH", "pbs": "#PBS", "lsf": "#BSUB", "flux": "# flux:"}
+DEPENDENCY = {  # scheduler: (directive option, value of "run after job ID ends in any state")
+    "slurm": ("dependency", "afterany:{}"),
+    "pbs": ("W", "depend=afterany:{}"),
+    "lsf": ("w", "ended({})"),
+}
+SAFE = re.compile(r"[A-Za-z0-9_.@+:/=,%-]+$")
+SUBMIT_COMMAND = {"slurm": "sbatch", "pbs": "qsub", "lsf": "bsub", "flux": "flux"}
+
+
+@dataclass
+class Job:
+    """What one batch job of a study needs."""
+
+    site: object            # emews.launch.site.Site
+    expdir: Path
+    name: str
+    procs: int
+    ppn: int
+    walltime: str | None = None
+    queue: str | None = None
+    project: str | None = None
+    index: int = 0          # 0: the first job; 1..N: follow-ups (--chain)
+    after: str | None = None  # the job id this one waits for
+
+    @property
+    def nodes(self):
+        """Nodes to ask for: enough for ``procs`` ranks at ``ppn`` per node."""
+        return math.ceil(self.procs / self.ppn)
+
+    @property
+    def script(self):
+        return Path(self.expdir) / f"job-{self.index}.sh"
+
+    @property
+    def stdout(self):
+        return Path(self.expdir) / f"job-{self.index}.out"
+
+    @property
+    def stderr(self):
+        return Path(self.expdir) / f"job-{self.index}.err"
+
+    @property
+    def python(self):
+        return self.site.python or sys.executable
+
+    @property
+    def job_name(self):
+        return "emews-" + re.sub(r"[^A-Za-z0-9_.-]", "_", self.name)
+
+
+def render(job):
+    """The text of ``job``'s batch script."""
+    site = job.site
+    lines = ["#!/bin/bash"]
+    lines += [f"{PREFIX[site.scheduler]} {d}" for d in directives(job)] \
+        if site.scheduler in PREFIX else []
+    lines += [f"# emews-hpo: study {job.expdir}, site {site.name} ({site.path}), "
+              f"job {job.index}" + (f" after job {job.after}" if job.after else ""),
+              "# written by emews submit; the study runs in the last line", ""]
+    lines += ["# the site's environment"] + environment_lines(site.environment) + [""]
+    lines += ["# emews"]
+    lines += [f"export EMEWS_GPU_BINDING={shlex.quote(site.gpu_binding)}"]
+    if site.langs_app_file:
+        lines.append(f"export EMEWS_LANGS_APP=${{EMEWS_LANGS_APP:-"
+                     f"{shlex.quote(site.langs_app_file)}}}")
+    elif site.langs_app:
+        lines.append(f"export EMEWS_LANGS_APP=${{EMEWS_LANGS_APP:-"
+                     f"{shlex.quote(str(Path(job.expdir) / 'langs-app.sh'))}}}")
+    lines.append(f"cd {shlex.quote(str(job.expdir))}")
+    lines.append(shlex.join(launch_command(job)))
+    return "\n".join(lines) + "\n"
+
+
+def langs_app(site):
+    """The langs-app shell file rendered from a site's ``[langs_app]`` settings."""
+    return "\n".join([f"# langs-app settings of site {site.name} ({site.path}), written by "
+                      "emews submit; sourced by the Model Shell before each app run",
+                      *environment_lines(site.langs_app)]) + "\n"
+
+
+def environment_lines(env):
+    """Shell lines that prepare an ``[environment]`` (or ``[langs_app]``) table."""
+    q = shlex.quote
+    lines = [f"module use {q(path)}" for path in env.get("module_use", [])]
+    if env.get("unload"):
+        lines.append("module unload " + " ".join(map(q, env["unload"])))
+    if env.get("modules"):
+        lines.append("module load " + " ".join(map(q, env["modules"])))
+    if env.get("conda"):
+        lines.append(f"conda activate {q(env['conda'])}")
+    if env.get("venv"):
+        lines.append(f"source {q(str(Path(env['venv']) / 'bin' / 'activate'))}")
+    for name, value in env.get("variables", {}).items():
+        lines.append(f"export {name}={q(value)}")
+    for name, paths in env.get("prepend", {}).items():
+        paths = [paths] if isinstance(paths, str) else paths
+        lines.append(f"export {name}={q(':'.join(paths))}${{{name}:+:${name}}}")
+    lines += env.get("setup", [])
+    return lines
+
+
+def directives(job):
+    """The scheduler's directives for ``job`` (without their prefix)."""
+    site, q = job.site, _directive_value
+    extra = dict(site.batch.get("directives", {}))
+    if job.after:
+        option, value = DEPENDENCY[site.scheduler]
+        extra[option] = value.format(job.after)
+    seconds = walltime_seconds(job.walltime) if job.walltime else None
+    out, err = q(str(job.stdout)), q(str(job.stderr))
+    if site.scheduler == "slurm":
+        lines = [f"--job-name={q(job.job_name)}", f"--nodes={job.nodes}",
+                 f"--ntasks-per-node={job.ppn}", f"--output={out}", f"--error={err}"]
+        lines += [f"--time={_hms(seconds)}"] if seconds else []
+        lines += [f"--partition={q(job.queue)}"] if job.queue else []
+        lines += [f"--account={q(job.project)}"] if job.project else []
+        return lines + [f"--{k}={q(v)}" for k, v in _pairs(extra)]
+    if site.scheduler == "pbs":
+        lines = [f"-N {q(job.job_name[:15])}",
+                 f"-l select={job.nodes}:ncpus={job.ppn}:mpiprocs={job.ppn}",
+                 f"-o {out}", f"-e {err}"]
+        lines += [f"-l walltime={_hms(seconds)}"] if seconds else []
+        lines += [f"-q {q(job.queue)}"] if job.queue else []
+        lines += [f"-A {q(job.project)}"] if job.project else []
+        return lines + [f"-{k} {q(v)}" for k, v in _pairs(extra)]
+    if site.scheduler == "lsf":
+        lines = [f"-J {q(job.job_name)}", f"-nnodes {job.nodes}", f"-o {out}", f"-e {err}"]
+        lines += [f"-W {math.ceil(seconds / 60)}"] if seconds else []
+        lines += [f"-q {q(job.queue)}"] if job.queue else []
+        lines += [f"-P {q(job.project)}"] if job.project else []
+        return lines + [f"-{k} {q(v)}" for k, v in _pairs(extra)]
+    lines = [f"--job-name={q(job.job_name)}", f"-N {job.nodes}", f"-n {job.procs}",
+             f"--output={out}", f"--error={err}"]
+    lines += [f"-t {math.ceil(seconds / 60)}m"] if seconds else []
+    lines += [f"-q {q(job.queue)}"] if job.queue else []
+    lines += [f"--bank={q(job.project)}"] if job.project else []
+    return lines + [f"--{k}={q(v)}" for k, v in _pairs(extra)]
+
+
+def _directive_value(value):
+    value = str(value)
+    return value if SAFE.match(value) else f'"{value}"'
+
+
+def _pairs(table):
+    for key, value in table.items():
+        for item in value if isinstance(value, list) else [value]:
+            yield key, item
+
+
+def _hms(seconds):
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours:02d}:{rest // 60:02d}:{rest % 60:02d}"
+
+
+def launch_command(job):
+    """The argument list that starts the study's ranks inside the job."""
+    site = job.site
+    procs, ppn = str(job.procs), str(job.ppn)
+    if site.launcher == "mpiexec":
+        command = [site.launcher_command or _mpiexec(job.python), "-n", procs]
+        command += [site.ppn_flag, ppn] if site.ppn_flag else []
+    elif site.launcher == "srun":
+        command = [site.launcher_command or "srun", "-n", procs, f"--ntasks-per-node={ppn}"]
+    elif site.launcher == "jsrun":
+        command = [site.launcher_command or "jsrun", "-n", procs]
+    else:
+        command = [site.launcher_command or "aprun", "-n", procs, "-N", ppn]
+    return [*command, *site.launcher_args, job.python, "-m", "emews", "run", "--resume",
+            str(job.expdir)]
+
+
+def _mpiexec(python):
+    """The ``mpiexec`` beside the job's Python (the ``mpich`` wheel's), else from PATH."""
+    beside = Path(python).parent / "mpiexec"
+    return str(beside) if beside.is_absolute() and beside.exists() else "mpiexec"

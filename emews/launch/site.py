@@ -1,0 +1,256 @@
+"""Site files: one TOML file per machine, validated key by key.
+
+A site names its scheduler and launcher, the environment a job prepares, its batch defaults,
+its GPUs and how they are bound to ranks, and the langs-app settings of ``app`` models::
+
+    description = "OLCF Frontier: 8 GCDs per node, Slurm"
+    scheduler = "slurm"              # local, slurm, pbs, lsf, flux
+    launcher = "srun"                # mpiexec, srun, jsrun, aprun
+    launcher_args = ["--gpus-per-task=1", "--gpu-bind=closest"]
+    ppn = 8                          # ranks per node
+    gpus_per_node = 8
+    gpu_binding = "launcher"         # CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES,
+                                     # ZE_AFFINITY_MASK, launcher, none
+    launcher_command = "srun"        # the launcher's path (mpiexec: the one beside python)
+    ppn_flag = "--ppn"               # mpiexec's ranks-per-node option, if it takes one
+    python = "python3"               # the job's Python (default: the one running emews)
+    [batch]                          # defaults; the study's [system] and the command line win
+    queue = "batch"
+    project = "MED106"
+    walltime = "01:00:00"
+    directives = { constraint = "nvme" }     # one more directive per key (a list: several)
+    [environment]                    # what the job does before it launches the ranks
+    modules = ["PrgEnv-gnu", "rocm"]
+    variables = { MPICH_GPU_SUPPORT_ENABLED = "1" }
+    [langs_app]                      # what the Model Shell sources before each app run
+    file = "langs-app-frontier.sh"   # or modules, variables, prepend, ... as in [environment]
+
+Every value is data: the batch script quotes it (``shlex.quote``). Only ``setup`` holds shell
+lines, written by the site's author and run as they are.
+"""
+
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+from ..errors import ConfigError
+
+SCHEDULERS = ("local", "slurm", "pbs", "lsf", "flux")
+LAUNCHERS = ("mpiexec", "srun", "jsrun", "aprun")
+GPU_BINDINGS = ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK", "launcher",
+                "none")
+USER_SITES = Path("~/.config/emews/sites")
+
+NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
+WORD = re.compile(r"[A-Za-z0-9_.@+:/=-]+$")           # queue, project, module, option names
+WALLTIME = re.compile(r"(?:(\d+)-)?(\d+):(\d{2}):(\d{2})$|(\d+)$")
+OPTION = re.compile(r"[A-Za-z][A-Za-z0-9_-]*$")
+
+
+def _no_newline(value):
+    return "\n" not in value and "\r" not in value and "\0" not in value
+
+
+def _string(rule=None, pattern=None, choices=()):
+    def check(value):
+        if not isinstance(value, str):
+            return "must be a string"
+        if choices and value not in choices:
+            return f"must be one of {list(choices)}"
+        if pattern is not None and not pattern.match(value):
+            return rule
+        if not _no_newline(value):
+            return "must be one line"
+        return None
+    return check
+
+
+def _count(minimum):
+    def check(value):
+        if not isinstance(value, int) or isinstance(value, bool):
+            return "must be an integer"
+        return None if value >= minimum else f"must be at least {minimum}"
+    return check
+
+
+def _strings(pattern=None, rule="must be a list of strings"):
+    def check(value):
+        if not isinstance(value, list) or not all(isinstance(v, str) and _no_newline(v)
+                                                  for v in value):
+            return "must be a list of one-line strings"
+        if pattern is not None and not all(pattern.match(v) for v in value):
+            return rule
+        return None
+    return check
+
+
+def _mapping(key_pattern, key_rule, lists=False):
+    """A table of one-line strings (or, with ``lists``, lists of them) under checked keys."""
+    def check(value):
+        if not isinstance(value, dict):
+            return "must be a table"
+        for key, item in value.items():
+            if not key_pattern.match(key):
+                return f"{key_rule} (key {key!r})"
+            items = item if lists and isinstance(item, list) else [item]
+            if not all(isinstance(v, str) and _no_newline(v) and '"' not in v for v in items):
+                what = "a string or a list of strings" if lists else "a string"
+                return f"must map each key to {what} of one line without '\"' (key {key!r})"
+        return None
+    return check
+
+
+WALLTIME_RULE = "must be HH:MM:SS, D-HH:MM:SS or whole minutes"
+WORD_RULE = "must be one word of letters, digits and _ . @ + : / = -"
+ENVIRONMENT = {
+    "modules": _strings(WORD, f"each module {WORD_RULE}"),
+    "unload": _strings(WORD, f"each module {WORD_RULE}"),
+    "module_use": _strings(),
+    "conda": _string(),
+    "venv": _string(),
+    "prepend": _mapping(NAME, "each key must be a variable name", lists=True),
+    "variables": _mapping(NAME, "each key must be a variable name"),
+    "setup": _strings(),
+}
+SCHEMA = {
+    "": {
+        "description": _string(),
+        "scheduler": _string(choices=SCHEDULERS),
+        "launcher": _string(choices=LAUNCHERS),
+        "launcher_command": _string(),
+        "launcher_args": _strings(),
+        "ppn_flag": _string(WORD_RULE, WORD),
+        "python": _string(),
+        "ppn": _count(1),
+        "gpus_per_node": _count(0),
+        "gpu_binding": _string(choices=GPU_BINDINGS),
+    },
+    "batch": {
+        "queue": _string(WORD_RULE, WORD),
+        "project": _string(WORD_RULE, WORD),
+        "walltime": _string(WALLTIME_RULE, WALLTIME),
+        "directives": _mapping(OPTION, "each key must be an option name", lists=True),
+    },
+    "environment": ENVIRONMENT,
+    "langs_app": dict(ENVIRONMENT, file=_string()),
+}
+REQUIRED = ("scheduler", "launcher")
+
+
+@dataclass
+class Site:
+    """A validated site: the file's values with defaults filled in."""
+
+    name: str
+    path: Path
+    scheduler: str
+    launcher: str
+    description: str = ""
+    launcher_command: str | None = None
+    launcher_args: list = field(default_factory=list)
+    ppn_flag: str | None = None
+    python: str | None = None
+    ppn: int | None = None
+    gpus_per_node: int = 0
+    gpu_binding: str = "CUDA_VISIBLE_DEVICES"
+    batch: dict = field(default_factory=dict)
+    environment: dict = field(default_factory=dict)
+    langs_app: dict = field(default_factory=dict)
+
+    @property
+    def langs_app_file(self):
+        """The langs-app shell file the site names (absolute), or ``None``."""
+        name = self.langs_app.get("file")
+        return str((self.path.parent / os.path.expanduser(name)).resolve()) if name else None
+
+
+def shipped_directory():
+    """The directory of the site files that come with emews."""
+    return Path(str(resources.files("emews.sites")))
+
+
+def shipped_sites():
+    """The names of the sites that come with emews, sorted."""
+    return sorted(p.stem for p in shipped_directory().glob("*.toml"))
+
+
+def find(name):
+    """The path of site ``name``: a path to a file, else ``~/.config/emews/sites/NAME.toml``,
+    else a shipped site."""
+    text = str(name)
+    if "/" in text or text.endswith(".toml"):
+        path = Path(os.path.expanduser(text))
+        if not path.is_file():
+            raise ConfigError(f"site {text}", "must be a readable site file", text,
+                              show_value=False)
+        return path
+    if not NAME.match(text.replace("-", "_")):
+        raise ConfigError("--site", "must be a site name or a path to a site file", text)
+    for directory in (Path(os.path.expanduser(str(USER_SITES))), shipped_directory()):
+        if (directory / f"{text}.toml").is_file():
+            return directory / f"{text}.toml"
+    raise ConfigError("--site", f"must name a site in {USER_SITES}/ or one of "
+                      f"{shipped_sites()}, or be a path to a site file", text)
+
+
+def load(name):
+    """Find, read and validate a site; return a :class:`Site`."""
+    path = find(name)
+    try:
+        with open(path, "rb") as handle:
+            data = tomllib.load(handle)
+    except OSError as exc:
+        raise ConfigError(str(path), "the site file must be readable", exc.strerror,
+                          show_value=False) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(str(path), f"must be valid TOML ({exc})", None,
+                          show_value=False) from None
+    return from_dict(data, path)
+
+
+def from_dict(data, path):
+    """Validate the contents of a site file (``path`` names it in errors)."""
+    top = {k: v for k, v in data.items() if k not in SCHEMA or k == ""}
+    tables = {"": top, **{t: data.get(t, {}) for t in SCHEMA if t}}
+    for table, values in tables.items():
+        if table and not isinstance(values, dict):
+            raise ConfigError(f"{path}: {table}", "must be a table", values)
+        schema = SCHEMA[table]
+        for key, value in values.items():
+            where = f"{path}: {f'[{table}].' if table else ''}{key}"
+            if key not in schema:
+                known = ", ".join(sorted(schema) + ([] if table else sorted(t for t in SCHEMA
+                                                                            if t)))
+                raise ConfigError(where, f"is not a site setting; known: {known}", key,
+                                  show_value=False)
+            problem = schema[key](value)
+            if problem:
+                raise ConfigError(where, problem, value)
+    for key in REQUIRED:
+        if key not in top:
+            raise ConfigError(f"{path}: {key}", f"is required (one of "
+                              f"{list(SCHEDULERS if key == 'scheduler' else LAUNCHERS)})",
+                              None, show_value=False)
+    if top.get("launcher") == "srun" and top.get("scheduler") != "slurm":
+        raise ConfigError(f"{path}: launcher", "srun needs scheduler = \"slurm\" (scheduler is "
+                          f"{top.get('scheduler')!r})", "srun")
+    if "file" in tables["langs_app"] and len(tables["langs_app"]) > 1:
+        raise ConfigError(f"{path}: [langs_app]", "either names a file or lists settings, "
+                          "not both", sorted(tables["langs_app"]))
+    return Site(name=Path(path).stem, path=Path(path).resolve(), **top,
+                batch=dict(tables["batch"]), environment=dict(tables["environment"]),
+                langs_app=dict(tables["langs_app"]))
+
+
+def walltime_seconds(text, where="walltime"):
+    """Seconds of a walltime: ``HH:MM:SS``, ``D-HH:MM:SS`` or whole minutes."""
+    match = WALLTIME.match(str(text)) if text is not None else None
+    if not match:
+        raise ConfigError(where, WALLTIME_RULE, text)
+    days, hours, minutes, seconds, only_minutes = match.groups()
+    if only_minutes is not None:
+        return int(only_minutes) * 60
+    return ((int(days or 0) * 24 + int(hours)) * 60 + int(minutes)) * 60 + int(seconds)

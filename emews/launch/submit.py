@@ -1,0 +1,228 @@
+"""``emews submit``: prepare a study's experiment directory and queue the batch job(s) that run it.
+
+Submission goes through psij-python: its executor for the site's scheduler submits a job whose
+resources and attributes (nodes, ranks per node, walltime, queue, account, the site's extra
+directives, the dependency of a follow-up job) are those of our rendered script, and whose one
+process (psij's ``single`` launcher) is ``bash EXPDIR/job-K.sh``: the script we render, which
+prepares the site's environment and starts the ranks with the site's launcher. psij gives the
+job id, status polling and cancellation the same way on Slurm, PBS, LSF and Flux; the rendered
+script stays a complete batch script that can be read and submitted by hand. A ``local`` site
+runs the script here, detached from the terminal.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+
+from .. import config as configuration
+from .. import experiment, study
+from ..errors import ConfigError, EmewsError
+from . import script as scripts
+from . import site as sites
+
+PSIJ_CONFIG = {"slurm": ("psij.executors.batch.slurm", "SlurmExecutorConfig"),
+               "pbs": ("psij.executors.batch.pbs_base", "PBSExecutorConfig"),
+               "lsf": ("psij.executors.batch.lsf", "LsfExecutorConfig")}
+JOB_NAME = {"slurm": "job-name", "pbs": "N", "lsf": "J"}
+# what the site may set for the study when neither the command line, the environment nor the
+# study's files do: [system] key -> the site's value
+SITE_DEFAULTS = {"ppn": lambda s: s.ppn, "walltime": lambda s: s.batch.get("walltime"),
+                 "queue": lambda s: s.batch.get("queue"),
+                 "project": lambda s: s.batch.get("project"),
+                 "gpus_per_node": lambda s: s.gpus_per_node or None}
+
+
+def submit(config, site_name, overrides=None, resume=None, chain=0, dry_run=False,
+           stream=None):
+    """Submit the study of ``config`` (or the experiment ``resume``) on site ``site_name``.
+
+    ``overrides`` maps ``"table.key"`` to values (the command line). Returns the record written
+    to ``EXPDIR/submit.json`` (with ``dry_run``: the rendered scripts, and nothing is made).
+    """
+    stream = stream or sys.stdout
+    site = sites.load(site_name)
+    if chain < 0:
+        raise ConfigError("--chain", "must not be negative", chain)
+    if chain and site.scheduler not in scripts.DEPENDENCY:
+        raise ConfigError("--chain", f"needs a scheduler with job dependencies "
+                          f"{sorted(scripts.DEPENDENCY)}; site {site.name} has "
+                          f"{site.scheduler!r}", chain, show_value=False)
+    overrides = _with_site_defaults(config, site, dict(overrides or {}), resume)
+    planned = _plan(config, site, overrides, resume, chain)  # bad input: before anything is made
+    if dry_run:
+        texts = [scripts.render(job) for job in planned]
+        print("\n".join(texts), end="", file=stream, flush=True)
+        return {"dry_run": True, "scripts": texts}
+    _require_scheduler(site)
+    executor = _psij() if site.scheduler != "local" else None
+    expdir, lock = study.prepare(config, overrides, resume)
+    try:
+        cfg = study.load_experiment(expdir)
+        record = _read_record(expdir)
+        first = len(record["jobs"])
+        jobs = [_job(cfg, site, expdir, first + i) for i in range(chain + 1)]
+        if site.langs_app and not site.langs_app_file:
+            (expdir / "langs-app.sh").write_text(scripts.langs_app(site))
+    finally:
+        lock.release()  # the job's own ``emews run --resume`` takes it
+    record["site"] = {"name": site.name, "path": str(site.path), "scheduler": site.scheduler}
+    after = None
+    for job in jobs:
+        job.after = after
+        job.script.write_text(scripts.render(job))
+        entry = {"index": job.index, "script": str(job.script), "stdout": str(job.stdout),
+                 "stderr": str(job.stderr), "after": after, "time": time.time()}
+        if site.scheduler == "local":
+            entry.update(_run_locally(job))
+        else:
+            entry.update(_submit_psij(executor, job, expdir))
+        after = entry["id"]
+        record["jobs"].append(entry)
+        experiment.write_json(expdir / "submit.json", record)
+        print(f"emews: submitted job {entry['id']} ({site.scheduler}, site {site.name})"
+              + (f" after job {job.after}" if job.after else "") + f": {job.script}",
+              file=stream, flush=True)
+    print(f"emews: experiment directory {expdir}", file=stream, flush=True)
+    return record
+
+
+def _with_site_defaults(config, site, overrides, resume):
+    """Add the site's values for the [system] settings the study leaves unset."""
+    sources = [experiment.read_json(Path(resume) / "config.json")] if resume else []
+    if config:
+        sources += config if isinstance(config, list) else [config]
+    cfg = configuration.load(sources, overrides) if not resume else None
+    for key, value_of in SITE_DEFAULTS.items():
+        value = value_of(site)
+        if value is None or f"system.{key}" in overrides:
+            continue
+        if cfg is not None and ("system", key) in cfg.origin:
+            continue
+        if resume and not config:
+            continue  # a resumed study keeps what it was prepared with
+        overrides[f"system.{key}"] = value
+    return overrides
+
+
+def _plan(config, site, overrides, resume, chain):
+    """The jobs as they would be: the configuration validated, ``EXPnnn`` for a new study, and
+    ``<job K>`` for the ids of jobs not yet submitted."""
+    if resume:
+        stored = study.load_experiment(resume)
+        cfg = configuration.load([stored.as_dict()] + (list(config) if isinstance(config, list)
+                                                       else [config] if config else []),
+                                 overrides)
+        expdir = Path(resume).resolve()
+    else:
+        cfg = configuration.load(config or [], overrides)
+        study.validate(cfg)
+        expdir = Path(cfg.study["data_dir"]) / cfg.study["name"] / "EXPnnn"
+    first = len(_read_record(expdir)["jobs"]) if resume else 0
+    jobs = []
+    for index in range(first, first + chain + 1):
+        jobs.append(_job(cfg, site, expdir, index))
+        jobs[-1].after = f"<job {index - 1}>" if index > first else None
+    return jobs
+
+
+def _job(cfg, site, expdir, index):
+    system = cfg.system
+    procs = system["procs"]
+    ppn = min(system["ppn"] or site.ppn or procs, procs)
+    walltime = system["walltime"]
+    if walltime is not None:
+        sites.walltime_seconds(walltime, cfg.where("system", "walltime"))
+    for key in ("queue", "project"):
+        value = system.get(key)
+        if value is not None and not sites.WORD.match(value):
+            raise ConfigError(cfg.where("system", key), sites.WORD_RULE, value)
+    return scripts.Job(site, Path(expdir), cfg.study["name"], procs, ppn, walltime,
+                       system["queue"], system.get("project"), index)
+
+
+def _require_scheduler(site):
+    command = scripts.SUBMIT_COMMAND.get(site.scheduler)
+    if command and shutil.which(command) is None:
+        raise ConfigError(f"site {site.name}", f"submits with {command}, which is not on PATH "
+                          f"(run emews submit where {site.scheduler} jobs are submitted)",
+                          command, show_value=False)
+
+
+def _psij():
+    try:
+        import psij
+    except ImportError as exc:
+        raise ConfigError("emews submit", f"needs psij-python ({exc}); install it with: "
+                          "pip install 'emews-hpo[submit]'", None, show_value=False) from None
+    return psij
+
+
+def psij_job(psij, job, expdir):
+    """psij's executor for the site's scheduler and the psij Job that runs ``job``'s script."""
+    site = job.site
+    work = Path(expdir) / "psij"
+    if site.scheduler in PSIJ_CONFIG:
+        module, name = PSIJ_CONFIG[site.scheduler]
+        config_class = getattr(__import__(module, fromlist=[name]), name)
+        config = config_class(work_directory=work, keep_files=True)
+    else:
+        config = psij.JobExecutorConfig(work_directory=work)
+    executor = psij.JobExecutor.get_instance(site.scheduler, config=config)
+    custom = {}
+    for key, value in site.batch.get("directives", {}).items():
+        values = value if isinstance(value, list) else [value]
+        if site.scheduler == "pbs" and key == "l":  # psij writes its own "-l place=..."
+            values = [v for v in values if not v.startswith("place=")]
+        if values:
+            custom[f"{site.scheduler}.{key}"] = ",".join(values)
+    if job.after:
+        option, value = scripts.DEPENDENCY[site.scheduler]
+        custom[f"{site.scheduler}.{option}"] = value.format(job.after)
+    if site.scheduler in JOB_NAME:  # psij 0.9's templates read job.name, which Job lacks
+        custom.setdefault(f"{site.scheduler}.{JOB_NAME[site.scheduler]}", job.job_name)
+    seconds = sites.walltime_seconds(job.walltime) if job.walltime else 600
+    attributes = psij.JobAttributes(duration=timedelta(seconds=seconds),
+                                    queue_name=job.queue, account=job.project,
+                                    custom_attributes=custom or None)
+    spec = psij.JobSpec(executable="/bin/bash", arguments=[str(job.script)],
+                        directory=Path(job.expdir), name=job.job_name,
+                        inherit_environment=True, stdout_path=job.stdout,
+                        stderr_path=job.stderr, launcher="single", attributes=attributes,
+                        resources=psij.ResourceSpecV1(node_count=job.nodes,
+                                                      processes_per_node=job.ppn))
+    return executor, psij.Job(spec)
+
+
+def _submit_psij(psij, job, expdir):
+    """Submit ``job`` through psij's executor for the site's scheduler; return its record."""
+    site = job.site
+    executor, handle = psij_job(psij, job, expdir)
+    try:
+        executor.submit(handle)
+    except psij.SubmitException as exc:
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        raise EmewsError(f"site {site.name}: {scripts.SUBMIT_COMMAND[site.scheduler]} refused "
+                         f"job {job.index} ({lines[-1] if lines else 'no message'}); the study "
+                         f"is prepared: submit it again with: emews submit --resume "
+                         f"{job.expdir} --site {site.name}") from None
+    native, where = str(handle.native_id), Path(executor.work_directory)
+    return {"id": native, "psij_script": str(where / f"{handle.id}.job"),
+            "scheduler_output": str(where / f"{native}.out")}
+
+
+def _run_locally(job):
+    """Start the script here, in its own session, detached from this process."""
+    with open(job.stdout, "ab") as out, open(job.stderr, "ab") as err:
+        process = subprocess.Popen(["/bin/bash", str(job.script)], stdout=out, stderr=err,
+                                   stdin=subprocess.DEVNULL, cwd=job.expdir,
+                                   start_new_session=True, env=dict(os.environ))
+    return {"id": str(process.pid), "scheduler_output": str(job.stdout)}
+
+
+def _read_record(expdir):
+    path = Path(expdir) / "submit.json"
+    return experiment.read_json(path) if path.is_file() else {"expdir": str(expdir), "jobs": []}

@@ -1,0 +1,126 @@
+"""``emews submit`` on a real single-node Slurm (tests/support/slurm.py): a study run to the
+end by the job, a chained follow-up that waits for it and resumes the finished study, and the
+site's GPU binding recorded by each worker. Nothing is mocked; jobs are polled with squeue."""
+
+import json
+import sqlite3
+import sys
+from pathlib import Path
+
+import pytest
+
+SUPPORT = Path(__file__).parent / "support"
+if str(SUPPORT) not in sys.path:
+    sys.path.insert(0, str(SUPPORT))
+
+from slurm import slurm_fixture  # noqa: E402,F401  (the session fixture "slurm")
+
+pytestmark = [pytest.mark.slow, pytest.mark.mpi]
+
+
+@pytest.fixture
+def submit(emews_cli, slurm):
+    """Run ``emews submit ...`` against the test cluster; return the CompletedProcess."""
+
+    def run(*args):
+        return emews_cli("submit", *args, env={"SLURM_CONF": slurm.env["SLURM_CONF"]})
+
+    return run
+
+
+@pytest.fixture
+def quadratic(study):
+    return study(system={"procs": 2}, study={"budget": 6, "objective": "toy_models:quadratic",
+                                             "seed": 5})
+
+
+def rows(expdir):
+    connection = sqlite3.connect(Path(expdir) / "results.db")
+    try:
+        return connection.execute("select * from evaluations order by id").fetchall()
+    finally:
+        connection.close()
+
+
+def statuses(expdir):
+    return [row[0] for row in sqlite3.connect(Path(expdir) / "results.db").execute(
+        "select status from evaluations order by id")]
+
+
+def record_of(expdir):
+    return json.loads((Path(expdir) / "submit.json").read_text())
+
+
+def job_field(slurm, job_id, name):
+    """A ``Name=value`` field of ``scontrol show job``."""
+    for word in slurm.command("scontrol", "show", "job", str(job_id), check=True).split():
+        if word.startswith(f"{name}="):
+            return word.split("=", 1)[1]
+    raise AssertionError(f"no {name} in scontrol show job {job_id}")
+
+
+def test_submit_runs_the_study_to_its_end_in_a_slurm_job(submit, quadratic, slurm, tmp_path):
+    done = submit(quadratic, "--site", "slurm", "--walltime", "00:10:00")
+    assert done.returncode == 0, done.stderr
+    expdir = tmp_path / "experiments" / "study" / "EXP001"
+    (job,) = record_of(expdir)["jobs"]
+    assert done.stdout.splitlines()[0] == (f"emews: submitted job {job['id']} (slurm, site "
+                                           f"slurm): {expdir / 'job-0.sh'}")
+    assert job_field(slurm, job["id"], "JobName") == "emews-study"
+    assert job_field(slurm, job["id"], "WorkDir") == str(expdir)
+    assert job_field(slurm, job["id"], "TimeLimit") == "00:10:00"
+    slurm.wait_gone(job["id"])
+    assert job_field(slurm, job["id"], "JobState") == "COMPLETED"
+    assert statuses(expdir) == ["done"] * 6
+    assert Path(job["script"]).read_text().strip().splitlines()[-1].startswith(
+        "srun -n 2 --ntasks-per-node=2 ")
+    assert "evaluation budget of 6 reached" in Path(job["stdout"]).read_text()
+    assert Path(job["scheduler_output"]).parent == expdir / "psij" / "slurm"
+    assert Path(job["scheduler_output"]).is_file()
+    assert f"/bin/bash {job['script']}" in Path(job["psij_script"]).read_text()
+
+
+def test_chain_queues_a_follow_up_that_waits_and_resumes_the_finished_study(
+        submit, quadratic, slurm, tmp_path):
+    slurm.command("scontrol", "update", "PartitionName=debug", "State=DOWN", check=True)
+    try:
+        done = submit(quadratic, "--site", "slurm", "--chain", "1")
+        assert done.returncode == 0, done.stderr
+        expdir = tmp_path / "experiments" / "study" / "EXP001"
+        first, second = record_of(expdir)["jobs"]
+        assert second["after"] == first["id"]
+        assert slurm.command("squeue", "-h", "-j", second["id"], "-o", "%E").strip() == \
+            f"afterany:{first['id']}(unfulfilled)"
+        assert f"#SBATCH --dependency=afterany:{first['id']}" in \
+            Path(second["script"]).read_text()
+        slurm.command("scontrol", "hold", second["id"], check=True)
+    finally:
+        slurm.command("scontrol", "update", "PartitionName=debug", "State=UP", check=True)
+    slurm.wait_gone(first["id"])
+    assert job_field(slurm, first["id"], "JobState") == "COMPLETED"
+    finished = rows(expdir)
+    assert statuses(expdir) == ["done"] * 6
+    slurm.command("scontrol", "release", second["id"], check=True)
+    slurm.wait_gone(second["id"])
+    assert job_field(slurm, second["id"], "JobState") == "COMPLETED"
+    assert job_field(slurm, second["id"], "ExitCode") == "0:0"
+    assert rows(expdir) == finished
+    assert "evaluation budget of 6 reached" in Path(second["stdout"]).read_text()
+
+
+def test_each_worker_records_the_gpu_the_site_binds_it_to(submit, study, slurm, tmp_path):
+    config = study(system={"procs": 2}, study={"budget": 2,
+                                               "objective": "toy_models:quadratic"})
+    site = tmp_path / "amd.toml"
+    site.write_text('scheduler = "slurm"\nlauncher = "srun"\ngpus_per_node = 2\n'
+                    'gpu_binding = "ROCR_VISIBLE_DEVICES"\n')
+    done = submit(config, "--site", str(site))
+    assert done.returncode == 0, done.stderr
+    expdir = tmp_path / "experiments" / "study" / "EXP001"
+    (job,) = record_of(expdir)["jobs"]
+    slurm.wait_gone(job["id"])
+    assert statuses(expdir) == ["done"] * 2
+    first_line = (expdir / "out" / "out-1.txt").read_text().splitlines()[0]
+    assert first_line == ("emews: rank 1 GPUs (ROCR_VISIBLE_DEVICES, 2 per node): "
+                          "ROCR_VISIBLE_DEVICES=1")
+    assert json.loads((expdir / "config.json").read_text())["system"]["gpus_per_node"] == 2
