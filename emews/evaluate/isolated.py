@@ -6,7 +6,7 @@
       start (once, and after each death): Popen in a new session, MPI variables removed,
             a socketpair (pass_fds) and a pipe for fds 1 and 2
       --task {objective, params, context}-->        imports the objective (once), calls it
-      <--reply {value} | {error}-------------       (after flushing its output)
+      <--reply {value, metrics} | {error}----       (after flushing its output)
       <--stdout + stderr (the pipe)----------       copied to the worker's fds 1 and 2' file,
                                                     the last 64 KiB kept as this run's tail
       every ~0.1 s: has the child died? watch.stop_reason()? -> kill the group, fail the run
@@ -26,7 +26,7 @@ import weakref
 
 from . import channel, process
 from .base import EvaluationFailed
-from .results import TAIL_BYTES, decode_tail
+from .results import TAIL_BYTES, Value, decode_tail
 
 NANNY = "emews.evaluate.nanny"
 
@@ -57,7 +57,7 @@ class Nanny:
             pass  # the child is gone: the wait below finds out how
         reply = self._wait(watch)
         if "value" in reply:
-            return reply["value"]
+            return Value(reply["value"], reply.get("metrics"))
         raise EvaluationFailed(reply["error"], decode_tail(self.tail) or reply.get("tail"))
 
     def close(self):
