@@ -136,12 +136,19 @@ def _run(args):
 
 
 def _one_line(subparser):
-    """``subparser`` with its usage errors as one ``emews: error:`` line and exit status 2."""
+    """``subparser`` with its usage errors (unknown arguments included) as one ``emews:
+    error:`` line and exit status 2."""
     def error(message):
         print(f"emews: error: {subparser.prog}: {message}", file=sys.stderr)
         sys.exit(EXIT_BAD_INPUT)
 
-    subparser.error = error
+    def parse_known_args(args=None, namespace=None):
+        namespace, extras = argparse.ArgumentParser.parse_known_args(subparser, args, namespace)
+        if extras:
+            error(f"unrecognized arguments: {' '.join(extras)}")
+        return namespace, extras
+
+    subparser.error, subparser.parse_known_args = error, parse_known_args
     return subparser
 
 
