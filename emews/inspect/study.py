@@ -103,11 +103,11 @@ class Study:
         if holder.get("host") != socket.gethostname() or not holder.get("pid"):
             return False
         try:
-            os.kill(holder["pid"], 0)
+            os.kill(holder["pid"], 0)  # signal 0: only asks whether the process exists
         except ProcessLookupError:
             return False
         except PermissionError:
-            return True
+            pass  # it exists, under another user
         return True
 
     def table(self, rows=None):
