@@ -176,12 +176,21 @@ def _show(args):
     exported = args.csv or args.json
     rows = chosen(study, args.failed, args.where, None if exported else args.top)
     if exported:
-        sys.stdout.write(as_csv(study, rows) if args.csv else as_json(study, rows) + "\n")
-        return 0
+        return _emit(as_csv(study, rows) if args.csv else as_json(study, rows) + "\n")
     console = Console(highlight=False)
     print_table(study, rows, args.failed, console)
     for line in render(summary(study))[1:]:
         console.print(line, markup=False)
+    return 0
+
+
+def _emit(text):
+    """Print ``text``; a reader that closes the pipe early (``| head``) is no error."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit
     return 0
 
 
@@ -199,8 +208,7 @@ def _status(args):
     from .inspect.status import render, summary
 
     info = summary(load(args.expdir))
-    print(json.dumps(info, indent=2) if args.json else "\n".join(render(info)))
-    return 0
+    return _emit((json.dumps(info, indent=2) if args.json else "\n".join(render(info))) + "\n")
 
 
 def _report(args):

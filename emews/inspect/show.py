@@ -37,6 +37,11 @@ def print_table(study, rows, failed, console):
     from rich.table import Table
 
     params, metrics = study.param_names, study.metric_names
+    if not rows:
+        kind = "failed evaluation" if failed else "evaluation with a value"
+        console.print(f"{study.expdir}: no {kind} to show ({len(study.rows)} evaluations in "
+                      "all)", markup=False)
+        return
     what = "failures" if failed else "best"
     table = Table(title=f"{study.expdir}: {what} {len(rows)} of {len(study.rows)}")
     columns = ["id", *([] if failed else [study.objective]), *params,

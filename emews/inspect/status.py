@@ -10,8 +10,9 @@ TOP_FAILURES = 5
 
 def summary(study, now=None):
     """The study's state as JSON-able data: counts by state, best, stop reason, the most
-    common failure reasons, the evaluation rate and (with a budget) the remaining count and
-    an ETA."""
+    common failure reasons, the evaluation rate (finished evaluations per minute between the
+    first start and the last finish) and, with a budget, the evaluations remaining and (while
+    it runs) an ETA."""
     now = time.time() if now is None else now
     counts = {status: 0 for status in schema.STATUSES}
     counts.update(collections.Counter(row["status"] for row in study.rows))
@@ -28,7 +29,8 @@ def summary(study, now=None):
         "running" if study.is_running() else "stopped")
     budget = study.budget
     remaining = max(budget - finished, 0) if budget and state != "finished" else None
-    eta = remaining / rate * 60 if remaining is not None and rate else None
+    eta = remaining / rate * 60 if remaining is not None and rate and state == "running" \
+        else None
     reasons = collections.Counter(row["error"] or "no reason recorded" for row in study.failed)
     return {
         "expdir": str(study.expdir), "state": state, "objective": study.objective,
