@@ -7,7 +7,8 @@
       -> implementation.run(params, params_json, context, Watch(timeout, grace, cancelled))
            py: .py (a nanny child, or this interpreter)   app: .app (the Model Shell)
            container: .container                           echo: .echo
-      -> Outcome(value, extra={"metrics": ...}) | Outcome(NaN, "failed", reason, log_tail) | Outcome(NaN, "cancelled")
+      -> Outcome(value, extra={"metrics": ...}) | Outcome(NaN, "failed", reason, log_tail)
+         | Outcome(NaN, "cancelled")
 
 ``timeout`` (``SH_TIMEOUT``; empty, 0 or -1: none) applies to isolated ``py``, ``app`` and
 ``container`` runs alike: SIGTERM to the run's process group, ``grace`` seconds, SIGKILL; the
