@@ -55,7 +55,7 @@ def print_table(study, rows, failed, console):
                  *(record[p] for p in params),
                  *([] if failed else [record[study.metric_column(m)] for m in metrics
                                       if m != study.objective]),
-                 record["rank"], record["seconds"],
+                 record["rank"], _seconds(record["seconds"]),
                  *([one_line(row["error"])] if failed else [])]
         table.add_row(*(_cell(c) for c in cells))
     console.print(table)
@@ -67,3 +67,7 @@ def _cell(value):
     if isinstance(value, float):
         return f"{value:.6g}"
     return str(value)
+
+
+def _seconds(value):
+    return None if value is None else f"{value:.3g}"

@@ -169,7 +169,8 @@ def _seconds(row):
 
 def read_store(path):
     """``(rows, attempts, meta)`` of the store at ``path``, read in one read-only
-    transaction; a one-line :class:`ConfigError` when it is not a readable emews store."""
+    transaction (without the log tails: up to 64 KiB each); a one-line :class:`ConfigError`
+    when it is not a readable emews store."""
     uri = f"file:{urllib.parse.quote(str(Path(path).resolve()))}?mode=ro"
     try:
         db = sqlite3.connect(uri, uri=True, timeout=30)
@@ -185,9 +186,11 @@ def read_store(path):
             if "evaluations" not in tables:
                 raise ConfigError(str(path), "must be an emews store (it has no evaluations "
                                   "table)", None, show_value=False)
-            rows = [decoded(r) for r in db.execute("SELECT * FROM evaluations ORDER BY id")]
-            attempts = [dict(r) for r in db.execute("SELECT * FROM attempts ORDER BY id, "
-                                                    "attempt")] if "attempts" in tables else []
+            rows = [decoded(r) for r in db.execute(
+                f"SELECT {_columns(db, 'evaluations')} FROM evaluations ORDER BY id")]
+            attempts = [dict(r) for r in db.execute(
+                f"SELECT {_columns(db, 'attempts')} FROM attempts ORDER BY id, attempt")] \
+                if "attempts" in tables else []
             meta = {key: json.loads(value)
                     for key, value in db.execute("SELECT key, value FROM meta")} \
                 if "meta" in tables else {}
@@ -197,3 +200,9 @@ def read_store(path):
     except sqlite3.Error as exc:
         raise ConfigError(str(path), "must be a readable SQLite store", str(exc)) from None
     return rows, attempts, meta
+
+
+def _columns(db, table):
+    """The columns of ``table`` but ``log_tail``, as SQL (names from the schema itself)."""
+    names = [row[1] for row in db.execute(f"PRAGMA table_info({table})")]
+    return ", ".join(f'"{name}"' for name in names if name != "log_tail")
