@@ -315,8 +315,8 @@ def test_bad_options_and_unwritable_outputs_are_one_line_each(metrics_study, tmp
         (["plot", metrics_study, "--metric", "acc"], ["--metric", "val_loss, loss", "'acc'"]),
         (["plot", metrics_study, "-o", unwritable / "p.png"], [unwritable / "p.png",
                                                                  "writable"]),
-        (["report", metrics_study, "-o", unwritable / "r.html"], [unwritable / "r_convergence"
-                                                                 ".png", "writable"]),
+        (["report", metrics_study, "-o", unwritable / "r.html"], [unwritable / "r.html",
+                                                                  "existing directory"]),
         (["report", metrics_study, "-o", tmp_path], [tmp_path, "not a directory"]),
         (["export", metrics_study], ["--to"]),
         (["export", metrics_study, "--to", "xls", "f"], ["--to", "optuna", "'xls'"]),

@@ -1,8 +1,11 @@
 """The parts of inspecting a study that need no study run: metrics extraction, the metrics
 column (and the migration that adds it), ``--where`` parsing, a read-only load, log axes."""
 
+import json
 import math
+import socket
 import sqlite3
+import subprocess
 from pathlib import Path
 
 import numpy
@@ -14,6 +17,7 @@ from emews.evaluate.results import final_metrics
 from emews.inspect import load
 from emews.inspect.plot import spans_decades
 from emews.inspect.query import parse, select
+from emews.inspect.status import render, summary
 from emews.store import Store, schema
 
 SUPPORT = Path(__file__).parent / "support"
@@ -129,3 +133,21 @@ def test_a_log_axis_is_for_positive_values_over_more_than_two_decades():
     assert not spans_decades([0.01, 0.5, 0.99])
     assert not spans_decades([-1.0, 100.0, 1e6])
     assert not spans_decades([])
+
+
+def test_a_killed_study_is_stopped_with_a_way_to_resume(tmp_path):
+    store = Store(tmp_path / "results.db")
+    store.add([(0, '{"x": 1}', "RUN000000", 1, 0), (1, '{"x": 2}', "RUN000001", 2, 1)])
+    store.finish([(0, 1, Outcome(0.5, started=10.0, finished=70.0), 1, "done")])
+    store.commit()
+    store.close()
+    (tmp_path / "config.json").write_text(json.dumps({"study": {"budget": 5}}))
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a pid that no longer runs
+    (tmp_path / "lock").write_text(json.dumps({"host": socket.gethostname(), "pid": gone.pid}))
+    info = summary(load(tmp_path))
+    assert info["state"] == "stopped" and info["stop_reason"] is None
+    assert info["counts"]["done"] == 1 and info["counts"]["running"] == 1
+    assert info["rate_per_minute"] == 1.0 and info["remaining"] == 4
+    assert info["eta_seconds"] is None  # nothing is running to get there
+    assert f"resume with: emews run --resume {tmp_path}" in "\n".join(render(info))

@@ -32,6 +32,9 @@ def write_report(study, output=None):
     if output.is_dir():
         raise ConfigError(str(output), "must be a file path for the HTML report, not a "
                           "directory", None, show_value=False)
+    if not output.parent.is_dir():
+        raise ConfigError(str(output), "must be a file path in an existing directory", None,
+                          show_value=False)
     plt = plot.pyplot()
     coordinates = Coordinates(study)
     figures = [("convergence", "Convergence", _convergence),
