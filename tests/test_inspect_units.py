@@ -3,14 +3,19 @@ column (and the migration that adds it), ``--where`` parsing, a read-only load, 
 
 import json
 import math
+import os
+import shutil
 import socket
 import sqlite3
 import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import numpy
 import pytest
 
+import emews
 from emews.errors import ConfigError
 from emews.evaluate import Objective, Outcome
 from emews.evaluate.results import final_metrics
@@ -151,3 +156,31 @@ def test_a_killed_study_is_stopped_with_a_way_to_resume(tmp_path):
     assert info["rate_per_minute"] == 1.0 and info["remaining"] == 4
     assert info["eta_seconds"] is None  # nothing is running to get there
     assert f"resume with: emews run --resume {tmp_path}" in "\n".join(render(info))
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"),
+                    reason="needs root to run a reader as another user (setpriv)")
+def test_a_finished_study_in_a_directory_the_reader_cannot_write_is_read(tmp_path):
+    shared = Path(tempfile.mkdtemp(prefix="emews-ro-"))  # /tmp/pytest-of-root is private
+    try:
+        expdir = shared / "EXP001"
+        expdir.mkdir()
+        store = Store(expdir / "results.db")
+        store.add([(0, '{"x": 1}', "RUN000000", 1, 0)])
+        store.finish([(0, 1, Outcome(0.25, extra={"metrics": {"loss": 1.0}}), 1, "done")])
+        store.close()
+        assert not list(expdir.glob("results.db-*"))  # a clean close leaves no WAL
+        for path in (shared, expdir, expdir / "results.db"):
+            path.chmod(0o555 if path.is_dir() else 0o444)
+        done = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                               sys.executable, "-m", "emews", "show", str(expdir), "--json"],
+                              capture_output=True, text=True, timeout=120,
+                              env=dict(os.environ, PYTHONPATH=str(Path(emews.__file__)
+                                                                  .parent.parent)))
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)[0]["loss"] == 1.0
+        assert not list(expdir.glob("results.db-*"))
+    finally:
+        shared.chmod(0o755)
+        (shared / "EXP001").chmod(0o755)
+        shutil.rmtree(shared)

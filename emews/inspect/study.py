@@ -2,7 +2,9 @@
 
 The store is opened with an SQLite ``mode=ro`` URI and read in one transaction (one
 consistent snapshot); a study that is still running goes on writing meanwhile (WAL readers
-never block the writer).
+never block the writer). In a directory this user cannot write to, with no write-ahead log
+beside the store, nothing can be writing it: it is opened ``immutable`` (SQLite would otherwise
+need to create its shared-memory file there).
 """
 
 import json
@@ -171,7 +173,10 @@ def read_store(path):
     """``(rows, attempts, meta)`` of the store at ``path``, read in one read-only
     transaction (without the log tails: up to 64 KiB each); a one-line :class:`ConfigError`
     when it is not a readable emews store."""
-    uri = f"file:{urllib.parse.quote(str(Path(path).resolve()))}?mode=ro"
+    path = Path(path).resolve()
+    uri = f"file:{urllib.parse.quote(str(path))}?mode=ro"
+    if not os.access(path.parent, os.W_OK) and not Path(f"{path}-wal").exists():
+        uri += "&immutable=1"  # no writer can be at work where no journal can be made
     try:
         db = sqlite3.connect(uri, uri=True, timeout=30)
         try:
