@@ -29,7 +29,7 @@ def spans_decades(values, decades=2):
     return math.log10(max(values) / min(values)) > decades
 
 
-def values_of(study, row, metric=None):
+def value_of(row, metric=None):
     """The plotted value of ``row``: its result, or metric ``metric``."""
     return row["result"] if metric is None else row["metrics"].get(metric)
 
@@ -38,7 +38,7 @@ def draw_convergence(axes, study, metric=None):
     """Each evaluation's value by id, the best so far, failures marked; log scale when the
     values span more than two decades."""
     rows = [r for r in study.rows if r["status"] in ("done", "failed")]
-    points = [(r["id"], values_of(study, r, metric)) for r in rows if r["status"] == "done"]
+    points = [(r["id"], value_of(r, metric)) for r in rows if r["status"] == "done"]
     points = [(i, v) for i, v in points if v is not None]
     axes.scatter([i for i, _ in points], [v for _, v in points], s=12, label="evaluation")
     best, steps = math.inf, []
