@@ -3,10 +3,13 @@
 ``emews run CONFIG [CONFIG2]`` runs a study: under ``mpiexec`` it uses the ranks it was given;
 started alone it spawns its own local pool of ``[system].procs`` ranks.
 ``emews run --resume EXPDIR`` continues a killed or finished study.
-``emews show EXPDIR`` prints the best evaluations and the counts of a study.
+``emews status EXPDIR`` says where a study stands (running or finished): counts, best, ETA.
+``emews show EXPDIR`` prints the best evaluations (or ``--failed``) with all their metrics.
 ``emews plot EXPDIR`` draws its convergence and the workers' timeline.
 ``emews submit CONFIG --site NAME`` queues a batch job that runs the study on a site.
 ``emews site list|show|import`` lists, prints or imports (from Supervisor) site files.
+``emews report EXPDIR`` writes a self-contained HTML report; ``emews export`` writes the
+evaluations to Optuna, CSV or Parquet.
 """
 
 import argparse
@@ -69,12 +72,36 @@ def parser():
         steer = commands.add_parser(verb, help=f"{text}, in a running study")
         steer.add_argument("expdir")
         steer.set_defaults(state=state)
-    show = commands.add_parser("show", help="print a study's best evaluations")
+    show = _one_line(commands.add_parser("show", help="print a study's best evaluations "
+                                         "(or failures) with all their metrics"))
     show.add_argument("expdir")
-    show.add_argument("--top", type=int, default=10)
-    draw = commands.add_parser("plot", help="plot a study's convergence and worker timeline")
+    show.add_argument("--top", type=_positive_int, default=10,
+                      help="how many to print (default 10; CSV and JSON: all)")
+    show.add_argument("--failed", action="store_true", help="the failures and their reasons")
+    show.add_argument("--where", metavar="FILTER",
+                      help='NAME OP VALUE clauses joined by "and", e.g. "lr < 0.01 and '
+                           'act == relu" (OP: < <= > >= == !=)')
+    show.add_argument("--csv", action="store_true", help="print CSV instead of a table")
+    show.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    draw = _one_line(commands.add_parser("plot", help="plot a study's convergence and worker "
+                                         "timeline"))
     draw.add_argument("expdir")
     draw.add_argument("-o", "--output", help="PNG file (default: EXPDIR/convergence.png)")
+    draw.add_argument("--metric", help="plot this metric instead of the objective")
+    status = _one_line(commands.add_parser("status", help="where a study stands (running or "
+                                           "finished)"))
+    status.add_argument("expdir")
+    status.add_argument("--json", action="store_true", help="print JSON")
+    report = _one_line(commands.add_parser("report", help="write a self-contained HTML report "
+                                           "with figures"))
+    report.add_argument("expdir")
+    report.add_argument("-o", "--output", help="HTML file (default: EXPDIR/report.html)")
+    export = _one_line(commands.add_parser("export", help="export a study to Optuna, CSV or "
+                                           "Parquet"))
+    export.add_argument("expdir")
+    export.add_argument("--to", required=True, nargs=2, metavar=("FORMAT", "TARGET"),
+                        help="optuna URL (sqlite:///study.db), csv FILE or parquet FILE")
+    export.add_argument("--study-name", help="the Optuna study's name (default: EXPDIR's name)")
     from .launch.commands import add_parsers
 
     add_parsers(commands)  # submit, site
@@ -88,7 +115,8 @@ def main(argv=None):
         from .launch.commands import run_site, run_submit
 
         return {"run": _run, "serve": _serve, "pool": _pool, "pause": _steer, "unpause": _steer,
-                "stop": _steer, "show": _show, "plot": _plot, "submit": run_submit,
+                "stop": _steer, "show": _show, "plot": _plot, "status": _status,
+                "report": _report, "export": _export, "submit": run_submit,
                 "site": run_site}[args.command](args)
     except Interrupted as exc:
         if not os.environ.get("EMEWS_SPAWNED"):  # the command that spawned the job says it
@@ -174,41 +202,97 @@ def _steer(args):
     return 0
 
 
-def _show(args):
-    from pathlib import Path
+def _one_line(subparser):
+    """``subparser`` with its usage errors (unknown arguments included) as one ``emews:
+    error:`` line and exit status 2."""
+    def error(message):
+        print(f"emews: error: {subparser.prog}: {message}", file=sys.stderr)
+        sys.exit(EXIT_BAD_INPUT)
 
-    from rich.console import Console
-    from rich.table import Table
+    def parse_known_args(args=None, namespace=None):
+        namespace, extras = argparse.ArgumentParser.parse_known_args(subparser, args, namespace)
+        if extras:
+            error(f"unrecognized arguments: {' '.join(extras)}")
+        return namespace, extras
 
-    from .store import Store
+    subparser.error, subparser.parse_known_args = error, parse_known_args
+    return subparser
 
-    path = Path(args.expdir) / "results.db"
-    if not path.is_file():
-        raise ConfigError(args.expdir, "must be an experiment directory holding results.db",
-                          args.expdir, show_value=False)
-    store = Store(path)
+
+def _positive_int(text):
     try:
-        rows = sorted(store.rows("done"), key=lambda r: r["result"])[:args.top]
-        counts = store.counts()
-        final = store.meta("final", {})
-    finally:
-        store.close()
-    table = Table(title=f"{args.expdir}: best {len(rows)} of {sum(counts.values())}")
-    for column in ("id", "result", "rank", "seconds", "params"):
-        table.add_column(column)
-    for row in rows:
-        table.add_row(str(row["id"]), f"{row['result']:.6g}", str(row["rank"]),
-                      f"{row['finished'] - row['started']:.2f}", str(row["params"]))
-    console = Console()
-    console.print(table)
-    console.print(f"counts: {counts}; stop reason: {final.get('stop_reason', '-')}", markup=False)
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return value
+
+
+def _show(args):
+    from rich.console import Console
+
+    from .inspect import load
+    from .inspect.show import as_csv, as_json, chosen, print_table
+    from .inspect.status import render, summary
+
+    if args.csv and args.json:
+        raise ConfigError("emews show", "takes --csv or --json, not both", None,
+                          show_value=False)
+    study = load(args.expdir)
+    exported = args.csv or args.json
+    rows = chosen(study, args.failed, args.where, None if exported else args.top)
+    if exported:
+        return _emit(as_csv(study, rows) if args.csv else as_json(study, rows) + "\n")
+    console = Console(highlight=False)
+    print_table(study, rows, args.failed, console)
+    for line in render(summary(study))[1:]:
+        console.print(line, markup=False)
+    return 0
+
+
+def _emit(text):
+    """Print ``text``; a reader that closes the pipe early (``| head``) is no error."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit
     return 0
 
 
 def _plot(args):
-    from .plot import plot
+    from .inspect.plot import plot
 
-    print(f"emews: wrote {plot(args.expdir, args.output)}")
+    print(f"emews: wrote {plot(args.expdir, args.output, args.metric)}")
+    return 0
+
+
+def _status(args):
+    import json
+
+    from .inspect import load
+    from .inspect.status import render, summary
+
+    info = summary(load(args.expdir))
+    return _emit((json.dumps(info, indent=2) if args.json else "\n".join(render(info))) + "\n")
+
+
+def _report(args):
+    from .inspect import load
+
+    print(f"emews: wrote {load(args.expdir).report(args.output)}")
+    return 0
+
+
+def _export(args):
+    from .inspect import load
+    from .inspect.export import FORMATS, export
+
+    to, target = args.to
+    if to not in FORMATS:
+        raise ConfigError("emews export --to", f"FORMAT must be one of {list(FORMATS)}", to)
+    print(f"emews: {export(load(args.expdir), to, target, args.study_name)}")
     return 0
 
 

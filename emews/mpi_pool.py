@@ -136,7 +136,8 @@ def _serve(comm, objective, rank, backoff, cancelled):
             outcome = objective.evaluate(params, run_id, cancelled)
             sys.stdout.flush()
             comm.send((rank, task_id, (outcome.value, outcome.status, outcome.error,
-                                       outcome.log_tail, outcome.started, outcome.finished)),
+                                       outcome.log_tail, outcome.started, outcome.finished,
+                                       outcome.extra)),
                       dest=0, tag=RESULT)
 
 

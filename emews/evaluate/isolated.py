@@ -6,10 +6,9 @@
       start (once, and after each death): Popen in a new session, MPI variables removed,
             a socketpair (pass_fds) and a pipe for fds 1 and 2
       --task {objective, params, context}-->        imports the objective (once), calls it
-      <--reply {value} | {error}-------------       (after flushing its output)
-      <--stdout + stderr (one pipe)----------       copied to the worker's stdout (fd 1: in
-                                                    an MPI worker, out/out-R.txt); the last
-                                                    64 KiB kept as this run's log tail
+      <--reply {value, metrics} | {error}----       (after flushing its output)
+      <--stdout + stderr (the pipe)----------       copied to the worker's fds 1 and 2' file,
+                                                    the last 64 KiB kept as this run's tail
       every ~0.1 s: has the child died? watch.stop_reason()? -> kill the group, fail the run
 
 A dead child (a signal, ``os._exit``, the OOM killer) fails its run with ``the model was
@@ -27,7 +26,7 @@ import weakref
 
 from . import channel, process
 from .base import EvaluationFailed
-from .results import TAIL_BYTES, decode_tail
+from .results import TAIL_BYTES, Value, decode_tail
 
 # How the child starts: a fixed program; the directory that holds this emews (appended to
 # sys.path, in case emews is importable here only through the parent's own sys.path), the
@@ -66,7 +65,7 @@ class Nanny:
             self.close()
             raise
         if "value" in reply:
-            return reply["value"]
+            return Value(reply["value"], reply.get("metrics"))
         raise EvaluationFailed(reply["error"], decode_tail(self.tail) or reply.get("tail"))
 
     def close(self):

@@ -41,7 +41,8 @@ def main(argv):
 
 
 def run(task, functions):
-    """One task: ``{"value": number}`` or ``{"error": reason, "tail": traceback}``."""
+    """One task: ``{"value": number, "metrics": {...}}`` or ``{"error": reason, "tail":
+    traceback}``."""
     for path in reversed(task["sys_path"]):
         if path not in sys.path:
             sys.path.insert(0, path)
@@ -55,7 +56,7 @@ def run(task, functions):
         value = call_objective(function, json.loads(task["params_json"]),
                                RunContext.from_dict(task["context"]), task["model_return"],
                                task["epoch"])
-        return {"value": value}
+        return {"value": value, "metrics": value.metrics}
     except EvaluationFailed as exc:
         return {"error": str(exc), "tail": exc.log_tail}
     except (Exception, SystemExit, KeyboardInterrupt) as exc:  # noqa: BLE001 - importing it

@@ -7,7 +7,8 @@
       -> implementation.run(params, params_json, context, Watch(timeout, grace, cancelled))
            py: .py (a nanny child, or this interpreter)   app: .app (the Model Shell)
            container: .container                           echo: .echo
-      -> Outcome(value) | Outcome(NaN, "failed", reason, log_tail) | Outcome(NaN, "cancelled")
+      -> Outcome(value, extra={"metrics": ...}) | Outcome(NaN, "failed", reason, log_tail)
+         | Outcome(NaN, "cancelled")
 
 ``timeout`` (``SH_TIMEOUT``; empty, 0 or -1: none) applies to isolated ``py``, ``app`` and
 ``container`` runs alike: SIGTERM to the run's process group, ``grace`` seconds, SIGKILL; the
@@ -111,7 +112,9 @@ class Objective:
             context = RunContext(self.exp_id, run_id, self.model_name, self.expdir,
                                  dict(self.model_env))
             watch = process.Watch(self.timeout, self.grace, cancelled)
-            outcome = Outcome(self.implementation.run(params, params_json, context, watch))
+            value = self.implementation.run(params, params_json, context, watch)
+            metrics = getattr(value, "metrics", None)
+            outcome = Outcome(float(value), extra={"metrics": metrics} if metrics else {})
         except Cancelled as exc:
             outcome = Outcome(math.nan, "cancelled", "cancelled", safe_text(exc.log_tail))
         except EvaluationFailed as exc:

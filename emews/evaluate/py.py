@@ -14,15 +14,17 @@ from ..algorithm import import_dotted
 from ..errors import ConfigError
 from .base import EvaluationFailed, Implementation, _current_run
 from .isolated import Nanny
-from .results import decode_tail, extract_value
+from .results import Value, decode_tail, extract_value, final_metrics
 
 
 def call_objective(function, params, context, model_return="val_loss", epoch="last"):
     """``function(params)`` as the run ``context`` (see ``current_run()``): the value to
-    minimize, or :class:`EvaluationFailed` with the reason and the traceback."""
+    minimize (a :class:`~.results.Value` with the final metrics of a dict or History), or
+    :class:`EvaluationFailed` with the reason and the traceback."""
     token = _current_run.set(context)
     try:
-        return extract_value(function(params), model_return, epoch)
+        result = function(params)
+        return Value(extract_value(result, model_return, epoch), final_metrics(result))
     except EvaluationFailed:
         raise
     except (Exception, SystemExit, KeyboardInterrupt) as exc:  # noqa: BLE001 - the model's

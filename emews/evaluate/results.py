@@ -36,6 +36,36 @@ def extract_value(result, model_return="val_loss", epoch="last"):
     return _number(result)
 
 
+class Value(float):
+    """The value to minimize, carrying the model's final ``metrics`` (name -> number)."""
+
+    def __new__(cls, value, metrics=None):
+        self = super().__new__(cls, value)
+        self.metrics = dict(metrics or {})
+        return self
+
+
+def final_metrics(result):
+    """The last epoch's value of every numeric key of a dict or Keras ``History`` result
+    (``{}`` for a plain number): what the store keeps beside the value to minimize."""
+    history = getattr(result, "history", None)
+    if isinstance(history, dict):
+        result = history
+    if not isinstance(result, dict):
+        return {}
+    metrics = {}
+    for name, value in result.items():
+        if isinstance(value, (list, tuple)):
+            value = value[-1] if value else None
+        if isinstance(value, (bool, str, bytes)):
+            continue
+        try:
+            metrics[str(name)] = float(value)
+        except (TypeError, ValueError):
+            continue  # not a number (an array, None, ...): not a metric
+    return metrics
+
+
 def _number(result):
     if isinstance(result, (bool, str)) or not hasattr(result, "__float__"):
         raise EvaluationFailed(f"the model returned a non-numeric result: {result!r:.200}")

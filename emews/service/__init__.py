@@ -19,7 +19,7 @@ from .keys import is_loopback, make_keys, read_service_file, write_service_file
 
 def serve(config, overrides=None, resume=None):
     """Run a study as a service until it ends; return its :class:`~emews.study.Result`."""
-    import zmq
+    zmq = require_zmq()
     from zmq.auth.thread import ThreadAuthenticator
 
     from ..study import load_experiment, prepare, run_master
@@ -67,6 +67,16 @@ def serve(config, overrides=None, resume=None):
         lock.release()
 
 
+def require_zmq():
+    """The ``zmq`` module, or a one-line error naming the extra that brings it."""
+    try:
+        import zmq
+    except ImportError:
+        raise ConfigError("emews serve / emews pool", "needs pyzmq: pip install "
+                          "'emews-hpo[service]'", None, show_value=False) from None
+    return zmq
+
+
 def _previous_port(expdir):
     """The port an earlier service of this study listened on (its pools reconnect there)."""
     try:
@@ -83,6 +93,8 @@ def pool_job(expdir, walltime=None, give_up=600.0):
     from mpi4py import MPI
 
     from ..study import load_experiment, python_path, run_worker
+
+    require_zmq()
     from .attach import attach
 
     comm = MPI.COMM_WORLD

@@ -8,10 +8,13 @@
     meta         key -> JSON value (settings of the run, stop reason, changes made on resume)
     checkpoints  the ME's saved state after each tell (one row, replaced)
 
+``metrics`` (in ``evaluations`` and ``attempts``) is a JSON object: the last epoch's value of
+every numeric key of what the model returned (a dict or a Keras ``History``), or NULL.
+
 A store written by an older emews is migrated when it is opened; a newer one is refused.
 """
 
-VERSION = 2
+VERSION = 3
 STATUSES = ("queued", "running", "done", "failed", "cancelled", "interrupted")
 FINAL = ("done", "failed")
 
@@ -29,7 +32,8 @@ CREATE TABLE evaluations (
     queued    REAL,
     started   REAL,
     finished  REAL,
-    seq       INTEGER
+    seq       INTEGER,
+    metrics   TEXT
 )""".format(statuses=", ".join(f"'{s}'" for s in STATUSES))
 
 ATTEMPTS = """
@@ -44,6 +48,7 @@ CREATE TABLE attempts (
     run_id    TEXT,
     started   REAL,
     finished  REAL,
+    metrics   TEXT,
     PRIMARY KEY (id, attempt)
 )"""
 CHECKPOINTS = "CREATE TABLE checkpoints (name TEXT PRIMARY KEY, state BLOB, driver TEXT NOT NULL)"
@@ -62,16 +67,22 @@ PRAGMA user_version = {VERSION};
 FROM_1 = f"""
 ALTER TABLE evaluations RENAME TO evaluations_v1;
 {EVALUATIONS};
-INSERT INTO evaluations SELECT *, id FROM evaluations_v1;
+INSERT INTO evaluations SELECT *, id, NULL FROM evaluations_v1;
 DROP TABLE evaluations_v1;
 {INDEX};
 {ATTEMPTS};
 INSERT INTO attempts SELECT id, attempt, status, result, error, log_tail, rank, run_id,
-    started, finished FROM evaluations WHERE status IN ('done', 'failed');
+    started, finished, NULL FROM evaluations WHERE status IN ('done', 'failed');
 {CHECKPOINTS};
 PRAGMA user_version = {VERSION};
 """
-MIGRATIONS = {1: FROM_1}
+# Version 2: no metrics.
+FROM_2 = f"""
+ALTER TABLE evaluations ADD COLUMN metrics TEXT;
+ALTER TABLE attempts ADD COLUMN metrics TEXT;
+PRAGMA user_version = {VERSION};
+"""
+MIGRATIONS = {1: FROM_1, 2: FROM_2}
 
 
 def version_of(db):

@@ -118,15 +118,17 @@ class Store:
             value = None if math.isnan(outcome.value) else outcome.value
             log_tail = bounded(outcome.log_tail)
             error = bounded(outcome.error)
+            metrics = metrics_json(outcome.extra.get("metrics"))
             attempts.append((i, attempt, outcome.status, value, error, log_tail, rank,
-                             outcome.started, outcome.finished, i))
+                             outcome.started, outcome.finished, metrics, i))
             points.append((status, value, error, log_tail, rank, outcome.started,
-                           outcome.finished, attempt if status != "queued" else attempt + 1, i))
+                           outcome.finished, attempt if status != "queued" else attempt + 1,
+                           metrics, i))
         self._write("INSERT OR REPLACE INTO attempts (id, attempt, status, result, error, "
-                    "log_tail, rank, started, finished, run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?,"
-                    " (SELECT run_id FROM evaluations WHERE id=?))", attempts)
+                    "log_tail, rank, started, finished, metrics, run_id) VALUES (?, ?, ?, ?, ?, "
+                    "?, ?, ?, ?, ?, (SELECT run_id FROM evaluations WHERE id=?))", attempts)
         self._write("UPDATE evaluations SET status=?, result=?, error=?, log_tail=?, rank=?, "
-                    "started=?, finished=?, attempt=? WHERE id=?", points)
+                    "started=?, finished=?, attempt=?, metrics=? WHERE id=?", points)
 
     def record_duplicates(self, rows):
         """Results that came after a point's first one: ``(id, rank, outcome, attempt)``
@@ -204,18 +206,20 @@ class Store:
         return default if not rows else json.loads(rows[0]["value"])
 
     def rows(self, *statuses):
-        """Evaluations as dicts (``params`` decoded), by id; only ``statuses`` when given."""
+        """Evaluations as dicts (``params`` and ``metrics`` decoded), by id; only ``statuses``
+        when given."""
         sql = "SELECT * FROM evaluations"
         if statuses:
             sql += f" WHERE status IN ({','.join('?' * len(statuses))})"
-        return [dict(row, params=json.loads(row["params"]))
-                for row in self._read(sql + " ORDER BY id", statuses)]
+        return [decoded(row) for row in self._read(sql + " ORDER BY id", statuses)]
 
     def attempts(self, point_id=None):
-        """Every finished attempt (of one point when ``point_id`` is given), as dicts."""
+        """Every finished attempt (of one point when ``point_id`` is given), as dicts
+        (``metrics`` decoded)."""
         where, args = ("WHERE id=?", (point_id,)) if point_id is not None else ("", ())
-        return [dict(row) for row in self._read(f"SELECT * FROM attempts {where} "
-                                                "ORDER BY id, attempt", args)]
+        return [dict(row, metrics=json.loads(row["metrics"] or "{}"))
+                for row in self._read(f"SELECT * FROM attempts {where} ORDER BY id, attempt",
+                                      args)]
 
     def counts(self):
         """Number of evaluations in each status."""
@@ -229,7 +233,7 @@ class Store:
         """The finished evaluation with the lowest result, as a dict, or ``None``."""
         rows = self._read("SELECT * FROM evaluations WHERE status='done' AND result IS NOT NULL "
                           "ORDER BY result, id LIMIT 1")
-        return dict(rows[0], params=json.loads(rows[0]["params"])) if rows else None
+        return decoded(rows[0]) if rows else None
 
     def failure_reasons(self, limit=3):
         """The most common reasons of failed points: ``[(reason, count), ...]``."""
@@ -245,6 +249,24 @@ class Store:
     def next_seq(self):
         """The place in the ME's order of the next point it proposes."""
         return self._read("SELECT COALESCE(MAX(seq) + 1, 0) FROM evaluations")[0][0]
+
+
+def decoded(row):
+    """An ``evaluations`` row as a dict, its ``params`` and ``metrics`` (``{}`` when there are
+    none, or when the store predates them) decoded from JSON."""
+    row = dict(row)
+    row["params"] = json.loads(row["params"])
+    row["metrics"] = json.loads(row.get("metrics") or "{}")
+    return row
+
+
+def metrics_json(metrics):
+    """``metrics`` (name -> number) as a JSON object, non-finite values as null; ``None`` when
+    there are none."""
+    if not metrics:
+        return None
+    return json.dumps({name: value if math.isfinite(value) else None
+                       for name, value in metrics.items()})
 
 
 def bounded(text, limit=LOG_TAIL_BYTES):

@@ -1,0 +1,282 @@
+"""``emews report``: one self-contained HTML page (``EXPDIR/report.html``) and its PNGs.
+
+::
+
+    Study (read-only snapshot) --> figures (matplotlib, Agg) --> PNG files beside the page
+                               \\-> tables (status, best, failures)  --> report.html
+                                                                       (PNGs as data: URIs)
+
+The page needs no network: its images are base64 ``data:`` URIs and its style is inline.
+Parameter importance is the permutation importance (scikit-learn's ``permutation_importance``)
+of a random forest (``RandomForestRegressor``) fitted to the parameters (each mapped to [0, 1]
+on its scale) and the objective.
+"""
+
+import base64
+import html
+import math
+from pathlib import Path
+
+from ..errors import ConfigError
+from ..space import Space
+from . import plot
+from .status import one_line, render, summary
+
+MIN_FOR_IMPORTANCE = 8
+
+
+def write_report(study, output=None):
+    """Write the report of ``study`` to ``output`` (default ``EXPDIR/report.html``) and its
+    PNGs beside it; return the page's path."""
+    output = Path(output) if output else study.expdir / "report.html"
+    if output.is_dir():
+        raise ConfigError(str(output), "must be a file path for the HTML report, not a "
+                          "directory", None, show_value=False)
+    if not output.parent.is_dir():
+        raise ConfigError(str(output), "must be a file path in an existing directory", None,
+                          show_value=False)
+    plt = plot.pyplot()
+    coordinates = Coordinates(study)
+    figures = [("convergence", "Convergence", _convergence),
+               ("parallel", "Parallel coordinates of the best quarter", _parallel),
+               ("params", f"Each parameter against {study.objective}", _params),
+               ("importance", "Parameter importance", _importance),
+               ("timeline", "Workers' timeline", _timeline)]
+    sections = []
+    for name, title, draw in figures:
+        figure, note = draw(plt, study, coordinates)
+        path = plot.save(figure, output.with_name(f"{output.stem}_{name}.png"), plt)
+        sections.append((title, path, note))
+    page = _page(study, sections)
+    try:
+        output.write_text(page, encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(str(output), "must be a writable file path",
+                          exc.strerror or str(exc)) from None
+    return output
+
+
+class Coordinates:
+    """Each parameter's values mapped to [0, 1]: on the search space's scale when the space
+    file can be read (log scales, category order), else min-max or sorted categories."""
+
+    def __init__(self, study):
+        self.names = study.param_names
+        try:
+            space = Space.from_file(study.config["study"]["space"])
+        except (KeyError, TypeError, ConfigError):
+            space = None
+        self.params = {p.name: p for p in space.params} if space is not None else {}
+        self.values = {name: [r["params"].get(name) for r in study.rows] for name in self.names}
+
+    def varying(self):
+        """The parameters that take more than one value."""
+        return [n for n in self.names
+                if len({repr(v) for v in self.values[n] if v is not None}) > 1]
+
+    def unit(self, name, value):
+        """``value`` of parameter ``name`` on [0, 1]."""
+        param = self.params.get(name)
+        if param is not None and param.contains(value):
+            return param.to_unit(value)
+        if _numeric(value):
+            numbers = [v for v in self.values[name] if _numeric(v)]
+            lo, hi = min(numbers), max(numbers)
+            return 0.5 if hi == lo else (value - lo) / (hi - lo)
+        labels = self.labels(name)
+        return (labels.index(str(value)) + 0.5) / len(labels)
+
+    def labels(self, name):
+        """The distinct values of a non-numeric parameter, as sorted text."""
+        return sorted({str(v) for v in self.values[name]})
+
+    def is_log(self, name):
+        """Whether parameter ``name`` is on a log scale (in its space, or spans decades)."""
+        param = self.params.get(name)
+        if param is not None and getattr(param, "log", False):
+            return True
+        return all(_numeric(v) for v in self.values[name]) and \
+            plot.spans_decades(self.values[name])
+
+
+def _numeric(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _convergence(plt, study, coordinates):
+    figure, axes = plt.subplots(figsize=(8, 4.5))
+    plot.draw_convergence(axes, study)
+    figure.tight_layout()
+    scale = "log" if axes.get_yscale() == "log" else "linear"
+    return figure, f"Every evaluation and the best so far ({scale} axis)."
+
+
+def _timeline(plt, study, coordinates):
+    figure, axes = plt.subplots(figsize=(8, 4))
+    plot.draw_timeline(axes, study)
+    figure.tight_layout()
+    return figure, f"{len(study.failed)} failed evaluations marked in red with an x."
+
+
+def _parallel(plt, study, coordinates):
+    done = study.done
+    best = done[:max(1, math.ceil(len(done) / 4))]
+    names = coordinates.varying()
+    figure, axes = plt.subplots(figsize=(max(6, 1.6 * (len(names) + 1)), 4.5))
+    if not best or not names:
+        axes.text(0.5, 0.5, "nothing to draw yet", ha="center", va="center")
+        axes.set_axis_off()
+        return figure, "No evaluation with a value, or no parameter that varies."
+    values = [r["result"] for r in best]
+    lo, hi = min(values), max(values)
+    colours = plt.get_cmap("viridis_r")
+    for row in reversed(best):
+        shade = 0.5 if hi == lo else (row["result"] - lo) / (hi - lo)
+        ys = [coordinates.unit(n, row["params"].get(n)) for n in names]
+        ys.append(1 - shade)
+        axes.plot(range(len(names) + 1), ys, color=colours(1 - shade), alpha=0.8)
+    axes.set_xticks(range(len(names) + 1), names + [study.objective])
+    axes.set_ylim(-0.05, 1.05)
+    for x in range(len(names) + 1):
+        axes.axvline(x, color="grey", linewidth=0.8)
+    axes.set(ylabel="position on the parameter's scale (0-1)",
+             title=f"best {len(best)} of {len(done)} evaluations (best drawn last)")
+    figure.tight_layout()
+    return figure, ("Each line is one of the best quarter of the evaluations; each axis spans "
+                    "its parameter's range (log scales as searched); the last axis is "
+                    f"{study.objective}, best at the top.")
+
+
+def _params(plt, study, coordinates):
+    names = coordinates.varying() or coordinates.names
+    done = study.done
+    columns = min(3, max(len(names), 1))
+    rows = max(1, math.ceil(len(names) / columns))
+    figure, grid = plt.subplots(rows, columns, figsize=(4 * columns, 3.2 * rows), squeeze=False)
+    values = [r["result"] for r in done]
+    for axes, name in zip(grid.flat, names):
+        xs = [r["params"].get(name) for r in done]
+        if all(_numeric(x) for x in xs):
+            axes.scatter(xs, values, s=12)
+            if coordinates.is_log(name):
+                axes.set_xscale("log")
+        else:
+            labels = coordinates.labels(name)
+            axes.scatter([labels.index(str(x)) for x in xs], values, s=12)
+            axes.set_xticks(range(len(labels)), labels)
+        if plot.spans_decades(values):
+            axes.set_yscale("log")
+        axes.set(xlabel=name, ylabel=study.objective)
+    for axes in list(grid.flat)[len(names):]:
+        axes.set_axis_off()
+    figure.tight_layout()
+    return figure, f"{len(done)} evaluations with a value."
+
+
+def importance(study, coordinates, seed=0):
+    """``[(parameter, mean, std)]``, most important first: the permutation importance of a
+    scikit-learn random forest fitted to the parameters and the objective; ``None`` with too
+    few evaluations (fewer than 8) or no parameter that varies."""
+    done = study.done
+    names = coordinates.varying()
+    if len(done) < MIN_FOR_IMPORTANCE or not names:
+        return None
+    try:
+        import numpy as np
+        from sklearn.ensemble import RandomForestRegressor
+        from sklearn.inspection import permutation_importance
+    except ImportError:
+        raise ConfigError("emews report", "needs scikit-learn for parameter importance: pip "
+                          "install 'emews-hpo[plot]'", None, show_value=False) from None
+    x = np.array([[coordinates.unit(n, r["params"].get(n)) for n in names] for r in done])
+    y = np.array([r["result"] for r in done])
+    forest = RandomForestRegressor(n_estimators=100, random_state=seed).fit(x, y)
+    result = permutation_importance(forest, x, y, n_repeats=10, random_state=seed)
+    order = np.argsort(-result.importances_mean)
+    return [(names[i], float(result.importances_mean[i]), float(result.importances_std[i]))
+            for i in order]
+
+
+def _importance(plt, study, coordinates):
+    ranked = importance(study, coordinates)
+    figure, axes = plt.subplots(figsize=(7, max(2.5, 0.5 * len(coordinates.names) + 1)))
+    if ranked is None:
+        axes.text(0.5, 0.5, f"needs at least {MIN_FOR_IMPORTANCE} evaluations with a value",
+                  ha="center", va="center")
+        axes.set_axis_off()
+        return figure, "Too few evaluations to estimate importance."
+    names = [n for n, _, _ in ranked][::-1]
+    axes.barh(names, [m for _, m, _ in ranked][::-1], xerr=[s for _, _, s in ranked][::-1],
+              color="C2")
+    axes.set(xlabel="mean drop of the forest's R^2 when the parameter is shuffled",
+             title="permutation importance (random forest)")
+    figure.tight_layout()
+    return figure, ("Permutation importance (scikit-learn <code>permutation_importance</code>, "
+                    "10 repeats) of a random forest (<code>RandomForestRegressor</code>, 100 "
+                    f"trees) fitted to {len(study.done)} evaluations: how much worse the "
+                    "forest predicts the objective when one parameter's values are shuffled.")
+
+
+STYLE = """
+body { font-family: sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
+table { border-collapse: collapse; margin: 1em 0; font-size: 0.9em; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; vertical-align: top; }
+th { background: #f0f0f0; }
+img { max-width: 100%; border: 1px solid #ddd; }
+pre { background: #f7f7f7; padding: 0.6em; }
+"""
+
+
+def _page(study, sections):
+    info = summary(study)
+    parts = [f"<h1>emews report: {_e(study.expdir.name)}</h1>",
+             f"<p>{_e(study.expdir)}</p>",
+             "<h2>Summary</h2>", "<pre>" + _e("\n".join(render(info))) + "</pre>",
+             "<h2>Best evaluations</h2>", _best_table(study)]
+    for title, path, note in sections:
+        data = base64.b64encode(path.read_bytes()).decode("ascii")
+        parts += [f"<h2>{_e(title)}</h2>", f"<p>{note}</p>",
+                  f'<img alt="{_e(title)}" src="data:image/png;base64,{data}">']
+    parts += ["<h2>Failures</h2>", _failure_table(study)]
+    body = "\n".join(parts)
+    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+            f"<title>emews report: {_e(study.expdir.name)}</title>\n"
+            f"<style>{STYLE}</style>\n</head>\n<body>\n{body}\n</body>\n</html>\n")
+
+
+def _e(text):
+    return html.escape(str(text))
+
+
+def _table(header, rows):
+    head = "".join(f"<th>{_e(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _best_table(study, top=10):
+    rows = study.done[:top]
+    if not rows:
+        return "<p>No evaluation has a value yet.</p>"
+    columns = [c for c in study.columns() if c not in ("status", "attempt", "error")]
+    records = study.table(rows)
+    return _table(columns, [[_fmt(record[c]) for c in columns] for record in records])
+
+
+def _failure_table(study):
+    failed = study.failed
+    if not failed:
+        return "<p>No evaluation failed.</p>"
+    groups = {}
+    for row in failed:
+        groups.setdefault(one_line(row["error"] or "no reason recorded"), []).append(row["id"])
+    ranked = sorted(groups.items(), key=lambda item: -len(item[1]))
+    return _table(["reason", "count", "evaluations"],
+                  [[reason, len(ids), ", ".join(map(str, ids[:20])) +
+                    (" ..." if len(ids) > 20 else "")] for reason, ids in ranked])
+
+
+def _fmt(value):
+    if value is None:
+        return "-"
+    return f"{value:.6g}" if isinstance(value, float) else value

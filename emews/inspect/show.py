@@ -1,0 +1,73 @@
+"""``emews show``: the best evaluations with all their metrics, or the failures with their
+reasons; as a table, CSV or JSON."""
+
+import csv
+import io
+import json
+
+from .query import select
+from .status import one_line
+
+
+def chosen(study, failed=False, where=None, top=None):
+    """The rows to show: the failures (by id) or the evaluations with a value (best first),
+    filtered by ``where`` and cut to ``top``."""
+    rows = study.failed if failed else study.done
+    names = study.param_names + study.metric_names + ["result"]
+    rows = select(rows, where, list(dict.fromkeys(names)))
+    return rows[:top] if top else rows
+
+
+def as_csv(study, rows):
+    """``rows`` as CSV text, one column per parameter and metric."""
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=study.columns(), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(study.table(rows))
+    return out.getvalue()
+
+
+def as_json(study, rows):
+    """``rows`` as a JSON list of records, one key per parameter and metric."""
+    return json.dumps(study.table(rows), indent=2, allow_nan=False, default=str)
+
+
+def print_table(study, rows, failed, console):
+    """Print ``rows`` as a table on a rich ``console``."""
+    from rich.table import Table
+
+    params, metrics = study.param_names, study.metric_names
+    if not rows:
+        kind = "failed evaluation" if failed else "evaluation with a value"
+        console.print(f"{study.expdir}: no {kind} to show ({len(study.rows)} evaluations in "
+                      "all)", markup=False)
+        return
+    what = "failures" if failed else "best"
+    table = Table(title=f"{study.expdir}: {what} {len(rows)} of {len(study.rows)}")
+    columns = ["id", *([] if failed else [study.objective]), *params,
+               *([] if failed else [study.metric_column(m) for m in metrics if
+                                    m != study.objective]),
+               "rank", "seconds", *(["error"] if failed else [])]
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    for record, row in zip(study.table(rows), rows):
+        cells = [record["id"], *([] if failed else [row["result"]]),
+                 *(record[p] for p in params),
+                 *([] if failed else [record[study.metric_column(m)] for m in metrics
+                                      if m != study.objective]),
+                 record["rank"], _seconds(record["seconds"]),
+                 *([one_line(row["error"])] if failed else [])]
+        table.add_row(*(_cell(c) for c in cells))
+    console.print(table)
+
+
+def _cell(value):
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+def _seconds(value):
+    return None if value is None else f"{value:.3g}"

@@ -1,0 +1,87 @@
+"""``emews status``: where a study stands, running or finished, from a read-only snapshot."""
+
+import collections
+import time
+
+from ..store import schema
+
+TOP_FAILURES = 5
+
+
+def summary(study, now=None):
+    """The study's state as JSON-able data: counts by state, best, stop reason, the most
+    common failure reasons, the evaluation rate (finished evaluations per minute between the
+    first start and the last finish) and, with a budget, the evaluations remaining and (while
+    it runs) an ETA."""
+    now = time.time() if now is None else now
+    counts = {status: 0 for status in schema.STATUSES}
+    counts.update(collections.Counter(row["status"] for row in study.rows))
+    finished = counts["done"] + counts["failed"]
+    best = study.best
+    final = study.final or {}
+    times = [(row["started"], row["finished"]) for row in study.rows
+             if row["status"] in schema.FINAL and row["started"] and row["finished"]]
+    rate = None
+    if times:
+        span = max(f for _, f in times) - min(s for s, _ in times)
+        rate = len(times) / span * 60 if span > 0 else None
+    state = "finished" if study.final is not None else (
+        "running" if study.is_running() else "stopped")
+    budget = study.budget
+    remaining = max(budget - finished, 0) if budget and state != "finished" else None
+    eta = remaining / rate * 60 if remaining is not None and rate and state == "running" \
+        else None
+    reasons = collections.Counter(row["error"] or "no reason recorded" for row in study.failed)
+    return {
+        "expdir": str(study.expdir), "state": state, "objective": study.objective,
+        "counts": counts, "evaluations": len(study.rows), "finished": finished,
+        "budget": budget, "remaining": remaining,
+        "best": None if best is None else {"id": best["id"], "value": best["result"],
+                                           "params": best["params"],
+                                           "metrics": best["metrics"]},
+        "stop_reason": final.get("stop_reason"),
+        "failures": [{"reason": reason, "count": count}
+                     for reason, count in reasons.most_common(TOP_FAILURES)],
+        "rate_per_minute": rate, "eta_seconds": eta,
+        "eta": None if eta is None else time.strftime("%Y-%m-%d %H:%M:%S UTC",
+                                                      time.gmtime(now + eta)),
+    }
+
+
+def render(info):
+    """The summary as lines of text."""
+    counts = ", ".join(f"{status} {n}" for status, n in info["counts"].items() if n)
+    of = f" of a budget of {info['budget']}" if info["budget"] else ""
+    lines = [f"study: {info['expdir']} ({info['state']})",
+             f"evaluations: {info['finished']} finished{of} ({counts or 'none yet'})"]
+    best = info["best"]
+    if best is not None:
+        lines.append(f"best {info['objective']}: {best['value']:.6g} (evaluation "
+                     f"{best['id']}) at {best['params']}")
+    else:
+        lines.append(f"best {info['objective']}: - (no evaluation has a value yet)")
+    if info["rate_per_minute"] is not None:
+        lines.append(f"rate: {info['rate_per_minute']:.3g} evaluations per minute")
+    if info["eta_seconds"] is not None:
+        lines.append(f"eta: {info['remaining']} to go, about {_duration(info['eta_seconds'])}"
+                     f" (at {info['eta']})")
+    if info["stop_reason"]:
+        lines.append(f"stop reason: {info['stop_reason']}")
+    elif info["state"] == "stopped":
+        lines.append(f"stop reason: none recorded (killed?); resume with: emews run --resume "
+                     f"{info['expdir']}")
+    for failure in info["failures"]:
+        lines.append(f"failed {failure['count']}x: {one_line(failure['reason'])}")
+    return lines
+
+
+def _duration(seconds):
+    minutes, seconds = divmod(int(round(seconds)), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m{seconds:02d}s" if hours else f"{minutes}m{seconds:02d}s"
+
+
+def one_line(text, limit=200):
+    """The first line of ``text``, cut to ``limit`` characters."""
+    lines = (text or "").strip().splitlines() or [""]
+    return lines[0][:limit] + ("..." if len(lines[0]) > limit or len(lines) > 1 else "")

@@ -1,0 +1,36 @@
+"""The documentation site builds with ``mkdocs build --strict`` (so CI builds it), and the
+commands it shows exist."""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from emews.cli import parser
+
+DOCS = Path(__file__).parent.parent / "docs"
+
+
+@pytest.mark.slow
+def test_the_docs_build_strictly(tmp_path):
+    pytest.importorskip("material", reason="pip install 'emews-hpo[docs]'")
+    built = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f",
+                            DOCS / "mkdocs.yml", "--site-dir", tmp_path / "site"],
+                           capture_output=True, text=True, timeout=300,
+                           env=dict(os.environ, NO_MKDOCS_2_WARNING="1"))
+    assert built.returncode == 0, built.stderr
+    assert "WARNING" not in built.stderr
+    page = (tmp_path / "site" / "inspecting" / "index.html").read_text()
+    for command in ("emews status", "emews show", "emews plot", "emews report", "emews export"):
+        assert command in page
+
+
+def test_every_command_in_the_docs_exists():
+    commands = parser()._subparsers._group_actions[0].choices
+    shown = set()
+    for page in (DOCS / "src").glob("*.md"):
+        shown.update(re.findall(r"^emews (\w+)", page.read_text(), re.MULTILINE))
+    assert shown and shown <= set(commands)
