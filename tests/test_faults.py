@@ -289,3 +289,11 @@ def test_a_dead_worker_rank_ends_the_job_with_one_line_and_resume_completes(
     resumed = emews_cli("run", "--resume", expdir, env=gated_env(gate))
     assert resumed.returncode == 0, resumed.stderr
     assert [row["status"] for row in rows_of(expdir)] == ["done"] * 5
+
+
+def test_seed_in_the_algorithm_table_is_one_clear_line(study, emews_cli, tmp_path):
+    path = study(study={"budget": 3}, algorithm={"seed": 3})
+    done = emews_cli("run", path)
+    assert done.returncode == 2
+    assert done.stderr.strip().endswith("[algorithm].seed: is a setting of [study], not of "
+                                        "[algorithm], got 3")
