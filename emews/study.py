@@ -225,7 +225,7 @@ def validate(cfg):
     space = Space.from_file(study["space"]) if study["space"] else None
     for key in ("seed", "space"):
         if key in cfg.algorithm:
-            raise ConfigError(cfg.where("algorithm", key), f"is a setting of [study], not of "
+            raise ConfigError(cfg.where("algorithm", key), "is a setting of [study], not of "
                               "[algorithm]", cfg.algorithm[key])
     algorithm = load(study["algorithm"], cfg.where("study", "algorithm"))
     if isinstance(algorithm, type):

@@ -2,8 +2,10 @@
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -55,3 +57,34 @@ def toml(value):
     if isinstance(value, list):
         return "[" + ", ".join(toml(v) for v in value) + "]"
     return json.dumps(value)
+
+
+def alive(pid):
+    """Whether ``pid`` is a live process (a zombie is not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rpartition(")")[2].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def wait_until(condition, what="the condition", timeout=120):
+    """Poll ``condition`` until it holds; fail naming ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def no_leftovers(tmp_path):
+    """After the test, kill whatever model process a pid file names and is still alive
+    (after a SIGKILLed worker, what its model started itself: see the README)."""
+    yield
+    for path in tmp_path.glob("*.pid*"):
+        try:
+            pid = int(path.read_text())
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        except (ValueError, OSError):
+            pass

@@ -8,17 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from conftest import SUPPORT, alive
+
 pytestmark = pytest.mark.mpi
 MPIEXEC = str(Path(sys.executable).parent / "mpiexec")
-SUPPORT = Path(__file__).parent / "support"
-
-
-def alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rpartition(")")[2].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def test_a_cancel_message_kills_the_running_model_and_the_worker_goes_on(tmp_path):

@@ -20,37 +20,10 @@ from emews.errors import ConfigError
 from emews.evaluate import Objective, from_env
 from emews.evaluate.results import TAIL_BYTES, tail
 
-SUPPORT = Path(__file__).parent / "support"
+from conftest import SUPPORT, alive, wait_until
 
+pytestmark = pytest.mark.usefixtures("no_leftovers")
 
-def alive(pid):
-    """Whether ``pid`` is a live process (a zombie is not)."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rpartition(")")[2].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
-@pytest.fixture(autouse=True)
-def no_leftovers(tmp_path):
-    """After each test, kill whatever model process a pid file names and is still alive
-    (after a SIGKILLed worker, what its model started itself: see the README)."""
-    yield
-    for path in tmp_path.glob("*.pid*"):
-        try:
-            pid = int(path.read_text())
-            if alive(pid):
-                os.kill(pid, signal.SIGKILL)
-        except (ValueError, OSError):
-            pass
-
-
-def wait_for(predicate, timeout=30):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.05)
 
 
 @pytest.fixture
@@ -123,7 +96,7 @@ def test_a_timeout_kills_a_hanging_py_run_and_its_children(faulty, tmp_path):
     assert (outcome.status, outcome.error) == ("failed", "timeout after 2.5 s")
     assert "emews: timeout after 2.5 s: the run was killed" in outcome.log_tail
     for path in (pidfile, pidfile + ".child"):
-        wait_for(lambda: not alive(int(Path(path).read_text())), timeout=10)
+        wait_until(lambda: not alive(int(Path(path).read_text())), timeout=10)
     assert objective.evaluate('{"x": 3.0}', "RUN2").value == 3.0
 
 
@@ -173,7 +146,7 @@ def test_cancelled_kills_a_running_evaluation(faulty, tmp_path):
     assert (outcome.status, outcome.error) == ("cancelled", "cancelled")
     assert "faulty: mode hang" in outcome.log_tail
     for path in (pidfile, child):
-        wait_for(lambda: not alive(int(path.read_text())), timeout=10)
+        wait_until(lambda: not alive(int(path.read_text())), timeout=10)
     assert objective.evaluate('{"x": 4.0}', "RUN2").value == 4.0
 
 
@@ -209,12 +182,12 @@ def test_a_worker_killed_with_sigkill_leaves_no_model(tmp_path, impl):
                                json.dumps({"mode": "hang", "pidfile": str(pidfile)}),
                                str(tmp_path)])
     try:
-        wait_for(lambda: Path(str(pidfile) + ".child").exists())
+        wait_until(lambda: Path(str(pidfile) + ".child").exists())
     finally:
         worker.kill()
         worker.wait()
     for path in (pidfile, Path(str(pidfile) + ".child")):
-        wait_for(lambda: not alive(int(path.read_text())), timeout=10)
+        wait_until(lambda: not alive(int(path.read_text())), timeout=10)
 
 
 def test_not_isolated_runs_in_this_interpreter(faulty):
@@ -280,13 +253,13 @@ def test_an_app_run_is_timed_out_and_cancelled_with_its_children(faulty_app, tmp
     assert (outcome.status, outcome.error) == ("failed", "timeout after 2.5 s")
     assert "faulty: mode hang" in outcome.log_tail
     for path in (pidfile, Path(str(pidfile) + ".child")):
-        wait_for(lambda: not alive(int(path.read_text())), timeout=10)
+        wait_until(lambda: not alive(int(path.read_text())), timeout=10)
     pidfile.unlink()
     Path(str(pidfile) + ".child").unlink()
     outcome = faulty_app().evaluate(point, "RUN2",
                                     cancelled=Path(str(pidfile) + ".child").exists)
     assert (outcome.status, outcome.error) == ("cancelled", "cancelled")
-    wait_for(lambda: not alive(int(pidfile.read_text())), timeout=10)
+    wait_until(lambda: not alive(int(pidfile.read_text())), timeout=10)
 
 
 def test_an_app_killed_by_a_signal_says_which(faulty_app):
@@ -302,7 +275,7 @@ def test_a_nanny_killed_between_runs_is_replaced_without_failing_the_next(faulty
     pid = nanny_pid(objective)
     os.kill(pid, signal.SIGKILL)  # as the OOM killer would, while it waits for work
     # Dead, and its threads (numpy's) too: only then are its files closed and its end known.
-    wait_for(lambda: not alive(pid) and len(os.listdir(f"/proc/{pid}/task")) <= 1)
+    wait_until(lambda: not alive(pid) and len(os.listdir(f"/proc/{pid}/task")) <= 1)
     outcome = objective.evaluate('{"x": 5.0}', "RUN2")
     assert (outcome.status, outcome.value) == ("done", 5.0), (outcome.error, outcome.log_tail)
     assert nanny_pid(objective) != pid
@@ -357,7 +330,7 @@ def test_a_signalled_worker_kills_its_models_then_exits_128_plus_the_signal(tmp_
                                json.dumps({"mode": "hang", "pidfile": str(pidfile)}),
                                str(tmp_path)], stderr=subprocess.PIPE, text=True)
     try:
-        wait_for(lambda: Path(str(pidfile) + ".child").exists())
+        wait_until(lambda: Path(str(pidfile) + ".child").exists())
         pids = [int(pidfile.read_text()), int(Path(str(pidfile) + ".child").read_text())]
         worker.send_signal(sig)
         _, err = worker.communicate(timeout=30)
@@ -365,4 +338,4 @@ def test_a_signalled_worker_kills_its_models_then_exits_128_plus_the_signal(tmp_
         worker.kill()
     assert worker.returncode == 128 + sig
     assert f"emews: {sig.name}: the model processes of worker {worker.pid} were killed" in err
-    wait_for(lambda: not any(alive(pid) for pid in pids), timeout=10)
+    wait_until(lambda: not any(alive(pid) for pid in pids), timeout=10)

@@ -12,22 +12,14 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from conftest import SUPPORT
+from conftest import SUPPORT, wait_until
+
 
 pytestmark = pytest.mark.mpi
-
-
-def wait_until(condition, what, timeout=120):
-    """Poll ``condition`` until it holds; fail naming ``what`` after ``timeout`` s."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
 
 
 def rows_of(expdir, sql="SELECT * FROM evaluations ORDER BY id"):

@@ -9,46 +9,16 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from emews.store import Store
 
-pytestmark = [pytest.mark.mpi, pytest.mark.slow]
-SUPPORT = Path(__file__).parent / "support"
+from conftest import SUPPORT, alive, wait_until
+
+pytestmark = [pytest.mark.mpi, pytest.mark.slow, pytest.mark.usefixtures('no_leftovers')]
 FAULTY_APP = [sys.executable, str(SUPPORT / "faulty.py")]
-
-
-def alive(pid):
-    """Whether ``pid`` is a live process (a zombie is not)."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rpartition(")")[2].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
-@pytest.fixture(autouse=True)
-def no_leftovers(tmp_path):
-    """After each test, kill whatever model process a pid file names and is still alive
-    (after a SIGKILLed worker, what its model started itself: see the README)."""
-    yield
-    for path in tmp_path.glob("*.pid*"):
-        try:
-            pid = int(path.read_text())
-            if alive(pid):
-                os.kill(pid, signal.SIGKILL)
-        except (ValueError, OSError):
-            pass
-
-
-def wait_for(predicate, timeout=120):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.1)
 
 
 def sweep_study(tmp_path, points, procs, **study):
@@ -113,7 +83,7 @@ def test_sigterm_to_the_study_leaves_no_model_process(tmp_path, impl):
                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                            start_new_session=True)
     try:
-        wait_for(lambda: len(list(tmp_path.glob("model*.pid.child"))) == 2)
+        wait_until(lambda: len(list(tmp_path.glob("model*.pid.child"))) == 2)
         pids = [int(p.read_text()) for p in tmp_path.glob("model*.pid*")]
         assert len(pids) == 4 and all(alive(pid) for pid in pids)
         os.killpg(run.pid, signal.SIGTERM)
@@ -122,7 +92,7 @@ def test_sigterm_to_the_study_leaves_no_model_process(tmp_path, impl):
         if run.poll() is None:
             os.killpg(run.pid, signal.SIGKILL)
             run.wait()
-    wait_for(lambda: not any(alive(pid) for pid in pids), timeout=15)
+    wait_until(lambda: not any(alive(pid) for pid in pids), timeout=15)
     out = "".join(p.read_text() for p in tmp_path.glob("experiments/study/EXP001/out/*.txt"))
     # emews run passes a SIGTERM on to its job as one SIGINT (mpiexec's clean Ctrl-C)
     assert out.count("emews: SIGINT: the model processes of worker") == 2

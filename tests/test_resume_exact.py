@@ -8,12 +8,12 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from conftest import SUPPORT
+from conftest import SUPPORT, wait_until
+
 
 pytestmark = pytest.mark.slow
 BUDGET, BATCH, STALL = 12, 4, 6
@@ -33,13 +33,6 @@ def points_in_order(expdir):
         return db.execute("SELECT params, status FROM evaluations ORDER BY seq").fetchall()
     finally:
         db.close()
-
-
-def wait_until(condition, what, timeout=180):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
 
 
 @pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))

@@ -14,17 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SUPPORT
+from conftest import SUPPORT, wait_until
+
 
 pytestmark = [pytest.mark.mpi, pytest.mark.slow]
 MPIEXEC = str(Path(sys.executable).parent / "mpiexec")
-
-
-def wait_until(condition, what, timeout=120):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
 
 
 def rows_of(expdir, sql="SELECT id, status, attempt, error FROM evaluations ORDER BY id"):

@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 from ..errors import EmewsError
-from ..evaluate import Outcome  # noqa: F401 - the fields that results carry
 from ..pool import Backoff, Task
 from . import protocol
 from .keys import read_service_file
