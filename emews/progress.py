@@ -1,24 +1,51 @@
-"""A progress line while a study runs: evaluations done of the budget, best so far, failures."""
+"""Progress while a study runs: evaluations done of the budget, best so far, failures, busy
+workers and an ETA.
+
+On a terminal it is a live rich progress bar; elsewhere (batch jobs, CI, a pipe) a plain line
+every ``interval`` seconds and one at the end. ``emews run`` started alone from a terminal tells
+its spawned job so (``EMEWS_TERMINAL=1``): the job's output reaches the terminal through
+``mpiexec``, which is not a terminal itself.
+"""
 
 import math
+import os
 import sys
 import time
 
 from rich.console import Console
 
+TERMINAL_VARIABLE = "EMEWS_TERMINAL"
+
 
 class Progress:
-    """Prints a status line at most every ``interval`` seconds, and once at the end."""
+    """Reports the study's progress (see the module docstring)."""
 
-    def __init__(self, budget=None, interval=2.0, done=0, failed=0, best=math.inf, stream=None):
-        self.budget, self.interval = budget, interval
+    def __init__(self, budget=None, interval=2.0, done=0, failed=0, best=math.inf, stream=None,
+                 max_time=None):
+        self.budget, self.interval, self.max_time = budget, interval, max_time
         self.done, self.failed, self.best = done, failed, best
+        self.done_at_start = done
         self.running = 0
-        self.console = Console(file=stream or sys.stdout, highlight=False)
-        self.last = time.monotonic()
+        force = True if os.environ.get(TERMINAL_VARIABLE) == "1" else None
+        self.console = Console(file=stream or sys.stdout, highlight=False, force_terminal=force)
+        self.started = self.last = time.monotonic()
+        self.bar = self._bar() if self.console.is_terminal else None
+
+    def _bar(self):
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn
+
+        columns = [TextColumn("evaluations"), MofNCompleteColumn()] if self.budget else \
+            [TextColumn("evaluations {task.completed}")]
+        if self.budget:
+            columns.insert(1, BarColumn())
+        bar = Bar(*columns, TextColumn("{task.description}"), console=self.console,
+                  refresh_per_second=2, transient=False)
+        bar.add_task(self._details(), total=self.budget, completed=self.done)
+        bar.start()
+        return bar
 
     def update(self, finished, running=0):
-        """Count ``(task, rank, outcome)`` results; print if the interval has passed."""
+        """Count ``(task, rank, outcome)`` results; redraw, or print if the interval passed."""
         for _, _, outcome in finished:
             self.done += 1
             if outcome.status != "done":
@@ -26,17 +53,53 @@ class Progress:
             elif outcome.value < self.best:
                 self.best = outcome.value
         self.running = running
-        if time.monotonic() - self.last >= self.interval:
+        if self.bar is not None:
+            self.bar.update(self.bar.task_ids[0], completed=self.done,
+                            description=self._details())
+        elif time.monotonic() - self.last >= self.interval:
             self.show()
+
+    def eta(self):
+        """Seconds left, from the budget at the rate so far or from ``max_time``; or None."""
+        elapsed = time.monotonic() - self.started
+        left = []
+        new = self.done - self.done_at_start
+        if self.budget and new:
+            left.append(max(self.budget - self.done, 0) * elapsed / new)
+        if self.max_time:
+            left.append(max(self.max_time - elapsed, 0.0))
+        return min(left) if left else None
+
+    def _details(self):
+        best = "-" if math.isinf(self.best) else f"{self.best:.6g}"
+        eta = self.eta()
+        return (f"best {best} | failed {self.failed} | running {self.running}"
+                + ("" if eta is None else f" | ETA {_duration(eta)}"))
 
     def line(self):
         """The status line as text."""
         of = f"/{self.budget}" if self.budget else ""
-        best = "-" if math.isinf(self.best) else f"{self.best:.6g}"
-        return (f"[progress] evaluations {self.done}{of} | best {best} | failed {self.failed}"
-                f" | running {self.running}")
+        return f"[progress] evaluations {self.done}{of} | {self._details()}"
 
     def show(self):
-        """Print the status line now."""
+        """Report now (the final report when the study ends: the bar stops)."""
         self.last = time.monotonic()
+        if self.bar is not None:
+            self.bar.update(self.bar.task_ids[0], completed=self.done,
+                            description=self._details())
+            self.bar.stop()
+            self.bar = None
+            return
         self.console.print(self.line(), markup=False)
+
+    def close(self):
+        """Stop the live bar (safe to call twice)."""
+        if self.bar is not None:
+            self.bar.stop()
+            self.bar = None
+
+
+def _duration(seconds):
+    seconds = int(round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    return (f"{hours}:" if hours else "") + f"{rest // 60:02d}:{rest % 60:02d}"

@@ -37,7 +37,7 @@ from .master import Master
 from .evaluate import Objective, Outcome
 from .evaluate.deathsig import set_death_signal
 from .pool import InProcessPool
-from .progress import Progress
+from .progress import TERMINAL_VARIABLE, Progress
 from .space import Space
 from .store import Store, StudyLock
 from .store.lock import TOKEN_VARIABLE
@@ -272,6 +272,8 @@ def spawn(expdir, cfg, lock):
     command = [mpiexec, *cfg.system["mpiexec_args"], "-n", str(cfg.system["procs"]),
                sys.executable, "-m", "emews", "run", "--execute", str(expdir)]
     env = dict(os.environ, **{TOKEN_VARIABLE: lock.token, SPAWNED_VARIABLE: "1"})
+    if sys.stdout.isatty():
+        env[TERMINAL_VARIABLE] = "1"
     process = subprocess.Popen(command, env=env, start_new_session=True,
                                preexec_fn=functools.partial(set_death_signal, os.getpid(),
                                                             signal.SIGINT))
@@ -377,6 +379,7 @@ def run_master(expdir, cfg, pool):
     """Rank 0: the ME thread and the master on ``pool``, with the store; returns a Result."""
     study = cfg.study
     store = Store(expdir / "results.db", create=False)
+    progress = None
     previous = signal.signal(signal.SIGTERM, _raise_interrupted) \
         if threading.current_thread() is threading.main_thread() else None
     try:
@@ -398,7 +401,8 @@ def run_master(expdir, cfg, pool):
         done = counts.get("done", 0) + counts.get("failed", 0)
         progress = Progress(study["budget"], cfg.system["progress_interval"], done=done,
                             failed=counts.get("failed", 0),
-                            best=best["result"] if best else math.inf)
+                            best=best["result"] if best else math.inf,
+                            max_time=study["max_time"])
         limits = Stopper(**cfg.stop)
         limits.record([math.nan] * done)
         limits.best = best["result"] if best else math.inf
@@ -422,6 +426,8 @@ def run_master(expdir, cfg, pool):
         result = _result(expdir, store, final)
         experiment.write_json(expdir / "final.json", final)
     finally:
+        if progress is not None:
+            progress.close()
         eqpy.stop()  # an ME still waiting (the study ended without its DONE) gives up
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
