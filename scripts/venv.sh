@@ -2,7 +2,7 @@
 # EMEWS_VENV overrides the location (default: .venv in the repository).
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 VENV=${EMEWS_VENV:-$ROOT/.venv}
-EXTRAS=${EMEWS_EXTRAS:-all,keras,test}
+EXTRAS=${EMEWS_EXTRAS-all,keras,test}   # set empty for the default install alone
 if [ ! -x "$VENV/bin/python" ]; then
     python3 -m venv "$VENV" || return 1
 fi
@@ -13,7 +13,8 @@ stamp="$VENV/.emews-installed"
 want="$(cat "$ROOT/setup.cfg" "$ROOT/pyproject.toml" | sha256sum | cut -c1-16) $EXTRAS $ROOT"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     echo "emews: installing into $VENV (extras: $EXTRAS)" >&2
-    "$VENV/bin/uv" pip install -q --python "$VENV/bin/python" -e "$ROOT[$EXTRAS]" || return 1
+    "$VENV/bin/uv" pip install -q --python "$VENV/bin/python" -e "$ROOT${EXTRAS:+[$EXTRAS]}" \
+        || return 1
     echo "$want" > "$stamp"
 fi
 export PATH="$VENV/bin:$PATH"

@@ -27,6 +27,15 @@ def test_the_wheel_installs_only_the_emews_namespace(tmp_path):
     assert "Name: emews-hpo" in text
     for extra in ("ga", "bayes", "keras", "test", "all"):
         assert f"Provides-Extra: {extra}" in text
+    requires = [line.split(":", 1)[1].strip() for line in text.splitlines()
+                if line.startswith("Requires-Dist:")]
+    default = {req.split(">")[0].split("=")[0].split(";")[0].strip().lower()
+               for req in requires if "extra ==" not in req}
+    assert {"mpi4py", "mpich", "numpy", "scikit-learn", "deap", "scikit-optimize", "optuna",
+            "rich", "matplotlib"} <= default  # the demo and every algorithm, by default
+    assert not any(name.startswith("tensorflow") for name in default)
+    tensorflow = [req for req in requires if req.startswith("tensorflow")]
+    assert tensorflow and all('extra == "keras"' in req for req in tensorflow)
 
 
 def test_builtin_algorithms_are_registered_entry_points():
