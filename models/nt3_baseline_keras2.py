@@ -47,9 +47,18 @@ def initialize_parameters(default_model="nt3_default_model.txt"):
     return candle.finalize_parameters(benchmark)
 
 
+def keras_module():
+    """Keras, or an ImportError naming the pip extra that brings it."""
+    try:
+        import keras
+    except ImportError as exc:
+        raise ImportError(f"NT3 needs Keras ({exc}): pip install 'emews-hpo[keras]'") from None
+    return keras
+
+
 def load_data(params):
     """Standardized train and validation splits, features as 1-D sequences, one-hot labels."""
-    import keras
+    keras = keras_module()
     from sklearn.datasets import load_breast_cancer
     from sklearn.model_selection import train_test_split
     from sklearn.preprocessing import StandardScaler
@@ -67,8 +76,8 @@ def load_data(params):
 
 def build_model(params, features):
     """NT3's network: conv/pool blocks, then dense layers with dropout, then the classifier."""
-    import keras
-    from keras import layers
+    keras = keras_module()
+    layers = keras.layers
 
     conv, pools = list(params["conv"]), list(params["pool"])
     stack = [keras.Input((features, 1))]
@@ -93,7 +102,7 @@ def build_model(params, features):
 
 def run(params):
     """Train on the training split, validate on the rest; return the Keras History."""
-    import keras
+    keras = keras_module()
 
     keras.utils.set_random_seed(int(params["rng_seed"]))
     x_train, y_train, x_test, y_test = load_data(params)

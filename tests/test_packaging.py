@@ -43,3 +43,11 @@ def test_builtin_algorithms_are_registered_entry_points():
     assert {"random", "sweep"} <= names
     scripts = {ep.name: ep.value for ep in entry_points(group="console_scripts")}
     assert scripts["emews"] == "emews.cli:main"
+
+
+def test_the_keras_model_names_the_extra_when_keras_is_missing():
+    script = ("import sys; sys.modules['keras'] = None\n"
+              "from emews.models import nt3_baseline_keras2 as nt3\n"
+              "try:\n    nt3.keras_module()\nexcept ImportError as exc:\n    print(exc)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.stdout.strip().endswith("pip install 'emews-hpo[keras]'"), done.stderr
