@@ -278,7 +278,7 @@ def run(sizes, out=None):
         rows += [model_fault(root, budget, fault) for fault in MODEL_FAULTS]
         rows += [double_resume(root, budget), changed_resume(root, budget),
                  full_disk(root, sizes.faults_kill_budget), corrupt_store(root, budget)]
-    table = markdown(rows)
+    table = markdown(rows, sizes)
     if out is not None:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         Path(out).write_text(table + "\n")
@@ -286,9 +286,15 @@ def run(sizes, out=None):
     return {"rows": rows}
 
 
-def markdown(rows):
-    """The table of faults."""
+def markdown(rows, sizes):
+    """The table of faults, with when, where and from which commit it was measured."""
+    from .report import machine, versions
+
+    m, v = machine(), versions()
     lines = ["# Faults injected into real studies (`python -m benchmarks faults`)", "",
+             f"Run of {time.strftime('%Y-%m-%d %H:%M %z')} on `{m['host']}` ({m['cores']} "
+             f"cores), size `{sizes.name}`, emews at `{v['emews_commit']}`. Every row must "
+             "show 0 lost; see `benchmarks/README.md` (part 6) for what each column counts.", "",
              "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     lines += ["| " + " | ".join("yes" if value is True else "NO" if value is False else
                                 str(value) for value in r.values()) + " |" for r in rows]
