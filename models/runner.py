@@ -39,6 +39,7 @@ from pathlib import Path
 
 from emews.errors import ConfigError
 from emews.evaluate import RETURN_EPOCHS, EvaluationFailed, current_run, extract_value
+from emews.evaluate.results import Value, final_metrics
 
 _argv_lock = threading.Lock()
 
@@ -214,7 +215,8 @@ def _plain(value):
 
 
 def run_model(hyperparameters, run_dir, spec, exp_id="EXP000", run_id="RUN000", argv=()):
-    """Run the model on ``hyperparameters``; write the run's files; return the value."""
+    """Run the model on ``hyperparameters``; write the run's files; return the value (with
+    the model's final metrics)."""
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     module = load_model(spec)
@@ -227,7 +229,7 @@ def run_model(hyperparameters, run_dir, spec, exp_id="EXP000", run_id="RUN000", 
     value = extract_value(result, spec.model_return, spec.epoch)
     (run_dir / "result.txt").write_text(f"{value!r}\n")
     print(f"IMPROVE_RESULT {value!r}", flush=True)
-    return value
+    return Value(value, final_metrics(result))
 
 
 def train(params):

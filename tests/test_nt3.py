@@ -71,3 +71,6 @@ def test_the_nt3_example_hpo_runs_on_the_mpi_pool(emews_cli, tmp_path):
     assert {r["rank"] for r in rows} <= {1, 2}
     assert all(0 < r["result"] < 5 for r in rows)
     assert "best value" in done.stdout
+    for row in rows:  # every final metric of the Keras History is kept; val_loss is the result
+        assert {"loss", "val_loss", "accuracy", "val_accuracy"} <= set(row["metrics"])
+        assert row["metrics"]["val_loss"] == pytest.approx(row["result"])

@@ -47,7 +47,10 @@ class Value(float):
 
 def final_metrics(result):
     """The last epoch's value of every numeric key of a dict or Keras ``History`` result
-    (``{}`` for a plain number): what the store keeps beside the value to minimize."""
+    (``{}`` for a plain number; a :class:`Value`'s own metrics): what the store keeps beside
+    the value to minimize."""
+    if isinstance(result, Value):
+        return dict(result.metrics)
     history = getattr(result, "history", None)
     if isinstance(history, dict):
         result = history
