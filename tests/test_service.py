@@ -181,6 +181,10 @@ def test_pause_unpause_and_stop_steer_a_live_study(study, jobs, emews_cli):
     pool = jobs.pool(expdir)
     wait_until(lambda: len(rows_of(expdir, "SELECT id FROM evaluations WHERE "
                                            "status='done'")) >= 2, "two results")
+    status = emews_cli("status", expdir, "--json")
+    assert status.returncode == 0, status.stderr
+    (attached,) = json.loads(status.stdout)["pools"]  # the one pool, seen by emews status
+    assert attached["workers"] == 2 and attached["last_heard_s"] < 30
     assert emews_cli("pause", expdir).returncode == 0
     wait_until(lambda: not rows_of(expdir, "SELECT id FROM evaluations WHERE status='running'"),
                "the running evaluations to finish")

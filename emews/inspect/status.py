@@ -1,8 +1,10 @@
 """``emews status``: where a study stands, running or finished, from a read-only snapshot."""
 
 import collections
+import json
 import time
 
+from ..service.keys import POOLS_FILE
 from ..store import schema
 
 TOP_FAILURES = 5
@@ -32,6 +34,7 @@ def summary(study, now=None):
     eta = remaining / rate * 60 if remaining is not None and rate and state == "running" \
         else None
     reasons = collections.Counter(row["error"] or "no reason recorded" for row in study.failed)
+    pools = _pools(study.expdir) if state == "running" else []
     return {
         "expdir": str(study.expdir), "state": state, "objective": study.objective,
         "counts": counts, "evaluations": len(study.rows), "finished": finished,
@@ -42,7 +45,7 @@ def summary(study, now=None):
         "stop_reason": final.get("stop_reason"),
         "failures": [{"reason": reason, "count": count}
                      for reason, count in reasons.most_common(TOP_FAILURES)],
-        "rate_per_minute": rate, "eta_seconds": eta,
+        "rate_per_minute": rate, "eta_seconds": eta, "pools": pools,
         "eta": None if eta is None else time.strftime("%Y-%m-%d %H:%M:%S UTC",
                                                       time.gmtime(now + eta)),
     }
@@ -70,9 +73,23 @@ def render(info):
     elif info["state"] == "stopped":
         lines.append(f"stop reason: none recorded (killed?); resume with: emews run --resume "
                      f"{info['expdir']}")
+    for pool in info["pools"]:
+        lines.append(f"pool {pool['pool']} on {pool['host']}: {pool['workers']} workers, "
+                     f"{pool['tasks']} tasks, last heard {pool['last_heard_s']:.0f} s ago")
     for failure in info["failures"]:
         lines.append(f"failed {failure['count']}x: {one_line(failure['reason'])}")
     return lines
+
+
+def _pools(expdir, now=None):
+    """The pools attached to a served study (``emews serve``), from its pools file."""
+    path = expdir / POOLS_FILE
+    try:
+        pools = json.loads(path.read_text())["pools"]
+    except (OSError, ValueError, KeyError):
+        return []
+    now = time.time() if now is None else now
+    return [dict(pool, last_heard_s=max(now - pool["last_heard"], 0.0)) for pool in pools]
 
 
 def _duration(seconds):

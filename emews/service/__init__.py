@@ -14,7 +14,7 @@ with a :class:`~emews.service.server.ServicePool` in place of the in-job MPI poo
 from pathlib import Path
 
 from ..errors import ConfigError
-from .keys import is_loopback, make_keys, read_service_file, write_service_file
+from .keys import POOLS_FILE, is_loopback, make_keys, read_service_file, write_service_file
 
 
 def serve(config, overrides=None, resume=None):
@@ -55,7 +55,8 @@ def serve(config, overrides=None, resume=None):
         write_service_file(expdir, address, keys)
         print(f"emews: serving {expdir} at {address}; attach pools with: mpiexec -n N emews "
               f"pool {expdir}", flush=True)
-        pool = ServicePool(sock, settings["lease"], max(cfg.system["procs"] - 1, 1))
+        pool = ServicePool(sock, settings["lease"], max(cfg.system["procs"] - 1, 1),
+                           Path(expdir) / POOLS_FILE)
         try:
             return run_master(expdir, cfg, pool)
         finally:

@@ -16,6 +16,7 @@ from pathlib import Path
 from ..errors import ConfigError
 
 SERVICE_FILE = "service.json"
+POOLS_FILE = "pools.json"      # the attached pools, kept by the running service
 
 
 def is_loopback(host):

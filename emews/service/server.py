@@ -15,6 +15,7 @@ such a task is not lost: the first result of a point wins, and any later one com
 status ``duplicate`` for the record.
 """
 
+import json
 import logging
 import time
 
@@ -23,6 +24,7 @@ from ..pool import Backoff, Pool, Task
 from . import protocol
 
 log = logging.getLogger("emews.service")
+DESCRIBE_EVERY = 2.0   # seconds between rewrites of the pools file
 
 
 class AttachedPool:
@@ -44,18 +46,21 @@ class AttachedPool:
     def describe(self):
         """A summary for ``emews status``."""
         return {"pool": self.name, "host": self.host, "workers": self.workers,
-                "tasks": len(self.leases), "last_seen_s": time.monotonic() - self.last_seen}
+                "tasks": len(self.leases),
+                "last_heard": time.time() - (time.monotonic() - self.last_seen)}
 
 
 class ServicePool(Pool):
     """Tasks leased to pools that attach over zmq (see the module docstring).
 
     ``socket`` is a bound zmq ROUTER socket; ``lease`` is the lease in seconds; ``slots`` is how
-    many workers the study expects in all (what the ME plans for).
+    many workers the study expects in all (what the ME plans for); ``pools_file`` is where the
+    attached pools are described for ``emews status`` (rewritten every few seconds).
     """
 
-    def __init__(self, socket, lease=60.0, slots=1):
+    def __init__(self, socket, lease=60.0, slots=1, pools_file=None):
         self.socket, self.lease, self.slots = socket, float(lease), max(int(slots), 1)
+        self.pools_file, self.described = pools_file, 0.0
         self.pools = {}
         self.running = {}                  # task id -> Task
         self.holder = {}                   # task id -> (identity, lease deadline)
@@ -93,6 +98,7 @@ class ServicePool(Pool):
         """Results, expired leases and duplicates. With ``block``, wait until some message
         has come (a pool that attached or asked for work is news too) or a lease expired."""
         self._acknowledge()
+        self._describe()
         finished, heard = [], False
         while True:
             while self.socket.poll(0):
@@ -125,6 +131,7 @@ class ServicePool(Pool):
             self.pools[identity] = AttachedPool(identity, message)
             log.info("service: pool %s attached (%d workers on %s)", message["pool"],
                      message["workers"], message["host"])
+            self._describe(every=0)
             return []
         if pool is None:  # a pool of an earlier service of this study, reconnected
             self._send(identity, "who")
@@ -140,6 +147,7 @@ class ServicePool(Pool):
             self._send(identity, "ack", ids=[])  # so that the pool knows the service lives
         elif op == "bye":
             del self.pools[identity]
+            self._describe(every=0)
         elif op == "results":
             return self._results(pool, message["results"])
         return []
@@ -204,10 +212,18 @@ class ServicePool(Pool):
 
     def close(self, status=0):
         self._acknowledge()
+        if self.pools_file is not None:
+            self.pools_file.unlink(missing_ok=True)
         for identity in list(self.pools):
             self._send(identity, "stop", reason="the study ended")
         self.pools.clear()
 
-    def describe(self):
-        """The attached pools, for ``emews status``."""
-        return [pool.describe() for pool in self.pools.values()]
+    def _describe(self, every=DESCRIBE_EVERY):
+        """Rewrite ``pools_file`` when ``every`` seconds have passed since the last time."""
+        if self.pools_file is None or time.monotonic() - self.described < every:
+            return
+        self.described = time.monotonic()
+        tmp = self.pools_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"time": time.time(), "lease": self.lease,
+                                   "pools": [p.describe() for p in self.pools.values()]}))
+        tmp.replace(self.pools_file)
