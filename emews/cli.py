@@ -60,7 +60,12 @@ def parser():
     serve.add_argument("--set", action="append", default=[], metavar="TABLE.KEY=VALUE")
     attach = commands.add_parser("pool", help="attach this MPI job's ranks to a served study "
                                  "(under mpiexec)")
-    attach.add_argument("expdir", help="the served study's experiment directory")
+    attach.add_argument("target", help="the served study's experiment directory, or the "
+                        "service's address tcp://HOST:PORT")
+    attach.add_argument("--key", help="directory holding the pool key pair and the service's "
+                        "public key (default: the experiment directory's keys/)")
+    attach.add_argument("--workdir", help="where run directories and worker output go when the "
+                        "experiment directory is not reachable here (default ./emews-pool)")
     attach.add_argument("--walltime", type=float, help="seconds until this job must end: it "
                         "drains before then")
     attach.add_argument("--give-up", type=float, default=600.0, help="seconds of silence from "
@@ -188,7 +193,7 @@ def _serve(args):
 def _pool(args):
     from .service import pool_job
 
-    reason = pool_job(args.expdir, args.walltime, args.give_up)
+    reason = pool_job(args.target, args.walltime, args.give_up, args.key, args.workdir)
     if reason:
         print(f"emews: pool left: {reason}", flush=True)
     return 0

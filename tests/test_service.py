@@ -145,7 +145,11 @@ def test_off_loopback_the_service_demands_curve_and_survives_garbage_and_wrong_k
         intruder.connect(f"tcp://127.0.0.1:{port}")
         intruder.send(hello)
         intruder.send(json.dumps({"op": "want", "free": 64, "received": 0}).encode())
-    pool = jobs.pool(expdir)
+    handed = expdir.parent / "pool-keys"  # what a pool on another machine would be given
+    handed.mkdir()
+    for name in ("pool.key", "pool.key_secret", "service.key"):
+        (handed / name).write_bytes((keys / name).read_bytes())
+    pool = jobs.pool(f"tcp://127.0.0.1:{port}", 3, "--key", handed)
     out, err = server.communicate(timeout=180)
     for intruder in (plain, wrong):
         assert not intruder.poll(100)  # never handed a task

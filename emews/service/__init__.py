@@ -56,7 +56,8 @@ def serve(config, overrides=None, resume=None):
         print(f"emews: serving {expdir} at {address}; attach pools with: mpiexec -n N emews "
               f"pool {expdir}", flush=True)
         pool = ServicePool(sock, settings["lease"], max(cfg.system["procs"] - 1, 1),
-                           Path(expdir) / POOLS_FILE)
+                           Path(expdir) / POOLS_FILE,
+                           {"config": cfg.as_dict(), "expdir": str(Path(expdir).resolve())})
         try:
             return run_master(expdir, cfg, pool)
         finally:
@@ -86,23 +87,61 @@ def _previous_port(expdir):
         return 0
 
 
-def pool_job(expdir, walltime=None, give_up=600.0):
-    """``mpiexec -n N emews pool EXPDIR``: rank 0 attaches to the service, the others work.
+def pool_job(target, walltime=None, give_up=600.0, keys=None, workdir=None):
+    """``mpiexec -n N emews pool TARGET``: rank 0 attaches to the service, the others work.
 
+    ``target`` is the study's experiment directory (its ``service.json`` gives the address and
+    keys) or the service's address, ``tcp://HOST:PORT``, with ``keys`` (a directory holding
+    the pool key pair and the service's public key) off loopback. The service tells the pool
+    the study's configuration; run directories and worker output go to the experiment
+    directory when it is reachable here, else to ``workdir`` (default ``./emews-pool``).
     Returns why the pool left (on rank 0; ``None`` on the others).
     """
     from mpi4py import MPI
 
-    from ..study import load_experiment, python_path, run_worker
+    from ..config import load
+    from ..study import python_path, run_worker
 
     require_zmq()
-    from .attach import attach
-
     comm = MPI.COMM_WORLD
-    expdir = Path(expdir)
-    cfg = load_experiment(expdir)
+    attachment, study = None, None
+    if comm.Get_rank() == 0:
+        try:
+            attachment, study = _introduce(target, keys, walltime, give_up, workdir, comm)
+        except BaseException:
+            comm.bcast(None)
+            raise
+    study = comm.bcast(study)
+    if study is None:
+        raise SystemExit(1)
+    cfg = load([study["config"]], environ={})
     python_path(cfg)
-    label = comm.bcast(f"pool-{__import__('os').getpid()}" if comm.Get_rank() == 0 else None)
     if comm.Get_rank() > 0:
-        return run_worker(expdir, cfg, comm, comm.Get_rank(), label)
-    return attach(expdir, comm, walltime, give_up)
+        return run_worker(Path(study["expdir"]), cfg, comm, comm.Get_rank(), study["label"])
+    try:
+        return attachment.run()
+    finally:
+        attachment.close()
+        attachment.pool.close()
+
+
+def _introduce(target, keys, walltime, give_up, workdir, comm):
+    """Rank 0: connect, say hello, and learn the study: ``(attachment, study)``."""
+    import os
+
+    from ..mpi_pool import MPIPool
+    from .attach import Attachment
+
+    if str(target).startswith("tcp://"):
+        address = str(target)
+    else:
+        service = read_service_file(target)
+        address, keys = service["address"], keys or service.get("keys")
+    attachment = Attachment(MPIPool(comm), address, keys, walltime=walltime, give_up=give_up)
+    study = dict(attachment.introduce())
+    expdir = Path(study["expdir"])
+    if not (expdir / "config.json").is_file():  # not on a filesystem shared with the service
+        expdir = Path(workdir or "emews-pool").resolve()
+        (expdir / "out").mkdir(parents=True, exist_ok=True)
+    study.update(expdir=str(expdir), label=f"pool-{os.getpid()}")
+    return attachment, study

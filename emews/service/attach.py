@@ -21,7 +21,6 @@ from pathlib import Path
 from ..errors import EmewsError
 from ..pool import Backoff, Task
 from . import protocol
-from .keys import read_service_file
 
 POLL_MS = 50
 
@@ -50,10 +49,21 @@ class Attachment:
         self.reason = None
         self.heard = time.monotonic()
         self.last_beat = 0.0
+        self.study = None
+
+    def introduce(self):
+        """Say hello and wait for the service to describe the study (``config``, ``expdir``)."""
+        self._hello()
+        deadline = time.monotonic() + self.give_up
+        while self.study is None:
+            if time.monotonic() > deadline:
+                raise EmewsError(f"the service has not answered for {self.give_up:g} s; "
+                                 "giving up")
+            self._listen(POLL_MS / 1000)
+        return self.study
 
     def run(self):
         """Serve until the service stops us or we drain; return why we left."""
-        self._hello()
         backoff = Backoff(maximum=POLL_MS / 1000)
         while not self.stopped:
             progress = self._listen(backoff.delay)
@@ -105,6 +115,8 @@ class Attachment:
             self.stopped, self.reason = True, message["reason"]
         elif op == "who":
             self._hello()
+        elif op == "study":
+            self.study = {"config": message["config"], "expdir": message["expdir"]}
 
     def _hand_out(self):
         free = self.pool.free_slots()
@@ -155,19 +167,3 @@ def _use_curve(sock, keys):
     server_public, _ = zmq.auth.load_certificate(str(keys / "service.key"))
     sock.curve_publickey, sock.curve_secretkey = public, secret
     sock.curve_serverkey = server_public
-
-
-def attach(expdir, comm, walltime=None, give_up=600.0):
-    """Run a pool job for the study served from ``expdir`` (rank 0's part); return why it
-    left. ``give_up``: seconds of silence from the service after which the pool ends."""
-    from ..mpi_pool import MPIPool
-
-    service = read_service_file(expdir)
-    pool = MPIPool(comm)
-    attachment = Attachment(pool, service["address"], service.get("keys"), walltime=walltime,
-                            give_up=give_up)
-    try:
-        return attachment.run()
-    finally:
-        attachment.close()
-        pool.close()

@@ -9,6 +9,7 @@
     pool  <--ack {ids}---------------------------  service     stored: the pool may forget them
     pool  --heartbeat------------------------->  service     renews every lease the pool holds
     pool  <--stop {reason} / drain--------------  service
+    pool  <--study {config, expdir}--------------  service     the answer to hello: the study
     pool  <--who--------------------------------  service     "say hello again" (after the
                                                                 service was restarted)
     pool  --bye------------------------------->  service
@@ -31,6 +32,7 @@ FIELDS = {
     "stop": {"reason": str},
     "drain": {},
     "who": {},
+    "study": {"config": dict, "expdir": str},
 }
 
 

@@ -55,11 +55,13 @@ class ServicePool(Pool):
 
     ``socket`` is a bound zmq ROUTER socket; ``lease`` is the lease in seconds; ``slots`` is how
     many workers the study expects in all (what the ME plans for); ``pools_file`` is where the
-    attached pools are described for ``emews status`` (rewritten every few seconds).
+    attached pools are described for ``emews status`` (rewritten every few seconds); ``study``
+    (``config``, ``expdir``) is what a pool is told when it says hello.
     """
 
-    def __init__(self, socket, lease=60.0, slots=1, pools_file=None):
+    def __init__(self, socket, lease=60.0, slots=1, pools_file=None, study=None):
         self.socket, self.lease, self.slots = socket, float(lease), max(int(slots), 1)
+        self.study = study or {"config": {}, "expdir": ""}
         self.pools_file, self.described = pools_file, 0.0
         self.pools = {}
         self.running = {}                  # task id -> Task
@@ -132,6 +134,7 @@ class ServicePool(Pool):
             log.info("service: pool %s attached (%d workers on %s)", message["pool"],
                      message["workers"], message["host"])
             self._describe(every=0)
+            self._send(identity, "study", **self.study)
             return []
         if pool is None:  # a pool of an earlier service of this study, reconnected
             self._send(identity, "who")
