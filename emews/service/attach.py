@@ -105,7 +105,10 @@ class Attachment:
             tasks = [Task(i, params, run_id, attempt) for i, params, run_id, attempt in
                      message["tasks"]]
             self.received += len(tasks)
-            self.backlog.extend(tasks)
+            held = set(self.pool.running) | {t.id for t in self.backlog}
+            # a task this pool still runs for an earlier service of the study: its first
+            # result answers for the new attempt too
+            self.backlog.extend(t for t in tasks if t.id not in held)
         elif op == "ack":
             for task_id in message["ids"]:
                 self.unacked.pop(task_id, None)
