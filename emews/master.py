@@ -18,6 +18,9 @@ The master also enforces the study's limits (budget, time, target, ...) on any M
 EQ/Py module included: it never starts more evaluations than the budget allows and ends the
 study with the reason once a limit is reached and nothing more can be answered.
 
+``emews pause``, ``unpause`` and ``stop`` (:mod:`emews.control`) hold back new work, hand it
+out again, or end the study once what runs has finished.
+
 In ``batch`` mode the master answers a message of points once all of them are evaluated, with
 positional results. In ``async`` mode it answers as soon as any result is ready, with every
 result that is ready (tagged with the point's number in the ME's order).
@@ -104,7 +107,7 @@ class Master:
         """The ME's next message; while it thinks, keep storing results and refilling."""
         backoff = Backoff()
         while True:
-            if not self.pool.running:
+            if not self.pool.running and not self.waiting:
                 return eqpy.output_q_get()
             message = backoff.wait(eqpy.output_q_poll)
             if message is not None:
