@@ -26,6 +26,11 @@ def test_the_docs_build_strictly(tmp_path):
     page = (tmp_path / "site" / "inspecting" / "index.html").read_text()
     for command in ("emews status", "emews show", "emews plot", "emews report", "emews export"):
         assert command in page
+    settings = (tmp_path / "site" / "settings" / "index.html").read_text()
+    assert "{{ settings }}" not in settings and "no_limit" in settings and "SH_TIMEOUT" in settings
+    cli = (tmp_path / "site" / "cli" / "index.html").read_text()
+    for name in ("run", "serve", "pool", "submit", "status", "export"):
+        assert f"emews {name}" in cli  # generated from the parser: every command has its help
 
 
 def test_every_command_in_the_docs_exists():
