@@ -24,6 +24,7 @@ escaped: Tcl cannot hold a character beyond U+FFFF (an emoji comes back as broke
 ``;`` separates the points and results of a batch.
 """
 
+import atexit
 import json
 import math
 import os
@@ -36,6 +37,21 @@ import emews.eqpy as eqpy
 from emews import experiment
 from emews.evaluate import Outcome, from_env
 from emews.store import Store
+
+
+
+def _exit_without_finalizing():
+    """Turbine finalizes the embedded Python at the process's exit (an atexit handler of its own,
+    after MPI_Finalize). Tearing down the modules of scikit-learn, scipy and pyarrow there
+    corrupted the heap and hung the rank in glibc's malloc (seen under Debian's MPICH, even with
+    PYTHONMALLOC=malloc). Everything is committed and MPI is finalized by then, so leave at once:
+    Python runs this before it finalizes its modules."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+atexit.register(_exit_without_finalizing)
 
 _store = None
 _batch = []          # the ids of the points being evaluated, in order

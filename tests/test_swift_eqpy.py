@@ -14,7 +14,7 @@ if str(SUPPORT) not in sys.path:
     sys.path.insert(0, str(SUPPORT))
 
 from swift_models import AWKWARD  # noqa: E402
-from swift_t import swift_t  # noqa: E402,F401 - the session fixture
+from swift_t import launcher_env, swift_t  # noqa: E402,F401 - swift_t: the session fixture
 
 SWIFT = Path(__file__).parent.parent / "swift"
 
@@ -84,7 +84,7 @@ def test_eqpy_put_and_get_carry_any_string_intact_under_turbine(tmp_path, swift_
     (tmp_path / "payloads.json").write_text(json.dumps(payloads), encoding="utf-8")
     (tmp_path / "eqpy_echo.swift").write_text(ECHO_SWIFT)
     env = dict(os.environ, PATH=":".join([*swift_t, str(Path(sys.executable).parent),
-                                          os.environ["PATH"]]))
+                                          os.environ["PATH"]]), **launcher_env())
     done = subprocess.run(
         ["swift-t", "-n", "3", "-p", "-I", str(SWIFT), "-o", "eqpy_echo.tic",
          "-e", "RESIDENT_WORK_RANKS=1", "-e", "TURBINE_RESIDENT_WORK_WORKERS=1",

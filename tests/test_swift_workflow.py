@@ -16,7 +16,7 @@ if str(SUPPORT) not in sys.path:
     sys.path.insert(0, str(SUPPORT))
 
 from swift_models import AWKWARD, SPACE  # noqa: E402
-from swift_t import swift_t  # noqa: E402,F401 - the session fixture
+from swift_t import launcher_env, swift_t  # noqa: E402,F401 - swift_t: the session fixture
 
 from emews.store import Store  # noqa: E402
 
@@ -33,7 +33,7 @@ ALGORITHM_OPTIONS = {"ga": {"population_size": 4},
 def environment(path_entries=(), **extra):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PMI_", "TURBINE_"))}
     env.update(PATH=":".join([*path_entries, str(Path(sys.executable).parent), env["PATH"]]),
-               PYTHONPATH=str(SUPPORT), PYTHON=sys.executable, **extra)
+               PYTHONPATH=str(SUPPORT), PYTHON=sys.executable, **launcher_env(), **extra)
     return env
 
 

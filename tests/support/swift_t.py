@@ -23,6 +23,13 @@ BUILD = REPO.parent / "shared" / "vendor" / "build-swift-t.sh"
 PREFIX = Path.home() / ".cache" / "swift-t-e96b808"
 
 
+def launcher_env():
+    """Turbine launches with /usr/bin/mpiexec, which Debian's alternatives point at whichever MPI
+    came last (Open MPI would break this MPICH build): name MPICH's own where it is."""
+    mpich = Path("/usr/bin/mpiexec.mpich")
+    return {"TURBINE_LAUNCHER": str(mpich)} if mpich.exists() else {}
+
+
 def _bins():
     return [PREFIX / "stc" / "bin", PREFIX / "turbine" / "bin"]
 
