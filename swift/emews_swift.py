@@ -36,6 +36,7 @@ from pathlib import Path
 import emews.eqpy as eqpy
 from emews import experiment
 from emews.evaluate import Outcome, from_env
+from emews.mpi_pool import redirect_output
 from emews.store import Store
 
 
@@ -51,7 +52,16 @@ def _exit_without_finalizing():
     os._exit(0)
 
 
-atexit.register(_exit_without_finalizing)
+def _under_turbine():
+    """Called by the functions Turbine runs (only there: a plain Python would lose its exit
+    status)."""
+    global _registered
+    if not _registered:
+        atexit.register(_exit_without_finalizing)
+        _registered = True
+
+
+_registered = False
 
 _store = None
 _batch = []          # the ids of the points being evaluated, in order
@@ -138,6 +148,7 @@ def _finish(final_text):
 
 def next_message():
     """Wait for the ME's next message; return what workflow.swift acts on (see above)."""
+    _under_turbine()
     while True:
         message = eqpy.output_q_get()
         if message == eqpy.PARAMS:
@@ -182,24 +193,14 @@ def tell(results):
 
 # --- a worker's rank ---------------------------------------------------------------------------
 
-def _redirect_output(path):
-    sys.stdout.flush()
-    sys.stderr.flush()
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    os.close(fd)
-    sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
-    sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
-
-
 def evaluate(params, exp_id, run_id, model_name):
     """Evaluate one point (a JSON object) on this worker; the outcome as JSON for the wire."""
     global _objective
+    _under_turbine()
     if _objective is None:
         out = expdir() / "out"
         out.mkdir(exist_ok=True)
-        _redirect_output(out / f"out-{rank() if rank() is not None else os.getpid()}.txt")
+        redirect_output(out / f"out-{rank() if rank() is not None else os.getpid()}.txt")
         isolate = os.environ.get("EMEWS_ISOLATE", "0").strip().lower() in ("1", "true", "yes")
         _objective = from_env(isolate=isolate)
     _objective.exp_id, _objective.model_name = exp_id, model_name
