@@ -40,7 +40,8 @@ export PYTHONPATH=${APP_PYTHONPATH:+$APP_PYTHONPATH:}$THIS${PYTHONPATH:+:$PYTHON
 # Under Turbine with Debian's MPICH, a job that has imported scipy or scikit-learn (the mbo
 # algorithm, the digits model) can crash or hang at exit with Python's own allocator (3 runs in
 # 4 hung); with the C library's malloc it ends cleanly. Exported for the launcher and passed
-# with -e so that it reaches every rank on a scheduler too.
+# with -e so that it reaches every rank on a scheduler too. (emews_swift.py also ends each rank
+# before Python finalizes its modules, which crashed a scikit-learn worker even so.)
 export PYTHONMALLOC=malloc
 
 [[ $PROCS =~ ^[0-9]+$ ]] && (( PROCS >= 3 )) ||

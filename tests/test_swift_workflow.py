@@ -195,6 +195,20 @@ def test_an_me_that_raises_fails_the_job_with_its_traceback(tmp_path, swift_t):
 
 
 @pytest.mark.slow
+def test_an_me_package_that_does_not_import_is_an_eqpy_abort_with_its_traceback(tmp_path,
+                                                                                 swift_t):
+    settings = {"algorithm": "random", "space": SPACE, "stop": {"budget": 2}}
+    done = workflow_sh(tmp_path, settings, path_entries=swift_t,
+                       CANDLE_DATA_DIR=str(tmp_path / "data"), CANDLE_MODEL_IMPL="echo",
+                       EMEWS_ME='no_such "module"', MODEL_NAME="m")
+    assert done.returncode != 0
+    assert "(EQPY_ABORT)" in done.stdout
+    assert "ModuleNotFoundError" in done.stdout and 'no_such "module"' in done.stdout
+    rows, _, _ = stored(only_experiment(tmp_path / "data" / "m"))
+    assert rows == []
+
+
+@pytest.mark.slow
 def test_an_algorithm_that_raises_inside_emews_me_is_reported_the_same_way(tmp_path, swift_t):
     settings = {"algorithm": "swift_models:BrokenAlgorithm", "space": SPACE, "seed": 1,
                 "batch_size": 2, "stop": {"budget": 6}}
