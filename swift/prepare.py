@@ -7,12 +7,15 @@ Usage (workflow.sh runs it)::
 Checks that the settings name a known algorithm with options that fit it, a readable search
 space and batch mode (the only mode workflow.swift speaks), and that the objective the
 environment describes (CANDLE_MODEL_IMPL, EMEWS_OBJECTIVE, EMEWS_APP, ...) can be built. Then
-makes ``DATA_DIR/WORKFLOW/EXPnnn/``, writes the settings there as ``settings.json`` (a relative
-``space`` path made absolute, relative to the settings file) and prints that directory.
+makes ``DATA_DIR/WORKFLOW/EXPnnn/`` (with ``out/``), writes the settings there as
+``settings.json`` (a relative ``space`` path made absolute, relative to the settings file), the
+study as ``config.json`` (as ``emews run`` does, for ``emews show``) and an empty store,
+``results.db``, and prints that directory.
 Bad input: one line naming the file or field, the rule and the value, and exit status 2.
 """
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -20,6 +23,7 @@ from emews import evaluate, experiment
 from emews.algorithm import load
 from emews.errors import ConfigError, EmewsError
 from emews.me import build_algorithm
+from emews.store import Store
 
 
 def read_settings(path):
@@ -58,6 +62,21 @@ def check_algorithm(settings, path):
                           f"{settings['algorithm']!r} ({exc})", None, show_value=False) from None
 
 
+def study_config(settings):
+    """config.json: the study as emews run records it, for emews show, status and report."""
+    env = os.environ
+    study = {"algorithm": settings["algorithm"], "options": settings.get("options", {}),
+             "mode": "batch", "seed": settings.get("seed"),
+             "batch_size": settings.get("batch_size"),
+             "impl": env.get("CANDLE_MODEL_IMPL", "py"), "objective": env.get("EMEWS_OBJECTIVE"),
+             "model_name": env.get("MODEL_NAME", "model"),
+             "model_return": env.get("MODEL_RETURN", "val_loss"),
+             **settings.get("stop", {})}
+    if isinstance(settings.get("space"), str):
+        study["space"] = settings["space"]
+    return {"study": study, "driver": "swift-t"}
+
+
 def main(argv):
     if len(argv) != 3:
         print("usage: python prepare.py DATA_DIR WORKFLOW SETTINGS_JSON", file=sys.stderr)
@@ -72,6 +91,8 @@ def main(argv):
         return 2
     expdir = experiment.create(data_dir, workflow)
     experiment.write_json(expdir / "settings.json", settings)
+    experiment.write_json(expdir / "config.json", study_config(settings))
+    Store(expdir / "results.db").close()  # emews show works on it from the start
     print(expdir)
     return 0
 

@@ -35,7 +35,14 @@ export QUEUE=${QUEUE:-} PROJECT=${PROJECT:-}
 export MODEL_NAME=${MODEL_NAME:-model} MODEL_RETURN=${MODEL_RETURN:-val_loss}
 export CANDLE_MODEL_IMPL=${CANDLE_MODEL_IMPL:-py}
 export CANDLE_DATA_DIR=${CANDLE_DATA_DIR:-$PWD/experiments}
-export PYTHONPATH=${APP_PYTHONPATH:+$APP_PYTHONPATH:}${PYTHONPATH:-}
+# The model's modules first, then emews_swift.py (what workflow.swift's Python calls).
+export PYTHONPATH=${APP_PYTHONPATH:+$APP_PYTHONPATH:}$THIS${PYTHONPATH:+:$PYTHONPATH}
+# Under Turbine with Debian's MPICH, a job that has imported scipy or scikit-learn (the mbo
+# algorithm, the digits model) can crash or hang at exit with Python's own allocator (3 runs in
+# 4 hung); with the C library's malloc it ends cleanly. Exported for the launcher and passed
+# with -e so that it reaches every rank on a scheduler too. (emews_swift.py also ends each rank
+# before Python finalizes its modules, which crashed a scikit-learn worker even so.)
+export PYTHONMALLOC=malloc
 
 [[ $PROCS =~ ^[0-9]+$ ]] && (( PROCS >= 3 )) ||
     die "PROCS: must be an integer of at least 3 (ADLB server, ME rank, a worker), got '$PROCS'"
@@ -44,7 +51,7 @@ export PYTHONPATH=${APP_PYTHONPATH:+$APP_PYTHONPATH:}${PYTHONPATH:-}
 
 # Checks the settings and the objective, then makes the experiment directory.
 EXPDIR=$("${PYTHON:-python3}" "$THIS/prepare.py" "$CANDLE_DATA_DIR" "$MODEL_NAME" "$SETTINGS")
-export TURBINE_OUTPUT=$EXPDIR
+export TURBINE_OUTPUT=$EXPDIR EMEWS_EXP_ID=$(basename "$EXPDIR") EMEWS_ME=${EMEWS_ME:-}
 cp "$SITE" "$EXPDIR/site.sh"
 [ -z "$CONFIG" ] || cp "$CONFIG" "$EXPDIR/config.sh"
 
@@ -52,9 +59,13 @@ cp "$SITE" "$EXPDIR/site.sh"
 # just below it (PROCS-2), candle_model_train() on the workers 0 .. PROCS-3.
 export ADLB_SERVERS=1 TURBINE_RESIDENT_WORK_WORKERS=1 RESIDENT_WORK_RANKS=$(( PROCS - 2 ))
 
+# Every setting reaches workflow.swift through the environment (never its command line: Turbine
+# splits its argv as a Tcl list, which breaks on quotes and spaces), passed with -e so that it
+# reaches the job on a scheduler too; the settings themselves are the file settings.json.
 ENV_ARGS=()
 # What Turbine, the embedded Python and emews.evaluate read (emews.config's [model] table).
 for name in TURBINE_OUTPUT ADLB_SERVERS TURBINE_RESIDENT_WORK_WORKERS RESIDENT_WORK_RANKS \
+            EMEWS_EXP_ID EMEWS_ME EMEWS_ISOLATE PYTHONMALLOC \
             PYTHONPATH OMP_NUM_THREADS OPENBLAS_NUM_THREADS \
             MODEL_NAME MODEL_RETURN MODEL_RETURN_EPOCH CANDLE_MODEL_IMPL CANDLE_MODEL_TYPE \
             CANDLE_DATA_DIR EMEWS_OBJECTIVE EMEWS_APP EMEWS_LANGS_APP APP_PYTHONPATH \
@@ -66,7 +77,8 @@ done
 
 echo "workflow.sh: experiment directory $EXPDIR"
 cd "$EXPDIR"
+# STC writes the compiled workflow.tic here, in the experiment directory (-o), not beside the
+# source.
 swift-t -n "$PROCS" ${MACHINE:+-m "$MACHINE"} -p -I "$THIS" -i "model_$CANDLE_MODEL_IMPL" \
-    "${ENV_ARGS[@]}" "$THIS/workflow.swift" \
-    --settings="$EXPDIR/settings.json" --exp_id="$(basename "$EXPDIR")" 2>&1 |
+    -o workflow.tic "${ENV_ARGS[@]}" "$THIS/workflow.swift" 2>&1 |
     tee "$EXPDIR/output.txt"

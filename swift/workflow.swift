@@ -3,40 +3,58 @@
 
    The model-exploration algorithm (ME, by default emews.me running an ask/tell algorithm)
    runs in a daemon thread on the resident rank RESIDENT_WORK_RANKS and thinks it is in
-   control; this loop answers its messages:
+   control. emews_swift.next_message(), on that rank, reads its messages (emews_swift.py):
 
-     "Params"      the handshake: answer with the settings (--settings, a JSON file path)
-     points        JSON objects joined by ";": evaluate them all, in parallel, with
-                   candle_model_train(), and answer with their results joined by ";", in order
-     "DONE"        (or "FINAL") the next message is the final one: write it to
-                   $TURBINE_OUTPUT/final.json and end
-     "EQPY_ABORT"  the ME failed: print the traceback that follows and fail the job
+     "Params"      answered there with the settings file ($TURBINE_OUTPUT/settings.json)
+     points        added to the store, results.db, and handed here as
+                   "EVAL;RUNID;POINT;RUNID;POINT...": evaluate them all, in parallel, on the
+                   workers; emews_tell() stores the outcomes and answers the ME, in order
+     "DONE"        (or "FINAL") final.json and the store's final meta are written there: end
+     "EQPY_ABORT"  the ME failed: its traceback is printed there ("ABORT"); fail the job
 
-   candle_model_train() comes from the module that swift-t -i model_$CANDLE_MODEL_IMPL imports.
-   Arguments: --settings=FILE --exp_id=ID [--me=MODULE]. Environment: TURBINE_OUTPUT (the
-   experiment directory), RESIDENT_WORK_RANKS, MODEL_NAME. workflow.sh sets them all.
+   No argument: every setting comes from the environment (workflow.sh sets them all):
+   TURBINE_OUTPUT (the experiment directory), RESIDENT_WORK_RANKS, MODEL_NAME, EMEWS_EXP_ID,
+   EMEWS_ME (a classic EQ/Py module; default emews.me). Paths never pass through Tcl's argv,
+   which breaks on quotes and spaces.
 */
 
 import assert;
-import files;
 import io;
 import location;
+import python;
 import string;
 import sys;
 
 import EQPy;
+import python_literal;
+import emews_objective;
 
-string settings = argv("settings");
-string exp_id = argv("exp_id");
-string me_package = argv("me", "emews.me");
-string turbine_output = getenv("TURBINE_OUTPUT");
-string model_name = getenv("MODEL_NAME");
+string exp_id = getenv("EMEWS_EXP_ID");
+string me_package = getenv("EMEWS_ME");
+string workflow_model_name = getenv("MODEL_NAME");
 int me_rank = string2int(getenv("RESIDENT_WORK_RANKS"));
+
+string emews_next_code = ----
+import emews_swift
+emews_swift_message = emews_swift.next_message()
+----;
+
+string emews_tell_code = ----
+import emews_swift
+emews_swift.tell(%s)
+----;
 
 main
 {
   location ME = locationFromRank(me_rank);
-  EQPy_init_package(ME, me_package) =>
+  string package = me_package;
+  if (package == "") { start(ME, "emews.me"); } else { start(ME, package); }
+}
+
+/* Start the ME package on its rank, answer it until it ends. */
+start(location ME, string package)
+{
+  EQPy_init_package(ME, package) =>
     loop(ME) =>
     EQPy_stop(ME);
 }
@@ -44,57 +62,39 @@ main
 /* Answer the ME's messages until it is done or has failed. */
 (void v) loop(location ME)
 {
-  for (boolean again = true, int i = 1; again; again = more, i = i + 1)
+  for (boolean again = true; again; again = more)
   {
-    string message = EQPy_get(ME);
+    string message = @location=ME python_persist_resident(emews_next_code, "emews_swift_message");
+    string parts[] = split(message, ";");
     boolean more;
-    if (message == "Params")
+    if (parts[0] == "EVAL")
     {
-      EQPy_put(ME, settings) => more = true;
+      evaluate(ME, parts) => more = true;
     }
-    else if (message == "DONE" || message == "FINAL")
+    else if (parts[0] == "DONE")
     {
-      v = write_final(ME) => more = false;
-    }
-    else if (message == "EQPY_ABORT")
-    {
-      v = report_abort(ME) => more = false;
+      more = false;
     }
     else
     {
-      evaluate(ME, message, i) => more = true;
+      assert(false, "workflow.swift: EQPY_ABORT: the ME's traceback is above") =>
+        more = false;
     }
   }
+  v = propagate();
 }
 
-/* Evaluate a message of points in parallel; answer with the results, in order. */
-(void v) evaluate(location ME, string message, int iteration)
+/* Evaluate a batch in parallel; store the outcomes and answer the ME, in order. */
+(void v) evaluate(location ME, string parts[])
 {
-  string points[] = split(message, ";");
-  string results[];
-  foreach point, j in points
+  int n = (size(parts) - 1) %/ 2;
+  string outcomes[];
+  foreach k in [0 : n - 1]
   {
-    string run_id = "run_%03i_%04i" % (iteration, j);
-    results[j] = candle_model_train(point, exp_id, run_id, model_name);
+    outcomes[k] = emews_model_train(parts[2 * k + 2], exp_id, parts[2 * k + 1],
+                                   workflow_model_name);
   }
-  v = EQPy_put(ME, string_join(results, ";"));
-}
-
-/* The message after "DONE" is the ME's final word: keep it in the experiment directory. */
-(void v) write_final(location ME)
-{
-  string final_message = EQPy_get(ME);
-  string path = turbine_output + "/final.json";
-  file final_file <path> = write(final_message + "\n");
-  v = propagate(final_file);
-}
-
-/* Print the ME's traceback, then fail the job (a non-zero exit). */
-(void v) report_abort(location ME)
-{
-  string traceback_text = EQPy_get(ME);
-  printf("workflow.swift: the model-exploration algorithm failed (EQPY_ABORT):\n%s",
-         traceback_text) =>
-    v = propagate() =>
-    assert(false, "workflow.swift: EQPY_ABORT: the ME's traceback is above");
+  string code = emews_tell_code % python_literal(string_join(outcomes, ";"));
+  string done = @location=ME python_persist_resident(code, "\"\"");
+  v = propagate(done);
 }

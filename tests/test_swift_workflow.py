@@ -1,9 +1,6 @@
-"""Whole runs of workflow.sh and workflow.swift, with swift-t played by tests/support/bin/swift-t.
-
-The stand-in runs the .swift files' own Python code under Turbine's rules and makes exactly the
-calls workflow.swift makes (see tests/support/turbine.py). Each run is its own process, as a
-Swift/T job is.
-"""
+"""Whole runs of swift/workflow.sh under a real Swift/T (STC + Turbine, built by the swift_t
+fixture), each checked against the experiment it leaves: results.db's rows, final.json, out/,
+the run directories and `emews show`. Bad input is refused before Swift/T starts."""
 
 import json
 import math
@@ -19,27 +16,28 @@ if str(SUPPORT) not in sys.path:
     sys.path.insert(0, str(SUPPORT))
 
 from swift_models import AWKWARD, SPACE  # noqa: E402
-from swift_source import Program  # noqa: E402
+from swift_t import launcher_env, swift_t  # noqa: E402,F401 - swift_t: the session fixture
+
+from emews.store import Store  # noqa: E402
 
 REPO = Path(__file__).parent.parent
 SWIFT = REPO / "swift"
-# A directory name that breaks any careless quoting: the settings path and TURBINE_OUTPUT hold it.
-AWKWARD_DIR = 'data "q" \\ b\nnew line ☃'
-# Small enough that a budget of 12 sees the GA breed and the model-based search fit.
-ALGORITHM_OPTIONS = {"random": {}, "ga": {"population_size": 4},
+# The experiment directory, TURBINE_OUTPUT and the settings path all hold it.
+AWKWARD_DIR = "data dir \"q\" 'single' $HOME"
+# Small enough that a budget of 8 sees the GA breed and the model-based search fit.
+ALGORITHM_OPTIONS = {"ga": {"population_size": 4},
                      "mbo": {"design_size": 4, "n_trees": 20, "focus_points": 200,
                              "focus_restarts": 1}}
-SLOW_ALGORITHMS = {"mbo"}  # importing scikit-learn's forests, twice (prepare.py and the ME)
 
 
-def environment(**extra):
-    env = {k: v for k, v in os.environ.items() if k not in ("PMI_RANK", "PMI_SIZE")}
-    env.update(PATH=f"{SUPPORT / 'bin'}:{Path(sys.executable).parent}:{env['PATH']}",
-               PYTHONPATH=str(SUPPORT), PYTHON=sys.executable, **extra)
+def environment(path_entries=(), **extra):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PMI_", "TURBINE_"))}
+    env.update(PATH=":".join([*path_entries, str(Path(sys.executable).parent), env["PATH"]]),
+               PYTHONPATH=str(SUPPORT), PYTHON=sys.executable, **launcher_env(), **extra)
     return env
 
 
-def workflow_sh(tmp_path, settings, *, config=None, **env):
+def workflow_sh(tmp_path, settings, *, config=None, path_entries=(), **env):
     """Run swift/workflow.sh on the local site; ``settings``: a dict, JSON text or a path."""
     settings_file = settings if isinstance(settings, Path) else tmp_path / "settings.json"
     if not isinstance(settings, Path):
@@ -47,86 +45,180 @@ def workflow_sh(tmp_path, settings, *, config=None, **env):
     args = ["bash", str(SWIFT / "workflow.sh"), "local", str(settings_file)]
     if config:
         args.append(str(config))
-    return subprocess.run(args, env=environment(**env), cwd=tmp_path, capture_output=True,
-                          text=True, timeout=240)
+    return subprocess.run(args, env=environment(path_entries, **env), cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
 
 
-def stand_in(tmp_path, settings, me, impl="echo"):
-    """swift-t run directly, as a Supervisor user runs a classic ME (--me)."""
-    env = environment(TURBINE_OUTPUT=str(tmp_path), MODEL_NAME="m", CANDLE_MODEL_IMPL=impl,
-                      RESIDENT_WORK_RANKS="2")
-    return subprocess.run(["swift-t", "-n", "4", "-p", "-I", str(SWIFT), "-i", f"model_{impl}",
-                           "-e", "TURBINE_RESIDENT_WORK_WORKERS=1", str(SWIFT / "workflow.swift"),
-                           f"--settings={settings}", "--exp_id=EXP000", f"--me={me}"],
-                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=240)
+def only_experiment(parent):
+    (expdir,) = parent.iterdir()
+    assert expdir.name == "EXP001"
+    return expdir
 
 
-def algorithm_param(name):
-    return pytest.param(name, marks=[pytest.mark.slow] if name in SLOW_ALGORITHMS else [], id=name)
+def stored(expdir):
+    store = Store(expdir / "results.db", create=False)
+    try:
+        return store.rows(), store.attempts(), store.meta("final")
+    finally:
+        store.close()
 
 
-@pytest.mark.parametrize("algorithm", [algorithm_param(n) for n in ALGORITHM_OPTIONS])
-def test_a_search_runs_through_workflow_swift_and_every_string_arrives_intact(tmp_path,
-                                                                             algorithm):
-    budget = 12
+def assert_shown(expdir):
+    shown = subprocess.run([sys.executable, "-m", "emews", "show", str(expdir)],
+                           capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    assert "evaluations:" in shown.stdout
+
+
+def assert_finished_rows(rows, workers, budget):
+    """Every row finished, numbered from 0 with emews run's run ids, on a worker rank, timed."""
+    assert [row["id"] for row in rows] == list(range(budget))
+    assert [row["run_id"] for row in rows] == [f"RUN{i:06d}" for i in range(budget)]
+    assert [row["seq"] for row in rows] == list(range(budget))
+    for row in rows:
+        assert row["status"] in ("done", "failed") and row["attempt"] == 1
+        assert row["rank"] in workers
+        assert row["queued"] <= row["started"] <= row["finished"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("algorithm", list(ALGORITHM_OPTIONS))
+def test_a_search_under_swift_t_stores_every_evaluation_and_every_string_arrives_intact(
+        tmp_path, swift_t, algorithm):
+    budget = 8
     settings = {"algorithm": algorithm, "options": ALGORITHM_OPTIONS[algorithm],
-                "space": SPACE, "seed": 5, "batch_size": 4, "stop": {"budget": budget}}
+                "space": SPACE, "seed": 5, "batch_size": 2, "stop": {"budget": budget}}
     data_dir = tmp_path / AWKWARD_DIR
-    done = workflow_sh(tmp_path, settings, CANDLE_DATA_DIR=str(data_dir), MODEL_NAME="toy",
-                       CANDLE_MODEL_IMPL="py", EMEWS_OBJECTIVE="swift_models:awkward",
-                       PROCS="4")
+    done = workflow_sh(tmp_path, settings, path_entries=swift_t, CANDLE_DATA_DIR=str(data_dir),
+                       MODEL_NAME="toy", CANDLE_MODEL_IMPL="py",
+                       EMEWS_OBJECTIVE="swift_models:awkward", PROCS="4")
     assert done.returncode == 0, done.stdout + done.stderr
-    (expdir,) = (data_dir / "toy").iterdir()
-    received = [json.loads(p.read_text()) for p in expdir.glob("run/*/received.json")]
-    assert len(received) == budget
-    assert all(point["label"] in AWKWARD for point in received)
+    expdir = only_experiment(data_dir / "toy")
+    rows, attempts, final_meta = stored(expdir)
+    assert_finished_rows(rows, {0, 1}, budget)
+    assert {row["status"] for row in rows} == {"done"}
+    labels = {row["params"]["label"] for row in rows}
+    assert "emoji \U0001F600 beyond U+FFFF" in labels and len(labels) >= 4, labels
+    for row in rows:
+        # what the model received is what the store holds, emoji and quotes included
+        received = json.loads((expdir / "run" / row["run_id"] / "received.json").read_text())
+        assert received == row["params"] and row["params"]["label"] in AWKWARD
+        assert math.isclose(row["result"],
+                            row["params"]["x"] ** 2 + AWKWARD.index(row["params"]["label"]))
+    assert [(a["id"], a["status"], a["result"]) for a in attempts] == \
+        [(r["id"], "done", r["result"]) for r in rows]
     final = json.loads((expdir / "final.json").read_text())
-    values = [p["x"] ** 2 + AWKWARD.index(p["label"]) for p in received]
-    assert final["evaluations"] == budget and math.isclose(final["best_value"], min(values))
-    program = Program.compile(SWIFT / "workflow.swift", ["model_py"])
-    ran = done.stdout.split("swift-t stand-in: ran the Python at ")[1].split()
-    assert sorted(ran) == sorted(call.where() for call in program.calls)
+    best = min(rows, key=lambda row: row["result"])
+    assert final["evaluations"] == budget and final["best_value"] == best["result"]
+    assert final["best_point"] == best["params"] and final_meta == final
+    assert {f"out-{row['rank']}.txt" for row in rows} == \
+        {p.name for p in (expdir / "out").iterdir()}
+    assert (expdir / "workflow.tic").is_file() and not (SWIFT / "workflow.tic").exists()
     assert done.stdout.endswith((expdir / "output.txt").read_text())
+    assert_shown(expdir)
 
 
-APP = [sys.executable, "-c", "import json, os; p = json.load(open(os.environ['EMEWS_PARAMS_FILE']))"
-       "; open('result.txt', 'w').write(repr(p['x'] ** 2))"]
+# The app study: params.json in the run directory; a negative x fails with output on stderr.
+APP = [sys.executable, "-c", "import json, os, sys; p = json.load(open(os.environ["
+       "'EMEWS_PARAMS_FILE'])); print('label', p['label'], file=sys.stderr); "
+       "sys.exit('x is negative') if p['x'] < 0 else "
+       "open('result.txt', 'w').write(repr(p['x'] ** 2))"]
 
 
-@pytest.mark.parametrize("impl", ["app", "echo"])
-def test_model_app_and_model_echo_evaluate_every_point(tmp_path, impl):
-    settings = {"algorithm": "random", "space": SPACE, "seed": 2, "batch_size": 2,
-                "stop": {"budget": 4}}
-    done = workflow_sh(tmp_path, settings, CANDLE_DATA_DIR=str(tmp_path / "data"),
-                       CANDLE_MODEL_IMPL=impl, EMEWS_APP=json.dumps(APP), MODEL_NAME="m")
+@pytest.mark.slow
+def test_an_app_study_under_swift_t_stores_done_and_failed_runs_with_their_logs(tmp_path,
+                                                                                 swift_t):
+    budget = 8
+    settings = {"algorithm": "random", "space": SPACE, "seed": 3, "batch_size": 4,
+                "stop": {"budget": budget}}
+    done = workflow_sh(tmp_path, settings, path_entries=swift_t,
+                       CANDLE_DATA_DIR=str(tmp_path / "data"), CANDLE_MODEL_IMPL="app",
+                       EMEWS_APP=json.dumps(APP), MODEL_NAME="m", PROCS="5")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert f"-i model_{impl} " in done.stdout
-    (expdir,) = (tmp_path / "data" / "m").iterdir()
+    expdir = only_experiment(tmp_path / "data" / "m")
+    rows, attempts, _ = stored(expdir)
+    assert_finished_rows(rows, {0, 1, 2}, budget)
+    assert {row["status"] for row in rows} == {"done", "failed"}, "seed 3 gives both signs"
+    for row in rows:
+        run = expdir / "run" / row["run_id"]
+        assert json.loads((run / "params.json").read_text()) == row["params"]
+        label_line = f"label {row['params']['label'].splitlines()[0]}"
+        assert label_line in (run / "model.log").read_text()
+        if row["params"]["x"] < 0:
+            assert row["status"] == "failed" and row["result"] is None and row["error"]
+            assert label_line in row["log_tail"] and "x is negative" in row["log_tail"]
+        else:
+            assert row["status"] == "done" and row["error"] is None
+            assert row["result"] == float((run / "result.txt").read_text())
+    assert [a["status"] for a in attempts] == [r["status"] for r in rows]
     final = json.loads((expdir / "final.json").read_text())
-    assert final["evaluations"] == 4 and final["best_value"] >= 0
-    runs = sorted((expdir / "run").iterdir()) if impl == "app" else []
-    assert len(runs) == (4 if impl == "app" else 0)
-    for run in runs:
-        x = json.loads((run / "params.json").read_text())["x"]
-        assert float((run / "result.txt").read_text()) == x ** 2
+    assert final["evaluations"] == budget
+    assert final["best_value"] == min(r["result"] for r in rows if r["status"] == "done")
+    assert_shown(expdir)
+    failed = subprocess.run([sys.executable, "-m", "emews", "show", str(expdir), "--failed"],
+                            capture_output=True, text=True, timeout=120)
+    assert failed.returncode == 0 and "x is negative" in failed.stdout
 
 
-def test_an_me_that_raises_fails_the_job_with_its_traceback(tmp_path):
-    done = stand_in(tmp_path, "unused.json", me="raising_me")
-    assert done.returncode == 1
+@pytest.mark.slow
+def test_the_swift_example_runs_the_scikit_learn_digits_model_and_exits_cleanly(tmp_path,
+                                                                                 swift_t):
+    done = workflow_sh(tmp_path, REPO / "examples/swift/settings.json",
+                       config=REPO / "examples/swift/config.sh", path_entries=swift_t,
+                       CANDLE_DATA_DIR=str(tmp_path / "data"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    expdir = only_experiment(tmp_path / "data" / "digits")
+    rows, _, _ = stored(expdir)
+    assert_finished_rows(rows, {0, 1}, 4)
+    assert {row["status"] for row in rows} == {"done"}
+    assert all(0 < row["result"] < 2.5 and 0 < row["metrics"]["val_accuracy"] <= 1
+               for row in rows)
+    final = json.loads((expdir / "final.json").read_text())
+    assert final["evaluations"] == 4 and final["best_value"] == min(r["result"] for r in rows)
+
+
+@pytest.mark.slow
+def test_an_me_that_raises_fails_the_job_with_its_traceback(tmp_path, swift_t):
+    settings = {"algorithm": "random", "space": SPACE, "stop": {"budget": 2}}
+    done = workflow_sh(tmp_path, settings, path_entries=swift_t,
+                       CANDLE_DATA_DIR=str(tmp_path / "data"), CANDLE_MODEL_IMPL="echo",
+                       EMEWS_ME="raising_me", MODEL_NAME="m")
+    assert done.returncode != 0
     assert "(EQPY_ABORT)" in done.stdout
     assert "Traceback" in done.stdout and "ValueError: the ME broke on purpose" in done.stdout
-    assert not (tmp_path / "final.json").exists()
+    expdir = only_experiment(tmp_path / "data" / "m")
+    assert not (expdir / "final.json").exists()
+    rows, _, final_meta = stored(expdir)
+    assert [(row["status"], row["params"], row["result"]) for row in rows] == \
+        [("done", {"x": 1.0, "n": 0, "act": "relu"}, 1.0)]
+    assert final_meta == {"stop_reason": "the ME failed (EQPY_ABORT)"}
 
 
-def test_an_algorithm_that_raises_inside_emews_me_is_reported_the_same_way(tmp_path):
+@pytest.mark.slow
+def test_an_me_package_that_does_not_import_is_an_eqpy_abort_with_its_traceback(tmp_path,
+                                                                                 swift_t):
+    settings = {"algorithm": "random", "space": SPACE, "stop": {"budget": 2}}
+    done = workflow_sh(tmp_path, settings, path_entries=swift_t,
+                       CANDLE_DATA_DIR=str(tmp_path / "data"), CANDLE_MODEL_IMPL="echo",
+                       EMEWS_ME='no_such "module"', MODEL_NAME="m")
+    assert done.returncode != 0
+    assert "(EQPY_ABORT)" in done.stdout
+    assert "ModuleNotFoundError" in done.stdout and 'no_such "module"' in done.stdout
+    rows, _, _ = stored(only_experiment(tmp_path / "data" / "m"))
+    assert rows == []
+
+
+@pytest.mark.slow
+def test_an_algorithm_that_raises_inside_emews_me_is_reported_the_same_way(tmp_path, swift_t):
     settings = {"algorithm": "swift_models:BrokenAlgorithm", "space": SPACE, "seed": 1,
                 "batch_size": 2, "stop": {"budget": 6}}
-    done = workflow_sh(tmp_path, settings, CANDLE_DATA_DIR=str(tmp_path / "data"),
-                       CANDLE_MODEL_IMPL="echo")
-    assert done.returncode == 1
+    done = workflow_sh(tmp_path, settings, path_entries=swift_t,
+                       CANDLE_DATA_DIR=str(tmp_path / "data"), CANDLE_MODEL_IMPL="echo")
+    assert done.returncode != 0
     assert "RuntimeError: the algorithm broke on purpose" in done.stdout
     assert "(EQPY_ABORT)" in done.stdout
+    rows, _, _ = stored(only_experiment(tmp_path / "data" / "model"))
+    assert [row["status"] for row in rows] == ["done", "done"]
 
 
 @pytest.mark.parametrize("env, settings, message", [
@@ -148,15 +240,3 @@ def test_bad_input_is_one_line_naming_the_rule_and_makes_no_experiment(tmp_path,
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith("workflow.sh: ") and message in line
     assert not (tmp_path / "data").exists()
-
-
-@pytest.mark.slow
-def test_the_swift_example_runs_the_digits_model(tmp_path):
-    done = workflow_sh(tmp_path, REPO / "examples/swift/settings.json",
-                       config=REPO / "examples/swift/config.sh",
-                       CANDLE_DATA_DIR=str(tmp_path / "data"))
-    assert done.returncode == 0, done.stdout + done.stderr
-    (expdir,) = (tmp_path / "data" / "digits").iterdir()
-    final = json.loads((expdir / "final.json").read_text())
-    assert final["evaluations"] == 4 and 0 < final["best_value"] < 2.5
-    assert "-i model_py" in done.stdout

@@ -7,7 +7,8 @@ from emews.evaluate import current_run
 
 # Labels that broke the classic EQPy_put, or that might break a careless quoting.
 AWKWARD = ['say "hi"', "back\\slash \\n \\", "line\nbreak\r\n", "tab\t;semi;", "naïve ☃ 𝄞",
-           "'''\"\"\"", "%s %% {x} ----"]
+           "'''\"\"\"", "%s %% {x} ----",
+           "emoji \U0001F600 beyond U+FFFF"]
 
 SPACE = [{"name": "x", "type": "float", "lower": -2.0, "upper": 2.0},
          {"name": "label", "type": "categorical", "values": AWKWARD}]
