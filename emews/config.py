@@ -81,6 +81,7 @@ SCHEMA = {
         "timeout": Setting("float", None, "SH_TIMEOUT", minimum=-1),  # empty, 0, -1: none
         "isolate": Setting("bool", True),
         "data_dir": Setting("path", "experiments", "CANDLE_DATA_DIR"),
+        "experiment_numbering": Setting("str", "emews", choices=("emews", "supervisor")),
     },
     "model": {  # a CANDLE model's settings; each is handed to the model as its variable
         "framework": Setting("str", "keras2", "FRAMEWORK"),

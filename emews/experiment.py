@@ -12,12 +12,26 @@ from pathlib import Path
 EXP_PATTERN = re.compile(r"EXP(\d+)$")
 
 
-def create(data_dir, workflow):
-    """Make the next free ``EXPnnn`` under ``data_dir/workflow`` (safe against races)."""
+NUMBERINGS = ("emews", "supervisor")
+
+
+def create(data_dir, workflow, numbering="emews"):
+    """Make the next free ``EXPnnn`` under ``data_dir/workflow`` (safe against races).
+
+    ``numbering`` (``[study] experiment_numbering``): ``emews`` takes one more than the highest
+    number there (``EXP001`` first); ``supervisor`` takes the lowest free number from
+    ``EXP000``, as Supervisor's ``get_expid -a`` (workflows/common/sh/utils.sh) does.
+    """
+    if numbering not in NUMBERINGS:
+        raise ValueError(f"numbering must be one of {list(NUMBERINGS)}: {numbering!r}")
     parent = Path(data_dir) / workflow
     parent.mkdir(parents=True, exist_ok=True)
-    numbers = [int(m.group(1)) for p in parent.iterdir() if (m := EXP_PATTERN.match(p.name))]
-    number = max(numbers, default=0) + 1
+    if numbering == "supervisor":
+        number = 0
+    else:
+        numbers = [int(m.group(1)) for p in parent.iterdir()
+                   if (m := EXP_PATTERN.match(p.name))]
+        number = max(numbers, default=0) + 1
     while True:
         path = parent / f"EXP{number:03d}"
         try:

@@ -133,7 +133,8 @@ def prepare(config, overrides=None, resume=None):
         return _prepare_resume(Path(resume), config, overrides)
     cfg = configuration.load(config or [], overrides)
     validate(cfg)
-    expdir = experiment.create(cfg.study["data_dir"], cfg.study["name"])
+    expdir = experiment.create(cfg.study["data_dir"], cfg.study["name"],
+                               cfg.study["experiment_numbering"])
     lock = StudyLock(expdir).acquire()
     experiment.write_json(expdir / "config.json", cfg.as_dict())
     store = Store(expdir / "results.db")

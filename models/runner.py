@@ -5,7 +5,11 @@
     hyperparameters (JSON) --> import <MODEL_NAME>_baseline_<FRAMEWORK> (or MODEL_PYTHON_SCRIPT)
                                params = initialize_parameters([default_model=...])
                                params.update(hyperparameters); history = run(params)
-    RUN_DIR/parameters.txt <-- the parameters the model ran with (a default-model file)
+    RUN_DIR/rank.txt       <-- ADLB_RANK_SELF (None outside Swift/T), as Supervisor writes it
+    RUN_DIR/parameters.txt <-- the parameters the model ran with ([Global Params], Supervisor's
+                               form; also a valid default-model file)
+    RUN_DIR/stop.marker    <-- when the model stopped before the point's epochs; a run
+                               directory that holds one is not run (Supervisor's rule)
     RUN_DIR/history.txt    <-- the per-epoch history, JSON
     RUN_DIR/result.txt     <-- MODEL_RETURN's value (last epoch, or min/max); also printed
                                as "IMPROVE_RESULT <value>"
@@ -87,10 +91,14 @@ class ModelSpec:
 
     @property
     def module_name(self):
-        """``MODEL_PYTHON_SCRIPT`` (without ``.py``), else ``<name>_baseline_<framework>``."""
+        """``MODEL_PYTHON_SCRIPT`` (without ``.py``), else ``<name>_baseline_<framework>``.
+
+        ``FRAMEWORK=keras``, which Supervisor exports, means the ``keras2`` baseline, as in
+        Supervisor's model_runner (``import_pkg``)."""
         if self.script:
             return self.script[:-3] if self.script.endswith(".py") else self.script
-        return f"{self.name}_baseline_{self.framework}"
+        framework = "keras2" if self.framework == "keras" else self.framework
+        return f"{self.name}_baseline_{framework}"
 
 
 def use_candle():
@@ -187,10 +195,54 @@ def _literal_or_text(token):
         return token
 
 
+MONITOR_PARAMS = ("solr_root", "timeout")
+
+
 def write_parameters(path, params):
-    """Write ``params`` as a default-model file (``[Global_Params]``, ``key = repr(value)``)."""
-    lines = ["[Global_Params]"] + [f"{key} = {_literal(value)}" for key, value in params.items()]
+    """Write ``params`` as Supervisor's runner does (runner_utils.write_params): a
+    ``[Global Params]`` section of ``key=value`` lines, then ``[Monitor Params]`` with
+    ``solr_root`` and ``timeout``. Values are Python literals (``repr``), so the file is also
+    a valid default-model file (candle_lib and candle_compat read every section)."""
+    lines = ["[Global Params]"]
+    lines += [f"{key}={_literal(value)}" for key, value in params.items()
+              if key not in MONITOR_PARAMS]
+    lines.append("[Monitor Params]")
+    lines += [f"{key}={_literal(params[key])}" for key in MONITOR_PARAMS if key in params]
     Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+STOP_MARKER = "stop.marker"
+
+
+def write_rank(run_dir, environ=os.environ):
+    """``rank.txt``: the Swift/T rank the run ran in (``ADLB_RANK_SELF``), ``None`` outside
+    Swift/T, as Supervisor's model_runner writes it."""
+    (Path(run_dir) / "rank.txt").write_text(f"{environ.get('ADLB_RANK_SELF')}\n")
+
+
+def check_stop_marker(run_dir):
+    """A run directory holding ``stop.marker`` is not run (Supervisor's model_runner returns
+    ``SKIP``/``STOP_MARKER`` without running the model): here the run fails with that reason."""
+    marker = Path(run_dir) / STOP_MARKER
+    if marker.exists():
+        raise failure(str(marker), "exists: the run is skipped, as in Supervisor (the model "
+                      "stopped early here before)", marker.read_text(errors="replace").strip())
+
+
+def mark_early_stop(run_dir, result, model_return, hyperparameters):
+    """Write ``stop.marker`` (``early stopping: N/M``) when the history of ``MODEL_RETURN`` has
+    fewer epochs than the point's ``epochs`` (1 when it names none), as Supervisor does."""
+    history = getattr(result, "history", result)
+    values = history.get(model_return) if isinstance(history, dict) else None
+    if not isinstance(values, (list, tuple)):
+        return
+    try:
+        expected = int(hyperparameters.get("epochs", 1))
+    except (TypeError, ValueError):
+        return
+    if len(values) < expected:
+        (Path(run_dir) / STOP_MARKER).write_text(
+            f"early stopping: {len(values)}/{expected}\n")
 
 
 def _literal(value):
@@ -219,10 +271,13 @@ def run_model(hyperparameters, run_dir, spec, exp_id="EXP000", run_id="RUN000", 
     the model's final metrics)."""
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
+    check_stop_marker(run_dir)
+    write_rank(run_dir)
     module = load_model(spec)
     params = model_parameters(module, spec, hyperparameters, exp_id, run_id, argv)
     write_parameters(run_dir / "parameters.txt", params)
     result = module.run(params)
+    mark_early_stop(run_dir, result, spec.model_return, hyperparameters)
     history = history_of(result)
     if history is not None:
         (run_dir / "history.txt").write_text(json.dumps(history, indent=1) + "\n")

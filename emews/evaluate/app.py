@@ -5,6 +5,10 @@
 CANDLE model runner). The point is in ``RUN_DIR/params.json``, never on a command line. Output
 goes to ``RUN_DIR/model.log``; the value is ``result.txt``, else the last ``IMPROVE_RESULT``
 line. The run is its own process group: a timeout or a cancel kills it all.
+
+As Supervisor's model.sh does after a successful run, it leaves ``RUN_DIR/run_command.txt``
+(the command) and appends the point's values, the run id and the result to
+``EXPDIR/run/output.csv`` (see :func:`emews.evaluate.results.record_run`).
 """
 
 import importlib.resources
@@ -15,7 +19,7 @@ from pathlib import Path
 
 from . import process
 from .base import EvaluationFailed, Implementation
-from .results import read_app_result, tail
+from .results import append_output_csv, read_app_result, tail, write_run_command
 
 MODEL_RUNNER = "emews.models.runner"
 
@@ -43,6 +47,7 @@ def run_model_shell(command, params_json, context, model_env, watch):
     if code != 0:
         last = next((line for line in reversed(tail(log).splitlines()) if line.strip()), "")
         raise EvaluationFailed(f"the model {process.describe_exit(code)}: {last}", tail(log))
+    write_run_command(run_dir, command)
     return log
 
 
@@ -55,4 +60,7 @@ class App(Implementation):
 
     def run(self, params, params_json, context, watch):
         log = run_model_shell(self.command, params_json, context, self.model_env, watch)
-        return read_app_result(context.run_dir, log)
+        value = read_app_result(context.run_dir, log, self.model_env.get("MODEL_RETURN"))
+        append_output_csv(context.run_dir, params if isinstance(params, dict) else {},
+                          context.run_id, value)
+        return value

@@ -5,6 +5,9 @@ seek (never the whole file), decoded with ``errors="replace"`` and with lone sur
 so that a tail can always be stored in SQLite or sent as JSON.
 """
 
+import csv
+import io
+import json
 import math
 import os
 from pathlib import Path
@@ -101,27 +104,134 @@ def tail(path, limit=TAIL_BYTES):
         return ""
 
 
-def read_app_result(run_dir, log):
+def read_app_result(run_dir, log, model_return=None):
     """The value an app run reported: ``result.txt``, else its last ``IMPROVE_RESULT`` line."""
     result_file = Path(run_dir) / "result.txt"
     if not result_file.exists():
-        return read_improve_result(log)
-    return _parse_result(result_file.read_text(errors="replace").strip(), log)
+        return read_improve_result(log, model_return)
+    return parse_result(result_file.read_text(errors="replace"), model_return, log)
 
 
-def read_improve_result(log):
-    """The value on the last ``IMPROVE_RESULT <value>`` line of ``log`` (its last MiB)."""
-    lines = [line for line in tail(log, RESULT_SEARCH_BYTES).splitlines()
-             if line.startswith("IMPROVE_RESULT")]
-    if not lines:
+def read_improve_result(log, model_return=None):
+    """The value of the last ``IMPROVE_RESULT [<metric>] <value>`` line of ``log`` (its last
+    MiB); when lines are labelled, the last one labelled ``model_return`` wins.
+
+    As in Supervisor's model.sh (``awk -v FS=IMPROVE_RESULT``), the marker may be anywhere on
+    the line and the text after it is the result.
+    """
+    texts = [line.split("IMPROVE_RESULT", 2)[1] for line in
+             tail(log, RESULT_SEARCH_BYTES).splitlines() if "IMPROVE_RESULT" in line]
+    texts = [text for text in texts if text.strip(" :")]
+    if not texts:
         raise EvaluationFailed("the model wrote no result.txt and no IMPROVE_RESULT line",
                                tail(log))
-    return _parse_result(lines[-1][len("IMPROVE_RESULT"):].strip(), log)
+    if model_return:
+        labelled = [text for text in texts if _label(text) == model_return]
+        texts = labelled or texts
+    return parse_result(texts[-1], model_return, log)
 
 
-def _parse_result(text, log):
+NOT_A_RESULT = {"none": "None", "nan": "NaN", "inf": "inf", "+inf": "inf", "-inf": "-inf",
+                "infinity": "inf", "-infinity": "-inf", "": "nothing"}
+
+
+def _label(text):
+    tokens = text.replace(":", " ").split()
+    return tokens[0] if len(tokens) == 2 else None
+
+
+def parse_result(text, model_return=None, log=None):
+    """A reported result: ``<value>``, ``<metric> <value>`` (``val_loss 0.123``,
+    ``val_loss: 0.123``), optionally after ``IMPROVE_RESULT``.
+
+    The label is not checked (Supervisor ignores it); :func:`read_improve_result` prefers the
+    line labelled ``MODEL_RETURN``. ``None``, ``nan`` and ``inf`` (any case, signed) fail the evaluation with that reason.
+    Supervisor's model.sh keeps only a digits-and-dot substring of the line, so for them it
+    writes an empty ``result.txt``, which its workflows read as no number (a NaN result); here
+    the run fails and the study's failure policy (``[failure]``) reports NaN or the penalty.
+    Unlike that substring, ``1e-05`` is read as 1e-05 (Supervisor reads 1).
+    """
+    text = text.strip()
+    if text.startswith("IMPROVE_RESULT"):
+        text = text[len("IMPROVE_RESULT"):].strip()
+    tokens = text.replace(":", " ").split()
+    token = tokens[-1] if len(tokens) in (1, 2) else text
+    if token.lower() in NOT_A_RESULT:
+        raise EvaluationFailed(f"the model reported {NOT_A_RESULT[token.lower()]} as its "
+                               f"result: {text!r:.200}", tail(log) if log else None)
     try:
-        return extract_value(float(text))
+        return extract_value(float(token))
     except ValueError:
         raise EvaluationFailed(f"the model's result is not a number: {text!r:.200}",
-                               tail(log)) from None
+                               tail(log) if log else None) from None
+
+
+def _csv_field(value):
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+def record_run(run_dir, command, params, run_id, value):
+    """The files Supervisor's model.sh leaves after a successful run.
+
+    * ``RUN_DIR/run_command.txt``: the model command, its words joined by spaces
+      (``echo "${MODEL_CMD[@]}"``);
+    * ``RUN_DIR/../output.csv``: one line appended per run: the values of the run's
+      parameters, the run id, then the result. Supervisor takes the values that follow the
+      command's ``--flags`` (but ``--experiment_id``), which for a container run are the
+      parameters and the run id; here the parameters are the point (``params.json``, in its
+      order) since they never travel on a command line. Fields are CSV-quoted when needed.
+    """
+    write_run_command(run_dir, command)
+    append_output_csv(run_dir, params, run_id, value)
+
+
+def write_run_command(run_dir, command):
+    """``RUN_DIR/run_command.txt``: the command's words joined by spaces."""
+    (Path(run_dir) / "run_command.txt").write_text(" ".join(command) + "\n", encoding="utf-8")
+
+
+def append_output_csv(run_dir, params, run_id, value):
+    """Append ``params``' values, ``run_id`` and ``value`` to ``RUN_DIR/../output.csv``."""
+    run_dir = Path(run_dir)
+    line = io.StringIO()
+    csv.writer(line, lineterminator="\n").writerow(
+        [_csv_field(v) for v in params.values()] + [run_id, repr(float(value))])
+    # one write to a file opened for appending: concurrent runs never interleave a line
+    fd = os.open(run_dir.parent / "output.csv", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line.getvalue().encode("utf-8"))
+    finally:
+        os.close(fd)
+
+
+def main(argv=None):
+    """``python -m emews.evaluate.results RUN_DIR RUN_ID -- COMMAND...``: read the result of
+    a run (``result.txt``, else ``model.log``'s ``IMPROVE_RESULT``), rewrite ``result.txt`` as
+    the number, and write :func:`record_run`'s files. The Model Shell's Supervisor call uses it.
+    Exit status 1 (the reason on stderr) when there is no number."""
+    import sys
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) < 3 or args[2] != "--":
+        print("usage: python -m emews.evaluate.results RUN_DIR RUN_ID -- COMMAND...",
+              file=sys.stderr)
+        return 2
+    run_dir, run_id, command = Path(args[0]), args[1], args[3:]
+    try:
+        value = read_app_result(run_dir, run_dir / "model.log",
+                                os.environ.get("MODEL_RETURN") or None)
+        params = json.loads((run_dir / "params.json").read_text(encoding="utf-8"))
+    except EvaluationFailed as exc:
+        (run_dir / "result.txt").unlink(missing_ok=True)
+        print(f"emews.evaluate.results: error: {exc}", file=sys.stderr, flush=True)
+        return 1
+    (run_dir / "result.txt").write_text(f"{value!r}\n")
+    print(f"IMPROVE_RESULT: {value!r}", flush=True)
+    record_run(run_dir, command, params if isinstance(params, dict) else {}, run_id, value)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
