@@ -136,13 +136,14 @@ NOT_A_RESULT = {"none": "None", "nan": "NaN", "inf": "inf", "+inf": "inf", "-inf
 
 
 def _label(text):
-    tokens = text.replace(":", " ").split()
+    tokens = [token.strip("'\"") for token in text.replace(":", " ").split()]
     return tokens[0] if len(tokens) == 2 else None
 
 
 def parse_result(text, model_return=None, log=None):
     """A reported result: ``<value>``, ``<metric> <value>`` (``val_loss 0.123``,
-    ``val_loss: 0.123``), optionally after ``IMPROVE_RESULT``.
+    ``val_loss: 0.123``, ``'0.123'`` as Supervisor's model.sh logs it), optionally after
+    ``IMPROVE_RESULT``.
 
     The label is not checked (Supervisor ignores it); :func:`read_improve_result` prefers the
     line labelled ``MODEL_RETURN``. ``None``, ``nan`` and ``inf`` (any case, signed) fail the evaluation with that reason.
@@ -154,7 +155,7 @@ def parse_result(text, model_return=None, log=None):
     text = text.strip()
     if text.startswith("IMPROVE_RESULT"):
         text = text[len("IMPROVE_RESULT"):].strip()
-    tokens = text.replace(":", " ").split()
+    tokens = [token.strip("'\"") for token in text.replace(":", " ").split()]
     token = tokens[-1] if len(tokens) in (1, 2) else text
     if token.lower() in NOT_A_RESULT:
         raise EvaluationFailed(f"the model reported {NOT_A_RESULT[token.lower()]} as its "
