@@ -137,6 +137,16 @@ def test_a_nan_result_under_the_seven_argument_call_fails_the_run(tmp_path, env)
     assert not (run_dir / "result.txt").exists() and not (run_dir / "output.csv").exists()
 
 
+def test_sh_timeout_under_the_seven_argument_call_stops_the_model(tmp_path, env):
+    done = model_sh(tmp_path, env, "keras", '{"x": 1, "sleep": 300}', "EXP000", "RUN6",
+                    "BENCHMARK", "sup", "train", SH_TIMEOUT="1")
+    run_dir = tmp_path / "EXP000" / "RUN6"
+    log = (run_dir / "model.log").read_text()
+    assert done.returncode == 1, log
+    assert "sup model ran" in log and "TIMEOUT ERROR! (timeout=1)" in log
+    assert not (run_dir / "result.txt").exists()
+
+
 def test_the_result_reader_of_model_sh_rejects_nan_and_writes_files(tmp_path):
     run_dir = tmp_path / "run" / "RUN4"
     run_dir.mkdir(parents=True)

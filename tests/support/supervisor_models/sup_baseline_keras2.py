@@ -6,11 +6,13 @@ It mirrors the shape of a Benchmarks model that Supervisor's model_runner.py imp
 ``candle.finalize_parameters``, and ``run(params)`` returning a Keras-like history.
 
 ``run`` writes ``ran.json`` (the params it got) in ``params["output_dir"]`` and returns
-``val_loss = [x + 2, x + 1, x]`` cut to ``stop_after`` epochs when that is set (early stopping).
+``val_loss = [x + 2, x + 1, x]`` cut to ``stop_after`` epochs when that is set (early stopping);
+``sleep`` (seconds) makes it block first.
 """
 
 import json
 import os
+import time
 
 import candle
 
@@ -27,6 +29,9 @@ def initialize_parameters(default_model="sup_default_model.txt"):
 def run(params):
     with open(os.path.join(params["output_dir"], "ran.json"), "w", encoding="utf-8") as out:
         json.dump(params, out, ensure_ascii=False)
+    print("sup model ran", flush=True)
+    if params.get("sleep"):
+        time.sleep(float(params["sleep"]))
     x = float(params["x"])
     val_loss = [x + 2, x + 1, x]
     if params.get("stop_after"):
