@@ -23,7 +23,7 @@
 # RUN_DIR:/emews_run MODEL_NAME MODEL_ACTION.sh CUDA_DEVICE /candle_data_dir --params_file
 # /emews_run/params.json --experiment_id EXPID --run_id RUNID. After a success, result.txt
 # holds the number, and run_command.txt and ../output.csv are written (python3 -m
-# emews.evaluate.results). A failure, or no number (None, nan, inf), exits 1, unless
+# emews.models.record_run). A failure, or no number (None, nan, inf), exits 1, unless
 # IGNORE_ERRORS is set non-zero: then it exits 0 without result.txt (Supervisor's NaN).
 set -eu
 
@@ -102,7 +102,7 @@ fi
 log "MODEL_CMD: ${MODEL_CMD[*]}"
 
 if "${TIMEOUT_CMD[@]}" "${MODEL_CMD[@]}" &&
-   python3 -m emews.evaluate.results "$RUN_DIR" "$RUNID" -- "${MODEL_CMD[@]}"; then
+   python3 -m emews.models.record_run "$RUN_DIR" "$RUNID" -- "${MODEL_CMD[@]}"; then
   log "END: SUCCESS"
   exit 0
 else

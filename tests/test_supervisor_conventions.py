@@ -106,7 +106,14 @@ def test_model_sh_runs_supervisor_s_seven_argument_call(tmp_path, env):
     assert (got["x"], got["dense"], got["evil"]) == (0.25, [16, 8], EVIL)
     assert (got["experiment_id"], got["run_id"]) == ("EXP000", "RUN000001")
     assert "MODEL.SH: START (Supervisor's call)" in log and "IMPROVE_RESULT 0.25" in log
-    assert "MODEL.SH: END: SUCCESS" in log
+    assert "MODEL.SH: END: SUCCESS" in log and "Warning" not in log
+    assert (run_dir / "rank.txt").read_text() == "None\n"
+    assert (run_dir / "parameters.txt").read_text().startswith("[Global Params]\n")
+    assert (run_dir / "run_command.txt").read_text() == (
+        f"python3 -u -m emews.models.runner --params_file {run_dir}/params.json --run_dir "
+        f"{run_dir} --experiment_id EXP000 --run_id RUN000001\n")
+    rows = list(csv.reader((run_dir.parent / "output.csv").open(encoding="utf-8")))
+    assert rows == [["0.25", "16 8", EVIL, "RUN000001", "0.25"]]
     assert not list(tmp_path.rglob("PWNED*"))
 
 
@@ -152,7 +159,7 @@ def test_the_result_reader_of_model_sh_rejects_nan_and_writes_files(tmp_path):
     run_dir.mkdir(parents=True)
     (run_dir / "params.json").write_text('{"lr": 0.1, "dense": "8 4"}')
     (run_dir / "model.log").write_text("noise\nIMPROVE_RESULT nan\n")
-    command = [sys.executable, "-m", "emews.evaluate.results", str(run_dir), "RUN4", "--",
+    command = [sys.executable, "-m", "emews.models.record_run", str(run_dir), "RUN4", "--",
                "python3", "-u", "x.py"]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     assert done.returncode == 1
