@@ -64,7 +64,8 @@ def app_objective(tmp_path, env, app=None, **extra):
 
 def model_sh(tmp_path, env, *args, **extra):
     """``bash model.sh ARGS...`` as Supervisor's Swift app function runs it."""
-    environ = {k: v for k, v in os.environ.items() if k not in ("EMEWS_RUN_DIR", "ADLB_RANK_SELF")}
+    environ = {k: v for k, v in os.environ.items()
+               if k not in ("EMEWS_RUN_DIR", "ADLB_RANK_SELF")}
     environ.update(env, TURBINE_OUTPUT=str(tmp_path / "EXP000"), MODEL_RETURN="val_loss",
                    PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     environ.update(extra)
@@ -236,7 +237,8 @@ def test_a_labelled_improve_result_of_model_return_wins(tmp_path):
 def test_an_app_s_reported_result_is_read_as_supervisor_reads_it(tmp_path, env, lines,
                                                                   result_txt, status, expected):
     point = {"lines": lines, **({"result_txt": result_txt} if result_txt else {})}
-    objective = app_objective(tmp_path, env, app=[sys.executable, str(SUPPORT / "report_result.py")])
+    objective = app_objective(tmp_path, env,
+                              app=[sys.executable, str(SUPPORT / "report_result.py")])
     outcome = objective.evaluate(json.dumps(point), "RUN1")
     assert outcome.status == status, (outcome.error, outcome.log_tail)
     if status == "done":

@@ -146,7 +146,8 @@ def parse_result(text, model_return=None, log=None):
     ``IMPROVE_RESULT``.
 
     The label is not checked (Supervisor ignores it); :func:`read_improve_result` prefers the
-    line labelled ``MODEL_RETURN``. ``None``, ``nan`` and ``inf`` (any case, signed) fail the evaluation with that reason.
+    line labelled ``MODEL_RETURN``. ``None``, ``nan`` and ``inf`` (any case, signed) fail the
+    evaluation with that reason.
     Supervisor's model.sh keeps only a digits-and-dot substring of the line, so for them it
     writes an empty ``result.txt``, which its workflows read as no number (a NaN result); here
     the run fails and the study's failure policy (``[failure]``) reports NaN or the penalty.
