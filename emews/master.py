@@ -185,7 +185,7 @@ class Master:
         """True while ``emews pause`` or ``emews stop`` holds back new work."""
         state = self.control.current()
         if state == "stopped" and not self.stop_reason:
-            self.stop_reason = "stopped on request (emews stop)"
+            self.stop_reason = self.control.reason
             self._cancel_waiting(f"cancelled: {self.stop_reason}")
         return state != "running"
 

@@ -412,7 +412,7 @@ def run_master(expdir, cfg, pool):
                         requeue=[(row["id"], row["params"], row["attempt"]) for row in requeue],
                         known=told.values() if restore else (),
                         first_seq=settings["put_base"] if restore else store.next_seq(),
-                        control=Control(expdir))
+                        control=Control.of_job(expdir))
         eqpy.init(module if classic else "emews.me")
         try:
             final = master.run(str(expdir / "settings.json"))

@@ -12,6 +12,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -52,8 +53,8 @@ def start(tmp_path, gate):
     """Start ``python -m emews ARGS`` in the background, in its own session."""
     started = []
 
-    def run(*args):
-        env = dict(os.environ, PYTHONPATH=str(SUPPORT), EMEWS_TEST_GATE=str(gate))
+    def run(*args, env=None):
+        env = dict(os.environ, PYTHONPATH=str(SUPPORT), EMEWS_TEST_GATE=str(gate), **(env or {}))
         process = subprocess.Popen([sys.executable, "-m", "emews", *map(str, args)],
                                    cwd=tmp_path, env=env, stdout=subprocess.PIPE,
                                    stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -289,3 +290,31 @@ def test_seed_in_the_algorithm_table_is_one_clear_line(study, emews_cli, tmp_pat
     assert done.returncode == 2
     assert done.stderr.strip().endswith("[algorithm].seed: is a setting of [study], not of "
                                         "[algorithm], got 3")
+
+
+@pytest.mark.slow
+def test_a_job_near_its_walltime_drains_stores_every_result_and_the_next_job_resumes(
+        study, start, gate, tmp_path, emews_cli):
+    path = study(system={"procs": 3, "progress_interval": 60},
+                 study={"budget": 6, "seed": 5, "objective": "fault_me:gated"})
+    drain_at = time.time() + 2.0
+    job = start("run", path, env={"EMEWS_DRAIN_AT": str(drain_at)})
+    wait_until(lambda: len(list(gate.glob("pid-*"))) == 2, "both workers in their runs")
+    wait_until(lambda: time.time() > drain_at + 0.2, "the drain time")
+    (gate / "go").touch()  # the runs in flight finish after the drain time
+    out, err = job.communicate(timeout=120)
+    assert job.returncode == 0, err
+    assert "stopped: the job's walltime is about to run out; the next job resumes the study" \
+        in out
+    expdir = only_expdir(tmp_path)
+    assert [row["status"] for row in rows_of(expdir)] == ["done", "done"]  # nothing new started
+    resumed = emews_cli("run", "--resume", expdir, env=gated_env(gate))
+    assert resumed.returncode == 0, resumed.stderr
+    assert [row["status"] for row in rows_of(expdir)] == ["done"] * 6
+
+
+def test_a_batch_script_drains_a_margin_before_its_walltime(study, emews_cli):
+    path = study(study={"budget": 3, "objective": "toy_models:quadratic"})
+    shown = emews_cli("submit", path, "--site", "slurm", "--dry-run", "--walltime", "00:10:00")
+    assert shown.returncode == 0, shown.stderr
+    assert "export EMEWS_DRAIN_AT=$(( $(date +%s) + 540 ))" in shown.stdout.splitlines()

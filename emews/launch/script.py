@@ -85,6 +85,10 @@ def render(job):
     elif site.langs_app:
         lines.append(f"export EMEWS_LANGS_APP=${{EMEWS_LANGS_APP:-"
                      f"{shlex.quote(str(Path(job.expdir) / 'langs-app.sh'))}}}")
+    seconds = walltime_seconds(job.walltime) if job.walltime else None
+    if seconds:  # the study drains (takes no new work) this long before the walltime ends
+        lines.append(f"export EMEWS_DRAIN_AT=$(( $(date +%s) + {seconds - drain_margin(seconds)}"
+                     " ))")
     lines.append(f"cd {shlex.quote(str(job.expdir))}")
     lines.append(shlex.join(launch_command(job)))
     return "\n".join(lines) + "\n"
@@ -170,6 +174,12 @@ def _pairs(table):
 def _hms(seconds):
     hours, rest = divmod(seconds, 3600)
     return f"{hours:02d}:{rest // 60:02d}:{rest % 60:02d}"
+
+
+def drain_margin(seconds):
+    """How long before a walltime of ``seconds`` the study stops taking new work: a tenth of
+    it, between 30 s and 10 minutes (and never more than half of it)."""
+    return int(min(max(seconds / 10, 30), 600, seconds / 2))
 
 
 def launch_command(job):
