@@ -318,3 +318,21 @@ def test_a_batch_script_drains_a_margin_before_its_walltime(study, emews_cli):
     shown = emews_cli("submit", path, "--site", "slurm", "--dry-run", "--walltime", "00:10:00")
     assert shown.returncode == 0, shown.stderr
     assert "export EMEWS_DRAIN_AT=$(( $(date +%s) + 540 ))" in shown.stdout.splitlines()
+
+
+def test_pool_jobs_are_submitted_for_a_served_study_only(study, emews_cli, tmp_path):
+    path = study(study={"budget": 3, "objective": "toy_models:quadratic"})
+    assert emews_cli("run", path, "--set", "system.pool='inprocess'").returncode == 0
+    expdir = only_expdir(tmp_path)
+    refused = emews_cli("submit", "--resume", expdir, "--site", "slurm", "--pools", "2",
+                        "--dry-run")
+    assert refused.returncode == 2 and "--pools: needs --resume EXPDIR of a study that emews " \
+        "serve runs" in refused.stderr
+    (expdir / "service.json").write_text('{"address": "tcp://127.0.0.1:1"}')
+    shown = emews_cli("submit", "--resume", expdir, "--site", "slurm", "--pools", "2",
+                      "--walltime", "00:10:00", "--dry-run")
+    assert shown.returncode == 0, shown.stderr
+    launches = [line for line in shown.stdout.splitlines() if " -m emews " in line]
+    assert len(launches) == 2 and all(line.endswith(f"-m emews pool {expdir} --walltime 540")
+                                      for line in launches)
+    assert "--dependency" not in shown.stdout and "EMEWS_DRAIN_AT" not in shown.stdout

@@ -124,3 +124,4 @@ def test_each_worker_records_the_gpu_the_site_binds_it_to(submit, study, slurm, 
     assert first_line == ("emews: rank 1 GPUs (ROCR_VISIBLE_DEVICES, 2 per node): "
                           "ROCR_VISIBLE_DEVICES=1")
     assert json.loads((expdir / "config.json").read_text())["system"]["gpus_per_node"] == 2
+

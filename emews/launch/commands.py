@@ -25,6 +25,9 @@ def add_parsers(commands):
     submit.add_argument("--data-dir", help="CANDLE_DATA_DIR: where experiments are made")
     submit.add_argument("--chain", type=int, default=0, metavar="N",
                         help="queue N follow-up jobs, each resuming the study after the last")
+    submit.add_argument("--pools", type=int, default=0, metavar="K",
+                        help="submit K pool jobs (emews pool) for the study in --resume EXPDIR "
+                        "that emews serve runs")
     submit.add_argument("--dry-run", action="store_true",
                         help="print the batch script(s); make and submit nothing")
     submit.add_argument("--set", action="append", default=[], metavar="TABLE.KEY=VALUE",
@@ -58,7 +61,8 @@ def run_submit(args):
         value = getattr(args, option)
         if value is not None:
             overrides[dotted] = value
-    submit(args.config or None, args.site, overrides, args.resume, args.chain, args.dry_run)
+    submit(args.config or None, args.site, overrides, args.resume, args.chain, args.dry_run,
+           pools=args.pools)
     return 0
 
 

@@ -38,8 +38,9 @@ class Job:
     walltime: str | None = None
     queue: str | None = None
     project: str | None = None
-    index: int = 0          # 0: the first job; 1..N: follow-ups (--chain)
+    index: int = 0          # 0: the first job; 1..N: follow-ups (--chain) or pools (--pools)
     after: str | None = None  # the job id this one waits for
+    pool: bool = False      # a pool job for a served study (emews pool), not the study itself
 
     @property
     def nodes(self):
@@ -86,7 +87,7 @@ def render(job):
         lines.append(f"export EMEWS_LANGS_APP=${{EMEWS_LANGS_APP:-"
                      f"{shlex.quote(str(Path(job.expdir) / 'langs-app.sh'))}}}")
     seconds = walltime_seconds(job.walltime) if job.walltime else None
-    if seconds:  # the study drains (takes no new work) this long before the walltime ends
+    if seconds and not job.pool:  # the study drains (takes no new work) this long before the walltime ends
         lines.append(f"export EMEWS_DRAIN_AT=$(( $(date +%s) + {seconds - drain_margin(seconds)}"
                      " ))")
     lines.append(f"cd {shlex.quote(str(job.expdir))}")
@@ -195,6 +196,11 @@ def launch_command(job):
         command = [site.launcher_command or "jsrun", "-n", procs]
     else:
         command = [site.launcher_command or "aprun", "-n", procs, "-N", ppn]
+    if job.pool:
+        seconds = walltime_seconds(job.walltime) if job.walltime else None
+        drain = ["--walltime", str(seconds - drain_margin(seconds))] if seconds else []
+        return [*command, *site.launcher_args, job.python, "-m", "emews", "pool",
+                str(job.expdir), *drain]
     return [*command, *site.launcher_args, job.python, "-m", "emews", "run", "--resume",
             str(job.expdir)]
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from .. import config as configuration
 from .. import experiment, study
 from ..errors import ConfigError, EmewsError
+from ..service.keys import SERVICE_FILE
 from . import script as scripts
 from . import site as sites
 
@@ -37,8 +38,11 @@ SITE_DEFAULTS = {"ppn": lambda s: s.ppn, "walltime": lambda s: s.batch.get("wall
 
 
 def submit(config, site_name, overrides=None, resume=None, chain=0, dry_run=False,
-           stream=None):
+           stream=None, pools=0):
     """Submit the study of ``config`` (or the experiment ``resume``) on site ``site_name``.
+
+    With ``pools`` = K, submit K pool jobs (``emews pool``) for the study ``resume`` that
+    ``emews serve`` runs elsewhere, instead of the study itself.
 
     ``overrides`` maps ``"table.key"`` to values (the command line). Returns the record written
     to ``EXPDIR/submit.json`` (with ``dry_run``: the rendered scripts, and nothing is made).
@@ -51,28 +55,39 @@ def submit(config, site_name, overrides=None, resume=None, chain=0, dry_run=Fals
         raise ConfigError("--chain", f"needs a scheduler with job dependencies "
                           f"{sorted(scripts.DEPENDENCY)}; site {site.name} has "
                           f"{site.scheduler!r}", chain, show_value=False)
+    if pools and (chain or not resume or not (Path(resume) / SERVICE_FILE).is_file()):
+        raise ConfigError("--pools", "needs --resume EXPDIR of a study that emews serve runs "
+                          "(its service.json), and no --chain", pools, show_value=False)
     overrides = _with_site_defaults(config, site, dict(overrides or {}), resume)
-    planned = _plan(config, site, overrides, resume, chain)  # bad input: before anything is made
+    planned = _plan(config, site, overrides, resume, chain, pools)  # bad input: before anything is made
     if dry_run:
         texts = [scripts.render(job) for job in planned]
         print("\n".join(texts), end="", file=stream, flush=True)
         return {"dry_run": True, "scripts": texts}
     _require_scheduler(site)
     executor = _psij() if site.scheduler != "local" else None
-    expdir, lock = study.prepare(config, overrides, resume)
-    try:
+    if pools:  # the served study is not prepared again: the service holds its lock
+        expdir, lock = Path(resume).resolve(), None
         cfg = study.load_experiment(expdir)
+        cfg.system.update({k.split(".", 1)[1]: v for k, v in overrides.items()
+                           if k.startswith("system.")})
+    else:
+        expdir, lock = study.prepare(config, overrides, resume)
+    try:
+        cfg = cfg if pools else study.load_experiment(expdir)
         record = _read_record(expdir)
         first = len(record["jobs"])
-        jobs = [_job(cfg, site, expdir, first + i) for i in range(chain + 1)]
+        jobs = [_job(cfg, site, expdir, first + i, pools > 0) for i in range(max(pools,
+                                                                                chain + 1))]
         if site.langs_app and not site.langs_app_file:
             (expdir / "langs-app.sh").write_text(scripts.langs_app(site))
     finally:
-        lock.release()  # the job's own ``emews run --resume`` takes it
+        if lock is not None:
+            lock.release()  # the job's own ``emews run --resume`` takes it
     record["site"] = {"name": site.name, "path": str(site.path), "scheduler": site.scheduler}
     after = None
     for job in jobs:
-        job.after = after
+        job.after = None if job.pool else after
         job.script.write_text(scripts.render(job))
         entry = {"index": job.index, "script": str(job.script), "stdout": str(job.stdout),
                  "stderr": str(job.stderr), "after": after, "time": time.time()}
@@ -108,7 +123,7 @@ def _with_site_defaults(config, site, overrides, resume):
     return overrides
 
 
-def _plan(config, site, overrides, resume, chain):
+def _plan(config, site, overrides, resume, chain, pools=0):
     """The jobs as they would be: the configuration validated, ``EXPnnn`` for a new study, and
     ``<job K>`` for the ids of jobs not yet submitted."""
     if resume:
@@ -123,13 +138,13 @@ def _plan(config, site, overrides, resume, chain):
         expdir = Path(cfg.study["data_dir"]) / cfg.study["name"] / "EXPnnn"
     first = len(_read_record(expdir)["jobs"]) if resume else 0
     jobs = []
-    for index in range(first, first + chain + 1):
-        jobs.append(_job(cfg, site, expdir, index))
-        jobs[-1].after = f"<job {index - 1}>" if index > first else None
+    for index in range(first, first + max(pools, chain + 1)):
+        jobs.append(_job(cfg, site, expdir, index, pools > 0))
+        jobs[-1].after = f"<job {index - 1}>" if index > first and not pools else None
     return jobs
 
 
-def _job(cfg, site, expdir, index):
+def _job(cfg, site, expdir, index, pool=False):
     system = cfg.system
     procs = system["procs"]
     ppn = min(system["ppn"] or site.ppn or procs, procs)
@@ -141,7 +156,7 @@ def _job(cfg, site, expdir, index):
         if value is not None and not sites.WORD.match(value):
             raise ConfigError(cfg.where("system", key), sites.WORD_RULE, value)
     return scripts.Job(site, Path(expdir), cfg.study["name"], procs, ppn, walltime,
-                       system["queue"], system.get("project"), index)
+                       system["queue"], system.get("project"), index, pool=pool)
 
 
 def _require_scheduler(site):
