@@ -145,20 +145,13 @@ def main(argv=None):
 
 
 def _run(args):
-    from .config import parse_override
+    from .config import command_overrides
     from .study import execute_prepared, run
 
     if args.execute:
         result = execute_prepared(args.execute)
         return EXIT_FAILED if result is not None and result.all_failed else 0
-    if not args.config and not args.resume:
-        raise ConfigError("emews run", "needs a CONFIG file or --resume EXPDIR", None,
-                          show_value=False)
-    overrides = dict(parse_override(text) for text in args.set)
-    for option, dotted in SHORTCUTS.items():
-        value = getattr(args, option)
-        if value is not None:
-            overrides[dotted] = value
+    overrides = command_overrides("emews run", args, SHORTCUTS)
     if args.no_limit:
         overrides["study.no_limit"] = True
     result = run(args.config or None, overrides, args.resume)
@@ -175,17 +168,12 @@ def _run(args):
 
 
 def _serve(args):
-    from .config import parse_override
+    from .config import command_overrides
     from .service import serve
 
-    if not args.config and not args.resume:
-        raise ConfigError("emews serve", "needs a CONFIG file or --resume EXPDIR", None,
-                          show_value=False)
-    overrides = dict(parse_override(text) for text in args.set)
-    for option, dotted in (("bind", "service.bind"), ("port", "service.port"),
-                           ("lease", "service.lease"), ("budget", "study.budget")):
-        if getattr(args, option) is not None:
-            overrides[dotted] = getattr(args, option)
+    overrides = command_overrides("emews serve", args, {
+        "bind": "service.bind", "port": "service.port", "lease": "service.lease",
+        "budget": "study.budget"})
     result = serve(args.config or None, overrides, args.resume)
     return EXIT_FAILED if result.all_failed else 0
 

@@ -291,3 +291,17 @@ def parse_override(text):
     except tomllib.TOMLDecodeError:
         value = raw
     return key.strip(), value
+
+
+def command_overrides(command, args, shortcuts):
+    """The overrides a study command's arguments make: every ``--set TABLE.KEY=VALUE``, then
+    each option of ``shortcuts`` (``{option: "table.key"}``) that was given. A command with
+    neither a CONFIG file nor ``--resume`` is a ConfigError."""
+    if not args.config and not args.resume:
+        raise ConfigError(command, "needs a CONFIG file or --resume EXPDIR", None,
+                          show_value=False)
+    overrides = dict(parse_override(text) for text in args.set)
+    for option, dotted in shortcuts.items():
+        if getattr(args, option) is not None:
+            overrides[dotted] = getattr(args, option)
+    return overrides

@@ -1,7 +1,5 @@
 """The ``emews submit`` and ``emews site`` subcommands (their parsers and what they do)."""
 
-from ..errors import ConfigError
-
 SUBMIT_SHORTCUTS = {"procs": "system.procs", "ppn": "system.ppn", "walltime": "system.walltime",
                     "queue": "system.queue", "project": "system.project",
                     "budget": "study.budget", "name": "study.name",
@@ -50,17 +48,10 @@ def add_parsers(commands):
 
 def run_submit(args):
     """``emews submit``: returns the exit status."""
-    from ..config import parse_override
+    from ..config import command_overrides
     from .submit import submit
 
-    if not args.config and not args.resume:
-        raise ConfigError("emews submit", "needs a CONFIG file or --resume EXPDIR", None,
-                          show_value=False)
-    overrides = dict(parse_override(text) for text in args.set)
-    for option, dotted in SUBMIT_SHORTCUTS.items():
-        value = getattr(args, option)
-        if value is not None:
-            overrides[dotted] = value
+    overrides = command_overrides("emews submit", args, SUBMIT_SHORTCUTS)
     submit(args.config or None, args.site, overrides, args.resume, args.chain, args.dry_run,
            pools=args.pools)
     return 0
