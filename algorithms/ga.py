@@ -56,7 +56,7 @@ import math
 import random
 from pathlib import Path
 
-from emews.algorithm import (Algorithm, check_choice, check_number, check_text, is_failure,
+from emews.core.algorithm import (Algorithm, check_choice, check_number, check_text, is_failure,
                              optional_import, pack_state, point_key, unpack_state)
 from emews.errors import ConfigError
 from emews.space import Categorical, Logical, Ordered

@@ -24,7 +24,7 @@ Design choices (mlrMBO's defaults unless said otherwise):
   Efron (2014), as mlr's ``se.method = "jackknife"``, without the Monte-Carlo bias correction
   (which can turn the variance negative with few trees; the uncorrected one errs towards
   exploring); ``se_method = "bootstrap"`` uses the spread of the trees' predictions instead.
-* Failures and non-finite results are imputed as :func:`emews.algorithm.failure_value` (the
+* Failures and non-finite results are imputed as :func:`emews.core.algorithm.failure_value` (the
   worst value plus a tenth of the range), so the model steers away from them.
 * Infill criteria: ``cb`` (lower confidence bound mean - lambda * se; ``cb_lambda`` defaults to
   1 for purely numeric spaces and 2 otherwise) or ``ei`` (expected improvement).
@@ -52,7 +52,7 @@ Design choices (mlrMBO's defaults unless said otherwise):
 
 import numpy as np
 
-from emews.algorithm import (Algorithm, check_choice, check_number, failure_value,
+from emews.core.algorithm import (Algorithm, check_choice, check_number, failure_value,
                              optional_import, pack_state, point_key, unpack_state)
 from emews.space import Categorical, Logical, Ordered
 

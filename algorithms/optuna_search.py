@@ -30,7 +30,7 @@ import functools
 import importlib.util
 import warnings
 
-from emews.algorithm import (Algorithm, check_choice, check_flag, check_number, is_failure,
+from emews.core.algorithm import (Algorithm, check_choice, check_flag, check_number, is_failure,
                              optional_import, pack_state, point_key, unpack_state)
 from emews.errors import ConfigError
 from emews.space import Categorical, Logical, Ordered

@@ -27,7 +27,7 @@ the model would add 0.7 MB. The refit costs what one ``tell`` costs.
 
 Types: integers and floats (log scales as skopt's ``log-uniform`` prior), ordered values as an
 integer position, categorical and logical values as skopt categories. A failed or non-finite
-result is told as :func:`emews.algorithm.failure_value` of the values seen so far (the worst
+result is told as :func:`emews.core.algorithm.failure_value` of the values seen so far (the worst
 plus a tenth of their range; held back until there is a finite value), so the surrogate learns
 to avoid the region without being thrown off by infinities. Told points that
 were never asked for (a resumed run's history) are told the same way; they count towards
@@ -41,7 +41,7 @@ import warnings
 
 import numpy as np
 
-from emews.algorithm import (Algorithm, check_choice, check_flag, check_keywords, check_number,
+from emews.core.algorithm import (Algorithm, check_choice, check_flag, check_keywords, check_number,
                              check_table, failure_value, is_failure, optional_import,
                              pack_state, point_key, unpack_state)
 from emews.errors import ConfigError

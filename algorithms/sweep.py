@@ -7,7 +7,7 @@ with ``#`` are comments. When a search space is given, every point must belong t
 import json
 from pathlib import Path
 
-from emews.algorithm import Algorithm, check_text, pack_state, point_key, unpack_state
+from emews.core.algorithm import Algorithm, check_text, pack_state, point_key, unpack_state
 from emews.errors import ConfigError
 
 

@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from emews.algorithm import point_key
+from emews.core.algorithm import point_key
 
 from .common import REPO
 

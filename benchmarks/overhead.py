@@ -13,7 +13,7 @@ import numpy as np
 
 def measure(algorithm, observations, repeats):
     """Median ``ask(1)`` and ``tell`` seconds of ``algorithm`` with ``observations`` told."""
-    from emews.algorithm import load
+    from emews.core.algorithm import load
     from emews.models import analytic
     from emews.space import Space
 

@@ -4,7 +4,7 @@ Problems: Branin, Hartmann-6, Ackley-5, Rosenbrock-4, Levy-6 (:mod:`emews.models
 real ML objective, :func:`emews.models.digits.train` (an MLP on scikit-learn's digits, validation
 log-loss) on ``digits_space.json``.
 
-Ours run in-process through the ME driver's :class:`emews.me.Search` (``propose`` / ``tell``, one
+Ours run in-process through the ME driver's :class:`emews.core.me.Search` (``propose`` / ``tell``, one
 point at a time, as the peers' sequential loops): random, GA, GP (scikit-optimize under our
 plugin), Optuna TPE under our plugin and the model-based search (MBO), all with their defaults.
 The peers run their own loops: Optuna ``study.optimize`` with TPE and with random sampling, and
@@ -58,8 +58,8 @@ def problem(name, digits_epochs=None):
 
 def ours(algorithm, space, objective, seed, budget):
     """One of our algorithms (a registered name), one point at a time through ``Search``."""
-    from emews.algorithm import Stopper, load
-    from emews.me import Search
+    from emews.core.algorithm import Stopper, load
+    from emews.core.me import Search
 
     search = Search(load(algorithm)(space, seed=seed), Stopper(budget=budget))
     values = []

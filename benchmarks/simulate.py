@@ -1,7 +1,7 @@
 """Part 5, scale by simulation: the real master with 64 and 256 simulated workers.
 
-:class:`SimulatedPool` is a :class:`emews.pool.Pool` whose workers take simulated time. It drives
-the real :class:`emews.master.Master`, the real ME thread (the random algorithm, async or batch),
+:class:`SimulatedPool` is a :class:`emews.pools.base.Pool` whose workers take simulated time. It drives
+the real :class:`emews.core.master.Master`, the real ME thread (the random algorithm, async or batch),
 and the real SQLite store, on a virtual clock::
 
     virtual time = real time elapsed + idle time skipped
@@ -25,10 +25,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from emews import eqpy
-from emews.master import Master
+from emews.core import eqpy
+from emews.core.master import Master
 from emews.evaluate import Outcome
-from emews.pool import Pool
+from emews.pools.base import Pool
 from emews.store import Store
 
 from .common import utilization
@@ -104,7 +104,7 @@ def simulate(workers, tasks, duration, mode="async"):
                     "slots": workers, "stop": {"budget": tasks}}
         master = Master(pool, store, mode)
         started = time.perf_counter()
-        eqpy.init("emews.me")
+        eqpy.init("emews.core.me")
         master.run(json.dumps(settings))
         real = time.perf_counter() - started
         store.close()

@@ -188,7 +188,7 @@ def _pool(args):
 
 
 def _steer(args):
-    from .control import request
+    from .core.control import request
 
     request(args.expdir, args.state)
     print(f"emews: asked {args.expdir} to be {args.state}")

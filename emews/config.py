@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import ConfigError
-from .failure import ACTIONS as FAILURE_ACTIONS
+from .core.failure import ACTIONS as FAILURE_ACTIONS
 from .evaluate import CONTAINER_RUNTIMES, IMPLEMENTATIONS, RETURN_EPOCHS
 
 
@@ -138,7 +138,7 @@ class Config:
 
     @property
     def stop(self):
-        """The stopping rules (keyword arguments of :class:`emews.algorithm.Stopper`)."""
+        """The stopping rules (keyword arguments of :class:`emews.core.algorithm.Stopper`)."""
         return {k: self.study[k] for k in STOP_KEYS if self.study[k] is not None}
 
 

@@ -11,7 +11,7 @@ Files (:meth:`Space.from_file` picks the reader by extension, else by content):
   sigmas are read as Supervisor's ``ga_utils.py`` reads them, with ``int()``/``float()``, so a
   numeric string (``"sigma": "0.000495"``) is a number (an int bound that is not whole, which
   ``int()`` would truncate, is refused instead);
-* mlrMBO's R ``makeParamSet(...)`` (``.R`` files), read by :mod:`emews.rparamset` without
+* mlrMBO's R ``makeParamSet(...)`` (``.R`` files), read by :mod:`emews.supervisor.rparamset` without
   evaluating anything: numeric, integer, discrete (categorical) and logical parameters, and
   ``trafo`` functions. As in ParamHelpers, the search runs on ``x`` and the model receives
   ``trafo(x)``: an integer parameter with a trafo is a :class:`TransformedInt` (its values are
@@ -29,7 +29,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import rparamset
+from .supervisor import rparamset
 from .errors import ConfigError
 
 
@@ -444,7 +444,7 @@ def _constant(entry, name, where):
 
 
 def _r_param(spec):
-    """A parameter from one parsed ``make*Param`` call (see :mod:`emews.rparamset`)."""
+    """A parameter from one parsed ``make*Param`` call (see :mod:`emews.supervisor.rparamset`)."""
     where = f"{spec.where}: {spec.name}"
     if spec.kind == "logical":
         return Logical(spec.name)

@@ -28,16 +28,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import config as configuration
-from . import eqpy, experiment, gpus
-from .algorithm import Algorithm, Stopper, load
-from .control import Control
+from . import experiment
+from .core import eqpy
+from .core.algorithm import Algorithm, Stopper, load
+from .core.control import Control
+from .core.failure import FailurePolicy
+from .core.master import Master
 from .errors import ConfigError, EmewsError, Interrupted, Reported
-from .failure import FailurePolicy
-from .master import Master
 from .evaluate import Objective, Outcome
 from .evaluate.deathsig import set_death_signal
-from .pool import InProcessPool
-from .progress import TERMINAL_VARIABLE, Progress
+from .inspect.progress import TERMINAL_VARIABLE, Progress
+from .launch import gpus
+from .pools.base import InProcessPool
 from .space import Space
 from .store import Store, StudyLock
 from .store.lock import TOKEN_VARIABLE
@@ -350,7 +352,7 @@ def execute(expdir, comm):
     if rank > 0:
         return run_worker(expdir, cfg, comm, rank)
     if size > 1:
-        from .mpi_pool import MPIPool
+        from .pools.mpi import MPIPool
 
         pool = MPIPool(comm, cfg.system["slots_per_worker"])
     else:
@@ -367,7 +369,7 @@ def execute(expdir, comm):
 
 def run_worker(expdir, cfg, comm, rank, label=None):
     """Rank ``rank`` >= 1: evaluate what rank 0 sends; output to ``out/out-[LABEL-]RANK.txt``."""
-    from .mpi_pool import redirect_output, serve
+    from .pools.mpi import redirect_output, serve
 
     redirect_output(expdir / "out" / f"out-{label + '-' if label else ''}{rank}.txt")
     gpus.assign(rank, cfg.system["gpus_per_node"], cfg.system["cuda_offset"])
@@ -413,7 +415,7 @@ def run_master(expdir, cfg, pool):
                         known=told.values() if restore else (),
                         first_seq=settings["put_base"] if restore else store.next_seq(),
                         control=Control.of_job(expdir))
-        eqpy.init(module if classic else "emews.me")
+        eqpy.init(module if classic else "emews.core.me")
         try:
             final = master.run(str(expdir / "settings.json"))
         except (KeyboardInterrupt, Interrupted) as exc:

@@ -1,6 +1,6 @@
 """Testing aids for algorithm authors: a driver harness and the conformance suite.
 
-:func:`drive` runs the real ME driver (:mod:`emews.me`) on the EQ/Py queues and plays the
+:func:`drive` runs the real ME driver (:mod:`emews.core.me`) on the EQ/Py queues and plays the
 evaluating side on the calling thread with a Python function, so an algorithm is tested exactly
 as a study runs it, without a pool or a store. In async mode it answers one point at a time,
 picked at random (seeded) among those in flight, so results come back out of order.
@@ -20,10 +20,10 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import eqpy
-from .algorithm import point_key
+from .core import eqpy
+from .core.algorithm import point_key
 from .errors import MEAborted
-from .me import build_algorithm
+from .core.me import build_algorithm
 from .space import Space
 from .store import Store
 
@@ -70,8 +70,8 @@ class Run:
 
 
 def drive(settings, objective, completion_seed=0):
-    """Run :mod:`emews.me` with ``settings``, evaluating ``objective(point)`` on this thread."""
-    thread = eqpy.init("emews.me")
+    """Run :mod:`emews.core.me` with ``settings``, evaluating ``objective(point)`` on this thread."""
+    thread = eqpy.init("emews.core.me")
     order = random.Random(completion_seed)
     batch = settings.get("mode", "batch") == "batch"
     run, in_flight, next_index = Run(), [], 0

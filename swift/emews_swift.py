@@ -1,7 +1,7 @@
 """What workflow.swift's python_persist calls run: the store on the ME's rank, the outcome on a
 worker's. workflow.sh puts this directory on PYTHONPATH.
 
-The resident ME rank (one interpreter, kept by python_persist, holding emews.eqpy's queues and
+The resident ME rank (one interpreter, kept by python_persist, holding emews.core.eqpy's queues and
 the ME's thread) keeps the experiment's store, ``$TURBINE_OUTPUT/results.db``, as the master of
 ``emews run`` does::
 
@@ -33,10 +33,10 @@ import sys
 import time
 from pathlib import Path
 
-import emews.eqpy as eqpy
+import emews.core.eqpy as eqpy
 from emews import experiment
 from emews.evaluate import Outcome, from_env
-from emews.mpi_pool import redirect_output
+from emews.pools.mpi import redirect_output
 from emews.store import Store
 
 

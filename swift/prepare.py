@@ -1,4 +1,4 @@
-"""Prepare a Swift/T run of emews.me: check its settings, then make its experiment directory.
+"""Prepare a Swift/T run of emews.core.me: check its settings, then make its experiment directory.
 
 Usage (workflow.sh runs it)::
 
@@ -20,9 +20,9 @@ import sys
 from pathlib import Path
 
 from emews import evaluate, experiment
-from emews.algorithm import load
+from emews.core.algorithm import load
 from emews.errors import ConfigError, EmewsError
-from emews.me import build_algorithm
+from emews.core.me import build_algorithm
 from emews.store import Store
 
 
@@ -50,7 +50,7 @@ def read_settings(path):
 
 
 def check_algorithm(settings, path):
-    """Build the algorithm once, as emews.me will; errors name the settings file."""
+    """Build the algorithm once, as emews.core.me will; errors name the settings file."""
     load(settings["algorithm"], f"{path}: algorithm")
     try:
         build_algorithm(settings)

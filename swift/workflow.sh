@@ -5,7 +5,7 @@
 #
 #   SITE      a site file: sites/NAME.sh (give NAME) or a path. Machine settings:
 #             MACHINE (swift-t -m; empty: run here), PROCS, PPN, WALLTIME, QUEUE, PROJECT.
-#   SETTINGS  emews.me's settings, JSON: algorithm, options, space, seed, batch_size, stop.
+#   SETTINGS  emews.core.me's settings, JSON: algorithm, options, space, seed, batch_size, stop.
 #   CONFIG    optional shell file of model settings: MODEL_NAME, MODEL_RETURN,
 #             CANDLE_MODEL_IMPL, EMEWS_OBJECTIVE, EMEWS_APP, APP_PYTHONPATH, CANDLE_DATA_DIR.
 #

@@ -1,7 +1,7 @@
 /*
    workflow.swift: the EMEWS inversion-of-control loop, in batch mode.
 
-   The model-exploration algorithm (ME, by default emews.me running an ask/tell algorithm)
+   The model-exploration algorithm (ME, by default emews.core.me running an ask/tell algorithm)
    runs in a daemon thread on the resident rank RESIDENT_WORK_RANKS and thinks it is in
    control. emews_swift.next_message(), on that rank, reads its messages (emews_swift.py):
 
@@ -14,7 +14,7 @@
 
    No argument: every setting comes from the environment (workflow.sh sets them all):
    TURBINE_OUTPUT (the experiment directory), RESIDENT_WORK_RANKS, MODEL_NAME, EMEWS_EXP_ID,
-   EMEWS_ME (a classic EQ/Py module; default emews.me). Paths never pass through Tcl's argv,
+   EMEWS_ME (a classic EQ/Py module; default emews.core.me). Paths never pass through Tcl's argv,
    which breaks on quotes and spaces.
 */
 
@@ -48,7 +48,7 @@ main
 {
   location ME = locationFromRank(me_rank);
   string package = me_package;
-  if (package == "") { start(ME, "emews.me"); } else { start(ME, package); }
+  if (package == "") { start(ME, "emews.core.me"); } else { start(ME, package); }
 }
 
 /* Start the ME package on its rank, answer it until it ends. */

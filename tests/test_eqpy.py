@@ -6,7 +6,7 @@ import types
 
 import pytest
 
-from emews import eqpy
+from emews.core import eqpy
 
 from conftest import SUPPORT
 

@@ -9,7 +9,7 @@ import pytest
 import emews
 from emews import config as configuration
 from emews.errors import ConfigError, StudyAborted
-from emews.failure import FailurePolicy
+from emews.core.failure import FailurePolicy
 from emews.evaluate import Outcome
 from emews.store import Store
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from emews import gpus
+from emews.launch import gpus
 
 
 @pytest.mark.parametrize("rank, per_node, offset, expected", [

@@ -2,9 +2,9 @@
 
 import json
 
-from emews.algorithm import Stopper
+from emews.core.algorithm import Stopper
 from emews.algorithms.sweep import Sweep
-from emews.me import Search
+from emews.core.me import Search
 
 A, B, C = {"x": 1}, {"x": 2}, {"x": 3}
 

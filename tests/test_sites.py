@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from emews import gpus
+from emews.launch import gpus
 from emews.launch import site as sites
 
 SITES = sites.shipped_sites()

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from emews.algorithm import load
+from emews.core.algorithm import load
 from emews.errors import ConfigError
 from emews.space import (Categorical, Constant, Float, Int, Logical, Ordered, Space,
                          TransformedFloat, TransformedInt)

@@ -49,7 +49,7 @@ def run(task, functions):
     try:
         function = functions.get(task["objective"])
         if function is None:
-            from ..algorithm import import_dotted
+            from ..core.algorithm import import_dotted
 
             function = functions[task["objective"]] = import_dotted(task["objective"],
                                                                     "[study].objective")

@@ -10,7 +10,7 @@ interpreter: microseconds per call, but no timeout or cancel, and a crash kills 
 import threading
 import traceback
 
-from ..algorithm import import_dotted
+from ..core.algorithm import import_dotted
 from ..errors import ConfigError
 from .base import EvaluationFailed, Implementation, _current_run
 from .isolated import Nanny

@@ -129,7 +129,7 @@ def _introduce(target, keys, walltime, give_up, workdir, comm):
     """Rank 0: connect, say hello, and learn the study: ``(attachment, study)``."""
     import os
 
-    from ..mpi_pool import MPIPool
+    from ..pools.mpi import MPIPool
     from .attach import Attachment
 
     if str(target).startswith("tcp://"):

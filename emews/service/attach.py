@@ -3,7 +3,7 @@
 ::
 
     service <--want/results/heartbeat-- rank 0 (this module) --TASKS--> ranks 1..N-1
-            --tasks/ack/stop/drain-->          (an MPIPool)  <-RESULT--  (emews.mpi_pool.serve)
+            --tasks/ack/stop/drain-->          (an MPIPool)  <-RESULT--  (emews.pools.mpi.serve)
 
 Rank 0 asks the service for as many tasks as its workers have free slots, hands them to its
 workers, and sends every result back until the service acknowledges it (a result is re-sent
@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from ..errors import EmewsError
-from ..pool import Backoff, Task
+from ..pools.base import Backoff, Task
 from . import protocol
 
 POLL_MS = 50

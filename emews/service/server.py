@@ -1,4 +1,4 @@
-"""The study service's side of remote pools: a :class:`~emews.pool.Pool` over a zmq ROUTER.
+"""The study service's side of remote pools: a :class:`~emews.pools.base.Pool` over a zmq ROUTER.
 
 ::
 
@@ -20,7 +20,7 @@ import logging
 import time
 
 from ..evaluate import Outcome
-from ..pool import Backoff, Pool, Task
+from ..pools.base import Backoff, Pool, Task
 from . import protocol
 
 log = logging.getLogger("emews.service")

@@ -1,11 +1,11 @@
-"""Helpers of emews.algorithm that algorithms share: extras, option checks, failure values."""
+"""Helpers of emews.core.algorithm that algorithms share: extras, option checks, failure values."""
 
 import math
 import sys
 
 import pytest
 
-from emews.algorithm import check_keywords, check_number, failure_value, optional_import
+from emews.core.algorithm import check_keywords, check_number, failure_value, optional_import
 from emews.algorithms.ga import GA
 from emews.algorithms.mbo import MBO
 from emews.algorithms.optuna_search import OptunaSearch

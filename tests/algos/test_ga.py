@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from emews.algorithm import point_key
+from emews.core.algorithm import point_key
 from emews.algorithms.ga import FAILED_FITNESS, GA, SteadyStateGA, mutate_gene
 from emews.errors import ConfigError
 from emews.space import Categorical, Float, Int, Logical, Ordered, Space

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from emews.algorithm import load
+from emews.core.algorithm import load
 from emews.algorithms.mbo import MBO
 from emews.algorithms.optuna_search import OptunaSearch
 from emews.errors import ConfigError

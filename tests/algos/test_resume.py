@@ -5,7 +5,7 @@ import json
 import pytest
 
 import emews
-from emews.algorithm import point_key
+from emews.core.algorithm import point_key
 from emews.models import analytic
 from emews.testing import experiment_rows
 

@@ -11,7 +11,7 @@ import time
 from mpi4py import MPI
 
 from emews.evaluate import Objective
-from emews.mpi_pool import CANCEL, RESULT, TASKS, serve
+from emews.pools.mpi import CANCEL, RESULT, TASKS, serve
 
 comm = MPI.COMM_WORLD
 directory = sys.argv[1]

@@ -6,8 +6,8 @@ import sys
 
 from mpi4py import MPI
 
-from emews.mpi_pool import RESULT, TASKS, MPIPool
-from emews.pool import Task
+from emews.pools.mpi import RESULT, TASKS, MPIPool
+from emews.pools.base import Task
 
 comm = MPI.COMM_WORLD
 fifo = sys.argv[1]

@@ -2,7 +2,7 @@
 
 import json
 
-from emews.algorithm import Algorithm
+from emews.core.algorithm import Algorithm
 from emews.evaluate import current_run
 
 # Labels that broke the classic EQPy_put, or that might break a careless quoting.

@@ -1,4 +1,4 @@
-from emews.algorithm import Algorithm
+from emews.core.algorithm import Algorithm
 
 
 class BestPerturbation(Algorithm):

@@ -1,4 +1,4 @@
-"""The ME driver: runs an ask/tell :class:`~emews.algorithm.Algorithm` on the ME thread.
+"""The ME driver: runs an ask/tell :class:`~emews.core.algorithm.Algorithm` on the ME thread.
 
 It is itself an EQ/Py ME module (``run()``), so the Python master and Swift/T's workflow drive
 it the same way. After the ``Params`` handshake it reads the settings file (JSON, written by
@@ -10,7 +10,7 @@ it the same way. After the ``Params`` handshake it reads the settings file (JSON
 
 Settings keys: ``algorithm``, ``options``, ``space`` (a space-file path or a GA JSON list),
 ``seed``, ``mode``, ``slots``, ``batch_size``, ``stop`` (keyword arguments of
-:class:`~emews.algorithm.Stopper`), ``history`` (``[point, value]`` pairs of a resumed run,
+:class:`~emews.core.algorithm.Stopper`), ``history`` (``[point, value]`` pairs of a resumed run,
 ``null`` for a failure)
 ``pending`` (points that were running when that run was killed) and ``checkpoint``
 (``store``, ``name``, ``restore``): in batch mode the driver saves the algorithm's state and its
@@ -25,7 +25,7 @@ import math
 
 from . import eqpy
 from .algorithm import Stopper, load, point_key
-from .space import Space
+from ..space import Space
 
 
 def run():
@@ -208,7 +208,7 @@ class Checkpoint:
     """The search's checkpoint in the study's store (a connection of the ME thread's own)."""
 
     def __init__(self, store_path, name):
-        from .store import Store
+        from ..store import Store
 
         self.store, self.name = Store(store_path, create=False), name
 

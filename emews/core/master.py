@@ -10,7 +10,7 @@
 
 The master never waits on the ME alone: while the ME thinks, it keeps collecting results,
 storing them at once and refilling free workers from points already proposed. Each result goes
-through the failure policy (:mod:`emews.failure`): a failed point may run again as its next
+through the failure policy (:mod:`emews.core.failure`): a failed point may run again as its next
 attempt (``RUNnnnnnn-2``, ...), be told to the ME as failed (NaN or a penalty), or end the study
 (its in-flight evaluations are then cancelled, and whatever still arrives is stored).
 
@@ -18,7 +18,7 @@ The master also enforces the study's limits (budget, time, target, ...) on any M
 EQ/Py module included: it never starts more evaluations than the budget allows and ends the
 study with the reason once a limit is reached and nothing more can be answered.
 
-``emews pause``, ``unpause`` and ``stop`` (:mod:`emews.control`) hold back new work, hand it
+``emews pause``, ``unpause`` and ``stop`` (:mod:`emews.core.control`) hold back new work, hand it
 out again, or end the study once what runs has finished.
 
 In ``batch`` mode the master answers a message of points once all of them are evaluated, with
@@ -33,9 +33,9 @@ import time
 from . import eqpy
 from .algorithm import Stopper, point_key
 from .control import Control
-from .errors import MEAborted, ProtocolError, StudyAborted
+from ..errors import MEAborted, ProtocolError, StudyAborted
 from .failure import Decision, FailurePolicy
-from .pool import Backoff, Task
+from ..pools.base import Backoff, Task
 
 CANCEL_GRACE = 30.0
 CONTROL_POLL = 0.2   # seconds between looks at control.json while paused with nothing running
@@ -44,7 +44,7 @@ CONTROL_POLL = 0.2   # seconds between looks at control.json while paused with n
 class Master:
     """Runs one study's message loop on rank 0.
 
-    ``limits`` is a :class:`~emews.algorithm.Stopper` holding the study's stopping rules (with
+    ``limits`` is a :class:`~emews.core.algorithm.Stopper` holding the study's stopping rules (with
     the evaluations of earlier runs already counted). A resumed study passes what earlier runs
     left: ``requeue`` lists the points they left unfinished, as ``(id, params, attempt)``: when
     the ME proposes one of them again, it runs as that point's next attempt instead of a new

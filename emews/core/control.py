@@ -19,7 +19,7 @@ import os
 import time
 from pathlib import Path
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 STATES = ("running", "paused", "stopped")
 CONTROL_FILE = "control.json"

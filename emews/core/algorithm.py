@@ -1,7 +1,7 @@
 """The ask/tell contract of search algorithms, how they are found, and when a search stops.
 
 An algorithm is a class constructed as ``cls(space, seed=None, **options)``, where ``options`` is
-the ``[algorithm]`` table of the study configuration. The ME driver (:mod:`emews.me`) calls
+the ``[algorithm]`` table of the study configuration. The ME driver (:mod:`emews.core.me`) calls
 ``ask`` and ``tell`` on the ME thread; the algorithm never sees queues, MPI or the store.
 
 Algorithms are found by name through the entry-point group ``emews.algorithms``, or by a dotted
@@ -22,7 +22,7 @@ from importlib.metadata import entry_points
 import numpy as np
 
 from . import eqpy  # noqa: F401 - binds the name ``eqpy`` for classic ME modules
-from .errors import ConfigError, PluginError
+from ..errors import ConfigError, PluginError
 
 ENTRY_POINT_GROUP = "emews.algorithms"
 

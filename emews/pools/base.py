@@ -6,7 +6,7 @@ slots are free, and ``collect`` to get finished tasks back::
     master --submit([Task, ...])--> pool --> workers run Objective.evaluate
     master <--collect()-- [(task, rank, Outcome), ...]
 
-:class:`emews.mpi_pool.MPIPool` spreads tasks over MPI ranks; :class:`InProcessPool` runs them on
+:class:`emews.pools.mpi.MPIPool` spreads tasks over MPI ranks; :class:`InProcessPool` runs them on
 threads of the calling process (notebooks, ``mpiexec -n 1``).
 """
 

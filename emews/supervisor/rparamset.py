@@ -35,7 +35,7 @@ import operator
 import re
 from dataclasses import dataclass
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 MAKERS = {  # maker: (kind, positional arguments, named-only arguments)
     "makeNumericParam": ("float", ("id", "lower", "upper"), ("default", "trafo")),

@@ -17,9 +17,9 @@ import collections
 import os
 import sys
 
-from .evaluate import Outcome
-from .evaluate.process import stop_on_signals
-from .pool import Backoff, Pool
+from ..evaluate import Outcome
+from ..evaluate.process import stop_on_signals
+from .base import Backoff, Pool
 
 TASKS, RESULT, CANCEL = 11, 12, 13
 DRAIN_MISSES = 2

@@ -13,7 +13,7 @@ the decision, the store keeps every finished attempt's status, reason and log ta
 import math
 from dataclasses import dataclass
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 ACTIONS = ("fail", "abort")
 

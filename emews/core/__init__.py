@@ -1,0 +1,14 @@
+"""The inversion-of-control core: the ME thread and the master that feeds the pool.
+
+::
+
+    algorithm (Algorithm ABC, plugins, stopping rules)
+        ^ asks/tells
+    me.py      the ME driver on its own thread
+        |  OUT_put / IN_get            (eqpy.py: the EQ/Py wire, two queues)
+    master.py  rank 0: hands points to a pool, commits results before the ME sees them
+        |  failure.py  retry / skip / abort per failed evaluation
+        |  control.py  pause, stop and walltime drain requests
+        v
+    emews.pools (MPI ranks, in-process threads) or emews.service (remote pools)
+"""

@@ -1,0 +1,1 @@
+"""CANDLE/Supervisor's own files: mlrMBO ``makeParamSet`` spaces (:mod:`.rparamset`)."""
