@@ -13,7 +13,7 @@ Settings keys: ``algorithm``, ``options``, ``space`` (a space-file path or a GA 
 :class:`~emews.core.algorithm.Stopper`), ``history`` (``[point, value]`` pairs of a resumed run,
 ``null`` for a failure)
 ``pending`` (points that were running when that run was killed) and ``checkpoint``
-(``store``, ``name``, ``restore``): in batch mode the driver saves the algorithm's state and its
+(``store``, ``name``, ``restore``), ``replicas`` (:func:`emews.core.replicas.wrap`): in batch mode the driver saves the algorithm's state and its
 own in the study's store after every tell, and a resumed study restores them (``put_base`` is
 then the number of points proposed before the checkpoint), so that a seeded search proposes
 exactly what an uninterrupted one would.
@@ -25,6 +25,7 @@ import math
 
 from . import eqpy
 from .algorithm import Stopper, load, point_key
+from .replicas import wrap as with_replicas
 from ..space import Space
 
 
@@ -52,7 +53,8 @@ def _read_settings(message):
 
 
 def build_algorithm(settings):
-    """Construct the algorithm the settings name, on the space they name."""
+    """Construct the algorithm the settings name, on the space they name (wrapped to evaluate
+    each point several times when the settings' ``replicas`` ask for it)."""
     space_spec = settings.get("space")
     if space_spec is None:
         space = None
@@ -61,7 +63,8 @@ def build_algorithm(settings):
     else:
         space = Space.from_ga_json(space_spec)
     cls = load(settings["algorithm"])
-    return cls(space, seed=settings.get("seed"), **settings.get("options", {}))
+    return with_replicas(cls(space, seed=settings.get("seed"), **settings.get("options", {})),
+                         settings.get("replicas"))
 
 
 class Search:
