@@ -15,9 +15,9 @@ Options: ``sampler`` (``tpe``, ``cmaes``, ``gp``, ``random``, ``qmc``) and the k
 that sampler's constructor that a configuration can set (:data:`SAMPLER_OPTIONS`: not ``seed``,
 which is the study's, nor those that take Python objects or that Optuna has made no-ops), each
 value checked by its rule; an option that the installed Optuna's sampler does not take (Optuna
-4.0's ``GPSampler`` has no ``warn_independent_sampling``) is refused by name. ``x0`` (CMA-ES's start) is a table of a value for every integer,
-float and ordered parameter, in the space's own values. Optuna's ``GPSampler`` needs PyTorch,
-which emews does not install.
+4.0's ``GPSampler`` has no ``warn_independent_sampling``) is refused by name. ``x0``
+(CMA-ES's start) is a table of a value for every integer, float and ordered parameter, in the
+space's own values. Optuna's ``GPSampler`` needs PyTorch, which emews does not install.
 
 ``state()`` pickles the study's in-memory storage (every trial, running ones included, and the
 samplers' own records, such as CMA-ES's optimizer) and the sampler (its random states), with

@@ -5,7 +5,6 @@ rewrites only that part.
 """
 
 import json
-import math
 import os
 import platform
 import socket

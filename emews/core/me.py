@@ -13,7 +13,7 @@ Settings keys: ``algorithm``, ``options``, ``space`` (a space-file path or a GA 
 :class:`~emews.core.algorithm.Stopper`), ``history`` (``[point, value]`` pairs of a resumed run,
 ``null`` for a failure)
 ``pending`` (points that were running when that run was killed) and ``checkpoint``
-(``store``, ``name``, ``restore``), ``replicas`` (:func:`emews.core.replicas.wrap`): in batch mode the driver saves the algorithm's state and its
+(``store``, ``name``, ``restore``): in batch mode the driver saves the algorithm's state and its
 own in the study's store after every tell, and a resumed study restores them (``put_base`` is
 then the number of points proposed before the checkpoint), so that a seeded search proposes
 exactly what an uninterrupted one would.

@@ -26,7 +26,8 @@ def build(algorithm, options):
 
 @pytest.mark.parametrize("algorithm, options, name, rule", [
     ("random", {"step": 0.1}, "step", "is not an option of RandomSearch (it takes none)"),
-    ("sweep", SWEEP | {"shuffle": True}, "shuffle", "is not an option of Sweep (options: file, n, params, strategy)"),
+    ("sweep", SWEEP | {"shuffle": True}, "shuffle",
+     "is not an option of Sweep (options: file, n, params, strategy)"),
     ("ga", {"populaton_size": 8}, "populaton_size", "is not an option of GA (options: "
                                                     "crossover_indpb, crossover_prob, "),
     ("ga_async", {"mu": 3}, "mu", "is not an option of SteadyStateGA (options: "),
