@@ -69,3 +69,13 @@ def test_the_paired_verdict_comes_from_the_wilcoxon_test():
     assert mixed["verdict"] == "tie" and mixed["p_worse"] > 0.05
     assert compare(peer, peer) == {"median_difference": 0.0, "p_better": 1.0,
                                    "p_worse": 1.0, "verdict": "tie", "pairs": 10}
+
+
+def test_optuna_gp_is_left_out_with_the_reason_only_without_pytorch():
+    import importlib.util
+
+    from benchmarks.quality import unavailable
+
+    missing = importlib.util.find_spec("torch") is None
+    assert (unavailable("optuna GP") is not None) == missing
+    assert unavailable("optuna TPE") is None and unavailable("mbo") is None
