@@ -44,6 +44,7 @@ import json
 import math
 import os
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -122,7 +123,9 @@ class OptunaPeer:
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         samplers = {"tpe": lambda: optuna.samplers.TPESampler(seed=seed, constant_liar=True),
                     "gp": lambda: optuna.samplers.GPSampler(seed=seed)}
-        self.study = optuna.create_study(sampler=samplers[sampler]())
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")      # Optuna 4: constant_liar is experimental
+            self.study = optuna.create_study(sampler=samplers[sampler]())
         self.space = space
         self.distributions = {p.name: _distribution(p) for p in space.free}
         self.running = {}                        # point key -> trials
