@@ -5,7 +5,6 @@ rewrites only that part.
 """
 
 import json
-import math
 import os
 import platform
 import socket
@@ -16,7 +15,7 @@ from importlib import metadata
 from pathlib import Path
 
 from .common import REPO
-from .quality import mean_ranks
+from . import quality
 
 BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
 PACKAGES = ("emews-hpo", "numpy", "scipy", "mpi4py", "mpich", "optuna", "scikit-optimize",
@@ -172,24 +171,7 @@ def _utilization(part):
 
 
 def _quality(part):
-    summary = part["summary"]
-    ranks = mean_ranks(summary)
-    rows = []
-    for contender in part["contenders"]:
-        cells = []
-        for name in part["problems"]:
-            c = summary.get(name, {}).get("contenders", {}).get(contender)
-            cells.append("–" if c is None else
-                         f"{c['median']:.2f} [{c['q25']:.2f}, {c['q75']:.2f}]")
-        seconds = part["seconds_by_contender"].get(contender, {}).get("median_per_run")
-        rows.append((contender, *cells, _number(ranks.get(contender), 2), _number(seconds, 2)))
-    return (f"### 3. Search quality: log10 simple regret at {part['budget']} evaluations, "
-            f"median [IQR] over {part['seeds']} paired seeds\n\n"
-            + _table(("contender", *part["problems"], "mean rank", "s per run"), rows)
-            + f"\n\nRegret is floored at {part['regret_floor']:g} (log10 "
-            f"{math.log10(part['regret_floor']):.0f}); digits' minimum is "
-            f"the best validation log-loss any run found. Ranks: 1 is best, per problem and "
-            f"seed, averaged.")
+    return quality.markdown(part)
 
 
 def _overhead(part):
@@ -236,27 +218,7 @@ def targets(parts):
 
 
 def _quality_targets(part):
-    summary = part["summary"]
-    found = []
-    medians = {name: {c: v["median"] for c, v in p["contenders"].items()}
-               for name, p in summary.items()}
-    for ours in ("gp", "mbo"):
-        for peer in ("skopt gp_minimize", "skopt forest_minimize"):
-            compared = [n for n, m in medians.items() if ours in m and peer in m]
-            if compared:
-                wins = [n for n in compared if medians[n][ours] <= medians[n][peer]]
-                found.append((f"{ours} median regret no worse than {peer}",
-                              f"{len(wins)} of {len(compared)} problems",
-                              len(wins) == len(compared)))
-    ours = ("random", "ga", "gp", "optuna", "mbo")
-    compared = [n for n, m in medians.items() if "optuna TPE" in m and any(o in m for o in ours)]
-    if compared:
-        wins = [n for n in compared
-                if min(medians[n][o] for o in ours if o in medians[n]) <= medians[n]["optuna TPE"]]
-        found.append(("best of ours at or below Optuna TPE on ≥ 4 of 6 problems",
-                      f"{len(wins)} of {len(compared)} ({', '.join(wins) or 'none'})",
-                      len(wins) >= 4))
-    return found
+    return quality.targets(part)
 
 
 def _targets(found):

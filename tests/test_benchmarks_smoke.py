@@ -38,12 +38,17 @@ def test_smoke_run_writes_its_record_and_the_readme_tables(tmp_path):
     assert {(r["algorithm"], r["observations"]) for r in parts["overhead"]["runs"]} == {
         ("random", 5), ("random", 10)}
     quality = parts["quality"]
-    assert len(quality["runs"]) == 2 * 2 * 2  # problems x contenders x seeds
+    assert len(quality["runs"]) == 2 * 2 * 3 * 2  # problems x contenders x modes x seeds
     assert all(r["evaluations"] == 6 for r in quality["runs"])
+    assert {r["mode"] for r in quality["runs"]} == {"sequential", "batch", "async"}
+    assert {(c["mode"], c["problem"]) for c in quality["comparisons"]
+            if c["peer"] == "optuna TPE"} == {(m, p) for m in ("sequential", "batch", "async")
+                                               for p in ("branin", "digits")}
     assert record["versions"]["mpi4py"] and record["machine"]["cores"]
     text = readme.read_text()
     assert "old" not in text and text.startswith("# Benchmarks") and text.endswith("End.\n")
     assert "### 1. Dispatch overhead" in text and "### Targets of issue 6" in text
+    assert "#### Paired comparisons (Wilcoxon" in text and "#### async" in text
 
     again = _smoke(tmp_path, readme, "--parts", "overhead")
     assert again.returncode == 0, again.stderr
