@@ -35,7 +35,7 @@ from .objectives import echo
 MISSING = "{0} is not installed: pip install 'emews-hpo[bench]' brings it (and Dask)"
 
 
-def run(n, workers):
+def contenders(n, workers):
     """Every peer on ``n`` no-op tasks with ``workers`` workers: ``{contender: figures}``."""
     figures = {}
     for kind in ("libensemble", "dask"):

@@ -44,7 +44,7 @@ def run(sizes):
             "--max-time", str(sizes.utilization_max_time),
             *(f"{a}:{m}" for a, m in studies)])
         runs = json.loads(out.read_text())
-    runs += utilization_peers.run(sizes)  # libEnsemble and Optuna, the same tasks
+    runs += utilization_peers.rows(sizes)  # libEnsemble and Optuna, the same tasks
     return {"workers": sizes.utilization_workers, "tasks": sizes.utilization_tasks,
             "max_time_s": sizes.utilization_max_time,
             "duration": "lognormal, mean 0.2 s, sigma 1", "runs": runs}

@@ -37,7 +37,7 @@ PEERS = ("libensemble", "optuna TPE", "optuna random")
 MISSING = "{0} is not installed: pip install 'emews-hpo[bench]' brings it"
 
 
-def run(sizes):
+def rows(sizes):
     """Every peer with ``sizes.utilization_workers`` workers: a list of utilization rows."""
     return [_launch(peer, sizes.utilization_workers, sizes.utilization_tasks,
                     sizes.utilization_max_time) for peer in PEERS]
