@@ -166,9 +166,7 @@ def latest(directory):
                     "versions": record["versions"],
                     "wall_s": record.get("part_wall_s", {}).get(name)},
                     record["parts"][name])
-    names = sorted(best, key=list(RENDERERS).index)
-    return {"parts": {n: best[n][2] for n in names},
-            "sources": {n: best[n][1] for n in names}}
+    return {"parts": {n: best[n][2] for n in best}, "sources": {n: best[n][1] for n in best}}
 
 
 def _when(date):
@@ -211,9 +209,10 @@ def _setting(value):
 
 def markdown(newest):
     """The tables of :func:`latest`'s parts (or of one record, see :func:`of_record`)."""
-    parts = newest["parts"]
-    sections = [_sources(newest["sources"])]
-    sections += [render(parts[name]) for name, render in RENDERERS.items() if name in parts]
+    parts, order = newest["parts"], list(RENDERERS)
+    names = sorted(parts, key=lambda n: (order.index(n) if n in order else len(order), n))
+    sections = [_sources({name: newest["sources"][name] for name in names})]
+    sections += [RENDERERS.get(name, _rows_of(name))(parts[name]) for name in names]
     sections.append(_targets(targets(parts)))
     return "\n\n".join(sections)
 
@@ -341,15 +340,24 @@ def _simulation(part):
 
 
 def _faults(part):
-    rows = part["rows"]
-    columns = list(rows[0]) if rows else []
     return ("### 6. Faults injected into real studies: every row must show 0 lost\n\n"
-            + _table(columns, [[_cell(r.get(c)) for c in columns] for r in rows]))
+            + _row_table(part["rows"]))
+
+
+def _rows_of(name):
+    """A part without a renderer of its own: the table of its ``rows`` or ``runs``."""
+    return lambda part: f"### {name}\n\n" + _row_table(part.get("rows", part.get("runs", [])))
+
+
+def _row_table(rows):
+    columns = list(dict.fromkeys(c for r in rows for c in r))
+    return _table(columns, [[_cell(r.get(c)) for c in columns] for r in rows])
 
 
 def _cell(value):
-    return "NO" if value is False else _number(value) if isinstance(value, (int, float)) \
-        else str(value)
+    if value is None or isinstance(value, bool):
+        return {None: "–", True: "yes", False: "NO"}[value]
+    return _number(value) if isinstance(value, (int, float)) else str(value)
 
 
 RENDERERS = {"dispatch": _dispatch, "utilization": _utilization, "quality": _quality,
