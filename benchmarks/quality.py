@@ -387,8 +387,18 @@ def _within(variant, sequential):
             "within": bool(mine <= base + ASYNC_TOLERANCE * abs(base))}
 
 
+def in_modes(part):
+    """``part`` in the current shape; a record of the one-mode format (before batch and async
+    were measured) has sequential runs and no paired comparisons."""
+    if "modes" in part:
+        return part
+    return dict(part, modes=["sequential"], summary={"sequential": part["summary"]},
+                comparisons=[], ours=[], alpha=ALPHA, skipped=part.get("skipped", {}))
+
+
 def targets(part):
     """The issue's targets, each ``(target, measured, met)``, per mode."""
+    part = in_modes(part)
     found = []
     goals = (("mbo", "skopt forest_minimize"), ("gp", "skopt gp_minimize"),
              ("best of ours", "optuna TPE"))
@@ -449,10 +459,13 @@ def mean_ranks(summary):
 
 def markdown(part):
     """The part's tables: log10 regret per mode, the paired comparisons, what was left out."""
-    sections = [f"### 3. Search quality: log10 simple regret at {part['budget']} evaluations, "
-                f"median [IQR] over {part['seeds']} paired seeds; batch = {part['workers']} "
-                f"points, async = {part['workers']} simulated workers (lognormal times, "
-                f"median 1, sigma 1)"]
+    part = in_modes(part)
+    title = (f"### 3. Search quality: log10 simple regret at {part['budget']} evaluations, "
+             f"median [IQR] over {part['seeds']} paired seeds")
+    if "workers" in part:
+        title += (f"; batch = {part['workers']} points, async = {part['workers']} simulated "
+                  f"workers (lognormal times, median 1, sigma 1)")
+    sections = [title]
     for mode in part["modes"]:
         summary = part["summary"].get(mode, {})
         ranks = mean_ranks(summary)

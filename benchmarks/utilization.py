@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import utilization_peers
 from .common import mpiexec_python, summary, utilization
 
 SPACE = [{"name": f"x{i}", "type": "float", "lower": 0.0, "upper": 1.0} for i in range(1, 7)]
@@ -43,6 +44,7 @@ def run(sizes):
             "--max-time", str(sizes.utilization_max_time),
             *(f"{a}:{m}" for a, m in studies)])
         runs = json.loads(out.read_text())
+    runs += utilization_peers.rows(sizes)  # libEnsemble and Optuna, the same tasks
     return {"workers": sizes.utilization_workers, "tasks": sizes.utilization_tasks,
             "max_time_s": sizes.utilization_max_time,
             "duration": "lognormal, mean 0.2 s, sigma 1", "runs": runs}
