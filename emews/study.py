@@ -34,7 +34,7 @@ from .core.algorithm import Algorithm, Stopper, load
 from .core.control import Control
 from .core.failure import FailurePolicy
 from .core.master import Master
-from .core.replicas import check as check_replicas
+from .core.replicas import check as check_replicas, summarize
 from .errors import ConfigError, EmewsError, Interrupted, Reported
 from .evaluate import Objective, Outcome
 from .evaluate.deathsig import set_death_signal
@@ -431,7 +431,7 @@ def run_master(expdir, cfg, pool):
             signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
             raise interrupted(expdir, signum) from None
         progress.show()
-        final = _final(_parse_final(final), store)
+        final = _final(_parse_final(final), store, study)
         store.set_meta("final", final)
         store.commit()
         result = _result(expdir, store, final)
@@ -520,18 +520,33 @@ def _parse_final(text):
     return final if isinstance(final, dict) else {"message": text}
 
 
-def _final(final, store):
-    """The ME's final message, with the best point as the store has it (never a failed one)."""
+def _final(final, store, study):
+    """The ME's final message, with the best point as the store has it (never a failed one;
+    with replicas, the point whose replicas' mean or worst value is best)."""
+    point, value = _best(store, study)
+    return dict(final, best_point=point, best_value=value)
+
+
+def _best(store, study):
+    """``(point, value)`` of the best finished evaluation, or ``(None, None)``; a study with
+    ``replicas`` > 1 is judged per point, by the value its search was told."""
+    if study.get("replicas", 1) > 1:
+        summary = [s for s in summarize(store.rows("done", "failed"),
+                                        study["replica_seed_param"], study["replica_objective"])
+                   if s["value"] is not None]
+        return (summary[0]["point"], summary[0]["value"]) if summary else (None, None)
     best = store.best()
-    return dict(final, best_point=best["params"] if best else None,
-                best_value=best["result"] if best else None)
+    return (best["params"], best["result"]) if best else (None, None)
 
 
 def _result(expdir, store, final):
-    best = store.best()
+    """The :class:`Result` of ``final`` (the stored final message, with its best point)."""
     counts = store.counts()
-    return Result(best["params"] if best else None, best["result"] if best else None,
-                  Path(expdir), final.get("stop_reason"),
+    if "best_point" in final:
+        point, value = final["best_point"], final["best_value"]
+    else:
+        point, value = _best(store, {})
+    return Result(point, value, Path(expdir), final.get("stop_reason"),
                   counts.get("done", 0) + counts.get("failed", 0), counts.get("failed", 0))
 
 

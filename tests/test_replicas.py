@@ -18,6 +18,7 @@ from emews.errors import ConfigError
 from emews.inspect import load
 from emews.inspect.show import replica_summary
 from emews.space import Space
+from emews.study import result_of
 from emews.store import Store
 
 SPACE = [{"name": "x", "type": "float", "lower": -2.0, "upper": 2.0},
@@ -107,6 +108,11 @@ def test_emews_show_summarizes_each_point_over_its_replicas(make_config, tmp_pat
             assert entry["std"] == pytest.approx(statistics.stdev(values))
     ranked = [e["value"] for e in summary if e["value"] is not None]
     assert ranked == sorted(ranked)
+    # the study's best is the best point by its replicas' mean, not the luckiest replica
+    final = json.loads((result.expdir / "final.json").read_text())
+    assert (final["best_point"], final["best_value"]) == (summary[0]["point"], ranked[0])
+    assert (result.best_point, result.best_value) == (summary[0]["point"], ranked[0])
+    assert result_of(result.expdir).best_value == ranked[0]
     done = emews_cli("show", result.expdir)
     assert done.returncode == 0, done.stderr
     assert "points by the mean of 3 replicas (4 points)" in done.stdout

@@ -58,6 +58,30 @@ def aggregate(values, objective):
     return max(finite) if objective == "worst" else float(np.mean(finite))
 
 
+def summarize(rows, seed_param, objective):
+    """Per point of the finished ``rows`` (store rows, ``params`` decoded), best first: the
+    point (its parameters without the seed), the ``mean``, ``std`` (sample standard deviation;
+    ``None`` below two values) and ``count`` of its replicas' finished values, the ``failed``
+    replicas, and the ``value`` the search is told (``objective``; ``None`` when all failed)."""
+    groups = {}
+    for row in rows:
+        if row["status"] not in ("done", "failed"):
+            continue
+        point = {k: v for k, v in row["params"].items() if k != seed_param}
+        value = row["result"] if row["status"] == "done" and row["result"] is not None \
+            else math.nan
+        groups.setdefault(point_key(point), (point, []))[1].append(value)
+    summary = []
+    for point, values in groups.values():
+        finite = [v for v in values if math.isfinite(v)]
+        summary.append({"point": point, "mean": float(np.mean(finite)) if finite else None,
+                        "std": float(np.std(finite, ddof=1)) if len(finite) > 1 else None,
+                        "count": len(finite), "failed": len(values) - len(finite),
+                        "value": aggregate(values, objective)})
+    summary.sort(key=lambda s: (math.isnan(s["value"]), s["value"]))
+    return [{**s, "value": None if math.isnan(s["value"]) else s["value"]} for s in summary]
+
+
 class Replicas(Algorithm):
     """``algorithm``'s points, each evaluated ``replicas`` times with distinct seeds."""
 

@@ -4,12 +4,8 @@ reasons; as a table, CSV or JSON. A study with replicas also gets its per-point 
 import csv
 import io
 import json
-import math
 
-import numpy as np
-
-from ..core.algorithm import point_key
-from ..core.replicas import aggregate
+from ..core.replicas import summarize
 
 from .query import select
 from .status import one_line
@@ -87,24 +83,8 @@ def replica_summary(study):
     settings = study.config.get("study", {})
     if settings.get("replicas", 1) <= 1:
         return []
-    seed_param, objective = settings["replica_seed_param"], settings["replica_objective"]
-    groups = {}
-    for row in study.rows:
-        if row["status"] not in ("done", "failed"):
-            continue
-        point = {k: v for k, v in row["params"].items() if k != seed_param}
-        value = row["result"] if row["status"] == "done" and row["result"] is not None \
-            else math.nan
-        groups.setdefault(point_key(point), (point, []))[1].append(value)
-    summary = []
-    for point, values in groups.values():
-        finite = [v for v in values if math.isfinite(v)]
-        summary.append({"point": point, "mean": float(np.mean(finite)) if finite else None,
-                        "std": float(np.std(finite, ddof=1)) if len(finite) > 1 else None,
-                        "count": len(finite), "failed": len(values) - len(finite),
-                        "value": aggregate(values, objective)})
-    summary.sort(key=lambda s: (math.isnan(s["value"]), s["value"]))
-    return [{**s, "value": None if math.isnan(s["value"]) else s["value"]} for s in summary]
+    return summarize(study.rows, settings["replica_seed_param"],
+                     settings["replica_objective"])
 
 
 def print_replicas(study, console, top=None):
