@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from emews.store import Store
+
 SUPPORT = Path(__file__).parent / "support"
 REPO = Path(__file__).parent.parent
 
@@ -66,6 +68,15 @@ def alive(pid):
             return stat.read().rpartition(")")[2].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def stored_rows(expdir):
+    """The evaluations in the store (``results.db``) of ``expdir``, by id."""
+    store = Store(Path(expdir) / "results.db", create=False)
+    try:
+        return store.rows()
+    finally:
+        store.close()
 
 
 def wait_until(condition, what="the condition", timeout=120):

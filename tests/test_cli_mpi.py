@@ -10,18 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from emews.store import Store
+from conftest import stored_rows
 
 pytestmark = pytest.mark.mpi
 MPIEXEC = str(Path(sys.executable).parent / "mpiexec")
-
-
-def evaluations(expdir):
-    store = Store(Path(expdir) / "results.db")
-    try:
-        return store.rows()
-    finally:
-        store.close()
 
 
 def only_expdir(tmp_path, name="study"):
@@ -35,7 +27,7 @@ def test_run_alone_spawns_a_local_pool_of_procs_ranks(emews_cli, study, tmp_path
     done = emews_cli("run", path)
     assert done.returncode == 0, done.stderr
     expdir = only_expdir(tmp_path)
-    rows = evaluations(expdir)
+    rows = stored_rows(expdir)
     assert len(rows) == 16 and {r["status"] for r in rows} == {"done"}
     assert {r["rank"] for r in rows} <= {1, 2, 3} and len({r["rank"] for r in rows}) > 1
     for rank in {r["rank"] for r in rows}:
@@ -56,7 +48,7 @@ def test_run_under_an_explicit_mpiexec(study, tmp_path, ranks):
                            str(path)], cwd=tmp_path, env=env, capture_output=True, text=True,
                           timeout=240)
     assert done.returncode == 0, done.stderr
-    rows = evaluations(only_expdir(tmp_path))
+    rows = stored_rows(only_expdir(tmp_path))
     assert len(rows) == 6 and all(r["status"] == "done" for r in rows)
     assert {r["rank"] for r in rows} == ({0} if ranks == 1 else {1, 2})
 
@@ -66,7 +58,7 @@ def test_model_failures_do_not_end_the_study(emews_cli, study, tmp_path):
                  study={"budget": 20, "objective": "toy_models:flaky", "seed": 5})
     done = emews_cli("run", path)
     assert done.returncode == 0, done.stderr
-    rows = evaluations(only_expdir(tmp_path))
+    rows = stored_rows(only_expdir(tmp_path))
     assert len(rows) == 20
     failed = [r for r in rows if r["status"] == "failed"]
     assert failed and all(r["error"] for r in failed)
@@ -78,7 +70,7 @@ def test_a_dying_me_ends_every_rank_with_its_traceback(emews_cli, study, tmp_pat
     done = emews_cli("run", path)
     assert done.returncode == 1
     assert "ValueError: the ME broke on purpose" in done.stderr
-    assert [r["status"] for r in evaluations(only_expdir(tmp_path))] == ["done"]
+    assert [r["status"] for r in stored_rows(only_expdir(tmp_path))] == ["done"]
 
 
 @pytest.mark.parametrize("change, fragment", [
@@ -134,18 +126,18 @@ def test_a_killed_run_keeps_its_results_and_resumes_without_repeating_them(emews
     try:
         db = tmp_path / "experiments" / "study" / "EXP001" / "results.db"
         wait_for(lambda: db.exists() and
-                 sum(r["status"] == "done" for r in evaluations(db.parent)) == 5 and
-                 sum(r["status"] == "running" for r in evaluations(db.parent)) == 2)
+                 sum(r["status"] == "done" for r in stored_rows(db.parent)) == 5 and
+                 sum(r["status"] == "running" for r in stored_rows(db.parent)) == 2)
     finally:
         os.killpg(run.pid, signal.SIGKILL)
         run.wait()
-    before = evaluations(db.parent)
+    before = stored_rows(db.parent)
     finished = {r["id"]: (r["params"]["x"], r["result"]) for r in before if r["status"] == "done"}
     assert sorted(x for x, _ in finished.values()) == [0.0, 1.0, 2.0, 3.0, 4.0]
 
     done = emews_cli("run", "--resume", db.parent)
     assert done.returncode == 0, done.stderr
-    after = evaluations(db.parent)
+    after = stored_rows(db.parent)
     assert {r["id"]: (r["params"]["x"], r["result"]) for r in after if r["id"] in finished} \
         == finished
     assert sorted(r["params"]["x"] for r in after) == [float(i) for i in range(10)]
@@ -158,7 +150,7 @@ def test_show_prints_the_best_evaluations(emews_cli, study, tmp_path):
     assert emews_cli("run", path).returncode == 0
     expdir = only_expdir(tmp_path)
     shown = emews_cli("show", expdir)
-    best = min(evaluations(expdir), key=lambda r: r["result"])
+    best = min(stored_rows(expdir), key=lambda r: r["result"])
     assert shown.returncode == 0 and f"{best['result']:.6g}" in shown.stdout
     assert "evaluation budget of 5 reached" in shown.stdout
 
@@ -177,7 +169,7 @@ def _cpu_seconds_of_a_run(study, tmp_path, name, objective):
                                 str(path)], cwd=tmp_path, env=env, stdout=subprocess.DEVNULL)
     _, status, usage = os.wait4(process.pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
-    assert len(evaluations(only_expdir(tmp_path, name))) == 2
+    assert len(stored_rows(only_expdir(tmp_path, name))) == 2
     return usage.ru_utime + usage.ru_stime
 
 

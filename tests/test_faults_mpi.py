@@ -9,13 +9,10 @@ import os
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from emews.store import Store
-
-from conftest import SUPPORT, alive, wait_until
+from conftest import SUPPORT, alive, stored_rows, wait_until
 
 pytestmark = [pytest.mark.mpi, pytest.mark.slow, pytest.mark.usefixtures('no_leftovers')]
 FAULTY_APP = [sys.executable, str(SUPPORT / "faulty.py")]
@@ -31,14 +28,6 @@ def sweep_study(tmp_path, points, procs, **study):
     path = tmp_path / "study.toml"
     path.write_text("".join(lines))
     return path
-
-
-def rows(expdir):
-    store = Store(Path(expdir) / "results.db")
-    try:
-        return store.rows()
-    finally:
-        store.close()
 
 
 EXPECTED = {
@@ -58,7 +47,7 @@ def test_a_study_of_faulty_points_finishes_with_each_reason(emews_cli, tmp_path)
     done = emews_cli("run", path)
     assert done.returncode == 0, done.stderr
     (expdir,) = (tmp_path / "experiments" / "study").iterdir()
-    found = rows(expdir)
+    found = stored_rows(expdir)
     assert sorted(r["params"]["x"] for r in found) == [float(i) for i in range(len(modes))]
     for row in found:
         mode = row["params"]["mode"]

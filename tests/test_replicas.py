@@ -19,7 +19,8 @@ from emews.inspect import load
 from emews.inspect.show import replica_summary
 from emews.space import Space
 from emews.study import result_of
-from emews.store import Store
+
+from conftest import stored_rows
 
 SPACE = [{"name": "x", "type": "float", "lower": -2.0, "upper": 2.0},
          {"name": "n", "type": "int", "lower": 0, "upper": 3},
@@ -42,14 +43,6 @@ def make_config(tmp_path, monkeypatch):
     return make
 
 
-def stored(expdir):
-    store = Store(expdir / "results.db")
-    try:
-        return store.rows()
-    finally:
-        store.close()
-
-
 def by_point(rows, seed_param="rng_seed"):
     """Store rows grouped by their point without the seed: key -> [row, ...]."""
     groups = collections.defaultdict(list)
@@ -67,7 +60,7 @@ def test_every_replica_is_stored_and_the_algorithm_is_told_one_value_per_point(
         make_config, tmp_path, mode, objective):
     record = tmp_path / "told.jsonl"
     result = emews.run(make_config(record, mode=mode, replica_objective=objective))
-    rows = stored(result.expdir)
+    rows = stored_rows(result.expdir)
     assert len(rows) == 24
     groups = by_point(rows)
     assert len(groups) == 8 and all(len(g) == 3 for g in groups.values())
@@ -96,7 +89,7 @@ def test_emews_show_summarizes_each_point_over_its_replicas(make_config, tmp_pat
     record = tmp_path / "told.jsonl"
     result = emews.run(make_config(record, replica_seed_param="rng_seed", budget=12))
     summary = replica_summary(load(result.expdir))
-    groups = by_point(stored(result.expdir))
+    groups = by_point(stored_rows(result.expdir))
     assert len(summary) == 4
     for entry in summary:
         values = [r["result"] for r in groups[point_key(entry["point"])] if r["status"] == "done"]

@@ -8,7 +8,8 @@ import pytest
 
 import emews
 from emews.errors import ConfigError, MEAborted
-from emews.store import Store
+
+from conftest import stored_rows
 
 SPACE = [{"name": "x", "type": "float", "lower": -2.0, "upper": 2.0},
          {"name": "n", "type": "int", "lower": 0, "upper": 3},
@@ -30,18 +31,10 @@ def make_config(tmp_path, monkeypatch):
     return make
 
 
-def rows(expdir):
-    store = Store(expdir / "results.db")
-    try:
-        return store.rows()
-    finally:
-        store.close()
-
-
 @pytest.mark.parametrize("mode", ["async", "batch"])
 def test_a_study_evaluates_its_budget_and_reports_the_best(make_config, mode, capsys):
     result = emews.run(make_config(mode=mode))
-    evaluations = rows(result.expdir)
+    evaluations = stored_rows(result.expdir)
     assert len(evaluations) == 12 and {r["status"] for r in evaluations} == {"done"}
     best = min(evaluations, key=lambda r: r["result"])
     assert result.best_value == best["result"] == best["params"]["x"] ** 2 + best["params"]["n"]
@@ -54,7 +47,7 @@ def test_a_study_evaluates_its_budget_and_reports_the_best(make_config, mode, ca
 
 def test_failures_are_recorded_and_the_study_goes_on(make_config):
     result = emews.run(make_config(objective="toy_models:flaky", budget=30))
-    evaluations = rows(result.expdir)
+    evaluations = stored_rows(result.expdir)
     failed = [r for r in evaluations if r["status"] == "failed"]
     assert len(evaluations) == 30 and failed and result.failed == len(failed)
     assert all(r["result"] is None and r["error"] for r in failed)
@@ -65,7 +58,7 @@ def test_failures_are_recorded_and_the_study_goes_on(make_config):
 
 def test_an_infinite_result_is_a_failure_not_the_best(make_config):
     result = emews.run(make_config(objective="toy_models:unbounded", budget=16))
-    evaluations = rows(result.expdir)
+    evaluations = stored_rows(result.expdir)
     infinite = [r for r in evaluations if r["params"]["x"] < 0]
     assert infinite and all(r["status"] == "failed" and "-inf" in r["error"] for r in infinite)
     assert result.best_value >= 0
@@ -73,12 +66,12 @@ def test_an_infinite_result_is_a_failure_not_the_best(make_config):
 
 def test_model_return_picks_the_last_epoch_of_a_history(make_config):
     result = emews.run(make_config(objective="toy_models:history_dict", budget=4))
-    assert all(r["result"] == pytest.approx(r["params"]["x"] ** 2) for r in rows(result.expdir))
+    assert all(r["result"] == pytest.approx(r["params"]["x"] ** 2) for r in stored_rows(result.expdir))
 
 
 def test_a_classic_eqpy_module_runs_unchanged(make_config):
     result = emews.run(make_config(algorithm="classic_me", mode="async"))
-    evaluations = rows(result.expdir)
+    evaluations = stored_rows(result.expdir)
     assert len(evaluations) == 12
     assert result.stop_reason == "classic ME finished"
     assert json.loads((result.expdir / "final.json").read_text())["best_value"] == \
@@ -89,7 +82,7 @@ def test_a_dying_me_is_reported_with_its_traceback_and_nothing_is_lost(make_conf
     with pytest.raises(MEAborted) as error:
         emews.run(make_config(algorithm="raising_me"))
     assert "the ME broke on purpose" in error.value.traceback
-    (evaluation,) = rows(tmp_path / "t" / "EXP001")
+    (evaluation,) = stored_rows(tmp_path / "t" / "EXP001")
     assert evaluation["status"] == "done" and evaluation["result"] == 1.0
 
 
@@ -100,13 +93,13 @@ def test_a_sweep_evaluates_each_line_once_in_order(make_config, tmp_path):
     config = make_config(algorithm="sweep", budget=None, mode="batch")
     config["algorithm"] = {"file": str(upf)}
     result = emews.run(config)
-    assert [r["params"] for r in rows(result.expdir)] == points
+    assert [r["params"] for r in stored_rows(result.expdir)] == points
     assert result.stop_reason == "the algorithm has no more points to propose"
 
 
 def test_echo_runs_nothing_and_is_deterministic(make_config):
     result = emews.run(make_config(impl="echo", objective=None, budget=5))
-    for row in rows(result.expdir):
+    for row in stored_rows(result.expdir):
         p = row["params"]
         assert row["result"] == pytest.approx(p["x"] ** 2 + p["n"] ** 2)
     assert not (result.expdir / "run").exists()

@@ -8,18 +8,11 @@ import pytest
 
 from emews.algorithms.sweep import Sweep
 from emews.errors import ConfigError
-from emews.store import Store
+
+from conftest import stored_rows
 
 PARAMS = {"x": [0.5, -1.0, 1.5], "n": [0, 1, 2], "act": ["relu", "tanh", "sigmoid"]}
 TABLE = '{x = [0.5, -1.0, 1.5], n = [0, 1, 2], act = ["relu", "tanh", "sigmoid"]}'
-
-
-def rows(expdir):
-    store = Store(expdir / "results.db")
-    try:
-        return store.rows()
-    finally:
-        store.close()
 
 
 def write_study(tmp_path, procs, pool, strategy, extra=""):
@@ -47,7 +40,7 @@ def test_a_table_sweep_evaluates_each_combination_once_in_order(emews_cli, tmp_p
     done = emews_cli("run", write_study(tmp_path, 3, "inprocess", strategy))
     assert done.returncode == 0, done.stderr
     (expdir,) = (tmp_path / "experiments" / "sweep").iterdir()
-    evaluations = rows(expdir)
+    evaluations = stored_rows(expdir)
     assert [r["params"] for r in evaluations] == expected(strategy)
     assert all(r["result"] == r["params"]["x"] ** 2 + r["params"]["n"] for r in evaluations)
     assert "the algorithm has no more points to propose" in done.stdout
@@ -59,7 +52,7 @@ def test_a_random_sweep_draws_distinct_combinations_on_an_mpi_pool(emews_cli, tm
                      "--set", "algorithm.n=5")
     assert done.returncode == 0, done.stderr
     (expdir,) = (tmp_path / "experiments" / "sweep").iterdir()
-    evaluations = rows(expdir)
+    evaluations = stored_rows(expdir)
     assert len(evaluations) == 10 and {r["rank"] for r in evaluations} <= {1, 2}
     points = [{k: v for k, v in r["params"].items() if k != "rng_seed"} for r in evaluations]
     unique = list({json.dumps(p, sort_keys=True): p for p in points}.values())
