@@ -3,6 +3,8 @@
 ``emews run CONFIG [CONFIG2]`` runs a study: under ``mpiexec`` it uses the ranks it was given;
 started alone it spawns its own local pool of ``[system].procs`` ranks.
 ``emews run --resume EXPDIR`` continues a killed or finished study.
+``emews run --supervisor-cfg CFG_SYS CFG_PRM [--dry-run]`` runs (or prints as TOML) the study of
+CANDLE/Supervisor's cfg files.
 ``emews status EXPDIR`` says where a study stands (running or finished): counts, best, ETA.
 ``emews show EXPDIR`` prints the best evaluations (or ``--failed``) with all their metrics.
 ``emews plot EXPDIR`` draws its convergence and the workers' timeline.
@@ -47,6 +49,11 @@ def parser():
     run.add_argument("--data-dir", help="CANDLE_DATA_DIR: where experiments are made")
     run.add_argument("--set", action="append", default=[], metavar="TABLE.KEY=VALUE",
                      help="any setting; VALUE is read as TOML")
+    run.add_argument("--supervisor-cfg", nargs=2, metavar=("CFG_SYS", "CFG_PRM"),
+                     help="the study of CANDLE/Supervisor's cfg-sys and cfg-prm files (parsed, "
+                          "never run)")
+    run.add_argument("--dry-run", action="store_true",
+                     help="with --supervisor-cfg: print the study as emews TOML, run nothing")
     serve = commands.add_parser("serve", help="run a study as a service that pool jobs attach "
                                 "to (emews pool)")
     serve.add_argument("config", nargs="*", help="TOML files: system and study settings")
@@ -151,6 +158,10 @@ def _run(args):
     if args.execute:
         result = execute_prepared(args.execute)
         return EXIT_FAILED if result is not None and result.all_failed else 0
+    if args.supervisor_cfg or args.dry_run:
+        args.config = _supervisor_study(args)
+        if args.config is None:
+            return 0
     overrides = command_overrides("emews run", args, SHORTCUTS)
     if args.no_limit:
         overrides["study.no_limit"] = True
@@ -165,6 +176,24 @@ def _run(args):
                   f"common reasons: {common}", file=sys.stderr)
         return EXIT_FAILED
     return 0
+
+
+def _supervisor_study(args):
+    """``--supervisor-cfg``: the study of Supervisor's cfg files as a config source, or
+    ``None`` once ``--dry-run`` has printed it."""
+    from .supervisor.cfg import read, render
+
+    if not args.supervisor_cfg or args.config or args.resume:
+        raise ConfigError("emews run --supervisor-cfg", "takes CFG_SYS CFG_PRM instead of "
+                          "CONFIG files and --resume (--dry-run needs it)", None,
+                          show_value=False)
+    study, notes = read(*args.supervisor_cfg)
+    if args.dry_run:
+        sys.stdout.write(render(study, notes, args.supervisor_cfg))
+        return None
+    for note in notes:
+        print(f"emews: note: {note}", file=sys.stderr)
+    return [study]
 
 
 def _serve(args):
