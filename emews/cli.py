@@ -2,7 +2,7 @@
 
 ``emews run CONFIG [CONFIG2]`` runs a study: under ``mpiexec`` it uses the ranks it was given;
 started alone it spawns its own local pool of ``[system].procs`` ranks.
-``emews run --resume EXPDIR`` continues a killed or finished study.
+``emews run --resume EXPDIR`` continues a killed or finished study (one of Swift/T's too).
 ``emews run --supervisor-cfg CFG_SYS CFG_PRM [--dry-run]`` runs (or prints as TOML) the study of
 CANDLE/Supervisor's cfg files.
 ``emews status EXPDIR`` says where a study stands (running or finished): counts, best, ETA.
@@ -18,6 +18,7 @@ import argparse
 import sys
 
 import os
+from pathlib import Path
 
 from .errors import ConfigError, EmewsError, Interrupted, MEAborted, Reported
 
@@ -158,6 +159,9 @@ def _run(args):
     if args.execute:
         result = execute_prepared(args.execute)
         return EXIT_FAILED if result is not None and result.all_failed else 0
+    workflow = args.resume and _swift_t_workflow(args.resume)
+    if workflow:
+        return _resume_swift_t(args, workflow)
     if args.supervisor_cfg or args.dry_run:
         args.config = _supervisor_study(args)
         if args.config is None:
@@ -176,6 +180,32 @@ def _run(args):
                   f"common reasons: {common}", file=sys.stderr)
         return EXIT_FAILED
     return 0
+
+
+def _swift_t_workflow(expdir):
+    """The ``workflow.sh`` that ran the study in ``expdir`` under Swift/T (its config.json
+    names it), else ``None``."""
+    import json
+
+    try:
+        config = json.loads((Path(expdir) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return config.get("workflow") if config.get("driver") == "swift-t" else None
+
+
+def _resume_swift_t(args, workflow):
+    """``emews run --resume`` of a Swift/T study: ``workflow.sh --resume EXPDIR`` (the site and
+    config files it copied into EXPDIR, then this environment, as on its first run)."""
+    import subprocess
+
+    given = [f"--{name.replace('_', '-')}" for name in (*SHORTCUTS, "set", "no_limit", "supervisor_cfg", "dry_run")
+             if getattr(args, name) not in (None, [], False)]
+    if args.config or given:
+        raise ConfigError(f"emews run --resume {args.resume}", "resumes a Swift/T study with "
+                          "the settings it ran with (no CONFIG file and no options)",
+                          " ".join(args.config + given))
+    return subprocess.run(["bash", workflow, "--resume", args.resume], check=False).returncode
 
 
 def _supervisor_study(args):

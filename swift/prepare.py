@@ -71,7 +71,8 @@ def check_algorithm(settings, path):
 
 
 def study_config(settings):
-    """config.json: the study as emews run records it, for emews show, status and report."""
+    """config.json: the study as emews run records it, for emews show, status and report; and
+    this workflow.sh, which ``emews run --resume`` runs again (``--resume``)."""
     env = os.environ
     study = {"algorithm": settings["algorithm"], "options": settings.get("options", {}),
              "mode": "batch", "seed": settings.get("seed"),
@@ -82,7 +83,8 @@ def study_config(settings):
              **settings.get("stop", {})}
     if isinstance(settings.get("space"), str):
         study["space"] = settings["space"]
-    return {"study": study, "driver": "swift-t"}
+    return {"study": study, "driver": "swift-t",
+            "workflow": str(Path(__file__).resolve().parent / "workflow.sh")}
 
 
 def resume(expdir):

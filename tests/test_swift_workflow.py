@@ -292,7 +292,8 @@ def test_a_killed_swift_t_study_resumes_with_each_evaluation_once_and_the_budget
     assert [row["status"] for row in before] == ["done"] * 4 + ["queued"] * 2
     assert not (expdir / "final.json").exists()
 
-    done = subprocess.run(["bash", str(SWIFT / "workflow.sh"), "--resume", str(expdir)],
+    # emews run --resume runs workflow.sh --resume EXPDIR, the workflow.sh of config.json
+    done = subprocess.run([sys.executable, "-m", "emews", "run", "--resume", str(expdir)],
                           env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     rows, attempts, final_meta = stored(expdir)
@@ -312,6 +313,12 @@ def test_a_killed_swift_t_study_resumes_with_each_evaluation_once_and_the_budget
     assert final["evaluations"] == budget and final_meta == final
     assert final["best_value"] == min(row["result"] for row in rows)
     assert_shown(expdir)
+    refused = subprocess.run([sys.executable, "-m", "emews", "run", "--resume", str(expdir),
+                              "--budget", "9"], env=env, capture_output=True, text=True,
+                             timeout=120)
+    assert refused.returncode == 2 and refused.stderr.startswith(
+        f"emews: error: emews run --resume {expdir}: resumes a Swift/T study with the settings "
+        "it ran with (no CONFIG file and no options), got '--budget'")
 
 
 @pytest.mark.slow
