@@ -51,8 +51,8 @@ def parser():
     run.add_argument("--set", action="append", default=[], metavar="TABLE.KEY=VALUE",
                      help="any setting; VALUE is read as TOML")
     run.add_argument("--supervisor-cfg", nargs=2, metavar=("CFG_SYS", "CFG_PRM"),
-                     help="the study of CANDLE/Supervisor's cfg-sys and cfg-prm files (parsed, "
-                          "never run)")
+                     help="the study of CANDLE/Supervisor's cfg-sys and cfg-prm files (GA, "
+                          "mlrMBO), or cfg-sys and UPF files (upf); parsed, never run")
     run.add_argument("--dry-run", action="store_true",
                      help="with --supervisor-cfg: print the study as emews TOML, run nothing")
     serve = commands.add_parser("serve", help="run a study as a service that pool jobs attach "

@@ -246,3 +246,28 @@ def test_the_ga_study_of_the_cfg_files_runs_under_mpiexec_and_stores_every_evalu
     config = json.loads((expdir / "config.json").read_text())
     assert config["study"]["algorithm"] == "ga" and config["algorithm"]["generations"] == 3
     assert config["failure"]["on_failure"] == "abort" and config["system"]["procs"] == 3
+
+
+UPF = (CFG / "upf" / "test" / "cfg-sys-1.sh", CFG / "upf" / "test" / "upf-1.txt")
+
+
+def test_a_cfg_sys_file_and_a_upf_are_a_sweep_of_its_points_that_runs_under_mpiexec(tmp_path):
+    study, notes = read(*UPF, {"MODEL_NAME": "sup"})
+    assert study == {
+        "system": {"procs": 2, "ppn": 2, "walltime": "1:00:00"},
+        "study": {"algorithm": "sweep", "mode": "async", "experiment_numbering": "supervisor",
+                  "model_name": "sup", "name": "sup"},
+        "algorithm": {"file": str(UPF[1])},
+        "model": {"benchmark_timeout": 3600.0}}
+    done = emews("run", "--supervisor-cfg", *map(str, UPF), cwd=tmp_path, MODEL_NAME="sup",
+                 PROCS="3", MODEL_PYTHON_DIR=str(MODELS), CANDLE_DATA_DIR=str(tmp_path / "data"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    store = Store(tmp_path / "data" / "sup" / "EXP000" / "results.db", create=False)
+    try:
+        rows = store.rows()
+    finally:
+        store.close()
+    points = [json.loads(line) for line in UPF[1].read_text().splitlines()]
+    assert [row["params"] for row in rows] == points
+    assert [(row["status"], row["result"]) for row in rows] == \
+        [("done", pytest.approx(point["x"])) for point in points]

@@ -36,9 +36,12 @@ file, the line, the rule and the text.
                                               budget: the most points those generations hold
     mlrMBO: MAX_BUDGET, MAX_ITERATIONS,       algorithm "mbo", batch mode: [study] budget;
         DESIGN_SIZE, PROPOSE_POINTS           [algorithm] max_iterations, design_size, ...
+    upf: a UPF file (JSON lines) instead of   algorithm "sweep" of that file, async mode (every
+        a cfg-prm file                        point at once, as Supervisor's upf workflow)
 
 The workflow is the cfg-prm file's (``workflows/GA`` or ``workflows/mlrMBO``), else the one
-whose variables the files set. A variable emews reads from the environment itself (``PROCS``,
+whose variables the files set; a second file whose name does not end in ``.sh`` is the UPF of
+Supervisor's upf workflow (``workflow.sh SITE EXPID CFG_SYS UPF``). A variable emews reads from the environment itself (``PROCS``,
 ``MODEL_NAME``, ...) takes the environment's value first, as emews's precedence says, so the
 study printed is the study run. A variable the files set that would change the study and that
 emews does not map is refused, never ignored; the few that change nothing under emews
@@ -483,7 +486,8 @@ def workflow(cfg_prm, namespace):
         return (project, *WORKFLOWS[project])
     if project in OTHER_WORKFLOWS:
         raise ConfigError(str(cfg_prm), f"is a cfg file of Supervisor's {project} workflow; "
-                          f"emews runs those of {' and '.join(WORKFLOWS)}", project)
+                          f"emews runs those of {' and '.join(WORKFLOWS)} (and upf's: CFG_SYS "
+                          "and a UPF file)", project)
     found = [name for name, (_, variables) in WORKFLOWS.items()
              if set(variables) & set(namespace.where)]
     if len(found) != 1:
@@ -502,8 +506,12 @@ def read(cfg_sys, cfg_prm, environ=None):
     environ.setdefault("WORKFLOWS_ROOT", str(root.parent))
     namespace = Namespace(environ)
     namespace.read(cfg_sys)
-    namespace.read(cfg_prm)
-    name, algorithm, variables = workflow(cfg_prm, namespace)
+    upf = not str(cfg_prm).endswith(".sh")
+    if upf:
+        name, algorithm, variables = "upf", "sweep", {}
+    else:
+        namespace.read(cfg_prm)
+        name, algorithm, variables = workflow(cfg_prm, namespace)
     mapping = {**COMMON, **variables}
     known = {*mapping, *UNUSED, "IGNORE_ERRORS"}
     notes = [f"{var} = {namespace.values[var]!r} is not used: {why}"
@@ -513,9 +521,10 @@ def read(cfg_sys, cfg_prm, environ=None):
             raise ConfigError(f"{where}: {var}", f"is not a variable emews maps from a {name} "
                               f"cfg file ({', '.join(sorted(known - set(UNUSED)))})",
                               namespace.values[var])
-    study = {"system": {}, "study": {"algorithm": algorithm, "mode": "batch",
+    study = {"system": {}, "study": {"algorithm": algorithm, "mode": "async" if upf else "batch",
                                      "experiment_numbering": "supervisor"},
-             "algorithm": {}, "model": {}, "failure": {}}
+             "algorithm": {"file": str(Path(cfg_prm).resolve())} if upf else {},
+             "model": {}, "failure": {}}
     for var, (table, key, kind) in mapping.items():
         value = environ.get(var) if var in FROM_ENVIRONMENT and environ.get(var) else \
             namespace.get(var) or (GA_DEFAULTS.get(var) if name == "GA" else None)
