@@ -199,7 +199,8 @@ def _resume_swift_t(args, workflow):
     config files it copied into EXPDIR, then this environment, as on its first run)."""
     import subprocess
 
-    given = [f"--{name.replace('_', '-')}" for name in (*SHORTCUTS, "set", "no_limit", "supervisor_cfg", "dry_run")
+    options = (*SHORTCUTS, "set", "no_limit", "supervisor_cfg", "dry_run")
+    given = [f"--{name.replace('_', '-')}" for name in options
              if getattr(args, name) not in (None, [], False)]
     if args.config or given:
         raise ConfigError(f"emews run --resume {args.resume}", "resumes a Swift/T study with "

@@ -41,11 +41,12 @@ file, the line, the rule and the text.
 
 The workflow is the cfg-prm file's (``workflows/GA`` or ``workflows/mlrMBO``), else the one
 whose variables the files set; a second file whose name does not end in ``.sh`` is the UPF of
-Supervisor's upf workflow (``workflow.sh SITE EXPID CFG_SYS UPF``). A variable emews reads from the environment itself (``PROCS``,
-``MODEL_NAME``, ...) takes the environment's value first, as emews's precedence says, so the
-study printed is the study run. A variable the files set that would change the study and that
-emews does not map is refused, never ignored; the few that change nothing under emews
-(:data:`UNUSED`) are named in the study's notes.
+Supervisor's upf workflow (``workflow.sh SITE EXPID CFG_SYS UPF``). A variable emews reads
+from the environment itself (``PROCS``, ``MODEL_NAME``, ...) takes the environment's value
+first, as emews's precedence says, so the study printed is the study run. A variable the files
+set that would change the study and that emews does not map is refused, never ignored; the few
+that change nothing under emews (:data:`UNUSED`) are named in the study's notes. A variable
+that only later lines of the files use (a helper such as ``POP_DEFAULT``) is no setting.
 """
 
 import os
