@@ -142,9 +142,11 @@ def test_a_helper_variable_that_later_lines_use_is_no_unknown_setting(tmp_path):
      "GA cfg file (APP_PYTHONPATH, BENCHMARK_TIMEOUT"),
     ("PPN=4\nif [ $PPN = 4 ]; then\n  echo \"PPN must not be\" $PPN\n  exit 1\nfi\n", 4,
      "the cfg file refuses these settings (exit 1: PPN must not be 4)"),
+    ("echo unrelated\nPPN=1\nexit 3\n", 3, "the cfg file refuses these settings (exit 3)"),
     ("PROCS=four\n", 1, "PROCS: must be an integer, got 'four'"),
 ], ids=["dollar-paren", "backtick", "source", "pipe", "other-brace-form", "unset", "quote",
-        "loop", "then", "test", "arithmetic", "unknown-variable", "exit", "not-an-int"])
+        "loop", "then", "test", "arithmetic", "unknown-variable", "exit", "exit-alone",
+        "not-an-int"])
 def test_anything_else_is_one_error_naming_the_file_line_and_rule(tmp_path, text, line, rule):
     with pytest.raises(ConfigError) as error:
         read_text(tmp_path, text)

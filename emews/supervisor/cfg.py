@@ -121,7 +121,7 @@ class Namespace:
         self.values = {}       # name -> value, as the files left it
         self.where = {}        # name -> "file:line" of its last assignment
         self.referenced = set()
-        self.said = ""         # the text of the last echo or printf
+        self.said = ""         # the text of an echo or printf, until the next command
 
     def get(self, name):
         """The value of ``name``: the files', else the environment's (``None``: unset)."""
@@ -178,6 +178,7 @@ class Namespace:
 
     def _command(self, words, where):
         head = words[0]
+        said, self.said = self.said, ""     # an exit's message is the echo just before it
         if all(ASSIGNMENT.fullmatch(word) for word in words):
             for word in words:
                 self._assign(word, where)
@@ -194,7 +195,7 @@ class Namespace:
             self.said = " ".join(self._loosely(word, where) for word in words[1:])
         elif head == "exit":
             code = words[1] if len(words) > 1 else "0"
-            said = f": {self.said}" if self.said else ""
+            said = f": {said}" if said else ""
             raise ConfigError(where, f"the cfg file refuses these settings (exit {code}{said})",
                               None, show_value=False)
         elif head == "set" and all(flag in ("-x", "+x") for flag in words[1:]):
@@ -396,7 +397,7 @@ class Arithmetic:
 
 def closing(raw, i, opening, close, where):
     """The index after the ``close`` that matches the ``opening`` at ``raw[i]``."""
-    depth, i = 0, i
+    depth = 0
     while i < len(raw):
         c = raw[i]
         if c == "\\":
