@@ -249,11 +249,11 @@ def test_bad_input_is_one_line_naming_the_rule_and_makes_no_experiment(tmp_path,
 def job_processes(expdir):
     """The live processes working in ``expdir``: workflow.sh, swift-t, turbine, mpiexec and
     every rank (MPICH's launcher puts each rank in a process group of its own)."""
-    pids = []
+    pids, expdir = [], str(Path(expdir).resolve())
     for proc in Path("/proc").glob("[0-9]*"):
         try:
             state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
-            if state != "Z" and os.readlink(proc / "cwd") == str(expdir):
+            if state != "Z" and os.readlink(proc / "cwd") == expdir:
                 pids.append(int(proc.name))
         except (OSError, IndexError):
             continue
