@@ -162,13 +162,14 @@ def _run(args):
     workflow = args.resume and _swift_t_workflow(args.resume)
     if workflow:
         return _resume_swift_t(args, workflow)
-    if args.supervisor_cfg or args.dry_run:
-        args.config = _supervisor_study(args)
-        if args.config is None:
-            return 0
+    supervisor = _supervisor_study(args) if args.supervisor_cfg or args.dry_run else None
+    if supervisor:
+        args.config = [supervisor[0]]
     overrides = command_overrides("emews run", args, SHORTCUTS)
     if args.no_limit:
         overrides["study.no_limit"] = True
+    if args.dry_run:
+        return _print_study(args.supervisor_cfg, *supervisor, overrides)
     result = run(args.config or None, overrides, args.resume)
     if result is not None and result.all_failed:
         if not os.environ.get("EMEWS_SPAWNED"):
@@ -210,21 +211,28 @@ def _resume_swift_t(args, workflow):
 
 
 def _supervisor_study(args):
-    """``--supervisor-cfg``: the study of Supervisor's cfg files as a config source, or
-    ``None`` once ``--dry-run`` has printed it."""
-    from .supervisor.cfg import read, render
+    """``--supervisor-cfg``: ``(study, notes)`` of Supervisor's cfg files; the notes are
+    printed unless this is a ``--dry-run``."""
+    from .supervisor.cfg import read
 
     if not args.supervisor_cfg or args.config or args.resume:
         raise ConfigError("emews run --supervisor-cfg", "takes CFG_SYS CFG_PRM instead of "
                           "CONFIG files and --resume (--dry-run needs it)", None,
                           show_value=False)
     study, notes = read(*args.supervisor_cfg)
-    if args.dry_run:
-        sys.stdout.write(render(study, notes, args.supervisor_cfg))
-        return None
-    for note in notes:
+    for note in notes if not args.dry_run else ():
         print(f"emews: note: {note}", file=sys.stderr)
-    return [study]
+    return study, notes
+
+
+def _print_study(files, study, notes, overrides):
+    """``--dry-run``: print the study as TOML, the command line's settings included."""
+    from .supervisor.cfg import render
+
+    for dotted, value in overrides.items():
+        table, _, key = dotted.partition(".")
+        study.setdefault(table, {})[key] = value
+    return _emit(render(study, notes, files))
 
 
 def _serve(args):

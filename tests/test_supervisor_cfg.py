@@ -208,6 +208,10 @@ def test_dry_run_prints_the_study_as_toml_that_emews_loads(tmp_path):
     (tmp_path / "study.toml").write_text(done.stdout)
     validate(configuration.load(tmp_path / "study.toml", environ={}))
     assert not (tmp_path / "experiments").exists()
+    done = emews("run", "--supervisor-cfg", *map(str, MBO), "--dry-run", "--budget", "12",
+                 "--set", "algorithm.n_trees=20", cwd=tmp_path, MODEL_NAME="sup")
+    printed = tomllib.loads(done.stdout)   # the command line's settings win, as in a run
+    assert printed["study"]["budget"] == 12 and printed["algorithm"]["n_trees"] == 20
 
 
 @pytest.mark.parametrize("args, message", [
