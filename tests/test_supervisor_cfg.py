@@ -277,3 +277,21 @@ def test_a_cfg_sys_file_and_a_upf_are_a_sweep_of_its_points_that_runs_under_mpie
     assert [row["params"] for row in rows] == points
     assert [(row["status"], row["result"]) for row in rows] == \
         [("done", pytest.approx(point["x"])) for point in points]
+
+
+def test_the_mlrmbo_study_of_the_cfg_files_runs_its_budget_under_mpiexec(tmp_path):
+    done = emews("run", "--supervisor-cfg", *map(str, MBO), "--set", "algorithm.n_trees=20",
+                 cwd=tmp_path, MODEL_NAME="sup", PROCS="3", MAX_BUDGET="6", DESIGN_SIZE="4",
+                 PROPOSE_POINTS="2", MODEL_PYTHON_DIR=str(MODELS),
+                 CANDLE_DATA_DIR=str(tmp_path / "data"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "emews: note: RESIDENT_WORK_RANKS = '1' is not used" in done.stderr
+    store = Store(tmp_path / "data" / "sup" / "EXP000" / "results.db", create=False)
+    try:
+        rows = store.rows()
+    finally:
+        store.close()
+    assert len(rows) == 6 and {row["status"] for row in rows} == {"done"}
+    for row in rows:
+        assert 0 <= row["params"]["x"] <= 4 and row["params"]["epochs"] == 3
+        assert row["result"] == pytest.approx(row["params"]["x"])
