@@ -2,7 +2,9 @@
 
 ``emews run CONFIG [CONFIG2]`` runs a study: under ``mpiexec`` it uses the ranks it was given;
 started alone it spawns its own local pool of ``[system].procs`` ranks.
-``emews run --resume EXPDIR`` continues a killed or finished study.
+``emews run --resume EXPDIR`` continues a killed or finished study (one of Swift/T's too).
+``emews run --supervisor-cfg CFG_SYS CFG_PRM [--dry-run]`` runs (or prints as TOML) the study of
+CANDLE/Supervisor's cfg files.
 ``emews status EXPDIR`` says where a study stands (running or finished): counts, best, ETA.
 ``emews show EXPDIR`` prints the best evaluations (or ``--failed``) with all their metrics.
 ``emews plot EXPDIR`` draws its convergence and the workers' timeline.
@@ -16,6 +18,7 @@ import argparse
 import sys
 
 import os
+from pathlib import Path
 
 from .errors import ConfigError, EmewsError, Interrupted, MEAborted, Reported
 
@@ -47,6 +50,11 @@ def parser():
     run.add_argument("--data-dir", help="CANDLE_DATA_DIR: where experiments are made")
     run.add_argument("--set", action="append", default=[], metavar="TABLE.KEY=VALUE",
                      help="any setting; VALUE is read as TOML")
+    run.add_argument("--supervisor-cfg", nargs=2, metavar=("CFG_SYS", "CFG_PRM"),
+                     help="the study of CANDLE/Supervisor's cfg-sys and cfg-prm files (GA, "
+                          "mlrMBO), or cfg-sys and UPF files (upf); parsed, never run")
+    run.add_argument("--dry-run", action="store_true",
+                     help="with --supervisor-cfg: print the study as emews TOML, run nothing")
     serve = commands.add_parser("serve", help="run a study as a service that pool jobs attach "
                                 "to (emews pool)")
     serve.add_argument("config", nargs="*", help="TOML files: system and study settings")
@@ -151,9 +159,17 @@ def _run(args):
     if args.execute:
         result = execute_prepared(args.execute)
         return EXIT_FAILED if result is not None and result.all_failed else 0
+    workflow = args.resume and _swift_t_workflow(args.resume)
+    if workflow:
+        return _resume_swift_t(args, workflow)
+    supervisor = _supervisor_study(args) if args.supervisor_cfg or args.dry_run else None
+    if supervisor:
+        args.config = [supervisor[0]]
     overrides = command_overrides("emews run", args, SHORTCUTS)
     if args.no_limit:
         overrides["study.no_limit"] = True
+    if args.dry_run:
+        return _print_study(args.supervisor_cfg, *supervisor, overrides)
     result = run(args.config or None, overrides, args.resume)
     if result is not None and result.all_failed:
         if not os.environ.get("EMEWS_SPAWNED"):
@@ -165,6 +181,58 @@ def _run(args):
                   f"common reasons: {common}", file=sys.stderr)
         return EXIT_FAILED
     return 0
+
+
+def _swift_t_workflow(expdir):
+    """The ``workflow.sh`` that ran the study in ``expdir`` under Swift/T (its config.json
+    names it), else ``None``."""
+    import json
+
+    try:
+        config = json.loads((Path(expdir) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return config.get("workflow") if config.get("driver") == "swift-t" else None
+
+
+def _resume_swift_t(args, workflow):
+    """``emews run --resume`` of a Swift/T study: ``workflow.sh --resume EXPDIR`` (the site and
+    config files it copied into EXPDIR, then this environment, as on its first run)."""
+    import subprocess
+
+    options = (*SHORTCUTS, "set", "no_limit", "supervisor_cfg", "dry_run")
+    given = [f"--{name.replace('_', '-')}" for name in options
+             if getattr(args, name) not in (None, [], False)]
+    if args.config or given:
+        raise ConfigError(f"emews run --resume {args.resume}", "resumes a Swift/T study with "
+                          "the settings it ran with (no CONFIG file and no options)",
+                          " ".join(args.config + given))
+    return subprocess.run(["bash", workflow, "--resume", args.resume], check=False).returncode
+
+
+def _supervisor_study(args):
+    """``--supervisor-cfg``: ``(study, notes)`` of Supervisor's cfg files; the notes are
+    printed unless this is a ``--dry-run``."""
+    from .supervisor.cfg import read
+
+    if not args.supervisor_cfg or args.config or args.resume:
+        raise ConfigError("emews run --supervisor-cfg", "takes CFG_SYS CFG_PRM instead of "
+                          "CONFIG files and --resume (--dry-run needs it)", None,
+                          show_value=False)
+    study, notes = read(*args.supervisor_cfg)
+    for note in notes if not args.dry_run else ():
+        print(f"emews: note: {note}", file=sys.stderr)
+    return study, notes
+
+
+def _print_study(files, study, notes, overrides):
+    """``--dry-run``: print the study as TOML, the command line's settings included."""
+    from .supervisor.cfg import render
+
+    for dotted, value in overrides.items():
+        table, _, key = dotted.partition(".")
+        study.setdefault(table, {})[key] = value
+    return _emit(render(study, notes, files))
 
 
 def _serve(args):

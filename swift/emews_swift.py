@@ -9,7 +9,9 @@ the ME's thread) keeps the experiment's store, ``$TURBINE_OUTPUT/results.db``, a
                          "Params"        answered here with the settings file (no round trip)
                          points          each point added to the store (queued) with its id and
                                          run id RUNnnnnnn (emews run's numbering, from 0); returns
-                                         "EVAL;RUNID;POINT;RUNID;POINT..."
+                                         "EVAL;RUNID;POINT;RUNID;POINT..." (a point that a killed
+                                         run left ``interrupted``, which a resumed ME proposes
+                                         first, keeps its row: its next attempt, RUNnnnnnn-2)
                          DONE + final    final.json written, the store's meta "final"; "DONE"
                          EQPY_ABORT      the traceback printed here; "ABORT"
     tell(results)      the outcomes of a batch stored and committed (done or failed, with
@@ -25,6 +27,7 @@ escaped: Tcl cannot hold a character beyond U+FFFF (an emoji comes back as broke
 """
 
 import atexit
+import collections
 import json
 import math
 import os
@@ -35,6 +38,8 @@ from pathlib import Path
 
 import emews.core.eqpy as eqpy
 from emews import experiment
+from emews.core.algorithm import point_key
+from emews.core.master import run_id
 from emews.evaluate import Outcome, from_env
 from emews.pools.mpi import redirect_output
 from emews.store import Store
@@ -64,7 +69,8 @@ def _under_turbine():
 _registered = False
 
 _store = None
-_batch = []          # the ids of the points being evaluated, in order
+_batch = []          # (id, attempt) of the points being evaluated, in order
+_requeue = {}        # point key -> deque of (id, attempt) that a killed run left interrupted
 _objective = None
 
 
@@ -101,6 +107,9 @@ def store():
         _store.set_meta("master", {"host": socket.gethostname(), "pid": os.getpid(),
                                    "driver": "swift-t"})
         _store.commit()
+        for row in _store.rows("interrupted"):   # workflow.sh --resume: prepare.py marked them
+            _requeue.setdefault(point_key(row["params"]), collections.deque()).append(
+                (row["id"], row["attempt"]))
     return _store
 
 
@@ -116,16 +125,23 @@ def _point_json(text):
 
 def _begin_batch(message):
     db = store()
-    first, seq = db.next_id(), db.next_seq()
-    parts, rows = ["EVAL"], []
+    point_id, seq = db.next_id(), db.next_seq()
+    parts, rows, again = ["EVAL"], [], []
     _batch.clear()
-    for k, text in enumerate(eqpy.split_points(message)):
+    for text in eqpy.split_points(message):
         stored, sent = _point_json(text)
-        run_id = f"RUN{first + k:06d}"
-        rows.append((first + k, stored, run_id, None, seq + k))
-        _batch.append(first + k)
-        parts += [run_id, sent]
+        waiting = _requeue.get(point_key(json.loads(stored)))
+        if waiting:
+            i, attempt = waiting.popleft()
+            attempt += 1
+            again.append((i, attempt, run_id(i, attempt)))
+        else:
+            i, attempt, point_id, seq = point_id, 1, point_id + 1, seq + 1
+            rows.append((i, stored, run_id(i), None, seq - 1))
+        _batch.append((i, attempt))
+        parts += [run_id(i, attempt), sent]
     db.add(rows)
+    db.requeue(again)
     db.commit()
     return ";".join(parts)
 
@@ -177,12 +193,12 @@ def tell(results):
         raise RuntimeError(f"emews_swift.tell: {len(outcomes)} results for a batch of "
                            f"{len(_batch)} points")
     rows = []
-    for point_id, o in zip(_batch, outcomes):
+    for (point_id, attempt), o in zip(_batch, outcomes):
         value = math.nan if o["value"] is None else o["value"]
         outcome = Outcome(value, o["status"], o["error"], o["log_tail"], o["started"],
                           o["finished"], {"metrics": o["metrics"]} if o["metrics"] else {})
         status = o["status"] if o["status"] in ("done", "failed") else "failed"
-        rows.append((point_id, o["rank"], outcome, 1, status))
+        rows.append((point_id, o["rank"], outcome, attempt, status))
     db = store()
     db.finish(rows)
     db.commit()

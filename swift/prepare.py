@@ -3,6 +3,7 @@
 Usage (workflow.sh runs it)::
 
     python prepare.py DATA_DIR WORKFLOW SETTINGS_JSON
+    python prepare.py --resume EXPDIR
 
 Checks that the settings name a known algorithm with options that fit it, a readable search
 space and batch mode (the only mode workflow.swift speaks), and that the objective the
@@ -11,6 +12,13 @@ makes ``DATA_DIR/WORKFLOW/EXPnnn/`` (with ``out/``), writes the settings there a
 ``settings.json`` (a relative ``space`` path made absolute, relative to the settings file), the
 study as ``config.json`` (as ``emews run`` does, for ``emews show``) and an empty store,
 ``results.db``, and prints that directory.
+With ``--resume`` (``workflow.sh --resume EXPDIR``) it continues a killed (or finished)
+study in ``EXPDIR`` instead, as ``emews run --resume`` does: what the killed run left unfinished
+is marked ``interrupted`` in the store, and ``settings-resume.json`` (the ME's settings, which
+``EMEWS_SETTINGS`` names) tells the ME every finished evaluation (``history``, so that the
+budget counts them) and has it propose the interrupted points first (``pending``), each of
+which ``emews_swift`` runs again under its own row; a seeded search gets a new seed, so that it
+does not propose its first points again.
 Bad input: one line naming the file or field, the rule and the value, and exit status 2.
 """
 
@@ -63,7 +71,8 @@ def check_algorithm(settings, path):
 
 
 def study_config(settings):
-    """config.json: the study as emews run records it, for emews show, status and report."""
+    """config.json: the study as emews run records it, for emews show, status and report; and
+    this workflow.sh, which ``emews run --resume`` runs again (``--resume``)."""
     env = os.environ
     study = {"algorithm": settings["algorithm"], "options": settings.get("options", {}),
              "mode": "batch", "seed": settings.get("seed"),
@@ -74,12 +83,49 @@ def study_config(settings):
              **settings.get("stop", {})}
     if isinstance(settings.get("space"), str):
         study["space"] = settings["space"]
-    return {"study": study, "driver": "swift-t"}
+    return {"study": study, "driver": "swift-t",
+            "workflow": str(Path(__file__).resolve().parent / "workflow.sh")}
+
+
+def resume(expdir):
+    """Mark what a killed run left unfinished ``interrupted``; write the ME's settings for the
+    resumed run, ``settings-resume.json``; return the experiment directory."""
+    expdir = Path(expdir).resolve()
+    if not (expdir / "results.db").is_file():
+        raise ConfigError(str(expdir), "--resume needs an experiment directory of workflow.sh "
+                          "(holding settings.json and results.db)", None, show_value=False)
+    settings = read_settings(expdir / "settings.json")
+    check_algorithm(settings, expdir / "settings.json")
+    evaluate.from_env()
+    store = Store(expdir / "results.db", create=False)
+    try:
+        interrupted = store.interrupt_unfinished()
+        finished = store.rows("done", "failed")
+        resumes = store.meta("resumes", 0) + 1
+        store.set_meta("resumes", resumes)
+        store.commit()
+    finally:
+        store.close()
+    settings["history"] = [[row["params"], row["result"] if row["status"] == "done" else None]
+                           for row in finished]
+    settings["pending"] = [row["params"] for row in interrupted]
+    if settings.get("seed") is not None:
+        settings["seed"] += 7919 * resumes   # as emews run --resume: no replayed proposals
+    experiment.write_json(expdir / "settings-resume.json", settings)
+    return expdir
 
 
 def main(argv):
+    if len(argv) == 2 and argv[0] == "--resume":
+        try:
+            print(resume(argv[1]))
+        except EmewsError as exc:
+            print(f"workflow.sh: {exc}", file=sys.stderr)
+            return 2
+        return 0
     if len(argv) != 3:
-        print("usage: python prepare.py DATA_DIR WORKFLOW SETTINGS_JSON", file=sys.stderr)
+        print("usage: python prepare.py DATA_DIR WORKFLOW SETTINGS_JSON | --resume EXPDIR",
+              file=sys.stderr)
         return 2
     data_dir, workflow, settings_path = argv
     try:

@@ -2,6 +2,7 @@
 # workflow.sh: run an emews model exploration under Swift/T (see swift/README.md).
 #
 #   swift/workflow.sh SITE SETTINGS [CONFIG]
+#   swift/workflow.sh --resume EXPDIR
 #
 #   SITE      a site file: sites/NAME.sh (give NAME) or a path. Machine settings:
 #             MACHINE (swift-t -m; empty: run here), PROCS, PPN, WALLTIME, QUEUE, PROJECT.
@@ -13,6 +14,9 @@
 # Makes the experiment directory $CANDLE_DATA_DIR/$MODEL_NAME/EXPnnn (TURBINE_OUTPUT), copies
 # the settings, site and config files into it and runs workflow.swift there; Turbine's output
 # is also kept in output.txt. The exit status is swift-t's: non-zero when the ME failed.
+# --resume continues a killed (or finished) study in EXPDIR, with the site and config files it
+# copied there (the environment still wins): every finished evaluation is told to the ME, and
+# the points the killed job left unfinished run again, each under its own row of results.db.
 set -euo pipefail
 
 THIS=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -20,8 +24,15 @@ ROOT=$(dirname "$THIS")
 
 die() { echo "workflow.sh: $*" >&2; exit 2; }
 
-[ $# -ge 2 ] && [ $# -le 3 ] || die "usage: workflow.sh SITE SETTINGS [CONFIG]"
-SITE=$1 SETTINGS=$2 CONFIG=${3:-}
+USAGE="usage: workflow.sh SITE SETTINGS [CONFIG] | workflow.sh --resume EXPDIR"
+if [ "${1:-}" = --resume ]; then
+    [ $# -eq 2 ] || die "$USAGE"
+    RESUME=$2 SITE=$2/site.sh SETTINGS="" CONFIG=""
+    [ -f "$RESUME/config.sh" ] && CONFIG=$RESUME/config.sh
+else
+    [ $# -ge 2 ] && [ $# -le 3 ] || die "$USAGE"
+    RESUME="" SITE=$1 SETTINGS=$2 CONFIG=${3:-}
+fi
 [[ $SITE == */* || $SITE == *.sh ]] || SITE=$ROOT/sites/$SITE.sh
 [ -f "$SITE" ] || die "site file $SITE: must exist"
 source "$SITE"
@@ -49,11 +60,19 @@ export PYTHONMALLOC=malloc
 [[ $CANDLE_MODEL_IMPL =~ ^[a-z]+$ ]] && [ -f "$THIS/model_$CANDLE_MODEL_IMPL.swift" ] ||
     die "CANDLE_MODEL_IMPL: must be one of py, app, container, echo, got '$CANDLE_MODEL_IMPL'"
 
-# Checks the settings and the objective, then makes the experiment directory.
-EXPDIR=$("${PYTHON:-python3}" "$THIS/prepare.py" "$CANDLE_DATA_DIR" "$MODEL_NAME" "$SETTINGS")
+# Checks the settings and the objective, then makes the experiment directory (or, resuming,
+# prepares the store and the ME's settings for the rest of the study).
+if [ -n "$RESUME" ]; then
+    EXPDIR=$("${PYTHON:-python3}" "$THIS/prepare.py" --resume "$RESUME")
+    export EMEWS_SETTINGS=$EXPDIR/settings-resume.json
+else
+    EXPDIR=$("${PYTHON:-python3}" "$THIS/prepare.py" "$CANDLE_DATA_DIR" "$MODEL_NAME" \
+             "$SETTINGS")
+    export EMEWS_SETTINGS=$EXPDIR/settings.json
+    cp "$SITE" "$EXPDIR/site.sh"
+    [ -z "$CONFIG" ] || cp "$CONFIG" "$EXPDIR/config.sh"
+fi
 export TURBINE_OUTPUT=$EXPDIR EMEWS_EXP_ID=$(basename "$EXPDIR") EMEWS_ME=${EMEWS_ME:-}
-cp "$SITE" "$EXPDIR/site.sh"
-[ -z "$CONFIG" ] || cp "$CONFIG" "$EXPDIR/config.sh"
 
 # Rank layout: ADLB_SERVERS=1 server on the last rank (PROCS-1), the ME on the resident rank
 # just below it (PROCS-2), candle_model_train() on the workers 0 .. PROCS-3.
@@ -65,7 +84,7 @@ export ADLB_SERVERS=1 TURBINE_RESIDENT_WORK_WORKERS=1 RESIDENT_WORK_RANKS=$(( PR
 ENV_ARGS=()
 # What Turbine, the embedded Python and emews.evaluate read (emews.config's [model] table).
 for name in TURBINE_OUTPUT ADLB_SERVERS TURBINE_RESIDENT_WORK_WORKERS RESIDENT_WORK_RANKS \
-            EMEWS_EXP_ID EMEWS_ME EMEWS_ISOLATE PYTHONMALLOC \
+            EMEWS_EXP_ID EMEWS_ME EMEWS_SETTINGS EMEWS_ISOLATE PYTHONMALLOC \
             PYTHONPATH OMP_NUM_THREADS OPENBLAS_NUM_THREADS \
             MODEL_NAME MODEL_RETURN MODEL_RETURN_EPOCH CANDLE_MODEL_IMPL CANDLE_MODEL_TYPE \
             CANDLE_DATA_DIR EMEWS_OBJECTIVE EMEWS_APP EMEWS_LANGS_APP APP_PYTHONPATH \
@@ -81,4 +100,4 @@ cd "$EXPDIR"
 # source.
 swift-t -n "$PROCS" ${MACHINE:+-m "$MACHINE"} -p -I "$THIS" -i "model_$CANDLE_MODEL_IMPL" \
     -o workflow.tic "${ENV_ARGS[@]}" "$THIS/workflow.swift" 2>&1 |
-    tee "$EXPDIR/output.txt"
+    tee -a "$EXPDIR/output.txt"

@@ -5,6 +5,7 @@ the run directories and `emews show`. Bad input is refused before Swift/T starts
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +19,8 @@ if str(SUPPORT) not in sys.path:
 from swift_models import AWKWARD, SPACE  # noqa: E402
 from swift_t import launcher_env, swift_t  # noqa: E402,F401 - swift_t: the session fixture
 
+from conftest import wait_until  # noqa: E402
+
 from emews.store import Store  # noqa: E402
 
 REPO = Path(__file__).parent.parent
@@ -27,7 +30,8 @@ AWKWARD_DIR = "data dir \"q\" 'single' $HOME"
 # Small enough that a budget of 8 sees the GA breed and the model-based search fit.
 ALGORITHM_OPTIONS = {"ga": {"population_size": 4},
                      "mbo": {"design_size": 4, "n_trees": 20, "focus_points": 200,
-                             "focus_restarts": 1}}
+                             "focus_restarts": 1},
+                     "gp": {"n_initial_points": 4, "acq_optimizer": "sampling"}}
 
 
 def environment(path_entries=(), **extra):
@@ -240,3 +244,96 @@ def test_bad_input_is_one_line_naming_the_rule_and_makes_no_experiment(tmp_path,
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith("workflow.sh: ") and message in line
     assert not (tmp_path / "data").exists()
+
+
+def job_processes(expdir):
+    """The live processes working in ``expdir``: workflow.sh, swift-t, turbine, mpiexec and
+    every rank (MPICH's launcher puts each rank in a process group of its own)."""
+    pids, expdir = [], str(Path(expdir).resolve())
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            if state != "Z" and os.readlink(proc / "cwd") == expdir:
+                pids.append(int(proc.name))
+        except (OSError, IndexError):
+            continue
+    return pids
+
+
+def kill_job(job, expdir):
+    """kill -9 the whole Swift/T job; return once none of its processes is left."""
+    os.killpg(job.pid, signal.SIGKILL)
+    for pid in job_processes(expdir):
+        os.kill(pid, signal.SIGKILL)
+    job.wait(timeout=60)
+    wait_until(lambda: not job_processes(expdir), "every process of the killed job gone")
+
+
+@pytest.mark.slow
+def test_a_killed_swift_t_study_resumes_with_each_evaluation_once_and_the_budget_exact(
+        tmp_path, swift_t):
+    budget = 8
+    settings = tmp_path / "settings.json"
+    settings.write_text(json.dumps({"algorithm": "random", "space": SPACE, "seed": 4,
+                                    "batch_size": 2, "stop": {"budget": budget}}))
+    env = environment(swift_t, CANDLE_DATA_DIR=str(tmp_path / "data"), MODEL_NAME="m",
+                      CANDLE_MODEL_IMPL="py", EMEWS_OBJECTIVE="swift_models:gated", PROCS="4")
+    expdir = tmp_path / "data" / "m" / "EXP001"
+    with open(tmp_path / "killed.txt", "w") as output:
+        job = subprocess.Popen(["bash", str(SWIFT / "workflow.sh"), "local", str(settings)],
+                               env=env, cwd=tmp_path, stdout=output, stderr=subprocess.STDOUT,
+                               start_new_session=True)
+    try:   # the 5th and 6th points (the third batch) block both workers
+        wait_until(lambda: len(list(expdir.glob("run/*/blocked"))) == 2,
+                   "both workers blocked in the third batch", timeout=240)
+    finally:
+        kill_job(job, expdir)
+    before, _, _ = stored(expdir)
+    assert [row["status"] for row in before] == ["done"] * 4 + ["queued"] * 2
+    assert not (expdir / "final.json").exists()
+
+    # emews run --resume runs workflow.sh --resume EXPDIR, the workflow.sh of config.json
+    done = subprocess.run([sys.executable, "-m", "emews", "run", "--resume", str(expdir)],
+                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows, attempts, final_meta = stored(expdir)
+    assert [row["id"] for row in rows] == list(range(budget))
+    assert {row["status"] for row in rows} == {"done"}
+    assert [(row["attempt"], row["run_id"]) for row in rows] == \
+        [(1, f"RUN{i:06d}") for i in range(4)] + [(2, f"RUN{i:06d}-2") for i in (4, 5)] + \
+        [(1, f"RUN{i:06d}") for i in (6, 7)]
+    assert [row["params"] for row in rows[:6]] == [row["params"] for row in before]
+    assert all(math.isclose(row["result"], row["params"]["x"] ** 2) for row in rows)
+    assert [(a["id"], a["attempt"], a["status"]) for a in attempts] == \
+        [(row["id"], row["attempt"], "done") for row in rows]
+    resumed = json.loads((expdir / "settings-resume.json").read_text())
+    assert [point for point, _ in resumed["history"]] == [row["params"] for row in before[:4]]
+    assert resumed["pending"] == [row["params"] for row in before[4:]]
+    final = json.loads((expdir / "final.json").read_text())
+    assert final["evaluations"] == budget and final_meta == final
+    assert final["best_value"] == min(row["result"] for row in rows)
+    assert_shown(expdir)
+    refused = subprocess.run([sys.executable, "-m", "emews", "run", "--resume", str(expdir),
+                              "--budget", "9"], env=env, capture_output=True, text=True,
+                             timeout=120)
+    assert refused.returncode == 2 and refused.stderr.startswith(
+        f"emews: error: emews run --resume {expdir}: resumes a Swift/T study with the settings "
+        "it ran with (no CONFIG file and no options), got '--budget'")
+
+
+@pytest.mark.slow
+def test_an_echo_study_under_swift_t_stores_the_sum_of_squares(tmp_path, swift_t):
+    budget = 6
+    settings = {"algorithm": "random", "space": SPACE, "seed": 2, "batch_size": 3,
+                "stop": {"budget": budget}}
+    done = workflow_sh(tmp_path, settings, path_entries=swift_t,
+                       CANDLE_DATA_DIR=str(tmp_path / "data"), CANDLE_MODEL_IMPL="echo",
+                       MODEL_NAME="e", PROCS="5")
+    assert done.returncode == 0, done.stdout + done.stderr
+    expdir = only_experiment(tmp_path / "data" / "e")
+    rows, _, _ = stored(expdir)
+    assert_finished_rows(rows, {0, 1, 2}, budget)
+    assert {row["status"] for row in rows} == {"done"}
+    assert all(math.isclose(row["result"], row["params"]["x"] ** 2) for row in rows)
+    final = json.loads((expdir / "final.json").read_text())
+    assert final["evaluations"] == budget and final["best_value"] == min(r["result"] for r in rows)
