@@ -431,7 +431,7 @@ def run_master(expdir, cfg, pool):
             signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
             raise interrupted(expdir, signum) from None
         progress.show()
-        final = _final(_parse_final(final), store, study)
+        final = final_record(final, store, study)
         store.set_meta("final", final)
         store.commit()
         result = _result(expdir, store, final)
@@ -512,18 +512,17 @@ def told_value(row, policy):
     return math.nan if policy.penalty is None else policy.penalty
 
 
-def _parse_final(text):
+def final_record(text, store, replicas=None):
+    """The study's final record: the ME's final message ``text`` (a JSON object, else kept as
+    its ``message``) with the best point and value as ``store`` has them (never a failed one;
+    with ``replicas`` settings of more than one replica, the point whose replicas' mean or
+    worst value is best)."""
     try:
         final = json.loads(text)
     except (TypeError, ValueError):
         final = None
-    return final if isinstance(final, dict) else {"message": text}
-
-
-def _final(final, store, study):
-    """The ME's final message, with the best point as the store has it (never a failed one;
-    with replicas, the point whose replicas' mean or worst value is best)."""
-    point, value = _best(store, study)
+    final = final if isinstance(final, dict) else {"message": text}
+    point, value = _best(store, replicas or {})
     return dict(final, best_point=point, best_value=value)
 
 

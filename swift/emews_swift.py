@@ -43,6 +43,7 @@ from emews.core.master import run_id
 from emews.evaluate import Outcome, from_env
 from emews.pools.mpi import redirect_output
 from emews.store import Store
+from emews.study import final_record
 
 
 
@@ -147,15 +148,10 @@ def _begin_batch(message):
 
 
 def _finish(final_text):
-    try:
-        final = json.loads(final_text)
-    except ValueError:
-        final = None
-    final = final if isinstance(final, dict) else {"message": final_text}
     db = store()
-    best = db.best()
-    final = dict(final, best_point=best["params"] if best else None,
-                 best_value=best["result"] if best else None)
+    settings = json.loads(Path(os.environ.get("EMEWS_SETTINGS")
+                               or expdir() / "settings.json").read_text())
+    final = final_record(final_text, db, settings.get("replicas"))
     db.set_meta("final", final)
     db.commit()
     db.close()
