@@ -170,7 +170,7 @@ def test_cfg_files_of_a_workflow_emews_does_not_run_are_refused(tmp_path):
         shutil.copy(path, tmp_path / path.name)
     (tmp_path / "random" / "test").mkdir(parents=True)
     with pytest.raises(ConfigError, match="is a cfg file of Supervisor's random workflow; "
-                                          "emews runs those of GA and mlrMBO"):
+                                          "emews runs those of GA, mlrMBO and grid"):
         read(GA[0], shutil.copy(GA[1], tmp_path / "random" / "test"), {"MODEL_NAME": "sup"})
     with pytest.raises(ConfigError, match="must be a cfg file of Supervisor's GA workflow"):
         read(GA[0], shutil.copy(GA[0], tmp_path / "prm.sh"), {"MODEL_NAME": "sup"})
@@ -266,6 +266,39 @@ def test_a_cfg_sys_file_and_a_upf_are_a_sweep_of_its_points_that_runs_under_mpie
     assert [row["params"] for row in rows] == points
     assert [(row["status"], row["result"]) for row in rows] == \
         [("done", pytest.approx(point["x"])) for point in points]
+
+
+GRID = (CFG / "grid" / "test" / "cfg-sys-1.sh", CFG / "grid" / "test" / "cfg-prm-1.sh")
+
+
+def test_the_grid_workflow_is_a_sweep_of_every_combination_of_its_settings_json(tmp_path):
+    study, notes = read(*GRID, {"MODEL_NAME": "sup"})
+    table = json.loads((CFG / "grid" / "data" / "settings.json").read_text())["parameters"]
+    assert study["study"]["algorithm"] == "sweep" and study["study"]["mode"] == "async"
+    assert study["algorithm"] == {"params": table} and "space" not in study["study"]
+    assert [n.split(" = ")[0] for n in notes] == ["PROPOSE_POINTS", "MAX_ITERATIONS",
+                                                  "PARAM_SET_FILE"]
+    done = emews("run", "--supervisor-cfg", *map(str, GRID), cwd=tmp_path, MODEL_NAME="sup",
+                 MODEL_PYTHON_DIR=str(MODELS), CANDLE_DATA_DIR=str(tmp_path / "data"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    store = Store(tmp_path / "data" / "sup" / "EXP000" / "results.db", create=False)
+    try:
+        rows = store.rows()
+    finally:
+        store.close()
+    assert sorted((r["params"]["x"], r["params"]["epochs"]) for r in rows) == sorted(
+        (x, epochs) for x in table["x"] for epochs in table["epochs"])
+    assert all(r["status"] == "done" and r["result"] == pytest.approx(r["params"]["x"])
+               for r in rows)
+
+
+def test_a_grid_settings_file_without_a_table_of_values_is_one_error_naming_it(tmp_path):
+    root = tmp_path / "grid"
+    shutil.copytree(CFG / "grid", root)
+    (root / "data" / "settings.json").write_text('{"parameters": {"x": []}}')
+    with pytest.raises(ConfigError, match=r"grid/data/settings.json: parameters: must be an "
+                                          r"object of non-empty lists"):
+        read(root / "test" / "cfg-sys-1.sh", root / "test" / "cfg-prm-1.sh", {"MODEL_NAME": "s"})
 
 
 def test_the_mlrmbo_study_of_the_cfg_files_runs_its_budget_under_mpiexec(tmp_path):

@@ -25,8 +25,10 @@ naming the file, with bash's exit status and the last line it printed (an ``echo
         DESIGN_SIZE, PROPOSE_POINTS           [algorithm] max_iterations, design_size, ...
     upf: a UPF file (JSON lines) instead of   algorithm "sweep" of that file, async mode (every
         a cfg-prm file                        point at once, as Supervisor's upf workflow)
+    grid: EMEWS_PROJECT_ROOT/data/settings.json   algorithm "sweep", async mode: every
+        ({"parameters": {NAME: [values]}})    combination of the values (strategy all_perm)
 
-The workflow is the cfg-prm file's (``workflows/GA`` or ``workflows/mlrMBO``), else the one
+The workflow is the cfg-prm file's (``workflows/GA``, ``workflows/mlrMBO`` or ``workflows/grid``), else the one
 whose variables the files set; a second file whose name does not end in ``.sh`` is the UPF of
 Supervisor's upf workflow (``workflow.sh SITE EXPID CFG_SYS UPF``). A variable emews reads
 from the environment itself (``PROCS``, ``MODEL_NAME``, ...) takes the environment's value
@@ -36,6 +38,7 @@ that change nothing under emews (:data:`UNUSED`) are named in the study's notes.
 that the files' own text refers to (a helper such as ``POP_DEFAULT``) is no setting.
 """
 
+import json
 import os
 import re
 import subprocess
@@ -86,10 +89,15 @@ WORKFLOWS = {
         "DESIGN_SIZE": ("algorithm", "design_size", "int"),
         "PROPOSE_POINTS": ("algorithm", "propose_points", "int"),
     }),
+    "grid": ("sweep", {}),
 }
+# Supervisor's grid workflow reads its grid from here, and its cfg-prm file not at all
+GRID_FILE = Path("data", "settings.json")
+GRID_IGNORES = ("PROPOSE_POINTS", "MAX_CONCURRENT_EVALUATIONS", "MAX_ITERATIONS", "MAX_BUDGET",
+                "DESIGN_SIZE", "PARAM_SET_FILE")
 # Supervisor's GA workflow.sh: ": ${NUM_ITERATIONS:=3} ${POPULATION_SIZE:=3} ..."
 GA_DEFAULTS = {"NUM_ITERATIONS": "3", "POPULATION_SIZE": "3"}
-OTHER_WORKFLOWS = ("random", "grid", "upf", "async-search", "cp1", "cp-leaveout", "uq-noise",
+OTHER_WORKFLOWS = ("random", "upf", "async-search", "cp1", "cp-leaveout", "uq-noise",
                    "dense-noise", "csg", "cmp-cv", "simple_uq")
 UNUSED = {  # set by Supervisor's files, and changing nothing under emews
     "TURBINE_RESIDENT_WORK_WORKERS": "emews lays out its own ranks",
@@ -157,9 +165,10 @@ def workflow(cfg_prm, namespace):
     if project in WORKFLOWS:
         return (project, *WORKFLOWS[project])
     if project in OTHER_WORKFLOWS:
+        *others, last = WORKFLOWS
         raise ConfigError(str(cfg_prm), f"is a cfg file of Supervisor's {project} workflow; "
-                          f"emews runs those of {' and '.join(WORKFLOWS)} (and upf's: CFG_SYS "
-                          "and a UPF file)", project)
+                          f"emews runs those of {', '.join(others)} and {last} (and upf's: "
+                          "CFG_SYS and a UPF file)", project)
     found = [name for name, (_, variables) in WORKFLOWS.items()
              if set(variables) & set(namespace.where)]
     if len(found) != 1:
@@ -184,19 +193,28 @@ def read(cfg_sys, cfg_prm, environ=None):
     else:
         namespace.read(cfg_prm)
         name, algorithm, variables = workflow(cfg_prm, namespace)
-    mapping = {**COMMON, **variables}
-    known = {*mapping, *UNUSED, "IGNORE_ERRORS"}
+    unused = dict(UNUSED)
+    if name == "grid":
+        unused.update((var, f"Supervisor's grid workflow does not read it (its grid is "
+                            f"{GRID_FILE})") for var in GRID_IGNORES)
+    mapping = {var: to for var, to in {**COMMON, **variables}.items() if var not in unused}
+    known = {*mapping, *unused, "IGNORE_ERRORS"}
     notes = [f"{var} = {namespace.values[var]!r} is not used: {why}"
-             for var, why in UNUSED.items() if var in namespace.where]
+             for var, why in unused.items() if var in namespace.where]
     for var, where in namespace.where.items():
         if var not in known and var not in namespace.referenced:
             raise ConfigError(f"{where}: {var}", f"is not a variable emews maps from a {name} "
-                              f"cfg file ({', '.join(sorted(known - set(UNUSED)))})",
+                              f"cfg file ({', '.join(sorted(known - set(unused)))})",
                               namespace.values[var])
-    study = {"system": {}, "study": {"algorithm": algorithm, "mode": "async" if upf else "batch",
+    options = {}
+    if name == "upf":
+        options = {"file": str(Path(cfg_prm).resolve())}
+    elif name == "grid":
+        options = {"params": grid(Path(namespace.get("EMEWS_PROJECT_ROOT")) / GRID_FILE)}
+    study = {"system": {}, "study": {"algorithm": algorithm,
+                                     "mode": "async" if algorithm == "sweep" else "batch",
                                      "experiment_numbering": "supervisor"},
-             "algorithm": {"file": str(Path(cfg_prm).resolve())} if upf else {},
-             "model": {}, "failure": {}}
+             "algorithm": options, "model": {}, "failure": {}}
     for var, (table, key, kind) in mapping.items():
         value = environ.get(var) if var in FROM_ENVIRONMENT and environ.get(var) else \
             namespace.get(var) or (GA_DEFAULTS.get(var) if name == "GA" else None)
@@ -214,6 +232,23 @@ def read(cfg_sys, cfg_prm, environ=None):
     if name == "GA":
         study["study"]["budget"] = ga_budget(study["algorithm"])
     return {table: values for table, values in study.items() if values}, notes
+
+
+def grid(path):
+    """The table of values per parameter of Supervisor's grid workflow (its
+    ``data/settings.json``: ``{"parameters": {NAME: [values], ...}}``)."""
+    try:
+        settings = json.loads(Path(path).read_text())
+    except OSError as exc:
+        raise ConfigError(str(path), "the grid workflow's settings file must be readable",
+                          exc.strerror) from None
+    except ValueError as exc:
+        raise ConfigError(str(path), "must be JSON", str(exc), show_value=False) from None
+    table = settings.get("parameters") if isinstance(settings, dict) else None
+    if not isinstance(table, dict) or not all(isinstance(v, list) and v for v in table.values()):
+        raise ConfigError(f"{path}: parameters", "must be an object of non-empty lists of "
+                          "values, one per parameter", table)
+    return table
 
 
 def ga_budget(options):
