@@ -11,6 +11,8 @@ Files (:meth:`Space.from_file` picks the reader by extension, else by content):
   sigmas are read as Supervisor's ``ga_utils.py`` reads them, with ``int()``/``float()``, so a
   numeric string (``"sigma": "0.000495"``) is a number (an int bound that is not whole, which
   ``int()`` would truncate, is refused instead);
+* Supervisor's async-search ``as_problem.py`` (``.py`` files), read by
+  :mod:`emews.supervisor.asproblem` with ``ast``, never imported: ranges and lists;
 * mlrMBO's R ``makeParamSet(...)`` (``.R`` files), read by :mod:`emews.supervisor.rparamset` without
   evaluating anything: numeric, integer, discrete (categorical) and logical parameters, and
   ``trafo`` functions. As in ParamHelpers, the search runs on ``x`` and the model receives
@@ -29,7 +31,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .supervisor import rparamset
+from .supervisor import asproblem, rparamset
 from .errors import ConfigError
 
 
@@ -330,13 +332,16 @@ class Space:
 
     @classmethod
     def from_file(cls, path):
-        """Read a search-space file: GA JSON, or mlrMBO R (``.R``, or text with makeParamSet)."""
+        """Read a search-space file: GA JSON, mlrMBO R (``.R``, or text with makeParamSet), or
+        Supervisor's async-search ``as_problem.py`` (``.py``, read, never run)."""
         path = Path(path)
         try:
             text = path.read_text()
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(str(path), "the search-space file must be readable",
                               getattr(exc, "strerror", None) or str(exc)) from None
+        if path.suffix == ".py":
+            return cls.from_ga_json(asproblem.parse(text, str(path)), where=str(path))
         if path.suffix in (".R", ".r") or (path.suffix.lower() != ".json"
                                            and not text.lstrip().startswith(("[", "{"))
                                            and "makeParamSet" in text):

@@ -133,8 +133,8 @@ def test_a_helper_variable_the_files_refer_to_is_no_unknown_setting(tmp_path):
     ("PPN=4\nif [ $PPN = 4 ]; then\n  echo \"PPN must not be\" $PPN\n  exit 1\nfi\n",
      "the cfg file refuses these settings under bash (exit 1: PPN must not be 4)"),
     ("echo unrelated\nPPN=1\nexit 0\n", "under bash (exit 0: unrelated)"),
-    ("\nexport BENCHMARK_DIR=/data\n", ": BENCHMARK_DIR: is not a variable emews maps from a GA "
-     "cfg file (APP_PYTHONPATH, BENCHMARK_TIMEOUT"),
+    ("\nexport BENCHMARK_DIR=/data\n", ": BENCHMARK_DIR: is not a variable emews maps from the "
+     "cfg files of Supervisor's GA workflow (APP_PYTHONPATH, BENCHMARK_TIMEOUT"),
     ("PROCS=four\n", ": PROCS: must be an integer, got 'four'"),
 ], ids=["unset", "source", "failing-command", "if-unclosed", "exit", "exit-early",
         "unknown-variable", "not-an-int"])
@@ -170,7 +170,7 @@ def test_cfg_files_of_a_workflow_emews_does_not_run_are_refused(tmp_path):
         shutil.copy(path, tmp_path / path.name)
     (tmp_path / "random" / "test").mkdir(parents=True)
     with pytest.raises(ConfigError, match="is a cfg file of Supervisor's random workflow; "
-                                          "emews runs those of GA, mlrMBO and grid"):
+                                          "emews runs those of GA, mlrMBO, grid and async-search"):
         read(GA[0], shutil.copy(GA[1], tmp_path / "random" / "test"), {"MODEL_NAME": "sup"})
     with pytest.raises(ConfigError, match="must be a cfg file of Supervisor's GA workflow"):
         read(GA[0], shutil.copy(GA[0], tmp_path / "prm.sh"), {"MODEL_NAME": "sup"})
@@ -299,6 +299,36 @@ def test_a_grid_settings_file_without_a_table_of_values_is_one_error_naming_it(t
     with pytest.raises(ConfigError, match=r"grid/data/settings.json: parameters: must be an "
                                           r"object of non-empty lists"):
         read(root / "test" / "cfg-sys-1.sh", root / "test" / "cfg-prm-1.sh", {"MODEL_NAME": "s"})
+
+
+ASYNC = (CFG / "async-search" / "test" / "cfg-sys-1.sh",
+         CFG / "async-search" / "test" / "cfg-prm-1.sh")
+
+
+def test_the_async_search_workflow_is_skopts_forest_search_on_its_problem_file(tmp_path):
+    study, notes = read(*ASYNC, {"MODEL_NAME": "sup"})
+    assert study["study"] | {"space": None} == {
+        "algorithm": "gp", "mode": "async", "experiment_numbering": "supervisor",
+        "model_name": "sup", "name": "sup", "budget": 6, "seed": 0, "space": None}
+    assert study["study"]["space"] == str(CFG / "async-search" / "python" / "as_problem.py")
+    assert study["algorithm"] == {"base_estimator": "RF", "acq_func": "LCB",
+                                  "acq_optimizer": "sampling", "n_initial_points": 3,
+                                  "n_jobs": 1}
+    assert [n.split(" = ")[0] for n in notes] == ["NUM_BUFFER", "MAX_THRESHOLD"]
+    done = emews("run", "--supervisor-cfg", *map(str, ASYNC), cwd=tmp_path, MODEL_NAME="sup",
+                 MODEL_PYTHON_DIR=str(MODELS), CANDLE_DATA_DIR=str(tmp_path / "data"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    store = Store(tmp_path / "data" / "sup" / "EXP000" / "results.db", create=False)
+    try:
+        rows = store.rows()
+    finally:
+        store.close()
+    assert len(rows) == 6 and {row["status"] for row in rows} == {"done"}
+    for row in rows:
+        params = row["params"]
+        assert 0 <= params["x"] <= 4 and params["epochs"] in (1, 2, 3)
+        assert params["dense"] in ("8 4", "16 8")
+        assert row["result"] == pytest.approx(params["x"])
 
 
 def test_the_mlrmbo_study_of_the_cfg_files_runs_its_budget_under_mpiexec(tmp_path):

@@ -306,3 +306,32 @@ def test_values_equal_those_of_r_paramhelpers(path):
         else:
             kind = {"integer": Int, "numeric": Float}[r["type"]]
             assert type(param) is kind and (param.lower, param.upper) == r["bounds"]
+
+
+# --- async-search's as_problem.py ----------------------------------------------------------------
+
+def test_an_async_search_problem_file_is_read_as_skopt_reads_its_dimensions():
+    path = Path(__file__).parent / "support" / "supervisor_cfg" / "async-search" / "python" / \
+        "as_problem.py"
+    space = Space.from_file(path)
+    assert space.names == ["x", "epochs", "dense"]
+    x, epochs, dense = (space[name] for name in space.names)
+    assert isinstance(x, Float) and (x.lower, x.upper) == (0.0, 4.0)   # (float, float): Real
+    assert isinstance(epochs, Int) and (epochs.lower, epochs.upper) == (1, 3)  # ints: Integer
+    assert isinstance(dense, Categorical) and dense.values == ("8 4", "16 8")
+
+
+@pytest.mark.parametrize("line, rule", [
+    ('space["x"] = make_range(0, 1)', "space[NAME] must be assigned a literal"),
+    ('space["x"] = (0, "one")', "must be a (lower, upper) range of numbers"),
+    ('space["x"] = []', "must be a (lower, upper) range of numbers or a non-empty [values]"),
+    ('other["x"] = (0, 1)', "must assign the dimensions as space[NAME]"),
+])
+def test_an_async_search_problem_file_that_is_not_literal_is_one_error_and_never_runs(
+        tmp_path, line, rule):
+    path = tmp_path / "as_problem.py"
+    path.write_text(f'import os\nos.mkdir("{tmp_path}/ran")\nspace = {{}}\n{line}\n')
+    with pytest.raises(ConfigError) as error:
+        Space.from_file(path)
+    assert str(error.value).startswith(str(path)) and rule in str(error.value)
+    assert not (tmp_path / "ran").exists()

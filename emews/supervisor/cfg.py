@@ -27,8 +27,12 @@ naming the file, with bash's exit status and the last line it printed (an ``echo
         a cfg-prm file                        point at once, as Supervisor's upf workflow)
     grid: EMEWS_PROJECT_ROOT/data/settings.json   algorithm "sweep", async mode: every
         ({"parameters": {NAME: [values]}})    combination of the values (strategy all_perm)
+    async-search: MAX_EVALS, INIT_SIZE,       algorithm "gp" (skopt's Optimizer with a random
+        RANDOM_SEED, N_JOBS                   forest, LCB, sampling, as async-search.py),
+                                              async mode, on python/as_problem.py: budget,
+                                              n_initial_points, seed, n_jobs
 
-The workflow is the cfg-prm file's (``workflows/GA``, ``workflows/mlrMBO`` or ``workflows/grid``), else the one
+The workflow is the cfg-prm file's (``workflows/GA``, ``mlrMBO``, ``grid`` or ``async-search``), else the one
 whose variables the files set; a second file whose name does not end in ``.sh`` is the UPF of
 Supervisor's upf workflow (``workflow.sh SITE EXPID CFG_SYS UPF``). A variable emews reads
 from the environment itself (``PROCS``, ``MODEL_NAME``, ...) takes the environment's value
@@ -90,16 +94,28 @@ WORKFLOWS = {
         "PROPOSE_POINTS": ("algorithm", "propose_points", "int"),
     }),
     "grid": ("sweep", {}),
+    "async-search": ("gp", {
+        "MAX_EVALS": ("study", "budget", "int"),
+        "INIT_SIZE": ("algorithm", "n_initial_points", "int"),
+        "RANDOM_SEED": ("study", "seed", "int"),
+        "N_JOBS": ("algorithm", "n_jobs", "int"),
+    }),
 }
+# Supervisor's async-search.py: skopt's Optimizer on its python/as_problem.py, asked whenever
+# results come back
+ASYNC_SEARCH = {"base_estimator": "RF", "acq_func": "LCB", "acq_optimizer": "sampling"}
+ASYNC_SEARCH_SPACE = Path("python", "as_problem.py")
 # Supervisor's grid workflow reads its grid from here, and its cfg-prm file not at all
 GRID_FILE = Path("data", "settings.json")
 GRID_IGNORES = ("PROPOSE_POINTS", "MAX_CONCURRENT_EVALUATIONS", "MAX_ITERATIONS", "MAX_BUDGET",
                 "DESIGN_SIZE", "PARAM_SET_FILE")
 # Supervisor's GA workflow.sh: ": ${NUM_ITERATIONS:=3} ${POPULATION_SIZE:=3} ..."
 GA_DEFAULTS = {"NUM_ITERATIONS": "3", "POPULATION_SIZE": "3"}
-OTHER_WORKFLOWS = ("random", "upf", "async-search", "cp1", "cp-leaveout", "uq-noise",
+OTHER_WORKFLOWS = ("random", "upf", "cp1", "cp-leaveout", "uq-noise",
                    "dense-noise", "csg", "cmp-cv", "simple_uq")
 UNUSED = {  # set by Supervisor's files, and changing nothing under emews
+    "NUM_BUFFER": "emews's async driver hands each free worker a point itself",
+    "MAX_THRESHOLD": "emews's async driver hands each free worker a point itself",
     "TURBINE_RESIDENT_WORK_WORKERS": "emews lays out its own ranks",
     "RESIDENT_WORK_RANKS": "emews lays out its own ranks",
     "MAX_CONCURRENT_EVALUATIONS": "no Supervisor workflow reads it",
@@ -203,18 +219,24 @@ def read(cfg_sys, cfg_prm, environ=None):
              for var, why in unused.items() if var in namespace.where]
     for var, where in namespace.where.items():
         if var not in known and var not in namespace.referenced:
-            raise ConfigError(f"{where}: {var}", f"is not a variable emews maps from a {name} "
-                              f"cfg file ({', '.join(sorted(known - set(unused)))})",
+            raise ConfigError(f"{where}: {var}", "is not a variable emews maps from the cfg "
+                              f"files of Supervisor's {name} workflow "
+                              f"({', '.join(sorted(known - set(unused)))})",
                               namespace.values[var])
     options = {}
     if name == "upf":
         options = {"file": str(Path(cfg_prm).resolve())}
     elif name == "grid":
         options = {"params": grid(Path(namespace.get("EMEWS_PROJECT_ROOT")) / GRID_FILE)}
+    elif name == "async-search":
+        options = dict(ASYNC_SEARCH)
     study = {"system": {}, "study": {"algorithm": algorithm,
-                                     "mode": "async" if algorithm == "sweep" else "batch",
+                                     "mode": "batch" if name in ("GA", "mlrMBO") else "async",
                                      "experiment_numbering": "supervisor"},
              "algorithm": options, "model": {}, "failure": {}}
+    if name == "async-search":
+        study["study"]["space"] = str(Path(namespace.get("EMEWS_PROJECT_ROOT"))
+                                      / ASYNC_SEARCH_SPACE)
     for var, (table, key, kind) in mapping.items():
         value = environ.get(var) if var in FROM_ENVIRONMENT and environ.get(var) else \
             namespace.get(var) or (GA_DEFAULTS.get(var) if name == "GA" else None)
