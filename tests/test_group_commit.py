@@ -55,6 +55,35 @@ def test_a_failed_commit_stores_nothing_of_its_turn_and_names_the_write(tmp_path
     store.close()
 
 
+class SignalledOnce:
+    """A parameter whose first binding is interrupted as by Ctrl-C (a signal mid-commit)."""
+
+    fired = False
+
+    def adapt(self):
+        if not SignalledOnce.fired:
+            SignalledOnce.fired = True
+            raise KeyboardInterrupt
+        return '{"x": 2}'
+
+
+sqlite3.register_adapter(SignalledOnce, SignalledOnce.adapt)
+
+
+def test_an_interrupted_commit_stores_nothing_and_stays_buffered_for_the_next(tmp_path):
+    store = Store(tmp_path / "results.db")
+    store.add([(0, '{"x": 1}', "RUN000000", 1, 0), (1, SignalledOnce(), "RUN000001", 1, 1)])
+    with pytest.raises(KeyboardInterrupt):
+        store.commit()
+    reader = other_connection(tmp_path / "results.db")
+    assert reader.execute("SELECT COUNT(*) FROM evaluations").fetchone()[0] == 0
+    store.commit()
+    assert reader.execute("SELECT id, params FROM evaluations ORDER BY id").fetchall() == [
+        (0, '{"x": 1}'), (1, '{"x": 2}')]
+    reader.close()
+    store.close()
+
+
 def test_a_read_sees_the_writes_before_it(tmp_path):
     store = Store(tmp_path / "results.db")
     store.add([(0, '{"x": 1}', "RUN000000", None, 0)])

@@ -85,22 +85,26 @@ class Store:
     def commit(self):
         """Make every buffered write durable, all of them in one transaction.
 
-        On an SQLite failure the transaction is rolled back (nothing of it is stored) and a
-        :class:`StoreError` names the write that failed.
+        On an SQLite failure the transaction is rolled back (nothing of it is stored, and it
+        is dropped) and a :class:`StoreError` names the write that failed. Interrupted by
+        anything else (a signal), it is rolled back and stays buffered for the next commit.
         """
         if not self.pending:
             return
-        pending, self.pending = self.pending, []
         action = "commit results"
         try:
-            for sql, rows, action in pending:
+            for sql, rows, action in self.pending:
                 self.db.executemany(sql, rows)
             action = "commit results"
             self.db.commit()
-        except sqlite3.Error as exc:
+        except BaseException as exc:
             with contextlib.suppress(sqlite3.Error):
                 self.db.rollback()
+            if not isinstance(exc, sqlite3.Error):
+                raise
+            self.pending = []
             raise StoreError(f"{self.path}: cannot {action}: {exc}") from None
+        self.pending = []
 
     def _write(self, sql, rows, action="record evaluations"):
         if rows:
