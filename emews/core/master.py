@@ -25,7 +25,8 @@ EQ/Py module included: it never starts more evaluations than the budget allows a
 study with the reason once a limit is reached and nothing more can be answered.
 
 ``emews pause``, ``unpause`` and ``stop`` (:mod:`emews.core.control`) hold back new work, hand it
-out again, or end the study once what runs has finished.
+out again, or end the study once what runs has finished (``control.json`` is looked at every
+20 ms at most, so a request takes effect within that).
 
 In ``batch`` mode the master answers a message of points once all of them are evaluated, with
 positional results. In ``async`` mode it answers as soon as any result is ready, with every
