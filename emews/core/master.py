@@ -8,6 +8,12 @@
                                          +--> Store: every result committed before the ME
                                               sees it, one transaction per turn
 
+A turn takes every ready result, commits it in one transaction together with every state change
+since the last one (the rows of the points the ME proposed, retries, workers refilled: group
+commit), then hands the ME every result it has not seen in one message, and takes back in one
+message as many points as there are free slots. Rows written while the ME thinks ride on the
+next turn's commit, or are committed on their own once nothing has come for a few ms.
+
 The master never waits on the ME alone: while the ME thinks, it keeps collecting results,
 storing them at once and refilling free workers from points already proposed. Each result goes
 through the failure policy (:mod:`emews.core.failure`): a failed point may run again as its next
@@ -19,7 +25,8 @@ EQ/Py module included: it never starts more evaluations than the budget allows a
 study with the reason once a limit is reached and nothing more can be answered.
 
 ``emews pause``, ``unpause`` and ``stop`` (:mod:`emews.core.control`) hold back new work, hand it
-out again, or end the study once what runs has finished.
+out again, or end the study once what runs has finished (``control.json`` is looked at every
+20 ms at most, so a request takes effect within that).
 
 In ``batch`` mode the master answers a message of points once all of them are evaluated, with
 positional results. In ``async`` mode it answers as soon as any result is ready, with every
@@ -28,6 +35,7 @@ result that is ready (tagged with the point's number in the ME's order).
 
 import collections
 import json
+import math
 import time
 
 from . import eqpy
@@ -39,6 +47,8 @@ from ..pools.base import Backoff, Task
 
 CANCEL_GRACE = 30.0
 CONTROL_POLL = 0.2   # seconds between looks at control.json while paused with nothing running
+CONTROL_EVERY = 0.02  # at most one look at control.json per this many seconds while work flows
+ME_WAIT = 5e-4       # the first wait for the ME's answer: most come sooner (no wasted wake-up)
 
 
 class Master:
@@ -61,10 +71,12 @@ class Master:
         self.next_id, self.first_seq = first_id, first_seq
         self.put = 0                       # points received from the ME, in its order
         self.index = {}                    # task id -> the ME's number for the point
-        self.waiting = collections.deque()
-        self.unreported = {}
+        self.waiting = collections.OrderedDict()  # task id -> Task, in the order to hand out
+        self.unreported = {}               # task id -> value the ME has not been told yet
+        self.reported = []                 # ids the last turn gave a final result
         self.stop_reason = None
         self.control = control or Control()
+        self.state, self.control_due = "running", 0.0
         self.requeue = collections.defaultdict(collections.deque)
         self.requeued_keys = {}            # id -> point key, of the entries of requeue
         for i, params, attempt in requeue:
@@ -100,32 +112,41 @@ class Master:
             if answer is None:
                 self._drain()
                 return json.dumps({"stop_reason": self.stop_reason})
-            eqpy.input_q.put(answer)
+            eqpy.input_q.put(answer)  # every value in it was committed by its turn
             message = self._next_message()
 
     def _next_message(self):
-        """The ME's next message; while it thinks, keep storing results and refilling."""
-        backoff = Backoff()
+        """The ME's next message; while it thinks, keep storing results and refilling.
+
+        The wait for it is a blocking ``get`` (the ME's answer wakes the master), a short
+        one at first, then longer ones with turns between them.
+        """
+        backoff = Backoff(first=ME_WAIT)
         while True:
             if not self.pool.running and not self.waiting:
+                self.store.commit()
                 return eqpy.output_q_get()
             message = backoff.wait(eqpy.output_q_poll)
             if message is not None:
                 return message
             if self._turn(block=False):
                 backoff.reset()
+            elif backoff.longest:
+                self.store.commit()  # the ME thinks and nothing came: commit what waits
 
     def _enqueue(self, message):
-        """Queue the message's points (as many as the limits allow); return their ids."""
+        """Queue the message's points (as many as the limits allow), handing out as many as
+        there are free slots; return their ids. Their rows are written with the next commit."""
         self.limits.iterations += 1
         ids, tasks, seqs = [], [], {}
+        allowed = self._allowed()
         for params in eqpy.split_points(message):
             index, self.put = self.put, self.put + 1
             known = self._pop(self.known, params)
             if known is not None:
                 i, value = known
                 self.unreported[i] = value
-            elif self._allowed() <= len(tasks):
+            elif allowed <= len(tasks):
                 continue
             else:
                 task = self._task(params)
@@ -133,13 +154,12 @@ class Master:
                 i, seqs[task.id] = task.id, self.first_seq + index
             self.index[i] = index
             ids.append(i)
-        self.waiting.extend(tasks)
+        self.waiting.update((task.id, task) for task in tasks)
         ranks = dict(self._submit_waiting())
         self.store.add([(t.id, t.params, t.run_id, ranks.pop(t.id, None), seqs[t.id])
                         for t in tasks if t.attempt == 1])
         self.store.requeue([(t.id, t.attempt, t.run_id) for t in tasks if t.attempt > 1])
         self.store.mark_running(ranks.items())
-        self.store.commit()
         return ids
 
     @staticmethod
@@ -178,29 +198,52 @@ class Master:
         free = self.pool.free_slots()
         if not free:
             return []
-        tasks = [self.waiting.popleft() for _ in range(min(free, len(self.waiting)))]
+        tasks = [self.waiting.popitem(last=False)[1]
+                 for _ in range(min(free, len(self.waiting)))]
         return [(task.id, rank) for task, rank in self.pool.submit(tasks)]
 
     def _steered(self):
-        """True while ``emews pause`` or ``emews stop`` holds back new work."""
-        state = self.control.current()
-        if state == "stopped" and not self.stop_reason:
+        """True while ``emews pause`` or ``emews stop`` holds back new work (``control.json``
+        is looked at once per :data:`CONTROL_EVERY` at most)."""
+        now = time.monotonic()
+        if now >= self.control_due:
+            self.control_due = now + CONTROL_EVERY
+            self.state = self.control.current()
+        if self.state == "stopped" and not self.stop_reason:
             self.stop_reason = self.control.reason
             self._cancel_waiting(f"cancelled: {self.stop_reason}")
-        return state != "running"
+        return self.state != "running"
+
+    def _collect(self, block):
+        """The ready results; with ``block``, wait for at least one.
+
+        While rows are buffered, the wait polls for a few ms first, so that a result that
+        comes soon carries them in its own turn's commit; then they are committed on their own.
+        """
+        if not block or not self.store.pending:
+            return self.pool.collect(block=block)
+        backoff = Backoff(first=1e-5)
+        while not backoff.longest:
+            finished = self.pool.collect(block=False)
+            if finished:
+                return finished
+            backoff.wait()
+        self.store.commit()
+        return self.pool.collect(block=True)
 
     def _turn(self, block):
-        """Take the ready results (waiting for one if ``block``), store and commit them, refill.
+        """Take the ready results (waiting for one if ``block``), refill free slots, and commit
+        the results with every change since the last commit in one transaction.
 
-        Returns how many results came back.
+        Returns how many results came back; :attr:`reported` lists the ids given a final result.
         """
-        finished = self.pool.collect(block=block)
+        finished = self._collect(block)
+        self.reported = []
         if not finished:
             if self.waiting and self.pool.free_slots():  # a remote pool asked for work
                 self.store.mark_running(self._submit_waiting())
-                self.store.commit()
             return 0
-        rows, final, retried, abort = [], [], [], None
+        rows, final, values, retried, abort = [], [], [], [], None
         self.store.record_duplicates([(task.id, rank, outcome, task.attempt)
                                       for task, rank, outcome in finished
                                       if outcome.status == "duplicate"])
@@ -211,24 +254,34 @@ class Master:
                 task = self._adopt(task, rank, outcome)
                 if task is None:
                     continue
-            self._forget_waiting(task.id)  # a late result of a requeued task: the first wins
-            decision = self.policy.decide(outcome, task.attempt)
-            if outcome.status == "interrupted":  # a lost lease: run again, not a failure
-                decision = Decision("retry")
-            if decision.action == "retry":
-                rows.append((task.id, rank, outcome, task.attempt, "queued"))
-                attempt = task.attempt + 1
-                retried.append(Task(task.id, task.params, run_id(task.id, attempt), attempt))
-                continue
+            if task.id in self.waiting:  # a late result of a requeued task: the first wins
+                del self.waiting[task.id]
+            value = outcome.value
+            if outcome.status == "done" and value == value:  # a number (not NaN): done
+                action = "done"
+            else:
+                decision = self.policy.decide(outcome, task.attempt)
+                if outcome.status == "interrupted":  # a lost lease: run again, not a failure
+                    decision = Decision("retry")
+                action, value = decision.action, decision.value
+                if action == "retry":
+                    rows.append((task.id, rank, outcome, task.attempt, "queued"))
+                    attempt = task.attempt + 1
+                    retried.append(Task(task.id, task.params, run_id(task.id, attempt), attempt))
+                    continue
+                abort = abort or (decision.reason if action == "abort" else None)
             rows.append((task.id, rank, outcome, task.attempt,
-                         "done" if decision.action == "done" else "failed"))
+                         "done" if action == "done" else "failed"))
             final.append((task, rank, outcome))
-            self.unreported[task.id] = decision.value
-            self.limits.record([decision.value if decision.action == "done" else float("nan")])
-            abort = abort or (decision.reason if decision.action == "abort" else None)
+            self.unreported[task.id] = value
+            self.reported.append(task.id)
+            values.append(value if action == "done" else math.nan)
         self.store.finish(rows)
         self.store.requeue([(t.id, t.attempt, t.run_id) for t in retried])
-        self.waiting.extendleft(reversed(retried))
+        for task in reversed(retried):
+            self.waiting[task.id] = task
+            self.waiting.move_to_end(task.id, last=False)
+        self.limits.record(values)
         self.stop_reason = self.stop_reason or self.limits.reason(iterations=False)
         if self.stop_reason:
             self._cancel_waiting(f"cancelled: the study stopped ({self.stop_reason})")
@@ -246,10 +299,12 @@ class Master:
     def _answer(self, ids):
         """The answer to a message of points, or ``None`` when a limit means there is none."""
         if self.mode == "batch":
-            while any(i not in self.unreported for i in ids):
+            left = {i for i in ids if i not in self.unreported}
+            while left:
                 if not self.pool.running and not self.waiting:
                     return None  # some points were never started: a limit was reached
                 self._wait_for_results()
+                left.difference_update(self.reported)
             return eqpy.encode_results([self.unreported.pop(i) for i in ids])
         while not self.unreported:
             if not self.pool.running and not self.waiting:
@@ -267,6 +322,7 @@ class Master:
         if not self.pool.running and not self.waiting:
             raise ProtocolError("the ME is waiting for results but no evaluation is in flight")
         if not self.pool.running and self._steered():  # paused with nothing running
+            self.store.commit()
             time.sleep(CONTROL_POLL)
         self._turn(block=True)
 
@@ -284,7 +340,7 @@ class Master:
         run: the point's first result. Returns the task to record it as (``None`` when it is
         recorded already: then the ME gets it when it proposes the point again)."""
         key = self.requeued_keys.pop(task.id, None)
-        waiting = next((t for t in self.waiting if t.id == task.id), None)
+        waiting = self.waiting.get(task.id)
         if waiting is not None:
             return Task(task.id, waiting.params, waiting.run_id, task.attempt)
         if key is None or not self.requeue.get(key):
@@ -301,13 +357,9 @@ class Master:
         self.limits.record([value])
         return None
 
-    def _forget_waiting(self, task_id):
-        if any(t.id == task_id for t in self.waiting):
-            self.waiting = collections.deque(t for t in self.waiting if t.id != task_id)
-
     def _cancel_waiting(self, reason):
         if self.waiting:
-            self.store.cancel([t.id for t in self.waiting], reason)
+            self.store.cancel(list(self.waiting), reason)
             self.waiting.clear()
 
     def cancel_all(self, reason):

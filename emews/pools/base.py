@@ -13,12 +13,12 @@ threads of the calling process (notebooks, ``mpiexec -n 1``).
 import concurrent.futures as cf
 import threading
 import time
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class Task:
-    """One point to evaluate: its id in the store, its JSON and its run id."""
+class Task(NamedTuple):
+    """One point to evaluate: its id in the store, its JSON, its run id and attempt number
+    (a named tuple: made once per task on rank 0, it must be cheap)."""
 
     id: int
     params: str
@@ -59,15 +59,23 @@ class Pool:
 
 
 class Backoff:
-    """Wait without spinning: sleeps that double from 10 us up to ``maximum`` until progress."""
+    """Wait without spinning: sleeps that double from 10 us up to ``maximum`` until progress.
 
-    def __init__(self, maximum=0.002):
-        self.maximum = maximum
-        self.delay = 0.0
+    ``first`` is the first wait after a reset (0: poll at once).
+    """
+
+    def __init__(self, maximum=0.002, first=0.0):
+        self.maximum, self.first = maximum, first
+        self.delay = first
 
     def reset(self):
-        """Progress was made: poll again at once next time."""
-        self.delay = 0.0
+        """Progress was made: wait ``first`` (poll at once by default) next time."""
+        self.delay = self.first
+
+    @property
+    def longest(self):
+        """True once the waits have grown to ``maximum`` (nothing came for a while)."""
+        return self.delay >= self.maximum
 
     def wait(self, waiter=time.sleep):
         """Wait (releasing the GIL) for the current delay, then lengthen it.

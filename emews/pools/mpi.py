@@ -29,7 +29,9 @@ class MPIPool(Pool):
     """The master side: rank 0 of ``comm`` drives ranks 1..size-1."""
 
     def __init__(self, comm, slots_per_worker=1):
-        self.comm = comm
+        from mpi4py import MPI
+
+        self.comm, self.any_source = comm, MPI.ANY_SOURCE
         workers = range(1, comm.Get_size())
         if not workers:
             raise ValueError("an MPI pool needs at least 2 ranks")
@@ -60,32 +62,31 @@ class MPIPool(Pool):
     def collect(self, block=True):
         finished = []
         while True:
-            for message in self._ready():
-                rank, task_id, fields = message.recv()
-                self.idle.append(rank)
-                del self.ranks[task_id]
-                finished.append((self.running.pop(task_id), rank, Outcome(*fields)))
+            self._receive(finished)
             if finished or not block or not self.running:
                 self.backoff.reset()
                 return finished
             self.backoff.wait()
 
-    def _ready(self):
-        """Matched result messages, until the probe misses twice in a row.
+    def _receive(self, finished):
+        """Append every result message already sent to ``finished``, until the probe misses
+        twice in a row.
 
         MPICH's probe makes progress one message at a time and misses once between queued
         messages, so a single miss does not mean that nothing more is waiting.
         """
-        from mpi4py import MPI
-
+        probe, any_source = self.comm.improbe, self.any_source
         misses = 0
         while misses < DRAIN_MISSES:
-            message = self.comm.improbe(source=MPI.ANY_SOURCE, tag=RESULT)
+            message = probe(source=any_source, tag=RESULT)
             if message is None:
                 misses += 1
-            else:
-                misses = 0
-                yield message
+                continue
+            misses = 0
+            rank, task_id, fields = message.recv()
+            self.idle.append(rank)
+            del self.ranks[task_id]
+            finished.append((self.running.pop(task_id), rank, Outcome(*fields)))
 
     def cancel(self):
         for rank in set(self.ranks.values()):

@@ -2,8 +2,14 @@
 
 ::
 
-    master turn: add / start / finish / requeue / cancel ...  --> one transaction --> commit()
-                                                                  (before the ME sees a result)
+    master turn: add / mark_running / finish / requeue / cancel ...  (buffered in memory)
+                 --> commit(): all of them in one transaction (group commit),
+                     before the ME sees a result
+
+Writes are buffered until :meth:`Store.commit`, which runs them, in order, in one transaction:
+one commit per master turn, however many results and state changes the turn holds, and no
+write lock held between turns (the ME thread's checkpoint and ``emews status`` never wait on
+the master). A read commits what is buffered first, so it sees every write before it.
 
 A point's row moves ``queued -> running -> done | failed``; a retried failure goes back to
 ``queued`` as its next attempt; the end of a study on an abort cancels what is in flight
@@ -50,6 +56,7 @@ class Store:
         if not create and not Path(self.path).is_file():
             raise ConfigError(self.path, "the experiment has no store to resume from (a missing "
                               "results.db is never a fresh start)", None, show_value=False)
+        self.pending = []                  # (sql, rows, action) written since the last commit
         with guarded(self.path, "open the store"):
             self.db = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
             self.db.row_factory = sqlite3.Row
@@ -70,22 +77,40 @@ class Store:
     def close(self):
         """Commit and close (safe to call twice)."""
         if self.db is not None:
+            self.commit()
             with guarded(self.path, "close the store"):
-                self.db.commit()
                 self.db.close()
             self.db = None
 
     def commit(self):
-        """Make every buffered write durable."""
-        with guarded(self.path, "commit results"):
+        """Make every buffered write durable, all of them in one transaction.
+
+        On an SQLite failure the transaction is rolled back (nothing of it is stored, and it
+        is dropped) and a :class:`StoreError` names the write that failed. Interrupted by
+        anything else (a signal), it is rolled back and stays buffered for the next commit.
+        """
+        if not self.pending:
+            return
+        action = "commit results"
+        try:
+            for sql, rows, action in self.pending:
+                self.db.executemany(sql, rows)
+            action = "commit results"
             self.db.commit()
+        except BaseException as exc:
+            with contextlib.suppress(sqlite3.Error):
+                self.db.rollback()
+            if not isinstance(exc, sqlite3.Error):
+                raise
+            self.pending = []
+            raise StoreError(f"{self.path}: cannot {action}: {exc}") from None
+        self.pending = []
 
     def _write(self, sql, rows, action="record evaluations"):
         if rows:
-            with guarded(self.path, action):
-                self.db.executemany(sql, rows)
+            self.pending.append((sql, rows, action))
 
-    # --- writes (buffered until commit) ------------------------------------------------------
+    # --- writes (buffered until commit: one transaction) --------------------------------------
 
     def add(self, rows):
         """Insert new points: ``(id, params_json, run_id, rank, seq)`` tuples.
@@ -161,6 +186,7 @@ class Store:
         """Mark what an earlier run left ``queued``, ``running`` or ``cancelled`` as
         ``interrupted`` (to be run again); return those rows (as :meth:`rows` does), with how
         many times each was interrupted so far."""
+        self.commit()
         with guarded(self.path, "mark unfinished evaluations interrupted"):
             now = time.time()
             self.db.execute("INSERT OR REPLACE INTO attempts (id, attempt, status, error, rank, "
@@ -192,6 +218,8 @@ class Store:
     # --- reads ---------------------------------------------------------------------------------
 
     def _read(self, sql, args=()):
+        if self.pending:
+            self.commit()
         with guarded(self.path, "read the store"):
             return self.db.execute(sql, args).fetchall()
 

@@ -1,0 +1,150 @@
+"""Group commit: the store writes a master turn in one transaction, and every result the ME was
+handed is in the store, whenever the master is killed (kill -9, a real mpiexec)."""
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+
+from conftest import SUPPORT, wait_until
+from emews.errors import StoreError
+from emews.evaluate import Outcome
+from emews.store import Store
+
+KILLS = 2
+
+
+def other_connection(path):
+    return sqlite3.connect(path, timeout=30)
+
+
+def test_writes_wait_for_commit_and_are_committed_in_one_transaction(tmp_path):
+    store = Store(tmp_path / "results.db")
+    store.add([(0, '{"x": 1}', "RUN000000", 1, 0), (1, '{"x": 2}', "RUN000001", None, 1)])
+    store.finish([(0, 1, Outcome(0.5, "done", started=1.0, finished=2.0), 1, "done")])
+    store.mark_running([(1, 2)])
+    reader = other_connection(tmp_path / "results.db")
+    assert reader.execute("SELECT COUNT(*) FROM evaluations").fetchone()[0] == 0
+    statements = []
+    store.db.set_trace_callback(statements.append)
+    store.commit()
+    assert [s for s in statements if s.split()[0] in ("BEGIN", "COMMIT")] == ["BEGIN ", "COMMIT"]
+    assert reader.execute("SELECT id, status, result, rank FROM evaluations ORDER BY id"
+                          ).fetchall() == [(0, "done", 0.5, 1), (1, "running", None, 2)]
+    assert reader.execute("SELECT id, attempt, status FROM attempts").fetchall() == [
+        (0, 1, "done")]
+    reader.close()
+    store.close()
+
+
+def test_a_failed_commit_stores_nothing_of_its_turn_and_names_the_write(tmp_path):
+    store = Store(tmp_path / "results.db")
+    store.add([(0, '{"x": 1}', "RUN000000", 1, 0)])
+    store.commit()
+    store.add([(1, '{"x": 2}', "RUN000001", 1, 1)])
+    store.set_meta("note", "written in the failed turn")
+    store.add([(0, '{"x": 3}', "RUN000000", 1, 2)])  # the same id again: the insert fails
+    with pytest.raises(StoreError, match=r"results\.db: cannot record evaluations: UNIQUE"):
+        store.commit()
+    assert [row["id"] for row in store.rows()] == [0]
+    assert store.meta("note") is None
+    store.close()
+
+
+class SignalledOnce:
+    """A parameter whose first binding is interrupted as by Ctrl-C (a signal mid-commit)."""
+
+    fired = False
+
+    def adapt(self):
+        if not SignalledOnce.fired:
+            SignalledOnce.fired = True
+            raise KeyboardInterrupt
+        return '{"x": 2}'
+
+
+sqlite3.register_adapter(SignalledOnce, SignalledOnce.adapt)
+
+
+def test_an_interrupted_commit_stores_nothing_and_stays_buffered_for_the_next(tmp_path):
+    store = Store(tmp_path / "results.db")
+    store.add([(0, '{"x": 1}', "RUN000000", 1, 0), (1, SignalledOnce(), "RUN000001", 1, 1)])
+    with pytest.raises(KeyboardInterrupt):
+        store.commit()
+    reader = other_connection(tmp_path / "results.db")
+    assert reader.execute("SELECT COUNT(*) FROM evaluations").fetchone()[0] == 0
+    store.commit()
+    assert reader.execute("SELECT id, params FROM evaluations ORDER BY id").fetchall() == [
+        (0, '{"x": 1}'), (1, '{"x": 2}')]
+    reader.close()
+    store.close()
+
+
+def test_a_read_sees_the_writes_before_it(tmp_path):
+    store = Store(tmp_path / "results.db")
+    store.add([(0, '{"x": 1}', "RUN000000", None, 0)])
+    assert store.counts() == {"queued": 1}
+    reader = other_connection(tmp_path / "results.db")
+    assert reader.execute("SELECT COUNT(*) FROM evaluations").fetchone()[0] == 1
+    reader.close()
+    store.close()
+
+
+def rows_of(db_path, sql):
+    db = sqlite3.connect(db_path, timeout=30)
+    try:
+        return db.execute(sql).fetchall()
+    except sqlite3.OperationalError:  # not created yet
+        return []
+    finally:
+        db.close()
+
+
+def told(record):
+    """What the ME was told, as ``(point key, value)`` pairs: every line the killed process
+    finished writing."""
+    text = record.read_text() if record.exists() else ""
+    lines = text.splitlines() if text.endswith("\n") else text.splitlines()[:-1]
+    return [(json.dumps(entry["point"], sort_keys=True), entry["value"])
+            for entry in map(json.loads, lines)]
+
+
+@pytest.mark.mpi
+def test_a_master_killed_between_turns_leaves_every_result_the_me_was_handed_stored(
+        study, tmp_path):
+    record = tmp_path / "told.jsonl"
+    path = study(system={"procs": 4, "progress_interval": 60},
+                 study={"algorithm": "recording_algorithm:RecordingRandom", "impl": "echo",
+                        "mode": "async", "budget": 1_000_000, "seed": 5},
+                 algorithm={"record": str(record)})
+    env = dict(os.environ, PYTHONPATH=str(SUPPORT))
+    args = ["run", path]
+    for kill in range(KILLS):
+        job = subprocess.Popen([sys.executable, "-m", "emews", *map(str, args)], cwd=tmp_path,
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, start_new_session=True)
+        try:
+            wait_until(lambda: len(told(record)) >= 300 * (kill + 1), "300 more tells")
+            (expdir,) = (tmp_path / "experiments").glob("*/EXP*")
+            db_path = expdir / "results.db"
+            (master,) = rows_of(db_path, "SELECT value FROM meta WHERE key='master'")
+            os.kill(json.loads(master[0])["pid"], signal.SIGKILL)  # wherever it is in its turn
+            _, stderr = job.communicate(timeout=120)
+        finally:
+            if job.poll() is None:
+                os.killpg(job.pid, signal.SIGKILL)
+                job.wait()
+        assert job.returncode not in (0, 2), stderr
+        stored = {}
+        for params, result in rows_of(db_path, "SELECT params, result FROM evaluations "
+                                               "WHERE status = 'done'"):
+            stored.setdefault(json.dumps(json.loads(params), sort_keys=True), []).append(result)
+        handed = told(record)
+        missing = [(point, value) for point, value in handed
+                   if value not in stored.get(point, [])]
+        assert len(handed) >= 300 * (kill + 1) and not missing, missing[:3]
+        args = ["run", "--resume", expdir]
