@@ -183,7 +183,7 @@ def test_waiting_ranks_do_not_spin_the_cpu(study, tmp_path):
 
 def test_plot_draws_a_png_of_a_study(emews_cli, study, tmp_path):
     path = study(system={"pool": "inprocess"},
-                 study={"budget": 8, "objective": "toy_models:flaky"})
+                 study={"budget": 8, "objective": "toy_models:flaky", "seed": 2})
     assert emews_cli("run", path).returncode == 0
     expdir = only_expdir(tmp_path)
     done = emews_cli("plot", expdir, "-o", tmp_path / "c.png")
