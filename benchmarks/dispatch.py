@@ -7,19 +7,24 @@ tasks with 3 workers:
   ``emews.run`` under ``mpiexec -n 4`` with ``impl = "echo"``, the random algorithm (timed by
   :class:`benchmarks.timed.Timed`) and async mode; once with the default one slot per worker
   and once with ``[system].slots_per_worker`` prefetch;
-* ``bare mpi4py``: a send/recv master-worker loop (blocking calls), the floor, with one task in
-  flight per worker and with as many as emews' prefetch;
+* the floors (:mod:`benchmarks.floors`), at the same rank count and tasks in flight per
+  worker as emews (1, and emews' prefetch): the spinning bare mpi4py loop (the physical
+  reference), the bare loop that waits as emews waits, without spinning, and the bare loop of
+  emews' inversion-of-control shape (ME thread, queues, batches). The targets count against the
+  last two; the ping-pong of :mod:`benchmarks.floors` gives the MPI round trip itself;
 * ``mpi4py.futures`` and ``concurrent.futures.ProcessPoolExecutor``: one ``submit`` per task
   with as many tasks in flight as workers, and ``map`` with chunks of 100.
 
 Round trip: from the moment a task is handed out (for emews, returned by the algorithm's ``ask``)
 to the moment its result is back where it was asked for. ``map`` has no per-task round trip.
 
-Each MPI contender is this module run under ``mpiexec`` (``python -m benchmarks.dispatch KIND``),
-its variants one after the other in one launch; it writes their figures as JSON to the path it
-is given. The whole set runs ``dispatch_repeats`` times and each contender reports its run with
-the median throughput (the bare loop's blocking calls spin, so on oversubscribed cores its speed
-varies from run to run).
+Each MPI contender is a module run under ``mpiexec`` (``python -m benchmarks.dispatch KIND``,
+``python -m benchmarks.floors``), its variants one after the other in one launch; it writes
+their figures as JSON to the path it is given. The whole set runs ``dispatch_repeats`` times,
+the contenders interleaved within each repeat so that the machine's noise hits all alike. Each
+contender reports its run with the median throughput, with the min and max of its throughput
+and of rank 0's CPU time per task over the repeats; a ratio to a floor comes with its range
+(worst: our slowest run against the floor's fastest; best: the other way round).
 """
 
 import argparse
@@ -32,52 +37,73 @@ from pathlib import Path
 
 import numpy as np
 
-from . import dispatch_peers
+from . import dispatch_peers, floors
 from .common import mpiexec_python, summary
 from .objectives import echo
 
 WORKERS = 3
 CHUNKSIZE = 100
 PREFETCH = 32
-FLOOR = "bare mpi4py, 1 in flight per worker"
+FLOOR = "bare mpi4py, spinning, 1 in flight per worker"
 SPACE = [{"name": "x", "type": "float", "lower": -1.0, "upper": 1.0}]
 
 
 def run(sizes):
-    """Every contender on ``sizes.dispatch_tasks`` tasks, ``sizes.dispatch_repeats`` times.
-
-    Each contender's figures are those of its run with the median throughput.
-    """
+    """Every contender on ``sizes.dispatch_tasks`` tasks, ``sizes.dispatch_repeats`` times,
+    interleaved; the ratios of emews to the floors; the MPI round trip."""
     n = sizes.dispatch_tasks
+    in_flight = ("1", str(PREFETCH))
     launches = (
-        lambda: _mpi("bare", n, ["1", str(PREFETCH)]),
-        lambda: _mpi("emews", n, ["1", str(PREFETCH)]),
+        lambda: _floors("loops", n, [f"{style}:{k}" for k in in_flight
+                                     for style in floors.STYLES]),
+        lambda: _mpi("emews", n, list(in_flight)),
         lambda: _mpi("futures", n, ["submit", "map"]),
         lambda: {_name("pool", v): process_pool(n, v) for v in ("submit", "map")},
         lambda: dispatch_peers.contenders(n, WORKERS),  # libEnsemble and Dask distributed
     )
-    runs = {}
+    runs, trips = {}, []
     for repeat in range(sizes.dispatch_repeats):
         for launch in launches:
             for name, figures in launch().items():
                 print(f"[dispatch] {name}: {figures['tasks_per_s']:,.0f} tasks/s", flush=True)
                 runs.setdefault(name, []).append(figures)
+        trips.append(_floors("pingpong", sizes.dispatch_pingpongs, ["spin", "wait"], ranks=2))
     contenders = {name: median_run(figures) for name, figures in runs.items()}
     for entry in contenders.values():
         entry["ratio_to_bare"] = entry["tasks_per_s"] / contenders[FLOOR]["tasks_per_s"]
+    for k in in_flight:
+        ours = f"emews whole path, slots_per_worker={k}"
+        contenders[ours]["floors"] = {
+            style: ratio(runs[ours], runs[floors.name(f"{style}:{k}")])
+            for style in ("wait", "ioc")}
+    pingpong = {style: float(np.median([t[style]["round_trip_us_p50"] for t in trips]))
+                for style in ("spin", "wait")}
     return {"tasks": n, "workers": WORKERS, "repeats": sizes.dispatch_repeats,
-            "contenders": contenders}
+            "contenders": contenders, "pingpong_us": pingpong}
 
 
 def median_run(runs):
-    """The run with the median throughput, with every run's throughput beside it."""
+    """The run with the median throughput, with every run's throughput and rank 0's CPU per
+    task beside it, and their min and max."""
     ordered = sorted(runs, key=lambda r: r["tasks_per_s"])
-    return {**ordered[len(ordered) // 2], "tasks_per_s_all": [r["tasks_per_s"] for r in runs]}
+    found = {**ordered[len(ordered) // 2], "tasks_per_s_all": [r["tasks_per_s"] for r in runs]}
+    for key in ("tasks_per_s", "rank0_cpu_us_per_task"):
+        values = [r[key] for r in runs if r.get(key) is not None]
+        if values:
+            found.update({f"{key}_min": min(values), f"{key}_max": max(values)})
+    return found
+
+
+def ratio(ours, floor):
+    """Our throughput over the floor's: the ratio of the medians, and its range."""
+    a = sorted(r["tasks_per_s"] for r in ours)
+    b = sorted(r["tasks_per_s"] for r in floor)
+    return {"ratio": float(np.median(a) / np.median(b)), "min": a[0] / b[-1],
+            "max": a[-1] / b[0], "repeats": len(a)}
 
 
 def _name(kind, variant):
-    return {"bare": f"bare mpi4py, {variant} in flight per worker",
-            "emews": f"emews whole path, slots_per_worker={variant}",
+    return {"emews": f"emews whole path, slots_per_worker={variant}",
             "futures": f"mpi4py.futures, {_method(variant)}",
             "pool": f"ProcessPoolExecutor, {_method(variant)}"}[kind]
 
@@ -97,6 +123,14 @@ def _mpi(kind, n, variants):
         return {_name(kind, v): figures for v, figures in json.loads(out.read_text()).items()}
 
 
+def _floors(kind, n, variants, ranks=WORKERS + 1):
+    """:mod:`benchmarks.floors`' ``kind`` (``loops`` or ``pingpong``) in one launch."""
+    with tempfile.TemporaryDirectory(prefix="emews-bench-") as tmp:
+        out = Path(tmp) / "figures.json"
+        mpiexec_python(ranks, ["-m", "benchmarks.floors", kind, str(n), str(out), *variants])
+        return json.loads(out.read_text())
+
+
 def _figures(n, seconds, round_trips=None, **extra):
     figures = {"tasks": n, "seconds": seconds, "tasks_per_s": n / seconds, **extra}
     if round_trips is not None and len(round_trips):
@@ -106,11 +140,6 @@ def _figures(n, seconds, round_trips=None, **extra):
 
 # --- contenders ----------------------------------------------------------------------------
 
-def _params(n, seed=0):
-    rng = np.random.default_rng(seed)
-    return [json.dumps({"x": float(x)}) for x in rng.uniform(-1, 1, n)]
-
-
 def process_pool(n, method):
     """``concurrent.futures.ProcessPoolExecutor`` with 3 worker processes."""
     with cf.ProcessPoolExecutor(WORKERS) as executor:
@@ -119,7 +148,7 @@ def process_pool(n, method):
 
 def _executor(executor, n, method):
     """``submit`` (as many in flight as workers) or ``map`` in chunks, on a started executor."""
-    params = _params(n)
+    params = floors.params(n)
     list(executor.map(echo, params[:WORKERS]))  # start the workers before timing
     if method == "map":
         started = time.perf_counter()
@@ -147,41 +176,6 @@ def _submit_window(executor, params):
         future.result()
         round_trips.append(time.perf_counter() - pending.pop(future))
     return _figures(len(params), time.perf_counter() - started, round_trips)
-
-
-def _bare(n, in_flight):
-    """The floor: rank 0 sends tasks with ``send``, ranks 1..3 answer; blocking ``recv``."""
-    from mpi4py import MPI
-
-    comm = MPI.COMM_WORLD
-    rank = comm.Get_rank()
-    if rank > 0:
-        while (task := comm.recv(source=0)) is not None:
-            comm.send((task[0], echo(task[1])), dest=0)
-        return None
-    params = _params(n)
-    sent_at = np.zeros(n)
-    round_trips = np.zeros(n)
-    next_task = 0
-    started = time.perf_counter()
-    for _ in range(in_flight):
-        for worker in range(1, comm.Get_size()):
-            if next_task < n:
-                sent_at[next_task] = time.perf_counter()
-                comm.send((next_task, params[next_task]), dest=worker)
-                next_task += 1
-    status = MPI.Status()
-    for _ in range(n):
-        index, _value = comm.recv(source=MPI.ANY_SOURCE, status=status)
-        round_trips[index] = time.perf_counter() - sent_at[index]
-        if next_task < n:
-            sent_at[next_task] = time.perf_counter()
-            comm.send((next_task, params[next_task]), dest=status.Get_source())
-            next_task += 1
-    seconds = time.perf_counter() - started
-    for worker in range(1, comm.Get_size()):
-        comm.send(None, dest=worker)
-    return _figures(n, seconds, round_trips, in_flight_per_worker=in_flight)
 
 
 def _futures(n, methods):
@@ -221,17 +215,15 @@ def _emews(n, slots_per_worker, directory):
 def main(argv=None):
     """Run one MPI contender's variants (under mpiexec); write their figures to OUT as JSON."""
     parser = argparse.ArgumentParser(description=main.__doc__)
-    parser.add_argument("kind", choices=("bare", "futures", "emews"))
+    parser.add_argument("kind", choices=("futures", "emews"))
     parser.add_argument("n", type=int)
     parser.add_argument("out")
-    parser.add_argument("variants", nargs="+", help="bare: tasks in flight per worker; "
-                        "emews: slots_per_worker; futures: submit or map")
+    parser.add_argument("variants", nargs="+", help="emews: slots_per_worker; futures: submit "
+                        "or map")
     parser.add_argument("--dir", default=".")
     args = parser.parse_args(argv)
     if args.kind == "futures":
         figures = _futures(args.n, args.variants)
-    elif args.kind == "bare":
-        figures = {v: _bare(args.n, int(v)) for v in args.variants}
     else:
         figures = {v: _emews(args.n, int(v), args.dir) for v in args.variants}
     if None not in figures.values():  # rank 0

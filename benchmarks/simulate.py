@@ -1,4 +1,4 @@
-"""Part 5, scale by simulation: the real master with 64 and 256 simulated workers.
+"""Part 5, scale by simulation: the real master with up to 4,096 simulated workers.
 
 :class:`SimulatedPool` is a :class:`emews.pools.base.Pool` whose workers take simulated time. It drives
 the real :class:`emews.core.master.Master`, the real ME thread (the random algorithm, async or batch),
@@ -11,11 +11,16 @@ instead of sleeping; everything the master, the ME and the store do costs its re
 utilization reflects exactly the overhead of our code at that number of workers, with messages
 free (the MPI part of the path is measured for real in parts 1 and 2).
 
-Two figures per worker count:
+Per worker count and mode:
 
-* ``utilization``: busy / (workers x makespan) with lognormal durations (mean 0.2 s, sigma 1);
-* ``master_tasks_per_s``: tasks per real second with zero-length tasks, the most the master
-  can hand out and take back at that number of slots.
+* ``utilization`` with training-length tasks: busy / (workers x makespan), durations lognormal
+  (sigma 1) with each mean of ``sizes.simulation_task_means`` (10 s and 1 h at full size);
+* with zero-length tasks, the most the master can turn over at that number of slots:
+  ``master_tasks_per_s`` (per real second) and ``master_cpu_us_per_task`` (the process's CPU
+  time, the ME thread's included, per task), and ``queue_peak_mib`` (the peak of Python memory
+  the master, the ME and the store held, from ``tracemalloc`` in a run of its own);
+* ``saturation_workers``: from the CPU per task ``c``, the worker count at which one master is
+  busy all the time for tasks of 1 s, 1 min and 1 h (``task time / c``).
 """
 
 import heapq
@@ -23,6 +28,7 @@ import itertools
 import json
 import tempfile
 import time
+import tracemalloc
 from pathlib import Path
 
 from emews.core import eqpy
@@ -93,8 +99,8 @@ class SimulatedPool(Pool):
         return finished
 
 
-def simulate(workers, tasks, duration, mode="async"):
-    """Run one simulated study; return its figures."""
+def simulate(workers, tasks, duration, mode="async", trace=False):
+    """Run one simulated study; return its figures (with ``queue_peak_mib`` when ``trace``)."""
     pool = SimulatedPool(workers, duration)
     with tempfile.TemporaryDirectory(prefix="emews-bench-") as tmp:
         space = Path(tmp) / "space.json"
@@ -103,24 +109,53 @@ def simulate(workers, tasks, duration, mode="async"):
         settings = {"algorithm": "random", "space": str(space), "seed": 0, "mode": mode,
                     "slots": workers, "stop": {"budget": tasks}}
         master = Master(pool, store, mode)
-        started = time.perf_counter()
+        if trace:
+            tracemalloc.start()
+        started, cpu = time.perf_counter(), time.process_time()
         eqpy.init("emews.core.me")
         master.run(json.dumps(settings))
-        real = time.perf_counter() - started
+        real, cpu = time.perf_counter() - started, time.process_time() - cpu
+        peak = tracemalloc.get_traced_memory()[1] if trace else None
+        tracemalloc.stop()
         store.close()
-    return {"workers": workers, "tasks": tasks, "mode": mode, "real_s": real,
-            "tasks_per_real_s": tasks / real, **utilization(pool.intervals, workers)}
+    found = {"workers": workers, "tasks": tasks, "mode": mode, "real_s": real,
+             "tasks_per_real_s": tasks / real, "cpu_us_per_task": cpu / tasks * 1e6,
+             **utilization(pool.intervals, workers)}
+    if trace:
+        found["queue_peak_mib"] = peak / 2 ** 20
+    return found
+
+
+def lognormal(mean):
+    """Task durations lognormal with ``mean`` seconds (sigma 1), drawn from each point."""
+    return lambda params: lognormal_duration(params, mean=mean, sigma=1.0)
+
+
+SATURATION_TASKS = {"1 s": 1.0, "1 min": 60.0, "1 h": 3600.0}
 
 
 def run(sizes):
-    """Utilization and master throughput at each simulated worker count."""
+    """Utilization with training-length tasks, and the master's throughput, CPU per task and
+    memory with zero-length tasks, at each simulated worker count."""
     figures = []
     for workers in sizes.simulation_workers:
         tasks = workers * sizes.simulation_tasks_per_worker
         for mode in ("async", "batch"):
             print(f"[simulation] {workers} workers, {mode}", flush=True)
-            entry = simulate(workers, tasks, lognormal_duration, mode)
-            entry["master_tasks_per_s"] = simulate(workers, tasks, lambda params: 0.0,
-                                                   mode)["tasks_per_real_s"]
+            entry = {"workers": workers, "mode": mode, "tasks": tasks}
+            for mean in sizes.simulation_task_means:
+                found = simulate(workers, tasks, lognormal(mean), mode)
+                entry[f"utilization_{mean:g}s"] = found["utilization"]
+                entry[f"steady_utilization_{mean:g}s"] = found["steady_utilization"]
+            zero = simulate(workers, tasks, lambda params: 0.0, mode)
+            entry.update(master_tasks_per_s=zero["tasks_per_real_s"],
+                         master_cpu_us_per_task=zero["cpu_us_per_task"],
+                         queue_peak_mib=simulate(workers, tasks, lambda params: 0.0, mode,
+                                                 trace=True)["queue_peak_mib"])
+            entry["saturation_workers"] = {
+                label: seconds / (zero["cpu_us_per_task"] * 1e-6)
+                for label, seconds in SATURATION_TASKS.items()}
             figures.append(entry)
-    return {"duration": "lognormal, mean 0.2 s, sigma 1", "runs": figures}
+    return {"duration": "lognormal, sigma 1, means "
+                        + ", ".join(f"{m:g} s" for m in sizes.simulation_task_means),
+            "task_means": list(sizes.simulation_task_means), "runs": figures}

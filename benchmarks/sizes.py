@@ -20,7 +20,8 @@ class Sizes:
     name: str
     # part 1: dispatch overhead
     dispatch_tasks: int = 20_000
-    dispatch_repeats: int = 3
+    dispatch_repeats: int = 5
+    dispatch_pingpongs: int = 10_000
     # part 2: worker utilization (real MPI ranks that sleep)
     utilization_workers: int = 16
     utilization_tasks: int = 400
@@ -40,8 +41,9 @@ class Sizes:
     overhead_repeats: int = 3
     overhead_algorithms: tuple = OURS
     # part 5: scale by simulation
-    simulation_workers: tuple = (64, 256)
-    simulation_tasks_per_worker: int = 20
+    simulation_workers: tuple = (64, 256, 1024, 4096)
+    simulation_tasks_per_worker: int = 10
+    simulation_task_means: tuple = (10.0, 3600.0)
     # part 6: faults (real studies, killed and resumed)
     faults_kills: int = 20
     faults_kill_budget: int = 120
@@ -49,10 +51,10 @@ class Sizes:
 
 
 FULL = Sizes("full")
-REDUCED = replace(FULL, name="reduced", dispatch_repeats=2, quality_seeds=10, quality_budget=50,
-                  utilization_max_time=60.0)
-SMOKE = Sizes("smoke", dispatch_tasks=300, dispatch_repeats=1, utilization_workers=3,
-              utilization_tasks=12, utilization_algorithms=("random",),
+REDUCED = replace(FULL, name="reduced", dispatch_tasks=5_000, quality_seeds=10,
+                  quality_budget=50, utilization_max_time=60.0)
+SMOKE = Sizes("smoke", dispatch_tasks=300, dispatch_repeats=1, dispatch_pingpongs=200,
+              utilization_workers=3, utilization_tasks=12, utilization_algorithms=("random",),
               utilization_max_time=30.0, quality_seeds=2, quality_budget=6,
               quality_problems=("branin", "digits"), quality_ours=("random",),
               quality_peers=("optuna TPE",), quality_workers=4, quality_digits_epochs=2,

@@ -22,7 +22,7 @@ BENCHMARKS = REPO / "benchmarks"
 # What benchmarks/report.py reads from each part: top-level fields, then those of each row
 # (dispatch: each contender; utilization, overhead, simulation: each run; faults: each row).
 REPORT_FIELDS = {
-    "dispatch": (("tasks", "workers", "repeats", "contenders"),
+    "dispatch": (("tasks", "workers", "repeats", "contenders", "pingpong_us"),
                  ("tasks", "tasks_per_s", "ratio_to_bare")),
     "utilization": (("workers", "tasks", "duration", "runs"),
                     ("algorithm", "mode", "evaluations", "utilization", "steady_utilization",
@@ -32,9 +32,9 @@ REPORT_FIELDS = {
                  "regret_floor", "runs", "modes", "workers", "comparisons", "targets"), ()),
     "overhead": (("space", "repeats", "runs"),
                  ("algorithm", "observations", "ask_ms", "tell_ms", "ask_plus_tell_ms")),
-    "simulation": (("duration", "runs"),
-                   ("workers", "mode", "tasks", "utilization", "steady_utilization",
-                    "tasks_per_real_s", "master_tasks_per_s")),
+    "simulation": (("duration", "task_means", "runs"),
+                   ("workers", "mode", "tasks", "master_tasks_per_s", "master_cpu_us_per_task", "queue_peak_mib",
+                    "saturation_workers", "utilization_10s", "utilization_3600s")),
     "faults": (("rows",), ("fault", "survived", "evaluations lost")),
 }
 PEERS_DISPATCH = ("libEnsemble, persistent generator, async return", "Dask distributed, submit",
@@ -125,7 +125,18 @@ def test_smoke_run_of_every_part_records_what_the_report_needs(tmp_path):
     faults = parts["faults"]["rows"]
     assert len(faults) == 15 and (tmp_path / "faults.md").read_text().count("\n| ") == 16
     assert all(r["survived"] is True and r["evaluations lost"] == 0 for r in faults), faults
-    assert all(0 < r["utilization"] <= 1 for r in parts["simulation"]["runs"])
+    for r in parts["simulation"]["runs"]:
+        assert all(0 < r[f"utilization_{m:g}s"] <= 1 for m in (10, 3600))
+        assert r["master_cpu_us_per_task"] > 0 and r["queue_peak_mib"] > 0
+        assert r["saturation_workers"]["1 h"] == pytest.approx(
+            3600 / (r["master_cpu_us_per_task"] * 1e-6))
+    floors = dispatch["emews whole path, slots_per_worker=1"]["floors"]
+    assert set(floors) == {"wait", "ioc"} and all(f["min"] <= f["ratio"] <= f["max"]
+                                                  for f in floors.values())
+    assert all(dispatch[f"bare {s}, 1 in flight per worker"]["rank0_cpu_us_per_task"] > 0
+               for s in ("mpi4py, spinning", "mpi4py, waiting without spinning",
+                         "IoC loop (ME thread, queues, batches)"))
+    assert all(parts["dispatch"]["pingpong_us"][style] > 0 for style in ("spin", "wait"))
     assert {(r["algorithm"], r["observations"]) for r in parts["overhead"]["runs"]} == {
         ("random", 5), ("random", 10)}
     quality = parts["quality"]
