@@ -1,0 +1,182 @@
+"""The PostgreSQL store and queue, on a real server started by the fixture: the Store interface,
+a whole study served through the database (``[system] storage``), two pool jobs popping one
+queue, and interop with EQ-SQL's tables both ways."""
+
+import json
+import math
+import sys
+
+import pytest
+
+from conftest import SUPPORT
+from support.postgres import postgres_server, postgres_url  # noqa: F401 - fixtures
+from test_service import MPIEXEC, Jobs
+
+psycopg = pytest.importorskip("psycopg", reason="pip install 'emews-hpo[postgres]'")
+
+from emews.evaluate import Outcome  # noqa: E402
+from emews.store import open_store, study_store  # noqa: E402
+from emews.store.postgres import COMPLETE, PostgresStore  # noqa: E402
+
+
+@pytest.fixture
+def jobs(tmp_path):
+    started = Jobs(tmp_path)
+    yield started
+    started.close()
+
+
+def query(url, sql, args=()):
+    with psycopg.connect(url) as conn:
+        return conn.execute(sql, args).fetchall()
+
+
+def test_the_store_interface_on_postgresql_keeps_studies_apart(postgres_url):
+    store = PostgresStore(postgres_url, "exp-a")
+    other = open_store(f"{postgres_url}#exp-b")
+    store.add([(0, '{"x": 1}', "RUN000000", 1, 0), (1, '{"x": 2}', "RUN000001", None, 1),
+               (2, '{"x": 3}', "RUN000002", None, 2)])
+    other.add([(0, '{"x": 9}', "RUN000000", None, 0)])
+    store.mark_running([(1, 2)])
+    store.finish([(0, 1, Outcome(0.5, extra={"metrics": {"acc": 0.9}}), 1, "done"),
+                  (1, 2, Outcome(math.nan, "failed", "boom"), 1, "failed")])
+    store.record_duplicates([(0, 3, Outcome(0.7), 2)])
+    store.cancel([2], "cancelled: test")
+    store.set_meta("final", {"stop_reason": "test"})
+    store.save_checkpoint("me", b"\x00state", {"put": 3})
+    store.commit()
+    other.commit()
+
+    reopened = open_store(store.path, create=False)
+    assert [(r["id"], r["status"], r["result"]) for r in reopened.rows()] == [
+        (0, "done", 0.5), (1, "failed", None), (2, "cancelled", None)]
+    assert reopened.rows("done")[0]["metrics"] == {"acc": 0.9}
+    assert reopened.best()["params"] == {"x": 1}
+    assert reopened.counts() == {"done": 1, "failed": 1, "cancelled": 1}
+    assert reopened.finished_count() == 2
+    assert reopened.failure_reasons() == [("boom", 1)]
+    assert [(a["id"], a["attempt"], a["status"]) for a in reopened.attempts()] == [
+        (0, 1, "done"), (0, 2, "duplicate"), (1, 1, "failed"), (2, 1, "cancelled")]
+    assert reopened.meta("final") == {"stop_reason": "test"}
+    assert reopened.checkpoint("me") == (b"\x00state", {"put": 3})
+    assert reopened.next_id() == 3 and reopened.next_seq() == 3
+    assert [r["params"] for r in other.rows()] == [{"x": 9}]
+    assert [r["id"] for r in other.interrupt_unfinished()] == [0]
+    assert reopened.counts() == {"done": 1, "failed": 1, "cancelled": 1}  # untouched
+    for each in (store, other, reopened):
+        each.close()
+    with pytest.raises(Exception, match="no such study"):
+        open_store(f"{postgres_url}#exp-never", create=False)
+
+
+def database_config(study, url, budget, procs=3):
+    return study(system={"procs": procs, "progress_interval": 60, "storage": url},
+                 study={"budget": budget, "seed": 4, "objective": "fault_me:slow_square"},
+                 service={"lease": 10.0})
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+def test_a_study_runs_on_postgresql_and_eqsql_reads_its_tasks(study, jobs, postgres_url):
+    server, expdir = jobs.serve(database_config(study, postgres_url, 8))
+    pool = jobs.pool(expdir, 3)
+    out, err = server.communicate(timeout=180)
+    assert server.returncode == 0, err
+    assert "evaluation budget of 8 reached" in out
+    assert pool.communicate(timeout=60)[0].endswith("emews: pool left: the study ended\n")
+    assert pool.returncode == 0
+    assert not (expdir / "results.db").exists()
+    exp_id = str(expdir.resolve())
+    rows = query(postgres_url, "SELECT id, status, result, params FROM emews_evaluations "
+                 "WHERE exp_id=%s ORDER BY id", (exp_id,))
+    assert [(i, status) for i, status, _, _ in rows] == [(i, "done") for i in range(8)]
+    for _, _, result, params in rows:
+        assert result == pytest.approx(json.loads(params)["x"] ** 2)
+    # EQ-SQL's view of the same study: its experiment's tasks, complete, point and result
+    tasks = query(postgres_url, "SELECT t.eq_status, t.json_out, t.json_in, t.worker_pool "
+                  "FROM eq_exp_id_tasks e JOIN eq_tasks t USING (eq_task_id) "
+                  "WHERE e.exp_id=%s ORDER BY t.eq_task_id", (exp_id,))
+    assert [status for status, _, _, _ in tasks] == [COMPLETE] * 8
+    assert sorted(json.loads(out)["value"] for _, _, out, _ in tasks) == \
+        sorted(result for _, _, result, _ in rows)
+    assert {json_out for _, json_out, _, _ in tasks} == {params for _, _, _, params in rows}
+    assert query(postgres_url, "SELECT count(*) FROM emews_queue_OUT")[0][0] == 0
+    assert query(postgres_url, "SELECT count(*) FROM emews_queue_IN")[0][0] == 0
+    assert query(postgres_url, "SELECT state FROM emews_studies WHERE exp_id=%s",
+                 (exp_id,)) == [("ended",)]
+    store = study_store(expdir, postgres_url, create=False)
+    try:
+        assert store.meta("final")["stop_reason"] == "evaluation budget of 8 reached"
+    finally:
+        store.close()
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+def test_two_pools_pop_one_queue_and_each_task_is_evaluated_once(study, jobs, postgres_url):
+    server, expdir = jobs.serve(database_config(study, postgres_url, 16, procs=5))
+    pools = [jobs.pool(expdir, 3), jobs.pool(expdir, 3)]
+    out, err = server.communicate(timeout=180)
+    assert server.returncode == 0, err
+    for pool in pools:
+        pool.communicate(timeout=60)
+        assert pool.returncode == 0
+    exp_id = str(expdir.resolve())
+    attempts = query(postgres_url, "SELECT id, attempt, status FROM emews_attempts WHERE "
+                     "exp_id=%s ORDER BY id", (exp_id,))
+    assert attempts == [(i, 1, "done") for i in range(16)]  # once each: no retry, no duplicate
+    served = query(postgres_url, "SELECT t.worker_pool, count(*) FROM eq_exp_id_tasks e JOIN "
+                   "eq_tasks t USING (eq_task_id) WHERE e.exp_id=%s GROUP BY 1", (exp_id,))
+    assert len(served) == 2 and sum(n for _, n in served) == 16  # both pools popped tasks
+    evaluated = [line for path in (expdir / "out").glob("out-pool-*")
+                 for line in path.read_text().splitlines() if "evaluated in pid" in line]
+    assert len(evaluated) == 16  # every evaluation ran exactly once, on one of the pools
+
+
+# EQ-SQL's own statements, as its Python client issues them (python/eqsql/task_queues/
+# local_queue.py of github.com/emews/EQ-SQL: _insert_task, push_out_queue, stop_worker_pool,
+# _sql_pop_in_q and select_task_result); eqsql itself is not installed (see the report).
+EQSQL_INSERT = ("INSERT INTO eq_tasks (eq_task_id, eq_task_type, json_out, time_created, "
+                "eq_priority) VALUES (%s, %s, %s, now(), %s)")
+EQSQL_POP_IN = ("DELETE FROM emews_queue_IN WHERE eq_task_id = (SELECT eq_task_id FROM "
+                "emews_queue_IN WHERE eq_task_id = %s ORDER BY eq_task_id FOR UPDATE SKIP "
+                "LOCKED LIMIT 1) RETURNING *")
+
+
+def eqsql_submit(conn, exp_id, task_type, payload, priority=0):
+    task_id = conn.execute("select nextval('emews_id_generator')").fetchone()[0]
+    conn.execute(EQSQL_INSERT, (task_id, task_type, payload, priority))
+    if exp_id is not None:
+        conn.execute("INSERT INTO eq_exp_id_tasks (exp_id, eq_task_id) VALUES (%s, %s)",
+                     (exp_id, task_id))
+    conn.execute("INSERT INTO emews_queue_out (eq_task_type, eq_task_id, eq_priority) "
+                 "VALUES (%s, %s, %s)", (task_type, task_id, priority))
+    conn.execute("UPDATE eq_tasks SET eq_status=%s WHERE eq_task_id=%s", (0, task_id))
+    return task_id
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+def test_an_emews_pool_answers_tasks_that_eqsql_submitted(tmp_path, jobs, postgres_url):
+    PostgresStore(postgres_url, "schema only").close()  # the tables, as an emews study has them
+    points = [{"x": x / 4} for x in range(-4, 6)]
+    with psycopg.connect(postgres_url) as conn:
+        ids = [eqsql_submit(conn, "eqsql-exp", 7, json.dumps(p)) for p in points]
+        eqsql_submit(conn, None, 7, "EQ_STOP", priority=-1)   # stop_worker_pool
+    config = {"study": {"objective": "fault_me:slow_square"},
+              "system": {"python_path": [str(SUPPORT)]}}
+    pool = jobs.start(MPIEXEC, "-n", 3, sys.executable, str(SUPPORT / "eqsql_pool.py"),
+                      postgres_url, 7, json.dumps(config), tmp_path / "pool")
+    out, err = pool.communicate(timeout=120)
+    assert pool.returncode == 0, err
+    assert "emews: pool left: EQ_STOP popped from the queue" in out
+    with psycopg.connect(postgres_url) as conn:  # eqsql's query_result, task by task
+        for task_id, point in zip(ids, points):
+            assert conn.execute(EQSQL_POP_IN, (task_id,)).fetchall() == [(7, task_id)]
+            status, json_in = conn.execute("SELECT eq_status, json_in FROM eq_tasks WHERE "
+                                           "eq_task_id=%s", (task_id,)).fetchone()
+            assert status == COMPLETE
+            assert json.loads(json_in)["value"] == pytest.approx(point["x"] ** 2)
+    evaluated = [line for path in (tmp_path / "pool" / "out").glob("out-pool-*")
+                 for line in path.read_text().splitlines() if "evaluated in pid" in line]
+    assert len(evaluated) == len(points)
