@@ -46,6 +46,8 @@ class Sizes:
     faults_kills: int = 20
     faults_kill_budget: int = 120
     faults_budget: int = 10
+    # part 7: the study as a service, on zmq and PostgreSQL, with EQ-SQL's per-task path
+    service_tasks: int = 2000
 
 
 FULL = Sizes("full")
@@ -59,5 +61,5 @@ SMOKE = Sizes("smoke", dispatch_tasks=300, dispatch_repeats=1, utilization_worke
               overhead_observations=(5, 10),
               overhead_repeats=1, overhead_algorithms=("random",), simulation_workers=(8,),
               simulation_tasks_per_worker=3, faults_kills=2, faults_kill_budget=16,
-              faults_budget=6)
+              faults_budget=6, service_tasks=100)
 SIZES = {sizes.name: sizes for sizes in (FULL, REDUCED, SMOKE)}

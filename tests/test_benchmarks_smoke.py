@@ -36,6 +36,8 @@ REPORT_FIELDS = {
                    ("workers", "mode", "tasks", "utilization", "steady_utilization",
                     "tasks_per_real_s", "master_tasks_per_s")),
     "faults": (("rows",), ("fault", "survived", "evaluations lost")),
+    "service": (("tasks", "runs"), ("contender", "tasks", "tasks_per_s", "us_per_task",
+                                    "ratio_to_eqsql")),
 }
 PEERS_DISPATCH = ("libEnsemble, persistent generator, async return", "Dask distributed, submit",
                   "Dask distributed, map")

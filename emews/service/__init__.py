@@ -79,7 +79,8 @@ def _serve_database(expdir, cfg, lock):
     try:
         location = f"{cfg.system['storage']}#{Path(expdir).resolve()}"
         pool = DatabasePool(cfg.system["storage"], str(Path(expdir).resolve()),
-                            max(cfg.system["procs"] - 1, 1), cfg.service["lease"],
+                            max(cfg.system["procs"] - 1, 1) * cfg.system["slots_per_worker"],
+                            cfg.service["lease"],
                             cfg.as_dict(), Path(expdir).resolve())
         write_service_file(expdir, location, None)
         print(f"emews: serving {expdir} through its database; attach pools with: mpiexec -n N "
