@@ -4,11 +4,13 @@ queue, and interop with EQ-SQL's tables both ways."""
 
 import json
 import math
+import os
+import signal
 import sys
 
 import pytest
 
-from conftest import SUPPORT
+from conftest import SUPPORT, wait_until
 from support.postgres import postgres_server, postgres_url  # noqa: F401 - fixtures
 from test_service import MPIEXEC, Jobs
 
@@ -131,6 +133,35 @@ def test_two_pools_pop_one_queue_and_each_task_is_evaluated_once(study, jobs, po
     evaluated = [line for path in (expdir / "out").glob("out-pool-*")
                  for line in path.read_text().splitlines() if "evaluated in pid" in line]
     assert len(evaluated) == 16  # every evaluation ran exactly once, on one of the pools
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+def test_a_killed_database_pool_loses_its_leases_and_nothing_else(study, jobs, postgres_url):
+    config = study(system={"procs": 5, "progress_interval": 60, "storage": postgres_url},
+                   study={"budget": 12, "seed": 4, "objective": "fault_me:slow_square"},
+                   service={"lease": 3.0})
+    server, expdir = jobs.serve(config)
+    doomed, survivor = jobs.pool(expdir, 3), jobs.pool(expdir, 3)
+    exp_id = str(expdir.resolve())
+    wait_until(lambda: query(postgres_url, "SELECT count(*) FROM emews_evaluations WHERE "
+                             "exp_id=%s AND status='done'", (exp_id,))[0][0] >= 3,
+               "three results")
+    os.killpg(doomed.pid, signal.SIGKILL)
+    out, err = server.communicate(timeout=180)
+    assert server.returncode == 0, err
+    assert "evaluation budget of 12 reached" in out
+    rows = query(postgres_url, "SELECT id, status, attempt FROM emews_evaluations WHERE "
+                 "exp_id=%s ORDER BY id", (exp_id,))
+    assert [status for _, status, _ in rows] == ["done"] * 12  # exactly the budget
+    lost = query(postgres_url, "SELECT id, attempt, error FROM emews_attempts WHERE exp_id=%s "
+                 "AND status='interrupted'", (exp_id,))
+    assert lost  # the killed pool held tasks
+    assert all(error.startswith("lease expired: ") for _, _, error in lost)
+    for i, attempt, _ in lost:  # every task the killed pool held ran again and finished
+        assert rows[i][1] == "done" and rows[i][2] > attempt
+    survivor.communicate(timeout=60)
+    assert survivor.returncode == 0
 
 
 # EQ-SQL's own statements, as its Python client issues them (python/eqsql/task_queues/

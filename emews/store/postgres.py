@@ -11,6 +11,7 @@
     emews's own tables (every row keyed by the study's exp_id):
       emews_evaluations, emews_attempts, emews_meta, emews_checkpoints   as in results.db
       emews_tasks       a task's point id, attempt and run id, and its lease: pool, deadline
+                        (seconds since the epoch on the database server's clock)
       emews_studies     a study's configuration and whether it still runs (pools read it)
 
 A task's ``eq_status`` follows EQ-SQL's codes (:data:`QUEUED` ... :data:`REQUEUED`); its
@@ -488,9 +489,9 @@ class TaskQueue:
         with self._guard("check leases"), self.db.transaction():
             return self.db.execute(
                 "UPDATE emews_tasks t SET pool=NULL, deadline=NULL FROM (SELECT eq_task_id, "
-                "pool FROM emews_tasks WHERE exp_id=%s AND deadline < %s FOR UPDATE) old "
-                "WHERE t.eq_task_id=old.eq_task_id RETURNING t.id, old.pool",
-                (self.exp_id, time.time())).fetchall()
+                "pool FROM emews_tasks WHERE exp_id=%s AND deadline < extract(epoch FROM "
+                "now()) FOR UPDATE) old WHERE t.eq_task_id=old.eq_task_id "
+                "RETURNING t.id, old.pool", (self.exp_id,)).fetchall()
 
     # --- a pool's side ---------------------------------------------------------------------------
 
@@ -511,7 +512,7 @@ class TaskQueue:
         study = "" if self.exp_id is None else \
             "AND q.eq_task_id IN (SELECT eq_task_id FROM emews_tasks WHERE exp_id=%(exp)s)"
         args = {"type": self.task_type, "exp": self.exp_id, "n": int(n), "pool": pool,
-                "deadline": time.time() + lease}
+                "lease": float(lease)}
         with self._guard("pop tasks"), self.db.transaction(), self.db.cursor() as cur:
             cur.execute("DELETE FROM emews_queue_OUT WHERE eq_task_id = ANY(ARRAY(SELECT "
                         "q.eq_task_id FROM emews_queue_OUT q WHERE q.eq_task_type=%(type)s "
@@ -524,8 +525,8 @@ class TaskQueue:
             cur.execute("UPDATE eq_tasks SET eq_status=%(running)s, worker_pool=%(pool)s, "
                         "time_start=now() WHERE eq_task_id = ANY(%(ids)s) AND "
                         "json_out <> %(stop)s", dict(args, running=RUNNING, stop=EQ_STOP))
-            cur.execute("UPDATE emews_tasks SET pool=%(pool)s, deadline=%(deadline)s "
-                        "WHERE eq_task_id = ANY(%(ids)s)", args)
+            cur.execute("UPDATE emews_tasks SET pool=%(pool)s, deadline=extract(epoch FROM "
+                        "now()) + %(lease)s WHERE eq_task_id = ANY(%(ids)s)", args)
             cur.execute("SELECT e.eq_task_id, e.json_out, t.run_id, t.attempt FROM eq_tasks e "
                         "LEFT JOIN emews_tasks t USING (eq_task_id) WHERE e.eq_task_id = "
                         "ANY(%(ids)s)", args)
@@ -555,8 +556,8 @@ class TaskQueue:
     def renew(self, pool, lease):
         """Extend the leases of every task ``pool`` holds by ``lease`` seconds from now."""
         with self._guard("renew leases"), self.db.transaction():
-            self.db.execute("UPDATE emews_tasks SET deadline=%s WHERE pool=%s",
-                            (time.time() + lease, pool))
+            self.db.execute("UPDATE emews_tasks SET deadline=extract(epoch FROM now()) + %s "
+                            "WHERE pool=%s", (float(lease), pool))
 
 
 def study_error(url, exp_id):
