@@ -22,11 +22,12 @@ import time
 from pathlib import Path
 
 from ..evaluate import Outcome
-from ..store.postgres import EQ_STOP, TaskQueue, result_json, study_error
+from ..store.postgres import (EQ_STOP, RESULTS_CHANNEL, TASKS_CHANNEL, TaskQueue,
+                              result_json, study_error)
 from .base import Backoff, Pool, Task
 
 EXPIRY_CHECK = 1.0     # seconds between looks for expired leases
-POLL_MAX = 0.05        # longest wait between looks at the queue
+POLL_MAX = 0.05        # longest wait between looks at the queue (NOTIFY wakes it sooner)
 
 
 class DatabasePool(Pool):
@@ -45,7 +46,7 @@ class DatabasePool(Pool):
         self.running = {}                 # point id -> Task
         self.interrupted = set()          # point ids whose lease expired
         self.checked = 0.0
-        self.backoff = Backoff(maximum=POLL_MAX)
+        self.queue.wait(RESULTS_CHANNEL, 0)   # listen from now on
 
     def free_slots(self):
         return self.slots - len(self.running)
@@ -63,9 +64,8 @@ class DatabasePool(Pool):
                 self.checked = time.monotonic()
                 finished += self._expired()
             if finished or not block or not self.running:
-                self.backoff.reset()
                 return finished
-            self.backoff.wait()
+            self.queue.wait(RESULTS_CHANNEL, POLL_MAX)
 
     def _result(self, point_id, payload):
         task = self.running.pop(point_id, None)
@@ -108,11 +108,17 @@ class Attachment:
         self.name = name or f"{socket.gethostname()}:{os.getpid()}"
         self.deadline = None if walltime is None else time.monotonic() + walltime
         self.draining, self.reason = False, None
-        self.renewed = self.looked = time.monotonic()
+        self.renewed = self.looked = self.popped = time.monotonic()
+        self.news = True                   # the queue may hold tasks: look
+        queue.wait(TASKS_CHANNEL, 0)       # listen from now on
 
     def run(self):
-        """Serve until the study ends (or EQ_STOP, or the walltime); return why we left."""
-        backoff = Backoff(maximum=POLL_MAX)
+        """Serve until the study ends (or EQ_STOP, or the walltime); return why we left.
+
+        Its workers' results come by MPI and tasks by the database: while workers run, MPI is
+        polled (backing off to 2 ms) and the queue is looked at when a NOTIFY said that tasks
+        came; with nothing running, it waits for that NOTIFY (or ``POLL_MAX``)."""
+        backoff = Backoff()
         while True:
             progress = self._report(self.pool.collect(block=False))
             progress |= self._fill()
@@ -121,14 +127,21 @@ class Attachment:
                 return self.reason
             if progress:
                 backoff.reset()
-            else:
+            elif self.pool.running:
                 backoff.wait()
+                self.news |= self.queue.wait(TASKS_CHANNEL, 0)
+            else:
+                self.news |= self.queue.wait(TASKS_CHANNEL, POLL_MAX)
 
     def _fill(self):
         free = self.pool.free_slots()
-        if self.draining or not free:
+        if time.monotonic() - self.popped >= POLL_MAX:
+            self.news = True               # a NOTIFY lost with a reconnect: look anyway
+        if self.draining or not free or not self.news:
             return False
+        self.popped, self.news = time.monotonic(), False
         popped = self.queue.pop(free, self.name, self.lease)
+        self.news = len(popped) == free    # a full batch: there may be more
         tasks = []
         for eq_id, payload, run_id, attempt in popped:
             if payload == EQ_STOP:
@@ -179,11 +192,15 @@ def pool_job(url, exp_id=None, config=None, task_type=0, lease=60.0, walltime=No
     comm = MPI.COMM_WORLD
     queue, study = None, None
     if comm.Get_rank() == 0:
-        queue = TaskQueue(url, exp_id, task_type)
-        study = queue.study() if exp_id is not None else (config, workdir, "running", task_type)
-        if study is None:
-            comm.bcast(None)
-            raise study_error(url, exp_id)
+        try:
+            queue = TaskQueue(url, exp_id, task_type)
+            study = queue.study() if exp_id is not None else \
+                (config, workdir, "running", task_type)
+            if study is None:
+                raise study_error(url, exp_id)
+        except BaseException:
+            comm.bcast(None)  # the workers must not wait for a study that never comes
+            raise
         queue.task_type = study[3]
         study = (dict(study[0]), study[1], f"pool-{os.getpid()}")
     study = comm.bcast(study)

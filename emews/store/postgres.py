@@ -35,6 +35,7 @@ from .sqlite import bounded, metrics_json
 QUEUED, RUNNING, COMPLETE, CANCELED, REQUEUED = 0, 1, 2, 3, 4   # EQ-SQL's TaskStatus
 EQ_STOP = "EQ_STOP"        # EQ-SQL's payload that tells a worker pool to stop
 SCHEMES = ("postgresql://", "postgres://")
+TASKS_CHANNEL, RESULTS_CHANNEL = "emews_queue_out", "emews_queue_in"   # LISTEN/NOTIFY
 
 # EQ-SQL's tables as its workflow.sql makes them (IF NOT EXISTS: a database that eqsql set up
 # is used as it is), with indexes it lacks, then emews's own.
@@ -76,7 +77,7 @@ CREATE TABLE IF NOT EXISTS emews_tasks (
     attempt integer NOT NULL, run_id text NOT NULL, pool text, deadline double precision);
 CREATE INDEX IF NOT EXISTS emews_tasks_point ON emews_tasks (exp_id, id);
 CREATE INDEX IF NOT EXISTS emews_tasks_pool ON emews_tasks (pool);
-CREATE TABLE IF NOT EXISTS emews_studies (
+CREATE TABLE IF NOT EXISTS emews_studies (    -- last: its presence means the schema is made
     exp_id text PRIMARY KEY, config text NOT NULL, expdir text NOT NULL,
     state text NOT NULL, task_type integer NOT NULL);
 """.format(statuses=", ".join(f"'{s}'" for s in schema.STATUSES))
@@ -98,9 +99,10 @@ def connect(url):
                           "'emews-hpo[postgres]'", None, show_value=False) from None
     try:
         conn = psycopg.connect(url)
-        with conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
-            conn.execute(SCHEMA)
+        with conn.transaction():  # CREATE INDEX locks its table even when the index exists:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))  # only when new
+            if conn.execute("SELECT to_regclass('emews_studies')").fetchone()[0] is None:
+                conn.execute(SCHEMA)
     except psycopg.Error as exc:
         raise StoreError(f"{redacted(url)}: cannot open the store: "
                          f"{str(exc).strip().splitlines()[0]}") from None
@@ -405,16 +407,31 @@ class TaskQueue:
     def __init__(self, url, exp_id=None, task_type=0):
         self.url, self.exp_id, self.task_type = url, exp_id, int(task_type)
         self.db = connect(url)
+        self.db.autocommit = True         # one statement, one round trip
+        self.listener = None
         self.eq_ids = {}                  # point id -> eq_task_id (the study's side)
 
     def _guard(self, action):
         return guarded(self.db, self.url, action)
 
     def close(self):
-        """Close the connection (safe to call twice)."""
-        if self.db is not None:
-            self.db.close()
-            self.db = None
+        """Close the connections (safe to call twice)."""
+        for conn in (self.db, self.listener):
+            if conn is not None:
+                conn.close()
+        self.db = self.listener = None
+
+    def wait(self, channel, timeout):
+        """Wait up to ``timeout`` seconds for news on ``channel`` (:data:`TASKS_CHANNEL` or
+        :data:`RESULTS_CHANNEL`: a push or a report, of any study, NOTIFYs it); return
+        whether some came. News sent since the last wait on the channel comes at once."""
+        if self.listener is None:
+            self.listener = connect(self.url)
+            self.listener.autocommit = True
+            with self._guard("listen for news"):
+                self.listener.execute(f"LISTEN {channel}")
+        with self._guard("listen for news"):
+            return any(True for _ in self.listener.notifies(timeout=timeout, stop_after=1))
 
     # --- the study's side ----------------------------------------------------------------------
 
@@ -446,29 +463,36 @@ class TaskQueue:
                 cur.execute("SELECT nextval('emews_id_generator') FROM generate_series(1, %s)",
                             (len(new),))
                 self.eq_ids.update(zip((t.id for t in new), (row[0] for row in cur)))
-                cur.executemany("INSERT INTO eq_tasks (eq_task_id, eq_status, eq_task_type, "
-                                "json_out, time_created, eq_priority) VALUES (%s, %s, %s, %s, "
-                                "now(), 0)", [(self.eq_ids[t.id], QUEUED, self.task_type,
-                                               t.params) for t in new])
-                cur.executemany("INSERT INTO eq_exp_id_tasks (exp_id, eq_task_id) VALUES "
-                                "(%s, %s)", [(self.exp_id, self.eq_ids[t.id]) for t in new])
-            cur.executemany("INSERT INTO emews_tasks (eq_task_id, exp_id, id, attempt, run_id) "
-                            "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (eq_task_id) DO UPDATE "
-                            "SET attempt=EXCLUDED.attempt, run_id=EXCLUDED.run_id, pool=NULL, "
-                            "deadline=NULL", [(self.eq_ids[t.id], self.exp_id, t.id, t.attempt,
-                                               t.run_id) for t in tasks])
-            again = [self.eq_ids[t.id] for t in tasks if t not in new]
-            if again:
-                cur.execute("UPDATE eq_tasks SET eq_status=%s, json_in=NULL, worker_pool=NULL "
-                            "WHERE eq_task_id = ANY(%s) AND eq_status <> %s",
-                            (REQUEUED, again, COMPLETE))
-            cur.executemany("INSERT INTO emews_queue_OUT (eq_task_type, eq_task_id, "
-                            "eq_priority) VALUES (%s, %s, 0)",
-                            [(self.task_type, self.eq_ids[t.id]) for t in tasks])
+            with self.db.pipeline():
+                self._push(cur, tasks, new)
+
+    def _push(self, cur, tasks, new):
+        if new:
+            cur.executemany("INSERT INTO eq_tasks (eq_task_id, eq_status, eq_task_type, "
+                            "json_out, time_created, eq_priority) VALUES (%s, %s, %s, %s, "
+                            "now(), 0)", [(self.eq_ids[t.id], QUEUED, self.task_type,
+                                           t.params) for t in new])
+            cur.executemany("INSERT INTO eq_exp_id_tasks (exp_id, eq_task_id) VALUES "
+                            "(%s, %s)", [(self.exp_id, self.eq_ids[t.id]) for t in new])
+        # eq_tasks before emews_tasks, in the order every other writer locks them
+        again = [self.eq_ids[t.id] for t in tasks if t not in new]
+        if again:
+            cur.execute("UPDATE eq_tasks SET eq_status=%s, json_in=NULL, worker_pool=NULL "
+                        "WHERE eq_task_id = ANY(%s) AND eq_status <> %s",
+                        (REQUEUED, again, COMPLETE))
+        cur.executemany("INSERT INTO emews_tasks (eq_task_id, exp_id, id, attempt, run_id) "
+                        "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (eq_task_id) DO UPDATE "
+                        "SET attempt=EXCLUDED.attempt, run_id=EXCLUDED.run_id, pool=NULL, "
+                        "deadline=NULL", [(self.eq_ids[t.id], self.exp_id, t.id, t.attempt,
+                                           t.run_id) for t in tasks])
+        cur.executemany("INSERT INTO emews_queue_OUT (eq_task_type, eq_task_id, "
+                        "eq_priority) VALUES (%s, %s, 0)",
+                        [(self.task_type, self.eq_ids[t.id]) for t in tasks])
+        cur.execute(f"NOTIFY {TASKS_CHANNEL}")
 
     def results(self):
         """Pop the study's results off the IN queue: ``[(point id, json_in), ...]``."""
-        with self._guard("read results"), self.db.transaction():
+        with self._guard("read results"):
             rows = self.db.execute(
                 "WITH popped AS (DELETE FROM emews_queue_IN q USING emews_tasks t WHERE "
                 "q.eq_task_id=t.eq_task_id AND t.exp_id=%s RETURNING t.id, q.eq_task_id) "
@@ -480,13 +504,13 @@ class TaskQueue:
         """Take these points' tasks off the OUT queue (a late result answered them)."""
         eq_ids = [self.eq_ids[i] for i in ids if i in self.eq_ids]
         if eq_ids:
-            with self._guard("withdraw tasks"), self.db.transaction():
+            with self._guard("withdraw tasks"):
                 self.db.execute("DELETE FROM emews_queue_OUT WHERE eq_task_id = ANY(%s)",
                                 (eq_ids,))
 
     def expired(self):
         """Points whose lease ran out, released: ``[(point id, pool), ...]``."""
-        with self._guard("check leases"), self.db.transaction():
+        with self._guard("check leases"):
             return self.db.execute(
                 "UPDATE emews_tasks t SET pool=NULL, deadline=NULL FROM (SELECT eq_task_id, "
                 "pool FROM emews_tasks WHERE exp_id=%s AND deadline < extract(epoch FROM "
@@ -497,7 +521,7 @@ class TaskQueue:
 
     def study(self):
         """``(config, expdir, state, task_type)`` of the study, or ``None``."""
-        with self._guard("read the study"), self.db.transaction():
+        with self._guard("read the study"):
             row = self.db.execute("SELECT config, expdir, state, task_type FROM emews_studies "
                                   "WHERE exp_id=%s", (self.exp_id,)).fetchone()
         return None if row is None else (json.loads(row[0]), row[1], row[2], row[3])
@@ -512,28 +536,30 @@ class TaskQueue:
         study = "" if self.exp_id is None else \
             "AND q.eq_task_id IN (SELECT eq_task_id FROM emews_tasks WHERE exp_id=%(exp)s)"
         args = {"type": self.task_type, "exp": self.exp_id, "n": int(n), "pool": pool,
-                "lease": float(lease)}
-        with self._guard("pop tasks"), self.db.transaction(), self.db.cursor() as cur:
-            cur.execute("DELETE FROM emews_queue_OUT WHERE eq_task_id = ANY(ARRAY(SELECT "
-                        "q.eq_task_id FROM emews_queue_OUT q WHERE q.eq_task_type=%(type)s "
-                        f"{study} ORDER BY q.eq_priority DESC, q.eq_task_id FOR UPDATE SKIP "
-                        "LOCKED LIMIT %(n)s)) RETURNING eq_task_id, eq_priority", args)
-            popped = cur.fetchall()
-            if not popped:
-                return []
-            args["ids"] = [row[0] for row in popped]
-            cur.execute("UPDATE eq_tasks SET eq_status=%(running)s, worker_pool=%(pool)s, "
-                        "time_start=now() WHERE eq_task_id = ANY(%(ids)s) AND "
-                        "json_out <> %(stop)s", dict(args, running=RUNNING, stop=EQ_STOP))
-            cur.execute("UPDATE emews_tasks SET pool=%(pool)s, deadline=extract(epoch FROM "
-                        "now()) + %(lease)s WHERE eq_task_id = ANY(%(ids)s)", args)
-            cur.execute("SELECT e.eq_task_id, e.json_out, t.run_id, t.attempt FROM eq_tasks e "
-                        "LEFT JOIN emews_tasks t USING (eq_task_id) WHERE e.eq_task_id = "
-                        "ANY(%(ids)s)", args)
-            found = {row[0]: row for row in cur.fetchall()}
-        order = sorted(popped, key=lambda row: (-(row[1] or 0), row[0]))
-        return [(i, found[i][1], found[i][2] or f"EQ{i:06d}", found[i][3] or 1)
-                for i, _ in order if i in found]
+                "lease": float(lease), "running": RUNNING, "stop": EQ_STOP,
+                "complete": COMPLETE}
+        # one statement: a task's eq_tasks row is locked before its emews_tasks row (leased
+        # reads started), the order of every other writer; one answered meanwhile (a late
+        # result of a requeued task) is not run again
+        with self._guard("pop tasks"):
+            rows = self.db.execute(
+                "WITH popped AS (DELETE FROM emews_queue_OUT WHERE eq_task_id = ANY(ARRAY("
+                "SELECT q.eq_task_id FROM emews_queue_OUT q WHERE q.eq_task_type=%(type)s "
+                f"{study} ORDER BY q.eq_priority DESC, q.eq_task_id FOR UPDATE OF q SKIP "
+                "LOCKED LIMIT %(n)s)) RETURNING eq_task_id, eq_priority), "
+                "started AS (UPDATE eq_tasks e SET eq_status=%(running)s, "
+                "worker_pool=%(pool)s, time_start=now() FROM popped p WHERE "
+                "e.eq_task_id=p.eq_task_id AND e.json_out <> %(stop)s AND e.eq_status IS "
+                "DISTINCT FROM %(complete)s RETURNING e.eq_task_id), "
+                "leased AS (UPDATE emews_tasks t SET pool=%(pool)s, deadline=extract(epoch "
+                "FROM now()) + %(lease)s FROM started s WHERE t.eq_task_id=s.eq_task_id "
+                "RETURNING t.eq_task_id, t.run_id, t.attempt) "
+                "SELECT p.eq_task_id, e.json_out, l.run_id, l.attempt FROM popped p "
+                "JOIN eq_tasks e USING (eq_task_id) LEFT JOIN leased l USING (eq_task_id) "
+                "WHERE e.eq_status IS DISTINCT FROM %(complete)s "
+                "ORDER BY p.eq_priority DESC, p.eq_task_id", args).fetchall()
+        return [(i, payload, run_id or f"EQ{i:06d}", attempt or 1)
+                for i, payload, run_id, attempt in rows]
 
     def report(self, results, pool):
         """Store results ``[(eq_task_id, json_in), ...]`` of ``pool`` and push them onto the
@@ -541,21 +567,22 @@ class TaskQueue:
         if not results:
             return 0
         ids, payloads = [r[0] for r in results], [r[1] for r in results]
-        with self._guard("report results"), self.db.transaction():
+        with self._guard("report results"), self.db.transaction(), self.db.pipeline():
             stored = self.db.execute(
                 "WITH r AS (SELECT * FROM unnest(%s::integer[], %s::text[]) AS r(id, json_in)), "
                 "done AS (UPDATE eq_tasks e SET json_in=r.json_in, eq_status=%s, "
                 "time_stop=now() FROM r WHERE e.eq_task_id=r.id AND e.eq_status <> %s "
                 "RETURNING e.eq_task_id, e.eq_task_type) INSERT INTO emews_queue_IN "
                 "(eq_task_type, eq_task_id) SELECT eq_task_type, eq_task_id FROM done",
-                (ids, payloads, COMPLETE, COMPLETE)).rowcount
+                (ids, payloads, COMPLETE, COMPLETE))
             self.db.execute("UPDATE emews_tasks SET pool=NULL, deadline=NULL WHERE "
                             "eq_task_id = ANY(%s) AND pool=%s", (ids, pool))
-        return stored
+            self.db.execute(f"NOTIFY {RESULTS_CHANNEL}")
+        return stored.rowcount
 
     def renew(self, pool, lease):
         """Extend the leases of every task ``pool`` holds by ``lease`` seconds from now."""
-        with self._guard("renew leases"), self.db.transaction():
+        with self._guard("renew leases"):
             self.db.execute("UPDATE emews_tasks SET deadline=extract(epoch FROM now()) + %s "
                             "WHERE pool=%s", (float(lease), pool))
 
