@@ -33,7 +33,7 @@ from pathlib import Path
 from .common import MPI_ENVIRONMENT, REPO, mpiexec
 
 WORKERS_PER_POOL = 2
-SLOTS_PER_WORKER = 8
+SLOTS_PER_WORKER = 32               # as the dispatch part's prefetch
 SPACE = [{"name": "x", "type": "float", "lower": -1.0, "upper": 1.0}]
 
 

@@ -164,6 +164,31 @@ def test_a_killed_database_pool_loses_its_leases_and_nothing_else(study, jobs, p
     assert survivor.returncode == 0
 
 
+@pytest.mark.mpi
+@pytest.mark.slow
+def test_a_killed_service_resumes_and_its_database_pool_serves_on(study, jobs, postgres_url):
+    server, expdir = jobs.serve(database_config(study, postgres_url, 12))
+    pool = jobs.pool(expdir, 3)
+    exp_id = str(expdir.resolve())
+    done = "SELECT count(*) FROM emews_evaluations WHERE exp_id=%s AND status='done'"
+    wait_until(lambda: query(postgres_url, done, (exp_id,))[0][0] >= 3, "three results")
+    os.killpg(server.pid, signal.SIGKILL)
+    server.communicate()
+    finished = "SELECT id, params, result FROM emews_evaluations WHERE exp_id=%s AND " \
+        "status='done'"
+    before = query(postgres_url, finished, (exp_id,))
+    resumed = jobs.start(sys.executable, "-m", "emews", "serve", "--resume", expdir)
+    out, err = resumed.communicate(timeout=120)
+    assert resumed.returncode == 0, err
+    assert "evaluation budget of 12 reached" in out
+    after = query(postgres_url, finished, (exp_id,))
+    assert len(after) == 12 and set(before) <= set(after)  # nothing finished was lost
+    assert query(postgres_url, "SELECT count(*) FROM emews_evaluations WHERE exp_id=%s",
+                 (exp_id,)) == [(12,)]  # exactly the budget
+    assert pool.communicate(timeout=60)[0].endswith("emews: pool left: the study ended\n")
+    assert pool.returncode == 0  # the same pool served both services
+
+
 # EQ-SQL's own statements, as its Python client issues them (python/eqsql/task_queues/
 # local_queue.py of github.com/emews/EQ-SQL: _insert_task, push_out_queue, stop_worker_pool,
 # _sql_pop_in_q and select_task_result); eqsql itself is not installed (see the report).

@@ -68,10 +68,12 @@ class DatabasePool(Pool):
             self.queue.wait(RESULTS_CHANNEL, POLL_MAX)
 
     def _result(self, point_id, payload):
+        """The ``(task, rank, outcome)`` of a result. A task's first result wins (a pool
+        never reports a second one); a result for a point this service never handed out (an
+        earlier, killed service of the study did) comes with ``params=None``, for the master
+        to adopt."""
         task = self.running.pop(point_id, None)
         late = point_id in self.interrupted
-        if task is None and not late:
-            return None          # answered already (a requeued task's first result won)
         self.interrupted.discard(point_id)
         if late:  # its new attempt is not needed: take it off the queue if still there
             self.queue.withdraw([point_id])
@@ -80,7 +82,7 @@ class DatabasePool(Pool):
         extra = {"metrics": result["metrics"]} if result.get("metrics") else {}
         outcome = Outcome(value, result["status"], result["error"], result["log_tail"],
                           result["started"], result["finished"], extra)
-        params = task.params if task is not None else ""
+        params = task.params if task is not None else ("" if late else None)
         return Task(point_id, params, "", result["attempt"]), result["rank"], outcome
 
     def _expired(self):

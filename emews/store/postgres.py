@@ -436,7 +436,7 @@ class TaskQueue:
     # --- the study's side ----------------------------------------------------------------------
 
     def open_study(self, config, expdir):
-        """Record the study (its configuration, for pools) as running."""
+        """Record the study (its configuration, for pools) as running (again, on a resume)."""
         with self._guard("record the study"), self.db.transaction():
             self.db.execute("INSERT INTO emews_studies (exp_id, config, expdir, state, "
                             "task_type) VALUES (%s, %s, %s, 'running', %s) ON CONFLICT (exp_id) "
@@ -445,6 +445,10 @@ class TaskQueue:
                             (self.exp_id, json.dumps(config), str(expdir), self.task_type))
             self.eq_ids = dict(self.db.execute("SELECT id, eq_task_id FROM emews_tasks WHERE "
                                                "exp_id=%s", (self.exp_id,)).fetchall())
+            # an earlier, killed service's queued tasks: the master queues again what it needs
+            # (its results, on the IN queue, are kept: the master adopts them)
+            self.db.execute("DELETE FROM emews_queue_OUT q USING emews_tasks t WHERE "
+                            "q.eq_task_id=t.eq_task_id AND t.exp_id=%s", (self.exp_id,))
 
     def end_study(self):
         """Tell the pools that the study ended; take its unstarted tasks off the queue."""

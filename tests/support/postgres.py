@@ -4,13 +4,15 @@
 user that the Debian package creates (``runuser``), otherwise as the current user. It listens on
 127.0.0.1 and a free port, with trust authentication (loopback only) and fsync off.
 
-The ``postgres_url`` fixture (import ``postgres_fixture`` and ``postgres_url`` into a test
-module) starts one server per session and yields a ``postgresql://`` URL of a fresh database per
-test; the server is stopped (``pg_ctl stop -m immediate``) and its directory removed at the end.
+The ``postgres_url`` fixture (import ``postgres_server`` and ``postgres_url`` into a test
+module) yields the ``postgresql://`` URL of a fresh database per test, on one server per session
+(``postgres_server``), stopped (``pg_ctl stop -m immediate``) and removed at the end.
+:class:`Server` serves the benchmarks too (``benchmarks/service.py``).
 """
 
 import getpass
 import glob
+import importlib.util
 import os
 import shutil
 import socket
@@ -38,9 +40,7 @@ def missing_reason():
         subprocess.run(["bash", str(REPO / "scripts" / "apt-deps.sh")], check=True)
     if binaries() is None:
         return "no PostgreSQL server binaries here (apt: postgresql)"
-    try:
-        import psycopg  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("psycopg") is None:
         return "psycopg is not installed (pip install 'emews-hpo[postgres]')"
     return None
 
