@@ -79,7 +79,8 @@ def database_config(study, url, budget, procs=3):
 
 @pytest.mark.mpi
 @pytest.mark.slow
-def test_a_study_runs_on_postgresql_and_eqsql_reads_its_tasks(study, jobs, postgres_url):
+def test_a_study_runs_on_postgresql_and_eqsql_reads_its_tasks(study, jobs, postgres_url,
+                                                               emews_cli):
     server, expdir = jobs.serve(database_config(study, postgres_url, 8))
     pool = jobs.pool(expdir, 3)
     out, err = server.communicate(timeout=180)
@@ -111,6 +112,10 @@ def test_a_study_runs_on_postgresql_and_eqsql_reads_its_tasks(study, jobs, postg
         assert store.meta("final")["stop_reason"] == "evaluation budget of 8 reached"
     finally:
         store.close()
+    status = emews_cli("status", expdir)  # read from the database, as results.db would be
+    assert status.returncode == 0, status.stderr
+    assert "evaluation budget of 8 reached" in status.stdout
+    assert f"{min(r for _, _, r, _ in rows):.6g}" in status.stdout  # the best value
 
 
 @pytest.mark.mpi

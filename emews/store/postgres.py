@@ -323,6 +323,11 @@ class PostgresStore:
                           (self.exp_id, key))
         return default if not rows else json.loads(rows[0]["value"])
 
+    def all_meta(self):
+        """Every ``key -> value`` stored with :meth:`set_meta`."""
+        return {row["key"]: json.loads(row["value"]) for row in self._read(
+            "SELECT key, value FROM emews_meta WHERE exp_id=%s", (self.exp_id,))}
+
     def rows(self, *statuses):
         """Evaluations as dicts (``params`` and ``metrics`` decoded), by id."""
         sql, args = "SELECT * FROM emews_evaluations WHERE exp_id=%s", [self.exp_id]
