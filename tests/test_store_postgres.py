@@ -2,11 +2,15 @@
 a whole study served through the database (``[system] storage``), two pool jobs popping one
 queue, and interop with EQ-SQL's tables both ways."""
 
+import getpass
+import importlib.resources
 import json
 import math
 import os
 import signal
+import socket
 import sys
+import urllib.parse
 
 import pytest
 
@@ -194,50 +198,76 @@ def test_a_killed_service_resumes_and_its_database_pool_serves_on(study, jobs, p
     assert pool.returncode == 0  # the same pool served both services
 
 
-# EQ-SQL's own statements, as its Python client issues them (python/eqsql/task_queues/
-# local_queue.py of github.com/emews/EQ-SQL: _insert_task, push_out_queue, stop_worker_pool,
-# _sql_pop_in_q and select_task_result); eqsql itself is not installed (see the report).
-EQSQL_INSERT = ("INSERT INTO eq_tasks (eq_task_id, eq_task_type, json_out, time_created, "
-                "eq_priority) VALUES (%s, %s, %s, now(), %s)")
-EQSQL_POP_IN = ("DELETE FROM emews_queue_IN WHERE eq_task_id = (SELECT eq_task_id FROM "
-                "emews_queue_IN WHERE eq_task_id = %s ORDER BY eq_task_id FOR UPDATE SKIP "
-                "LOCKED LIMIT 1) RETURNING *")
+def eqsql_queue(url):
+    """EQ-SQL's own client (``eqsql``) on the database at ``url``: its LocalTaskQueue."""
+    os.environ.setdefault("USER", getpass.getuser())  # eqsql.db_tools reads it on import
+    local_queue = pytest.importorskip("eqsql.task_queues.local_queue",
+                                      reason="pip install 'emews-hpo[eqsql]'")
+    parts = urllib.parse.urlsplit(url)
+    return local_queue.init_task_queue(parts.hostname, parts.username, parts.port,
+                                       parts.path.lstrip("/"))
 
 
-def eqsql_submit(conn, exp_id, task_type, payload, priority=0):
-    task_id = conn.execute("select nextval('emews_id_generator')").fetchone()[0]
-    conn.execute(EQSQL_INSERT, (task_id, task_type, payload, priority))
-    if exp_id is not None:
-        conn.execute("INSERT INTO eq_exp_id_tasks (exp_id, eq_task_id) VALUES (%s, %s)",
-                     (exp_id, task_id))
-    conn.execute("INSERT INTO emews_queue_out (eq_task_type, eq_task_id, eq_priority) "
-                 "VALUES (%s, %s, %s)", (task_type, task_id, priority))
-    conn.execute("UPDATE eq_tasks SET eq_status=%s WHERE eq_task_id=%s", (0, task_id))
-    return task_id
+def eqsql_schema(url):
+    """Make EQ-SQL's tables with EQ-SQL's own workflow.sql, as its users do."""
+    pytest.importorskip("eqsql", reason="pip install 'emews-hpo[eqsql]'")
+    sql = importlib.resources.files("eqsql").joinpath("workflow.sql").read_text()
+    with psycopg.connect(url) as conn:
+        conn.execute(sql)
 
 
 @pytest.mark.mpi
 @pytest.mark.slow
 def test_an_emews_pool_answers_tasks_that_eqsql_submitted(tmp_path, jobs, postgres_url):
-    PostgresStore(postgres_url, "schema only").close()  # the tables, as an emews study has them
+    from eqsql.task_queues.core import ResultStatus, TaskStatus
+
+    eqsql_schema(postgres_url)          # a database that EQ-SQL made; emews adds its tables
+    queue = eqsql_queue(postgres_url)
     points = [{"x": x / 4} for x in range(-4, 6)]
-    with psycopg.connect(postgres_url) as conn:
-        ids = [eqsql_submit(conn, "eqsql-exp", 7, json.dumps(p)) for p in points]
-        eqsql_submit(conn, None, 7, "EQ_STOP", priority=-1)   # stop_worker_pool
+    futures = [queue.submit_task("eqsql-exp", 7, json.dumps(p))[1] for p in points]
     config = {"study": {"objective": "fault_me:slow_square"},
               "system": {"python_path": [str(SUPPORT)]}}
     pool = jobs.start(MPIEXEC, "-n", 3, sys.executable, str(SUPPORT / "eqsql_pool.py"),
                       postgres_url, 7, json.dumps(config), tmp_path / "pool")
+    for future, point in zip(futures, points):
+        status, result = future.result(delay=0.05, timeout=120)
+        assert status == ResultStatus.SUCCESS, result
+        assert json.loads(result)["value"] == pytest.approx(point["x"] ** 2)
+        assert future.status == TaskStatus.COMPLETE
+        assert future.worker_pool.startswith(socket.gethostname())
+    assert queue.stop_worker_pool(7) == ResultStatus.SUCCESS
     out, err = pool.communicate(timeout=120)
     assert pool.returncode == 0, err
     assert "emews: pool left: EQ_STOP popped from the queue" in out
-    with psycopg.connect(postgres_url) as conn:  # eqsql's query_result, task by task
-        for task_id, point in zip(ids, points):
-            assert conn.execute(EQSQL_POP_IN, (task_id,)).fetchall() == [(7, task_id)]
-            status, json_in = conn.execute("SELECT eq_status, json_in FROM eq_tasks WHERE "
-                                           "eq_task_id=%s", (task_id,)).fetchone()
-            assert status == COMPLETE
-            assert json.loads(json_in)["value"] == pytest.approx(point["x"] ** 2)
     evaluated = [line for path in (tmp_path / "pool" / "out").glob("out-pool-*")
                  for line in path.read_text().splitlines() if "evaluated in pid" in line]
     assert len(evaluated) == len(points)
+    queue.close()
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+def test_eqsql_reads_the_tasks_of_an_emews_study(study, jobs, postgres_url):
+    from eqsql.task_queues.core import Future, TaskStatus
+
+    eqsql_schema(postgres_url)
+    server, expdir = jobs.serve(database_config(study, postgres_url, 6))
+    pool = jobs.pool(expdir, 3)
+    out, err = server.communicate(timeout=180)
+    assert server.returncode == 0, err
+    pool.communicate(timeout=60)
+    queue = eqsql_queue(postgres_url)
+    exp_id = str(expdir.resolve())
+    ids = [i for i, in query(postgres_url, "SELECT eq_task_id FROM eq_exp_id_tasks WHERE "
+                             "exp_id=%s ORDER BY eq_task_id", (exp_id,))]
+    rows = query(postgres_url, "SELECT params, result FROM emews_evaluations WHERE exp_id=%s",
+                 (exp_id,))
+    assert len(ids) == 6
+    futures = [Future(queue, i) for i in ids]
+    assert [f.status for f in futures] == [TaskStatus.COMPLETE] * 6
+    assert all(f.worker_pool.startswith(socket.gethostname()) for f in futures)
+    with queue.db.conn.cursor() as cur:   # eqsql's own reads of a task's result
+        results = {json.loads(queue.select_task_result(cur, i))["value"] for i in ids}
+    assert results == {result for _, result in rows}
+    assert queue.are_queues_empty()
+    queue.close()

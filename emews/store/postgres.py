@@ -38,7 +38,7 @@ SCHEMES = ("postgresql://", "postgres://")
 TASKS_CHANNEL, RESULTS_CHANNEL = "emews_queue_out", "emews_queue_in"   # LISTEN/NOTIFY
 
 # EQ-SQL's tables as its workflow.sql makes them (IF NOT EXISTS: a database that eqsql set up
-# is used as it is), with indexes it lacks, then emews's own.
+# is used as it is), then emews's own.
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS eq_exp_id_tasks (exp_id text, eq_task_id integer);
 CREATE TABLE IF NOT EXISTS eq_tasks (
@@ -50,10 +50,6 @@ CREATE SEQUENCE IF NOT EXISTS emews_id_generator START 1 NO CYCLE;
 CREATE TABLE IF NOT EXISTS emews_queue_OUT (
     eq_task_type integer, eq_task_id integer, eq_priority integer);
 CREATE TABLE IF NOT EXISTS emews_queue_IN (eq_task_type integer, eq_task_id integer);
-CREATE INDEX IF NOT EXISTS emews_queue_out_pop
-    ON emews_queue_OUT (eq_task_type, eq_priority DESC, eq_task_id);
-CREATE INDEX IF NOT EXISTS emews_queue_in_task ON emews_queue_IN (eq_task_id);
-CREATE INDEX IF NOT EXISTS eq_exp_id_tasks_exp ON eq_exp_id_tasks (exp_id);
 
 CREATE TABLE IF NOT EXISTS emews_evaluations (
     exp_id text NOT NULL, id integer NOT NULL, params text NOT NULL, result double precision,
@@ -81,6 +77,13 @@ CREATE TABLE IF NOT EXISTS emews_studies (    -- last: its presence means the sc
     exp_id text PRIMARY KEY, config text NOT NULL, expdir text NOT NULL,
     state text NOT NULL, task_type integer NOT NULL);
 """.format(statuses=", ".join(f"'{s}'" for s in schema.STATUSES))
+# Indexes that EQ-SQL's tables lack, made only with the tables themselves: on a database that
+# EQ-SQL made, CREATE INDEX would wait for its clients (a poll holds its table for seconds).
+EQSQL_INDEXES = """
+CREATE INDEX emews_queue_out_pop ON emews_queue_OUT (eq_task_type, eq_priority DESC, eq_task_id);
+CREATE INDEX emews_queue_in_task ON emews_queue_IN (eq_task_id);
+CREATE INDEX eq_exp_id_tasks_exp ON eq_exp_id_tasks (exp_id);
+"""
 SCHEMA_LOCK = 0x656d657773   # advisory lock: one schema set-up at a time
 
 
@@ -102,7 +105,10 @@ def connect(url):
         with conn.transaction():  # CREATE INDEX locks its table even when the index exists:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))  # only when new
             if conn.execute("SELECT to_regclass('emews_studies')").fetchone()[0] is None:
+                made_by_eqsql = conn.execute("SELECT to_regclass('eq_tasks')").fetchone()[0]
                 conn.execute(SCHEMA)
+                if made_by_eqsql is None:
+                    conn.execute(EQSQL_INDEXES)
     except psycopg.Error as exc:
         raise StoreError(f"{redacted(url)}: cannot open the store: "
                          f"{str(exc).strip().splitlines()[0]}") from None
