@@ -8,11 +8,10 @@ run, side by side:
 * ``PostgreSQL, N pools``: the same study with ``[system] storage = "postgresql://..."``: the
   store and EQ-SQL's queues in a real PostgreSQL server (started here on a temp directory), the
   pools popping batches of tasks with ``FOR UPDATE SKIP LOCKED``;
-* ``EQ-SQL per-task path``: the anchor, on the same server and tables: EQ-SQL's client
-  statements (python/eqsql/task_queues/local_queue.py of github.com/emews/EQ-SQL: submit_task,
-  query_task with n=1, report_task, query_result per task), one task per transaction, with
-  the same number of worker processes. ``eqsql`` itself is not installed (its requirements
-  bring globus-compute-sdk and proxystore); its statements are issued as it issues them.
+* ``EQ-SQL per-task path (eqsql)``: the anchor, on the same server and tables: EQ-SQL's own
+  client (``eqsql``, extra ``eqsql``): ``submit_task`` per task, ``as_completed``, and the same
+  number of worker processes running its worker loop (``query_task`` with n=1,
+  ``report_task``), one task per transaction.
 
 Throughput is measured inside the study, from the store: tasks over the span from the first
 evaluation's start to the last one's end (start-up of the processes is left out), and per-task
@@ -20,6 +19,7 @@ overhead is its inverse. The anchor is timed from its first submit to its last r
 workers are connected.
 """
 
+import getpass
 import json
 import multiprocessing
 import os
@@ -28,17 +28,18 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 from pathlib import Path
 
 from .common import MPI_ENVIRONMENT, REPO, mpiexec
 
 WORKERS_PER_POOL = 2
-SLOTS_PER_WORKER = 32               # as the dispatch part's prefetch
 SPACE = [{"name": "x", "type": "float", "lower": -1.0, "upper": 1.0}]
 
 
 def run(sizes):
-    """Every contender on ``sizes.service_tasks`` no-op tasks."""
+    """Every contender on ``sizes.service_tasks`` no-op tasks, ``sizes.service_slots`` slots per
+    worker (tasks in flight must stay far fewer than tasks, or the span measures no dispatch)."""
     sys.path.insert(0, str(REPO / "tests" / "support"))
     from postgres import Server, missing_reason  # the test suite's throwaway server
 
@@ -55,10 +56,11 @@ def run(sizes):
         server = Server(directory / "pg").start()
         try:
             for pools in (1, 2):
-                runs.append(_study(directory, f"zmq, {pools} pool{'s' * (pools > 1)}", n,
-                                   pools, None))
-                runs.append(_study(directory, f"PostgreSQL, {pools} pool{'s' * (pools > 1)}",
-                                   n, pools, server.create_database()))
+                plural = "s" * (pools > 1)
+                runs.append(_study(directory, f"zmq, {pools} pool{plural}", n, pools,
+                                   sizes.service_slots, None))
+                runs.append(_study(directory, f"PostgreSQL, {pools} pool{plural}", n, pools,
+                                   sizes.service_slots, server.create_database()))
             runs.append(eqsql_path(server.create_database(), n, WORKERS_PER_POOL))
         finally:
             server.stop()
@@ -66,17 +68,17 @@ def run(sizes):
     for row in runs:
         row["ratio_to_eqsql"] = row["tasks_per_s"] / anchor
     return {"tasks": n, "workers_per_pool": WORKERS_PER_POOL,
-            "slots_per_worker": SLOTS_PER_WORKER, "runs": runs}
+            "slots_per_worker": sizes.service_slots, "runs": runs}
 
 
-def _study(directory, name, n, pools, storage):
+def _study(directory, name, n, pools, slots, storage):
     """One served study of ``n`` echo tasks with ``pools`` pool jobs; its figures."""
     from emews.store import study_store
 
     home = directory / name.replace(" ", "").replace(",", "-")
     home.mkdir()
     (home / "space.json").write_text(json.dumps(SPACE))
-    system = {"procs": pools * WORKERS_PER_POOL + 1, "slots_per_worker": SLOTS_PER_WORKER,
+    system = {"procs": pools * WORKERS_PER_POOL + 1, "slots_per_worker": slots,
               "progress_interval": 3600.0}
     if storage:
         system["storage"] = storage
@@ -134,91 +136,72 @@ def _figures(name, tasks, span, **extra):
 
 # --- the anchor: EQ-SQL's per-task client path ---------------------------------------------------
 
-POP_OUT = ("DELETE FROM emews_queue_OUT WHERE eq_task_id = any(array(SELECT eq_task_id FROM "
-           "emews_queue_OUT WHERE eq_task_type = %s ORDER BY eq_priority DESC, eq_task_id ASC "
-           "FOR UPDATE SKIP LOCKED LIMIT 1)) RETURNING *")
-POP_IN = ("DELETE FROM emews_queue_IN WHERE eq_task_id = (SELECT eq_task_id FROM emews_queue_IN "
-          "WHERE eq_task_id = %s ORDER BY eq_task_id FOR UPDATE SKIP LOCKED LIMIT 1) "
-          "RETURNING *")
-
-
 def eqsql_path(url, n, workers):
-    """``n`` echo tasks through EQ-SQL's statements: submit, ``workers`` worker processes
-    (query_task n=1, report_task), and query_result task by task; its figures."""
-    import psycopg
+    """``n`` echo tasks through EQ-SQL's own client (``eqsql``): ``submit_task`` each, then
+    ``as_completed``, with ``workers`` worker processes (``query_task`` n=1, ``report_task``)
+    that start popping once every task is submitted (an empty poll would cost them a growing
+    sleep of 0.25 s and more); its figures."""
+    from emews.store.postgres import connect
 
-    from emews.store.postgres import EQ_STOP, PostgresStore
-
-    PostgresStore(url, "schema").close()   # the tables (EQ-SQL's workflow.sql, as emews makes it)
+    local_queue = _eqsql()
+    connect(url).close()   # the same tables (and indexes) as the emews contenders
     context = multiprocessing.get_context("spawn")
-    ready = context.Barrier(workers + 1)
-    processes = [context.Process(target=_eqsql_worker, args=(url, ready))
-                 for _ in range(workers)]
+    ready, go = context.Barrier(workers + 1), context.Event()
+    processes = [context.Process(target=_eqsql_worker, args=(url, i, ready, go))
+                 for i in range(workers)]
     for process in processes:
         process.start()
     ready.wait(120)
-    with psycopg.connect(url) as conn:
+    queue = _eqsql_queue(local_queue, url)
+    try:
         began = time.perf_counter()
-        ids = [_submit(conn, json.dumps({"x": i / n})) for i in range(n)]
-        for task_id in ids:
-            _query_result(conn, task_id)
+        futures = [queue.submit_task("bench", 0, json.dumps({"x": i / n}))[1]
+                   for i in range(n)]
+        go.set()
+        for _ in queue.as_completed(futures, timeout=600):
+            pass
         span = time.perf_counter() - began
         for _ in processes:
-            _submit(conn, EQ_STOP, priority=-1)
-    for process in processes:
-        process.join(60)
-    return _figures("EQ-SQL per-task path", n, span, pools=1)
+            queue.stop_worker_pool(0)
+    finally:
+        go.set()
+        queue.close()
+    for process in processes:  # an idle eqsql worker polls ever more slowly: do not wait
+        process.join(5)
+        if process.is_alive():
+            process.kill()
+    return _figures("EQ-SQL per-task path (eqsql)", n, span, pools=1)
 
 
-def _submit(conn, payload, priority=0):
-    """EQ-SQL's submit_task: a task id from its sequence, the task, its experiment, the push."""
-    with conn.transaction():
-        task_id = conn.execute("select nextval('emews_id_generator')").fetchone()[0]
-        conn.execute("INSERT INTO eq_tasks (eq_task_id, eq_task_type, json_out, time_created, "
-                     "eq_priority) VALUES (%s, 0, %s, now(), %s)", (task_id, payload, priority))
-        conn.execute("INSERT INTO eq_exp_id_tasks (exp_id, eq_task_id) VALUES ('bench', %s)",
-                     (task_id,))
-        conn.execute("INSERT INTO emews_queue_out (eq_task_type, eq_task_id, eq_priority) "
-                     "VALUES (0, %s, %s)", (task_id, priority))
-        conn.execute("UPDATE eq_tasks SET eq_status=0 WHERE eq_task_id=%s", (task_id,))
-    return task_id
+def _eqsql():
+    os.environ.setdefault("USER", getpass.getuser())  # eqsql.db_tools reads it on import
+    try:
+        from eqsql.task_queues import local_queue
+    except ImportError:
+        raise RuntimeError("the service benchmark's anchor needs EQ-SQL's client: pip install "
+                           "'emews-hpo[eqsql]'") from None
+    return local_queue
 
 
-def _query_result(conn, task_id, delay=0.0005):
-    """EQ-SQL's query_result: poll the IN queue for the task, then read its json_in."""
-    while True:
-        with conn.transaction():
-            if conn.execute(POP_IN, (task_id,)).fetchall():
-                return conn.execute("SELECT json_in FROM eq_tasks WHERE eq_task_id=%s",
-                                    (task_id,)).fetchone()[0]
-        time.sleep(delay)
+def _eqsql_queue(local_queue, url):
+    parts = urllib.parse.urlsplit(url)
+    return local_queue.init_task_queue(parts.hostname, parts.username, parts.port,
+                                       parts.path.lstrip("/"))
 
 
-def _eqsql_worker(url, ready, delay=0.0005):
-    """EQ-SQL's worker loop: query_task (n=1), evaluate, report_task; until EQ_STOP."""
-    import psycopg
-
+def _eqsql_worker(url, index, ready, go):
+    """EQ-SQL's worker loop: ``query_task`` (n=1), evaluate, ``report_task``; until EQ_STOP."""
     from .objectives import echo
 
-    with psycopg.connect(url) as conn:
-        ready.wait(120)
+    queue = _eqsql_queue(_eqsql(), url)
+    ready.wait(120)
+    go.wait(600)
+    try:
         while True:
-            with conn.transaction():
-                popped = conn.execute(POP_OUT, (0,)).fetchall()
-                if popped:
-                    task_id = popped[0][1]
-                    payload = conn.execute("SELECT json_out FROM eq_tasks WHERE eq_task_id=%s",
-                                           (task_id,)).fetchone()[0]
-                    conn.execute("UPDATE eq_tasks SET eq_status=1, worker_pool='default', "
-                                 "time_start=now() WHERE eq_task_id=%s", (task_id,))
-            if not popped:
-                time.sleep(delay)
-                continue
-            if payload == "EQ_STOP":
+            task = queue.query_task(0, n=1, worker_pool=f"worker-{index}", delay=0.001,
+                                    timeout=None)
+            if task["type"] != "work":
                 return
-            result = json.dumps(echo(payload))
-            with conn.transaction():
-                conn.execute("UPDATE eq_tasks SET json_in=%s, eq_status=2, time_stop=now() "
-                             "WHERE eq_task_id=%s", (result, task_id))
-                conn.execute("INSERT INTO emews_queue_IN (eq_task_type, eq_task_id) "
-                             "VALUES (0, %s)", (task_id,))
+            queue.report_task(task["eq_task_id"], 0, json.dumps(echo(task["payload"])))
+    finally:
+        queue.close()
