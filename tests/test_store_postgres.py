@@ -271,3 +271,31 @@ def test_eqsql_reads_the_tasks_of_an_emews_study(study, jobs, postgres_url):
     assert results == {result for _, result in rows}
     assert queue.are_queues_empty()
     queue.close()
+
+
+@pytest.mark.slow
+def test_an_eqsql_worker_pool_serves_an_emews_study(study, jobs, postgres_url):
+    from eqsql.task_queues.core import ResultStatus
+
+    server, expdir = jobs.serve(database_config(study, postgres_url, 6))
+    queue = eqsql_queue(postgres_url)
+    answered = 0
+    while server.poll() is None:   # EQ-SQL's worker loop: query_task, run, report_task
+        task = queue.query_task(0, n=1, worker_pool="eqsql-worker", delay=0.01, timeout=0.5)
+        if task["type"] == "work":
+            value = json.loads(task["payload"])["x"] ** 2
+            assert queue.report_task(task["eq_task_id"], 0, json.dumps(value)) == \
+                ResultStatus.SUCCESS
+            answered += 1
+    out, err = server.communicate()
+    assert server.returncode == 0, err
+    assert "evaluation budget of 6 reached" in out
+    exp_id = str(expdir.resolve())
+    rows = query(postgres_url, "SELECT e.status, e.result, e.params, t.worker_pool FROM "
+                 "emews_evaluations e JOIN emews_tasks m ON m.exp_id=e.exp_id AND m.id=e.id "
+                 "JOIN eq_tasks t ON t.eq_task_id=m.eq_task_id WHERE e.exp_id=%s", (exp_id,))
+    assert answered == len(rows) == 6
+    for status, result, params, worker_pool in rows:
+        assert (status, worker_pool) == ("done", "eqsql-worker")
+        assert result == pytest.approx(json.loads(params)["x"] ** 2)
+    queue.close()

@@ -77,12 +77,16 @@ class DatabasePool(Pool):
         self.interrupted.discard(point_id)
         if late:  # its new attempt is not needed: take it off the queue if still there
             self.queue.withdraw([point_id])
-        result = json.loads(payload)
+        attempt = task.attempt if task is not None else 1
+        result = _parsed(payload)
+        params = task.params if task is not None else ("" if late else None)
+        if result is None:  # an EQ-SQL worker's answer: a bare number, or anything else
+            outcome = _foreign_outcome(payload)
+            return Task(point_id, params, "", attempt), 0, outcome
         value = math.nan if result["value"] is None else float(result["value"])
         extra = {"metrics": result["metrics"]} if result.get("metrics") else {}
         outcome = Outcome(value, result["status"], result["error"], result["log_tail"],
                           result["started"], result["finished"], extra)
-        params = task.params if task is not None else ("" if late else None)
         return Task(point_id, params, "", result["attempt"]), result["rank"], outcome
 
     def _expired(self):
@@ -100,6 +104,31 @@ class DatabasePool(Pool):
         if self.queue.db is not None:
             self.queue.end_study()
             self.queue.close()
+
+
+RESULT_KEYS = ("value", "status", "error", "log_tail", "started", "finished", "attempt", "rank")
+
+
+def _parsed(payload):
+    """An emews pool's ``json_in`` as a dict, or ``None`` when it is something else."""
+    try:
+        result = json.loads(payload)
+    except (TypeError, ValueError):
+        return None
+    return result if isinstance(result, dict) and all(k in result for k in RESULT_KEYS) \
+        else None
+
+
+def _foreign_outcome(payload):
+    """The outcome of a result that an EQ-SQL worker pool reported: a JSON number is the
+    value; anything else fails the evaluation, naming what came."""
+    try:
+        value = json.loads(payload)
+    except (TypeError, ValueError):
+        value = None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return Outcome(float(value))
+    return Outcome(math.nan, "failed", f"the result is not a number: {str(payload)[:200]!r}")
 
 
 class Attachment:
