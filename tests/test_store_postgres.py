@@ -1,6 +1,7 @@
 """The PostgreSQL store and queue, on a real server started by the fixture: the Store interface,
 a whole study served through the database (``[system] storage``), two pool jobs popping one
-queue, and interop with EQ-SQL's tables both ways."""
+queue, a killed pool and a killed service, and interop with EQ-SQL's own client (``eqsql``)
+both ways: it submits to and reads from emews, and its worker loop serves an emews study."""
 
 import getpass
 import importlib.resources

@@ -85,6 +85,7 @@ CREATE INDEX emews_queue_in_task ON emews_queue_IN (eq_task_id);
 CREATE INDEX eq_exp_id_tasks_exp ON eq_exp_id_tasks (exp_id);
 """
 SCHEMA_LOCK = 0x656d657773   # advisory lock: one schema set-up at a time
+ATTEMPT_COLUMNS = "status, result, error, log_tail, rank, started, finished, metrics"
 
 
 def is_url(location):
@@ -216,16 +217,17 @@ class PostgresStore:
         self._upsert_attempts(attempts)
         self._write_points(points)
 
-    def _upsert_attempts(self, rows, columns="status, result, error, log_tail, rank, started, "
-                         "finished, metrics"):
-        names = columns.split(", ")
+    def _upsert_attempts(self, rows):
+        """Insert or replace attempts: ``(id, attempt, status, result, error, log_tail, rank,
+        started, finished, metrics, id)`` tuples (the run id is the point's)."""
+        names = ATTEMPT_COLUMNS.split(", ")
         updates = ", ".join(f"{name}=EXCLUDED.{name}" for name in names + ["run_id"])
         if rows:
             with self._guard("record attempts"), self.db.cursor() as cur:
                 cur.executemany(
-                    f"INSERT INTO emews_attempts (exp_id, id, attempt, {columns}, run_id) "
-                    f"SELECT e.exp_id, %s, %s, {', '.join(['%s'] * len(names))}, e.run_id "
-                    "FROM emews_evaluations e WHERE e.exp_id=%s AND e.id=%s "
+                    f"INSERT INTO emews_attempts (exp_id, id, attempt, {ATTEMPT_COLUMNS}, "
+                    f"run_id) SELECT e.exp_id, %s, %s, {', '.join(['%s'] * len(names))}, "
+                    "e.run_id FROM emews_evaluations e WHERE e.exp_id=%s AND e.id=%s "
                     f"ON CONFLICT (exp_id, id, attempt) DO UPDATE SET {updates}",
                     [(*row[:-1], self.exp_id, row[-1]) for row in rows])
 
