@@ -48,6 +48,9 @@ class Sizes:
     faults_kills: int = 20
     faults_kill_budget: int = 120
     faults_budget: int = 10
+    # part 7: the study as a service, on zmq and PostgreSQL, with EQ-SQL's per-task path
+    service_tasks: int = 2000
+    service_slots: int = 32           # slots per worker: 2 pools hold 128 tasks at most
 
 
 FULL = Sizes("full")
@@ -61,5 +64,6 @@ SMOKE = Sizes("smoke", dispatch_tasks=300, dispatch_repeats=1, dispatch_pingpong
               overhead_observations=(5, 10),
               overhead_repeats=1, overhead_algorithms=("random",), simulation_workers=(8,),
               simulation_tasks_per_worker=3, faults_kills=2, faults_kill_budget=16,
-              faults_budget=6)
+              faults_budget=6, service_tasks=200,
+              service_slots=4)
 SIZES = {sizes.name: sizes for sizes in (FULL, REDUCED, SMOKE)}

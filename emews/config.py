@@ -58,6 +58,7 @@ SCHEMA = {
         "langs_app": Setting("path", None, "EMEWS_LANGS_APP"),
         "gpus_per_node": Setting("int", 0, "GPUS_PER_NODE", minimum=0),
         "cuda_offset": Setting("int", 0, "CANDLE_CUDA_OFFSET", minimum=0),
+        "storage": Setting("str", None, "EMEWS_STORAGE"),  # a postgresql:// URL; else SQLite
     },
     "study": {
         "name": Setting("str"),

@@ -42,8 +42,9 @@ from .inspect.progress import TERMINAL_VARIABLE, Progress
 from .launch import gpus
 from .pools.base import InProcessPool
 from .space import Space
-from .store import Store, StudyLock
+from .store import StudyLock, study_store
 from .store.lock import TOKEN_VARIABLE
+from .store.postgres import is_url
 
 MPI_ENVIRONMENT = ("PMI_RANK", "PMI_SIZE", "PMIX_RANK", "OMPI_COMM_WORLD_SIZE")
 SPAWNED_VARIABLE = "EMEWS_SPAWNED"   # set for a job that ``emews run`` started: it reports
@@ -141,7 +142,7 @@ def prepare(config, overrides=None, resume=None):
                                cfg.study["experiment_numbering"])
     lock = StudyLock(expdir).acquire()
     experiment.write_json(expdir / "config.json", cfg.as_dict())
-    store = Store(expdir / "results.db")
+    store = study_store(expdir, cfg.system["storage"])
     store.set_meta("space_digest", space_digest(cfg))
     store.close()
     return expdir, lock
@@ -153,9 +154,9 @@ def _prepare_resume(expdir, config, overrides):
                           "config.json", str(expdir), show_value=False)
     lock = StudyLock(expdir).acquire()
     try:
-        store = Store(expdir / "results.db", create=False)
+        stored = load_experiment(expdir)
+        store = study_store(expdir, stored.system["storage"], create=False)
         try:
-            stored = load_experiment(expdir)
             sources = [stored.as_dict()]
             if config:
                 sources += config if isinstance(config, list) else [config]
@@ -217,6 +218,11 @@ def space_digest(cfg):
     return hashlib.sha256(Path(path).read_bytes()).hexdigest() if path else None
 
 
+def open_study_store(expdir):
+    """The store of a prepared experiment (``results.db``, or its ``[system].storage``)."""
+    return study_store(expdir, load_experiment(expdir).system["storage"], create=False)
+
+
 def load_experiment(expdir):
     """The configuration as run, from ``EXPDIR/config.json`` (already resolved: the
     environment does not apply again)."""
@@ -227,6 +233,10 @@ def validate(cfg):
     """Check what can be checked before anything is written: space, algorithm, objective."""
     study = cfg.study
     python_path(cfg)
+    storage = cfg.system["storage"]
+    if storage and not is_url(storage):
+        raise ConfigError(cfg.where("system", "storage"), "must be a postgresql:// URL (or "
+                          "empty for the experiment's SQLite results.db)", storage)
     space = Space.from_file(study["space"]) if study["space"] else None
     for key in ("seed", "space"):
         if key in cfg.algorithm:
@@ -316,7 +326,7 @@ def spawn(expdir, cfg, lock):
 
 
 def _final_recorded(expdir):
-    store = Store(Path(expdir) / "results.db", create=False)
+    store = open_study_store(expdir)
     try:
         return store.meta("final") is not None
     finally:
@@ -325,7 +335,7 @@ def _final_recorded(expdir):
 
 def stored_count(expdir):
     """How many evaluations of ``expdir`` have a final result in its store."""
-    store = Store(Path(expdir) / "results.db", create=False)
+    store = open_study_store(expdir)
     try:
         return store.finished_count()
     finally:
@@ -389,7 +399,7 @@ def run_worker(expdir, cfg, comm, rank, label=None):
 def run_master(expdir, cfg, pool):
     """Rank 0: the ME thread and the master on ``pool``, with the store; returns a Result."""
     study = cfg.study
-    store = Store(expdir / "results.db", create=False)
+    store = study_store(expdir, cfg.system["storage"], create=False)
     progress = None
     previous = signal.signal(signal.SIGTERM, _raise_interrupted) \
         if threading.current_thread() is threading.main_thread() else None
@@ -551,7 +561,7 @@ def _result(expdir, store, final):
 
 def result_of(expdir):
     """The :class:`Result` of a finished experiment, read from its store."""
-    store = Store(Path(expdir) / "results.db", create=False)
+    store = open_study_store(expdir)
     try:
         return _result(expdir, store, store.meta("final", {}))
     finally:
@@ -560,7 +570,7 @@ def result_of(expdir):
 
 def failure_reasons(expdir):
     """The most common failure reasons of ``expdir``: ``[(reason, count), ...]``."""
-    store = Store(Path(expdir) / "results.db", create=False)
+    store = open_study_store(expdir)
     try:
         return store.failure_reasons()
     finally:

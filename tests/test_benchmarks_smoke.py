@@ -36,6 +36,8 @@ REPORT_FIELDS = {
                    ("workers", "mode", "tasks", "master_tasks_per_s", "master_cpu_us_per_task", "queue_peak_mib",
                     "saturation_workers", "utilization_10s", "utilization_3600s")),
     "faults": (("rows",), ("fault", "survived", "evaluations lost")),
+    "service": (("tasks", "runs"), ("contender", "tasks", "tasks_per_s", "us_per_task",
+                                    "ratio_to_eqsql")),
 }
 PEERS_DISPATCH = ("libEnsemble, persistent generator, async return", "Dask distributed, submit",
                   "Dask distributed, map")

@@ -211,9 +211,9 @@ class Checkpoint:
     """The search's checkpoint in the study's store (a connection of the ME thread's own)."""
 
     def __init__(self, store_path, name):
-        from ..store import Store
+        from ..store import open_store
 
-        self.store, self.name = Store(store_path, create=False), name
+        self.store, self.name = open_store(store_path, create=False), name
 
     def save(self, search):
         """Save the algorithm's state and the driver's, if the algorithm has a state."""

@@ -30,7 +30,7 @@ def experiment_dir(expdir):
     if not path.is_dir():
         raise ConfigError(str(expdir), "must be an experiment directory (EXPDIR/results.db); "
                           "no such directory", None, show_value=False)
-    if not (path / "results.db").is_file():
+    if not (path / "results.db").is_file() and not _storage(path):
         raise ConfigError(str(expdir), "must be an experiment directory holding results.db; "
                           "there is none", None, show_value=False)
     return path
@@ -46,11 +46,14 @@ class Study:
 
     def __init__(self, expdir):
         self.expdir = experiment_dir(expdir)
-        self.rows, self.attempts, self.meta = read_store(self.expdir / "results.db")
         try:
             self.config = json.loads((self.expdir / "config.json").read_text())
         except (OSError, ValueError):
             self.config = {}
+        if _storage(self.expdir):
+            self.rows, self.attempts, self.meta = read_database(self.expdir)
+        else:
+            self.rows, self.attempts, self.meta = read_store(self.expdir / "results.db")
 
     @property
     def objective(self):
@@ -167,6 +170,25 @@ def _seconds(row):
     if row["started"] is None or row["finished"] is None:
         return None
     return row["finished"] - row["started"]
+
+
+def _storage(expdir):
+    """The study's ``[system].storage`` (a ``postgresql://`` URL), or ``None``."""
+    try:
+        return json.loads((Path(expdir) / "config.json").read_text())["system"]["storage"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def read_database(expdir):
+    """``(rows, attempts, meta)`` of a study whose store is a PostgreSQL database."""
+    from ..store import study_store
+
+    store = study_store(expdir, _storage(expdir), create=False)
+    try:
+        return store.rows(), store.attempts(), store.all_meta()
+    finally:
+        store.close()
 
 
 def read_store(path):

@@ -28,6 +28,8 @@ def serve(config, overrides=None, resume=None):
 
     expdir, lock = prepare(config, overrides, resume)
     cfg = load_experiment(expdir)
+    if cfg.system["storage"]:
+        return _serve_database(expdir, cfg, lock)
     settings = cfg.service
     context = zmq.Context.instance()
     sock = context.socket(zmq.ROUTER)
@@ -69,6 +71,28 @@ def serve(config, overrides=None, resume=None):
         lock.release()
 
 
+def _serve_database(expdir, cfg, lock):
+    """Serve the study through its PostgreSQL database: pools pop its tasks there."""
+    from ..pools.database import DatabasePool
+    from ..study import run_master
+
+    try:
+        location = f"{cfg.system['storage']}#{Path(expdir).resolve()}"
+        pool = DatabasePool(cfg.system["storage"], str(Path(expdir).resolve()),
+                            max(cfg.system["procs"] - 1, 1) * cfg.system["slots_per_worker"],
+                            cfg.service["lease"],
+                            cfg.as_dict(), Path(expdir).resolve())
+        write_service_file(expdir, location, None)
+        print(f"emews: serving {expdir} through its database; attach pools with: mpiexec -n N "
+              f"emews pool {expdir}", flush=True)
+        try:
+            return run_master(expdir, cfg, pool)
+        finally:
+            pool.close()
+    finally:
+        lock.release()
+
+
 def require_zmq():
     """The ``zmq`` module, or a one-line error naming the extra that brings it."""
     try:
@@ -97,6 +121,15 @@ def pool_job(target, walltime=None, give_up=600.0, keys=None, workdir=None):
     directory when it is reachable here, else to ``workdir`` (default ``./emews-pool``).
     Returns why the pool left (on rank 0; ``None`` on the others).
     """
+    from ..store.postgres import is_url
+
+    if not str(target).startswith("tcp://"):
+        address = target if is_url(target) else read_service_file(target)["address"]
+        if is_url(address):
+            from ..pools import database
+
+            url, _, exp_id = str(address).rpartition("#")
+            return database.pool_job(url, exp_id, walltime=walltime, workdir=workdir)
     from mpi4py import MPI
 
     from ..config import load

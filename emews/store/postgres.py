@@ -1,0 +1,609 @@
+"""A study's store and task queue in PostgreSQL, in EQ-SQL's schema (``[system] storage``).
+
+::
+
+    EQ-SQL's tables (python/eqsql/workflow.sql of github.com/emews/EQ-SQL), shared with eqsql:
+      eq_tasks          one row per task: json_out (the point), json_in (its result), eq_status
+      eq_exp_id_tasks   which experiment a task belongs to (exp_id)
+      eq_task_tags      (kept for eqsql; emews writes none)
+      emews_queue_OUT   tasks waiting for a pool      (popped with FOR UPDATE SKIP LOCKED)
+      emews_queue_IN    results waiting for the study
+    emews's own tables (every row keyed by the study's exp_id):
+      emews_evaluations, emews_attempts, emews_meta, emews_checkpoints   as in results.db
+      emews_tasks       a task's point id, attempt and run id, and its lease: pool, deadline
+                        (seconds since the epoch on the database server's clock)
+      emews_studies     a study's configuration and whether it still runs (pools read it)
+
+A task's ``eq_status`` follows EQ-SQL's codes (:data:`QUEUED` ... :data:`REQUEUED`); its
+``json_in`` is a JSON object whose ``value`` is the objective's value (``null`` for a failure),
+with the outcome's ``status``, ``error``, ``log_tail``, ``started``, ``finished``, ``metrics``,
+``attempt`` and ``rank``. The first result of a task wins: a later one is not written.
+
+:class:`PostgresStore` is :class:`~emews.store.sqlite.Store`'s interface on these tables;
+:class:`TaskQueue` is the queue, used by :mod:`emews.pools.database`.
+"""
+
+import contextlib
+import json
+import math
+import time
+
+from ..errors import ConfigError, EmewsError, StoreError
+from . import schema
+from .sqlite import bounded, metrics_json
+
+QUEUED, RUNNING, COMPLETE, CANCELED, REQUEUED = 0, 1, 2, 3, 4   # EQ-SQL's TaskStatus
+EQ_STOP = "EQ_STOP"        # EQ-SQL's payload that tells a worker pool to stop
+SCHEMES = ("postgresql://", "postgres://")
+TASKS_CHANNEL, RESULTS_CHANNEL = "emews_queue_out", "emews_queue_in"   # LISTEN/NOTIFY
+
+# EQ-SQL's tables as its workflow.sql makes them (IF NOT EXISTS: a database that eqsql set up
+# is used as it is), then emews's own.
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS eq_exp_id_tasks (exp_id text, eq_task_id integer);
+CREATE TABLE IF NOT EXISTS eq_tasks (
+    eq_task_id integer PRIMARY KEY, eq_status integer, eq_task_type integer,
+    json_out text, json_in text, worker_pool text,
+    time_created timestamp, time_start timestamp, time_stop timestamp, eq_priority integer);
+CREATE TABLE IF NOT EXISTS eq_task_tags (eq_task_id integer PRIMARY KEY, tag text);
+CREATE SEQUENCE IF NOT EXISTS emews_id_generator START 1 NO CYCLE;
+CREATE TABLE IF NOT EXISTS emews_queue_OUT (
+    eq_task_type integer, eq_task_id integer, eq_priority integer);
+CREATE TABLE IF NOT EXISTS emews_queue_IN (eq_task_type integer, eq_task_id integer);
+
+CREATE TABLE IF NOT EXISTS emews_evaluations (
+    exp_id text NOT NULL, id integer NOT NULL, params text NOT NULL, result double precision,
+    status text NOT NULL CHECK (status IN ({statuses})), error text, log_tail text,
+    rank integer, attempt integer NOT NULL DEFAULT 1, run_id text, queued double precision,
+    started double precision, finished double precision, seq integer, metrics text,
+    PRIMARY KEY (exp_id, id));
+CREATE INDEX IF NOT EXISTS emews_evaluations_status ON emews_evaluations (exp_id, status);
+CREATE TABLE IF NOT EXISTS emews_attempts (
+    exp_id text NOT NULL, id integer NOT NULL, attempt integer NOT NULL, status text NOT NULL,
+    result double precision, error text, log_tail text, rank integer, run_id text,
+    started double precision, finished double precision, metrics text,
+    PRIMARY KEY (exp_id, id, attempt));
+CREATE TABLE IF NOT EXISTS emews_meta (
+    exp_id text NOT NULL, key text NOT NULL, value text NOT NULL, PRIMARY KEY (exp_id, key));
+CREATE TABLE IF NOT EXISTS emews_checkpoints (
+    exp_id text NOT NULL, name text NOT NULL, state bytea, driver text NOT NULL,
+    PRIMARY KEY (exp_id, name));
+CREATE TABLE IF NOT EXISTS emews_tasks (
+    eq_task_id integer PRIMARY KEY, exp_id text NOT NULL, id integer NOT NULL,
+    attempt integer NOT NULL, run_id text NOT NULL, pool text, deadline double precision);
+CREATE INDEX IF NOT EXISTS emews_tasks_point ON emews_tasks (exp_id, id);
+CREATE INDEX IF NOT EXISTS emews_tasks_pool ON emews_tasks (pool);
+CREATE TABLE IF NOT EXISTS emews_studies (    -- last: its presence means the schema is made
+    exp_id text PRIMARY KEY, config text NOT NULL, expdir text NOT NULL,
+    state text NOT NULL, task_type integer NOT NULL);
+""".format(statuses=", ".join(f"'{s}'" for s in schema.STATUSES))
+# Indexes that EQ-SQL's tables lack, made only with the tables themselves: on a database that
+# EQ-SQL made, CREATE INDEX would wait for its clients (a poll holds its table for seconds).
+EQSQL_INDEXES = """
+CREATE INDEX emews_queue_out_pop ON emews_queue_OUT (eq_task_type, eq_priority DESC, eq_task_id);
+CREATE INDEX emews_queue_in_task ON emews_queue_IN (eq_task_id);
+CREATE INDEX eq_exp_id_tasks_exp ON eq_exp_id_tasks (exp_id);
+"""
+SCHEMA_LOCK = 0x656d657773   # advisory lock: one schema set-up at a time
+ATTEMPT_COLUMNS = "status, result, error, log_tail, rank, started, finished, metrics"
+
+
+def is_url(location):
+    """True when ``location`` names a PostgreSQL database rather than a file."""
+    return str(location).startswith(SCHEMES)
+
+
+def connect(url):
+    """A psycopg connection to ``url`` with the schema in place; a one-line error when the
+    driver is missing or the server cannot be reached."""
+    try:
+        import psycopg
+    except ImportError:
+        raise ConfigError("[system].storage", "a PostgreSQL store needs psycopg: pip install "
+                          "'emews-hpo[postgres]'", None, show_value=False) from None
+    try:
+        conn = psycopg.connect(url)
+        with conn.transaction():  # CREATE INDEX locks its table even when the index exists:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))  # only when new
+            if conn.execute("SELECT to_regclass('emews_studies')").fetchone()[0] is None:
+                made_by_eqsql = conn.execute("SELECT to_regclass('eq_tasks')").fetchone()[0]
+                conn.execute(SCHEMA)
+                if made_by_eqsql is None:
+                    conn.execute(EQSQL_INDEXES)
+    except psycopg.Error as exc:
+        raise StoreError(f"{redacted(url)}: cannot open the store: "
+                         f"{str(exc).strip().splitlines()[0]}") from None
+    return conn
+
+
+def redacted(url):
+    """``url`` without its password (for messages)."""
+    scheme, _, rest = str(url).partition("://")
+    credentials, at, host = rest.rpartition("@")
+    if not at or ":" not in credentials:
+        return url
+    return f"{scheme}://{credentials.split(':', 1)[0]}:***@{host}"
+
+
+@contextlib.contextmanager
+def guarded(conn, url, action):
+    """Turn a psycopg failure during ``action`` into a one-line :class:`StoreError` (the open
+    transaction is rolled back; what was committed before stays)."""
+    import psycopg
+
+    try:
+        yield
+    except psycopg.Error as exc:
+        with contextlib.suppress(psycopg.Error):
+            conn.rollback()
+        raise StoreError(f"{redacted(url)}: cannot {action}: "
+                         f"{str(exc).strip().splitlines()[0]}") from None
+
+
+class PostgresStore:
+    """The evaluations of study ``exp_id`` in the PostgreSQL database ``url``: the interface of
+    :class:`~emews.store.sqlite.Store` (one writer, the master; any number of readers).
+
+    ``path`` (``URL#EXP_ID``) reopens the same store through :func:`emews.store.open_store`.
+    ``create=False`` refuses a study the database does not hold.
+    """
+
+    def __init__(self, url, exp_id, create=True):
+        from psycopg.rows import dict_row
+
+        self.url, self.exp_id = url, str(exp_id)
+        self.path = f"{url}#{self.exp_id}"
+        self.db = connect(url)
+        self.db.row_factory = dict_row
+        if not create and not self._read("SELECT 1 FROM emews_meta WHERE exp_id=%s LIMIT 1",
+                                         (self.exp_id,)):
+            self.db.close()
+            raise ConfigError(self.path, "the database holds no such study to resume from",
+                              None, show_value=False)
+
+    def _guard(self, action):
+        return guarded(self.db, self.url, action)
+
+    def close(self):
+        """Commit and close (safe to call twice)."""
+        if self.db is not None:
+            with self._guard("close the store"):
+                self.db.commit()
+                self.db.close()
+            self.db = None
+
+    def commit(self):
+        """Make every buffered write durable."""
+        with self._guard("commit results"):
+            self.db.commit()
+
+    def _write(self, sql, rows, action="record evaluations"):
+        if rows:
+            with self._guard(action), self.db.cursor() as cur:
+                cur.executemany(sql, rows)
+
+    # --- writes (buffered until commit) ------------------------------------------------------
+
+    def add(self, rows):
+        """Insert new points: ``(id, params_json, run_id, rank, seq)`` tuples (see Store.add)."""
+        now = time.time()
+        self._write("INSERT INTO emews_evaluations (exp_id, id, params, status, run_id, queued, "
+                    "rank, started, seq) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                    [(self.exp_id, i, params, "queued" if rank is None else "running", run_id,
+                      now, rank,
+                      None if rank is None else now, seq)
+                     for i, params, run_id, rank, seq in rows])
+
+    def mark_running(self, rows):
+        """Points handed to a worker: ``(id, rank)`` tuples."""
+        now = time.time()
+        self._write("UPDATE emews_evaluations SET status='running', rank=%s, started=%s "
+                    "WHERE exp_id=%s AND id=%s",
+                    [(rank, now, self.exp_id, i) for i, rank in rows])
+
+    def finish(self, rows):
+        """Finished attempts: ``(id, rank, outcome, attempt, status)`` tuples (see
+        Store.finish)."""
+        attempts, points = [], []
+        for i, rank, outcome, attempt, status in rows:
+            value = None if math.isnan(outcome.value) else outcome.value
+            log_tail, error = bounded(outcome.log_tail), bounded(outcome.error)
+            metrics = metrics_json(outcome.extra.get("metrics"))
+            attempts.append((i, attempt, outcome.status, value, error, log_tail, rank,
+                             outcome.started, outcome.finished, metrics, i))
+            points.append((status, value, error, log_tail, rank, outcome.started,
+                           outcome.finished, attempt if status != "queued" else attempt + 1,
+                           metrics, i))
+        self._upsert_attempts(attempts)
+        self._write_points(points)
+
+    def _upsert_attempts(self, rows):
+        """Insert or replace attempts: ``(id, attempt, status, result, error, log_tail, rank,
+        started, finished, metrics, id)`` tuples (the run id is the point's)."""
+        names = ATTEMPT_COLUMNS.split(", ")
+        updates = ", ".join(f"{name}=EXCLUDED.{name}" for name in names + ["run_id"])
+        if rows:
+            with self._guard("record attempts"), self.db.cursor() as cur:
+                cur.executemany(
+                    f"INSERT INTO emews_attempts (exp_id, id, attempt, {ATTEMPT_COLUMNS}, "
+                    f"run_id) SELECT e.exp_id, %s, %s, {', '.join(['%s'] * len(names))}, "
+                    "e.run_id FROM emews_evaluations e WHERE e.exp_id=%s AND e.id=%s "
+                    f"ON CONFLICT (exp_id, id, attempt) DO UPDATE SET {updates}",
+                    [(*row[:-1], self.exp_id, row[-1]) for row in rows])
+
+    def _write_points(self, points):
+        if points:
+            with self._guard("record evaluations"), self.db.cursor() as cur:
+                cur.executemany("UPDATE emews_evaluations SET status=%s, result=%s, error=%s, "
+                                "log_tail=%s, rank=%s, started=%s, finished=%s, attempt=%s, "
+                                "metrics=%s WHERE exp_id=%s AND id=%s",
+                                [(*row[:-1], self.exp_id, row[-1]) for row in points])
+
+    def record_duplicates(self, rows):
+        """Results that came after a point's first one: ``(id, rank, outcome, attempt)``
+        tuples, kept in ``emews_attempts`` as ``duplicate``."""
+        self._upsert_attempts([(i, attempt, "duplicate",
+                                None if math.isnan(o.value) else o.value, bounded(o.error),
+                                bounded(o.log_tail), rank, o.started, o.finished, None, i)
+                               for i, rank, o, attempt in rows])
+
+    def requeue(self, rows):
+        """Points to run again as a new attempt: ``(id, attempt, run_id)`` tuples."""
+        if rows:
+            with self._guard("record evaluations"), self.db.cursor() as cur:
+                cur.executemany("UPDATE emews_evaluations SET status='queued', attempt=%s, "
+                                "run_id=%s, rank=NULL, started=NULL, finished=NULL, queued=%s "
+                                "WHERE exp_id=%s AND id=%s",
+                                [(attempt, run_id, time.time(), self.exp_id, i)
+                                 for i, attempt, run_id in rows])
+
+    def cancel(self, ids, reason):
+        """Points whose evaluation was called off (``cancelled``, with ``reason``)."""
+        if not ids:
+            return
+        now = time.time()
+        with self._guard("record evaluations"), self.db.cursor() as cur:
+            cur.execute("INSERT INTO emews_attempts (exp_id, id, attempt, status, error, rank, "
+                        "run_id, started, finished) SELECT exp_id, id, attempt, 'cancelled', "
+                        "%s, rank, run_id, started, %s FROM emews_evaluations WHERE exp_id=%s "
+                        "AND id = ANY(%s) AND status IN ('queued', 'running') ON CONFLICT "
+                        "(exp_id, id, attempt) DO UPDATE SET status=EXCLUDED.status, "
+                        "error=EXCLUDED.error, finished=EXCLUDED.finished",
+                        (reason, now, self.exp_id, list(ids)))
+            cur.execute("UPDATE emews_evaluations SET status='cancelled', error=%s, finished=%s "
+                        "WHERE exp_id=%s AND id = ANY(%s) AND status IN ('queued', 'running')",
+                        (reason, now, self.exp_id, list(ids)))
+
+    def interrupt_unfinished(self):
+        """Mark what an earlier run left unfinished ``interrupted`` (see Store's)."""
+        with self._guard("mark unfinished evaluations interrupted"), self.db.cursor() as cur:
+            cur.execute("INSERT INTO emews_attempts (exp_id, id, attempt, status, error, rank, "
+                        "run_id, started, finished) SELECT exp_id, id, attempt, 'interrupted', "
+                        "'the run was interrupted', rank, run_id, started, %s "
+                        "FROM emews_evaluations WHERE exp_id=%s AND status='running' "
+                        "ON CONFLICT (exp_id, id, attempt) DO UPDATE SET status=EXCLUDED.status, "
+                        "error=EXCLUDED.error, finished=EXCLUDED.finished",
+                        (time.time(), self.exp_id))
+            cur.execute("UPDATE emews_evaluations SET status='interrupted' WHERE exp_id=%s AND "
+                        "status IN ('queued', 'running', 'cancelled')", (self.exp_id,))
+        self.commit()
+        rows = self.rows("interrupted")
+        counts = {row["id"]: row["n"] for row in self._read(
+            "SELECT id, COUNT(*) AS n FROM emews_attempts WHERE exp_id=%s AND "
+            "status='interrupted' GROUP BY id", (self.exp_id,))}
+        for row in rows:
+            row["interruptions"] = counts.get(row["id"], 0)
+        return rows
+
+    def set_meta(self, key, value):
+        """Store a JSON-serializable value under ``key``."""
+        self._write("INSERT INTO emews_meta (exp_id, key, value) VALUES (%s, %s, %s) "
+                    "ON CONFLICT (exp_id, key) DO UPDATE SET value=EXCLUDED.value",
+                    [(self.exp_id, key, json.dumps(value))], "record the study's settings")
+
+    def save_checkpoint(self, name, state, driver):
+        """Replace the checkpoint ``name`` (committed at once)."""
+        self._write("INSERT INTO emews_checkpoints (exp_id, name, state, driver) "
+                    "VALUES (%s, %s, %s, %s) ON CONFLICT (exp_id, name) DO UPDATE SET "
+                    "state=EXCLUDED.state, driver=EXCLUDED.driver",
+                    [(self.exp_id, name, state, json.dumps(driver))],
+                    "save the search's checkpoint")
+        self.commit()
+
+    # --- reads ---------------------------------------------------------------------------------
+
+    def _read(self, sql, args=()):
+        with self._guard("read the store"):
+            return self.db.execute(sql, args).fetchall()
+
+    def checkpoint(self, name):
+        """``(state, driver)`` of checkpoint ``name``, or ``None``."""
+        rows = self._read("SELECT state, driver FROM emews_checkpoints WHERE exp_id=%s AND "
+                          "name=%s", (self.exp_id, name))
+        if not rows:
+            return None
+        state = rows[0]["state"]
+        return (bytes(state) if state is not None else None), json.loads(rows[0]["driver"])
+
+    def meta(self, key, default=None):
+        """The value stored under ``key``."""
+        rows = self._read("SELECT value FROM emews_meta WHERE exp_id=%s AND key=%s",
+                          (self.exp_id, key))
+        return default if not rows else json.loads(rows[0]["value"])
+
+    def all_meta(self):
+        """Every ``key -> value`` stored with :meth:`set_meta`."""
+        return {row["key"]: json.loads(row["value"]) for row in self._read(
+            "SELECT key, value FROM emews_meta WHERE exp_id=%s", (self.exp_id,))}
+
+    def rows(self, *statuses):
+        """Evaluations as dicts (``params`` and ``metrics`` decoded), by id."""
+        sql, args = "SELECT * FROM emews_evaluations WHERE exp_id=%s", [self.exp_id]
+        if statuses:
+            sql, args = sql + " AND status = ANY(%s)", args + [list(statuses)]
+        return [_decoded(row) for row in self._read(sql + " ORDER BY id", args)]
+
+    def attempts(self, point_id=None):
+        """Every finished attempt (of one point when ``point_id`` is given), as dicts."""
+        sql, args = "SELECT * FROM emews_attempts WHERE exp_id=%s", [self.exp_id]
+        if point_id is not None:
+            sql, args = sql + " AND id=%s", args + [point_id]
+        rows = self._read(sql + " ORDER BY id, attempt", args)
+        return [dict(_without_exp(row), metrics=json.loads(row["metrics"] or "{}"))
+                for row in rows]
+
+    def counts(self):
+        """Number of evaluations in each status."""
+        return {row["status"]: row["n"] for row in self._read(
+            "SELECT status, COUNT(*) AS n FROM emews_evaluations WHERE exp_id=%s "
+            "GROUP BY status", (self.exp_id,))}
+
+    def finished_count(self):
+        """How many points have a final result (``done`` or ``failed``)."""
+        return sum(n for status, n in self.counts().items() if status in schema.FINAL)
+
+    def best(self):
+        """The finished evaluation with the lowest result, as a dict, or ``None``."""
+        rows = self._read("SELECT * FROM emews_evaluations WHERE exp_id=%s AND status='done' "
+                          "AND result IS NOT NULL ORDER BY result, id LIMIT 1", (self.exp_id,))
+        return _decoded(rows[0]) if rows else None
+
+    def failure_reasons(self, limit=3):
+        """The most common reasons of failed points: ``[(reason, count), ...]``."""
+        return [(row["reason"], row["n"]) for row in self._read(
+            "SELECT COALESCE(error, 'no reason recorded') AS reason, COUNT(*) AS n "
+            "FROM emews_evaluations WHERE exp_id=%s AND status='failed' GROUP BY 1 "
+            "ORDER BY 2 DESC, 1 LIMIT %s", (self.exp_id, limit))]
+
+    def next_id(self):
+        """The id the next new point gets."""
+        return self._read("SELECT COALESCE(MAX(id) + 1, 0) AS n FROM emews_evaluations "
+                          "WHERE exp_id=%s", (self.exp_id,))[0]["n"]
+
+    def next_seq(self):
+        """The place in the ME's order of the next point it proposes."""
+        return self._read("SELECT COALESCE(MAX(seq) + 1, 0) AS n FROM emews_evaluations "
+                          "WHERE exp_id=%s", (self.exp_id,))[0]["n"]
+
+
+def _without_exp(row):
+    return {key: value for key, value in row.items() if key != "exp_id"}
+
+
+def _decoded(row):
+    row = _without_exp(row)
+    row["params"] = json.loads(row["params"])
+    row["metrics"] = json.loads(row.get("metrics") or "{}")
+    return row
+
+
+def result_json(outcome, attempt, rank):
+    """An outcome as the ``json_in`` of its task (see the module docstring)."""
+    value = None if math.isnan(outcome.value) else outcome.value
+    return json.dumps({"value": value, "status": outcome.status, "error": bounded(outcome.error),
+                       "log_tail": bounded(outcome.log_tail), "started": outcome.started,
+                       "finished": outcome.finished,
+                       "metrics": json.loads(metrics_json(outcome.extra.get("metrics"))
+                                             or "null"),
+                       "attempt": attempt, "rank": rank})
+
+
+class TaskQueue:
+    """EQ-SQL's queue for study ``exp_id`` (``None``: tasks of any study, eqsql's included) and
+    task type ``task_type``, on its own connection; every call commits.
+
+    The study's side pushes tasks and pops results (:meth:`push`, :meth:`results`,
+    :meth:`expired`); a pool's side pops tasks, reports results and renews its leases
+    (:meth:`pop`, :meth:`report`, :meth:`renew`).
+    """
+
+    def __init__(self, url, exp_id=None, task_type=0):
+        self.url, self.exp_id, self.task_type = url, exp_id, int(task_type)
+        self.db = connect(url)
+        self.db.autocommit = True         # one statement, one round trip
+        self.listener = None
+        self.eq_ids = {}                  # point id -> eq_task_id (the study's side)
+
+    def _guard(self, action):
+        return guarded(self.db, self.url, action)
+
+    def close(self):
+        """Close the connections (safe to call twice)."""
+        for conn in (self.db, self.listener):
+            if conn is not None:
+                conn.close()
+        self.db = self.listener = None
+
+    def wait(self, channel, timeout):
+        """Wait up to ``timeout`` seconds for news on ``channel`` (:data:`TASKS_CHANNEL` or
+        :data:`RESULTS_CHANNEL`: a push or a report, of any study, NOTIFYs it); return
+        whether some came. News sent since the last wait on the channel comes at once."""
+        if self.listener is None:
+            self.listener = connect(self.url)
+            self.listener.autocommit = True
+            with self._guard("listen for news"):
+                self.listener.execute(f"LISTEN {channel}")
+        with self._guard("listen for news"):
+            return any(True for _ in self.listener.notifies(timeout=timeout, stop_after=1))
+
+    # --- the study's side ----------------------------------------------------------------------
+
+    def open_study(self, config, expdir):
+        """Record the study (its configuration, for pools) as running (again, on a resume)."""
+        with self._guard("record the study"), self.db.transaction():
+            self.db.execute("INSERT INTO emews_studies (exp_id, config, expdir, state, "
+                            "task_type) VALUES (%s, %s, %s, 'running', %s) ON CONFLICT (exp_id) "
+                            "DO UPDATE SET config=EXCLUDED.config, expdir=EXCLUDED.expdir, "
+                            "state='running', task_type=EXCLUDED.task_type",
+                            (self.exp_id, json.dumps(config), str(expdir), self.task_type))
+            self.eq_ids = dict(self.db.execute("SELECT id, eq_task_id FROM emews_tasks WHERE "
+                                               "exp_id=%s", (self.exp_id,)).fetchall())
+            # an earlier, killed service's queued tasks: the master queues again what it needs
+            # (its results, on the IN queue, are kept: the master adopts them)
+            self.db.execute("DELETE FROM emews_queue_OUT q USING emews_tasks t WHERE "
+                            "q.eq_task_id=t.eq_task_id AND t.exp_id=%s", (self.exp_id,))
+
+    def end_study(self):
+        """Tell the pools that the study ended; take its unstarted tasks off the queue."""
+        with self._guard("end the study"), self.db.transaction():
+            self.db.execute("UPDATE emews_studies SET state='ended' WHERE exp_id=%s",
+                            (self.exp_id,))
+            self.db.execute("DELETE FROM emews_queue_OUT q USING emews_tasks t WHERE "
+                            "q.eq_task_id=t.eq_task_id AND t.exp_id=%s", (self.exp_id,))
+
+    def push(self, tasks):
+        """Put tasks (:class:`~emews.pools.base.Task`) on the OUT queue: a new point becomes
+        an EQ-SQL task; another attempt of a point requeues its task."""
+        new = [t for t in tasks if t.id not in self.eq_ids]
+        with self._guard("queue tasks"), self.db.transaction(), self.db.cursor() as cur:
+            if new:
+                cur.execute("SELECT nextval('emews_id_generator') FROM generate_series(1, %s)",
+                            (len(new),))
+                self.eq_ids.update(zip((t.id for t in new), (row[0] for row in cur)))
+            with self.db.pipeline():
+                self._push(cur, tasks, new)
+
+    def _push(self, cur, tasks, new):
+        if new:
+            cur.executemany("INSERT INTO eq_tasks (eq_task_id, eq_status, eq_task_type, "
+                            "json_out, time_created, eq_priority) VALUES (%s, %s, %s, %s, "
+                            "now(), 0)", [(self.eq_ids[t.id], QUEUED, self.task_type,
+                                           t.params) for t in new])
+            cur.executemany("INSERT INTO eq_exp_id_tasks (exp_id, eq_task_id) VALUES "
+                            "(%s, %s)", [(self.exp_id, self.eq_ids[t.id]) for t in new])
+        # eq_tasks before emews_tasks, in the order every other writer locks them
+        again = [self.eq_ids[t.id] for t in tasks if t not in new]
+        if again:
+            cur.execute("UPDATE eq_tasks SET eq_status=%s, json_in=NULL, worker_pool=NULL "
+                        "WHERE eq_task_id = ANY(%s) AND eq_status <> %s",
+                        (REQUEUED, again, COMPLETE))
+        cur.executemany("INSERT INTO emews_tasks (eq_task_id, exp_id, id, attempt, run_id) "
+                        "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (eq_task_id) DO UPDATE "
+                        "SET attempt=EXCLUDED.attempt, run_id=EXCLUDED.run_id, pool=NULL, "
+                        "deadline=NULL", [(self.eq_ids[t.id], self.exp_id, t.id, t.attempt,
+                                           t.run_id) for t in tasks])
+        cur.executemany("INSERT INTO emews_queue_OUT (eq_task_type, eq_task_id, "
+                        "eq_priority) VALUES (%s, %s, 0)",
+                        [(self.task_type, self.eq_ids[t.id]) for t in tasks])
+        cur.execute(f"NOTIFY {TASKS_CHANNEL}")
+
+    def results(self):
+        """Pop the study's results off the IN queue: ``[(point id, json_in), ...]``."""
+        with self._guard("read results"):
+            rows = self.db.execute(
+                "WITH popped AS (DELETE FROM emews_queue_IN q USING emews_tasks t WHERE "
+                "q.eq_task_id=t.eq_task_id AND t.exp_id=%s RETURNING t.id, q.eq_task_id) "
+                "SELECT p.id, e.json_in FROM popped p JOIN eq_tasks e USING (eq_task_id)",
+                (self.exp_id,)).fetchall()
+        return rows
+
+    def withdraw(self, ids):
+        """Take these points' tasks off the OUT queue (a late result answered them)."""
+        eq_ids = [self.eq_ids[i] for i in ids if i in self.eq_ids]
+        if eq_ids:
+            with self._guard("withdraw tasks"):
+                self.db.execute("DELETE FROM emews_queue_OUT WHERE eq_task_id = ANY(%s)",
+                                (eq_ids,))
+
+    def expired(self):
+        """Points whose lease ran out, released: ``[(point id, pool), ...]``."""
+        with self._guard("check leases"):
+            return self.db.execute(
+                "UPDATE emews_tasks t SET pool=NULL, deadline=NULL FROM (SELECT eq_task_id, "
+                "pool FROM emews_tasks WHERE exp_id=%s AND deadline < extract(epoch FROM "
+                "now()) FOR UPDATE) old WHERE t.eq_task_id=old.eq_task_id "
+                "RETURNING t.id, old.pool", (self.exp_id,)).fetchall()
+
+    # --- a pool's side ---------------------------------------------------------------------------
+
+    def study(self):
+        """``(config, expdir, state, task_type)`` of the study, or ``None``."""
+        with self._guard("read the study"):
+            row = self.db.execute("SELECT config, expdir, state, task_type FROM emews_studies "
+                                  "WHERE exp_id=%s", (self.exp_id,)).fetchone()
+        return None if row is None else (json.loads(row[0]), row[1], row[2], row[3])
+
+    def pop(self, n, pool, lease):
+        """Take up to ``n`` tasks off the OUT queue for ``pool`` (``FOR UPDATE SKIP LOCKED``),
+        mark them running and lease them for ``lease`` seconds.
+
+        Returns ``[(eq_task_id, payload, run_id, attempt), ...]`` in priority order;
+        EQ-SQL's stop message comes back with payload :data:`EQ_STOP`.
+        """
+        study = "" if self.exp_id is None else \
+            "AND q.eq_task_id IN (SELECT eq_task_id FROM emews_tasks WHERE exp_id=%(exp)s)"
+        args = {"type": self.task_type, "exp": self.exp_id, "n": int(n), "pool": pool,
+                "lease": float(lease), "running": RUNNING, "stop": EQ_STOP,
+                "complete": COMPLETE}
+        # one statement: a task's eq_tasks row is locked before its emews_tasks row (leased
+        # reads started), the order of every other writer; one answered meanwhile (a late
+        # result of a requeued task) is not run again
+        with self._guard("pop tasks"):
+            rows = self.db.execute(
+                "WITH popped AS (DELETE FROM emews_queue_OUT WHERE eq_task_id = ANY(ARRAY("
+                "SELECT q.eq_task_id FROM emews_queue_OUT q WHERE q.eq_task_type=%(type)s "
+                f"{study} ORDER BY q.eq_priority DESC, q.eq_task_id FOR UPDATE OF q SKIP "
+                "LOCKED LIMIT %(n)s)) RETURNING eq_task_id, eq_priority), "
+                "started AS (UPDATE eq_tasks e SET eq_status=%(running)s, "
+                "worker_pool=%(pool)s, time_start=now() FROM popped p WHERE "
+                "e.eq_task_id=p.eq_task_id AND e.json_out <> %(stop)s AND e.eq_status IS "
+                "DISTINCT FROM %(complete)s RETURNING e.eq_task_id), "
+                "leased AS (UPDATE emews_tasks t SET pool=%(pool)s, deadline=extract(epoch "
+                "FROM now()) + %(lease)s FROM started s WHERE t.eq_task_id=s.eq_task_id "
+                "RETURNING t.eq_task_id, t.run_id, t.attempt) "
+                "SELECT p.eq_task_id, e.json_out, l.run_id, l.attempt FROM popped p "
+                "JOIN eq_tasks e USING (eq_task_id) LEFT JOIN leased l USING (eq_task_id) "
+                "WHERE e.eq_status IS DISTINCT FROM %(complete)s "
+                "ORDER BY p.eq_priority DESC, p.eq_task_id", args).fetchall()
+        return [(i, payload, run_id or f"EQ{i:06d}", attempt or 1)
+                for i, payload, run_id, attempt in rows]
+
+    def report(self, results, pool):
+        """Store results ``[(eq_task_id, json_in), ...]`` of ``pool`` and push them onto the
+        IN queue; a task that has its result already keeps it. Returns how many were new."""
+        if not results:
+            return 0
+        ids, payloads = [r[0] for r in results], [r[1] for r in results]
+        with self._guard("report results"), self.db.transaction(), self.db.pipeline():
+            stored = self.db.execute(
+                "WITH r AS (SELECT * FROM unnest(%s::integer[], %s::text[]) AS r(id, json_in)), "
+                "done AS (UPDATE eq_tasks e SET json_in=r.json_in, eq_status=%s, "
+                "time_stop=now() FROM r WHERE e.eq_task_id=r.id AND e.eq_status <> %s "
+                "RETURNING e.eq_task_id, e.eq_task_type) INSERT INTO emews_queue_IN "
+                "(eq_task_type, eq_task_id) SELECT eq_task_type, eq_task_id FROM done",
+                (ids, payloads, COMPLETE, COMPLETE))
+            self.db.execute("UPDATE emews_tasks SET pool=NULL, deadline=NULL WHERE "
+                            "eq_task_id = ANY(%s) AND pool=%s", (ids, pool))
+            self.db.execute(f"NOTIFY {RESULTS_CHANNEL}")
+        return stored.rowcount
+
+    def renew(self, pool, lease):
+        """Extend the leases of every task ``pool`` holds by ``lease`` seconds from now."""
+        with self._guard("renew leases"):
+            self.db.execute("UPDATE emews_tasks SET deadline=extract(epoch FROM now()) + %s "
+                            "WHERE pool=%s", (float(lease), pool))
+
+
+def study_error(url, exp_id):
+    """The error of a pool pointed at a study that the database does not hold."""
+    return EmewsError(f"{redacted(url)}: no study {exp_id!r} in this database")
