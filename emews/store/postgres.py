@@ -155,6 +155,7 @@ class PostgresStore:
         self.path = f"{url}#{self.exp_id}"
         self.db = connect(url)
         self.db.row_factory = dict_row
+        self.dirty = False
         if not create and not self._read("SELECT 1 FROM emews_meta WHERE exp_id=%s LIMIT 1",
                                          (self.exp_id,)):
             self.db.close()
@@ -172,15 +173,22 @@ class PostgresStore:
                 self.db.close()
             self.db = None
 
+    @property
+    def pending(self):
+        """Whether writes wait for the next :meth:`commit` (as ``Store.pending``)."""
+        return self.dirty
+
     def commit(self):
         """Make every buffered write durable."""
         with self._guard("commit results"):
             self.db.commit()
+        self.dirty = False
 
     def _write(self, sql, rows, action="record evaluations"):
         if rows:
             with self._guard(action), self.db.cursor() as cur:
                 cur.executemany(sql, rows)
+            self.dirty = True
 
     # --- writes (buffered until commit) ------------------------------------------------------
 
