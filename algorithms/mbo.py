@@ -68,6 +68,8 @@ SE_METHODS = ("jackknife", "bootstrap")
 class MBO(Algorithm):
     """mlrMBO-like sequential model-based optimization with a random-forest surrogate."""
 
+    ready_share = 0.25  # async: the driver keeps a quarter as many points ready as slots
+
     def __init__(self, space, seed=None, design_size=None, infill="cb", cb_lambda=None,
                  multipoint="qlcb", cl_lie="mean", propose_points=None, max_budget=None,
                  max_iterations=None,

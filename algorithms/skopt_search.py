@@ -61,6 +61,8 @@ LIES = {"cl_min": np.min, "cl_mean": np.mean, "cl_max": np.max}
 class SkoptSearch(Algorithm):
     """scikit-optimize's ``Optimizer`` on ask/tell, with constant liar for points in flight."""
 
+    ready_share = 0.5   # async: the driver keeps half as many points ready as there are slots
+
     def __init__(self, space, seed=None, strategy="cl_min", refit_growth=0.1, **skopt_options):
         super().__init__(space, seed)
         skopt = optional_import("skopt", "bayes")
@@ -69,6 +71,7 @@ class SkoptSearch(Algorithm):
         check_keywords(skopt.Optimizer, skopt_options, exclude=(
             "dimensions", "random_state", "n_random_starts", "space_constraint"))
         _check_skopt_options(skopt_options)
+        self.sample_beside = skopt_options.get("acq_optimizer", "auto") == "auto"
         skopt_options.setdefault("model_queue_size", 1)
         self.optimizer = skopt.Optimizer([_dimension(p) for p in space.free],
                                          random_state=seed, **skopt_options)
@@ -84,8 +87,12 @@ class SkoptSearch(Algorithm):
     def ask(self, n):
         if n <= 0:
             return []
-        planner = self._planner()
-        xs = planner.ask(n_points=n, strategy=self.strategy) if n > 1 else [planner.ask()]
+        planner = self._planner(n)
+        xs = []
+        for i in range(n):   # skopt's constant liar, less the refit its ask(n) starts with
+            xs.append(planner.ask())
+            if i + 1 < n:
+                planner._tell(xs[-1], self._lie(planner))
         points = []
         for x in xs:
             point = self.space.point([_decode(p, v) for p, v in zip(self.space.free, x)])
@@ -110,9 +117,9 @@ class SkoptSearch(Algorithm):
             xs += self.held_back
             ys += [penalty] * len(self.held_back)
             self.held_back = []
-        if xs:
+        if xs:   # with points in flight, the next ask fits a copy anyway: no fit here
             self._estimate_kernel(len(self.optimizer.yi) + len(ys), xs, ys)
-            self.optimizer.tell(xs, ys)
+            self.optimizer.tell(xs, ys, fit=not self.in_flight)
 
     def state(self):
         optimizer = copy.copy(self.optimizer)
@@ -142,20 +149,28 @@ class SkoptSearch(Algorithm):
             return None
         return [_encode(p, point[p.name]) for p in self.space.free]
 
-    def _planner(self):
-        """The optimizer, or a copy told the liar's value at every point still in flight."""
+    def _planner(self, n):
+        """The optimizer for one point with none in flight; else a copy, told the liar's
+        value at every point still in flight."""
         running = [x for xs in self.in_flight.values() for x in xs]
-        if not running:
+        if not running and n == 1:
             return self.optimizer
         planner = copy.copy(self.optimizer)   # what planning changes, copied; the model shared
-        planner.Xi, planner.yi, planner.models = list(planner.Xi), list(planner.yi), []
+        planner.Xi, planner.yi = list(planner.Xi), list(planner.yi)
+        planner.models = list(planner.models)
         planner.cache_ = {}
         if hasattr(planner, "gains_"):
             planner.gains_ = planner.gains_.copy()
         planner.rng = np.random.RandomState(int(self.rng.integers(2 ** 31 - 1)))
-        if planner.yi:
-            planner.tell(running, [float(LIES[self.strategy](planner.yi))] * len(running))
+        if self.sample_beside:   # a worker may be waiting: the best of the sampled candidates
+            planner.acq_optimizer = "sampling"
+        if planner.yi and running:
+            planner.tell(running, [self._lie(planner)] * len(running))
         return planner
+
+    def _lie(self, optimizer):
+        """The constant liar's value (skopt's: 0 before any value is known)."""
+        return float(LIES[self.strategy](optimizer.yi)) if optimizer.yi else 0.0
 
 
     def _estimate_kernel(self, size, xs, ys):
