@@ -21,13 +21,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import dispatch, faults, overhead, quality, report, simulate, utilization
+from . import dispatch, faults, overhead, proposal, quality, report, simulate, utilization
 from .sizes import SIZES
 
 HERE = Path(__file__).resolve().parent
 PARTS = {"dispatch": dispatch.run, "utilization": utilization.run,
          "simulation": simulate.run, "overhead": overhead.run, "quality": quality.run,
-         "faults": faults.run}
+         "faults": faults.run, "proposal": proposal.run}
 
 
 def parser():

@@ -1,0 +1,162 @@
+"""Part 7, proposal speed: the time of one ask + tell against the number of results n, 6-D.
+
+Each contender is told ``n`` random points of Hartmann-6 at once (``warm_s``), then runs
+``steps`` rounds of ask(1) + tell(1) (at most ``STEP_BUDGET_S`` seconds of them, at least
+one); ``step_ms`` is their mean, ``step_max_ms`` the longest. Ours do some work only now and
+then: ``gp`` re-estimates its kernel's hyperparameters when the data has grown by
+``refit_growth`` (10 %), in the tell that crosses that size (the warm tell is one such tell);
+``mbo`` grows its forest again when the data has grown by ``rebuild_growth`` (5 %), in the
+first ask after (the first step). ``amortized_ms`` adds that work's share per step::
+
+    amortized = step + periodic work / ceil(growth x n)
+
+The peers, in the same run on the same points: scikit-optimize's ``Optimizer`` as
+``gp_minimize`` builds it (GP, gp_hedge, lbfgs), Optuna's ``TPESampler`` and, when PyTorch is
+installed, Optuna's ``GPSampler`` (otherwise the record says it was not measured, and why).
+"""
+
+import math
+import time
+
+import numpy as np
+
+from emews.core.algorithm import load
+from emews.models import analytic
+from emews.space import Space
+
+SPACE = Space.from_ga_json(analytic.space("hartmann6"))
+SIZES = {"full": ((50, 100, 300, 1000), 5), "reduced": ((50, 300), 3),
+         "smoke": ((12, 24), 2)}
+STEP_BUDGET_S = 60.0
+GROWTH = {"emews gp": 0.1, "emews mbo": 0.05}
+
+
+class Ours:
+    """One of our algorithms (a registered name) behind the benchmark's interface."""
+
+    def __init__(self, name, seed):
+        self.algorithm = load(name)(SPACE, seed=seed)
+
+    def warm(self, points, values):
+        self.algorithm.tell(points, values)
+
+    def step(self, objective):
+        (point,) = self.algorithm.ask(1)
+        self.algorithm.tell([point], [objective(point)])
+
+
+class SkoptOptimizer:
+    """scikit-optimize's ``Optimizer`` with ``gp_minimize``'s defaults."""
+
+    def __init__(self, seed):
+        from skopt import Optimizer
+
+        self.optimizer = Optimizer([(p.lower, p.upper) for p in SPACE.free], "GP",
+                                   acq_func="gp_hedge", acq_optimizer="auto",
+                                   random_state=seed)
+
+    def warm(self, points, values):
+        self.optimizer.tell([[p[name] for name in SPACE.names] for p in points], values)
+
+    def step(self, objective):
+        x = self.optimizer.ask()
+        self.optimizer.tell(x, objective(dict(zip(SPACE.names, x))))
+
+
+class OptunaSampler:
+    """An Optuna sampler through the study's ask/tell, in-memory storage."""
+
+    def __init__(self, sampler):
+        import optuna
+
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        self.optuna = optuna
+        self.study = optuna.create_study(sampler=sampler)
+        self.distributions = {p.name: optuna.distributions.FloatDistribution(p.lower, p.upper)
+                              for p in SPACE.free}
+
+    def warm(self, points, values):
+        self.study.add_trials([self.optuna.trial.create_trial(
+            params=p, distributions=self.distributions, value=v)
+            for p, v in zip(points, values)])
+
+    def step(self, objective):
+        trial = self.study.ask(self.distributions)
+        self.study.tell(trial, objective(trial.params))
+
+
+def contenders(seed):
+    """Name -> a factory of each contender; name -> why one cannot run here."""
+    import optuna
+
+    made = {"emews gp": lambda: Ours("gp", seed), "emews mbo": lambda: Ours("mbo", seed),
+            "skopt Optimizer": lambda: SkoptOptimizer(seed),
+            "optuna TPE": lambda: OptunaSampler(optuna.samplers.TPESampler(seed=seed))}
+    missing = {}
+    try:
+        import torch  # noqa: F401 - Optuna's GPSampler needs it
+        made["optuna GP"] = lambda: OptunaSampler(optuna.samplers.GPSampler(seed=seed))
+    except ImportError:
+        missing["optuna GP"] = "not measured: GPSampler needs PyTorch, which is not installed"
+    return made, missing
+
+
+def measure(make, n, steps, seed=0):
+    """Warm one contender with ``n`` random points; time ``steps`` ask + tell rounds."""
+    rng = np.random.default_rng(seed)
+    points = SPACE.sample(rng, n)
+    values = [analytic.hartmann6(p) for p in points]
+    contender = make()
+    started = time.perf_counter()
+    contender.warm(points, values)
+    warm = time.perf_counter() - started
+    times = []
+    while len(times) < steps and (not times or sum(times) < STEP_BUDGET_S):
+        started = time.perf_counter()
+        contender.step(analytic.hartmann6)
+        times.append(time.perf_counter() - started)
+    return warm, times
+
+
+def run(sizes):
+    """Every contender at every n of the size; the figures, and a Markdown table printed."""
+    ns, steps = SIZES.get(sizes.name, SIZES["full"])
+    made, missing = contenders(seed=0)
+    rows = []
+    for name, make in made.items():
+        for n in ns:
+            print(f"[proposal] {name} at n = {n}", flush=True)
+            warm, times = measure(make, n, steps)
+            step = float(np.mean(times))
+            row = {"contender": name, "n": n, "warm_s": warm, "steps": len(times),
+                   "step_ms": 1e3 * step, "step_max_ms": 1e3 * max(times)}
+            if name in GROWTH:
+                periodic = warm if name == "emews gp" else \
+                    max(times[0] - float(np.mean(times[1:] or times)), 0.0)
+                row["amortized_ms"] = 1e3 * (step + periodic / math.ceil(GROWTH[name] * n))
+            rows.append(row)
+    figures = {"problem": "hartmann6 (6-D)", "ns": list(ns), "rows": rows,
+               "not_measured": missing}
+    print(markdown(figures), flush=True)
+    return figures
+
+
+def markdown(figures):
+    """The figures as a table: ms per ask + tell, one row per contender, one column per n."""
+    ns = figures["ns"]
+    by = {(r["contender"], r["n"]): r for r in figures["rows"]}
+    lines = ["| contender | " + " | ".join(f"n = {n}" for n in ns) + " |",
+             "|---|" + "---|" * len(ns)]
+    for name in dict.fromkeys(r["contender"] for r in figures["rows"]):
+        cells = []
+        for n in ns:
+            r = by[(name, n)]
+            cell = f"{r['step_ms']:.1f}"
+            if "amortized_ms" in r:
+                cell += f" ({r['amortized_ms']:.1f} amortized)"
+            cells.append(cell)
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines += [f"| {name} | {why} |" + " |" * (len(ns) - 1)
+              for name, why in figures["not_measured"].items()]
+    return (f"### Proposal speed: ms per ask + tell on {figures['problem']}, "
+            f"after n results\n\n" + "\n".join(lines))
