@@ -160,3 +160,49 @@ def markdown(figures):
               for name, why in figures["not_measured"].items()]
     return (f"### Proposal speed: ms per ask + tell on {figures['problem']}, "
             f"after n results\n\n" + "\n".join(lines))
+
+
+# --- mlrMBO's values beside ours (algorithms/README.md) ----------------------------------------
+
+MLRMBO_VARIANTS = {"cl_lie": ("min", "mean"), "n_trees": (500, 100),
+                   "min_samples_leaf": (5, 1), "focus_points": (10000, 1000)}
+
+
+def mbo_variants(seeds=10, budget=60, slots=8, problems=("hartmann6", "branin")):
+    """Each option where our ``mbo`` default differs from mlrMBO's: both values on the same
+    seeds, async with ``slots`` points in flight (results back in a seeded random order).
+    Returns rows of the median final regret, paired wins and Wilcoxon's p, and the time."""
+    from scipy.stats import wilcoxon
+
+    from emews.testing import drive
+
+    rows = []
+    for option, (theirs, ours) in MLRMBO_VARIANTS.items():
+        for problem in problems:
+            regret, seconds = {theirs: [], ours: []}, {theirs: 0.0, ours: 0.0}
+            for seed in range(seeds):
+                for value in (theirs, ours):
+                    started = time.perf_counter()
+                    run = drive({"algorithm": "mbo", "options": {option: value},
+                                 "space": analytic.space(problem), "seed": seed,
+                                 "mode": "async", "slots": slots, "stop": {"budget": budget}},
+                                getattr(analytic, problem), completion_seed=seed)
+                    seconds[value] += time.perf_counter() - started
+                    regret[value].append(min(run.values) - analytic.MINIMA[problem])
+            a, b = np.array(regret[theirs]), np.array(regret[ours])
+            rows.append({"option": option, "problem": problem, "mlrmbo": theirs, "ours": ours,
+                         "mlrmbo_median_regret": float(np.median(a)),
+                         "ours_median_regret": float(np.median(b)),
+                         "ours_better": int(np.sum(b < a)), "mlrmbo_better": int(np.sum(a < b)),
+                         "wilcoxon_p": float(wilcoxon(a, b).pvalue) if np.any(a != b) else 1.0,
+                         "mlrmbo_s_per_run": seconds[theirs] / seeds,
+                         "ours_s_per_run": seconds[ours] / seeds})
+            print(rows[-1], flush=True)
+    return rows
+
+
+if __name__ == "__main__":
+    import json
+    import sys
+
+    print(json.dumps(mbo_variants(*map(int, sys.argv[1:])), indent=1))
