@@ -2,7 +2,9 @@
 
 Each point is one trial of an in-memory study: ``ask`` is ``study.ask(distributions)``, ``tell``
 is ``study.tell(trial, value)``. Points in flight are running trials, which the samplers
-already account for (TPE's ``constant_liar``, on by default in Optuna 5). A failed or
+already account for. TPE runs as Optuna 5 runs it by default, on Optuna 4 as well:
+``constant_liar`` (running trials count as bad ones, so that the points in flight differ) and
+``multivariate`` (Optuna 4's defaults were ``false`` for both); either can be set. A failed or
 non-finite result ends its trial as ``FAIL``, which every sampler skips. Told points that were
 never asked for (a resumed run's history) become finished trials (``study.add_trial``), so they
 count towards ``n_startup_trials`` and inform the sampler; CMA-ES, which learns only from its
@@ -12,9 +14,10 @@ the best of a short history) when the first point is asked, unless ``x0``/``sigm
 Options: ``sampler`` (``tpe``, ``cmaes``, ``gp``, ``random``, ``qmc``) and the keywords of
 that sampler's constructor that a configuration can set (:data:`SAMPLER_OPTIONS`: not ``seed``,
 which is the study's, nor those that take Python objects or that Optuna has made no-ops), each
-value checked by its rule. ``x0`` (CMA-ES's start) is a table of a value for every integer,
-float and ordered parameter, in the space's own values. Optuna's ``GPSampler`` needs PyTorch,
-which emews does not install.
+value checked by its rule; an option that the installed Optuna's sampler does not take (Optuna
+4.0's ``GPSampler`` has no ``warn_independent_sampling``) is refused by name. ``x0``
+(CMA-ES's start) is a table of a value for every integer, float and ordered parameter, in the
+space's own values. Optuna's ``GPSampler`` needs PyTorch, which emews does not install.
 
 ``state()`` pickles the study's in-memory storage (every trial, running ones included, and the
 samplers' own records, such as CMA-ES's optimizer) and the sampler (its random states), with
@@ -27,7 +30,9 @@ samplers see their order), categorical and logical values as Optuna categories.
 """
 
 import functools
+import importlib.metadata
 import importlib.util
+import inspect
 import warnings
 
 from emews.core.algorithm import (Algorithm, check_choice, check_flag, check_number, is_failure,
@@ -60,6 +65,8 @@ SAMPLER_OPTIONS = {
             "warn_independent_sampling": check_flag},
 }
 CMA_VARIANTS = ("lr_adapt", "use_separable_cma", "with_margin")   # at most one of them
+# Optuna 5's defaults for a single objective, set explicitly so that Optuna 4 behaves the same
+SAMPLER_DEFAULTS = {"tpe": {"constant_liar": True, "multivariate": True}}
 
 
 class OptunaSearch(Algorithm):
@@ -76,7 +83,8 @@ class OptunaSearch(Algorithm):
                               "is not installed: pip install torch (or choose sampler = "
                               "\"tpe\", \"cmaes\", \"random\" or \"qmc\")", sampler)
         self.sampler_class = getattr(optuna.samplers, SAMPLERS[sampler])
-        self.sampler_options = _check_sampler_options(sampler, sampler_options, space)
+        self.sampler_options = {**SAMPLER_DEFAULTS.get(sampler, {}), **_check_sampler_options(
+            sampler, sampler_options, space, self.sampler_class)}
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         self.storage = optuna.storages.InMemoryStorage()
         with warnings.catch_warnings():
@@ -167,9 +175,11 @@ class OptunaSearch(Algorithm):
         self.study.sampler = self._sampler(**warm)
 
 
-def _check_sampler_options(sampler, options, space):
-    """The options of ``sampler``, each checked by its rule (``x0`` in Optuna's encoding)."""
-    rules = dict(SAMPLER_OPTIONS[sampler])
+def _check_sampler_options(sampler, options, space, sampler_class):
+    """The options of ``sampler``, each checked by its rule (``x0`` in Optuna's encoding); only
+    those that the installed Optuna's ``sampler_class`` takes."""
+    takes = inspect.signature(sampler_class.__init__).parameters
+    rules = {name: rule for name, rule in SAMPLER_OPTIONS[sampler].items() if name in takes}
     if sampler == "cmaes":
         rules["x0"] = functools.partial(_check_x0, space=space)
     checked = {}
@@ -177,15 +187,19 @@ def _check_sampler_options(sampler, options, space):
         if name not in rules:
             listing = f"options: {', '.join(rules)}" if rules else "it takes none"
             raise ConfigError(f"[algorithm].{name}", f"is not an option of "
-                              f"{SAMPLERS[sampler]} ({listing})", value)
+                              f"{SAMPLERS[sampler]} ({listing}) in Optuna {_version()}", value)
         checked[name] = rules[name](name, value)
-    if checked.get("group") and not checked.get("multivariate"):
+    if checked.get("group") and checked.get("multivariate", True) is False:
         raise ConfigError("[algorithm].group", "group = true needs multivariate = true", True)
     variants = [name for name in CMA_VARIANTS if checked.get(name)]
     if len(variants) > 1:
         raise ConfigError(f"[algorithm].{variants[1]}", f"at most one of "
                           f"{', '.join(CMA_VARIANTS)} may be true", variants)
     return checked
+
+
+def _version():
+    return importlib.metadata.version("optuna")
 
 
 def _check_x0(name, x0, space):

@@ -1,31 +1,62 @@
-"""A sweep over a JSON-lines file of parameter sets (Supervisor's "UPF").
+"""A sweep: a fixed list of points, each evaluated once, in order.
 
-Each non-blank line is a JSON object: one point, evaluated once, in file order. Lines starting
-with ``#`` are comments. When a search space is given, every point must belong to it.
+The points come from one of two sources:
+
+* ``file``: a JSON-lines file of parameter sets (Supervisor's "UPF"). Each non-blank line is a
+  JSON object: one point, in file order. Lines starting with ``#`` are comments.
+* ``params``: a table of values per parameter (``{lr = [0.1, 0.01], units = [16, 32]}``),
+  expanded by SmartSim's permutation strategies (``strategy``):
+
+  - ``all_perm`` (the default): the Cartesian product, the last parameter varying fastest;
+  - ``step``: the lists zipped (the first values together, then the second...); every list
+    must have the same length;
+  - ``random``: ``n`` distinct combinations of the product drawn with the study's seed, in the
+    order drawn.
+
+When a search space is given, every point must belong to it.
 """
 
+import itertools
 import json
+import math
 from pathlib import Path
 
-from emews.core.algorithm import Algorithm, check_text, pack_state, point_key, unpack_state
+from emews.core.algorithm import (Algorithm, check_choice, check_number, check_text, pack_state,
+                                  point_key, unpack_state)
 from emews.errors import ConfigError
+
+STRATEGIES = ("all_perm", "step", "random")
 
 
 class Sweep(Algorithm):
-    """Propose the points of ``file`` in order; done when all were proposed.
+    """Propose the points of ``file`` or of the ``params`` table in order; done when all were
+    proposed.
 
-    Its state (JSON) is the position in the file and the points told so far.
+    Its state (JSON) is the position in the list and the points told so far.
     """
 
     needs_space = False
     finite = True
 
-    def __init__(self, space, seed=None, file=None):
+    def __init__(self, space, seed=None, file=None, params=None, strategy="all_perm", n=None):
         super().__init__(space, seed)
-        if file is None:
-            raise ConfigError("[algorithm].file", "the sweep needs a JSON-lines file of points",
-                              file)
-        self.points = read_upf(Path(check_text("file", file)), space)
+        if (file is None) == (params is None):
+            raise ConfigError("[algorithm]", "the sweep needs exactly one of file (a JSON-lines "
+                              "file of points) and params (a table of values per parameter)",
+                              sorted(k for k, v in (("file", file), ("params", params))
+                                     if v is not None))
+        if file is not None:
+            for name, value in (("strategy", strategy != "all_perm"), ("n", n is not None)):
+                if value:
+                    raise ConfigError(f"[algorithm].{name}", "applies to params, not to file",
+                                      strategy if name == "strategy" else n)
+            self.points = read_upf(Path(check_text("file", file)), space)
+        else:
+            self.points = permutations(params, strategy, n, self.rng)
+            for number, point in enumerate(self.points):
+                if space is not None and not space.contains(point):
+                    raise ConfigError("[algorithm].params", f"point {number} must be a point of "
+                                      f"the search space ({', '.join(space.names)})", point)
         self.position = 0
         self.evaluated = set()
 
@@ -51,6 +82,44 @@ class Sweep(Algorithm):
     def restore(self, state):
         data = unpack_state(self, state)
         self.position, self.evaluated = data["position"], set(data["evaluated"])
+
+
+def permutations(params, strategy="all_perm", n=None, rng=None):
+    """The points of a table of values per parameter, by a SmartSim permutation strategy
+    (``all_perm``, ``step`` or ``random``, which draws ``n`` with ``rng``)."""
+    check_choice("strategy", strategy, STRATEGIES)
+    if not isinstance(params, dict) or not params:
+        raise ConfigError("[algorithm].params", "must be a table of lists of values, one list "
+                          "per parameter", params)
+    for name, values in params.items():
+        if not isinstance(values, list) or not values:
+            raise ConfigError(f"[algorithm].params.{name}", "must be a non-empty list of values",
+                              values)
+    names, lists = list(params), list(params.values())
+    if (strategy == "random") != (n is not None):
+        raise ConfigError("[algorithm].n", "is required by strategy = \"random\" (the number of "
+                          "points to draw) and applies to no other strategy", n)
+    if strategy == "step":
+        lengths = sorted({len(v) for v in lists})
+        if len(lengths) > 1:
+            raise ConfigError("[algorithm].params", "strategy = \"step\" needs lists of the same "
+                              "length", {k: len(v) for k, v in params.items()})
+        return [dict(zip(names, values)) for values in zip(*lists)]
+    if strategy == "all_perm":
+        return [dict(zip(names, values)) for values in itertools.product(*lists)]
+    total = math.prod(len(v) for v in lists)
+    check_number("n", n, minimum=1, maximum=total, integer=True)
+    return [dict(zip(names, _combination(lists, index)))
+            for index in rng.choice(total, size=n, replace=False)]
+
+
+def _combination(lists, index):
+    """The ``index``-th combination of the Cartesian product of ``lists`` (last one fastest)."""
+    values = []
+    for values_of in reversed(lists):
+        index, position = divmod(int(index), len(values_of))
+        values.append(values_of[position])
+    return values[::-1]
 
 
 def read_upf(path, space=None):

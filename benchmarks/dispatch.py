@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import dispatch_peers
 from .common import mpiexec_python, summary
 from .objectives import echo
 
@@ -53,6 +54,7 @@ def run(sizes):
         lambda: _mpi("emews", n, ["1", str(PREFETCH)]),
         lambda: _mpi("futures", n, ["submit", "map"]),
         lambda: {_name("pool", v): process_pool(n, v) for v in ("submit", "map")},
+        lambda: dispatch_peers.contenders(n, WORKERS),  # libEnsemble and Dask distributed
     )
     runs = {}
     for repeat in range(sizes.dispatch_repeats):

@@ -1,26 +1,36 @@
-"""The record of a run: machine and versions, the JSON file, and the Markdown tables.
+"""The record of a run, and ``benchmarks/README.md`` made from the records.
 
-``benchmarks/README.md`` holds the tables of the latest run between two markers; :func:`update_readme`
-rewrites only that part.
+A record (``benchmarks/results/<date>-<host>.json``) carries, beside every figure, where each
+part came from: the date, the command, the commit and whether the tree had local changes, the
+machine (cores, memory, CPU) and the versions of Python and of the libraries that matter.
+
+``python -m benchmarks report`` writes ``benchmarks/README.md`` from ``README.in.md`` (the
+prose, written by hand) and the records in ``benchmarks/results``: each part from the newest
+record that measured it (a smoke record only when nothing else did), with its provenance, and
+the sizes table from :mod:`benchmarks.sizes`. Nothing in ``README.md`` is written by hand.
 """
 
 import json
-import math
 import os
 import platform
+import shlex
 import socket
 import subprocess
 import sys
 import time
+from dataclasses import fields
 from importlib import metadata
 from pathlib import Path
 
 from .common import REPO
-from .quality import mean_ranks
+from . import quality
+from .sizes import SIZES
 
-BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
+TEMPLATE = Path(__file__).resolve().parent / "README.in.md"
+SIZES_MARK, RESULTS_MARK = "<!-- sizes -->", "<!-- results -->"
 PACKAGES = ("emews-hpo", "numpy", "scipy", "mpi4py", "mpich", "optuna", "scikit-optimize",
-            "scikit-learn", "deap")
+            "scikit-learn", "deap", "libensemble", "dask", "distributed")
+GENERATED_PATHS = ("benchmarks/results/", "benchmarks/README.md")
 
 
 def machine():
@@ -57,13 +67,58 @@ def versions():
     except ImportError:
         found["mpi_library"] = None
     found["emews_commit"] = _git("rev-parse", "--short", "HEAD")
-    found["emews_tree_clean"] = _git("status", "--porcelain", "--untracked-files=no") == ""
+    found["emews_tree_clean"] = not local_changes()
     return found
+
+
+def local_changes():
+    """Tracked files that differ from the commit, leaving out the suite's own outputs."""
+    status = _git("status", "--porcelain", "--untracked-files=no") or ""
+    changed = [line[3:] for line in status.splitlines()]
+    return [path for path in changed if not path.startswith(GENERATED_PATHS)]
+
+
+def provenance(argv):
+    """Date, command, commit and local changes of a run started with ``argv``."""
+    changed = local_changes()
+    return {"date": time.strftime("%Y-%m-%d %H:%M:%S %z"),
+            "command": shlex.join(["python", "-m", "benchmarks", *argv]),
+            "commit": _git("rev-parse", "HEAD"), "dirty": bool(changed),
+            "changed_files": changed}
 
 
 def _git(*args):
     done = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True)
     return done.stdout.strip() if done.returncode == 0 else None
+
+
+def new_record(sizes, argv):
+    """An empty record for a run of ``sizes`` started with ``argv``."""
+    run = provenance(argv)
+    return {"date": run["date"], "command": run["command"], "commit": run["commit"],
+            "dirty": run["dirty"], "changed_files": run["changed_files"], "size": sizes.name,
+            "sizes": vars(sizes), "machine": machine(), "versions": versions(), "parts": {},
+            "part_wall_s": {}, "part_runs": {}}
+
+
+def add_part(record, name, figures, wall_s):
+    """Put part ``name``'s figures in ``record``, with this run's provenance."""
+    record["parts"][name] = figures
+    record["part_wall_s"][name] = wall_s
+    record["part_runs"][name] = {key: record[key] for key in (
+        "date", "command", "commit", "dirty", "size")}
+
+
+def part_runs(record):
+    """Each part's provenance; records from before ``part_runs`` get their run's."""
+    v = record["versions"]
+    commits = record.get("part_commits", {})
+    found = {name: {"date": record["date"], "command": record.get("command"),
+                    "commit": commits.get(name, v["emews_commit"]),
+                    "dirty": not v["emews_tree_clean"], "size": record["size"]}
+             for name in record["parts"]}
+    found.update(record.get("part_runs", {}))
+    return found
 
 
 def record_path(directory, host):
@@ -79,10 +134,9 @@ def keep_earlier_parts(record, path):
         return
     if earlier.get("size") != record["size"]:
         return
-    for key in ("parts", "part_wall_s", "part_commits"):
-        record[key].update(earlier.get(key, {}))
-    for name in earlier.get("parts", {}):
-        record["part_commits"].setdefault(name, earlier["versions"]["emews_commit"])
+    record["parts"].update(earlier.get("parts", {}))
+    record["part_wall_s"].update(earlier.get("part_wall_s", {}))
+    record["part_runs"].update(part_runs(earlier))
 
 
 def write_json(record, path):
@@ -92,25 +146,109 @@ def write_json(record, path):
     path.write_text(json.dumps(record, indent=1) + "\n")
 
 
-def update_readme(path, markdown):
-    """Replace the text between the result markers of ``path`` with ``markdown``."""
-    text = Path(path).read_text()
-    head, _, rest = text.partition(BEGIN)
-    _, _, tail = rest.partition(END)
-    Path(path).write_text(f"{head}{BEGIN}\n{markdown}\n{END}{tail}")
+# --- the README ----------------------------------------------------------------------------
+
+def latest(directory):
+    """The newest measurement of each part among the records in ``directory``.
+
+    ``{"parts": {part: figures}, "sources": {part: {"file", "run", "machine", "versions",
+    "wall_s"}}}``; a part measured at smoke size is taken only when no other record has it.
+    """
+    best = {}
+    for path in sorted(Path(directory).glob("*.json")):
+        record = json.loads(path.read_text())
+        for name, run in part_runs(record).items():
+            rank = (run["size"] != "smoke", _when(run["date"]))
+            if name not in best or rank >= best[name][0]:
+                best[name] = (rank, {
+                    "file": path.name, "run": run, "machine": record["machine"],
+                    "versions": record["versions"],
+                    "wall_s": record.get("part_wall_s", {}).get(name)},
+                    record["parts"][name])
+    return {"parts": {n: best[n][2] for n in best}, "sources": {n: best[n][1] for n in best}}
+
+
+def _when(date):
+    return time.mktime(time.strptime(date, "%Y-%m-%d %H:%M:%S %z"))
+
+
+def readme(directory, template=TEMPLATE):
+    """The text of ``README.md``: the template with the sizes and the results filled in."""
+    text = Path(template).read_text()
+    for mark in (SIZES_MARK, RESULTS_MARK):
+        if mark not in text:
+            raise ValueError(f"{template}: the template has no {mark} line")
+    newest = latest(directory)
+    note = (f"<!-- Generated by `python -m benchmarks report` from {Path(template).name} and "
+            f"the records in results/: edit those, not this file. -->\n")
+    return note + (text.replace(SIZES_MARK, sizes_table())
+                   .replace(RESULTS_MARK, markdown(newest)))
+
+
+def write_readme(path, directory, template=TEMPLATE):
+    """Regenerate the README at ``path`` from the records in ``directory``."""
+    Path(path).write_text(readme(directory, template))
+
+
+def sizes_table():
+    """Every size of :mod:`benchmarks.sizes`, one row per setting."""
+    names = list(SIZES)
+    rows = [(f"`{f.name}`", *(_setting(getattr(SIZES[n], f.name)) for n in names))
+            for f in fields(SIZES[names[0]]) if f.name != "name"]
+    return _table(("setting", *(f"`{n}`" for n in names)), rows)
+
+
+def _setting(value):
+    if isinstance(value, tuple):
+        return ", ".join(map(str, value))
+    return "–" if value is None else f"{value:,}" if isinstance(value, int) else str(value)
 
 
 # --- Markdown ------------------------------------------------------------------------------
 
-def markdown(record):
-    """All the tables of a run's record."""
-    parts = record["parts"]
-    sections = [_header(record)]
-    renderers = (("dispatch", _dispatch), ("utilization", _utilization),
-                 ("quality", _quality), ("overhead", _overhead), ("simulation", _simulation))
-    sections += [render(parts[name]) for name, render in renderers if name in parts]
+def markdown(newest):
+    """The tables of :func:`latest`'s parts (or of one record, see :func:`of_record`)."""
+    parts, order = newest["parts"], list(RENDERERS)
+    names = sorted(parts, key=lambda n: (order.index(n) if n in order else len(order), n))
+    sections = [_sources({name: newest["sources"][name] for name in names})]
+    sections += [RENDERERS.get(name, _rows_of(name))(parts[name]) for name in names]
     sections.append(_targets(targets(parts)))
     return "\n\n".join(sections)
+
+
+def of_record(record, file="this run"):
+    """One record in the shape of :func:`latest`'s answer."""
+    runs = part_runs(record)
+    return {"parts": record["parts"],
+            "sources": {name: {"file": file, "run": runs[name], "machine": record["machine"],
+                               "versions": record["versions"],
+                               "wall_s": record["part_wall_s"].get(name)}
+                        for name in record["parts"]}}
+
+
+def _sources(sources):
+    """Where each part comes from, and each record's machine and versions."""
+    rows = [(name, f"`{s['file']}`", s["run"]["size"], s["run"]["date"],
+             f"`{(s['run']['commit'] or '?')[:10]}`",
+             "yes" if s["run"]["dirty"] else "no",
+             f"`{s['run']['command']}`" if s["run"].get("command") else "–",
+             _number(s["wall_s"] / 60 if s["wall_s"] is not None else None, 2))
+            for name, s in sources.items()]
+    machines = {}
+    for s in sources.values():
+        machines.setdefault(s["file"], _machine_line(s["machine"], s["versions"]))
+    return ("Each part below comes from the newest record that measured it:\n\n"
+            + _table(("part", "record", "size", "date", "emews commit", "local changes",
+                      "command", "minutes"), rows)
+            + "\n\n" + "\n".join(f"* `{f}`: {line}" for f, line in machines.items()))
+
+
+def _machine_line(m, v):
+    load = ", ".join(f"{x:.2f}" for x in m["load_average_at_start"])
+    packages = ", ".join(f"{k} {v[k]}" for k in PACKAGES if v.get(k))
+    return (f"`{m['host']}`, {m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB, "
+            f"{m['os']}; load average at start {load}. Python {v['python']}, {packages}; "
+            f"{v['mpi_library']}.")
 
 
 def _table(header, rows):
@@ -127,69 +265,38 @@ def _number(value, digits=3):
     return f"{value:.{digits}g}" if abs(value) < 10 ** digits else f"{value:,.0f}"
 
 
-def _header(record):
-    m, v = record["machine"], record["versions"]
-    load = ", ".join(f"{x:.2f}" for x in m["load_average_at_start"])
-    packages = ", ".join(f"{k} {v[k]}" for k in PACKAGES if v.get(k))
-    return (f"Run of {record['date']} on `{m['host']}`: {m['cpu']}, {m['cores']} cores, "
-            f"{m['memory_gib']} GiB, {m['os']}; load average at start {load}. "
-            f"Size `{record['size']}`, {sum(record['part_wall_s'].values()) / 60:.1f} min in "
-            f"all ({', '.join(f'{k} {s / 60:.1f}' for k, s in record['part_wall_s'].items())}). "
-            f"Python {v['python']}, {packages}; {v['mpi_library']}; emews at "
-            f"`{v['emews_commit']}`{'' if v['emews_tree_clean'] else ' (with local changes)'}"
-            f"{_other_commits(record)}.")
-
-
-def _other_commits(record):
-    """``; quality at `abc1234``` for parts that an earlier run measured at another commit."""
-    latest = record["versions"]["emews_commit"]
-    others = [f"{name} at `{commit}`" for name, commit in record["part_commits"].items()
-              if commit != latest]
-    return f" ({', '.join(others)})" if others else ""
-
-
 def _dispatch(part):
     rows = [(name, _number(c["tasks_per_s"]), _number(c["ratio_to_bare"], 2),
-             _number(c.get("round_trip_us_p50")), _number(c.get("round_trip_us_p99")))
+             _number(c.get("rank0_cpu_us_per_task")), _number(c.get("round_trip_us_p50")),
+             _number(c.get("round_trip_us_p99")))
             for name, c in part["contenders"].items()]
     return (f"### 1. Dispatch overhead: {part['tasks']:,} no-op tasks, {part['workers']} workers "
             f"(median of {part['repeats']} runs)\n\n"
             + _table(("contender", "tasks/s", "ratio to bare (1 in flight)",
-                      "round trip p50 (µs)", "round trip p99 (µs)"), rows))
+                      "rank 0 CPU (µs/task)", "round trip p50 (µs)", "round trip p99 (µs)"),
+                     rows))
 
 
 def _utilization(part):
     rows = [(r["algorithm"], r["mode"], r["evaluations"], _number(r["utilization"], 2),
              _number(r["steady_utilization"], 2), _number(r["ask_ms_p50"]),
              _number(r["ask_ms_p99"]), _number(r["tell_ms_p50"]), _number(r["tell_ms_p99"]),
-             _number(r["ask_total_s"] + r["tell_total_s"]), _number(r["makespan_s"]),
+             _number(_sum(r["ask_total_s"], r["tell_total_s"])), _number(r["makespan_s"]),
              r["stop_reason"]) for r in part["runs"]]
-    return (f"### 2. Worker utilization: {part['workers']} MPI workers, {part['tasks']} tasks, "
+    return (f"### 2. Worker utilization: {part['workers']} workers, {part['tasks']} tasks, "
             f"{part['duration']}\n\n"
             + _table(("algorithm", "mode", "evaluations", "utilization", "steady utilization",
                       "ask p50 (ms)", "ask p99 (ms)", "tell p50 (ms)", "tell p99 (ms)",
                       "ask + tell total (s)", "makespan (s)", "stopped"), rows))
 
 
+def _sum(*values):
+    present = [v for v in values if v is not None]
+    return sum(present) if present else None
+
+
 def _quality(part):
-    summary = part["summary"]
-    ranks = mean_ranks(summary)
-    rows = []
-    for contender in part["contenders"]:
-        cells = []
-        for name in part["problems"]:
-            c = summary.get(name, {}).get("contenders", {}).get(contender)
-            cells.append("–" if c is None else
-                         f"{c['median']:.2f} [{c['q25']:.2f}, {c['q75']:.2f}]")
-        seconds = part["seconds_by_contender"].get(contender, {}).get("median_per_run")
-        rows.append((contender, *cells, _number(ranks.get(contender), 2), _number(seconds, 2)))
-    return (f"### 3. Search quality: log10 simple regret at {part['budget']} evaluations, "
-            f"median [IQR] over {part['seeds']} paired seeds\n\n"
-            + _table(("contender", *part["problems"], "mean rank", "s per run"), rows)
-            + f"\n\nRegret is floored at {part['regret_floor']:g} (log10 "
-            f"{math.log10(part['regret_floor']):.0f}); digits' minimum is "
-            f"the best validation log-loss any run found. Ranks: 1 is best, per problem and "
-            f"seed, averaged.")
+    return quality.markdown(part)
 
 
 def _overhead(part):
@@ -214,6 +321,31 @@ def _simulation(part):
                       "tasks per real s", "master tasks/s (zero-length tasks)"), rows))
 
 
+def _faults(part):
+    return ("### 6. Faults injected into real studies: every row must show 0 lost\n\n"
+            + _row_table(part["rows"]))
+
+
+def _rows_of(name):
+    """A part without a renderer of its own: the table of its ``rows`` or ``runs``."""
+    return lambda part: f"### {name}\n\n" + _row_table(part.get("rows", part.get("runs", [])))
+
+
+def _row_table(rows):
+    columns = list(dict.fromkeys(c for r in rows for c in r))
+    return _table(columns, [[_cell(r.get(c)) for c in columns] for r in rows])
+
+
+def _cell(value):
+    if value is None or isinstance(value, bool):
+        return {None: "–", True: "yes", False: "NO"}[value]
+    return _number(value) if isinstance(value, (int, float)) else str(value)
+
+
+RENDERERS = {"dispatch": _dispatch, "utilization": _utilization, "quality": _quality,
+             "overhead": _overhead, "simulation": _simulation, "faults": _faults}
+
+
 # --- targets -------------------------------------------------------------------------------
 
 def targets(parts):
@@ -226,36 +358,12 @@ def targets(parts):
                               f"{c['ratio_to_bare']:.1%}", c["ratio_to_bare"] >= 0.5))
     if "utilization" in parts:
         for r in parts["utilization"]["runs"]:
-            if r["mode"] == "async":
+            if r["mode"] == "async" and r.get("plugin"):  # ours, not the peers
                 found.append((f"async utilization ≥ 95% ({r['algorithm']})",
                               f"{r['utilization']:.1%} (steady {r['steady_utilization']:.1%})",
                               r["utilization"] >= 0.95))
     if "quality" in parts:
-        found += _quality_targets(parts["quality"])
-    return found
-
-
-def _quality_targets(part):
-    summary = part["summary"]
-    found = []
-    medians = {name: {c: v["median"] for c, v in p["contenders"].items()}
-               for name, p in summary.items()}
-    for ours in ("gp", "mbo"):
-        for peer in ("skopt gp_minimize", "skopt forest_minimize"):
-            compared = [n for n, m in medians.items() if ours in m and peer in m]
-            if compared:
-                wins = [n for n in compared if medians[n][ours] <= medians[n][peer]]
-                found.append((f"{ours} median regret no worse than {peer}",
-                              f"{len(wins)} of {len(compared)} problems",
-                              len(wins) == len(compared)))
-    ours = ("random", "ga", "gp", "optuna", "mbo")
-    compared = [n for n, m in medians.items() if "optuna TPE" in m and any(o in m for o in ours)]
-    if compared:
-        wins = [n for n in compared
-                if min(medians[n][o] for o in ours if o in medians[n]) <= medians[n]["optuna TPE"]]
-        found.append(("best of ours at or below Optuna TPE on ≥ 4 of 6 problems",
-                      f"{len(wins)} of {len(compared)} ({', '.join(wins) or 'none'})",
-                      len(wins) >= 4))
+        found += quality.targets(parts["quality"])
     return found
 
 

@@ -8,7 +8,8 @@ problem but fewer seeds and a smaller quality budget, to fit in about 20 minutes
 from dataclasses import dataclass, replace
 
 OURS = ("random", "ga", "gp", "optuna", "mbo")
-PEERS = ("optuna TPE", "optuna random", "skopt gp_minimize", "skopt forest_minimize")
+QUALITY_OURS = ("random", "gp", "mbo")      # random is also the random peer
+PEERS = ("optuna TPE", "optuna GP", "skopt gp_minimize", "skopt forest_minimize")
 PROBLEMS = ("branin", "hartmann6", "ackley5", "rosenbrock4", "levy6", "digits")
 
 
@@ -29,8 +30,10 @@ class Sizes:
     quality_seeds: int = 10
     quality_budget: int = 100
     quality_problems: tuple = PROBLEMS
-    quality_ours: tuple = OURS
+    quality_ours: tuple = QUALITY_OURS
     quality_peers: tuple = PEERS
+    quality_modes: tuple = ("sequential", "batch", "async")
+    quality_workers: int = 8          # the batch size, and the simulated async workers
     quality_digits_epochs: int | None = None   # None: the space's own (30)
     # part 4: algorithm overhead
     overhead_observations: tuple = (50, 200, 1000)
@@ -52,7 +55,7 @@ SMOKE = Sizes("smoke", dispatch_tasks=300, dispatch_repeats=1, utilization_worke
               utilization_tasks=12, utilization_algorithms=("random",),
               utilization_max_time=30.0, quality_seeds=2, quality_budget=6,
               quality_problems=("branin", "digits"), quality_ours=("random",),
-              quality_peers=("optuna random",), quality_digits_epochs=2,
+              quality_peers=("optuna TPE",), quality_workers=4, quality_digits_epochs=2,
               overhead_observations=(5, 10),
               overhead_repeats=1, overhead_algorithms=("random",), simulation_workers=(8,),
               simulation_tasks_per_worker=3, faults_kills=2, faults_kill_budget=16,

@@ -24,14 +24,14 @@ import json
 import math
 import sys
 import tempfile
-from pathlib import Path
-
 import time
+from pathlib import Path
 
 import numpy as np
 
 from emews.models import analytic
 
+from . import utilization_peers
 from .common import mpiexec_python, summary, utilization
 from .objectives import lognormal_duration
 
@@ -61,6 +61,7 @@ def run(sizes):
             "--max-time", str(sizes.utilization_max_time),
             *(f"{a}:{m}" for a, m in studies)])
         runs = json.loads(out.read_text())
+    runs += utilization_peers.rows(sizes)  # libEnsemble and Optuna, the same tasks
     return {"workers": sizes.utilization_workers, "tasks": sizes.utilization_tasks,
             "max_time_s": sizes.utilization_max_time,
             "duration": f"lognormal, median {MEDIAN_S} s, sigma {SIGMA}", "runs": runs}

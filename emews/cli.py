@@ -226,7 +226,7 @@ def _show(args):
     from rich.console import Console
 
     from .inspect import load
-    from .inspect.show import as_csv, as_json, chosen, print_table
+    from .inspect.show import as_csv, as_json, chosen, print_replicas, print_table
     from .inspect.status import render, summary
 
     if args.csv and args.json:
@@ -239,6 +239,8 @@ def _show(args):
         return _emit(as_csv(study, rows) if args.csv else as_json(study, rows) + "\n")
     console = Console(highlight=False)
     print_table(study, rows, args.failed, console)
+    if not args.failed:
+        print_replicas(study, console, args.top)
     for line in render(summary(study))[1:]:
         console.print(line, markup=False)
     return 0

@@ -34,6 +34,7 @@ from .core.algorithm import Algorithm, Stopper, load
 from .core.control import Control
 from .core.failure import FailurePolicy
 from .core.master import Master
+from .core.replicas import check as check_replicas
 from .errors import ConfigError, EmewsError, Interrupted, Reported
 from .evaluate import Objective, Outcome
 from .evaluate.deathsig import set_death_signal
@@ -48,6 +49,7 @@ MPI_ENVIRONMENT = ("PMI_RANK", "PMI_SIZE", "PMIX_RANK", "OMPI_COMM_WORLD_SIZE")
 SPAWNED_VARIABLE = "EMEWS_SPAWNED"   # set for a job that ``emews run`` started: it reports
 CHECKPOINT = "me"                    # the ME driver's checkpoint in the store
 LIMITS = ("budget", "max_iterations", "patience", "target", "max_time")
+REPLICA_KEYS = ("replicas", "replica_objective", "replica_seed_param")
 MAX_INTERRUPTIONS = 3                # a point interrupted this often is not run again
 
 
@@ -240,6 +242,12 @@ def validate(cfg):
         except TypeError as exc:
             raise ConfigError("[algorithm]", f"options do not fit {algorithm.__name__} ({exc})",
                               cfg.algorithm, show_value=False) from None
+        if study["replicas"] > 1:
+            check_replicas(space, study["replica_seed_param"],
+                           cfg.where("study", "replica_seed_param"))
+    elif study["replicas"] > 1:
+        raise ConfigError(cfg.where("study", "replicas"), "needs an ask/tell algorithm (a "
+                          "classic EQ/Py module proposes its points itself)", study["replicas"])
     if not study["no_limit"] and not any(study[key] is not None for key in LIMITS) \
             and not getattr(algorithm, "finite", False):
         raise ConfigError("[study]", "needs a stopping rule (one of "
@@ -477,6 +485,7 @@ def _settings(cfg, store, slots, classic, requeue, policy, told=None):
                 "space": study["space"], "seed": study["seed"],
                 "mode": "batch" if classic else study["mode"], "slots": slots,
                 "batch_size": study["batch_size"], "stop": cfg.stop, "history": [],
+                "replicas": {k: study[k] for k in REPLICA_KEYS},
                 "pending": [], "checkpoint": {"store": store.path, "name": CHECKPOINT,
                                               "restore": told is not None}}
     if told is not None:

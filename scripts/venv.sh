@@ -2,7 +2,7 @@
 # EMEWS_VENV overrides the location (default: .venv in the repository).
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 VENV=${EMEWS_VENV:-$ROOT/.venv}
-EXTRAS=${EMEWS_EXTRAS-all,keras,test}   # set empty for the default install alone
+EXTRAS=${EMEWS_EXTRAS-all,keras,test,bench}   # set empty for the default install alone
 if [ ! -x "$VENV/bin/python" ]; then
     python3 -m venv "$VENV" || return 1
 fi

@@ -1,54 +1,158 @@
-"""The benchmark suite's smoke mode keeps working (every part, tiny sizes; no timings checked)."""
+"""The benchmark suite keeps working: every part at tiny sizes, its record, and the README.
 
+No timing is checked here: speed is what the suite reports, never what a test asserts.
+"""
+
+import ast
 import json
+import os
+import platform
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from benchmarks.__main__ import PARTS
+
 REPO = Path(__file__).parent.parent
+BENCHMARKS = REPO / "benchmarks"
+
+# What benchmarks/report.py reads from each part: top-level fields, then those of each row
+# (dispatch: each contender; utilization, overhead, simulation: each run; faults: each row).
+REPORT_FIELDS = {
+    "dispatch": (("tasks", "workers", "repeats", "contenders"),
+                 ("tasks", "tasks_per_s", "ratio_to_bare")),
+    "utilization": (("workers", "tasks", "duration", "runs"),
+                    ("algorithm", "mode", "evaluations", "utilization", "steady_utilization",
+                     "ask_ms_p50", "ask_ms_p99", "tell_ms_p50", "tell_ms_p99", "ask_total_s",
+                     "tell_total_s", "makespan_s", "stop_reason")),
+    "quality": (("contenders", "problems", "summary", "seconds_by_contender", "budget", "seeds",
+                 "regret_floor", "runs", "modes", "workers", "comparisons", "targets"), ()),
+    "overhead": (("space", "repeats", "runs"),
+                 ("algorithm", "observations", "ask_ms", "tell_ms", "ask_plus_tell_ms")),
+    "simulation": (("duration", "runs"),
+                   ("workers", "mode", "tasks", "utilization", "steady_utilization",
+                    "tasks_per_real_s", "master_tasks_per_s")),
+    "faults": (("rows",), ("fault", "survived", "evaluations lost")),
+}
+PEERS_DISPATCH = ("libEnsemble, persistent generator, async return", "Dask distributed, submit",
+                  "Dask distributed, map")
+PEERS_UTILIZATION = ("libEnsemble persistent_uniform", "optuna TPE (n_jobs threads)",
+                     "optuna random (n_jobs threads)")
 
 
-def _smoke(out, readme, *options):
-    return subprocess.run([sys.executable, "-m", "benchmarks", "--smoke", "--out", str(out),
-                           "--readme", str(readme), *options], cwd=REPO, capture_output=True,
-                          text=True, timeout=600)
+def _benchmarks(*args, timeout=900):
+    return subprocess.run([sys.executable, "-m", "benchmarks", *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def _rows(name, part):
+    if name == "dispatch":
+        return list(part["contenders"].values())
+    return part.get("rows" if name == "faults" else "runs", [])
+
+
+def _git(*args):
+    return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def test_every_benchmark_module_is_a_part_of_the_suite():
+    """A module with a top-level ``run(sizes, ...)`` is a part, so the smoke run covers it."""
+    modules = set()
+    for path in BENCHMARKS.glob("*.py"):
+        tree = ast.parse(path.read_text())
+        if any(isinstance(node, ast.FunctionDef) and node.name == "run" and node.args.args
+               and node.args.args[0].arg == "sizes" for node in tree.body):
+            modules.add(f"benchmarks.{path.stem}")
+    assert modules == {run.__module__ for run in PARTS.values()}
+    assert set(REPORT_FIELDS) == set(PARTS)
+
+
+def test_readme_is_what_the_report_command_writes(tmp_path):
+    """benchmarks/README.md is generated from README.in.md and results/*.json, never edited."""
+    readme = tmp_path / "README.md"
+    done = _benchmarks("report", "--readme", str(readme))
+    assert done.returncode == 0, done.stderr
+    assert readme.read_text() == (BENCHMARKS / "README.md").read_text(), (
+        "benchmarks/README.md differs from what `python -m benchmarks report` writes: "
+        "edit benchmarks/README.in.md and run the command")
 
 
 @pytest.mark.slow
 @pytest.mark.mpi
-def test_smoke_run_writes_its_record_and_the_readme_tables(tmp_path):
+def test_smoke_run_of_every_part_records_what_the_report_needs(tmp_path):
     readme = tmp_path / "README.md"
-    readme.write_text("# Benchmarks\n\n<!-- results:begin -->\nold\n<!-- results:end -->\n\nEnd.\n")
-    done = _smoke(tmp_path, readme)
+    args = ["--smoke", "--out", str(tmp_path), "--readme", str(readme)]
+    done = _benchmarks(*args)
     assert done.returncode == 0, done.stderr
     (path,) = tmp_path.glob("*.json")
     record = json.loads(path.read_text())
+
+    # provenance: commit, local changes, date, command, machine, versions
+    assert record["commit"] == _git("rev-parse", "HEAD")
+    assert record["dirty"] is bool(record["changed_files"])
+    assert record["command"] == "python -m benchmarks " + " ".join(args)
+    assert abs(time.mktime(time.strptime(record["date"], "%Y-%m-%d %H:%M:%S %z"))
+               - time.time()) < 900
+    assert record["machine"]["cores"] == os.cpu_count() and record["machine"]["memory_gib"] > 0
+    versions = record["versions"]
+    assert versions["python"] == platform.python_version()
+    assert all(versions[p] for p in ("mpi4py", "optuna", "libensemble", "dask", "distributed"))
+
     parts = record["parts"]
-    assert set(parts) == {"dispatch", "utilization", "simulation", "overhead", "quality",
-                          "faults"}
+    assert set(parts) == set(PARTS)
+    for name, part in parts.items():
+        top, row_fields = REPORT_FIELDS[name]
+        assert set(top) <= part.keys(), (name, set(top) - part.keys())
+        rows = _rows(name, part)
+        assert rows, name
+        assert all(set(row_fields) <= row.keys() for row in rows), name
+        run = record["part_runs"][name]
+        assert (run["commit"], run["size"], run["command"]) == (
+            record["commit"], "smoke", record["command"])
+
+    dispatch = parts["dispatch"]["contenders"]
+    assert set(PEERS_DISPATCH) <= dispatch.keys()
+    assert {c["tasks"] for c in dispatch.values()} == {300}
+    assert all(dispatch[p]["rank0_cpu_us_per_task"] > 0 for p in PEERS_DISPATCH)
+    utilization = {r["algorithm"]: r for r in parts["utilization"]["runs"]}
+    assert set(PEERS_UTILIZATION) <= utilization.keys()
+    assert all(r["evaluations"] == 12 and 0 < r["utilization"] <= 1
+               for r in utilization.values())
     faults = parts["faults"]["rows"]
     assert len(faults) == 15 and (tmp_path / "faults.md").read_text().count("\n| ") == 16
     assert all(r["survived"] is True and r["evaluations lost"] == 0 for r in faults), faults
-    assert {c["tasks"] for c in parts["dispatch"]["contenders"].values()} == {300}
-    assert all(0 < r["utilization"] <= 1 for r in parts["utilization"]["runs"])
-    assert all(r["evaluations"] == 12 for r in parts["utilization"]["runs"])
     assert all(0 < r["utilization"] <= 1 for r in parts["simulation"]["runs"])
     assert {(r["algorithm"], r["observations"]) for r in parts["overhead"]["runs"]} == {
         ("random", 5), ("random", 10)}
     quality = parts["quality"]
-    assert len(quality["runs"]) == 2 * 2 * 2  # problems x contenders x seeds
+    assert len(quality["runs"]) == 2 * 2 * 3 * 2  # problems x contenders x modes x seeds
     assert all(r["evaluations"] == 6 for r in quality["runs"])
-    assert record["versions"]["mpi4py"] and record["machine"]["cores"]
-    text = readme.read_text()
-    assert "old" not in text and text.startswith("# Benchmarks") and text.endswith("End.\n")
-    assert "### 1. Dispatch overhead" in text and "### Targets of issue 6" in text
+    assert {r["mode"] for r in quality["runs"]} == {"sequential", "batch", "async"}
+    assert {(c["mode"], c["problem"]) for c in quality["comparisons"]
+            if c["peer"] == "optuna TPE"} == {(m, p) for m in ("sequential", "batch", "async")
+                                               for p in ("branin", "digits")}
 
-    again = _smoke(tmp_path, readme, "--parts", "overhead")
+    text = readme.read_text()
+    template = (REPO / "benchmarks" / "README.in.md").read_text()
+    assert "<!-- results -->" not in text and template.splitlines()[0] in text
+    for title in ("### 1. Dispatch overhead", "### 2. Worker utilization",
+                  "### 3. Search quality", "### 4. Algorithm overhead", "### 5. Scale",
+                  "### 6. Faults", "### Targets"):
+        assert title in text
+    assert f"`{path.name}`" in text and f"`{record['commit'][:10]}`" in text
+    assert all(f"| {p} |" in text for p in PEERS_DISPATCH + PEERS_UTILIZATION)
+    assert "#### Paired comparisons (Wilcoxon" in text and "#### async" in text
+
+    again = _benchmarks("--smoke", "--out", str(tmp_path), "--readme", str(readme),
+                        "--parts", "overhead")
     assert again.returncode == 0, again.stderr
     rerun = json.loads(path.read_text())
     assert rerun["parts"].keys() == parts.keys()
     assert rerun["parts"]["quality"] == quality
-    assert rerun["part_commits"].keys() == parts.keys()
+    assert rerun["part_runs"]["quality"] == record["part_runs"]["quality"]
+    assert rerun["part_runs"]["overhead"]["command"].endswith("--parts overhead")
     assert "### 3. Search quality" in readme.read_text()

@@ -92,7 +92,6 @@ def test_sigterm_to_the_study_leaves_no_model_process(tmp_path, impl):
         if run.poll() is None:
             os.killpg(run.pid, signal.SIGKILL)
             run.wait()
-    wait_until(lambda: not any(alive(pid) for pid in pids), timeout=15)
-    out = "".join(p.read_text() for p in tmp_path.glob("experiments/study/EXP001/out/*.txt"))
-    # emews run passes a SIGTERM on to its job as one SIGINT (mpiexec's clean Ctrl-C)
-    assert out.count("emews: SIGINT: the model processes of worker") == 2
+    # which of the handler or the guard kills a group depends on mpiexec's timing (one
+    # worker's exit makes it SIGKILL the others), so only the outcome is asserted here
+    wait_until(lambda: not any(alive(pid) for pid in pids), "no model process left", timeout=15)

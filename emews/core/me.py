@@ -27,6 +27,7 @@ import math
 
 from . import eqpy
 from .algorithm import Stopper, load, point_key
+from .replicas import wrap as with_replicas
 from ..space import Space
 
 
@@ -62,7 +63,8 @@ def ready_points(algorithm, slots):
 
 
 def build_algorithm(settings):
-    """Construct the algorithm the settings name, on the space they name."""
+    """Construct the algorithm the settings name, on the space they name (wrapped to evaluate
+    each point several times when the settings' ``replicas`` ask for it)."""
     space_spec = settings.get("space")
     if space_spec is None:
         space = None
@@ -71,7 +73,8 @@ def build_algorithm(settings):
     else:
         space = Space.from_ga_json(space_spec)
     cls = load(settings["algorithm"])
-    return cls(space, seed=settings.get("seed"), **settings.get("options", {}))
+    return with_replicas(cls(space, seed=settings.get("seed"), **settings.get("options", {})),
+                         settings.get("replicas"))
 
 
 class Search:

@@ -1,9 +1,15 @@
 """``emews show``: the best evaluations with all their metrics, or the failures with their
-reasons; as a table, CSV or JSON."""
+reasons; as a table, CSV or JSON. A study with replicas also gets its per-point summary."""
 
 import csv
 import io
 import json
+import math
+
+import numpy as np
+
+from ..core.algorithm import point_key
+from ..core.replicas import aggregate
 
 from .query import select
 from .status import one_line
@@ -71,3 +77,50 @@ def _cell(value):
 
 def _seconds(value):
     return None if value is None else f"{value:.3g}"
+
+
+def replica_summary(study):
+    """Per point of a study with ``[study].replicas`` > 1 (``[]`` otherwise), best first: the
+    point (its parameters without the replica seed), the ``mean``, ``std`` (sample standard
+    deviation; ``None`` below two values) and ``count`` of its replicas' finished values, the
+    ``failed`` replicas, and the ``value`` the search was told (``replica_objective``)."""
+    settings = study.config.get("study", {})
+    if settings.get("replicas", 1) <= 1:
+        return []
+    seed_param, objective = settings["replica_seed_param"], settings["replica_objective"]
+    groups = {}
+    for row in study.rows:
+        if row["status"] not in ("done", "failed"):
+            continue
+        point = {k: v for k, v in row["params"].items() if k != seed_param}
+        value = row["result"] if row["status"] == "done" and row["result"] is not None \
+            else math.nan
+        groups.setdefault(point_key(point), (point, []))[1].append(value)
+    summary = []
+    for point, values in groups.values():
+        finite = [v for v in values if math.isfinite(v)]
+        summary.append({"point": point, "mean": float(np.mean(finite)) if finite else None,
+                        "std": float(np.std(finite, ddof=1)) if len(finite) > 1 else None,
+                        "count": len(finite), "failed": len(values) - len(finite),
+                        "value": aggregate(values, objective)})
+    summary.sort(key=lambda s: (math.isnan(s["value"]), s["value"]))
+    return [{**s, "value": None if math.isnan(s["value"]) else s["value"]} for s in summary]
+
+
+def print_replicas(study, console, top=None):
+    """Print the :func:`replica_summary` of ``study`` (nothing without replicas)."""
+    from rich.table import Table
+
+    summary = replica_summary(study)
+    if not summary:
+        return
+    settings = study.config["study"]
+    names = list(dict.fromkeys(k for s in summary for k in s["point"]))
+    table = Table(title=f"{study.expdir}: points by the {settings['replica_objective']} of "
+                        f"{settings['replicas']} replicas ({len(summary)} points)")
+    for column in ["value", "mean", "std", "count", "failed", *names]:
+        table.add_column(column, overflow="fold")
+    for entry in summary[:top] if top else summary:
+        table.add_row(*(_cell(entry[c]) for c in ("value", "mean", "std", "count", "failed")),
+                      *(_cell(entry["point"].get(n)) for n in names))
+    console.print(table)

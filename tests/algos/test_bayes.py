@@ -72,6 +72,27 @@ def test_optuna_sampler_options_reach_the_sampler():
         OptunaSearch(MIXED, sampler="hyperband")
 
 
+def test_optuna_tpe_runs_with_optuna_5s_defaults_on_any_optuna():
+    # Optuna 4's TPESampler defaults to constant_liar = multivariate = False, Optuna 5's to
+    # True: the plugin sets them, so a study searches the same way on both.
+    default = OptunaSearch(MIXED, seed=0).study.sampler
+    assert default._constant_liar is True and default._multivariate is True
+    chosen = OptunaSearch(MIXED, seed=0, constant_liar=False, multivariate=False).study.sampler
+    assert chosen._constant_liar is False and chosen._multivariate is False
+
+
+def test_an_option_the_installed_optuna_lacks_is_refused_with_its_version():
+    import optuna
+
+    from emews.algorithms.optuna_search import _check_sampler_options
+
+    # RandomSampler stands for a sampler of an Optuna that predates the option
+    with pytest.raises(ConfigError, match=r"\[algorithm\]\.n_startup_trials: is not an option "
+                                          r"of TPESampler \(it takes none\) in Optuna \d"):
+        _check_sampler_options("tpe", {"n_startup_trials": 3}, MIXED,
+                               optuna.samplers.RandomSampler)
+
+
 def test_optuna_trials_record_failures_and_history():
     from optuna.trial import TrialState
 

@@ -22,6 +22,17 @@ class TestSweep(Conformance):
     seeded = False
 
 
+TABLE = {"x": [-1.5, 0.0, 1.5], "lr": [1e-3, 1e-2], "units": [4, 32], "n": [0, 5],
+         "act": ["relu", "tanh"], "batch": [16, 128], "bn": [True, False], "epochs": [3]}
+
+
+class TestSweepTable(Conformance):
+    algorithm = "sweep"
+    options = {"params": TABLE, "strategy": "random", "n": 20}
+    finite_options = {}
+    learns = False
+
+
 class TestGA(Conformance):
     algorithm = "ga"
     options = {"population_size": 6}

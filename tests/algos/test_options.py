@@ -26,7 +26,8 @@ def build(algorithm, options):
 
 @pytest.mark.parametrize("algorithm, options, name, rule", [
     ("random", {"step": 0.1}, "step", "is not an option of RandomSearch (it takes none)"),
-    ("sweep", SWEEP | {"shuffle": True}, "shuffle", "is not an option of Sweep (options: file)"),
+    ("sweep", SWEEP | {"shuffle": True}, "shuffle",
+     "is not an option of Sweep (options: file, n, params, strategy)"),
     ("ga", {"populaton_size": 8}, "populaton_size", "is not an option of GA (options: "
                                                     "crossover_indpb, crossover_prob, "),
     ("ga_async", {"mu": 3}, "mu", "is not an option of SteadyStateGA (options: "),
@@ -74,7 +75,8 @@ def test_an_unknown_option_is_named_with_the_options_there_are(algorithm, option
     ("gp", {"model_queue_size": 0}, "model_queue_size", "must be an integer >= 1", 0),
     ("optuna", {"n_startup_trials": -1}, "n_startup_trials", "must be an integer >= 0", -1),
     ("optuna", {"multivariate": "yes"}, "multivariate", "must be true or false", "yes"),
-    ("optuna", {"group": True}, "group", "group = true needs multivariate = true", True),
+    ("optuna", {"group": True, "multivariate": False}, "group",
+     "group = true needs multivariate = true", True),
     ("optuna", {"sampler": "tpe", "prior_weight": 0}, "prior_weight", "must be a number > 0", 0),
     ("optuna", {"sampler": "cmaes", "sigma0": 0}, "sigma0", "must be a number > 0", 0),
     ("optuna", {"sampler": "cmaes", "popsize": 2}, "popsize", "must be an integer >= 4", 2),

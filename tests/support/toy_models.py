@@ -2,6 +2,7 @@
 
 import math
 import os
+import random
 import threading
 
 
@@ -48,3 +49,11 @@ def sleepy(params):
 
     time.sleep(3.0)
     return float(params["x"])
+
+
+def noisy(params):
+    """``x**2 + n`` plus noise in [0, 1) drawn from the replica's seed (``rng_seed``); fails
+    when the seed is odd and ``act`` is ``"tanh"`` (some replicas of a point fail)."""
+    if params["act"] == "tanh" and params["rng_seed"] % 2:
+        raise RuntimeError(f"odd seed {params['rng_seed']}")
+    return params["x"] ** 2 + params["n"] + random.Random(params["rng_seed"]).random()

@@ -1,0 +1,122 @@
+"""Replicas (SmartSim's ensembles of one model): each point evaluated ``R`` times, with seeds.
+
+:class:`Replicas` wraps any :class:`~emews.core.algorithm.Algorithm`. Each point the wrapped
+algorithm proposes goes to the pool as ``R`` points, the same parameters plus a seed under the
+name ``seed_param`` (``[study].replica_seed_param``, CANDLE's ``rng_seed`` by default), ``R``
+distinct seeds drawn for each point from the study's seed. Every replica is an evaluation of
+its own (one row in the store); when the last replica of a point is told, the wrapped algorithm
+is told the point once, with the replicas' ``mean`` or their ``worst`` (largest) value::
+
+    algorithm.ask(1) -> {x}  ==>  {x, rng_seed: s1} ... {x, rng_seed: sR}  -> pool
+    algorithm.tell([{x}], [mean or worst])  <==  R results
+
+Failed replicas are left out of the value; a point whose replicas all failed is told as a
+failure (``NaN``). Told replicas that were never asked for (a resumed run's history) are
+grouped by their point without the seed and told once ``R`` of them are in.
+
+Settings (the ``replicas`` entry of the ME's settings, from the ``[study]`` table):
+``replicas`` (``R``), ``replica_objective`` (``mean`` or ``worst``), ``replica_seed_param``.
+"""
+
+import math
+
+import numpy as np
+
+from .algorithm import Algorithm, pack_state, point_key, unpack_state
+from ..errors import ConfigError
+
+OBJECTIVES = ("mean", "worst")
+SEED_PARAM = "rng_seed"
+SEED_RANGE = 2 ** 31     # seeds are drawn from [0, 2**31): an int32 for any model's RNG
+
+
+def wrap(algorithm, settings):
+    """``algorithm`` wrapped in :class:`Replicas` when ``settings`` (``{"replicas": R, ...}``
+    or ``None``) asks for more than one replica; else ``algorithm`` itself."""
+    if not settings or settings.get("replicas", 1) <= 1:
+        return algorithm
+    return Replicas(algorithm.space, seed=algorithm.seed, algorithm=algorithm,
+                    replicas=settings["replicas"],
+                    objective=settings.get("replica_objective", "mean"),
+                    seed_param=settings.get("replica_seed_param", SEED_PARAM))
+
+
+def check(space, seed_param, where="[study].replica_seed_param"):
+    """A ConfigError (naming ``where``) when the seed's parameter name is one of the search
+    space's."""
+    if space is not None and seed_param in space.names:
+        raise ConfigError(where, "must not be a parameter of the search "
+                          f"space ({', '.join(space.names)})", seed_param)
+
+
+def aggregate(values, objective):
+    """The value a point's replica ``values`` tell: their ``mean`` or ``worst`` over the finite
+    ones; ``NaN`` when none is finite."""
+    finite = [v for v in values if math.isfinite(v)]
+    if not finite:
+        return math.nan
+    return max(finite) if objective == "worst" else float(np.mean(finite))
+
+
+class Replicas(Algorithm):
+    """``algorithm``'s points, each evaluated ``replicas`` times with distinct seeds."""
+
+    def __init__(self, space, seed=None, algorithm=None, replicas=2, objective="mean",
+                 seed_param=SEED_PARAM):
+        super().__init__(space, seed)
+        self.rng = np.random.default_rng(None if seed is None else [seed, 1])  # not the inner's
+        if objective not in OBJECTIVES:
+            raise ConfigError("[study].replica_objective", f"must be one of {list(OBJECTIVES)}",
+                              objective)
+        check(space, seed_param)
+        self.algorithm = algorithm
+        self.replicas = replicas
+        self.objective = objective
+        self.seed_param = seed_param
+        self.needs_space, self.finite = algorithm.needs_space, algorithm.finite
+        self.ready = []      # replica points asked for and not yet proposed
+        self.groups = {}     # point key -> {"point": point, "seeds": [...], "values": [...]}
+
+    def ask(self, n):
+        while len(self.ready) < n:
+            asked = self.algorithm.ask(math.ceil((n - len(self.ready)) / self.replicas))
+            if not asked:
+                break
+            for point in asked:
+                self.ready += self._replicate(point)
+        points, self.ready = self.ready[:n], self.ready[n:]
+        return points
+
+    def tell(self, points, values):
+        told_points, told_values = [], []
+        for replica, value in zip(points, values):
+            point = {k: v for k, v in replica.items() if k != self.seed_param}
+            group = self.groups.setdefault(point_key(point), {"point": point, "values": []})
+            group["values"].append(float(value))
+            if len(group["values"]) >= self.replicas:
+                del self.groups[point_key(point)]
+                told_points.append(group["point"])
+                told_values.append(aggregate(group["values"], self.objective))
+        if told_points:
+            self.algorithm.tell(told_points, told_values)
+
+    def done(self):
+        return not self.ready and self.algorithm.done()
+
+    def state(self):
+        inner = self.algorithm.state()
+        if inner is None:
+            return None
+        return pack_state(self, {"algorithm": inner, "ready": self.ready, "groups": self.groups,
+                                 "rng": self.rng.bit_generator.state}, pickled=True)
+
+    def restore(self, state):
+        data = unpack_state(self, state)
+        self.algorithm.restore(data["algorithm"])
+        self.ready, self.groups = data["ready"], data["groups"]
+        self.rng.bit_generator.state = data["rng"]
+
+    def _replicate(self, point):
+        """``point`` as its replicas, one per seed (the seeds distinct)."""
+        seeds = [int(s) for s in self.rng.choice(SEED_RANGE, size=self.replicas, replace=False)]
+        return [{**point, self.seed_param: seed} for seed in seeds]

@@ -1,0 +1,21 @@
+"""An algorithm that writes down what it is told: random search plus a JSON-lines record of
+every ``tell`` (point and value), for tests that check what the driver hands an algorithm."""
+
+import json
+import math
+
+from emews.algorithms.random_search import RandomSearch
+
+
+class RecordingRandom(RandomSearch):
+    """Random search; each told point and value is appended to the file ``record``."""
+
+    def __init__(self, space, seed=None, record=None):
+        super().__init__(space, seed)
+        self.record = record
+
+    def tell(self, points, values):
+        with open(self.record, "a") as handle:
+            for point, value in zip(points, values):
+                told = None if math.isnan(value) else value
+                handle.write(json.dumps({"point": point, "value": told}) + "\n")

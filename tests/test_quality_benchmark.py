@@ -1,0 +1,81 @@
+"""The quality benchmark's machinery: peers run as their own loops would, the three modes hand
+out the budget as they say, and the paired verdicts follow the Wilcoxon test (no timings)."""
+
+import numpy as np
+import pytest
+
+from benchmarks.quality import compare, contender, evaluate, problem
+
+
+@pytest.mark.parametrize("name,minimize", [("skopt gp_minimize", "gp_minimize"),
+                                           ("skopt forest_minimize", "forest_minimize")])
+def test_a_sequential_skopt_peer_is_exactly_its_minimize_function(name, minimize):
+    import skopt
+
+    from emews.algorithms.skopt_search import _decode, _dimension
+
+    space, objective, _ = problem("branin")
+    reference = getattr(skopt, minimize)(
+        lambda x: objective(space.point([_decode(p, v) for p, v in zip(space.free, x)])),
+        [_dimension(p) for p in space.free], n_calls=13, random_state=5)
+    values = evaluate(contender(name, space, 5, 13), objective, 13, "sequential", 8, 5)
+    assert np.allclose(values, reference.func_vals)
+
+
+class Recorder:
+    """Wraps a contender: counts the points in flight at each ask."""
+
+    def __init__(self, inner):
+        self.inner, self.in_flight, self.asks = inner, 0, []
+
+    def ask(self, n):
+        points = self.inner.ask(n)
+        self.asks.append((n, self.in_flight))
+        self.in_flight += len(points)
+        return points
+
+    def tell(self, points, values):
+        self.in_flight -= len(points)
+        self.inner.tell(points, values)
+
+
+@pytest.mark.parametrize("mode,sizes", [("sequential", {1}), ("batch", {4, 2}),
+                                        ("async", {4, 1})])
+def test_each_mode_hands_out_the_budget_as_documented(mode, sizes):
+    space, objective, _ = problem("branin")
+    searcher = Recorder(contender("optuna TPE", space, 0, 14))
+    values = evaluate(searcher, objective, 14, mode, 4, 0)
+    assert len(values) == 14 and searcher.in_flight == 0
+    assert {n for n, _ in searcher.asks} == sizes
+    if mode == "async":      # a freed worker is refilled while the other three still run
+        assert all(flight == 3 for n, flight in searcher.asks[1:11])
+    else:
+        assert all(flight == 0 for _, flight in searcher.asks)
+
+
+def test_async_workers_share_one_timeline_per_seed():
+    space, objective, _ = problem("branin")
+    first = evaluate(contender("random", space, 2, 12), objective, 12, "async", 4, 2)
+    again = evaluate(contender("random", space, 2, 12), objective, 12, "async", 4, 2)
+    sequential = evaluate(contender("random", space, 2, 12), objective, 12, "sequential", 4, 2)
+    assert first == again and sorted(first) == sorted(sequential) and first != sequential
+
+
+def test_the_paired_verdict_comes_from_the_wilcoxon_test():
+    peer = {s: 0.0 for s in range(10)}
+    assert compare({s: -1.0 - s for s in range(10)}, peer)["verdict"] == "better"
+    assert compare({s: 1.0 + s for s in range(10)}, peer)["verdict"] == "worse"
+    mixed = compare({s: (-1.0) ** s * (s + 1) for s in range(10)}, peer)
+    assert mixed["verdict"] == "tie" and mixed["p_worse"] > 0.05
+    assert compare(peer, peer) == {"median_difference": 0.0, "p_better": 1.0,
+                                   "p_worse": 1.0, "verdict": "tie", "pairs": 10}
+
+
+def test_optuna_gp_is_left_out_with_the_reason_only_without_pytorch():
+    import importlib.util
+
+    from benchmarks.quality import unavailable
+
+    missing = importlib.util.find_spec("torch") is None
+    assert (unavailable("optuna GP") is not None) == missing
+    assert unavailable("optuna TPE") is None and unavailable("mbo") is None

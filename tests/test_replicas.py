@@ -1,0 +1,170 @@
+"""Replicas: each point evaluated R times with distinct seeds, every replica a row of the store,
+the algorithm told one value per point (mean or worst); ``emews show`` summarizes the points."""
+
+import collections
+import json
+import math
+import re
+import statistics
+
+import numpy as np
+import pytest
+
+import emews
+from emews.algorithms.random_search import RandomSearch
+from emews.core.algorithm import point_key
+from emews.core.replicas import Replicas, wrap
+from emews.errors import ConfigError
+from emews.inspect import load
+from emews.inspect.show import replica_summary
+from emews.space import Space
+from emews.store import Store
+
+SPACE = [{"name": "x", "type": "float", "lower": -2.0, "upper": 2.0},
+         {"name": "n", "type": "int", "lower": 0, "upper": 3},
+         {"name": "act", "type": "categorical", "values": ["relu", "tanh"]}]
+
+
+@pytest.fixture
+def make_config(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(__import__("conftest").SUPPORT))
+    (tmp_path / "space.json").write_text(json.dumps(SPACE))
+
+    def make(record, **study):
+        base = {"name": "t", "space": str(tmp_path / "space.json"), "budget": 24, "seed": 3,
+                "impl": "py", "objective": "toy_models:noisy", "data_dir": str(tmp_path),
+                "algorithm": "recording_algorithm:RecordingRandom", "replicas": 3}
+        base.update(study)
+        return {"system": {"pool": "inprocess", "procs": 3, "progress_interval": 0.0},
+                "study": base, "algorithm": {"record": str(record)}}
+
+    return make
+
+
+def stored(expdir):
+    store = Store(expdir / "results.db")
+    try:
+        return store.rows()
+    finally:
+        store.close()
+
+
+def by_point(rows, seed_param="rng_seed"):
+    """Store rows grouped by their point without the seed: key -> [row, ...]."""
+    groups = collections.defaultdict(list)
+    for row in rows:
+        groups[point_key({k: v for k, v in row["params"].items() if k != seed_param})].append(row)
+    return groups
+
+
+def told(record):
+    return [json.loads(line) for line in record.read_text().splitlines()]
+
+
+@pytest.mark.parametrize("mode,objective", [("async", "mean"), ("batch", "worst")])
+def test_every_replica_is_stored_and_the_algorithm_is_told_one_value_per_point(
+        make_config, tmp_path, mode, objective):
+    record = tmp_path / "told.jsonl"
+    result = emews.run(make_config(record, mode=mode, replica_objective=objective))
+    rows = stored(result.expdir)
+    assert len(rows) == 24
+    groups = by_point(rows)
+    assert len(groups) == 8 and all(len(g) == 3 for g in groups.values())
+    for group in groups.values():
+        seeds = [row["params"]["rng_seed"] for row in group]
+        assert len(set(seeds)) == 3 and all(isinstance(s, int) for s in seeds)
+        assert all(row["status"] == "failed" for row in group
+                   if row["params"]["act"] == "tanh" and row["params"]["rng_seed"] % 2)
+    assert any(row["status"] == "failed" for row in rows)   # the seed reached the model
+    everything = told(record)
+    assert len(everything) == 8
+    for entry in everything:
+        assert "rng_seed" not in entry["point"]
+        values = [row["result"] for row in groups[point_key(entry["point"])]
+                  if row["status"] == "done"]
+        if not values:
+            assert entry["value"] is None            # every replica failed: a failure
+        elif objective == "mean":
+            assert entry["value"] == pytest.approx(statistics.mean(values))
+        else:
+            assert entry["value"] == max(values)
+
+
+def test_emews_show_summarizes_each_point_over_its_replicas(make_config, tmp_path,
+                                                            emews_cli):
+    record = tmp_path / "told.jsonl"
+    result = emews.run(make_config(record, replica_seed_param="rng_seed", budget=12))
+    summary = replica_summary(load(result.expdir))
+    groups = by_point(stored(result.expdir))
+    assert len(summary) == 4
+    for entry in summary:
+        values = [r["result"] for r in groups[point_key(entry["point"])] if r["status"] == "done"]
+        assert entry["count"] == len(values) and entry["failed"] == 3 - len(values)
+        if values:
+            assert entry["mean"] == pytest.approx(statistics.mean(values))
+            assert entry["value"] == pytest.approx(statistics.mean(values))
+        if len(values) > 1:
+            assert entry["std"] == pytest.approx(statistics.stdev(values))
+    ranked = [e["value"] for e in summary if e["value"] is not None]
+    assert ranked == sorted(ranked)
+    done = emews_cli("show", result.expdir)
+    assert done.returncode == 0, done.stderr
+    assert "points by the mean of 3 replicas (4 points)" in done.stdout
+    assert f"{summary[0]['value']:.6g}" in done.stdout
+
+
+def test_a_seed_parameter_that_the_space_has_is_refused_in_one_line(make_config, tmp_path):
+    config = make_config(tmp_path / "told.jsonl", replica_seed_param="n")
+    with pytest.raises(ConfigError, match=r"^config: \[study\]\.replica_seed_param: must not be a "
+                                          r"parameter of the search space \(x, n, act\), got 'n'$"):
+        emews.run(config)
+    assert not (tmp_path / "t").exists()
+
+
+@pytest.mark.parametrize("key,value,rule", [
+    ("replicas", 0, "must be positive"),
+    ("replica_objective", "median", "must be one of ['mean', 'worst']"),
+])
+def test_bad_replica_settings_are_named(make_config, tmp_path, key, value, rule):
+    with pytest.raises(ConfigError, match=re.escape(f"[study].{key}: {rule}")):
+        emews.run(make_config(tmp_path / "told.jsonl", **{key: value}))
+
+
+def test_replicas_of_a_classic_eqpy_module_are_refused(make_config, tmp_path):
+    with pytest.raises(ConfigError, match=r"\[study\]\.replicas: needs an ask/tell algorithm"):
+        emews.run(make_config(tmp_path / "told.jsonl", algorithm="classic_me"))
+
+
+def test_one_replica_leaves_the_algorithm_as_it_is():
+    algorithm = RandomSearch(Space.from_ga_json(SPACE), seed=0)
+    assert wrap(algorithm, {"replicas": 1}) is algorithm and wrap(algorithm, None) is algorithm
+
+
+def test_a_resumed_history_is_grouped_and_told_once_per_point():
+    space = Space.from_ga_json(SPACE)
+    inner = RandomSearch(space, seed=0)
+    told_inner = []
+    inner.tell = lambda points, values: told_inner.extend(zip(points, values))
+    replicas = Replicas(space, seed=0, algorithm=inner, replicas=2, objective="worst")
+    point = {"x": 0.5, "n": 1, "act": "relu"}
+    replicas.tell([{**point, "rng_seed": 7}], [2.0])
+    assert told_inner == []                                  # one of two replicas so far
+    replicas.tell([{**point, "rng_seed": 9}], [3.0])
+    assert told_inner == [(point, 3.0)]
+    replicas.tell([{**point, "rng_seed": 1}, {**point, "rng_seed": 2}], [math.nan, math.nan])
+    assert math.isnan(told_inner[-1][1])
+
+
+def test_the_state_restores_the_replicas_still_to_propose():
+    space = Space.from_ga_json(SPACE)
+
+    def build():
+        return Replicas(space, seed=5, algorithm=RandomSearch(space, seed=5), replicas=3)
+
+    first = build()
+    first.ask(4)                                  # two points: one whole, one with 2 left
+    again = build()
+    again.restore(first.state())
+    assert again.ask(5) == first.ask(5)
+    seeds = [p["rng_seed"] for p in build().ask(3)]
+    assert len(set(seeds)) == 3 and np.all(np.array(seeds) >= 0)

@@ -1,0 +1,104 @@
+"""The sweep's SmartSim permutation strategies over a table of values (``all_perm``, ``step``,
+``random``), checked in the store of real runs; and their bad input."""
+
+import itertools
+import json
+
+import pytest
+
+from emews.algorithms.sweep import Sweep
+from emews.errors import ConfigError
+from emews.store import Store
+
+PARAMS = {"x": [0.5, -1.0, 1.5], "n": [0, 1, 2], "act": ["relu", "tanh", "sigmoid"]}
+TABLE = '{x = [0.5, -1.0, 1.5], n = [0, 1, 2], act = ["relu", "tanh", "sigmoid"]}'
+
+
+def rows(expdir):
+    store = Store(expdir / "results.db")
+    try:
+        return store.rows()
+    finally:
+        store.close()
+
+
+def write_study(tmp_path, procs, pool, strategy, extra=""):
+    (tmp_path / "space.json").write_text(json.dumps([
+        {"name": "x", "type": "float", "lower": -2.0, "upper": 2.0},
+        {"name": "n", "type": "int", "lower": 0, "upper": 3},
+        {"name": "act", "type": "categorical", "values": ["relu", "tanh", "sigmoid"]}]))
+    path = tmp_path / "sweep.toml"
+    path.write_text(f'[system]\nprocs = {procs}\npool = "{pool}"\nprogress_interval = 0.0\n'
+                    f'[study]\nalgorithm = "sweep"\nspace = "space.json"\nseed = 11\n'
+                    f'objective = "toy_models:quadratic"\nmode = "batch"\n{extra}'
+                    f'[algorithm]\nparams = {TABLE}\nstrategy = "{strategy}"\n')
+    return path
+
+
+def expected(strategy):
+    names = list(PARAMS)
+    if strategy == "all_perm":
+        return [dict(zip(names, v)) for v in itertools.product(*PARAMS.values())]
+    return [dict(zip(names, v)) for v in zip(*PARAMS.values())]
+
+
+@pytest.mark.parametrize("strategy", ["all_perm", "step"])
+def test_a_table_sweep_evaluates_each_combination_once_in_order(emews_cli, tmp_path, strategy):
+    done = emews_cli("run", write_study(tmp_path, 3, "inprocess", strategy))
+    assert done.returncode == 0, done.stderr
+    (expdir,) = (tmp_path / "experiments" / "sweep").iterdir()
+    evaluations = rows(expdir)
+    assert [r["params"] for r in evaluations] == expected(strategy)
+    assert all(r["result"] == r["params"]["x"] ** 2 + r["params"]["n"] for r in evaluations)
+    assert "the algorithm has no more points to propose" in done.stdout
+
+
+@pytest.mark.mpi
+def test_a_random_sweep_draws_distinct_combinations_on_an_mpi_pool(emews_cli, tmp_path):
+    done = emews_cli("run", write_study(tmp_path, 3, "mpi", "random", extra="replicas = 2\n"),
+                     "--set", "algorithm.n=5")
+    assert done.returncode == 0, done.stderr
+    (expdir,) = (tmp_path / "experiments" / "sweep").iterdir()
+    evaluations = rows(expdir)
+    assert len(evaluations) == 10 and {r["rank"] for r in evaluations} <= {1, 2}
+    points = [{k: v for k, v in r["params"].items() if k != "rng_seed"} for r in evaluations]
+    unique = list({json.dumps(p, sort_keys=True): p for p in points}.values())
+    assert len(unique) == 5 and all(points.count(p) == 2 for p in unique)
+    assert all(p in expected("all_perm") for p in unique)
+    for point in unique:
+        seeds = [r["params"]["rng_seed"] for r, p in zip(evaluations, points) if p == point]
+        assert len(set(seeds)) == 2
+
+
+def test_a_random_sweep_depends_on_the_seed_only():
+    def draw(seed):
+        return Sweep(None, seed=seed, params=PARAMS, strategy="random", n=6).ask(10)
+
+    assert draw(1) == draw(1) and draw(1) != draw(2) and len(draw(1)) == 6
+
+
+@pytest.mark.parametrize("options,field,rule", [
+    ({"params": PARAMS, "strategy": "step", "n": 2}, "n", "is required by strategy"),
+    ({"params": PARAMS, "strategy": "random"}, "n", "is required by strategy"),
+    ({"params": PARAMS, "strategy": "random", "n": 28}, "n", "must be an integer >= 1 <= 27"),
+    ({"params": PARAMS, "strategy": "zip"}, "strategy", "must be one of ['all_perm', 'step', "),
+    ({"params": {"x": [1], "n": [1, 2]}, "strategy": "step"}, "params",
+     'strategy = "step" needs lists of the same length'),
+    ({"params": {"x": []}}, "params.x", "must be a non-empty list of values"),
+    ({"params": [1, 2]}, "params", "must be a table of lists of values"),
+    ({}, "", "the sweep needs exactly one of file"),
+    ({"params": PARAMS, "file": "points.jsonl"}, "", "the sweep needs exactly one of file"),
+])
+def test_bad_sweep_options_are_named_with_the_rule(options, field, rule):
+    with pytest.raises(ConfigError) as error:
+        Sweep(None, seed=0, **options)
+    assert str(error.value).startswith(f"[algorithm]{'.' if field else ''}{field}: {rule}")
+
+
+def test_a_table_point_outside_the_space_is_refused(tmp_path):
+    from emews.space import Space
+
+    space = Space.from_ga_json([{"name": "x", "type": "float", "lower": 0.0, "upper": 1.0}])
+    with pytest.raises(ConfigError, match=r"\[algorithm\]\.params: point 1 must be a point of "
+                                          r"the search space \(x\)"):
+        Sweep(space, params={"x": [0.5, 2.0]})
