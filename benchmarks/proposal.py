@@ -122,7 +122,7 @@ def run(sizes):
     """Every contender at every n of the size; the figures, and a Markdown table printed."""
     ns, steps = SIZES.get(sizes.name, SIZES["full"])
     made, missing = contenders(seed=0)
-    rows = []
+    runs = []
     for name, make in made.items():
         for n in ns:
             print(f"[proposal] {name} at n = {n}", flush=True)
@@ -134,8 +134,8 @@ def run(sizes):
                 periodic = warm if name == "emews gp" else \
                     max(times[0] - float(np.mean(times[1:] or times)), 0.0)
                 row["amortized_ms"] = 1e3 * (step + periodic / math.ceil(GROWTH[name] * n))
-            rows.append(row)
-    figures = {"problem": "hartmann6 (6-D)", "ns": list(ns), "rows": rows,
+            runs.append(row)
+    figures = {"problem": "hartmann6 (6-D)", "ns": list(ns), "runs": runs,
                "not_measured": missing}
     print(markdown(figures), flush=True)
     return figures
@@ -144,10 +144,10 @@ def run(sizes):
 def markdown(figures):
     """The figures as a table: ms per ask + tell, one row per contender, one column per n."""
     ns = figures["ns"]
-    by = {(r["contender"], r["n"]): r for r in figures["rows"]}
+    by = {(r["contender"], r["n"]): r for r in figures["runs"]}
     lines = ["| contender | " + " | ".join(f"n = {n}" for n in ns) + " |",
              "|---|" + "---|" * len(ns)]
-    for name in dict.fromkeys(r["contender"] for r in figures["rows"]):
+    for name in dict.fromkeys(r["contender"] for r in figures["runs"]):
         cells = []
         for n in ns:
             r = by[(name, n)]

@@ -1,9 +1,9 @@
 """Part 2, worker utilization: real MPI ranks that sleep, with each algorithm, async and batch.
 
-Each run is ``emews.run`` under ``mpiexec -n WORKERS+1``: the objective :func:`sleep` sleeps
-a lognormal time (median 1 s, sigma 1) drawn from a hash of the point, so the durations do not
-depend on the algorithm, and returns Hartmann-6 at the point, so a model has something to learn.
-From the store::
+Each run is ``emews.run`` under ``mpiexec -n WORKERS+1``: the objective
+:func:`benchmarks.utilization_tasks.sleep` sleeps a lognormal time (median 1 s, sigma 1) drawn
+from a hash of the point, so the durations do not depend on the algorithm, and returns
+Hartmann-6 at the point, so a model has something to learn. From the store::
 
     utilization = sum(finished - started) / (workers x (last finish - first point queued))
 
@@ -21,31 +21,18 @@ In async mode the GA is the steady-state GA (``ga_async``), in batch mode the ge
 
 import argparse
 import json
-import math
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 
-from emews.models import analytic
-
-from . import utilization_peers
+from . import utilization_peers, utilization_tasks
 from .common import mpiexec_python, summary, utilization
-from .objectives import lognormal_duration
 
 SPACE = [{"name": f"x{i}", "type": "float", "lower": 0.0, "upper": 1.0} for i in range(1, 7)]
 ASYNC_VARIANTS = {"ga": "ga_async"}
 DESIGN = {"random": 0, "ga": 20, "gp": 10, "mbo": 4 * len(SPACE)}   # the defaults' designs
-MEDIAN_S, SIGMA = 1.0, 1.0
-
-
-def sleep(params):
-    """Sleep a lognormal time (median 1 s, sigma 1) drawn from the point; return Hartmann-6."""
-    time.sleep(lognormal_duration(params, mean=MEDIAN_S * math.exp(SIGMA ** 2 / 2),
-                                  sigma=SIGMA))
-    return analytic.hartmann6(params)
 
 
 def run(sizes):
@@ -64,7 +51,7 @@ def run(sizes):
     runs += utilization_peers.rows(sizes)  # libEnsemble and Optuna, the same tasks
     return {"workers": sizes.utilization_workers, "tasks": sizes.utilization_tasks,
             "max_time_s": sizes.utilization_max_time,
-            "duration": f"lognormal, median {MEDIAN_S} s, sigma {SIGMA}", "runs": runs}
+            "duration": utilization_tasks.DESCRIPTION, "runs": runs}
 
 
 def _study(algorithm, mode, tasks, directory, max_time):
@@ -81,7 +68,7 @@ def _study(algorithm, mode, tasks, directory, max_time):
     result = emews.run({
         "system": {"progress_interval": 3600.0},
         "study": {"algorithm": "benchmarks.timed:Timed", "space": str(space), "budget": tasks,
-                  "impl": "py", "objective": "benchmarks.utilization:sleep", "mode": mode,
+                  "impl": "py", "objective": "benchmarks.utilization_tasks:sleep", "mode": mode,
                   "seed": 0, "data_dir": str(directory), "name": "utilization",
                   "max_time": max_time},
         "algorithm": {"inner": plugin},
