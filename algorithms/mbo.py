@@ -18,12 +18,17 @@ Design choices (mlrMBO's defaults unless said otherwise):
 * Initial design: ``design_size`` points (default 4 per free parameter) of a Latin hypercube
   (SciPy's, improved for centred discrepancy, where mlrMBO uses a maximin LHS); every value of
   an integer or categorical parameter gets an equal share.
-* Surrogate: a random forest (``n_trees`` trees, ``max_features`` a third of the parameters,
-  as R's randomForest; ``min_samples_leaf`` 1, as scikit-learn: R's 5 flattens the model on
-  small designs). Its standard error is the jackknife-after-bootstrap of Wager, Hastie and
-  Efron (2014), as mlr's ``se.method = "jackknife"``, without the Monte-Carlo bias correction
-  (which can turn the variance negative with few trees; the uncorrected one errs towards
-  exploring); ``se_method = "bootstrap"`` uses the spread of the trees' predictions instead.
+* Surrogate: a random forest (``n_trees`` 100 trees, where R's randomForest grows 500;
+  ``max_features`` a third of the parameters, as R's; ``min_samples_leaf`` 1, where R's is 5:
+  both measured in algorithms/README.md). Its standard error is the jackknife-after-bootstrap
+  of Wager, Hastie and Efron (2014), as mlr's ``se.method = "jackknife"``, without the
+  Monte-Carlo bias correction (which can turn the variance negative with few trees; the
+  uncorrected one errs towards exploring); ``se_method = "bootstrap"`` uses the spread of the
+  trees' predictions instead.
+* Refits: the forest is grown again once the data has grown by ``rebuild_growth`` (5 %) since
+  it was last grown, where mlrMBO grows it at every proposal; in between, results told since
+  (and the points in flight, with the lie) are dropped into its leaves, which updates their
+  means and the jackknife without new splits.
 * Failures and non-finite results are imputed as :func:`emews.core.algorithm.failure_value` (the
   worst value plus a tenth of the range), so the model steers away from them.
 * Infill criteria: ``cb`` (lower confidence bound mean - lambda * se; ``cb_lambda`` defaults to
@@ -35,18 +40,16 @@ Design choices (mlrMBO's defaults unless said otherwise):
   drawn from Exp(1) on one model; ``cl`` (constant liar) refits after each proposal with the
   proposal told the lie. ``propose_points`` caps the points per iteration.
 * Async: a point in flight is in the data with the lie too, so the next proposal is planned
-  around it. The lie (``cl_lie``) is the mean of the values so far, where mlrMBO takes the
-  minimum: a forest does not interpolate, so a minimum lie makes it predict the best value all
-  around a point still running and draws the next proposals to it (async runs on the test
-  functions did clearly worse with ``min``). A proposal equal to a known point is replaced by a
-  random one.
+  around it. The lie (``cl_lie``) is the minimum of the values so far, as mlrMBO's
+  ``cl.lie = min`` (``mean`` and ``max`` measured no different: algorithms/README.md). A
+  proposal equal to a known point is replaced by a random one.
 * ``max_budget`` (evaluations in all, the design included; mlrMBO's ``max.evals``) and
   ``max_iterations`` (model-based rounds; mlrMBO's ``iters``) make the algorithm done.
 * ``max_features`` is the share of the parameters each split considers, in (0, 1] (an integer
   1 means all of them, not one parameter as in scikit-learn).
 * ``state()`` is plain JSON: the generator's state, every told point (unit coordinates) with its
-  value, the points in flight, the rest of the design and the iteration count. The forest is
-  refitted from them at every proposal, so nothing else is needed: about 8 kB
+  value, the points in flight, the rest of the design, the iteration count and the size and
+  seed the forest was grown with, which a restore grows again: about 8 kB
   (zlib-compressed) at n = 200 on the 7-parameter test space.
 """
 
@@ -71,7 +74,7 @@ class MBO(Algorithm):
     ready_share = 0.25  # async: the driver keeps a quarter as many points ready as slots
 
     def __init__(self, space, seed=None, design_size=None, infill="cb", cb_lambda=None,
-                 multipoint="qlcb", cl_lie="mean", propose_points=None, max_budget=None,
+                 multipoint="qlcb", cl_lie="min", propose_points=None, max_budget=None,
                  max_iterations=None,
                  n_trees=100, max_features=1 / 3, min_samples_leaf=1, se_method="jackknife",
                  focus_points=1000, focus_maxit=5, focus_restarts=1, rebuild_growth=0.05):

@@ -15,6 +15,8 @@ The peers, in the same run on the same points: scikit-optimize's ``Optimizer`` a
 installed, Optuna's ``GPSampler`` (otherwise the record says it was not measured, and why).
 """
 
+import argparse
+import json
 import math
 import time
 
@@ -164,45 +166,62 @@ def markdown(figures):
 
 # --- mlrMBO's values beside ours (algorithms/README.md) ----------------------------------------
 
-MLRMBO_VARIANTS = {"cl_lie": ("min", "mean"), "n_trees": (500, 100),
-                   "min_samples_leaf": (5, 1), "focus_points": (10000, 1000)}
+# option -> (mlrMBO's value as Supervisor's mlrMBO-mbo.R runs it, the value beside it): our
+# default where it differs (n_trees, min_samples_leaf, rebuild_growth: 0 grows the forest at
+# every proposal, as mlrMBO; design_size: 10 is Supervisor's design.size default, None our 4
+# per parameter, mlrMBO's own), and for cl_lie the mean we had before taking mlrMBO's min
+MLRMBO_VARIANTS = {"n_trees": (500, 100), "min_samples_leaf": (5, 1),
+                   "rebuild_growth": (0.0, 0.05), "design_size": (10, None),
+                   "cl_lie": ("min", "mean")}
 
 
-def mbo_variants(seeds=10, budget=60, slots=8, problems=("hartmann6", "branin")):
-    """Each option where our ``mbo`` default differs from mlrMBO's: both values on the same
-    seeds, async with ``slots`` points in flight (results back in a seeded random order).
-    Returns rows of the median final regret, paired wins and Wilcoxon's p, and the time."""
+def mbo_variants(seeds=5, budget=40, slots=8, problems=("hartmann6",), options=None):
+    """mlrMBO's value of each option of :data:`MLRMBO_VARIANTS` and the value beside it, on
+    the same seeds, async with ``slots`` points in flight (results back in a seeded random
+    order). Returns rows of the median final regret, paired wins, Wilcoxon's p and the time per
+    run (``other`` is the value beside mlrMBO's)."""
     from scipy.stats import wilcoxon
 
     from emews.testing import drive
 
     rows = []
-    for option, (theirs, ours) in MLRMBO_VARIANTS.items():
+    for option in options or MLRMBO_VARIANTS:
+        theirs, other = MLRMBO_VARIANTS[option]
         for problem in problems:
-            regret, seconds = {theirs: [], ours: []}, {theirs: 0.0, ours: 0.0}
+            regret, seconds = ([], []), [0.0, 0.0]
             for seed in range(seeds):
-                for value in (theirs, ours):
+                for side, value in enumerate((theirs, other)):
                     started = time.perf_counter()
                     run = drive({"algorithm": "mbo", "options": {option: value},
                                  "space": analytic.space(problem), "seed": seed,
                                  "mode": "async", "slots": slots, "stop": {"budget": budget}},
                                 getattr(analytic, problem), completion_seed=seed)
-                    seconds[value] += time.perf_counter() - started
-                    regret[value].append(min(run.values) - analytic.MINIMA[problem])
-            a, b = np.array(regret[theirs]), np.array(regret[ours])
-            rows.append({"option": option, "problem": problem, "mlrmbo": theirs, "ours": ours,
+                    seconds[side] += time.perf_counter() - started
+                    regret[side].append(min(run.values) - analytic.MINIMA[problem])
+            a, b = np.array(regret[0]), np.array(regret[1])
+            rows.append({"option": option, "problem": problem, "mlrmbo": theirs,
+                         "other": other, "seeds": seeds, "budget": budget, "slots": slots,
                          "mlrmbo_median_regret": float(np.median(a)),
-                         "ours_median_regret": float(np.median(b)),
-                         "ours_better": int(np.sum(b < a)), "mlrmbo_better": int(np.sum(a < b)),
+                         "other_median_regret": float(np.median(b)),
+                         "other_better": int(np.sum(b < a)), "mlrmbo_better": int(np.sum(a < b)),
                          "wilcoxon_p": float(wilcoxon(a, b).pvalue) if np.any(a != b) else 1.0,
-                         "mlrmbo_s_per_run": seconds[theirs] / seeds,
-                         "ours_s_per_run": seconds[ours] / seeds})
-            print(rows[-1], flush=True)
+                         "mlrmbo_s_per_run": seconds[0] / seeds,
+                         "other_s_per_run": seconds[1] / seeds})
+            print(json.dumps(rows[-1]), flush=True)
     return rows
 
 
-if __name__ == "__main__":
-    import json
-    import sys
+def main(argv=None):
+    """mlrMBO's option values beside ours (``mbo_variants``); JSON rows on stdout."""
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--budget", type=int, default=40)
+    parser.add_argument("--slots", type=int, default=8)
+    parser.add_argument("--problems", nargs="+", default=["hartmann6"])
+    parser.add_argument("--options", nargs="+", choices=list(MLRMBO_VARIANTS))
+    args = parser.parse_args(argv)
+    mbo_variants(args.seeds, args.budget, args.slots, tuple(args.problems), args.options)
 
-    print(json.dumps(mbo_variants(*map(int, sys.argv[1:])), indent=1))
+
+if __name__ == "__main__":
+    main()
