@@ -8,7 +8,13 @@ mean or worst value so far, by ``strategy``), so the next point is planned away 
     points in flight --lie--> copy of the optimizer --ask--> next point(s)
     results ----------------> the optimizer (one refit per tell)
 
-Options: ``strategy`` (``cl_min``, ``cl_mean``, ``cl_max``) and the keywords of
+The GP's kernel hyperparameters are estimated again (maximum likelihood, skopt's restarts)
+each time the data has grown by ``refit_growth`` (10 %), on a thread of its own, while the
+search goes on with the previous estimate; the new one replaces it when the data has grown by
+``refit_growth`` again (a state taken meanwhile starts that estimate again on restore).
+Between estimates a refit is one Cholesky factorization.
+
+Options: ``strategy`` (``cl_min``, ``cl_mean``, ``cl_max``), ``refit_growth`` and the keywords of
 ``skopt.Optimizer`` that a configuration can set, each checked here (skopt would fail late, or
 not at all): ``base_estimator`` (``GP``, ``RF``, ``ET``), ``n_initial_points`` (>= 1),
 ``initial_point_generator``, ``acq_func`` (``gp_hedge``, ``EI``, ``PI``, ``LCB``, ``MES``),
@@ -37,9 +43,12 @@ were never asked for (a resumed run's history) are told the same way; they count
 import collections
 import copy
 import functools
+import math
+import threading
 import warnings
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process import GaussianProcessRegressor
 from skopt.learning.gaussian_process.kernels import WhiteKernel
 from skopt.learning import gaussian_process as skopt_gp
@@ -79,6 +88,7 @@ class SkoptSearch(Algorithm):
         self.held_back = []                              # failures told before any value
         self.kernel_estimator = None                     # the GP whose kernel is re-estimated
         self.estimated_at = 0                            # data size at the last estimate
+        self.estimate = None                             # a KernelEstimate under way
         if isinstance(self.optimizer.base_estimator_, skopt_gp.GaussianProcessRegressor):
             self.kernel_estimator = self.optimizer.base_estimator_
             self.optimizer.base_estimator_ = ReusingGP(
@@ -126,6 +136,8 @@ class SkoptSearch(Algorithm):
         optimizer.models = []   # refitted by restore: a GP holds two n x n matrices
         return pack_state(self, {"optimizer": optimizer, "in_flight": dict(self.in_flight),
                                  "held_back": self.held_back, "estimated_at": self.estimated_at,
+                                 "estimate": None if self.estimate is None else
+                                 (self.estimate.size, self.estimate.due),
                                  "rng": self.rng.bit_generator.state}, pickled=True)
 
     def restore(self, state):
@@ -134,6 +146,12 @@ class SkoptSearch(Algorithm):
         self.in_flight = collections.defaultdict(list, data["in_flight"])
         self.rng.bit_generator.state = data["rng"]
         self.estimated_at = data.get("estimated_at", 0)
+        self.estimate = None
+        if data.get("estimate") is not None:   # under way when the state was taken: again
+            size, due = data["estimate"]
+            self.estimate = self._start_estimate(self.optimizer.Xi[:size],
+                                                 self.optimizer.yi[:size])
+            self.estimate.due = due
         if self.optimizer.Xi and self.optimizer._n_initial_points <= 0:
             self.optimizer.models = [_refit(self.optimizer)]
 
@@ -177,23 +195,75 @@ class SkoptSearch(Algorithm):
         """Re-estimate the GP's kernel hyperparameters (maximum marginal likelihood with
         skopt's kernel, noise and restarts) once the data has grown by ``refit_growth`` since
         the last estimate; in between, the optimizer's GP keeps them fixed, so that fitting it
-        is one Cholesky factorization instead of an optimization."""
+        is one Cholesky factorization instead of an optimization.
+
+        The first estimate is made at once (the first model needs a kernel); each later one
+        on a thread of its own, from the data as it was, while the search goes on with the
+        kernel it has, and it takes over when the data has grown by ``refit_growth`` again
+        (waiting for the thread then, if need be), as the next estimate starts: always at the
+        same size, so that a seeded search proposes the same points however long the
+        estimate took."""
         optimizer = self.optimizer
+        if self.estimate is not None and size >= self.estimate.due:
+            self._use_kernel(self.estimate.kernel())
+            self.estimate = None
         if self.kernel_estimator is None or optimizer._n_initial_points - len(ys) > 0 or \
-                size < self.estimated_at * (1 + self.refit_growth):
+                self.estimate is not None or size < self.estimated_at * (1 + self.refit_growth):
             return
-        settings = self.kernel_estimator.get_params(deep=False)
-        kernel = settings["kernel"] + WhiteKernel()   # skopt's noise = "gaussian"
-        model = GaussianProcessRegressor(
-            kernel=kernel, normalize_y=settings["normalize_y"],
-            n_restarts_optimizer=settings["n_restarts_optimizer"],
-            random_state=settings["random_state"])
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            model.fit(optimizer.space.transform(optimizer.Xi + xs), optimizer.yi + ys)
-        optimizer.base_estimator_ = ReusingGP(**dict(settings, kernel=model.kernel_,
-                                                     optimizer=None))
+        estimate = self._start_estimate(optimizer.Xi + xs, optimizer.yi + ys)
+        if self.estimated_at:
+            self.estimate = estimate
+        else:
+            self._use_kernel(estimate.kernel())
         self.estimated_at = size
+
+    def _start_estimate(self, xs, ys):
+        """A :class:`KernelEstimate` on the data ``xs``, ``ys``, due when the data has grown by
+        ``refit_growth``."""
+        due = len(ys) + max(1, math.ceil(self.refit_growth * len(ys)))
+        return KernelEstimate(self.kernel_estimator.get_params(deep=False),
+                              self.optimizer.space.transform(xs), list(ys), due)
+
+    def _use_kernel(self, kernel):
+        """Fit the optimizer's GP with ``kernel``, its hyperparameters fixed, from now on."""
+        settings = self.kernel_estimator.get_params(deep=False)
+        self.optimizer.base_estimator_ = ReusingGP(**dict(settings, kernel=kernel,
+                                                          optimizer=None))
+
+
+class KernelEstimate:
+    """The kernel of a GP fitted by maximum marginal likelihood to ``X``, ``y``, on a thread
+    of its own (numpy's linear algebra runs without the GIL); ``due`` is the data size at
+    which the search takes it over. A length scale at its bound is what the kernel's bounds
+    are for, so scikit-learn's ConvergenceWarning about it is silenced (a filter for the whole
+    process, as ``warnings.catch_warnings`` cannot be scoped to one thread)."""
+
+    def __init__(self, settings, X, y, due):
+        self.size, self.due = len(y), due
+        self._kernel = self._error = None
+        warnings.filterwarnings("ignore", category=ConvergenceWarning,
+                                module="sklearn.gaussian_process")
+        self._thread = threading.Thread(target=self._fit, args=(settings, X, y),
+                                        name="emews-gp-kernel")
+        self._thread.start()
+
+    def _fit(self, settings, X, y):
+        try:
+            model = GaussianProcessRegressor(
+                kernel=settings["kernel"] + WhiteKernel(),   # skopt's noise = "gaussian"
+                normalize_y=settings["normalize_y"],
+                n_restarts_optimizer=settings["n_restarts_optimizer"],
+                random_state=settings["random_state"])
+            self._kernel = model.fit(X, y).kernel_
+        except Exception as error:   # raised again on the ME thread, by kernel()
+            self._error = error
+
+    def kernel(self):
+        """The fitted kernel, once the thread is done."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._kernel
 
 
 class ReusingGP(skopt_gp.GaussianProcessRegressor):
