@@ -4,9 +4,11 @@ Each contender is told ``n`` random points of Hartmann-6 at once (``warm_s``), t
 ``steps`` rounds of ask(1) + tell(1) (at most ``STEP_BUDGET_S`` seconds of them, at least
 one); ``step_ms`` is their mean, ``step_max_ms`` the longest. Ours do some work only now and
 then: ``gp`` re-estimates its kernel's hyperparameters when the data has grown by
-``refit_growth`` (10 %), in the tell that crosses that size (the warm tell is one such tell);
-``mbo`` grows its forest again when the data has grown by ``rebuild_growth`` (5 %), in the
-first ask after (the first step). ``amortized_ms`` adds that work's share per step::
+``refit_growth`` (10 %), on a thread beside the search (the first estimate, in the warm tell,
+on the caller's: its time is what each later one costs); ``mbo`` grows its forest again when
+the data has grown by ``rebuild_growth`` (5 %), in the first ask after (the first step).
+``amortized_ms`` adds that work's share per step, as if it were done on the caller's thread
+(what it costs in CPU time on a machine with no core to spare)::
 
     amortized = step + periodic work / ceil(growth x n)
 
