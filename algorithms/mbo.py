@@ -18,12 +18,17 @@ Design choices (mlrMBO's defaults unless said otherwise):
 * Initial design: ``design_size`` points (default 4 per free parameter) of a Latin hypercube
   (SciPy's, improved for centred discrepancy, where mlrMBO uses a maximin LHS); every value of
   an integer or categorical parameter gets an equal share.
-* Surrogate: a random forest (``n_trees`` trees, ``max_features`` a third of the parameters,
-  as R's randomForest; ``min_samples_leaf`` 1, as scikit-learn: R's 5 flattens the model on
-  small designs). Its standard error is the jackknife-after-bootstrap of Wager, Hastie and
-  Efron (2014), as mlr's ``se.method = "jackknife"``, without the Monte-Carlo bias correction
-  (which can turn the variance negative with few trees; the uncorrected one errs towards
-  exploring); ``se_method = "bootstrap"`` uses the spread of the trees' predictions instead.
+* Surrogate: a random forest (``n_trees`` 100 trees, where R's randomForest grows 500;
+  ``max_features`` a third of the parameters, as R's; ``min_samples_leaf`` 1, where R's is 5:
+  both measured in algorithms/README.md). Its standard error is the jackknife-after-bootstrap
+  of Wager, Hastie and Efron (2014), as mlr's ``se.method = "jackknife"``, without the
+  Monte-Carlo bias correction (which can turn the variance negative with few trees; the
+  uncorrected one errs towards exploring); ``se_method = "bootstrap"`` uses the spread of the
+  trees' predictions instead.
+* Refits: the forest is grown again once the data has grown by ``rebuild_growth`` (5 %) since
+  it was last grown, where mlrMBO grows it at every proposal; in between, results told since
+  (and the points in flight, with the lie) are dropped into its leaves, which updates their
+  means and the jackknife without new splits.
 * Failures and non-finite results are imputed as :func:`emews.core.algorithm.failure_value` (the
   worst value plus a tenth of the range), so the model steers away from them.
 * Infill criteria: ``cb`` (lower confidence bound mean - lambda * se; ``cb_lambda`` defaults to
@@ -35,20 +40,21 @@ Design choices (mlrMBO's defaults unless said otherwise):
   drawn from Exp(1) on one model; ``cl`` (constant liar) refits after each proposal with the
   proposal told the lie. ``propose_points`` caps the points per iteration.
 * Async: a point in flight is in the data with the lie too, so the next proposal is planned
-  around it. The lie (``cl_lie``) is the mean of the values so far, where mlrMBO takes the
-  minimum: a forest does not interpolate, so a minimum lie makes it predict the best value all
-  around a point still running and draws the next proposals to it (async runs on the test
-  functions did clearly worse with ``min``). A proposal equal to a known point is replaced by a
-  random one.
+  around it. The lie (``cl_lie``) is the minimum of the values so far, as mlrMBO's
+  ``cl.lie = min`` (``mean`` and ``max`` measured no different: algorithms/README.md). A
+  proposal equal to a known point is replaced by a random one.
 * ``max_budget`` (evaluations in all, the design included; mlrMBO's ``max.evals``) and
   ``max_iterations`` (model-based rounds; mlrMBO's ``iters``) make the algorithm done.
 * ``max_features`` is the share of the parameters each split considers, in (0, 1] (an integer
   1 means all of them, not one parameter as in scikit-learn).
 * ``state()`` is plain JSON: the generator's state, every told point (unit coordinates) with its
-  value, the points in flight, the rest of the design and the iteration count. The forest is
-  refitted from them at every proposal, so nothing else is needed: about 8 kB
+  value, the points in flight, the rest of the design, the iteration count and the size and
+  seed the forest was grown with, which a restore grows again: about 8 kB
   (zlib-compressed) at n = 200 on the 7-parameter test space.
 """
+
+import copy
+import math
 
 import numpy as np
 
@@ -65,11 +71,13 @@ SE_METHODS = ("jackknife", "bootstrap")
 class MBO(Algorithm):
     """mlrMBO-like sequential model-based optimization with a random-forest surrogate."""
 
+    ready_share = 0.25  # async: the driver keeps a quarter as many points ready as slots
+
     def __init__(self, space, seed=None, design_size=None, infill="cb", cb_lambda=None,
-                 multipoint="qlcb", cl_lie="mean", propose_points=None, max_budget=None,
+                 multipoint="qlcb", cl_lie="min", propose_points=None, max_budget=None,
                  max_iterations=None,
                  n_trees=100, max_features=1 / 3, min_samples_leaf=1, se_method="jackknife",
-                 focus_points=1000, focus_maxit=5, focus_restarts=3):
+                 focus_points=1000, focus_maxit=5, focus_restarts=1, rebuild_growth=0.05):
         super().__init__(space, seed)
         optional_import("sklearn.ensemble", "mbo")
         dimension = len(space.free)
@@ -96,6 +104,7 @@ class MBO(Algorithm):
                        "min_samples_leaf": check_number("min_samples_leaf", min_samples_leaf,
                                                         1, integer=True)}
         self.se_method = check_choice("se_method", se_method, SE_METHODS)
+        self.rebuild_growth = float(check_number("rebuild_growth", rebuild_growth, 0))
         self.focus = FocusSearch(space, check_number("focus_points", focus_points, 1,
                                                      integer=True),
                                  check_number("focus_maxit", focus_maxit, 1, integer=True),
@@ -105,6 +114,8 @@ class MBO(Algorithm):
         self.in_flight = {}            # point key -> [unit coordinates], asked and not told
         self.design = None             # initial-design points still to propose
         self.iterations = 0
+        self.built = None              # (told points, seed) the forest was grown from
+        self.model = None
 
     # --- ask/tell ---------------------------------------------------------------------------
 
@@ -149,13 +160,15 @@ class MBO(Algorithm):
     def state(self):
         return pack_state(self, {"rng": self.rng.bit_generator.state, "X": self.X, "y": self.y,
                                  "in_flight": self.in_flight, "design": self.design,
-                                 "iterations": self.iterations})
+                                 "iterations": self.iterations, "built": self.built})
 
     def restore(self, state):
         data = unpack_state(self, state)
         self.rng.bit_generator.state = data["rng"]
         self.X, self.y, self.in_flight = data["X"], data["y"], data["in_flight"]
         self.design, self.iterations = data["design"], data["iterations"]
+        self.built = None if data.get("built") is None else tuple(data["built"])
+        self.model = None
 
     # --- internals --------------------------------------------------------------------------
 
@@ -183,10 +196,26 @@ class MBO(Algorithm):
         X = np.array(self.X + running)
         return X, np.concatenate([y, np.full(len(running), self.lie(y))])
 
+    def _model(self, X, y):
+        """The forest grown on the first ``built`` told points (grown again once the data has
+        grown by ``rebuild_growth`` since), with the later rows of ``X`` and ``y`` (told since,
+        and in flight) dropped into its leaves."""
+        told = len(self.y)
+        if self.built is None or told - self.built[0] >= max(
+                1, math.ceil(self.rebuild_growth * self.built[0])):
+            self.built, self.model = (told, int(self.rng.integers(2 ** 31 - 1))), None
+        count, seed = self.built
+        if self.model is None:
+            values = np.array(self.y[:count])
+            values[~np.isfinite(values)] = failure_value(self.y[:count])
+            self.model = Surrogate(np.array(self.X[:count]), values, self.forest,
+                                   self.se_method, np.random.default_rng(seed))
+        return self.model.with_points(X[count:], y[count:])
+
     def _propose(self, count):
         X, y = self._data()
         chosen = []
-        model = Surrogate(X, y, self.forest, self.se_method, self.rng)
+        model = self._model(X, y)
         for i in range(count):
             if count > 1 and self.multipoint == "qlcb":
                 criterion = model.confidence_bound(self.rng.exponential(1.0))
@@ -198,40 +227,86 @@ class MBO(Algorithm):
             if _seen(unit, X):
                 unit = np.array(self.space.to_unit(self.space.sample(self.rng)[0]))
             chosen.append(self.space.from_unit(unit))
-            X, y = np.vstack([X, unit]), np.append(y, self.lie(y[:len(self.y)]))
+            lie = self.lie(y[:len(self.y)])
+            X, y = np.vstack([X, unit]), np.append(y, lie)
             if self.multipoint == "cl" and i + 1 < count:
-                model = Surrogate(X, y, self.forest, self.se_method, self.rng)
+                model = model.with_points([unit], [lie])
         return chosen
 
 
 class Surrogate:
-    """A random forest with a standard error for each prediction."""
+    """A random forest with a standard error for each prediction, whose leaves take new points.
+
+    The trees are scikit-learn's regression trees, each grown on a bootstrap sample (as
+    scikit-learn's forest does it: the whole data with the sample's counts as weights). Each
+    tree keeps the sum and weight of the values in each of its nodes, so :meth:`with_points`
+    can drop more points into the leaves (a Poisson(1) number of copies per tree, the share a
+    bootstrap would have given them) without growing new splits: the cheap update between two
+    rebuilds, and the constant liar's update for the points in flight.
+    """
 
     def __init__(self, X, y, forest, se_method, rng):
-        from sklearn.ensemble import RandomForestRegressor
+        from sklearn.tree import DecisionTreeRegressor
 
-        self.model = RandomForestRegressor(random_state=int(rng.integers(2 ** 31 - 1)),
-                                           **forest).fit(X, y)
-        self.se_method = se_method
-        if se_method == "jackknife":
-            # out_of_bag[b, i]: tree b was grown without sample i
-            self.out_of_bag = np.ones((len(self.model.estimators_), len(y)), dtype=bool)
-            for b, drawn in enumerate(self.model.estimators_samples_):
-                self.out_of_bag[b, drawn] = False
+        X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
+        self.se_method, self.seed = se_method, int(rng.integers(2 ** 31 - 1))
+        draws = np.random.default_rng(self.seed)
+        trees = forest["n_estimators"]
+        self.counts = np.empty((trees, len(y)), dtype=np.int32)   # in-bag copies of each point
+        self.trees, self.sums, self.weights = [], [], []
+        for b in range(trees):
+            self.counts[b] = np.bincount(draws.integers(len(y), size=len(y)), minlength=len(y))
+            tree = DecisionTreeRegressor(max_features=forest["max_features"],
+                                         min_samples_leaf=forest["min_samples_leaf"],
+                                         random_state=int(draws.integers(2 ** 31 - 1)))
+            tree = tree.fit(X, y, sample_weight=self.counts[b]).tree_
+            self.trees.append(tree)
+            self.weights.append(tree.weighted_n_node_samples.copy())
+            self.sums.append(tree.value[:, 0, 0] * self.weights[-1])
+        self._gram = None
+
+    def with_points(self, X, y):
+        """A copy of this model with the points ``X`` (values ``y``) dropped into its leaves."""
+        model = copy.copy(self)
+        if not len(y):
+            return model
+        X = np.asarray(X, dtype=np.float32)
+        draws = np.random.default_rng([self.seed, self.counts.shape[1], len(y)])
+        extra = draws.poisson(1.0, (len(self.trees), len(y)))
+        model.sums, model.weights = [s.copy() for s in self.sums], [w.copy() for w in self.weights]
+        for tree, sums, weights, copies in zip(self.trees, model.sums, model.weights, extra):
+            leaves = tree.apply(X)
+            np.add.at(sums, leaves, copies * np.asarray(y, dtype=float))
+            np.add.at(weights, leaves, copies)
+        model.counts, model._gram = np.hstack([self.counts, extra]), None
+        return model
 
     def predict(self, X):
         """Mean and standard error at each row of ``X``."""
         X = np.asarray(X, dtype=np.float32)   # what the fitted trees read, without checks
-        trees = np.stack([tree.tree_.predict(X)[:, 0] for tree in self.model.estimators_])
+        trees = np.empty((len(self.trees), len(X)))
+        for b, (tree, sums, weights) in enumerate(zip(self.trees, self.sums, self.weights)):
+            leaves = tree.apply(X)
+            trees[b] = sums[leaves] / weights[leaves]
         mean = trees.mean(axis=0)
         if self.se_method == "bootstrap":
             return mean, trees.std(axis=0)
-        counts = self.out_of_bag.sum(axis=0)
-        usable = counts > 0
-        without = (self.out_of_bag[:, usable].T.astype(float) @ trees) / counts[usable, None]
-        n = usable.sum()
-        variance = (n - 1) / n * ((without - mean) ** 2).sum(axis=0)
-        return mean, np.sqrt(variance)
+        # jackknife-after-bootstrap: sum over points i of (mean of the trees grown without i
+        # - mean)^2, written as d' G d with d the trees' deviations, so it costs trees^2 per row
+        deviations = trees - mean
+        gram, used = self._jackknife_gram()
+        variance = (used - 1) / used * np.einsum("bm,bm->m", deviations, gram @ deviations)
+        return mean, np.sqrt(np.maximum(variance, 0.0))
+
+    def _jackknife_gram(self):
+        """``A A'`` where ``A[b, i]`` is 1/(trees without point i) if tree b lacks point i."""
+        if self._gram is None:
+            out_of_bag = self.counts == 0
+            without = out_of_bag.sum(axis=0)
+            usable = without > 0
+            share = out_of_bag[:, usable] / without[usable]
+            self._gram = (share @ share.T, max(int(usable.sum()), 1))
+        return self._gram
 
     def confidence_bound(self, lam):
         """The criterion mean - lam * se (to minimize)."""

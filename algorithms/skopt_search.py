@@ -8,7 +8,13 @@ mean or worst value so far, by ``strategy``), so the next point is planned away 
     points in flight --lie--> copy of the optimizer --ask--> next point(s)
     results ----------------> the optimizer (one refit per tell)
 
-Options: ``strategy`` (``cl_min``, ``cl_mean``, ``cl_max``) and the keywords of
+The GP's kernel hyperparameters are estimated again (maximum likelihood, skopt's restarts)
+each time the data has grown by ``refit_growth`` (10 %), on a thread of its own, while the
+search goes on with the previous estimate; the new one replaces it when the data has grown by
+``refit_growth`` again (a state taken meanwhile starts that estimate again on restore).
+Between estimates a refit is one Cholesky factorization.
+
+Options: ``strategy`` (``cl_min``, ``cl_mean``, ``cl_max``), ``refit_growth`` and the keywords of
 ``skopt.Optimizer`` that a configuration can set, each checked here (skopt would fail late, or
 not at all): ``base_estimator`` (``GP``, ``RF``, ``ET``), ``n_initial_points`` (>= 1),
 ``initial_point_generator``, ``acq_func`` (``gp_hedge``, ``EI``, ``PI``, ``LCB``, ``MES``),
@@ -37,9 +43,15 @@ were never asked for (a resumed run's history) are told the same way; they count
 import collections
 import copy
 import functools
+import math
+import threading
 import warnings
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.gaussian_process import GaussianProcessRegressor
+from skopt.learning.gaussian_process.kernels import WhiteKernel
+from skopt.learning import gaussian_process as skopt_gp
 
 from emews.core.algorithm import (Algorithm, check_choice, check_flag, check_keywords, check_number,
                              check_table, failure_value, is_failure, optional_import,
@@ -58,24 +70,39 @@ LIES = {"cl_min": np.min, "cl_mean": np.mean, "cl_max": np.max}
 class SkoptSearch(Algorithm):
     """scikit-optimize's ``Optimizer`` on ask/tell, with constant liar for points in flight."""
 
-    def __init__(self, space, seed=None, strategy="cl_min", **skopt_options):
+    ready_share = 0.5   # async: the driver keeps half as many points ready as there are slots
+
+    def __init__(self, space, seed=None, strategy="cl_min", refit_growth=0.1, **skopt_options):
         super().__init__(space, seed)
         skopt = optional_import("skopt", "bayes")
         self.strategy = check_choice("strategy", strategy, STRATEGIES)
+        self.refit_growth = float(check_number("refit_growth", refit_growth, 0))
         check_keywords(skopt.Optimizer, skopt_options, exclude=(
             "dimensions", "random_state", "n_random_starts", "space_constraint"))
         _check_skopt_options(skopt_options)
+        self.sample_beside = skopt_options.get("acq_optimizer", "auto") == "auto"
         skopt_options.setdefault("model_queue_size", 1)
         self.optimizer = skopt.Optimizer([_dimension(p) for p in space.free],
                                          random_state=seed, **skopt_options)
         self.in_flight = collections.defaultdict(list)   # point key -> skopt coordinates
         self.held_back = []                              # failures told before any value
+        self.kernel_estimator = None                     # the GP whose kernel is re-estimated
+        self.estimated_at = 0                            # data size at the last estimate
+        self.estimate = None                             # a KernelEstimate under way
+        if isinstance(self.optimizer.base_estimator_, skopt_gp.GaussianProcessRegressor):
+            self.kernel_estimator = self.optimizer.base_estimator_
+            self.optimizer.base_estimator_ = ReusingGP(
+                **self.kernel_estimator.get_params(deep=False))
 
     def ask(self, n):
         if n <= 0:
             return []
-        planner = self._planner()
-        xs = planner.ask(n_points=n, strategy=self.strategy) if n > 1 else [planner.ask()]
+        planner = self._planner(n)
+        xs = []
+        for i in range(n):   # skopt's constant liar, less the refit its ask(n) starts with
+            xs.append(planner.ask())
+            if i + 1 < n:
+                planner._tell(xs[-1], self._lie(planner))
         points = []
         for x in xs:
             point = self.space.point([_decode(p, v) for p, v in zip(self.space.free, x)])
@@ -100,14 +127,17 @@ class SkoptSearch(Algorithm):
             xs += self.held_back
             ys += [penalty] * len(self.held_back)
             self.held_back = []
-        if xs:
-            self.optimizer.tell(xs, ys)
+        if xs:   # with points in flight, the next ask fits a copy anyway: no fit here
+            self._estimate_kernel(len(self.optimizer.yi) + len(ys), xs, ys)
+            self.optimizer.tell(xs, ys, fit=not self.in_flight)
 
     def state(self):
         optimizer = copy.copy(self.optimizer)
         optimizer.models = []   # refitted by restore: a GP holds two n x n matrices
         return pack_state(self, {"optimizer": optimizer, "in_flight": dict(self.in_flight),
-                                 "held_back": self.held_back,
+                                 "held_back": self.held_back, "estimated_at": self.estimated_at,
+                                 "estimate": None if self.estimate is None else
+                                 (self.estimate.size, self.estimate.due),
                                  "rng": self.rng.bit_generator.state}, pickled=True)
 
     def restore(self, state):
@@ -115,6 +145,13 @@ class SkoptSearch(Algorithm):
         self.optimizer, self.held_back = data["optimizer"], data["held_back"]
         self.in_flight = collections.defaultdict(list, data["in_flight"])
         self.rng.bit_generator.state = data["rng"]
+        self.estimated_at = data.get("estimated_at", 0)
+        self.estimate = None
+        if data.get("estimate") is not None:   # under way when the state was taken: again
+            size, due = data["estimate"]
+            self.estimate = self._start_estimate(self.optimizer.Xi[:size],
+                                                 self.optimizer.yi[:size])
+            self.estimate.due = due
         if self.optimizer.Xi and self.optimizer._n_initial_points <= 0:
             self.optimizer.models = [_refit(self.optimizer)]
 
@@ -130,16 +167,130 @@ class SkoptSearch(Algorithm):
             return None
         return [_encode(p, point[p.name]) for p in self.space.free]
 
-    def _planner(self):
-        """The optimizer, or a copy told the liar's value at every point still in flight."""
+    def _planner(self, n):
+        """The optimizer for one point with none in flight; else a copy, told the liar's
+        value at every point still in flight."""
         running = [x for xs in self.in_flight.values() for x in xs]
-        if not running:
+        if not running and n == 1:
             return self.optimizer
-        planner = copy.deepcopy(self.optimizer)
+        planner = copy.copy(self.optimizer)   # what planning changes, copied; the model shared
+        planner.Xi, planner.yi = list(planner.Xi), list(planner.yi)
+        planner.models = list(planner.models)
+        planner.cache_ = {}
+        if hasattr(planner, "gains_"):
+            planner.gains_ = planner.gains_.copy()
         planner.rng = np.random.RandomState(int(self.rng.integers(2 ** 31 - 1)))
-        if planner.yi:
-            planner.tell(running, [float(LIES[self.strategy](planner.yi))] * len(running))
+        if self.sample_beside:   # a worker may be waiting: the best of the sampled candidates
+            planner.acq_optimizer = "sampling"
+        if planner.yi and running:
+            planner.tell(running, [self._lie(planner)] * len(running))
         return planner
+
+    def _lie(self, optimizer):
+        """The constant liar's value (skopt's: 0 before any value is known)."""
+        return float(LIES[self.strategy](optimizer.yi)) if optimizer.yi else 0.0
+
+
+    def _estimate_kernel(self, size, xs, ys):
+        """Re-estimate the GP's kernel hyperparameters (maximum marginal likelihood with
+        skopt's kernel, noise and restarts) once the data has grown by ``refit_growth`` since
+        the last estimate; in between, the optimizer's GP keeps them fixed, so that fitting it
+        is one Cholesky factorization instead of an optimization.
+
+        The first estimate is made at once (the first model needs a kernel); each later one
+        on a thread of its own, from the data as it was, while the search goes on with the
+        kernel it has, and it takes over when the data has grown by ``refit_growth`` again
+        (waiting for the thread then, if need be), as the next estimate starts: always at the
+        same size, so that a seeded search proposes the same points however long the
+        estimate took."""
+        optimizer = self.optimizer
+        if self.estimate is not None and size >= self.estimate.due:
+            self._use_kernel(self.estimate.kernel())
+            self.estimate = None
+        if self.kernel_estimator is None or optimizer._n_initial_points - len(ys) > 0 or \
+                self.estimate is not None or size < self.estimated_at * (1 + self.refit_growth):
+            return
+        estimate = self._start_estimate(optimizer.Xi + xs, optimizer.yi + ys)
+        if self.estimated_at:
+            self.estimate = estimate
+        else:
+            self._use_kernel(estimate.kernel())
+        self.estimated_at = size
+
+    def _start_estimate(self, xs, ys):
+        """A :class:`KernelEstimate` on the data ``xs``, ``ys``, due when the data has grown by
+        ``refit_growth``."""
+        due = len(ys) + max(1, math.ceil(self.refit_growth * len(ys)))
+        return KernelEstimate(self.kernel_estimator.get_params(deep=False),
+                              self.optimizer.space.transform(xs), list(ys), due)
+
+    def _use_kernel(self, kernel):
+        """Fit the optimizer's GP with ``kernel``, its hyperparameters fixed, from now on."""
+        settings = self.kernel_estimator.get_params(deep=False)
+        self.optimizer.base_estimator_ = ReusingGP(**dict(settings, kernel=kernel,
+                                                          optimizer=None))
+
+
+class KernelEstimate:
+    """The kernel of a GP fitted by maximum marginal likelihood to ``X``, ``y``, on a thread
+    of its own (numpy's linear algebra runs without the GIL); ``due`` is the data size at
+    which the search takes it over. A length scale at its bound is what the kernel's bounds
+    are for, so scikit-learn's ConvergenceWarning about it is silenced (a filter for the whole
+    process, as ``warnings.catch_warnings`` cannot be scoped to one thread)."""
+
+    def __init__(self, settings, X, y, due):
+        self.size, self.due = len(y), due
+        self._kernel = self._error = None
+        warnings.filterwarnings("ignore", category=ConvergenceWarning,
+                                module="sklearn.gaussian_process")
+        self._thread = threading.Thread(target=self._fit, args=(settings, X, y),
+                                        name="emews-gp-kernel")
+        self._thread.start()
+
+    def _fit(self, settings, X, y):
+        try:
+            model = GaussianProcessRegressor(
+                kernel=settings["kernel"] + WhiteKernel(),   # skopt's noise = "gaussian"
+                normalize_y=settings["normalize_y"],
+                n_restarts_optimizer=settings["n_restarts_optimizer"],
+                random_state=settings["random_state"])
+            self._kernel = model.fit(X, y).kernel_
+        except Exception as error:   # raised again on the ME thread, by kernel()
+            self._error = error
+
+    def kernel(self):
+        """The fitted kernel, once the thread is done."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._kernel
+
+
+class ReusingGP(skopt_gp.GaussianProcessRegressor):
+    """skopt's GP with a faster prediction of means and standard deviations at many points.
+
+    skopt computes the variances with a three-operand ``einsum`` that numpy runs as a plain
+    loop (7 s for 10,000 candidates at n = 1000); here the same sum is a matrix product. A
+    second prediction of the very same candidate array (gp_hedge rates the candidates by EI,
+    PI and LCB in turn) is answered from the first.
+    """
+
+    def predict(self, X, return_std=False, return_cov=False, return_mean_grad=False,
+                return_std_grad=False):
+        if not return_std or return_cov or return_mean_grad or return_std_grad or \
+                not hasattr(self, "X_train_"):
+            return super().predict(X, return_std, return_cov, return_mean_grad,
+                                   return_std_grad)
+        cached = getattr(self, "_last", None)
+        if cached is not None and cached[0] is X:
+            return cached[1]
+        points = np.asarray(X, dtype=float)
+        cross = self.kernel_(points, self.X_train_)
+        mean = self.y_train_std_ * cross.dot(self.alpha_) + self.y_train_mean_
+        variance = self.kernel_.diag(points) - np.einsum("ij,ij->i", cross @ self.K_inv_, cross)
+        std = np.sqrt(np.maximum(variance, 0.0) * self.y_train_std_ ** 2)
+        self._last = (X, (mean, std))
+        return mean, std
 
 
 def _refit(optimizer):

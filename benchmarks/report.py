@@ -349,7 +349,8 @@ def _simulation(part):
     means = [f"{m:g}s" for m in part["task_means"]]
     labels = list(part["runs"][0]["saturation_workers"])
     rows = [(r["workers"], r["mode"], r["tasks"],
-             *(_number(r[f"utilization_{m}"], 3) for m in means),
+             *(f"{_number(r[f'steady_utilization_{m}'], 3)} "
+               f"({_number(r[f'utilization_{m}'], 3)})" for m in means),
              _number(r["master_tasks_per_s"]), _number(r["master_cpu_us_per_task"]),
              _number(r["queue_peak_mib"]),
              *(_number(r["saturation_workers"][label]) for label in labels))
@@ -357,7 +358,8 @@ def _simulation(part):
     return (f"### 5. Scale by simulation: the real master, ME and store; simulated workers, "
             f"{part['duration']}\n\n"
             + _table(("workers", "mode", "tasks",
-                      *(f"utilization, mean {m}" for m in means), "master tasks/s (zero-length)",
+                      *(f"utilization, mean {m}: steady (whole)" for m in means),
+                      "master tasks/s (zero-length)",
                       "master CPU (µs/task)", "peak memory (MiB)",
                       *(f"workers one master saturates at, {label} tasks" for label in labels)),
                      rows)

@@ -52,3 +52,8 @@ class Timed(Algorithm):
 
     def done(self):
         return self.inner.done()
+
+    @property
+    def ready_share(self):
+        """The inner algorithm's (how many points the async driver keeps ready)."""
+        return getattr(self.inner, "ready_share", 0.0)

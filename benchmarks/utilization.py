@@ -1,13 +1,16 @@
 """Part 2, worker utilization: real MPI ranks that sleep, with each algorithm, async and batch.
 
 Each run is ``emews.run`` under ``mpiexec -n WORKERS+1``: the objective
-:func:`benchmarks.objectives.sleep` sleeps a lognormal time (mean 0.2 s, sigma 1) drawn from a
-hash of the point, so the durations do not depend on the algorithm. From the store::
+:func:`benchmarks.utilization_tasks.sleep` sleeps a lognormal time (median 1 s, sigma 1) drawn
+from a hash of the point, so the durations do not depend on the algorithm, and returns
+Hartmann-6 at the point, so a model has something to learn. From the store::
 
     utilization = sum(finished - started) / (workers x (last finish - first point queued))
 
-and the steady utilization, the same up to the moment the last task started (see
-:func:`benchmarks.common.utilization`).
+the steady utilization, the same up to the moment the last task started (see
+:func:`benchmarks.common.utilization`), and ``after_design_utilization``, the steady one from
+the moment the first point beyond the algorithm's initial design (:data:`DESIGN`) started: the
+model-based part of the search, where a slow proposal would show.
 
 The algorithm is wrapped in :class:`benchmarks.timed.Timed`, which gives its proposal latency:
 the time ``ask`` and ``tell`` took on the ME thread (model-based algorithms may do their work in
@@ -24,11 +27,12 @@ from pathlib import Path
 
 import numpy as np
 
-from . import utilization_peers
+from . import utilization_peers, utilization_tasks
 from .common import mpiexec_python, summary, utilization
 
 SPACE = [{"name": f"x{i}", "type": "float", "lower": 0.0, "upper": 1.0} for i in range(1, 7)]
 ASYNC_VARIANTS = {"ga": "ga_async"}
+DESIGN = {"random": 0, "ga": 20, "gp": 10, "mbo": 4 * len(SPACE)}   # the defaults' designs
 
 
 def run(sizes):
@@ -47,7 +51,7 @@ def run(sizes):
     runs += utilization_peers.rows(sizes)  # libEnsemble and Optuna, the same tasks
     return {"workers": sizes.utilization_workers, "tasks": sizes.utilization_tasks,
             "max_time_s": sizes.utilization_max_time,
-            "duration": "lognormal, mean 0.2 s, sigma 1", "runs": runs}
+            "duration": utilization_tasks.DESCRIPTION, "runs": runs}
 
 
 def _study(algorithm, mode, tasks, directory, max_time):
@@ -64,7 +68,7 @@ def _study(algorithm, mode, tasks, directory, max_time):
     result = emews.run({
         "system": {"progress_interval": 3600.0},
         "study": {"algorithm": "benchmarks.timed:Timed", "space": str(space), "budget": tasks,
-                  "impl": "py", "objective": "benchmarks.objectives:sleep", "mode": mode,
+                  "impl": "py", "objective": "benchmarks.utilization_tasks:sleep", "mode": mode,
                   "seed": 0, "data_dir": str(directory), "name": "utilization",
                   "max_time": max_time},
         "algorithm": {"inner": plugin},
@@ -76,9 +80,15 @@ def _study(algorithm, mode, tasks, directory, max_time):
     store.close()
     timed = Timed.latest
     workers = MPI.COMM_WORLD.Get_size() - 1
+    after = [r for r in rows if r["seq"] >= DESIGN.get(algorithm, 0)]
+    begin = min((r["started"] for r in after), default=None)
+    after_design = utilization([(max(r["queued"], begin), max(r["started"], begin),
+                                 max(r["finished"], begin)) for r in rows], workers) \
+        if begin is not None else {"steady_utilization": None}
     return {"algorithm": algorithm, "plugin": plugin, "mode": mode, "workers": workers,
             "evaluations": len(rows), "stop_reason": result.stop_reason,
             **utilization([(r["queued"], r["started"], r["finished"]) for r in rows], workers),
+            "after_design_utilization": after_design["steady_utilization"],
             "ask_calls": len(timed.ask_seconds), "ask_total_s": float(np.sum(timed.ask_seconds)),
             **summary(np.asarray(timed.ask_seconds) * 1e3, "ask_ms"),
             "tell_total_s": float(np.sum(timed.tell_seconds)),

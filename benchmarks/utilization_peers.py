@@ -1,8 +1,8 @@
 """Utilization peers: the sleeping tasks of part 2 scheduled by libEnsemble and by Optuna.
 
-The same tasks as :mod:`benchmarks.utilization` (six floats in [0, 1]; each sleeps the
-lognormal duration :func:`benchmarks.objectives.lognormal_duration` draws from a hash of its
-point), the same worker count, budget and time limit, asynchronous:
+The same tasks as :mod:`benchmarks.utilization` (:mod:`benchmarks.utilization_tasks`: six
+floats in [0, 1], each sleeping a lognormal time, median 1 s, drawn from a hash of its point,
+and returning Hartmann-6), the same worker count, budget and time limit, asynchronous:
 
 * ``libEnsemble``: ``libE`` with ``local`` comms, a persistent uniform generator on the manager
   with ``async_return`` (a new point for each result), one sim worker per emews worker;
@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from .common import REPO, summary, utilization
-from .objectives import lognormal_duration, sleep_value
+from .utilization_tasks import duration, value
 
 NAMES = [f"x{i}" for i in range(1, 7)]
 PEERS = ("libensemble", "optuna TPE", "optuna random")
@@ -80,8 +80,8 @@ def sleep_sim(H, persis_info, sim_specs, libE_info):
     out = np.zeros(len(H), dtype=sim_specs["out"])
     for i, x in enumerate(H["x"]):
         params = dict(zip(NAMES, map(float, x)))
-        time.sleep(lognormal_duration(params))
-        out["f"][i] = sleep_value(params)
+        time.sleep(duration(params))
+        out["f"][i] = value(params)
     return out, persis_info
 
 
@@ -132,13 +132,13 @@ def optuna_threads(workers, tasks, max_time, sampler):
         entered = time.perf_counter()
         params = {name: trial.suggest_float(name, 0.0, 1.0) for name in NAMES}
         started = time.perf_counter()
-        time.sleep(lognormal_duration(params))
+        time.sleep(duration(params))
         finished = time.perf_counter()
         with lock:
             intervals.append((entered, started, finished))
             asks.append(started - entered)
             returned[trial.number] = finished
-        return sleep_value(params)
+        return value(params)
 
     def told(study, trial):
         now = time.perf_counter()

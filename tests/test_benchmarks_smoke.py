@@ -20,7 +20,8 @@ REPO = Path(__file__).parent.parent
 BENCHMARKS = REPO / "benchmarks"
 
 # What benchmarks/report.py reads from each part: top-level fields, then those of each row
-# (dispatch: each contender; utilization, overhead, simulation: each run; faults: each row).
+# (dispatch: each contender; utilization, overhead, simulation, proposal: each run; faults:
+# each row).
 REPORT_FIELDS = {
     "dispatch": (("tasks", "workers", "repeats", "contenders", "pingpong_us"),
                  ("tasks", "tasks_per_s", "ratio_to_bare")),
@@ -38,6 +39,8 @@ REPORT_FIELDS = {
     "faults": (("rows",), ("fault", "survived", "evaluations lost")),
     "service": (("tasks", "runs"), ("contender", "tasks", "tasks_per_s", "us_per_task",
                                     "ratio_to_eqsql")),
+    "proposal": (("problem", "ns", "runs", "not_measured"),
+                 ("contender", "n", "warm_s", "steps", "step_ms", "step_max_ms")),
 }
 PEERS_DISPATCH = ("libEnsemble, persistent generator, async return", "Dask distributed, submit",
                   "Dask distributed, map")
@@ -141,6 +144,9 @@ def test_smoke_run_of_every_part_records_what_the_report_needs(tmp_path):
     assert all(parts["dispatch"]["pingpong_us"][style] > 0 for style in ("spin", "wait"))
     assert {(r["algorithm"], r["observations"]) for r in parts["overhead"]["runs"]} == {
         ("random", 5), ("random", 10)}
+    assert {(r["contender"], r["n"]) for r in parts["proposal"]["runs"]} >= {
+        (c, n) for c in ("emews gp", "emews mbo", "skopt Optimizer", "optuna TPE")
+        for n in (12, 24)}
     quality = parts["quality"]
     assert len(quality["runs"]) == 2 * 2 * 3 * 2  # problems x contenders x modes x seeds
     assert all(r["evaluations"] == 6 for r in quality["runs"])

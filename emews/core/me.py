@@ -5,8 +5,10 @@ it the same way. After the ``Params`` handshake it reads the settings file (JSON
 :mod:`emews.study` or by hand for Swift/T) and loops in one of two modes:
 
 * ``batch``: ask a batch, put it, wait for all of its results, tell them;
-* ``async``: keep every slot busy; each time results come back, ask as many new points as
-  results were returned.
+* ``async``: keep every slot busy, and :func:`ready_points` points more: the master queues
+  them and hands a freed worker one at once, while the ME tells the result and thinks about
+  the next points, so a slow proposal does not make a worker wait. The algorithm sees the ready
+  points as in flight (asked, not told), so its pending-point strategy keeps them apart.
 
 Settings keys: ``algorithm``, ``options``, ``space`` (a space-file path or a GA JSON list),
 ``seed``, ``mode``, ``slots``, ``batch_size``, ``stop`` (keyword arguments of
@@ -52,6 +54,14 @@ def _read_settings(message):
         return handle.read()
 
 
+def ready_points(algorithm, slots):
+    """How many points the async driver keeps ready beyond ``slots``: the algorithm's
+    ``ready_share`` of them, rounded up (0 for an algorithm that declares none: one whose
+    proposals take no time worth hiding). A fixed number, so that a seeded async search
+    proposes the same points whenever its results come back in the same order."""
+    return math.ceil(slots * getattr(algorithm, "ready_share", 0.0))
+
+
 def build_algorithm(settings):
     """Construct the algorithm the settings name, on the space they name (wrapped to evaluate
     each point several times when the settings' ``replicas`` ask for it)."""
@@ -75,6 +85,7 @@ class Search:
         self.stopper = stopper
         self.slots = max(int(slots), 1)
         self.batch_size = int(batch_size or self.slots)
+        self.ready = ready_points(algorithm, self.slots)
         self.pending = list(pending)
         self.replayed = collections.Counter(point_key(p) for p in self.pending)
         self.best_point, self.best_value = None, math.inf
@@ -182,13 +193,14 @@ class Search:
         return reason
 
     def run_async(self):
-        """Keep ``slots`` evaluations in flight; refill as results arrive."""
+        """Keep ``slots`` evaluations in flight and :attr:`ready` points more; refill as
+        results arrive."""
         in_flight = {}
         reason = None
         while True:
             reason = reason or self.stop_reason()
             budget = self.stopper.remaining()
-            free = self.slots - len(in_flight)
+            free = self.slots + self.ready - len(in_flight)
             if budget is not None:
                 free = min(free, budget - len(in_flight))
             points = self.propose(free) if reason is None and free > 0 else []

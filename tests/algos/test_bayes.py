@@ -125,3 +125,31 @@ def test_a_restored_gp_refits_the_model_its_state_leaves_out():
     assert np.array_equal(restored.optimizer.models[-1].predict(grid),
                           gp.optimizer.models[-1].predict(grid))
     assert gp.optimizer.models      # taking the state left the original's model alone
+
+
+def test_gp_kernel_is_estimated_beside_the_search_and_taken_over_at_a_fixed_size():
+    def gp():
+        return SkoptSearch(SQUARE, seed=1, refit_growth=0.5, **QUICK_GP)
+
+    points = SQUARE.sample(np.random.default_rng(0), 24)
+    values = [distance_to_corner(p) for p in points]
+    search = gp()
+    search.tell(points[:10], values[:10])     # past the initial points: estimated at once
+    first = search.optimizer.base_estimator_.kernel
+    assert search.estimate is None and search.estimated_at == 10
+    search.tell(points[10:15], values[10:15])     # grown by half: the next, on its thread
+    assert search.estimate is not None and search.estimate.due == 15 + 8
+    assert search.optimizer.base_estimator_.kernel is first
+
+    restored = gp()
+    restored.restore(search.state())     # taken with the estimate under way: started again
+    for algorithm in (search, restored):
+        algorithm.tell(points[15:22], values[15:22])
+        assert algorithm.optimizer.base_estimator_.kernel == first     # 22 < 23: not yet
+        algorithm.tell(points[22:], values[22:])     # 24: taken over, and the next begun
+        assert algorithm.estimate.size == 24
+    taken = search.optimizer.base_estimator_.kernel
+    assert taken != first and restored.optimizer.base_estimator_.kernel == taken
+    assert search.ask(2) == restored.ask(2)
+    for algorithm in (search, restored):
+        algorithm.estimate.kernel()     # no thread outlives the test

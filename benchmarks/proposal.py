@@ -1,0 +1,231 @@
+"""Part 7, proposal speed: the time of one ask + tell against the number of results n, 6-D.
+
+Each contender is told ``n`` random points of Hartmann-6 at once (``warm_s``), then runs
+``steps`` rounds of ask(1) + tell(1) (at most ``STEP_BUDGET_S`` seconds of them, at least
+one); ``step_ms`` is their mean, ``step_max_ms`` the longest. Ours do some work only now and
+then: ``gp`` re-estimates its kernel's hyperparameters when the data has grown by
+``refit_growth`` (10 %), on a thread beside the search (the first estimate, in the warm tell,
+on the caller's: its time is what each later one costs); ``mbo`` grows its forest again when
+the data has grown by ``rebuild_growth`` (5 %), in the first ask after (the first step).
+``amortized_ms`` adds that work's share per step, as if it were done on the caller's thread
+(what it costs in CPU time on a machine with no core to spare)::
+
+    amortized = mean step without periodic work + periodic work / ceil(growth x n)
+
+The peers, in the same run on the same points: scikit-optimize's ``Optimizer`` as
+``gp_minimize`` builds it (GP, gp_hedge, lbfgs), Optuna's ``TPESampler`` and, when PyTorch is
+installed, Optuna's ``GPSampler`` (otherwise the record says it was not measured, and why).
+"""
+
+import argparse
+import json
+import math
+import time
+
+import numpy as np
+
+from emews.core.algorithm import load
+from emews.models import analytic
+from emews.space import Space
+
+SPACE = Space.from_ga_json(analytic.space("hartmann6"))
+SIZES = {"full": ((50, 100, 300, 1000), 5), "reduced": ((50, 300), 3),
+         "smoke": ((12, 24), 2)}
+STEP_BUDGET_S = 60.0
+GROWTH = {"emews gp": 0.1, "emews mbo": 0.05}
+
+
+class Ours:
+    """One of our algorithms (a registered name) behind the benchmark's interface."""
+
+    def __init__(self, name, seed):
+        self.algorithm = load(name)(SPACE, seed=seed)
+
+    def warm(self, points, values):
+        self.algorithm.tell(points, values)
+
+    def step(self, objective):
+        (point,) = self.algorithm.ask(1)
+        self.algorithm.tell([point], [objective(point)])
+
+
+class SkoptOptimizer:
+    """scikit-optimize's ``Optimizer`` with ``gp_minimize``'s defaults."""
+
+    def __init__(self, seed):
+        from skopt import Optimizer
+
+        self.optimizer = Optimizer([(p.lower, p.upper) for p in SPACE.free], "GP",
+                                   acq_func="gp_hedge", acq_optimizer="auto",
+                                   random_state=seed)
+
+    def warm(self, points, values):
+        self.optimizer.tell([[p[name] for name in SPACE.names] for p in points], values)
+
+    def step(self, objective):
+        x = self.optimizer.ask()
+        self.optimizer.tell(x, objective(dict(zip(SPACE.names, x))))
+
+
+class OptunaSampler:
+    """An Optuna sampler through the study's ask/tell, in-memory storage."""
+
+    def __init__(self, sampler):
+        import optuna
+
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        self.optuna = optuna
+        self.study = optuna.create_study(sampler=sampler)
+        self.distributions = {p.name: optuna.distributions.FloatDistribution(p.lower, p.upper)
+                              for p in SPACE.free}
+
+    def warm(self, points, values):
+        self.study.add_trials([self.optuna.trial.create_trial(
+            params=p, distributions=self.distributions, value=v)
+            for p, v in zip(points, values)])
+
+    def step(self, objective):
+        trial = self.study.ask(self.distributions)
+        self.study.tell(trial, objective(trial.params))
+
+
+def contenders(seed):
+    """Name -> a factory of each contender; name -> why one cannot run here."""
+    import optuna
+
+    made = {"emews gp": lambda: Ours("gp", seed), "emews mbo": lambda: Ours("mbo", seed),
+            "skopt Optimizer": lambda: SkoptOptimizer(seed),
+            "optuna TPE": lambda: OptunaSampler(optuna.samplers.TPESampler(seed=seed))}
+    missing = {}
+    try:
+        import torch  # noqa: F401 - Optuna's GPSampler needs it
+        made["optuna GP"] = lambda: OptunaSampler(optuna.samplers.GPSampler(seed=seed))
+    except ImportError:
+        missing["optuna GP"] = "not measured: GPSampler needs PyTorch, which is not installed"
+    return made, missing
+
+
+def measure(make, n, steps, seed=0):
+    """Warm one contender with ``n`` random points; time ``steps`` ask + tell rounds."""
+    rng = np.random.default_rng(seed)
+    points = SPACE.sample(rng, n)
+    values = [analytic.hartmann6(p) for p in points]
+    contender = make()
+    started = time.perf_counter()
+    contender.warm(points, values)
+    warm = time.perf_counter() - started
+    times = []
+    while len(times) < steps and (not times or sum(times) < STEP_BUDGET_S):
+        started = time.perf_counter()
+        contender.step(analytic.hartmann6)
+        times.append(time.perf_counter() - started)
+    return warm, times
+
+
+def run(sizes):
+    """Every contender at every n of the size; the figures, and a Markdown table printed."""
+    ns, steps = SIZES.get(sizes.name, SIZES["full"])
+    made, missing = contenders(seed=0)
+    runs = []
+    for name, make in made.items():
+        for n in ns:
+            print(f"[proposal] {name} at n = {n}", flush=True)
+            warm, times = measure(make, n, steps)
+            step = float(np.mean(times))
+            row = {"contender": name, "n": n, "warm_s": warm, "steps": len(times),
+                   "step_ms": 1e3 * step, "step_max_ms": 1e3 * max(times)}
+            if name in GROWTH:   # the steps between two rounds of periodic work, and its share
+                between = times if name == "emews gp" else times[1:] or times
+                periodic = warm if name == "emews gp" else \
+                    max(times[0] - float(np.mean(between)), 0.0)
+                row["amortized_ms"] = 1e3 * (float(np.mean(between))
+                                             + periodic / math.ceil(GROWTH[name] * n))
+            runs.append(row)
+    figures = {"problem": "hartmann6 (6-D)", "ns": list(ns), "runs": runs,
+               "not_measured": missing}
+    print(markdown(figures), flush=True)
+    return figures
+
+
+def markdown(figures):
+    """The figures as a table: ms per ask + tell, one row per contender, one column per n."""
+    ns = figures["ns"]
+    by = {(r["contender"], r["n"]): r for r in figures["runs"]}
+    lines = ["| contender | " + " | ".join(f"n = {n}" for n in ns) + " |",
+             "|---|" + "---|" * len(ns)]
+    for name in dict.fromkeys(r["contender"] for r in figures["runs"]):
+        cells = []
+        for n in ns:
+            r = by[(name, n)]
+            cell = f"{r['step_ms']:.1f}"
+            if "amortized_ms" in r:
+                cell += f" ({r['amortized_ms']:.1f} amortized)"
+            cells.append(cell)
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines += [f"| {name} | {why} |" + " |" * (len(ns) - 1)
+              for name, why in figures["not_measured"].items()]
+    return (f"### Proposal speed: ms per ask + tell on {figures['problem']}, "
+            f"after n results\n\n" + "\n".join(lines))
+
+
+# --- mlrMBO's values beside ours (algorithms/README.md) ----------------------------------------
+
+# option -> (mlrMBO's value as Supervisor's mlrMBO-mbo.R runs it, the value beside it): our
+# default where it differs (n_trees, min_samples_leaf, rebuild_growth: 0 grows the forest at
+# every proposal, as mlrMBO; design_size: 10 is Supervisor's design.size default, None our 4
+# per parameter, mlrMBO's own), and for cl_lie the mean we had before taking mlrMBO's min
+MLRMBO_VARIANTS = {"n_trees": (500, 100), "min_samples_leaf": (5, 1),
+                   "rebuild_growth": (0.0, 0.05), "design_size": (10, None),
+                   "cl_lie": ("min", "mean")}
+
+
+def mbo_variants(seeds=5, budget=40, slots=8, problems=("hartmann6",), options=None):
+    """mlrMBO's value of each option of :data:`MLRMBO_VARIANTS` and the value beside it, on
+    the same seeds, async with ``slots`` points in flight (results back in a seeded random
+    order). Returns rows of the median final regret, paired wins, Wilcoxon's p and the time per
+    run (``other`` is the value beside mlrMBO's)."""
+    from scipy.stats import wilcoxon
+
+    from emews.testing import drive
+
+    rows = []
+    for option in options or MLRMBO_VARIANTS:
+        theirs, other = MLRMBO_VARIANTS[option]
+        for problem in problems:
+            regret, seconds = ([], []), [0.0, 0.0]
+            for seed in range(seeds):
+                for side, value in enumerate((theirs, other)):
+                    started = time.perf_counter()
+                    run = drive({"algorithm": "mbo", "options": {option: value},
+                                 "space": analytic.space(problem), "seed": seed,
+                                 "mode": "async", "slots": slots, "stop": {"budget": budget}},
+                                getattr(analytic, problem), completion_seed=seed)
+                    seconds[side] += time.perf_counter() - started
+                    regret[side].append(min(run.values) - analytic.MINIMA[problem])
+            a, b = np.array(regret[0]), np.array(regret[1])
+            rows.append({"option": option, "problem": problem, "mlrmbo": theirs,
+                         "other": other, "seeds": seeds, "budget": budget, "slots": slots,
+                         "mlrmbo_median_regret": float(np.median(a)),
+                         "other_median_regret": float(np.median(b)),
+                         "other_better": int(np.sum(b < a)), "mlrmbo_better": int(np.sum(a < b)),
+                         "wilcoxon_p": float(wilcoxon(a, b).pvalue) if np.any(a != b) else 1.0,
+                         "mlrmbo_s_per_run": seconds[0] / seeds,
+                         "other_s_per_run": seconds[1] / seeds})
+            print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
+def main(argv=None):
+    """mlrMBO's option values beside ours (``mbo_variants``); JSON rows on stdout."""
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--budget", type=int, default=40)
+    parser.add_argument("--slots", type=int, default=8)
+    parser.add_argument("--problems", nargs="+", default=["hartmann6"])
+    parser.add_argument("--options", nargs="+", choices=list(MLRMBO_VARIANTS))
+    args = parser.parse_args(argv)
+    mbo_variants(args.seeds, args.budget, args.slots, tuple(args.problems), args.options)
+
+
+if __name__ == "__main__":
+    main()
