@@ -104,7 +104,7 @@ class OptunaSearch(Algorithm):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 trial = self.study.ask(self.distributions)
-            point = self.space.point([_decode(p, trial.params[p.name]) for p in self.space.free])
+            point = self.space.point([decode(p, trial.params[p.name]) for p in self.space.free])
             self.trials.setdefault(point_key(point), []).append(trial.number)
             points.append(point)
         return points
@@ -124,7 +124,7 @@ class OptunaSearch(Algorithm):
                 else:
                     self.study.tell(trial, float(value))
             elif self.space.contains(point):
-                params = {p.name: _encode(p, point[p.name]) for p in self.space.free}
+                params = {p.name: encode(p, point[p.name]) for p in self.space.free}
                 self.study.add_trial(create_trial(
                     params=params, distributions=self.distributions,
                     value=None if failed else float(value),
@@ -214,7 +214,7 @@ def _check_x0(name, x0, space):
         if not param.contains(x0[param.name]):
             raise ConfigError(f"[algorithm].{name}.{param.name}", "must be a value of the "
                               "parameter in the search space", x0[param.name])
-    return {p.name: _encode(p, x0[p.name]) for p in numeric}
+    return {p.name: encode(p, x0[p.name]) for p in numeric}
 
 
 def _distribution(param):
@@ -231,11 +231,13 @@ def _distribution(param):
     return kind(param.lower, param.upper, log=param.log)
 
 
-def _encode(param, value):
+def encode(param, value):
+    """``value`` of ``param`` as Optuna's distribution holds it (ordered values by position)."""
     return param.index(value) if isinstance(param, Ordered) else value
 
 
-def _decode(param, value):
+def decode(param, value):
+    """The value of ``param`` for Optuna's ``value`` of it."""
     if isinstance(param, Ordered):
         return param.values[int(value)]
     if isinstance(param, (Categorical, Logical)):

@@ -82,7 +82,7 @@ class SkoptSearch(Algorithm):
         _check_skopt_options(skopt_options)
         self.sample_beside = skopt_options.get("acq_optimizer", "auto") == "auto"
         skopt_options.setdefault("model_queue_size", 1)
-        self.optimizer = skopt.Optimizer([_dimension(p) for p in space.free],
+        self.optimizer = skopt.Optimizer([dimension(p) for p in space.free],
                                          random_state=seed, **skopt_options)
         self.in_flight = collections.defaultdict(list)   # point key -> skopt coordinates
         self.held_back = []                              # failures told before any value
@@ -105,7 +105,7 @@ class SkoptSearch(Algorithm):
                 planner._tell(xs[-1], self._lie(planner))
         points = []
         for x in xs:
-            point = self.space.point([_decode(p, v) for p, v in zip(self.space.free, x)])
+            point = self.space.point([decode(p, v) for p, v in zip(self.space.free, x)])
             self.in_flight[point_key(point)].append(list(x))
             points.append(point)
         return points
@@ -165,7 +165,7 @@ class SkoptSearch(Algorithm):
             return x
         if not self.space.contains(point):
             return None
-        return [_encode(p, point[p.name]) for p in self.space.free]
+        return [encode(p, point[p.name]) for p in self.space.free]
 
     def _planner(self, n):
         """The optimizer for one point with none in flight; else a copy, told the liar's
@@ -338,7 +338,8 @@ def _check_jobs(name, value):
     return value
 
 
-def _dimension(param):
+def dimension(param):
+    """The scikit-optimize dimension of ``param`` (categories as their positions)."""
     from skopt.space import Categorical as Choice
     from skopt.space import Integer, Real
 
@@ -354,7 +355,8 @@ def _dimension(param):
     return kind(param.lower, param.upper, prior=prior, name=param.name)
 
 
-def _encode(param, value):
+def encode(param, value):
+    """``value`` of ``param`` as a coordinate of :func:`dimension`."""
     if isinstance(param, Logical):
         return int(value)
     if isinstance(param, Categorical):
@@ -362,7 +364,8 @@ def _encode(param, value):
     return 0 if param.lower == param.upper else value
 
 
-def _decode(param, x):
+def decode(param, x):
+    """The value of ``param`` at coordinate ``x`` of :func:`dimension`."""
     if isinstance(param, Logical):
         return bool(x)
     if isinstance(param, Categorical):

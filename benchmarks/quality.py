@@ -131,13 +131,13 @@ class OptunaPeer:
         self.running = {}                        # point key -> trials
 
     def ask(self, n):
-        from emews.algorithms.optuna_search import _decode
+        from emews.algorithms.optuna_search import decode
         from emews.core.algorithm import point_key
 
         points = []
         for _ in range(n):
             trial = self.study.ask(self.distributions)
-            point = self.space.point([_decode(p, trial.params[p.name]) for p in self.space.free])
+            point = self.space.point([decode(p, trial.params[p.name]) for p in self.space.free])
             self.running.setdefault(point_key(point), []).append(trial)
             points.append(point)
         return points
@@ -163,11 +163,11 @@ class SkoptPeer:
         from sklearn.utils import check_random_state
         from skopt.utils import cook_estimator, normalize_dimensions
 
-        from emews.algorithms.skopt_search import _dimension
+        from emews.algorithms.skopt_search import dimension
 
         defaults = _defaults(getattr(skopt, minimize))
         rng = check_random_state(seed)
-        dimensions = normalize_dimensions([_dimension(p) for p in space.free])
+        dimensions = normalize_dimensions([dimension(p) for p in space.free])
         if minimize == "gp_minimize":   # what gp_minimize does before base_minimize
             estimator = cook_estimator("GP", space=dimensions, noise=defaults["noise"],
                                        random_state=rng.randint(0, np.iinfo(np.int32).max))
@@ -186,18 +186,18 @@ class SkoptPeer:
         self.space = space
 
     def ask(self, n):
-        from emews.algorithms.skopt_search import _decode
+        from emews.algorithms.skopt_search import decode
 
         xs = [self.optimizer.ask()] if n == 1 else self.optimizer.ask(n_points=n)
-        return [self.space.point([_decode(p, v) for p, v in zip(self.space.free, x)])
+        return [self.space.point([decode(p, v) for p, v in zip(self.space.free, x)])
                 for x in xs]
 
     def tell(self, points, values):
-        from emews.algorithms.skopt_search import _encode
+        from emews.algorithms.skopt_search import encode
 
         told = [(p, v) for p, v in zip(points, values) if math.isfinite(v)]
         if told:
-            self.optimizer.tell([[_encode(q, p[q.name]) for q in self.space.free]
+            self.optimizer.tell([[encode(q, p[q.name]) for q in self.space.free]
                                  for p, _ in told], [float(v) for _, v in told])
 
 

@@ -12,12 +12,12 @@ from benchmarks.quality import compare, contender, evaluate, problem
 def test_a_sequential_skopt_peer_is_exactly_its_minimize_function(name, minimize):
     import skopt
 
-    from emews.algorithms.skopt_search import _decode, _dimension
+    from emews.algorithms.skopt_search import decode, dimension
 
     space, objective, _ = problem("branin")
     reference = getattr(skopt, minimize)(
-        lambda x: objective(space.point([_decode(p, v) for p, v in zip(space.free, x)])),
-        [_dimension(p) for p in space.free], n_calls=13, random_state=5)
+        lambda x: objective(space.point([decode(p, v) for p, v in zip(space.free, x)])),
+        [dimension(p) for p in space.free], n_calls=13, random_state=5)
     values = evaluate(contender(name, space, 5, 13), objective, 13, "sequential", 8, 5)
     assert np.allclose(values, reference.func_vals)
 
