@@ -100,6 +100,22 @@ def test_two_pools_serve_one_study_and_a_killed_pool_loses_nothing(study, jobs):
     assert survivor.returncode == 0
 
 
+def test_a_pools_request_for_work_is_served_at_once_not_at_its_next_heartbeat(study, jobs):
+    """A pool asks for work once (a ``want`` is not sent again); with a lease of an hour its
+    next message may be a heartbeat 15 minutes later, so a master that let a request go by
+    while it held uncommitted rows would stall the study until the communicate times out."""
+    path = study(system={"procs": 3, "progress_interval": 60, "slots_per_worker": 4},
+                 study={"budget": 200, "seed": 4, "impl": "echo"}, service={"lease": 3600})
+    server, expdir = jobs.serve(path)
+    pool = jobs.pool(expdir)
+    out, err = server.communicate(timeout=120)
+    assert server.returncode == 0, err
+    assert "evaluation budget of 200 reached" in out
+    assert [status for _, status, _, _ in rows_of(expdir)] == ["done"] * 200
+    pool.communicate(timeout=60)
+    assert pool.returncode == 0
+
+
 def test_a_pool_attaches_late_and_another_drains_at_its_walltime(study, jobs):
     server, expdir = jobs.serve(config(study, 10))
     early = jobs.pool(expdir, 3, "--walltime", "1.5")

@@ -219,13 +219,15 @@ class Master:
 
         While rows are buffered, the wait polls for a few ms first, so that a result that
         comes soon carries them in its own turn's commit; then they are committed on their own.
+        A remote pool asking for work while tasks wait ends the wait too (its request is not
+        sent again).
         """
         if not block or not self.store.pending:
             return self.pool.collect(block=block)
         backoff = Backoff(first=1e-5)
         while not backoff.longest:
             finished = self.pool.collect(block=False)
-            if finished:
+            if finished or (self.waiting and self.pool.free_slots()):  # or a pool asked
                 return finished
             backoff.wait()
         self.store.commit()

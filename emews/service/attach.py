@@ -23,6 +23,7 @@ from ..pools.base import Backoff, Task
 from . import protocol
 
 POLL_MS = 50
+RUNNING_POLL_S = Backoff().maximum   # 2 ms, as the MPI master waits for its workers
 
 
 class Attachment:
@@ -66,7 +67,10 @@ class Attachment:
         """Serve until the service stops us or we drain; return why we left."""
         backoff = Backoff(maximum=POLL_MS / 1000)
         while not self.stopped:
-            progress = self._listen(backoff.delay)
+            # while workers run, the service's socket is polled no longer than the MPI pool's
+            # own longest wait, so that a finished task is reported at once
+            wait = min(backoff.delay, RUNNING_POLL_S) if self.pool.running else backoff.delay
+            progress = self._listen(wait)
             progress |= self._report(self.pool.collect(block=False))
             self._hand_out()
             self._ask()
