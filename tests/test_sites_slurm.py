@@ -1,6 +1,7 @@
 """``emews submit`` on a real single-node Slurm (tests/support/slurm.py): a study run to the
 end by the job, a chained follow-up that waits for it and resumes the finished study, and the
-site's GPU binding recorded by each worker. Nothing is mocked; jobs are polled with squeue."""
+site's GPU binding recorded by each worker, and a study served by ``emews serve`` to two sbatch
+pool jobs, one scancel'ed mid-study. Nothing is mocked; jobs are polled with squeue."""
 
 import json
 import os
