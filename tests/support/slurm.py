@@ -95,7 +95,8 @@ class Slurm:
                                 check=True).stdout.split("RealMemory=")[1].split()[0]
         self.conf.write_text("\n".join([
             "ClusterName=emewstest",
-            f"FirstJobId={random.randrange(10**6, 6 * 10**7)}", f"SlurmctldHost={self.host}(127.0.0.1)",
+            f"FirstJobId={random.randrange(10**6, 6 * 10**7)}",
+            f"SlurmctldHost={self.host}(127.0.0.1)",
             f"SlurmctldPort={_free_port()}", f"SlurmdPort={_free_port()}",
             "AuthType=auth/munge", "CredType=cred/munge", f"AuthInfo=socket={self.socket}",
             "SlurmUser=root", f"StateSaveLocation={self.root / 'state'}",
