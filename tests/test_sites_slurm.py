@@ -1,9 +1,13 @@
 """``emews submit`` on a real single-node Slurm (tests/support/slurm.py): a study run to the
 end by the job, a chained follow-up that waits for it and resumes the finished study, and the
-site's GPU binding recorded by each worker. Nothing is mocked; jobs are polled with squeue."""
+site's GPU binding recorded by each worker, and a study served by ``emews serve`` to two sbatch
+pool jobs, one scancel'ed mid-study. Nothing is mocked; jobs are polled with squeue."""
 
 import json
+import os
+import signal
 import sqlite3
+import subprocess
 import sys
 from pathlib import Path
 
@@ -13,6 +17,7 @@ SUPPORT = Path(__file__).parent / "support"
 if str(SUPPORT) not in sys.path:
     sys.path.insert(0, str(SUPPORT))
 
+from conftest import wait_until  # noqa: E402
 from slurm import slurm_fixture  # noqa: E402,F401  (the session fixture "slurm")
 
 pytestmark = [pytest.mark.slow, pytest.mark.mpi]
@@ -23,7 +28,8 @@ def submit(emews_cli, slurm):
     """Run ``emews submit ...`` against the test cluster; return the CompletedProcess."""
 
     def run(*args):
-        return emews_cli("submit", *args, env={"SLURM_CONF": slurm.env["SLURM_CONF"]})
+        return emews_cli("submit", *args, env={"SLURM_CONF": slurm.env["SLURM_CONF"],
+                                               "EMEWS_TEST_SECONDS": "0.4"})
 
     return run
 
@@ -125,3 +131,59 @@ def test_each_worker_records_the_gpu_the_site_binds_it_to(submit, study, slurm, 
                           "ROCR_VISIBLE_DEVICES=1")
     assert json.loads((expdir / "config.json").read_text())["system"]["gpus_per_node"] == 2
 
+
+
+@pytest.fixture
+def service(tmp_path):
+    """Start ``emews serve CONFIG`` here (its own session); return (process, EXPDIR)."""
+    started = []
+
+    def start(config):
+        env = dict(os.environ, PYTHONPATH=str(SUPPORT), EMEWS_TEST_SECONDS="0.4")
+        process = subprocess.Popen([sys.executable, "-m", "emews", "serve", str(config)],
+                                   cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True, start_new_session=True)
+        started.append(process)
+        expdir = tmp_path / "experiments" / "study" / "EXP001"
+        wait_until((expdir / "service.json").exists, "service.json")
+        return process, expdir
+
+    yield start
+    for process in started:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+
+
+def count_done(expdir):
+    try:
+        return len([s for s in statuses(expdir) if s == "done"])
+    except sqlite3.OperationalError:
+        return 0
+
+
+def test_two_pool_jobs_serve_one_study_and_a_cancelled_one_loses_nothing(
+        service, submit, study, slurm):
+    config = study(system={"procs": 3, "progress_interval": 60},
+                   study={"budget": 12, "seed": 4, "objective": "fault_me:slow_square"},
+                   service={"lease": 3.0})
+    server, expdir = service(config)
+    done = submit("--resume", expdir, "--site", "slurm", "--pools", "2",
+                  "--walltime", "00:10:00")
+    assert done.returncode == 0, done.stderr
+    doomed, survivor = record_of(expdir)["jobs"]
+    wait_until(lambda: all(slurm.job_state(job["id"]) == "RUNNING"
+                           for job in (doomed, survivor)), "both pool jobs to run")
+    wait_until(lambda: count_done(expdir) >= 3, "three results")
+    slurm.command("scancel", doomed["id"], check=True)
+    out, err = server.communicate(timeout=180)
+    assert server.returncode == 0, err
+    assert "evaluation budget of 12 reached" in out
+    with sqlite3.connect(expdir / "results.db") as db:  # every evaluation once, all done
+        stored = db.execute("select id, status from evaluations order by id").fetchall()
+    assert stored == [(i, "done") for i in range(12)]
+    slurm.wait_gone(doomed["id"])
+    slurm.wait_gone(survivor["id"])
+    assert job_field(slurm, doomed["id"], "JobState") == "CANCELLED"
+    assert job_field(slurm, survivor["id"], "JobState") == "COMPLETED"
+    assert "emews: pool left: the study ended" in Path(survivor["stdout"]).read_text()

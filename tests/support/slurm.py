@@ -8,6 +8,7 @@ Tests need root (the daemons run as root, ``SlurmUser=root``).
 """
 
 import os
+import random
 import shutil
 import signal
 import socket
@@ -19,6 +20,12 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent.parent
+# Job ids start at a random number: under srun (PMI-2) MPICH names its shared-memory segment
+# (/dev/shm/mpich_shm_*) after the job and step ids, and a segment left by a job killed in an
+# earlier cluster (scancel: SIGKILL) made the next cluster's job with the same id crash or hang.
+# CPUs the node says it has, whatever the machine has (config_overrides): a study job and two
+# pool jobs of a few ranks each run side by side, oversubscribed as under mpiexec.
+CPUS = 12
 BINARIES = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "sinfo", "scontrol", "scancel")
 
 
@@ -84,10 +91,12 @@ class Slurm:
                    str(self.root / "munged.log"), "--seed-file", str(munge / "seed")])
         for name in ("state", "spool"):
             (self.root / name).mkdir()
-        node = subprocess.run([_binary("slurmd"), "-C"], capture_output=True, text=True,
-                              check=True).stdout.splitlines()[0]
+        memory = subprocess.run([_binary("slurmd"), "-C"], capture_output=True, text=True,
+                                check=True).stdout.split("RealMemory=")[1].split()[0]
         self.conf.write_text("\n".join([
-            "ClusterName=emewstest", f"SlurmctldHost={self.host}(127.0.0.1)",
+            "ClusterName=emewstest",
+            f"FirstJobId={random.randrange(10**6, 6 * 10**7)}",
+            f"SlurmctldHost={self.host}(127.0.0.1)",
             f"SlurmctldPort={_free_port()}", f"SlurmdPort={_free_port()}",
             "AuthType=auth/munge", "CredType=cred/munge", f"AuthInfo=socket={self.socket}",
             "SlurmUser=root", f"StateSaveLocation={self.root / 'state'}",
@@ -100,7 +109,8 @@ class Slurm:
             "JobAcctGatherType=jobacct_gather/none",
             "AccountingStorageType=accounting_storage/none", "SelectType=select/cons_tres",
             "SelectTypeParameters=CR_CPU", "MpiDefault=pmi2", "MailProg=/bin/true",
-            "ReturnToService=2", f"{node} NodeAddr=127.0.0.1",
+            "ReturnToService=2", "SlurmdParameters=config_overrides",
+            f"NodeName={self.host} CPUs={CPUS} RealMemory={memory} NodeAddr=127.0.0.1",
             "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP", ""]))
         self._run([_binary("slurmctld"), "-f", str(self.conf)])
         self._run([_binary("slurmd"), "-f", str(self.conf), "-N", self.host])
