@@ -216,6 +216,20 @@ def test_bad_use_is_one_line_and_exit_status_2(tmp_path, args, message):
     assert not (tmp_path / "experiments").exists()
 
 
+def run_study(files, tmp_path, *options, **env):
+    """``emews run --supervisor-cfg FILES`` of the toy model ``sup`` (stored under
+    ``tmp_path/data``, Supervisor's numbering); returns the run and its stored rows."""
+    done = emews("run", "--supervisor-cfg", *map(str, files), *options, cwd=tmp_path,
+                 MODEL_NAME="sup", MODEL_PYTHON_DIR=str(MODELS),
+                 CANDLE_DATA_DIR=str(tmp_path / "data"), **env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    store = Store(tmp_path / "data" / "sup" / "EXP000" / "results.db", create=False)
+    try:
+        return done, store.rows()
+    finally:
+        store.close()
+
+
 def test_the_ga_study_of_the_cfg_files_runs_under_mpiexec_and_stores_every_evaluation(tmp_path):
     # Supervisor's test scripts name the model and let the environment shrink the study.
     space = tmp_path / "space.json"
@@ -254,14 +268,7 @@ def test_a_cfg_sys_file_and_a_upf_are_a_sweep_of_its_points_that_runs_under_mpie
                   "model_name": "sup", "name": "sup"},
         "algorithm": {"file": str(UPF[1])},
         "model": {"benchmark_timeout": 3600.0}}
-    done = emews("run", "--supervisor-cfg", *map(str, UPF), cwd=tmp_path, MODEL_NAME="sup",
-                 PROCS="3", MODEL_PYTHON_DIR=str(MODELS), CANDLE_DATA_DIR=str(tmp_path / "data"))
-    assert done.returncode == 0, done.stdout + done.stderr
-    store = Store(tmp_path / "data" / "sup" / "EXP000" / "results.db", create=False)
-    try:
-        rows = store.rows()
-    finally:
-        store.close()
+    _, rows = run_study(UPF, tmp_path, PROCS="3")
     points = [json.loads(line) for line in UPF[1].read_text().splitlines()]
     assert [row["params"] for row in rows] == points
     assert [(row["status"], row["result"]) for row in rows] == \
@@ -278,14 +285,7 @@ def test_the_grid_workflow_is_a_sweep_of_every_combination_of_its_settings_json(
     assert study["algorithm"] == {"params": table} and "space" not in study["study"]
     assert [n.split(" = ")[0] for n in notes] == ["PROPOSE_POINTS", "MAX_ITERATIONS",
                                                   "PARAM_SET_FILE"]
-    done = emews("run", "--supervisor-cfg", *map(str, GRID), cwd=tmp_path, MODEL_NAME="sup",
-                 MODEL_PYTHON_DIR=str(MODELS), CANDLE_DATA_DIR=str(tmp_path / "data"))
-    assert done.returncode == 0, done.stdout + done.stderr
-    store = Store(tmp_path / "data" / "sup" / "EXP000" / "results.db", create=False)
-    try:
-        rows = store.rows()
-    finally:
-        store.close()
+    _, rows = run_study(GRID, tmp_path)
     assert sorted((r["params"]["x"], r["params"]["epochs"]) for r in rows) == sorted(
         (x, epochs) for x in table["x"] for epochs in table["epochs"])
     assert all(r["status"] == "done" and r["result"] == pytest.approx(r["params"]["x"])
@@ -315,14 +315,7 @@ def test_the_async_search_workflow_is_skopts_forest_search_on_its_problem_file(t
                                   "acq_optimizer": "sampling", "n_initial_points": 3,
                                   "n_jobs": 1}
     assert [n.split(" = ")[0] for n in notes] == ["NUM_BUFFER", "MAX_THRESHOLD"]
-    done = emews("run", "--supervisor-cfg", *map(str, ASYNC), cwd=tmp_path, MODEL_NAME="sup",
-                 MODEL_PYTHON_DIR=str(MODELS), CANDLE_DATA_DIR=str(tmp_path / "data"))
-    assert done.returncode == 0, done.stdout + done.stderr
-    store = Store(tmp_path / "data" / "sup" / "EXP000" / "results.db", create=False)
-    try:
-        rows = store.rows()
-    finally:
-        store.close()
+    _, rows = run_study(ASYNC, tmp_path)
     assert len(rows) == 6 and {row["status"] for row in rows} == {"done"}
     for row in rows:
         params = row["params"]
@@ -332,17 +325,9 @@ def test_the_async_search_workflow_is_skopts_forest_search_on_its_problem_file(t
 
 
 def test_the_mlrmbo_study_of_the_cfg_files_runs_its_budget_under_mpiexec(tmp_path):
-    done = emews("run", "--supervisor-cfg", *map(str, MBO), "--set", "algorithm.n_trees=20",
-                 cwd=tmp_path, MODEL_NAME="sup", PROCS="3", MAX_BUDGET="6", DESIGN_SIZE="4",
-                 PROPOSE_POINTS="2", MODEL_PYTHON_DIR=str(MODELS),
-                 CANDLE_DATA_DIR=str(tmp_path / "data"))
-    assert done.returncode == 0, done.stdout + done.stderr
+    done, rows = run_study(MBO, tmp_path, "--set", "algorithm.n_trees=20", PROCS="3",
+                           MAX_BUDGET="6", DESIGN_SIZE="4", PROPOSE_POINTS="2")
     assert "emews: note: RESIDENT_WORK_RANKS = '1' is not used" in done.stderr
-    store = Store(tmp_path / "data" / "sup" / "EXP000" / "results.db", create=False)
-    try:
-        rows = store.rows()
-    finally:
-        store.close()
     assert len(rows) == 6 and {row["status"] for row in rows} == {"done"}
     for row in rows:
         assert 0 <= row["params"]["x"] <= 4 and row["params"]["epochs"] == 3
