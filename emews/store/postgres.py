@@ -30,7 +30,7 @@ import time
 
 from ..errors import ConfigError, EmewsError, StoreError
 from . import schema
-from .sqlite import bounded, metrics_json
+from .sqlite import bounded, finished_rows, metrics_json
 
 QUEUED, RUNNING, COMPLETE, CANCELED, REQUEUED = 0, 1, 2, 3, 4   # EQ-SQL's TaskStatus
 EQ_STOP = "EQ_STOP"        # EQ-SQL's payload that tells a worker pool to stop
@@ -212,16 +212,7 @@ class PostgresStore:
     def finish(self, rows):
         """Finished attempts: ``(id, rank, outcome, attempt, status)`` tuples (see
         Store.finish)."""
-        attempts, points = [], []
-        for i, rank, outcome, attempt, status in rows:
-            value = None if math.isnan(outcome.value) else outcome.value
-            log_tail, error = bounded(outcome.log_tail), bounded(outcome.error)
-            metrics = metrics_json(outcome.extra.get("metrics"))
-            attempts.append((i, attempt, outcome.status, value, error, log_tail, rank,
-                             outcome.started, outcome.finished, metrics, i))
-            points.append((status, value, error, log_tail, rank, outcome.started,
-                           outcome.finished, attempt if status != "queued" else attempt + 1,
-                           metrics, i))
+        attempts, points = finished_rows(rows)
         self._upsert_attempts(attempts)
         self._write_points(points)
 

@@ -138,17 +138,7 @@ class Store:
         ``queued`` for a failure that will be retried); the attempt itself keeps the outcome's
         own status in ``attempts``.
         """
-        attempts, points = [], []
-        for i, rank, outcome, attempt, status in rows:
-            value = None if math.isnan(outcome.value) else outcome.value
-            log_tail = bounded(outcome.log_tail)
-            error = bounded(outcome.error)
-            metrics = metrics_json(outcome.extra.get("metrics"))
-            attempts.append((i, attempt, outcome.status, value, error, log_tail, rank,
-                             outcome.started, outcome.finished, metrics, i))
-            points.append((status, value, error, log_tail, rank, outcome.started,
-                           outcome.finished, attempt if status != "queued" else attempt + 1,
-                           metrics, i))
+        attempts, points = finished_rows(rows)
         self._write("INSERT OR REPLACE INTO attempts (id, attempt, status, result, error, "
                     "log_tail, rank, started, finished, metrics, run_id) VALUES (?, ?, ?, ?, ?, "
                     "?, ?, ?, ?, ?, (SELECT run_id FROM evaluations WHERE id=?))", attempts)
@@ -277,6 +267,22 @@ class Store:
     def next_seq(self):
         """The place in the ME's order of the next point it proposes."""
         return self._read("SELECT COALESCE(MAX(seq) + 1, 0) FROM evaluations")[0][0]
+
+
+def finished_rows(rows):
+    """``(attempts, points)``: the attempt rows and the point updates of finished attempts
+    ``(id, rank, outcome, attempt, status)``, in the column order both stores write."""
+    attempts, points = [], []
+    for i, rank, outcome, attempt, status in rows:
+        value = None if math.isnan(outcome.value) else outcome.value
+        log_tail, error = bounded(outcome.log_tail), bounded(outcome.error)
+        metrics = metrics_json(outcome.extra.get("metrics"))
+        attempts.append((i, attempt, outcome.status, value, error, log_tail, rank,
+                         outcome.started, outcome.finished, metrics, i))
+        points.append((status, value, error, log_tail, rank, outcome.started,
+                       outcome.finished, attempt if status != "queued" else attempt + 1,
+                       metrics, i))
+    return attempts, points
 
 
 def decoded(row):
