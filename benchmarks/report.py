@@ -321,10 +321,6 @@ def _sum(*values):
     return sum(present) if present else None
 
 
-def _quality(part):
-    return quality.markdown(part)
-
-
 def _overhead(part):
     counts = sorted({r["observations"] for r in part["runs"]})
     by = {(r["algorithm"], r["observations"]): r for r in part["runs"]}
@@ -388,7 +384,7 @@ def _cell(value):
     return _number(value) if isinstance(value, (int, float)) else str(value)
 
 
-RENDERERS = {"dispatch": _dispatch, "utilization": _utilization, "quality": _quality,
+RENDERERS = {"dispatch": _dispatch, "utilization": _utilization, "quality": quality.markdown,
              "overhead": _overhead, "simulation": _simulation, "faults": _faults}
 
 

@@ -70,6 +70,28 @@ def alive(pid):
         return False
 
 
+TOY_SPACE = [{"name": "x", "type": "float", "lower": -2.0, "upper": 2.0},
+             {"name": "n", "type": "int", "lower": 0, "upper": 3},
+             {"name": "act", "type": "categorical", "values": ["relu", "tanh"]}]
+
+
+@pytest.fixture
+def toy_config(tmp_path, monkeypatch):
+    """``make(**study)``: the config dict of an in-process study of a ``toy_models`` objective
+    (tests/support) on :data:`TOY_SPACE`, stored under ``tmp_path``; ``study`` overrides the
+    [study] table's entries (quadratic, budget 12, seed 4)."""
+    monkeypatch.syspath_prepend(str(SUPPORT))
+    (tmp_path / "space.json").write_text(json.dumps(TOY_SPACE))
+
+    def make(**study):
+        base = {"name": "t", "space": str(tmp_path / "space.json"), "budget": 12, "seed": 4,
+                "impl": "py", "objective": "toy_models:quadratic", "data_dir": str(tmp_path)}
+        return {"system": {"pool": "inprocess", "procs": 3, "progress_interval": 0.0},
+                "study": {**base, **study}}
+
+    return make
+
+
 def stored_rows(expdir):
     """The evaluations in the store (``results.db``) of ``expdir``, by id."""
     store = Store(Path(expdir) / "results.db", create=False)
@@ -77,6 +99,17 @@ def stored_rows(expdir):
         return store.rows()
     finally:
         store.close()
+
+
+def assert_exact_budget_and_lost_leases_rerun(rows, lost, budget):
+    """A served study whose pool was killed: ``rows`` (``(id, status, attempt, ...)`` by id)
+    are exactly ``budget`` done points, and every lease it lost (``(id, attempt, error)``
+    attempts) expired and ran again to a finish."""
+    assert [row[1] for row in rows] == ["done"] * budget  # exactly the budget
+    assert lost  # the killed pool held tasks
+    assert all(error.startswith("lease expired: ") for _, _, error in lost)
+    for i, attempt, _ in lost:  # every task the killed pool held ran again and finished
+        assert rows[i][1] == "done" and rows[i][2] > attempt
 
 
 def wait_until(condition, what="the condition", timeout=120):

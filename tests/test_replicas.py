@@ -20,25 +20,18 @@ from emews.inspect.show import replica_summary
 from emews.space import Space
 from emews.study import result_of
 
-from conftest import stored_rows
+from conftest import TOY_SPACE, stored_rows
 
-SPACE = [{"name": "x", "type": "float", "lower": -2.0, "upper": 2.0},
-         {"name": "n", "type": "int", "lower": 0, "upper": 3},
-         {"name": "act", "type": "categorical", "values": ["relu", "tanh"]}]
+SPACE = TOY_SPACE
 
 
 @pytest.fixture
-def make_config(tmp_path, monkeypatch):
-    monkeypatch.syspath_prepend(str(__import__("conftest").SUPPORT))
-    (tmp_path / "space.json").write_text(json.dumps(SPACE))
-
+def make_config(toy_config):
     def make(record, **study):
-        base = {"name": "t", "space": str(tmp_path / "space.json"), "budget": 24, "seed": 3,
-                "impl": "py", "objective": "toy_models:noisy", "data_dir": str(tmp_path),
-                "algorithm": "recording_algorithm:RecordingRandom", "replicas": 3}
-        base.update(study)
-        return {"system": {"pool": "inprocess", "procs": 3, "progress_interval": 0.0},
-                "study": base, "algorithm": {"record": str(record)}}
+        config = toy_config(**{"budget": 24, "seed": 3, "objective": "toy_models:noisy",
+                               "algorithm": "recording_algorithm:RecordingRandom",
+                               "replicas": 3, **study})
+        return {**config, "algorithm": {"record": str(record)}}
 
     return make
 

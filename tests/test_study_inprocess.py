@@ -11,29 +11,10 @@ from emews.errors import ConfigError, MEAborted
 
 from conftest import stored_rows
 
-SPACE = [{"name": "x", "type": "float", "lower": -2.0, "upper": 2.0},
-         {"name": "n", "type": "int", "lower": 0, "upper": 3},
-         {"name": "act", "type": "categorical", "values": ["relu", "tanh"]}]
-
-
-@pytest.fixture
-def make_config(tmp_path, monkeypatch):
-    monkeypatch.syspath_prepend(str(__import__("conftest").SUPPORT))
-    (tmp_path / "space.json").write_text(json.dumps(SPACE))
-
-    def make(**study):
-        base = {"name": "t", "space": str(tmp_path / "space.json"), "budget": 12, "seed": 4,
-                "impl": "py", "objective": "toy_models:quadratic", "data_dir": str(tmp_path)}
-        base.update(study)
-        return {"system": {"pool": "inprocess", "procs": 3, "progress_interval": 0.0},
-                "study": base}
-
-    return make
-
 
 @pytest.mark.parametrize("mode", ["async", "batch"])
-def test_a_study_evaluates_its_budget_and_reports_the_best(make_config, mode, capsys):
-    result = emews.run(make_config(mode=mode))
+def test_a_study_evaluates_its_budget_and_reports_the_best(toy_config, mode, capsys):
+    result = emews.run(toy_config(mode=mode))
     evaluations = stored_rows(result.expdir)
     assert len(evaluations) == 12 and {r["status"] for r in evaluations} == {"done"}
     best = min(evaluations, key=lambda r: r["result"])
@@ -45,8 +26,8 @@ def test_a_study_evaluates_its_budget_and_reports_the_best(make_config, mode, ca
     assert all(r["started"] <= r["finished"] for r in evaluations)
 
 
-def test_failures_are_recorded_and_the_study_goes_on(make_config):
-    result = emews.run(make_config(objective="toy_models:flaky", budget=30))
+def test_failures_are_recorded_and_the_study_goes_on(toy_config):
+    result = emews.run(toy_config(objective="toy_models:flaky", budget=30))
     evaluations = stored_rows(result.expdir)
     failed = [r for r in evaluations if r["status"] == "failed"]
     assert len(evaluations) == 30 and failed and result.failed == len(failed)
@@ -56,21 +37,21 @@ def test_failures_are_recorded_and_the_study_goes_on(make_config):
     assert result.best_value == min(r["result"] for r in evaluations if r["status"] == "done")
 
 
-def test_an_infinite_result_is_a_failure_not_the_best(make_config):
-    result = emews.run(make_config(objective="toy_models:unbounded", budget=16))
+def test_an_infinite_result_is_a_failure_not_the_best(toy_config):
+    result = emews.run(toy_config(objective="toy_models:unbounded", budget=16))
     evaluations = stored_rows(result.expdir)
     infinite = [r for r in evaluations if r["params"]["x"] < 0]
     assert infinite and all(r["status"] == "failed" and "-inf" in r["error"] for r in infinite)
     assert result.best_value >= 0
 
 
-def test_model_return_picks_the_last_epoch_of_a_history(make_config):
-    result = emews.run(make_config(objective="toy_models:history_dict", budget=4))
+def test_model_return_picks_the_last_epoch_of_a_history(toy_config):
+    result = emews.run(toy_config(objective="toy_models:history_dict", budget=4))
     assert all(r["result"] == pytest.approx(r["params"]["x"] ** 2) for r in stored_rows(result.expdir))
 
 
-def test_a_classic_eqpy_module_runs_unchanged(make_config):
-    result = emews.run(make_config(algorithm="classic_me", mode="async"))
+def test_a_classic_eqpy_module_runs_unchanged(toy_config):
+    result = emews.run(toy_config(algorithm="classic_me", mode="async"))
     evaluations = stored_rows(result.expdir)
     assert len(evaluations) == 12
     assert result.stop_reason == "classic ME finished"
@@ -78,41 +59,41 @@ def test_a_classic_eqpy_module_runs_unchanged(make_config):
         result.best_value
 
 
-def test_a_dying_me_is_reported_with_its_traceback_and_nothing_is_lost(make_config, tmp_path):
+def test_a_dying_me_is_reported_with_its_traceback_and_nothing_is_lost(toy_config, tmp_path):
     with pytest.raises(MEAborted) as error:
-        emews.run(make_config(algorithm="raising_me"))
+        emews.run(toy_config(algorithm="raising_me"))
     assert "the ME broke on purpose" in error.value.traceback
     (evaluation,) = stored_rows(tmp_path / "t" / "EXP001")
     assert evaluation["status"] == "done" and evaluation["result"] == 1.0
 
 
-def test_a_sweep_evaluates_each_line_once_in_order(make_config, tmp_path):
+def test_a_sweep_evaluates_each_line_once_in_order(toy_config, tmp_path):
     upf = tmp_path / "points.jsonl"
     points = [{"x": i / 10, "n": i % 4, "act": "relu"} for i in range(7)]
     upf.write_text("# a comment\n" + "\n".join(json.dumps(p) for p in points) + "\n\n")
-    config = make_config(algorithm="sweep", budget=None, mode="batch")
+    config = toy_config(algorithm="sweep", budget=None, mode="batch")
     config["algorithm"] = {"file": str(upf)}
     result = emews.run(config)
     assert [r["params"] for r in stored_rows(result.expdir)] == points
     assert result.stop_reason == "the algorithm has no more points to propose"
 
 
-def test_echo_runs_nothing_and_is_deterministic(make_config):
-    result = emews.run(make_config(impl="echo", objective=None, budget=5))
+def test_echo_runs_nothing_and_is_deterministic(toy_config):
+    result = emews.run(toy_config(impl="echo", objective=None, budget=5))
     for row in stored_rows(result.expdir):
         p = row["params"]
         assert row["result"] == pytest.approx(p["x"] ** 2 + p["n"] ** 2)
     assert not (result.expdir / "run").exists()
 
 
-def test_an_unknown_algorithm_is_a_config_error_and_writes_nothing(make_config, tmp_path):
+def test_an_unknown_algorithm_is_a_config_error_and_writes_nothing(toy_config, tmp_path):
     with pytest.raises(ConfigError, match=r"\[study\].algorithm: must be one of .*random"):
-        emews.run(make_config(algorithm="simulated_annealing"))
+        emews.run(toy_config(algorithm="simulated_annealing"))
     assert not (tmp_path / "t").exists()
 
 
-def test_the_store_is_plain_sqlite_with_the_documented_columns(make_config):
-    result = emews.run(make_config(budget=3))
+def test_the_store_is_plain_sqlite_with_the_documented_columns(toy_config):
+    result = emews.run(toy_config(budget=3))
     db = sqlite3.connect(result.expdir / "results.db")
     columns = {row[1] for row in db.execute("PRAGMA table_info(evaluations)")}
     assert {"id", "params", "result", "status", "error", "rank", "started",
