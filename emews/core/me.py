@@ -13,7 +13,7 @@ it the same way. After the ``Params`` handshake it reads the settings file (JSON
 Settings keys: ``algorithm``, ``options``, ``space`` (a space-file path or a GA JSON list),
 ``seed``, ``mode``, ``slots``, ``batch_size``, ``stop`` (keyword arguments of
 :class:`~emews.core.algorithm.Stopper`), ``history`` (``[point, value]`` pairs of a resumed run,
-``null`` for a failure)
+``null`` for a failure),
 ``pending`` (points that were running when that run was killed) and ``checkpoint``
 (``store``, ``name``, ``restore``): in batch mode the driver saves the algorithm's state and its
 own in the study's store after every tell, and a resumed study restores them (``put_base`` is
