@@ -284,6 +284,7 @@ def test_submit_to_the_local_site_runs_the_study_detached(emews_cli, study, tmp_
     (job,) = record["jobs"]
     assert f"emews: submitted job {job['id']} (local, site gpu-box)" in done.stdout
     wait_until(lambda: _gone(int(job["id"])), 120, "the local job to end")
+    assert job_lines(emews_cli("status", expdir)) == [f"job {job['id']} (study): ENDED"]
     rows = sqlite3.connect(expdir / "results.db").execute(
         "select status from evaluations").fetchall()
     assert rows == [("done",)] * 6
@@ -372,3 +373,78 @@ def test_psij_submits_the_same_resources_and_runs_the_rendered_script(name, expe
         assert line in lines
     assert [line for line in lines if "place=" in line] in ([], ["#PBS -l place=scatter:shared"])
     assert f"/bin/bash {job.script}" in text.getvalue()
+
+
+@pytest.fixture
+def submitted(emews_cli, quadratic, tmp_path):
+    """``record(scheduler, ids)``: a finished study (run here, in-process) whose
+    ``submit.json`` records jobs ``ids`` as ``emews submit`` does on ``scheduler``."""
+
+    def record(scheduler, ids):
+        done = emews_cli("run", quadratic, "--set", "system.pool='inprocess'")
+        assert done.returncode == 0, done.stderr
+        (expdir,) = (tmp_path / "experiments").glob("*/EXP*")
+        (expdir / "submit.json").write_text(json.dumps({
+            "expdir": str(expdir), "site": {"name": scheduler, "scheduler": scheduler},
+            "jobs": [{"index": k, "kind": kind, "id": i} for k, (i, kind) in enumerate(ids)]}))
+        return expdir
+
+    return record
+
+
+def job_lines(done):
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    return [line for line in done.stdout.splitlines() if line.startswith(("job ", "jobs:"))]
+
+
+def test_status_without_the_scheduler_s_command_is_one_line(emews_cli, submitted):
+    expdir = submitted("slurm", [("4242", "study"), ("4243", "pool")])
+    path = str(Path(sys.executable).parent)  # the venv's bin: no squeue there
+    assert job_lines(emews_cli("status", expdir, env={"PATH": path})) == [
+        "job 4242 (study): UNKNOWN", "job 4243 (pool): UNKNOWN",
+        "jobs: cannot ask slurm for the states of the jobs: squeue is not on PATH (run emews "
+        "status where the jobs were submitted)"]
+
+
+# What PBS Pro's ``qstat -x -f ID...`` and LSF's ``bjobs -a -noheader -o "jobid stat" ID...``
+# print (their formats, cut to the lines read), for the schedulers this machine has no daemon
+# for; a stand-in answers only the command line emews status must use.
+QSTAT = """Job Id: 8101.polaris-pbs-01.hsn.cm.polaris.alcf.anl.gov
+    Job_Name = emews-study
+    job_state = F
+    queue = debug
+    Exit_status = 0
+
+Job Id: 8102.polaris-pbs-01.hsn.cm.polaris.alcf.anl.gov
+    Job_Name = emews-study
+    job_state = H
+    queue = debug
+"""
+BJOBS = "5101 DONE\n5102 PEND\n"
+
+
+@pytest.mark.parametrize("scheduler, command, output, error, lines", [
+    ("pbs", "qstat -x -f 8101.polaris-pbs-01 8102.polaris-pbs-01 8103.polaris-pbs-01", QSTAT,
+     "qstat: Unknown Job Id 8103.polaris-pbs-01",
+     ["job 8101.polaris-pbs-01 (study): FINISHED", "job 8102.polaris-pbs-01 (study): HELD",
+      "job 8103.polaris-pbs-01 (study): UNKNOWN"]),
+    ("lsf", "bjobs -a -noheader -o jobid stat 5101 5102 5103", BJOBS,
+     "Job <5103> is not found",
+     ["job 5101 (study): DONE", "job 5102 (study): PEND", "job 5103 (study): UNKNOWN"]),
+])
+def test_status_names_each_job_s_state_as_the_scheduler_does(scheduler, command, output, error,
+                                                            lines, emews_cli, submitted,
+                                                            tmp_path):
+    ids = [line.split()[1] for line in lines]
+    expdir = submitted(scheduler, [(i, "study") for i in ids])
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    name, arguments = command.split(" ", 1)
+    stand_in = bin_dir / name
+    stand_in.write_text(f'#!/bin/bash\n[ "$*" = {shlex.quote(arguments)} ] || exit 2\n'
+                        f"printf %s {shlex.quote(output)}\n"
+                        f"echo {shlex.quote(error)} >&2; exit 1\n")
+    stand_in.chmod(0o755)
+    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    assert job_lines(emews_cli("status", expdir, env=env)) == lines

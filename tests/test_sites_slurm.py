@@ -1,7 +1,9 @@
 """``emews submit`` on a real single-node Slurm (tests/support/slurm.py): a study run to the
-end by the job, a chained follow-up that waits for it and resumes the finished study, and the
-site's GPU binding recorded by each worker, and a study served by ``emews serve`` to two sbatch
-pool jobs, one scancel'ed mid-study. Nothing is mocked; jobs are polled with squeue."""
+end by the job, a chained follow-up that waits for it and resumes the finished study, a job
+that drains before its walltime and the follow-up that ends its study, the jobs' states in
+``emews status``, the site's GPU binding recorded by each worker, and a study served by
+``emews serve`` to two sbatch pool jobs, one scancel'ed mid-study. Nothing is mocked; jobs are
+polled with squeue."""
 
 import json
 import os
@@ -163,7 +165,7 @@ def count_done(expdir):
 
 
 def test_two_pool_jobs_serve_one_study_and_a_cancelled_one_loses_nothing(
-        service, submit, study, slurm):
+        service, submit, study, slurm, emews_cli):
     config = study(system={"procs": 3, "progress_interval": 60},
                    study={"budget": 12, "seed": 4, "objective": "fault_me:slow_square"},
                    service={"lease": 3.0})
@@ -186,4 +188,53 @@ def test_two_pool_jobs_serve_one_study_and_a_cancelled_one_loses_nothing(
     slurm.wait_gone(survivor["id"])
     assert job_field(slurm, doomed["id"], "JobState") == "CANCELLED"
     assert job_field(slurm, survivor["id"], "JobState") == "COMPLETED"
+    assert job_lines(emews_cli, slurm, expdir) == [f"job {doomed['id']} (pool): CANCELLED",
+                                                   f"job {survivor['id']} (pool): COMPLETED"]
     assert "emews: pool left: the study ended" in Path(survivor["stdout"]).read_text()
+
+
+def job_lines(emews_cli, slurm, expdir):
+    """The job lines of ``emews status EXPDIR`` (asked where Slurm's commands are)."""
+    shown = emews_cli("status", expdir, env={"SLURM_CONF": slurm.env["SLURM_CONF"]})
+    assert shown.returncode == 0, shown.stderr
+    return [line for line in shown.stdout.splitlines() if line.startswith(("job ", "jobs:"))]
+
+
+def test_a_job_drains_before_its_walltime_and_its_chained_follow_up_ends_the_study(
+        emews_cli, study, slurm, tmp_path):
+    budget = 12  # 3 s each: more than the first job's 30 s before its drain can finish
+    config = study(system={"procs": 2, "progress_interval": 60},
+                   study={"budget": budget, "seed": 2,
+                          "objective": "slurm_models:job_square"})
+    done = emews_cli("submit", config, "--site", "slurm", "--walltime", "00:01:00",
+                     "--chain", "1", env={"SLURM_CONF": slurm.env["SLURM_CONF"],
+                                          "EMEWS_TEST_SECONDS": "3"})
+    assert done.returncode == 0, done.stderr
+    expdir = tmp_path / "experiments" / "study" / "EXP001"
+    first, second = record_of(expdir)["jobs"]
+    assert job_field(slurm, first["id"], "TimeLimit") == "00:01:00"
+    wait_until(lambda: slurm.job_state(first["id"]) == "RUNNING", "the first job to run")
+    assert job_lines(emews_cli, slurm, expdir) == [f"job {first['id']} (study): RUNNING",
+                                                   f"job {second['id']} (study): PENDING"]
+    slurm.wait_gone(first["id"])
+    assert job_field(slurm, first["id"], "JobState") == "COMPLETED"  # drained, not killed
+    assert job_field(slurm, first["id"], "ExitCode") == "0:0"
+    assert "stopped: the job's walltime is about to run out; the next job resumes the study" \
+        in Path(first["stdout"]).read_text()
+    slurm.wait_gone(second["id"])
+    assert job_field(slurm, second["id"], "JobState") == "COMPLETED"
+    assert job_field(slurm, second["id"], "ExitCode") == "0:0"
+    assert f"evaluation budget of {budget} reached" in Path(second["stdout"]).read_text()
+    with sqlite3.connect(expdir / "results.db") as db:
+        stored = db.execute("select id, status, json_extract(metrics, '$.slurm_job') "
+                            "from evaluations order by id").fetchall()
+        resumes = json.loads(db.execute("select value from meta where key='resumes'")
+                             .fetchone()[0])
+    assert [(i, status) for i, status, _ in stored] == [(i, "done") for i in range(budget)]
+    by_job = [str(int(job)) for _, _, job in stored]
+    drained = by_job.count(first["id"])  # the first job ran ids 0..k-1, the follow-up the rest
+    assert 0 < drained < budget
+    assert by_job == [first["id"]] * drained + [second["id"]] * (budget - drained)
+    assert resumes == 1
+    assert job_lines(emews_cli, slurm, expdir) == [f"job {first['id']} (study): COMPLETED",
+                                                   f"job {second['id']} (study): COMPLETED"]

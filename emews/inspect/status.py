@@ -1,9 +1,11 @@
-"""``emews status``: where a study stands, running or finished, from a read-only snapshot."""
+"""``emews status``: where a study stands, running or finished, from a read-only snapshot, and
+the state of its batch jobs (``emews submit``) as their scheduler tells it."""
 
 import collections
 import json
 import time
 
+from ..launch.jobs import states as job_states
 from ..service.keys import POOLS_FILE
 from ..store import schema
 
@@ -14,7 +16,8 @@ def summary(study, now=None):
     """The study's state as JSON-able data: counts by state, best, stop reason, the most
     common failure reasons, the evaluation rate (finished evaluations per minute between the
     first start and the last finish) and, with a budget, the evaluations remaining and (while
-    it runs) an ETA."""
+    it runs) an ETA, and the batch jobs ``emews submit`` queued for it with their scheduler's
+    state (``jobs_note``: why the states are unknown, when the scheduler could not be asked)."""
     now = time.time() if now is None else now
     counts = {status: 0 for status in schema.STATUSES}
     counts.update(collections.Counter(row["status"] for row in study.rows))
@@ -35,6 +38,7 @@ def summary(study, now=None):
         else None
     reasons = collections.Counter(row["error"] or "no reason recorded" for row in study.failed)
     pools = _pools(study.expdir) if state == "running" else []
+    jobs, jobs_note = job_states(study.expdir)
     return {
         "expdir": str(study.expdir), "state": state, "objective": study.objective,
         "counts": counts, "evaluations": len(study.rows), "finished": finished,
@@ -46,6 +50,7 @@ def summary(study, now=None):
         "failures": [{"reason": reason, "count": count}
                      for reason, count in reasons.most_common(TOP_FAILURES)],
         "rate_per_minute": rate, "eta_seconds": eta, "pools": pools,
+        "jobs": jobs, "jobs_note": jobs_note,
         "eta": None if eta is None else time.strftime("%Y-%m-%d %H:%M:%S UTC",
                                                       time.gmtime(now + eta)),
     }
@@ -76,6 +81,10 @@ def render(info):
     for pool in info["pools"]:
         lines.append(f"pool {pool['pool']} on {pool['host']}: {pool['workers']} workers, "
                      f"{pool['tasks']} tasks, last heard {pool['last_heard_s']:.0f} s ago")
+    for job in info["jobs"]:
+        lines.append(f"job {job['id']} ({job['kind']}): {job['state']}")
+    if info["jobs_note"]:
+        lines.append(f"jobs: {info['jobs_note']}")
     for failure in info["failures"]:
         lines.append(f"failed {failure['count']}x: {one_line(failure['reason'])}")
     return lines

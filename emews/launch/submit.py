@@ -89,7 +89,8 @@ def submit(config, site_name, overrides=None, resume=None, chain=0, dry_run=Fals
     for job in jobs:
         job.after = None if job.pool else after
         job.script.write_text(scripts.render(job))
-        entry = {"index": job.index, "script": str(job.script), "stdout": str(job.stdout),
+        entry = {"index": job.index, "kind": "pool" if job.pool else "study",
+                 "script": str(job.script), "stdout": str(job.stdout),
                  "stderr": str(job.stderr), "after": after, "time": time.time()}
         if site.scheduler == "local":
             entry.update(_run_locally(job))
