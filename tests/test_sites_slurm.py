@@ -67,6 +67,13 @@ def job_field(slurm, job_id, name):
     raise AssertionError(f"no {name} in scontrol show job {job_id}")
 
 
+def job_lines(emews_cli, slurm, expdir):
+    """The job lines of ``emews status EXPDIR`` (asked where Slurm's commands are)."""
+    shown = emews_cli("status", expdir, env={"SLURM_CONF": slurm.env["SLURM_CONF"]})
+    assert shown.returncode == 0, shown.stderr
+    return [line for line in shown.stdout.splitlines() if line.startswith(("job ", "jobs:"))]
+
+
 def test_submit_runs_the_study_to_its_end_in_a_slurm_job(submit, quadratic, slurm, tmp_path):
     done = submit(quadratic, "--site", "slurm", "--walltime", "00:10:00")
     assert done.returncode == 0, done.stderr
@@ -191,13 +198,6 @@ def test_two_pool_jobs_serve_one_study_and_a_cancelled_one_loses_nothing(
     assert job_lines(emews_cli, slurm, expdir) == [f"job {doomed['id']} (pool): CANCELLED",
                                                    f"job {survivor['id']} (pool): COMPLETED"]
     assert "emews: pool left: the study ended" in Path(survivor["stdout"]).read_text()
-
-
-def job_lines(emews_cli, slurm, expdir):
-    """The job lines of ``emews status EXPDIR`` (asked where Slurm's commands are)."""
-    shown = emews_cli("status", expdir, env={"SLURM_CONF": slurm.env["SLURM_CONF"]})
-    assert shown.returncode == 0, shown.stderr
-    return [line for line in shown.stdout.splitlines() if line.startswith(("job ", "jobs:"))]
 
 
 def test_a_job_drains_before_its_walltime_and_its_chained_follow_up_ends_the_study(
