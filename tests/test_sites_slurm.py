@@ -202,7 +202,9 @@ def test_two_pool_jobs_serve_one_study_and_a_cancelled_one_loses_nothing(
 
 def test_a_job_drains_before_its_walltime_and_its_chained_follow_up_ends_the_study(
         emews_cli, study, slurm, tmp_path):
-    budget = 12  # 3 s each: more than the first job's 30 s before its drain can finish
+    # 3 s each: the first job drains 30 s in (a 1-minute walltime's margin), after at most
+    # 10; its follow-up finishes the rest well within its own 30 s (each starts in about 2 s)
+    budget = 12
     config = study(system={"procs": 2, "progress_interval": 60},
                    study={"budget": budget, "seed": 2,
                           "objective": "slurm_models:job_square"})
@@ -228,9 +230,11 @@ def test_a_job_drains_before_its_walltime_and_its_chained_follow_up_ends_the_stu
     with sqlite3.connect(expdir / "results.db") as db:
         stored = db.execute("select id, status, json_extract(metrics, '$.slurm_job') "
                             "from evaluations order by id").fetchall()
+        attempts = db.execute("select id, attempt, status from attempts order by id").fetchall()
         resumes = json.loads(db.execute("select value from meta where key='resumes'")
                              .fetchone()[0])
     assert [(i, status) for i, status, _ in stored] == [(i, "done") for i in range(budget)]
+    assert attempts == [(i, 1, "done") for i in range(budget)]  # none cut off and run again
     by_job = [str(int(job)) for _, _, job in stored]
     drained = by_job.count(first["id"])  # the first job ran ids 0..k-1, the follow-up the rest
     assert 0 < drained < budget

@@ -36,12 +36,12 @@ def states(expdir):
     (``kind``: ``study`` or ``pool``), and one line that says why their states are unknown
     (``None`` when the scheduler answered). No ``submit.json``: no jobs."""
     path = Path(expdir) / "submit.json"
-    if not path.is_file():
-        return [], None
-    record = experiment.read_json(path)
+    record = experiment.read_json(path) if path.is_file() else {}
     scheduler = record.get("site", {}).get("scheduler", "local")
     jobs = [{"id": str(entry["id"]), "kind": entry.get("kind", "study")}
             for entry in record.get("jobs", [])]
+    if not jobs:
+        return [], None
     query = QUERIES.get(scheduler)
     note = None
     if query is None:
