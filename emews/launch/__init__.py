@@ -14,6 +14,9 @@
          |  (--chain N: N more jobs, each depending on the one before)
          v
     EXPDIR/submit.json: job ids, scripts, the scheduler's output files
+         |  jobs.states(): each job's state, asked of the scheduler (squeue/sacct, qstat, bjobs)
+         v
+    emews status EXPDIR: one line per job (id, study or pool, state)
 
 ``emews site import SUPERVISOR_DIR/workflows/common/sh NAME`` writes a site file from
 CANDLE/Supervisor's ``env-NAME.sh``, ``sched-NAME.sh`` and ``langs-app-NAME.sh``
