@@ -10,8 +10,9 @@ command, and keeps the scheduler's name for each state::
     local  whether the job's script still runs (its process id)
 
 psij-python's ``attach`` is not used: it learns a state only on its next poll (a background
-thread), folds the scheduler's states into five (PENDING, RUNNING and held are all "QUEUED")
-and reports a job that has left the queue as COMPLETED, however it ended.
+thread), folds the scheduler's states into its own few (pending and held are both QUEUED,
+running is ACTIVE) and reports a job that has left the queue as COMPLETED, however it ended.
+Flux has no query here: its jobs' states are UNKNOWN, with one line saying so.
 """
 
 import shutil
