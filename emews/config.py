@@ -52,6 +52,7 @@ SCHEMA = {
         "python_path": Setting("list", []),
         "ppn": _positive("int", None, "PPN"),
         "walltime": Setting("str", None, "WALLTIME"),
+        "drain_margin": Setting("str", None, "EMEWS_DRAIN_MARGIN"),  # a walltime; else 10 %
         "queue": Setting("str", None, "QUEUE"),
         "project": Setting("str", None, "PROJECT"),
         "progress_interval": _positive("float", 2.0),

@@ -320,6 +320,18 @@ def test_a_batch_script_drains_a_margin_before_its_walltime(study, emews_cli):
     assert "export EMEWS_DRAIN_AT=$(( $(date +%s) + 540 ))" in shown.stdout.splitlines()
 
 
+def test_a_study_sets_its_own_drain_margin_shorter_than_its_walltime(study, emews_cli):
+    path = study(system={"drain_margin": "00:02:30"},
+                 study={"budget": 3, "objective": "toy_models:quadratic"})
+    shown = emews_cli("submit", path, "--site", "slurm", "--dry-run", "--walltime", "00:10:00")
+    assert shown.returncode == 0, shown.stderr
+    assert "export EMEWS_DRAIN_AT=$(( $(date +%s) + 450 ))" in shown.stdout.splitlines()
+    refused = emews_cli("submit", path, "--site", "slurm", "--dry-run", "--walltime", "2")
+    assert refused.returncode == 2
+    assert refused.stderr.strip().splitlines()[-1].endswith(
+        "[system].drain_margin: must be shorter than the walltime, got '00:02:30'")
+
+
 def test_pool_jobs_are_submitted_for_a_served_study_only(study, emews_cli, tmp_path):
     path = study(study={"budget": 3, "objective": "toy_models:quadratic"})
     assert emews_cli("run", path, "--set", "system.pool='inprocess'").returncode == 0

@@ -40,7 +40,13 @@ class Job:
     project: str | None = None
     index: int = 0          # 0: the first job; 1..N: follow-ups (--chain) or pools (--pools)
     after: str | None = None  # the job id this one waits for
+    margin: int | None = None  # seconds before the walltime to drain; None: drain_margin's
     pool: bool = False      # a pool job for a served study (emews pool), not the study itself
+
+    def drain(self, seconds):
+        """How long before a walltime of ``seconds`` this job drains: its ``margin``, else
+        :func:`drain_margin`'s."""
+        return self.margin if self.margin is not None else drain_margin(seconds)
 
     @property
     def nodes(self):
@@ -88,7 +94,7 @@ def render(job):
                      f"{shlex.quote(str(Path(job.expdir) / 'langs-app.sh'))}}}")
     seconds = walltime_seconds(job.walltime) if job.walltime else None
     if seconds and not job.pool:  # the study drains (takes no new work) this long before the walltime ends
-        lines.append(f"export EMEWS_DRAIN_AT=$(( $(date +%s) + {seconds - drain_margin(seconds)}"
+        lines.append(f"export EMEWS_DRAIN_AT=$(( $(date +%s) + {seconds - job.drain(seconds)}"
                      " ))")
     lines.append(f"cd {shlex.quote(str(job.expdir))}")
     lines.append(shlex.join(launch_command(job)))
@@ -198,7 +204,7 @@ def launch_command(job):
         command = [site.launcher_command or "aprun", "-n", procs, "-N", ppn]
     if job.pool:
         seconds = walltime_seconds(job.walltime) if job.walltime else None
-        drain = ["--walltime", str(seconds - drain_margin(seconds))] if seconds else []
+        drain = ["--walltime", str(seconds - job.drain(seconds))] if seconds else []
         return [*command, *site.launcher_args, job.python, "-m", "emews", "pool",
                 str(job.expdir), *drain]
     return [*command, *site.launcher_args, job.python, "-m", "emews", "run", "--resume",

@@ -149,15 +149,20 @@ def _job(cfg, site, expdir, index, pool=False):
     system = cfg.system
     procs = system["procs"]
     ppn = min(system["ppn"] or site.ppn or procs, procs)
-    walltime = system["walltime"]
+    walltime, margin = system["walltime"], system["drain_margin"]
     if walltime is not None:
-        sites.walltime_seconds(walltime, cfg.where("system", "walltime"))
+        seconds = sites.walltime_seconds(walltime, cfg.where("system", "walltime"))
+    if margin is not None:
+        where = cfg.where("system", "drain_margin")
+        margin = sites.walltime_seconds(margin, where)
+        if walltime is None or margin >= seconds:
+            raise ConfigError(where, "must be shorter than the walltime", system["drain_margin"])
     for key in ("queue", "project"):
         value = system.get(key)
         if value is not None and not sites.WORD.match(value):
             raise ConfigError(cfg.where("system", key), sites.WORD_RULE, value)
     return scripts.Job(site, Path(expdir), cfg.study["name"], procs, ppn, walltime,
-                       system["queue"], system.get("project"), index, pool=pool)
+                       system["queue"], system.get("project"), index, pool=pool, margin=margin)
 
 
 def _require_scheduler(site):
