@@ -29,10 +29,10 @@ RUNNING_POLL_S = Backoff().maximum   # 2 ms, as the MPI master waits for its wor
 class Attachment:
     """Rank 0 of a pool job: the link between the service and this job's MPI workers."""
 
-    def __init__(self, pool, address, keys=None, name=None, walltime=None, give_up=600.0):
+    def __init__(self, workers, address, keys=None, name=None, walltime=None, give_up=600.0):
         import zmq
 
-        self.pool = pool
+        self.workers, self.pool = workers, None
         self.name = name or f"{socket.gethostname()}:{os.getpid()}"
         self.context = zmq.Context.instance()
         self.socket = self.context.socket(zmq.DEALER)
@@ -63,8 +63,10 @@ class Attachment:
             self._listen(POLL_MS / 1000)
         return self.study
 
-    def run(self):
-        """Serve until the service stops us or we drain; return why we left."""
+    def run(self, pool):
+        """Serve with ``pool`` (this job's workers) until the service stops us or we drain;
+        return why we left."""
+        self.pool = pool
         backoff = Backoff(maximum=POLL_MS / 1000)
         while not self.stopped:
             # while workers run, the service's socket is polled no longer than the MPI pool's
@@ -87,7 +89,7 @@ class Attachment:
     def _hello(self):
         """Introduce this pool (again, to a restarted service: with every unacknowledged
         result and what it asks for)."""
-        self._send("hello", pool=self.name, workers=self.pool.slots, host=socket.gethostname(),
+        self._send("hello", pool=self.name, workers=self.workers, host=socket.gethostname(),
                    pid=os.getpid(), received=self.received)
         if self.unacked:
             self._send("results", results=list(self.unacked.values()))
