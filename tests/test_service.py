@@ -111,6 +111,24 @@ def test_a_pools_request_for_work_is_served_at_once_not_at_its_next_heartbeat(st
     assert pool.returncode == 0
 
 
+def test_a_pool_holds_slots_per_worker_tasks_for_each_of_its_workers(study, jobs):
+    """With ``slots_per_worker = 3``, a pool of 2 workers holds 6 leased tasks at once: the
+    service plans for them and the pool asks for them, rather than one task per worker (a
+    round trip to the service for each task)."""
+    path = study(system={"procs": 3, "progress_interval": 60, "slots_per_worker": 3},
+                 study={"budget": 12, "seed": 4, "objective": "fault_me:slow_square"},
+                 service={"lease": 30})
+    server, expdir = jobs.serve(path)
+    pool = jobs.pool(expdir)
+    wait_until(lambda: len(rows_of(expdir, "SELECT id FROM evaluations WHERE "
+                                           "status='running'")) == 6, "six tasks held at once")
+    out, err = server.communicate(timeout=120)
+    assert server.returncode == 0, err
+    assert [status for _, status, _, _ in rows_of(expdir)] == ["done"] * 12
+    pool.communicate(timeout=60)
+    assert pool.returncode == 0
+
+
 def test_a_pool_attaches_late_and_another_drains_at_its_walltime(study, jobs):
     server, expdir = jobs.serve(config(study, 10))
     early = jobs.pool(expdir, 3, "--walltime", "1.5")
