@@ -142,10 +142,13 @@ class Attachment:
         return bool(finished)
 
     def _ask(self):
+        """Tell the service how many tasks this pool wants, unless it knows already: what it
+        sent for the last request is counted off that request's ``free`` on its side."""
         free = 0 if self.draining else max(self.pool.free_slots() - len(self.backlog), 0)
-        if (free, self.received) != self.asked:
-            self.asked = (free, self.received)
-            self._send("want", free=free, received=self.received)
+        if self.asked is not None and free == self.asked[0] - (self.received - self.asked[1]):
+            return
+        self.asked = (free, self.received)
+        self._send("want", free=free, received=self.received)
 
     def _heartbeat(self):
         interval = (self.lease or 60.0) / 4
