@@ -200,12 +200,21 @@ def test_malformed_messages_are_dropped_without_harming_the_study(study, jobs):
                   b'{"op": "results", "results": [[1, 2]]}', b'{"op": "nonsense"}'):
         peer.send(frame)
     peer.send_multipart([b"two", b"frames"])
+    # an attached peer (it said hello) whose results are malformed within
+    peer.send(json.dumps({"op": "hello", "pool": "broken", "workers": 1, "host": "x",
+                          "pid": 1, "received": 0}).encode())
+    outcome = [1.0, "done", None, None, 0.0, 0.0]
+    for entry in ([[1], 1, 1, outcome], ["x", 1, 1, outcome], [0, 1, 1, ["abc", *outcome[1:]]],
+                  [0, 1, 1, [10 ** 400, *outcome[1:]]], [0, 1, 1, outcome[:3]],
+                  [0, 1, 1, [1.0, "duplicate", *outcome[2:]]]):
+        peer.send(json.dumps({"op": "results", "results": [entry]}).encode())
     pool = jobs.pool(expdir)
     out, err = server.communicate(timeout=180)
     peer.close(0)
     assert server.returncode == 0, err
-    assert "dropped" in err
+    assert "dropped" in err and "a result with a field of the wrong type" in err
     assert [status for _, status, _, _ in rows_of(expdir)] == ["done"] * 6
+    assert not rows_of(expdir, "SELECT id FROM attempts WHERE status != 'done'")
     pool.communicate(timeout=60)
 
 

@@ -156,21 +156,20 @@ class ServicePool(Pool):
         return []
 
     def _results(self, pool, results):
-        finished = []
+        finished, acknowledged = [], self.to_ack.setdefault(pool.identity, [])
         for entry in results:
             try:
-                task_id, attempt, rank, fields = entry
-                outcome = Outcome(*fields)
-            except (TypeError, ValueError):
-                log.warning("service: dropped a malformed result from %s", pool.name)
+                task_id, attempt, rank, outcome = protocol.result(entry)
+            except protocol.BadMessage as exc:
+                log.warning("service: dropped %s from %s", exc, pool.name)
                 continue
-            self.to_ack.setdefault(pool.identity, []).append(task_id)
+            acknowledged.append(task_id)
             pool.leases.discard(task_id)
             finished.append(self._result(task_id, attempt, rank, outcome))
-        return [entry for entry in finished if entry is not None]
+        return finished
 
     def _result(self, task_id, attempt, rank, outcome):
-        """The ``(task, rank, outcome)`` that a pool's result makes, or ``None``.
+        """The ``(task, rank, outcome)`` that a pool's result makes.
 
         The first result of a task wins, whichever attempt it comes from; a later one comes
         back as a ``duplicate``. A result for a task this service never handed out (a pool
@@ -182,8 +181,10 @@ class ServicePool(Pool):
             self.holder.pop(task_id, None)
             self.interrupted.pop(task_id, None)
             self.finished.add(task_id)
-            params = task.params if task is not None else ""
-            return Task(task_id, params, "", attempt), rank, outcome
+            if task is None:
+                return Task(task_id, "", "", attempt), rank, outcome
+            return (task if task.attempt == attempt else task._replace(attempt=attempt)), \
+                rank, outcome
         if task_id in self.finished:
             duplicate = Outcome(outcome.value, "duplicate", outcome.error, outcome.log_tail,
                                 outcome.started, outcome.finished)
