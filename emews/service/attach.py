@@ -18,6 +18,8 @@ import socket
 import time
 from pathlib import Path
 
+import zmq
+
 from ..errors import EmewsError
 from ..pools.base import Backoff, Task
 from . import protocol
@@ -30,8 +32,6 @@ class Attachment:
     """Rank 0 of a pool job: the link between the service and this job's MPI workers."""
 
     def __init__(self, workers, address, keys=None, name=None, walltime=None, give_up=600.0):
-        import zmq
-
         self.workers, self.pool = workers, None
         self.name = name or f"{socket.gethostname()}:{os.getpid()}"
         self.context = zmq.Context.instance()
@@ -96,13 +96,17 @@ class Attachment:
         self.asked = None
 
     def _listen(self, timeout):
-        progress = False
-        if self.socket.poll(int(timeout * 1000)):
-            while self.socket.poll(0):
-                progress = True
-                self.heard = time.monotonic()
-                self._handle(protocol.decode(self.socket.recv()))
-        return progress
+        """Handle every message from the service, waiting up to ``timeout`` s for the first."""
+        if not self.socket.poll(int(timeout * 1000)):
+            return False
+        while True:
+            try:
+                frame = self.socket.recv(zmq.NOBLOCK)
+            except zmq.Again:
+                break
+            self.heard = time.monotonic()
+            self._handle(protocol.decode(frame))
+        return True
 
     def _handle(self, message):
         op = message["op"]

@@ -17,7 +17,10 @@ status ``duplicate`` for the record.
 
 import json
 import logging
+import math
 import time
+
+import zmq
 
 from ..evaluate import Outcome
 from ..pools.base import Backoff, Pool, Task
@@ -66,6 +69,7 @@ class ServicePool(Pool):
         self.pools = {}
         self.running = {}                  # task id -> Task
         self.holder = {}                   # task id -> (identity, lease deadline)
+        self.earliest = math.inf           # no lease in holder ends before this
         self.interrupted = {}              # task id -> attempt whose lease expired
         self.finished = set()              # task ids with a final result from a pool
         self.to_ack = {}                   # identity -> ids returned by the last collect
@@ -84,6 +88,7 @@ class ServicePool(Pool):
             if not batch:
                 continue
             deadline = time.monotonic() + self.lease
+            self.earliest = min(self.earliest, deadline)
             for task in batch:
                 self.running[task.id] = task
                 self.holder[task.id] = (pool.identity, deadline)
@@ -103,9 +108,13 @@ class ServicePool(Pool):
         self._describe()
         finished, heard = [], False
         while True:
-            while self.socket.poll(0):
+            while True:
+                try:
+                    frames = self.socket.recv_multipart(zmq.NOBLOCK)
+                except zmq.Again:
+                    break
                 heard = True
-                finished += self._receive()
+                finished += self._receive(frames)
             finished += self._expire()
             if finished or heard or not block:
                 self.backoff.reset()
@@ -117,8 +126,7 @@ class ServicePool(Pool):
             self._send(identity, "ack", ids=ids)
         self.to_ack = {}
 
-    def _receive(self):
-        frames = self.socket.recv_multipart()
+    def _receive(self, frames):
         if len(frames) != 2:
             log.warning("service: dropped a message of %d frames", len(frames))
             return []
@@ -193,18 +201,24 @@ class ServicePool(Pool):
         return Task(task_id, None, "", attempt), rank, outcome
 
     def _expire(self):
+        """The tasks whose leases have ended, as ``interrupted`` results."""
         now, expired = time.monotonic(), []
+        if now < self.earliest:
+            return expired
+        self.earliest = math.inf
         for task_id, (identity, deadline) in list(self.holder.items()):
-            if deadline < now:
-                task = self.running.pop(task_id)
-                del self.holder[task_id]
-                self.interrupted[task_id] = task.attempt
-                pool = self.pools.get(identity)
-                name = pool.name if pool else "a pool that left"
-                if pool is not None:
-                    pool.leases.discard(task_id)
-                expired.append((task, 0, Outcome(float("nan"), "interrupted",
-                                                 f"lease expired: {name} stopped answering")))
+            if deadline >= now:
+                self.earliest = min(self.earliest, deadline)
+                continue
+            task = self.running.pop(task_id)
+            del self.holder[task_id]
+            self.interrupted[task_id] = task.attempt
+            pool = self.pools.get(identity)
+            name = pool.name if pool else "a pool that left"
+            if pool is not None:
+                pool.leases.discard(task_id)
+            expired.append((task, 0, Outcome(float("nan"), "interrupted",
+                                             f"lease expired: {name} stopped answering")))
         return expired
 
     def _send(self, identity, op, **fields):
