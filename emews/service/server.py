@@ -57,7 +57,8 @@ class ServicePool(Pool):
     """Tasks leased to pools that attach over zmq (see the module docstring).
 
     ``socket`` is a bound zmq ROUTER socket; ``lease`` is the lease in seconds; ``slots`` is how
-    many workers the study expects in all (what the ME plans for); ``pools_file`` is where the
+    many tasks the study expects its pools to hold at once in all (its workers times their
+    ``slots_per_worker``: what the ME plans for); ``pools_file`` is where the
     attached pools are described for ``emews status`` (rewritten every few seconds); ``study``
     (``config``, ``expdir``) is what a pool is told when it says hello.
     """
