@@ -5,9 +5,10 @@
     service <--want/results/heartbeat-- rank 0 (this module) --TASKS--> ranks 1..N-1
             --tasks/ack/stop/drain-->          (an MPIPool)  <-RESULT--  (emews.pools.mpi.serve)
 
-Rank 0 asks the service for as many tasks as its workers have free slots, hands them to its
-workers, and sends every result back until the service acknowledges it (a result is re-sent
-after a reconnect until then). It heartbeats every quarter lease. It leaves when the service
+Rank 0 asks the service for as many tasks as its workers have free slots (each worker holds
+the study's ``slots_per_worker``), hands them to its workers, and sends the results back in
+one message per turn until the service acknowledges them (a result is re-sent after a
+reconnect until then). It heartbeats every quarter lease. It leaves when the service
 says stop, or drains (stops asking, finishes what it holds) when told to, when its walltime is
 about to run out, or when the service has been silent for ``give_up`` seconds.
 """
