@@ -271,3 +271,13 @@ def test_a_killed_service_resumes_and_its_pools_reconnect(study, jobs, tmp_path)
     assert not rows_of(expdir, "SELECT id FROM evaluations WHERE status != 'done'")
     pool_out, _ = pool.communicate(timeout=60)
     assert pool.returncode == 0 and "emews: pool left: the study ended" in pool_out
+
+
+def test_a_pool_of_one_rank_is_refused_with_one_line(tmp_path):
+    """Rank 0 only attaches: a pool job without a worker rank says so before connecting."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PMI_RANK", "PMI_SIZE", "PMIX_RANK")}
+    done = subprocess.run([sys.executable, "-m", "emews", "pool", "tcp://127.0.0.1:9"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert done.stderr.strip() == ("emews: error: emews pool needs at least 2 MPI ranks (rank 0 "
+                                   "attaches, the others evaluate): mpiexec -n N with N >= 2")
