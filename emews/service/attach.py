@@ -97,17 +97,19 @@ class Attachment:
         self.asked = None
 
     def _listen(self, timeout):
-        """Handle every message from the service, waiting up to ``timeout`` s for the first."""
-        if not self.socket.poll(int(timeout * 1000)):
+        """Handle every message from the service, waiting up to ``timeout`` s for the first
+        (a wait under a millisecond, finer than zmq's poll, is none)."""
+        wait = int(timeout * 1000)
+        if wait and not self.socket.poll(wait):
             return False
+        heard = False
         while True:
             try:
                 frame = self.socket.recv(zmq.NOBLOCK)
             except zmq.Again:
-                break
-            self.heard = time.monotonic()
+                return heard
+            heard, self.heard = True, time.monotonic()
             self._handle(protocol.decode(frame))
-        return True
 
     def _handle(self, message):
         op = message["op"]
