@@ -15,8 +15,10 @@ run, side by side:
 
 Throughput is measured inside the study, from the store: tasks over the span from the first
 evaluation's start to the last one's end (start-up of the processes is left out), and per-task
-overhead is its inverse. The anchor is timed from its first submit to its last result, once its
-workers are connected.
+overhead is its inverse. A served study is held paused (``emews pause``) until all its pools
+have attached, and only the tasks started after that count: a pool that starts later than
+another must neither miss the study nor leave the first one alone on it. The anchor is timed
+from its first submit to its last result, once its workers are connected.
 """
 
 import getpass
@@ -73,6 +75,7 @@ def run(sizes):
 
 def _study(directory, name, n, pools, slots, storage):
     """One served study of ``n`` echo tasks with ``pools`` pool jobs; its figures."""
+    from emews.core import control
     from emews.store import study_store
 
     home = directory / name.replace(" ", "").replace(",", "-")
@@ -102,14 +105,19 @@ def _study(directory, name, n, pools, slots, storage):
     expdir = home / "service" / "EXP001"
     try:
         service = start(sys.executable, "-m", "emews", "serve", home / "study.toml")
-        deadline = time.monotonic() + 120
-        while not (expdir / "service.json").exists():
-            if service.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"emews serve did not start: {service.communicate()[1]}")
-            time.sleep(0.05)
-        for _ in range(pools):
-            start(mpiexec(), "-n", WORKERS_PER_POOL + 1, sys.executable, "-m", "emews", "pool",
-                  expdir)
+        _wait_for(lambda: (expdir / "service.json").exists(), service, "emews serve to start")
+        store = study_store(expdir, storage, create=False)
+        try:
+            _wait_for(store.counts, service, "the study's first points")
+            control.request(expdir, "paused")   # until every pool has attached
+            for _ in range(pools):
+                start(mpiexec(), "-n", WORKERS_PER_POOL + 1, sys.executable, "-m", "emews",
+                      "pool", expdir)
+            _wait_for(lambda: len(_attached(expdir)) >= pools, service, "the pools to attach")
+            began = time.time()
+            control.request(expdir, "running")
+        finally:
+            store.close()
         out, err = service.communicate(timeout=1800)
         if service.returncode != 0:
             raise RuntimeError(f"{name}: emews serve exited with {service.returncode}:\n{err}")
@@ -122,11 +130,25 @@ def _study(directory, name, n, pools, slots, storage):
                 process.communicate()
     store = study_store(expdir, storage, create=False)
     try:
-        rows = store.rows("done")
+        rows = [row for row in store.rows("done") if row["started"] >= began]
     finally:
         store.close()
     span = max(r["finished"] for r in rows) - min(r["started"] for r in rows)
     return _figures(name, len(rows), span, pools=pools)
+
+
+def _wait_for(condition, service, what, timeout=120):
+    """Poll ``condition`` until it holds; raise if ``service`` exits or ``timeout`` passes."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if service.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"waited in vain for {what}: {service.communicate()[1]}")
+        time.sleep(0.01)
+
+
+def _attached(expdir):
+    """The pools whose workers have started (each writes ``out/out-pool-PID-RANK.txt``)."""
+    return {path.name.split("-")[2] for path in (Path(expdir) / "out").glob("out-pool-*")}
 
 
 def _figures(name, tasks, span, **extra):

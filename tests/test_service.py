@@ -111,6 +111,24 @@ def test_a_pools_request_for_work_is_served_at_once_not_at_its_next_heartbeat(st
     assert pool.returncode == 0
 
 
+def test_a_pool_holds_slots_per_worker_tasks_for_each_of_its_workers(study, jobs):
+    """With ``slots_per_worker = 3``, a pool of 2 workers holds 6 leased tasks at once: the
+    service plans for them and the pool asks for them, rather than one task per worker (a
+    round trip to the service for each task)."""
+    path = study(system={"procs": 3, "progress_interval": 60, "slots_per_worker": 3},
+                 study={"budget": 12, "seed": 4, "objective": "fault_me:slow_square"},
+                 service={"lease": 30})
+    server, expdir = jobs.serve(path)
+    pool = jobs.pool(expdir)
+    wait_until(lambda: len(rows_of(expdir, "SELECT id FROM evaluations WHERE "
+                                           "status='running'")) == 6, "six tasks held at once")
+    out, err = server.communicate(timeout=120)
+    assert server.returncode == 0, err
+    assert [status for _, status, _, _ in rows_of(expdir)] == ["done"] * 12
+    pool.communicate(timeout=60)
+    assert pool.returncode == 0
+
+
 def test_a_pool_attaches_late_and_another_drains_at_its_walltime(study, jobs):
     server, expdir = jobs.serve(config(study, 10))
     early = jobs.pool(expdir, 3, "--walltime", "1.5")
@@ -182,12 +200,21 @@ def test_malformed_messages_are_dropped_without_harming_the_study(study, jobs):
                   b'{"op": "results", "results": [[1, 2]]}', b'{"op": "nonsense"}'):
         peer.send(frame)
     peer.send_multipart([b"two", b"frames"])
+    # an attached peer (it said hello) whose results are malformed within
+    peer.send(json.dumps({"op": "hello", "pool": "broken", "workers": 1, "host": "x",
+                          "pid": 1, "received": 0}).encode())
+    outcome = [1.0, "done", None, None, 0.0, 0.0]
+    for entry in ([[1], 1, 1, outcome], ["x", 1, 1, outcome], [0, 1, 1, ["abc", *outcome[1:]]],
+                  [0, 1, 1, [10 ** 400, *outcome[1:]]], [0, 1, 1, outcome[:3]],
+                  [0, 1, 1, [1.0, "duplicate", *outcome[2:]]]):
+        peer.send(json.dumps({"op": "results", "results": [entry]}).encode())
     pool = jobs.pool(expdir)
     out, err = server.communicate(timeout=180)
     peer.close(0)
     assert server.returncode == 0, err
-    assert "dropped" in err
+    assert "dropped" in err and "a result with a field of the wrong type" in err
     assert [status for _, status, _, _ in rows_of(expdir)] == ["done"] * 6
+    assert not rows_of(expdir, "SELECT id FROM attempts WHERE status != 'done'")
     pool.communicate(timeout=60)
 
 
@@ -244,3 +271,13 @@ def test_a_killed_service_resumes_and_its_pools_reconnect(study, jobs, tmp_path)
     assert not rows_of(expdir, "SELECT id FROM evaluations WHERE status != 'done'")
     pool_out, _ = pool.communicate(timeout=60)
     assert pool.returncode == 0 and "emews: pool left: the study ended" in pool_out
+
+
+def test_a_pool_of_one_rank_is_refused_with_one_line(tmp_path):
+    """Rank 0 only attaches: a pool job without a worker rank says so before connecting."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PMI_RANK", "PMI_SIZE", "PMIX_RANK")}
+    done = subprocess.run([sys.executable, "-m", "emews", "pool", "tcp://127.0.0.1:9"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert done.stderr.strip() == ("emews: error: emews pool needs at least 2 MPI ranks (rank 0 "
+                                   "attaches, the others evaluate): mpiexec -n N with N >= 2")

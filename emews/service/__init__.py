@@ -13,7 +13,7 @@ with a :class:`~emews.service.server.ServicePool` in place of the in-job MPI poo
 
 from pathlib import Path
 
-from ..errors import ConfigError
+from ..errors import ConfigError, EmewsError
 from .keys import POOLS_FILE, is_loopback, make_keys, read_service_file, write_service_file
 
 
@@ -57,7 +57,8 @@ def serve(config, overrides=None, resume=None):
         write_service_file(expdir, address, keys)
         print(f"emews: serving {expdir} at {address}; attach pools with: mpiexec -n N emews "
               f"pool {expdir}", flush=True)
-        pool = ServicePool(sock, settings["lease"], max(cfg.system["procs"] - 1, 1),
+        pool = ServicePool(sock, settings["lease"],
+                           max(cfg.system["procs"] - 1, 1) * cfg.system["slots_per_worker"],
                            Path(expdir) / POOLS_FILE,
                            {"config": cfg.as_dict(), "expdir": str(Path(expdir).resolve())})
         try:
@@ -151,26 +152,32 @@ def pool_job(target, walltime=None, give_up=600.0, keys=None, workdir=None):
     python_path(cfg)
     if comm.Get_rank() > 0:
         return run_worker(Path(study["expdir"]), cfg, comm, comm.Get_rank(), study["label"])
+    from ..pools.mpi import MPIPool
+
+    pool = MPIPool(comm, cfg.system["slots_per_worker"])
     try:
-        return attachment.run()
+        return attachment.run(pool)
     finally:
         attachment.close()
-        attachment.pool.close()
+        pool.close()
 
 
 def _introduce(target, keys, walltime, give_up, workdir, comm):
     """Rank 0: connect, say hello, and learn the study: ``(attachment, study)``."""
     import os
 
-    from ..pools.mpi import MPIPool
     from .attach import Attachment
 
+    if comm.Get_size() < 2:
+        raise EmewsError("emews pool needs at least 2 MPI ranks (rank 0 attaches, the others "
+                         "evaluate): mpiexec -n N with N >= 2")
     if str(target).startswith("tcp://"):
         address = str(target)
     else:
         service = read_service_file(target)
         address, keys = service["address"], keys or service.get("keys")
-    attachment = Attachment(MPIPool(comm), address, keys, walltime=walltime, give_up=give_up)
+    attachment = Attachment(comm.Get_size() - 1, address, keys, walltime=walltime,
+                            give_up=give_up)
     study = dict(attachment.introduce())
     expdir = Path(study["expdir"])
     if not (expdir / "config.json").is_file():  # not on a filesystem shared with the service

@@ -5,9 +5,10 @@
     service <--want/results/heartbeat-- rank 0 (this module) --TASKS--> ranks 1..N-1
             --tasks/ack/stop/drain-->          (an MPIPool)  <-RESULT--  (emews.pools.mpi.serve)
 
-Rank 0 asks the service for as many tasks as its workers have free slots, hands them to its
-workers, and sends every result back until the service acknowledges it (a result is re-sent
-after a reconnect until then). It heartbeats every quarter lease. It leaves when the service
+Rank 0 asks the service for as many tasks as its workers have free slots (each worker holds
+the study's ``slots_per_worker``), hands them to its workers, and sends the results back in
+one message per turn until the service acknowledges them (a result is re-sent after a
+reconnect until then). It heartbeats every quarter lease. It leaves when the service
 says stop, or drains (stops asking, finishes what it holds) when told to, when its walltime is
 about to run out, or when the service has been silent for ``give_up`` seconds.
 """
@@ -17,6 +18,8 @@ import os
 import socket
 import time
 from pathlib import Path
+
+import zmq
 
 from ..errors import EmewsError
 from ..pools.base import Backoff, Task
@@ -29,10 +32,8 @@ RUNNING_POLL_S = Backoff().maximum   # 2 ms, as the MPI master waits for its wor
 class Attachment:
     """Rank 0 of a pool job: the link between the service and this job's MPI workers."""
 
-    def __init__(self, pool, address, keys=None, name=None, walltime=None, give_up=600.0):
-        import zmq
-
-        self.pool = pool
+    def __init__(self, workers, address, keys=None, name=None, walltime=None, give_up=600.0):
+        self.workers, self.pool = workers, None
         self.name = name or f"{socket.gethostname()}:{os.getpid()}"
         self.context = zmq.Context.instance()
         self.socket = self.context.socket(zmq.DEALER)
@@ -63,8 +64,10 @@ class Attachment:
             self._listen(POLL_MS / 1000)
         return self.study
 
-    def run(self):
-        """Serve until the service stops us or we drain; return why we left."""
+    def run(self, pool):
+        """Serve with ``pool`` (this job's workers) until the service stops us or we drain;
+        return why we left."""
+        self.pool = pool
         backoff = Backoff(maximum=POLL_MS / 1000)
         while not self.stopped:
             # while workers run, the service's socket is polled no longer than the MPI pool's
@@ -87,20 +90,26 @@ class Attachment:
     def _hello(self):
         """Introduce this pool (again, to a restarted service: with every unacknowledged
         result and what it asks for)."""
-        self._send("hello", pool=self.name, workers=self.pool.slots, host=socket.gethostname(),
+        self._send("hello", pool=self.name, workers=self.workers, host=socket.gethostname(),
                    pid=os.getpid(), received=self.received)
         if self.unacked:
             self._send("results", results=list(self.unacked.values()))
         self.asked = None
 
     def _listen(self, timeout):
-        progress = False
-        if self.socket.poll(int(timeout * 1000)):
-            while self.socket.poll(0):
-                progress = True
-                self.heard = time.monotonic()
-                self._handle(protocol.decode(self.socket.recv()))
-        return progress
+        """Handle every message from the service, waiting up to ``timeout`` s for the first
+        (a wait under a millisecond, finer than zmq's poll, is none)."""
+        wait = int(timeout * 1000)
+        if wait and not self.socket.poll(wait):
+            return False
+        heard = False
+        while True:
+            try:
+                frame = self.socket.recv(zmq.NOBLOCK)
+            except zmq.Again:
+                return heard
+            heard, self.heard = True, time.monotonic()
+            self._handle(protocol.decode(frame))
 
     def _handle(self, message):
         op = message["op"]
@@ -140,10 +149,13 @@ class Attachment:
         return bool(finished)
 
     def _ask(self):
+        """Tell the service how many tasks this pool wants, unless it knows already: what it
+        sent for the last request is counted off that request's ``free`` on its side."""
         free = 0 if self.draining else max(self.pool.free_slots() - len(self.backlog), 0)
-        if (free, self.received) != self.asked:
-            self.asked = (free, self.received)
-            self._send("want", free=free, received=self.received)
+        if self.asked is not None and free == self.asked[0] - (self.received - self.asked[1]):
+            return
+        self.asked = (free, self.received)
+        self._send("want", free=free, received=self.received)
 
     def _heartbeat(self):
         interval = (self.lease or 60.0) / 4

@@ -17,7 +17,10 @@ status ``duplicate`` for the record.
 
 import json
 import logging
+import math
 import time
+
+import zmq
 
 from ..evaluate import Outcome
 from ..pools.base import Backoff, Pool, Task
@@ -54,7 +57,8 @@ class ServicePool(Pool):
     """Tasks leased to pools that attach over zmq (see the module docstring).
 
     ``socket`` is a bound zmq ROUTER socket; ``lease`` is the lease in seconds; ``slots`` is how
-    many workers the study expects in all (what the ME plans for); ``pools_file`` is where the
+    many tasks the study expects its pools to hold at once in all (its workers times their
+    ``slots_per_worker``: what the ME plans for); ``pools_file`` is where the
     attached pools are described for ``emews status`` (rewritten every few seconds); ``study``
     (``config``, ``expdir``) is what a pool is told when it says hello.
     """
@@ -66,6 +70,7 @@ class ServicePool(Pool):
         self.pools = {}
         self.running = {}                  # task id -> Task
         self.holder = {}                   # task id -> (identity, lease deadline)
+        self.earliest = math.inf           # no lease in holder ends before this
         self.interrupted = {}              # task id -> attempt whose lease expired
         self.finished = set()              # task ids with a final result from a pool
         self.to_ack = {}                   # identity -> ids returned by the last collect
@@ -84,6 +89,7 @@ class ServicePool(Pool):
             if not batch:
                 continue
             deadline = time.monotonic() + self.lease
+            self.earliest = min(self.earliest, deadline)
             for task in batch:
                 self.running[task.id] = task
                 self.holder[task.id] = (pool.identity, deadline)
@@ -103,9 +109,13 @@ class ServicePool(Pool):
         self._describe()
         finished, heard = [], False
         while True:
-            while self.socket.poll(0):
+            while True:
+                try:
+                    frames = self.socket.recv_multipart(zmq.NOBLOCK)
+                except zmq.Again:
+                    break
                 heard = True
-                finished += self._receive()
+                finished += self._receive(frames)
             finished += self._expire()
             if finished or heard or not block:
                 self.backoff.reset()
@@ -117,8 +127,7 @@ class ServicePool(Pool):
             self._send(identity, "ack", ids=ids)
         self.to_ack = {}
 
-    def _receive(self):
-        frames = self.socket.recv_multipart()
+    def _receive(self, frames):
         if len(frames) != 2:
             log.warning("service: dropped a message of %d frames", len(frames))
             return []
@@ -156,21 +165,20 @@ class ServicePool(Pool):
         return []
 
     def _results(self, pool, results):
-        finished = []
+        finished, acknowledged = [], self.to_ack.setdefault(pool.identity, [])
         for entry in results:
             try:
-                task_id, attempt, rank, fields = entry
-                outcome = Outcome(*fields)
-            except (TypeError, ValueError):
-                log.warning("service: dropped a malformed result from %s", pool.name)
+                task_id, attempt, rank, outcome = protocol.result(entry)
+            except protocol.BadMessage as exc:
+                log.warning("service: dropped %s from %s", exc, pool.name)
                 continue
-            self.to_ack.setdefault(pool.identity, []).append(task_id)
+            acknowledged.append(task_id)
             pool.leases.discard(task_id)
             finished.append(self._result(task_id, attempt, rank, outcome))
-        return [entry for entry in finished if entry is not None]
+        return finished
 
     def _result(self, task_id, attempt, rank, outcome):
-        """The ``(task, rank, outcome)`` that a pool's result makes, or ``None``.
+        """The ``(task, rank, outcome)`` that a pool's result makes.
 
         The first result of a task wins, whichever attempt it comes from; a later one comes
         back as a ``duplicate``. A result for a task this service never handed out (a pool
@@ -182,8 +190,10 @@ class ServicePool(Pool):
             self.holder.pop(task_id, None)
             self.interrupted.pop(task_id, None)
             self.finished.add(task_id)
-            params = task.params if task is not None else ""
-            return Task(task_id, params, "", attempt), rank, outcome
+            if task is None:
+                return Task(task_id, "", "", attempt), rank, outcome
+            return (task if task.attempt == attempt else task._replace(attempt=attempt)), \
+                rank, outcome
         if task_id in self.finished:
             duplicate = Outcome(outcome.value, "duplicate", outcome.error, outcome.log_tail,
                                 outcome.started, outcome.finished)
@@ -192,18 +202,24 @@ class ServicePool(Pool):
         return Task(task_id, None, "", attempt), rank, outcome
 
     def _expire(self):
+        """The tasks whose leases have ended, as ``interrupted`` results."""
         now, expired = time.monotonic(), []
+        if now < self.earliest:
+            return expired
+        self.earliest = math.inf
         for task_id, (identity, deadline) in list(self.holder.items()):
-            if deadline < now:
-                task = self.running.pop(task_id)
-                del self.holder[task_id]
-                self.interrupted[task_id] = task.attempt
-                pool = self.pools.get(identity)
-                name = pool.name if pool else "a pool that left"
-                if pool is not None:
-                    pool.leases.discard(task_id)
-                expired.append((task, 0, Outcome(float("nan"), "interrupted",
-                                                 f"lease expired: {name} stopped answering")))
+            if deadline >= now:
+                self.earliest = min(self.earliest, deadline)
+                continue
+            task = self.running.pop(task_id)
+            del self.holder[task_id]
+            self.interrupted[task_id] = task.attempt
+            pool = self.pools.get(identity)
+            name = pool.name if pool else "a pool that left"
+            if pool is not None:
+                pool.leases.discard(task_id)
+            expired.append((task, 0, Outcome(float("nan"), "interrupted",
+                                             f"lease expired: {name} stopped answering")))
         return expired
 
     def _send(self, identity, op, **fields):
