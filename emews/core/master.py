@@ -208,11 +208,22 @@ class Master:
         now = time.monotonic()
         if now >= self.control_due:
             self.control_due = now + CONTROL_EVERY
-            self.state = self.control.current()
+            state = self.control.current()
+            if state != "running" and self.state == "running":
+                self._wait_again(self.pool.hold())
+            self.state = state
         if self.state == "stopped" and not self.stop_reason:
             self.stop_reason = self.control.reason
             self._cancel_waiting(f"cancelled: {self.stop_reason}")
         return self.state != "running"
+
+    def _wait_again(self, tasks):
+        """Queue ``tasks`` again, before any other (retries, and tasks that the pool handed
+        back unstarted on a pause or stop)."""
+        self.store.requeue([(t.id, t.attempt, t.run_id) for t in tasks])
+        for task in reversed(tasks):
+            self.waiting[task.id] = task
+            self.waiting.move_to_end(task.id, last=False)
 
     def _collect(self, block):
         """The ready results; with ``block``, wait for at least one.
@@ -279,10 +290,7 @@ class Master:
             self.reported.append(task.id)
             values.append(value if action == "done" else math.nan)
         self.store.finish(rows)
-        self.store.requeue([(t.id, t.attempt, t.run_id) for t in retried])
-        for task in reversed(retried):
-            self.waiting[task.id] = task
-            self.waiting.move_to_end(task.id, last=False)
+        self._wait_again(retried)
         self.limits.record(values)
         self.stop_reason = self.stop_reason or self.limits.reason(iterations=False)
         if self.stop_reason:
