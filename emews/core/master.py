@@ -238,11 +238,15 @@ class Master:
         backoff = Backoff(first=1e-5)
         while not backoff.longest:
             finished = self.pool.collect(block=False)
-            if finished or (self.waiting and self.pool.free_slots()):  # or a pool asked
+            if finished or self._can_hand_out():  # or a pool asked for work
                 return finished
             backoff.wait()
         self.store.commit()
         return self.pool.collect(block=True)
+
+    def _can_hand_out(self):
+        """Whether waiting tasks can go to free slots now (not while paused or stopped)."""
+        return bool(self.waiting) and self.state == "running" and self.pool.free_slots() > 0
 
     def _turn(self, block):
         """Take the ready results (waiting for one if ``block``), refill free slots, and commit
@@ -253,7 +257,7 @@ class Master:
         finished = self._collect(block)
         self.reported = []
         if not finished:
-            if self.waiting and self.pool.free_slots():  # a remote pool asked for work
+            if self._can_hand_out():  # a remote pool asked for work
                 self.store.mark_running(self._submit_waiting())
             return 0
         rows, final, values, retried, abort = [], [], [], [], None
@@ -331,7 +335,7 @@ class Master:
     def _wait_for_results(self):
         if not self.pool.running and not self.waiting:
             raise ProtocolError("the ME is waiting for results but no evaluation is in flight")
-        if not self.pool.running and self._steered():  # paused with nothing running
+        if self._steered() and not self.pool.running:  # paused with nothing running
             self.store.commit()
             time.sleep(CONTROL_POLL)
         self._turn(block=True)

@@ -29,6 +29,7 @@ from .base import Backoff, Pool, Task
 
 EXPIRY_CHECK = 1.0     # seconds between looks for expired leases
 POLL_MAX = 0.05        # longest wait between looks at the queue (NOTIFY wakes it sooner)
+BLOCK_MAX = 0.25       # longest wait of a blocking collect
 STUDY_CHECK = 0.5      # seconds between a pool's looks at its study's state
 
 
@@ -62,13 +63,16 @@ class DatabasePool(Pool):
         return [(task, 0) for task in tasks]
 
     def collect(self, block=True):
+        """Results, expired leases and duplicates; with ``block``, wait up to
+        :data:`BLOCK_MAX` for one (then the master looks at ``emews pause`` and ``stop``)."""
+        until = time.monotonic() + BLOCK_MAX
         while True:
             finished = [self._duplicate(i, payload) if late else self._result(i, payload)
                         for i, payload, late in self.queue.results()]
             if time.monotonic() - self.checked >= EXPIRY_CHECK:
                 self.checked = time.monotonic()
                 finished += self._expired()
-            if finished or not block or not self.running:
+            if finished or not block or not self.running or time.monotonic() >= until:
                 return finished
             self.queue.wait(RESULTS_CHANNEL, POLL_MAX)
 

@@ -251,22 +251,17 @@ class PostgresStore:
         started, finished, metrics, id)`` tuples (the run id is the point's)."""
         names = ATTEMPT_COLUMNS.split(", ")
         updates = ", ".join(f"{name}=EXCLUDED.{name}" for name in names + ["run_id"])
-        if rows:
-            with self._guard("record attempts"), self.db.cursor() as cur:
-                cur.executemany(
-                    f"INSERT INTO emews_attempts (exp_id, id, attempt, {ATTEMPT_COLUMNS}, "
+        self._write(f"INSERT INTO emews_attempts (exp_id, id, attempt, {ATTEMPT_COLUMNS}, "
                     f"run_id) SELECT e.exp_id, %s, %s, {', '.join(['%s'] * len(names))}, "
                     "e.run_id FROM emews_evaluations e WHERE e.exp_id=%s AND e.id=%s "
                     f"ON CONFLICT (exp_id, id, attempt) DO UPDATE SET {updates}",
-                    [(*row[:-1], self.exp_id, row[-1]) for row in rows])
+                    [(*row[:-1], self.exp_id, row[-1]) for row in rows], "record attempts")
 
     def _write_points(self, points):
-        if points:
-            with self._guard("record evaluations"), self.db.cursor() as cur:
-                cur.executemany("UPDATE emews_evaluations SET status=%s, result=%s, error=%s, "
-                                "log_tail=%s, rank=%s, started=%s, finished=%s, attempt=%s, "
-                                "metrics=%s WHERE exp_id=%s AND id=%s",
-                                [(*row[:-1], self.exp_id, row[-1]) for row in points])
+        self._write("UPDATE emews_evaluations SET status=%s, result=%s, error=%s, "
+                    "log_tail=%s, rank=%s, started=%s, finished=%s, attempt=%s, "
+                    "metrics=%s WHERE exp_id=%s AND id=%s",
+                    [(*row[:-1], self.exp_id, row[-1]) for row in points])
 
     def record_duplicates(self, rows):
         """Results that came after a point's first one: ``(id, rank, outcome, attempt)``
@@ -278,13 +273,10 @@ class PostgresStore:
 
     def requeue(self, rows):
         """Points to run again as a new attempt: ``(id, attempt, run_id)`` tuples."""
-        if rows:
-            with self._guard("record evaluations"), self.db.cursor() as cur:
-                cur.executemany("UPDATE emews_evaluations SET status='queued', attempt=%s, "
-                                "run_id=%s, rank=NULL, started=NULL, finished=NULL, queued=%s "
-                                "WHERE exp_id=%s AND id=%s",
-                                [(attempt, run_id, time.time(), self.exp_id, i)
-                                 for i, attempt, run_id in rows])
+        self._write("UPDATE emews_evaluations SET status='queued', attempt=%s, run_id=%s, "
+                    "rank=NULL, started=NULL, finished=NULL, queued=%s WHERE exp_id=%s AND id=%s",
+                    [(attempt, run_id, time.time(), self.exp_id, i)
+                     for i, attempt, run_id in rows])
 
     def cancel(self, ids, reason):
         """Points whose evaluation was called off (``cancelled``, with ``reason``)."""
@@ -302,6 +294,7 @@ class PostgresStore:
             cur.execute("UPDATE emews_evaluations SET status='cancelled', error=%s, finished=%s "
                         "WHERE exp_id=%s AND id = ANY(%s) AND status IN ('queued', 'running')",
                         (reason, now, self.exp_id, list(ids)))
+        self.dirty = True
 
     def interrupt_unfinished(self):
         """Mark what an earlier run left unfinished ``interrupted`` (see Store's)."""
