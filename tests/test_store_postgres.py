@@ -308,15 +308,21 @@ def test_a_late_result_of_a_requeued_task_is_recorded_once_as_a_duplicate(
     exp_id = str(expdir.resolve())
     stalled = jobs.pool(expdir, 2)
     wait_until(lambda: len(list(gate.glob("pid-*"))) == 1, "the first pool's evaluation")
-    os.killpg(stalled.pid, signal.SIGSTOP)   # it stalls: its lease expires
-    wait_until(lambda: query(postgres_url, "SELECT status FROM emews_attempts WHERE exp_id=%s",
-                             (exp_id,)) == [("interrupted",)], "the lease to expire")
-    other = jobs.pool(expdir, 2)
-    wait_until(lambda: len(list(gate.glob("pid-*"))) == 2, "the task's second attempt")
-    assert emews_cli("pause", expdir).returncode == 0  # the study waits for the late result
-    (gate / "go").touch()
-    wait_until(lambda: statuses(postgres_url, exp_id).get("done") == 1, "the second attempt")
-    os.killpg(stalled.pid, signal.SIGCONT)   # its first attempt finishes and reports, late
+    (holder,) = query(postgres_url, "SELECT worker_pool FROM eq_tasks WHERE eq_status=1")
+    master = int(holder[0].rpartition(":")[2])   # the pool's rank 0 (HOST:PID)
+    os.kill(master, signal.SIGSTOP)   # it stalls (its worker runs on): its lease expires
+    try:
+        wait_until(lambda: query(postgres_url, "SELECT status FROM emews_attempts WHERE "
+                                 "exp_id=%s", (exp_id,)) == [("interrupted",)],
+                   "the lease to expire")
+        other = jobs.pool(expdir, 2)
+        wait_until(lambda: len(list(gate.glob("pid-*"))) == 2, "the task's second attempt")
+        assert emews_cli("pause", expdir).returncode == 0  # the study waits for the late one
+        (gate / "go").touch()
+        wait_until(lambda: statuses(postgres_url, exp_id).get("done") == 1,
+                   "the second attempt")
+    finally:
+        os.kill(master, signal.SIGCONT)   # its first attempt's result is reported, late
     attempts = "SELECT attempt, status, result FROM emews_attempts WHERE exp_id=%s AND id=0 " \
         "ORDER BY attempt"
     wait_until(lambda: [a[1] for a in query(postgres_url, attempts, (exp_id,))] ==
