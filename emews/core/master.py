@@ -24,8 +24,9 @@ The master also enforces the study's limits (budget, time, target, ...) on any M
 EQ/Py module included: it never starts more evaluations than the budget allows and ends the
 study with the reason once a limit is reached and nothing more can be answered.
 
-``emews pause``, ``unpause`` and ``stop`` (:mod:`emews.core.control`) hold back new work, hand it
-out again, or end the study once what runs has finished (``control.json`` is looked at every
+``emews pause``, ``unpause`` and ``stop`` (:mod:`emews.core.control`) hold back new work (and
+take back what a pool queued but has not started: ``Pool.hold``), hand it out again, or end
+the study once what runs has finished (``control.json`` is looked at every
 20 ms at most, so a request takes effect within that).
 
 In ``batch`` mode the master answers a message of points once all of them are evaluated, with

@@ -9,9 +9,10 @@
 :class:`DatabasePool` is the study's side (``emews serve`` with ``[system] storage =
 "postgresql://..."``); :func:`pool_job` is a pool job's (``mpiexec -n N emews pool EXPDIR``):
 rank 0 pops batches of tasks for its free workers, hands them to its MPI workers, reports each
-result and renews its leases every quarter lease. It serves the study until the study ends,
-or, with ``exp_id=None``, serves EQ-SQL tasks of its task type (``eqsql``'s included) until it
-pops EQ-SQL's ``EQ_STOP``.
+result and renews its leases every quarter lease. It serves the study until the study ends
+(when the study is cancelled, it cancels what its workers run first), or, with
+``exp_id=None`` (``emews pool --eqsql URL CONFIG``), serves EQ-SQL tasks of its task type
+(``eqsql``'s included) until it pops EQ-SQL's ``EQ_STOP``.
 """
 
 import dataclasses
@@ -233,7 +234,7 @@ class Attachment:
                 self.cancelled = True
                 self.pool.cancel()         # the study aborts: stop what runs, report it
                 self.draining, self.reason = True, "the study was cancelled"
-            elif study is None or study[2] == "ended":
+            elif not self.cancelled and (study is None or study[2] == "ended"):
                 self.draining, self.reason = True, "the study ended"
         return self.draining and not self.pool.running
 
