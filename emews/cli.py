@@ -5,6 +5,8 @@ started alone it spawns its own local pool of ``[system].procs`` ranks.
 ``emews run --resume EXPDIR`` continues a killed or finished study (one of Swift/T's too).
 ``emews run --supervisor-cfg CFG_SYS CFG_PRM [--dry-run]`` runs (or prints as TOML) the study of
 CANDLE/Supervisor's cfg files.
+``mpiexec -n N emews pool EXPDIR`` attaches a pool job to a served study;
+``... emews pool --eqsql URL CONFIG`` serves the tasks that EQ-SQL clients submit.
 ``emews status EXPDIR`` says where a study stands (running or finished): counts, best, ETA.
 ``emews show EXPDIR`` prints the best evaluations (or ``--failed``) with all their metrics.
 ``emews plot EXPDIR`` draws its convergence and the workers' timeline.
@@ -66,10 +68,15 @@ def parser():
                        "heartbeats (default 60)")
     serve.add_argument("--budget", type=int, help="maximum number of evaluations")
     serve.add_argument("--set", action="append", default=[], metavar="TABLE.KEY=VALUE")
-    attach = commands.add_parser("pool", help="attach this MPI job's ranks to a served study "
-                                 "(under mpiexec)")
+    attach = commands.add_parser("pool", help="attach this MPI job's ranks to a served study, "
+                                 "or to an EQ-SQL queue with --eqsql (under mpiexec)")
     attach.add_argument("target", help="the served study's experiment directory, or the "
-                        "service's address tcp://HOST:PORT")
+                        "service's address tcp://HOST:PORT; with --eqsql, the TOML file of "
+                        "the model that evaluates the tasks ([study] objective, impl, ...)")
+    attach.add_argument("--eqsql", metavar="URL", help="serve the tasks that EQ-SQL clients "
+                        "(eqsql) submit to the PostgreSQL database at URL, until EQ_STOP")
+    attach.add_argument("--task-type", type=int, default=0, help="with --eqsql: the EQ-SQL "
+                        "task type to pop (default 0)")
     attach.add_argument("--key", help="directory holding the pool key pair and the service's "
                         "public key (default: the experiment directory's keys/)")
     attach.add_argument("--workdir", help="where run directories and worker output go when the "
@@ -247,9 +254,16 @@ def _serve(args):
 
 
 def _pool(args):
-    from .service import pool_job
+    if args.eqsql:
+        from .config import load
+        from .pools.database import pool_job as eqsql_pool_job
 
-    reason = pool_job(args.target, args.walltime, args.give_up, args.key, args.workdir)
+        reason = eqsql_pool_job(args.eqsql, None, load([args.target]).as_dict(),
+                                args.task_type, walltime=args.walltime, workdir=args.workdir)
+    else:
+        from .service import pool_job
+
+        reason = pool_job(args.target, args.walltime, args.give_up, args.key, args.workdir)
     if reason:
         print(f"emews: pool left: {reason}", flush=True)
     return 0

@@ -44,7 +44,7 @@ from .pools.base import InProcessPool
 from .space import Space
 from .store import StudyLock, study_store
 from .store.lock import TOKEN_VARIABLE
-from .store.postgres import is_url
+from .store.postgres import hide_password, is_url
 
 MPI_ENVIRONMENT = ("PMI_RANK", "PMI_SIZE", "PMIX_RANK", "OMPI_COMM_WORLD_SIZE")
 SPAWNED_VARIABLE = "EMEWS_SPAWNED"   # set for a job that ``emews run`` started: it reports
@@ -138,6 +138,7 @@ def prepare(config, overrides=None, resume=None):
         return _prepare_resume(Path(resume), config, overrides)
     cfg = configuration.load(config or [], overrides)
     validate(cfg)
+    keep_password_out(cfg)
     expdir = experiment.create(cfg.study["data_dir"], cfg.study["name"],
                                cfg.study["experiment_numbering"])
     lock = StudyLock(expdir).acquire()
@@ -162,6 +163,7 @@ def _prepare_resume(expdir, config, overrides):
                 sources += config if isinstance(config, list) else [config]
             cfg = configuration.load(sources, overrides)
             validate(cfg)
+            keep_password_out(cfg)
             changes = resume_changes(stored, cfg, store.meta("space_digest"))
             if changes:
                 store.set_meta("changes", store.meta("changes", []) + [
@@ -227,6 +229,13 @@ def load_experiment(expdir):
     """The configuration as run, from ``EXPDIR/config.json`` (already resolved: the
     environment does not apply again)."""
     return configuration.load([experiment.read_json(Path(expdir) / "config.json")], environ={})
+
+
+def keep_password_out(cfg):
+    """Take the password out of ``[system].storage`` before it is written anywhere (see
+    :func:`~emews.store.postgres.hide_password`)."""
+    if cfg.system["storage"]:
+        cfg.system["storage"] = hide_password(cfg.system["storage"])
 
 
 def validate(cfg):

@@ -1,7 +1,9 @@
 """The PostgreSQL store and queue, on a real server started by the fixture: the Store interface,
 a whole study served through the database (``[system] storage``), two pool jobs popping one
-queue, a killed pool and a killed service, and interop with EQ-SQL's own client (``eqsql``)
-both ways: it submits to and reads from emews, and its worker loop serves an emews study."""
+queue, a killed pool, a stalled pool's late result, a killed service, pause, unpause, stop and
+abort, a password kept out of the experiment directory, and interop with EQ-SQL's own client
+(``eqsql``) both ways: it submits to and reads from emews (``emews pool --eqsql``), and its
+worker loop serves an emews study."""
 
 import getpass
 import importlib.resources
@@ -11,11 +13,12 @@ import os
 import signal
 import socket
 import sys
+import time
 import urllib.parse
 
 import pytest
 
-from conftest import SUPPORT, assert_exact_budget_and_lost_leases_rerun, wait_until
+from conftest import SUPPORT, alive, assert_exact_budget_and_lost_leases_rerun, wait_until
 from support.postgres import postgres_server, postgres_url  # noqa: F401 - fixtures
 from test_service import MPIEXEC, Jobs
 
@@ -36,6 +39,23 @@ def jobs(tmp_path):
 def query(url, sql, args=()):
     with psycopg.connect(url) as conn:
         return conn.execute(sql, args).fetchall()
+
+
+def one(url, sql, args=()):
+    """The single value that ``sql`` selects."""
+    return query(url, sql, args)[0][0]
+
+
+def statuses(url, exp_id):
+    """``{status: count}`` of the study's evaluations."""
+    return dict(query(url, "SELECT status, count(*) FROM emews_evaluations WHERE exp_id=%s "
+                      "GROUP BY 1", (exp_id,)))
+
+
+QUEUED_OUT = "SELECT count(*) FROM emews_queue_OUT JOIN emews_tasks t USING (eq_task_id) " \
+    "WHERE t.exp_id=%s"                    # the study's tasks that no pool has popped
+POPPED = "SELECT count(*) FROM eq_exp_id_tasks JOIN eq_tasks t USING (eq_task_id) WHERE " \
+    "exp_id=%s AND t.time_start IS NOT NULL"   # tasks that a pool popped, ever
 
 
 def test_the_store_interface_on_postgresql_keeps_studies_apart(postgres_url):
@@ -195,6 +215,166 @@ def test_a_killed_service_resumes_and_its_database_pool_serves_on(study, jobs, p
     assert pool.returncode == 0  # the same pool served both services
 
 
+def gated_config(write, url, procs, lease=10.0, **study):
+    """A study (written by the ``study`` fixture, ``write``) whose evaluations wait for the
+    file ``go`` (``fault_me:gated``); it runs until stopped unless ``study`` sets a limit."""
+    return write(system={"procs": procs, "progress_interval": 60, "storage": url},
+                 study={"no_limit": True, "seed": 4, "objective": "fault_me:gated", **study},
+                 service={"lease": lease})
+
+
+@pytest.fixture
+def gate(tmp_path, jobs):
+    """The directory of the gated models' files, handed to the service and its pools."""
+    path = tmp_path / "gate"
+    path.mkdir()
+    jobs.env["EMEWS_TEST_GATE"] = str(path)
+    return path
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+def test_pause_takes_unpopped_tasks_back_unpause_hands_them_out_stop_ends_the_study(
+        study, jobs, gate, postgres_url, emews_cli):
+    server, expdir = jobs.serve(gated_config(study, postgres_url, 5))  # 4 tasks queued at once
+    pool = jobs.pool(expdir, 3)                                         # for 2 workers
+    exp_id = str(expdir.resolve())
+    wait_until(lambda: len(list(gate.glob("pid-*"))) == 2 and
+               one(postgres_url, QUEUED_OUT, (exp_id,)) == 2, "two running, two queued")
+    assert emews_cli("pause", expdir).returncode == 0
+    wait_until(lambda: one(postgres_url, QUEUED_OUT, (exp_id,)) == 0 and
+               statuses(postgres_url, exp_id) == {"running": 2, "queued": 2},
+               "the unpopped tasks taken off the queue, queued again")
+    (gate / "go").touch()
+    wait_until(lambda: statuses(postgres_url, exp_id).get("done") == 2,
+               "the running evaluations to finish")
+    watch_until = time.monotonic() + 1.5  # paused: no pool pops anything over 1.5 s
+    while time.monotonic() < watch_until:
+        assert one(postgres_url, POPPED, (exp_id,)) == 2
+        assert "running" not in statuses(postgres_url, exp_id)
+        time.sleep(0.05)
+    assert emews_cli("unpause", expdir).returncode == 0
+    wait_until(lambda: statuses(postgres_url, exp_id).get("done", 0) > 4,
+               "new work after unpause")
+    assert emews_cli("stop", expdir).returncode == 0
+    out, err = server.communicate(timeout=120)
+    assert server.returncode == 0, err
+    assert "stopped on request (emews stop)" in out
+    counts = statuses(postgres_url, exp_id)
+    assert set(counts) <= {"done", "cancelled"}   # what ran finished; nothing else started
+    assert one(postgres_url, QUEUED_OUT, (exp_id,)) == 0
+    assert one(postgres_url, POPPED, (exp_id,)) == counts["done"]
+    cancelled = query(postgres_url, "SELECT DISTINCT error FROM emews_attempts WHERE "
+                      "exp_id=%s AND status='cancelled'", (exp_id,))
+    assert cancelled in ([], [("cancelled: stopped on request (emews stop)",)])
+    store = study_store(expdir, postgres_url, create=False)
+    try:
+        assert store.meta("final")["stop_reason"] == "stopped on request (emews stop)"
+    finally:
+        store.close()
+    assert pool.communicate(timeout=60)[0].endswith("emews: pool left: the study ended\n")
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+def test_an_abort_cancels_what_the_database_pools_run(study, jobs, gate, postgres_url):
+    config = study(system={"procs": 3, "progress_interval": 60, "storage": postgres_url},
+                   study={"budget": 10, "objective": "cancel_models:fails_while_another_runs"},
+                   failure={"on_failure": "abort"}, service={"lease": 10.0})
+    server, expdir = jobs.serve(config)
+    pool = jobs.pool(expdir, 3)
+    out, err = server.communicate(timeout=120)
+    assert server.returncode == 1
+    assert "the failure policy aborted the study" in err and "failed on purpose" in err
+    (pid,) = [int(path.name[4:]) for path in gate.glob("pid-*")]
+    assert not alive(pid)  # the evaluation that would have run forever was killed
+    exp_id = str(expdir.resolve())
+    attempts = query(postgres_url, "SELECT status, error FROM emews_attempts WHERE exp_id=%s "
+                     "ORDER BY id", (exp_id,))
+    assert sorted(status for status, _ in attempts) == ["cancelled", "failed"]
+    # the cancelled attempt is the pool's own report of its cancelled run, stored
+    assert ("cancelled", "cancelled") in attempts
+    assert pool.communicate(timeout=60)[0].endswith(
+        "emews: pool left: the study was cancelled\n")
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+def test_a_late_result_of_a_requeued_task_is_recorded_once_as_a_duplicate(
+        study, jobs, gate, postgres_url, emews_cli):
+    config = gated_config(study, postgres_url, 2, lease=2.0, no_limit=False,
+                          budget=4)  # one task at a time
+    server, expdir = jobs.serve(config)
+    exp_id = str(expdir.resolve())
+    stalled = jobs.pool(expdir, 2)
+    wait_until(lambda: len(list(gate.glob("pid-*"))) == 1, "the first pool's evaluation")
+    (holder,) = query(postgres_url, "SELECT worker_pool FROM eq_tasks WHERE eq_status=1")
+    master = int(holder[0].rpartition(":")[2])   # the pool's rank 0 (HOST:PID)
+    os.kill(master, signal.SIGSTOP)   # it stalls (its worker runs on): its lease expires
+    try:
+        wait_until(lambda: query(postgres_url, "SELECT status FROM emews_attempts WHERE "
+                                 "exp_id=%s", (exp_id,)) == [("interrupted",)],
+                   "the lease to expire")
+        other = jobs.pool(expdir, 2)
+        wait_until(lambda: len(list(gate.glob("pid-*"))) == 2, "the task's second attempt")
+        assert emews_cli("pause", expdir).returncode == 0  # the study waits for the late one
+        (gate / "go").touch()
+        wait_until(lambda: statuses(postgres_url, exp_id).get("done") == 1,
+                   "the second attempt")
+    finally:
+        os.kill(master, signal.SIGCONT)   # its first attempt's result is reported, late
+    attempts = "SELECT attempt, status, result FROM emews_attempts WHERE exp_id=%s AND id=0 " \
+        "ORDER BY attempt"
+    wait_until(lambda: [a[1] for a in query(postgres_url, attempts, (exp_id,))] ==
+               ["duplicate", "done"], "the late result recorded as a duplicate")
+    assert emews_cli("unpause", expdir).returncode == 0
+    out, err = server.communicate(timeout=120)
+    assert server.returncode == 0, err
+    assert "evaluation budget of 4 reached" in out
+    rows = query(postgres_url, "SELECT id, status, attempt, result, params FROM "
+                 "emews_evaluations WHERE exp_id=%s ORDER BY id", (exp_id,))
+    assert [(i, status) for i, status, _, _, _ in rows] == [(i, "done") for i in range(4)]
+    assert rows[0][2] == 2   # the point keeps its first result: the second attempt's
+    (late, first) = query(postgres_url, attempts, (exp_id,))
+    assert late[2] == first[2] == rows[0][3] == pytest.approx(json.loads(rows[0][4])["x"] ** 2)
+    for each in (stalled, other):
+        each.communicate(timeout=60)
+        assert each.returncode == 0
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+def test_the_database_password_never_reaches_the_experiment_directory(study, jobs,
+                                                                       postgres_server):
+    url, password = postgres_server.create_password_database()
+    public = url.replace(f":{password}@", "@")
+    with pytest.raises(psycopg.OperationalError, match="password"):
+        psycopg.connect(public).close()   # the server demands the password
+    server, expdir = jobs.serve(database_config(study, url, 4))   # the URL with the password
+    jobs.env["PGPASSWORD"] = password     # how a pool in another job gives it
+    pool = jobs.pool(expdir, 3)
+    out, err = server.communicate(timeout=180)
+    assert server.returncode == 0, err
+    pool.communicate(timeout=60)
+    assert pool.returncode == 0
+    resumed = jobs.start(sys.executable, "-m", "emews", "serve", "--resume", expdir,
+                         "--budget", "6")
+    pool = jobs.pool(expdir, 3)
+    out, err = resumed.communicate(timeout=180)
+    assert resumed.returncode == 0, err
+    assert "evaluation budget of 6 reached" in out
+    pool.communicate(timeout=60)
+    exp_id = str(expdir.resolve())
+    assert statuses(f"{public}?password={password}", exp_id) == {"done": 6}
+    files = [path for path in expdir.rglob("*") if path.is_file()]
+    assert {"config.json", "settings.json", "service.json"} <= {path.name for path in files}
+    assert public in (expdir / "service.json").read_text()
+    for path in files:
+        assert password.encode() not in path.read_bytes(), path
+    assert password not in one(f"{public}?password={password}", "SELECT config FROM "
+                               "emews_studies WHERE exp_id=%s", (exp_id,))
+
+
 def eqsql_queue(url):
     """EQ-SQL's own client (``eqsql``) on the database at ``url``: its LocalTaskQueue."""
     os.environ.setdefault("USER", getpass.getuser())  # eqsql.db_tools reads it on import
@@ -215,17 +395,17 @@ def eqsql_schema(url):
 
 @pytest.mark.mpi
 @pytest.mark.slow
-def test_an_emews_pool_answers_tasks_that_eqsql_submitted(tmp_path, jobs, postgres_url):
+def test_an_emews_pool_answers_tasks_that_eqsql_submitted(tmp_path, study, jobs, postgres_url):
     from eqsql.task_queues.core import ResultStatus, TaskStatus
 
     eqsql_schema(postgres_url)          # a database that EQ-SQL made; emews adds its tables
     queue = eqsql_queue(postgres_url)
     points = [{"x": x / 4} for x in range(-4, 6)]
     futures = [queue.submit_task("eqsql-exp", 7, json.dumps(p))[1] for p in points]
-    config = {"study": {"objective": "fault_me:slow_square"},
-              "system": {"python_path": [str(SUPPORT)]}}
-    pool = jobs.start(MPIEXEC, "-n", 3, sys.executable, str(SUPPORT / "eqsql_pool.py"),
-                      postgres_url, 7, json.dumps(config), tmp_path / "pool")
+    model = study("model.toml", study={"objective": "fault_me:slow_square"},
+                  system={"python_path": [str(SUPPORT)]})
+    pool = jobs.start(MPIEXEC, "-n", 3, sys.executable, "-m", "emews", "pool", "--eqsql",
+                      postgres_url, "--task-type", 7, "--workdir", tmp_path / "pool", model)
     for future, point in zip(futures, points):
         status, result = future.result(delay=0.05, timeout=120)
         assert status == ResultStatus.SUCCESS, result

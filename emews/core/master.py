@@ -24,8 +24,9 @@ The master also enforces the study's limits (budget, time, target, ...) on any M
 EQ/Py module included: it never starts more evaluations than the budget allows and ends the
 study with the reason once a limit is reached and nothing more can be answered.
 
-``emews pause``, ``unpause`` and ``stop`` (:mod:`emews.core.control`) hold back new work, hand it
-out again, or end the study once what runs has finished (``control.json`` is looked at every
+``emews pause``, ``unpause`` and ``stop`` (:mod:`emews.core.control`) hold back new work (and
+take back what a pool queued but has not started: ``Pool.hold``), hand it out again, or end
+the study once what runs has finished (``control.json`` is looked at every
 20 ms at most, so a request takes effect within that).
 
 In ``batch`` mode the master answers a message of points once all of them are evaluated, with
@@ -208,11 +209,22 @@ class Master:
         now = time.monotonic()
         if now >= self.control_due:
             self.control_due = now + CONTROL_EVERY
-            self.state = self.control.current()
+            state = self.control.current()
+            if state != "running" and self.state == "running":
+                self._wait_again(self.pool.hold())
+            self.state = state
         if self.state == "stopped" and not self.stop_reason:
             self.stop_reason = self.control.reason
             self._cancel_waiting(f"cancelled: {self.stop_reason}")
         return self.state != "running"
+
+    def _wait_again(self, tasks):
+        """Queue ``tasks`` again, before any other (retries, and tasks that the pool handed
+        back unstarted on a pause or stop)."""
+        self.store.requeue([(t.id, t.attempt, t.run_id) for t in tasks])
+        for task in reversed(tasks):
+            self.waiting[task.id] = task
+            self.waiting.move_to_end(task.id, last=False)
 
     def _collect(self, block):
         """The ready results; with ``block``, wait for at least one.
@@ -227,11 +239,15 @@ class Master:
         backoff = Backoff(first=1e-5)
         while not backoff.longest:
             finished = self.pool.collect(block=False)
-            if finished or (self.waiting and self.pool.free_slots()):  # or a pool asked
+            if finished or self._can_hand_out():  # or a pool asked for work
                 return finished
             backoff.wait()
         self.store.commit()
         return self.pool.collect(block=True)
+
+    def _can_hand_out(self):
+        """Whether waiting tasks can go to free slots now (not while paused or stopped)."""
+        return bool(self.waiting) and self.state == "running" and self.pool.free_slots() > 0
 
     def _turn(self, block):
         """Take the ready results (waiting for one if ``block``), refill free slots, and commit
@@ -242,7 +258,7 @@ class Master:
         finished = self._collect(block)
         self.reported = []
         if not finished:
-            if self.waiting and self.pool.free_slots():  # a remote pool asked for work
+            if self._can_hand_out():  # a remote pool asked for work
                 self.store.mark_running(self._submit_waiting())
             return 0
         rows, final, values, retried, abort = [], [], [], [], None
@@ -279,10 +295,7 @@ class Master:
             self.reported.append(task.id)
             values.append(value if action == "done" else math.nan)
         self.store.finish(rows)
-        self.store.requeue([(t.id, t.attempt, t.run_id) for t in retried])
-        for task in reversed(retried):
-            self.waiting[task.id] = task
-            self.waiting.move_to_end(task.id, last=False)
+        self._wait_again(retried)
         self.limits.record(values)
         self.stop_reason = self.stop_reason or self.limits.reason(iterations=False)
         if self.stop_reason:
@@ -323,7 +336,7 @@ class Master:
     def _wait_for_results(self):
         if not self.pool.running and not self.waiting:
             raise ProtocolError("the ME is waiting for results but no evaluation is in flight")
-        if not self.pool.running and self._steered():  # paused with nothing running
+        if self._steered() and not self.pool.running:  # paused with nothing running
             self.store.commit()
             time.sleep(CONTROL_POLL)
         self._turn(block=True)

@@ -51,6 +51,12 @@ class Pool:
         """The submitted, unfinished tasks (``running`` maps something to each)."""
         return list(self.running.values())
 
+    def hold(self):
+        """Take back the submitted tasks that no worker has started yet (``emews pause`` or
+        ``stop``) and return them; they are no longer running. A pool that hands its tasks
+        straight to its workers holds none back."""
+        return []
+
     def cancel(self):
         """Ask every running evaluation to stop; their outcomes still come back by collect."""
 

@@ -9,11 +9,13 @@
 :class:`DatabasePool` is the study's side (``emews serve`` with ``[system] storage =
 "postgresql://..."``); :func:`pool_job` is a pool job's (``mpiexec -n N emews pool EXPDIR``):
 rank 0 pops batches of tasks for its free workers, hands them to its MPI workers, reports each
-result and renews its leases every quarter lease. It serves the study until the study ends,
-or, with ``exp_id=None``, serves EQ-SQL tasks of its task type (``eqsql``'s included) until it
-pops EQ-SQL's ``EQ_STOP``.
+result and renews its leases every quarter lease. It serves the study until the study ends
+(when the study is cancelled, it cancels what its workers run first), or, with
+``exp_id=None`` (``emews pool --eqsql URL CONFIG``), serves EQ-SQL tasks of its task type
+(``eqsql``'s included) until it pops EQ-SQL's ``EQ_STOP``.
 """
 
+import dataclasses
 import json
 import math
 import os
@@ -28,6 +30,8 @@ from .base import Backoff, Pool, Task
 
 EXPIRY_CHECK = 1.0     # seconds between looks for expired leases
 POLL_MAX = 0.05        # longest wait between looks at the queue (NOTIFY wakes it sooner)
+BLOCK_MAX = 0.25       # longest wait of a blocking collect
+STUDY_CHECK = 0.5      # seconds between a pool's looks at its study's state
 
 
 class DatabasePool(Pool):
@@ -36,7 +40,10 @@ class DatabasePool(Pool):
     ``slots`` is how many tasks may be queued or running at once (what the ME plans for);
     ``lease`` is recorded for the pools. A task whose lease expires comes back from
     :meth:`collect` as ``interrupted`` (the master runs it again); a late result of such a task
-    still counts, as its first result, and its new attempt is taken off the queue.
+    still counts, as its first result, and its new attempt is taken off the queue. A result
+    that comes after a task's first one comes back as a ``duplicate``, for the record.
+    On a pause or stop, :meth:`hold` takes the tasks no pool has popped off the queue;
+    :meth:`cancel` does too, and tells the pools to cancel what they run.
     """
 
     def __init__(self, url, exp_id, slots, lease, config, expdir, task_type=0):
@@ -57,13 +64,16 @@ class DatabasePool(Pool):
         return [(task, 0) for task in tasks]
 
     def collect(self, block=True):
+        """Results, expired leases and duplicates; with ``block``, wait up to
+        :data:`BLOCK_MAX` for one (then the master looks at ``emews pause`` and ``stop``)."""
+        until = time.monotonic() + BLOCK_MAX
         while True:
-            finished = [entry for i, payload in self.queue.results()
-                        for entry in [self._result(i, payload)] if entry is not None]
+            finished = [self._duplicate(i, payload) if late else self._result(i, payload)
+                        for i, payload, late in self.queue.results()]
             if time.monotonic() - self.checked >= EXPIRY_CHECK:
                 self.checked = time.monotonic()
                 finished += self._expired()
-            if finished or not block or not self.running:
+            if finished or not block or not self.running or time.monotonic() >= until:
                 return finished
             self.queue.wait(RESULTS_CHANNEL, POLL_MAX)
 
@@ -77,17 +87,30 @@ class DatabasePool(Pool):
         self.interrupted.discard(point_id)
         if late:  # its new attempt is not needed: take it off the queue if still there
             self.queue.withdraw([point_id])
-        attempt = task.attempt if task is not None else 1
-        result = _parsed(payload)
         params = task.params if task is not None else ("" if late else None)
-        if result is None:  # an EQ-SQL worker's answer: a bare number, or anything else
-            outcome = _foreign_outcome(payload)
-            return Task(point_id, params, "", attempt), 0, outcome
+        return self._parsed_result(point_id, payload, params,
+                                   task.attempt if task is not None else 1)
+
+    @staticmethod
+    def _parsed_result(point_id, payload, params, attempt):
+        """``(task, rank, outcome)`` of ``json_in``: an emews pool's result names its
+        attempt and rank; an EQ-SQL worker's (a bare number, or anything else) counts for
+        ``attempt``."""
+        result = _parsed(payload)
+        if result is None:
+            return Task(point_id, params, "", attempt), 0, _foreign_outcome(payload)
         value = math.nan if result["value"] is None else float(result["value"])
         extra = {"metrics": result["metrics"]} if result.get("metrics") else {}
         outcome = Outcome(value, result["status"], result["error"], result["log_tail"],
                           result["started"], result["finished"], extra)
         return Task(point_id, params, "", result["attempt"]), result["rank"], outcome
+
+    def _duplicate(self, point_id, payload):
+        """The ``(task, rank, outcome)`` of a result that came after the point's first one:
+        its outcome's status is ``duplicate`` (the master records it; the point keeps its
+        first result)."""
+        task, rank, outcome = self._parsed_result(point_id, payload, "", 1)
+        return task, rank, dataclasses.replace(outcome, status="duplicate")
 
     def _expired(self):
         expired = []
@@ -99,6 +122,13 @@ class DatabasePool(Pool):
             expired.append((task, 0, Outcome(math.nan, "interrupted",
                                               f"lease expired: {pool} stopped answering")))
         return expired
+
+    def hold(self):
+        return [self.running.pop(i) for i in self.queue.withdraw(list(self.running))]
+
+    def cancel(self):
+        self.hold()
+        self.queue.set_state("cancelling")
 
     def close(self, status=0):
         if self.queue.db is not None:
@@ -138,7 +168,7 @@ class Attachment:
         self.pool, self.queue, self.lease = pool, queue, float(lease)
         self.name = name or f"{socket.gethostname()}:{os.getpid()}"
         self.deadline = None if walltime is None else time.monotonic() + walltime
-        self.draining, self.reason = False, None
+        self.draining, self.reason, self.cancelled = False, None, False
         self.renewed = self.looked = self.popped = time.monotonic()
         self.news = True                   # the queue may hold tasks: look
         queue.wait(TASKS_CHANNEL, 0)       # listen from now on
@@ -197,10 +227,14 @@ class Attachment:
         if self.deadline is not None and time.monotonic() >= self.deadline and \
                 not self.draining:
             self.draining, self.reason = True, "the pool's walltime is about to run out"
-        if self.queue.exp_id is not None and time.monotonic() - self.looked >= 0.5:
+        if self.queue.exp_id is not None and time.monotonic() - self.looked >= STUDY_CHECK:
             self.looked = time.monotonic()
             study = self.queue.study()
-            if study is None or study[2] != "running":
+            if study is not None and study[2] == "cancelling" and not self.cancelled:
+                self.cancelled = True
+                self.pool.cancel()         # the study aborts: stop what runs, report it
+                self.draining, self.reason = True, "the study was cancelled"
+            elif not self.cancelled and (study is None or study[2] == "ended"):
                 self.draining, self.reason = True, "the study ended"
         return self.draining and not self.pool.running
 

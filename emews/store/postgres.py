@@ -12,12 +12,16 @@
       emews_evaluations, emews_attempts, emews_meta, emews_checkpoints   as in results.db
       emews_tasks       a task's point id, attempt and run id, and its lease: pool, deadline
                         (seconds since the epoch on the database server's clock)
-      emews_studies     a study's configuration and whether it still runs (pools read it)
+      emews_late_results  results that came after a task's first one (a pool whose lease
+                        expired), waiting for the study to record them as duplicates
+      emews_studies     a study's configuration and its state: running, cancelling (pools
+                        stop what they run) or ended (pools read it)
 
 A task's ``eq_status`` follows EQ-SQL's codes (:data:`QUEUED` ... :data:`REQUEUED`); its
 ``json_in`` is a JSON object whose ``value`` is the objective's value (``null`` for a failure),
 with the outcome's ``status``, ``error``, ``log_tail``, ``started``, ``finished``, ``metrics``,
-``attempt`` and ``rank``. The first result of a task wins: a later one is not written.
+``attempt`` and ``rank``. The first result of a task wins: a later one goes to
+``emews_late_results`` instead, for the study's record.
 
 :class:`PostgresStore` is :class:`~emews.store.sqlite.Store`'s interface on these tables;
 :class:`TaskQueue` is the queue, used by :mod:`emews.pools.database`.
@@ -26,7 +30,9 @@ with the outcome's ``status``, ``error``, ``log_tail``, ``started``, ``finished`
 import contextlib
 import json
 import math
+import os
 import time
+import urllib.parse
 
 from ..errors import ConfigError, EmewsError, StoreError
 from . import schema
@@ -73,9 +79,11 @@ CREATE TABLE IF NOT EXISTS emews_tasks (
     attempt integer NOT NULL, run_id text NOT NULL, pool text, deadline double precision);
 CREATE INDEX IF NOT EXISTS emews_tasks_point ON emews_tasks (exp_id, id);
 CREATE INDEX IF NOT EXISTS emews_tasks_pool ON emews_tasks (pool);
-CREATE TABLE IF NOT EXISTS emews_studies (    -- last: its presence means the schema is made
+CREATE TABLE IF NOT EXISTS emews_studies (
     exp_id text PRIMARY KEY, config text NOT NULL, expdir text NOT NULL,
     state text NOT NULL, task_type integer NOT NULL);
+CREATE TABLE IF NOT EXISTS emews_late_results (   -- last: its presence means the schema is made
+    eq_task_id integer NOT NULL, json_in text);
 """.format(statuses=", ".join(f"'{s}'" for s in schema.STATUSES))
 # Indexes that EQ-SQL's tables lack, made only with the tables themselves: on a database that
 # EQ-SQL made, CREATE INDEX would wait for its clients (a poll holds its table for seconds).
@@ -105,7 +113,7 @@ def connect(url):
         conn = psycopg.connect(url)
         with conn.transaction():  # CREATE INDEX locks its table even when the index exists:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))  # only when new
-            if conn.execute("SELECT to_regclass('emews_studies')").fetchone()[0] is None:
+            if conn.execute("SELECT to_regclass('emews_late_results')").fetchone()[0] is None:
                 made_by_eqsql = conn.execute("SELECT to_regclass('eq_tasks')").fetchone()[0]
                 conn.execute(SCHEMA)
                 if made_by_eqsql is None:
@@ -114,6 +122,28 @@ def connect(url):
         raise StoreError(f"{redacted(url)}: cannot open the store: "
                          f"{str(exc).strip().splitlines()[0]}") from None
     return conn
+
+
+def hide_password(url):
+    """``url`` without its password (in the user part or a ``password`` parameter), which
+    goes to this process's environment as ``PGPASSWORD`` instead: libpq takes it from there,
+    in this process and in those it starts, so that the URL written into the experiment
+    directory (and the database) holds no secret. Pools in other jobs, and a later
+    ``emews serve --resume``, take it from ``~/.pgpass`` or their own ``PGPASSWORD``."""
+    parts = urllib.parse.urlsplit(str(url))
+    credentials, at, host = parts.netloc.rpartition("@")
+    query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+    kept = [(key, value) for key, value in query if key != "password"]
+    if ":" in credentials:
+        password = urllib.parse.unquote(credentials.split(":", 1)[1])
+        credentials = credentials.split(":", 1)[0]
+    elif len(kept) < len(query):
+        password = dict(query)["password"]
+    else:
+        return url
+    os.environ["PGPASSWORD"] = password
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"{credentials}{at}{host}",
+                                                  query=urllib.parse.urlencode(kept)))
 
 
 def redacted(url):
@@ -221,22 +251,17 @@ class PostgresStore:
         started, finished, metrics, id)`` tuples (the run id is the point's)."""
         names = ATTEMPT_COLUMNS.split(", ")
         updates = ", ".join(f"{name}=EXCLUDED.{name}" for name in names + ["run_id"])
-        if rows:
-            with self._guard("record attempts"), self.db.cursor() as cur:
-                cur.executemany(
-                    f"INSERT INTO emews_attempts (exp_id, id, attempt, {ATTEMPT_COLUMNS}, "
+        self._write(f"INSERT INTO emews_attempts (exp_id, id, attempt, {ATTEMPT_COLUMNS}, "
                     f"run_id) SELECT e.exp_id, %s, %s, {', '.join(['%s'] * len(names))}, "
                     "e.run_id FROM emews_evaluations e WHERE e.exp_id=%s AND e.id=%s "
                     f"ON CONFLICT (exp_id, id, attempt) DO UPDATE SET {updates}",
-                    [(*row[:-1], self.exp_id, row[-1]) for row in rows])
+                    [(*row[:-1], self.exp_id, row[-1]) for row in rows], "record attempts")
 
     def _write_points(self, points):
-        if points:
-            with self._guard("record evaluations"), self.db.cursor() as cur:
-                cur.executemany("UPDATE emews_evaluations SET status=%s, result=%s, error=%s, "
-                                "log_tail=%s, rank=%s, started=%s, finished=%s, attempt=%s, "
-                                "metrics=%s WHERE exp_id=%s AND id=%s",
-                                [(*row[:-1], self.exp_id, row[-1]) for row in points])
+        self._write("UPDATE emews_evaluations SET status=%s, result=%s, error=%s, "
+                    "log_tail=%s, rank=%s, started=%s, finished=%s, attempt=%s, "
+                    "metrics=%s WHERE exp_id=%s AND id=%s",
+                    [(*row[:-1], self.exp_id, row[-1]) for row in points])
 
     def record_duplicates(self, rows):
         """Results that came after a point's first one: ``(id, rank, outcome, attempt)``
@@ -248,13 +273,10 @@ class PostgresStore:
 
     def requeue(self, rows):
         """Points to run again as a new attempt: ``(id, attempt, run_id)`` tuples."""
-        if rows:
-            with self._guard("record evaluations"), self.db.cursor() as cur:
-                cur.executemany("UPDATE emews_evaluations SET status='queued', attempt=%s, "
-                                "run_id=%s, rank=NULL, started=NULL, finished=NULL, queued=%s "
-                                "WHERE exp_id=%s AND id=%s",
-                                [(attempt, run_id, time.time(), self.exp_id, i)
-                                 for i, attempt, run_id in rows])
+        self._write("UPDATE emews_evaluations SET status='queued', attempt=%s, run_id=%s, "
+                    "rank=NULL, started=NULL, finished=NULL, queued=%s WHERE exp_id=%s AND id=%s",
+                    [(attempt, run_id, time.time(), self.exp_id, i)
+                     for i, attempt, run_id in rows])
 
     def cancel(self, ids, reason):
         """Points whose evaluation was called off (``cancelled``, with ``reason``)."""
@@ -272,6 +294,7 @@ class PostgresStore:
             cur.execute("UPDATE emews_evaluations SET status='cancelled', error=%s, finished=%s "
                         "WHERE exp_id=%s AND id = ANY(%s) AND status IN ('queued', 'running')",
                         (reason, now, self.exp_id, list(ids)))
+        self.dirty = True
 
     def interrupt_unfinished(self):
         """Mark what an earlier run left unfinished ``interrupted`` (see Store's)."""
@@ -507,22 +530,36 @@ class TaskQueue:
         cur.execute(f"NOTIFY {TASKS_CHANNEL}")
 
     def results(self):
-        """Pop the study's results off the IN queue: ``[(point id, json_in), ...]``."""
+        """Pop the study's results off the IN queue, and the late ones (see :meth:`report`):
+        ``[(point id, json_in, late), ...]``."""
         with self._guard("read results"):
             rows = self.db.execute(
                 "WITH popped AS (DELETE FROM emews_queue_IN q USING emews_tasks t WHERE "
-                "q.eq_task_id=t.eq_task_id AND t.exp_id=%s RETURNING t.id, q.eq_task_id) "
-                "SELECT p.id, e.json_in FROM popped p JOIN eq_tasks e USING (eq_task_id)",
-                (self.exp_id,)).fetchall()
+                "q.eq_task_id=t.eq_task_id AND t.exp_id=%(exp)s RETURNING t.id, "
+                "q.eq_task_id), late AS (DELETE FROM emews_late_results l USING emews_tasks t "
+                "WHERE l.eq_task_id=t.eq_task_id AND t.exp_id=%(exp)s RETURNING t.id, "
+                "l.json_in) SELECT p.id, e.json_in, false FROM popped p JOIN eq_tasks e "
+                "USING (eq_task_id) UNION ALL SELECT id, json_in, true FROM late",
+                {"exp": self.exp_id}).fetchall()
         return rows
 
     def withdraw(self, ids):
-        """Take these points' tasks off the OUT queue (a late result answered them)."""
-        eq_ids = [self.eq_ids[i] for i in ids if i in self.eq_ids]
-        if eq_ids:
-            with self._guard("withdraw tasks"):
-                self.db.execute("DELETE FROM emews_queue_OUT WHERE eq_task_id = ANY(%s)",
-                                (eq_ids,))
+        """Take these points' tasks off the OUT queue (a late result answered them, or the
+        study holds them back); return the ids of those no pool had popped yet."""
+        points = {self.eq_ids[i]: i for i in ids if i in self.eq_ids}
+        if not points:
+            return []
+        with self._guard("withdraw tasks"):
+            rows = self.db.execute("DELETE FROM emews_queue_OUT WHERE eq_task_id = ANY(%s) "
+                                   "RETURNING eq_task_id", (list(points),)).fetchall()
+        return [points[eq_id] for eq_id, in rows]
+
+    def set_state(self, state):
+        """Record the study's state for its pools (``cancelling``: stop what runs)."""
+        with self._guard("record the study's state"):
+            self.db.execute("UPDATE emews_studies SET state=%s WHERE exp_id=%s",
+                            (state, self.exp_id))
+            self.db.execute(f"NOTIFY {TASKS_CHANNEL}")   # wake the pools that wait for work
 
     def expired(self):
         """Points whose lease ran out, released: ``[(point id, pool), ...]``."""
@@ -536,7 +573,8 @@ class TaskQueue:
     # --- a pool's side ---------------------------------------------------------------------------
 
     def study(self):
-        """``(config, expdir, state, task_type)`` of the study, or ``None``."""
+        """``(config, expdir, state, task_type)`` of the study, or ``None``; ``state`` is
+        ``running``, ``cancelling`` or ``ended``."""
         with self._guard("read the study"):
             row = self.db.execute("SELECT config, expdir, state, task_type FROM emews_studies "
                                   "WHERE exp_id=%s", (self.exp_id,)).fetchone()
@@ -579,22 +617,26 @@ class TaskQueue:
 
     def report(self, results, pool):
         """Store results ``[(eq_task_id, json_in), ...]`` of ``pool`` and push them onto the
-        IN queue; a task that has its result already keeps it. Returns how many were new."""
+        IN queue. A task that has its result already keeps it: a later result of an emews
+        study's task (its lease had expired, and another pool answered it first) goes to
+        ``emews_late_results``, for the study to record as a duplicate."""
         if not results:
-            return 0
+            return
         ids, payloads = [r[0] for r in results], [r[1] for r in results]
         with self._guard("report results"), self.db.transaction(), self.db.pipeline():
-            stored = self.db.execute(
-                "WITH r AS (SELECT * FROM unnest(%s::integer[], %s::text[]) AS r(id, json_in)), "
-                "done AS (UPDATE eq_tasks e SET json_in=r.json_in, eq_status=%s, "
-                "time_stop=now() FROM r WHERE e.eq_task_id=r.id AND e.eq_status <> %s "
-                "RETURNING e.eq_task_id, e.eq_task_type) INSERT INTO emews_queue_IN "
-                "(eq_task_type, eq_task_id) SELECT eq_task_type, eq_task_id FROM done",
-                (ids, payloads, COMPLETE, COMPLETE))
+            self.db.execute(
+                "WITH r AS (SELECT * FROM unnest(%(ids)s::integer[], %(payloads)s::text[]) AS "
+                "r(id, json_in)), done AS (UPDATE eq_tasks e SET json_in=r.json_in, "
+                "eq_status=%(complete)s, time_stop=now() FROM r WHERE e.eq_task_id=r.id AND "
+                "e.eq_status <> %(complete)s RETURNING e.eq_task_id, e.eq_task_type), "
+                "queued AS (INSERT INTO emews_queue_IN (eq_task_type, eq_task_id) SELECT "
+                "eq_task_type, eq_task_id FROM done) INSERT INTO emews_late_results "
+                "(eq_task_id, json_in) SELECT r.id, r.json_in FROM r JOIN emews_tasks t ON "
+                "t.eq_task_id=r.id WHERE r.id NOT IN (SELECT eq_task_id FROM done)",
+                {"ids": ids, "payloads": payloads, "complete": COMPLETE})
             self.db.execute("UPDATE emews_tasks SET pool=NULL, deadline=NULL WHERE "
                             "eq_task_id = ANY(%s) AND pool=%s", (ids, pool))
             self.db.execute(f"NOTIFY {RESULTS_CHANNEL}")
-        return stored.rowcount
 
     def renew(self, pool, lease):
         """Extend the leases of every task ``pool`` holds by ``lease`` seconds from now."""

@@ -7,6 +7,8 @@ user that the Debian package creates (``runuser``), otherwise as the current use
 The ``postgres_url`` fixture (import ``postgres_server`` and ``postgres_url`` into a test
 module) yields the ``postgresql://`` URL of a fresh database per test, on one server per session
 (``postgres_server``), stopped (``pg_ctl stop -m immediate``) and removed at the end.
+:meth:`Server.create_password_database` makes a database whose owner must give a password
+(scram-sha-256), for the tests that keep passwords out of files.
 :class:`Server` serves the benchmarks too (``benchmarks/service.py``).
 """
 
@@ -86,14 +88,29 @@ class Server:
         """The ``postgresql://`` URL of ``database`` on this server."""
         return f"postgresql://{self.user}@127.0.0.1:{self.port}/{database}"
 
-    def create_database(self):
-        """A fresh, empty database; returns its URL."""
+    def create_database(self, owner=None):
+        """A fresh, empty database (owned by the role ``owner``); returns its URL."""
         import psycopg
 
         name = "t" + uuid.uuid4().hex[:12]
         with psycopg.connect(self.url(), autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{name}"')
+            conn.execute(f'CREATE DATABASE "{name}"' + (f' OWNER "{owner}"' if owner else ""))
         return self.url(name)
+
+    def create_password_database(self):
+        """A fresh database owned by a new role that must log in with a password over TCP
+        (a ``pg_hba.conf`` line before the trust lines); returns ``(url, password)``, the
+        URL holding the password."""
+        import psycopg
+
+        role, password = "r" + uuid.uuid4().hex[:12], uuid.uuid4().hex
+        hba = self.directory / "data" / "pg_hba.conf"
+        hba.write_text(f"host all {role} 127.0.0.1/32 scram-sha-256\n" + hba.read_text())
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            conn.execute(f"CREATE ROLE \"{role}\" LOGIN PASSWORD '{password}'")
+            conn.execute("SELECT pg_reload_conf()")
+        name = self.create_database(role).rsplit("/", 1)[1]
+        return f"postgresql://{role}:{password}@127.0.0.1:{self.port}/{name}", password
 
 
 @pytest.fixture(scope="session")
