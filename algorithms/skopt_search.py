@@ -8,6 +8,13 @@ mean or worst value so far, by ``strategy``), so the next point is planned away 
     points in flight --lie--> copy of the optimizer --ask--> next point(s)
     results ----------------> the optimizer (one refit per tell)
 
+Once the GP's kernel is fixed, the points of one ask made with points in flight (async) are
+planned on one sample of candidates (skopt's ``n_points``, 10,000): the GP's predictions there
+are conditioned on each lie in turn (:class:`CandidatePosterior`, exactly what a refit with the
+lie would predict) instead of a refit and a new prediction at a fresh sample per point, so
+that asking 8 points costs about what asking one does (at n = 400 data, 0.16 s instead of
+1.4-1.7 s on one core). One point is planned exactly as skopt's loop plans it.
+
 The GP's kernel hyperparameters are estimated again (maximum likelihood, skopt's restarts)
 each time the data has grown by ``refit_growth`` (10 %), on a thread of its own, while the
 search goes on with the previous estimate; the new one replaces it when the data has grown by
@@ -191,12 +198,14 @@ class SkoptSearch(Algorithm):
         return planner
 
     def _plans_on_candidates(self, running):
-        """True when the points of one ask can be planned on one set of candidates
-        (:meth:`_plan_on_candidates`): a GP whose kernel is fixed (estimated once at least),
-        past its initial design once the points in flight are told, an acquisition function
-        of skopt's Gaussian ones, optimized by sampling."""
+        """True when the points of one ask are planned on one set of candidates
+        (:meth:`_plan_on_candidates`): with points in flight (async: a worker may be waiting;
+        a batch waits for its slowest point anyway, and keeps skopt's fresh sample per point,
+        which refines a 2-D minimum better), a GP whose kernel is fixed (estimated once at
+        least), past its initial design once the points in flight are told, an acquisition
+        function of skopt's Gaussian ones, optimized by sampling."""
         optimizer = self.optimizer
-        return self.estimated_at > 0 and bool(optimizer.yi) and \
+        return bool(running) and self.estimated_at > 0 and bool(optimizer.yi) and \
             optimizer._n_initial_points - len(running) <= 0 and \
             optimizer.acq_func in ("gp_hedge", "EI", "PI", "LCB") and \
             (self.sample_beside or optimizer.acq_optimizer == "sampling")
