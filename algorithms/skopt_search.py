@@ -8,6 +8,13 @@ mean or worst value so far, by ``strategy``), so the next point is planned away 
     points in flight --lie--> copy of the optimizer --ask--> next point(s)
     results ----------------> the optimizer (one refit per tell)
 
+Once the GP's kernel is fixed, the points of one ask made with points in flight (async) are
+planned on one sample of candidates (skopt's ``n_points``, 10,000): the GP's predictions there
+are conditioned on each lie in turn (:class:`CandidatePosterior`, exactly what a refit with the
+lie would predict) instead of a refit and a new prediction at a fresh sample per point, so
+that asking 8 points costs about what asking one does (at n = 400 data, 0.16 s instead of
+1.4-1.7 s on one core). One point is planned exactly as skopt's loop plans it.
+
 The GP's kernel hyperparameters are estimated again (maximum likelihood, skopt's restarts)
 each time the data has grown by ``refit_growth`` (10 %), on a thread of its own, while the
 search goes on with the previous estimate; the new one replaces it when the data has grown by
@@ -51,6 +58,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process import GaussianProcessRegressor
 from skopt.learning.gaussian_process.kernels import WhiteKernel
+from skopt.acquisition import gaussian_ei, gaussian_lcb, gaussian_pi
 from skopt.learning import gaussian_process as skopt_gp
 
 from emews.core.algorithm import (Algorithm, check_choice, check_flag, check_keywords, check_number,
@@ -97,12 +105,18 @@ class SkoptSearch(Algorithm):
     def ask(self, n):
         if n <= 0:
             return []
-        planner = self._planner(n)
-        xs = []
-        for i in range(n):   # skopt's constant liar, less the refit its ask(n) starts with
-            xs.append(planner.ask())
-            if i + 1 < n:
-                planner._tell(xs[-1], self._lie(planner))
+        running = [x for xs in self.in_flight.values() for x in xs]
+        if not running and n == 1:
+            xs = [self.optimizer.ask()]
+        elif self._plans_on_candidates(running):
+            xs = self._plan_on_candidates(self._planner(running, fit=False), n)
+        else:
+            planner = self._planner(running)
+            xs = []
+            for i in range(n):   # skopt's constant liar, less the refit its ask(n) starts with
+                xs.append(planner.ask())
+                if i + 1 < n:
+                    planner._tell(xs[-1], self._lie(planner))
         points = []
         for x in xs:
             point = self.space.point([decode(p, v) for p, v in zip(self.space.free, x)])
@@ -167,12 +181,9 @@ class SkoptSearch(Algorithm):
             return None
         return [encode(p, point[p.name]) for p in self.space.free]
 
-    def _planner(self, n):
-        """The optimizer for one point with none in flight; else a copy, told the liar's
-        value at every point still in flight."""
-        running = [x for xs in self.in_flight.values() for x in xs]
-        if not running and n == 1:
-            return self.optimizer
+    def _planner(self, running, fit=True):
+        """A copy of the optimizer, told the liar's value at every point still in flight
+        (``running``), and fitted to them unless not ``fit``."""
         planner = copy.copy(self.optimizer)   # what planning changes, copied; the model shared
         planner.Xi, planner.yi = list(planner.Xi), list(planner.yi)
         planner.models = list(planner.models)
@@ -183,8 +194,61 @@ class SkoptSearch(Algorithm):
         if self.sample_beside:   # a worker may be waiting: the best of the sampled candidates
             planner.acq_optimizer = "sampling"
         if planner.yi and running:
-            planner.tell(running, [self._lie(planner)] * len(running))
+            planner.tell(running, [self._lie(planner)] * len(running), fit=fit)
         return planner
+
+    def _plans_on_candidates(self, running):
+        """True when the points of one ask are planned on one set of candidates
+        (:meth:`_plan_on_candidates`): with points in flight (async: a worker may be waiting;
+        a batch waits for its slowest point anyway, and keeps skopt's fresh sample per point,
+        which refines a 2-D minimum better), a GP whose kernel is fixed (estimated once at
+        least), past its initial design once the points in flight are told, an acquisition
+        function of skopt's Gaussian ones, optimized by sampling."""
+        optimizer = self.optimizer
+        return bool(running) and self.estimated_at > 0 and bool(optimizer.yi) and \
+            optimizer._n_initial_points - len(running) <= 0 and \
+            optimizer.acq_func in ("gp_hedge", "EI", "PI", "LCB") and \
+            (self.sample_beside or optimizer.acq_optimizer == "sampling")
+
+    def _plan_on_candidates(self, planner, n):
+        """``n`` points by constant liar, as skopt plans them (each point the best of the
+        sampled candidates by the acquisition function, ``gp_hedge`` choosing among EI, LCB
+        and PI by their gains; then told the liar's value), but on one sample of candidates
+        for all ``n``, with the model's predictions there updated for each lie
+        (:class:`CandidatePosterior`) instead of a refit and a fresh sample per point: at
+        n = 400 data and 8 points, one prediction of 10,000 candidates instead of eight."""
+        model = _refit(planner)
+        planner.models = [model]
+        hedge = planner.acq_func == "gp_hedge"
+        if hedge and hasattr(planner, "next_xs_"):   # what skopt's fit does to the gains
+            planner.gains_ -= model.predict(np.vstack(planner.next_xs_))
+        space = planner.space
+        candidates = space.transform(space.rvs(n_samples=planner.n_points,
+                                               random_state=planner.rng))
+        posterior = CandidatePosterior(model, candidates, planner.yi)
+        lie = self._lie(planner)
+        taken = np.zeros(len(candidates), dtype=bool)   # a fresh sample would not hold them
+        xs = []
+        for i in range(n):
+            best = [int(np.argmin(np.where(taken, np.inf, acquisition(
+                acq_func, posterior, planner.acq_func_kwargs or {}))))
+                for acq_func in planner.cand_acq_funcs_]
+            planner.next_xs_ = [candidates[j] for j in best]
+            chosen = best[0]
+            if hedge:
+                logits = planner.gains_ - np.max(planner.gains_)
+                odds = np.exp(planner.eta * logits)
+                chosen = best[int(np.argmax(planner.rng.multinomial(1, odds / odds.sum())))]
+            taken[chosen] = True
+            planner._next_x = space.inverse_transform(candidates[chosen].reshape(1, -1))[0]
+            xs.append(planner.ask())   # skopt's check against a point told before
+            if i + 1 < n:
+                posterior.tell(space.transform([xs[-1]])[0], lie)
+                planner.Xi.append(xs[-1])
+                planner.yi.append(lie)
+                if hedge:
+                    planner.gains_ -= posterior.mean[best]
+        return xs
 
     def _lie(self, optimizer):
         """The constant liar's value (skopt's: 0 before any value is known)."""
@@ -291,6 +355,87 @@ class ReusingGP(skopt_gp.GaussianProcessRegressor):
         std = np.sqrt(np.maximum(variance, 0.0) * self.y_train_std_ ** 2)
         self._last = (X, (mean, std))
         return mean, std
+
+
+class CandidatePosterior:
+    """What a fitted GP predicts at a fixed set of candidate points (transformed coordinates),
+    and what it would predict there, refitted with its kernel fixed, after points are told
+    one by one (:meth:`tell`): exact Gaussian conditioning on each told point, at a cost of
+    O(candidates x data) per point instead of the O(candidates x data^2) of a refit and a new
+    prediction.
+
+    skopt's GP normalizes the values (``normalize_y``), and a refit normalizes them again with
+    the told values included. Its mean, ``mu + w . (y - mu)`` with ``w`` the kriging weights and
+    ``mu`` the values' mean, is kept as ``w . y`` and ``w . 1`` (both updated by conditioning),
+    and its standard deviation as the normalized variance, scaled by the values' deviation.
+    :attr:`mean` and :attr:`std` are the predictions; :meth:`predict` hands them to skopt's
+    acquisition functions."""
+
+    def __init__(self, model, candidates, y):
+        self.kernel, self.train = model.kernel_, model.X_train_
+        self.K_inv = model.K_inv_
+        self.noise = (model.noise_ or 0.0) + model.alpha   # what a fit adds to a told point
+        self.candidates = candidates
+        cross = self.kernel(candidates, self.train)
+        self.weights = cross @ self.K_inv                    # kriging weights of the data
+        self.variance = self.kernel.diag(candidates) - np.einsum("ij,ij->i", self.weights,
+                                                                 cross)
+        self.y = np.asarray(y, dtype=float)
+        self.targets = np.column_stack([self.y, np.ones_like(self.y)])   # w . y and w . 1
+        self.kriged = self.weights @ self.targets
+        self.told = np.empty((0, candidates.shape[1]))       # told points
+        self.told_weights = np.empty((0, len(self.y)))      # their kriging weights
+        self.told_targets = np.empty((0, 2))
+        self.cross = np.empty((len(candidates), 0))        # covariances candidates x told
+        self.told_cov = np.empty((0, 0))                     # covariances told x told
+        self._predict()
+
+    def tell(self, x, value):
+        """Condition on ``value`` observed at ``x`` (transformed coordinates)."""
+        x = np.asarray(x, dtype=float).reshape(1, -1)
+        at = self.kernel(x, self.train)[0]
+        weights = at @ self.K_inv
+        to_candidates = self.kernel(self.candidates, x)[:, 0] - self.weights @ at
+        to_told = self.kernel(self.told, x)[:, 0] - self.told_weights @ at
+        own = self.kernel.diag(x)[0] - weights @ at
+        self.told_cov = np.block([[self.told_cov, to_told[:, None]],
+                                  [to_told[None, :], np.array([[own]])]])
+        self.cross = np.column_stack([self.cross, to_candidates])
+        self.told = np.vstack([self.told, x])
+        self.told_weights = np.vstack([self.told_weights, weights])
+        self.told_targets = np.vstack([self.told_targets, [value, 1.0]])
+        self.y = np.append(self.y, value)
+        self._predict()
+
+    def _predict(self):
+        kriged, variance = self.kriged, self.variance
+        if len(self.told):
+            residual = self.told_targets - self.told_weights @ self.targets
+            gain = np.linalg.solve(self.told_cov + self.noise * np.eye(len(self.told)),
+                                   self.cross.T).T
+            kriged = kriged + gain @ residual
+            variance = variance - np.einsum("ij,ij->i", gain, self.cross)
+        mu, scale = np.mean(self.y), np.std(self.y)
+        if scale < 10 * np.finfo(float).eps:   # scikit-learn's normalization leaves it alone
+            scale = 1.0
+        self.mean = mu + kriged[:, 0] - mu * kriged[:, 1]
+        self.std = scale * np.sqrt(np.maximum(variance, 0.0))
+
+    def predict(self, X, return_std=False):
+        """The predictions at the candidates (``X`` must be them)."""
+        if X is not self.candidates:
+            raise ValueError("CandidatePosterior predicts at its own candidates only")
+        return (self.mean, self.std) if return_std else self.mean
+
+
+def acquisition(acq_func, model, options):
+    """skopt's acquisition function ``acq_func`` (``EI``, ``PI`` or ``LCB``; lower is better)
+    at ``model``'s candidates, with ``options`` its ``acq_func_kwargs``."""
+    y_opt = np.min(model.y)
+    if acq_func == "LCB":
+        return gaussian_lcb(model.candidates, model, options.get("kappa", 1.96))
+    function = gaussian_ei if acq_func == "EI" else gaussian_pi
+    return -function(model.candidates, model, y_opt, options.get("xi", 0.01))
 
 
 def _refit(optimizer):

@@ -153,3 +153,38 @@ def test_gp_kernel_is_estimated_beside_the_search_and_taken_over_at_a_fixed_size
     assert search.ask(2) == restored.ask(2)
     for algorithm in (search, restored):
         algorithm.estimate.kernel()     # no thread outlives the test
+
+
+def test_candidate_posterior_predicts_what_a_refit_with_the_told_points_predicts():
+    from emews.algorithms.skopt_search import CandidatePosterior, _refit
+
+    gp = SkoptSearch(SQUARE, seed=1, **QUICK_GP)
+    told(gp, 12)
+    optimizer = gp.optimizer
+    candidates = np.random.default_rng(4).random((200, 2))
+    posterior = CandidatePosterior(_refit(optimizer), candidates, optimizer.yi)
+    extra = SQUARE.sample(np.random.default_rng(5), 3)
+    for point, value in zip(extra, [0.0, 2.0, 0.1]):
+        x = [point[p.name] for p in SQUARE.free]
+        posterior.tell(optimizer.space.transform([x])[0], value)
+        optimizer.tell(x, value)    # the refit the posterior stands for (same fixed kernel)
+    mean, std = _refit(optimizer).predict(candidates, return_std=True)
+    assert np.allclose(posterior.mean, mean, atol=1e-9)
+    assert np.allclose(posterior.std, std, atol=1e-9)
+    assert std.max() > 0.01          # a prediction with something to compare
+
+
+def test_gp_plans_a_batch_on_one_candidate_set_as_skopts_loop_plans_one_point(monkeypatch):
+    def planned(shared, n):
+        gp = SkoptSearch(SQUARE, seed=1, **QUICK_GP)
+        told(gp, 8)
+        gp.ask(3)                            # in flight
+        if not shared:
+            monkeypatch.setattr(gp, "_plans_on_candidates", lambda running: False)
+        assert gp._plans_on_candidates([None] * 3) == shared
+        return gp.ask(n)
+
+    one = planned(True, 1)
+    assert one == planned(False, 1)          # one point: the same sample, the same choice
+    batch = planned(True, 6)
+    assert batch[0] == one[0] and len({tuple(sorted(p.items())) for p in batch}) == 6
