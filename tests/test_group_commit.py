@@ -13,7 +13,7 @@ import pytest
 from conftest import SUPPORT, wait_until
 from emews.errors import StoreError
 from emews.evaluate import Outcome
-from emews.store import Store
+from emews.store import Store, schema
 
 KILLS = 2
 
@@ -91,6 +91,22 @@ def test_a_read_sees_the_writes_before_it(tmp_path):
     reader = other_connection(tmp_path / "results.db")
     assert reader.execute("SELECT COUNT(*) FROM evaluations").fetchone()[0] == 1
     reader.close()
+    store.close()
+
+
+def test_a_version_3_store_loses_its_status_index_and_keeps_its_rows(tmp_path):
+    path = tmp_path / "results.db"
+    db = sqlite3.connect(path)
+    db.executescript(schema.CURRENT.replace(f"user_version = {schema.VERSION}", "user_version = 3")
+                     + "CREATE INDEX evaluations_status ON evaluations (status);"
+                     "INSERT INTO evaluations (id, params, status, result) "
+                     "VALUES (0, '{\"x\": 1}', 'done', 0.25);")
+    db.close()
+    store = Store(path)
+    indexes = store.db.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND "
+                               "tbl_name = 'evaluations' AND sql IS NOT NULL").fetchall()
+    assert indexes == [] and store.db.execute("PRAGMA user_version").fetchone()[0] == 4
+    assert [(r["id"], r["status"], r["result"]) for r in store.rows("done")] == [(0, "done", 0.25)]
     store.close()
 
 
