@@ -94,19 +94,29 @@ def test_a_read_sees_the_writes_before_it(tmp_path):
     store.close()
 
 
-def test_a_version_3_store_loses_its_status_index_and_keeps_its_rows(tmp_path):
+def test_a_version_3_store_is_rebuilt_with_one_b_tree_per_table_and_keeps_its_rows(tmp_path):
+    """Each B-tree a turn touches costs a page write per commit: a store of schema 3 loses its
+    index on evaluations (status), and its attempts move into their primary key's B-tree."""
     path = tmp_path / "results.db"
     db = sqlite3.connect(path)
-    db.executescript(schema.CURRENT.replace(f"user_version = {schema.VERSION}", "user_version = 3")
+    db.executescript(schema.CURRENT.replace(") WITHOUT ROWID", ")")
+                     .replace(f"user_version = {schema.VERSION}", "user_version = 3")
                      + "CREATE INDEX evaluations_status ON evaluations (status);"
-                     "INSERT INTO evaluations (id, params, status, result) "
-                     "VALUES (0, '{\"x\": 1}', 'done', 0.25);")
+                     "INSERT INTO evaluations (id, params, status, result, run_id) "
+                     "VALUES (0, '{\"x\": 1}', 'done', 0.25, 'RUN000000');"
+                     "INSERT INTO attempts (id, attempt, status, result, run_id) "
+                     "VALUES (0, 1, 'done', 0.25, 'RUN000000');")
     db.close()
     store = Store(path)
     indexes = store.db.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND "
                                "tbl_name = 'evaluations' AND sql IS NOT NULL").fetchall()
-    assert indexes == [] and store.db.execute("PRAGMA user_version").fetchone()[0] == 4
+    (attempts_sql,) = store.db.execute("SELECT sql FROM sqlite_master WHERE name = 'attempts'"
+                                       ).fetchone()
+    assert indexes == [] and attempts_sql.endswith("WITHOUT ROWID")
+    assert store.db.execute("PRAGMA user_version").fetchone()[0] == 4
     assert [(r["id"], r["status"], r["result"]) for r in store.rows("done")] == [(0, "done", 0.25)]
+    assert [(a["id"], a["attempt"], a["status"], a["result"], a["run_id"])
+            for a in store.attempts()] == [(0, 1, "done", 0.25, "RUN000000")]
     store.close()
 
 

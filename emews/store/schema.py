@@ -11,9 +11,10 @@
 ``metrics`` (in ``evaluations`` and ``attempts``) is a JSON object: the last epoch's value of
 every numeric key of what the model returned (a dict or a Keras ``History``), or NULL.
 
-``evaluations`` has no index on ``status``: keeping one cost a page write per master turn (the
-statuses of finished points move in it), while its readers (``emews status``, a resume) scan
-the table once.
+The master commits every turn (a few rows), so each B-tree that a turn touches costs a page
+write: ``evaluations`` has no index on ``status`` (the statuses of finished points would move
+in it; its readers, ``emews status`` and a resume, scan the table once), and ``attempts`` is
+kept in its primary key's B-tree alone (``WITHOUT ROWID``: no second index to write).
 
 A store written by an older emews is migrated when it is opened; a newer one is refused.
 """
@@ -54,9 +55,17 @@ CREATE TABLE attempts (
     finished  REAL,
     metrics   TEXT,
     PRIMARY KEY (id, attempt)
-)"""
+) WITHOUT ROWID"""
 CHECKPOINTS = "CREATE TABLE checkpoints (name TEXT PRIMARY KEY, state BLOB, driver TEXT NOT NULL)"
 NO_INDEX = "DROP INDEX IF EXISTS evaluations_status"
+REBUILD_ATTEMPTS = f"""
+ALTER TABLE attempts RENAME TO attempts_rowid;
+{ATTEMPTS};
+INSERT INTO attempts (id, attempt, status, result, error, log_tail, rank, run_id, started,
+    finished, metrics) SELECT id, attempt, status, result, error, log_tail, rank, run_id,
+    started, finished, metrics FROM attempts_rowid;
+DROP TABLE attempts_rowid;
+"""
 
 CURRENT = f"""
 {EVALUATIONS};
@@ -83,11 +92,13 @@ FROM_2 = f"""
 ALTER TABLE evaluations ADD COLUMN metrics TEXT;
 ALTER TABLE attempts ADD COLUMN metrics TEXT;
 {NO_INDEX};
+{REBUILD_ATTEMPTS}
 PRAGMA user_version = {VERSION};
 """
-# Version 3: an index on evaluations (status).
+# Version 3: an index on evaluations (status), attempts with a rowid.
 FROM_3 = f"""
 {NO_INDEX};
+{REBUILD_ATTEMPTS}
 PRAGMA user_version = {VERSION};
 """
 MIGRATIONS = {1: FROM_1, 2: FROM_2, 3: FROM_3}
