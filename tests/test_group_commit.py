@@ -13,7 +13,7 @@ import pytest
 from conftest import SUPPORT, wait_until
 from emews.errors import StoreError
 from emews.evaluate import Outcome
-from emews.store import Store
+from emews.store import Store, schema
 
 KILLS = 2
 
@@ -91,6 +91,32 @@ def test_a_read_sees_the_writes_before_it(tmp_path):
     reader = other_connection(tmp_path / "results.db")
     assert reader.execute("SELECT COUNT(*) FROM evaluations").fetchone()[0] == 1
     reader.close()
+    store.close()
+
+
+def test_a_version_3_store_is_rebuilt_with_one_b_tree_per_table_and_keeps_its_rows(tmp_path):
+    """Each B-tree a turn touches costs a page write per commit: a store of schema 3 loses its
+    index on evaluations (status), and its attempts move into their primary key's B-tree."""
+    path = tmp_path / "results.db"
+    db = sqlite3.connect(path)
+    db.executescript(schema.CURRENT.replace(") WITHOUT ROWID", ")")
+                     .replace(f"user_version = {schema.VERSION}", "user_version = 3")
+                     + "CREATE INDEX evaluations_status ON evaluations (status);"
+                     "INSERT INTO evaluations (id, params, status, result, run_id) "
+                     "VALUES (0, '{\"x\": 1}', 'done', 0.25, 'RUN000000');"
+                     "INSERT INTO attempts (id, attempt, status, result, run_id) "
+                     "VALUES (0, 1, 'done', 0.25, 'RUN000000');")
+    db.close()
+    store = Store(path)
+    indexes = store.db.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND "
+                               "tbl_name = 'evaluations' AND sql IS NOT NULL").fetchall()
+    (attempts_sql,) = store.db.execute("SELECT sql FROM sqlite_master WHERE name = 'attempts'"
+                                       ).fetchone()
+    assert indexes == [] and attempts_sql.endswith("WITHOUT ROWID")
+    assert store.db.execute("PRAGMA user_version").fetchone()[0] == 4
+    assert [(r["id"], r["status"], r["result"]) for r in store.rows("done")] == [(0, "done", 0.25)]
+    assert [(a["id"], a["attempt"], a["status"], a["result"], a["run_id"])
+            for a in store.attempts()] == [(0, 1, "done", 0.25, "RUN000000")]
     store.close()
 
 

@@ -320,18 +320,19 @@ class Stopper:
 
     def reason(self, iterations=True):
         """Why the search must stop now, or ``None``; with ``iterations=False``, a finished
-        iteration does not count (the current one may go on)."""
-        checks = (
-            (self.budget is not None and self.evaluations >= self.budget,
-             f"evaluation budget of {self.budget} reached"),
-            (iterations and self.max_iterations is not None and
-             self.iterations >= self.max_iterations,
-             f"iteration limit of {self.max_iterations} reached"),
-            (self.patience is not None and self.evaluations - self.last_improvement >= self.patience,
-             f"converged: no improvement larger than {self.tol} in {self.patience} evaluations"),
-            (self.target is not None and self.best <= self.target,
-             f"target value {self.target} reached"),
-            (self.max_time is not None and time.monotonic() - self.started >= self.max_time,
-             f"time limit of {self.max_time} s reached"),
-        )
-        return next((why for hit, why in checks if hit), None)
+        iteration does not count (the current one may go on). (Asked several times per master
+        turn: only the rule that fires builds its message.)"""
+        if self.budget is not None and self.evaluations >= self.budget:
+            return f"evaluation budget of {self.budget} reached"
+        if iterations and self.max_iterations is not None and \
+                self.iterations >= self.max_iterations:
+            return f"iteration limit of {self.max_iterations} reached"
+        if self.patience is not None and \
+                self.evaluations - self.last_improvement >= self.patience:
+            return (f"converged: no improvement larger than {self.tol} in {self.patience} "
+                    "evaluations")
+        if self.target is not None and self.best <= self.target:
+            return f"target value {self.target} reached"
+        if self.max_time is not None and time.monotonic() - self.started >= self.max_time:
+            return f"time limit of {self.max_time} s reached"
+        return None

@@ -15,6 +15,7 @@ import time
 from rich.console import Console
 
 TERMINAL_VARIABLE = "EMEWS_TERMINAL"
+BAR_EVERY = 0.25  # seconds between updates of the live bar (it redraws twice a second)
 
 
 class Progress:
@@ -45,7 +46,9 @@ class Progress:
         return bar
 
     def update(self, finished, running=0):
-        """Count ``(task, rank, outcome)`` results; redraw, or print if the interval passed."""
+        """Count ``(task, rank, outcome)`` results; update the bar (at most every
+        :data:`BAR_EVERY` s: the master calls this every turn), or print if the interval
+        passed."""
         for _, _, outcome in finished:
             self.done += 1
             if outcome.status != "done":
@@ -53,10 +56,13 @@ class Progress:
             elif outcome.value < self.best:
                 self.best = outcome.value
         self.running = running
+        now = time.monotonic()
         if self.bar is not None:
-            self.bar.update(self.bar.task_ids[0], completed=self.done,
-                            description=self._details())
-        elif time.monotonic() - self.last >= self.interval:
+            if now - self.last >= BAR_EVERY:
+                self.last = now
+                self.bar.update(self.bar.task_ids[0], completed=self.done,
+                                description=self._details())
+        elif now - self.last >= self.interval:
             self.show()
 
     def eta(self):

@@ -11,10 +11,15 @@
 ``metrics`` (in ``evaluations`` and ``attempts``) is a JSON object: the last epoch's value of
 every numeric key of what the model returned (a dict or a Keras ``History``), or NULL.
 
+The master commits every turn (a few rows), so each B-tree that a turn touches costs a page
+write: ``evaluations`` has no index on ``status`` (the statuses of finished points would move
+in it; its readers, ``emews status`` and a resume, scan the table once), and ``attempts`` is
+kept in its primary key's B-tree alone (``WITHOUT ROWID``: no second index to write).
+
 A store written by an older emews is migrated when it is opened; a newer one is refused.
 """
 
-VERSION = 3
+VERSION = 4
 STATUSES = ("queued", "running", "done", "failed", "cancelled", "interrupted")
 FINAL = ("done", "failed")
 
@@ -50,13 +55,20 @@ CREATE TABLE attempts (
     finished  REAL,
     metrics   TEXT,
     PRIMARY KEY (id, attempt)
-)"""
+) WITHOUT ROWID"""
 CHECKPOINTS = "CREATE TABLE checkpoints (name TEXT PRIMARY KEY, state BLOB, driver TEXT NOT NULL)"
-INDEX = "CREATE INDEX IF NOT EXISTS evaluations_status ON evaluations (status)"
+NO_INDEX = "DROP INDEX IF EXISTS evaluations_status"
+REBUILD_ATTEMPTS = f"""
+ALTER TABLE attempts RENAME TO attempts_rowid;
+{ATTEMPTS};
+INSERT INTO attempts (id, attempt, status, result, error, log_tail, rank, run_id, started,
+    finished, metrics) SELECT id, attempt, status, result, error, log_tail, rank, run_id,
+    started, finished, metrics FROM attempts_rowid;
+DROP TABLE attempts_rowid;
+"""
 
 CURRENT = f"""
 {EVALUATIONS};
-{INDEX};
 {ATTEMPTS};
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 {CHECKPOINTS};
@@ -69,7 +81,6 @@ ALTER TABLE evaluations RENAME TO evaluations_v1;
 {EVALUATIONS};
 INSERT INTO evaluations SELECT *, id, NULL FROM evaluations_v1;
 DROP TABLE evaluations_v1;
-{INDEX};
 {ATTEMPTS};
 INSERT INTO attempts SELECT id, attempt, status, result, error, log_tail, rank, run_id,
     started, finished, NULL FROM evaluations WHERE status IN ('done', 'failed');
@@ -80,9 +91,17 @@ PRAGMA user_version = {VERSION};
 FROM_2 = f"""
 ALTER TABLE evaluations ADD COLUMN metrics TEXT;
 ALTER TABLE attempts ADD COLUMN metrics TEXT;
+{NO_INDEX};
+{REBUILD_ATTEMPTS}
 PRAGMA user_version = {VERSION};
 """
-MIGRATIONS = {1: FROM_1, 2: FROM_2}
+# Version 3: an index on evaluations (status), attempts with a rowid.
+FROM_3 = f"""
+{NO_INDEX};
+{REBUILD_ATTEMPTS}
+PRAGMA user_version = {VERSION};
+"""
+MIGRATIONS = {1: FROM_1, 2: FROM_2, 3: FROM_3}
 
 
 def version_of(db):
