@@ -300,7 +300,11 @@ class KernelEstimate:
     of its own (numpy's linear algebra runs without the GIL); ``due`` is the data size at
     which the search takes it over. A length scale at its bound is what the kernel's bounds
     are for, so scikit-learn's ConvergenceWarning about it is silenced (a filter for the whole
-    process, as ``warnings.catch_warnings`` cannot be scoped to one thread)."""
+    process, as ``warnings.catch_warnings`` cannot be scoped to one thread).
+
+    The thread is not a daemon, though the ME thread that starts it is: the interpreter waits
+    for a fit still under way when the study ends instead of exiting with the thread inside
+    scipy's C++ (the process then aborts, "terminate called without an active exception")."""
 
     def __init__(self, settings, X, y, due):
         self.size, self.due = len(y), due
@@ -308,7 +312,7 @@ class KernelEstimate:
         warnings.filterwarnings("ignore", category=ConvergenceWarning,
                                 module="sklearn.gaussian_process")
         self._thread = threading.Thread(target=self._fit, args=(settings, X, y),
-                                        name="emews-gp-kernel")
+                                        name="emews-gp-kernel", daemon=False)
         self._thread.start()
 
     def _fit(self, settings, X, y):

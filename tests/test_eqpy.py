@@ -104,6 +104,22 @@ def test_stop_ends_an_me_waiting_for_an_answer():
     assert eqpy.output_q_get() == eqpy.EQPY_ABORT and "Stopped" in eqpy.output_q_get()
 
 
+def test_stop_returns_once_an_me_still_computing_has_ended():
+    finished = []
+
+    def computes_after_its_last_answer():   # as a GP still fitting when the study ends
+        eqpy.OUT_put("1")
+        try:
+            eqpy.IN_get()
+        finally:
+            finished.append(sum(i * i for i in range(2_000_000)))
+
+    thread = eqpy.init(_module("computing_me", computes_after_its_last_answer))
+    assert eqpy.output_q_get() == "1"
+    eqpy.stop()
+    assert finished and not thread.is_alive()   # no daemon left inside native code at exit
+
+
 def test_an_me_left_from_an_earlier_study_never_takes_the_next_studys_messages():
     def left_behind():
         eqpy.OUT_put("waiting")

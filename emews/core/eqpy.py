@@ -46,6 +46,8 @@ _finished = threading.Event()
 _bound = threading.local()   # an ME thread's own queues: a thread left from an earlier study
                              # never reads or writes the queues of the next one
 _STOP = object()
+_thread = None               # the current study's ME thread
+ME_EXIT_WAIT = 30.0          # seconds a finished study waits for its ME thread to end
 _POINT_JSON = json.JSONEncoder(ensure_ascii=False)  # one encoder for every point (json.dumps
                                                      # makes one per call for these options)
 
@@ -75,9 +77,17 @@ def IN_get():
     return message
 
 
-def stop():
-    """End the current ME thread's wait: its next (or current) :func:`IN_get` raises."""
+def stop(wait=ME_EXIT_WAIT):
+    """End the current ME thread's wait: its next (or current) :func:`IN_get` raises.
+
+    Then wait up to ``wait`` seconds for the thread to end: an ME still computing its next
+    points when the study ends (a GP's fit, in scipy's C++) must not be inside native code when
+    the interpreter exits, or the process aborts ("terminate called without an active
+    exception") after the study has finished.
+    """
     input_q.put(_STOP)
+    if _thread is not None and _thread is not threading.current_thread():
+        _thread.join(wait)
 
 
 def output_q_get():
@@ -101,13 +111,13 @@ def init(pkg):
 
     Returns the thread.
     """
-    global input_q, output_q, _finished
+    global input_q, output_q, _finished, _thread
     input_q, output_q, _finished = queue.SimpleQueue(), queue.SimpleQueue(), threading.Event()
     module = importlib.import_module(pkg) if isinstance(pkg, str) else pkg
-    thread = threading.Thread(target=_run_me, args=(module.run, input_q, output_q, _finished),
-                              name="emews-ME", daemon=True)
-    thread.start()
-    return thread
+    _thread = threading.Thread(target=_run_me, args=(module.run, input_q, output_q, _finished),
+                               name="emews-ME", daemon=True)
+    _thread.start()
+    return _thread
 
 
 def _run_me(run, in_q, out_q, finished):

@@ -2,6 +2,7 @@
 
 import importlib.util
 import math
+import threading
 
 import numpy as np
 import pytest
@@ -153,6 +154,22 @@ def test_gp_kernel_is_estimated_beside_the_search_and_taken_over_at_a_fixed_size
     assert search.ask(2) == restored.ask(2)
     for algorithm in (search, restored):
         algorithm.estimate.kernel()     # no thread outlives the test
+
+
+def test_gp_kernel_estimate_started_by_the_daemon_me_thread_is_waited_for_at_exit():
+    search = SkoptSearch(SQUARE, seed=1, refit_growth=0.5, **QUICK_GP)
+    points = SQUARE.sample(np.random.default_rng(0), 15)
+
+    def tell():     # past the initial points, then grown by half: an estimate under way
+        search.tell(points[:10], [distance_to_corner(p) for p in points[:10]])
+        search.tell(points[10:], [distance_to_corner(p) for p in points[10:]])
+
+    me = threading.Thread(target=tell, daemon=True)     # eqpy runs the ME as a daemon
+    me.start()
+    me.join()
+    assert search.estimate is not None
+    assert not search.estimate._thread.daemon     # the interpreter's exit waits for the fit
+    search.estimate.kernel()
 
 
 def test_candidate_posterior_predicts_what_a_refit_with_the_told_points_predicts():
