@@ -31,6 +31,9 @@ from .common import REPO
 
 MODEL_FAULTS = ("segfault", "exit", "sysexit", "hang", "nan", "garbage", "biglog")
 HARMLESS = ("biglog",)  # a model that prints megabytes still trains: its run is done
+# Seconds a model may run: a ``hang`` ends here, while a loaded machine's ``ok`` run (0.05 to
+# 0.15 s of sleep, plus the fork) stays far below it.
+MODEL_TIMEOUT = 5.0
 COLUMNS = ("fault", "injected", "survived", "evaluations lost", "duplicates", "note")
 
 
@@ -193,7 +196,7 @@ def interrupt(root, budget, sig):
 
 def model_fault(root, budget, fault):
     """A study in which about half the points' models ``fault``."""
-    study = Study(root, f"model-{fault}", budget, fault=fault, timeout=2.0)
+    study = Study(root, f"model-{fault}", budget, fault=fault, timeout=MODEL_TIMEOUT)
     code, _ = study.run("run", study.config)
     rows = study.rows()
     injected = sum(json.loads(p)["fault"] == fault for _, p, _, _ in rows)

@@ -297,7 +297,7 @@ def test_a_job_near_its_walltime_drains_stores_every_result_and_the_next_job_res
         study, start, gate, tmp_path, emews_cli):
     path = study(system={"procs": 3, "progress_interval": 60},
                  study={"budget": 6, "seed": 5, "objective": "fault_me:gated"})
-    drain_at = time.time() + 2.0
+    drain_at = time.time() + 8.0    # after both workers have started, even on a loaded machine
     job = start("run", path, env={"EMEWS_DRAIN_AT": str(drain_at)})
     wait_until(lambda: len(list(gate.glob("pid-*"))) == 2, "both workers in their runs")
     wait_until(lambda: time.time() > drain_at + 0.2, "the drain time")
