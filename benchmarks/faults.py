@@ -34,6 +34,9 @@ HARMLESS = ("biglog",)  # a model that prints megabytes still trains: its run is
 # Seconds a model may run: a ``hang`` ends here, while a loaded machine's ``ok`` run (0.05 to
 # 0.15 s of sleep, plus the fork) stays far below it.
 MODEL_TIMEOUT = 5.0
+# At least this many evaluations in the full-disk study: the store fills its 150 kB after 10 to
+# 12 of them (the count of commits varies), so the smoke size's 16 could finish before it fills.
+FULL_DISK_BUDGET = 40
 COLUMNS = ("fault", "injected", "survived", "evaluations lost", "duplicates", "note")
 
 
@@ -280,7 +283,8 @@ def run(sizes, out=None):
                 interrupt(root, budget, signal.SIGTERM)]
         rows += [model_fault(root, budget, fault) for fault in MODEL_FAULTS]
         rows += [double_resume(root, budget), changed_resume(root, budget),
-                 full_disk(root, sizes.faults_kill_budget), corrupt_store(root, budget)]
+                 full_disk(root, max(sizes.faults_kill_budget, FULL_DISK_BUDGET)),
+                 corrupt_store(root, budget)]
     table = markdown(rows, sizes)
     if out is not None:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
