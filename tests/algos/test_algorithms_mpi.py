@@ -12,7 +12,7 @@ pytestmark = [pytest.mark.mpi, pytest.mark.slow]
 SEARCHES = [
     ("ga", {"population_size": 8}, 8, "mixed"),
     ("ga_async", {"population_size": 8}, 8, "mixed"),
-    ("gp", {"n_initial_points": 8, "acq_optimizer": "sampling"}, 8, "branin"),
+    ("gp", {"n_initial_points": 6, "acq_optimizer": "sampling"}, 6, "branin"),
     ("optuna", {"sampler": "tpe", "n_startup_trials": 8}, 8, "mixed"),
     ("optuna", {"sampler": "cmaes", "popsize": 6}, 7, "branin"),
     ("mbo", {"design_size": 8, "n_trees": 50}, 8, "mixed"),
