@@ -207,7 +207,9 @@ class Attachment:
         for eq_id, payload, run_id, attempt in popped:
             if payload == EQ_STOP:
                 self.draining, self.reason = True, "EQ_STOP popped from the queue"
-            else:
+            # a task this pool still runs for an earlier service of the study (which requeued
+            # it) is not run twice: its first result answers for the new attempt too
+            elif eq_id not in self.pool.running:
                 tasks.append(Task(eq_id, payload, run_id, attempt))
         if tasks:
             self.pool.submit(tasks)
