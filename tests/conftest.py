@@ -3,6 +3,7 @@
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -99,6 +100,18 @@ def stored_rows(expdir):
         return store.rows()
     finally:
         store.close()
+
+
+def query_store(db_path, sql):
+    """The rows of ``sql`` on the SQLite file ``db_path`` of a live study ([] before its tables
+    exist), read on a connection of its own."""
+    db = sqlite3.connect(db_path, timeout=30)
+    try:
+        return db.execute(sql).fetchall()
+    except sqlite3.OperationalError:  # not created yet
+        return []
+    finally:
+        db.close()
 
 
 def assert_exact_budget_and_lost_leases_rerun(rows, lost, budget):

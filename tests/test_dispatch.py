@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SUPPORT, wait_until
+from conftest import SUPPORT, query_store, wait_until
 
 pytestmark = pytest.mark.mpi
 MPIEXEC = str(Path(sys.executable).parent / "mpiexec")
@@ -94,16 +94,6 @@ def cpu_seconds(pid):
     return total / 1e9
 
 
-def stored(db_path, sql):
-    db = sqlite3.connect(db_path, timeout=30)
-    try:
-        return db.execute(sql).fetchall()
-    except sqlite3.OperationalError:  # not created yet
-        return []
-    finally:
-        db.close()
-
-
 def test_rank_0_uses_under_2_percent_of_a_core_while_4_workers_run_long_tasks(study, tmp_path):
     """The master's waits for results and for the ME are sleeps and blocking gets: while four
     workers sleep through 3 s runs, rank 0 (master and ME threads) stays below 2% of a core."""
@@ -119,12 +109,12 @@ def test_rank_0_uses_under_2_percent_of_a_core_while_4_workers_run_long_tasks(st
                    "the store")
         (db_path,) = (tmp_path / "experiments").glob("*/EXP*/results.db")
         count = "SELECT COUNT(*) FROM evaluations WHERE status = '{}'"
-        wait_until(lambda: stored(db_path, count.format("running")) == [(4,)],
+        wait_until(lambda: query_store(db_path, count.format("running")) == [(4,)],
                    "four evaluations running")
-        (master,) = stored(db_path, "SELECT value FROM meta WHERE key = 'master'")
+        (master,) = query_store(db_path, "SELECT value FROM meta WHERE key = 'master'")
         pid = json.loads(master[0])["pid"]
         began, cpu_began = time.monotonic(), cpu_seconds(pid)
-        wait_until(lambda: stored(db_path, count.format("done"))[0][0] >= 8,
+        wait_until(lambda: query_store(db_path, count.format("done"))[0][0] >= 8,
                    "two rounds of runs")
         share = (cpu_seconds(pid) - cpu_began) / (time.monotonic() - began)
         _, stderr = job.communicate(timeout=120)
@@ -133,5 +123,5 @@ def test_rank_0_uses_under_2_percent_of_a_core_while_4_workers_run_long_tasks(st
             job.kill()
             job.wait()
     assert job.returncode == 0, stderr
-    assert stored(db_path, count.format("done")) == [(12,)]
+    assert query_store(db_path, count.format("done")) == [(12,)]
     assert share < 0.02, f"rank 0 used {share:.1%} of a core while it waited"

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from conftest import SUPPORT, wait_until
+from conftest import SUPPORT, query_store, wait_until
 from emews.errors import StoreError
 from emews.evaluate import Outcome
 from emews.store import Store, schema
@@ -120,16 +120,6 @@ def test_a_version_3_store_is_rebuilt_with_one_b_tree_per_table_and_keeps_its_ro
     store.close()
 
 
-def rows_of(db_path, sql):
-    db = sqlite3.connect(db_path, timeout=30)
-    try:
-        return db.execute(sql).fetchall()
-    except sqlite3.OperationalError:  # not created yet
-        return []
-    finally:
-        db.close()
-
-
 def told(record):
     """What the ME was told, as ``(point key, value)`` pairs: every line the killed process
     finished writing."""
@@ -157,7 +147,7 @@ def test_a_master_killed_between_turns_leaves_every_result_the_me_was_handed_sto
             wait_until(lambda: len(told(record)) >= 300 * (kill + 1), "300 more tells")
             (expdir,) = (tmp_path / "experiments").glob("*/EXP*")
             db_path = expdir / "results.db"
-            (master,) = rows_of(db_path, "SELECT value FROM meta WHERE key='master'")
+            (master,) = query_store(db_path, "SELECT value FROM meta WHERE key='master'")
             os.kill(json.loads(master[0])["pid"], signal.SIGKILL)  # wherever it is in its turn
             _, stderr = job.communicate(timeout=120)
         finally:
@@ -166,7 +156,7 @@ def test_a_master_killed_between_turns_leaves_every_result_the_me_was_handed_sto
                 job.wait()
         assert job.returncode not in (0, 2), stderr
         stored = {}
-        for params, result in rows_of(db_path, "SELECT params, result FROM evaluations "
+        for params, result in query_store(db_path, "SELECT params, result FROM evaluations "
                                                "WHERE status = 'done'"):
             stored.setdefault(json.dumps(json.loads(params), sort_keys=True), []).append(result)
         handed = told(record)
