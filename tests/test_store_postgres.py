@@ -215,6 +215,33 @@ def test_a_killed_service_resumes_and_its_database_pool_serves_on(study, jobs, p
     assert pool.returncode == 0  # the same pool served both services
 
 
+@pytest.mark.mpi
+@pytest.mark.slow
+def test_a_task_the_pool_still_runs_is_not_run_again_when_the_resumed_service_requeues_it(
+        study, jobs, gate, postgres_url):
+    config = study(system={"procs": 3, "progress_interval": 60, "storage": postgres_url},
+                   study={"budget": 1, "seed": 4, "objective": "fault_me:gated"},
+                   service={"lease": 10.0})
+    server, expdir = jobs.serve(config)
+    pool = jobs.pool(expdir, 3)                  # 2 workers: one runs the task, one is free
+    exp_id = str(expdir.resolve())
+    wait_until(lambda: len(list(gate.glob("pid-*"))) == 1, "the task running")
+    os.killpg(server.pid, signal.SIGKILL)
+    server.communicate()
+    resumed = jobs.start(sys.executable, "-m", "emews", "serve", "--resume", expdir)
+    attempt = "SELECT attempt FROM emews_tasks WHERE exp_id=%s AND id=0"
+    wait_until(lambda: query(postgres_url, attempt, (exp_id,)) == [(2,)] and
+               one(postgres_url, QUEUED_OUT, (exp_id,)) == 0,
+               "the requeued task popped by the pool")
+    (gate / "go").touch()
+    out, err = resumed.communicate(timeout=120)
+    assert resumed.returncode == 0, err
+    assert statuses(postgres_url, exp_id) == {"done": 1}
+    assert len(list(gate.glob("pid-*"))) == 1   # the model ran once: its first run answered
+    assert pool.communicate(timeout=60)[0].endswith("emews: pool left: the study ended\n")
+    assert pool.returncode == 0
+
+
 def gated_config(write, url, procs, lease=10.0, **study):
     """A study (written by the ``study`` fixture, ``write``) whose evaluations wait for the
     file ``go`` (``fault_me:gated``); it runs until stopped unless ``study`` sets a limit."""
