@@ -103,9 +103,11 @@ def stored_rows(expdir):
 
 
 def query_store(db_path, sql):
-    """The rows of ``sql`` on the SQLite file ``db_path`` of a live study ([] before its tables
-    exist), read on a connection of its own."""
-    db = sqlite3.connect(db_path, timeout=30)
+    """The rows of ``sql`` on the SQLite file ``db_path`` of a live study ([] before the file
+    or its tables exist), read on a read-only connection of its own."""
+    if not Path(db_path).exists():
+        return []
+    db = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=30)
     try:
         return db.execute(sql).fetchall()
     except sqlite3.OperationalError:  # not created yet

@@ -6,7 +6,6 @@ import json
 import os
 import signal
 import socket
-import sqlite3
 import subprocess
 import sys
 import time
@@ -14,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SUPPORT, assert_exact_budget_and_lost_leases_rerun, wait_until
+from conftest import SUPPORT, assert_exact_budget_and_lost_leases_rerun, query_store, wait_until
 
 
 pytestmark = [pytest.mark.mpi, pytest.mark.slow]
@@ -22,16 +21,7 @@ MPIEXEC = str(Path(sys.executable).parent / "mpiexec")
 
 
 def rows_of(expdir, sql="SELECT id, status, attempt, error FROM evaluations ORDER BY id"):
-    path = Path(expdir) / "results.db"
-    if not path.exists():
-        return []
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
-    try:
-        return db.execute(sql).fetchall()
-    except sqlite3.OperationalError:
-        return []
-    finally:
-        db.close()
+    return query_store(Path(expdir) / "results.db", sql)
 
 
 class Jobs:
