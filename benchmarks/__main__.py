@@ -75,11 +75,12 @@ def main(argv=None):
                             else HERE / "results"))
     readme = args.readme or (None if smoke else HERE / "README.md")
     record = report.new_record(sizes, argv)
-    path = report.record_path(out, record["machine"]["host"])
+    path = report.record_path(out, record["machine"]["host"], sizes.name)
     report.keep_earlier_parts(record, path)
     for name in parts:
         part_started = time.perf_counter()
-        options = {"quality": {"jobs": args.jobs}, "faults": {"out": out / "faults.md"}}.get(
+        options = {"quality": {"jobs": args.jobs, "cache_directory": out / "quality-runs"},
+                   "faults": {"out": out / "faults.md"}}.get(
             name, {})
         figures = PARTS[name](sizes, **options)
         report.add_part(record, name, figures, time.perf_counter() - part_started)

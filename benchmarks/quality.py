@@ -35,9 +35,14 @@ minus the best value any run found); figures are its log10, floored at
 Comparisons are paired by seed: a one-sided Wilcoxon signed-rank test each way
 (:func:`compare`); ours is *at or below* a peer on a problem unless the test finds it worse at
 :data:`ALPHA`. Runs go in parallel, one per core, the costliest first.
+
+A full run takes hours, so each finished run is appended to a cache (:func:`run_cache`, one
+JSON line per run) kept for exactly this code, these sizes and these package versions: a run
+that is stopped and started again does only the runs still missing.
 """
 
 import concurrent.futures as cf
+import hashlib
 import heapq
 import importlib.util
 import json
@@ -49,6 +54,10 @@ from pathlib import Path
 
 import numpy as np
 
+CACHE_DIRECTORY = Path(__file__).resolve().parent / "results" / "quality-runs"
+# What a run's outcome depends on besides its arguments: our code, this part, the peers.
+CODE_PATHS = ("algorithms", "emews", "benchmarks/quality.py")
+PEER_PACKAGES = ("numpy", "scipy", "scikit-learn", "scikit-optimize", "optuna")
 REGRET_FLOOR = 1e-8
 ANALYTIC = {"branin": ("branin", 2), "hartmann6": ("hartmann6", 6), "ackley5": ("ackley", 5),
             "rosenbrock4": ("rosenbrock", 4), "levy6": ("levy", 6)}
@@ -260,9 +269,43 @@ def one_run(problem_name, name, mode, seed, budget, workers, digits_epochs=None)
             "evaluations": len(values), "best": marks, "seconds": seconds}
 
 
-def run(sizes, jobs=None):
+def run_cache(sizes, directory=CACHE_DIRECTORY):
+    """The cache file of finished runs at ``sizes`` for this code (the commit's trees and any
+    local changes to them) and the installed peers; None outside a git checkout."""
+    from importlib import metadata
+
+    from . import report        # report imports this module
+
+    trees = [report.git("rev-parse", f"HEAD:{path}") for path in CODE_PATHS]
+    if None in trees:
+        return None
+    changes = [report.git("diff", "HEAD", "--", *CODE_PATHS),
+               report.git("ls-files", "--others", "--exclude-standard", "--", *CODE_PATHS)]
+    quality_sizes = {k: v for k, v in vars(sizes).items() if k.startswith("quality_")}
+    key = json.dumps([trees, changes, quality_sizes,
+                      [metadata.version(p) for p in PEER_PACKAGES]], sort_keys=True, default=list)
+    return Path(directory) / f"{sizes.name}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsonl"
+
+
+def cached_runs(cache):
+    """``{(problem, contender, mode, seed): run}`` of the runs in ``cache`` (a path or None)."""
+    try:
+        lines = Path(cache).read_text().splitlines() if cache else []
+    except FileNotFoundError:
+        return {}
+    found = {}
+    for line in lines:
+        try:
+            r = json.loads(line)
+        except ValueError:          # a line cut short when a run was killed while writing
+            continue
+        found[(r["problem"], r["contender"], r["mode"], r["seed"])] = r
+    return found
+
+
+def run(sizes, jobs=None, cache_directory=CACHE_DIRECTORY):
     """Every contender on every problem in every mode with every seed; summaries, paired
-    comparisons and the issue's targets."""
+    comparisons and the issue's targets. Runs found in the cache are not run again."""
     wanted = [*sizes.quality_ours, *sizes.quality_peers]
     skipped = {c: why for c in wanted if (why := unavailable(c))}
     for name, why in skipped.items():
@@ -270,15 +313,27 @@ def run(sizes, jobs=None):
     contenders = [c for c in wanted if c not in skipped]
     runs = [(p, c, m, s) for p in sizes.quality_problems for c in contenders
             for m in sizes.quality_modes for s in range(sizes.quality_seeds)]
-    runs.sort(key=lambda r: (-COST.get(r[1], 1), r[2] == "batch", r[0] == "digits"))
-    results = []
+    cache = run_cache(sizes, cache_directory)
+    known = cached_runs(cache)
+    results = [known[r] for r in runs if r in known]
+    missing = sorted((r for r in runs if r not in known),
+                     key=lambda r: (-COST.get(r[1], 1), r[2] == "batch", r[0] == "digits"))
+    print(f"[quality] {len(results)} of {len(runs)} runs from the cache {cache}", flush=True)
+    if cache:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        with open(cache, "a+b") as f:     # end a line cut short, so the next one stands alone
+            if f.tell() and (f.seek(-1, os.SEEK_END), f.read(1))[1] != b"\n":
+                f.write(b"\n")
     started = time.perf_counter()
     os.environ.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
     with cf.ProcessPoolExecutor(jobs or os.cpu_count()) as pool:
         futures = [pool.submit(one_run, *r, sizes.quality_budget, sizes.quality_workers,
-                               sizes.quality_digits_epochs) for r in runs]
+                               sizes.quality_digits_epochs) for r in missing]
         for done, future in enumerate(cf.as_completed(futures), 1):
             results.append(future.result())
+            if cache:
+                with open(cache, "a") as f:
+                    f.write(json.dumps(results[-1]) + "\n")
             if done % max(len(futures) // 20, 1) == 0:
                 print(f"[quality] {done}/{len(futures)} runs, "
                       f"{time.perf_counter() - started:.0f} s", flush=True)

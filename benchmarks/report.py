@@ -66,14 +66,14 @@ def versions():
         found["mpi_library"] = MPI.Get_library_version().splitlines()[0].strip()
     except ImportError:
         found["mpi_library"] = None
-    found["emews_commit"] = _git("rev-parse", "--short", "HEAD")
+    found["emews_commit"] = git("rev-parse", "--short", "HEAD")
     found["emews_tree_clean"] = not local_changes()
     return found
 
 
 def local_changes():
     """Tracked files that differ from the commit, leaving out the suite's own outputs."""
-    status = _git("status", "--porcelain", "--untracked-files=no") or ""
+    status = git("status", "--porcelain", "--untracked-files=no") or ""
     changed = [line[3:] for line in status.splitlines()]
     return [path for path in changed if not path.startswith(GENERATED_PATHS)]
 
@@ -83,11 +83,12 @@ def provenance(argv):
     changed = local_changes()
     return {"date": time.strftime("%Y-%m-%d %H:%M:%S %z"),
             "command": shlex.join(["python", "-m", "benchmarks", *argv]),
-            "commit": _git("rev-parse", "HEAD"), "dirty": bool(changed),
+            "commit": git("rev-parse", "HEAD"), "dirty": bool(changed),
             "changed_files": changed}
 
 
-def _git(*args):
+def git(*args):
+    """The output of ``git ARGS`` in the repository (None when it fails)."""
     done = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True)
     return done.stdout.strip() if done.returncode == 0 else None
 
@@ -121,9 +122,11 @@ def part_runs(record):
     return found
 
 
-def record_path(directory, host):
-    """``DIRECTORY/<date>-<host>.json``."""
-    return Path(directory) / f"{time.strftime('%Y-%m-%d')}-{host}.json"
+def record_path(directory, host, size="full"):
+    """``DIRECTORY/<date>-<host>.json`` for a full run, ``<date>-<host>-<size>.json`` for
+    another size, so that runs of different sizes on one day keep their own records."""
+    suffix = "" if size == "full" else f"-{size}"
+    return Path(directory) / f"{time.strftime('%Y-%m-%d')}-{host}{suffix}.json"
 
 
 def keep_earlier_parts(record, path):

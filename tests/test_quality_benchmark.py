@@ -79,3 +79,29 @@ def test_optuna_gp_is_left_out_with_the_reason_only_without_pytorch():
     missing = importlib.util.find_spec("torch") is None
     assert (unavailable("optuna GP") is not None) == missing
     assert unavailable("optuna TPE") is None and unavailable("mbo") is None
+
+
+def test_a_stopped_quality_run_started_again_runs_only_what_its_cache_lacks(tmp_path, capsys):
+    from dataclasses import replace
+
+    from benchmarks import quality
+    from benchmarks.sizes import SMOKE
+
+    sizes = replace(SMOKE, quality_problems=("branin",), quality_seeds=2, quality_budget=4)
+    first = quality.run(sizes, jobs=1, cache_directory=tmp_path)
+    cache = quality.run_cache(sizes, tmp_path)
+    lines = cache.read_text().splitlines()
+    assert len(lines) == len(first["runs"]) == 2 * 3 * 2      # contenders x modes x seeds
+    # A run killed after four runs, one of them cut off while it was being written:
+    cache.write_text("\n".join(lines[:4]) + "\n" + lines[4][:10])
+    capsys.readouterr()
+    again = quality.run(sizes, jobs=1, cache_directory=tmp_path)
+    assert "4 of 12 runs from the cache" in capsys.readouterr().out
+    assert len(cache.read_text().splitlines()) == 4 + 1 + 8     # the cut line stays, ignored
+
+    def by_key(part):
+        return {(r["problem"], r["contender"], r["mode"], r["seed"]): r["best"]
+                for r in part["runs"]}
+
+    assert by_key(again) == by_key(first)                  # seeded runs: the same outcomes
+    assert again["summary"] == first["summary"]
