@@ -9,6 +9,10 @@ class RandomSearch(Algorithm):
     Its state is the random generator's (JSON).
     """
 
+    # Results never change the next points, so keeping one ready per slot costs no quality
+    # and hides the ME's round trip (commit, two thread wake-ups) from every freed worker.
+    ready_share = 1.0
+
     def ask(self, n):
         return self.space.sample(self.rng, n)
 

@@ -37,6 +37,7 @@ class Sweep(Algorithm):
 
     needs_space = False
     finite = True
+    ready_share = 1.0   # the list does not depend on results: one point ready per slot is free
 
     def __init__(self, space, seed=None, file=None, params=None, strategy="all_perm", n=None):
         super().__init__(space, seed)

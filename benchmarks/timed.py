@@ -26,6 +26,7 @@ class Timed(Algorithm):
     def __init__(self, space, seed=None, inner="random", **options):
         super().__init__(space, seed)
         self.inner = load(inner, "[algorithm].inner")(space, seed=seed, **options)
+        self.ready_share = self.inner.ready_share   # keep as many points ready as the inner
         self.ask_seconds, self.tell_seconds, self.round_trips = [], [], []
         self.first_ask = self.last_tell = None
         self.cpu_first_ask = self.cpu_last_tell = None
@@ -52,8 +53,3 @@ class Timed(Algorithm):
 
     def done(self):
         return self.inner.done()
-
-    @property
-    def ready_share(self):
-        """The inner algorithm's (how many points the async driver keeps ready)."""
-        return getattr(self.inner, "ready_share", 0.0)

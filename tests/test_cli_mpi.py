@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import stored_rows
+from conftest import query_store, stored_rows
 
 pytestmark = pytest.mark.mpi
 MPIEXEC = str(Path(sys.executable).parent / "mpiexec")
@@ -125,9 +125,11 @@ def test_a_killed_run_keeps_its_results_and_resumes_without_repeating_them(emews
                            start_new_session=True)
     try:
         db = tmp_path / "experiments" / "study" / "EXP001" / "results.db"
-        wait_for(lambda: db.exists() and
-                 sum(r["status"] == "done" for r in stored_rows(db.parent)) == 5 and
-                 sum(r["status"] == "running" for r in stored_rows(db.parent)) == 2)
+        def counts():
+            return dict(query_store(db, "SELECT status, COUNT(*) FROM evaluations "
+                                        "GROUP BY status"))
+
+        wait_for(lambda: counts().get("done") == 5 and counts().get("running") == 2)
     finally:
         os.killpg(run.pid, signal.SIGKILL)
         run.wait()

@@ -139,16 +139,26 @@ def test_a_master_killed_between_turns_leaves_every_result_the_me_was_handed_sto
                  algorithm={"record": str(record)})
     env = dict(os.environ, PYTHONPATH=str(SUPPORT))
     args = ["run", path]
+    killed = None
+
+    def this_master():
+        """The pid of the master of the run now under way (None before it has one)."""
+        found = [query_store(db, "SELECT value FROM meta WHERE key='master'")
+                 for db in (tmp_path / "experiments").glob("*/EXP*/results.db")]
+        pid = json.loads(found[0][0][0])["pid"] if found and found[0] else None
+        return pid if pid != killed else None
+
     for kill in range(KILLS):
         job = subprocess.Popen([sys.executable, "-m", "emews", *map(str, args)], cwd=tmp_path,
                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True, start_new_session=True)
         try:
-            wait_until(lambda: len(told(record)) >= 300 * (kill + 1), "300 more tells")
+            wait_until(lambda: this_master() is not None, "the run's master")
+            killed, already = this_master(), len(told(record))
+            wait_until(lambda: len(told(record)) >= already + 300, "300 more tells")
             (expdir,) = (tmp_path / "experiments").glob("*/EXP*")
             db_path = expdir / "results.db"
-            (master,) = query_store(db_path, "SELECT value FROM meta WHERE key='master'")
-            os.kill(json.loads(master[0])["pid"], signal.SIGKILL)  # wherever it is in its turn
+            os.kill(killed, signal.SIGKILL)  # wherever it is in its turn
             _, stderr = job.communicate(timeout=120)
         finally:
             if job.poll() is None:

@@ -54,12 +54,16 @@ class Algorithm:
     Values that are not finite (``NaN`` from a failure, ``inf``, ``-inf``) must never crash an
     algorithm; the built-in ones treat all of them as failures. ``needs_space`` is False for
     algorithms that can run without a search-space file; ``finite`` is True for algorithms that
-    end by themselves (a study of one needs no stopping rule). :class:`emews.testing.Conformance`
-    checks an algorithm against this contract.
+    end by themselves (a study of one needs no stopping rule). ``ready_share`` is how many points
+    the async driver keeps ready beyond the busy slots, as a share of the slots
+    (:func:`emews.core.me.ready_points`): a freed worker then gets a point at once instead of
+    waiting for the ME's round trip. :class:`emews.testing.Conformance` checks an algorithm
+    against this contract.
     """
 
     needs_space = True
     finite = False
+    ready_share = 0.0
 
     def __new__(cls, *args, **options):
         """Refuse an option ``__init__`` does not take (a ConfigError, not a TypeError)."""

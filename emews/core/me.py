@@ -56,10 +56,9 @@ def _read_settings(message):
 
 def ready_points(algorithm, slots):
     """How many points the async driver keeps ready beyond ``slots``: the algorithm's
-    ``ready_share`` of them, rounded up (0 for an algorithm that declares none: one whose
-    proposals take no time worth hiding). A fixed number, so that a seeded async search
+    ``ready_share`` of them, rounded up. A fixed number, so that a seeded async search
     proposes the same points whenever its results come back in the same order."""
-    return math.ceil(slots * getattr(algorithm, "ready_share", 0.0))
+    return math.ceil(slots * algorithm.ready_share)
 
 
 def build_algorithm(settings):

@@ -98,6 +98,7 @@ class Replicas(Algorithm):
         self.objective = objective
         self.seed_param = seed_param
         self.needs_space, self.finite = algorithm.needs_space, algorithm.finite
+        self.ready_share = algorithm.ready_share
         self.ready = []      # replica points asked for and not yet proposed
         self.groups = {}     # point key -> {"point": point, "seeds": [...], "values": [...]}
 

@@ -89,8 +89,11 @@ class MPIPool(Pool):
             finished.append((self.running.pop(task_id), rank, Outcome(*fields)))
 
     def cancel(self):
-        for rank in set(self.ranks.values()):
-            self.comm.send(None, dest=rank, tag=CANCEL)
+        by_rank = collections.defaultdict(list)
+        for task_id, rank in self.ranks.items():
+            by_rank[rank].append(self.running[task_id].run_id)
+        for rank, run_ids in by_rank.items():
+            self.comm.send(run_ids, dest=rank, tag=CANCEL)
 
     def close(self, status=0):
         if self.closed:
@@ -104,26 +107,44 @@ def serve(comm, objective):
     """The worker loop: evaluate what rank 0 sends until it closes the pool.
 
     Returns the exit status rank 0 asked for (0, or non-zero when the study failed). A CANCEL
-    message from rank 0 kills the run under way; SIGTERM or SIGINT kills every model process of
-    this worker, then the worker exits with 128 + the signal's number.
+    message from rank 0 names the runs to call off (their run ids, so a retried point's next
+    attempt is never hit by a call meant for the one before): it kills the run under way if
+    it is one of them, and a call that comes after its run finished touches nothing.
+    SIGTERM or SIGINT kills every model process of this worker, then the worker exits with 128 +
+    the signal's number.
     """
     rank = comm.Get_rank()
-    backoff = Backoff()
     stop_on_signals()
-
-    def cancelled():
-        if not comm.iprobe(source=0, tag=CANCEL):
-            return False
-        comm.recv(source=0, tag=CANCEL)
-        return True
-
+    cancels = Cancels(comm)
     try:
-        return _serve(comm, objective, rank, backoff, cancelled)
+        return _serve(comm, objective, rank, Backoff(), cancels)
     finally:
+        cancels.drain()
         objective.close()
 
 
-def _serve(comm, objective, rank, backoff, cancelled):
+class Cancels:
+    """The CANCEL messages rank 0 sent this worker: the run ids it calls off."""
+
+    def __init__(self, comm):
+        self.comm, self.run_ids = comm, set()
+
+    def drain(self):
+        """Receive every CANCEL already sent. None may be left unreceived at exit: MPICH's
+        finalize then does not wait for rank 0, and a worker that exits non-zero first gets
+        rank 0 killed by the launcher before it has finished."""
+        while self.comm.iprobe(source=0, tag=CANCEL):
+            self.run_ids.update(self.comm.recv(source=0, tag=CANCEL))
+
+    def of(self, run_id):
+        """The ``cancelled`` callback of run ``run_id``."""
+        def cancelled():
+            self.drain()
+            return run_id in self.run_ids
+        return cancelled
+
+
+def _serve(comm, objective, rank, backoff, cancels):
     while True:
         message = comm.improbe(source=0, tag=TASKS)
         if message is None:
@@ -134,7 +155,7 @@ def _serve(comm, objective, rank, backoff, cancelled):
         if batch is None or isinstance(batch, int):
             return batch or 0
         for task_id, params, run_id in batch:
-            outcome = objective.evaluate(params, run_id, cancelled)
+            outcome = objective.evaluate(params, run_id, cancels.of(run_id))
             sys.stdout.flush()
             comm.send((rank, task_id, (outcome.value, outcome.status, outcome.error,
                                        outcome.log_tail, outcome.started, outcome.finished,

@@ -62,10 +62,13 @@ class Store:
             self.db.row_factory = sqlite3.Row
             self.db.execute(f"PRAGMA journal_mode={journal_mode(Path(self.path).parent)}")
             self.db.execute("PRAGMA synchronous=NORMAL")
-            self._upgrade()
+            self._upgrade(create)
 
-    def _upgrade(self):
+    def _upgrade(self, create):
         version = schema.version_of(self.db)
+        if version == 0 and not create:    # never race the study that is creating it
+            raise StoreError(f"{self.path}: has no tables yet (the study is creating it, or "
+                             "the file is not an emews store)")
         if version > schema.VERSION:
             raise StoreError(f"{self.path}: was written by a newer emews (schema version "
                              f"{version}; this one reads up to {schema.VERSION})")

@@ -18,7 +18,10 @@ from emews.algorithms.random_search import RandomSearch
 
 
 class TellRecorder(RandomSearch):
-    """Random search that appends each tell (its points and values) to ``record``."""
+    """Random search that appends each tell (its points and values) to ``record``; it keeps
+    no points ready, so that the ME proposes one point per result it is told."""
+
+    ready_share = 0.0
 
     def __init__(self, space, seed=None, record=None):
         super().__init__(space, seed)
