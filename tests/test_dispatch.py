@@ -42,10 +42,21 @@ def finished_ids(statements):
             if (m := re.match(r"UPDATE evaluations SET status='done'.* WHERE id=(\d+)$", s))]
 
 
+def row_ids(statement):
+    """The ids that start the rows of a (multi-row) ``INSERT ... VALUES (id, ...),(id, ...)``."""
+    return [int(i) for i in re.findall(r"(?:VALUES |\),)\((\d+), ", statement)]
+
+
 def inserted_ids(statements):
     """The ids of the points a transaction inserts."""
-    return [int(m.group(1)) for s in statements
-            if (m := re.match(r"INSERT INTO evaluations .* VALUES \((\d+),", s))]
+    return [i for s in statements if s.startswith("INSERT INTO evaluations ")
+            for i in row_ids(s)]
+
+
+def attempt_ids(statements):
+    """The ids of the attempts a transaction records."""
+    return [i for s in statements if s.startswith("INSERT OR REPLACE INTO attempts ")
+            for i in row_ids(s)]
 
 
 def test_a_turn_with_several_ready_results_is_one_transaction_and_one_me_message(tmp_path):
@@ -67,7 +78,7 @@ def test_a_turn_with_several_ready_results_is_one_transaction_and_one_me_message
     with_results = transactions(tmp_path / "trace.sql")
     assert [len(finished_ids(t)) for t in with_results] == [WORKERS] * BURSTS
     for statements in with_results:
-        assert sum(s.startswith("INSERT OR REPLACE INTO attempts") for s in statements) == WORKERS
+        assert sorted(attempt_ids(statements)) == sorted(finished_ids(statements))
         assert sorted(inserted_ids(statements)) == sorted(finished_ids(statements))
 
     db = sqlite3.connect(tmp_path / "results.db")

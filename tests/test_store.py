@@ -158,3 +158,36 @@ def test_a_second_holder_of_a_live_study_is_refused_with_its_host_and_pid(tmp_pa
     lock = StudyLock(tmp_path).acquire()  # the dead holder's lock is stale: taken over
     assert json.loads((tmp_path / "lock").read_text())["pid"] == os.getpid()
     lock.release()
+
+
+@pytest.mark.parametrize("update_from", [True, False], ids=["update-from", "one-per-row"])
+def test_a_turn_of_many_rows_writes_each_row_as_its_own_statement_would(tmp_path, monkeypatch,
+                                                                        update_from):
+    """Big turns go in multi-row statements (chunks of 128, 64, ..., 1 rows; UPDATE ... FROM
+    where SQLite has it): every row lands on its own id, whatever chunk it fell in."""
+    import emews.store.sqlite as sqlite_store
+
+    monkeypatch.setattr(sqlite_store, "MULTI_ROW_UPDATE", update_from)
+    n = 300                                   # 128 + 128 + 32 + 8 + 4 rows
+    store = Store(tmp_path / "results.db")
+    store.add([(i, json.dumps({"x": i}), f"RUN{i:06d}", None, 1000 + i) for i in range(n)])
+    store.commit()
+    store.mark_running([(i, 1 + i % 7) for i in range(n)])
+    store.commit()
+    assert {r["status"] for r in store.rows()} == {"running"}
+    assert [r["rank"] for r in store.rows()] == [1 + i % 7 for i in range(n)]
+    store.finish([(i, 1 + i % 7, Outcome(i / 10, "done", None, f"log {i}", 5.0, 6.0 + i,
+                                         {"metrics": {"acc": i / n}}), 1, "done")
+                  for i in range(n - 1)]
+                 + [(n - 1, 3, Outcome(math.nan, "failed", "boom", "", 5.0, 7.0, {}), 1,
+                     "failed")])
+    store.commit()
+    rows, attempts = store.rows(), store.attempts()
+    store.close()
+    assert [(r["id"], r["params"], r["seq"], r["status"], r["result"], r["log_tail"],
+             r["finished"], r["metrics"]) for r in rows[:-1]] == [
+        (i, {"x": i}, 1000 + i, "done", i / 10, f"log {i}", 6.0 + i, {"acc": i / n})
+        for i in range(n - 1)]
+    assert (rows[-1]["status"], rows[-1]["result"], rows[-1]["error"]) == ("failed", None, "boom")
+    assert [(a["id"], a["attempt"], a["run_id"], a["result"]) for a in attempts] == [
+        (i, 1, f"RUN{i:06d}", None if i == n - 1 else i / 10) for i in range(n)]

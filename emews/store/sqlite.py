@@ -25,6 +25,7 @@ import collections
 import contextlib
 import json
 import math
+import re
 import sqlite3
 import time
 from pathlib import Path
@@ -34,6 +35,9 @@ from . import schema
 from .filesystem import journal_mode
 
 LOG_TAIL_BYTES = 64 * 1024
+ROWS_PER_STATEMENT = 128            # 11 values a row: far below SQLite's 32,766 parameters
+MULTI_ROW_UPDATE = sqlite3.sqlite_version_info >= (3, 33)   # UPDATE ... FROM
+MULTI_ROW_MIN = 8     # fewer rows: one UPDATE each is cheaper than planning an UPDATE ... FROM
 
 
 @contextlib.contextmanager
@@ -113,6 +117,33 @@ class Store:
         if rows:
             self.pending.append((sql, rows, action))
 
+    def _write_values(self, head, row, rows, tail=""):
+        """Write ``rows`` as a few multi-row statements, ``HEAD (row),(row),... TAIL``: one
+        statement per chunk costs SQLite half of one statement per row. Chunk sizes are powers
+        of two, so each statement shape is prepared once and then found in the cache."""
+        start = 0
+        while start < len(rows):
+            size = min(ROWS_PER_STATEMENT, 1 << ((len(rows) - start).bit_length() - 1))
+            chunk = rows[start:start + size]
+            self._write(head + ",".join([row] * size) + tail,
+                        [[value for values in chunk for value in values]])
+            start += size
+
+    def _update_evaluations(self, assignments, rows):
+        """``UPDATE evaluations SET ASSIGNMENTS WHERE id = ?`` for each of ``rows`` (the values
+        of the ``?`` in ``assignments``, then the id), in multi-row statements where this SQLite
+        has ``UPDATE ... FROM`` (3.33) and there are enough rows for it to pay."""
+        if not MULTI_ROW_UPDATE or len(rows) < MULTI_ROW_MIN:
+            self._write(f"UPDATE evaluations SET {assignments} WHERE id=?", rows)
+            return
+        columns = [f"c{k}" for k in range(assignments.count("?"))]
+        names = iter(columns)
+        assigned = re.sub(r"\?", lambda _: f"v.{next(names)}", assignments)
+        self._write_values(f"WITH v({', '.join(columns)}, id) AS (VALUES ",
+                           "(" + ", ".join("?" * (len(columns) + 1)) + ")", rows,
+                           f") UPDATE evaluations SET {assigned} FROM v "
+                           "WHERE evaluations.id = v.id")
+
     # --- writes (buffered until commit: one transaction) --------------------------------------
 
     def add(self, rows):
@@ -122,17 +153,17 @@ class Store:
         is ``None`` waits for a free worker (``queued``).
         """
         now = time.time()
-        self._write("INSERT INTO evaluations (id, params, status, run_id, queued, rank, started, "
-                    "seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    [(i, params, "queued" if rank is None else "running", run_id, now, rank,
-                      None if rank is None else now, seq)
-                     for i, params, run_id, rank, seq in rows])
+        self._write_values("INSERT INTO evaluations (id, params, status, run_id, queued, rank, "
+                           "started, seq) VALUES ", "(?, ?, ?, ?, ?, ?, ?, ?)",
+                           [(i, params, "queued" if rank is None else "running", run_id, now,
+                             rank, None if rank is None else now, seq)
+                            for i, params, run_id, rank, seq in rows])
 
     def mark_running(self, rows):
         """Points handed to a worker: ``(id, rank)`` tuples."""
         now = time.time()
-        self._write("UPDATE evaluations SET status='running', rank=?, started=? WHERE id=?",
-                    [(rank, now, i) for i, rank in rows])
+        self._update_evaluations("status='running', rank=?, started=?",
+                                 [(rank, now, i) for i, rank in rows])
 
     def finish(self, rows):
         """Finished attempts: ``(id, rank, outcome, attempt, status)`` tuples.
@@ -142,11 +173,12 @@ class Store:
         own status in ``attempts``.
         """
         attempts, points = finished_rows(rows)
-        self._write("INSERT OR REPLACE INTO attempts (id, attempt, status, result, error, "
-                    "log_tail, rank, started, finished, metrics, run_id) VALUES (?, ?, ?, ?, ?, "
-                    "?, ?, ?, ?, ?, (SELECT run_id FROM evaluations WHERE id=?))", attempts)
-        self._write("UPDATE evaluations SET status=?, result=?, error=?, log_tail=?, rank=?, "
-                    "started=?, finished=?, attempt=?, metrics=? WHERE id=?", points)
+        self._write_values("INSERT OR REPLACE INTO attempts (id, attempt, status, result, error, "
+                           "log_tail, rank, started, finished, metrics, run_id) VALUES ",
+                           "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                           "(SELECT run_id FROM evaluations WHERE id=?))", attempts)
+        self._update_evaluations("status=?, result=?, error=?, log_tail=?, rank=?, started=?, "
+                                 "finished=?, attempt=?, metrics=?", points)
 
     def record_duplicates(self, rows):
         """Results that came after a point's first one: ``(id, rank, outcome, attempt)``
