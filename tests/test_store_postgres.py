@@ -313,14 +313,15 @@ def test_an_abort_cancels_what_the_database_pools_run(study, jobs, gate, postgre
     out, err = server.communicate(timeout=120)
     assert server.returncode == 1
     assert "the failure policy aborted the study" in err and "failed on purpose" in err
-    (pid,) = [int(path.name[4:]) for path in gate.glob("pid-*")]
-    assert not alive(pid)  # the evaluation that would have run forever was killed
+    pids = [int(path.name[4:]) for path in gate.glob("pid-*")]
+    assert pids and not any(alive(pid) for pid in pids)  # what would have run forever was killed
     exp_id = str(expdir.resolve())
     attempts = query(postgres_url, "SELECT status, error FROM emews_attempts WHERE exp_id=%s "
                      "ORDER BY id", (exp_id,))
-    assert sorted(status for status, _ in attempts) == ["cancelled", "failed"]
-    # the cancelled attempt is the pool's own report of its cancelled run, stored
-    assert ("cancelled", "cancelled") in attempts
+    statuses = [status for status, _ in attempts]
+    assert statuses.count("failed") == 1 and set(statuses) == {"cancelled", "failed"}
+    # each run that was killed is stored as its pool reported it: cancelled
+    assert sum(attempt == ("cancelled", "cancelled") for attempt in attempts) >= len(pids)
     assert pool.communicate(timeout=60)[0].endswith(
         "emews: pool left: the study was cancelled\n")
 
