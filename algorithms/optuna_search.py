@@ -91,7 +91,7 @@ class OptunaSearch(Algorithm):
             warnings.simplefilter("ignore")   # Optuna's experimental and deprecated options
             self.study = optuna.create_study(storage=self.storage, study_name="emews",
                                              direction="minimize", sampler=self._sampler())
-        self.distributions = {p.name: _distribution(p) for p in space.free}
+        self.distributions = distributions(space)
         self.trials = {}            # point key -> numbers of the running trials at that point
         self.warm_started = sampler != "cmaes" or bool(
             {"x0", "sigma0", "source_trials", "use_separable_cma"} & set(sampler_options))
@@ -215,6 +215,12 @@ def _check_x0(name, x0, space):
             raise ConfigError(f"[algorithm].{name}.{param.name}", "must be a value of the "
                               "parameter in the search space", x0[param.name])
     return {p.name: encode(p, x0[p.name]) for p in numeric}
+
+
+def distributions(space):
+    """Optuna's distribution of each free parameter of ``space``, by name (ordered values by
+    position: see :func:`encode`)."""
+    return {param.name: _distribution(param) for param in space.free}
 
 
 def _distribution(param):

@@ -127,7 +127,7 @@ class OptunaPeer:
     def __init__(self, sampler, space, seed, budget):
         import optuna
 
-        from emews.algorithms.optuna_search import _distribution
+        from emews.algorithms.optuna_search import distributions
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         samplers = {"tpe": lambda: optuna.samplers.TPESampler(seed=seed, constant_liar=True),
@@ -136,7 +136,7 @@ class OptunaPeer:
             warnings.simplefilter("ignore")      # Optuna 4: constant_liar is experimental
             self.study = optuna.create_study(sampler=samplers[sampler]())
         self.space = space
-        self.distributions = {p.name: _distribution(p) for p in space.free}
+        self.distributions = distributions(space)
         self.running = {}                        # point key -> trials
 
     def ask(self, n):

@@ -264,6 +264,10 @@ def validate(cfg):
         if study["replicas"] > 1:
             check_replicas(space, study["replica_seed_param"],
                            cfg.where("study", "replica_seed_param"))
+            if study["budget"] is not None and study["budget"] % study["replicas"]:
+                raise ConfigError(cfg.where("study", "budget"), "must be a multiple of "
+                                  f"[study].replicas ({study['replicas']}), so that the budget "
+                                  "cuts no point's replicas short", study["budget"])
     elif study["replicas"] > 1:
         raise ConfigError(cfg.where("study", "replicas"), "needs an ask/tell algorithm (a "
                           "classic EQ/Py module proposes its points itself)", study["replicas"])
@@ -547,10 +551,12 @@ def final_record(text, store, replicas=None):
 
 def _best(store, study):
     """``(point, value)`` of the best finished evaluation, or ``(None, None)``; a study with
-    ``replicas`` > 1 is judged per point, by the value its search was told."""
+    ``replicas`` > 1 is judged per point, by the value its search was told (a point whose
+    replicas a limit cut short was never told, and is not a candidate)."""
     if study.get("replicas", 1) > 1:
         summary = [s for s in summarize(store.rows("done", "failed"),
-                                        study["replica_seed_param"], study["replica_objective"])
+                                        study["replica_seed_param"], study["replica_objective"],
+                                        study["replicas"])
                    if s["value"] is not None]
         return (summary[0]["point"], summary[0]["value"]) if summary else (None, None)
     best = store.best()

@@ -160,3 +160,38 @@ def test_the_state_restores_the_replicas_still_to_propose():
     assert again.ask(5) == first.ask(5)
     seeds = [p["rng_seed"] for p in build().ask(3)]
     assert len(set(seeds)) == 3 and np.all(np.array(seeds) >= 0)
+
+
+def test_a_budget_that_would_cut_a_point_s_replicas_short_is_refused(make_config, tmp_path):
+    with pytest.raises(ConfigError, match=re.escape(
+            "[study].budget: must be a multiple of [study].replicas (3), so that the budget "
+            "cuts no point's replicas short, got 10")):
+        emews.run(make_config(tmp_path / "told.jsonl", budget=10))
+    assert not (tmp_path / "t").exists()
+
+
+def test_a_point_whose_replicas_a_limit_cut_short_has_no_value_and_is_never_the_best(tmp_path):
+    """A time limit or ``emews stop`` can end a study between a point's replicas: that point
+    was never told to its search, so it gets no value and cannot be the study's best, however
+    lucky its finished replicas were."""
+    from emews.core.replicas import summarize
+    from emews.evaluate import Outcome
+    from emews.store import Store
+    from emews.study import final_record
+
+    store = Store(tmp_path / "results.db")
+    rows = [({"x": 1.0}, 1, 0.50), ({"x": 1.0}, 2, 0.70), ({"x": 1.0}, 3, 0.60),   # complete
+            ({"x": 2.0}, 4, 0.01), ({"x": 2.0}, 5, 0.02)]           # 2 of 3: cut short
+    store.add([(i, json.dumps({**point, "rng_seed": seed}), f"RUN{i:06d}", 1, i)
+               for i, (point, seed, _) in enumerate(rows)])
+    store.finish([(i, 1, Outcome(value, "done", None, "", 0.0, 1.0, {}), 1, "done")
+                  for i, (_, _, value) in enumerate(rows)])
+    summary = summarize(store.rows(), "rng_seed", "mean", 3)
+    assert [(s["point"], s["complete"], s["count"]) for s in summary] == [
+        ({"x": 1.0}, True, 3), ({"x": 2.0}, False, 2)]
+    assert summary[0]["value"] == pytest.approx(0.6) and summary[1]["value"] is None
+    assert summary[1]["mean"] == pytest.approx(0.015)          # what did finish, for the record
+    settings = {"replicas": 3, "replica_seed_param": "rng_seed", "replica_objective": "mean"}
+    final = final_record('{"stop_reason": "time limit of 60.0 s reached"}', store, settings)
+    store.close()
+    assert (final["best_point"], final["best_value"]) == ({"x": 1.0}, pytest.approx(0.6))

@@ -11,7 +11,9 @@ is told the point once, with the replicas' ``mean`` or their ``worst`` (largest)
     algorithm.tell([{x}], [mean or worst])  <==  R results
 
 Failed replicas are left out of the value; a point whose replicas all failed is told as a
-failure (``NaN``). Told replicas that were never asked for (a resumed run's history) are
+failure (``NaN``). A point whose last replicas a limit (time, target, ``emews stop``) kept from
+finishing is never told: its summary says it is incomplete, and it cannot be the study's best.
+A budget must be a multiple of ``R``, so that the budget itself cuts no point short. Told replicas that were never asked for (a resumed run's history) are
 grouped by their point without the seed and told once ``R`` of them are in.
 
 Settings (the ``replicas`` entry of the ME's settings, from the ``[study]`` table):
@@ -58,11 +60,14 @@ def aggregate(values, objective):
     return max(finite) if objective == "worst" else float(np.mean(finite))
 
 
-def summarize(rows, seed_param, objective):
+def summarize(rows, seed_param, objective, replicas):
     """Per point of the finished ``rows`` (store rows, ``params`` decoded), best first: the
     point (its parameters without the seed), the ``mean``, ``std`` (sample standard deviation;
     ``None`` below two values) and ``count`` of its replicas' finished values, the ``failed``
-    replicas, and the ``value`` the search is told (``objective``; ``None`` when all failed)."""
+    replicas, whether all ``replicas`` of it finished (``complete``), and the ``value`` the
+    search is told (``objective``; ``None`` when all failed, or when a limit ended the study
+    before the point's last replica finished: its search was never told). Complete points
+    come first, by value."""
     groups = {}
     for row in rows:
         if row["status"] not in ("done", "failed"):
@@ -74,11 +79,13 @@ def summarize(rows, seed_param, objective):
     summary = []
     for point, values in groups.values():
         finite = [v for v in values if math.isfinite(v)]
+        complete = len(values) >= replicas
         summary.append({"point": point, "mean": float(np.mean(finite)) if finite else None,
                         "std": float(np.std(finite, ddof=1)) if len(finite) > 1 else None,
                         "count": len(finite), "failed": len(values) - len(finite),
-                        "value": aggregate(values, objective)})
-    summary.sort(key=lambda s: (math.isnan(s["value"]), s["value"]))
+                        "complete": complete,
+                        "value": aggregate(values, objective) if complete else math.nan})
+    summary.sort(key=lambda s: (not s["complete"], math.isnan(s["value"]), s["value"]))
     return [{**s, "value": None if math.isnan(s["value"]) else s["value"]} for s in summary]
 
 

@@ -79,12 +79,13 @@ def replica_summary(study):
     """Per point of a study with ``[study].replicas`` > 1 (``[]`` otherwise), best first: the
     point (its parameters without the replica seed), the ``mean``, ``std`` (sample standard
     deviation; ``None`` below two values) and ``count`` of its replicas' finished values, the
-    ``failed`` replicas, and the ``value`` the search was told (``replica_objective``)."""
+    ``failed`` replicas, whether all of them finished (``complete``) and the ``value`` the search
+    was told (``replica_objective``; ``None`` for a point a limit cut short)."""
     settings = study.config.get("study", {})
     if settings.get("replicas", 1) <= 1:
         return []
     return summarize(study.rows, settings["replica_seed_param"],
-                     settings["replica_objective"])
+                     settings["replica_objective"], settings["replicas"])
 
 
 def print_replicas(study, console, top=None):
@@ -96,8 +97,10 @@ def print_replicas(study, console, top=None):
         return
     settings = study.config["study"]
     names = list(dict.fromkeys(k for s in summary for k in s["point"]))
+    short = sum(not entry["complete"] for entry in summary)
     table = Table(title=f"{study.expdir}: points by the {settings['replica_objective']} of "
-                        f"{settings['replicas']} replicas ({len(summary)} points)")
+                        f"{settings['replicas']} replicas ({len(summary)} points"
+                        + (f"; {short} cut short by a limit, with no value)" if short else ")"))
     for column in ["value", "mean", "std", "count", "failed", *names]:
         table.add_column(column, overflow="fold")
     for entry in summary[:top] if top else summary:
