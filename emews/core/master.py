@@ -9,10 +9,12 @@
                                               sees it, one transaction per turn
 
 A turn takes every ready result, commits it in one transaction together with every state change
-since the last one (the rows of the points the ME proposed, retries, workers refilled: group
+since the last one (the rows of the points handed out, retries, workers refilled: group
 commit), then hands the ME every result it has not seen in one message, and takes back in one
-message as many points as there are free slots. Rows written while the ME thinks ride on the
-next turn's commit, or are committed on their own once nothing has come for a few ms.
+message as many points as there are free slots (and the points it keeps ready). Rows written
+while the ME thinks ride on the next turn's commit, or are committed on their own once nothing
+has come for a few ms. In async mode a new point enters the store when a worker gets it; in
+batch mode the whole batch is stored at once (a resumed run finds every point of it).
 
 The master never waits on the ME alone: while the ME thinks, it keeps collecting results,
 storing them at once and refilling free workers from points already proposed. Each result goes
