@@ -108,7 +108,7 @@ def _study(directory, name, n, pools, slots, storage):
         _wait_for(lambda: (expdir / "service.json").exists(), service, "emews serve to start")
         store = study_store(expdir, storage, create=False)
         try:
-            _wait_for(store.counts, service, "the study's first points")
+            _wait_for(lambda: store.meta("master"), service, "the study's master")
             control.request(expdir, "paused")   # until every pool has attached
             for _ in range(pools):
                 start(mpiexec(), "-n", WORKERS_PER_POOL + 1, sys.executable, "-m", "emews",

@@ -427,6 +427,7 @@ def run_master(expdir, cfg, pool):
         told = {} if restore else None
         settings = _settings(cfg, store, pool.slots, classic, requeue, policy, told)
         experiment.write_json(expdir / "settings.json", settings)
+        control = Control.of_job(expdir)   # a new run starts running: before it says it runs
         store.set_meta("started", time.time())
         store.set_meta("master", {"host": socket.gethostname(), "pid": os.getpid()})
         store.commit()
@@ -445,7 +446,7 @@ def run_master(expdir, cfg, pool):
                         requeue=[(row["id"], row["params"], row["attempt"]) for row in requeue],
                         known=told.values() if restore else (),
                         first_seq=settings["put_base"] if restore else store.next_seq(),
-                        control=Control.of_job(expdir))
+                        control=control)
         eqpy.init(module if classic else "emews.core.me")
         try:
             final = master.run(str(expdir / "settings.json"))
