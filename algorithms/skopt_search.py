@@ -1,12 +1,20 @@
 """Bayesian optimization with scikit-optimize's ``Optimizer`` (a GP surrogate by default).
 
-``ask(n)`` in batch mode is skopt's constant liar, ``Optimizer.ask(n, strategy)``. In async mode
-the driver asks one point whenever a worker frees up while others are still running; those
-running points are told to a throwaway copy of the optimizer with the liar's value (the best,
-mean or worst value so far, by ``strategy``), so the next point is planned away from them::
+``ask(n)`` in batch mode plans its points one after the other, as skopt's ``Optimizer.ask(n)``
+does, each told to a throwaway copy of the optimizer before the next is planned. In async mode
+the driver asks whenever a worker frees up while others are still running; those running points
+are told to the copy too, so the next point is planned away from them::
 
-    points in flight --lie--> copy of the optimizer --ask--> next point(s)
-    results ----------------> the optimizer (one refit per tell)
+    points in flight --believed value--> copy of the optimizer --ask--> next point(s)
+    results ---------------------------> the optimizer (one refit per tell)
+
+What the copy is told at a point in flight is ``strategy``: ``kb`` (the default, the kriging
+believer) tells the model's own mean there; ``cl_min``, ``cl_mean`` and ``cl_max`` (skopt's
+constant liar) tell the best, mean or worst value so far (``kb`` too, before the first model).
+The constant liar's best value at every point in flight makes the model see a cluster of
+optima where points merely run, and it drew async proposals to them: with 8 workers on
+Branin the GP's median log10 regret at 50 evaluations was -0.75 with ``cl_min`` and -2.9 with
+``kb`` (-3.3 sequential; 4 seeds).
 
 Once the GP's kernel is fixed, the points of one ask made with points in flight (async) are
 planned on one sample of candidates (skopt's ``n_points``, 10,000): the GP's predictions there
@@ -21,7 +29,7 @@ search goes on with the previous estimate; the new one replaces it when the data
 ``refit_growth`` again (a state taken meanwhile starts that estimate again on restore).
 Between estimates a refit is one Cholesky factorization.
 
-Options: ``strategy`` (``cl_min``, ``cl_mean``, ``cl_max``), ``refit_growth`` and the keywords of
+Options: ``strategy`` (``kb``, ``cl_min``, ``cl_mean``, ``cl_max``), ``refit_growth`` and the keywords of
 ``skopt.Optimizer`` that a configuration can set, each checked here (skopt would fail late, or
 not at all): ``base_estimator`` (``GP``, ``RF``, ``ET``), ``n_initial_points`` (>= 1),
 ``initial_point_generator``, ``acq_func`` (``gp_hedge``, ``EI``, ``PI``, ``LCB``, ``MES``),
@@ -67,12 +75,12 @@ from emews.core.algorithm import (Algorithm, check_choice, check_flag, check_key
 from emews.errors import ConfigError
 from emews.space import Categorical, Logical, Ordered
 
-STRATEGIES = ("cl_min", "cl_mean", "cl_max")
+STRATEGIES = ("kb", "cl_min", "cl_mean", "cl_max")
 ESTIMATORS = ("GP", "RF", "ET")
 GENERATORS = ("random", "sobol", "halton", "hammersly", "lhs", "grid")
 ACQ_FUNCS = ("gp_hedge", "EI", "PI", "LCB", "MES")   # PVRS fails on forests and mixed
 # spaces; EIps and PIps need the evaluation times as a second objective
-LIES = {"cl_min": np.min, "cl_mean": np.mean, "cl_max": np.max}
+LIES = {"kb": np.min, "cl_min": np.min, "cl_mean": np.mean, "cl_max": np.max}  # kb: before a model
 
 
 class SkoptSearch(Algorithm):
@@ -80,7 +88,7 @@ class SkoptSearch(Algorithm):
 
     ready_share = 0.5   # async: the driver keeps half as many points ready as there are slots
 
-    def __init__(self, space, seed=None, strategy="cl_min", refit_growth=0.1, **skopt_options):
+    def __init__(self, space, seed=None, strategy="kb", refit_growth=0.1, **skopt_options):
         super().__init__(space, seed)
         skopt = optional_import("skopt", "bayes")
         self.strategy = check_choice("strategy", strategy, STRATEGIES)
@@ -113,10 +121,10 @@ class SkoptSearch(Algorithm):
         else:
             planner = self._planner(running)
             xs = []
-            for i in range(n):   # skopt's constant liar, less the refit its ask(n) starts with
+            for i in range(n):   # skopt's ask(n), less the refit it starts with
                 xs.append(planner.ask())
                 if i + 1 < n:
-                    planner._tell(xs[-1], self._lie(planner))
+                    planner._tell(xs[-1], self._lies(planner, [xs[-1]])[0])
         points = []
         for x in xs:
             point = self.space.point([decode(p, v) for p, v in zip(self.space.free, x)])
@@ -194,7 +202,8 @@ class SkoptSearch(Algorithm):
         if self.sample_beside:   # a worker may be waiting: the best of the sampled candidates
             planner.acq_optimizer = "sampling"
         if planner.yi and running:
-            planner.tell(running, [self._lie(planner)] * len(running), fit=fit)
+            model = _refit(planner) if self._believes(planner) else None   # a current one
+            planner.tell(running, self._lies(planner, running, model), fit=fit)
         return planner
 
     def _plans_on_candidates(self, running):
@@ -243,9 +252,10 @@ class SkoptSearch(Algorithm):
             planner._next_x = space.inverse_transform(candidates[chosen].reshape(1, -1))[0]
             xs.append(planner.ask())   # skopt's check against a point told before
             if i + 1 < n:
-                posterior.tell(space.transform([xs[-1]])[0], lie)
+                value = float(posterior.mean[chosen]) if self.strategy == "kb" else lie
+                posterior.tell(space.transform([xs[-1]])[0], value)
                 planner.Xi.append(xs[-1])
-                planner.yi.append(lie)
+                planner.yi.append(value)
                 if hedge:
                     planner.gains_ -= posterior.mean[best]
         return xs
@@ -253,6 +263,20 @@ class SkoptSearch(Algorithm):
     def _lie(self, optimizer):
         """The constant liar's value (skopt's: 0 before any value is known)."""
         return float(LIES[self.strategy](optimizer.yi)) if optimizer.yi else 0.0
+
+    def _believes(self, planner):
+        """True when ``planner`` is told its model's mean at points in flight (``kb``, once
+        past the initial design: before it there is no model to believe)."""
+        return self.strategy == "kb" and planner._n_initial_points <= 0 and bool(planner.yi)
+
+    def _lies(self, planner, xs, model=None):
+        """The values ``planner`` is told at the points ``xs`` (skopt coordinates) it plans
+        around: ``model``'s mean there (by default the planner's last fitted model) while it
+        :meth:`_believes`, else the constant liar's value."""
+        if not self._believes(planner):
+            return [self._lie(planner)] * len(xs)
+        model = model if model is not None else planner.models[-1]
+        return [float(v) for v in model.predict(planner.space.transform(xs))]
 
 
     def _estimate_kernel(self, size, xs, ys):
