@@ -33,6 +33,28 @@ def test_gp_plans_around_points_still_in_flight():
     assert len(gp.optimizer.yi) == 7 and not gp.in_flight
 
 
+@pytest.mark.parametrize("strategy", ["kb", "cl_min"])
+def test_gp_tells_its_planner_the_model_s_mean_at_points_in_flight(strategy):
+    """The kriging believer (``kb``, the default) tells the copy that plans the next point the
+    model's own mean at each point in flight; the constant liar (``cl_min``) tells it the best
+    value so far, which drew async proposals to the points that merely ran."""
+    from emews.algorithms.skopt_search import _refit
+
+    gp = SkoptSearch(SQUARE, seed=1, strategy=strategy, **QUICK_GP)
+    told(gp, 6)
+    running = gp.ask(3)
+    coordinates = [x for xs in gp.in_flight.values() for x in xs]
+    planner = gp._planner(coordinates)
+    told_there = planner.yi[-3:]
+    if strategy == "kb":
+        means = _refit(gp.optimizer).predict(gp.optimizer.space.transform(coordinates))
+        assert told_there == pytest.approx(list(means))
+        assert len(set(told_there)) == 3          # a value of each point's own
+    else:
+        assert told_there == [min(gp.optimizer.yi)] * 3
+    assert len(running) == 3 and planner.Xi[-3:] == coordinates
+
+
 def test_gp_failures_count_as_the_worst_value_once_there_is_one():
     gp = SkoptSearch(SQUARE, seed=1, **QUICK_GP)
     failed = gp.ask(2)
