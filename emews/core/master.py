@@ -9,12 +9,12 @@
                                               sees it, one transaction per turn
 
 A turn takes every ready result, commits it in one transaction together with every state change
-since the last one (the rows of the points handed out, retries, workers refilled: group
+since the last one (the rows of the points the ME proposed, retries, workers refilled: group
 commit), then hands the ME every result it has not seen in one message, and takes back in one
 message as many points as there are free slots (and the points it keeps ready). Rows written
 while the ME thinks ride on the next turn's commit, or are committed on their own once nothing
-has come for a few ms. In async mode a new point enters the store when a worker gets it; in
-batch mode the whole batch is stored at once (a resumed run finds every point of it).
+has come for a few ms. A point is stored with the first commit after the ME proposed it
+(``queued``, or ``running`` when a worker got it at once).
 
 The master never waits on the ME alone: while the ME thinks, it keeps collecting results,
 storing them at once and refilling free workers from points already proposed. Each result goes
@@ -75,7 +75,6 @@ class Master:
         self.put = 0                       # points received from the ME, in its order
         self.index = {}                    # task id -> the ME's number for the point
         self.waiting = collections.OrderedDict()  # task id -> Task, in the order to hand out
-        self.unstored = {}                 # task id -> (seq, queued) of new points not stored
         self.unreported = {}               # task id -> value the ME has not been told yet
         self.reported = []                 # ids the last turn gave a final result
         self.stop_reason = None
@@ -159,14 +158,11 @@ class Master:
             self.index[i] = index
             ids.append(i)
         self.waiting.update((task.id, task) for task in tasks)
-        now = time.time()
-        self.unstored.update((t.id, (seqs[t.id], now)) for t in tasks if t.attempt == 1)
+        ranks = dict(self._submit_waiting())
+        self.store.add([(t.id, t.params, t.run_id, ranks.pop(t.id, None), seqs[t.id])
+                        for t in tasks if t.attempt == 1])
         self.store.requeue([(t.id, t.attempt, t.run_id) for t in tasks if t.attempt > 1])
-        self._submit_waiting()
-        if self.mode == "batch":   # a batch is stored whole: a resumed run finds every point
-            self.store.add([(i, self.waiting[i].params, self.waiting[i].run_id, None, seq,
-                             queued) for i, (seq, queued) in self.unstored.items()])
-            self.unstored.clear()
+        self.store.mark_running(ranks.items())
         return ids
 
     @staticmethod
@@ -199,28 +195,15 @@ class Master:
         return remaining - len(self.waiting) - len(self.pool.running)
 
     def _submit_waiting(self):
-        """Hand waiting tasks to free slots and record that they run.
-
-        A new point of an async study enters the store when a worker gets it (one row
-        written once): the points the ME keeps ready wait in memory, and a killed run loses
-        only proposals that never ran.
-        """
+        """Hand waiting tasks to free slots; return ``(task id, rank)`` pairs."""
         if not self.waiting or self.stop_reason or self._steered():
-            return
+            return []
         free = self.pool.free_slots()
         if not free:
-            return
+            return []
         tasks = [self.waiting.popitem(last=False)[1]
                  for _ in range(min(free, len(self.waiting)))]
-        new, stored = [], []
-        for task, rank in self.pool.submit(tasks):
-            proposed = self.unstored.pop(task.id, None)   # (seq, queued)
-            if proposed is None:
-                stored.append((task.id, rank))
-            else:
-                new.append((task.id, task.params, task.run_id, rank, *proposed))
-        self.store.add(new)
-        self.store.mark_running(stored)
+        return [(task.id, rank) for task, rank in self.pool.submit(tasks)]
 
     def _steered(self):
         """True while ``emews pause`` or ``emews stop`` holds back new work (``control.json``
@@ -278,7 +261,7 @@ class Master:
         self.reported = []
         if not finished:
             if self._can_hand_out():  # a remote pool asked for work
-                self._submit_waiting()
+                self.store.mark_running(self._submit_waiting())
             return 0
         rows, final, values, retried, abort = [], [], [], [], None
         self.store.record_duplicates([(task.id, rank, outcome, task.attempt)
@@ -319,7 +302,7 @@ class Master:
         self.stop_reason = self.stop_reason or self.limits.reason(iterations=False)
         if self.stop_reason:
             self._cancel_waiting(f"cancelled: the study stopped ({self.stop_reason})")
-        self._submit_waiting()
+        self.store.mark_running(self._submit_waiting())
         self.store.commit()
         if self.progress is not None:
             self.progress.update(final, running=len(self.pool.running) + len(self.waiting))
@@ -393,9 +376,8 @@ class Master:
 
     def _cancel_waiting(self, reason):
         if self.waiting:
-            self.store.cancel([i for i in self.waiting if i not in self.unstored], reason)
+            self.store.cancel(list(self.waiting), reason)
             self.waiting.clear()
-            self.unstored.clear()
 
     def cancel_all(self, reason):
         """Call off every queued and running evaluation (their rows become ``cancelled``), then

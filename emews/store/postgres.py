@@ -223,14 +223,14 @@ class PostgresStore:
     # --- writes (buffered until commit) ------------------------------------------------------
 
     def add(self, rows):
-        """Insert new points: ``(id, params_json, run_id, rank, seq[, queued])`` tuples (see
-        Store.add)."""
+        """Insert new points: ``(id, params_json, run_id, rank, seq)`` tuples (see Store.add)."""
         now = time.time()
         self._write("INSERT INTO emews_evaluations (exp_id, id, params, status, run_id, queued, "
                     "rank, started, seq) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
                     [(self.exp_id, i, params, "queued" if rank is None else "running", run_id,
-                      queued[0] if queued else now, rank, None if rank is None else now, seq)
-                     for i, params, run_id, rank, seq, *queued in rows])
+                      now, rank,
+                      None if rank is None else now, seq)
+                     for i, params, run_id, rank, seq in rows])
 
     def mark_running(self, rows):
         """Points handed to a worker: ``(id, rank)`` tuples."""

@@ -147,19 +147,17 @@ class Store:
     # --- writes (buffered until commit: one transaction) --------------------------------------
 
     def add(self, rows):
-        """Insert new points: ``(id, params_json, run_id, rank, seq[, queued])`` tuples.
+        """Insert new points: ``(id, params_json, run_id, rank, seq)`` tuples.
 
-        A point with a rank is with that worker now (``running``); one whose rank is ``None``
-        waits for a free worker (``queued``). ``queued`` is when the ME proposed the point
-        (now when left out).
+        A point with a rank was handed to that worker at once (``running``); one whose rank
+        is ``None`` waits for a free worker (``queued``).
         """
         now = time.time()
         self._write_values("INSERT INTO evaluations (id, params, status, run_id, queued, rank, "
                            "started, seq) VALUES ", "(?, ?, ?, ?, ?, ?, ?, ?)",
-                           [(i, params, "queued" if rank is None else "running", run_id,
-                             queued[0] if queued else now, rank, None if rank is None else now,
-                             seq)
-                            for i, params, run_id, rank, seq, *queued in rows])
+                           [(i, params, "queued" if rank is None else "running", run_id, now,
+                             rank, None if rank is None else now, seq)
+                            for i, params, run_id, rank, seq in rows])
 
     def mark_running(self, rows):
         """Points handed to a worker: ``(id, rank)`` tuples."""

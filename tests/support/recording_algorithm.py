@@ -19,3 +19,10 @@ class RecordingRandom(RandomSearch):
             for point, value in zip(points, values):
                 told = None if math.isnan(value) else value
                 handle.write(json.dumps({"point": point, "value": told}) + "\n")
+
+
+class RandomNoReady(RandomSearch):
+    """Random search that keeps no points ready beyond the busy workers, as random search did
+    before it kept one per slot: a study of it has a row only for each point that started."""
+
+    ready_share = 0.0
