@@ -244,9 +244,11 @@ def test_a_task_the_pool_still_runs_is_not_run_again_when_the_resumed_service_re
 
 def gated_config(write, url, procs, lease=10.0, **study):
     """A study (written by the ``study`` fixture, ``write``) whose evaluations wait for the
-    file ``go`` (``fault_me:gated``); it runs until stopped unless ``study`` sets a limit."""
+    file ``go`` (``fault_me:gated``); it runs until stopped unless ``study`` sets a limit. Its
+    random search keeps no points ready, so that the queue holds one task per slot."""
     return write(system={"procs": procs, "progress_interval": 60, "storage": url},
-                 study={"no_limit": True, "seed": 4, "objective": "fault_me:gated", **study},
+                 study={"no_limit": True, "seed": 4, "objective": "fault_me:gated",
+                        "algorithm": "recording_algorithm:RandomNoReady", **study},
                  service={"lease": lease})
 
 
