@@ -93,6 +93,12 @@ def toy_config(tmp_path, monkeypatch):
     return make
 
 
+# Random search that keeps no points ready (tests/support/recording_algorithm.py): for tests
+# that count the rows of points that started (a ready point that never started is cancelled on
+# an interrupt, a drain or a stop, and runs again on resume).
+NO_READY = "recording_algorithm:RandomNoReady"
+
+
 def stored_rows(expdir):
     """The evaluations in the store (``results.db``) of ``expdir``, by id."""
     store = Store(Path(expdir) / "results.db", create=False)

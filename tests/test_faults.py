@@ -17,11 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SUPPORT, wait_until
-
-# Random search without points kept ready: the interrupt and drain tests count rows of points
-# that started (a ready point that never started is cancelled too, and runs on resume).
-NO_READY = "recording_algorithm:RandomNoReady"
+from conftest import NO_READY, SUPPORT, wait_until
 
 
 pytestmark = pytest.mark.mpi

@@ -19,7 +19,7 @@ SUPPORT = Path(__file__).parent / "support"
 if str(SUPPORT) not in sys.path:
     sys.path.insert(0, str(SUPPORT))
 
-from conftest import wait_until  # noqa: E402
+from conftest import NO_READY, wait_until  # noqa: E402
 from slurm import slurm_fixture  # noqa: E402,F401  (the session fixture "slurm")
 
 pytestmark = [pytest.mark.slow, pytest.mark.mpi]
@@ -206,7 +206,7 @@ def test_a_job_drains_before_its_walltime_and_its_chained_follow_up_ends_the_stu
     # 10; its follow-up finishes the rest well within its own 30 s (each starts in about 2 s)
     budget = 12
     config = study(system={"procs": 2, "progress_interval": 60},
-                   study={"budget": budget, "seed": 2,
+                   study={"budget": budget, "seed": 2, "algorithm": NO_READY,
                           "objective": "slurm_models:job_square"})
     done = emews_cli("submit", config, "--site", "slurm", "--walltime", "00:01:00",
                      "--chain", "1", env={"SLURM_CONF": slurm.env["SLURM_CONF"],

@@ -18,7 +18,8 @@ import urllib.parse
 
 import pytest
 
-from conftest import SUPPORT, alive, assert_exact_budget_and_lost_leases_rerun, wait_until
+from conftest import (NO_READY, SUPPORT, alive, assert_exact_budget_and_lost_leases_rerun,
+                      wait_until)
 from support.postgres import postgres_server, postgres_url  # noqa: F401 - fixtures
 from test_service import MPIEXEC, Jobs
 
@@ -248,7 +249,7 @@ def gated_config(write, url, procs, lease=10.0, **study):
     random search keeps no points ready, so that the queue holds one task per slot."""
     return write(system={"procs": procs, "progress_interval": 60, "storage": url},
                  study={"no_limit": True, "seed": 4, "objective": "fault_me:gated",
-                        "algorithm": "recording_algorithm:RandomNoReady", **study},
+                        "algorithm": NO_READY, **study},
                  service={"lease": lease})
 
 
