@@ -23,6 +23,7 @@ line naming the file and the cause; what was committed before stays.
 
 import collections
 import contextlib
+import functools
 import json
 import math
 import re
@@ -120,12 +121,12 @@ class Store:
     def _write_values(self, head, row, rows, tail=""):
         """Write ``rows`` as a few multi-row statements, ``HEAD (row),(row),... TAIL``: one
         statement per chunk costs SQLite half of one statement per row. Chunk sizes are powers
-        of two, so each statement shape is prepared once and then found in the cache."""
+        of two, so each statement shape is built and prepared once and then found in a cache."""
         start = 0
         while start < len(rows):
             size = min(ROWS_PER_STATEMENT, 1 << ((len(rows) - start).bit_length() - 1))
             chunk = rows[start:start + size]
-            self._write(head + ",".join([row] * size) + tail,
+            self._write(values_statement(head, row, size, tail),
                         [[value for values in chunk for value in values]])
             start += size
 
@@ -136,13 +137,8 @@ class Store:
         if not MULTI_ROW_UPDATE or len(rows) < MULTI_ROW_MIN:
             self._write(f"UPDATE evaluations SET {assignments} WHERE id=?", rows)
             return
-        columns = [f"c{k}" for k in range(assignments.count("?"))]
-        names = iter(columns)
-        assigned = re.sub(r"\?", lambda _: f"v.{next(names)}", assignments)
-        self._write_values(f"WITH v({', '.join(columns)}, id) AS (VALUES ",
-                           "(" + ", ".join("?" * (len(columns) + 1)) + ")", rows,
-                           f") UPDATE evaluations SET {assigned} FROM v "
-                           "WHERE evaluations.id = v.id")
+        head, row, tail = update_from(assignments)
+        self._write_values(head, row, rows, tail)
 
     # --- writes (buffered until commit: one transaction) --------------------------------------
 
@@ -302,6 +298,25 @@ class Store:
     def next_seq(self):
         """The place in the ME's order of the next point it proposes."""
         return self._read("SELECT COALESCE(MAX(seq) + 1, 0) FROM evaluations")[0][0]
+
+
+@functools.lru_cache(maxsize=None)
+def values_statement(head, row, size, tail):
+    """``HEAD row,row,... TAIL`` with ``size`` rows (built once per shape)."""
+    return head + ",".join([row] * size) + tail
+
+
+@functools.lru_cache(maxsize=None)
+def update_from(assignments):
+    """``(head, row, tail)`` of ``WITH v(...) AS (VALUES row,...) UPDATE evaluations SET
+    ASSIGNMENTS FROM v WHERE evaluations.id = v.id``, each ``?`` of ``assignments`` a column
+    of ``v`` (built once per statement)."""
+    columns = [f"c{k}" for k in range(assignments.count("?"))]
+    names = iter(columns)
+    assigned = re.sub(r"\?", lambda _: f"v.{next(names)}", assignments)
+    return (f"WITH v({', '.join(columns)}, id) AS (VALUES ",
+            "(" + ", ".join("?" * (len(columns) + 1)) + ")",
+            f") UPDATE evaluations SET {assigned} FROM v WHERE evaluations.id = v.id")
 
 
 def finished_rows(rows):
