@@ -37,269 +37,67 @@ Comparisons are paired by seed: a one-sided Wilcoxon signed-rank test each way
 :data:`ALPHA`. Runs go in parallel, one per core, the costliest first.
 
 A full run takes hours, so each finished run is appended to a cache (:func:`run_cache`, one
-JSON line per run) kept for exactly this code, these sizes and these package versions: a run
-that is stopped and started again does only the runs still missing.
+JSON line per run) kept for these sizes and these package versions. Each line also records a
+digest of every file of ours that the run imported (:func:`benchmarks.quality_runs.code_digests`): a run is taken from
+the cache only while those files are unchanged, so a change to the store or to one algorithm
+reruns only the runs that used it. A run that is stopped and started again does only the runs
+still missing.
 """
 
 import concurrent.futures as cf
+import functools
 import hashlib
-import heapq
-import importlib.util
 import json
 import math
+import multiprocessing
 import os
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
 
+from .quality_runs import ANALYTIC, MARKS, current_digest, one_run, unavailable
+
 CACHE_DIRECTORY = Path(__file__).resolve().parent / "results" / "quality-runs"
-# What a run's outcome depends on besides its arguments: our code, this part, the peers.
-CODE_PATHS = ("algorithms", "emews", "benchmarks/quality.py")
+# What a cached run's outcome depends on besides its arguments and its code: the peers.
+PRELOAD = ("numpy", "scipy.optimize", "sklearn.ensemble", "sklearn.gaussian_process", "skopt",
+           "optuna")
 PEER_PACKAGES = ("numpy", "scipy", "scikit-learn", "scikit-optimize", "optuna")
 REGRET_FLOOR = 1e-8
-ANALYTIC = {"branin": ("branin", 2), "hartmann6": ("hartmann6", 6), "ackley5": ("ackley", 5),
-            "rosenbrock4": ("rosenbrock", 4), "levy6": ("levy", 6)}
-MARKS = (0.25, 0.5, 1.0)
 MODES = ("sequential", "batch", "async")
 ALPHA = 0.05
 ASYNC_TOLERANCE = 0.10     # async median log10 regret within 10% of the sequential one
-SKOPT = {"skopt gp_minimize": "gp_minimize", "skopt forest_minimize": "forest_minimize"}
-OPTUNA = {"optuna TPE": "tpe", "optuna GP": "gp"}
 # Rough cost of one run relative to random search: the slowest start first.
 COST = {"gp": 30, "skopt gp_minimize": 30, "skopt forest_minimize": 20, "mbo": 20,
         "optuna GP": 20, "optuna": 3, "optuna TPE": 3}
 
 
-def problem(name, digits_epochs=None):
-    """``(space, objective, minimum)`` of a problem (``minimum`` is None when unknown).
-
-    ``digits_epochs`` replaces the digits space's constant number of epochs (smoke runs).
-    """
-    from emews.space import Constant, Space
-
-    if name == "digits":
-        import emews.models
-        from emews.evaluate import Objective
-
-        space = Space.from_file(Path(emews.models.__file__).parent / "digits_space.json")
-        if digits_epochs is not None:
-            space = Space(tuple(Constant(p.name, digits_epochs) if p.name == "epochs" else p
-                                for p in space.params))
-        model = Objective(impl="py", objective="emews.models.digits:train")
-        return space, lambda point: model.evaluate(json.dumps(point), "RUN").value, None
-    from emews.models import analytic
-
-    function, dimension = ANALYTIC[name]
-    space = Space.from_ga_json(analytic.space(function, dimension))
-    return space, getattr(analytic, function), analytic.MINIMA[function]
-
-
-def unavailable(contender):
-    """Why a contender cannot run here (``None`` when it can)."""
-    if contender == "optuna GP" and importlib.util.find_spec("torch") is None:
-        return "Optuna's GPSampler needs PyTorch, which is not installed (pip install torch)"
-    return None
-
-
-# --- contenders: ask(n) -> points, tell(points, values) ---------------------------------------
-
-class Ours:
-    """One of our algorithms (a registered name) through the ME driver's ``Search``."""
-
-    def __init__(self, name, space, seed, budget):
-        from emews.core.algorithm import Stopper, load
-        from emews.core.me import Search
-
-        self.search = Search(load(name)(space, seed=seed), Stopper(budget=budget))
-
-    def ask(self, n):
-        return self.search.propose(n)
-
-    def tell(self, points, values):
-        self.search.tell(points, values)
-
-
-class OptunaPeer:
-    """An Optuna sampler on Optuna's own ``study.ask`` / ``study.tell``."""
-
-    def __init__(self, sampler, space, seed, budget):
-        import optuna
-
-        from emews.algorithms.optuna_search import distributions
-
-        optuna.logging.set_verbosity(optuna.logging.WARNING)
-        samplers = {"tpe": lambda: optuna.samplers.TPESampler(seed=seed, constant_liar=True),
-                    "gp": lambda: optuna.samplers.GPSampler(seed=seed)}
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")      # Optuna 4: constant_liar is experimental
-            self.study = optuna.create_study(sampler=samplers[sampler]())
-        self.space = space
-        self.distributions = distributions(space)
-        self.running = {}                        # point key -> trials
-
-    def ask(self, n):
-        from emews.algorithms.optuna_search import decode
-        from emews.core.algorithm import point_key
-
-        points = []
-        for _ in range(n):
-            trial = self.study.ask(self.distributions)
-            point = self.space.point([decode(p, trial.params[p.name]) for p in self.space.free])
-            self.running.setdefault(point_key(point), []).append(trial)
-            points.append(point)
-        return points
-
-    def tell(self, points, values):
-        from optuna.trial import TrialState
-
-        from emews.core.algorithm import point_key
-
-        for point, value in zip(points, values):
-            trial = self.running[point_key(point)].pop(0)
-            if math.isfinite(value):
-                self.study.tell(trial, value)
-            else:
-                self.study.tell(trial, state=TrialState.FAIL)
-
-
-class SkoptPeer:
-    """scikit-optimize's ``Optimizer`` as ``gp_minimize`` or ``forest_minimize`` builds it."""
-
-    def __init__(self, minimize, space, seed, budget):
-        import skopt
-        from sklearn.utils import check_random_state
-        from skopt.utils import cook_estimator, normalize_dimensions
-
-        from emews.algorithms.skopt_search import dimension
-
-        defaults = _defaults(getattr(skopt, minimize))
-        rng = check_random_state(seed)
-        dimensions = normalize_dimensions([dimension(p) for p in space.free])
-        if minimize == "gp_minimize":   # what gp_minimize does before base_minimize
-            estimator = cook_estimator("GP", space=dimensions, noise=defaults["noise"],
-                                       random_state=rng.randint(0, np.iinfo(np.int32).max))
-            acq_optimizer, restarts = defaults["acq_optimizer"], defaults["n_restarts_optimizer"]
-        else:                           # forest_minimize hands base_minimize these
-            estimator, acq_optimizer, restarts = defaults["base_estimator"], "sampling", 5
-        self.optimizer = skopt.Optimizer(   # what base_minimize builds from them
-            dimensions, estimator, n_initial_points=defaults["n_initial_points"],
-            initial_point_generator=defaults["initial_point_generator"],
-            n_jobs=defaults["n_jobs"], acq_func=defaults["acq_func"],
-            acq_optimizer=acq_optimizer, random_state=rng,
-            model_queue_size=defaults["model_queue_size"],
-            acq_optimizer_kwargs={"n_points": defaults["n_points"],
-                                  "n_restarts_optimizer": restarts, "n_jobs": defaults["n_jobs"]},
-            acq_func_kwargs={"xi": defaults["xi"], "kappa": defaults["kappa"]})
-        self.space = space
-
-    def ask(self, n):
-        from emews.algorithms.skopt_search import decode
-
-        xs = [self.optimizer.ask()] if n == 1 else self.optimizer.ask(n_points=n)
-        return [self.space.point([decode(p, v) for p, v in zip(self.space.free, x)])
-                for x in xs]
-
-    def tell(self, points, values):
-        from emews.algorithms.skopt_search import encode
-
-        told = [(p, v) for p, v in zip(points, values) if math.isfinite(v)]
-        if told:
-            self.optimizer.tell([[encode(q, p[q.name]) for q in self.space.free]
-                                 for p, _ in told], [float(v) for _, v in told])
-
-
-def _defaults(function):
-    import inspect
-
-    return {name: p.default for name, p in inspect.signature(function).parameters.items()}
-
-
-def contender(name, space, seed, budget):
-    """The ask/tell object of contender ``name``."""
-    if name in OPTUNA:
-        return OptunaPeer(OPTUNA[name], space, seed, budget)
-    if name in SKOPT:
-        return SkoptPeer(SKOPT[name], space, seed, budget)
-    return Ours(name, space, seed, budget)
-
-
-# --- the loop ----------------------------------------------------------------------------------
-
-def evaluate(searcher, objective, budget, mode, workers, seed):
-    """Run ``searcher`` on ``objective`` for ``budget`` evaluations in ``mode``; return the values
-    in the order they were told."""
-    values = []
-    if mode in ("sequential", "batch"):
-        size = 1 if mode == "sequential" else workers
-        while len(values) < budget:
-            points = searcher.ask(min(size, budget - len(values)))
-            if not points:
-                break
-            results = [objective(p) for p in points]
-            searcher.tell(points, results)
-            values += results
-        return values
-    durations = np.random.default_rng([seed, 1]).lognormal(0.0, 1.0, budget)
-    running, issued, now = [], 0, 0.0           # heap of (finish, order, point, value)
-    while True:
-        free = min(workers - len(running), budget - issued)
-        for point in searcher.ask(free) if free > 0 else []:
-            heapq.heappush(running, (now + durations[issued], issued, point, objective(point)))
-            issued += 1
-        if not running:
-            return values
-        now, _, point, value = heapq.heappop(running)
-        searcher.tell([point], [value])
-        values.append(value)
-
-
-def one_run(problem_name, name, mode, seed, budget, workers, digits_epochs=None):
-    """One contender on one problem in one mode with one seed: the best value at each mark."""
-    space, objective, _ = problem(problem_name, digits_epochs)
-    started = time.perf_counter()
-    values = evaluate(contender(name, space, seed, budget), objective, budget, mode, workers,
-                      seed)
-    seconds = time.perf_counter() - started
-    finite = [v if v is not None and math.isfinite(v) else math.inf for v in values]
-    best = np.minimum.accumulate(finite) if finite else np.array([math.inf])
-    marks = {str(m): float(best[min(len(best), max(int(m * budget), 1)) - 1]) for m in MARKS}
-    return {"problem": problem_name, "contender": name, "mode": mode, "seed": seed,
-            "evaluations": len(values), "best": marks, "seconds": seconds}
-
 
 def run_cache(sizes, directory=CACHE_DIRECTORY):
-    """The cache file of finished runs at ``sizes`` for this code (the commit's trees and any
-    local changes to them) and the installed peers; None outside a git checkout."""
+    """The cache file of finished runs at ``sizes`` with the installed peers (only the sizes a
+    run depends on count: more seeds, problems or contenders add to the same cache)."""
     from importlib import metadata
 
-    from . import report        # report imports this module
-
-    trees = [report.git("rev-parse", f"HEAD:{path}") for path in CODE_PATHS]
-    if None in trees:
-        return None
-    changes = [report.git("diff", "HEAD", "--", *CODE_PATHS),
-               report.git("ls-files", "--others", "--exclude-standard", "--", *CODE_PATHS)]
-    quality_sizes = {k: v for k, v in vars(sizes).items() if k.startswith("quality_")}
-    key = json.dumps([trees, changes, quality_sizes,
-                      [metadata.version(p) for p in PEER_PACKAGES]], sort_keys=True, default=list)
+    run_sizes = [sizes.quality_budget, sizes.quality_workers, sizes.quality_digits_epochs]
+    key = json.dumps([run_sizes, [metadata.version(p) for p in PEER_PACKAGES]])
     return Path(directory) / f"{sizes.name}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsonl"
 
 
 def cached_runs(cache):
-    """``{(problem, contender, mode, seed): run}`` of the runs in ``cache`` (a path or None)."""
+    """``{(problem, contender, mode, seed): run}`` of the runs in ``cache`` whose code is
+    unchanged (their recorded digests match the files now)."""
     try:
-        lines = Path(cache).read_text().splitlines() if cache else []
+        lines = Path(cache).read_text().splitlines()
     except FileNotFoundError:
         return {}
-    found = {}
+    current, found = functools.cache(current_digest), {}     # each file read once
     for line in lines:
         try:
             r = json.loads(line)
         except ValueError:          # a line cut short when a run was killed while writing
             continue
-        found[(r["problem"], r["contender"], r["mode"], r["seed"])] = r
+        if all(current(name) == digest for name, digest in r["code"].items()):
+            found[(r["problem"], r["contender"], r["mode"], r["seed"])] = r
     return found
 
 
@@ -315,25 +113,29 @@ def run(sizes, jobs=None, cache_directory=CACHE_DIRECTORY):
             for m in sizes.quality_modes for s in range(sizes.quality_seeds)]
     cache = run_cache(sizes, cache_directory)
     known = cached_runs(cache)
-    results = [known[r] for r in runs if r in known]
+    results = [{k: v for k, v in known[r].items() if k != "code"} for r in runs if r in known]
     missing = sorted((r for r in runs if r not in known),
                      key=lambda r: (-COST.get(r[1], 1), r[2] == "batch", r[0] == "digits"))
     print(f"[quality] {len(results)} of {len(runs)} runs from the cache {cache}", flush=True)
-    if cache:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        with open(cache, "a+b") as f:     # end a line cut short, so the next one stands alone
-            if f.tell() and (f.seek(-1, os.SEEK_END), f.read(1))[1] != b"\n":
-                f.write(b"\n")
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    with open(cache, "a+b") as f:     # end a line cut short, so the next one stands alone
+        if f.tell() and (f.seek(-1, os.SEEK_END), f.read(1))[1] != b"\n":
+            f.write(b"\n")
     started = time.perf_counter()
     os.environ.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
-    with cf.ProcessPoolExecutor(jobs or os.cpu_count()) as pool:
+    # A fresh process per run, forked from a server that imported the peers' packages but none
+    # of ours: a run's recorded code is exactly what it imported.
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(list(PRELOAD))
+    with cf.ProcessPoolExecutor(jobs or os.cpu_count(), mp_context=context,
+                                max_tasks_per_child=1) as pool:
         futures = [pool.submit(one_run, *r, sizes.quality_budget, sizes.quality_workers,
                                sizes.quality_digits_epochs) for r in missing]
         for done, future in enumerate(cf.as_completed(futures), 1):
-            results.append(future.result())
-            if cache:
-                with open(cache, "a") as f:
-                    f.write(json.dumps(results[-1]) + "\n")
+            line = future.result()
+            with open(cache, "a") as f:
+                f.write(json.dumps(line) + "\n")
+            results.append({k: v for k, v in line.items() if k != "code"})
             if done % max(len(futures) // 20, 1) == 0:
                 print(f"[quality] {done}/{len(futures)} runs, "
                       f"{time.perf_counter() - started:.0f} s", flush=True)

@@ -4,7 +4,8 @@ out the budget as they say, and the paired verdicts follow the Wilcoxon test (no
 import numpy as np
 import pytest
 
-from benchmarks.quality import compare, contender, evaluate, problem
+from benchmarks.quality import compare
+from benchmarks.quality_runs import contender, evaluate, problem
 
 
 @pytest.mark.parametrize("name,minimize", [("skopt gp_minimize", "gp_minimize"),
@@ -12,7 +13,7 @@ from benchmarks.quality import compare, contender, evaluate, problem
 def test_a_sequential_skopt_peer_is_exactly_its_minimize_function(name, minimize):
     import skopt
 
-    from emews.algorithms.skopt_search import decode, dimension
+    from emews.algorithms.skopt_space import decode, dimension
 
     space, objective, _ = problem("branin")
     reference = getattr(skopt, minimize)(
@@ -74,7 +75,7 @@ def test_the_paired_verdict_comes_from_the_wilcoxon_test():
 def test_optuna_gp_is_left_out_with_the_reason_only_without_pytorch():
     import importlib.util
 
-    from benchmarks.quality import unavailable
+    from benchmarks.quality_runs import unavailable
 
     missing = importlib.util.find_spec("torch") is None
     assert (unavailable("optuna GP") is not None) == missing
@@ -105,3 +106,37 @@ def test_a_stopped_quality_run_started_again_runs_only_what_its_cache_lacks(tmp_
 
     assert by_key(again) == by_key(first)                  # seeded runs: the same outcomes
     assert again["summary"] == first["summary"]
+
+
+def test_a_cached_run_is_run_again_only_when_code_it_imported_changed(tmp_path, capsys):
+    import json
+    from dataclasses import replace
+
+    from benchmarks import quality
+    from benchmarks.sizes import SMOKE
+
+    sizes = replace(SMOKE, quality_problems=("branin",), quality_seeds=1, quality_budget=4,
+                    quality_modes=("sequential",))
+    quality.run(sizes, jobs=1, cache_directory=tmp_path)
+    cache = quality.run_cache(sizes, tmp_path)
+    runs = [json.loads(line) for line in cache.read_text().splitlines()]
+    by_contender = {r["contender"]: r["code"] for r in runs}
+    assert set(by_contender) == {"random", "optuna TPE"}
+    assert "algorithms/random_search.py" in by_contender["random"]
+    assert "algorithms/optuna_search.py" in by_contender["optuna TPE"]
+    assert by_contender["random"]["models/digits_space.json"]
+    assert not any(name.startswith(("emews/store/", "emews/pools/")) for name in by_contender["random"])
+    # As if random_search.py had been edited since those runs:
+    for r in runs:
+        if "algorithms/random_search.py" in r["code"]:
+            r["code"]["algorithms/random_search.py"] = "0" * 16
+    stale = sum("algorithms/random_search.py" in r["code"] for r in runs)
+    assert 1 <= stale < len(runs)
+    cache.write_text("".join(json.dumps(r) + "\n" for r in runs))
+    capsys.readouterr()
+    again = quality.run(sizes, jobs=1, cache_directory=tmp_path)
+    assert f"{len(runs) - stale} of {len(runs)} runs from the cache" in capsys.readouterr().out
+    assert len(again["runs"]) == len(runs) and "code" not in again["runs"][0]
+    # More seeds or fewer contenders share the cache; another budget does not.
+    assert quality.run_cache(replace(sizes, quality_seeds=5, quality_peers=()), tmp_path) == cache
+    assert quality.run_cache(replace(sizes, quality_budget=5), tmp_path) != cache
