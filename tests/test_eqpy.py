@@ -36,6 +36,26 @@ def test_tagged_results_round_trip():
     assert pairs[0] == (7, 1.5) and pairs[1][0] == 2 and math.isnan(pairs[1][1])
 
 
+def test_an_in_process_answer_is_the_wire_text_to_a_classic_me_and_values_to_the_driver():
+    def run():
+        eqpy.OUT_put("classic:" + eqpy.IN_get())
+        eqpy.OUT_put(repr(eqpy.IN_get_tagged()))
+        eqpy.OUT_put(repr(eqpy.IN_get_results()))
+        eqpy.OUT_put(repr(eqpy.IN_get_tagged()))    # a text answer, as Swift/T sends
+        eqpy.OUT_put("DONE")
+
+    eqpy.init(_module("answers_me", run))
+    eqpy.input_q.put(eqpy.Answer([(3, 0.1), (1, math.nan)], tagged=True))
+    assert eqpy.output_q_get() == "classic:3:0.1;1:NaN"
+    eqpy.input_q.put(eqpy.Answer([(4, 2)], tagged=True))
+    assert eqpy.output_q_get() == "[(4, 2.0)]"              # floats, as the text gives
+    eqpy.input_q.put(eqpy.Answer([1.5, math.inf]))
+    assert eqpy.output_q_get() == "[1.5, inf]"
+    eqpy.input_q.put(eqpy.encode_tagged([(0, -1.25)]))
+    assert eqpy.output_q_get() == "[(0, -1.25)]"
+    assert eqpy.output_q_get() == "DONE"
+
+
 def _module(name, run):
     module = types.ModuleType(name)
     module.run = run

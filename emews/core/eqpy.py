@@ -23,6 +23,11 @@ Wire format (this module is the only place that writes or reads it):
   order the ME put them on the queue, over the whole run.
 * ``DONE`` (or ``FINAL``) ends the run; the next message is the final message.
 
+Within one process the master answers with an :class:`Answer`, the values themselves:
+:func:`IN_get` writes it as the text above for a classic EQ/Py ME, while the ME driver reads the
+values (:func:`IN_get_results`, :func:`IN_get_tagged`), so no result is written as text and
+parsed back on rank 0. Text answers (from Swift/T) are read by both.
+
 One study runs per process at a time: :func:`init` makes fresh queues.
 """
 
@@ -66,15 +71,50 @@ def OUT_put(string_params):
     getattr(_bound, "output_q", output_q).put(string_params)
 
 
+class Answer:
+    """The master's answer to a message of points, as values: batch results in the order of
+    the points, or ``(index, value)`` pairs when ``tagged`` (async)."""
+
+    __slots__ = ("values", "tagged")
+
+    def __init__(self, values, tagged=False):
+        self.values, self.tagged = values, tagged
+
+    def text(self):
+        """The answer in the wire format."""
+        return encode_tagged(self.values) if self.tagged else encode_results(self.values)
+
+
+def _answer():
+    message = getattr(_bound, "input_q", input_q).get()
+    if message is _STOP:
+        raise Stopped("the study ended")
+    return message
+
+
 def IN_get():
     """Block until the evaluating side answers; return its string.
 
     Raises :class:`Stopped` when the study ended without waiting for the ME (see :func:`stop`).
     """
-    message = getattr(_bound, "input_q", input_q).get()
-    if message is _STOP:
-        raise Stopped("the study ended")
-    return message
+    message = _answer()
+    return message.text() if isinstance(message, Answer) else message
+
+
+def IN_get_results():
+    """Like :func:`IN_get`, for batch results: the values, as floats (NaN for a failure)."""
+    message = _answer()
+    if isinstance(message, Answer):
+        return [float(value) for value in message.values]
+    return decode_results(message)
+
+
+def IN_get_tagged():
+    """Like :func:`IN_get`, for async results: ``(index, value)`` pairs, values as floats."""
+    message = _answer()
+    if isinstance(message, Answer):
+        return [(index, float(value)) for index, value in message.values]
+    return decode_tagged(message)
 
 
 def stop(wait=ME_EXIT_WAIT):

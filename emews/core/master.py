@@ -303,7 +303,7 @@ class Master:
         if self.stop_reason:
             self._cancel_waiting(f"cancelled: the study stopped ({self.stop_reason})")
         self.store.mark_running(self._submit_waiting())
-        self.store.commit()
+        self.store.commit(hold_recent=True)    # a point handed out just now: see emews.store
         if self.progress is not None:
             self.progress.update(final, running=len(self.pool.running) + len(self.waiting))
         if abort:
@@ -322,7 +322,7 @@ class Master:
                     return None  # some points were never started: a limit was reached
                 self._wait_for_results()
                 left.difference_update(self.reported)
-            return eqpy.encode_results([self.unreported.pop(i) for i in ids])
+            return eqpy.Answer([self.unreported.pop(i) for i in ids])
         while not self.unreported:
             if not self.pool.running and not self.waiting:
                 if self.stop_reason or self._allowed() <= 0:
@@ -333,7 +333,7 @@ class Master:
             self._wait_for_results()
         pairs = [(self.index.pop(i), value) for i, value in sorted(self.unreported.items())]
         self.unreported.clear()
-        return eqpy.encode_tagged(pairs)
+        return eqpy.Answer(pairs, tagged=True)
 
     def _wait_for_results(self):
         if not self.pool.running and not self.waiting:

@@ -186,7 +186,7 @@ class Search:
             if not points:
                 return "the algorithm proposed no points"
             self._put(points)
-            self.tell(points, eqpy.decode_results(eqpy.IN_get()))
+            self.tell(points, eqpy.IN_get_results())
             if self.checkpoint is not None:
                 self.checkpoint.save(self)
         return reason
@@ -206,7 +206,7 @@ class Search:
             if not points and not in_flight:
                 return reason or "the algorithm proposed no points"
             in_flight.update(zip(self._put(points), points))
-            pairs = eqpy.decode_tagged(eqpy.IN_get())
+            pairs = eqpy.IN_get_tagged()
             self.tell([in_flight.pop(i) for i, _ in pairs], [v for _, v in pairs])
 
     def final_message(self, reason):

@@ -208,8 +208,9 @@ class PostgresStore:
         """Whether writes wait for the next :meth:`commit` (as ``Store.pending``)."""
         return self.dirty
 
-    def commit(self):
-        """Make every buffered write durable."""
+    def commit(self, hold_recent=False):
+        """Make every buffered write durable (``hold_recent`` is for the SQLite store's sake:
+        here a point's running status is written with the first commit)."""
         with self._guard("commit results"):
             self.db.commit()
         self.dirty = False

@@ -11,6 +11,12 @@ one commit per master turn, however many results and state changes the turn hold
 write lock held between turns (the ME thread's checkpoint and ``emews status`` never wait on
 the master). A read commits what is buffered first, so it sees every write before it.
 
+A point handed to a worker is marked ``running`` with the first commit after it has run
+:data:`RUNNING_MARK_DELAY`, or with any commit but a master turn's (the master commits before
+it waits for anything): a short task goes from ``queued`` to its result in one update, its row
+taking the rank and start time from the result, and ``emews status`` shows a long one running
+within that delay.
+
 A point's row moves ``queued -> running -> done | failed``; a retried failure goes back to
 ``queued`` as its next attempt; the end of a study on an abort cancels what is in flight
 (``cancelled``); a resumed run marks what a killed run left unfinished ``interrupted`` and
@@ -39,6 +45,7 @@ LOG_TAIL_BYTES = 64 * 1024
 ROWS_PER_STATEMENT = 128            # 11 values a row: far below SQLite's 32,766 parameters
 MULTI_ROW_UPDATE = sqlite3.sqlite_version_info >= (3, 33)   # UPDATE ... FROM
 MULTI_ROW_MIN = 8     # fewer rows: one UPDATE each is cheaper than planning an UPDATE ... FROM
+RUNNING_MARK_DELAY = 0.05   # seconds a turn's commit holds back a point's running status
 
 
 @contextlib.contextmanager
@@ -61,7 +68,8 @@ class Store:
         if not create and not Path(self.path).is_file():
             raise ConfigError(self.path, "the experiment has no store to resume from (a missing "
                               "results.db is never a fresh start)", None, show_value=False)
-        self.pending = []                  # (sql, rows, action) written since the last commit
+        self.writes = []                   # (sql, rows, action) written since the last commit
+        self.marks = {}                    # id -> (rank, time) handed out, not yet marked running
         with guarded(self.path, "open the store"):
             self.db = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
             self.db.row_factory = sqlite3.Row
@@ -90,18 +98,26 @@ class Store:
                 self.db.close()
             self.db = None
 
-    def commit(self):
+    @property
+    def pending(self):
+        """Whether writes wait for the next :meth:`commit`."""
+        return bool(self.writes or self.marks)
+
+    def commit(self, hold_recent=False):
         """Make every buffered write durable, all of them in one transaction.
 
-        On an SQLite failure the transaction is rolled back (nothing of it is stored, and it
-        is dropped) and a :class:`StoreError` names the write that failed. Interrupted by
-        anything else (a signal), it is rolled back and stays buffered for the next commit.
+        ``hold_recent`` (a master turn) holds back the running status of points handed out
+        less than :data:`RUNNING_MARK_DELAY` ago. On an SQLite failure the transaction is
+        rolled back (nothing of it is stored, and it is dropped) and a :class:`StoreError`
+        names the write that failed. Interrupted by anything else (a signal), it is rolled
+        back and stays buffered for the next commit.
         """
-        if not self.pending:
+        self._write_marks(time.time() - RUNNING_MARK_DELAY if hold_recent else math.inf)
+        if not self.writes:
             return
         action = "commit results"
         try:
-            for sql, rows, action in self.pending:
+            for sql, rows, action in self.writes:
                 self.db.executemany(sql, rows)
             action = "commit results"
             self.db.commit()
@@ -110,13 +126,24 @@ class Store:
                 self.db.rollback()
             if not isinstance(exc, sqlite3.Error):
                 raise
-            self.pending = []
+            self.writes = []
             raise StoreError(f"{self.path}: cannot {action}: {exc}") from None
-        self.pending = []
+        self.writes = []
 
     def _write(self, sql, rows, action="record evaluations"):
         if rows:
-            self.pending.append((sql, rows, action))
+            self.writes.append((sql, rows, action))
+
+    def _write_marks(self, before):
+        """Write the running status of the points handed out before ``before`` (a time)."""
+        rows = []
+        for i, (rank, started) in self.marks.items():    # in the order they were handed out
+            if started > before:
+                break
+            rows.append((rank, started, i))
+        for _, _, i in rows:
+            del self.marks[i]
+        self._update_evaluations("status='running', rank=?, started=?", rows)
 
     def _write_values(self, head, row, rows, tail=""):
         """Write ``rows`` as a few multi-row statements, ``HEAD (row),(row),... TAIL``: one
@@ -156,10 +183,9 @@ class Store:
                             for i, params, run_id, rank, seq in rows])
 
     def mark_running(self, rows):
-        """Points handed to a worker: ``(id, rank)`` tuples."""
+        """Points handed to a worker: ``(id, rank)`` tuples (written as the module says)."""
         now = time.time()
-        self._update_evaluations("status='running', rank=?, started=?",
-                                 [(rank, now, i) for i, rank in rows])
+        self.marks.update((i, (rank, now)) for i, rank in rows)
 
     def finish(self, rows):
         """Finished attempts: ``(id, rank, outcome, attempt, status)`` tuples.
@@ -168,6 +194,8 @@ class Store:
         ``queued`` for a failure that will be retried); the attempt itself keeps the outcome's
         own status in ``attempts``.
         """
+        for row in rows:
+            self.marks.pop(row[0], None)       # the result carries its rank and start
         attempts, points = finished_rows(rows)
         self._write_values("INSERT OR REPLACE INTO attempts (id, attempt, status, result, error, "
                            "log_tail, rank, started, finished, metrics, run_id) VALUES ",
@@ -188,12 +216,15 @@ class Store:
 
     def requeue(self, rows):
         """Points to run again as a new attempt: ``(id, attempt, run_id)`` tuples."""
+        for row in rows:
+            self.marks.pop(row[0], None)
         self._write("UPDATE evaluations SET status='queued', attempt=?, run_id=?, rank=NULL, "
                     "started=NULL, finished=NULL, queued=? WHERE id=?",
                     [(attempt, run_id, time.time(), i) for i, attempt, run_id in rows])
 
     def cancel(self, ids, reason):
         """Points whose evaluation was called off (``cancelled``, with ``reason``)."""
+        self._write_marks(math.inf)            # their attempts keep the rank and start
         now = time.time()
         rows = [(reason, now, i) for i in ids]
         self._write("INSERT OR REPLACE INTO attempts (id, attempt, status, error, rank, run_id, "
@@ -239,8 +270,7 @@ class Store:
     # --- reads ---------------------------------------------------------------------------------
 
     def _read(self, sql, args=()):
-        if self.pending:
-            self.commit()
+        self.commit()
         with guarded(self.path, "read the store"):
             return self.db.execute(sql, args).fetchall()
 
