@@ -2,6 +2,7 @@
 fixture), each checked against the experiment it leaves: results.db's rows, final.json, out/,
 the run directories and `emews show`. Bad input is refused before Swift/T starts."""
 
+import contextlib
 import json
 import math
 import os
@@ -268,7 +269,8 @@ def kill_job(job, expdir):
     """kill -9 the whole Swift/T job; return once none of its processes is left."""
     os.killpg(job.pid, signal.SIGKILL)
     for pid in job_processes(expdir):
-        os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):    # it died of the first kill meanwhile
+            os.kill(pid, signal.SIGKILL)
     job.wait(timeout=60)
     wait_until(lambda: not job_processes(expdir), "every process of the killed job gone")
 
