@@ -1,5 +1,6 @@
 """The EQ/Py queue protocol: wire format and the ME thread's life and death."""
 
+import json
 import math
 import sys
 import types
@@ -19,6 +20,14 @@ def test_points_survive_the_wire_whatever_their_strings(text):
     message = eqpy.encode_points(points)
     assert len(eqpy.split_points(message)) == 2
     assert eqpy.decode_points(message) == points
+
+
+def test_points_are_written_by_json_s_c_encoder_made_once_exactly_as_json_writes_them():
+    assert eqpy._encode_point is not eqpy._POINT_JSON.encode   # CPython's json has one
+    for text in AWKWARD:
+        point = {"s": text, "f": 1e-300, "nan": math.nan, "l": [1, "a;b", {"k": True}],
+                 "none": None, text: -0.0}
+        assert eqpy._encode_point(point) == json.dumps(point, ensure_ascii=False)
 
 
 def test_batch_results_keep_order_and_nan():
