@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from emews.pools.base import Backoff
+from emews.pools.mpi import DRAIN_MISSES
 
 from .common import summary
 from .objectives import echo
@@ -150,8 +151,13 @@ def master_ioc(comm, n, in_flight):
     hand_out(from_me.get(), [rank for _ in range(in_flight) for rank in workers])
     backoff = Backoff()
     while done < n:
-        ready = []
-        while (message := comm.improbe(source=MPI.ANY_SOURCE, tag=RESULT)) is not None:
+        ready, misses = [], 0
+        while misses < DRAIN_MISSES:   # MPICH's probe misses once between queued messages
+            message = comm.improbe(source=MPI.ANY_SOURCE, tag=RESULT)
+            if message is None:
+                misses += 1
+                continue
+            misses = 0
             status = MPI.Status()
             index, _value = message.recv(status=status)
             ready.append(status.Get_source())
