@@ -130,27 +130,36 @@ def test_a_read_sees_the_writes_before_it(tmp_path):
 
 def test_a_version_3_store_is_rebuilt_with_one_b_tree_per_table_and_keeps_its_rows(tmp_path):
     """Each B-tree a turn touches costs a page write per commit: a store of schema 3 loses its
-    index on evaluations (status), and its attempts move into their primary key's B-tree."""
+    index on evaluations (status), its attempts move into their primary key's B-tree, and
+    (schema 5) the attempt that made a point done stays in evaluations alone."""
     path = tmp_path / "results.db"
     db = sqlite3.connect(path)
-    db.executescript(schema.CURRENT.replace(") WITHOUT ROWID", ")")
-                     .replace(f"user_version = {schema.VERSION}", "user_version = 3")
-                     + "CREATE INDEX evaluations_status ON evaluations (status);"
-                     "INSERT INTO evaluations (id, params, status, result, run_id) "
-                     "VALUES (0, '{\"x\": 1}', 'done', 0.25, 'RUN000000');"
-                     "INSERT INTO attempts (id, attempt, status, result, run_id) "
-                     "VALUES (0, 1, 'done', 0.25, 'RUN000000');")
+    db.executescript(f"{schema.EVALUATIONS}; {schema.ATTEMPTS.replace(') WITHOUT ROWID', ')')};"
+                     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+                     f"{schema.CHECKPOINTS}; PRAGMA user_version = 3;"
+                     "CREATE INDEX evaluations_status ON evaluations (status);"
+                     "INSERT INTO evaluations (id, params, status, result, attempt, run_id) "
+                     "VALUES (0, '{\"x\": 1}', 'done', 0.25, 2, 'RUN000000-2'),"
+                     "(1, '{\"x\": 2}', 'failed', NULL, 1, 'RUN000001');"
+                     "INSERT INTO attempts (id, attempt, status, result, run_id) VALUES "
+                     "(0, 1, 'failed', NULL, 'RUN000000'), (0, 2, 'done', 0.25, 'RUN000000-2'),"
+                     "(1, 1, 'failed', NULL, 'RUN000001');")
     db.close()
     store = Store(path)
     indexes = store.db.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND "
                                "tbl_name = 'evaluations' AND sql IS NOT NULL").fetchall()
-    (attempts_sql,) = store.db.execute("SELECT sql FROM sqlite_master WHERE name = 'attempts'"
-                                       ).fetchone()
-    assert indexes == [] and attempts_sql.endswith("WITHOUT ROWID")
-    assert store.db.execute("PRAGMA user_version").fetchone()[0] == 4
+    (log_sql,) = store.db.execute("SELECT sql FROM sqlite_master WHERE name = 'attempt_log'"
+                                  ).fetchone()
+    assert indexes == [] and log_sql.endswith("WITHOUT ROWID")
+    assert store.db.execute("PRAGMA user_version").fetchone()[0] == schema.VERSION == 5
     assert [(r["id"], r["status"], r["result"]) for r in store.rows("done")] == [(0, "done", 0.25)]
+    assert [tuple(r) for r in store.db.execute("SELECT id, attempt, status FROM attempt_log "
+                                               "ORDER BY id, attempt")] == [(0, 1, "failed"),
+                                                                            (1, 1, "failed")]
     assert [(a["id"], a["attempt"], a["status"], a["result"], a["run_id"])
-            for a in store.attempts()] == [(0, 1, "done", 0.25, "RUN000000")]
+            for a in store.attempts()] == [(0, 1, "failed", None, "RUN000000"),
+                                           (0, 2, "done", 0.25, "RUN000000-2"),
+                                           (1, 1, "failed", None, "RUN000001")]
     store.close()
 
 

@@ -20,7 +20,8 @@ within that delay.
 A point's row moves ``queued -> running -> done | failed``; a retried failure goes back to
 ``queued`` as its next attempt; the end of a study on an abort cancels what is in flight
 (``cancelled``); a resumed run marks what a killed run left unfinished ``interrupted`` and
-evaluates it again as a new attempt. Every finished attempt is also kept in ``attempts``. ``id``
+evaluates it again as a new attempt. Every finished attempt is also kept in ``attempts`` (a
+view: see :mod:`.schema`). ``id``
 is the point's number over the whole experiment (a resumed run goes on counting).
 
 Every SQLite failure (a full disk, a read-only or corrupt file) becomes one :class:`StoreError`
@@ -197,7 +198,8 @@ class Store:
         for row in rows:
             self.marks.pop(row[0], None)       # the result carries its rank and start
         attempts, points = finished_rows(rows)
-        self._write_values("INSERT OR REPLACE INTO attempts (id, attempt, status, result, error, "
+        attempts = [a for a, row in zip(attempts, rows) if row[4] != "done"]  # see .schema
+        self._write_values("INSERT OR REPLACE INTO attempt_log (id, attempt, status, result, error, "
                            "log_tail, rank, started, finished, metrics, run_id) VALUES ",
                            "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
                            "(SELECT run_id FROM evaluations WHERE id=?))", attempts)
@@ -207,7 +209,7 @@ class Store:
     def record_duplicates(self, rows):
         """Results that came after a point's first one: ``(id, rank, outcome, attempt)``
         tuples, kept in ``attempts`` as ``duplicate``; the point keeps its first result."""
-        self._write("INSERT OR REPLACE INTO attempts (id, attempt, status, result, error, "
+        self._write("INSERT OR REPLACE INTO attempt_log (id, attempt, status, result, error, "
                     "log_tail, rank, started, finished, run_id) VALUES (?, ?, 'duplicate', ?, ?, "
                     "?, ?, ?, ?, (SELECT run_id FROM evaluations WHERE id=?))",
                     [(i, attempt, None if math.isnan(o.value) else o.value, bounded(o.error),
@@ -227,7 +229,7 @@ class Store:
         self._write_marks(math.inf)            # their attempts keep the rank and start
         now = time.time()
         rows = [(reason, now, i) for i in ids]
-        self._write("INSERT OR REPLACE INTO attempts (id, attempt, status, error, rank, run_id, "
+        self._write("INSERT OR REPLACE INTO attempt_log (id, attempt, status, error, rank, run_id, "
                     "started, finished) SELECT id, attempt, 'cancelled', ?, rank, run_id, "
                     "started, ? FROM evaluations WHERE id=? AND status IN ('queued', 'running')",
                     rows)
@@ -241,7 +243,7 @@ class Store:
         self.commit()
         with guarded(self.path, "mark unfinished evaluations interrupted"):
             now = time.time()
-            self.db.execute("INSERT OR REPLACE INTO attempts (id, attempt, status, error, rank, "
+            self.db.execute("INSERT OR REPLACE INTO attempt_log (id, attempt, status, error, rank, "
                             "run_id, started, finished) SELECT id, attempt, 'interrupted', "
                             "'the run was interrupted', rank, run_id, started, ? FROM evaluations "
                             "WHERE status = 'running'", (now,))
