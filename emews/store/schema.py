@@ -61,7 +61,8 @@ CREATE TABLE attempts (
     PRIMARY KEY (id, attempt)
 ) WITHOUT ROWID"""
 ATTEMPT_LOG = ATTEMPTS.replace("CREATE TABLE attempts", "CREATE TABLE attempt_log")
-ATTEMPT_COLUMNS = "id, attempt, status, result, error, log_tail, rank, run_id, started, finished, metrics"
+ATTEMPT_COLUMNS = ("id, attempt, status, result, error, log_tail, rank, run_id, started, "
+                   "finished, metrics")
 ATTEMPTS_VIEW = f"""
 CREATE VIEW attempts AS
 SELECT {ATTEMPT_COLUMNS} FROM attempt_log AS a

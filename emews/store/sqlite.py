@@ -199,8 +199,8 @@ class Store:
             self.marks.pop(row[0], None)       # the result carries its rank and start
         attempts, points = finished_rows(rows)
         attempts = [a for a, row in zip(attempts, rows) if row[4] != "done"]  # see .schema
-        self._write_values("INSERT OR REPLACE INTO attempt_log (id, attempt, status, result, error, "
-                           "log_tail, rank, started, finished, metrics, run_id) VALUES ",
+        self._write_values("INSERT OR REPLACE INTO attempt_log (id, attempt, status, result, "
+                           "error, log_tail, rank, started, finished, metrics, run_id) VALUES ",
                            "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
                            "(SELECT run_id FROM evaluations WHERE id=?))", attempts)
         self._update_evaluations("status=?, result=?, error=?, log_tail=?, rank=?, started=?, "
