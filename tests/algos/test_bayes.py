@@ -152,7 +152,7 @@ def test_a_restored_gp_refits_the_model_its_state_leaves_out():
 
 def test_gp_kernel_is_estimated_beside_the_search_and_taken_over_at_a_fixed_size():
     def gp():
-        return SkoptSearch(SQUARE, seed=1, refit_growth=0.5, **QUICK_GP)
+        return SkoptSearch(SQUARE, seed=1, refit_growth=0.5, refit_all_below=0, **QUICK_GP)
 
     points = SQUARE.sample(np.random.default_rng(0), 24)
     values = [distance_to_corner(p) for p in points]
@@ -178,8 +178,26 @@ def test_gp_kernel_is_estimated_beside_the_search_and_taken_over_at_a_fixed_size
         algorithm.estimate.kernel()     # no thread outlives the test
 
 
+def test_gp_kernel_is_estimated_at_every_tell_with_nothing_in_flight_below_the_threshold():
+    search = SkoptSearch(SQUARE, seed=1, refit_all_below=34, **QUICK_GP)
+    points = SQUARE.sample(np.random.default_rng(0), 33)
+    values = [distance_to_corner(p) for p in points]
+    search.tell(points[:30], values[:30])         # estimated at once
+    first = search.optimizer.base_estimator_.kernel
+    (asked,) = search.ask(1)
+    search.tell(points[30:31], values[30:31])     # a point in flight: 31 < 30 + 10 %
+    assert search.estimated_at == 30 and search.estimate is None
+    search.tell([asked], [distance_to_corner(asked)])     # nothing in flight: every tell
+    assert search.estimated_at == 32 and search.estimate.due == 33
+    search.tell(points[31:32], values[31:32])     # taken over, and the next begun
+    assert search.optimizer.base_estimator_.kernel != first
+    assert search.estimated_at == 33 and search.estimate.due == 34
+    search.tell(points[32:33], values[32:33])     # 34 points: 10 % growth again
+    assert search.estimated_at == 33 and search.estimate is None
+
+
 def test_gp_kernel_estimate_started_by_the_daemon_me_thread_is_waited_for_at_exit():
-    search = SkoptSearch(SQUARE, seed=1, refit_growth=0.5, **QUICK_GP)
+    search = SkoptSearch(SQUARE, seed=1, refit_growth=0.5, refit_all_below=0, **QUICK_GP)
     points = SQUARE.sample(np.random.default_rng(0), 15)
 
     def tell():     # past the initial points, then grown by half: an estimate under way
