@@ -123,7 +123,19 @@ def measure(make, n, steps, seed=0):
 
 
 def run(sizes):
-    """Every contender at every n of the size; the figures, and a Markdown table printed."""
+    """Every contender at every n of the size; the figures, and a Markdown table printed.
+
+    Every contender's linear algebra runs on one BLAS thread, as in the quality part: the
+    matrices are small (n x n, n <= 1000), and on a 2-core machine a second BLAS thread made a
+    GP step several times slower (0.18 s -> 1.2 s for gp at n = 300).
+    """
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _run(sizes)
+
+
+def _run(sizes):
     ns, steps = SIZES.get(sizes.name, SIZES["full"])
     made, missing = contenders(seed=0)
     runs = []
