@@ -57,25 +57,22 @@ _POINT_JSON = json.JSONEncoder(ensure_ascii=False)  # one encoder for every poin
                                                      # makes one per call for these options)
 
 
-def _c_point_encoder():
-    """json's own C encoder with :data:`_POINT_JSON`'s options, made once: ``encode`` makes a
-    new one on every call, which is most of its cost for a small dict. ``None`` where this
-    Python's json has none, or makes it differently (then ``encode`` is used)."""
+def _point_json():
+    """The function that writes one point as JSON text: json's own C encoder with
+    :data:`_POINT_JSON`'s options, made once (``encode`` makes a new one on every call, which
+    is most of its cost for a small dict); ``encode`` itself where this Python's json has no
+    C encoder, or makes it differently."""
     from json import encoder
 
     try:
         made = encoder.c_make_encoder(None, _POINT_JSON.default, encoder.encode_basestring,
                                       None, ": ", ", ", False, False, True)
         sample = {"s": "naïve \"x\"", "f": 0.1, "n": [1, None, True]}
-        return made if "".join(made(sample, 0)) == _POINT_JSON.encode(sample) else None
+        if "".join(made(sample, 0)) == _POINT_JSON.encode(sample):
+            return lambda point: "".join(made(point, 0))
     except TypeError:                    # no C speedups (None is not callable), or new arguments
-        return None
-
-
-def _point_json():
-    """The function that writes one point as JSON text (see :func:`_c_point_encoder`)."""
-    made = _c_point_encoder()
-    return _POINT_JSON.encode if made is None else (lambda point: "".join(made(point, 0)))
+        pass
+    return _POINT_JSON.encode
 
 
 _encode_point = _point_json()

@@ -229,8 +229,7 @@ class PostgresStore:
         self._write("INSERT INTO emews_evaluations (exp_id, id, params, status, run_id, queued, "
                     "rank, started, seq) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
                     [(self.exp_id, i, params, "queued" if rank is None else "running", run_id,
-                      now, rank,
-                      None if rank is None else now, seq)
+                      now, rank, None if rank is None else now, seq)
                      for i, params, run_id, rank, seq in rows])
 
     def mark_running(self, rows):

@@ -197,8 +197,7 @@ class Store:
         """
         for row in rows:
             self.marks.pop(row[0], None)       # the result carries its rank and start
-        attempts, points = finished_rows(rows)
-        attempts = [a for a, row in zip(attempts, rows) if row[4] != "done"]  # see .schema
+        attempts, points = finished_rows(rows, log_done=False)
         self._write_values("INSERT OR REPLACE INTO attempt_log (id, attempt, status, result, "
                            "error, log_tail, rank, started, finished, metrics, run_id) VALUES ",
                            "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
@@ -351,16 +350,18 @@ def update_from(assignments):
             f") UPDATE evaluations SET {assigned} FROM v WHERE evaluations.id = v.id")
 
 
-def finished_rows(rows):
+def finished_rows(rows, log_done=True):
     """``(attempts, points)``: the attempt rows and the point updates of finished attempts
-    ``(id, rank, outcome, attempt, status)``, in the column order both stores write."""
+    ``(id, rank, outcome, attempt, status)``, in the column order both stores write; without
+    ``log_done``, no attempt row for an attempt that made its point ``done`` (see .schema)."""
     attempts, points = [], []
     for i, rank, outcome, attempt, status in rows:
         value = None if math.isnan(outcome.value) else outcome.value
         log_tail, error = bounded(outcome.log_tail), bounded(outcome.error)
         metrics = metrics_json(outcome.extra.get("metrics"))
-        attempts.append((i, attempt, outcome.status, value, error, log_tail, rank,
-                         outcome.started, outcome.finished, metrics, i))
+        if log_done or status != "done":
+            attempts.append((i, attempt, outcome.status, value, error, log_tail, rank,
+                             outcome.started, outcome.finished, metrics, i))
         points.append((status, value, error, log_tail, rank, outcome.started,
                        outcome.finished, attempt if status != "queued" else attempt + 1,
                        metrics, i))
