@@ -163,21 +163,70 @@ def markdown(figures):
     """The figures as a table: ms per ask + tell, one row per contender, one column per n."""
     ns = figures["ns"]
     by = {(r["contender"], r["n"]): r for r in figures["runs"]}
-    lines = ["| contender | " + " | ".join(f"n = {n}" for n in ns) + " |",
+    lines = ["| contender | " + " | ".join(f"n = {n:,}" for n in ns) + " |",
              "|---|" + "---|" * len(ns)]
     for name in dict.fromkeys(r["contender"] for r in figures["runs"]):
         cells = []
         for n in ns:
-            r = by[(name, n)]
-            cell = f"{r['step_ms']:.1f}"
-            if "amortized_ms" in r:
-                cell += f" ({r['amortized_ms']:.1f} amortized)"
+            r = by.get((name, n))
+            cell = "–" if r is None else f"{r['step_ms']:,.1f}"
+            if r is not None and "amortized_ms" in r:
+                cell += f" ({r['amortized_ms']:,.1f} amortized)"
             cells.append(cell)
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     lines += [f"| {name} | {why} |" + " |" * (len(ns) - 1)
               for name, why in figures["not_measured"].items()]
-    return (f"### Proposal speed: ms per ask + tell on {figures['problem']}, "
-            f"after n results\n\n" + "\n".join(lines))
+    return (f"### 8. Proposal speed: ms per ask + tell on {figures['problem']}, after n "
+            f"results (mean of the steps; amortized: with the periodic work's share)\n\n"
+            + "\n".join(lines) + f"\n\nThe curve: [{CURVE}](results/{CURVE}).")
+
+
+# issue "search": (contender, n, the most ms one ask + tell may take on average)
+TARGETS = (("emews gp", 300, 500.0), ("emews gp", 1000, 2000.0), ("emews mbo", 1000, 50.0))
+CURVE = "proposal.svg"
+
+
+def targets(figures):
+    """The issue's proposal-speed targets measured in ``figures``, each ``(target, measured,
+    met)``: the mean step, periodic work included when it fell among the steps."""
+    by = {(r["contender"], r["n"]): r for r in figures["runs"]}
+    found = []
+    for name, n, most in TARGETS:
+        r = by.get((name, n))
+        if r is not None:
+            amortized = f" ({r['amortized_ms']:,.0f} amortized)" if "amortized_ms" in r else ""
+            found.append((f"{name} ask + tell ≤ {most:,.0f} ms at n = {n:,}",
+                          f"{r['step_ms']:,.0f} ms{amortized}", r["step_ms"] <= most))
+    return found
+
+
+def plot(figures, path):
+    """Draw the curve of ms per ask + tell against n, one line per contender (log-log; ours
+    also amortized, dashed), to the SVG file ``path``."""
+    from emews.inspect.plot import pyplot as load_pyplot
+
+    pyplot = load_pyplot()
+    # text stays text in the SVG, and its ids are the same each time it is drawn again
+    with pyplot.rc_context({"svg.fonttype": "none", "svg.hashsalt": "emews"}):
+        figure, axes = pyplot.subplots(figsize=(6.4, 4.2))
+        for name in dict.fromkeys(r["contender"] for r in figures["runs"]):
+            rows = sorted((r for r in figures["runs"] if r["contender"] == name),
+                          key=lambda r: r["n"])
+            line, = axes.plot([r["n"] for r in rows], [r["step_ms"] for r in rows], marker="o",
+                              label=name)
+            if all("amortized_ms" in r for r in rows):
+                axes.plot([r["n"] for r in rows], [r["amortized_ms"] for r in rows], ls="--",
+                          color=line.get_color(), label=f"{name}, amortized")
+        for _, n, most in TARGETS:
+            axes.plot([n], [most], marker="_", markersize=14, color="black")
+        axes.set(xscale="log", yscale="log", xlabel="results told (n)",
+                 ylabel="ms per ask + tell", title=f"Proposal speed on {figures['problem']} "
+                 "(bars: the issue's targets)")
+        axes.legend(fontsize="small")
+        axes.grid(True, which="both", alpha=0.3)
+        figure.tight_layout()
+        figure.savefig(path, format="svg", metadata={"Date": None})
+    pyplot.close(figure)
 
 
 # --- mlrMBO's values beside ours (algorithms/README.md) ----------------------------------------

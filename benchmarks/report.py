@@ -23,7 +23,7 @@ from importlib import metadata
 from pathlib import Path
 
 from .common import REPO
-from . import quality
+from . import proposal, quality
 from .sizes import SIZES
 
 TEMPLATE = Path(__file__).resolve().parent / "README.in.md"
@@ -189,8 +189,12 @@ def readme(directory, template=TEMPLATE):
 
 
 def write_readme(path, directory, template=TEMPLATE):
-    """Regenerate the README at ``path`` from the records in ``directory``."""
+    """Regenerate the README at ``path`` from the records in ``directory``, and the curve of
+    the newest proposal-speed part (:func:`benchmarks.proposal.plot`) beside the records."""
     Path(path).write_text(readme(directory, template))
+    newest = latest(directory)["parts"].get("proposal")
+    if newest is not None:
+        proposal.plot(newest, Path(directory) / proposal.CURVE)
 
 
 def sizes_table():
@@ -394,7 +398,7 @@ def _cell(value):
 
 RENDERERS = {"dispatch": _dispatch, "utilization": _utilization, "quality": quality.markdown,
              "overhead": _overhead, "simulation": _simulation, "faults": _faults,
-             "service": _service}
+             "service": _service, "proposal": proposal.markdown}
 
 
 # --- targets -------------------------------------------------------------------------------
@@ -412,6 +416,8 @@ def targets(parts):
                               r["utilization"] >= 0.95))
     if "quality" in parts:
         found += quality.targets(parts["quality"])
+    if "proposal" in parts:
+        found += proposal.targets(parts["proposal"])
     if "service" in parts:
         found += [(f"{r['contender']} ≥ {SERVICE_TARGET:g}× EQ-SQL's per-task path",
                    f"{r['ratio_to_eqsql']:.1f}×", r["ratio_to_eqsql"] >= SERVICE_TARGET)

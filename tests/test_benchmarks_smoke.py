@@ -7,6 +7,7 @@ import ast
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import time
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks import proposal
 from benchmarks.__main__ import PARTS
 
 REPO = Path(__file__).parent.parent
@@ -77,13 +79,32 @@ def test_every_benchmark_module_is_a_part_of_the_suite():
 
 
 def test_readme_is_what_the_report_command_writes(tmp_path):
-    """benchmarks/README.md is generated from README.in.md and results/*.json, never edited."""
-    readme = tmp_path / "README.md"
-    done = _benchmarks("report", "--readme", str(readme))
+    """benchmarks/README.md and the proposal curve are generated from README.in.md and
+    results/*.json, never edited."""
+    readme, records = tmp_path / "README.md", tmp_path / "results"
+    records.mkdir()
+    for path in (BENCHMARKS / "results").glob("*.json"):
+        shutil.copy(path, records)
+    done = _benchmarks("report", "--readme", str(readme), "--out", str(records))
     assert done.returncode == 0, done.stderr
     assert readme.read_text() == (BENCHMARKS / "README.md").read_text(), (
         "benchmarks/README.md differs from what `python -m benchmarks report` writes: "
         "edit benchmarks/README.in.md and run the command")
+    curve = (records / "proposal.svg").read_text()
+    assert curve == (BENCHMARKS / "results" / "proposal.svg").read_text()
+    assert all(f">{name}<" in curve for name in ("emews gp", "emews mbo", "skopt Optimizer"))
+
+
+def test_proposal_targets_are_judged_on_the_mean_step_at_their_n():
+    """Each proposal-speed target is met only by a mean step at or under its bound, at its n;
+    a target whose n was not measured is not reported."""
+    runs = [{"contender": "emews gp", "n": 300, "step_ms": 500.0, "amortized_ms": 650.0},
+            {"contender": "emews gp", "n": 1000, "step_ms": 2000.5},
+            {"contender": "emews mbo", "n": 300, "step_ms": 10.0}]
+    found = proposal.targets({"runs": runs})
+    assert [(target.split(" ≤ ")[0], met) for target, _, met in found] == [
+        ("emews gp ask + tell", True), ("emews gp ask + tell", False)]
+    assert "650 amortized" in found[0][1]
 
 
 @pytest.mark.slow
@@ -161,11 +182,13 @@ def test_smoke_run_of_every_part_records_what_the_report_needs(tmp_path):
     assert "<!-- results -->" not in text and template.splitlines()[0] in text
     for title in ("### 1. Dispatch overhead", "### 2. Worker utilization",
                   "### 3. Search quality", "### 4. Algorithm overhead", "### 5. Scale",
-                  "### 6. Faults", "### Targets"):
+                  "### 6. Faults", "### 8. Proposal speed", "### Targets"):
         assert title in text
     assert f"`{path.name}`" in text and f"`{record['commit'][:10]}`" in text
     assert all(f"| {p} |" in text for p in PEERS_DISPATCH + PEERS_UTILIZATION)
     assert "#### Paired comparisons (Wilcoxon" in text and "#### async" in text
+    curve = (tmp_path / "proposal.svg").read_text()
+    assert all(f">{name}<" in curve for name in ("emews gp", "emews mbo", "optuna TPE"))
 
     again = _benchmarks("--smoke", "--out", str(tmp_path), "--readme", str(readme),
                         "--parts", "overhead")
