@@ -178,22 +178,48 @@ def test_gp_kernel_is_estimated_beside_the_search_and_taken_over_at_a_fixed_size
         algorithm.estimate.kernel()     # no thread outlives the test
 
 
-def test_gp_kernel_is_estimated_at_every_tell_with_nothing_in_flight_below_the_threshold():
+def test_gp_kernel_is_estimated_at_every_tell_below_the_threshold_in_flight_or_not():
     search = SkoptSearch(SQUARE, seed=1, refit_all_below=34, **QUICK_GP)
-    points = SQUARE.sample(np.random.default_rng(0), 33)
+    points = SQUARE.sample(np.random.default_rng(0), 35)
     values = [distance_to_corner(p) for p in points]
     search.tell(points[:30], values[:30])         # estimated at once
     first = search.optimizer.base_estimator_.kernel
     (asked,) = search.ask(1)
-    search.tell(points[30:31], values[30:31])     # a point in flight: 31 < 30 + 10 %
-    assert search.estimated_at == 30 and search.estimate is None
-    search.tell([asked], [distance_to_corner(asked)])     # nothing in flight: every tell
-    assert search.estimated_at == 32 and search.estimate.due == 33
-    search.tell(points[31:32], values[31:32])     # taken over, and the next begun
+    search.tell(points[30:31], values[30:31])     # a point in flight: every tell all the same
+    assert search.estimated_at == 31 and search.estimate.due == 32
+    search.tell([asked], [distance_to_corner(asked)])     # taken over, and the next begun
     assert search.optimizer.base_estimator_.kernel != first
-    assert search.estimated_at == 33 and search.estimate.due == 34
-    search.tell(points[32:33], values[32:33])     # 34 points: 10 % growth again
-    assert search.estimated_at == 33 and search.estimate is None
+    assert search.estimated_at == 32 and search.estimate.due == 33
+    search.tell(points[31:33], values[31:33])     # 34 points: taken over; 10 % from here on
+    assert search.estimated_at == 32 and search.estimate is None
+    search.tell(points[33:35], values[33:35])     # 36 >= 32 + 10 %: the next estimate
+    assert search.estimated_at == 36 and search.estimate.due == 36 + 4
+    search.estimate.kernel()
+
+
+def test_gp_plans_one_point_with_skopts_lbfgs_below_the_threshold_and_sampled_above():
+    """Below ``refit_all_below`` results an ask of one point with others in flight is planned
+    as skopt plans it (L-BFGS on the acquisition function, for ``acq_optimizer = "auto"``); an
+    ask of several points while others run, or any ask from the threshold on, takes the best
+    of the sampled candidates, which a waiting worker need not wait for."""
+    fast = {"n_initial_points": 3, "acq_optimizer_kwargs": {"n_points": 300}}
+    planned = []
+
+    def record(self, running, fit=True, sampled=True):
+        planner = planner_of(self, running, fit, sampled)
+        planned.append(planner.acq_optimizer)
+        return planner
+
+    planner_of = SkoptSearch._planner
+    for below, n, expected in ((100, 1, "lbfgs"), (100, 2, "sampling"), (8, 1, "sampling")):
+        gp = SkoptSearch(SQUARE, seed=1, refit_all_below=below, **fast)
+        told(gp, 8)
+        gp.ask(2)                                   # in flight
+        gp._planner = record.__get__(gp)
+        planned.clear()
+        assert len(gp.ask(n)) == n
+        assert planned == [expected], (below, n)
+    gp.estimate and gp.estimate.kernel()
 
 
 def test_gp_kernel_estimate_started_by_the_daemon_me_thread_is_waited_for_at_exit():
@@ -233,7 +259,7 @@ def test_candidate_posterior_predicts_what_a_refit_with_the_told_points_predicts
 
 def test_gp_plans_a_batch_on_one_candidate_set_as_skopts_loop_plans_one_point(monkeypatch):
     def planned(shared, n):
-        gp = SkoptSearch(SQUARE, seed=1, **QUICK_GP)
+        gp = SkoptSearch(SQUARE, seed=1, refit_all_below=0, **QUICK_GP)
         told(gp, 8)
         gp.ask(3)                            # in flight
         if not shared:
