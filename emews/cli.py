@@ -75,8 +75,8 @@ def parser():
                         "the model that evaluates the tasks ([study] objective, impl, ...)")
     attach.add_argument("--eqsql", metavar="URL", help="serve the tasks that EQ-SQL clients "
                         "(eqsql) submit to the PostgreSQL database at URL, until EQ_STOP")
-    attach.add_argument("--task-type", type=int, default=0, help="with --eqsql: the EQ-SQL "
-                        "task type to pop (default 0)")
+    attach.add_argument("--task-type", type=int, help="with --eqsql: the EQ-SQL task type "
+                        "to pop (default 0)")
     attach.add_argument("--key", help="directory holding the pool key pair and the service's "
                         "public key (default: the experiment directory's keys/)")
     attach.add_argument("--workdir", help="where run directories and worker output go when the "
@@ -254,12 +254,16 @@ def _serve(args):
 
 
 def _pool(args):
+    if args.task_type is not None and not args.eqsql:
+        raise ConfigError("emews pool --task-type", "selects EQ-SQL tasks: it needs --eqsql "
+                          "URL", args.task_type)
     if args.eqsql:
         from .config import load
         from .pools.database import pool_job as eqsql_pool_job
 
         reason = eqsql_pool_job(args.eqsql, None, load([args.target]).as_dict(),
-                                args.task_type, walltime=args.walltime, workdir=args.workdir)
+                                args.task_type or 0, walltime=args.walltime,
+                                workdir=args.workdir)
     else:
         from .service import pool_job
 

@@ -271,3 +271,11 @@ def test_a_pool_of_one_rank_is_refused_with_one_line(tmp_path):
     assert done.returncode == 1
     assert done.stderr.strip() == ("emews: error: emews pool needs at least 2 MPI ranks (rank 0 "
                                    "attaches, the others evaluate): mpiexec -n N with N >= 2")
+
+
+def test_a_task_type_without_eqsql_is_refused_with_one_line(emews_cli):
+    """``--task-type`` picks EQ-SQL tasks: without ``--eqsql`` it would be silently ignored."""
+    done = emews_cli("pool", "tcp://127.0.0.1:9", "--task-type", "3")
+    assert done.returncode == 2
+    assert done.stderr.strip() == ("emews: error: emews pool --task-type: selects EQ-SQL tasks: "
+                                   "it needs --eqsql URL, got 3")
