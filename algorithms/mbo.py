@@ -19,8 +19,14 @@ Design choices (mlrMBO's defaults unless said otherwise):
   (SciPy's, improved for centred discrepancy, where mlrMBO uses a maximin LHS); every value of
   an integer or categorical parameter gets an equal share.
 * Surrogate: a random forest (``n_trees`` 100 trees, where R's randomForest grows 500;
-  ``max_features`` a third of the parameters, as R's; ``min_samples_leaf`` 1, where R's is 5:
-  both measured in algorithms/README.md). Its standard error is the jackknife-after-bootstrap
+  ``max_features`` a third of the parameters, as R's; ``min_samples_leaf`` 1, where R's is 5;
+  ``split = "random"``: each candidate parameter of a node is cut at a random threshold and
+  the best of those cuts taken, as in extremely randomized trees (Geurts, Ernst and Wehenkel,
+  2006), where R's randomForest searches every threshold (``"best"``); each measured in
+  algorithms/README.md). Random cuts average into a smoother surface than the best cuts of
+  100 bootstrap samples of the same few points: at 100 evaluations (10 paired seeds), median
+  log10 regret on Ackley-5 1.18 -> 0.91 sequentially (8 seeds of 10 better, Wilcoxon
+  p = 0.027) and 1.25 -> 1.00 async (p = 0.01), and no problem significantly worse. Its standard error is the jackknife-after-bootstrap
   of Wager, Hastie and Efron (2014), as mlr's ``se.method = "jackknife"``, without the
   Monte-Carlo bias correction (which can turn the variance negative with few trees; the
   uncorrected one errs towards exploring); ``se_method = "bootstrap"`` uses the spread of the
@@ -66,6 +72,7 @@ INFILL = ("cb", "ei")
 LIES = {"min": np.min, "mean": np.mean, "max": np.max}
 MULTIPOINT = ("qlcb", "cl")
 SE_METHODS = ("jackknife", "bootstrap")
+SPLITS = ("random", "best")
 
 
 class MBO(Algorithm):
@@ -76,7 +83,8 @@ class MBO(Algorithm):
     def __init__(self, space, seed=None, design_size=None, infill="cb", cb_lambda=None,
                  multipoint="qlcb", cl_lie="min", propose_points=None, max_budget=None,
                  max_iterations=None,
-                 n_trees=100, max_features=1 / 3, min_samples_leaf=1, se_method="jackknife",
+                 n_trees=100, max_features=1 / 3, min_samples_leaf=1, split="random",
+                 se_method="jackknife",
                  focus_points=1000, focus_maxit=5, focus_restarts=1, rebuild_growth=0.05):
         super().__init__(space, seed)
         optional_import("sklearn.ensemble", "mbo")
@@ -102,7 +110,8 @@ class MBO(Algorithm):
                        "max_features": float(check_number("max_features", max_features,
                                                           maximum=1, above=0)),
                        "min_samples_leaf": check_number("min_samples_leaf", min_samples_leaf,
-                                                        1, integer=True)}
+                                                        1, integer=True),
+                       "splitter": check_choice("split", split, SPLITS)}
         self.se_method = check_choice("se_method", se_method, SE_METHODS)
         self.rebuild_growth = float(check_number("rebuild_growth", rebuild_growth, 0))
         self.focus = FocusSearch(space, check_number("focus_points", focus_points, 1,
@@ -256,7 +265,8 @@ class Surrogate:
         self.trees, self.sums, self.weights = [], [], []
         for b in range(trees):
             self.counts[b] = np.bincount(draws.integers(len(y), size=len(y)), minlength=len(y))
-            tree = DecisionTreeRegressor(max_features=forest["max_features"],
+            tree = DecisionTreeRegressor(splitter=forest["splitter"],
+                                         max_features=forest["max_features"],
                                          min_samples_leaf=forest["min_samples_leaf"],
                                          random_state=int(draws.integers(2 ** 31 - 1)))
             tree = tree.fit(X, y, sample_weight=self.counts[b]).tree_
