@@ -200,8 +200,8 @@ def test_gp_kernel_is_estimated_at_every_tell_below_the_threshold_in_flight_or_n
 def test_gp_plans_one_point_with_skopts_lbfgs_below_the_threshold_and_sampled_above():
     """Below ``refit_all_below`` results an ask of one point with others in flight is planned
     as skopt plans it (L-BFGS on the acquisition function, for ``acq_optimizer = "auto"``); an
-    ask of several points while others run, or any ask from the threshold on, takes the best
-    of the sampled candidates, which a waiting worker need not wait for."""
+    ask of several points (a batch, or workers waiting on a search behind them), or any ask
+    from the threshold on, takes the best of the sampled candidates."""
     fast = {"n_initial_points": 3, "acq_optimizer_kwargs": {"n_points": 300}}
     planned = []
 
@@ -211,14 +211,15 @@ def test_gp_plans_one_point_with_skopts_lbfgs_below_the_threshold_and_sampled_ab
         return planner
 
     planner_of = SkoptSearch._planner
-    for below, n, expected in ((100, 1, "lbfgs"), (100, 2, "sampling"), (8, 1, "sampling")):
+    for below, n, flying, expected in ((100, 1, 2, "lbfgs"), (100, 2, 2, "sampling"),
+                                       (100, 3, 0, "sampling"), (8, 1, 2, "sampling")):
         gp = SkoptSearch(SQUARE, seed=1, refit_all_below=below, **fast)
         told(gp, 8)
-        gp.ask(2)                                   # in flight
+        gp.ask(flying)                              # in flight
         gp._planner = record.__get__(gp)
         planned.clear()
         assert len(gp.ask(n)) == n
-        assert planned == [expected], (below, n)
+        assert planned == [expected], (below, n, flying)
     gp.estimate and gp.estimate.kernel()
 
 
