@@ -26,11 +26,11 @@ Design choices (mlrMBO's defaults unless said otherwise):
   algorithms/README.md). Random cuts average into a smoother surface than the best cuts of
   100 bootstrap samples of the same few points: at 100 evaluations (10 paired seeds), median
   log10 regret on Ackley-5 1.18 -> 0.91 sequentially (8 seeds of 10 better, Wilcoxon
-  p = 0.027) and 1.25 -> 1.00 async (p = 0.01), and no problem significantly worse. Its standard error is the jackknife-after-bootstrap
-  of Wager, Hastie and Efron (2014), as mlr's ``se.method = "jackknife"``, without the
-  Monte-Carlo bias correction (which can turn the variance negative with few trees; the
-  uncorrected one errs towards exploring); ``se_method = "bootstrap"`` uses the spread of the
-  trees' predictions instead.
+  p = 0.027) and 1.25 -> 1.00 async (p = 0.01), and no problem significantly worse. Its
+  standard error is the jackknife-after-bootstrap of Wager, Hastie and Efron (2014), as mlr's
+  ``se.method = "jackknife"``, without the Monte-Carlo bias correction (which can turn the
+  variance negative with few trees; the uncorrected one errs towards exploring);
+  ``se_method = "bootstrap"`` uses the spread of the trees' predictions instead.
 * Refits: the forest is grown again once the data has grown by ``rebuild_growth`` (5 %) since
   it was last grown, where mlrMBO grows it at every proposal; in between, results told since
   (and the points in flight, with the lie) are dropped into its leaves, which updates their

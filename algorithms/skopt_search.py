@@ -191,8 +191,7 @@ class SkoptSearch(Algorithm):
         if data.get("estimate") is not None:   # under way when the state was taken: again
             size, due = data["estimate"]
             self.estimate = self._start_estimate(self.optimizer.Xi[:size],
-                                                 self.optimizer.yi[:size])
-            self.estimate.due = due
+                                                 self.optimizer.yi[:size], due)
         if self.optimizer.Xi and self.optimizer._n_initial_points <= 0:
             self.optimizer.models = [_refit(self.optimizer)]
 
@@ -320,18 +319,16 @@ class SkoptSearch(Algorithm):
         if self.kernel_estimator is None or optimizer._n_initial_points - len(ys) > 0 or \
                 self.estimate is not None or size < self.estimated_at * (1 + growth):
             return
-        estimate = self._start_estimate(optimizer.Xi + xs, optimizer.yi + ys, growth)
+        estimate = self._start_estimate(optimizer.Xi + xs, optimizer.yi + ys,
+                                        size + max(1, math.ceil(growth * size)))
         if self.estimated_at:
             self.estimate = estimate
         else:
             self._use_kernel(estimate.kernel())
         self.estimated_at = size
 
-    def _start_estimate(self, xs, ys, growth=None):
-        """A :class:`KernelEstimate` on the data ``xs``, ``ys``, due when the data has grown by
-        ``growth`` (``refit_growth`` unless given)."""
-        growth = self.refit_growth if growth is None else growth
-        due = len(ys) + max(1, math.ceil(growth * len(ys)))
+    def _start_estimate(self, xs, ys, due):
+        """A :class:`KernelEstimate` on the data ``xs``, ``ys``, due at data size ``due``."""
         return KernelEstimate(self.kernel_estimator.get_params(deep=False),
                               self.optimizer.space.transform(xs), list(ys), due)
 
