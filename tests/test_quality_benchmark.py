@@ -72,6 +72,29 @@ def test_the_paired_verdict_comes_from_the_wilcoxon_test():
                                    "p_worse": 1.0, "verdict": "tie", "pairs": 10}
 
 
+def test_a_variant_is_outside_its_tolerance_only_when_the_paired_test_says_so():
+    from benchmarks.quality import _within, targets
+
+    sequential = {s: 1.0 + 0.01 * s for s in range(10)}          # median 1.045: margin 0.1045
+    close = _within({s: v + 0.05 for s, v in sequential.items()}, sequential)
+    far = _within({s: v + 0.5 for s, v in sequential.items()}, sequential)
+    # Five seeds far worse, five a little better: the median is beyond the margin, the
+    # paired differences are not significantly so.
+    mixed = _within({s: v + (0.6 if s % 2 else -0.1) for s, v in sequential.items()},
+                    sequential)
+    assert close["within"] and close["margin"] == pytest.approx(0.1045)
+    assert not far["within"] and far["p_outside"] < 0.05
+    assert mixed["within"] and mixed["median"] > mixed["sequential_median"] + mixed["margin"]
+    part = {"problems": ["a", "b", "c"], "modes": ["sequential", "async"], "ours": ["gp"],
+            "comparisons": [{"mode": "async", "problem": name, "ours": "gp",
+                             "peer": "gp sequential", **row}
+                            for name, row in zip("abc", (close, far, mixed))]}
+    row = {target: (measured, met) for target, measured, met in targets(part)}[
+        "async gp within 10% of its sequential log10 regret"]
+    assert row == ("2 of 3; outside on b; median beyond the margin, not significantly, on c",
+                   False)
+
+
 def test_optuna_gp_is_left_out_with_the_reason_only_without_pytorch():
     import importlib.util
 
