@@ -29,7 +29,7 @@ from .sizes import SIZES
 TEMPLATE = Path(__file__).resolve().parent / "README.in.md"
 SIZES_MARK, RESULTS_MARK = "<!-- sizes -->", "<!-- results -->"
 PACKAGES = ("emews-hpo", "numpy", "scipy", "mpi4py", "mpich", "optuna", "scikit-optimize",
-            "scikit-learn", "deap", "libensemble", "dask", "distributed")
+            "scikit-learn", "deap", "libensemble", "dask", "distributed", "torch")
 GENERATED_PATHS = ("benchmarks/results/", "benchmarks/README.md")
 
 
