@@ -188,15 +188,19 @@ CURVE = "proposal.svg"
 
 def targets(figures):
     """The issue's proposal-speed targets measured in ``figures``, each ``(target, measured,
-    met)``: the mean step, periodic work included when it fell among the steps."""
+    met)``, judged on the cost of a step with the periodic work at its share (``amortized_ms``):
+    the mean of a few steps counts that work at whatever share of them it fell among (mbo's
+    rebuild in one of 5 steps instead of one of 50 at n = 1,000; gp's kernel estimate in none),
+    which says little about a search's steps in the long run."""
     by = {(r["contender"], r["n"]): r for r in figures["runs"]}
     found = []
     for name, n, most in TARGETS:
         r = by.get((name, n))
         if r is not None:
-            amortized = f" ({r['amortized_ms']:,.0f} amortized)" if "amortized_ms" in r else ""
+            cost = r.get("amortized_ms", r["step_ms"])
             found.append((f"{name} ask + tell ≤ {most:,.0f} ms at n = {n:,}",
-                          f"{r['step_ms']:,.0f} ms{amortized}", r["step_ms"] <= most))
+                          f"{cost:,.0f} ms amortized ({r['step_ms']:,.0f} ms mean step)",
+                          cost <= most))
     return found
 
 
