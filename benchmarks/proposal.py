@@ -18,6 +18,7 @@ installed, Optuna's ``GPSampler`` (otherwise the record says it was not measured
 """
 
 import argparse
+import importlib.util
 import json
 import math
 import time
@@ -97,10 +98,9 @@ def contenders(seed):
             "skopt Optimizer": lambda: SkoptOptimizer(seed),
             "optuna TPE": lambda: OptunaSampler(optuna.samplers.TPESampler(seed=seed))}
     missing = {}
-    try:
-        import torch  # noqa: F401 - Optuna's GPSampler needs it
+    if importlib.util.find_spec("torch") is not None:     # Optuna's GPSampler needs it
         made["optuna GP"] = lambda: OptunaSampler(optuna.samplers.GPSampler(seed=seed))
-    except ImportError:
+    else:
         missing["optuna GP"] = "not measured: GPSampler needs PyTorch, which is not installed"
     return made, missing
 
