@@ -2,9 +2,10 @@
 
 :func:`swift_t_path` runs ``../shared/vendor/build-swift-t.sh`` (``shared/`` beside the
 repository, as on the development machines and in CI), which apt-installs Debian's MPICH and the
-build tools, builds STC and Turbine with this Python embedded (about a minute) into
-``~/.cache/swift-t-e96b808`` and prints the bin directories to put on PATH; later calls find the
-build and return at once. A file lock keeps two test processes from building at once.
+build tools, builds STC and Turbine with this Python embedded and Debian's MPICH alone (about a
+minute) into ``~/.cache/swift-t-e96b808`` and prints the bin directories to put on PATH; later
+calls find the build and return at once. A file lock keeps two test processes from building at
+once.
 
 It skips only where it cannot build (not root, so no apt) and finds no build; as root (CI) a
 missing vendor directory or a failed build is an error.
@@ -30,6 +31,15 @@ def launcher_env():
     return {"TURBINE_LAUNCHER": str(mpich)} if mpich.exists() else {}
 
 
+def _path_without_the_venv():
+    """PATH without this virtualenv's bin: its ``mpicc`` is the ``mpich`` wheel's, which would
+    link ADLB against the wheel's MPI while Turbine links Debian's; loaded together, the wheel's
+    UCX then fails against Debian's (``undefined symbol: ucs_config_doc_nop``)."""
+    venv_bin = os.path.dirname(sys.executable)
+    return os.pathsep.join(entry for entry in os.environ["PATH"].split(os.pathsep)
+                           if entry and os.path.abspath(entry) != os.path.abspath(venv_bin))
+
+
 def _bins():
     return [PREFIX / "stc" / "bin", PREFIX / "turbine" / "bin"]
 
@@ -47,7 +57,7 @@ def swift_t_path():
     PREFIX.parent.mkdir(parents=True, exist_ok=True)
     with open(PREFIX.parent / "swift-t-e96b808.build-lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        env = dict(os.environ, PYTHON_EXE=sys.executable)
+        env = dict(os.environ, PYTHON_EXE=sys.executable, PATH=_path_without_the_venv())
         done = subprocess.run(["bash", str(BUILD), str(PREFIX)], env=env, capture_output=True,
                               text=True, timeout=1800)
     if done.returncode != 0:
