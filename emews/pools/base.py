@@ -15,6 +15,8 @@ import threading
 import time
 from typing import NamedTuple
 
+LONGEST_WAIT = 0.05   # seconds: the longest sleep of a Backoff with a share
+
 
 class Task(NamedTuple):
     """One point to evaluate: its id in the store, its JSON, its run id and attempt number
@@ -67,16 +69,19 @@ class Pool:
 class Backoff:
     """Wait without spinning: sleeps that double from 10 us up to ``maximum`` until progress.
 
-    ``first`` is the first wait after a reset (0: poll at once).
+    ``first`` is the first wait after a reset (0: poll at once). With a ``share``, a wait that
+    has lasted a while may grow beyond ``maximum``, up to that share of the time waited so far
+    (at most :data:`LONGEST_WAIT`): a long wait wakes less often, and what comes late is picked
+    up late by about that share of its time at most.
     """
 
-    def __init__(self, maximum=0.002, first=0.0):
-        self.maximum, self.first = maximum, first
-        self.delay = first
+    def __init__(self, maximum=0.002, first=0.0, share=0.0):
+        self.maximum, self.first, self.share = maximum, first, share
+        self.delay, self.since = first, None
 
     def reset(self):
         """Progress was made: wait ``first`` (poll at once by default) next time."""
-        self.delay = self.first
+        self.delay, self.since = self.first, None
 
     @property
     def longest(self):
@@ -89,8 +94,14 @@ class Backoff:
         ``waiter(delay)`` does the waiting (a sleep, or a queue's ``get`` that ends early);
         its result is returned.
         """
+        if self.since is None:
+            self.since = time.monotonic()
         result = waiter(self.delay)
-        self.delay = min(max(self.delay * 2, 1e-5), self.maximum)
+        limit = self.maximum
+        if self.share:
+            waited = time.monotonic() - self.since
+            limit = max(limit, min(self.share * waited, LONGEST_WAIT))
+        self.delay = min(max(self.delay * 2, 1e-5), limit)
         return result
 
 

@@ -23,6 +23,7 @@ from .base import Backoff, Pool
 
 TASKS, RESULT, CANCEL = 11, 12, 13
 DRAIN_MISSES = 2
+RESULT_WAIT_SHARE = 0.01   # a result is picked up late by about 1% of its wait at most
 
 
 class MPIPool(Pool):
@@ -40,7 +41,7 @@ class MPIPool(Pool):
         self.slots = len(self.idle)
         self.running = {}
         self.ranks = {}
-        self.backoff = Backoff()
+        self.backoff = Backoff(share=RESULT_WAIT_SHARE)
         self.closed = False
 
     def free_slots(self):
