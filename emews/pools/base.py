@@ -94,13 +94,12 @@ class Backoff:
         ``waiter(delay)`` does the waiting (a sleep, or a queue's ``get`` that ends early);
         its result is returned.
         """
-        if self.since is None:
+        if self.share and self.since is None:
             self.since = time.monotonic()
         result = waiter(self.delay)
         limit = self.maximum
         if self.share:
-            waited = time.monotonic() - self.since
-            limit = max(limit, min(self.share * waited, LONGEST_WAIT))
+            limit = max(limit, min(self.share * (time.monotonic() - self.since), LONGEST_WAIT))
         self.delay = min(max(self.delay * 2, 1e-5), limit)
         return result
 

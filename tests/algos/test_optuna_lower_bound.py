@@ -28,19 +28,15 @@ def optuna_lower_bound():
     return bounds.pop()
 
 
-def uv():
-    """The ``uv`` that installed this virtualenv (scripts/venv.sh puts it beside python)."""
-    beside = Path(sys.executable).parent / "uv"
-    return str(beside) if beside.exists() else shutil.which("uv")
-
-
 @pytest.mark.slow
 def test_the_optuna_plugin_passes_its_tests_on_the_lowest_optuna_allowed(tmp_path):
-    if uv() is None:
+    # the uv that scripts/venv.sh installed beside this python, else one on PATH
+    uv = shutil.which("uv", path=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    if uv is None:
         pytest.skip("uv is not installed (scripts/venv.sh installs it)")
     version = optuna_lower_bound()
     target = tmp_path / "site"
-    subprocess.run([uv(), "pip", "install", "-q", "--no-deps", "--python", sys.executable,
+    subprocess.run([uv, "pip", "install", "-q", "--no-deps", "--python", sys.executable,
                     "--target", str(target), f"optuna=={version}"], check=True, timeout=300)
     env = dict(os.environ, PYTHONPATH=str(target))
     installed = subprocess.run([sys.executable, "-c", "import optuna; print(optuna.__version__)"],
