@@ -22,9 +22,15 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import ConfigError
 from .core.failure import ACTIONS as FAILURE_ACTIONS
-from .evaluate import CONTAINER_RUNTIMES, IMPLEMENTATIONS, RETURN_EPOCHS
+from .errors import ConfigError
+from .validation import Choice, Flag, Number, Strings, Text, check
+
+IMPLEMENTATIONS = ("py", "app", "container", "echo")   # [study].impl: emews.evaluate's kinds
+RETURN_EPOCHS = ("last", "min", "max")                 # [model].return_epoch
+CONTAINER_RUNTIMES = ("singularity", "apptainer")      # [model].container_runtime
+KINDS = {"int": Number(integer=True, words=True), "float": Number(words=True), "bool": Flag(),
+         "str": Text(), "path": Text(), "list": Strings()}
 
 
 @dataclass(frozen=True)
@@ -36,6 +42,15 @@ class Setting:
     env: str | None = None
     choices: tuple = ()
     minimum: float | None = None
+
+    @property
+    def rule(self):
+        """The :mod:`emews.validation` rule a value of this setting must follow."""
+        if self.choices:
+            return Choice(self.choices)
+        if self.minimum is not None:
+            return Number(integer=self.kind == "int", minimum=self.minimum, words=True)
+        return KINDS[self.kind]
 
 
 def _positive(kind, default=None, env=None):
@@ -225,39 +240,13 @@ def _read(source):
 
 
 def _check(setting, value, where, base, from_env):
-    if value is None:
+    if value is None or (value == "" and setting.kind == "float"):  # Supervisor's empty: none
         return None
-    kind = setting.kind
-    if value == "" and kind == "float":  # Supervisor's empty setting: none
-        return None
-    if from_env and kind in ("int", "float"):
-        try:
-            value = int(value) if kind == "int" else float(value)
-        except ValueError:
-            raise ConfigError(where, f"must be a{'n integer' if kind == 'int' else ' number'}",
-                              value) from None
-    if kind == "int" and (not isinstance(value, int) or isinstance(value, bool)):
-        raise ConfigError(where, "must be an integer", value)
-    if kind == "float":
-        if not isinstance(value, (int, float)) or isinstance(value, bool):
-            raise ConfigError(where, "must be a number", value)
+    rule = setting.rule
+    value = check(where, rule, rule.from_text(value) if from_env else value)
+    if setting.kind == "float":
         value = float(value)
-    if kind == "bool" and from_env and isinstance(value, str):
-        value = {"1": True, "true": True, "0": False, "false": False}.get(value.lower(), value)
-    if kind == "bool" and not isinstance(value, bool):
-        raise ConfigError(where, "must be true or false", value)
-    if kind in ("str", "path") and not isinstance(value, str):
-        raise ConfigError(where, "must be a string", value)
-    if kind == "list" and (not isinstance(value, list) or
-                           not all(isinstance(v, str) for v in value)):
-        raise ConfigError(where, "must be a list of strings", value)
-    if setting.choices and value not in setting.choices:
-        raise ConfigError(where, f"must be one of {list(setting.choices)}", value)
-    if setting.minimum is not None and value < setting.minimum:
-        rule = {1: "must be positive", 0: "must not be negative"}.get(
-            setting.minimum, f"must be at least {setting.minimum:g}")
-        raise ConfigError(where, rule, value)
-    if kind == "path":
+    if setting.kind == "path":
         value = str((base / value).resolve()) if not os.path.isabs(value) else value
     return value
 

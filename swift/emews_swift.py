@@ -44,6 +44,7 @@ from emews.evaluate import Outcome, from_env
 from emews.pools.mpi import redirect_output
 from emews.store import Store
 from emews.study import final_record
+from emews.validation import env_flag
 
 
 
@@ -213,8 +214,7 @@ def evaluate(params, exp_id, run_id, model_name):
         out = expdir() / "out"
         out.mkdir(exist_ok=True)
         redirect_output(out / f"out-{rank() if rank() is not None else os.getpid()}.txt")
-        isolate = os.environ.get("EMEWS_ISOLATE", "0").strip().lower() in ("1", "true", "yes")
-        _objective = from_env(isolate=isolate)
+        _objective = from_env(isolate=env_flag("EMEWS_ISOLATE", False))
     _objective.exp_id, _objective.model_name = exp_id, model_name
     outcome = _objective.evaluate(params, run_id)
     value = None if math.isnan(outcome.value) else outcome.value

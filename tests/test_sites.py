@@ -148,7 +148,7 @@ def test_a_user_site_is_found_by_path_and_in_the_config_directory(emews_cli, qua
     ('scheduler = "sge"\nlauncher = "srun"\n', "scheduler", "must be one of"),
     ('scheduler = "slurm"\nlauncher = "srun"\ncolour = "red"\n', "colour",
      "is not a site setting"),
-    ('scheduler = "slurm"\nlauncher = "srun"\nppn = 0\n', "ppn", "must be at least 1"),
+    ('scheduler = "slurm"\nlauncher = "srun"\nppn = 0\n', "ppn", "must be positive"),
     ('scheduler = "slurm"\nlauncher = "srun"\n[batch]\nwalltime = "2h"\n', "[batch].walltime",
      "must be HH:MM:SS"),
     ('scheduler = "slurm"\nlauncher = "srun"\n[batch]\nqueue = "a;b"\n', "[batch].queue",

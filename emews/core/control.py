@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..experiment import write_json
 
 STATES = ("running", "paused", "stopped")
 CONTROL_FILE = "control.json"
@@ -36,10 +37,7 @@ def request(expdir, state):
                           str(expdir), show_value=False)
     if state not in STATES:
         raise ConfigError("state", f"must be one of {list(STATES)}", state)
-    path = expdir / CONTROL_FILE
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"state": state, "time": time.time()}) + "\n")
-    tmp.replace(path)
+    write_json(expdir / CONTROL_FILE, {"state": state, "time": time.time()})
 
 
 class Control:

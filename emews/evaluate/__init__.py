@@ -20,9 +20,8 @@ through a shell: they are in ``RUN_DIR/params.json`` and every command is an arg
 epoch); ``[study].timeout`` (``SH_TIMEOUT``) kills the run's process group.
 """
 
-from .base import (IMPLEMENTATIONS, RETURN_EPOCHS, EvaluationFailed, Outcome, RunContext,
-                   current_run)
-from .container import CONTAINER_RUNTIMES
+from ..config import CONTAINER_RUNTIMES, IMPLEMENTATIONS, RETURN_EPOCHS
+from .base import EvaluationFailed, Outcome, RunContext, current_run
 from .objective import Objective
 from .results import extract_value
 from .supervisor import candle_model_train, from_env

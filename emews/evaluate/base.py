@@ -10,8 +10,6 @@ import contextvars
 from dataclasses import dataclass, field
 from pathlib import Path
 
-IMPLEMENTATIONS = ("py", "app", "container", "echo")
-RETURN_EPOCHS = ("last", "min", "max")
 CANCELLED = "cancelled"
 
 

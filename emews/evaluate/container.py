@@ -11,12 +11,11 @@ import os
 import shutil
 from dataclasses import dataclass
 
+from ..config import CONTAINER_RUNTIMES
 from ..errors import ConfigError
 from .app import run_model_shell
 from .base import EvaluationFailed, Implementation
 from .results import read_improve_result
-
-CONTAINER_RUNTIMES = ("singularity", "apptainer")
 
 
 @dataclass(frozen=True)

@@ -21,11 +21,11 @@ import time
 import traceback
 from pathlib import Path
 
+from ..config import IMPLEMENTATIONS, RETURN_EPOCHS, SCHEMA
 from ..errors import ConfigError
 from . import process
 from .app import App
-from .base import (IMPLEMENTATIONS, RETURN_EPOCHS, Cancelled, EvaluationFailed, Outcome,
-                   RunContext)
+from .base import Cancelled, EvaluationFailed, Outcome, RunContext
 from .container import Container
 from .echo import Echo
 from .py import Py
@@ -85,8 +85,6 @@ class Objective:
     @classmethod
     def from_config(cls, cfg, expdir):
         """The objective a resolved :class:`~emews.config.Config` describes, for ``expdir``."""
-        from ..config import SCHEMA
-
         study = cfg.study
         env = {setting.env: cfg.model[key] for key, setting in SCHEMA["model"].items()
                if setting.env and cfg.model.get(key) is not None}

@@ -7,17 +7,10 @@ once per point; ``swift/prepare.py`` calls :func:`from_env` to check the setting
 import json
 import os
 
+from ..config import SCHEMA
 from ..errors import ConfigError
+from ..validation import env_flag
 from .objective import Objective
-
-
-def _flag(name, default):
-    value = os.environ.get(name, "").strip().lower()
-    if not value:
-        return default
-    if value not in ("1", "0", "true", "false", "yes", "no"):
-        raise ConfigError(name, "must be true or false (1 or 0)", os.environ[name])
-    return value in ("1", "true", "yes")
 
 
 def from_env(expdir=None, isolate=None):
@@ -29,8 +22,6 @@ def from_env(expdir=None, isolate=None):
     model's settings every variable of the ``[model]`` table (see :mod:`emews.config`) plus
     ``CANDLE_DATA_DIR``, ``EMEWS_LANGS_APP`` and ``CANDLE_CONTAINER_ARGS``.
     """
-    from ..config import SCHEMA
-
     environ = os.environ
     names = [s.env for s in SCHEMA["model"].values() if s.env] + [
         "MODEL_NAME", "MODEL_RETURN", "CANDLE_DATA_DIR", "EMEWS_LANGS_APP",
@@ -51,7 +42,7 @@ def from_env(expdir=None, isolate=None):
                      model_return=environ.get("MODEL_RETURN", "val_loss"),
                      timeout=timeout, expdir=expdir or environ.get("TURBINE_OUTPUT", "."),
                      model_env={name: environ[name] for name in names if name in environ},
-                     isolate=_flag("EMEWS_ISOLATE", True) if isolate is None else isolate)
+                     isolate=env_flag("EMEWS_ISOLATE", True) if isolate is None else isolate)
 
 
 _env_objective = None
@@ -67,7 +58,7 @@ def candle_model_train(params_json, exp_id, run_id, model_name):
     """
     global _env_objective
     if _env_objective is None:
-        _env_objective = from_env(isolate=_flag("EMEWS_ISOLATE", False))
+        _env_objective = from_env(isolate=env_flag("EMEWS_ISOLATE", False))
     _env_objective.exp_id, _env_objective.model_name = exp_id, model_name
     outcome = _env_objective.evaluate(params_json, run_id)
     return "NaN" if outcome.status != "done" else repr(outcome.value)

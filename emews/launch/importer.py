@@ -29,6 +29,7 @@ import tempfile
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..validation import problem
 from . import site as sites
 
 DRIVER = r'''
@@ -203,8 +204,7 @@ def translate(name, files, job, app, sched=None):
     for variable, key in BATCH.items():
         value = _value(changed.pop(variable, None))
         if value and value != "NONE":
-            check = sites.SCHEMA["batch"][key]
-            if check(value):
+            if problem(sites.SCHEMA["batch"][key], value):
                 unmapped.append((variable, value))
             else:
                 site["batch"][key] = value
@@ -270,7 +270,7 @@ def _directive(line, scheduler):
         if scheduler == "slurm":
             option = SLURM_LONG.get(option)
     value = " ".join(rest)
-    if not option or not rest or sites.SCHEMA["batch"]["directives"]({option: value}):
+    if not option or not rest or problem(sites.SCHEMA["batch"]["directives"], {option: value}):
         return None
     return {option: value}
 
@@ -315,7 +315,7 @@ def _environment_changes(changed, environment, unmapped, before, prefix=""):
                 unmapped.append((prefix + name, value))
             continue
         if "x" in attributes and "a" not in attributes and name not in HANDLED \
-                and not sites.SCHEMA["environment"]["variables"]({name: value}):
+                and not problem(sites.SCHEMA["environment"]["variables"], {name: value}):
             environment.setdefault("variables", {})[name] = value
         else:
             unmapped.append((prefix + name, value))

@@ -37,6 +37,7 @@ from importlib import resources
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..validation import Choice, Mapping, Number, Strings, Text, check_keys
 
 SCHEDULERS = ("local", "slurm", "pbs", "lsf", "flux")
 LAUNCHERS = ("mpiexec", "srun", "jsrun", "aprun")
@@ -50,92 +51,40 @@ WALLTIME = re.compile(r"(?:(\d+)-)?(\d+):(\d{2}):(\d{2})$|(\d+)$")
 OPTION = re.compile(r"[A-Za-z][A-Za-z0-9_-]*$")
 
 
-def _no_newline(value):
-    return "\n" not in value and "\r" not in value and "\0" not in value
-
-
-def _string(rule=None, pattern=None, choices=()):
-    def check(value):
-        if not isinstance(value, str):
-            return "must be a string"
-        if choices and value not in choices:
-            return f"must be one of {list(choices)}"
-        if pattern is not None and not pattern.match(value):
-            return rule
-        if not _no_newline(value):
-            return "must be one line"
-        return None
-    return check
-
-
-def _count(minimum):
-    def check(value):
-        if not isinstance(value, int) or isinstance(value, bool):
-            return "must be an integer"
-        return None if value >= minimum else f"must be at least {minimum}"
-    return check
-
-
-def _strings(pattern=None, rule="must be a list of strings"):
-    def check(value):
-        if not isinstance(value, list) or not all(isinstance(v, str) and _no_newline(v)
-                                                  for v in value):
-            return "must be a list of one-line strings"
-        if pattern is not None and not all(pattern.match(v) for v in value):
-            return rule
-        return None
-    return check
-
-
-def _mapping(key_pattern, key_rule, lists=False):
-    """A table of one-line strings (or, with ``lists``, lists of them) under checked keys."""
-    def check(value):
-        if not isinstance(value, dict):
-            return "must be a table"
-        for key, item in value.items():
-            if not key_pattern.match(key):
-                return f"{key_rule} (key {key!r})"
-            items = item if lists and isinstance(item, list) else [item]
-            if not all(isinstance(v, str) and _no_newline(v) and '"' not in v for v in items):
-                what = "a string or a list of strings" if lists else "a string"
-                return f"must map each key to {what} of one line without '\"' (key {key!r})"
-        return None
-    return check
-
-
 WALLTIME_RULE = "must be HH:MM:SS, D-HH:MM:SS or whole minutes"
 WORD_RULE = "must be one word of letters, digits and _ . @ + : / = -"
+LINE = Text(one_line=True)
 ENVIRONMENT = {
-    "modules": _strings(WORD, f"each module {WORD_RULE}"),
-    "unload": _strings(WORD, f"each module {WORD_RULE}"),
-    "module_use": _strings(),
-    "conda": _string(),
-    "venv": _string(),
-    "prepend": _mapping(NAME, "each key must be a variable name", lists=True),
-    "variables": _mapping(NAME, "each key must be a variable name"),
-    "setup": _strings(),
+    "modules": Strings(WORD, f"each module {WORD_RULE}", one_line=True),
+    "unload": Strings(WORD, f"each module {WORD_RULE}", one_line=True),
+    "module_use": Strings(one_line=True),
+    "conda": LINE,
+    "venv": LINE,
+    "prepend": Mapping(NAME, "each key must be a variable name", lists=True),
+    "variables": Mapping(NAME, "each key must be a variable name"),
+    "setup": Strings(one_line=True),
 }
 SCHEMA = {
     "": {
-        "description": _string(),
-        "scheduler": _string(choices=SCHEDULERS),
-        "launcher": _string(choices=LAUNCHERS),
-        "launcher_command": _string(),
-        "launcher_args": _strings(),
-        "ppn_flag": _string(WORD_RULE, WORD),
-        "python": _string(),
-        "ppn": _count(1),
-        "gpus_per_node": _count(0),
-        "gpu_binding": _string(choices=GPU_BINDINGS),
+        "description": LINE,
+        "scheduler": Choice(SCHEDULERS),
+        "launcher": Choice(LAUNCHERS),
+        "launcher_command": LINE,
+        "launcher_args": Strings(one_line=True),
+        "ppn_flag": Text(WORD, WORD_RULE, one_line=True),
+        "python": LINE,
+        "ppn": Number(integer=True, minimum=1, words=True),
+        "gpus_per_node": Number(integer=True, minimum=0, words=True),
+        "gpu_binding": Choice(GPU_BINDINGS),
     },
     "batch": {
-        "queue": _string(WORD_RULE, WORD),
-        "project": _string(WORD_RULE, WORD),
-        "walltime": _string(WALLTIME_RULE, WALLTIME),
-        "directives": _mapping(OPTION, "each key must be an option name", lists=True),
+        "queue": Text(WORD, WORD_RULE, one_line=True),
+        "project": Text(WORD, WORD_RULE, one_line=True),
+        "walltime": Text(WALLTIME, WALLTIME_RULE, one_line=True),
+        "directives": Mapping(OPTION, "each key must be an option name", lists=True),
     },
     "environment": ENVIRONMENT,
-    "langs_app": dict(ENVIRONMENT, file=_string()),
+    "langs_app": dict(ENVIRONMENT, file=LINE),
 }
 REQUIRED = ("scheduler", "launcher")
 
@@ -215,25 +164,14 @@ def from_dict(data, path):
     """Validate the contents of a site file (``path`` names it in errors)."""
     top = {k: v for k, v in data.items() if k not in SCHEMA or k == ""}
     tables = {"": top, **{t: data.get(t, {}) for t in SCHEMA if t}}
+    known = ", ".join(sorted(SCHEMA[""]) + sorted(t for t in SCHEMA if t))
     for table, values in tables.items():
         if table and not isinstance(values, dict):
             raise ConfigError(f"{path}: {table}", "must be a table", values)
-        schema = SCHEMA[table]
-        for key, value in values.items():
-            where = f"{path}: {f'[{table}].' if table else ''}{key}"
-            if key not in schema:
-                known = ", ".join(sorted(schema) + ([] if table else sorted(t for t in SCHEMA
-                                                                            if t)))
-                raise ConfigError(where, f"is not a site setting; known: {known}", key,
-                                  show_value=False)
-            problem = schema[key](value)
-            if problem:
-                raise ConfigError(where, problem, value)
-    for key in REQUIRED:
-        if key not in top:
-            raise ConfigError(f"{path}: {key}", f"is required (one of "
-                              f"{list(SCHEDULERS if key == 'scheduler' else LAUNCHERS)})",
-                              None, show_value=False)
+        check_keys(values, SCHEMA[table], lambda key: f"{path}: "
+                   f"{f'[{table}].' if table else ''}{key}", "is not a site setting; known: "
+                   f"{', '.join(sorted(SCHEMA[table])) if table else known}",
+                   required=() if table else REQUIRED)
     if top.get("launcher") == "srun" and top.get("scheduler") != "slurm":
         raise ConfigError(f"{path}: launcher", "srun needs scheduler = \"slurm\" (scheduler is "
                           f"{top.get('scheduler')!r})", "srun")

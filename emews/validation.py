@@ -1,0 +1,380 @@
+"""One validation layer: the rules a value must follow, for every input emews reads.
+
+The study configuration (:mod:`emews.config`), the site files (:mod:`emews.launch.site`), the
+algorithm options (:mod:`emews.core.algorithm`) and the messages between the study service and
+its pools (:data:`MESSAGES`) are checked with the rules here::
+
+    rule(value) -> value            a rule returns the value it accepts, or raises Invalid
+        |                           whose text is the rule ("must be an integer >= 1")
+    check(where, rule, value)       -> ConfigError "where: rule, got value" (one line)
+    check_keys(table, rules, ...)   every key of a table, its unknown keys, its required ones
+    message(data)                   a zmq message -> Invalid "op: field: rule, got value"
+
+A rule inside a :class:`Table` or :class:`Items` adds where it is (``.key``, ``[2]``) to the
+name the error gives. Rules take values as TOML and JSON give them; ``from_text`` reads one
+from an environment variable first (:func:`env_flag` for booleans).
+
+Standard library only: ``emews --help`` imports this (see the commit that added it for why it
+is not pydantic).
+"""
+
+import math
+import os
+import reprlib
+from dataclasses import dataclass
+
+from .errors import ConfigError
+from .status import POOL_OUTCOMES
+
+MISSING = object()   # what a rule is shown to say what it wants ("is required: must be ...")
+
+
+class Invalid(ValueError):
+    """A value that breaks a rule: ``rule`` says what must hold, ``value`` is what came and
+    ``field`` where inside the checked value it is (``.key``, ``[2]``; empty at the top)."""
+
+    def __init__(self, rule, value, field=""):
+        self.rule, self.value, self.field = rule, value, field
+        super().__init__(f"{field.lstrip('.') + ': ' if field else ''}{rule}, got "
+                         f"{reprlib.repr(value)}")
+
+    def inside(self, step):
+        """The same problem, seen from one level up (``step`` is ``.key`` or ``[i]``)."""
+        return Invalid(self.rule, self.value, step + self.field)
+
+
+def check(where, rule, value):
+    """``rule(value)``; a broken rule is a ConfigError naming ``where``, the rule and the
+    value."""
+    try:
+        return rule(value)
+    except Invalid as problem:
+        raise ConfigError(where + problem.field, problem.rule, problem.value) from None
+
+
+def problem(rule, value):
+    """What is wrong with ``value`` under ``rule`` (the rule's text), or ``None``."""
+    try:
+        rule(value)
+    except Invalid as invalid:
+        return invalid.rule
+    return None
+
+
+def check_keys(table, rules, where, unknown, required=()):
+    """Every value of the dict ``table`` checked by its rule in ``rules``; return the checked
+    values. ``where(key)`` names a key in errors, ``unknown`` is the rule that a key without a
+    rule breaks, ``required`` the keys that must be there."""
+    for key in required:
+        if key not in table:
+            raise ConfigError(where(key), f"is required ({problem(rules[key], MISSING)})",
+                              show_value=False)
+    for key, value in table.items():
+        if key not in rules:
+            raise ConfigError(where(key), unknown, value)
+    return {key: check(where(key), rules[key], value) for key, value in table.items()}
+
+
+class Rule:
+    """The contract of a rule: ``rule(value)`` returns the value it accepts or raises
+    :class:`Invalid`; ``from_text`` reads a value from an environment variable's text."""
+
+    def __call__(self, value):
+        raise NotImplementedError
+
+    def from_text(self, text):
+        """The value ``text`` stands for (this rule then checks it)."""
+        return text
+
+
+def _finite(value):
+    try:
+        return math.isfinite(value)
+    except OverflowError:   # an int too large for a float
+        return False
+
+
+@dataclass(frozen=True)
+class Number(Rule):
+    """A number (``integer``: an int; never a bool), within the bounds: ``minimum`` and
+    ``maximum`` inclusive, ``above`` exclusive; ``finite`` refuses NaN and infinities.
+
+    The rule reads as one text with its bounds ("must be an integer >= 1"); with ``words``
+    (the configuration and site files) the kind comes first ("must be an integer"), then the
+    bound in words ("must be positive", "must not be negative", "must be at least -1").
+    """
+
+    integer: bool = False
+    minimum: float | None = None
+    maximum: float | None = None
+    above: float | None = None
+    finite: bool = True
+    words: bool = False
+
+    def __call__(self, value):
+        kind = "an integer" if self.integer else "a number"
+        if isinstance(value, bool) or not isinstance(value, int if self.integer else
+                                                     (int, float)) or \
+                (self.finite and not _finite(value)):
+            raise Invalid(f"must be {kind}" + ("" if self.words else self._bounds()), value)
+        if (self.minimum is not None and value < self.minimum) or \
+                (self.above is not None and value <= self.above) or \
+                (self.maximum is not None and value > self.maximum):
+            raise Invalid(self._bound_words() if self.words else f"must be {kind}"
+                          f"{self._bounds()}", value)
+        return value
+
+    def _bounds(self):
+        return "".join(f" {sign} {bound}" for sign, bound in (
+            (">=", self.minimum), (">", self.above), ("<=", self.maximum)) if bound is not None)
+
+    def _bound_words(self):
+        if self.minimum is not None and (self.above is not None or self.maximum is not None):
+            return f"must be{self._bounds()}"
+        if self.minimum is not None:
+            return {1: "must be positive", 0: "must not be negative"}.get(
+                self.minimum, f"must be at least {self.minimum:g}")
+        return f"must be{self._bounds()}"
+
+    def from_text(self, text):
+        """The number an environment variable's text holds (else the text, which this rule
+        then refuses)."""
+        try:
+            return int(text) if self.integer else float(text)
+        except ValueError:
+            return text
+
+
+FLAG_TEXTS = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False}
+
+
+@dataclass(frozen=True)
+class Flag(Rule):
+    """``true`` or ``false``."""
+
+    def __call__(self, value):
+        if not isinstance(value, bool):
+            raise Invalid("must be true or false", value)
+        return value
+
+    def from_text(self, text):
+        """``1``, ``true``, ``yes`` / ``0``, ``false``, ``no`` (any case) as a bool (else the
+        text, which this rule then refuses)."""
+        return FLAG_TEXTS.get(text.strip().lower(), text) if isinstance(text, str) else text
+
+
+FLAG = Flag()
+
+
+def env_flag(name, default, environ=None):
+    """The boolean environment variable ``name`` (see :meth:`Flag.from_text`); ``default``
+    when it is unset or empty; anything else is a ConfigError naming the variable."""
+    text = (os.environ if environ is None else environ).get(name, "")
+    return default if not text.strip() else check(name, FLAG, FLAG.from_text(text))
+
+
+@dataclass(frozen=True)
+class Choice(Rule):
+    """One of ``choices`` (a tuple or a list)."""
+
+    choices: tuple
+
+    def __call__(self, value):
+        if value not in self.choices:
+            raise Invalid(f"must be one of {list(self.choices)}", value)
+        return value
+
+
+def _one_line(text):
+    return not any(c in text for c in "\n\r\0")
+
+
+@dataclass(frozen=True)
+class Text(Rule):
+    """A string: ``nonempty``; matching ``pattern`` (else ``rule`` says what must hold);
+    ``one_line`` (no newline, carriage return or NUL)."""
+
+    pattern: object = None
+    rule: str | None = None
+    one_line: bool = False
+    nonempty: bool = False
+
+    def __call__(self, value):
+        if not isinstance(value, str) or (self.nonempty and not value):
+            raise Invalid(f"must be a {'non-empty ' if self.nonempty else ''}string", value)
+        if self.pattern is not None and not self.pattern.match(value):
+            raise Invalid(self.rule, value)
+        if self.one_line and not _one_line(value):
+            raise Invalid("must be one line", value)
+        return value
+
+
+@dataclass(frozen=True)
+class Strings(Rule):
+    """A list of strings (``one_line`` each), each matching ``pattern`` (else ``rule``)."""
+
+    pattern: object = None
+    rule: str | None = None
+    one_line: bool = False
+
+    def __call__(self, value):
+        if not isinstance(value, list) or not all(
+                isinstance(v, str) and (not self.one_line or _one_line(v)) for v in value):
+            raise Invalid(f"must be a list of {'one-line ' if self.one_line else ''}strings",
+                          value)
+        if self.pattern is not None and not all(self.pattern.match(v) for v in value):
+            raise Invalid(self.rule, value)
+        return value
+
+
+@dataclass(frozen=True)
+class Mapping(Rule):
+    """A table of one-line strings without ``"`` (with ``lists``, or lists of them) under
+    keys that match ``key_pattern`` (else ``key_rule``)."""
+
+    key_pattern: object
+    key_rule: str
+    lists: bool = False
+
+    def __call__(self, value):
+        if not isinstance(value, dict):
+            raise Invalid("must be a table", value)
+        for key, item in value.items():
+            if not self.key_pattern.match(key):
+                raise Invalid(f"{self.key_rule} (key {key!r})", value)
+            items = item if self.lists and isinstance(item, list) else [item]
+            if not all(isinstance(v, str) and _one_line(v) and '"' not in v for v in items):
+                what = "a string or a list of strings" if self.lists else "a string"
+                raise Invalid(f"must map each key to {what} of one line without '\"' "
+                              f"(key {key!r})", value)
+        return value
+
+
+@dataclass(frozen=True)
+class Maybe(Rule):
+    """``None``, or a value that ``rule`` accepts."""
+
+    rule: object
+
+    def __call__(self, value):
+        return None if value is None else self.rule(value)
+
+    def from_text(self, text):
+        """What ``rule`` reads from ``text``."""
+        return self.rule.from_text(text)
+
+
+@dataclass(frozen=True)
+class Table(Rule):
+    """A table (dict) whose keys all have a rule in ``rules``; ``name`` names it in the rule
+    an unknown key breaks. An error names the key: ``.key`` after the table's name."""
+
+    rules: dict
+    name: str
+
+    def __call__(self, value):
+        keys = ", ".join(self.rules)
+        if not isinstance(value, dict):
+            raise Invalid(f"must be a table with keys among {keys}", value)
+        for key, item in value.items():
+            if key not in self.rules:
+                raise Invalid(f"is not a key of {self.name} (keys: {keys})", item, f".{key}")
+            try:
+                self.rules[key](item)
+            except Invalid as invalid:
+                raise invalid.inside(f".{key}") from None
+        return value
+
+
+@dataclass(frozen=True)
+class Items(Rule):
+    """A list of exactly one item per rule of ``rules``, each accepted by its rule;
+    ``shape`` says what it must look like."""
+
+    rules: tuple
+    shape: str
+
+    def __call__(self, value):
+        if not isinstance(value, list) or len(value) != len(self.rules):
+            raise Invalid(f"must be {self.shape}", value)
+        for index, (rule, item) in enumerate(zip(self.rules, value)):
+            try:
+                rule(item)
+            except Invalid as invalid:
+                raise invalid.inside(f"[{index}]") from None
+        return value
+
+
+@dataclass(frozen=True)
+class Fields(Rule):
+    """A JSON object (dict) with each field of ``rules``, accepted by its rule; other fields
+    are allowed (a newer peer may send more)."""
+
+    rules: dict
+
+    def __call__(self, value):
+        if not isinstance(value, dict):
+            raise Invalid("must be a JSON object", value)
+        for name, rule in self.rules.items():
+            try:
+                rule(value.get(name, MISSING))
+            except Invalid as invalid:
+                raise invalid.inside(f".{name}") from None
+        return value
+
+
+@dataclass(frozen=True)
+class Each(Rule):
+    """A list whose every item ``rule`` accepts."""
+
+    rule: object
+
+    def __call__(self, value):
+        if not isinstance(value, list):
+            raise Invalid("must be a list", value)
+        for index, item in enumerate(value):
+            try:
+                self.rule(item)
+            except Invalid as invalid:
+                raise invalid.inside(f"[{index}]") from None
+        return value
+
+
+# --- the messages between the study service and its pools (emews.service.protocol) ---------
+
+COUNT = Number(integer=True, finite=False)
+SECONDS = Number()
+NOTE = Maybe(Text())
+OUTCOME = Items((Number(finite=False), Choice(tuple(sorted(map(str, POOL_OUTCOMES)))), NOTE, NOTE, SECONDS,
+                 SECONDS),
+                "[value, status, error, log_tail, started, finished]")
+RESULT = Items((COUNT, COUNT, COUNT, OUTCOME), "[id, attempt, rank, outcome]")
+TASK = Items((COUNT, Text(), Text(), COUNT), "[id, params, run_id, attempt]")
+
+
+MESSAGES = {
+    "hello": Fields({"pool": Text(), "workers": COUNT, "host": Text(), "pid": COUNT,
+                     "received": COUNT}),
+    "want": Fields({"free": COUNT, "received": COUNT}),
+    "results": Fields({"results": Each(RESULT)}),
+    "heartbeat": Fields({}),
+    "bye": Fields({}),
+    "tasks": Fields({"tasks": Each(TASK), "lease": SECONDS}),
+    "ack": Fields({"ids": Each(COUNT)}),
+    "stop": Fields({"reason": Text()}),
+    "drain": Fields({}),
+    "who": Fields({}),
+    "study": Fields({"config": Fields({}), "expdir": Text()}),
+}
+
+
+def message(data):
+    """``data`` (a decoded JSON message) when it is an object with a known ``op`` whose fields
+    follow :data:`MESSAGES`; else :class:`Invalid`, whose text is one line
+    (``hello.workers: must be an integer, got 'x'``)."""
+    if not isinstance(data, dict) or data.get("op") not in MESSAGES:
+        raise Invalid(f"must be a JSON object whose op is one of {sorted(MESSAGES)}", data)
+    try:
+        return MESSAGES[data["op"]](data)
+    except Invalid as invalid:
+        raise invalid.inside(data["op"]) from None
