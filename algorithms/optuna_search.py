@@ -29,40 +29,38 @@ Types: floats and integers with their log scales, ordered values as an integer p
 samplers see their order), categorical and logical values as Optuna categories.
 """
 
-import functools
 import importlib.metadata
 import importlib.util
 import inspect
 import warnings
+from dataclasses import dataclass
 
-from emews.core.algorithm import (Algorithm, check_choice, check_flag, check_number, is_failure,
+from emews.core.algorithm import (Algorithm, check_choice, check_option, is_failure,
                              optional_import, pack_state, point_key, unpack_state)
 from emews.errors import ConfigError
 from emews.space import Categorical, Logical, Ordered
+from emews.validation import FLAG, Choice, Invalid, Number, Rule
 
 SAMPLERS = {"tpe": "TPESampler", "cmaes": "CmaEsSampler", "gp": "GPSampler",
             "random": "RandomSampler", "qmc": "QMCSampler"}
 WARM_START_TRIALS = 10   # WS-CMA-ES keeps the best tenth of the source trials: at least one
-COUNT = functools.partial(check_number, minimum=0, integer=True)
-POSITIVE = functools.partial(check_number, above=0)
-# option -> rule (a function of the name and the value), per sampler; CMA-ES also takes x0
+COUNT = Number(integer=True, minimum=0)
+POSITIVE = Number(above=0)
+# option -> rule (emews.validation), per sampler; CMA-ES also takes x0 (a StartPoint)
 SAMPLER_OPTIONS = {
-    "tpe": {"n_startup_trials": COUNT, "n_ei_candidates": functools.partial(
-                check_number, minimum=1, integer=True),
-            "multivariate": check_flag, "group": check_flag, "constant_liar": check_flag,
-            "consider_prior": check_flag, "prior_weight": POSITIVE,
-            "consider_magic_clip": check_flag, "consider_endpoints": check_flag,
-            "warn_independent_sampling": check_flag},
+    "tpe": {"n_startup_trials": COUNT, "n_ei_candidates": Number(integer=True, minimum=1),
+            "multivariate": FLAG, "group": FLAG, "constant_liar": FLAG, "consider_prior": FLAG,
+            "prior_weight": POSITIVE, "consider_magic_clip": FLAG, "consider_endpoints": FLAG,
+            "warn_independent_sampling": FLAG},
     "cmaes": {"sigma0": POSITIVE, "n_startup_trials": COUNT,
-              "popsize": functools.partial(check_number, minimum=4, integer=True),
-              "use_separable_cma": check_flag, "with_margin": check_flag, "lr_adapt": check_flag,
-              "consider_pruned_trials": check_flag, "warn_independent_sampling": check_flag},
-    "gp": {"n_startup_trials": COUNT, "deterministic_objective": check_flag,
-           "warn_independent_sampling": check_flag},
+              "popsize": Number(integer=True, minimum=4), "use_separable_cma": FLAG,
+              "with_margin": FLAG, "lr_adapt": FLAG, "consider_pruned_trials": FLAG,
+              "warn_independent_sampling": FLAG},
+    "gp": {"n_startup_trials": COUNT, "deterministic_objective": FLAG,
+           "warn_independent_sampling": FLAG},
     "random": {},
-    "qmc": {"qmc_type": functools.partial(check_choice, choices=("sobol", "halton")),
-            "scramble": check_flag, "warn_asynchronous_seeding": check_flag,
-            "warn_independent_sampling": check_flag},
+    "qmc": {"qmc_type": Choice(("sobol", "halton")), "scramble": FLAG,
+            "warn_asynchronous_seeding": FLAG, "warn_independent_sampling": FLAG},
 }
 CMA_VARIANTS = ("lr_adapt", "use_separable_cma", "with_margin")   # at most one of them
 # Optuna 5's defaults for a single objective, set explicitly so that Optuna 4 behaves the same
@@ -181,14 +179,14 @@ def _check_sampler_options(sampler, options, space, sampler_class):
     takes = inspect.signature(sampler_class.__init__).parameters
     rules = {name: rule for name, rule in SAMPLER_OPTIONS[sampler].items() if name in takes}
     if sampler == "cmaes":
-        rules["x0"] = functools.partial(_check_x0, space=space)
+        rules["x0"] = StartPoint(space)
     checked = {}
     for name, value in options.items():
         if name not in rules:
             listing = f"options: {', '.join(rules)}" if rules else "it takes none"
             raise ConfigError(f"[algorithm].{name}", f"is not an option of "
                               f"{SAMPLERS[sampler]} ({listing}) in Optuna {_version()}", value)
-        checked[name] = rules[name](name, value)
+        checked[name] = check_option(name, value, rules[name])
     if checked.get("group") and checked.get("multivariate", True) is False:
         raise ConfigError("[algorithm].group", "group = true needs multivariate = true", True)
     variants = [name for name in CMA_VARIANTS if checked.get(name)]
@@ -202,19 +200,24 @@ def _version():
     return importlib.metadata.version("optuna")
 
 
-def _check_x0(name, x0, space):
-    """CMA-ES's start point: a value for every numeric parameter, in Optuna's encoding."""
-    numeric = [p for p in space.free if isinstance(p, Ordered) or
-               not isinstance(p, (Categorical, Logical))]
-    names = [p.name for p in numeric]
-    if not isinstance(x0, dict) or sorted(x0) != sorted(names):
-        raise ConfigError(f"[algorithm].{name}", f"must be a table with a value for each of "
-                          f"{', '.join(names)}", x0)
-    for param in numeric:
-        if not param.contains(x0[param.name]):
-            raise ConfigError(f"[algorithm].{name}.{param.name}", "must be a value of the "
-                              "parameter in the search space", x0[param.name])
-    return {p.name: encode(p, x0[p.name]) for p in numeric}
+@dataclass(frozen=True)
+class StartPoint(Rule):
+    """CMA-ES's start point: a value for every numeric parameter of ``space``; the rule
+    returns it in Optuna's encoding."""
+
+    space: object
+
+    def __call__(self, x0):
+        numeric = [p for p in self.space.free if isinstance(p, Ordered) or
+                   not isinstance(p, (Categorical, Logical))]
+        names = [p.name for p in numeric]
+        if not isinstance(x0, dict) or sorted(x0) != sorted(names):
+            raise Invalid(f"must be a table with a value for each of {', '.join(names)}", x0)
+        for param in numeric:
+            if not param.contains(x0[param.name]):
+                raise Invalid("must be a value of the parameter in the search space",
+                              x0[param.name], f".{param.name}")
+        return {p.name: encode(p, x0[p.name]) for p in numeric}
 
 
 def distributions(space):

@@ -71,7 +71,6 @@ were never asked for (a resumed run's history) are told the same way; they count
 
 import collections
 import copy
-import functools
 import math
 import threading
 import warnings
@@ -84,9 +83,10 @@ from skopt.acquisition import gaussian_ei, gaussian_lcb, gaussian_pi
 from skopt.learning import gaussian_process as skopt_gp
 
 from emews.core.algorithm import (Algorithm, check_choice, check_flag, check_keywords, check_number,
-                             check_table, failure_value, is_failure, optional_import,
-                             pack_state, point_key, unpack_state)
+                             check_option, check_table, failure_value, is_failure,
+                             optional_import, pack_state, point_key, unpack_state)
 from emews.errors import ConfigError
+from emews.validation import Invalid, Number, Rule
 
 from .skopt_space import decode, dimension, encode
 
@@ -505,7 +505,7 @@ def _check_skopt_options(options):
     check_number("n_initial_points", options.get("n_initial_points", 10), 1, integer=True)
     check_choice("initial_point_generator", options.get("initial_point_generator", "random"),
                  GENERATORS)
-    _check_jobs("n_jobs", options.get("n_jobs", 1))
+    check_option("n_jobs", options.get("n_jobs", 1), JOBS)
     acq_func = check_choice("acq_func", options.get("acq_func", "gp_hedge"), ACQ_FUNCS)
     acq_optimizer = check_choice("acq_optimizer", options.get("acq_optimizer", "auto"),
                                  ("auto", "sampling", "lbfgs"))
@@ -515,17 +515,21 @@ def _check_skopt_options(options):
                           "\"sampling\")", acq_optimizer)
     check_number("model_queue_size", options.get("model_queue_size", 1), 1, integer=True)
     check_flag("avoid_duplicates", options.get("avoid_duplicates", True))
-    number, count = functools.partial(check_number, minimum=0), \
-        functools.partial(check_number, minimum=1, integer=True)
+    number, count = Number(minimum=0), Number(integer=True, minimum=1)
     check_table("acq_func_kwargs", options.get("acq_func_kwargs", {}), {
-        "xi": number, "kappa": number, "eta": functools.partial(check_number, above=0),
-        "n_min_samples": count, "n_thompson": count})
+        "xi": number, "kappa": number, "eta": Number(above=0), "n_min_samples": count,
+        "n_thompson": count})
     check_table("acq_optimizer_kwargs", options.get("acq_optimizer_kwargs", {}), {
-        "n_points": count, "n_restarts_optimizer": count, "n_jobs": _check_jobs})
+        "n_points": count, "n_restarts_optimizer": count, "n_jobs": JOBS})
 
 
-def _check_jobs(name, value):
-    if isinstance(value, bool) or not isinstance(value, int) or value == 0 or value < -1:
-        raise ConfigError(f"[algorithm].{name}", "must be an integer >= 1, or -1 (every core)",
-                          value)
-    return value
+class Jobs(Rule):
+    """scikit-learn's ``n_jobs``: a count of processes, or -1 for one per core."""
+
+    def __call__(self, value):
+        if isinstance(value, bool) or not isinstance(value, int) or value == 0 or value < -1:
+            raise Invalid("must be an integer >= 1, or -1 (every core)", value)
+        return value
+
+
+JOBS = Jobs()

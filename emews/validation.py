@@ -26,17 +26,18 @@ from dataclasses import dataclass
 from .errors import ConfigError
 from .status import POOL_OUTCOMES
 
-MISSING = object()   # what a rule is shown to say what it wants ("is required: must be ...")
+MISSING = object()   # a key or field that is not there
 
 
 class Invalid(ValueError):
-    """A value that breaks a rule: ``rule`` says what must hold, ``value`` is what came and
-    ``field`` where inside the checked value it is (``.key``, ``[2]``; empty at the top)."""
+    """A value that breaks a rule: ``rule`` says what must hold, ``value`` is what came
+    (:data:`MISSING`: nothing) and ``field`` where inside the checked value it is (``.key``,
+    ``[2]``; empty at the top)."""
 
     def __init__(self, rule, value, field=""):
         self.rule, self.value, self.field = rule, value, field
-        super().__init__(f"{field.lstrip('.') + ': ' if field else ''}{rule}, got "
-                         f"{reprlib.repr(value)}")
+        got = "" if value is MISSING else f", got {reprlib.repr(value)}"
+        super().__init__(f"{field.lstrip('.') + ': ' if field else ''}{rule}{got}")
 
     def inside(self, step):
         """The same problem, seen from one level up (``step`` is ``.key`` or ``[i]``)."""
@@ -49,7 +50,8 @@ def check(where, rule, value):
     try:
         return rule(value)
     except Invalid as problem:
-        raise ConfigError(where + problem.field, problem.rule, problem.value) from None
+        raise ConfigError(where + problem.field, problem.rule, problem.value,
+                          show_value=problem.value is not MISSING) from None
 
 
 def problem(rule, value):
@@ -67,8 +69,7 @@ def check_keys(table, rules, where, unknown, required=()):
     rule breaks, ``required`` the keys that must be there."""
     for key in required:
         if key not in table:
-            raise ConfigError(where(key), f"is required ({problem(rules[key], MISSING)})",
-                              show_value=False)
+            check(where(key), Required(rules[key]), MISSING)
     for key, value in table.items():
         if key not in rules:
             raise ConfigError(where(key), unknown, value)
@@ -87,6 +88,27 @@ class Rule:
         return text
 
 
+def _at(step, rule, value):
+    """``rule(value)`` for a part of a value; an error names the part (``step``)."""
+    try:
+        return rule(value)
+    except Invalid as invalid:
+        raise invalid.inside(step) from None
+
+
+@dataclass(frozen=True)
+class Required(Rule):
+    """A value that ``rule`` accepts, which must be there (not :data:`MISSING`)."""
+
+    rule: Rule
+
+    def __call__(self, value):
+        if value is MISSING:
+            wanted = problem(self.rule, None)   # what the rule asks for, if it refuses None
+            raise Invalid(f"is required ({wanted})" if wanted else "is required", MISSING)
+        return self.rule(value)
+
+
 def _finite(value):
     try:
         return math.isfinite(value)
@@ -96,8 +118,9 @@ def _finite(value):
 
 @dataclass(frozen=True)
 class Number(Rule):
-    """A number (``integer``: an int; never a bool), within the bounds: ``minimum`` and
-    ``maximum`` inclusive, ``above`` exclusive; ``finite`` refuses NaN and infinities.
+    """A number (``integer``: an int; never a bool, never an int too large for a float),
+    within the bounds: ``minimum`` and ``maximum`` inclusive, ``above`` exclusive; ``finite``
+    refuses NaN and infinities.
 
     The rule reads as one text with its bounds ("must be an integer >= 1"); with ``words``
     (the configuration and site files) the kind comes first ("must be an integer"), then the
@@ -115,7 +138,7 @@ class Number(Rule):
         kind = "an integer" if self.integer else "a number"
         if isinstance(value, bool) or not isinstance(value, int if self.integer else
                                                      (int, float)) or \
-                (self.finite and not _finite(value)):
+                ((self.finite or isinstance(value, int)) and not _finite(value)):
             raise Invalid(f"must be {kind}" + ("" if self.words else self._bounds()), value)
         if (self.minimum is not None and value < self.minimum) or \
                 (self.above is not None and value <= self.above) or \
@@ -279,11 +302,7 @@ class Table(Rule):
         for key, item in value.items():
             if key not in self.rules:
                 raise Invalid(f"is not a key of {self.name} (keys: {keys})", item, f".{key}")
-            try:
-                self.rules[key](item)
-            except Invalid as invalid:
-                raise invalid.inside(f".{key}") from None
-        return value
+        return {key: _at(f".{key}", self.rules[key], item) for key, item in value.items()}
 
 
 @dataclass(frozen=True)
@@ -297,57 +316,42 @@ class Items(Rule):
     def __call__(self, value):
         if not isinstance(value, list) or len(value) != len(self.rules):
             raise Invalid(f"must be {self.shape}", value)
-        for index, (rule, item) in enumerate(zip(self.rules, value)):
-            try:
-                rule(item)
-            except Invalid as invalid:
-                raise invalid.inside(f"[{index}]") from None
-        return value
+        return [_at(f"[{i}]", rule, item) for i, (rule, item) in enumerate(zip(self.rules, value))]
 
 
 @dataclass(frozen=True)
 class Fields(Rule):
     """A JSON object (dict) with each field of ``rules``, accepted by its rule; other fields
-    are allowed (a newer peer may send more)."""
+    are kept as they are (a newer peer may send more)."""
 
     rules: dict
 
     def __call__(self, value):
         if not isinstance(value, dict):
             raise Invalid("must be a JSON object", value)
-        for name, rule in self.rules.items():
-            try:
-                rule(value.get(name, MISSING))
-            except Invalid as invalid:
-                raise invalid.inside(f".{name}") from None
-        return value
+        return {**value, **{name: _at(f".{name}", Required(rule), value.get(name, MISSING))
+                            for name, rule in self.rules.items()}}
 
 
 @dataclass(frozen=True)
 class Each(Rule):
-    """A list whose every item ``rule`` accepts."""
+    """A list whose every item ``rule`` accepts (no ``rule``: any list)."""
 
-    rule: object
+    rule: Rule | None = None
 
     def __call__(self, value):
         if not isinstance(value, list):
             raise Invalid("must be a list", value)
-        for index, item in enumerate(value):
-            try:
-                self.rule(item)
-            except Invalid as invalid:
-                raise invalid.inside(f"[{index}]") from None
-        return value
+        if self.rule is None:
+            return value
+        return [_at(f"[{i}]", self.rule, item) for i, item in enumerate(value)]
 
 
 # --- the messages between the study service and its pools (emews.service.protocol) ---------
 
-COUNT = Number(integer=True, finite=False)
-SECONDS = Number()
-NOTE = Maybe(Text())
-OUTCOME = Items((Number(finite=False), Choice(tuple(sorted(map(str, POOL_OUTCOMES)))), NOTE, NOTE, SECONDS,
-                 SECONDS),
-                "[value, status, error, log_tail, started, finished]")
+COUNT, SECONDS, NOTE = Number(integer=True), Number(), Maybe(Text())
+OUTCOME = Items((Number(finite=False), Choice(tuple(sorted(map(str, POOL_OUTCOMES)))), NOTE,
+                 NOTE, SECONDS, SECONDS), "[value, status, error, log_tail, started, finished]")
 RESULT = Items((COUNT, COUNT, COUNT, OUTCOME), "[id, attempt, rank, outcome]")
 TASK = Items((COUNT, Text(), Text(), COUNT), "[id, params, run_id, attempt]")
 
@@ -356,7 +360,7 @@ MESSAGES = {
     "hello": Fields({"pool": Text(), "workers": COUNT, "host": Text(), "pid": COUNT,
                      "received": COUNT}),
     "want": Fields({"free": COUNT, "received": COUNT}),
-    "results": Fields({"results": Each(RESULT)}),
+    "results": Fields({"results": Each()}),     # each entry: RESULT, one at a time
     "heartbeat": Fields({}),
     "bye": Fields({}),
     "tasks": Fields({"tasks": Each(TASK), "lease": SECONDS}),
@@ -366,6 +370,12 @@ MESSAGES = {
     "who": Fields({}),
     "study": Fields({"config": Fields({}), "expdir": Text()}),
 }
+
+
+def result(entry):
+    """One entry of a ``results`` message, checked by :data:`RESULT` (an entry that breaks it
+    is dropped alone: the others in its message still count); raises :class:`Invalid`."""
+    return _at("result", RESULT, entry)
 
 
 def message(data):

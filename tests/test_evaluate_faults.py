@@ -128,7 +128,7 @@ def test_the_config_accepts_supervisors_no_timeout_values(value, expected):
 
 
 @pytest.mark.parametrize("table, message", [
-    ({"timeout": -2}, "config: [study].timeout: must be at least -1, got -2.0"),
+    ({"timeout": -2}, "config: [study].timeout: must be at least -1, got -2"),
     ({"isolate": "yes"}, "config: [study].isolate: must be true or false, got 'yes'"),
 ])
 def test_bad_timeout_and_isolate_settings_are_named(table, message):

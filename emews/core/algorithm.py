@@ -23,6 +23,7 @@ import numpy as np
 
 from . import eqpy  # noqa: F401 - binds the name ``eqpy`` for classic ME modules
 from ..errors import ConfigError, PluginError
+from ..validation import FLAG, Choice, Maybe, Number, Table, Text, check
 
 ENTRY_POINT_GROUP = "emews.algorithms"
 
@@ -161,58 +162,40 @@ def optional_import(module, extra):
                           module, show_value=False) from None
 
 
+def check_option(name, value, rule):
+    """``value`` of option ``name`` as ``rule`` (an :mod:`emews.validation` rule) accepts it;
+    else a ConfigError naming ``[algorithm].NAME``, the rule and the value."""
+    return check(f"[algorithm].{name}", rule, value)
+
+
 def check_choice(name, value, choices):
     """``value`` of option ``name`` when it is one of ``choices``; else a ConfigError."""
-    if value not in choices:
-        raise ConfigError(f"[algorithm].{name}", f"must be one of {list(choices)}", value)
-    return value
+    return check_option(name, value, Choice(tuple(choices)))
 
 
 def check_number(name, value, minimum=None, maximum=None, integer=False, allow_none=False,
                  above=None):
     """``value`` of option ``name`` when it is a finite number within the bounds (``minimum``
     and ``maximum`` inclusive, ``above`` exclusive); else a ConfigError."""
-    if value is None and allow_none:
-        return value
-    kinds = int if integer else (int, float)
-    if isinstance(value, bool) or not isinstance(value, kinds) or not math.isfinite(value) or \
-            (minimum is not None and value < minimum) or \
-            (above is not None and value <= above) or (maximum is not None and value > maximum):
-        bounds = f"{'' if minimum is None else f' >= {minimum}'}" \
-                 f"{'' if above is None else f' > {above}'}" \
-                 f"{'' if maximum is None else f' <= {maximum}'}"
-        raise ConfigError(f"[algorithm].{name}",
-                          f"must be {'an integer' if integer else 'a number'}{bounds}", value)
-    return value
+    rule = Number(integer, minimum, maximum, above)
+    return check_option(name, value, Maybe(rule) if allow_none else rule)
 
 
 def check_flag(name, value):
     """``value`` of option ``name`` when it is ``true`` or ``false``; else a ConfigError."""
-    if not isinstance(value, bool):
-        raise ConfigError(f"[algorithm].{name}", "must be true or false", value)
-    return value
+    return check_option(name, value, FLAG)
 
 
 def check_text(name, value):
     """``value`` of option ``name`` when it is a non-empty string (a path); else a ConfigError."""
-    if not isinstance(value, str) or not value:
-        raise ConfigError(f"[algorithm].{name}", "must be a non-empty string", value)
-    return value
+    return check_option(name, value, Text(nonempty=True))
 
 
 def check_table(name, value, rules):
     """``value`` of option ``name`` when it is a table whose keys all have a rule in ``rules``
-    (a function of the dotted name ``name.key`` and the value, such as :func:`check_number`)
-    that accepts their value; else a ConfigError."""
-    if not isinstance(value, dict):
-        raise ConfigError(f"[algorithm].{name}",
-                          f"must be a table with keys among {', '.join(rules)}", value)
-    for key, item in value.items():
-        if key not in rules:
-            raise ConfigError(f"[algorithm].{name}.{key}", f"is not a key of {name} "
-                              f"(keys: {', '.join(rules)})", item)
-        rules[key](f"{name}.{key}", item)
-    return value
+    (:mod:`emews.validation` rules) that accepts their value; else a ConfigError naming the
+    key (``[algorithm].NAME.KEY``)."""
+    return check_option(name, value, Table(rules, name))
 
 
 def check_keywords(target, options, exclude=(), owner=None):
