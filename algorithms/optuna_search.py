@@ -33,7 +33,6 @@ import importlib.metadata
 import importlib.util
 import inspect
 import warnings
-from dataclasses import dataclass
 
 from emews.core.algorithm import (Algorithm, check_choice, check_option, is_failure,
                              optional_import, pack_state, point_key, unpack_state)
@@ -200,12 +199,12 @@ def _version():
     return importlib.metadata.version("optuna")
 
 
-@dataclass(frozen=True)
 class StartPoint(Rule):
     """CMA-ES's start point: a value for every numeric parameter of ``space``; the rule
     returns it in Optuna's encoding."""
 
-    space: object
+    def __init__(self, space):
+        self.space = space
 
     def __call__(self, x0):
         numeric = [p for p in self.space.free if isinstance(p, Ordered) or

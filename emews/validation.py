@@ -21,7 +21,6 @@ is not pydantic).
 import math
 import os
 import reprlib
-from dataclasses import dataclass
 
 from .errors import ConfigError
 from .status import POOL_OUTCOMES
@@ -96,11 +95,11 @@ def _at(step, rule, value):
         raise invalid.inside(step) from None
 
 
-@dataclass(frozen=True)
 class Required(Rule):
     """A value that ``rule`` accepts, which must be there (not :data:`MISSING`)."""
 
-    rule: Rule
+    def __init__(self, rule):
+        self.rule = rule
 
     def __call__(self, value):
         if value is MISSING:
@@ -116,7 +115,6 @@ def _finite(value):
         return False
 
 
-@dataclass(frozen=True)
 class Number(Rule):
     """A number (``integer``: an int; never a bool, never an int too large for a float),
     within the bounds: ``minimum`` and ``maximum`` inclusive, ``above`` exclusive; ``finite``
@@ -127,12 +125,10 @@ class Number(Rule):
     bound in words ("must be positive", "must not be negative", "must be at least -1").
     """
 
-    integer: bool = False
-    minimum: float | None = None
-    maximum: float | None = None
-    above: float | None = None
-    finite: bool = True
-    words: bool = False
+    def __init__(self, integer=False, minimum=None, maximum=None, above=None, finite=True,
+                 words=False):
+        self.integer, self.minimum, self.maximum, self.above = integer, minimum, maximum, above
+        self.finite, self.words = finite, words
 
     def __call__(self, value):
         kind = "an integer" if self.integer else "a number"
@@ -171,7 +167,6 @@ class Number(Rule):
 FLAG_TEXTS = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False}
 
 
-@dataclass(frozen=True)
 class Flag(Rule):
     """``true`` or ``false``."""
 
@@ -196,11 +191,11 @@ def env_flag(name, default, environ=None):
     return default if not text.strip() else check(name, FLAG, FLAG.from_text(text))
 
 
-@dataclass(frozen=True)
 class Choice(Rule):
     """One of ``choices`` (a tuple or a list)."""
 
-    choices: tuple
+    def __init__(self, choices):
+        self.choices = choices
 
     def __call__(self, value):
         if value not in self.choices:
@@ -212,15 +207,12 @@ def _one_line(text):
     return not any(c in text for c in "\n\r\0")
 
 
-@dataclass(frozen=True)
 class Text(Rule):
     """A string: ``nonempty``; matching ``pattern`` (else ``rule`` says what must hold);
     ``one_line`` (no newline, carriage return or NUL)."""
 
-    pattern: object = None
-    rule: str | None = None
-    one_line: bool = False
-    nonempty: bool = False
+    def __init__(self, pattern=None, rule=None, one_line=False, nonempty=False):
+        self.pattern, self.rule, self.one_line, self.nonempty = pattern, rule, one_line, nonempty
 
     def __call__(self, value):
         if not isinstance(value, str) or (self.nonempty and not value):
@@ -232,13 +224,11 @@ class Text(Rule):
         return value
 
 
-@dataclass(frozen=True)
 class Strings(Rule):
     """A list of strings (``one_line`` each), each matching ``pattern`` (else ``rule``)."""
 
-    pattern: object = None
-    rule: str | None = None
-    one_line: bool = False
+    def __init__(self, pattern=None, rule=None, one_line=False):
+        self.pattern, self.rule, self.one_line = pattern, rule, one_line
 
     def __call__(self, value):
         if not isinstance(value, list) or not all(
@@ -250,14 +240,12 @@ class Strings(Rule):
         return value
 
 
-@dataclass(frozen=True)
 class Mapping(Rule):
     """A table of one-line strings without ``"`` (with ``lists``, or lists of them) under
     keys that match ``key_pattern`` (else ``key_rule``)."""
 
-    key_pattern: object
-    key_rule: str
-    lists: bool = False
+    def __init__(self, key_pattern, key_rule, lists=False):
+        self.key_pattern, self.key_rule, self.lists = key_pattern, key_rule, lists
 
     def __call__(self, value):
         if not isinstance(value, dict):
@@ -273,11 +261,11 @@ class Mapping(Rule):
         return value
 
 
-@dataclass(frozen=True)
 class Maybe(Rule):
     """``None``, or a value that ``rule`` accepts."""
 
-    rule: object
+    def __init__(self, rule):
+        self.rule = rule
 
     def __call__(self, value):
         return None if value is None else self.rule(value)
@@ -287,13 +275,12 @@ class Maybe(Rule):
         return self.rule.from_text(text)
 
 
-@dataclass(frozen=True)
 class Table(Rule):
     """A table (dict) whose keys all have a rule in ``rules``; ``name`` names it in the rule
     an unknown key breaks. An error names the key: ``.key`` after the table's name."""
 
-    rules: dict
-    name: str
+    def __init__(self, rules, name):
+        self.rules, self.name = rules, name
 
     def __call__(self, value):
         keys = ", ".join(self.rules)
@@ -305,13 +292,12 @@ class Table(Rule):
         return {key: _at(f".{key}", self.rules[key], item) for key, item in value.items()}
 
 
-@dataclass(frozen=True)
 class Items(Rule):
     """A list of exactly one item per rule of ``rules``, each accepted by its rule;
     ``shape`` says what it must look like."""
 
-    rules: tuple
-    shape: str
+    def __init__(self, rules, shape):
+        self.rules, self.shape = rules, shape
 
     def __call__(self, value):
         if not isinstance(value, list) or len(value) != len(self.rules):
@@ -319,12 +305,12 @@ class Items(Rule):
         return [_at(f"[{i}]", rule, item) for i, (rule, item) in enumerate(zip(self.rules, value))]
 
 
-@dataclass(frozen=True)
 class Fields(Rule):
     """A JSON object (dict) with each field of ``rules``, accepted by its rule; other fields
     are kept as they are (a newer peer may send more)."""
 
-    rules: dict
+    def __init__(self, rules):
+        self.rules = rules
 
     def __call__(self, value):
         if not isinstance(value, dict):
@@ -333,11 +319,11 @@ class Fields(Rule):
                             for name, rule in self.rules.items()}}
 
 
-@dataclass(frozen=True)
 class Each(Rule):
     """A list whose every item ``rule`` accepts (no ``rule``: any list)."""
 
-    rule: Rule | None = None
+    def __init__(self, rule=None):
+        self.rule = rule
 
     def __call__(self, value):
         if not isinstance(value, list):
