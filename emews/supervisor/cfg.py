@@ -50,6 +50,7 @@ from pathlib import Path
 
 from ..config import SCHEMA
 from ..errors import ConfigError
+from ..validation import Number, check
 
 REFERENCE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
 SOURCE = 'set -aeu\nwhile [ $# -gt 0 ]; do source "$1" >&2; shift; done\nprintf "%s\\0" "{mark}"\nenv -0\n'
@@ -284,16 +285,10 @@ def ga_budget(options):
 
 def convert(value, kind, where):
     """``value`` (text) as the setting's kind; ``None`` for an empty or negative timeout."""
-    try:
-        if kind == "int":
-            return int(value)
-        if kind == "float":
-            return float(value)
-        if kind == "timeout":
-            return None if float(value) <= 0 else float(value)
-    except ValueError:
-        rule = "an integer" if kind == "int" else "a number"
-        raise ConfigError(where, f"must be {rule}", value) from None
+    if kind in ("int", "float", "timeout"):
+        rule = Number(integer=kind == "int")
+        number = check(where, rule, rule.from_text(value))
+        return None if kind == "timeout" and number <= 0 else number
     return str(Path(value).resolve()) if kind == "path" else value
 
 
