@@ -17,8 +17,8 @@ from emews.core.replicas import Replicas, wrap
 from emews.errors import ConfigError
 from emews.inspect import load
 from emews.inspect.show import replica_summary
-from emews.space import Space
 from emews.result import result_of
+from emews.space import Space
 
 from conftest import TOY_SPACE, stored_rows
 
