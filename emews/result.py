@@ -74,40 +74,33 @@ def result_from(expdir, store, final):
                   counts.get(Status.DONE, 0) + failed, failed)
 
 
-def result_of(expdir):
-    """The :class:`Result` of a finished experiment, read from its store."""
+def read(expdir, reading):
+    """``reading(store)`` on the store of the experiment in ``expdir``, opened for it alone."""
     store = open_study_store(expdir)
     try:
-        return result_from(expdir, store, store.meta("final", {}))
+        return reading(store)
     finally:
         store.close()
+
+
+def result_of(expdir):
+    """The :class:`Result` of a finished experiment, read from its store."""
+    return read(expdir, lambda store: result_from(expdir, store, store.meta("final", {})))
 
 
 def final_recorded(expdir):
     """True when the study in ``expdir`` recorded its final record (it ended, well or not)."""
-    store = open_study_store(expdir)
-    try:
-        return store.meta("final") is not None
-    finally:
-        store.close()
+    return read(expdir, lambda store: store.meta("final") is not None)
 
 
 def stored_count(expdir):
     """How many evaluations of ``expdir`` have a final result in its store."""
-    store = open_study_store(expdir)
-    try:
-        return store.finished_count()
-    finally:
-        store.close()
+    return read(expdir, lambda store: store.finished_count())
 
 
 def failure_reasons(expdir):
     """The most common failure reasons of ``expdir``: ``[(reason, count), ...]``."""
-    store = open_study_store(expdir)
-    try:
-        return store.failure_reasons()
-    finally:
-        store.close()
+    return read(expdir, lambda store: store.failure_reasons())
 
 
 def interrupted(expdir, signum):
