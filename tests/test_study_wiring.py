@@ -87,3 +87,16 @@ def test_the_me_driver_goes_by_the_masters_count_not_its_settings(tmp_path, monk
     assert final["stop_reason"] == "evaluation budget of 5 reached"
     assert [row["status"] for row in rows] == [Status.DONE] * 5
     assert final["evaluations"] == 5  # the ME's final message, with the master's count
+
+
+@pytest.mark.parametrize("mode", ["batch", "async"])
+def test_a_resumed_study_counts_patience_from_its_last_improvement(toy_config, mode):
+    """Patience counts the evaluations since the last improvement, across a resume: the
+    resumed study goes on (its last improvement came late in the first run)."""
+    first = emews.run(toy_config(mode=mode, budget=8, seed=7))
+    values = [row["result"] for row in stored_rows(first.expdir)]  # in the order proposed
+    last = max(i for i, v in enumerate(values, 1) if v == min(values[:i]))
+    assert 8 - last < 6  # the premise of the test (seed 7: the 5th point was the best)
+    resumed = emews.run(None, {"study.budget": 30, "study.patience": 6}, resume=first.expdir)
+    finished = [row for row in stored_rows(first.expdir) if row["status"] == Status.DONE]
+    assert resumed.evaluations == len(finished) > 8
