@@ -49,6 +49,7 @@ from .control import Control
 from ..errors import MEAborted, ProtocolError, StudyAborted
 from .failure import Decision, FailurePolicy
 from ..pools.base import Backoff, Task
+from ..status import Status
 
 CANCEL_GRACE = 30.0
 CONTROL_POLL = 0.2   # seconds between looks at control.json while paused with nothing running
@@ -274,9 +275,9 @@ class Master:
         rows, final, values, retried, abort = [], [], [], [], None
         self.store.record_duplicates([(task.id, rank, outcome, task.attempt)
                                       for task, rank, outcome in finished
-                                      if outcome.status == "duplicate"])
+                                      if outcome.status == Status.DUPLICATE])
         for task, rank, outcome in finished:
-            if outcome.status == "duplicate":
+            if outcome.status == Status.DUPLICATE:
                 continue
             if task.params is None:
                 task = self._adopt(task, rank, outcome)
@@ -285,21 +286,21 @@ class Master:
             if task.id in self.waiting:  # a late result of a requeued task: the first wins
                 del self.waiting[task.id]
             value = outcome.value
-            if outcome.status == "done" and value == value:  # a number (not NaN): done
+            if outcome.status == Status.DONE and value == value:  # a number (not NaN): done
                 action = "done"
             else:
                 decision = self.policy.decide(outcome, task.attempt)
-                if outcome.status == "interrupted":  # a lost lease: run again, not a failure
+                if outcome.status == Status.INTERRUPTED:  # a lost lease: run again, not a failure
                     decision = Decision("retry")
                 action, value = decision.action, decision.value
                 if action == "retry":
-                    rows.append((task.id, rank, outcome, task.attempt, "queued"))
+                    rows.append((task.id, rank, outcome, task.attempt, Status.QUEUED))
                     attempt = task.attempt + 1
                     retried.append(Task(task.id, task.params, run_id(task.id, attempt), attempt))
                     continue
                 abort = abort or (decision.reason if action == "abort" else None)
             rows.append((task.id, rank, outcome, task.attempt,
-                         "done" if action == "done" else "failed"))
+                         Status.DONE if action == "done" else Status.FAILED))
             final.append((task, rank, outcome))
             self.unreported[task.id] = value
             self.reported.append(task.id)
@@ -383,7 +384,7 @@ class Master:
         decision = self.policy.decide(outcome, task.attempt)
         value = decision.value if decision.action == "done" else float("nan")
         self.store.finish([(task.id, rank, outcome, task.attempt,
-                            "done" if decision.action == "done" else "failed")])
+                            Status.DONE if decision.action == "done" else Status.FAILED)])
         self.known[key].append((task.id, decision.value, None))  # counted here, not again
         self.limits.record([value])
         return None
@@ -408,7 +409,8 @@ class Master:
                 backoff.wait()
                 continue
             self.store.finish([(task.id, rank, outcome, task.attempt,
-                                "done" if outcome.status == "done" else "cancelled")
+                                Status.DONE if outcome.status == Status.DONE
+                                else Status.CANCELLED)
                                for task, rank, outcome in finished])
             self.store.commit()
 

@@ -2,9 +2,9 @@
 
 ::
 
-    emews run CONFIG (procs > 1)  --spawn()-->  mpiexec -n PROCS python -m emews run --execute EXPnnn
-        SIGINT / SIGTERM here     ---------->   one SIGINT to the job (its clean Ctrl-C)
-        the job's exit status     <----------   0: its Result; else Interrupted / EmewsError
+    emews run CONFIG (procs > 1) --spawn()--> mpiexec -n PROCS python -m emews run --execute EXP
+        SIGINT / SIGTERM here    -----------> one SIGINT to the job (its clean Ctrl-C)
+        the job's exit status    <----------- 0: its Result; else Interrupted / EmewsError
 """
 
 import functools
