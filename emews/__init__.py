@@ -4,7 +4,7 @@ __version__ = "0.1.0"
 
 
 def run(config, overrides=None, resume=None):
-    """Run a study; see :func:`emews.study.run`. Returns a :class:`emews.study.Result`."""
+    """Run a study; see :func:`emews.study.run`. Returns a :class:`emews.result.Result`."""
     from .study import run as run_study
 
     return run_study(config, overrides, resume)

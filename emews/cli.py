@@ -180,7 +180,7 @@ def _run(args):
     result = run(args.config or None, overrides, args.resume)
     if result is not None and result.all_failed:
         if not os.environ.get("EMEWS_SPAWNED"):
-            from .study import failure_reasons
+            from .result import failure_reasons
 
             common = "; ".join(f"{reason} ({count}x)"
                                for reason, count in failure_reasons(result.expdir))

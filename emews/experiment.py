@@ -1,13 +1,17 @@
 """Experiment directories: ``<CANDLE_DATA_DIR or ./experiments>/<workflow>/EXPnnn/``.
 
 Each holds ``out/`` (one ``out-R.txt`` per rank), ``run/`` (one directory per run that needs
-one), ``config.json`` (the configuration as run), ``settings.json`` (what the ME reads),
-``results.db`` (the store) and, at the end, ``final.json``.
+one), ``config.json`` (the configuration as run), ``settings.json`` (the ME's settings: a
+classic EQ/Py module reads them at the handshake), ``results.db`` (the store) and, at the end,
+``final.json``.
 """
 
 import json
 import re
 from pathlib import Path
+
+from . import config as configuration
+from .store import study_store
 
 EXP_PATTERN = re.compile(r"EXP(\d+)$")
 
@@ -54,3 +58,14 @@ def write_json(path, data):
 def read_json(path):
     """Read a JSON file written by :func:`write_json`."""
     return json.loads(Path(path).read_text())
+
+
+def load_experiment(expdir):
+    """The configuration as run, from ``EXPDIR/config.json`` (already resolved: the
+    environment does not apply again)."""
+    return configuration.load([read_json(Path(expdir) / "config.json")], environ={})
+
+
+def open_study_store(expdir):
+    """The store of a prepared experiment (``results.db``, or its ``[system].storage``)."""
+    return study_store(expdir, load_experiment(expdir).system["storage"], create=False)

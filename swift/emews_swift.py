@@ -43,7 +43,7 @@ from emews.core.master import run_id
 from emews.evaluate import Outcome, from_env
 from emews.pools.mpi import redirect_output
 from emews.store import Store
-from emews.study import final_record
+from emews.result import final_record
 from emews.validation import env_flag
 
 

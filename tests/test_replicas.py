@@ -17,8 +17,8 @@ from emews.core.replicas import Replicas, wrap
 from emews.errors import ConfigError
 from emews.inspect import load
 from emews.inspect.show import replica_summary
+from emews.result import result_of
 from emews.space import Space
-from emews.study import result_of
 
 from conftest import TOY_SPACE, stored_rows
 
@@ -177,7 +177,7 @@ def test_a_point_whose_replicas_a_limit_cut_short_has_no_value_and_is_never_the_
     from emews.core.replicas import summarize
     from emews.evaluate import Outcome
     from emews.store import Store
-    from emews.study import final_record
+    from emews.result import final_record
 
     store = Store(tmp_path / "results.db")
     rows = [({"x": 1.0}, 1, 0.50), ({"x": 1.0}, 2, 0.70), ({"x": 1.0}, 3, 0.60),   # complete

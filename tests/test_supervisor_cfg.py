@@ -20,7 +20,7 @@ import pytest
 from emews import config as configuration
 from emews.errors import ConfigError
 from emews.store import Store
-from emews.study import validate
+from emews.prepare import validate
 from emews.supervisor.cfg import Settings, read
 
 CFG = Path(__file__).parent / "support" / "supervisor_cfg"

@@ -269,6 +269,18 @@ def import_dotted(path, where, rule="must be an importable 'module:attribute' pa
     raise PluginError(where, rule, path)
 
 
+@dataclass(frozen=True)
+class Verdict:
+    """What the limits say to the ME driver: how many more points it may propose (``allowed``,
+    net of the points in flight; ``None``: no budget), why the search must stop now
+    (``reason``, ``None`` while it goes on) and the limits' ``counts``
+    (:meth:`Stopper.counts`, for the driver's checkpoint and final message)."""
+
+    allowed: int | None
+    reason: str | None
+    counts: dict
+
+
 @dataclass
 class Stopper:
     """When a search stops: a table of small predicates, checked after every result.
@@ -276,6 +288,10 @@ class Stopper:
     ``budget`` (evaluations, resumed ones included), ``max_iterations`` (ask/tell rounds that
     produced points), ``tol`` with ``patience`` (no improvement larger than ``tol`` within
     ``patience`` evaluations), ``target`` (a value at or below it) and ``max_time`` (seconds).
+
+    One Stopper counts a study's limits: the master's (:mod:`emews.core.master`), which tells
+    the ME driver its :meth:`verdict` with each answer; or, where no master counts (Swift/T,
+    :func:`emews.testing.drive`), the driver's own.
     """
 
     budget: int | None = None
@@ -304,6 +320,25 @@ class Stopper:
     def remaining(self):
         """How many more evaluations the budget allows (``None``: no budget)."""
         return None if self.budget is None else max(self.budget - self.evaluations, 0)
+
+    def counts(self):
+        """What the rules have counted so far (JSON-serializable; :meth:`restore` takes it)."""
+        return {"evaluations": self.evaluations, "iterations": self.iterations,
+                "last_improvement": self.last_improvement,
+                "best": None if math.isinf(self.best) else self.best}
+
+    def restore(self, counts):
+        """Go on from :meth:`counts` (of a checkpoint)."""
+        self.evaluations, self.iterations = counts["evaluations"], counts["iterations"]
+        self.last_improvement = counts["last_improvement"]
+        self.best = math.inf if counts["best"] is None else counts["best"]
+
+    def verdict(self, in_flight=0, reason=None):
+        """The :class:`Verdict` for a driver with ``in_flight`` points not yet counted;
+        ``reason`` (a stop already decided) wins over the rules'."""
+        remaining = self.remaining()
+        return Verdict(None if remaining is None else max(remaining - in_flight, 0),
+                       reason or self.reason(), self.counts())
 
     def reason(self, iterations=True):
         """Why the search must stop now, or ``None``; with ``iterations=False``, a finished

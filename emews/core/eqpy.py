@@ -25,8 +25,8 @@ Wire format (this module is the only place that writes or reads it):
 
 Within one process the master answers with an :class:`Answer`, the values themselves:
 :func:`IN_get` writes it as the text above for a classic EQ/Py ME, while the ME driver reads the
-values (:func:`IN_get_results`, :func:`IN_get_tagged`), so no result is written as text and
-parsed back on rank 0. Text answers (from Swift/T) are read by both.
+values (:func:`IN_get_answer`, with the master's verdict on the limits), so no result is
+written as text and parsed back on rank 0. Text answers (from Swift/T) are read by both.
 
 One study runs per process at a time: :func:`init` makes fresh queues.
 """
@@ -94,12 +94,20 @@ def OUT_put(string_params):
 
 class Answer:
     """The master's answer to a message of points, as values: batch results in the order of
-    the points, or ``(index, value)`` pairs when ``tagged`` (async)."""
+    the points, or ``(index, value)`` pairs when ``tagged`` (async); with the master's
+    ``verdict`` on the study's limits (a :class:`~emews.core.algorithm.Verdict`, which only
+    the ME driver reads; ``None`` in an answer decoded from text)."""
 
-    __slots__ = ("values", "tagged")
+    __slots__ = ("values", "tagged", "verdict")
 
-    def __init__(self, values, tagged=False):
-        self.values, self.tagged = values, tagged
+    def __init__(self, values, tagged=False, verdict=None):
+        self.values, self.tagged, self.verdict = values, tagged, verdict
+
+    def floats(self):
+        """The values as floats, or ``(index, value)`` pairs with the value a float."""
+        if self.tagged:
+            return [(index, float(value)) for index, value in self.values]
+        return [float(value) for value in self.values]
 
     def text(self):
         """The answer in the wire format."""
@@ -124,18 +132,21 @@ def IN_get():
 
 def IN_get_results():
     """Like :func:`IN_get`, for batch results: the values, as floats (NaN for a failure)."""
-    message = _answer()
-    if isinstance(message, Answer):
-        return [float(value) for value in message.values]
-    return decode_results(message)
+    return IN_get_answer().floats()
 
 
 def IN_get_tagged():
     """Like :func:`IN_get`, for async results: ``(index, value)`` pairs, values as floats."""
+    return IN_get_answer(tagged=True).floats()
+
+
+def IN_get_answer(tagged=False):
+    """Like :func:`IN_get`, as an :class:`Answer`: the master's own, or a text answer decoded
+    (async results when ``tagged``)."""
     message = _answer()
     if isinstance(message, Answer):
-        return [(index, float(value)) for index, value in message.values]
-    return decode_tagged(message)
+        return message
+    return Answer(decode_tagged(message) if tagged else decode_results(message), tagged)
 
 
 def stop(wait=ME_EXIT_WAIT):
@@ -168,14 +179,16 @@ def output_q_poll(timeout):
 
 
 def init(pkg):
-    """Import the ME module ``pkg`` (a name or a module) and run its ``run()`` in a daemon thread.
+    """Import the ME module ``pkg`` (a name or a module) and run its ``run()`` in a daemon thread
+    (``pkg`` may also be the function to run itself).
 
     Returns the thread.
     """
     global input_q, output_q, _finished, _thread
     input_q, output_q, _finished = queue.SimpleQueue(), queue.SimpleQueue(), threading.Event()
     module = importlib.import_module(pkg) if isinstance(pkg, str) else pkg
-    _thread = threading.Thread(target=_run_me, args=(module.run, input_q, output_q, _finished),
+    run = module.run if hasattr(module, "run") else module
+    _thread = threading.Thread(target=_run_me, args=(run, input_q, output_q, _finished),
                                name="emews-ME", daemon=True)
     _thread.start()
     return _thread

@@ -22,9 +22,11 @@ through the failure policy (:mod:`emews.core.failure`): a failed point may run a
 attempt (``RUNnnnnnn-2``, ...), be told to the ME as failed (NaN or a penalty), or end the study
 (its in-flight evaluations are then cancelled, and whatever still arrives is stored).
 
-The master also enforces the study's limits (budget, time, target, ...) on any ME, a classic
-EQ/Py module included: it never starts more evaluations than the budget allows and ends the
-study with the reason once a limit is reached and nothing more can be answered.
+The master is the one place that counts the study's limits (budget, iterations, patience,
+target, time) for any ME, a classic EQ/Py module included: it never starts more evaluations
+than the budget allows and ends the study with the reason once a limit is reached and nothing
+more can be answered. Each answer carries its verdict on them
+(:meth:`~emews.core.algorithm.Stopper.verdict`), which the ME driver proposes and stops by.
 
 ``emews pause``, ``unpause`` and ``stop`` (:mod:`emews.core.control`) hold back new work (and
 take back what a pool queued but has not started: ``Pool.hold``), hand it out again, or end
@@ -47,6 +49,7 @@ from .control import Control
 from ..errors import MEAborted, ProtocolError, StudyAborted
 from .failure import Decision, FailurePolicy
 from ..pools.base import Backoff, Task
+from ..status import Status
 
 CANCEL_GRACE = 30.0
 CONTROL_POLL = 0.2   # seconds between looks at control.json while paused with nothing running
@@ -62,8 +65,10 @@ class Master:
     left: ``requeue`` lists the points they left unfinished, as ``(id, params, attempt)``: when
     the ME proposes one of them again, it runs as that point's next attempt instead of a new
     point; ``known`` lists finished points the ME has not been told of, as ``(id, params,
-    value)``: when it proposes one again (a search restored from its checkpoint does), it gets
-    the stored value at once. ``first_seq`` numbers the ME's proposals (the ``seq`` column).
+    value, counted)``: when it proposes one again (a search restored from its checkpoint does),
+    it gets the stored ``value`` at once, and the limits count ``counted`` (NaN for a failure;
+    ``None``: counted already).
+    ``first_seq`` numbers the ME's proposals (the ``seq`` column).
     """
 
     def __init__(self, pool, store, mode="batch", progress=None, first_id=0, policy=None,
@@ -86,8 +91,8 @@ class Master:
             self.requeue[point_key(params)].append((i, attempt))
             self.requeued_keys[i] = point_key(params)
         self.known = collections.defaultdict(collections.deque)
-        for i, params, value in known:
-            self.known[point_key(params)].append((i, value))
+        for i, params, value, counted in known:
+            self.known[point_key(params)].append((i, value, counted))
 
     def run(self, settings):
         """Serve the ME until it sends ``DONE`` (or a limit ends the study); return the final
@@ -140,15 +145,19 @@ class Master:
     def _enqueue(self, message):
         """Queue the message's points (as many as the limits allow), handing out as many as
         there are free slots; return their ids. Their rows are written with the next commit."""
-        self.limits.iterations += 1
         ids, tasks, seqs = [], [], {}
         allowed = self._allowed()
-        for params in eqpy.split_points(message):
+        points = eqpy.split_points(message)
+        if points:  # a round that proposed points (an empty message waits for results)
+            self.limits.iterations += 1
+        for params in points:
             index, self.put = self.put, self.put + 1
             known = self._pop(self.known, params)
             if known is not None:
-                i, value = known
+                i, value, counted = known
                 self.unreported[i] = value
+                if counted is not None:
+                    self.limits.record([counted])
             elif allowed <= len(tasks):
                 continue
             else:
@@ -266,9 +275,9 @@ class Master:
         rows, final, values, retried, abort = [], [], [], [], None
         self.store.record_duplicates([(task.id, rank, outcome, task.attempt)
                                       for task, rank, outcome in finished
-                                      if outcome.status == "duplicate"])
+                                      if outcome.status == Status.DUPLICATE])
         for task, rank, outcome in finished:
-            if outcome.status == "duplicate":
+            if outcome.status == Status.DUPLICATE:
                 continue
             if task.params is None:
                 task = self._adopt(task, rank, outcome)
@@ -277,21 +286,21 @@ class Master:
             if task.id in self.waiting:  # a late result of a requeued task: the first wins
                 del self.waiting[task.id]
             value = outcome.value
-            if outcome.status == "done" and value == value:  # a number (not NaN): done
+            if outcome.status == Status.DONE and value == value:  # a number (not NaN): done
                 action = "done"
             else:
                 decision = self.policy.decide(outcome, task.attempt)
-                if outcome.status == "interrupted":  # a lost lease: run again, not a failure
+                if outcome.status == Status.INTERRUPTED:  # a lost lease: run again, not a failure
                     decision = Decision("retry")
                 action, value = decision.action, decision.value
                 if action == "retry":
-                    rows.append((task.id, rank, outcome, task.attempt, "queued"))
+                    rows.append((task.id, rank, outcome, task.attempt, Status.QUEUED))
                     attempt = task.attempt + 1
                     retried.append(Task(task.id, task.params, run_id(task.id, attempt), attempt))
                     continue
                 abort = abort or (decision.reason if action == "abort" else None)
             rows.append((task.id, rank, outcome, task.attempt,
-                         "done" if action == "done" else "failed"))
+                         Status.DONE if action == "done" else Status.FAILED))
             final.append((task, rank, outcome))
             self.unreported[task.id] = value
             self.reported.append(task.id)
@@ -322,7 +331,7 @@ class Master:
                     return None  # some points were never started: a limit was reached
                 self._wait_for_results()
                 left.difference_update(self.reported)
-            return eqpy.Answer([self.unreported.pop(i) for i in ids])
+            return eqpy.Answer([self.unreported.pop(i) for i in ids], verdict=self.verdict())
         while not self.unreported:
             if not self.pool.running and not self.waiting:
                 if self.stop_reason or self._allowed() <= 0:
@@ -333,7 +342,13 @@ class Master:
             self._wait_for_results()
         pairs = [(self.index.pop(i), value) for i, value in sorted(self.unreported.items())]
         self.unreported.clear()
-        return eqpy.Answer(pairs, tagged=True)
+        return eqpy.Answer(pairs, tagged=True, verdict=self.verdict())
+
+    def verdict(self):
+        """The limits' :class:`~emews.core.algorithm.Verdict` for the ME (the points the pool
+        runs or waits for are in flight; a stop already decided, by a limit or by ``emews
+        stop``, is its reason)."""
+        return self.limits.verdict(len(self.waiting) + len(self.pool.running), self.stop_reason)
 
     def _wait_for_results(self):
         if not self.pool.running and not self.waiting:
@@ -369,8 +384,8 @@ class Master:
         decision = self.policy.decide(outcome, task.attempt)
         value = decision.value if decision.action == "done" else float("nan")
         self.store.finish([(task.id, rank, outcome, task.attempt,
-                            "done" if decision.action == "done" else "failed")])
-        self.known[key].append((task.id, decision.value))
+                            Status.DONE if decision.action == "done" else Status.FAILED)])
+        self.known[key].append((task.id, decision.value, None))  # counted here, not again
         self.limits.record([value])
         return None
 
@@ -394,7 +409,8 @@ class Master:
                 backoff.wait()
                 continue
             self.store.finish([(task.id, rank, outcome, task.attempt,
-                                "done" if outcome.status == "done" else "cancelled")
+                                Status.DONE if outcome.status == Status.DONE
+                                else Status.CANCELLED)
                                for task, rank, outcome in finished])
             self.store.commit()
 

@@ -1,14 +1,22 @@
 """The ME driver: runs an ask/tell :class:`~emews.core.algorithm.Algorithm` on the ME thread.
 
 It is itself an EQ/Py ME module (``run()``), so the Python master and Swift/T's workflow drive
-it the same way. After the ``Params`` handshake it reads the settings file (JSON, written by
-:mod:`emews.study` or by hand for Swift/T) and loops in one of two modes:
+it the same way. In the master's process, the master hands it its settings, the algorithm
+(built once per run) and its limits as objects (:func:`run` with arguments); driven by text
+(Swift/T, :func:`emews.testing.drive`), it reads the settings file (JSON, written by hand or by
+Swift/T's ``prepare.py``) after the ``Params`` handshake. Then it loops in one of two modes:
 
 * ``batch``: ask a batch, put it, wait for all of its results, tell them;
 * ``async``: keep every slot busy, and :func:`ready_points` points more: the master queues
   them and hands a freed worker one at once, while the ME tells the result and thinks about
   the next points, so a slow proposal does not make a worker wait. The algorithm sees the ready
   points as in flight (asked, not told), so its pending-point strategy keeps them apart.
+
+When the search stops is counted in one place. Under the Python master, the master counts the
+study's limits (:class:`~emews.core.algorithm.Stopper`) and tells the driver with each answer
+(a :class:`~emews.core.algorithm.Verdict`: how many more points it may propose, and why it must
+stop): :class:`MasterLimits`. Driven by text, nobody else counts, and the driver counts the
+settings' ``stop`` rules itself: :class:`OwnLimits`.
 
 Settings keys: ``algorithm``, ``options``, ``space`` (a space-file path or a GA JSON list),
 ``seed``, ``mode``, ``slots``, ``batch_size``, ``stop`` (keyword arguments of
@@ -31,11 +39,16 @@ from .replicas import wrap as with_replicas
 from ..space import Space
 
 
-def run():
-    """EQ/Py entry point: handshake, search, then ``DONE`` and the final message."""
-    eqpy.OUT_put(eqpy.PARAMS)
-    settings = json.loads(_read_settings(eqpy.IN_get()))
-    search = Search.from_settings(settings)
+def run(settings=None, algorithm=None, limits=None):
+    """EQ/Py entry point: handshake, search, then ``DONE`` and the final message.
+
+    The master's process passes the ``settings`` (a dict), the ``algorithm`` built for the run
+    and the master's ``limits`` (:class:`MasterLimits`): then there is no handshake.
+    """
+    if settings is None:
+        eqpy.OUT_put(eqpy.PARAMS)
+        settings = json.loads(_read_settings(eqpy.IN_get()))
+    search = Search.from_settings(settings, algorithm, limits)
     try:
         reason = search.run_async() if settings.get("mode", "batch") == "async" \
             else search.run_batch()
@@ -61,27 +74,96 @@ def ready_points(algorithm, slots):
     return math.ceil(slots * algorithm.ready_share)
 
 
-def build_algorithm(settings):
+def build_algorithm(settings, cls=None, space=None):
     """Construct the algorithm the settings name, on the space they name (wrapped to evaluate
-    each point several times when the settings' ``replicas`` ask for it)."""
-    space_spec = settings.get("space")
-    if space_spec is None:
-        space = None
-    elif isinstance(space_spec, str):
-        space = Space.from_file(space_spec)
-    else:
-        space = Space.from_ga_json(space_spec)
-    cls = load(settings["algorithm"])
+    each point several times when the settings' ``replicas`` ask for it). ``cls`` and
+    ``space``, when given, are the settings' algorithm class and space, already loaded."""
+    spec = settings.get("space")
+    if space is None and spec is not None:
+        space = Space.from_file(spec) if isinstance(spec, str) else Space.from_ga_json(spec)
+    cls = cls or load(settings["algorithm"])
     return with_replicas(cls(space, seed=settings.get("seed"), **settings.get("options", {})),
                          settings.get("replicas"))
 
 
-class Search:
-    """One search: an algorithm, its stopping rules and the points it has in flight."""
+class OwnLimits:
+    """The driver's limits when nobody else counts them (driven by text): its own
+    :class:`~emews.core.algorithm.Stopper` of the settings' ``stop`` rules."""
 
-    def __init__(self, algorithm, stopper, slots=1, batch_size=None, pending=()):
-        self.algorithm = algorithm
+    def __init__(self, stopper):
         self.stopper = stopper
+
+    def reason(self):
+        """Why the search must stop now, or ``None``."""
+        return self.stopper.reason()
+
+    def allowed(self, in_flight):
+        """How many more points may be proposed with ``in_flight`` untold (``None``: any)."""
+        remaining = self.stopper.remaining()
+        return None if remaining is None else remaining - in_flight
+
+    def told(self, values):
+        """Count told results."""
+        self.stopper.record(values)
+
+    def proposed(self):
+        """Count a round that proposed points."""
+        self.stopper.iterations += 1
+
+    def counts(self):
+        """The counts, for a checkpoint and the final message."""
+        return self.stopper.counts()
+
+    def restore(self, counts):
+        """Go on from a checkpoint's counts."""
+        self.stopper.restore(counts)
+
+    def heard(self, verdict):
+        """An answer's verdict: nothing to do, the driver counts itself."""
+
+
+class MasterLimits:
+    """The driver's limits in the master's process: the master counts them, and its latest
+    :class:`~emews.core.algorithm.Verdict` (the first one given at the start, then one with
+    each answer) says how many more points may be proposed and why the search must stop."""
+
+    def __init__(self, verdict):
+        self.verdict = verdict
+
+    def reason(self):
+        """Why the search must stop now, as the master said, or ``None``."""
+        return self.verdict.reason
+
+    def allowed(self, in_flight):
+        """How many more points may be proposed: the master counted what is in flight."""
+        return self.verdict.allowed
+
+    def told(self, values):
+        """Nothing: the master counted the results before it answered."""
+
+    def proposed(self):
+        """Nothing: the master counts the rounds it receives."""
+
+    def counts(self):
+        """The master's counts, as of its latest answer."""
+        return self.verdict.counts
+
+    def restore(self, counts):
+        """Nothing: the master restored its own counts from the checkpoint."""
+
+    def heard(self, verdict):
+        """Take the verdict of an answer (a text answer carries none)."""
+        if verdict is not None:
+            self.verdict = verdict
+
+
+class Search:
+    """One search: an algorithm, its limits (:class:`OwnLimits` or :class:`MasterLimits`)
+    and the points it has in flight."""
+
+    def __init__(self, algorithm, limits, slots=1, batch_size=None, pending=()):
+        self.algorithm = algorithm
+        self.limits = limits
         self.slots = max(int(slots), 1)
         self.batch_size = int(batch_size or self.slots)
         self.ready = ready_points(algorithm, self.slots)
@@ -93,10 +175,12 @@ class Search:
         self.checkpoint = None
 
     @classmethod
-    def from_settings(cls, settings):
-        """Build a search from a settings dict; restore it from its checkpoint, or tell it a
-        resumed run's history."""
-        search = cls(build_algorithm(settings), Stopper(**settings.get("stop", {})),
+    def from_settings(cls, settings, algorithm=None, limits=None):
+        """Build a search from a settings dict (with the ``algorithm`` already built for it,
+        and the master's ``limits``, when given); restore it from its checkpoint, or tell it
+        a resumed run's history."""
+        search = cls(algorithm or build_algorithm(settings),
+                     limits or OwnLimits(Stopper(**settings.get("stop", {}))),
                      settings.get("slots", 1), settings.get("batch_size"),
                      settings.get("pending", ()))
         where = settings.get("checkpoint")
@@ -111,11 +195,9 @@ class Search:
         return search
 
     def driver_state(self):
-        """The driver's own part of a checkpoint (JSON-serializable)."""
-        stopper = self.stopper
-        return {"put": self.put_base + self.next_index, "evaluations": stopper.evaluations,
-                "iterations": stopper.iterations, "last_improvement": stopper.last_improvement,
-                "best": None if math.isinf(stopper.best) else stopper.best,
+        """The driver's own part of a checkpoint (JSON-serializable): the limits' counts
+        (:meth:`~emews.core.algorithm.Stopper.counts`), the points proposed and the best."""
+        return {"put": self.put_base + self.next_index, **self.limits.counts(),
                 "best_point": self.best_point,
                 "best_value": None if math.isinf(self.best_value) else self.best_value}
 
@@ -123,33 +205,30 @@ class Search:
         """Continue from a checkpoint: the algorithm's ``state`` and :meth:`driver_state`."""
         self.algorithm.restore(state)
         self.put_base = driver["put"]
-        self.stopper.evaluations, self.stopper.iterations = driver["evaluations"], \
-            driver["iterations"]
-        self.stopper.last_improvement = driver["last_improvement"]
-        self.stopper.best = math.inf if driver["best"] is None else driver["best"]
+        self.limits.restore(driver)
         self.best_point = driver["best_point"]
         self.best_value = math.inf if driver["best_value"] is None else driver["best_value"]
 
     def tell(self, points, values):
-        """Pass results to the algorithm and the stopper; keep the best point."""
+        """Pass results to the algorithm and the limits; keep the best point."""
         self.algorithm.tell(points, values)
-        self.stopper.record(values)
+        self.limits.told(values)
         for point, value in zip(points, values):
             if not math.isnan(value) and value < self.best_value:
                 self.best_point, self.best_value = point, value
 
     def stop_reason(self):
         """Why the search ends now, or ``None`` while it goes on."""
-        reason = self.stopper.reason()
+        reason = self.limits.reason()
         if reason is None and not self.pending and self.algorithm.done():
             reason = "the algorithm has no more points to propose"
         return reason
 
     def propose(self, n):
         """Up to ``n`` points: first those left running by a killed run, then new ones."""
-        remaining = self.stopper.remaining()
-        if remaining is not None:
-            n = min(n, remaining)
+        allowed = self.limits.allowed(0)
+        if allowed is not None:
+            n = min(n, allowed)
         points, self.pending = self.pending[:n], self.pending[n:]
         while len(points) < n:
             asked = self.algorithm.ask(n - len(points))
@@ -158,7 +237,7 @@ class Search:
             if len(fresh) == len(asked):
                 break
         if points:
-            self.stopper.iterations += 1
+            self.limits.proposed()
         return points
 
     def _replayed(self, point):
@@ -186,7 +265,7 @@ class Search:
             if not points:
                 return "the algorithm proposed no points"
             self._put(points)
-            self.tell(points, eqpy.IN_get_results())
+            self.tell(points, self._results(eqpy.IN_get_answer()))
             if self.checkpoint is not None:
                 self.checkpoint.save(self)
         return reason
@@ -198,23 +277,29 @@ class Search:
         reason = None
         while True:
             reason = reason or self.stop_reason()
-            budget = self.stopper.remaining()
+            allowed = self.limits.allowed(len(in_flight))
             free = self.slots + self.ready - len(in_flight)
-            if budget is not None:
-                free = min(free, budget - len(in_flight))
+            if allowed is not None:
+                free = min(free, allowed)
             points = self.propose(free) if reason is None and free > 0 else []
             if not points and not in_flight:
                 return reason or "the algorithm proposed no points"
             in_flight.update(zip(self._put(points), points))
-            pairs = eqpy.IN_get_tagged()
+            pairs = self._results(eqpy.IN_get_answer(tagged=True))
             self.tell([in_flight.pop(i) for i, _ in pairs], [v for _, v in pairs])
+
+    def _results(self, answer):
+        """The values of an :class:`~emews.core.eqpy.Answer` (as floats, NaN for a failure;
+        ``(index, value)`` pairs when tagged), after hearing its verdict."""
+        self.limits.heard(answer.verdict)
+        return answer.floats()
 
     def final_message(self, reason):
         """The final message: best point and value, counts and the reason for stopping."""
+        counts = self.limits.counts()
         return {"best_point": self.best_point,
                 "best_value": None if math.isinf(self.best_value) else self.best_value,
-                "evaluations": self.stopper.evaluations,
-                "iterations": self.stopper.iterations,
+                "evaluations": counts["evaluations"], "iterations": counts["iterations"],
                 "stop_reason": reason}
 
 

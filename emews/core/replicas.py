@@ -26,6 +26,7 @@ import numpy as np
 
 from .algorithm import Algorithm, pack_state, point_key, unpack_state
 from ..errors import ConfigError
+from ..status import FINAL, Status
 
 OBJECTIVES = ("mean", "worst")
 SEED_PARAM = "rng_seed"
@@ -70,10 +71,10 @@ def summarize(rows, seed_param, objective, replicas):
     come first, by value."""
     groups = {}
     for row in rows:
-        if row["status"] not in ("done", "failed"):
+        if row["status"] not in FINAL:
             continue
         point = {k: v for k, v in row["params"].items() if k != seed_param}
-        value = row["result"] if row["status"] == "done" and row["result"] is not None \
+        value = row["result"] if row["status"] == Status.DONE and row["result"] is not None \
             else math.nan
         groups.setdefault(point_key(point), (point, []))[1].append(value)
     summary = []

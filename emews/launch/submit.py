@@ -19,7 +19,8 @@ from datetime import timedelta
 from pathlib import Path
 
 from .. import config as configuration
-from .. import experiment, study
+from .. import experiment
+from ..prepare import prepare, validate
 from ..errors import ConfigError, EmewsError
 from ..service.keys import SERVICE_FILE
 from . import script as scripts
@@ -68,13 +69,13 @@ def submit(config, site_name, overrides=None, resume=None, chain=0, dry_run=Fals
     executor = _psij() if site.scheduler != "local" else None
     if pools:  # the served study is not prepared again: the service holds its lock
         expdir, lock = Path(resume).resolve(), None
-        cfg = study.load_experiment(expdir)
+        cfg = experiment.load_experiment(expdir)
         cfg.system.update({k.split(".", 1)[1]: v for k, v in overrides.items()
                            if k.startswith("system.")})
     else:
-        expdir, lock = study.prepare(config, overrides, resume)
+        expdir, lock = prepare(config, overrides, resume)
     try:
-        cfg = cfg if pools else study.load_experiment(expdir)
+        cfg = cfg if pools else experiment.load_experiment(expdir)
         record = _read_record(expdir)
         first = len(record["jobs"])
         jobs = [_job(cfg, site, expdir, first + i, pools > 0) for i in range(max(pools,
@@ -128,14 +129,14 @@ def _plan(config, site, overrides, resume, chain, pools=0):
     """The jobs as they would be: the configuration validated, ``EXPnnn`` for a new study, and
     ``<job K>`` for the ids of jobs not yet submitted."""
     if resume:
-        stored = study.load_experiment(resume)
+        stored = experiment.load_experiment(resume)
         cfg = configuration.load([stored.as_dict()] + (list(config) if isinstance(config, list)
                                                        else [config] if config else []),
                                  overrides)
         expdir = Path(resume).resolve()
     else:
         cfg = configuration.load(config or [], overrides)
-        study.validate(cfg)
+        validate(cfg)
         expdir = Path(cfg.study["data_dir"]) / cfg.study["name"] / "EXPnnn"
     first = len(_read_record(expdir)["jobs"]) if resume else 0
     jobs = []

@@ -1,8 +1,10 @@
-"""An algorithm that writes down what it is told: random search plus a JSON-lines record of
-every ``tell`` (point and value), for tests that check what the driver hands an algorithm."""
+"""Algorithms that write down what happens to them: random search plus a JSON-lines record of
+every ``tell`` (point and value), or of every time it is built, for tests that check what the
+driver hands an algorithm."""
 
 import json
 import math
+import os
 
 from emews.algorithms.random_search import RandomSearch
 
@@ -26,3 +28,13 @@ class RandomNoReady(RandomSearch):
     before it kept one per slot: a study of it has a row only for each point that started."""
 
     ready_share = 0.0
+
+
+class CountingRandom(RandomSearch):
+    """Random search that appends one line to the file ``builds`` each time it is built: the
+    process id and the seed it was built with."""
+
+    def __init__(self, space, seed=None, builds=None):
+        super().__init__(space, seed)
+        with open(builds, "a") as handle:
+            handle.write(json.dumps({"pid": os.getpid(), "seed": seed}) + "\n")

@@ -1,0 +1,117 @@
+"""Where a run of a study starts from: what earlier runs of it left in the store.
+
+::
+
+    store --resume_unfinished()--> the points a killed run left unfinished (to run again);
+                                   those interrupted MAX_INTERRUPTIONS times: failed for good
+          --start()-----------> Start: the ME's settings (history, pending, checkpoint, seed),
+                                the finished points a restored search proposes again (known),
+                                and what the master's limits count from
+
+A fresh study is a resumed one whose store is empty: the same path, with nothing in it.
+"""
+
+import math
+from dataclasses import dataclass, field
+
+from ..evaluate import Outcome
+from ..status import Status
+
+CHECKPOINT = "me"                    # the ME driver's checkpoint in the store
+MAX_INTERRUPTIONS = 3                # a point interrupted this often is not run again
+REPLICA_KEYS = ("replicas", "replica_objective", "replica_seed_param")
+SEED_STEP = 7919                     # a resumed search's seed moves on by this per resume
+
+
+def resume_unfinished(store):
+    """Mark what a killed run left unfinished ``interrupted``; fail for good the points that
+    were interrupted :data:`MAX_INTERRUPTIONS` times; return the others, to run again."""
+    rows = store.interrupt_unfinished()
+    given_up = [row for row in rows if row["interruptions"] >= MAX_INTERRUPTIONS]
+    store.finish([(row["id"], row["rank"], Outcome(
+        math.nan, Status.FAILED, f"interrupted {row['interruptions']} times (its worker or "
+        "the whole job died each time); not run again"), row["attempt"], Status.FAILED)
+        for row in given_up])
+    store.commit()
+    return [row for row in rows if row["interruptions"] < MAX_INTERRUPTIONS]
+
+
+def restorable(store, mode):
+    """True when the search resumes from its checkpoint: in batch mode, where a checkpoint
+    (taken after each tell) covers every point proposed before it. (A classic EQ/Py module
+    takes none.)"""
+    return mode == "batch" and store.checkpoint(CHECKPOINT) is not None
+
+
+def resumes(store):
+    """How many runs of the study resumed one that had stored something, this one included."""
+    return store.meta("resumes", 0) + (1 if store.counts() else 0)
+
+
+def search_seed(cfg, store):
+    """The seed this run's search is built with: the study's, moved on by
+    :data:`SEED_STEP` for each resume (a resumed search must not replay its proposals), except
+    for a search restored from its checkpoint, which goes on as it was."""
+    seed = cfg.study["seed"]
+    if seed is None or restorable(store, cfg.study["mode"]):
+        return seed
+    return seed + SEED_STEP * resumes(store)
+
+
+def told_value(row, policy):
+    """What the search was told of a finished point: its result, or the policy's value for a
+    failure (its penalty, else NaN)."""
+    if row["status"] == Status.DONE:
+        return row["result"]
+    return math.nan if policy.penalty is None else policy.penalty
+
+
+def counted_value(row):
+    """What the master's limits count of a finished point: its result, NaN for a failure."""
+    return row["result"] if row["status"] == Status.DONE else math.nan
+
+
+@dataclass
+class Start:
+    """Where a run starts: the ME's ``settings`` (the keys of :mod:`emews.core.me`),
+    ``known`` finished points a search restored from its checkpoint proposes again (``(id,
+    params, told value, counted value)``, answered from the store), ``restored`` (the
+    checkpoint's counts of the limits, or ``None``) and ``counted``: the values of earlier
+    runs the limits count first, in the order the search is told them."""
+
+    settings: dict
+    known: list = field(default_factory=list)
+    restored: dict | None = None
+    counted: list = field(default_factory=list)
+
+
+def start(cfg, store, slots, classic, requeue, policy):
+    """The :class:`Start` of this run.
+
+    A search restored from its checkpoint is told nothing: the points it proposed after the
+    checkpoint are ``known``, answered from the store when it proposes them again. Otherwise
+    the search is told every finished point (``history``) and proposes the unfinished ones
+    again first (``pending``).
+    """
+    study = cfg.study
+    mode = "batch" if classic else study["mode"]
+    restore = not classic and restorable(store, mode)
+    finished = store.rows(Status.DONE, Status.FAILED)
+    settings = {"algorithm": study["algorithm"], "options": cfg.algorithm,
+                "space": study["space"], "seed": study["seed"], "mode": mode, "slots": slots,
+                "batch_size": study["batch_size"], "stop": cfg.stop, "history": [],
+                "replicas": {k: study[k] for k in REPLICA_KEYS},
+                "pending": [], "checkpoint": {"store": store.path, "name": CHECKPOINT,
+                                              "restore": restore}}
+    if restore:
+        _, driver = store.checkpoint(CHECKPOINT)
+        settings["put_base"] = driver["put"]
+        after = [row for row in finished if row["seq"] is not None and row["seq"] >= driver["put"]]
+        return Start(settings, [(row["id"], row["params"], told_value(row, policy),
+                                 counted_value(row)) for row in after], driver)
+    settings["history"] = [[row["params"], None if math.isnan(value) else value]
+                           for row in finished for value in [told_value(row, policy)]]
+    settings["pending"] = [row["params"] for row in requeue]
+    settings["seed"] = search_seed(cfg, store)
+    store.set_meta("resumes", resumes(store))
+    return Start(settings, counted=[counted_value(row) for row in finished])

@@ -1,0 +1,85 @@
+"""The launcher: run a prepared experiment under ``mpiexec -n PROCS`` and pass signals on.
+
+::
+
+    emews run CONFIG (procs > 1) --spawn()--> mpiexec -n PROCS python -m emews run --execute EXP
+        SIGINT / SIGTERM here    -----------> one SIGINT to the job (its clean Ctrl-C)
+        the job's exit status    <----------- 0: its Result; else Interrupted / EmewsError
+"""
+
+import functools
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from ..errors import ConfigError, EmewsError, Reported
+from ..evaluate.deathsig import set_death_signal
+from ..inspect.progress import TERMINAL_VARIABLE
+from ..result import final_recorded, interrupted, result_of, stored_count
+from ..store.lock import TOKEN_VARIABLE
+
+MPI_ENVIRONMENT = ("PMI_RANK", "PMI_SIZE", "PMIX_RANK", "OMPI_COMM_WORLD_SIZE")
+SPAWNED_VARIABLE = "EMEWS_SPAWNED"   # set for a job that ``emews run`` started: it reports
+
+
+def under_mpiexec():
+    """True when this process was started by an MPI launcher."""
+    return any(name in os.environ for name in MPI_ENVIRONMENT)
+
+
+def spawn(expdir, cfg, lock):
+    """Run the prepared experiment under ``mpiexec -n procs``, holding its lock meanwhile.
+
+    SIGINT and SIGTERM are passed on to the job as one SIGINT (the launcher's clean Ctrl-C),
+    which stores what it can and stops; then this raises :class:`~emews.errors.Interrupted`.
+    The job runs in its own session, so a terminal's Ctrl-C reaches it once, through here, and
+    it gets SIGINT too if this process dies. A job that ends before its study did (a rank
+    died or was killed) raises an :class:`~emews.errors.EmewsError` saying how to resume.
+    """
+    mpiexec = cfg.system["mpiexec"] or default_mpiexec()
+    command = [mpiexec, *cfg.system["mpiexec_args"], "-n", str(cfg.system["procs"]),
+               sys.executable, "-m", "emews", "run", "--execute", str(expdir)]
+    env = dict(os.environ, **{TOKEN_VARIABLE: lock.token, SPAWNED_VARIABLE: "1"})
+    if sys.stdout.isatty():
+        env[TERMINAL_VARIABLE] = "1"
+    process = subprocess.Popen(command, env=env, start_new_session=True,
+                               preexec_fn=functools.partial(set_death_signal, os.getpid(),
+                                                            signal.SIGINT))
+    received = []
+
+    def pass_on(signum, frame):
+        if not received:
+            process.send_signal(signal.SIGINT)
+        received.append(signum)
+
+    previous = {sig: signal.signal(sig, pass_on) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        code = process.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if received or code in (128 + signal.SIGINT, 128 + signal.SIGTERM):
+        raise interrupted(expdir, received[0] if received else code - 128)
+    if code == 0:
+        return result_of(expdir)
+    if final_recorded(expdir):
+        result = result_of(expdir)
+        if result.all_failed:
+            return result  # the caller reports it
+        raise Reported(code)
+    raise EmewsError(f"the MPI job ended with status {code} before the study did (a rank died "
+                     f"or was killed); {stored_count(expdir)} evaluations are stored; resume "
+                     f"with: emews run --resume {expdir}")
+
+
+def default_mpiexec():
+    """The ``mpiexec`` beside this Python interpreter (the mpich wheel's), else on PATH."""
+    beside = Path(sys.executable).parent / "mpiexec"
+    found = str(beside) if beside.exists() else shutil.which("mpiexec")
+    if not found:
+        raise ConfigError("[system].mpiexec", "no mpiexec found beside the Python interpreter or "
+                          "on PATH; install the 'mpich' wheel", None, show_value=False)
+    return found

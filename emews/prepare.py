@@ -1,0 +1,207 @@
+"""Preparing an experiment: validate the study, make ``EXPnnn/`` (or reopen it), diff a resume.
+
+::
+
+    prepare(CONFIG)            load + validate (space, algorithm built, objective imported)
+                               -> EXPnnn/ config.json, the store with the space's digest
+    prepare(resume=EXPnnn)     the stored config.json + CONFIG + overrides, validated; what
+                               changed is recorded in the store, a different study refused
+
+Nothing is written before the whole configuration is checked. The study's lock is held from
+here until the caller releases it.
+"""
+
+import hashlib
+import time
+from pathlib import Path
+from typing import NamedTuple
+
+from . import config as configuration
+from . import experiment
+from .core.algorithm import load
+from .core.me import build_algorithm
+from .core.replicas import check as check_replicas
+from .core.resume import REPLICA_KEYS, search_seed
+from .errors import ConfigError
+from .experiment import load_experiment
+from .space import Space
+from .store import StudyLock, study_store
+from .store.postgres import hide_password, is_url
+from .worker import make_objective, python_path
+
+LIMITS = ("budget", "max_iterations", "patience", "target", "max_time")
+IDENTITY = (("study", "algorithm"), ("study", "space"), ("study", "objective"),
+            ("study", "impl"), ("study", "app"), ("study", "model_name"),
+            ("study", "model_return"))
+
+
+class Prepared(NamedTuple):
+    """A prepared experiment: its directory, its held lock, and the algorithm built for its
+    next run (an :class:`~emews.core.algorithm.Algorithm`, or a classic EQ/Py module)."""
+
+    expdir: Path
+    lock: StudyLock
+    algorithm: object
+
+
+def prepare(config, overrides=None, resume=None):
+    """Validate the configuration and make (or reopen) the experiment directory.
+
+    Returns ``(expdir, lock)``: the study's lock is held until the caller releases it.
+    """
+    return prepare_run(config, overrides, resume)[:2]
+
+
+def prepare_run(config, overrides=None, resume=None):
+    """:func:`prepare`, returning the :class:`Prepared` experiment with the algorithm that
+    validation built, with the seed of the experiment's next run (a run in this process
+    uses it: the algorithm is built once)."""
+    if resume is not None:
+        return _prepare_resume(Path(resume), config, overrides)
+    cfg = configuration.load(config or [], overrides)
+    algorithm = validate(cfg)
+    keep_password_out(cfg)
+    expdir = experiment.create(cfg.study["data_dir"], cfg.study["name"],
+                               cfg.study["experiment_numbering"])
+    lock = StudyLock(expdir).acquire()
+    experiment.write_json(expdir / "config.json", cfg.as_dict())
+    store = study_store(expdir, cfg.system["storage"])
+    store.set_meta("space_digest", space_digest(cfg))
+    store.close()
+    return Prepared(expdir, lock, algorithm)
+
+
+def _prepare_resume(expdir, config, overrides):
+    if not (expdir / "config.json").is_file():
+        raise ConfigError(str(expdir), "--resume needs an experiment directory holding "
+                          "config.json", str(expdir), show_value=False)
+    lock = StudyLock(expdir).acquire()
+    try:
+        stored = load_experiment(expdir)
+        store = study_store(expdir, stored.system["storage"], create=False)
+        try:
+            sources = [stored.as_dict()]
+            if config:
+                sources += config if isinstance(config, list) else [config]
+            cfg = configuration.load(sources, overrides)
+            algorithm = validate(cfg, search_seed(cfg, store))
+            keep_password_out(cfg)
+            changes = resume_changes(stored, cfg, store.meta("space_digest"))
+            if changes:
+                store.set_meta("changes", store.meta("changes", []) + [
+                    {"time": time.time(), "changes": changes}])
+                store.commit()
+        finally:
+            store.close()
+        experiment.write_json(expdir / "config.json", cfg.as_dict())
+    except BaseException:
+        lock.release()
+        raise
+    return Prepared(expdir, lock, algorithm)
+
+
+def resume_changes(stored, cfg, digest):
+    """What a resume changes: ``{"table.key": [old, new]}``.
+
+    Raises a ConfigError naming the first difference that would make the resumed study a
+    different study: the space (its file or its content), the algorithm or its options, the
+    objective, or the model.
+    """
+    def refuse(what, old, new):
+        raise ConfigError(f"--resume: {what}", "must be the same as in the stored study "
+                          f"(stored {old!r}, now {new!r}); start a new study to change it",
+                          None, show_value=False)
+
+    for table, key in IDENTITY:
+        if stored.study[key] != cfg.study[key]:
+            refuse(f"[{table}].{key}", stored.study[key], cfg.study[key])
+    if digest is not None and space_digest(cfg) != digest:
+        refuse("the search space's content", digest[:12], space_digest(cfg)[:12])
+    for table in ("algorithm", "model"):
+        old, new = getattr(stored, table), getattr(cfg, table)
+        for key in sorted(set(old) | set(new)):
+            if old.get(key) != new.get(key):
+                refuse(f"[{table}].{key}", old.get(key), new.get(key))
+    changes = {}
+    for table in ("system", "study", "failure", "service"):
+        old, new = getattr(stored, table), getattr(cfg, table)
+        for key in sorted(set(old) | set(new)):
+            if old.get(key) != new.get(key):
+                changes[f"{table}.{key}"] = [old.get(key), new.get(key)]
+    return changes
+
+
+def space_digest(cfg):
+    """A SHA-256 of the search-space file's bytes (``None`` without a space)."""
+    path = cfg.study["space"]
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest() if path else None
+
+
+def keep_password_out(cfg):
+    """Take the password out of ``[system].storage`` before it is written anywhere (see
+    :func:`~emews.store.postgres.hide_password`)."""
+    if cfg.system["storage"]:
+        cfg.system["storage"] = hide_password(cfg.system["storage"])
+
+
+def search_settings(cfg, seed):
+    """What :func:`emews.core.me.build_algorithm` builds the study's algorithm from."""
+    study = cfg.study
+    return {"algorithm": study["algorithm"], "options": cfg.algorithm, "space": study["space"],
+            "seed": seed, "replicas": {k: study[k] for k in REPLICA_KEYS}}
+
+
+def validate(cfg, seed=None):
+    """Check what can be checked before anything is written: space, algorithm, objective.
+
+    Returns the algorithm, built with ``seed`` (default: the study's) as a run of the study
+    builds it, or the classic EQ/Py module the study names.
+    """
+    study = cfg.study
+    python_path(cfg)
+    storage = cfg.system["storage"]
+    if storage and not is_url(storage):
+        raise ConfigError(cfg.where("system", "storage"), "must be a postgresql:// URL (or "
+                          "empty for the experiment's SQLite results.db)", storage)
+    space = Space.from_file(study["space"]) if study["space"] else None
+    for key in ("seed", "space"):
+        if key in cfg.algorithm:
+            raise ConfigError(cfg.where("algorithm", key), "is a setting of [study], not of "
+                              "[algorithm]", cfg.algorithm[key])
+    algorithm = load(study["algorithm"], cfg.where("study", "algorithm"))
+    if isinstance(algorithm, type):
+        if space is None and algorithm.needs_space:
+            raise ConfigError(cfg.where("study", "space"), "the algorithm needs a search-space "
+                              "file", None)
+        if study["replicas"] > 1:
+            check_replicas(space, study["replica_seed_param"],
+                           cfg.where("study", "replica_seed_param"))
+            if study["budget"] is not None and study["budget"] % study["replicas"]:
+                raise ConfigError(cfg.where("study", "budget"), "must be a multiple of "
+                                  f"[study].replicas ({study['replicas']}), so that the budget "
+                                  "cuts no point's replicas short", study["budget"])
+        try:
+            algorithm = build_algorithm(search_settings(
+                cfg, study["seed"] if seed is None else seed), algorithm, space)
+        except TypeError as exc:
+            raise ConfigError("[algorithm]", f"options do not fit {algorithm.__name__} ({exc})",
+                              cfg.algorithm, show_value=False) from None
+    elif study["replicas"] > 1:
+        raise ConfigError(cfg.where("study", "replicas"), "needs an ask/tell algorithm (a "
+                          "classic EQ/Py module proposes its points itself)", study["replicas"])
+    if not study["no_limit"] and not any(study[key] is not None for key in LIMITS) \
+            and not getattr(algorithm, "finite", False):
+        raise ConfigError("[study]", "needs a stopping rule (one of "
+                          f"{', '.join(LIMITS)}), or --no-limit to run until stopped", None,
+                          show_value=False)
+    make_objective(cfg, Path("."))
+    return algorithm
+
+
+def build(cfg, seed):
+    """The study's algorithm built with ``seed`` (as :func:`validate` builds it, unchecked),
+    or the classic EQ/Py module it names."""
+    found = load(cfg.study["algorithm"], cfg.where("study", "algorithm"))
+    if not isinstance(found, type):
+        return found
+    return build_algorithm(search_settings(cfg, seed), found)

@@ -1,0 +1,122 @@
+"""What a study found: its final record, its :class:`Result`, and the summary printed at the end.
+
+::
+
+    the ME's final message --final_record()--> store meta "final", final.json
+    the store (counts, best) + "final"  --result_of()--> Result --print_summary()--> stdout
+"""
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from .core.replicas import summarize
+from .errors import Interrupted
+from .experiment import open_study_store
+from .status import Status
+
+
+@dataclass
+class Result:
+    """What a study found."""
+
+    best_point: dict | None
+    best_value: float | None
+    expdir: Path
+    stop_reason: str | None = None
+    evaluations: int = 0
+    failed: int = 0
+
+    @property
+    def all_failed(self):
+        """True when the study evaluated something and every evaluation failed."""
+        return bool(self.evaluations) and self.failed == self.evaluations
+
+
+def final_record(text, store, replicas=None):
+    """The study's final record: the ME's final message ``text`` (a JSON object, else kept as
+    its ``message``) with the best point and value as ``store`` has them (never a failed one;
+    with ``replicas`` settings of more than one replica, the point whose replicas' mean or
+    worst value is best)."""
+    try:
+        final = json.loads(text)
+    except (TypeError, ValueError):
+        final = None
+    final = final if isinstance(final, dict) else {"message": text}
+    point, value = best(store, replicas or {})
+    return dict(final, best_point=point, best_value=value)
+
+
+def best(store, study):
+    """``(point, value)`` of the best finished evaluation, or ``(None, None)``; a study with
+    ``replicas`` > 1 is judged per point, by the value its search was told (a point whose
+    replicas a limit cut short was never told, and is not a candidate)."""
+    if study.get("replicas", 1) > 1:
+        summary = [s for s in summarize(store.rows(Status.DONE, Status.FAILED),
+                                        study["replica_seed_param"], study["replica_objective"],
+                                        study["replicas"])
+                   if s["value"] is not None]
+        return (summary[0]["point"], summary[0]["value"]) if summary else (None, None)
+    found = store.best()
+    return (found["params"], found["result"]) if found else (None, None)
+
+
+def result_from(expdir, store, final):
+    """The :class:`Result` of ``final`` (the stored final record, with its best point)."""
+    counts = store.counts()
+    if "best_point" in final:
+        point, value = final["best_point"], final["best_value"]
+    else:
+        point, value = best(store, {})
+    failed = counts.get(Status.FAILED, 0)
+    return Result(point, value, Path(expdir), final.get("stop_reason"),
+                  counts.get(Status.DONE, 0) + failed, failed)
+
+
+def read(expdir, reading):
+    """``reading(store)`` on the store of the experiment in ``expdir``, opened for it alone."""
+    store = open_study_store(expdir)
+    try:
+        return reading(store)
+    finally:
+        store.close()
+
+
+def result_of(expdir):
+    """The :class:`Result` of a finished experiment, read from its store."""
+    return read(expdir, lambda store: result_from(expdir, store, store.meta("final", {})))
+
+
+def final_recorded(expdir):
+    """True when the study in ``expdir`` recorded its final record (it ended, well or not)."""
+    return read(expdir, lambda store: store.meta("final") is not None)
+
+
+def stored_count(expdir):
+    """How many evaluations of ``expdir`` have a final result in its store."""
+    return read(expdir, lambda store: store.finished_count())
+
+
+def failure_reasons(expdir):
+    """The most common failure reasons of ``expdir``: ``[(reason, count), ...]``."""
+    return read(expdir, lambda store: store.failure_reasons())
+
+
+def interrupted(expdir, signum):
+    """The :class:`~emews.errors.Interrupted` error of ``expdir``, with its stored count."""
+    error = Interrupted(signum)
+    error.expdir, error.stored = Path(expdir), stored_count(expdir)
+    return error
+
+
+def print_summary(result, stream=None):
+    """Print the stop reason, the counts and the best point."""
+    stream = stream or sys.stdout
+    lines = [f"emews: stopped: {result.stop_reason or 'the ME sent DONE'}",
+             f"emews: {result.evaluations} evaluations ({result.failed} failed)"]
+    if result.best_point is not None:
+        lines.append(f"emews: best value {result.best_value:.6g} at "
+                     f"{json.dumps(result.best_point, ensure_ascii=False)}")
+    lines.append(f"emews: experiment directory {result.expdir}")
+    print("\n".join(lines), file=stream, flush=True)
