@@ -192,7 +192,7 @@ def tell(results):
     for (point_id, attempt), o in zip(_batch, outcomes):
         value = math.nan if o["value"] is None else o["value"]
         outcome = Outcome(value, o["status"], o["error"], o["log_tail"], o["started"],
-                          o["finished"], {"metrics": o["metrics"]} if o["metrics"] else {})
+                          o["finished"], o["metrics"] or {})
         status = o["status"] if o["status"] in ("done", "failed") else "failed"
         rows.append((point_id, o["rank"], outcome, attempt, status))
     db = store()
@@ -221,4 +221,4 @@ def evaluate(params, exp_id, run_id, model_name):
     return wire({"value": value, "status": outcome.status, "error": outcome.error,
                  "log_tail": outcome.log_tail, "started": outcome.started,
                  "finished": outcome.finished, "rank": rank(),
-                 "metrics": outcome.extra.get("metrics")})
+                 "metrics": outcome.metrics})

@@ -100,9 +100,8 @@ class DatabasePool(Pool):
         if result is None:
             return Task(point_id, params, "", attempt), 0, _foreign_outcome(payload)
         value = math.nan if result["value"] is None else float(result["value"])
-        extra = {"metrics": result["metrics"]} if result.get("metrics") else {}
         outcome = Outcome(value, result["status"], result["error"], result["log_tail"],
-                          result["started"], result["finished"], extra)
+                          result["started"], result["finished"], result.get("metrics") or {})
         return Task(point_id, params, "", result["attempt"]), result["rank"], outcome
 
     def _duplicate(self, point_id, payload):

@@ -160,7 +160,7 @@ def _serve(comm, objective, rank, backoff, cancels):
             sys.stdout.flush()
             comm.send((rank, task_id, (outcome.value, outcome.status, outcome.error,
                                        outcome.log_tail, outcome.started, outcome.finished,
-                                       outcome.extra)),
+                                       outcome.metrics)),
                       dest=0, tag=RESULT)
 
 

@@ -425,7 +425,7 @@ def result_json(outcome, attempt, rank):
     return json.dumps({"value": value, "status": outcome.status, "error": bounded(outcome.error),
                        "log_tail": bounded(outcome.log_tail), "started": outcome.started,
                        "finished": outcome.finished,
-                       "metrics": json.loads(metrics_json(outcome.extra.get("metrics"))
+                       "metrics": json.loads(metrics_json(outcome.metrics)
                                              or "null"),
                        "attempt": attempt, "rank": rank})
 
