@@ -146,7 +146,7 @@ DECODERS = {name: kind.decode for name, kind in KINDS.items()}
 
 def _fault(data):
     """What breaks the rules in ``data``, which :meth:`Outcome.from_wire` refused."""
-    if type(data) is not dict:
+    if not isinstance(data, dict):
         return f"an outcome must be a JSON object, got {data!r:.80}"
     if "value" not in data:
         return f"an outcome must have a 'value', got {data!r:.80}"
