@@ -19,7 +19,8 @@ the ME's thread) keeps the experiment's store, ``$TURBINE_OUTPUT/results.db``, a
                        to the ME
 
 A worker rank calls :func:`evaluate` for one point; its stdout and stderr go to
-``out/out-RANK.txt`` from its first evaluation on; it returns the outcome as one JSON object.
+``out/out-RANK.txt`` from its first evaluation on; it returns the outcome as one JSON object,
+its wire form (:meth:`emews.evaluate.Outcome.to_wire`) with the worker's ``rank``.
 
 Everything that goes back to Swift/T is JSON written with ``ensure_ascii=True`` with ``;``
 escaped: Tcl cannot hold a character beyond U+FFFF (an emoji comes back as broken UTF-8), and
@@ -42,6 +43,7 @@ from emews.core.algorithm import point_key
 from emews.core.master import run_id
 from emews.evaluate import Outcome, from_env
 from emews.pools.mpi import redirect_output
+from emews.status import FINAL, Status
 from emews.store import Store
 from emews.result import final_record
 from emews.validation import env_flag
@@ -190,17 +192,17 @@ def tell(results):
         raise RuntimeError(f"emews_swift.tell: {len(outcomes)} results for a batch of "
                            f"{len(_batch)} points")
     rows = []
-    for (point_id, attempt), o in zip(_batch, outcomes):
-        value = math.nan if o["value"] is None else o["value"]
-        outcome = Outcome(value, o["status"], o["error"], o["log_tail"], o["started"],
-                          o["finished"], {"metrics": o["metrics"]} if o["metrics"] else {})
-        status = o["status"] if o["status"] in ("done", "failed") else "failed"
-        rows.append((point_id, o["rank"], outcome, attempt, status))
+    for (point_id, attempt), wire in zip(_batch, outcomes):
+        outcome = Outcome.received(wire)
+        status = outcome.status if outcome.status in FINAL else Status.FAILED
+        rank = wire.get("rank") if isinstance(wire, dict) else None
+        rows.append((point_id, rank if type(rank) is int else None, outcome, attempt, status))
     db = store()
     db.finish(rows)
     db.commit()
-    eqpy.input_q.put(";".join(eqpy.format_value(o["value"] if o["status"] == "done"
-                                                else math.nan) for o in outcomes))
+    eqpy.input_q.put(";".join(eqpy.format_value(outcome.value if status == Status.DONE
+                                                else math.nan)
+                              for _, _, outcome, _, status in rows))
     return ""
 
 
@@ -217,8 +219,4 @@ def evaluate(params, exp_id, run_id, model_name):
         _objective = from_env(isolate=env_flag("EMEWS_ISOLATE", False))
     _objective.exp_id, _objective.model_name = exp_id, model_name
     outcome = _objective.evaluate(params, run_id)
-    value = None if math.isnan(outcome.value) else outcome.value
-    return wire({"value": value, "status": outcome.status, "error": outcome.error,
-                 "log_tail": outcome.log_tail, "started": outcome.started,
-                 "finished": outcome.finished, "rank": rank(),
-                 "metrics": outcome.extra.get("metrics")})
+    return wire({**outcome.to_wire(), "rank": rank()})

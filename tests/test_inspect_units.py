@@ -52,17 +52,17 @@ def test_an_objective_returning_a_history_puts_its_metrics_in_the_outcome(isolat
     finally:
         objective.close()
     assert outcome.value == 9.0 and type(outcome.value) is float
-    assert outcome.extra == {"metrics": {"val_loss": 9.0, "loss": 2.0}}
+    assert outcome.metrics == {"val_loss": 9.0, "loss": 2.0}
     plain = Objective("py", "toy_models:quadratic", isolate=False).evaluate(
         '{"x": 1, "n": 1}', "RUN000001")
-    assert plain.value == 2.0 and plain.extra == {}
+    assert plain.value == 2.0 and plain.metrics == {}
 
 
 def test_the_store_keeps_metrics_on_points_and_attempts(tmp_path):
     store = Store(tmp_path / "results.db")
     store.add([(0, '{"x": 1}', "RUN000000", 1, 0), (1, '{"x": 2}', "RUN000001", 1, 1)])
     metrics = {"val_loss": 0.5, "acc": math.nan}
-    store.finish([(0, 1, Outcome(0.5, extra={"metrics": metrics}), 1, "done"),
+    store.finish([(0, 1, Outcome(0.5, metrics=metrics), 1, "done"),
                   (1, 1, Outcome(math.nan, "failed", "boom"), 1, "failed")])
     store.commit()
     rows = store.rows()
@@ -95,7 +95,7 @@ def test_a_version_2_store_is_read_as_is_and_migrated_when_opened_to_write(tmp_p
     assert store.db.execute("PRAGMA user_version").fetchone()[0] == schema.VERSION == 5
     assert store.rows()[0]["metrics"] == {} and store.attempts()[0]["metrics"] == {}
     store.add([(1, '{"x": 2}', "RUN000001", 1, 1)])
-    store.finish([(1, 1, Outcome(0.1, extra={"metrics": {"loss": 0.1}}), 1, "done")])
+    store.finish([(1, 1, Outcome(0.1, metrics={"loss": 0.1}), 1, "done")])
     store.commit()
     assert store.best()["metrics"] == {"loss": 0.1}
     store.close()
@@ -168,7 +168,7 @@ def test_a_finished_study_in_a_directory_the_reader_cannot_write_is_read(tmp_pat
         expdir.mkdir()
         store = Store(expdir / "results.db")
         store.add([(0, '{"x": 1}', "RUN000000", 1, 0)])
-        store.finish([(0, 1, Outcome(0.25, extra={"metrics": {"loss": 1.0}}), 1, "done")])
+        store.finish([(0, 1, Outcome(0.25, metrics={"loss": 1.0}), 1, "done")])
         store.close()
         assert not list(expdir.glob("results.db-*"))  # a clean close leaves no WAL
         for path in (shared, expdir, expdir / "results.db"):

@@ -193,16 +193,17 @@ def test_malformed_messages_are_dropped_without_harming_the_study(study, jobs):
     # an attached peer (it said hello) whose results are malformed within
     peer.send(json.dumps({"op": "hello", "pool": "broken", "workers": 1, "host": "x",
                           "pid": 1, "received": 0}).encode())
-    outcome = [1.0, "done", None, None, 0.0, 0.0]
-    for entry in ([[1], 1, 1, outcome], ["x", 1, 1, outcome], [0, 1, 1, ["abc", *outcome[1:]]],
-                  [0, 1, 1, [10 ** 400, *outcome[1:]]], [0, 1, 1, outcome[:3]],
-                  [0, 1, 1, [1.0, "duplicate", *outcome[2:]]]):
+    outcome = {"value": 1.0, "started": 0.0, "finished": 0.0}
+    for entry in ([[1], 1, 1, outcome], ["x", 1, 1, outcome], [0, 1, 1, {"value": "abc"}],
+                  [0, 1, 1, {"value": 10 ** 400}], [0, 1, 1, [1.0, "done", None]],
+                  [0, 1, 1, {**outcome, "status": "duplicate"}], [0, 1, 1, outcome, 5]):
         peer.send(json.dumps({"op": "results", "results": [entry]}).encode())
     pool = jobs.pool(expdir)
     out, err = server.communicate(timeout=180)
     peer.close(0)
     assert server.returncode == 0, err
     assert "dropped" in err and "a result with a field of the wrong type" in err
+    assert "a result of task 0: outcome field 'value' must be a number" in err
     assert [status for _, status, _, _ in rows_of(expdir)] == ["done"] * 6
     assert not rows_of(expdir, "SELECT id FROM attempts WHERE status != 'done'")
     pool.communicate(timeout=60)

@@ -177,7 +177,7 @@ def test_a_turn_of_many_rows_writes_each_row_as_its_own_statement_would(tmp_path
     assert {r["status"] for r in store.rows()} == {"running"}
     assert [r["rank"] for r in store.rows()] == [1 + i % 7 for i in range(n)]
     store.finish([(i, 1 + i % 7, Outcome(i / 10, "done", None, f"log {i}", 5.0, 6.0 + i,
-                                         {"metrics": {"acc": i / n}}), 1, "done")
+                                         {"acc": i / n}), 1, "done")
                   for i in range(n - 1)]
                  + [(n - 1, 3, Outcome(math.nan, "failed", "boom", "", 5.0, 7.0, {}), 1,
                      "failed")])

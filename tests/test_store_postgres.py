@@ -66,7 +66,7 @@ def test_the_store_interface_on_postgresql_keeps_studies_apart(postgres_url):
                (2, '{"x": 3}', "RUN000002", None, 2)])
     other.add([(0, '{"x": 9}', "RUN000000", None, 0)])
     store.mark_running([(1, 2)])
-    store.finish([(0, 1, Outcome(0.5, extra={"metrics": {"acc": 0.9}}), 1, "done"),
+    store.finish([(0, 1, Outcome(0.5, metrics={"acc": 0.9}), 1, "done"),
                   (1, 2, Outcome(math.nan, "failed", "boom"), 1, "failed")])
     store.record_duplicates([(0, 3, Outcome(0.7), 2)])
     store.cancel([2], "cancelled: test")

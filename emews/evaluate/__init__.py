@@ -8,7 +8,8 @@
       app.py       the Model Shell (model.sh) in the run directory
       container.py singularity/apptainer through the Model Shell
       echo.py      no model: the sum of squares
-    base.py        RunContext, current_run, Outcome, EvaluationFailed, the Implementation contract
+    base.py        RunContext, current_run, EvaluationFailed, the Implementation contract
+    outcome.py     Outcome and its one wire form (to_wire / from_wire), for every transport
     process.py     model process groups: environment, timeout, cancel, kill, signals
       deathsig.py  PR_SET_PDEATHSIG for a child (a tiny exec shim)
     results.py     values and bounded log tails
@@ -21,11 +22,12 @@ epoch); ``[study].timeout`` (``SH_TIMEOUT``) kills the run's process group.
 """
 
 from ..config import CONTAINER_RUNTIMES, IMPLEMENTATIONS, RETURN_EPOCHS
-from .base import EvaluationFailed, Outcome, RunContext, current_run
+from .base import EvaluationFailed, RunContext, current_run
 from .objective import Objective
+from .outcome import BadOutcome, Outcome
 from .results import extract_value
 from .supervisor import candle_model_train, from_env
 
-__all__ = ["Objective", "Outcome", "RunContext", "current_run", "EvaluationFailed",
+__all__ = ["Objective", "Outcome", "BadOutcome", "RunContext", "current_run", "EvaluationFailed",
            "extract_value", "candle_model_train", "from_env", "IMPLEMENTATIONS",
            "RETURN_EPOCHS", "CONTAINER_RUNTIMES"]

@@ -1,9 +1,9 @@
-"""What every implementation shares: the run's context, the outcome, the failure exceptions.
+"""What every implementation shares: the run's context and the failure exceptions.
 
 An implementation (:mod:`.py`, :mod:`.app`, :mod:`.container`, :mod:`.echo`) turns one point
 into a number with ``run(params, params_json, context, watch)``; it raises
 :class:`EvaluationFailed` (or :class:`Cancelled`) when there is none. :class:`~.objective.Objective`
-turns either into an :class:`Outcome`.
+turns either into an :class:`~.outcome.Outcome`.
 """
 
 import contextvars
@@ -52,19 +52,6 @@ _current_run = contextvars.ContextVar("emews_current_run", default=None)
 def current_run():
     """The :class:`RunContext` of the evaluation running in this thread (``None`` outside)."""
     return _current_run.get()
-
-
-@dataclass
-class Outcome:
-    """What became of one evaluation: ``status`` is ``done``, ``failed`` or ``cancelled``."""
-
-    value: float
-    status: str = "done"
-    error: str | None = None
-    log_tail: str | None = None
-    started: float = 0.0
-    finished: float = 0.0
-    extra: dict = field(default_factory=dict)
 
 
 class EvaluationFailed(Exception):

@@ -7,7 +7,7 @@
       -> implementation.run(params, params_json, context, Watch(timeout, grace, cancelled))
            py: .py (a nanny child, or this interpreter)   app: .app (the Model Shell)
            container: .container                           echo: .echo
-      -> Outcome(value, extra={"metrics": ...}) | Outcome(NaN, "failed", reason, log_tail)
+      -> Outcome(value, metrics=...) | Outcome(NaN, "failed", reason, log_tail)
          | Outcome(NaN, "cancelled")
 
 ``timeout`` (``SH_TIMEOUT``; empty, 0 or -1: none) applies to isolated ``py``, ``app`` and
@@ -25,9 +25,10 @@ from ..config import IMPLEMENTATIONS, RETURN_EPOCHS, SCHEMA
 from ..errors import ConfigError
 from . import process
 from .app import App
-from .base import Cancelled, EvaluationFailed, Outcome, RunContext
+from .base import Cancelled, EvaluationFailed, RunContext
 from .container import Container
 from .echo import Echo
+from .outcome import Outcome
 from .py import Py
 from .results import decode_tail, safe_text
 
@@ -111,8 +112,7 @@ class Objective:
                                  dict(self.model_env))
             watch = process.Watch(self.timeout, self.grace, cancelled)
             value = self.implementation.run(params, params_json, context, watch)
-            metrics = getattr(value, "metrics", None)
-            outcome = Outcome(float(value), extra={"metrics": metrics} if metrics else {})
+            outcome = Outcome(float(value), metrics=dict(getattr(value, "metrics", {})))
         except Cancelled as exc:
             outcome = Outcome(math.nan, "cancelled", "cancelled", safe_text(exc.log_tail))
         except EvaluationFailed as exc:

@@ -7,13 +7,17 @@ slots are free, and ``collect`` to get finished tasks back::
     master <--collect()-- [(task, rank, Outcome), ...]
 
 :class:`emews.pools.mpi.MPIPool` spreads tasks over MPI ranks; :class:`InProcessPool` runs them on
-threads of the calling process (notebooks, ``mpiexec -n 1``).
+threads of the calling process (notebooks, ``mpiexec -n 1``). Every pool hands its outcomes back
+through their one wire form (:meth:`~emews.evaluate.Outcome.to_wire`), so that what the store
+keeps never depends on the pool.
 """
 
 import concurrent.futures as cf
 import threading
 import time
 from typing import NamedTuple
+
+from ..evaluate.outcome import Outcome
 
 LONGEST_WAIT = 0.05   # seconds: the longest sleep of a Backoff with a share
 
@@ -129,7 +133,8 @@ class InProcessPool(Pool):
             return []
         done, _ = cf.wait(list(self.running), timeout=None if block else 0,
                           return_when=cf.FIRST_COMPLETED)
-        return [(self.running.pop(future), 0, future.result()) for future in done]
+        return [(self.running.pop(future), 0, Outcome.received(future.result().to_wire()))
+                for future in done]
 
     def cancel(self):
         self.cancelled.set()

@@ -99,11 +99,8 @@ class DatabasePool(Pool):
         result = _parsed(payload)
         if result is None:
             return Task(point_id, params, "", attempt), 0, _foreign_outcome(payload)
-        value = math.nan if result["value"] is None else float(result["value"])
-        extra = {"metrics": result["metrics"]} if result.get("metrics") else {}
-        outcome = Outcome(value, result["status"], result["error"], result["log_tail"],
-                          result["started"], result["finished"], extra)
-        return Task(point_id, params, "", result["attempt"]), result["rank"], outcome
+        return (Task(point_id, params, "", result["attempt"]), result["rank"],
+                Outcome.received(result))
 
     def _duplicate(self, point_id, payload):
         """The ``(task, rank, outcome)`` of a result that came after the point's first one:
@@ -136,17 +133,15 @@ class DatabasePool(Pool):
             self.queue.close()
 
 
-RESULT_KEYS = ("value", "status", "error", "log_tail", "started", "finished", "attempt", "rank")
-
-
 def _parsed(payload):
-    """An emews pool's ``json_in`` as a dict, or ``None`` when it is something else."""
+    """An emews pool's ``json_in`` (an outcome's wire form with the task's ``attempt`` and
+    ``rank``) as a dict, or ``None`` when it is something else."""
     try:
         result = json.loads(payload)
     except (TypeError, ValueError):
         return None
-    return result if isinstance(result, dict) and all(k in result for k in RESULT_KEYS) \
-        else None
+    return result if isinstance(result, dict) and "value" in result and \
+        type(result.get("attempt")) is int and type(result.get("rank")) is int else None
 
 
 def _foreign_outcome(payload):

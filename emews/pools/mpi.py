@@ -4,7 +4,8 @@
 
     rank 0 (master)                               rank r >= 1 (worker)
     submit: group tasks by rank --TASKS [..]-->   serve(): evaluate each task in turn
-    collect: improbe/mrecv     <--RESULT tuple--  one message per finished task
+    collect: improbe/mrecv     <--RESULT------   one message per finished task: (rank,
+                                                 task id, Outcome.to_wire())
     close:                     --TASKS None-->    return
 
 Neither side blocks inside MPI: MPICH's blocking calls spin a core, which the ME thread on rank 0
@@ -84,10 +85,10 @@ class MPIPool(Pool):
                 misses += 1
                 continue
             misses = 0
-            rank, task_id, fields = message.recv()
+            rank, task_id, wire = message.recv()
             self.idle.append(rank)
             del self.ranks[task_id]
-            finished.append((self.running.pop(task_id), rank, Outcome(*fields)))
+            finished.append((self.running.pop(task_id), rank, Outcome.received(wire)))
 
     def cancel(self):
         by_rank = collections.defaultdict(list)
@@ -158,10 +159,7 @@ def _serve(comm, objective, rank, backoff, cancels):
         for task_id, params, run_id in batch:
             outcome = objective.evaluate(params, run_id, cancels.of(run_id))
             sys.stdout.flush()
-            comm.send((rank, task_id, (outcome.value, outcome.status, outcome.error,
-                                       outcome.log_tail, outcome.started, outcome.finished,
-                                       outcome.extra)),
-                      dest=0, tag=RESULT)
+            comm.send((rank, task_id, outcome.to_wire()), dest=0, tag=RESULT)
 
 
 def redirect_output(path):

@@ -141,9 +141,7 @@ class Attachment:
 
     def _report(self, finished):
         for task, rank, outcome in finished:
-            self.unacked[task.id] = [task.id, task.attempt, rank,
-                                     [outcome.value, outcome.status, outcome.error,
-                                      outcome.log_tail, outcome.started, outcome.finished]]
+            self.unacked[task.id] = [task.id, task.attempt, rank, outcome.to_wire()]
         if finished:
             self._send("results", results=[self.unacked[t.id] for t, _, _ in finished])
         return bool(finished)

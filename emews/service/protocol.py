@@ -14,6 +14,7 @@
                                                                 service was restarted)
     pool  --bye------------------------------->  service
 
+An ``outcome`` is :meth:`~emews.evaluate.Outcome.to_wire`'s dict, as on every transport.
 A message that is not a JSON object with a known ``op`` and fields of the right types, or is
 larger than :data:`MAX_MESSAGE`, is rejected by :func:`decode` (the service logs and drops it);
 so is each entry of ``results`` that :func:`result` does not accept.
@@ -21,7 +22,7 @@ so is each entry of ``results`` that :func:`result` does not accept.
 
 import json
 
-from ..evaluate import Outcome
+from ..evaluate import BadOutcome, Outcome
 
 MAX_MESSAGE = 4 * 1024 * 1024
 FIELDS = {
@@ -37,8 +38,6 @@ FIELDS = {
     "who": {},
     "study": {"config": dict, "expdir": str},
 }
-STATUSES = ("done", "failed", "cancelled")   # what an evaluation on a pool may end as
-NUMBER, TEXT = (int, float), (str, type(None))
 
 
 class BadMessage(ValueError):
@@ -68,21 +67,16 @@ def decode(frame):
 
 
 def result(entry):
-    """One entry of a ``results`` message, ``[id, attempt, rank, [value, status, error,
-    log_tail, started, finished]]``, as ``(id, attempt, rank, Outcome)``; raises
-    :class:`BadMessage`."""
+    """One entry of a ``results`` message, ``[id, attempt, rank, outcome]``, as ``(id, attempt,
+    rank, Outcome)``; raises :class:`BadMessage`."""
     try:
-        task_id, attempt, rank, (value, status, error, log_tail, started, finished) = entry
+        task_id, attempt, rank, outcome = entry
     except (TypeError, ValueError):
-        raise BadMessage(f"a result that is not [id, attempt, rank, [value, status, error, "
-                         f"log_tail, started, finished]]: {str(entry)[:80]!r}") from None
-    if not (type(task_id) is int and type(attempt) is int and type(rank) is int
-            and type(value) in NUMBER and type(started) in NUMBER
-            and type(finished) in NUMBER and type(error) in TEXT and type(log_tail) in TEXT
-            and status in STATUSES):
+        raise BadMessage(f"a result that is not [id, attempt, rank, outcome]: "
+                         f"{str(entry)[:80]!r}") from None
+    if not (type(task_id) is int and type(attempt) is int and type(rank) is int):
         raise BadMessage(f"a result with a field of the wrong type: {str(entry)[:80]!r}")
     try:
-        return task_id, attempt, rank, Outcome(float(value), status, error, log_tail,
-                                               float(started), float(finished))
-    except OverflowError:
-        raise BadMessage(f"a result with a number out of range: {str(entry)[:80]!r}") from None
+        return task_id, attempt, rank, Outcome.from_wire(outcome)
+    except BadOutcome as exc:
+        raise BadMessage(f"a result of task {task_id}: {exc}") from None

@@ -15,6 +15,7 @@ such a task is not lost: the first result of a point wins, and any later one com
 status ``duplicate`` for the record.
 """
 
+import dataclasses
 import json
 import logging
 import math
@@ -24,6 +25,7 @@ import zmq
 
 from ..evaluate import Outcome
 from ..pools.base import Backoff, Pool, Task
+from ..status import Status
 from . import protocol
 
 log = logging.getLogger("emews.service")
@@ -195,8 +197,7 @@ class ServicePool(Pool):
             return (task if task.attempt == attempt else task._replace(attempt=attempt)), \
                 rank, outcome
         if task_id in self.finished:
-            duplicate = Outcome(outcome.value, "duplicate", outcome.error, outcome.log_tail,
-                                outcome.started, outcome.finished)
+            duplicate = dataclasses.replace(outcome, status=Status.DUPLICATE)
             return Task(task_id, "", "", attempt), rank, duplicate
         self.finished.add(task_id)
         return Task(task_id, None, "", attempt), rank, outcome

@@ -18,9 +18,10 @@
                         stop what they run) or ended (pools read it)
 
 A task's ``eq_status`` follows EQ-SQL's codes (:data:`QUEUED` ... :data:`REQUEUED`); its
-``json_in`` is a JSON object whose ``value`` is the objective's value (``null`` for a failure),
-with the outcome's ``status``, ``error``, ``log_tail``, ``started``, ``finished``, ``metrics``,
-``attempt`` and ``rank``. The first result of a task wins: a later one goes to
+``json_in`` is the outcome's wire form (:meth:`~emews.evaluate.Outcome.to_wire`: a JSON object
+whose ``value`` is the objective's value, ``null`` for a failure, with ``status``, ``error``,
+``log_tail``, ``started``, ``finished`` and ``metrics`` where not at their defaults) and the
+task's ``attempt`` and ``rank``. The first result of a task wins: a later one goes to
 ``emews_late_results`` instead, for the study's record.
 
 :class:`PostgresStore` is :class:`~emews.store.sqlite.Store`'s interface on these tables;
@@ -36,7 +37,7 @@ import urllib.parse
 
 from ..errors import ConfigError, EmewsError, StoreError
 from . import schema
-from .sqlite import bounded, finished_rows, metrics_json
+from .sqlite import bounded, finished_rows
 
 QUEUED, RUNNING, COMPLETE, CANCELED, REQUEUED = 0, 1, 2, 3, 4   # EQ-SQL's TaskStatus
 EQ_STOP = "EQ_STOP"        # EQ-SQL's payload that tells a worker pool to stop
@@ -421,13 +422,7 @@ def _decoded(row):
 
 def result_json(outcome, attempt, rank):
     """An outcome as the ``json_in`` of its task (see the module docstring)."""
-    value = None if math.isnan(outcome.value) else outcome.value
-    return json.dumps({"value": value, "status": outcome.status, "error": bounded(outcome.error),
-                       "log_tail": bounded(outcome.log_tail), "started": outcome.started,
-                       "finished": outcome.finished,
-                       "metrics": json.loads(metrics_json(outcome.extra.get("metrics"))
-                                             or "null"),
-                       "attempt": attempt, "rank": rank})
+    return json.dumps({**outcome.to_wire(), "attempt": attempt, "rank": rank})
 
 
 class TaskQueue:

@@ -358,7 +358,7 @@ def finished_rows(rows, log_done=True):
     for i, rank, outcome, attempt, status in rows:
         value = None if math.isnan(outcome.value) else outcome.value
         log_tail, error = bounded(outcome.log_tail), bounded(outcome.error)
-        metrics = metrics_json(outcome.extra.get("metrics"))
+        metrics = metrics_json(outcome.metrics)
         if log_done or status != "done":
             attempts.append((i, attempt, outcome.status, value, error, log_tail, rank,
                              outcome.started, outcome.finished, metrics, i))

@@ -57,3 +57,14 @@ def noisy(params):
     if params["act"] == "tanh" and params["rng_seed"] % 2:
         raise RuntimeError(f"odd seed {params['rng_seed']}")
     return params["x"] ** 2 + params["n"] + random.Random(params["rng_seed"]).random()
+
+
+def several_metrics(params):
+    """``val_loss`` per epoch (the value: ``x**2 + n`` at the last), with ``val_acc`` (NaN when
+    n is 2) and ``n_params`` beside it; raises for ``tanh`` with a negative x."""
+    if params["act"] == "tanh" and params["x"] < 0:
+        raise RuntimeError(f"tanh with a negative x: {params['x']}")
+    loss = params["x"] ** 2 + params["n"]
+    return {"val_loss": [loss + 1.0, loss],
+            "val_acc": math.nan if params["n"] == 2 else 1.0 / (1.0 + loss),
+            "n_params": 1000 * (params["n"] + 1)}

@@ -1,0 +1,160 @@
+"""What became of one evaluation, and the one form in which it travels.
+
+::
+
+    Objective.evaluate --> Outcome --to_wire()--> {"value": 0.5, "started": ..., ...}
+                                                     |  in-process, MPI (pickled), zmq, PostgreSQL
+    the master's store <-- Outcome <--from_wire()----+  (json_in), Swift/T: all in this form
+
+The wire form is a JSON-able dict with one key per field of :class:`Outcome`. A field at its
+default is left out (a plain ``done`` outcome is ``{"value": v, "started": t0, "finished":
+t1}``), and NaN and the infinities travel as ``null``. :meth:`Outcome.from_wire` checks every
+field it knows and ignores keys it does not know: a transport's own keys (``attempt``, ``rank``)
+may sit beside the outcome's, and an older reader skips a newer writer's field. A message that
+breaks a rule raises :class:`BadOutcome`, naming the field, the rule and the value;
+:meth:`Outcome.received` turns it into a failed outcome instead, so that a malformed message
+fails its evaluation and never the master.
+
+A new field is one line in :class:`Outcome`: ``on_wire(KIND, default=...)`` says how it is
+written and checked (:data:`NUMBER`, :data:`TEXT`, :data:`STATUS` or :data:`METRICS`).
+"""
+
+import dataclasses
+import math
+from typing import Callable, NamedTuple
+
+from ..status import POOL_OUTCOMES, Status
+
+
+class BadOutcome(ValueError):
+    """An outcome's wire form that breaks a rule of :class:`Outcome`'s fields."""
+
+
+class Kind(NamedTuple):
+    """How one field travels: ``encode`` makes it JSON-able; ``decode`` checks and rebuilds
+    it, raising ``TypeError`` or ``ValueError`` when the value breaks ``rule``."""
+
+    rule: str
+    encode: Callable
+    decode: Callable
+
+
+def _number_out(value):
+    return float(value) if math.isfinite(value) else None
+
+
+def _number_in(value):
+    if type(value) is float:
+        return value
+    if value is None:
+        return math.nan
+    if type(value) is int:
+        return float(value)
+    raise TypeError(value)
+
+
+def _text_in(value):
+    if value is None or type(value) is str:
+        return value
+    raise TypeError(value)
+
+
+def _status_in(value):
+    if value in POOL_OUTCOMES:
+        return str(value)
+    raise ValueError(value)
+
+
+def _metrics_out(metrics):
+    return {str(name): _number_out(value) for name, value in metrics.items()}
+
+
+def _metrics_in(value):
+    if type(value) is not dict or not all(type(name) is str for name in value):
+        raise TypeError(value)
+    return {name: _number_in(number) for name, number in value.items()}
+
+
+NUMBER = Kind("a number, or null for NaN", _number_out, _number_in)
+TEXT = Kind("text or null", lambda text: text, _text_in)
+STATUS = Kind(f"one of {', '.join(sorted(POOL_OUTCOMES))}", str, _status_in)
+METRICS = Kind("an object of names to numbers (or null)", _metrics_out, _metrics_in)
+
+
+def on_wire(kind, **default):
+    """A field of :class:`Outcome` that travels as ``kind`` (``default=`` or
+    ``default_factory=``, as for :func:`dataclasses.field`)."""
+    return dataclasses.field(metadata={"wire": kind}, **default)
+
+
+@dataclasses.dataclass
+class Outcome:
+    """What became of one evaluation: its ``value`` (NaN when there is none), its ``status``
+    (``done``, ``failed`` or ``cancelled`` from an evaluator; the master also makes
+    ``interrupted`` and ``duplicate`` ones), the reason of a failure (``error``), the end of the
+    model's output (``log_tail``), when it ``started`` and ``finished`` (seconds since the
+    epoch) and the model's final ``metrics`` (name -> number)."""
+
+    value: float = on_wire(NUMBER)
+    status: str = on_wire(STATUS, default=Status.DONE)
+    error: str | None = on_wire(TEXT, default=None)
+    log_tail: str | None = on_wire(TEXT, default=None)
+    started: float = on_wire(NUMBER, default=0.0)
+    finished: float = on_wire(NUMBER, default=0.0)
+    metrics: dict = on_wire(METRICS, default_factory=dict)
+
+    def to_wire(self):
+        """This outcome as a JSON-able dict, fields at their default left out (see the module
+        docstring)."""
+        return {name: kind.encode(value) for name, kind, default in FIELDS
+                if (value := getattr(self, name)) != default}
+
+    @classmethod
+    def from_wire(cls, data):
+        """The outcome that :meth:`to_wire` made ``data`` from; raises :class:`BadOutcome` when
+        ``data`` is not a dict, lacks ``value`` or holds a field that breaks its rule."""
+        try:
+            return cls(**{name: DECODERS[name](value) for name, value in data.items()
+                          if name in DECODERS})
+        except (TypeError, ValueError, ArithmeticError, AttributeError):
+            raise BadOutcome(_fault(data)) from None
+
+    @classmethod
+    def received(cls, data):
+        """:meth:`from_wire`, with a malformed ``data`` made a failed outcome that says why."""
+        try:
+            return cls.from_wire(data)
+        except BadOutcome as exc:
+            return cls(math.nan, Status.FAILED, f"a malformed result came back: {exc}")
+
+
+REQUIRED = object()   # the default of a field that has none: equal to no value, always written
+
+
+def _default(field):
+    if field.default is not dataclasses.MISSING:
+        return field.default
+    if field.default_factory is not dataclasses.MISSING:
+        return field.default_factory()
+    return REQUIRED
+
+
+FIELDS = tuple((f.name, f.metadata["wire"], _default(f)) for f in dataclasses.fields(Outcome))
+KINDS = {name: kind for name, kind, _ in FIELDS}
+DECODERS = {name: kind.decode for name, kind in KINDS.items()}
+
+
+def _fault(data):
+    """What breaks the rules in ``data``, which :meth:`Outcome.from_wire` refused."""
+    if not isinstance(data, dict):
+        return f"an outcome must be a JSON object, got {data!r:.80}"
+    if "value" not in data:
+        return f"an outcome must have a 'value', got {data!r:.80}"
+    for name, value in data.items():
+        kind = KINDS.get(name)
+        try:
+            if kind is not None:
+                kind.decode(value)
+        except (TypeError, ValueError, ArithmeticError):
+            return f"outcome field {name!r} must be {kind.rule}, got {value!r:.80}"
+    return f"an outcome that breaks the rules: {data!r:.80}"

@@ -1,0 +1,100 @@
+"""One wire form for an outcome: the codec's round trip and its checks.
+
+The same study through every transport (in-process, MPI, zmq, PostgreSQL, Swift/T), asserting
+the same stored rows, is in tests/test_wire_transports.py.
+"""
+
+import dataclasses
+import json
+import math
+import pickle
+
+import pytest
+
+from emews.evaluate import BadOutcome, Outcome
+from emews.evaluate import outcome as codec
+from emews.status import Status
+
+SAMPLES = {codec.NUMBER: 1.5, codec.TEXT: "a tail \u00e9 \U0001f600", codec.STATUS: "failed",
+           codec.METRICS: {"val_acc": 0.75, "n_params": 1234.0}}
+
+
+def every_field_set():
+    """An outcome whose every field is off its default (a new field of a known kind too)."""
+    return Outcome(**{f.name: SAMPLES[f.metadata["wire"]] for f in dataclasses.fields(Outcome)})
+
+
+def same(a, b):
+    """Equal outcomes, NaN equal to NaN."""
+    def key(o):
+        return json.dumps(dataclasses.asdict(o), sort_keys=True)
+    return key(a) == key(b)
+
+
+@pytest.mark.parametrize("carry", [lambda w: w, lambda w: json.loads(json.dumps(w)),
+                                   lambda w: pickle.loads(pickle.dumps(w))],
+                         ids=["dict", "json", "pickle"])
+def test_every_field_makes_the_round_trip(carry):
+    outcome = every_field_set()
+    wire = outcome.to_wire()
+    assert set(wire) == {f.name for f in dataclasses.fields(Outcome)}
+    assert Outcome.from_wire(carry(wire)) == outcome
+
+
+def test_a_plain_done_outcome_travels_without_its_defaults():
+    wire = Outcome(0.5, started=10.0, finished=11.0).to_wire()
+    assert wire == {"value": 0.5, "started": 10.0, "finished": 11.0}
+    assert Outcome.from_wire(wire) == Outcome(0.5, Status.DONE, started=10.0, finished=11.0)
+
+
+def test_missing_optional_fields_take_their_defaults():
+    assert Outcome.from_wire({"value": 2}) == Outcome(2.0)
+    assert Outcome.from_wire({"value": None, "status": "cancelled"}).status == "cancelled"
+
+
+def test_nan_and_infinities_travel_as_null_and_come_back_as_nan():
+    outcome = Outcome(math.nan, "failed", "boom", started=math.nan,
+                      metrics={"val_loss": math.inf, "val_acc": math.nan, "ok": 1.0})
+    wire = outcome.to_wire()
+    assert wire["value"] is None and wire["started"] is None
+    assert wire["metrics"] == {"val_loss": None, "val_acc": None, "ok": 1.0}
+    text = json.dumps(wire, allow_nan=False)   # strict JSON: PostgreSQL and Tcl take it
+    back = Outcome.from_wire(json.loads(text))
+    assert math.isnan(back.value) and math.isnan(back.started)
+    assert math.isnan(back.metrics["val_loss"]) and back.metrics["ok"] == 1.0
+    assert same(back, Outcome(math.nan, "failed", "boom", started=math.nan,
+                              metrics={"val_loss": math.nan, "val_acc": math.nan, "ok": 1.0}))
+
+
+def test_keys_it_does_not_know_are_ignored():
+    """A transport's own keys sit beside the outcome's; a newer writer's field is skipped."""
+    wire = {**Outcome(0.5).to_wire(), "attempt": 2, "rank": 3, "curve": [1, 2]}
+    assert Outcome.from_wire(wire) == Outcome(0.5)
+
+
+@pytest.mark.parametrize("data, field", [
+    ([0.5, "done"], "JSON object"),
+    ("0.5", "JSON object"),
+    ({"status": "done"}, "'value'"),
+    ({"value": "abc"}, "'value' must be a number"),
+    ({"value": True}, "'value' must be a number"),
+    ({"value": 10 ** 400}, "'value' must be a number"),
+    ({"value": 1.0, "status": "duplicate"}, "'status' must be one of cancelled, done, failed"),
+    ({"value": 1.0, "status": None}, "'status'"),
+    ({"value": 1.0, "error": 3}, "'error' must be text or null"),
+    ({"value": 1.0, "log_tail": ["a"]}, "'log_tail'"),
+    ({"value": 1.0, "started": "now"}, "'started'"),
+    ({"value": 1.0, "metrics": [1.0]}, "'metrics' must be an object"),
+    ({"value": 1.0, "metrics": {"acc": "high"}}, "'metrics'"),
+    ({"value": 1.0, "metrics": {1: 0.5}}, "'metrics'"),
+])
+def test_a_malformed_outcome_is_refused_naming_the_field(data, field):
+    with pytest.raises(BadOutcome, match=field):
+        Outcome.from_wire(data)
+
+
+def test_a_malformed_outcome_received_fails_its_evaluation():
+    outcome = Outcome.received({"value": "abc"})
+    assert outcome.status == "failed" and math.isnan(outcome.value)
+    assert "a malformed result came back: outcome field 'value'" in outcome.error
+    assert Outcome.received({"value": 0.5}) == Outcome(0.5)
