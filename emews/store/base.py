@@ -49,6 +49,10 @@ Where the backends differ, and nothing else may differ:
 * ``path``: a file path, or ``URL#EXP_ID`` (:func:`emews.store.open_store` opens either).
 * A read-only SQLite store reads a file of an older schema as it is (no migration); a
   read-only PostgreSQL store is an ordinary connection that this object never writes through.
+* Where a done attempt is kept. ``results.db`` keeps it in the point's row alone (its
+  ``attempts`` view adds it: a row fewer per task); PostgreSQL's ``emews_attempts`` table holds
+  it too, for the SQL readers of that table (EQ-SQL's side). Through the contract both give the
+  same ``attempts``: the done one from the point's row.
 * Errors name the file (SQLite) or the URL without its password (PostgreSQL).
 """
 
@@ -79,6 +83,7 @@ class Store(abc.ABC):
     """
 
     db = None
+    logs_done_attempts = False  # whether the table of attempts holds the done ones too
 
     def __init__(self, path):
         self.path = str(path)
@@ -182,7 +187,7 @@ class Store(abc.ABC):
         """
         for row in rows:
             self.marks.pop(row[0], None)
-        self._finish(*finished_rows(rows))
+        self._finish(*finished_rows(rows, self.logs_done_attempts))
 
     @abc.abstractmethod
     def _finish(self, attempts, points):
@@ -276,7 +281,8 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def attempts(self, point_id=None):
         """Every finished attempt (of one point when ``point_id`` is given) as dicts
-        (``metrics`` decoded), by id and attempt (see the module docstring)."""
+        (``metrics`` decoded), by id and attempt (a point's ``done`` attempt before a
+        ``duplicate`` of it; see the module docstring)."""
 
     @abc.abstractmethod
     def counts(self):
@@ -312,18 +318,18 @@ class Store(abc.ABC):
 NO_REASON = "no reason recorded"
 
 
-def finished_rows(rows):
+def finished_rows(rows, log_done):
     """``(attempts, points)`` of finished attempts ``(id, rank, outcome, attempt, status)``:
-    the rows for ``attempts`` (``(id, attempt, status, result, error, log_tail, rank, started,
-    finished, metrics, id)``; none for the attempt that made its point ``done``: its row in
-    ``rows`` is that attempt) and the updates of the points (``(status, result, error,
-    log_tail, rank, started, finished, attempt, metrics, id)``)."""
+    the rows for the table of attempts (``(id, attempt, status, result, error, log_tail, rank,
+    started, finished, metrics, id)``; without ``log_done``, none for the attempt that made its
+    point ``done``: its row in ``rows`` is that attempt) and the updates of the points
+    (``(status, result, error, log_tail, rank, started, finished, attempt, metrics, id)``)."""
     attempts, points = [], []
     for i, rank, outcome, attempt, status in rows:
         value = None if math.isnan(outcome.value) else outcome.value
         log_tail, error = bounded(outcome.log_tail), bounded(outcome.error)
         metrics = metrics_json(outcome.extra.get("metrics"))
-        if status != Status.DONE:
+        if log_done or status != Status.DONE:
             attempts.append((i, attempt, outcome.status, value, error, log_tail, rank,
                              outcome.started, outcome.finished, metrics, i))
         points.append((status, value, error, log_tail, rank, outcome.started,

@@ -187,6 +187,8 @@ class PostgresStore(Store):
     ``create=False`` (and ``readonly``) refuses a study the database does not hold.
     """
 
+    logs_done_attempts = True
+
     def __init__(self, url, exp_id, create=True, readonly=False):
         from psycopg.rows import dict_row
 
@@ -343,7 +345,7 @@ class PostgresStore(Store):
                "WHERE e.exp_id=a.exp_id AND e.id=a.id AND e.attempt=a.attempt AND "
                f"e.status='{Status.DONE}')) UNION ALL SELECT "
                f"{columns.replace('status', repr(Status.DONE.value))} FROM emews_evaluations "
-               f"WHERE exp_id=%(exp)s {where} AND status='{Status.DONE}' ORDER BY id, attempt")
+               f"WHERE exp_id=%(exp)s {where} AND status='{Status.DONE}' ORDER BY id, attempt, status")
         return [decoded(row, "metrics")
                 for row in self._read(sql, {"exp": self.exp_id, "id": point_id})]
 

@@ -232,7 +232,7 @@ class SQLiteStore(Store):
     def attempts(self, point_id=None):
         where, args = ("WHERE id=?", (point_id,)) if point_id is not None else ("", ())
         return [decoded(row, "metrics") for row in
-                self._read(f"SELECT * FROM attempts {where} ORDER BY id, attempt", args)]
+                self._read(f"SELECT * FROM attempts {where} ORDER BY id, attempt, status", args)]
 
     def counts(self):
         return dict(self._read("SELECT status, COUNT(*) FROM evaluations GROUP BY status"))
@@ -267,7 +267,7 @@ class SQLiteStore(Store):
                 rows = [decoded(r) for r in self.db.execute(
                     f"SELECT {self._columns('evaluations')} FROM evaluations ORDER BY id")]
                 attempts = [decoded(r, "metrics") for r in self.db.execute(
-                    f"SELECT {self._columns('attempts')} FROM attempts ORDER BY id, attempt")] \
+                    f"SELECT {self._columns('attempts')} FROM attempts ORDER BY id, attempt, status")] \
                     if "attempts" in tables else []
                 meta = {key: json.loads(value)
                         for key, value in self.db.execute("SELECT key, value FROM meta")} \
