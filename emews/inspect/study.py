@@ -66,7 +66,8 @@ class Study:
     @property
     def done(self):
         """The evaluations with a value, best first."""
-        return sorted((r for r in self.rows if r["status"] == Status.DONE and r["result"] is not None),
+        return sorted((r for r in self.rows
+                       if r["status"] == Status.DONE and r["result"] is not None),
                       key=lambda r: (r["result"], r["id"]))
 
     @property

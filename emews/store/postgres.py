@@ -99,7 +99,8 @@ REPLACE_ATTEMPT = ("ON CONFLICT (exp_id, id, attempt) DO UPDATE SET status=EXCLU
 # what a snapshot reads: every column but exp_id and log_tail (up to 64 KiB each)
 EVALUATION_COLUMNS = ("id, params, result, status, error, rank, attempt, run_id, queued, "
                       "started, finished, seq, metrics")
-ATTEMPT_READ_COLUMNS = "id, attempt, status, result, error, rank, run_id, started, finished, metrics"
+ATTEMPT_READ_COLUMNS = ("id, attempt, status, result, error, rank, run_id, started, finished, "
+                        "metrics")
 ATTEMPTS_READ = f"id, attempt, {ATTEMPT_COLUMNS}, run_id"
 
 
@@ -339,13 +340,17 @@ class PostgresStore(Store):
         return self._attempts(ATTEMPTS_READ, point_id)
 
     def _attempts(self, columns, point_id=None):
+        """``columns`` of the study's attempts: the logged ones but a done one that its
+        point's row holds (a duplicate of it is kept), and that done one from the point's row
+        (as results.db's view ``attempts`` reads)."""
         where = "" if point_id is None else "AND id=%(id)s"
+        from_points = columns.replace("status", f"'{Status.DONE}'")
         sql = (f"SELECT {columns} FROM emews_attempts a WHERE exp_id=%(exp)s {where} AND "
                f"(status='{Status.DUPLICATE}' OR NOT EXISTS (SELECT 1 FROM emews_evaluations e "
                "WHERE e.exp_id=a.exp_id AND e.id=a.id AND e.attempt=a.attempt AND "
-               f"e.status='{Status.DONE}')) UNION ALL SELECT "
-               f"{columns.replace('status', repr(Status.DONE.value))} FROM emews_evaluations "
-               f"WHERE exp_id=%(exp)s {where} AND status='{Status.DONE}' ORDER BY id, attempt, status")
+               f"e.status='{Status.DONE}')) UNION ALL SELECT {from_points} FROM "
+               f"emews_evaluations WHERE exp_id=%(exp)s {where} AND status='{Status.DONE}' "
+               "ORDER BY id, attempt, status")
         return [decoded(row, "metrics")
                 for row in self._read(sql, {"exp": self.exp_id, "id": point_id})]
 

@@ -221,7 +221,8 @@ class SQLiteStore(Store):
         return default if not rows else json.loads(rows[0]["value"])
 
     def all_meta(self):
-        return {key: json.loads(value) for key, value in self._read("SELECT key, value FROM meta")}
+        return {key: json.loads(value)
+                for key, value in self._read("SELECT key, value FROM meta")}
 
     def rows(self, *statuses):
         sql = "SELECT * FROM evaluations"
@@ -267,8 +268,8 @@ class SQLiteStore(Store):
                 rows = [decoded(r) for r in self.db.execute(
                     f"SELECT {self._columns('evaluations')} FROM evaluations ORDER BY id")]
                 attempts = [decoded(r, "metrics") for r in self.db.execute(
-                    f"SELECT {self._columns('attempts')} FROM attempts ORDER BY id, attempt, status")] \
-                    if "attempts" in tables else []
+                    f"SELECT {self._columns('attempts')} FROM attempts "
+                    "ORDER BY id, attempt, status")] if "attempts" in tables else []
                 meta = {key: json.loads(value)
                         for key, value in self.db.execute("SELECT key, value FROM meta")} \
                     if "meta" in tables else {}
