@@ -41,40 +41,6 @@ def test_writes_wait_for_commit_and_are_committed_in_one_transaction(tmp_path):
     store.close()
 
 
-def test_a_turn_holds_back_the_running_status_of_points_handed_out_just_now(tmp_path,
-                                                                            monkeypatch):
-    from emews.store import base as store_base
-
-    monkeypatch.setattr(store_base, "RUNNING_MARK_DELAY", 3600.0)
-    store = SQLiteStore(tmp_path / "results.db")
-    store.add([(0, '{"x": 1}', "RUN000000", None, 0), (1, '{"x": 2}', "RUN000001", None, 1)])
-    store.commit()
-    reader = other_connection(tmp_path / "results.db")
-
-    def rows():
-        return reader.execute("SELECT id, status, rank, started FROM evaluations ORDER BY id"
-                              ).fetchall()
-
-    statements = []
-    store.db.set_trace_callback(statements.append)
-    store.mark_running([(0, 1), (1, 2)])
-    store.commit(hold_recent=True)
-    assert rows() == [(0, "queued", None, None), (1, "queued", None, None)]
-    store.finish([(0, 1, Outcome(0.5, "done", started=5.0, finished=6.0), 1, "done")])
-    store.commit(hold_recent=True)
-    assert rows() == [(0, "done", 1, 5.0), (1, "queued", None, None)]
-    assert not [s for s in statements if "running" in s]    # point 0: one update, no mark
-    store.commit()                            # the master is about to wait: every mark
-    assert rows()[1][:3] == (1, "running", 2)
-    monkeypatch.setattr(store_base, "RUNNING_MARK_DELAY", 0.0)
-    store.add([(2, '{"x": 3}', "RUN000002", None, 2)])
-    store.mark_running([(2, 1)])
-    store.commit(hold_recent=True)            # handed out longer ago than the delay
-    assert rows()[2][:3] == (2, "running", 1)
-    reader.close()
-    store.close()
-
-
 def test_a_failed_commit_stores_nothing_of_its_turn_and_names_the_write(tmp_path):
     store = SQLiteStore(tmp_path / "results.db")
     store.add([(0, '{"x": 1}', "RUN000000", 1, 0)])

@@ -113,25 +113,20 @@ def test_a_failed_commit_stores_nothing_of_its_turn_names_the_write_and_is_dropp
     assert [r["id"] for r in store.rows()] == [0, 1]
 
 
-def test_running_is_written_with_the_first_commit_but_a_turns_recent_handouts(store, reader,
-                                                                              monkeypatch):
-    monkeypatch.setattr(base, "RUNNING_MARK_DELAY", 3600.0)
+def test_running_is_written_with_the_next_commit_and_a_result_brings_its_own_times(store,
+                                                                                 reader):
     store.add(points(2))
     store.commit()
     store.mark_running([(0, 1), (1, 2)])
-    store.commit(hold_recent=True)                      # a master turn: both just handed out
     assert [r["status"] for r in reader.rows()] == ["queued", "queued"]
-    store.finish([(0, 1, done(0.5, started=5.0, finished=6.0), 1, Status.DONE)])
-    store.commit(hold_recent=True)                      # point 0: its result, rank and start
-    assert [(r["status"], r["rank"], r["started"]) for r in reader.rows()] == [
-        ("done", 1, 5.0), ("queued", None, None)]
-    store.commit()                                      # any other commit: every mark
-    assert [(r["status"], r["rank"]) for r in reader.rows()][1] == ("running", 2)
-    monkeypatch.setattr(base, "RUNNING_MARK_DELAY", 0.0)
-    store.add([(2, "{}", "RUN000002", None, 2)])
-    store.mark_running([(2, 3)])
-    store.commit(hold_recent=True)                      # handed out longer ago than the delay
-    assert (reader.rows()[2]["status"], reader.rows()[2]["rank"]) == ("running", 3)
+    store.commit()
+    rows = reader.rows()
+    assert [(r["status"], r["rank"]) for r in rows] == [("running", 1), ("running", 2)]
+    assert rows[0]["started"] >= rows[0]["queued"]
+    store.finish([(0, 3, done(0.5, started=5.0, finished=6.0), 1, Status.DONE)])
+    store.commit()
+    assert [(r["status"], r["rank"], r["started"], r["finished"]) for r in reader.rows()][0] == (
+        "done", 3, 5.0, 6.0)
 
 
 def test_attempts_hold_every_finished_attempt_the_done_one_from_its_point(store):

@@ -35,10 +35,8 @@ A point's row (``rows``), by :class:`~emews.status.Status`::
     cancel: queued | running -> cancelled     (the study ended while it was unfinished)
     interrupt_unfinished: queued | running | cancelled -> interrupted   (a resume runs it again)
 
-``running`` is written with the first commit after the point has been handed out for
-:data:`RUNNING_MARK_DELAY` seconds, or with any commit but a master turn's
-(``commit(hold_recent=True)``): a task shorter than that goes from ``queued`` to its result in
-one update, its row taking the rank and start from the result.
+``mark_running`` is a write like the others: the point shows ``running`` (with its rank and
+start) from the next commit. ``finish`` gives it the rank and times of its result.
 
 ``attempts`` lists every finished attempt of a point: the one that made it ``done`` (from its
 row), every other one (``failed``, ``cancelled``, ``interrupted``) and results that came after
@@ -47,8 +45,9 @@ the point had its own (``duplicate``), by id and attempt.
 Where the backends differ, and nothing else may differ:
 
 * ``path``: a file path, or ``URL#EXP_ID`` (:func:`emews.store.open_store` opens either).
-* A read-only SQLite store reads a file of an older schema as it is (no migration); a
-  read-only PostgreSQL store is an ordinary connection that this object never writes through.
+* A read-only SQLite store is the file opened ``mode=ro``, and reads a file of an older
+  schema as it is (no migration); a read-only PostgreSQL store is an ordinary connection that
+  this object never writes through.
 * Where a done attempt is kept. ``results.db`` keeps it in the point's row alone (its
   ``attempts`` view adds it: a row fewer per task); PostgreSQL's ``emews_attempts`` table holds
   it too, for the SQL readers of that table (EQ-SQL's side). Through the contract both give the
@@ -66,7 +65,6 @@ from ..errors import StoreError
 from ..status import FINAL, Status
 
 LOG_TAIL_BYTES = 64 * 1024
-RUNNING_MARK_DELAY = 0.05   # seconds a turn's commit holds back a point's running status
 
 Snapshot = collections.namedtuple("Snapshot", "rows attempts meta")
 Snapshot.__doc__ = """A store's contents at one instant, without log tails: ``rows`` and
@@ -78,8 +76,8 @@ class Store(abc.ABC):
     for when a write becomes visible and how a row moves).
 
     A subclass opens its connection as ``db``, runs a transaction of buffered writes in
-    :meth:`_execute` and answers the reads; the buffering, the running marks and the order
-    of commits live here, once for every backend.
+    :meth:`_execute` and answers the reads; the buffering and when it is committed live here,
+    once for every backend.
     """
 
     db = None
@@ -88,24 +86,21 @@ class Store(abc.ABC):
     def __init__(self, path):
         self.path = str(path)
         self.writes = []            # (statement, rows, action) buffered since the last commit
-        self.marks = {}             # id -> (rank, time) handed out, not yet written running
 
     # --- lifecycle ---------------------------------------------------------------------------
 
     @property
     def pending(self):
         """Whether writes wait for the next :meth:`commit`."""
-        return bool(self.writes or self.marks)
+        return bool(self.writes)
 
-    def commit(self, hold_recent=False):
+    def commit(self):
         """Make every buffered write durable and visible, all of them in one transaction.
 
-        ``hold_recent`` (a master turn) holds back the running status of points handed out
-        less than :data:`RUNNING_MARK_DELAY` ago. On a database failure the transaction is
-        rolled back, dropped, and a :class:`~emews.errors.StoreError` names the write that
-        failed; interrupted by anything else (a signal), it is rolled back and stays buffered.
+        On a database failure the transaction is rolled back, dropped, and a
+        :class:`~emews.errors.StoreError` names the write that failed; interrupted by anything
+        else (a signal), it is rolled back and stays buffered.
         """
-        self._write_marks(time.time() - RUNNING_MARK_DELAY if hold_recent else math.inf)
         if not self.writes:
             return
         try:
@@ -158,21 +153,10 @@ class Store(abc.ABC):
         """
 
     def mark_running(self, rows):
-        """Points handed to a worker: ``(id, rank)`` tuples (written as the module says)."""
+        """Points handed to a worker: ``(id, rank)`` tuples; each is ``running`` on that rank,
+        started now."""
         now = time.time()
-        self.marks.update((i, (rank, now)) for i, rank in rows)
-
-    def _write_marks(self, before):
-        """Buffer the running status of the points handed out before ``before`` (a time)."""
-        rows = []
-        for i, (rank, started) in self.marks.items():    # in the order they were handed out
-            if started > before:
-                break
-            rows.append((rank, started, i))
-        for _, _, i in rows:
-            del self.marks[i]
-        if rows:
-            self._mark_running(rows)
+        self._mark_running([(rank, now, i) for i, rank in rows])
 
     @abc.abstractmethod
     def _mark_running(self, rows):
@@ -185,8 +169,6 @@ class Store(abc.ABC):
         ``queued`` for a failure that will be retried); the attempt itself keeps the outcome's
         own status in ``attempts``. The point takes the rank and times of the result.
         """
-        for row in rows:
-            self.marks.pop(row[0], None)
         self._finish(*finished_rows(rows, self.logs_done_attempts))
 
     @abc.abstractmethod
@@ -201,8 +183,6 @@ class Store(abc.ABC):
     def requeue(self, rows):
         """Points to run again as a new attempt: ``(id, attempt, run_id)`` tuples; each is
         ``queued`` again, without rank or times."""
-        for row in rows:
-            self.marks.pop(row[0], None)
         self._requeue([(attempt, run_id, time.time(), i) for i, attempt, run_id in rows])
 
     @abc.abstractmethod
@@ -214,7 +194,6 @@ class Store(abc.ABC):
         """Points whose evaluation was called off: those still ``queued`` or ``running``
         become ``cancelled`` with ``reason`` as their error, and the attempt is kept in
         ``attempts`` (with the rank and start it had); finished points are left alone."""
-        self._write_marks(math.inf)
         if ids:
             self._cancel([(reason, time.time(), i) for i in ids])
 
@@ -227,7 +206,6 @@ class Store(abc.ABC):
         ``interrupted`` (to be run again; a running one's attempt is kept in ``attempts``),
         committed at once; return those rows (as :meth:`rows` does), each with
         ``interruptions``: how many of its attempts were interrupted so far."""
-        self.commit()                 # marks and writes before, then the interruptions
         self._interrupt(time.time())
         self.commit()
         rows = self.rows(Status.INTERRUPTED)

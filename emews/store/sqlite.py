@@ -36,7 +36,6 @@ from .filesystem import journal_mode
 ROWS_PER_STATEMENT = 128            # 11 values a row: far below SQLite's 32,766 parameters
 MULTI_ROW_UPDATE = sqlite3.sqlite_version_info >= (3, 33)   # UPDATE ... FROM
 MULTI_ROW_MIN = 8     # fewer rows: one UPDATE each is cheaper than planning an UPDATE ... FROM
-UNFINISHED = (Status.QUEUED, Status.RUNNING)
 
 
 @contextlib.contextmanager
@@ -57,12 +56,12 @@ class SQLiteStore(Store):
 
     def __init__(self, path, create=True, readonly=False):
         super().__init__(path)
-        if (readonly or not create) and not Path(self.path).is_file():
-            raise ConfigError(self.path, "the experiment has no store to resume from (a missing "
-                              "results.db is never a fresh start)", None, show_value=False)
         if readonly:
             self._open_readonly()
             return
+        if not create and not Path(self.path).is_file():
+            raise ConfigError(self.path, "the experiment has no store to resume from (a missing "
+                              "results.db is never a fresh start)", None, show_value=False)
         with guarded(self.path, "open the store"):
             self.db = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
             self.db.row_factory = sqlite3.Row
@@ -72,6 +71,9 @@ class SQLiteStore(Store):
 
     def _open_readonly(self):
         path = Path(self.path).resolve()
+        if not path.is_file():
+            raise ConfigError(self.path, "must be an emews store; there is no such file", None,
+                              show_value=False)
         uri = f"file:{urllib.parse.quote(str(path))}?mode=ro"
         if not os.access(path.parent, os.W_OK) and not Path(f"{path}-wal").exists():
             uri += "&immutable=1"  # no writer can be at work where no journal can be made
