@@ -56,19 +56,23 @@ Where the backends differ, and nothing else may differ:
 """
 
 import abc
-import collections
 import json
 import math
 import time
+import typing
 
 from ..errors import StoreError
 from ..status import FINAL, Status
 
 LOG_TAIL_BYTES = 64 * 1024
 
-Snapshot = collections.namedtuple("Snapshot", "rows attempts meta")
-Snapshot.__doc__ = """A store's contents at one instant, without log tails: ``rows`` and
-``attempts`` as :meth:`Store.rows` and :meth:`Store.attempts` give them, ``meta`` a dict."""
+class Snapshot(typing.NamedTuple):
+    """A store's contents at one instant, without log tails: ``rows`` and ``attempts`` as
+    :meth:`Store.rows` and :meth:`Store.attempts` give them, ``meta`` as :meth:`Store.all_meta`."""
+
+    rows: list
+    attempts: list
+    meta: dict
 
 
 class Store(abc.ABC):
@@ -105,9 +109,8 @@ class Store(abc.ABC):
             return
         try:
             self._execute(self.writes)
-        except BaseException as exc:
-            if isinstance(exc, StoreError):
-                self.writes = []
+        except StoreError:
+            self.writes = []
             raise
         self.writes = []
 
@@ -290,7 +293,7 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     def snapshot(self):
-        """A :data:`Snapshot`: rows, attempts and meta, read in one transaction."""
+        """A :class:`Snapshot`: rows, attempts and meta, read in one transaction."""
 
 
 NO_REASON = "no reason recorded"
