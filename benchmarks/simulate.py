@@ -35,7 +35,7 @@ from emews.core import eqpy
 from emews.core.master import Master
 from emews.evaluate import Outcome
 from emews.pools.base import Pool
-from emews.store import Store
+from emews.store import SQLiteStore
 
 from .common import utilization
 from .objectives import lognormal_duration, sleep_value
@@ -105,7 +105,7 @@ def simulate(workers, tasks, duration, mode="async", trace=False):
     with tempfile.TemporaryDirectory(prefix="emews-bench-") as tmp:
         space = Path(tmp) / "space.json"
         space.write_text(json.dumps(SPACE))
-        store = Store(Path(tmp) / "results.db")
+        store = SQLiteStore(Path(tmp) / "results.db")
         settings = {"algorithm": "random", "space": str(space), "seed": 0, "mode": mode,
                     "slots": workers, "stop": {"budget": tasks}}
         master = Master(pool, store, mode)

@@ -59,7 +59,7 @@ def _study(algorithm, mode, tasks, directory, max_time):
     from mpi4py import MPI
 
     import emews
-    from emews.store import Store
+    from emews.store import SQLiteStore
 
     from .timed import Timed
 
@@ -75,7 +75,7 @@ def _study(algorithm, mode, tasks, directory, max_time):
     })
     if result is None:  # a worker rank
         return None
-    store = Store(result.expdir / "results.db")
+    store = SQLiteStore(result.expdir / "results.db")
     rows = store.rows("done", "failed")
     store.close()
     timed = Timed.latest

@@ -343,9 +343,9 @@ def _emit(text):
 
 
 def _plot(args):
-    from .inspect.plot import plot
+    from .inspect import load
 
-    print(f"emews: wrote {plot(args.expdir, args.output, args.metric)}")
+    print(f"emews: wrote {load(args.expdir).plot(args.output, args.metric)}")
     return 0
 
 

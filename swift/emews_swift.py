@@ -43,9 +43,9 @@ from emews.core.algorithm import point_key
 from emews.core.master import run_id
 from emews.evaluate import Outcome, from_env
 from emews.pools.mpi import redirect_output
-from emews.status import FINAL, Status
-from emews.store import Store
 from emews.result import final_record
+from emews.status import FINAL, Status
+from emews.store import SQLiteStore
 from emews.validation import env_flag
 
 
@@ -106,7 +106,7 @@ def rank():
 def store():
     global _store
     if _store is None:
-        _store = Store(expdir() / "results.db")
+        _store = SQLiteStore(expdir() / "results.db")
         _store.set_meta("started", time.time())
         _store.set_meta("master", {"host": socket.gethostname(), "pid": os.getpid(),
                                    "driver": "swift-t"})

@@ -31,7 +31,7 @@ from emews import evaluate, experiment
 from emews.core.algorithm import load
 from emews.errors import ConfigError, EmewsError
 from emews.core.me import build_algorithm
-from emews.store import Store
+from emews.store import SQLiteStore
 
 
 def read_settings(path):
@@ -97,7 +97,7 @@ def resume(expdir):
     settings = read_settings(expdir / "settings.json")
     check_algorithm(settings, expdir / "settings.json")
     evaluate.from_env()
-    store = Store(expdir / "results.db", create=False)
+    store = SQLiteStore(expdir / "results.db", create=False)
     try:
         interrupted = store.interrupt_unfinished()
         finished = store.rows("done", "failed")
@@ -138,7 +138,7 @@ def main(argv):
     expdir = experiment.create(data_dir, workflow)
     experiment.write_json(expdir / "settings.json", settings)
     experiment.write_json(expdir / "config.json", study_config(settings))
-    Store(expdir / "results.db").close()  # emews show works on it from the start
+    SQLiteStore(expdir / "results.db").close()  # emews show works on it from the start
     print(expdir)
     return 0
 

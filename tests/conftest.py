@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from emews.store import Store
+from emews.store import SQLiteStore
 
 SUPPORT = Path(__file__).parent / "support"
 REPO = Path(__file__).parent.parent
@@ -101,7 +101,7 @@ NO_READY = "recording_algorithm:RandomNoReady"
 
 def stored_rows(expdir):
     """The evaluations in the store (``results.db``) of ``expdir``, by id."""
-    store = Store(Path(expdir) / "results.db", create=False)
+    store = SQLiteStore(Path(expdir) / "results.db", create=False)
     try:
         return store.rows()
     finally:

@@ -300,7 +300,7 @@ def nanny_children():
 def test_an_inprocess_study_honours_isolate_and_leaves_no_nanny(tmp_path, monkeypatch, isolate,
                                                                 modes):
     import emews
-    from emews.store import Store
+    from emews.store import SQLiteStore
 
     monkeypatch.syspath_prepend(str(SUPPORT))
     (tmp_path / "points.jsonl").write_text("\n".join(json.dumps({"mode": m, "x": i})
@@ -310,7 +310,7 @@ def test_an_inprocess_study_honours_isolate_and_leaves_no_nanny(tmp_path, monkey
         "study": {"name": "t", "algorithm": "sweep", "objective": "faulty:run",
                   "data_dir": str(tmp_path), "isolate": isolate},
         "algorithm": {"file": str(tmp_path / "points.jsonl")}})
-    store = Store(result.expdir / "results.db")
+    store = SQLiteStore(result.expdir / "results.db")
     rows = store.rows()
     store.close()
     assert nanny_children() == []  # InProcessPool.close closed the objective

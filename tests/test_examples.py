@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import emews
-from emews.store import Store
+from emews.store import SQLiteStore
 
 REPO = Path(__file__).parent.parent
 
@@ -36,7 +36,7 @@ def test_the_readme_plugin_runs_as_an_algorithm_and_improves(tmp_path, monkeypat
                   "budget": 40, "seed": 0, "mode": "batch", "batch_size": 4,
                   "data_dir": str(tmp_path)},
         "algorithm": {"step": 0.05}})
-    store = Store(result.expdir / "results.db")
+    store = SQLiteStore(result.expdir / "results.db")
     rows = store.rows()
     store.close()
     first_batch = min(r["result"] for r in rows[:4])
@@ -50,7 +50,7 @@ def test_the_quickstart_main_job_runs_on_a_local_mpi_pool(emews_cli, tmp_path):
                      "--data-dir", tmp_path / "data")
     assert done.returncode == 0, done.stderr
     (expdir,) = (tmp_path / "data" / "quickstart").iterdir()
-    store = Store(expdir / "results.db")
+    store = SQLiteStore(expdir / "results.db")
     rows = store.rows()
     store.close()
     assert len(rows) == 6 and all(r["status"] == "done" for r in rows)

@@ -11,7 +11,7 @@ from emews import config as configuration
 from emews.errors import ConfigError, StudyAborted
 from emews.core.failure import FailurePolicy
 from emews.evaluate import Outcome
-from emews.store import Store
+from emews.store import SQLiteStore
 
 SUPPORT = Path(__file__).parent / "support"
 SPACE = [{"name": "x", "type": "float", "lower": -2.0, "upper": 2.0}]
@@ -71,7 +71,7 @@ def config(tmp_path, monkeypatch):
 
 
 def stored(expdir):
-    store = Store(Path(expdir) / "results.db")
+    store = SQLiteStore(Path(expdir) / "results.db")
     try:
         return store.rows(), store.meta("final", {})
     finally:

@@ -13,7 +13,7 @@ import pytest
 from conftest import SUPPORT, query_store, wait_until
 from emews.errors import StoreError
 from emews.evaluate import Outcome
-from emews.store import Store, schema
+from emews.store import SQLiteStore, schema
 
 KILLS = 2
 
@@ -23,7 +23,7 @@ def other_connection(path):
 
 
 def test_writes_wait_for_commit_and_are_committed_in_one_transaction(tmp_path):
-    store = Store(tmp_path / "results.db")
+    store = SQLiteStore(tmp_path / "results.db")
     store.add([(0, '{"x": 1}', "RUN000000", 1, 0), (1, '{"x": 2}', "RUN000001", None, 1)])
     store.finish([(0, 1, Outcome(0.5, "done", started=1.0, finished=2.0), 1, "done")])
     store.mark_running([(1, 2)])
@@ -41,42 +41,8 @@ def test_writes_wait_for_commit_and_are_committed_in_one_transaction(tmp_path):
     store.close()
 
 
-def test_a_turn_holds_back_the_running_status_of_points_handed_out_just_now(tmp_path,
-                                                                            monkeypatch):
-    from emews.store import sqlite as sqlite_store
-
-    monkeypatch.setattr(sqlite_store, "RUNNING_MARK_DELAY", 3600.0)
-    store = Store(tmp_path / "results.db")
-    store.add([(0, '{"x": 1}', "RUN000000", None, 0), (1, '{"x": 2}', "RUN000001", None, 1)])
-    store.commit()
-    reader = other_connection(tmp_path / "results.db")
-
-    def rows():
-        return reader.execute("SELECT id, status, rank, started FROM evaluations ORDER BY id"
-                              ).fetchall()
-
-    statements = []
-    store.db.set_trace_callback(statements.append)
-    store.mark_running([(0, 1), (1, 2)])
-    store.commit(hold_recent=True)
-    assert rows() == [(0, "queued", None, None), (1, "queued", None, None)]
-    store.finish([(0, 1, Outcome(0.5, "done", started=5.0, finished=6.0), 1, "done")])
-    store.commit(hold_recent=True)
-    assert rows() == [(0, "done", 1, 5.0), (1, "queued", None, None)]
-    assert not [s for s in statements if "running" in s]    # point 0: one update, no mark
-    store.commit()                            # the master is about to wait: every mark
-    assert rows()[1][:3] == (1, "running", 2)
-    monkeypatch.setattr(sqlite_store, "RUNNING_MARK_DELAY", 0.0)
-    store.add([(2, '{"x": 3}', "RUN000002", None, 2)])
-    store.mark_running([(2, 1)])
-    store.commit(hold_recent=True)            # handed out longer ago than the delay
-    assert rows()[2][:3] == (2, "running", 1)
-    reader.close()
-    store.close()
-
-
 def test_a_failed_commit_stores_nothing_of_its_turn_and_names_the_write(tmp_path):
-    store = Store(tmp_path / "results.db")
+    store = SQLiteStore(tmp_path / "results.db")
     store.add([(0, '{"x": 1}', "RUN000000", 1, 0)])
     store.commit()
     store.add([(1, '{"x": 2}', "RUN000001", 1, 1)])
@@ -105,7 +71,7 @@ sqlite3.register_adapter(SignalledOnce, SignalledOnce.adapt)
 
 
 def test_an_interrupted_commit_stores_nothing_and_stays_buffered_for_the_next(tmp_path):
-    store = Store(tmp_path / "results.db")
+    store = SQLiteStore(tmp_path / "results.db")
     store.add([(0, '{"x": 1}', "RUN000000", 1, 0), (1, SignalledOnce(), "RUN000001", 1, 1)])
     with pytest.raises(KeyboardInterrupt):
         store.commit()
@@ -119,7 +85,7 @@ def test_an_interrupted_commit_stores_nothing_and_stays_buffered_for_the_next(tm
 
 
 def test_a_read_sees_the_writes_before_it(tmp_path):
-    store = Store(tmp_path / "results.db")
+    store = SQLiteStore(tmp_path / "results.db")
     store.add([(0, '{"x": 1}', "RUN000000", None, 0)])
     assert store.counts() == {"queued": 1}
     reader = other_connection(tmp_path / "results.db")
@@ -145,7 +111,7 @@ def test_a_version_3_store_is_rebuilt_with_one_b_tree_per_table_and_keeps_its_ro
                      "(0, 1, 'failed', NULL, 'RUN000000'), (0, 2, 'done', 0.25, 'RUN000000-2'),"
                      "(1, 1, 'failed', NULL, 'RUN000001');")
     db.close()
-    store = Store(path)
+    store = SQLiteStore(path)
     indexes = store.db.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND "
                                "tbl_name = 'evaluations' AND sql IS NOT NULL").fetchall()
     (log_sql,) = store.db.execute("SELECT sql FROM sqlite_master WHERE name = 'attempt_log'"

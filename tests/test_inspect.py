@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import emews
-from emews.store import Store
+from emews.store import SQLiteStore
 
 SUPPORT = Path(__file__).parent / "support"
 SPACE = [{"name": "x", "type": "float", "lower": -2.0, "upper": 2.0},
@@ -64,7 +64,7 @@ def flaky_study(tmp_path_factory):
 
 
 def store_rows(expdir):
-    store = Store(expdir / "results.db", create=False)
+    store = SQLiteStore(expdir / "results.db", create=False)
     try:
         return store.rows(), store.attempts(), store.meta("final")
     finally:

@@ -23,7 +23,7 @@ from emews.inspect import load
 from emews.inspect.plot import spans_decades
 from emews.inspect.query import parse, select
 from emews.inspect.status import render, summary
-from emews.store import Store, schema
+from emews.store import SQLiteStore, schema
 
 SUPPORT = Path(__file__).parent / "support"
 
@@ -59,7 +59,7 @@ def test_an_objective_returning_a_history_puts_its_metrics_in_the_outcome(isolat
 
 
 def test_the_store_keeps_metrics_on_points_and_attempts(tmp_path):
-    store = Store(tmp_path / "results.db")
+    store = SQLiteStore(tmp_path / "results.db")
     store.add([(0, '{"x": 1}', "RUN000000", 1, 0), (1, '{"x": 2}', "RUN000001", 1, 1)])
     metrics = {"val_loss": 0.5, "acc": math.nan}
     store.finish([(0, 1, Outcome(0.5, metrics=metrics), 1, "done"),
@@ -91,7 +91,7 @@ def test_a_version_2_store_is_read_as_is_and_migrated_when_opened_to_write(tmp_p
     study = load(tmp_path)  # read-only: no migration
     assert study.best["result"] == 0.25 and study.best["metrics"] == {}
     assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == 2
-    store = Store(path)
+    store = SQLiteStore(path)
     assert store.db.execute("PRAGMA user_version").fetchone()[0] == schema.VERSION == 5
     assert store.rows()[0]["metrics"] == {} and store.attempts()[0]["metrics"] == {}
     store.add([(1, '{"x": 2}', "RUN000001", 1, 1)])
@@ -142,7 +142,7 @@ def test_a_log_axis_is_for_positive_values_over_more_than_two_decades():
 
 
 def test_a_killed_study_is_stopped_with_a_way_to_resume(tmp_path):
-    store = Store(tmp_path / "results.db")
+    store = SQLiteStore(tmp_path / "results.db")
     store.add([(0, '{"x": 1}', "RUN000000", 1, 0), (1, '{"x": 2}', "RUN000001", 2, 1)])
     store.finish([(0, 1, Outcome(0.5, started=10.0, finished=70.0), 1, "done")])
     store.commit()
@@ -166,7 +166,7 @@ def test_a_finished_study_in_a_directory_the_reader_cannot_write_is_read(tmp_pat
     try:
         expdir = shared / "EXP001"
         expdir.mkdir()
-        store = Store(expdir / "results.db")
+        store = SQLiteStore(expdir / "results.db")
         store.add([(0, '{"x": 1}', "RUN000000", 1, 0)])
         store.finish([(0, 1, Outcome(0.25, metrics={"loss": 1.0}), 1, "done")])
         store.close()

@@ -8,7 +8,7 @@ import pytest
 
 from emews.models import candle_compat
 from emews.evaluate import Objective
-from emews.store import Store
+from emews.store import SQLiteStore
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).parent.parent
@@ -64,7 +64,7 @@ def test_the_nt3_example_hpo_runs_on_the_mpi_pool(emews_cli, tmp_path):
                      "--data-dir", tmp_path / "data", timeout=400)
     assert done.returncode == 0, done.stderr
     (expdir,) = (tmp_path / "data" / "nt3_hpo").iterdir()
-    store = Store(expdir / "results.db")
+    store = SQLiteStore(expdir / "results.db")
     rows = store.rows()
     store.close()
     assert len(rows) == 4 and {r["status"] for r in rows} == {"done"}

@@ -176,10 +176,10 @@ def test_a_point_whose_replicas_a_limit_cut_short_has_no_value_and_is_never_the_
     lucky its finished replicas were."""
     from emews.core.replicas import summarize
     from emews.evaluate import Outcome
-    from emews.store import Store
     from emews.result import final_record
+    from emews.store import SQLiteStore
 
-    store = Store(tmp_path / "results.db")
+    store = SQLiteStore(tmp_path / "results.db")
     rows = [({"x": 1.0}, 1, 0.50), ({"x": 1.0}, 2, 0.70), ({"x": 1.0}, 3, 0.60),   # complete
             ({"x": 2.0}, 4, 0.01), ({"x": 2.0}, 5, 0.02)]           # 2 of 3: cut short
     store.add([(i, json.dumps({**point, "rng_seed": seed}), f"RUN{i:06d}", 1, i)

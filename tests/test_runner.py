@@ -152,7 +152,7 @@ def test_an_importable_candle_lib_is_used_rather_than_the_stand_in(tmp_path, mon
 
 def test_a_study_records_each_bad_run_and_goes_on(tmp_path, monkeypatch):
     import emews
-    from emews.store import Store
+    from emews.store import SQLiteStore
 
     monkeypatch.setattr(sys, "path", list(sys.path))
     monkeypatch.setenv("CANDLE_DATA_DIR", str(tmp_path / "data"))
@@ -165,7 +165,7 @@ def test_a_study_records_each_bad_run_and_goes_on(tmp_path, monkeypatch):
         "study": {"name": "bad", "space": str(tmp_path / "space.json"), "budget": 12, "seed": 1,
                   "impl": "py", "model_name": "toy", "data_dir": str(tmp_path / "data")},
         "model": {"python_dir": MODELS}})
-    store = Store(result.expdir / "results.db")
+    store = SQLiteStore(result.expdir / "results.db")
     rows = store.rows()
     store.close()
     assert len(rows) == 12 and result.evaluations == 12

@@ -11,13 +11,13 @@ import pytest
 
 from emews.errors import ConfigError, StoreError
 from emews.evaluate import Outcome
-from emews.store import Store, StudyLock, bounded
+from emews.store import SQLiteStore, StudyLock, bounded
 from emews.store import schema
 from emews.store.filesystem import NETWORK_FILESYSTEMS, journal_mode
 
 
 def test_add_records_handed_out_points_as_running_and_the_rest_as_queued(tmp_path):
-    store = Store(tmp_path / "results.db")
+    store = SQLiteStore(tmp_path / "results.db")
     store.add([(0, '{"x": 1}', "RUN000000", 2, 0), (1, '{"x": 2}', "RUN000001", None, 1)])
     store.commit()
     rows = store.rows()
@@ -28,7 +28,7 @@ def test_add_records_handed_out_points_as_running_and_the_rest_as_queued(tmp_pat
 
 
 def test_every_attempt_is_kept_with_its_error_and_resume_marks_unfinished_interrupted(tmp_path):
-    store = Store(tmp_path / "results.db")
+    store = SQLiteStore(tmp_path / "results.db")
     store.add([(0, '{"x": 1}', "RUN000000", 1, 0), (1, '{"x": 2}', "RUN000001", 2, 1),
                (2, '{"x": 3}', "RUN000002", None, 2)])
     store.finish([(0, 1, Outcome(math.nan, "failed", "boom", "tail 1"), 1, "queued")])
@@ -47,7 +47,7 @@ def test_every_attempt_is_kept_with_its_error_and_resume_marks_unfinished_interr
 
 
 def test_cancel_marks_queued_and_running_points_and_leaves_finished_ones(tmp_path):
-    store = Store(tmp_path / "results.db")
+    store = SQLiteStore(tmp_path / "results.db")
     store.add([(0, "{}", "RUN000000", 1, 0), (1, "{}", "RUN000001", None, 1)])
     store.finish([(0, 1, Outcome(1.0), 1, "done")])
     store.cancel([0, 1], "cancelled: test")
@@ -58,7 +58,7 @@ def test_cancel_marks_queued_and_running_points_and_leaves_finished_ones(tmp_pat
 
 
 def test_log_tails_are_bounded_and_lone_surrogates_are_stored(tmp_path):
-    store = Store(tmp_path / "results.db")
+    store = SQLiteStore(tmp_path / "results.db")
     store.add([(0, "{}", "RUN000000", 1, 0)])
     huge = "x" * 200_000 + "\udcff end"
     store.finish([(0, 1, Outcome(math.nan, "failed", "bad \udc80 byte", huge), 1, "failed")])
@@ -85,14 +85,14 @@ def test_a_version_1_store_is_migrated_and_a_newer_one_is_refused(tmp_path):
             'RUN000001', 1.0, 2.0, NULL);""")
     db.commit()
     db.close()
-    store = Store(old)
+    store = SQLiteStore(old)
     assert store.db.execute("PRAGMA user_version").fetchone()[0] == schema.VERSION
     assert [r["status"] for r in store.interrupt_unfinished()] == ["interrupted"]
     assert store.attempts(0)[0]["result"] == 0.5
     store.db.execute(f"PRAGMA user_version = {schema.VERSION + 1}")
     store.close()
     with pytest.raises(StoreError, match=r"old.db: was written by a newer emews"):
-        Store(old)
+        SQLiteStore(old)
 
 
 def test_a_corrupt_or_missing_store_gives_one_line(tmp_path):
@@ -100,19 +100,19 @@ def test_a_corrupt_or_missing_store_gives_one_line(tmp_path):
     bad.write_bytes(b"this is not a database" * 100)
     with pytest.raises(StoreError, match=r"results.db: cannot open the store: file is not a "
                                          r"database"):
-        Store(bad)
+        SQLiteStore(bad)
     with pytest.raises(ConfigError, match="no store to resume from"):
-        Store(tmp_path / "missing.db", create=False)
+        SQLiteStore(tmp_path / "missing.db", create=False)
 
 
 def test_a_full_disk_gives_one_line_and_keeps_what_was_committed(tmp_path):
     path = tmp_path / "results.db"
-    store = Store(path)
+    store = SQLiteStore(path)
     store.add([(0, "{}", "RUN000000", 1, 0)])
     store.close()
-    script = ("import resource, sys; from emews.store import Store\n"
+    script = ("import resource, sys; from emews.store import SQLiteStore\n"
               "from emews.errors import StoreError\n"
-              "s = Store(sys.argv[1])\n"
+              "s = SQLiteStore(sys.argv[1])\n"
               "resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))\n"
               "try:\n"
               "    s.add([(i, '{\"pad\": \"' + 'x' * 1000 + '\"}', 'RUN', 1, i) "
@@ -122,19 +122,19 @@ def test_a_full_disk_gives_one_line_and_keeps_what_was_committed(tmp_path):
                           text=True)
     assert done.stdout.startswith(f"{path}: cannot ") and "full" in done.stdout, done.stderr
     assert len(done.stdout.strip().splitlines()) == 1
-    assert [r["id"] for r in Store(path).rows()] == [0]
+    assert [r["id"] for r in SQLiteStore(path).rows()] == [0]
 
 
 def test_wal_is_used_on_local_filesystems_only(tmp_path):
     assert journal_mode(tmp_path) == "WAL"
-    store = Store(tmp_path / "results.db")
+    store = SQLiteStore(tmp_path / "results.db")
     assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     store.close()
     assert {"nfs", "lustre", "gpfs"} <= set(NETWORK_FILESYSTEMS.values())
 
 
 def test_a_checkpoint_is_replaced_and_read_back(tmp_path):
-    store = Store(tmp_path / "results.db")
+    store = SQLiteStore(tmp_path / "results.db")
     store.save_checkpoint("me", b"\x00state", {"told": 3})
     store.save_checkpoint("me", b"\x01state", {"told": 5})
     assert store.checkpoint("me") == (b"\x01state", {"told": 5})
@@ -169,7 +169,7 @@ def test_a_turn_of_many_rows_writes_each_row_as_its_own_statement_would(tmp_path
 
     monkeypatch.setattr(sqlite_store, "MULTI_ROW_UPDATE", update_from)
     n = 300                                   # 128 + 128 + 32 + 8 + 4 rows
-    store = Store(tmp_path / "results.db")
+    store = SQLiteStore(tmp_path / "results.db")
     store.add([(i, json.dumps({"x": i}), f"RUN{i:06d}", None, 1000 + i) for i in range(n)])
     store.commit()
     store.mark_running([(i, 1 + i % 7) for i in range(n)])

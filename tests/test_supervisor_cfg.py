@@ -19,8 +19,8 @@ import pytest
 
 from emews import config as configuration
 from emews.errors import ConfigError
-from emews.store import Store
 from emews.prepare import validate
+from emews.store import SQLiteStore
 from emews.supervisor.cfg import Settings, read
 
 CFG = Path(__file__).parent / "support" / "supervisor_cfg"
@@ -223,7 +223,7 @@ def run_study(files, tmp_path, *options, **env):
                  MODEL_NAME="sup", MODEL_PYTHON_DIR=str(MODELS),
                  CANDLE_DATA_DIR=str(tmp_path / "data"), **env)
     assert done.returncode == 0, done.stdout + done.stderr
-    store = Store(tmp_path / "data" / "sup" / "EXP000" / "results.db", create=False)
+    store = SQLiteStore(tmp_path / "data" / "sup" / "EXP000" / "results.db", create=False)
     try:
         return done, store.rows()
     finally:
@@ -242,7 +242,7 @@ def test_the_ga_study_of_the_cfg_files_runs_under_mpiexec_and_stores_every_evalu
                  MODEL_PYTHON_DIR=str(MODELS), CANDLE_DATA_DIR=str(tmp_path / "data"))
     assert done.returncode == 0, done.stdout + done.stderr
     expdir = tmp_path / "data" / "sup" / "EXP000"     # Supervisor's numbering
-    store = Store(expdir / "results.db", create=False)
+    store = SQLiteStore(expdir / "results.db", create=False)
     try:
         rows = store.rows()
     finally:

@@ -22,7 +22,7 @@ from swift_t import launcher_env, swift_t  # noqa: E402,F401 - swift_t: the sess
 
 from conftest import wait_until  # noqa: E402
 
-from emews.store import Store  # noqa: E402
+from emews.store import SQLiteStore  # noqa: E402
 
 REPO = Path(__file__).parent.parent
 SWIFT = REPO / "swift"
@@ -64,7 +64,7 @@ def only_experiment(parent):
 
 
 def stored(expdir):
-    store = Store(expdir / "results.db", create=False)
+    store = SQLiteStore(expdir / "results.db", create=False)
     try:
         return store.rows(), store.attempts(), store.meta("final")
     finally:

@@ -2,14 +2,14 @@
 
 import pytest
 
-from emews.store import Store
+from emews.store import SQLiteStore
 
 pytestmark = pytest.mark.mpi
 
 
 def evaluations(tmp_path):
     (expdir,) = (tmp_path / "experiments" / "study").iterdir()
-    store = Store(expdir / "results.db")
+    store = SQLiteStore(expdir / "results.db")
     try:
         return store.rows()
     finally:

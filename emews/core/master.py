@@ -312,7 +312,7 @@ class Master:
         if self.stop_reason:
             self._cancel_waiting(f"cancelled: the study stopped ({self.stop_reason})")
         self.store.mark_running(self._submit_waiting())
-        self.store.commit(hold_recent=True)    # a point handed out just now: see emews.store
+        self.store.commit()
         if self.progress is not None:
             self.progress.update(final, running=len(self.pool.running) + len(self.waiting))
         if abort:

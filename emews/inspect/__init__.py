@@ -3,7 +3,8 @@
 
 ::
 
-    EXPDIR/results.db --(read-only snapshot: study.py)--> Study
+    EXPDIR/results.db, or its PostgreSQL database
+        --(a read-only store's snapshot: study.py)--> Study
         status.py   counts, best, stop reason, failures, rate, ETA
         show.py     best evaluations / failures, --where (query.py), CSV, JSON
         plot.py     convergence and workers' timeline (PNG)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..space import Categorical, Constant, Float, Int, Logical, Space
+from ..status import Status
 
 FORMATS = ("optuna", "csv", "parquet")
 
@@ -123,8 +124,8 @@ def one_line_of(exc):
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
-STATES = {"done": "COMPLETE", "failed": "FAIL", "cancelled": "FAIL", "interrupted": "FAIL",
-          "queued": "WAITING", "running": "RUNNING"}
+STATES = {Status.DONE: "COMPLETE", Status.FAILED: "FAIL", Status.CANCELLED: "FAIL",
+          Status.INTERRUPTED: "FAIL", Status.QUEUED: "WAITING", Status.RUNNING: "RUNNING"}
 
 
 def _trial(optuna, row, dists):

@@ -4,7 +4,7 @@ import math
 from pathlib import Path
 
 from ..errors import ConfigError
-from .study import load
+from ..status import Status
 
 
 def pyplot():
@@ -37,8 +37,8 @@ def value_of(row, metric=None):
 def draw_convergence(axes, study, metric=None):
     """Each evaluation's value by id, the best so far, failures marked; log scale when the
     values span more than two decades."""
-    rows = [r for r in study.rows if r["status"] in ("done", "failed")]
-    points = [(r["id"], value_of(r, metric)) for r in rows if r["status"] == "done"]
+    rows = [r for r in study.rows if r["status"] in (Status.DONE, Status.FAILED)]
+    points = [(r["id"], value_of(r, metric)) for r in rows if r["status"] == Status.DONE]
     points = [(i, v) for i, v in points if v is not None]
     axes.scatter([i for i, _ in points], [v for _, v in points], s=12, label="evaluation")
     best, steps = math.inf, []
@@ -48,7 +48,7 @@ def draw_convergence(axes, study, metric=None):
         steps.append(best)
     if rows:
         axes.step([r["id"] for r in rows], steps, where="post", color="C3", label="best so far")
-    failed = [r["id"] for r in rows if r["status"] == "failed"]
+    failed = [r["id"] for r in rows if r["status"] == Status.FAILED]
     if failed and points:
         top = max(v for _, v in points)
         axes.scatter(failed, [top] * len(failed), marker="x", color="k", label="failed")
@@ -66,7 +66,7 @@ def draw_timeline(axes, study):
     rows = [r for r in study.rows if r["started"] and r["finished"] and r["rank"] is not None]
     start = min((r["started"] for r in rows), default=0.0)
     for row in rows:
-        ok = row["status"] == "done"
+        ok = row["status"] == Status.DONE
         axes.barh(row["rank"], row["finished"] - row["started"], left=row["started"] - start,
                   color="C0" if ok else "C3", edgecolor="white")
         if not ok:
@@ -88,13 +88,13 @@ def save(figure, output, plt):
     return Path(output)
 
 
-def plot(expdir, output=None, metric=None):
-    """Draw results by evaluation (with the best so far) and each rank's busy periods.
+def plot(study, output=None, metric=None):
+    """Draw the results of ``study`` (a :class:`~emews.inspect.Study`) by evaluation (with the
+    best so far) and each rank's busy periods.
 
     Writes ``output`` (default ``EXPDIR/convergence.png``) and returns its path; ``metric``
     plots that metric instead of the objective.
     """
-    study = load(expdir)
     if metric is not None and metric not in study.metric_names:
         raise ConfigError("--metric", f"must be a metric of the study "
                           f"({', '.join(study.metric_names) or 'it has none'})", metric)

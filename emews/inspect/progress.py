@@ -14,6 +14,8 @@ import time
 
 from rich.console import Console
 
+from ..status import Status
+
 TERMINAL_VARIABLE = "EMEWS_TERMINAL"
 BAR_EVERY = 0.25  # seconds between updates of the live bar (it redraws twice a second)
 
@@ -51,7 +53,7 @@ class Progress:
         passed."""
         for _, _, outcome in finished:
             self.done += 1
-            if outcome.status != "done":
+            if outcome.status != Status.DONE:
                 self.failed += 1
             elif outcome.value < self.best:
                 self.best = outcome.value

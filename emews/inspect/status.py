@@ -7,6 +7,7 @@ import time
 
 from ..launch.jobs import states as job_states
 from ..service.keys import POOLS_FILE
+from ..status import FINAL, Status
 from ..store import schema
 
 TOP_FAILURES = 5
@@ -19,13 +20,13 @@ def summary(study, now=None):
     it runs) an ETA, and the batch jobs ``emews submit`` queued for it with their scheduler's
     state (``jobs_note``: why the states are unknown, when the scheduler could not be asked)."""
     now = time.time() if now is None else now
-    counts = {status: 0 for status in schema.STATUSES}
+    counts = {status: 0 for status in schema.POINT_STATUSES}
     counts.update(collections.Counter(row["status"] for row in study.rows))
-    finished = counts["done"] + counts["failed"]
+    finished = counts[Status.DONE] + counts[Status.FAILED]
     best = study.best
     final = study.final or {}
     times = [(row["started"], row["finished"]) for row in study.rows
-             if row["status"] in schema.FINAL and row["started"] and row["finished"]]
+             if row["status"] in FINAL and row["started"] and row["finished"]]
     rate = None
     if times:
         span = max(f for _, f in times) - min(s for s, _ in times)

@@ -1,22 +1,18 @@
 """A study as its store left it: read once, read-only, never in the way of a running writer.
 
-The store is opened with an SQLite ``mode=ro`` URI and read in one transaction (one
-consistent snapshot); a study that is still running goes on writing meanwhile (WAL readers
-never block the writer). In a directory this user cannot write to, with no write-ahead log
-beside the store, nothing can be writing it: it is opened ``immutable`` (SQLite would otherwise
-need to create its shared-memory file there).
+The store (``results.db``, or the study's PostgreSQL database) is opened read-only and read in
+one transaction (:meth:`emews.store.Store.snapshot`: one consistent snapshot); a study that is
+still running goes on writing meanwhile.
 """
 
 import json
 import os
 import socket
-import sqlite3
-import urllib.parse
 from pathlib import Path
 
 from ..errors import ConfigError
-from ..store import schema
-from ..store.sqlite import decoded
+from ..status import Status
+from ..store import study_store
 
 
 def load(expdir):
@@ -37,7 +33,7 @@ def experiment_dir(expdir):
 
 
 class Study:
-    """One experiment's evaluations, read once from ``EXPDIR/results.db``.
+    """One experiment's evaluations, read once from its store.
 
     ``rows`` are the points (dicts with ``params`` and ``metrics`` decoded), ``attempts``
     every finished attempt, ``meta`` the store's meta table, ``config`` the study's
@@ -50,10 +46,7 @@ class Study:
             self.config = json.loads((self.expdir / "config.json").read_text())
         except (OSError, ValueError):
             self.config = {}
-        if _storage(self.expdir):
-            self.rows, self.attempts, self.meta = read_database(self.expdir)
-        else:
-            self.rows, self.attempts, self.meta = read_store(self.expdir / "results.db")
+        self.rows, self.attempts, self.meta = read(self.expdir)
 
     @property
     def objective(self):
@@ -73,13 +66,14 @@ class Study:
     @property
     def done(self):
         """The evaluations with a value, best first."""
-        return sorted((r for r in self.rows if r["status"] == "done" and r["result"] is not None),
+        return sorted((r for r in self.rows
+                       if r["status"] == Status.DONE and r["result"] is not None),
                       key=lambda r: (r["result"], r["id"]))
 
     @property
     def failed(self):
         """The failed evaluations, by id."""
-        return [r for r in self.rows if r["status"] == "failed"]
+        return [r for r in self.rows if r["status"] == Status.FAILED]
 
     @property
     def best(self):
@@ -149,6 +143,13 @@ class Study:
                 + [self.metric_column(m) for m in self.metric_names]
                 + ["rank", "attempt", "run_id", "seconds", "error"])
 
+    def plot(self, output=None, metric=None):
+        """Draw the convergence and the workers' timeline (see :func:`emews.inspect.plot.plot`);
+        the PNG's path."""
+        from .plot import plot
+
+        return plot(self, output, metric)
+
     def report(self, output=None):
         """Write the HTML report (see :func:`emews.inspect.report.write_report`); its path."""
         from .report import write_report
@@ -180,56 +181,11 @@ def _storage(expdir):
         return None
 
 
-def read_database(expdir):
-    """``(rows, attempts, meta)`` of a study whose store is a PostgreSQL database."""
-    from ..store import study_store
-
-    store = study_store(expdir, _storage(expdir), create=False)
+def read(expdir):
+    """The :class:`~emews.store.Snapshot` of the study in ``expdir``, through a read-only
+    store: its ``results.db`` or its PostgreSQL database."""
+    store = study_store(expdir, _storage(expdir), create=False, readonly=True)
     try:
-        return store.rows(), store.attempts(), store.all_meta()
+        return store.snapshot()
     finally:
         store.close()
-
-
-def read_store(path):
-    """``(rows, attempts, meta)`` of the store at ``path``, read in one read-only
-    transaction (without the log tails: up to 64 KiB each); a one-line :class:`ConfigError`
-    when it is not a readable emews store."""
-    path = Path(path).resolve()
-    uri = f"file:{urllib.parse.quote(str(path))}?mode=ro"
-    if not os.access(path.parent, os.W_OK) and not Path(f"{path}-wal").exists():
-        uri += "&immutable=1"  # no writer can be at work where no journal can be made
-    try:
-        db = sqlite3.connect(uri, uri=True, timeout=30)
-        try:
-            db.row_factory = sqlite3.Row
-            version = db.execute("PRAGMA user_version").fetchone()[0]
-            if version > schema.VERSION:
-                raise ConfigError(str(path), f"was written by a newer emews (schema version "
-                                  f"{version}; this one reads up to {schema.VERSION})", None,
-                                  show_value=False)
-            db.execute("BEGIN")
-            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master")}
-            if "evaluations" not in tables:
-                raise ConfigError(str(path), "must be an emews store (it has no evaluations "
-                                  "table)", None, show_value=False)
-            rows = [decoded(r) for r in db.execute(
-                f"SELECT {_columns(db, 'evaluations')} FROM evaluations ORDER BY id")]
-            attempts = [dict(r) for r in db.execute(
-                f"SELECT {_columns(db, 'attempts')} FROM attempts ORDER BY id, attempt")] \
-                if "attempts" in tables else []
-            meta = {key: json.loads(value)
-                    for key, value in db.execute("SELECT key, value FROM meta")} \
-                if "meta" in tables else {}
-            db.execute("COMMIT")
-        finally:
-            db.close()
-    except sqlite3.Error as exc:
-        raise ConfigError(str(path), "must be a readable SQLite store", str(exc)) from None
-    return rows, attempts, meta
-
-
-def _columns(db, table):
-    """The columns of ``table`` but ``log_tail``, as SQL (names from the schema itself)."""
-    names = [row[1] for row in db.execute(f"PRAGMA table_info({table})")]
-    return ", ".join(f'"{name}"' for name in names if name != "log_tail")

@@ -1,29 +1,34 @@
-"""Where a study's evaluations live: the SQLite store, its schema versions and its lock; or a
-PostgreSQL database in EQ-SQL's schema (:mod:`emews.store.postgres`)."""
+"""Where a study's evaluations live: :class:`Store`, the contract every store keeps (what it
+does, and when a write becomes visible: :mod:`.base`), in SQLite (:class:`SQLiteStore`,
+``EXPDIR/results.db``, its schema versions in :mod:`.schema`) or in a PostgreSQL database in
+EQ-SQL's schema (:class:`~emews.store.postgres.PostgresStore`); and the study's lock."""
 
 from pathlib import Path
 
+from .base import Snapshot, Store, bounded
 from .lock import StudyLock
-from .sqlite import Store, bounded
+from .sqlite import SQLiteStore
 
-__all__ = ["Store", "StudyLock", "bounded", "open_store", "study_store"]
+__all__ = ["SQLiteStore", "Snapshot", "Store", "StudyLock", "bounded", "open_store",
+           "study_store"]
 
 
-def open_store(location, create=True):
+def open_store(location, create=True, readonly=False):
     """The store at ``location``: a ``results.db`` path, or a PostgreSQL store's
     ``postgresql://...#EXP_ID`` (the ``path`` of a :class:`~emews.store.postgres.PostgresStore`).
+    ``readonly`` (for readers: never written through, never migrated) implies ``create=False``.
     """
     from .postgres import PostgresStore, is_url
 
     if is_url(location):
         url, _, exp_id = str(location).rpartition("#")
-        return PostgresStore(url, exp_id, create)
-    return Store(location, create)
+        return PostgresStore(url, exp_id, create, readonly)
+    return SQLiteStore(location, create, readonly)
 
 
-def study_store(expdir, storage=None, create=True):
+def study_store(expdir, storage=None, create=True, readonly=False):
     """The store of the experiment in ``expdir``: its ``results.db``, or, when ``storage`` is a
     ``postgresql://`` URL, that database (the study's ``exp_id`` is ``expdir``'s full path)."""
     if storage:
-        return open_store(f"{storage}#{Path(expdir).resolve()}", create)
-    return Store(Path(expdir) / "results.db", create)
+        return open_store(f"{storage}#{Path(expdir).resolve()}", create, readonly)
+    return SQLiteStore(Path(expdir) / "results.db", create, readonly)

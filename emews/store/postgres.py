@@ -24,20 +24,20 @@ whose ``value`` is the objective's value, ``null`` for a failure, with ``status`
 task's ``attempt`` and ``rank``. The first result of a task wins: a later one goes to
 ``emews_late_results`` instead, for the study's record.
 
-:class:`PostgresStore` is :class:`~emews.store.sqlite.Store`'s interface on these tables;
+:class:`PostgresStore` is the :class:`~emews.store.base.Store` contract on these tables;
 :class:`TaskQueue` is the queue, used by :mod:`emews.pools.database`.
 """
 
 import contextlib
 import json
-import math
 import os
 import time
 import urllib.parse
 
 from ..errors import ConfigError, EmewsError, StoreError
+from ..status import Status
 from . import schema
-from .sqlite import bounded, finished_rows
+from .base import NO_REASON, Snapshot, Store, decoded, duplicate_rows
 
 QUEUED, RUNNING, COMPLETE, CANCELED, REQUEUED = 0, 1, 2, 3, 4   # EQ-SQL's TaskStatus
 EQ_STOP = "EQ_STOP"        # EQ-SQL's payload that tells a worker pool to stop
@@ -64,7 +64,6 @@ CREATE TABLE IF NOT EXISTS emews_evaluations (
     rank integer, attempt integer NOT NULL DEFAULT 1, run_id text, queued double precision,
     started double precision, finished double precision, seq integer, metrics text,
     PRIMARY KEY (exp_id, id));
-CREATE INDEX IF NOT EXISTS emews_evaluations_status ON emews_evaluations (exp_id, status);
 CREATE TABLE IF NOT EXISTS emews_attempts (
     exp_id text NOT NULL, id integer NOT NULL, attempt integer NOT NULL, status text NOT NULL,
     result double precision, error text, log_tail text, rank integer, run_id text,
@@ -85,7 +84,7 @@ CREATE TABLE IF NOT EXISTS emews_studies (
     state text NOT NULL, task_type integer NOT NULL);
 CREATE TABLE IF NOT EXISTS emews_late_results (   -- last: its presence means the schema is made
     eq_task_id integer NOT NULL, json_in text);
-""".format(statuses=", ".join(f"'{s}'" for s in schema.STATUSES))
+""".format(statuses=", ".join(f"'{s}'" for s in schema.POINT_STATUSES))
 # Indexes that EQ-SQL's tables lack, made only with the tables themselves: on a database that
 # EQ-SQL made, CREATE INDEX would wait for its clients (a poll holds its table for seconds).
 EQSQL_INDEXES = """
@@ -95,6 +94,14 @@ CREATE INDEX eq_exp_id_tasks_exp ON eq_exp_id_tasks (exp_id);
 """
 SCHEMA_LOCK = 0x656d657773   # advisory lock: one schema set-up at a time
 ATTEMPT_COLUMNS = "status, result, error, log_tail, rank, started, finished, metrics"
+REPLACE_ATTEMPT = ("ON CONFLICT (exp_id, id, attempt) DO UPDATE SET status=EXCLUDED.status, "
+                   "error=EXCLUDED.error, finished=EXCLUDED.finished")
+# what a snapshot reads: every column but exp_id and log_tail (up to 64 KiB each)
+EVALUATION_COLUMNS = ("id, params, result, status, error, rank, attempt, run_id, queued, "
+                      "started, finished, seq, metrics")
+ATTEMPT_READ_COLUMNS = ("id, attempt, status, result, error, rank, run_id, started, finished, "
+                        "metrics")
+ATTEMPTS_READ = f"id, attempt, {ATTEMPT_COLUMNS}, run_id"
 
 
 def is_url(location):
@@ -171,24 +178,28 @@ def guarded(conn, url, action):
                          f"{str(exc).strip().splitlines()[0]}") from None
 
 
-class PostgresStore:
-    """The evaluations of study ``exp_id`` in the PostgreSQL database ``url``: the interface of
-    :class:`~emews.store.sqlite.Store` (one writer, the master; any number of readers).
+class PostgresStore(Store):
+    """The store of study ``exp_id`` in the PostgreSQL database ``url``: the
+    :class:`~emews.store.base.Store` contract on emews's tables (one writer, the master; any
+    number of readers). Its connection runs in autocommit: a read holds no transaction open,
+    and a commit's writes run in one explicit transaction.
 
     ``path`` (``URL#EXP_ID``) reopens the same store through :func:`emews.store.open_store`.
-    ``create=False`` refuses a study the database does not hold.
+    ``create=False`` (and ``readonly``) refuses a study the database does not hold.
     """
 
-    def __init__(self, url, exp_id, create=True):
+    logs_done_attempts = True
+
+    def __init__(self, url, exp_id, create=True, readonly=False):
         from psycopg.rows import dict_row
 
         self.url, self.exp_id = url, str(exp_id)
-        self.path = f"{url}#{self.exp_id}"
+        super().__init__(f"{url}#{self.exp_id}")
         self.db = connect(url)
+        self.db.autocommit = True
         self.db.row_factory = dict_row
-        self.dirty = False
-        if not create and not self._read("SELECT 1 FROM emews_meta WHERE exp_id=%s LIMIT 1",
-                                         (self.exp_id,)):
+        if (readonly or not create) and not self._read(
+                "SELECT 1 FROM emews_meta WHERE exp_id=%s LIMIT 1", (self.exp_id,)):
             self.db.close()
             raise ConfigError(self.path, "the database holds no such study to resume from",
                               None, show_value=False)
@@ -196,56 +207,51 @@ class PostgresStore:
     def _guard(self, action):
         return guarded(self.db, self.url, action)
 
-    def close(self):
-        """Commit and close (safe to call twice)."""
-        if self.db is not None:
-            with self._guard("close the store"):
-                self.db.commit()
-                self.db.close()
-            self.db = None
+    def _disconnect(self):
+        with self._guard("close the store"):
+            self.db.close()
 
-    @property
-    def pending(self):
-        """Whether writes wait for the next :meth:`commit` (as ``Store.pending``)."""
-        return self.dirty
+    def _execute(self, writes):
+        import psycopg
 
-    def commit(self, hold_recent=False):
-        """Make every buffered write durable (``hold_recent`` is for the SQLite store's sake:
-        here a point's running status is written with the first commit)."""
-        with self._guard("commit results"):
-            self.db.commit()
-        self.dirty = False
+        action = "commit results"
+        try:
+            with self.db.transaction(), self.db.cursor() as cur:
+                for sql, rows, action in writes:
+                    cur.executemany(sql, rows)
+                action = "commit results"
+        except psycopg.Error as exc:
+            raise StoreError(f"{redacted(self.url)}: cannot {action}: "
+                             f"{str(exc).strip().splitlines()[0]}") from None
 
-    def _write(self, sql, rows, action="record evaluations"):
-        if rows:
-            with self._guard(action), self.db.cursor() as cur:
-                cur.executemany(sql, rows)
-            self.dirty = True
+    def _query(self, sql, args):
+        with self._guard("read the store"):
+            return self.db.execute(sql, args).fetchall()
+
+    def _keyed(self, rows):
+        """``rows`` whose last value is a point id, with the study's ``exp_id`` before it."""
+        return [(*row[:-1], self.exp_id, row[-1]) for row in rows]
 
     # --- writes (buffered until commit) ------------------------------------------------------
 
     def add(self, rows):
-        """Insert new points: ``(id, params_json, run_id, rank, seq)`` tuples (see Store.add)."""
         now = time.time()
         self._write("INSERT INTO emews_evaluations (exp_id, id, params, status, run_id, queued, "
                     "rank, started, seq) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                    [(self.exp_id, i, params, "queued" if rank is None else "running", run_id,
+                    [(self.exp_id, i, params,
+                      Status.QUEUED.value if rank is None else Status.RUNNING.value, run_id,
                       now, rank, None if rank is None else now, seq)
                      for i, params, run_id, rank, seq in rows])
 
-    def mark_running(self, rows):
-        """Points handed to a worker: ``(id, rank)`` tuples."""
-        now = time.time()
-        self._write("UPDATE emews_evaluations SET status='running', rank=%s, started=%s "
-                    "WHERE exp_id=%s AND id=%s",
-                    [(rank, now, self.exp_id, i) for i, rank in rows])
+    def _mark_running(self, rows):
+        self._write(f"UPDATE emews_evaluations SET status='{Status.RUNNING}', rank=%s, "
+                    "started=%s WHERE exp_id=%s AND id=%s", self._keyed(rows))
 
-    def finish(self, rows):
-        """Finished attempts: ``(id, rank, outcome, attempt, status)`` tuples (see
-        Store.finish)."""
-        attempts, points = finished_rows(rows)
+    def _finish(self, attempts, points):
         self._upsert_attempts(attempts)
-        self._write_points(points)
+        self._write("UPDATE emews_evaluations SET status=%s, result=%s, error=%s, "
+                    "log_tail=%s, rank=%s, started=%s, finished=%s, attempt=%s, "
+                    "metrics=%s WHERE exp_id=%s AND id=%s", self._keyed(points))
 
     def _upsert_attempts(self, rows):
         """Insert or replace attempts: ``(id, attempt, status, result, error, log_tail, rank,
@@ -256,91 +262,55 @@ class PostgresStore:
                     f"run_id) SELECT e.exp_id, %s, %s, {', '.join(['%s'] * len(names))}, "
                     "e.run_id FROM emews_evaluations e WHERE e.exp_id=%s AND e.id=%s "
                     f"ON CONFLICT (exp_id, id, attempt) DO UPDATE SET {updates}",
-                    [(*row[:-1], self.exp_id, row[-1]) for row in rows], "record attempts")
-
-    def _write_points(self, points):
-        self._write("UPDATE emews_evaluations SET status=%s, result=%s, error=%s, "
-                    "log_tail=%s, rank=%s, started=%s, finished=%s, attempt=%s, "
-                    "metrics=%s WHERE exp_id=%s AND id=%s",
-                    [(*row[:-1], self.exp_id, row[-1]) for row in points])
+                    self._keyed(rows), "record attempts")
 
     def record_duplicates(self, rows):
-        """Results that came after a point's first one: ``(id, rank, outcome, attempt)``
-        tuples, kept in ``emews_attempts`` as ``duplicate``."""
-        self._upsert_attempts([(i, attempt, "duplicate",
-                                None if math.isnan(o.value) else o.value, bounded(o.error),
-                                bounded(o.log_tail), rank, o.started, o.finished, None, i)
-                               for i, rank, o, attempt in rows])
+        self._upsert_attempts(duplicate_rows(rows))
 
-    def requeue(self, rows):
-        """Points to run again as a new attempt: ``(id, attempt, run_id)`` tuples."""
-        self._write("UPDATE emews_evaluations SET status='queued', attempt=%s, run_id=%s, "
-                    "rank=NULL, started=NULL, finished=NULL, queued=%s WHERE exp_id=%s AND id=%s",
-                    [(attempt, run_id, time.time(), self.exp_id, i)
-                     for i, attempt, run_id in rows])
+    def _requeue(self, rows):
+        self._write(f"UPDATE emews_evaluations SET status='{Status.QUEUED}', attempt=%s, "
+                    "run_id=%s, rank=NULL, started=NULL, finished=NULL, queued=%s "
+                    "WHERE exp_id=%s AND id=%s", self._keyed(rows))
 
-    def cancel(self, ids, reason):
-        """Points whose evaluation was called off (``cancelled``, with ``reason``)."""
-        if not ids:
-            return
-        now = time.time()
-        with self._guard("record evaluations"), self.db.cursor() as cur:
-            cur.execute("INSERT INTO emews_attempts (exp_id, id, attempt, status, error, rank, "
-                        "run_id, started, finished) SELECT exp_id, id, attempt, 'cancelled', "
-                        "%s, rank, run_id, started, %s FROM emews_evaluations WHERE exp_id=%s "
-                        "AND id = ANY(%s) AND status IN ('queued', 'running') ON CONFLICT "
-                        "(exp_id, id, attempt) DO UPDATE SET status=EXCLUDED.status, "
-                        "error=EXCLUDED.error, finished=EXCLUDED.finished",
-                        (reason, now, self.exp_id, list(ids)))
-            cur.execute("UPDATE emews_evaluations SET status='cancelled', error=%s, finished=%s "
-                        "WHERE exp_id=%s AND id = ANY(%s) AND status IN ('queued', 'running')",
-                        (reason, now, self.exp_id, list(ids)))
-        self.dirty = True
+    def _cancel(self, rows):
+        unfinished = f"status IN ('{Status.QUEUED}', '{Status.RUNNING}')"
+        self._write("INSERT INTO emews_attempts (exp_id, id, attempt, status, error, rank, "
+                    f"run_id, started, finished) SELECT exp_id, id, attempt, '{Status.CANCELLED}'"
+                    ", %s, rank, run_id, started, %s FROM emews_evaluations WHERE exp_id=%s "
+                    f"AND id=%s AND {unfinished} {REPLACE_ATTEMPT}", self._keyed(rows))
+        self._write(f"UPDATE emews_evaluations SET status='{Status.CANCELLED}', error=%s, "
+                    f"finished=%s WHERE exp_id=%s AND id=%s AND {unfinished}", self._keyed(rows))
 
-    def interrupt_unfinished(self):
-        """Mark what an earlier run left unfinished ``interrupted`` (see Store's)."""
-        with self._guard("mark unfinished evaluations interrupted"), self.db.cursor() as cur:
-            cur.execute("INSERT INTO emews_attempts (exp_id, id, attempt, status, error, rank, "
-                        "run_id, started, finished) SELECT exp_id, id, attempt, 'interrupted', "
-                        "'the run was interrupted', rank, run_id, started, %s "
-                        "FROM emews_evaluations WHERE exp_id=%s AND status='running' "
-                        "ON CONFLICT (exp_id, id, attempt) DO UPDATE SET status=EXCLUDED.status, "
-                        "error=EXCLUDED.error, finished=EXCLUDED.finished",
-                        (time.time(), self.exp_id))
-            cur.execute("UPDATE emews_evaluations SET status='interrupted' WHERE exp_id=%s AND "
-                        "status IN ('queued', 'running', 'cancelled')", (self.exp_id,))
-        self.commit()
-        rows = self.rows("interrupted")
-        counts = {row["id"]: row["n"] for row in self._read(
+    def _interrupt(self, now):
+        action = "mark unfinished evaluations interrupted"
+        self._write("INSERT INTO emews_attempts (exp_id, id, attempt, status, error, rank, "
+                    f"run_id, started, finished) SELECT exp_id, id, attempt, "
+                    f"'{Status.INTERRUPTED}', 'the run was interrupted', rank, run_id, started, "
+                    f"%s FROM emews_evaluations WHERE exp_id=%s AND status='{Status.RUNNING}' "
+                    f"{REPLACE_ATTEMPT}", [(now, self.exp_id)], action)
+        self._write(f"UPDATE emews_evaluations SET status='{Status.INTERRUPTED}' WHERE "
+                    f"exp_id=%s AND status IN ('{Status.QUEUED}', '{Status.RUNNING}', "
+                    f"'{Status.CANCELLED}')", [(self.exp_id,)], action)
+
+    def _interruptions(self):
+        return {row["id"]: row["n"] for row in self._read(
             "SELECT id, COUNT(*) AS n FROM emews_attempts WHERE exp_id=%s AND "
-            "status='interrupted' GROUP BY id", (self.exp_id,))}
-        for row in rows:
-            row["interruptions"] = counts.get(row["id"], 0)
-        return rows
+            f"status='{Status.INTERRUPTED}' GROUP BY id", (self.exp_id,))}
 
     def set_meta(self, key, value):
-        """Store a JSON-serializable value under ``key``."""
         self._write("INSERT INTO emews_meta (exp_id, key, value) VALUES (%s, %s, %s) "
                     "ON CONFLICT (exp_id, key) DO UPDATE SET value=EXCLUDED.value",
                     [(self.exp_id, key, json.dumps(value))], "record the study's settings")
 
-    def save_checkpoint(self, name, state, driver):
-        """Replace the checkpoint ``name`` (committed at once)."""
+    def _save_checkpoint(self, name, state, driver_json):
         self._write("INSERT INTO emews_checkpoints (exp_id, name, state, driver) "
                     "VALUES (%s, %s, %s, %s) ON CONFLICT (exp_id, name) DO UPDATE SET "
                     "state=EXCLUDED.state, driver=EXCLUDED.driver",
-                    [(self.exp_id, name, state, json.dumps(driver))],
-                    "save the search's checkpoint")
-        self.commit()
+                    [(self.exp_id, name, state, driver_json)], "save the search's checkpoint")
 
     # --- reads ---------------------------------------------------------------------------------
 
-    def _read(self, sql, args=()):
-        with self._guard("read the store"):
-            return self.db.execute(sql, args).fetchall()
-
     def checkpoint(self, name):
-        """``(state, driver)`` of checkpoint ``name``, or ``None``."""
         rows = self._read("SELECT state, driver FROM emews_checkpoints WHERE exp_id=%s AND "
                           "name=%s", (self.exp_id, name))
         if not rows:
@@ -349,75 +319,73 @@ class PostgresStore:
         return (bytes(state) if state is not None else None), json.loads(rows[0]["driver"])
 
     def meta(self, key, default=None):
-        """The value stored under ``key``."""
         rows = self._read("SELECT value FROM emews_meta WHERE exp_id=%s AND key=%s",
                           (self.exp_id, key))
         return default if not rows else json.loads(rows[0]["value"])
 
     def all_meta(self):
-        """Every ``key -> value`` stored with :meth:`set_meta`."""
         return {row["key"]: json.loads(row["value"]) for row in self._read(
             "SELECT key, value FROM emews_meta WHERE exp_id=%s", (self.exp_id,))}
 
     def rows(self, *statuses):
-        """Evaluations as dicts (``params`` and ``metrics`` decoded), by id."""
-        sql, args = "SELECT * FROM emews_evaluations WHERE exp_id=%s", [self.exp_id]
+        return self._rows("*", statuses)
+
+    def _rows(self, columns, statuses=()):
+        sql, args = f"SELECT {columns} FROM emews_evaluations WHERE exp_id=%s", [self.exp_id]
         if statuses:
-            sql, args = sql + " AND status = ANY(%s)", args + [list(statuses)]
-        return [_decoded(row) for row in self._read(sql + " ORDER BY id", args)]
+            sql, args = sql + " AND status = ANY(%s)", args + [[str(s) for s in statuses]]
+        return [decoded(row) for row in self._read(sql + " ORDER BY id", args)]
 
     def attempts(self, point_id=None):
-        """Every finished attempt (of one point when ``point_id`` is given), as dicts."""
-        sql, args = "SELECT * FROM emews_attempts WHERE exp_id=%s", [self.exp_id]
-        if point_id is not None:
-            sql, args = sql + " AND id=%s", args + [point_id]
-        rows = self._read(sql + " ORDER BY id, attempt", args)
-        return [dict(_without_exp(row), metrics=json.loads(row["metrics"] or "{}"))
-                for row in rows]
+        return self._attempts(ATTEMPTS_READ, point_id)
+
+    def _attempts(self, columns, point_id=None):
+        """``columns`` of the study's attempts: the logged ones but a done one that its
+        point's row holds (a duplicate of it is kept), and that done one from the point's row
+        (as results.db's view ``attempts`` reads)."""
+        where = "" if point_id is None else "AND id=%(id)s"
+        from_points = columns.replace("status", f"'{Status.DONE}'")
+        sql = (f"SELECT {columns} FROM emews_attempts a WHERE exp_id=%(exp)s {where} AND "
+               f"(status='{Status.DUPLICATE}' OR NOT EXISTS (SELECT 1 FROM emews_evaluations e "
+               "WHERE e.exp_id=a.exp_id AND e.id=a.id AND e.attempt=a.attempt AND "
+               f"e.status='{Status.DONE}')) UNION ALL SELECT {from_points} FROM "
+               f"emews_evaluations WHERE exp_id=%(exp)s {where} AND status='{Status.DONE}' "
+               "ORDER BY id, attempt, status")
+        return [decoded(row, "metrics")
+                for row in self._read(sql, {"exp": self.exp_id, "id": point_id})]
 
     def counts(self):
-        """Number of evaluations in each status."""
         return {row["status"]: row["n"] for row in self._read(
             "SELECT status, COUNT(*) AS n FROM emews_evaluations WHERE exp_id=%s "
             "GROUP BY status", (self.exp_id,))}
 
-    def finished_count(self):
-        """How many points have a final result (``done`` or ``failed``)."""
-        return sum(n for status, n in self.counts().items() if status in schema.FINAL)
-
     def best(self):
-        """The finished evaluation with the lowest result, as a dict, or ``None``."""
-        rows = self._read("SELECT * FROM emews_evaluations WHERE exp_id=%s AND status='done' "
-                          "AND result IS NOT NULL ORDER BY result, id LIMIT 1", (self.exp_id,))
-        return _decoded(rows[0]) if rows else None
+        rows = self._read("SELECT * FROM emews_evaluations WHERE exp_id=%s AND "
+                          f"status='{Status.DONE}' AND result IS NOT NULL ORDER BY result, id "
+                          "LIMIT 1", (self.exp_id,))
+        return decoded(rows[0]) if rows else None
 
     def failure_reasons(self, limit=3):
-        """The most common reasons of failed points: ``[(reason, count), ...]``."""
         return [(row["reason"], row["n"]) for row in self._read(
-            "SELECT COALESCE(error, 'no reason recorded') AS reason, COUNT(*) AS n "
-            "FROM emews_evaluations WHERE exp_id=%s AND status='failed' GROUP BY 1 "
+            f"SELECT COALESCE(error, '{NO_REASON}') AS reason, COUNT(*) AS n "
+            f"FROM emews_evaluations WHERE exp_id=%s AND status='{Status.FAILED}' GROUP BY 1 "
             "ORDER BY 2 DESC, 1 LIMIT %s", (self.exp_id, limit))]
 
     def next_id(self):
-        """The id the next new point gets."""
         return self._read("SELECT COALESCE(MAX(id) + 1, 0) AS n FROM emews_evaluations "
                           "WHERE exp_id=%s", (self.exp_id,))[0]["n"]
 
     def next_seq(self):
-        """The place in the ME's order of the next point it proposes."""
         return self._read("SELECT COALESCE(MAX(seq) + 1, 0) AS n FROM emews_evaluations "
                           "WHERE exp_id=%s", (self.exp_id,))[0]["n"]
 
-
-def _without_exp(row):
-    return {key: value for key, value in row.items() if key != "exp_id"}
-
-
-def _decoded(row):
-    row = _without_exp(row)
-    row["params"] = json.loads(row["params"])
-    row["metrics"] = json.loads(row.get("metrics") or "{}")
-    return row
+    def snapshot(self):
+        """Rows, attempts and meta in one ``REPEATABLE READ`` transaction."""
+        self.commit()
+        with self._guard("read the store"), self.db.transaction():
+            self.db.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            return Snapshot(self._rows(EVALUATION_COLUMNS),
+                            self._attempts(ATTEMPT_READ_COLUMNS), self.all_meta())
 
 
 def result_json(outcome, attempt, rank):

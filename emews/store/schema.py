@@ -4,7 +4,8 @@
 
     evaluations  one row per point: its latest attempt's state (what users query); ``seq`` is
                  the point's place in the order the ME proposed them
-    attempts     one row per finished attempt of a point: done, failed, cancelled, interrupted
+    attempts     one row per finished attempt of a point: done, failed, cancelled, interrupted,
+                 duplicate (a result that came after the point had its own)
                  (a view: the attempt that made a point ``done`` is its row in ``evaluations``;
                  every other attempt is a row of ``attempt_log``)
     meta         key -> JSON value (settings of the run, stop reason, changes made on resume)
@@ -23,9 +24,11 @@ attempts succeed at once: keeping them in ``evaluations`` alone spares each task
 A store written by an older emews is migrated when it is opened; a newer one is refused.
 """
 
+from ..status import Status
+
 VERSION = 5
-STATUSES = ("queued", "running", "done", "failed", "cancelled", "interrupted")
-FINAL = ("done", "failed")
+STATUSES = tuple(Status)            # of an attempt (``attempts.status``)
+POINT_STATUSES = tuple(s for s in Status if s != Status.DUPLICATE)   # of a point
 
 EVALUATIONS = """
 CREATE TABLE evaluations (
@@ -43,7 +46,7 @@ CREATE TABLE evaluations (
     finished  REAL,
     seq       INTEGER,
     metrics   TEXT
-)""".format(statuses=", ".join(f"'{s}'" for s in STATUSES))
+)""".format(statuses=", ".join(f"'{s}'" for s in POINT_STATUSES))
 
 ATTEMPTS = """
 CREATE TABLE attempts (

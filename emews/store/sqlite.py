@@ -1,52 +1,41 @@
-"""The experiment's store: every evaluation, as it happens, in SQLite (``results.db``).
+"""The experiment's store in SQLite (``EXPDIR/results.db``): :class:`SQLiteStore`, the
+:class:`~emews.store.base.Store` contract (its writes, their visibility, a row's life) on
+one file.
 
-::
+One writer, the master, whose connection holds no write lock between commits (the ME thread's
+checkpoint and ``emews status`` never wait on the master); readers open the file ``mode=ro``
+(``readonly=True``) and read it in one transaction (WAL readers never block the writer). In a
+directory this user cannot write to, with no write-ahead log beside the store, nothing can be
+writing it: a reader opens it ``immutable`` (SQLite would otherwise need to create its
+shared-memory file there). A reader takes a store of an older schema as it is; the writer
+migrates it (:mod:`.schema`). ``id`` is the point's number over the whole experiment (a
+resumed run goes on counting).
 
-    master turn: add / mark_running / finish / requeue / cancel ...  (buffered in memory)
-                 --> commit(): all of them in one transaction (group commit),
-                     before the ME sees a result
-
-Writes are buffered until :meth:`Store.commit`, which runs them, in order, in one transaction:
-one commit per master turn, however many results and state changes the turn holds, and no
-write lock held between turns (the ME thread's checkpoint and ``emews status`` never wait on
-the master). A read commits what is buffered first, so it sees every write before it.
-
-A point handed to a worker is marked ``running`` with the first commit after it has run
-:data:`RUNNING_MARK_DELAY`, or with any commit but a master turn's (the master commits before
-it waits for anything): a short task goes from ``queued`` to its result in one update, its row
-taking the rank and start time from the result, and ``emews status`` shows a long one running
-within that delay.
-
-A point's row moves ``queued -> running -> done | failed``; a retried failure goes back to
-``queued`` as its next attempt; the end of a study on an abort cancels what is in flight
-(``cancelled``); a resumed run marks what a killed run left unfinished ``interrupted`` and
-evaluates it again as a new attempt. Every finished attempt is also kept in ``attempts`` (a
-view: see :mod:`.schema`). ``id``
-is the point's number over the whole experiment (a resumed run goes on counting).
+A turn of many rows is written as a few multi-row statements (see :meth:`_write_values`).
 
 Every SQLite failure (a full disk, a read-only or corrupt file) becomes one :class:`StoreError`
 line naming the file and the cause; what was committed before stays.
 """
 
-import collections
 import contextlib
 import functools
 import json
-import math
+import os
 import re
 import sqlite3
 import time
+import urllib.parse
 from pathlib import Path
 
 from ..errors import ConfigError, StoreError
+from ..status import Status
 from . import schema
+from .base import NO_REASON, Snapshot, Store, decoded, duplicate_rows
 from .filesystem import journal_mode
 
-LOG_TAIL_BYTES = 64 * 1024
 ROWS_PER_STATEMENT = 128            # 11 values a row: far below SQLite's 32,766 parameters
 MULTI_ROW_UPDATE = sqlite3.sqlite_version_info >= (3, 33)   # UPDATE ... FROM
 MULTI_ROW_MIN = 8     # fewer rows: one UPDATE each is cheaper than planning an UPDATE ... FROM
-RUNNING_MARK_DELAY = 0.05   # seconds a turn's commit holds back a point's running status
 
 
 @contextlib.contextmanager
@@ -58,25 +47,53 @@ def guarded(path, action):
         raise StoreError(f"{path}: cannot {action}: {exc}") from None
 
 
-class Store:
-    """An SQLite store of evaluations; one writer (the master), any number of readers.
+class SQLiteStore(Store):
+    """The store in the SQLite file ``path``.
 
-    ``create=False`` refuses a missing file (a resume must find its store).
+    ``create=False`` refuses a missing file (a resume must find its store); ``readonly``
+    opens it for reading only (never migrated, never locked: see the module docstring).
     """
 
-    def __init__(self, path, create=True):
-        self.path = str(path)
+    def __init__(self, path, create=True, readonly=False):
+        super().__init__(path)
+        if readonly:
+            self._open_readonly()
+            return
         if not create and not Path(self.path).is_file():
             raise ConfigError(self.path, "the experiment has no store to resume from (a missing "
                               "results.db is never a fresh start)", None, show_value=False)
-        self.writes = []                   # (sql, rows, action) written since the last commit
-        self.marks = {}                    # id -> (rank, time) handed out, not yet marked running
         with guarded(self.path, "open the store"):
             self.db = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
             self.db.row_factory = sqlite3.Row
             self.db.execute(f"PRAGMA journal_mode={journal_mode(Path(self.path).parent)}")
             self.db.execute("PRAGMA synchronous=NORMAL")
             self._upgrade(create)
+
+    def _open_readonly(self):
+        path = Path(self.path).resolve()
+        if not path.is_file():
+            raise ConfigError(self.path, "must be an emews store; there is no such file", None,
+                              show_value=False)
+        uri = f"file:{urllib.parse.quote(str(path))}?mode=ro"
+        if not os.access(path.parent, os.W_OK) and not Path(f"{path}-wal").exists():
+            uri += "&immutable=1"  # no writer can be at work where no journal can be made
+        with self._readable():
+            self.db = sqlite3.connect(uri, uri=True, timeout=30, check_same_thread=False)
+            self.db.row_factory = sqlite3.Row
+            version = self.db.execute("PRAGMA user_version").fetchone()[0]
+        if version > schema.VERSION:
+            self.db.close()
+            raise ConfigError(self.path, f"was written by a newer emews (schema version "
+                              f"{version}; this one reads up to {schema.VERSION})", None,
+                              show_value=False)
+
+    @contextlib.contextmanager
+    def _readable(self):
+        """A reader's failures: one-line :class:`ConfigError` naming the file."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise ConfigError(self.path, "must be a readable SQLite store", str(exc)) from None
 
     def _upgrade(self, create):
         version = schema.version_of(self.db)
@@ -91,34 +108,14 @@ class Store:
         script = schema.CURRENT if version == 0 else schema.MIGRATIONS[version]
         self.db.executescript("BEGIN;" + script + "COMMIT;")
 
-    def close(self):
-        """Commit and close (safe to call twice)."""
-        if self.db is not None:
-            self.commit()
-            with guarded(self.path, "close the store"):
-                self.db.close()
-            self.db = None
+    def _disconnect(self):
+        with guarded(self.path, "close the store"):
+            self.db.close()
 
-    @property
-    def pending(self):
-        """Whether writes wait for the next :meth:`commit`."""
-        return bool(self.writes or self.marks)
-
-    def commit(self, hold_recent=False):
-        """Make every buffered write durable, all of them in one transaction.
-
-        ``hold_recent`` (a master turn) holds back the running status of points handed out
-        less than :data:`RUNNING_MARK_DELAY` ago. On an SQLite failure the transaction is
-        rolled back (nothing of it is stored, and it is dropped) and a :class:`StoreError`
-        names the write that failed. Interrupted by anything else (a signal), it is rolled
-        back and stays buffered for the next commit.
-        """
-        self._write_marks(time.time() - RUNNING_MARK_DELAY if hold_recent else math.inf)
-        if not self.writes:
-            return
+    def _execute(self, writes):
         action = "commit results"
         try:
-            for sql, rows, action in self.writes:
+            for sql, rows, action in writes:
                 self.db.executemany(sql, rows)
             action = "commit results"
             self.db.commit()
@@ -127,24 +124,11 @@ class Store:
                 self.db.rollback()
             if not isinstance(exc, sqlite3.Error):
                 raise
-            self.writes = []
             raise StoreError(f"{self.path}: cannot {action}: {exc}") from None
-        self.writes = []
 
-    def _write(self, sql, rows, action="record evaluations"):
-        if rows:
-            self.writes.append((sql, rows, action))
-
-    def _write_marks(self, before):
-        """Write the running status of the points handed out before ``before`` (a time)."""
-        rows = []
-        for i, (rank, started) in self.marks.items():    # in the order they were handed out
-            if started > before:
-                break
-            rows.append((rank, started, i))
-        for _, _, i in rows:
-            del self.marks[i]
-        self._update_evaluations("status='running', rank=?, started=?", rows)
+    def _query(self, sql, args):
+        with guarded(self.path, "read the store"):
+            return self.db.execute(sql, args).fetchall()
 
     def _write_values(self, head, row, rows, tail=""):
         """Write ``rows`` as a few multi-row statements, ``HEAD (row),(row),... TAIL``: one
@@ -171,33 +155,17 @@ class Store:
     # --- writes (buffered until commit: one transaction) --------------------------------------
 
     def add(self, rows):
-        """Insert new points: ``(id, params_json, run_id, rank, seq)`` tuples.
-
-        A point with a rank was handed to that worker at once (``running``); one whose rank
-        is ``None`` waits for a free worker (``queued``).
-        """
         now = time.time()
         self._write_values("INSERT INTO evaluations (id, params, status, run_id, queued, rank, "
                            "started, seq) VALUES ", "(?, ?, ?, ?, ?, ?, ?, ?)",
-                           [(i, params, "queued" if rank is None else "running", run_id, now,
-                             rank, None if rank is None else now, seq)
+                           [(i, params, Status.QUEUED if rank is None else Status.RUNNING,
+                             run_id, now, rank, None if rank is None else now, seq)
                             for i, params, run_id, rank, seq in rows])
 
-    def mark_running(self, rows):
-        """Points handed to a worker: ``(id, rank)`` tuples (written as the module says)."""
-        now = time.time()
-        self.marks.update((i, (rank, now)) for i, rank in rows)
+    def _mark_running(self, rows):
+        self._update_evaluations(f"status='{Status.RUNNING}', rank=?, started=?", rows)
 
-    def finish(self, rows):
-        """Finished attempts: ``(id, rank, outcome, attempt, status)`` tuples.
-
-        ``status`` is the point's state from now on (``done``, ``failed``, ``cancelled``, or
-        ``queued`` for a failure that will be retried); the attempt itself keeps the outcome's
-        own status in ``attempts``.
-        """
-        for row in rows:
-            self.marks.pop(row[0], None)       # the result carries its rank and start
-        attempts, points = finished_rows(rows, log_done=False)
+    def _finish(self, attempts, points):
         self._write_values("INSERT OR REPLACE INTO attempt_log (id, attempt, status, result, "
                            "error, log_tail, rank, started, finished, metrics, run_id) VALUES ",
                            "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
@@ -206,129 +174,115 @@ class Store:
                                  "finished=?, attempt=?, metrics=?", points)
 
     def record_duplicates(self, rows):
-        """Results that came after a point's first one: ``(id, rank, outcome, attempt)``
-        tuples, kept in ``attempts`` as ``duplicate``; the point keeps its first result."""
-        self._write("INSERT OR REPLACE INTO attempt_log (id, attempt, status, result, error, "
-                    "log_tail, rank, started, finished, run_id) VALUES (?, ?, 'duplicate', ?, ?, "
-                    "?, ?, ?, ?, (SELECT run_id FROM evaluations WHERE id=?))",
-                    [(i, attempt, None if math.isnan(o.value) else o.value, bounded(o.error),
-                      bounded(o.log_tail), rank, o.started, o.finished, i)
-                     for i, rank, o, attempt in rows])
+        self._write_values("INSERT OR REPLACE INTO attempt_log (id, attempt, status, result, "
+                           "error, log_tail, rank, started, finished, metrics, run_id) VALUES ",
+                           "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                           "(SELECT run_id FROM evaluations WHERE id=?))", duplicate_rows(rows))
 
-    def requeue(self, rows):
-        """Points to run again as a new attempt: ``(id, attempt, run_id)`` tuples."""
-        for row in rows:
-            self.marks.pop(row[0], None)
-        self._write("UPDATE evaluations SET status='queued', attempt=?, run_id=?, rank=NULL, "
-                    "started=NULL, finished=NULL, queued=? WHERE id=?",
-                    [(attempt, run_id, time.time(), i) for i, attempt, run_id in rows])
+    def _requeue(self, rows):
+        self._write(f"UPDATE evaluations SET status='{Status.QUEUED}', attempt=?, run_id=?, "
+                    "rank=NULL, started=NULL, finished=NULL, queued=? WHERE id=?", rows)
 
-    def cancel(self, ids, reason):
-        """Points whose evaluation was called off (``cancelled``, with ``reason``)."""
-        self._write_marks(math.inf)            # their attempts keep the rank and start
-        now = time.time()
-        rows = [(reason, now, i) for i in ids]
+    def _cancel(self, rows):
+        unfinished = f"status IN ('{Status.QUEUED}', '{Status.RUNNING}')"
         self._write("INSERT OR REPLACE INTO attempt_log (id, attempt, status, error, rank, run_id, "
-                    "started, finished) SELECT id, attempt, 'cancelled', ?, rank, run_id, "
-                    "started, ? FROM evaluations WHERE id=? AND status IN ('queued', 'running')",
-                    rows)
-        self._write("UPDATE evaluations SET status='cancelled', error=?, finished=? "
-                    "WHERE id=? AND status IN ('queued', 'running')", rows)
+                    f"started, finished) SELECT id, attempt, '{Status.CANCELLED}', ?, rank, "
+                    f"run_id, started, ? FROM evaluations WHERE id=? AND {unfinished}", rows)
+        self._write(f"UPDATE evaluations SET status='{Status.CANCELLED}', error=?, finished=? "
+                    f"WHERE id=? AND {unfinished}", rows)
 
-    def interrupt_unfinished(self):
-        """Mark what an earlier run left ``queued``, ``running`` or ``cancelled`` as
-        ``interrupted`` (to be run again); return those rows (as :meth:`rows` does), with how
-        many times each was interrupted so far."""
-        self.commit()
-        with guarded(self.path, "mark unfinished evaluations interrupted"):
-            now = time.time()
-            self.db.execute("INSERT OR REPLACE INTO attempt_log (id, attempt, status, error, rank, "
-                            "run_id, started, finished) SELECT id, attempt, 'interrupted', "
-                            "'the run was interrupted', rank, run_id, started, ? FROM evaluations "
-                            "WHERE status = 'running'", (now,))
-            self.db.execute("UPDATE evaluations SET status='interrupted' "
-                            "WHERE status IN ('queued', 'running', 'cancelled')")
-            self.db.commit()
-        rows = self.rows("interrupted")
-        counts = dict(self.db.execute("SELECT id, COUNT(*) FROM attempts WHERE status = "
-                                      "'interrupted' GROUP BY id").fetchall())
-        for row in rows:
-            row["interruptions"] = counts.get(row["id"], 0)
-        return rows
+    def _interrupt(self, now):
+        action = "mark unfinished evaluations interrupted"
+        self._write("INSERT OR REPLACE INTO attempt_log (id, attempt, status, error, rank, "
+                    f"run_id, started, finished) SELECT id, attempt, '{Status.INTERRUPTED}', "
+                    "'the run was interrupted', rank, run_id, started, ? FROM evaluations "
+                    f"WHERE status = '{Status.RUNNING}'", [(now,)], action)
+        self._write(f"UPDATE evaluations SET status='{Status.INTERRUPTED}' WHERE status IN "
+                    f"('{Status.QUEUED}', '{Status.RUNNING}', '{Status.CANCELLED}')", [()], action)
+
+    def _interruptions(self):
+        return dict(self._read("SELECT id, COUNT(*) FROM attempts WHERE status = "
+                               f"'{Status.INTERRUPTED}' GROUP BY id"))
 
     def set_meta(self, key, value):
-        """Store a JSON-serializable value under ``key``."""
         self._write("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
                     [(key, json.dumps(value))], "record the study's settings")
 
-    def save_checkpoint(self, name, state, driver):
-        """Replace the checkpoint ``name``: the algorithm's ``state`` (bytes or ``None``) and
-        the driver's own (a JSON-serializable dict). Committed at once."""
+    def _save_checkpoint(self, name, state, driver_json):
         self._write("INSERT OR REPLACE INTO checkpoints (name, state, driver) VALUES (?, ?, ?)",
-                    [(name, state, json.dumps(driver))], "save the search's checkpoint")
-        self.commit()
+                    [(name, state, driver_json)], "save the search's checkpoint")
 
     # --- reads ---------------------------------------------------------------------------------
 
-    def _read(self, sql, args=()):
-        self.commit()
-        with guarded(self.path, "read the store"):
-            return self.db.execute(sql, args).fetchall()
-
     def checkpoint(self, name):
-        """``(state, driver)`` of checkpoint ``name``, or ``None``."""
         rows = self._read("SELECT state, driver FROM checkpoints WHERE name=?", (name,))
         return (rows[0]["state"], json.loads(rows[0]["driver"])) if rows else None
 
     def meta(self, key, default=None):
-        """The value stored under ``key``."""
         rows = self._read("SELECT value FROM meta WHERE key=?", (key,))
         return default if not rows else json.loads(rows[0]["value"])
 
+    def all_meta(self):
+        return {key: json.loads(value)
+                for key, value in self._read("SELECT key, value FROM meta")}
+
     def rows(self, *statuses):
-        """Evaluations as dicts (``params`` and ``metrics`` decoded), by id; only ``statuses``
-        when given."""
         sql = "SELECT * FROM evaluations"
         if statuses:
             sql += f" WHERE status IN ({','.join('?' * len(statuses))})"
         return [decoded(row) for row in self._read(sql + " ORDER BY id", statuses)]
 
     def attempts(self, point_id=None):
-        """Every finished attempt (of one point when ``point_id`` is given), as dicts
-        (``metrics`` decoded)."""
         where, args = ("WHERE id=?", (point_id,)) if point_id is not None else ("", ())
-        return [dict(row, metrics=json.loads(row["metrics"] or "{}"))
-                for row in self._read(f"SELECT * FROM attempts {where} ORDER BY id, attempt",
-                                      args)]
+        return [decoded(row, "metrics") for row in
+                self._read(f"SELECT * FROM attempts {where} ORDER BY id, attempt, status", args)]
 
     def counts(self):
-        """Number of evaluations in each status."""
         return dict(self._read("SELECT status, COUNT(*) FROM evaluations GROUP BY status"))
 
-    def finished_count(self):
-        """How many points have a final result (``done`` or ``failed``)."""
-        return sum(n for status, n in self.counts().items() if status in schema.FINAL)
-
     def best(self):
-        """The finished evaluation with the lowest result, as a dict, or ``None``."""
-        rows = self._read("SELECT * FROM evaluations WHERE status='done' AND result IS NOT NULL "
-                          "ORDER BY result, id LIMIT 1")
+        rows = self._read(f"SELECT * FROM evaluations WHERE status='{Status.DONE}' AND result "
+                          "IS NOT NULL ORDER BY result, id LIMIT 1")
         return decoded(rows[0]) if rows else None
 
     def failure_reasons(self, limit=3):
-        """The most common reasons of failed points: ``[(reason, count), ...]``."""
-        reasons = collections.Counter(row["error"] or "no reason recorded"
-                                      for row in self._read("SELECT error FROM evaluations "
-                                                            "WHERE status='failed'"))
-        return reasons.most_common(limit)
+        return [tuple(row) for row in self._read(
+            f"SELECT COALESCE(error, '{NO_REASON}'), COUNT(*) FROM evaluations WHERE "
+            f"status='{Status.FAILED}' GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT ?", (limit,))]
 
     def next_id(self):
-        """The id the next new point gets."""
         return self._read("SELECT COALESCE(MAX(id) + 1, 0) FROM evaluations")[0][0]
 
     def next_seq(self):
-        """The place in the ME's order of the next point it proposes."""
         return self._read("SELECT COALESCE(MAX(seq) + 1, 0) FROM evaluations")[0][0]
+
+    def snapshot(self):
+        """Rows, attempts and meta in one read transaction; a store of an older schema as it
+        is (the columns it has; no attempts before version 2)."""
+        self.commit()
+        with self._readable():
+            self.db.execute("BEGIN")
+            try:
+                tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master")}
+                if "evaluations" not in tables:
+                    raise ConfigError(self.path, "must be an emews store (it has no evaluations "
+                                      "table)", None, show_value=False)
+                rows = [decoded(r) for r in self.db.execute(
+                    f"SELECT {self._columns('evaluations')} FROM evaluations ORDER BY id")]
+                attempts = [decoded(r, "metrics") for r in self.db.execute(
+                    f"SELECT {self._columns('attempts')} FROM attempts "
+                    "ORDER BY id, attempt, status")] if "attempts" in tables else []
+                meta = {key: json.loads(value)
+                        for key, value in self.db.execute("SELECT key, value FROM meta")} \
+                    if "meta" in tables else {}
+            finally:
+                self.db.rollback()
+        return Snapshot(rows, attempts, meta)
+
+    def _columns(self, table):
+        """The columns of ``table`` but ``log_tail``, as SQL (names from the schema itself)."""
+        names = [row[1] for row in self.db.execute(f"PRAGMA table_info({table})")]
+        return ", ".join(f'"{name}"' for name in names if name != "log_tail")
 
 
 @functools.lru_cache(maxsize=None)
@@ -350,46 +304,3 @@ def update_from(assignments):
             f") UPDATE evaluations SET {assigned} FROM v WHERE evaluations.id = v.id")
 
 
-def finished_rows(rows, log_done=True):
-    """``(attempts, points)``: the attempt rows and the point updates of finished attempts
-    ``(id, rank, outcome, attempt, status)``, in the column order both stores write; without
-    ``log_done``, no attempt row for an attempt that made its point ``done`` (see .schema)."""
-    attempts, points = [], []
-    for i, rank, outcome, attempt, status in rows:
-        value = None if math.isnan(outcome.value) else outcome.value
-        log_tail, error = bounded(outcome.log_tail), bounded(outcome.error)
-        metrics = metrics_json(outcome.metrics)
-        if log_done or status != "done":
-            attempts.append((i, attempt, outcome.status, value, error, log_tail, rank,
-                             outcome.started, outcome.finished, metrics, i))
-        points.append((status, value, error, log_tail, rank, outcome.started,
-                       outcome.finished, attempt if status != "queued" else attempt + 1,
-                       metrics, i))
-    return attempts, points
-
-
-def decoded(row):
-    """An ``evaluations`` row as a dict, its ``params`` and ``metrics`` (``{}`` when there are
-    none, or when the store predates them) decoded from JSON."""
-    row = dict(row)
-    row["params"] = json.loads(row["params"])
-    row["metrics"] = json.loads(row.get("metrics") or "{}")
-    return row
-
-
-def metrics_json(metrics):
-    """``metrics`` (name -> number) as a JSON object, non-finite values as null; ``None`` when
-    there are none."""
-    if not metrics:
-        return None
-    return json.dumps({name: value if math.isfinite(value) else None
-                       for name, value in metrics.items()})
-
-
-def bounded(text, limit=LOG_TAIL_BYTES):
-    """``text`` cut to its last ``limit`` bytes of UTF-8, with anything unencodable (lone
-    surrogates) replaced, so that it can always be stored."""
-    if text is None:
-        return None
-    data = text.encode("utf-8", errors="replace")[-limit:]
-    return data.decode("utf-8", errors="replace")

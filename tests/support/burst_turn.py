@@ -40,7 +40,7 @@ def main(directory, budget):
     from emews.core.master import Master
     from emews.evaluate import Objective
     from emews.pools.mpi import MPIPool, serve
-    from emews.store import Store
+    from emews.store import SQLiteStore
 
     class BurstPool(MPIPool):
         """An MPI pool that hands back results in bursts: all running tasks at once."""
@@ -56,7 +56,7 @@ def main(directory, budget):
         serve(comm, Objective(impl="echo", expdir=directory))
         return
     pool = BurstPool(comm)
-    store = Store(directory / "results.db")
+    store = SQLiteStore(directory / "results.db")
     trace = open(directory / "trace.sql", "w")
     store.db.set_trace_callback(lambda sql: trace.write(" ".join(sql.split()) + "\n"))
     settings = directory / "settings.json"

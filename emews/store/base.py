@@ -1,0 +1,354 @@
+"""What a store of evaluations does, and when what it writes becomes visible: :class:`Store`.
+
+::
+
+    master turn: add / mark_running / finish / requeue / cancel / set_meta ...
+                 (buffered in this object, in order)
+             --> commit(): all of them in one transaction (group commit), before the ME
+                 sees a result; then every reader sees them
+    read (rows, counts, meta ...): commits what is buffered first (read-after-write)
+
+Two backends implement it with the same semantics: :class:`~emews.store.sqlite.SQLiteStore`
+(``EXPDIR/results.db``) and :class:`~emews.store.postgres.PostgresStore` (a PostgreSQL
+database, every row keyed by the study's ``exp_id``). One writer (the master) per study; any
+number of readers, each with its own store object (``readonly=True`` for ``emews status``,
+``show``, ``report``, ``export`` and ``emews.load``).
+
+Visibility:
+
+* A write (``add`` ... ``set_meta``) is buffered: no reader, not even this store's own
+  connection, sees it before :meth:`Store.commit` (or a read through this store, which
+  commits first). The commit runs every buffered write, in order, in one transaction: a
+  reader sees all of a turn or none of it.
+* A read through a store sees every write made through it before (it commits them).
+* ``save_checkpoint`` and ``interrupt_unfinished`` commit at once.
+* A failed commit stores nothing of its transaction and drops it (a :class:`StoreError`
+  names the write that failed); one interrupted by anything else (a signal) stores nothing and
+  keeps it buffered for the next commit.
+* :meth:`Store.snapshot` reads the rows, attempts and meta of one instant, in one transaction.
+
+A point's row (``rows``), by :class:`~emews.status.Status`::
+
+    add(rank=None) -> queued --mark_running--> running --finish--> done | failed
+    add(rank=r)    -> running                     |  \\--finish(status=queued) + requeue:
+                                                  |     queued again, as its next attempt
+    cancel: queued | running -> cancelled     (the study ended while it was unfinished)
+    interrupt_unfinished: queued | running | cancelled -> interrupted   (a resume runs it again)
+
+``mark_running`` is a write like the others: the point shows ``running`` (with its rank and
+start) from the next commit. ``finish`` gives it the rank and times of its result.
+
+``attempts`` lists every finished attempt of a point: the one that made it ``done`` (from its
+row), every other one (``failed``, ``cancelled``, ``interrupted``) and results that came after
+the point had its own (``duplicate``), by id and attempt.
+
+Where the backends differ, and nothing else may differ:
+
+* ``path``: a file path, or ``URL#EXP_ID`` (:func:`emews.store.open_store` opens either).
+* A read-only SQLite store is the file opened ``mode=ro``, and reads a file of an older
+  schema as it is (no migration); a read-only PostgreSQL store is an ordinary connection that
+  this object never writes through.
+* Where a done attempt is kept. ``results.db`` keeps it in the point's row alone (its
+  ``attempts`` view adds it: a row fewer per task); PostgreSQL's ``emews_attempts`` table holds
+  it too, for the SQL readers of that table (EQ-SQL's side). Through the contract both give the
+  same ``attempts``: the done one from the point's row.
+* Errors name the file (SQLite) or the URL without its password (PostgreSQL).
+"""
+
+import abc
+import json
+import math
+import time
+import typing
+
+from ..errors import StoreError
+from ..status import FINAL, Status
+
+LOG_TAIL_BYTES = 64 * 1024
+
+class Snapshot(typing.NamedTuple):
+    """A store's contents at one instant, without log tails: ``rows`` and ``attempts`` as
+    :meth:`Store.rows` and :meth:`Store.attempts` give them, ``meta`` as :meth:`Store.all_meta`."""
+
+    rows: list
+    attempts: list
+    meta: dict
+
+
+class Store(abc.ABC):
+    """A study's evaluations, its meta values and its checkpoints (see the module docstring
+    for when a write becomes visible and how a row moves).
+
+    A subclass opens its connection as ``db``, runs a transaction of buffered writes in
+    :meth:`_execute` and answers the reads; the buffering and when it is committed live here,
+    once for every backend.
+    """
+
+    db = None
+    logs_done_attempts = False  # whether the table of attempts holds the done ones too
+
+    def __init__(self, path):
+        self.path = str(path)
+        self.writes = []            # (statement, rows, action) buffered since the last commit
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    @property
+    def pending(self):
+        """Whether writes wait for the next :meth:`commit`."""
+        return bool(self.writes)
+
+    def commit(self):
+        """Make every buffered write durable and visible, all of them in one transaction.
+
+        On a database failure the transaction is rolled back, dropped, and a
+        :class:`~emews.errors.StoreError` names the write that failed; interrupted by anything
+        else (a signal), it is rolled back and stays buffered.
+        """
+        if not self.writes:
+            return
+        try:
+            self._execute(self.writes)
+        except StoreError:
+            self.writes = []
+            raise
+        self.writes = []
+
+    def close(self):
+        """Commit and close (safe to call twice)."""
+        if self.db is not None:
+            self.commit()
+            self._disconnect()
+            self.db = None
+
+    @abc.abstractmethod
+    def _execute(self, writes):
+        """Run ``writes`` (``(statement, rows, action)``, each statement once per row) in
+        one transaction and commit it; roll it back on any exception, and raise a
+        :class:`~emews.errors.StoreError` naming ``action`` for a database failure."""
+
+    @abc.abstractmethod
+    def _disconnect(self):
+        """Close the connection."""
+
+    def _write(self, sql, rows, action="record evaluations"):
+        """Buffer ``sql``, to run once per row of ``rows`` at the next commit."""
+        if rows:
+            self.writes.append((sql, rows, action))
+
+    def _read(self, sql, args=()):
+        """The rows ``sql`` selects, after committing what is buffered (read-after-write)."""
+        self.commit()
+        return self._query(sql, args)
+
+    @abc.abstractmethod
+    def _query(self, sql, args):
+        """The rows ``sql`` selects, as mappings (a failure: one-line StoreError)."""
+
+    # --- writes (buffered until commit) ------------------------------------------------------
+
+    @abc.abstractmethod
+    def add(self, rows):
+        """Insert new points: ``(id, params_json, run_id, rank, seq)`` tuples.
+
+        A point with a rank was handed to that worker at once (``running``, started now); one
+        whose rank is ``None`` waits for a free worker (``queued``).
+        """
+
+    def mark_running(self, rows):
+        """Points handed to a worker: ``(id, rank)`` tuples; each is ``running`` on that rank,
+        started now."""
+        now = time.time()
+        self._mark_running([(rank, now, i) for i, rank in rows])
+
+    @abc.abstractmethod
+    def _mark_running(self, rows):
+        """Buffer ``status='running', rank, started`` for ``(rank, started, id)`` rows."""
+
+    def finish(self, rows):
+        """Finished attempts: ``(id, rank, outcome, attempt, status)`` tuples.
+
+        ``status`` is the point's state from now on (``done``, ``failed``, ``cancelled``, or
+        ``queued`` for a failure that will be retried); the attempt itself keeps the outcome's
+        own status in ``attempts``. The point takes the rank and times of the result.
+        """
+        self._finish(*finished_rows(rows, self.logs_done_attempts))
+
+    @abc.abstractmethod
+    def _finish(self, attempts, points):
+        """Buffer the attempt rows and point updates of :func:`finished_rows`."""
+
+    @abc.abstractmethod
+    def record_duplicates(self, rows):
+        """Results that came after a point's first one: ``(id, rank, outcome, attempt)``
+        tuples, kept in ``attempts`` as ``duplicate``; the point keeps its first result."""
+
+    def requeue(self, rows):
+        """Points to run again as a new attempt: ``(id, attempt, run_id)`` tuples; each is
+        ``queued`` again, without rank or times."""
+        self._requeue([(attempt, run_id, time.time(), i) for i, attempt, run_id in rows])
+
+    @abc.abstractmethod
+    def _requeue(self, rows):
+        """Buffer ``status='queued', attempt, run_id, queued`` for ``(attempt, run_id,
+        queued, id)`` rows (rank, started and finished cleared)."""
+
+    def cancel(self, ids, reason):
+        """Points whose evaluation was called off: those still ``queued`` or ``running``
+        become ``cancelled`` with ``reason`` as their error, and the attempt is kept in
+        ``attempts`` (with the rank and start it had); finished points are left alone."""
+        if ids:
+            self._cancel([(reason, time.time(), i) for i in ids])
+
+    @abc.abstractmethod
+    def _cancel(self, rows):
+        """Buffer the cancellation of ``(reason, finished, id)`` rows (see :meth:`cancel`)."""
+
+    def interrupt_unfinished(self):
+        """Mark what an earlier run left ``queued``, ``running`` or ``cancelled`` as
+        ``interrupted`` (to be run again; a running one's attempt is kept in ``attempts``),
+        committed at once; return those rows (as :meth:`rows` does), each with
+        ``interruptions``: how many of its attempts were interrupted so far."""
+        self._interrupt(time.time())
+        self.commit()
+        rows = self.rows(Status.INTERRUPTED)
+        counts = self._interruptions()
+        for row in rows:
+            row["interruptions"] = counts.get(row["id"], 0)
+        return rows
+
+    @abc.abstractmethod
+    def _interrupt(self, now):
+        """Buffer what :meth:`interrupt_unfinished` writes (``now``: the attempts' finish)."""
+
+    @abc.abstractmethod
+    def _interruptions(self):
+        """``{id: number of interrupted attempts}``."""
+
+    @abc.abstractmethod
+    def set_meta(self, key, value):
+        """Store a JSON-serializable value under ``key`` (replacing any)."""
+
+    def save_checkpoint(self, name, state, driver):
+        """Replace the checkpoint ``name``: the algorithm's ``state`` (bytes or ``None``) and
+        the driver's own (a JSON-serializable dict). Committed at once (with what else is
+        buffered)."""
+        self._save_checkpoint(name, state, json.dumps(driver))
+        self.commit()
+
+    @abc.abstractmethod
+    def _save_checkpoint(self, name, state, driver_json):
+        """Buffer the replacement of checkpoint ``name``."""
+
+    # --- reads (each commits what is buffered first) ----------------------------------------
+
+    @abc.abstractmethod
+    def checkpoint(self, name):
+        """``(state, driver)`` of checkpoint ``name`` (``state`` as bytes), or ``None``."""
+
+    @abc.abstractmethod
+    def meta(self, key, default=None):
+        """The value stored under ``key``, or ``default``."""
+
+    @abc.abstractmethod
+    def all_meta(self):
+        """Every ``key -> value`` stored with :meth:`set_meta`."""
+
+    @abc.abstractmethod
+    def rows(self, *statuses):
+        """Points as dicts (``params`` and ``metrics`` decoded, ``{}`` without metrics), by
+        id; only those in ``statuses`` when given."""
+
+    @abc.abstractmethod
+    def attempts(self, point_id=None):
+        """Every finished attempt (of one point when ``point_id`` is given) as dicts
+        (``metrics`` decoded), by id and attempt (a point's ``done`` attempt before a
+        ``duplicate`` of it; see the module docstring)."""
+
+    @abc.abstractmethod
+    def counts(self):
+        """``{status: number of points}`` (statuses that no point has are left out)."""
+
+    def finished_count(self):
+        """How many points have a final result (``done`` or ``failed``)."""
+        return sum(n for status, n in self.counts().items() if status in FINAL)
+
+    @abc.abstractmethod
+    def best(self):
+        """The ``done`` point with the lowest result (the lowest id among equals) as
+        :meth:`rows` gives it, or ``None``."""
+
+    @abc.abstractmethod
+    def failure_reasons(self, limit=3):
+        """The most common errors of ``failed`` points, ``[(reason, count), ...]``, most
+        common first, equals by reason; ``no reason recorded`` for a failure without one."""
+
+    @abc.abstractmethod
+    def next_id(self):
+        """The id the next new point gets (one more than the highest; 0 at first)."""
+
+    @abc.abstractmethod
+    def next_seq(self):
+        """The place in the ME's order of the next point it proposes."""
+
+    @abc.abstractmethod
+    def snapshot(self):
+        """A :class:`Snapshot`: rows, attempts and meta, read in one transaction."""
+
+
+NO_REASON = "no reason recorded"
+
+
+def finished_rows(rows, log_done):
+    """``(attempts, points)`` of finished attempts ``(id, rank, outcome, attempt, status)``:
+    the rows for the table of attempts (``(id, attempt, status, result, error, log_tail, rank,
+    started, finished, metrics, id)``; without ``log_done``, none for the attempt that made its
+    point ``done``: its row in ``rows`` is that attempt) and the updates of the points
+    (``(status, result, error, log_tail, rank, started, finished, attempt, metrics, id)``)."""
+    attempts, points = [], []
+    for i, rank, outcome, attempt, status in rows:
+        value = None if math.isnan(outcome.value) else outcome.value
+        log_tail, error = bounded(outcome.log_tail), bounded(outcome.error)
+        metrics = metrics_json(outcome.metrics)
+        if log_done or status != Status.DONE:
+            attempts.append((i, attempt, outcome.status, value, error, log_tail, rank,
+                             outcome.started, outcome.finished, metrics, i))
+        points.append((status, value, error, log_tail, rank, outcome.started,
+                       outcome.finished, attempt if status != Status.QUEUED else attempt + 1,
+                       metrics, i))
+    return attempts, points
+
+
+def duplicate_rows(rows):
+    """The ``attempts`` rows (as :func:`finished_rows` makes them) of late results
+    ``(id, rank, outcome, attempt)``."""
+    return [(i, attempt, Status.DUPLICATE.value, None if math.isnan(o.value) else o.value,
+             bounded(o.error), bounded(o.log_tail), rank, o.started, o.finished, None, i)
+            for i, rank, o, attempt in rows]
+
+
+def decoded(row, *decode):
+    """A row as a dict, its JSON columns ``decode`` (default: ``params`` and ``metrics``)
+    decoded; a missing or empty ``metrics`` (a store that predates them) becomes ``{}``."""
+    row = {key: value for key, value in dict(row).items() if key != "exp_id"}
+    for name in decode or ("params", "metrics"):
+        row[name] = json.loads(row.get(name) or ("{}" if name == "metrics" else "null"))
+    return row
+
+
+def metrics_json(metrics):
+    """``metrics`` (name -> number) as a JSON object, non-finite values as null; ``None`` when
+    there are none."""
+    if not metrics:
+        return None
+    return json.dumps({name: value if math.isfinite(value) else None
+                       for name, value in metrics.items()})
+
+
+def bounded(text, limit=LOG_TAIL_BYTES):
+    """``text`` cut to its last ``limit`` bytes of UTF-8, with anything unencodable (lone
+    surrogates) replaced, so that it can always be stored."""
+    if text is None:
+        return None
+    data = text.encode("utf-8", errors="replace")[-limit:]
+    return data.decode("utf-8", errors="replace")
