@@ -138,7 +138,7 @@ def test_attempts_hold_every_finished_attempt_the_done_one_from_its_point(store)
         "queued", 2, None)
     store.mark_running([(0, 3)])
     store.finish([(0, 3, done(0.25, started=1.0, finished=2.0,
-                               extra={"metrics": {"acc": 0.9, "odd": math.inf}}), 2,
+                               metrics={"acc": 0.9, "odd": math.inf}), 2,
                    Status.DONE)])
     store.record_duplicates([(0, 4, done(0.75), 2)])    # a late result of the same attempt
     store.commit()
@@ -232,7 +232,7 @@ def test_a_checkpoint_is_replaced_and_committed_at_once(store, reader):
 
 def test_a_snapshot_reads_rows_attempts_and_meta_without_log_tails(store, reader):
     store.add(points(2, rank=1))
-    store.finish([(0, 1, done(0.5, log_tail="tail", extra={"metrics": {"acc": 1.0}}), 1,
+    store.finish([(0, 1, done(0.5, log_tail="tail", metrics={"acc": 1.0}), 1,
                    Status.DONE),
                   (1, 1, Outcome(math.nan, Status.FAILED, "boom", "tail"), 1, Status.FAILED)])
     store.set_meta("final", {"stop_reason": "test"})

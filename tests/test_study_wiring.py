@@ -13,7 +13,7 @@ from emews.core.master import Master
 from emews.evaluate import Objective
 from emews.pools.base import InProcessPool
 from emews.status import Status
-from emews.store import Store
+from emews.store import SQLiteStore
 
 from conftest import TOY_SPACE, stored_rows
 
@@ -71,7 +71,7 @@ def test_the_me_driver_goes_by_the_masters_count_not_its_settings(tmp_path, monk
     (tmp_path / "space.json").write_text(json.dumps(TOY_SPACE))
     pool = InProcessPool(Objective(objective="toy_models:quadratic", expdir=tmp_path,
                                    isolate=False), 2)
-    store = Store(tmp_path / "results.db")
+    store = SQLiteStore(tmp_path / "results.db")
     settings = {"algorithm": "random", "space": str(tmp_path / "space.json"), "seed": 1,
                 "mode": mode, "slots": pool.slots, "stop": {"budget": 40}}
     limits = Stopper(budget=5)

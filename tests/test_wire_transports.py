@@ -16,7 +16,7 @@ from support.postgres import postgres_server, postgres_url  # noqa: F401 - fixtu
 from support.swift_t import swift_t  # noqa: F401 - fixture
 from test_service import Jobs
 
-from emews.store import Store, study_store
+from emews.store import SQLiteStore, study_store
 
 POINTS = [{"x": x, "n": n, "act": act} for x in (0.5, -1.0) for n in (0, 2)
           for act in ("relu", "tanh")]
@@ -86,7 +86,7 @@ def run_study(emews_cli, tmp_path, path):
     done = emews_cli("run", path)
     assert done.returncode == 0, done.stdout + done.stderr
     (expdir,) = (tmp_path / "experiments" / "study").iterdir()
-    return Store(expdir / "results.db", create=False)
+    return SQLiteStore(expdir / "results.db", create=False)
 
 
 def serve_study(jobs, path):
@@ -112,7 +112,7 @@ def test_mpi_pool(emews_cli, tmp_path, sweep):
 @pytest.mark.slow
 def test_zmq_service_and_an_attached_pool(jobs, sweep):
     expdir = serve_study(jobs, sweep(procs=3))
-    assert_the_expected_rows(Store(expdir / "results.db", create=False))
+    assert_the_expected_rows(SQLiteStore(expdir / "results.db", create=False))
 
 
 @pytest.mark.mpi
@@ -135,4 +135,4 @@ def test_swift_t(tmp_path, swift_t):
                        CANDLE_MODEL_IMPL="py", EMEWS_OBJECTIVE=OBJECTIVE, PROCS="4")
     assert done.returncode == 0, done.stdout + done.stderr
     expdir = only_experiment(tmp_path / "data" / "toy")
-    assert_the_expected_rows(Store(expdir / "results.db", create=False))
+    assert_the_expected_rows(SQLiteStore(expdir / "results.db", create=False))
