@@ -12,7 +12,6 @@ import inspect
 import re
 
 import emews
-
 from emews.cli import parser
 from emews.config import SCHEMA
 
