@@ -1,18 +1,65 @@
-"""emews-hpo: hyperparameter optimization on MPI pools, EMEWS style."""
+"""emews-hpo: hyperparameter optimization on MPI pools, EMEWS style.
+
+The public API is the names in ``__all__``, documented on one page of the docs (Python API):
+:func:`run`, :func:`load`, :class:`Algorithm`, :class:`Status` and :mod:`eqpy`. Everything else
+under ``emews.`` may move between releases. Importing ``emews`` stays cheap (``emews --help``
+imports it): ``Algorithm`` and ``Status`` are imported on first use, and ``eqpy`` is a submodule.
+"""
+
+import importlib
 
 __version__ = "0.1.0"
+__all__ = ["Algorithm", "Status", "eqpy", "load", "run"]
+
+_LAZY = {"Algorithm": "emews.core.algorithm", "Status": "emews.status"}   # name: its module
 
 
 def run(config, overrides=None, resume=None):
-    """Run a study; see :func:`emews.study.run`. Returns a :class:`emews.result.Result`."""
+    """Run a study from Python or a notebook; return its result.
+
+    ``config`` is a TOML path, a list of paths (later ones win), or a dict shaped like the TOML
+    file. ``overrides`` maps ``"table.key"`` to values (they win over everything). ``resume``
+    names an experiment directory to continue (``config`` may then be ``None``). The result has
+    ``best_point``, ``best_value``, ``expdir``, ``stop_reason``, ``evaluations`` and ``failed``::
+
+        import emews
+        result = emews.run("study.toml", overrides={"study.budget": 50})
+        result.best_point, result.best_value, result.expdir
+    """
     from .study import run as run_study
 
     return run_study(config, overrides, resume)
 
 
 def load(expdir):
-    """The study in experiment directory ``expdir``, read-only: a
-    :class:`emews.inspect.Study` with ``.best``, ``.trials_dataframe()`` and ``.report()``."""
+    """The study in experiment directory ``expdir``, running or finished, read-only.
+
+    The study has ``best`` (the best row: id, result, params, metrics, rank, started, ...),
+    ``done`` (rows with a value, best first), ``failed`` (by id), ``param_names``,
+    ``metric_names``, ``trials_dataframe()`` (pandas: one row per evaluation, a column per
+    parameter and metric) and ``report(output=None)`` (writes ``EXPDIR/report.html``,
+    returns its path)::
+
+        import emews
+        study = emews.load("experiments/study/EXP003")
+        study.best["params"], study.best["result"]
+        frame = study.trials_dataframe()
+    """
     from .inspect import load as load_study
 
     return load_study(expdir)
+
+
+def __getattr__(name):
+    """``emews.Algorithm``, ``emews.Status`` and ``emews.eqpy``, imported on first use."""
+    if name == "eqpy":
+        return importlib.import_module("emews.eqpy")
+    if name not in _LAZY:
+        raise AttributeError(f"module 'emews' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -21,6 +21,7 @@ def test_the_wheel_installs_only_the_emews_namespace(tmp_path):
         ".dist-info")}
     assert top_level == {"emews"}
     assert "emews/algorithms/random_search.py" in names
+    assert "emews/eqpy.py" in names   # the public name of the EQ/Py module (emews.__all__)
     subpackages = [f"emews/{p.parent.name}/__init__.py" for p in REPO.glob("emews/*/__init__.py")]
     assert subpackages and [p for p in subpackages if p not in names] == []
     assert "emews/models/digits.py" in names and "emews/models/digits_space.json" in names

@@ -1,12 +1,17 @@
 """MkDocs hook: the reference pages are generated from the code, so they cannot drift.
 
 ``{{ settings }}`` becomes the table of every configuration setting (from
-:data:`emews.config.SCHEMA`) and ``{{ cli }}`` the help of every ``emews`` command (from
-:func:`emews.cli.parser`).
+:data:`emews.config.SCHEMA`), ``{{ cli }}`` the help of every ``emews`` command (from
+:func:`emews.cli.parser`) and ``{{ api }}`` the public Python API: each name in
+``emews.__all__``, with its signature and docstring.
 """
 
 import argparse
+import enum
+import inspect
+import re
 
+import emews
 from emews.cli import parser
 from emews.config import SCHEMA
 
@@ -38,10 +43,68 @@ def cli_reference():
     return "\n\n".join(sections)
 
 
+# The classic EQ/Py names (those of EMEWS's eqpy.py) that ``from emews import eqpy`` promises.
+EQPY_NAMES = ("init", "OUT_put", "IN_get", "output_q_get", "input_q", "EQPY_ABORT")
+
+
+def markdown_doc(obj):
+    """``obj``'s docstring as Markdown: Sphinx roles become code, ``::`` a plain colon."""
+    text = inspect.getdoc(obj) or ""
+    text = re.sub(r":(?:func|class|meth|mod|data|attr|exc):`~?([^`]+)`", r"``\1``", text)
+    return re.sub(r"::$", ":", text, flags=re.MULTILINE)
+
+
+def signature(name, obj):
+    """How ``name`` is written: an import for a module, ``class name(bases)`` for an enum, the
+    call (``self`` left out) for a class or function, else ``name = value`` or ``name: type``."""
+    if inspect.ismodule(obj):
+        parent, _, child = name.rpartition(".")
+        return f"from {parent} import {child}"
+    if isinstance(obj, enum.EnumType):
+        return f"class {name}({', '.join(base.__name__ for base in obj.__bases__)})"
+    if callable(obj):
+        call = inspect.signature(obj.__init__ if inspect.isclass(obj) else obj)
+        parameters = [p for p in call.parameters.values() if p.name != "self"]
+        return f"{name}{call.replace(parameters=parameters)}"
+    return f"{name} = {obj!r}" if isinstance(obj, str) else f"{name}: {type(obj).__name__}"
+
+
+def entry(heading, name, obj):
+    """One documented name: a heading, its signature as code, its docstring."""
+    doc = markdown_doc(obj) if callable(obj) or inspect.ismodule(obj) else ""
+    return f"{heading} `{name}`\n\n```python\n{signature(name, obj)}\n```\n\n{doc}".rstrip()
+
+
+def members(name, obj):
+    """The entries under a public name: an enum's members, a class's public methods, the
+    EQ/Py names of ``eqpy``."""
+    if isinstance(obj, enum.EnumType):
+        return ["| member | value |\n|---|---|\n" + "\n".join(
+            f"| `{name}.{m.name}` | `{m.value!r}` |" for m in obj)]
+    if inspect.ismodule(obj):
+        return [entry("###", f"{name}.{n}", getattr(obj, n)) for n in EQPY_NAMES]
+    if inspect.isclass(obj):
+        return [entry("###", f"{name}.{n}", v) for n, v in vars(obj).items()
+                if inspect.isfunction(v) and not n.startswith("_")]
+    return []
+
+
+def api_reference():
+    """Each name of ``emews.__all__``, in that order, as a ``## `emews.NAME` `` section."""
+    sections = []
+    for name in emews.__all__:
+        obj = getattr(emews, name)
+        sections.append("\n\n".join([entry("##", f"emews.{name}", obj),
+                                       *members(f"emews.{name}", obj)]))
+    return "\n\n".join(sections)
+
+
 def on_page_markdown(markdown, page, config, files):
     """Fill the placeholders of the reference pages."""
     if "{{ settings }}" in markdown:
         markdown = markdown.replace("{{ settings }}", settings_table())
     if "{{ cli }}" in markdown:
         markdown = markdown.replace("{{ cli }}", cli_reference())
+    if "{{ api }}" in markdown:
+        markdown = markdown.replace("{{ api }}", api_reference())
     return markdown

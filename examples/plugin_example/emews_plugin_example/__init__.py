@@ -1,4 +1,4 @@
-from emews.core.algorithm import Algorithm
+from emews import Algorithm
 
 
 class BestPerturbation(Algorithm):

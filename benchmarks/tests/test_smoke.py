@@ -18,7 +18,7 @@ import pytest
 from benchmarks import proposal
 from benchmarks.__main__ import PARTS
 
-REPO = Path(__file__).parent.parent
+REPO = Path(__file__).resolve().parents[2]
 BENCHMARKS = REPO / "benchmarks"
 
 # What benchmarks/report.py reads from each part: top-level fields, then those of each row

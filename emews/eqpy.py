@@ -1,0 +1,8 @@
+"""``from emews import eqpy``: the EQ/Py queues (:mod:`emews.core.eqpy`) under the name EMEWS
+users know. This module replaces itself with that one, so both names reach the same queues."""
+
+import sys
+
+from .core import eqpy
+
+sys.modules[__name__] = eqpy
