@@ -56,13 +56,15 @@ class RemotePool(Pool):
 
     def collect(self, block=True):
         """Results, expired leases and duplicates. With ``block``, wait up to
-        :data:`BLOCK_MAX` for some, or for any news (a pool asking for work)."""
+        :data:`BLOCK_MAX` for some, or for any news (a pool asking for work), unless nothing
+        runs and tasks can go out."""
         until = time.monotonic() + BLOCK_MAX
         backoff = Backoff(maximum=POLL_MAX)
         while True:
             results, heard = self.link.receive()
             finished = [self._result(r) for r in results] + self._expired()
-            if finished or heard or not block or time.monotonic() >= until:
+            if finished or heard or not block or time.monotonic() >= until or \
+                    (not self.running and self.free_slots()):   # nothing to wait for
                 return finished
             backoff.wait(self.link.wait)
 

@@ -241,50 +241,36 @@ class TaskQueue:
         new point becomes an EQ-SQL task; another attempt of a point requeues its task."""
         new = [t for t in tasks if t.id not in self.eq_ids]
         again = [t for t in tasks if t.id in self.eq_ids]
-        made = None
-        with self._guard("queue tasks"), self.db.pipeline(), self.db.transaction():
-            if new:   # new rows only: no other writer holds them
-                made = self.db.execute(
-                    "WITH n AS MATERIALIZED (SELECT id, params, run_id, attempt, "
-                    "nextval('emews_id_generator')::integer AS eq FROM unnest("
-                    "%(ids)s::integer[], %(params)s::text[], %(run_ids)s::text[], "
-                    "%(attempts)s::integer[]) WITH ORDINALITY AS t(id, params, run_id, attempt, "
-                    "k) ORDER BY k), "
-                    "e AS (INSERT INTO eq_tasks (eq_task_id, eq_status, eq_task_type, json_out, "
-                    "time_created, eq_priority) SELECT eq, %(queued)s, %(type)s, params, now(), 0 "
-                    "FROM n), "
-                    "x AS (INSERT INTO eq_exp_id_tasks (exp_id, eq_task_id) SELECT %(exp)s, eq "
-                    "FROM n), "
-                    "t AS (INSERT INTO emews_tasks (eq_task_id, exp_id, id, attempt, run_id) "
-                    "SELECT eq, %(exp)s, id, attempt, run_id FROM n), "
-                    "q AS (INSERT INTO emews_queue_OUT (eq_task_type, eq_task_id, eq_priority) "
-                    "SELECT %(type)s, eq, 0 FROM n) SELECT id, eq FROM n",
-                    {"ids": [t.id for t in new], "params": [t.params for t in new],
-                     "run_ids": [t.run_id for t in new], "attempts": [t.attempt for t in new],
-                     "queued": QUEUED, "type": self.task_type, "exp": self.exp_id})
-            if again:
-                self._requeue(again)
-            self.db.execute(f"NOTIFY {TASKS_CHANNEL}")
-        if made is not None:
-            self.eq_ids.update(made.fetchall())
+        statements = []
+        if new:   # new rows only: no other writer holds them
+            statements.append((NEW_TASKS, {
+                "ids": [t.id for t in new], "params": [t.params for t in new],
+                "run_ids": [t.run_id for t in new], "attempts": [t.attempt for t in new],
+                "queued": QUEUED, "type": self.task_type, "exp": self.exp_id}))
+        if again:
+            eq_ids = [self.eq_ids[t.id] for t in again]
+            statements += [(REQUEUE_EQ, (REQUEUED, eq_ids, COMPLETE)),
+                           (REQUEUE_EMEWS, (eq_ids, [t.attempt for t in again],
+                                            [t.run_id for t in again])),
+                           (REQUEUE_OUT, (self.task_type, eq_ids))]
+        statements.append((f"NOTIFY {TASKS_CHANNEL}", None))
+        with self._guard("queue tasks"):
+            made = self._batch(statements)
+            if new:
+                self.eq_ids.update(made.fetchall())
 
-    def _requeue(self, tasks):
-        """Queue the tasks of points that have one again, as their new attempts (eq_tasks
-        before emews_tasks, in the order every other writer locks them)."""
-        eq_ids = [self.eq_ids[t.id] for t in tasks]
-        self.db.execute("UPDATE eq_tasks SET eq_status=%s, json_in=NULL, worker_pool=NULL "
-                        "WHERE eq_task_id = ANY(%s) AND eq_status <> %s",
-                        (REQUEUED, eq_ids, COMPLETE))
-        self.db.execute("UPDATE emews_tasks t SET attempt=a.attempt, run_id=a.run_id, "
-                        "pool=NULL, deadline=NULL FROM unnest(%s::integer[], %s::integer[], "
-                        "%s::text[]) AS a(eq, attempt, run_id) WHERE t.eq_task_id=a.eq",
-                        (eq_ids, [t.attempt for t in tasks], [t.run_id for t in tasks]))
-        self.db.execute("INSERT INTO emews_queue_OUT (eq_task_type, eq_task_id, eq_priority) "
-                        "SELECT %s, eq, 0 FROM unnest(%s::integer[]) AS eq",
-                        (self.task_type, eq_ids))
+    def _batch(self, statements):
+        """Run ``statements`` (``(sql, params)`` pairs) as one query: one round trip, and one
+        transaction (the server runs a query of several statements as one). Returns a cursor
+        on the first statement's result."""
+        import psycopg
+
+        cursor = psycopg.ClientCursor(self.db)
+        cursor.execute("; ".join(cursor.mogrify(sql, params) for sql, params in statements))
+        return cursor
 
     def results(self):
-        """Pop the study's results off the IN queue, and the late ones (see :meth:`report`):
+        """Pop the study's results off the IN queue, and the late ones (see :meth:`trade`):
         ``[(point id, json_in, late), ...]``."""
         with self._guard("read results"):
             rows = self.db.execute(
@@ -292,8 +278,9 @@ class TaskQueue:
                 "q.eq_task_id=t.eq_task_id AND t.exp_id=%(exp)s RETURNING t.id, "
                 "q.eq_task_id), late AS (DELETE FROM emews_late_results l USING emews_tasks t "
                 "WHERE l.eq_task_id=t.eq_task_id AND t.exp_id=%(exp)s RETURNING t.id, "
-                "l.json_in) SELECT p.id, e.json_in, false FROM popped p JOIN eq_tasks e "
-                "USING (eq_task_id) UNION ALL SELECT id, json_in, true FROM late",
+                "l.json_in) SELECT p.id, e.json_in, false FROM popped p JOIN LATERAL (SELECT "
+                "json_in FROM eq_tasks WHERE eq_task_id=p.eq_task_id) e ON true "
+                "UNION ALL SELECT id, json_in, true FROM late",
                 {"exp": self.exp_id}).fetchall()
         return rows
 
@@ -346,60 +333,86 @@ class TaskQueue:
         ``[(eq_task_id, payload, run_id, attempt), ...]`` in priority order; EQ-SQL's stop
         message comes back with payload :data:`EQ_STOP`.
         """
-        if not (results or n or renew):
-            return []
-        popped = None
-        with self._guard("trade with the queue"), self.db.pipeline(), self.db.transaction():
-            if results:
-                self._report(results, pool)
-            if n:
-                popped = self._pop(n, pool, lease)
-            if renew:
-                self.db.execute("UPDATE emews_tasks SET deadline=extract(epoch FROM now()) + "
-                                "%s WHERE pool=%s", (float(lease), pool))
-        if popped is None:
-            return []
-        return [(i, payload, run_id or f"EQ{i:06d}", attempt or 1)
-                for i, payload, run_id, attempt in popped.fetchall()]
-
-    def _pop(self, n, pool, lease):
-        study = "" if self.exp_id is None else \
-            "AND q.eq_task_id IN (SELECT eq_task_id FROM emews_tasks WHERE exp_id=%(exp)s)"
-        args = {"type": self.task_type, "exp": self.exp_id, "n": int(n), "pool": pool,
+        statements = []
+        if results:
+            ids = [r[0] for r in results]
+            statements += [(REPORT, {"ids": ids, "payloads": [r[1] for r in results],
+                                     "complete": COMPLETE}),
+                           (RELEASE, (ids, pool)), (f"NOTIFY {RESULTS_CHANNEL}", None)]
+        popped = len(statements)    # the result of the pop, if any, comes after the others'
+        if n:
+            study = "" if self.exp_id is None else \
+                "AND q.eq_task_id IN (SELECT eq_task_id FROM emews_tasks WHERE exp_id=%(exp)s)"
+            statements.append((POP.format(study=study), {
+                "type": self.task_type, "exp": self.exp_id, "n": int(n), "pool": pool,
                 "lease": float(lease), "running": RUNNING, "stop": EQ_STOP,
-                "complete": COMPLETE}
-        # one statement: a task's eq_tasks row is locked before its emews_tasks row (leased
-        # reads started), the order of every other writer; one answered meanwhile (a late
-        # result of a requeued task) is not run again
-        return self.db.execute(
-            "WITH popped AS (DELETE FROM emews_queue_OUT WHERE eq_task_id = ANY(ARRAY("
-            "SELECT q.eq_task_id FROM emews_queue_OUT q WHERE q.eq_task_type=%(type)s "
-            f"{study} ORDER BY q.eq_priority DESC, q.eq_task_id FOR UPDATE OF q SKIP "
-            "LOCKED LIMIT %(n)s)) RETURNING eq_task_id, eq_priority), "
-            "started AS (UPDATE eq_tasks e SET eq_status=%(running)s, "
-            "worker_pool=%(pool)s, time_start=now() FROM popped p WHERE "
-            "e.eq_task_id=p.eq_task_id AND e.json_out <> %(stop)s AND e.eq_status IS "
-            "DISTINCT FROM %(complete)s RETURNING e.eq_task_id), "
-            "leased AS (UPDATE emews_tasks t SET pool=%(pool)s, deadline=extract(epoch "
-            "FROM now()) + %(lease)s FROM started s WHERE t.eq_task_id=s.eq_task_id "
-            "RETURNING t.eq_task_id, t.run_id, t.attempt) "
-            "SELECT p.eq_task_id, e.json_out, l.run_id, l.attempt FROM popped p "
-            "JOIN eq_tasks e USING (eq_task_id) LEFT JOIN leased l USING (eq_task_id) "
-            "WHERE e.eq_status IS DISTINCT FROM %(complete)s "
-            "ORDER BY p.eq_priority DESC, p.eq_task_id", args)
+                "complete": COMPLETE}))
+        if renew:
+            statements.append((RENEW, (float(lease), pool)))
+        if not statements:
+            return []
+        with self._guard("trade with the queue"):
+            cursor = self._batch(statements)
+            for _ in range(popped):
+                cursor.nextset()
+            rows = cursor.fetchall() if n else []
+        return [(i, payload, run_id or f"EQ{i:06d}", attempt or 1)
+                for i, payload, run_id, attempt in rows]
 
-    def _report(self, results, pool):
-        ids, payloads = [r[0] for r in results], [r[1] for r in results]
-        self.db.execute(
-            "WITH r AS (SELECT * FROM unnest(%(ids)s::integer[], %(payloads)s::text[]) AS "
-            "r(id, json_in)), done AS (UPDATE eq_tasks e SET json_in=r.json_in, "
-            "eq_status=%(complete)s, time_stop=now() FROM r WHERE e.eq_task_id=r.id AND "
-            "e.eq_status <> %(complete)s RETURNING e.eq_task_id, e.eq_task_type), "
-            "queued AS (INSERT INTO emews_queue_IN (eq_task_type, eq_task_id) SELECT "
-            "eq_task_type, eq_task_id FROM done) INSERT INTO emews_late_results "
-            "(eq_task_id, json_in) SELECT r.id, r.json_in FROM r JOIN emews_tasks t ON "
-            "t.eq_task_id=r.id WHERE r.id NOT IN (SELECT eq_task_id FROM done)",
-            {"ids": ids, "payloads": payloads, "complete": COMPLETE})
-        self.db.execute("UPDATE emews_tasks SET pool=NULL, deadline=NULL WHERE "
-                        "eq_task_id = ANY(%s) AND pool=%s", (ids, pool))
-        self.db.execute(f"NOTIFY {RESULTS_CHANNEL}")
+
+# A new point's task, in every table at once (its rows are new: no other writer holds them).
+NEW_TASKS = (
+    "WITH n AS MATERIALIZED (SELECT id, params, run_id, attempt, "
+    "nextval('emews_id_generator')::integer AS eq FROM unnest(%(ids)s::integer[], "
+    "%(params)s::text[], %(run_ids)s::text[], %(attempts)s::integer[]) WITH ORDINALITY "
+    "AS t(id, params, run_id, attempt, k) ORDER BY k), "
+    "e AS (INSERT INTO eq_tasks (eq_task_id, eq_status, eq_task_type, json_out, time_created, "
+    "eq_priority) SELECT eq, %(queued)s, %(type)s, params, now(), 0 FROM n), "
+    "x AS (INSERT INTO eq_exp_id_tasks (exp_id, eq_task_id) SELECT %(exp)s, eq FROM n), "
+    "t AS (INSERT INTO emews_tasks (eq_task_id, exp_id, id, attempt, run_id) "
+    "SELECT eq, %(exp)s, id, attempt, run_id FROM n), "
+    "q AS (INSERT INTO emews_queue_OUT (eq_task_type, eq_task_id, eq_priority) "
+    "SELECT %(type)s, eq, 0 FROM n) SELECT id, eq FROM n")
+# Another attempt of a point: eq_tasks before emews_tasks, in the order every writer locks them.
+REQUEUE_EQ = ("UPDATE eq_tasks SET eq_status=%s, json_in=NULL, worker_pool=NULL "
+              "WHERE eq_task_id = ANY(%s) AND eq_status <> %s")
+REQUEUE_EMEWS = ("UPDATE emews_tasks t SET attempt=a.attempt, run_id=a.run_id, pool=NULL, "
+                 "deadline=NULL FROM unnest(%s::integer[], %s::integer[], %s::text[]) "
+                 "AS a(eq, attempt, run_id) WHERE t.eq_task_id=a.eq")
+REQUEUE_OUT = ("INSERT INTO emews_queue_OUT (eq_task_type, eq_task_id, eq_priority) "
+               "SELECT %s, eq, 0 FROM unnest(%s::integer[]) AS eq")
+# One statement: a task's eq_tasks row is locked before its emews_tasks row (leased reads
+# started), the order of every other writer; one answered meanwhile (a late result of a
+# requeued task) is not run again.
+POP = (
+    "WITH popped AS (DELETE FROM emews_queue_OUT WHERE eq_task_id = ANY(ARRAY("
+    "SELECT q.eq_task_id FROM emews_queue_OUT q WHERE q.eq_task_type=%(type)s "
+    "{study} ORDER BY q.eq_priority DESC, q.eq_task_id FOR UPDATE OF q SKIP "
+    "LOCKED LIMIT %(n)s)) RETURNING eq_task_id, eq_priority), "
+    "started AS (UPDATE eq_tasks e SET eq_status=%(running)s, worker_pool=%(pool)s, "
+    "time_start=now() WHERE e.eq_task_id = ANY(ARRAY(SELECT eq_task_id FROM popped)) AND "
+    "e.json_out <> %(stop)s AND e.eq_status IS DISTINCT FROM %(complete)s "
+    "RETURNING e.eq_task_id), "
+    "leased AS (UPDATE emews_tasks t SET pool=%(pool)s, deadline=extract(epoch "
+    "FROM now()) + %(lease)s WHERE t.eq_task_id = ANY(ARRAY(SELECT eq_task_id FROM started)) "
+    "RETURNING t.eq_task_id, t.run_id, t.attempt) "
+    "SELECT p.eq_task_id, e.json_out, l.run_id, l.attempt FROM popped p "
+    "JOIN LATERAL (SELECT json_out, eq_status FROM eq_tasks WHERE eq_task_id=p.eq_task_id) e "
+    "ON true LEFT JOIN leased l USING (eq_task_id) "
+    "WHERE e.eq_status IS DISTINCT FROM %(complete)s "
+    "ORDER BY p.eq_priority DESC, p.eq_task_id")
+# (Each row is found by its key, = ANY(ARRAY(...)): the planner's statistics of these tables lag
+# far behind a running study, and a join it thinks cheap would read every task ever made.)
+# A task's first result completes it and goes onto the IN queue; a later one is kept aside.
+REPORT = (
+    "WITH r AS (SELECT * FROM unnest(%(ids)s::integer[], %(payloads)s::text[]) AS "
+    "r(id, json_in)), done AS (UPDATE eq_tasks e SET json_in=r.json_in, "
+    "eq_status=%(complete)s, time_stop=now() FROM r WHERE e.eq_task_id = ANY(%(ids)s) AND "
+    "e.eq_task_id=r.id AND e.eq_status <> %(complete)s RETURNING e.eq_task_id, "
+    "e.eq_task_type), "
+    "queued AS (INSERT INTO emews_queue_IN (eq_task_type, eq_task_id) SELECT "
+    "eq_task_type, eq_task_id FROM done) INSERT INTO emews_late_results "
+    "(eq_task_id, json_in) SELECT r.id, r.json_in FROM r JOIN emews_tasks t ON "
+    "t.eq_task_id=r.id WHERE r.id NOT IN (SELECT eq_task_id FROM done)")
+RELEASE = "UPDATE emews_tasks SET pool=NULL, deadline=NULL WHERE eq_task_id = ANY(%s) AND pool=%s"
+RENEW = "UPDATE emews_tasks SET deadline=extract(epoch FROM now()) + %s WHERE pool=%s"
