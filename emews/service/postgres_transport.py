@@ -273,15 +273,7 @@ class TaskQueue:
         """Pop the study's results off the IN queue, and the late ones (see :meth:`trade`):
         ``[(point id, json_in, late), ...]``."""
         with self._guard("read results"):
-            rows = self.db.execute(
-                "WITH popped AS (DELETE FROM emews_queue_IN q USING emews_tasks t WHERE "
-                "q.eq_task_id=t.eq_task_id AND t.exp_id=%(exp)s RETURNING t.id, "
-                "q.eq_task_id), late AS (DELETE FROM emews_late_results l USING emews_tasks t "
-                "WHERE l.eq_task_id=t.eq_task_id AND t.exp_id=%(exp)s RETURNING t.id, "
-                "l.json_in) SELECT p.id, e.json_in, false FROM popped p JOIN LATERAL (SELECT "
-                "json_in FROM eq_tasks WHERE eq_task_id=p.eq_task_id) e ON true "
-                "UNION ALL SELECT id, json_in, true FROM late",
-                {"exp": self.exp_id}).fetchall()
+            rows = self.db.execute(RESULTS, {"exp": self.exp_id}).fetchall()
         return rows
 
     def withdraw(self, ids):
@@ -341,8 +333,8 @@ class TaskQueue:
                            (RELEASE, (ids, pool)), (f"NOTIFY {RESULTS_CHANNEL}", None)]
         popped = len(statements)    # the result of the pop, if any, comes after the others'
         if n:
-            study = "" if self.exp_id is None else \
-                "AND q.eq_task_id IN (SELECT eq_task_id FROM emews_tasks WHERE exp_id=%(exp)s)"
+            study = "" if self.exp_id is None else "AND (SELECT t.exp_id FROM emews_tasks t " \
+                "WHERE t.eq_task_id=q.eq_task_id) = %(exp)s"
             statements.append((POP.format(study=study), {
                 "type": self.task_type, "exp": self.exp_id, "n": int(n), "pool": pool,
                 "lease": float(lease), "running": RUNNING, "stop": EQ_STOP,
@@ -401,8 +393,21 @@ POP = (
     "ON true LEFT JOIN leased l USING (eq_task_id) "
     "WHERE e.eq_status IS DISTINCT FROM %(complete)s "
     "ORDER BY p.eq_priority DESC, p.eq_task_id")
-# (Each row is found by its key, = ANY(ARRAY(...)): the planner's statistics of these tables lag
-# far behind a running study, and a join it thinks cheap would read every task ever made.)
+# The study's results and late results, each found from its queue's row (a small table).
+# Every statement here finds a task's rows by key (= ANY(ARRAY(...)), scalar subqueries): the
+# planner's statistics lag far behind a running study, and a join it thinks cheap would read
+# every task ever made, a cost that grows with each task.
+RESULTS = (
+    "WITH popped AS (DELETE FROM emews_queue_IN WHERE eq_task_id = ANY(ARRAY("
+    "SELECT q.eq_task_id FROM emews_queue_IN q WHERE (SELECT t.exp_id FROM emews_tasks t "
+    "WHERE t.eq_task_id=q.eq_task_id) = %(exp)s)) RETURNING eq_task_id), "
+    "late AS (DELETE FROM emews_late_results WHERE eq_task_id = ANY(ARRAY("
+    "SELECT l.eq_task_id FROM emews_late_results l WHERE (SELECT t.exp_id FROM emews_tasks t "
+    "WHERE t.eq_task_id=l.eq_task_id) = %(exp)s)) RETURNING eq_task_id, json_in) "
+    "SELECT (SELECT id FROM emews_tasks t WHERE t.eq_task_id=p.eq_task_id), "
+    "(SELECT json_in FROM eq_tasks e WHERE e.eq_task_id=p.eq_task_id), false FROM popped p "
+    "UNION ALL SELECT (SELECT id FROM emews_tasks t WHERE t.eq_task_id=l.eq_task_id), "
+    "l.json_in, true FROM late l")
 # A task's first result completes it and goes onto the IN queue; a later one is kept aside.
 REPORT = (
     "WITH r AS (SELECT * FROM unnest(%(ids)s::integer[], %(payloads)s::text[]) AS "
