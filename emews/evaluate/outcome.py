@@ -44,9 +44,11 @@ def _number_out(value):
 
 
 def _number_in(value):
+    if type(value) is float:
+        return value
     if value is None:
         return math.nan
-    if type(value) is float or type(value) is int:
+    if type(value) is int:
         return float(value)
     raise TypeError(value)
 
@@ -104,32 +106,18 @@ class Outcome:
     def to_wire(self):
         """This outcome as a JSON-able dict, fields at their default left out (see the module
         docstring)."""
-        wire = {}
-        for name, kind, default in FIELDS:
-            value = getattr(self, name)
-            if default is REQUIRED or value != default:
-                wire[name] = kind.encode(value)
-        return wire
+        return {name: kind.encode(value) for name, kind, default in FIELDS
+                if (value := getattr(self, name)) != default}
 
     @classmethod
     def from_wire(cls, data):
         """The outcome that :meth:`to_wire` made ``data`` from; raises :class:`BadOutcome` when
         ``data`` is not a dict, lacks ``value`` or holds a field that breaks its rule."""
-        if type(data) is not dict:
-            raise BadOutcome(f"an outcome must be a JSON object, got {data!r:.80}")
-        if "value" not in data:
-            raise BadOutcome(f"an outcome must have a 'value', got {data!r:.80}")
-        fields = {}
-        for name, value in data.items():
-            kind = KINDS.get(name)
-            if kind is None:
-                continue
-            try:
-                fields[name] = kind.decode(value)
-            except (TypeError, ValueError, ArithmeticError):
-                raise BadOutcome(f"outcome field {name!r} must be {kind.rule}, got "
-                                 f"{value!r:.80}") from None
-        return cls(**fields)
+        try:
+            return cls(**{name: DECODERS[name](value) for name, value in data.items()
+                          if name in DECODERS})
+        except (TypeError, ValueError, ArithmeticError, AttributeError):
+            raise BadOutcome(_fault(data)) from None
 
     @classmethod
     def received(cls, data):
@@ -140,7 +128,7 @@ class Outcome:
             return cls(math.nan, Status.FAILED, f"a malformed result came back: {exc}")
 
 
-REQUIRED = object()   # the default of a field that has none: always written
+REQUIRED = object()   # the default of a field that has none: equal to no value, always written
 
 
 def _default(field):
@@ -153,3 +141,20 @@ def _default(field):
 
 FIELDS = tuple((f.name, f.metadata["wire"], _default(f)) for f in dataclasses.fields(Outcome))
 KINDS = {name: kind for name, kind, _ in FIELDS}
+DECODERS = {name: kind.decode for name, kind in KINDS.items()}
+
+
+def _fault(data):
+    """What breaks the rules in ``data``, which :meth:`Outcome.from_wire` refused."""
+    if not isinstance(data, dict):
+        return f"an outcome must be a JSON object, got {data!r:.80}"
+    if "value" not in data:
+        return f"an outcome must have a 'value', got {data!r:.80}"
+    for name, value in data.items():
+        kind = KINDS.get(name)
+        try:
+            if kind is not None:
+                kind.decode(value)
+        except (TypeError, ValueError, ArithmeticError):
+            return f"outcome field {name!r} must be {kind.rule}, got {value!r:.80}"
+    return f"an outcome that breaks the rules: {data!r:.80}"

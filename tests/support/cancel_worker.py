@@ -11,7 +11,7 @@ import time
 
 from mpi4py import MPI
 
-from emews.evaluate import Objective
+from emews.evaluate import Objective, Outcome
 from emews.pools.mpi import CANCEL, RESULT, TASKS, serve
 
 comm = MPI.COMM_WORLD
@@ -29,8 +29,8 @@ if comm.Get_rank() == 0:
     comm.send([(3, '{"mode": "sleep", "seconds": 0.5, "x": 3.0}', "RUN3")], dest=1, tag=TASKS)
     _, _, third = comm.recv(source=1, tag=RESULT)
     comm.send(None, dest=1, tag=TASKS)
-    for fields in (first, second, third):
-        print(f"result: {fields[1]}|{fields[2]}|{fields[0]}")
+    for outcome in map(Outcome.from_wire, (first, second, third)):
+        print(f"result: {outcome.status}|{outcome.error}|{outcome.value}")
     print("pids:", open(pidfile).read(), open(pidfile + ".child").read(), flush=True)
 else:
     serve(comm, Objective("py", objective="faulty:run", expdir=directory, grace=0.5))

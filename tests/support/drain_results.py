@@ -6,6 +6,7 @@ import sys
 
 from mpi4py import MPI
 
+from emews.evaluate import Outcome
 from emews.pools.mpi import RESULT, TASKS, MPIPool
 from emews.pools.base import Task
 
@@ -24,8 +25,7 @@ if comm.Get_rank() == 0:
     pool.close()
 else:
     for task_id, _, _ in comm.recv(source=0, tag=TASKS):
-        comm.send((comm.Get_rank(), task_id, (1.0, "done", None, None, 0.0, 0.0)), dest=0,
-                  tag=RESULT)
+        comm.send((comm.Get_rank(), task_id, Outcome(1.0).to_wire()), dest=0, tag=RESULT)
     with open(fifo, "wb") as sent:
         sent.write(b".")
     comm.recv(source=0, tag=TASKS)
