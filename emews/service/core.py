@@ -43,7 +43,7 @@ class RemotePool(Pool):
     def __init__(self, link, slots):
         self.link, self.slots = link, max(int(slots), 1)
         self.running = {}         # task id -> Task
-        self.interrupted = {}     # task id -> attempt whose lease expired
+        self.interrupted = set()  # task ids whose lease expired
         self.finished = set()     # task ids with a first result
 
     def free_slots(self):
@@ -77,7 +77,8 @@ class RemotePool(Pool):
                 dataclasses.replace(outcome, status=Status.DUPLICATE)
         self.finished.add(task_id)
         task = self.running.pop(task_id, None)
-        if self.interrupted.pop(task_id, None) is not None:
+        if task_id in self.interrupted:
+            self.interrupted.discard(task_id)
             self.link.withdraw([task_id])   # its new attempt is not needed, if not started
             task = task or Task(task_id, "", "", 1)
         if task is None:                    # handed out by an earlier service of the study
@@ -93,7 +94,7 @@ class RemotePool(Pool):
             task = self.running.pop(task_id, None)
             if task is None:
                 continue
-            self.interrupted[task_id] = task.attempt
+            self.interrupted.add(task_id)
             expired.append((task, 0, Outcome(math.nan, Status.INTERRUPTED,
                                              f"lease expired: {holder} stopped answering")))
         return expired
