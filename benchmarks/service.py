@@ -7,7 +7,8 @@ run, side by side:
   jobs attached over zmq on loopback;
 * ``PostgreSQL, N pools``: the same study with ``[system] storage = "postgresql://..."``: the
   store and EQ-SQL's queues in a real PostgreSQL server (started here on a temp directory), the
-  pools popping batches of tasks with ``FOR UPDATE SKIP LOCKED``;
+  pools popping batches of tasks with ``FOR UPDATE SKIP LOCKED``, each exchange (report the
+  finished, pop, renew) one round trip, and the study pushing each batch in one;
 * ``EQ-SQL per-task path (eqsql)``: the anchor, on the same server and tables: EQ-SQL's own
   client (``eqsql``, extra ``eqsql``): ``submit_task`` per task, ``as_completed``, and the same
   number of worker processes running its worker loop (``query_task`` with n=1,

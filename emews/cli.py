@@ -244,7 +244,7 @@ def _print_study(files, study, notes, overrides):
 
 def _serve(args):
     from .config import command_overrides
-    from .service import serve
+    from .service.entry import serve
 
     overrides = command_overrides("emews serve", args, {
         "bind": "service.bind", "port": "service.port", "lease": "service.lease",
@@ -257,16 +257,14 @@ def _pool(args):
     if args.task_type is not None and not args.eqsql:
         raise ConfigError("emews pool --task-type", "selects EQ-SQL tasks: it needs --eqsql "
                           "URL", args.task_type)
+    from .service.entry import pool_job
+
     if args.eqsql:
         from .config import load
-        from .pools.database import pool_job as eqsql_pool_job
 
-        reason = eqsql_pool_job(args.eqsql, None, load([args.target]).as_dict(),
-                                args.task_type or 0, walltime=args.walltime,
-                                workdir=args.workdir)
+        reason = pool_job(load([args.target]).as_dict(), args.walltime, workdir=args.workdir,
+                          eqsql=args.eqsql, task_type=args.task_type or 0)
     else:
-        from .service import pool_job
-
         reason = pool_job(args.target, args.walltime, args.give_up, args.key, args.workdir)
     if reason:
         print(f"emews: pool left: {reason}", flush=True)

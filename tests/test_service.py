@@ -1,6 +1,9 @@
-"""One study served to several pool jobs over zmq (``emews serve`` + ``emews pool``), for real:
-separate ``mpiexec`` jobs, leases that expire when a pool is killed, late attach, a pool that
-drains at its walltime, CURVE off loopback, and peers that send garbage or hold the wrong key."""
+"""One study served to several pool jobs (``emews serve`` + ``emews pool``), for real, on both
+transports from one set of tests (the ``storage`` fixture: zmq on loopback, or a real PostgreSQL
+database): separate ``mpiexec`` jobs, leases that expire when a pool is killed or stalls, late
+results recorded once as duplicates, late attach, a pool that drains at its walltime, pause,
+unpause, stop and abort, a killed service whose pools serve on; on zmq, CURVE off loopback and
+peers that send garbage or hold the wrong key; on PostgreSQL, tasks no pool popped taken back."""
 
 import json
 import os
@@ -13,8 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SUPPORT, assert_exact_budget_and_lost_leases_rerun, query_store, wait_until
+from conftest import (NO_READY, SUPPORT, alive, assert_exact_budget_and_lost_leases_rerun,
+                      query_store, wait_until)
+from support.postgres import postgres_server, postgres_url  # noqa: F401 - fixtures
 
+from emews.errors import ConfigError
+from emews.store import study_store
 
 pytestmark = [pytest.mark.mpi, pytest.mark.slow]
 MPIEXEC = str(Path(sys.executable).parent / "mpiexec")
@@ -64,76 +71,155 @@ def jobs(tmp_path):
     started.close()
 
 
-def config(study, budget, lease=3.0, **service):
-    return study(system={"procs": 5, "progress_interval": 60},
-                 study={"budget": budget, "seed": 4, "objective": "fault_me:slow_square"},
+@pytest.fixture(params=["zmq", "postgres"])
+def storage(request):
+    """The transport of a served study: zmq (``None``: its store is ``results.db``), or its
+    PostgreSQL database (the URL of a fresh one), where its pools pop their tasks."""
+    if request.param == "zmq":
+        return None
+    pytest.importorskip("psycopg", reason="pip install 'emews-hpo[postgres]'")
+    return request.getfixturevalue("postgres_url")
+
+
+@pytest.fixture
+def gate(tmp_path, jobs):
+    """The directory of the gated models' files (``fault_me:gated`` waits for ``go`` there),
+    handed to the service and its pools."""
+    path = tmp_path / "gate"
+    path.mkdir()
+    jobs.env["EMEWS_TEST_GATE"] = str(path)
+    return path
+
+
+def config(study, budget, storage=None, lease=3.0, procs=5, objective="fault_me:slow_square",
+           **service):
+    system = {"procs": procs, "progress_interval": 60}
+    if storage:
+        system["storage"] = storage
+    return study(system=system, study={"budget": budget, "seed": 4, "objective": objective},
                  service={"lease": lease, **service})
 
 
-def test_two_pools_serve_one_study_and_a_killed_pool_loses_nothing(study, jobs):
-    server, expdir = jobs.serve(config(study, 12))
+def stored(expdir, storage, *statuses):
+    """The study's evaluations (of ``statuses``, if given) as ``(id, status, attempt, error)``,
+    read through its store (none before the study has written any)."""
+    try:
+        store = study_store(expdir, storage, create=False)
+    except ConfigError:
+        return []
+    try:
+        return [(r["id"], r["status"], r["attempt"], r["error"]) for r in store.rows(*statuses)]
+    finally:
+        store.close()
+
+
+def attempts(expdir, storage, status=None):
+    """The study's finished attempts (of ``status``, if given) as ``(id, attempt, status,
+    result, error)``."""
+    store = study_store(expdir, storage, create=False)
+    try:
+        return [(a["id"], a["attempt"], a["status"], a["result"], a["error"])
+                for a in store.attempts() if status in (None, a["status"])]
+    finally:
+        store.close()
+
+
+def held(expdir, storage):
+    """The ids of the tasks that a pool holds: over zmq, the running ones (a task goes to a
+    pool when it asks); on PostgreSQL, the leased ones (the study queues a task for its slots
+    as ``running`` before a pool pops it)."""
+    if not storage:
+        return [row[0] for row in stored(expdir, storage, "running")]
+    import psycopg
+
+    with psycopg.connect(storage) as conn:
+        return [i for i, in conn.execute("SELECT id FROM emews_tasks WHERE exp_id=%s AND "
+                                         "pool IS NOT NULL", (str(expdir.resolve()),))]
+
+
+def evaluations(expdir):
+    """``(pool pid, line)`` of every evaluation the pools' workers logged."""
+    return [(path.name.split("-")[2], line) for path in (Path(expdir) / "out").glob("out-pool-*")
+            for line in path.read_text().splitlines() if "evaluated in pid" in line]
+
+
+def test_two_pools_serve_one_study_and_a_killed_pool_loses_nothing(study, jobs, storage):
+    server, expdir = jobs.serve(config(study, 12, storage))
     doomed, survivor = jobs.pool(expdir), jobs.pool(expdir)
-    wait_until(lambda: len(rows_of(expdir, "SELECT id FROM evaluations WHERE "
-                                           "status='done'")) >= 3, "three results")
+    wait_until(lambda: len(stored(expdir, storage, "done")) >= 3, "three results")
     os.killpg(doomed.pid, signal.SIGKILL)
     out, err = server.communicate(timeout=180)
     assert server.returncode == 0, err
     assert "evaluation budget of 12 reached" in out
-    lost = rows_of(expdir, "SELECT id, attempt, error FROM attempts WHERE status='interrupted'")
-    assert_exact_budget_and_lost_leases_rerun(rows_of(expdir), lost, 12)
+    lost = [(i, attempt, error) for i, attempt, _, _, error in
+            attempts(expdir, storage, "interrupted")]
+    assert_exact_budget_and_lost_leases_rerun(stored(expdir, storage), lost, 12)
     survivor.communicate(timeout=60)
     assert survivor.returncode == 0
 
 
-def test_a_pools_request_for_work_is_served_at_once_not_at_its_next_heartbeat(study, jobs):
+def test_two_pools_share_the_tasks_and_each_is_evaluated_once(study, jobs, storage):
+    server, expdir = jobs.serve(config(study, 16, storage, lease=10.0))
+    pools = [jobs.pool(expdir), jobs.pool(expdir)]
+    out, err = server.communicate(timeout=180)
+    assert server.returncode == 0, err
+    for pool in pools:
+        pool.communicate(timeout=60)
+        assert pool.returncode == 0
+    assert [a[:3] for a in attempts(expdir, storage)] == [(i, 1, "done") for i in range(16)]
+    evaluated = evaluations(expdir)
+    assert len(evaluated) == 16   # every evaluation ran exactly once, on one of the pools
+    assert len({pid for pid, _ in evaluated}) == 2   # both pools worked
+
+
+def test_a_pools_request_for_work_is_served_at_once_not_at_its_next_heartbeat(study, jobs,
+                                                                               storage):
     """A pool asks for work once (a ``want`` is not sent again); with a lease of an hour its
     next message may be a heartbeat 15 minutes later, so a master that let a request go by
     while it held uncommitted rows would stall the study until the communicate times out."""
-    path = study(system={"procs": 3, "progress_interval": 60, "slots_per_worker": 4},
+    system = {"procs": 3, "progress_interval": 60, "slots_per_worker": 4}
+    path = study(system=dict(system, storage=storage) if storage else system,
                  study={"budget": 200, "seed": 4, "impl": "echo"}, service={"lease": 3600})
     server, expdir = jobs.serve(path)
     pool = jobs.pool(expdir)
     out, err = server.communicate(timeout=120)
     assert server.returncode == 0, err
     assert "evaluation budget of 200 reached" in out
-    assert [status for _, status, _, _ in rows_of(expdir)] == ["done"] * 200
+    assert [status for _, status, _, _ in stored(expdir, storage)] == ["done"] * 200
     pool.communicate(timeout=60)
     assert pool.returncode == 0
 
 
-def test_a_pool_holds_slots_per_worker_tasks_for_each_of_its_workers(study, jobs):
+def test_a_pool_holds_slots_per_worker_tasks_for_each_of_its_workers(study, jobs, storage):
     """With ``slots_per_worker = 3``, a pool of 2 workers holds 6 leased tasks at once: the
     service plans for them and the pool asks for them, rather than one task per worker (a
     round trip to the service for each task)."""
-    path = study(system={"procs": 3, "progress_interval": 60, "slots_per_worker": 3},
+    system = {"procs": 3, "progress_interval": 60, "slots_per_worker": 3}
+    path = study(system=dict(system, storage=storage) if storage else system,
                  study={"budget": 12, "seed": 4, "objective": "fault_me:slow_square"},
                  service={"lease": 30})
     server, expdir = jobs.serve(path)
     pool = jobs.pool(expdir)
-    wait_until(lambda: len(rows_of(expdir, "SELECT id FROM evaluations WHERE "
-                                           "status='running'")) == 6, "six tasks held at once")
+    wait_until(lambda: len(stored(expdir, storage, "running")) == 6, "six tasks held at once")
     out, err = server.communicate(timeout=120)
     assert server.returncode == 0, err
-    assert [status for _, status, _, _ in rows_of(expdir)] == ["done"] * 12
+    assert [status for _, status, _, _ in stored(expdir, storage)] == ["done"] * 12
     pool.communicate(timeout=60)
     assert pool.returncode == 0
 
 
-def test_a_pool_attaches_late_and_another_drains_at_its_walltime(study, jobs):
-    server, expdir = jobs.serve(config(study, 10))
+def test_a_pool_attaches_late_and_another_drains_at_its_walltime(study, jobs, storage):
+    server, expdir = jobs.serve(config(study, 10, storage))
     early = jobs.pool(expdir, 3, "--walltime", "1.5")
     out, _ = early.communicate(timeout=120)
     assert early.returncode == 0 and "the pool's walltime is about to run out" in out
-    stored = rows_of(expdir, "SELECT id FROM evaluations WHERE status='done'")
-    assert stored and not rows_of(expdir, "SELECT id FROM evaluations WHERE status='running'")
+    assert stored(expdir, storage, "done") and not held(expdir, storage)  # it left none behind
     late = jobs.pool(expdir)
     out, err = server.communicate(timeout=180)
     assert server.returncode == 0, err
-    assert [status for _, status, _, _ in rows_of(expdir)] == ["done"] * 10
+    assert [status for _, status, _, _ in stored(expdir, storage)] == ["done"] * 10
     late.communicate(timeout=60)
-    evaluated = [path for path in (expdir / "out").glob("out-pool-*")
-                 if "evaluated in pid" in path.read_text()]
-    assert len({path.name.split("-")[2] for path in evaluated}) == 2  # both pools worked
+    assert len({pid for pid, _ in evaluations(expdir)}) == 2  # both pools worked
 
 
 def test_off_loopback_the_service_demands_curve_and_survives_garbage_and_wrong_keys(study,
@@ -209,45 +295,51 @@ def test_malformed_messages_are_dropped_without_harming_the_study(study, jobs):
     pool.communicate(timeout=60)
 
 
-def test_pause_unpause_and_stop_steer_a_live_study(study, jobs, emews_cli):
-    server, expdir = jobs.serve(config(study, 40))
+def test_pause_unpause_and_stop_steer_a_live_study(study, jobs, storage, emews_cli):
+    server, expdir = jobs.serve(config(study, 40, storage))
     pool = jobs.pool(expdir)
-    wait_until(lambda: len(rows_of(expdir, "SELECT id FROM evaluations WHERE "
-                                           "status='done'")) >= 2, "two results")
-    status = emews_cli("status", expdir, "--json")
-    assert status.returncode == 0, status.stderr
-    (attached,) = json.loads(status.stdout)["pools"]  # the one pool, seen by emews status
-    assert attached["workers"] == 2 and attached["last_heard_s"] < 30
+    wait_until(lambda: len(stored(expdir, storage, "done")) >= 2, "two results")
+    if storage is None:   # a pool attached over zmq says hello: emews status lists it
+        status = emews_cli("status", expdir, "--json")
+        assert status.returncode == 0, status.stderr
+        (attached,) = json.loads(status.stdout)["pools"]
+        assert attached["workers"] == 2 and attached["last_heard_s"] < 30
     assert emews_cli("pause", expdir).returncode == 0
-    wait_until(lambda: not rows_of(expdir, "SELECT id FROM evaluations WHERE status='running'"),
+    wait_until(lambda: not stored(expdir, storage, "running"),
                "the running evaluations to finish")
-    paused = [row for row in rows_of(expdir) if row[1] == "done"]
-    started_since = rows_of(expdir, "SELECT MAX(started) FROM evaluations")[0][0]
+    paused = stored(expdir, storage, "done")
+
+    def last_start():
+        store = study_store(expdir, storage, create=False)
+        try:
+            return max(r["started"] or 0 for r in store.rows())
+        finally:
+            store.close()
+
+    started_since = last_start()
     watch_until = time.monotonic() + 1.5  # paused: nothing starts over a window of 1.5 s
     while time.monotonic() < watch_until:
-        assert rows_of(expdir, "SELECT MAX(started) FROM evaluations")[0][0] == started_since
+        assert last_start() == started_since
         time.sleep(0.05)
     assert emews_cli("unpause", expdir).returncode == 0
-    wait_until(lambda: rows_of(expdir, "SELECT MAX(started) FROM evaluations")[0][0] >
-               started_since, "new work after unpause")
+    wait_until(lambda: last_start() > started_since, "new work after unpause")
     assert emews_cli("stop", expdir).returncode == 0
     out, err = server.communicate(timeout=120)
     assert server.returncode == 0, err
     assert "stopped on request (emews stop)" in out
-    rows = rows_of(expdir)
+    rows = stored(expdir, storage)
     assert len(paused) < len([r for r in rows if r[1] == "done"]) < 40
     assert not [r for r in rows if r[1] in ("running", "queued")]
     pool.communicate(timeout=60)
 
 
-def test_a_killed_service_resumes_and_its_pools_reconnect(study, jobs, tmp_path):
-    server, expdir = jobs.serve(config(study, 14))
+def test_a_killed_service_resumes_and_its_pools_reconnect(study, jobs, storage):
+    server, expdir = jobs.serve(config(study, 14, storage))
     pool = jobs.pool(expdir)
-    wait_until(lambda: len(rows_of(expdir, "SELECT id FROM evaluations WHERE "
-                                           "status='done'")) >= 3, "three results")
+    wait_until(lambda: len(stored(expdir, storage, "done")) >= 3, "three results")
     os.killpg(server.pid, signal.SIGKILL)
     server.communicate()
-    before = rows_of(expdir, "SELECT id, params, result FROM evaluations WHERE status='done'")
+    before = stored(expdir, storage, "done")
     resumed = jobs.start(sys.executable, "-m", "emews", "serve", "--resume", expdir)
     try:
         out, err = resumed.communicate(timeout=90)
@@ -257,11 +349,153 @@ def test_a_killed_service_resumes_and_its_pools_reconnect(study, jobs, tmp_path)
         raise AssertionError(f"the resumed service hung: {out[-2000:]} {err[-3000:]}")
     assert resumed.returncode == 0, err
     assert "evaluation budget of 14 reached" in out
-    after = rows_of(expdir, "SELECT id, params, result FROM evaluations WHERE status='done'")
-    assert len(after) == 14 and set(before) <= set(after)  # nothing finished was lost
-    assert not rows_of(expdir, "SELECT id FROM evaluations WHERE status != 'done'")
+    after = stored(expdir, storage)
+    assert [row[1] for row in after] == ["done"] * 14   # exactly the budget, all done
+    done = {row[0] for row in after}
+    assert {row[0] for row in before} <= done          # nothing finished was lost
     pool_out, _ = pool.communicate(timeout=60)
     assert pool.returncode == 0 and "emews: pool left: the study ended" in pool_out
+
+
+def test_a_task_the_pool_still_runs_is_not_run_again_when_the_resumed_service_requeues_it(
+        study, jobs, gate, storage):
+    server, expdir = jobs.serve(config(study, 1, storage, lease=10.0, procs=3,
+                                       objective="fault_me:gated"))
+    pool = jobs.pool(expdir, 3)                  # 2 workers: one runs the task, one is free
+    wait_until(lambda: len(list(gate.glob("pid-*"))) == 1, "the task running")
+    os.killpg(server.pid, signal.SIGKILL)
+    server.communicate()
+    resumed = jobs.start(sys.executable, "-m", "emews", "serve", "--resume", expdir)
+    wait_until(lambda: stored(expdir, storage) == [(0, "running", 2, None)],
+               "the task's second attempt handed to the pool")
+    (gate / "go").touch()
+    out, err = resumed.communicate(timeout=120)
+    assert resumed.returncode == 0, err
+    assert [row[1] for row in stored(expdir, storage)] == ["done"]
+    assert len(list(gate.glob("pid-*"))) == 1   # the model ran once: its first run answered
+    assert pool.communicate(timeout=60)[0].endswith("emews: pool left: the study ended\n")
+    assert pool.returncode == 0
+
+
+def test_an_abort_cancels_what_the_pools_run(study, jobs, gate, storage):
+    system = {"procs": 3, "progress_interval": 60}
+    server, expdir = jobs.serve(study(
+        system=dict(system, storage=storage) if storage else system,
+        study={"budget": 10, "objective": "cancel_models:fails_while_another_runs"},
+        failure={"on_failure": "abort"}, service={"lease": 10.0}))
+    pool = jobs.pool(expdir, 3)
+    out, err = server.communicate(timeout=120)
+    assert server.returncode == 1
+    assert "the failure policy aborted the study" in err and "failed on purpose" in err
+    pids = [int(path.name[4:]) for path in gate.glob("pid-*")]
+    assert pids and not any(alive(pid) for pid in pids)  # what would have run forever was killed
+    statuses = [status for _, _, status, _, _ in attempts(expdir, storage)]
+    assert statuses.count("failed") == 1 and set(statuses) == {"cancelled", "failed"}
+    assert pool.communicate(timeout=60)[0].endswith(
+        "emews: pool left: the study was cancelled\n")
+
+
+def holder(expdir, storage):
+    """The pid of the rank 0 of the pool that holds the study's one running task."""
+    if storage:
+        import psycopg
+
+        with psycopg.connect(storage) as conn:
+            (name,) = conn.execute("SELECT worker_pool FROM eq_tasks WHERE eq_status=1"
+                                   ).fetchone()
+    else:
+        (name,) = [p["pool"] for p in json.loads((expdir / "pools.json").read_text())["pools"]
+                   if p["tasks"]]
+    return int(name.rpartition(":")[2])   # HOST:PID
+
+
+def test_a_late_result_of_a_requeued_task_is_recorded_once_as_a_duplicate(
+        study, jobs, gate, storage, emews_cli):
+    server, expdir = jobs.serve(config(study, 4, storage, lease=2.0, procs=2,
+                                       objective="fault_me:gated"))   # one task at a time
+    stalled = jobs.pool(expdir, 2)
+    wait_until(lambda: len(list(gate.glob("pid-*"))) == 1, "the first pool's evaluation")
+    pools = expdir / "pools.json"
+    wait_until(lambda: storage or pools.exists() and any(
+        p["tasks"] for p in json.loads(pools.read_text())["pools"]), "the task held, in pools.json")
+    master = holder(expdir, storage)
+    os.kill(master, signal.SIGSTOP)   # it stalls (its worker runs on): its lease expires
+    try:
+        wait_until(lambda: [a[2] for a in attempts(expdir, storage)] == ["interrupted"],
+                   "the lease to expire")
+        other = jobs.pool(expdir, 2)
+        wait_until(lambda: len(list(gate.glob("pid-*"))) == 2, "the task's second attempt")
+        assert emews_cli("pause", expdir).returncode == 0  # the study waits for the late one
+        (gate / "go").touch()
+        wait_until(lambda: len(stored(expdir, storage, "done")) == 1, "the second attempt")
+    finally:
+        os.kill(master, signal.SIGCONT)   # its first attempt's result is reported, late
+    of_0 = lambda: sorted(a[1:4] for a in attempts(expdir, storage) if a[0] == 0)  # noqa: E731
+    wait_until(lambda: [a[1] for a in of_0()] == ["interrupted", "duplicate", "done"] or
+               [a[1] for a in of_0()] == ["duplicate", "done"],
+               "the late result recorded as a duplicate")
+    assert emews_cli("unpause", expdir).returncode == 0
+    out, err = server.communicate(timeout=120)
+    assert server.returncode == 0, err
+    assert "evaluation budget of 4 reached" in out
+    assert [row[:2] for row in stored(expdir, storage)] == [(i, "done") for i in range(4)]
+    assert stored(expdir, storage)[0][2] == 2   # the point keeps its first result: attempt 2
+    late, first = [a for a in of_0() if a[1] in ("duplicate", "done")]
+    assert late[2] == first[2]                 # both ran the same point to the same value
+    for each in (stalled, other):
+        each.communicate(timeout=60)
+        assert each.returncode == 0
+
+
+QUEUED_OUT = "SELECT count(*) FROM emews_queue_OUT JOIN emews_tasks t USING (eq_task_id) " \
+    "WHERE t.exp_id=%s"                    # the study's tasks that no pool has popped
+POPPED = "SELECT count(*) FROM eq_exp_id_tasks JOIN eq_tasks t USING (eq_task_id) WHERE " \
+    "exp_id=%s AND t.time_start IS NOT NULL"   # tasks that a pool popped, ever
+
+
+def test_pause_takes_unpopped_tasks_back_unpause_hands_them_out_stop_ends_the_study(
+        study, jobs, gate, postgres_url, emews_cli):
+    """On PostgreSQL the study queues tasks for its slots before a pool pops them: a pause
+    takes back those no pool popped (over zmq a pool asks only for what it runs)."""
+    import psycopg
+
+    def one(sql):
+        with psycopg.connect(postgres_url) as conn:
+            return conn.execute(sql, (exp_id,)).fetchone()[0]
+
+    def statuses():
+        counts = {}
+        for _, status, _, _ in stored(expdir, postgres_url):
+            counts[status] = counts.get(status, 0) + 1
+        return counts
+
+    server, expdir = jobs.serve(study(   # 4 tasks queued at once for 2 workers
+        system={"procs": 5, "progress_interval": 60, "storage": postgres_url},
+        study={"no_limit": True, "seed": 4, "objective": "fault_me:gated",
+               "algorithm": NO_READY}, service={"lease": 10.0}))
+    pool = jobs.pool(expdir, 3)
+    exp_id = str(expdir.resolve())
+    wait_until(lambda: len(list(gate.glob("pid-*"))) == 2 and one(QUEUED_OUT) == 2,
+               "two running, two queued")
+    assert emews_cli("pause", expdir).returncode == 0
+    wait_until(lambda: one(QUEUED_OUT) == 0 and statuses() == {"running": 2, "queued": 2},
+               "the unpopped tasks taken off the queue, queued again")
+    (gate / "go").touch()
+    wait_until(lambda: statuses().get("done") == 2, "the running evaluations to finish")
+    watch_until = time.monotonic() + 1.5  # paused: no pool pops anything over 1.5 s
+    while time.monotonic() < watch_until:
+        assert one(POPPED) == 2 and "running" not in statuses()
+        time.sleep(0.05)
+    assert emews_cli("unpause", expdir).returncode == 0
+    wait_until(lambda: statuses().get("done", 0) > 4, "new work after unpause")
+    assert emews_cli("stop", expdir).returncode == 0
+    out, err = server.communicate(timeout=120)
+    assert server.returncode == 0, err
+    assert "stopped on request (emews stop)" in out
+    counts = statuses()
+    assert set(counts) <= {"done", "cancelled"}   # what ran finished; nothing else started
+    assert one(QUEUED_OUT) == 0 and one(POPPED) == counts["done"]
+    assert pool.communicate(timeout=60)[0].endswith("emews: pool left: the study ended\n")
 
 
 def test_a_pool_of_one_rank_is_refused_with_one_line(tmp_path):

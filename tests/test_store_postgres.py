@@ -1,25 +1,22 @@
 """The PostgreSQL store and queue, on a real server started by the fixture: the Store interface,
-a whole study served through the database (``[system] storage``), two pool jobs popping one
-queue, a killed pool, a stalled pool's late result, a killed service, pause, unpause, stop and
-abort, a password kept out of the experiment directory, and interop with EQ-SQL's own client
-(``eqsql``) both ways: it submits to and reads from emews (``emews pool --eqsql``), and its
-worker loop serves an emews study."""
+a whole study served through the database (``[system] storage``), a password kept out of the
+experiment directory, and interop with EQ-SQL's own client (``eqsql``) both ways: it submits to
+and reads from emews (``emews pool --eqsql``), and its worker loop serves an emews study. The
+database pools' leases, requeues, duplicates and drains are tested with zmq's, in
+tests/test_service.py."""
 
 import getpass
 import importlib.resources
 import json
 import math
 import os
-import signal
 import socket
 import sys
-import time
 import urllib.parse
 
 import pytest
 
-from conftest import (NO_READY, SUPPORT, alive, assert_exact_budget_and_lost_leases_rerun,
-                      wait_until)
+from conftest import SUPPORT
 from support.postgres import postgres_server, postgres_url  # noqa: F401 - fixtures
 from test_service import MPIEXEC, Jobs
 
@@ -51,12 +48,6 @@ def statuses(url, exp_id):
     """``{status: count}`` of the study's evaluations."""
     return dict(query(url, "SELECT status, count(*) FROM emews_evaluations WHERE exp_id=%s "
                       "GROUP BY 1", (exp_id,)))
-
-
-QUEUED_OUT = "SELECT count(*) FROM emews_queue_OUT JOIN emews_tasks t USING (eq_task_id) " \
-    "WHERE t.exp_id=%s"                    # the study's tasks that no pool has popped
-POPPED = "SELECT count(*) FROM eq_exp_id_tasks JOIN eq_tasks t USING (eq_task_id) WHERE " \
-    "exp_id=%s AND t.time_start IS NOT NULL"   # tasks that a pool popped, ever
 
 
 def test_the_store_interface_on_postgresql_keeps_studies_apart(postgres_url):
@@ -142,235 +133,6 @@ def test_a_study_runs_on_postgresql_and_eqsql_reads_its_tasks(study, jobs, postg
     assert status.returncode == 0, status.stderr
     assert "evaluation budget of 8 reached" in status.stdout
     assert f"{min(r for _, _, r, _ in rows):.6g}" in status.stdout  # the best value
-
-
-@pytest.mark.mpi
-@pytest.mark.slow
-def test_two_pools_pop_one_queue_and_each_task_is_evaluated_once(study, jobs, postgres_url):
-    server, expdir = jobs.serve(database_config(study, postgres_url, 16, procs=5))
-    pools = [jobs.pool(expdir, 3), jobs.pool(expdir, 3)]
-    out, err = server.communicate(timeout=180)
-    assert server.returncode == 0, err
-    for pool in pools:
-        pool.communicate(timeout=60)
-        assert pool.returncode == 0
-    exp_id = str(expdir.resolve())
-    attempts = query(postgres_url, "SELECT id, attempt, status FROM emews_attempts WHERE "
-                     "exp_id=%s ORDER BY id", (exp_id,))
-    assert attempts == [(i, 1, "done") for i in range(16)]  # once each: no retry, no duplicate
-    served = query(postgres_url, "SELECT t.worker_pool, count(*) FROM eq_exp_id_tasks e JOIN "
-                   "eq_tasks t USING (eq_task_id) WHERE e.exp_id=%s GROUP BY 1", (exp_id,))
-    assert len(served) == 2 and sum(n for _, n in served) == 16  # both pools popped tasks
-    evaluated = [line for path in (expdir / "out").glob("out-pool-*")
-                 for line in path.read_text().splitlines() if "evaluated in pid" in line]
-    assert len(evaluated) == 16  # every evaluation ran exactly once, on one of the pools
-
-
-@pytest.mark.mpi
-@pytest.mark.slow
-def test_a_killed_database_pool_loses_its_leases_and_nothing_else(study, jobs, postgres_url):
-    config = study(system={"procs": 5, "progress_interval": 60, "storage": postgres_url},
-                   study={"budget": 12, "seed": 4, "objective": "fault_me:slow_square"},
-                   service={"lease": 3.0})
-    server, expdir = jobs.serve(config)
-    doomed, survivor = jobs.pool(expdir, 3), jobs.pool(expdir, 3)
-    exp_id = str(expdir.resolve())
-    wait_until(lambda: query(postgres_url, "SELECT count(*) FROM emews_evaluations WHERE "
-                             "exp_id=%s AND status='done'", (exp_id,))[0][0] >= 3,
-               "three results")
-    os.killpg(doomed.pid, signal.SIGKILL)
-    out, err = server.communicate(timeout=180)
-    assert server.returncode == 0, err
-    assert "evaluation budget of 12 reached" in out
-    rows = query(postgres_url, "SELECT id, status, attempt FROM emews_evaluations WHERE "
-                 "exp_id=%s ORDER BY id", (exp_id,))
-    lost = query(postgres_url, "SELECT id, attempt, error FROM emews_attempts WHERE exp_id=%s "
-                 "AND status='interrupted'", (exp_id,))
-    assert_exact_budget_and_lost_leases_rerun(rows, lost, 12)
-    survivor.communicate(timeout=60)
-    assert survivor.returncode == 0
-
-
-@pytest.mark.mpi
-@pytest.mark.slow
-def test_a_killed_service_resumes_and_its_database_pool_serves_on(study, jobs, postgres_url):
-    server, expdir = jobs.serve(database_config(study, postgres_url, 12))
-    pool = jobs.pool(expdir, 3)
-    exp_id = str(expdir.resolve())
-    done = "SELECT count(*) FROM emews_evaluations WHERE exp_id=%s AND status='done'"
-    wait_until(lambda: query(postgres_url, done, (exp_id,))[0][0] >= 3, "three results")
-    os.killpg(server.pid, signal.SIGKILL)
-    server.communicate()
-    finished = "SELECT id, params, result FROM emews_evaluations WHERE exp_id=%s AND " \
-        "status='done'"
-    before = query(postgres_url, finished, (exp_id,))
-    resumed = jobs.start(sys.executable, "-m", "emews", "serve", "--resume", expdir)
-    out, err = resumed.communicate(timeout=120)
-    assert resumed.returncode == 0, err
-    assert "evaluation budget of 12 reached" in out
-    after = query(postgres_url, finished, (exp_id,))
-    assert len(after) == 12 and set(before) <= set(after)  # nothing finished was lost
-    assert query(postgres_url, "SELECT count(*) FROM emews_evaluations WHERE exp_id=%s",
-                 (exp_id,)) == [(12,)]  # exactly the budget
-    assert pool.communicate(timeout=60)[0].endswith("emews: pool left: the study ended\n")
-    assert pool.returncode == 0  # the same pool served both services
-
-
-@pytest.mark.mpi
-@pytest.mark.slow
-def test_a_task_the_pool_still_runs_is_not_run_again_when_the_resumed_service_requeues_it(
-        study, jobs, gate, postgres_url):
-    config = study(system={"procs": 3, "progress_interval": 60, "storage": postgres_url},
-                   study={"budget": 1, "seed": 4, "objective": "fault_me:gated"},
-                   service={"lease": 10.0})
-    server, expdir = jobs.serve(config)
-    pool = jobs.pool(expdir, 3)                  # 2 workers: one runs the task, one is free
-    exp_id = str(expdir.resolve())
-    wait_until(lambda: len(list(gate.glob("pid-*"))) == 1, "the task running")
-    os.killpg(server.pid, signal.SIGKILL)
-    server.communicate()
-    resumed = jobs.start(sys.executable, "-m", "emews", "serve", "--resume", expdir)
-    attempt = "SELECT attempt FROM emews_tasks WHERE exp_id=%s AND id=0"
-    wait_until(lambda: query(postgres_url, attempt, (exp_id,)) == [(2,)] and
-               one(postgres_url, QUEUED_OUT, (exp_id,)) == 0,
-               "the requeued task popped by the pool")
-    (gate / "go").touch()
-    out, err = resumed.communicate(timeout=120)
-    assert resumed.returncode == 0, err
-    assert statuses(postgres_url, exp_id) == {"done": 1}
-    assert len(list(gate.glob("pid-*"))) == 1   # the model ran once: its first run answered
-    assert pool.communicate(timeout=60)[0].endswith("emews: pool left: the study ended\n")
-    assert pool.returncode == 0
-
-
-def gated_config(write, url, procs, lease=10.0, **study):
-    """A study (written by the ``study`` fixture, ``write``) whose evaluations wait for the
-    file ``go`` (``fault_me:gated``); it runs until stopped unless ``study`` sets a limit. Its
-    random search keeps no points ready, so that the queue holds one task per slot."""
-    return write(system={"procs": procs, "progress_interval": 60, "storage": url},
-                 study={"no_limit": True, "seed": 4, "objective": "fault_me:gated",
-                        "algorithm": NO_READY, **study},
-                 service={"lease": lease})
-
-
-@pytest.fixture
-def gate(tmp_path, jobs):
-    """The directory of the gated models' files, handed to the service and its pools."""
-    path = tmp_path / "gate"
-    path.mkdir()
-    jobs.env["EMEWS_TEST_GATE"] = str(path)
-    return path
-
-
-@pytest.mark.mpi
-@pytest.mark.slow
-def test_pause_takes_unpopped_tasks_back_unpause_hands_them_out_stop_ends_the_study(
-        study, jobs, gate, postgres_url, emews_cli):
-    server, expdir = jobs.serve(gated_config(study, postgres_url, 5))  # 4 tasks queued at once
-    pool = jobs.pool(expdir, 3)                                         # for 2 workers
-    exp_id = str(expdir.resolve())
-    wait_until(lambda: len(list(gate.glob("pid-*"))) == 2 and
-               one(postgres_url, QUEUED_OUT, (exp_id,)) == 2, "two running, two queued")
-    assert emews_cli("pause", expdir).returncode == 0
-    wait_until(lambda: one(postgres_url, QUEUED_OUT, (exp_id,)) == 0 and
-               statuses(postgres_url, exp_id) == {"running": 2, "queued": 2},
-               "the unpopped tasks taken off the queue, queued again")
-    (gate / "go").touch()
-    wait_until(lambda: statuses(postgres_url, exp_id).get("done") == 2,
-               "the running evaluations to finish")
-    watch_until = time.monotonic() + 1.5  # paused: no pool pops anything over 1.5 s
-    while time.monotonic() < watch_until:
-        assert one(postgres_url, POPPED, (exp_id,)) == 2
-        assert "running" not in statuses(postgres_url, exp_id)
-        time.sleep(0.05)
-    assert emews_cli("unpause", expdir).returncode == 0
-    wait_until(lambda: statuses(postgres_url, exp_id).get("done", 0) > 4,
-               "new work after unpause")
-    assert emews_cli("stop", expdir).returncode == 0
-    out, err = server.communicate(timeout=120)
-    assert server.returncode == 0, err
-    assert "stopped on request (emews stop)" in out
-    counts = statuses(postgres_url, exp_id)
-    assert set(counts) <= {"done", "cancelled"}   # what ran finished; nothing else started
-    assert one(postgres_url, QUEUED_OUT, (exp_id,)) == 0
-    assert one(postgres_url, POPPED, (exp_id,)) == counts["done"]
-    cancelled = query(postgres_url, "SELECT DISTINCT error FROM emews_attempts WHERE "
-                      "exp_id=%s AND status='cancelled'", (exp_id,))
-    assert cancelled in ([], [("cancelled: stopped on request (emews stop)",)])
-    store = study_store(expdir, postgres_url, create=False)
-    try:
-        assert store.meta("final")["stop_reason"] == "stopped on request (emews stop)"
-    finally:
-        store.close()
-    assert pool.communicate(timeout=60)[0].endswith("emews: pool left: the study ended\n")
-
-
-@pytest.mark.mpi
-@pytest.mark.slow
-def test_an_abort_cancels_what_the_database_pools_run(study, jobs, gate, postgres_url):
-    config = study(system={"procs": 3, "progress_interval": 60, "storage": postgres_url},
-                   study={"budget": 10, "objective": "cancel_models:fails_while_another_runs"},
-                   failure={"on_failure": "abort"}, service={"lease": 10.0})
-    server, expdir = jobs.serve(config)
-    pool = jobs.pool(expdir, 3)
-    out, err = server.communicate(timeout=120)
-    assert server.returncode == 1
-    assert "the failure policy aborted the study" in err and "failed on purpose" in err
-    pids = [int(path.name[4:]) for path in gate.glob("pid-*")]
-    assert pids and not any(alive(pid) for pid in pids)  # what would have run forever was killed
-    exp_id = str(expdir.resolve())
-    attempts = query(postgres_url, "SELECT status, error FROM emews_attempts WHERE exp_id=%s "
-                     "ORDER BY id", (exp_id,))
-    statuses = [status for status, _ in attempts]
-    assert statuses.count("failed") == 1 and set(statuses) == {"cancelled", "failed"}
-    # each run that was killed is stored as its pool reported it: cancelled
-    assert sum(attempt == ("cancelled", "cancelled") for attempt in attempts) >= len(pids)
-    assert pool.communicate(timeout=60)[0].endswith(
-        "emews: pool left: the study was cancelled\n")
-
-
-@pytest.mark.mpi
-@pytest.mark.slow
-def test_a_late_result_of_a_requeued_task_is_recorded_once_as_a_duplicate(
-        study, jobs, gate, postgres_url, emews_cli):
-    config = gated_config(study, postgres_url, 2, lease=2.0, no_limit=False,
-                          budget=4)  # one task at a time
-    server, expdir = jobs.serve(config)
-    exp_id = str(expdir.resolve())
-    stalled = jobs.pool(expdir, 2)
-    wait_until(lambda: len(list(gate.glob("pid-*"))) == 1, "the first pool's evaluation")
-    (holder,) = query(postgres_url, "SELECT worker_pool FROM eq_tasks WHERE eq_status=1")
-    master = int(holder[0].rpartition(":")[2])   # the pool's rank 0 (HOST:PID)
-    os.kill(master, signal.SIGSTOP)   # it stalls (its worker runs on): its lease expires
-    try:
-        wait_until(lambda: query(postgres_url, "SELECT status FROM emews_attempts WHERE "
-                                 "exp_id=%s", (exp_id,)) == [("interrupted",)],
-                   "the lease to expire")
-        other = jobs.pool(expdir, 2)
-        wait_until(lambda: len(list(gate.glob("pid-*"))) == 2, "the task's second attempt")
-        assert emews_cli("pause", expdir).returncode == 0  # the study waits for the late one
-        (gate / "go").touch()
-        wait_until(lambda: statuses(postgres_url, exp_id).get("done") == 1,
-                   "the second attempt")
-    finally:
-        os.kill(master, signal.SIGCONT)   # its first attempt's result is reported, late
-    attempts = "SELECT attempt, status, result FROM emews_attempts WHERE exp_id=%s AND id=0 " \
-        "ORDER BY attempt"
-    wait_until(lambda: [a[1] for a in query(postgres_url, attempts, (exp_id,))] ==
-               ["duplicate", "done"], "the late result recorded as a duplicate")
-    assert emews_cli("unpause", expdir).returncode == 0
-    out, err = server.communicate(timeout=120)
-    assert server.returncode == 0, err
-    assert "evaluation budget of 4 reached" in out
-    rows = query(postgres_url, "SELECT id, status, attempt, result, params FROM "
-                 "emews_evaluations WHERE exp_id=%s ORDER BY id", (exp_id,))
-    assert [(i, status) for i, status, _, _, _ in rows] == [(i, "done") for i in range(4)]
-    assert rows[0][2] == 2   # the point keeps its first result: the second attempt's
-    (late, first) = query(postgres_url, attempts, (exp_id,))
-    assert late[2] == first[2] == rows[0][3] == pytest.approx(json.loads(rows[0][4])["x"] ** 2)
-    for each in (stalled, other):
-        each.communicate(timeout=60)
-        assert each.returncode == 0
 
 
 @pytest.mark.mpi

@@ -4,12 +4,13 @@
 
     pool  --hello {pool, workers, host, pid, received}-->  service   (again after a reconnect)
     pool  --want {free, received}------------->  service     free slots, tasks received so far
-    pool  <--tasks {tasks: [[id, params, run_id, attempt]], lease}--  service
+    pool  <--tasks {tasks: [[id, params, run_id, attempt]]}--  service   leased to the pool
     pool  --results {results: [[id, attempt, rank, outcome]]}--> service
     pool  <--ack {ids}---------------------------  service     stored: the pool may forget them
     pool  --heartbeat------------------------->  service     renews every lease the pool holds
-    pool  <--stop {reason} / drain--------------  service
-    pool  <--study {config, expdir}--------------  service     the answer to hello: the study
+    pool  <--stop {reason}----------------------  service     the study ended: leave
+    pool  <--cancel-----------------------------  service     cancel what runs, drain
+    pool  <--study {config, expdir, lease}------  service     the answer to hello: the study
     pool  <--who--------------------------------  service     "say hello again" (after the
                                                                 service was restarted)
     pool  --bye------------------------------->  service
@@ -31,12 +32,12 @@ FIELDS = {
     "results": {"results": list},
     "heartbeat": {},
     "bye": {},
-    "tasks": {"tasks": list, "lease": (int, float)},
+    "tasks": {"tasks": list},
     "ack": {"ids": list},
     "stop": {"reason": str},
-    "drain": {},
+    "cancel": {},
     "who": {},
-    "study": {"config": dict, "expdir": str},
+    "study": {"config": dict, "expdir": str, "lease": (int, float)},
 }
 
 

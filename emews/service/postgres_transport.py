@@ -1,0 +1,423 @@
+"""The PostgreSQL transport: EQ-SQL's queues, popped with ``FOR UPDATE SKIP LOCKED``.
+
+::
+
+    RemotePool --PostgresService--> emews_queue_OUT --PostgresPool (pop)--> pool job 1 (mpiexec)
+               <------------------- emews_queue_IN  <--(report)----------   pool job 2 ...
+               <-expired leases (emews_tasks.deadline, renewed by the pools)
+
+The tables are :mod:`emews.store.postgres`'s. A task's lease is its ``emews_tasks.deadline``
+on the database server's clock. A pool reports its results, renews its leases and pops new
+tasks in one transaction, one round trip (:meth:`TaskQueue.trade`); the study pushes a batch of
+tasks in one round trip too, and looks for results when a NOTIFY says that some came. A
+``json_in`` is an outcome's wire form with the task's ``attempt`` and ``rank``; one that an
+EQ-SQL worker wrote (a bare number, or anything else) counts for the attempt the study holds.
+The study's state (``running``, ``cancelling``, ``ended``) is how it speaks to its pools. With
+``exp_id=None`` (``emews pool --eqsql URL CONFIG``) a pool serves EQ-SQL tasks of its task type
+(``eqsql``'s included) until it pops EQ-SQL's ``EQ_STOP``.
+"""
+
+import json
+import math
+import os
+import socket
+import time
+
+from ..errors import EmewsError
+from ..evaluate import Outcome
+from ..pools.base import Task
+from ..status import Status
+from ..store.postgres import (COMPLETE, EQ_STOP, QUEUED, REQUEUED, RESULTS_CHANNEL, RUNNING,
+                              TASKS_CHANNEL, connect, guarded, redacted)
+from .transport import CANCEL, DRAIN, STOP, PoolLink, Received, ServiceLink
+
+EXPIRY_CHECK = 1.0     # seconds between the study's looks for expired leases
+POLL_MAX = 0.05        # seconds between looks at a queue when no NOTIFY came (one may be lost)
+STUDY_CHECK = 0.5      # seconds between a pool's looks at its study's state
+
+
+class PostgresService(ServiceLink):
+    """The study's side: tasks go onto EQ-SQL's OUT queue, results come off its IN queue.
+
+    ``slots`` is how many tasks may be queued or running at once; ``config`` (with ``lease``,
+    for the pools) and ``expdir`` are recorded for the pools in ``emews_studies``.
+    """
+
+    def __init__(self, url, exp_id, slots, lease, config, expdir, task_type=0):
+        self.queue = TaskQueue(url, exp_id, task_type)
+        self.queue.open_study(dict(config, lease=lease), expdir)
+        self.slots = max(int(slots), 1)
+        self.looked = self.checked = 0.0
+        self.news = True
+        self.queue.wait(RESULTS_CHANNEL, 0)   # listen from now on
+
+    def demand(self, running):
+        return self.slots - running
+
+    def send(self, tasks):
+        self.queue.push(tasks)
+
+    def receive(self):
+        if not self.news and time.monotonic() - self.looked < POLL_MAX:
+            self.news = self.queue.wait(RESULTS_CHANNEL, 0)
+            if not self.news:
+                return [], False
+        self.looked, self.news = time.monotonic(), False
+        results = [_received(i, payload, late) for i, payload, late in self.queue.results()]
+        return results, bool(results)
+
+    def wait(self, timeout):
+        self.news |= self.queue.wait(RESULTS_CHANNEL, timeout)
+        return self.news
+
+    def expired(self):
+        if time.monotonic() - self.checked < EXPIRY_CHECK:
+            return []
+        self.checked = time.monotonic()
+        return self.queue.expired()
+
+    def withdraw(self, ids):
+        return self.queue.withdraw(ids)
+
+    def cancel(self):
+        self.queue.set_state("cancelling")
+
+    def close(self):
+        if self.queue.db is not None:
+            self.queue.end_study()
+            self.queue.close()
+
+
+def _received(point_id, payload, late):
+    """A :class:`Received` of a task's ``json_in``: an emews pool's names its attempt and
+    rank; an EQ-SQL worker's (a JSON number is the value; anything else fails the evaluation,
+    naming what came) counts for the attempt the study holds."""
+    try:
+        result = json.loads(payload)
+    except (TypeError, ValueError):
+        result = None
+    if isinstance(result, dict) and "value" in result and type(result.get("attempt")) is int \
+            and type(result.get("rank")) is int:
+        return Received(point_id, result["attempt"], result["rank"], Outcome.received(result),
+                        late)
+    if isinstance(result, (int, float)) and not isinstance(result, bool):
+        return Received(point_id, None, 0, Outcome(float(result)), late)
+    return Received(point_id, None, 0, Outcome(math.nan, Status.FAILED, "the result is not a "
+                                               f"number: {str(payload)[:200]!r}"), late)
+
+
+def result_json(outcome, attempt, rank):
+    """An outcome as the ``json_in`` of its task (see the module docstring)."""
+    return json.dumps({**outcome.to_wire(), "attempt": attempt, "rank": rank})
+
+
+class PostgresPool(PoolLink):
+    """A pool job's side, on its own :class:`TaskQueue` of study ``exp_id`` (``None``: EQ-SQL
+    tasks of ``task_type``, served with the study ``config`` and ``workdir``)."""
+
+    def __init__(self, url, exp_id=None, task_type=0, config=None, workdir=None, name=None):
+        self.queue = TaskQueue(url, exp_id, task_type)
+        self.config, self.workdir = config, workdir
+        self.name = name or f"{socket.gethostname()}:{os.getpid()}"
+        self.lease = 60.0
+        self.said, self.cancelled = None, False
+        self.looked = self.popped = time.monotonic()
+        self.news = True                     # the queue may hold tasks: look
+        self.queue.wait(TASKS_CHANNEL, 0)    # listen from now on
+
+    def introduce(self):
+        if self.queue.exp_id is None:
+            config, expdir = dict(self.config), str(self.workdir or "")
+        else:
+            study = self.queue.study()
+            if study is None:
+                raise EmewsError(f"{redacted(self.queue.url)}: no study "
+                                 f"{self.queue.exp_id!r} in this database")
+            config, expdir, _, self.queue.task_type = study
+        self.lease = float(config.pop("lease", self.lease))
+        return {"config": config, "expdir": expdir, "lease": self.lease}
+
+    def trade(self, finished, free, ask, renew):
+        if time.monotonic() - self.popped >= POLL_MAX:
+            self.news = True                 # a NOTIFY lost with a reconnect: look anyway
+        n = free if ask and self.news else 0
+        if n:
+            self.popped, self.news = time.monotonic(), False
+        popped = self.queue.trade([(task.id, result_json(outcome, task.attempt, rank))
+                                   for task, rank, outcome in finished],
+                                  self.name, self.lease, n, renew)
+        self.news |= n > 0 and len(popped) == n    # a full batch: there may be more
+        tasks = []
+        for eq_id, payload, run_id, attempt in popped:
+            if payload == EQ_STOP:
+                self.said = (DRAIN, "EQ_STOP popped from the queue")
+            else:
+                tasks.append(Task(eq_id, payload, run_id, attempt))
+        return tasks
+
+    def wait(self, timeout):
+        self.news |= self.queue.wait(TASKS_CHANNEL, timeout)
+        return self.news
+
+    def word(self):
+        if self.queue.exp_id is not None and time.monotonic() - self.looked >= STUDY_CHECK:
+            self.looked = time.monotonic()
+            study = self.queue.study()
+            if study is None or study[2] == "ended":
+                self.said = (STOP, "the study ended")
+            elif study[2] == "cancelling":
+                self.said = (CANCEL, "the study was cancelled")
+        return self.said
+
+    def close(self):
+        self.queue.close()
+
+
+class TaskQueue:
+    """EQ-SQL's queue for study ``exp_id`` (``None``: tasks of any study, eqsql's included) and
+    task type ``task_type``, on its own connection; every call commits.
+
+    The study's side pushes tasks and pops results (:meth:`push`, :meth:`results`,
+    :meth:`expired`); a pool's side reports results, pops tasks and renews its leases in one
+    round trip (:meth:`trade`).
+    """
+
+    def __init__(self, url, exp_id=None, task_type=0):
+        self.url, self.exp_id, self.task_type = url, exp_id, int(task_type)
+        self.db = connect(url)
+        self.db.autocommit = True         # one statement, one round trip
+        self.listener = None
+        self.eq_ids = {}                  # point id -> eq_task_id (the study's side)
+
+    def _guard(self, action):
+        return guarded(self.db, self.url, action)
+
+    def close(self):
+        """Close the connections (safe to call twice)."""
+        for conn in (self.db, self.listener):
+            if conn is not None:
+                conn.close()
+        self.db = self.listener = None
+
+    def wait(self, channel, timeout):
+        """Wait up to ``timeout`` seconds for news on ``channel`` (:data:`TASKS_CHANNEL` or
+        :data:`RESULTS_CHANNEL`: a push or a report, of any study, NOTIFYs it); return
+        whether some came. News sent since the last wait on the channel comes at once."""
+        if self.listener is None:
+            self.listener = connect(self.url)
+            self.listener.autocommit = True
+            with self._guard("listen for news"):
+                self.listener.execute(f"LISTEN {channel}")
+        with self._guard("listen for news"):
+            return any(True for _ in self.listener.notifies(timeout=timeout, stop_after=1))
+
+    # --- the study's side ----------------------------------------------------------------------
+
+    def open_study(self, config, expdir):
+        """Record the study (its configuration, for pools) as running (again, on a resume)."""
+        with self._guard("record the study"), self.db.transaction():
+            self.db.execute("INSERT INTO emews_studies (exp_id, config, expdir, state, "
+                            "task_type) VALUES (%s, %s, %s, 'running', %s) ON CONFLICT (exp_id) "
+                            "DO UPDATE SET config=EXCLUDED.config, expdir=EXCLUDED.expdir, "
+                            "state='running', task_type=EXCLUDED.task_type",
+                            (self.exp_id, json.dumps(config), str(expdir), self.task_type))
+            self.eq_ids = dict(self.db.execute("SELECT id, eq_task_id FROM emews_tasks WHERE "
+                                               "exp_id=%s", (self.exp_id,)).fetchall())
+            # an earlier, killed service's queued tasks: the master queues again what it needs
+            # (its results, on the IN queue, are kept: the master adopts them)
+            self.db.execute("DELETE FROM emews_queue_OUT q USING emews_tasks t WHERE "
+                            "q.eq_task_id=t.eq_task_id AND t.exp_id=%s", (self.exp_id,))
+
+    def end_study(self):
+        """Tell the pools that the study ended; take its unstarted tasks off the queue."""
+        with self._guard("end the study"), self.db.transaction():
+            self.db.execute("UPDATE emews_studies SET state='ended' WHERE exp_id=%s",
+                            (self.exp_id,))
+            self.db.execute("DELETE FROM emews_queue_OUT q USING emews_tasks t WHERE "
+                            "q.eq_task_id=t.eq_task_id AND t.exp_id=%s", (self.exp_id,))
+
+    def push(self, tasks):
+        """Put tasks (:class:`~emews.pools.base.Task`) on the OUT queue, in one round trip: a
+        new point becomes an EQ-SQL task; another attempt of a point requeues its task."""
+        new = [t for t in tasks if t.id not in self.eq_ids]
+        again = [t for t in tasks if t.id in self.eq_ids]
+        statements = []
+        if new:   # new rows only: no other writer holds them
+            statements.append((NEW_TASKS, {
+                "ids": [t.id for t in new], "params": [t.params for t in new],
+                "run_ids": [t.run_id for t in new], "attempts": [t.attempt for t in new],
+                "queued": QUEUED, "type": self.task_type, "exp": self.exp_id}))
+        if again:
+            eq_ids = [self.eq_ids[t.id] for t in again]
+            statements += [(REQUEUE_EQ, (REQUEUED, eq_ids, COMPLETE)),
+                           (REQUEUE_EMEWS, (eq_ids, [t.attempt for t in again],
+                                            [t.run_id for t in again])),
+                           (REQUEUE_OUT, (self.task_type, eq_ids))]
+        statements.append((f"NOTIFY {TASKS_CHANNEL}", None))
+        with self._guard("queue tasks"):
+            made = self._batch(statements)
+            if new:
+                self.eq_ids.update(made.fetchall())
+
+    def _batch(self, statements):
+        """Run ``statements`` (``(sql, params)`` pairs) as one query: one round trip, and one
+        transaction (the server runs a query of several statements as one). Returns a cursor
+        on the first statement's result."""
+        import psycopg
+
+        cursor = psycopg.ClientCursor(self.db)
+        cursor.execute("; ".join(cursor.mogrify(sql, params) for sql, params in statements))
+        return cursor
+
+    def results(self):
+        """Pop the study's results off the IN queue, and the late ones (see :meth:`trade`):
+        ``[(point id, json_in, late), ...]``."""
+        with self._guard("read results"):
+            rows = self.db.execute(RESULTS, {"exp": self.exp_id}).fetchall()
+        return rows
+
+    def withdraw(self, ids):
+        """Take these points' tasks off the OUT queue (a late result answered them, or the
+        study holds them back); return the ids of those no pool had popped yet."""
+        points = {self.eq_ids[i]: i for i in ids if i in self.eq_ids}
+        if not points:
+            return []
+        with self._guard("withdraw tasks"):
+            rows = self.db.execute("DELETE FROM emews_queue_OUT WHERE eq_task_id = ANY(%s) "
+                                   "RETURNING eq_task_id", (list(points),)).fetchall()
+        return [points[eq_id] for eq_id, in rows]
+
+    def set_state(self, state):
+        """Record the study's state for its pools (``cancelling``: stop what runs)."""
+        with self._guard("record the study's state"):
+            self.db.execute("UPDATE emews_studies SET state=%s WHERE exp_id=%s",
+                            (state, self.exp_id))
+            self.db.execute(f"NOTIFY {TASKS_CHANNEL}")   # wake the pools that wait for work
+
+    def expired(self):
+        """Points whose lease ran out, released: ``[(point id, pool), ...]``."""
+        with self._guard("check leases"):
+            return self.db.execute(
+                "UPDATE emews_tasks t SET pool=NULL, deadline=NULL FROM (SELECT eq_task_id, "
+                "pool FROM emews_tasks WHERE exp_id=%s AND deadline < extract(epoch FROM "
+                "now()) FOR UPDATE) old WHERE t.eq_task_id=old.eq_task_id "
+                "RETURNING t.id, old.pool", (self.exp_id,)).fetchall()
+
+    # --- a pool's side ---------------------------------------------------------------------------
+
+    def study(self):
+        """``(config, expdir, state, task_type)`` of the study, or ``None``; ``state`` is
+        ``running``, ``cancelling`` or ``ended``."""
+        with self._guard("read the study"):
+            row = self.db.execute("SELECT config, expdir, state, task_type FROM emews_studies "
+                                  "WHERE exp_id=%s", (self.exp_id,)).fetchone()
+        return None if row is None else (json.loads(row[0]), row[1], row[2], row[3])
+
+    def trade(self, results, pool, lease, n, renew=False):
+        """A pool's exchange, in one transaction and one round trip: store ``pool``'s
+        ``results`` (``[(eq_task_id, json_in), ...]``) and push them onto the IN queue, take up
+        to ``n`` tasks off the OUT queue (``FOR UPDATE SKIP LOCKED``), marked running and
+        leased for ``lease`` seconds, and, if ``renew``, extend every lease ``pool`` holds.
+
+        A task that has its result already keeps it: a later result of an emews study's task
+        (its lease had expired, and another pool answered it first) goes to
+        ``emews_late_results``, for the study to record as a duplicate. Returns the popped
+        ``[(eq_task_id, payload, run_id, attempt), ...]`` in priority order; EQ-SQL's stop
+        message comes back with payload :data:`EQ_STOP`.
+        """
+        statements = []
+        if results:
+            ids = [r[0] for r in results]
+            statements += [(REPORT, {"ids": ids, "payloads": [r[1] for r in results],
+                                     "complete": COMPLETE}),
+                           (RELEASE, (ids, pool)), (f"NOTIFY {RESULTS_CHANNEL}", None)]
+        popped = len(statements)    # the result of the pop, if any, comes after the others'
+        if n:
+            study = "" if self.exp_id is None else "AND (SELECT t.exp_id FROM emews_tasks t " \
+                "WHERE t.eq_task_id=q.eq_task_id) = %(exp)s"
+            statements.append((POP.format(study=study), {
+                "type": self.task_type, "exp": self.exp_id, "n": int(n), "pool": pool,
+                "lease": float(lease), "running": RUNNING, "stop": EQ_STOP,
+                "complete": COMPLETE}))
+        if renew:
+            statements.append((RENEW, (float(lease), pool)))
+        if not statements:
+            return []
+        with self._guard("trade with the queue"):
+            cursor = self._batch(statements)
+            for _ in range(popped):
+                cursor.nextset()
+            rows = cursor.fetchall() if n else []
+        return [(i, payload, run_id or f"EQ{i:06d}", attempt or 1)
+                for i, payload, run_id, attempt in rows]
+
+
+# A new point's task, in every table at once (its rows are new: no other writer holds them).
+NEW_TASKS = (
+    "WITH n AS MATERIALIZED (SELECT id, params, run_id, attempt, "
+    "nextval('emews_id_generator')::integer AS eq FROM unnest(%(ids)s::integer[], "
+    "%(params)s::text[], %(run_ids)s::text[], %(attempts)s::integer[]) WITH ORDINALITY "
+    "AS t(id, params, run_id, attempt, k) ORDER BY k), "
+    "e AS (INSERT INTO eq_tasks (eq_task_id, eq_status, eq_task_type, json_out, time_created, "
+    "eq_priority) SELECT eq, %(queued)s, %(type)s, params, now(), 0 FROM n), "
+    "x AS (INSERT INTO eq_exp_id_tasks (exp_id, eq_task_id) SELECT %(exp)s, eq FROM n), "
+    "t AS (INSERT INTO emews_tasks (eq_task_id, exp_id, id, attempt, run_id) "
+    "SELECT eq, %(exp)s, id, attempt, run_id FROM n), "
+    "q AS (INSERT INTO emews_queue_OUT (eq_task_type, eq_task_id, eq_priority) "
+    "SELECT %(type)s, eq, 0 FROM n) SELECT id, eq FROM n")
+# Another attempt of a point: eq_tasks before emews_tasks, in the order every writer locks them.
+REQUEUE_EQ = ("UPDATE eq_tasks SET eq_status=%s, json_in=NULL, worker_pool=NULL "
+              "WHERE eq_task_id = ANY(%s) AND eq_status <> %s")
+REQUEUE_EMEWS = ("UPDATE emews_tasks t SET attempt=a.attempt, run_id=a.run_id, pool=NULL, "
+                 "deadline=NULL FROM unnest(%s::integer[], %s::integer[], %s::text[]) "
+                 "AS a(eq, attempt, run_id) WHERE t.eq_task_id=a.eq")
+REQUEUE_OUT = ("INSERT INTO emews_queue_OUT (eq_task_type, eq_task_id, eq_priority) "
+               "SELECT %s, eq, 0 FROM unnest(%s::integer[]) AS eq")
+# One statement: a task's eq_tasks row is locked before its emews_tasks row (leased reads
+# started), the order of every other writer; one answered meanwhile (a late result of a
+# requeued task) is not run again.
+POP = (
+    "WITH popped AS (DELETE FROM emews_queue_OUT WHERE eq_task_id = ANY(ARRAY("
+    "SELECT q.eq_task_id FROM emews_queue_OUT q WHERE q.eq_task_type=%(type)s "
+    "{study} ORDER BY q.eq_priority DESC, q.eq_task_id FOR UPDATE OF q SKIP "
+    "LOCKED LIMIT %(n)s)) RETURNING eq_task_id, eq_priority), "
+    "started AS (UPDATE eq_tasks e SET eq_status=%(running)s, worker_pool=%(pool)s, "
+    "time_start=now() WHERE e.eq_task_id = ANY(ARRAY(SELECT eq_task_id FROM popped)) AND "
+    "e.json_out <> %(stop)s AND e.eq_status IS DISTINCT FROM %(complete)s "
+    "RETURNING e.eq_task_id), "
+    "leased AS (UPDATE emews_tasks t SET pool=%(pool)s, deadline=extract(epoch "
+    "FROM now()) + %(lease)s WHERE t.eq_task_id = ANY(ARRAY(SELECT eq_task_id FROM started)) "
+    "RETURNING t.eq_task_id, t.run_id, t.attempt) "
+    "SELECT p.eq_task_id, e.json_out, l.run_id, l.attempt FROM popped p "
+    "JOIN LATERAL (SELECT json_out, eq_status FROM eq_tasks WHERE eq_task_id=p.eq_task_id) e "
+    "ON true LEFT JOIN leased l USING (eq_task_id) "
+    "WHERE e.eq_status IS DISTINCT FROM %(complete)s "
+    "ORDER BY p.eq_priority DESC, p.eq_task_id")
+# The study's results and late results, each found from its queue's row (a small table).
+# Every statement here finds a task's rows by key (= ANY(ARRAY(...)), scalar subqueries): the
+# planner's statistics lag far behind a running study, and a join it thinks cheap would read
+# every task ever made, a cost that grows with each task.
+RESULTS = (
+    "WITH popped AS (DELETE FROM emews_queue_IN WHERE eq_task_id = ANY(ARRAY("
+    "SELECT q.eq_task_id FROM emews_queue_IN q WHERE (SELECT t.exp_id FROM emews_tasks t "
+    "WHERE t.eq_task_id=q.eq_task_id) = %(exp)s)) RETURNING eq_task_id), "
+    "late AS (DELETE FROM emews_late_results WHERE eq_task_id = ANY(ARRAY("
+    "SELECT l.eq_task_id FROM emews_late_results l WHERE (SELECT t.exp_id FROM emews_tasks t "
+    "WHERE t.eq_task_id=l.eq_task_id) = %(exp)s)) RETURNING eq_task_id, json_in) "
+    "SELECT (SELECT id FROM emews_tasks t WHERE t.eq_task_id=p.eq_task_id), "
+    "(SELECT json_in FROM eq_tasks e WHERE e.eq_task_id=p.eq_task_id), false FROM popped p "
+    "UNION ALL SELECT (SELECT id FROM emews_tasks t WHERE t.eq_task_id=l.eq_task_id), "
+    "l.json_in, true FROM late l")
+# A task's first result completes it and goes onto the IN queue; a later one is kept aside.
+REPORT = (
+    "WITH r AS (SELECT * FROM unnest(%(ids)s::integer[], %(payloads)s::text[]) AS "
+    "r(id, json_in)), done AS (UPDATE eq_tasks e SET json_in=r.json_in, "
+    "eq_status=%(complete)s, time_stop=now() FROM r WHERE e.eq_task_id = ANY(%(ids)s) AND "
+    "e.eq_task_id=r.id AND e.eq_status <> %(complete)s RETURNING e.eq_task_id, "
+    "e.eq_task_type), "
+    "queued AS (INSERT INTO emews_queue_IN (eq_task_type, eq_task_id) SELECT "
+    "eq_task_type, eq_task_id FROM done) INSERT INTO emews_late_results "
+    "(eq_task_id, json_in) SELECT r.id, r.json_in FROM r JOIN emews_tasks t ON "
+    "t.eq_task_id=r.id WHERE r.id NOT IN (SELECT eq_task_id FROM done)")
+RELEASE = "UPDATE emews_tasks SET pool=NULL, deadline=NULL WHERE eq_task_id = ANY(%s) AND pool=%s"
+RENEW = "UPDATE emews_tasks SET deadline=extract(epoch FROM now()) + %s WHERE pool=%s"

@@ -1,0 +1,101 @@
+"""What a remote pool's core asks of a transport: one link on the study's side, one on a pool's.
+
+::
+
+    RemotePool (core) --ServiceLink-->  zmq ROUTER  |  EQ-SQL's queues in PostgreSQL
+    Attachment (core) --PoolLink----->  zmq DEALER  |  the same queues, popped by the pool
+
+A link only moves things: tasks out, results back, lease renewals, and the study's word to its
+pools (cancel, stop). What they mean (a task's first result wins, a later one is a duplicate,
+an expired lease interrupts its task, a pool drains) is decided once, in :mod:`.core`.
+:mod:`.zmq_transport` and :mod:`.postgres_transport` implement these links.
+"""
+
+from abc import ABC, abstractmethod
+from typing import NamedTuple
+
+from ..evaluate import Outcome
+
+DRAIN, CANCEL, STOP = "drain", "cancel", "stop"   # what the study may tell its pools
+
+
+class Received(NamedTuple):
+    """One result a pool reported: the task's id, the attempt it answers (``None``: a foreign
+    worker's result, for whatever attempt the study holds), the worker's rank, the outcome, and
+    whether the transport knows that the task had its result already (``late``)."""
+
+    task_id: int
+    attempt: int | None
+    rank: int
+    outcome: Outcome
+    late: bool = False
+
+
+class ServiceLink(ABC):
+    """The study's side: hands leased tasks to the pools and brings their results back."""
+
+    @abstractmethod
+    def demand(self, running):
+        """How many more tasks the pools take now, with ``running`` tasks out."""
+
+    @abstractmethod
+    def send(self, tasks):
+        """Hand ``tasks`` (:class:`~emews.pools.base.Task`, at most :meth:`demand`) to the
+        pools, each under a lease."""
+
+    @abstractmethod
+    def receive(self):
+        """Without waiting: ``(results, heard)``, the :class:`Received` results that came, and
+        whether anything came at all (a pool that attached or asked for work is news too)."""
+
+    @abstractmethod
+    def wait(self, timeout):
+        """Wait up to ``timeout`` seconds for news; return whether some came."""
+
+    @abstractmethod
+    def expired(self):
+        """Tasks whose lease ran out since the last call, released: ``[(task id, holder)]``."""
+
+    @abstractmethod
+    def withdraw(self, ids):
+        """Take back the tasks of ``ids`` that no pool has started; return their ids."""
+
+    @abstractmethod
+    def cancel(self):
+        """Tell the pools to cancel what they run and to drain."""
+
+    @abstractmethod
+    def close(self):
+        """Tell the pools that the study ended; release the transport (safe to call twice)."""
+
+
+class PoolLink(ABC):
+    """A pool job's side: learns the study, trades results for tasks, renews its leases."""
+
+    @abstractmethod
+    def introduce(self):
+        """The study this pool serves: ``{"config": dict, "expdir": str, "lease": seconds}``."""
+
+    @abstractmethod
+    def trade(self, finished, free, ask, renew):
+        """One exchange with the study, in one round trip where the transport allows: report
+        ``finished`` (``(task, rank, outcome)``), renew this pool's leases if ``renew``, and
+        return up to ``free`` tasks to run (new ones only if ``ask``)."""
+
+    @abstractmethod
+    def wait(self, timeout):
+        """Wait up to ``timeout`` seconds for news from the study; return whether some came."""
+
+    @abstractmethod
+    def word(self):
+        """What the study last told this pool: ``None``, or ``(DRAIN | CANCEL | STOP,
+        reason)``."""
+
+    def owed(self):
+        """Tasks held but not yet run, plus results not yet confirmed: a draining pool leaves
+        only when none are left."""
+        return 0
+
+    @abstractmethod
+    def close(self):
+        """Say goodbye and release the transport (safe to call twice)."""
