@@ -153,8 +153,9 @@ class Attachment:
         if word is None:
             return
         action, reason = word
-        if action == STOP:
-            self.stopped, self.reason = True, reason
+        if action == STOP:   # a study that cancelled this pool first ends: it was cancelled
+            self.stopped = True
+            self.reason = self.reason if self.cancelled else reason
         elif action == CANCEL and not self.cancelled:
             self.cancelled = True
             self.pool.cancel()        # the study aborts: stop what runs, report it
