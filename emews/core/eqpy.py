@@ -45,37 +45,14 @@ FINAL = "FINAL"
 PARAMS = "Params"
 END_MESSAGES = (DONE, FINAL)
 
-input_q = queue.SimpleQueue()   # C queues: a hand-off between the threads costs about half
-output_q = queue.SimpleQueue()  # of queue.Queue's (each master turn makes one each way)
+input_q = queue.SimpleQueue()
+output_q = queue.SimpleQueue()
 _finished = threading.Event()
 _bound = threading.local()   # an ME thread's own queues: a thread left from an earlier study
                              # never reads or writes the queues of the next one
 _STOP = object()
 _thread = None               # the current study's ME thread
 ME_EXIT_WAIT = 30.0          # seconds a finished study waits for its ME thread to end
-_POINT_JSON = json.JSONEncoder(ensure_ascii=False)  # one encoder for every point (json.dumps
-                                                     # makes one per call for these options)
-
-
-def _point_json():
-    """The function that writes one point as JSON text: json's own C encoder with
-    :data:`_POINT_JSON`'s options, made once (``encode`` makes a new one on every call, which
-    is most of its cost for a small dict); ``encode`` itself where this Python's json has no
-    C encoder, or makes it differently."""
-    from json import encoder
-
-    try:
-        made = encoder.c_make_encoder(None, _POINT_JSON.default, encoder.encode_basestring,
-                                      None, ": ", ", ", False, False, True)
-        sample = {"s": "naïve \"x\"", "f": 0.1, "n": [1, None, True]}
-        if "".join(made(sample, 0)) == _POINT_JSON.encode(sample):
-            return lambda point: "".join(made(point, 0))
-    except TypeError:                    # no C speedups (None is not callable), or new arguments
-        pass
-    return _POINT_JSON.encode
-
-
-_encode_point = _point_json()
 
 
 class Stopped(Exception):
@@ -211,7 +188,7 @@ def _run_me(run, in_q, out_q, finished):
 
 def encode_points(points):
     """Encode a list of dicts as JSON objects joined by ``;``."""
-    return ";".join(_encode_point(p).replace(";", "\\u003b") for p in points)
+    return ";".join(json.dumps(p, ensure_ascii=False).replace(";", "\\u003b") for p in points)
 
 
 def split_points(message):
