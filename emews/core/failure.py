@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass
 
 from ..errors import ConfigError
+from ..status import Status
 
 ACTIONS = ("fail", "abort")
 
@@ -54,7 +55,7 @@ class FailurePolicy:
 
     def decide(self, outcome, attempt):
         """What to do with ``outcome``, the result of attempt number ``attempt`` (from 1)."""
-        if outcome.status == "done" and not math.isnan(outcome.value):
+        if outcome.status == Status.DONE and not math.isnan(outcome.value):
             return Decision("done", outcome.value)
         reason = outcome.error or "the evaluation produced no value"
         if attempt <= self.retries:

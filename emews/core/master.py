@@ -285,20 +285,16 @@ class Master:
                     continue
             if task.id in self.waiting:  # a late result of a requeued task: the first wins
                 del self.waiting[task.id]
-            value = outcome.value
-            if outcome.status == Status.DONE and value == value:  # a number (not NaN): done
-                action = "done"
-            else:
-                decision = self.policy.decide(outcome, task.attempt)
-                if outcome.status == Status.INTERRUPTED:  # a lost lease: run again, not a failure
-                    decision = Decision("retry")
-                action, value = decision.action, decision.value
-                if action == "retry":
-                    rows.append((task.id, rank, outcome, task.attempt, Status.QUEUED))
-                    attempt = task.attempt + 1
-                    retried.append(Task(task.id, task.params, run_id(task.id, attempt), attempt))
-                    continue
-                abort = abort or (decision.reason if action == "abort" else None)
+            decision = self.policy.decide(outcome, task.attempt)
+            if outcome.status == Status.INTERRUPTED:  # a lost lease: run again, not a failure
+                decision = Decision("retry")
+            action, value = decision.action, decision.value
+            if action == "retry":
+                rows.append((task.id, rank, outcome, task.attempt, Status.QUEUED))
+                attempt = task.attempt + 1
+                retried.append(Task(task.id, task.params, run_id(task.id, attempt), attempt))
+                continue
+            abort = abort or (decision.reason if action == "abort" else None)
             rows.append((task.id, rank, outcome, task.attempt,
                          Status.DONE if action == "done" else Status.FAILED))
             final.append((task, rank, outcome))

@@ -23,8 +23,7 @@ LONGEST_WAIT = 0.05   # seconds: the longest sleep of a Backoff with a share
 
 
 class Task(NamedTuple):
-    """One point to evaluate: its id in the store, its JSON, its run id and attempt number
-    (a named tuple: made once per task on rank 0, it must be cheap)."""
+    """One point to evaluate: its id in the store, its JSON, its run id and attempt number."""
 
     id: int
     params: str
