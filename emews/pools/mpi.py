@@ -77,10 +77,9 @@ class MPIPool(Pool):
         MPICH's probe makes progress one message at a time and misses once between queued
         messages, so a single miss does not mean that nothing more is waiting.
         """
-        probe, any_source = self.comm.improbe, self.any_source
         misses = 0
         while misses < DRAIN_MISSES:
-            message = probe(source=any_source, tag=RESULT)
+            message = self.comm.improbe(source=self.any_source, tag=RESULT)
             if message is None:
                 misses += 1
                 continue
