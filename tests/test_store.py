@@ -160,9 +160,15 @@ def test_a_second_holder_of_a_live_study_is_refused_with_its_host_and_pid(tmp_pa
     lock.release()
 
 
-def test_a_turn_of_many_rows_lands_each_row_on_its_own_id(tmp_path):
-    """A big turn (hundreds of rows in one commit): every row lands on its own id."""
-    n = 300
+@pytest.mark.parametrize("update_from", [True, False], ids=["update-from", "one-per-row"])
+def test_a_turn_of_many_rows_writes_each_row_as_its_own_statement_would(tmp_path, monkeypatch,
+                                                                        update_from):
+    """Big turns go in multi-row statements (chunks of 128, 64, ..., 1 rows; UPDATE ... FROM
+    where SQLite has it): every row lands on its own id, whatever chunk it fell in."""
+    import emews.store.sqlite as sqlite_store
+
+    monkeypatch.setattr(sqlite_store, "MULTI_ROW_UPDATE", update_from)
+    n = 300                                   # 128 + 128 + 32 + 8 + 4 rows
     store = SQLiteStore(tmp_path / "results.db")
     store.add([(i, json.dumps({"x": i}), f"RUN{i:06d}", None, 1000 + i) for i in range(n)])
     store.commit()

@@ -11,13 +11,17 @@ shared-memory file there). A reader takes a store of an older schema as it is; t
 migrates it (:mod:`.schema`). ``id`` is the point's number over the whole experiment (a
 resumed run goes on counting).
 
+A turn of many rows is written as a few multi-row statements (see :meth:`_write_values`).
+
 Every SQLite failure (a full disk, a read-only or corrupt file) becomes one :class:`StoreError`
 line naming the file and the cause; what was committed before stays.
 """
 
 import contextlib
+import functools
 import json
 import os
+import re
 import sqlite3
 import time
 import urllib.parse
@@ -29,9 +33,9 @@ from . import schema
 from .base import NO_REASON, Snapshot, Store, decoded, duplicate_rows
 from .filesystem import journal_mode
 
-ATTEMPT_ROW = ("INSERT OR REPLACE INTO attempt_log (id, attempt, status, result, error, "
-               "log_tail, rank, started, finished, metrics, run_id) VALUES (?, ?, ?, ?, ?, ?, "
-               "?, ?, ?, ?, (SELECT run_id FROM evaluations WHERE id=?))")
+ROWS_PER_STATEMENT = 128            # 11 values a row: far below SQLite's 32,766 parameters
+MULTI_ROW_UPDATE = sqlite3.sqlite_version_info >= (3, 33)   # UPDATE ... FROM
+MULTI_ROW_MIN = 8     # fewer rows: one UPDATE each is cheaper than planning an UPDATE ... FROM
 
 
 @contextlib.contextmanager
@@ -126,27 +130,54 @@ class SQLiteStore(Store):
         with guarded(self.path, "read the store"):
             return self.db.execute(sql, args).fetchall()
 
+    def _write_values(self, head, row, rows, tail=""):
+        """Write ``rows`` as a few multi-row statements, ``HEAD (row),(row),... TAIL``: one
+        statement per chunk costs SQLite half of one statement per row. Chunk sizes are powers
+        of two, so each statement shape is built and prepared once and then found in a cache."""
+        start = 0
+        while start < len(rows):
+            size = min(ROWS_PER_STATEMENT, 1 << ((len(rows) - start).bit_length() - 1))
+            chunk = rows[start:start + size]
+            self._write(values_statement(head, row, size, tail),
+                        [[value for values in chunk for value in values]])
+            start += size
+
+    def _update_evaluations(self, assignments, rows):
+        """``UPDATE evaluations SET ASSIGNMENTS WHERE id = ?`` for each of ``rows`` (the values
+        of the ``?`` in ``assignments``, then the id), in multi-row statements where this SQLite
+        has ``UPDATE ... FROM`` (3.33) and there are enough rows for it to pay."""
+        if not MULTI_ROW_UPDATE or len(rows) < MULTI_ROW_MIN:
+            self._write(f"UPDATE evaluations SET {assignments} WHERE id=?", rows)
+            return
+        head, row, tail = update_from(assignments)
+        self._write_values(head, row, rows, tail)
+
     # --- writes (buffered until commit: one transaction) --------------------------------------
 
     def add(self, rows):
         now = time.time()
-        self._write("INSERT INTO evaluations (id, params, status, run_id, queued, rank, started, "
-                    "seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    [(i, params, Status.QUEUED if rank is None else Status.RUNNING,
-                      run_id, now, rank, None if rank is None else now, seq)
-                     for i, params, run_id, rank, seq in rows])
+        self._write_values("INSERT INTO evaluations (id, params, status, run_id, queued, rank, "
+                           "started, seq) VALUES ", "(?, ?, ?, ?, ?, ?, ?, ?)",
+                           [(i, params, Status.QUEUED if rank is None else Status.RUNNING,
+                             run_id, now, rank, None if rank is None else now, seq)
+                            for i, params, run_id, rank, seq in rows])
 
     def _mark_running(self, rows):
-        self._write(f"UPDATE evaluations SET status='{Status.RUNNING}', rank=?, started=? "
-                    "WHERE id=?", rows)
+        self._update_evaluations(f"status='{Status.RUNNING}', rank=?, started=?", rows)
 
     def _finish(self, attempts, points):
-        self._write(ATTEMPT_ROW, attempts)
-        self._write("UPDATE evaluations SET status=?, result=?, error=?, log_tail=?, rank=?, "
-                    "started=?, finished=?, attempt=?, metrics=? WHERE id=?", points)
+        self._write_values("INSERT OR REPLACE INTO attempt_log (id, attempt, status, result, "
+                           "error, log_tail, rank, started, finished, metrics, run_id) VALUES ",
+                           "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                           "(SELECT run_id FROM evaluations WHERE id=?))", attempts)
+        self._update_evaluations("status=?, result=?, error=?, log_tail=?, rank=?, started=?, "
+                                 "finished=?, attempt=?, metrics=?", points)
 
     def record_duplicates(self, rows):
-        self._write(ATTEMPT_ROW, duplicate_rows(rows))
+        self._write_values("INSERT OR REPLACE INTO attempt_log (id, attempt, status, result, "
+                           "error, log_tail, rank, started, finished, metrics, run_id) VALUES ",
+                           "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                           "(SELECT run_id FROM evaluations WHERE id=?))", duplicate_rows(rows))
 
     def _requeue(self, rows):
         self._write(f"UPDATE evaluations SET status='{Status.QUEUED}', attempt=?, run_id=?, "
@@ -252,3 +283,24 @@ class SQLiteStore(Store):
         """The columns of ``table`` but ``log_tail``, as SQL (names from the schema itself)."""
         names = [row[1] for row in self.db.execute(f"PRAGMA table_info({table})")]
         return ", ".join(f'"{name}"' for name in names if name != "log_tail")
+
+
+@functools.lru_cache(maxsize=None)
+def values_statement(head, row, size, tail):
+    """``HEAD row,row,... TAIL`` with ``size`` rows (built once per shape)."""
+    return head + ",".join([row] * size) + tail
+
+
+@functools.lru_cache(maxsize=None)
+def update_from(assignments):
+    """``(head, row, tail)`` of ``WITH v(...) AS (VALUES row,...) UPDATE evaluations SET
+    ASSIGNMENTS FROM v WHERE evaluations.id = v.id``, each ``?`` of ``assignments`` a column
+    of ``v`` (built once per statement)."""
+    columns = [f"c{k}" for k in range(assignments.count("?"))]
+    names = iter(columns)
+    assigned = re.sub(r"\?", lambda _: f"v.{next(names)}", assignments)
+    return (f"WITH v({', '.join(columns)}, id) AS (VALUES ",
+            "(" + ", ".join("?" * (len(columns) + 1)) + ")",
+            f") UPDATE evaluations SET {assigned} FROM v WHERE evaluations.id = v.id")
+
+
