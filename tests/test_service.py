@@ -288,8 +288,10 @@ def test_malformed_messages_are_dropped_without_harming_the_study(study, jobs):
     out, err = server.communicate(timeout=180)
     peer.close(0)
     assert server.returncode == 0, err
-    assert "dropped" in err and "a result with a field of the wrong type" in err
-    assert "a result of task 0: outcome field 'value' must be a number" in err
+    assert "dropped a malformed message: want.free: must be an integer, got 'many'" in err
+    assert "dropped a malformed result[0]: must be an integer, got [1]" in err
+    assert "dropped a malformed result: must be [id, attempt, rank, outcome]" in err
+    assert "dropped a result of task 0: outcome field 'value' must be a number" in err
     assert [status for _, status, _, _ in rows_of(expdir)] == ["done"] * 6
     assert not rows_of(expdir, "SELECT id FROM attempts WHERE status != 'done'")
     pool.communicate(timeout=60)

@@ -197,7 +197,7 @@ class ZmqService(ServiceLink):
             try:
                 task_id, attempt, rank, outcome = protocol.result(entry)
             except protocol.BadMessage as exc:
-                log.warning("service: dropped %s from %s", exc, pool.name)
+                log.warning("service: dropped %s (from pool %s)", exc, pool.name)
                 continue
             acknowledged.append(task_id)
             pool.leases.discard(task_id)
