@@ -3,10 +3,6 @@ limits are counted by the master alone (the ME driver proposes and stops by its 
 
 import functools
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -19,7 +15,7 @@ from emews.pools.base import InProcessPool
 from emews.status import Status
 from emews.store import SQLiteStore
 
-from conftest import SUPPORT, TOY_SPACE, stored_rows, wait_until
+from conftest import TOY_SPACE, stored_rows
 
 COUNTING = "recording_algorithm:CountingRandom"
 
@@ -54,30 +50,17 @@ def test_a_spawned_run_builds_its_algorithm_once_in_each_process(study, emews_cl
 
 
 @pytest.mark.mpi
-def test_a_served_study_builds_its_algorithm_once_in_the_service(study, tmp_path):
+def test_a_served_study_builds_its_algorithm_once_in_the_service(study, jobs, tmp_path):
     record = tmp_path / "builds.jsonl"
     path = study(system={"procs": 3, "progress_interval": 60},
                  study={"algorithm": COUNTING, "budget": 4, "seed": 4,
                         "objective": "toy_models:quadratic"},
                  algorithm={"builds": str(record)})
-    env = dict(os.environ, PYTHONPATH=str(SUPPORT))
-    for name in ("PMI_RANK", "PMI_SIZE", "PMIX_RANK", "OMPI_COMM_WORLD_SIZE"):
-        env.pop(name, None)
-    quietly = dict(cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
-    server = subprocess.Popen([sys.executable, "-m", "emews", "serve", str(path)], cwd=tmp_path,
-                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        expdir = tmp_path / "experiments" / "study" / "EXP001"
-        wait_until((expdir / "service.json").exists, "service.json")
-        pool = subprocess.run([str(Path(sys.executable).parent / "mpiexec"), "-n", "2",
-                               sys.executable, "-m", "emews", "pool", str(expdir)], **quietly)
-        out, err = server.communicate(timeout=240)
-    finally:
-        if server.poll() is None:
-            server.kill()
-            server.communicate()
+    server, expdir = jobs.serve(path)
+    pool = jobs.pool(expdir, 2)
+    _, err = server.communicate(timeout=240)
     assert server.returncode == 0, err
-    assert pool.returncode == 0, pool.stderr
+    assert pool.wait(timeout=60) == 0
     assert [row["status"] for row in stored_rows(expdir)] == [Status.DONE] * 4
     # validation and the master share one algorithm; the pool job builds none
     assert builds(record) == [{"pid": server.pid, "seed": 4}]
