@@ -16,12 +16,12 @@
     pool  --bye------------------------------->  service
 
 An ``outcome`` is :meth:`~emews.evaluate.Outcome.to_wire`'s dict, as on every transport.
-:func:`decode` checks a message's shape with the validation layer (:func:`emews.validation.message`:
+:func:`decode` checks a message with the validation layer (:func:`emews.validation.message`:
 a JSON object with a known ``op`` and fields of the right types, at most :data:`MAX_MESSAGE`
-bytes), and :func:`result` each entry of ``results`` (:func:`emews.validation.result`, then the
-outcome with :meth:`~emews.evaluate.Outcome.from_wire`). What breaks a rule is one
+bytes); :func:`result` checks each entry of ``results`` (:func:`emews.validation.result`), then
+decodes its outcome (:meth:`~emews.evaluate.Outcome.from_wire`). What breaks a rule is one
 :class:`BadMessage` line naming the op, the field, the rule and the value: the service logs it
-and drops the message, or the entry alone.
+and drops the message, or that entry alone.
 """
 
 import json
