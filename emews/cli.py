@@ -244,7 +244,7 @@ def _print_study(files, study, notes, overrides):
 
 def _serve(args):
     from .config import command_overrides
-    from .service.entry import serve
+    from .study import serve
 
     overrides = command_overrides("emews serve", args, {
         "bind": "service.bind", "port": "service.port", "lease": "service.lease",
@@ -257,7 +257,7 @@ def _pool(args):
     if args.task_type is not None and not args.eqsql:
         raise ConfigError("emews pool --task-type", "selects EQ-SQL tasks: it needs --eqsql "
                           "URL", args.task_type)
-    from .service.entry import pool_job
+    from .study import pool_job
 
     if args.eqsql:
         from .config import load

@@ -11,7 +11,6 @@ import re
 from pathlib import Path
 
 from . import config as configuration
-from .store import study_store
 
 EXP_PATTERN = re.compile(r"EXP(\d+)$")
 
@@ -66,6 +65,3 @@ def load_experiment(expdir):
     return configuration.load([read_json(Path(expdir) / "config.json")], environ={})
 
 
-def open_study_store(expdir):
-    """The store of a prepared experiment (``results.db``, or its ``[system].storage``)."""
-    return study_store(expdir, load_experiment(expdir).system["storage"], create=False)

@@ -13,8 +13,9 @@ from pathlib import Path
 
 from .core.replicas import summarize
 from .errors import Interrupted
-from .experiment import open_study_store
+from .experiment import load_experiment
 from .status import Status
+from .store import study_store
 
 
 @dataclass
@@ -75,8 +76,9 @@ def result_from(expdir, store, final):
 
 
 def read(expdir, reading):
-    """``reading(store)`` on the store of the experiment in ``expdir``, opened for it alone."""
-    store = open_study_store(expdir)
+    """``reading(store)`` on the store of the experiment in ``expdir``, opened read-only for
+    it alone (never written through, never migrated)."""
+    store = study_store(expdir, load_experiment(expdir).system["storage"], readonly=True)
     try:
         return reading(store)
     finally:

@@ -10,11 +10,16 @@
          +--> execute(EXPnnn): rank 0 = run_master(): master + ME thread + pool + store
                                ranks 1.. = run_worker() (emews.worker)
 
+    emews serve CONFIG     serve(): prepare_run(), then run_master() on a RemotePool whose
+                           transport (zmq or PostgreSQL: emews.service.links) pool jobs attach to
+    mpiexec -n N emews pool EXPDIR
+                           pool_job(): rank 0 attaches (emews.service.core.Attachment) and
+                           hands tasks to ranks 1.. = run_worker()
+
 A fresh experiment is executed exactly like a resumed one whose store is empty, so ``--resume``
 and the spawned pool share one path (:mod:`emews.core.resume`). The modules below this one never
-import it; :mod:`emews.service` runs :func:`run_master` with its own pool.
+import it.
 """
-
 import functools
 import math
 import os
@@ -24,6 +29,7 @@ import threading
 import time
 from pathlib import Path
 
+from . import config as configuration
 from . import experiment
 from .core import eqpy, me
 from .core.algorithm import Algorithm, Stopper
@@ -31,19 +37,19 @@ from .core.control import Control
 from .core.failure import FailurePolicy
 from .core.master import Master
 from .core.resume import resume_unfinished, search_seed, start
-from .errors import ConfigError, Interrupted
+from .errors import ConfigError, EmewsError, Interrupted
 from .experiment import load_experiment
 from .inspect.progress import Progress
 from .launch.spawn import spawn, under_mpiexec
 from .pools.base import InProcessPool
-from .prepare import build, prepare, prepare_run
+from .prepare import build, prepare_run
 from .result import final_record, interrupted, print_summary, result_from
 from .status import Status
 from .store import StudyLock, study_store
 from .worker import make_objective, python_path, run_worker
 
-__all__ = ["run", "execute", "execute_prepared", "run_master", "run_worker", "prepare",
-           "load_experiment", "python_path", "exit_status"]
+__all__ = ["run", "serve", "pool_job", "execute", "execute_prepared", "run_master",
+           "exit_status"]
 
 
 def run(config, overrides=None, resume=None):
@@ -63,6 +69,77 @@ def run(config, overrides=None, resume=None):
         return execute(prepared.expdir, None, prepared.algorithm)
     finally:
         prepared.lock.release()
+
+
+def serve(config, overrides=None, resume=None):
+    """Run a study as a service until it ends; return its :class:`~emews.result.Result`.
+
+    Pools attach over zmq, or through the study's PostgreSQL database when its ``[system]
+    storage`` is one (:func:`pool_job`). The arguments are :func:`run`'s."""
+    from .service.core import RemotePool
+    from .service.links import service_link
+
+    prepared = prepare_run(config, overrides, resume)
+    try:
+        cfg = load_experiment(prepared.expdir)
+        slots = max(cfg.system["procs"] - 1, 1) * cfg.system["slots_per_worker"]
+        link, where = service_link(Path(prepared.expdir).resolve(), cfg, slots)
+        print(f"emews: serving {prepared.expdir} {where}; attach pools with: mpiexec -n N "
+              f"emews pool {prepared.expdir}", flush=True)
+        pool = RemotePool(link, slots)
+        try:
+            return run_master(prepared.expdir, cfg, pool, prepared.algorithm)
+        finally:
+            pool.close()
+    finally:
+        prepared.lock.release()
+
+
+def pool_job(target, walltime=None, give_up=600.0, keys=None, workdir=None, eqsql=None,
+             task_type=0):
+    """``mpiexec -n N emews pool TARGET``: rank 0 attaches to the study, the others work.
+
+    ``target`` is the study's experiment directory (its ``service.json`` says where the study
+    is served: a zmq address, or a PostgreSQL database) or the service's address,
+    ``tcp://HOST:PORT``, with ``keys`` (a directory holding the pool key pair and the
+    service's public key) off loopback. With ``eqsql`` (a database URL), ``target`` is a study
+    configuration (a dict shaped like the TOML file) and the job serves EQ-SQL tasks of
+    ``task_type``. Run directories and worker output go to the experiment directory when it is
+    reachable here, else to ``workdir`` (default ``./emews-pool``). The pool gives up after
+    ``give_up`` seconds of silence from the service, and drains at ``walltime``. Returns why
+    the pool left (on rank 0; ``None`` on the others).
+    """
+    from mpi4py import MPI
+
+    from .pools.mpi import MPIPool
+    from .service.core import Attachment
+    from .service.links import attach
+
+    comm = MPI.COMM_WORLD
+    link, study = None, None
+    if comm.Get_rank() == 0:
+        try:
+            if comm.Get_size() < 2:
+                raise EmewsError("emews pool needs at least 2 MPI ranks (rank 0 attaches, "
+                                 "the others evaluate): mpiexec -n N with N >= 2")
+            link, study = attach(target, keys, give_up, workdir, eqsql, task_type,
+                                 comm.Get_size() - 1)
+        except BaseException:
+            comm.bcast(None)  # the workers must not wait for a study that never comes
+            raise
+    study = comm.bcast(study)
+    if study is None:
+        raise SystemExit(1)
+    cfg = configuration.load([study["config"]], environ={})
+    python_path(cfg)
+    if comm.Get_rank() > 0:
+        return run_worker(Path(study["expdir"]), cfg, comm, comm.Get_rank(), study["label"])
+    pool = MPIPool(comm, cfg.system["slots_per_worker"])
+    try:
+        return Attachment(link, pool, study["lease"], walltime).run()
+    finally:
+        link.close()
+        pool.close()
 
 
 def execute_prepared(expdir):

@@ -8,11 +8,13 @@ its pools (:data:`MESSAGES`) are checked with the rules here::
         |                           whose text is the rule ("must be an integer >= 1")
     check(where, rule, value)       -> ConfigError "where: rule, got value" (one line)
     check_keys(table, rules, ...)   every key of a table, its unknown keys, its required ones
-    message(data), result(entry)    a zmq message -> Invalid "op.field: rule, got value"
+    message(data), result(entry)    a zmq message (emews.service.protocol.decode) -> Invalid
+                                    "op.field: rule, got value"
 
 A rule inside a :class:`Table`, :class:`Fields`, :class:`Items` or :class:`Each` adds where it
-is (``.key``, ``[2]``) to the name the error gives. Rules take values as TOML and JSON give them; ``from_text`` reads one
-from an environment variable first (:func:`env_flag` for booleans).
+is (``.key``, ``[2]``) to the name the error gives. Rules take values as TOML and JSON give
+them; ``from_text`` reads one from an environment variable first (:func:`env_flag` for
+booleans).
 
 Standard library only, and cheap to import (0.4 ms): ``emews --help`` loads the site rules.
 pydantic v2 would have cost about 70 ms of imports there, and its messages would have had to
@@ -25,7 +27,6 @@ import os
 import reprlib
 
 from .errors import ConfigError
-from .status import POOL_OUTCOMES
 
 MISSING = object()   # a key or field that is not there
 
@@ -347,11 +348,17 @@ class Each(Rule):
 
 # --- the messages between the study service and its pools (emews.service.protocol) ---------
 
-COUNT, SECONDS, NOTE = Number(integer=True), Number(), Maybe(Text())
-OUTCOME = Items((Number(finite=False), Choice(tuple(sorted(map(str, POOL_OUTCOMES)))), NOTE,
-                 NOTE, SECONDS, SECONDS), "[value, status, error, log_tail, started, finished]")
-RESULT = Items((COUNT, COUNT, COUNT, OUTCOME), "[id, attempt, rank, outcome]")
+class Anything(Rule):
+    """Any value, as it came: a part of a message that its own decoder checks (an outcome:
+    :meth:`emews.evaluate.Outcome.from_wire`)."""
+
+    def __call__(self, value):
+        return value
+
+
+COUNT, SECONDS = Number(integer=True), Number()
 TASK = Items((COUNT, Text(), Text(), COUNT), "[id, params, run_id, attempt]")
+RESULT = Items((COUNT, COUNT, COUNT, Anything()), "[id, attempt, rank, outcome]")
 
 
 MESSAGES = {
@@ -361,18 +368,19 @@ MESSAGES = {
     "results": Fields({"results": Each()}),     # each entry: RESULT, one at a time
     "heartbeat": Fields({}),
     "bye": Fields({}),
-    "tasks": Fields({"tasks": Each(TASK), "lease": SECONDS}),
+    "tasks": Fields({"tasks": Each(TASK)}),
     "ack": Fields({"ids": Each(COUNT)}),
     "stop": Fields({"reason": Text()}),
-    "drain": Fields({}),
+    "cancel": Fields({}),
     "who": Fields({}),
-    "study": Fields({"config": Fields({}), "expdir": Text()}),
+    "study": Fields({"config": Fields({}), "expdir": Text(), "lease": SECONDS}),
 }
 
 
 def result(entry):
     """One entry of a ``results`` message, checked by :data:`RESULT` (an entry that breaks it
-    is dropped alone: the others in its message still count); raises :class:`Invalid`."""
+    is dropped alone: the others in its message still count); raises :class:`Invalid`. Its
+    outcome is left to :meth:`emews.evaluate.Outcome.from_wire`, the one outcome decoder."""
     return _at("result", RESULT, entry)
 
 

@@ -141,6 +141,51 @@ def wait_until(condition, what="the condition", timeout=120):
         time.sleep(0.05)
 
 
+MPIEXEC = str(Path(sys.executable).parent / "mpiexec")
+
+
+class Jobs:
+    """Background processes of one test, each in its own session; killed at the end: a served
+    study (``emews serve``) and the pool jobs (``mpiexec -n N emews pool``) attached to it."""
+
+    def __init__(self, cwd):
+        self.cwd, self.started = cwd, []
+        self.env = dict(os.environ, PYTHONPATH=str(SUPPORT), EMEWS_TEST_SECONDS="0.4")
+        for name in ("PMI_RANK", "PMI_SIZE", "PMIX_RANK"):
+            self.env.pop(name, None)
+
+    def start(self, *command):
+        process = subprocess.Popen(list(map(str, command)), cwd=self.cwd, env=self.env,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   start_new_session=True)
+        self.started.append(process)
+        return process
+
+    def serve(self, config, *options):
+        process = self.start(sys.executable, "-m", "emews", "serve", config, *options)
+        service = self.cwd / "experiments" / "study" / "EXP001" / "service.json"
+        wait_until(service.exists, "service.json")
+        return process, service.parent
+
+    def pool(self, expdir, ranks=3, *options):
+        return self.start(MPIEXEC, "-n", ranks, sys.executable, "-m", "emews", "pool", expdir,
+                          *options)
+
+    def close(self):
+        for process in self.started:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+
+
+@pytest.fixture
+def jobs(tmp_path):
+    """The test's :class:`Jobs`, run in ``tmp_path``."""
+    started = Jobs(tmp_path)
+    yield started
+    started.close()
+
+
 @pytest.fixture
 def no_leftovers(tmp_path):
     """After the test, kill whatever model process a pid file names and is still alive

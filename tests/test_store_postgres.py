@@ -16,22 +16,14 @@ import urllib.parse
 
 import pytest
 
-from conftest import SUPPORT
+from conftest import MPIEXEC, SUPPORT
 from support.postgres import postgres_server, postgres_url  # noqa: F401 - fixtures
-from test_service import MPIEXEC, Jobs
 
 psycopg = pytest.importorskip("psycopg", reason="pip install 'emews-hpo[postgres]'")
 
 from emews.evaluate import Outcome  # noqa: E402
 from emews.store import open_store, study_store  # noqa: E402
 from emews.store.postgres import COMPLETE, PostgresStore  # noqa: E402
-
-
-@pytest.fixture
-def jobs(tmp_path):
-    started = Jobs(tmp_path)
-    yield started
-    started.close()
 
 
 def query(url, sql, args=()):

@@ -49,6 +49,23 @@ def test_a_spawned_run_builds_its_algorithm_once_in_each_process(study, emews_cl
     assert len(pids) == len(set(pids)) == 2
 
 
+@pytest.mark.mpi
+def test_a_served_study_builds_its_algorithm_once_in_the_service(study, jobs, tmp_path):
+    record = tmp_path / "builds.jsonl"
+    path = study(system={"procs": 3, "progress_interval": 60},
+                 study={"algorithm": COUNTING, "budget": 4, "seed": 4,
+                        "objective": "toy_models:quadratic"},
+                 algorithm={"builds": str(record)})
+    server, expdir = jobs.serve(path)
+    pool = jobs.pool(expdir, 2)
+    _, err = server.communicate(timeout=240)
+    assert server.returncode == 0, err
+    assert pool.wait(timeout=60) == 0
+    assert [row["status"] for row in stored_rows(expdir)] == [Status.DONE] * 4
+    # validation and the master share one algorithm; the pool job builds none
+    assert builds(record) == [{"pid": server.pid, "seed": 4}]
+
+
 @pytest.mark.parametrize("mode", ["batch", "async"])
 def test_a_classic_module_and_an_ask_tell_algorithm_stop_at_the_same_budget(toy_config, mode):
     reasons = {}

@@ -1,5 +1,6 @@
 """The validation layer (emews.validation): each rule accepts what it names and refuses the
-rest with one line naming where, the rule and the value; the zmq message shapes."""
+rest with one line naming where, the rule and the value; the zmq message shapes, and the zmq
+protocol (emews.service.protocol) checking every message through them."""
 
 import math
 import re
@@ -7,6 +8,9 @@ import re
 import pytest
 
 from emews.errors import ConfigError
+from emews.evaluate import Outcome
+from emews.service import protocol
+from emews.status import Status
 from emews.validation import (FLAG, MISSING, Choice, Each, Fields, Invalid, Items, Mapping,
                               Maybe, Number, Required, Strings, Table, Text, check, check_keys,
                               env_flag, message, problem, result)
@@ -142,13 +146,16 @@ def test_check_keys_names_unknown_and_missing_keys_and_checks_each_value():
 GOOD_MESSAGES = [
     {"op": "hello", "pool": "p1", "workers": 4, "host": "n1", "pid": 7, "received": 0},
     {"op": "want", "free": 2, "received": 10},
-    {"op": "results", "results": [[1, 1, 2, [0.5, "done", None, None, 1.0, 2.0]]]},
-    {"op": "heartbeat"}, {"op": "bye"}, {"op": "drain"}, {"op": "who"},
-    {"op": "tasks", "tasks": [[1, '{"x": 1}', "RUN001", 1]], "lease": 60},
+    {"op": "results", "results": [[1, 1, 2, {"value": 0.5, "started": 1.0, "finished": 2.0}]]},
+    {"op": "heartbeat"}, {"op": "bye"}, {"op": "cancel"}, {"op": "who"},
+    {"op": "tasks", "tasks": [[1, '{"x": 1}', "RUN001", 1]]},
     {"op": "ack", "ids": [1, 2]},
     {"op": "stop", "reason": "budget"},
-    {"op": "study", "config": {"study": {}}, "expdir": "/x/EXP001"},
+    {"op": "study", "config": {"study": {}}, "expdir": "/x/EXP001", "lease": 60.0},
 ]
+
+OPS = "['ack', 'bye', 'cancel', 'heartbeat', 'hello', 'results', 'stop', 'study', 'tasks', " \
+      "'want', 'who']"
 
 
 @pytest.mark.parametrize("data", GOOD_MESSAGES, ids=[m["op"] for m in GOOD_MESSAGES])
@@ -157,19 +164,21 @@ def test_a_good_message_is_accepted(data):
 
 
 @pytest.mark.parametrize("data, line", [
-    ([1], "must be a JSON object whose op is one of ['ack', 'bye', 'drain', 'heartbeat', "
-          "'hello', 'results', 'stop', 'study', 'tasks', 'want', 'who'], got [1]"),
-    ({"op": "hi"}, "must be a JSON object whose op is one of ['ack', 'bye', 'drain', "
-                   "'heartbeat', 'hello', 'results', 'stop', 'study', 'tasks', 'want', 'who'], "
-                   "got {'op': 'hi'}"),
+    ([1], f"must be a JSON object whose op is one of {OPS}, got [1]"),
+    ({"op": "hi"}, f"must be a JSON object whose op is one of {OPS}, got {{'op': 'hi'}}"),
+    ({"op": "drain"}, f"must be a JSON object whose op is one of {OPS}, got {{'op': 'drain'}}"),
     ({"op": "want", "free": True, "received": 1}, "want.free: must be an integer, got True"),
     ({"op": "want", "free": 1}, "want.received: is required (must be an integer)"),
-    ({"op": "tasks", "tasks": [[1, {}, "R", 1]], "lease": 1},
-     "tasks.tasks[0][1]: must be a string, got {}"),
-    ({"op": "tasks", "tasks": [], "lease": math.nan}, "tasks.lease: must be a number, got nan"),
+    ({"op": "tasks", "tasks": [[1, {}, "R", 1]]}, "tasks.tasks[0][1]: must be a string, got {}"),
+    ({"op": "tasks", "tasks": [[1, "{}", "R"]]},
+     "tasks.tasks[0]: must be [id, params, run_id, attempt], got [1, '{}', 'R']"),
     ({"op": "ack", "ids": "1,2"}, "ack.ids: must be a list, got '1,2'"),
     ({"op": "results", "results": {}}, "results.results: must be a list, got {}"),
-    ({"op": "study", "config": [], "expdir": "x"}, "study.config: must be a JSON object, got []"),
+    ({"op": "study", "config": [], "expdir": "x", "lease": 1},
+     "study.config: must be a JSON object, got []"),
+    ({"op": "study", "config": {}, "expdir": "x"}, "study.lease: is required (must be a number)"),
+    ({"op": "study", "config": {}, "expdir": "x", "lease": math.nan},
+     "study.lease: must be a number, got nan"),
 ])
 def test_a_bad_message_is_one_line_naming_the_op_field_rule_and_value(data, line):
     with pytest.raises(Invalid) as error:
@@ -177,18 +186,45 @@ def test_a_bad_message_is_one_line_naming_the_op_field_rule_and_value(data, line
     assert str(error.value) == line
 
 
-def test_a_result_entry_is_checked_alone():
-    good = [3, 2, 1, [math.nan, "failed", "boom", "tail", 1.0, 2.5]]
+def test_a_result_entry_is_checked_alone_and_its_outcome_left_to_the_outcome_decoder():
+    good = [3, 2, 1, {"value": None, "status": "failed", "error": "boom"}]
     assert result(good) == good
+    assert result([3, 2, 1, "not an outcome"]) == [3, 2, 1, "not an outcome"]  # from_wire's
     for entry, line in [
             ([3, 2, 1], "result: must be [id, attempt, rank, outcome], got [3, 2, 1]"),
-            ([3, 2, 1, [1.0, "running", None, None, 1, 2]],
-             "result[3][1]: must be one of ['cancelled', 'done', 'failed'], got 'running'"),
-            ([3, 2, 1, [10 ** 400, "done", None, None, 1, 2]],
-             "result[3][0]: must be a number, got 10000"),
-            (["3", 2, 1, [1.0, "done", None, None, 1, 2]],
-             "result[0]: must be an integer, got '3'")]:
+            ([3, 2, 1, {}, 5], "result: must be [id, attempt, rank, outcome], got [3, 2, 1, {}, "
+                               "5]"),
+            ({"id": 3}, "result: must be [id, attempt, rank, outcome], got {'id': 3}"),
+            (["3", 2, 1, {"value": 1.0}], "result[0]: must be an integer, got '3'"),
+            ([3, 2.0, 1, {"value": 1.0}], "result[1]: must be an integer, got 2.0"),
+            ([3, 2, True, {"value": 1.0}], "result[2]: must be an integer, got True")]:
         with pytest.raises(Invalid) as error:
             result(entry)
-        assert str(error.value).startswith(line)
-        assert "\n" not in str(error.value)
+        assert str(error.value) == line
+
+
+def test_the_zmq_protocol_checks_every_message_through_the_validation_layer():
+    sent = Outcome(0.25, started=1.0, finished=2.0, metrics={"val_acc": 0.9})
+    frame = protocol.encode("results", results=[[4, 2, 1, sent.to_wire()]])
+    decoded = protocol.decode(frame)
+    assert [protocol.result(entry) for entry in decoded["results"]] == [(4, 2, 1, sent)]
+    for frame, line in [
+            (b'{"op": "want", "free": "many", "received": 0}',
+             "a malformed message: want.free: must be an integer, got 'many'"),
+            (b'{"op": "drain"}', f"a malformed message: must be a JSON object whose op is one "
+                                 f"of {OPS}, got {{'op': 'drain'}}"),
+            (b"\xff not json", "a message that is not JSON"),
+            (b" " * (protocol.MAX_MESSAGE + 1),
+             f"a message of {protocol.MAX_MESSAGE + 1} bytes (at most {protocol.MAX_MESSAGE})")]:
+        with pytest.raises(protocol.BadMessage) as error:
+            protocol.decode(frame)
+        assert str(error.value) == line
+    for entry, line in [
+            (["4", 2, 1, sent.to_wire()], "a malformed result[0]: must be an integer, got '4'"),
+            ([4, 2, 1, {"value": "abc"}], "a result of task 4: outcome field 'value' must be a "
+                                          "number, or null for NaN, got 'abc'"),
+            ([4, 2, 1, {**sent.to_wire(), "status": Status.DUPLICATE.value}],
+             "a result of task 4: outcome field 'status' must be")]:
+        with pytest.raises(protocol.BadMessage) as error:
+            protocol.result(entry)
+        assert str(error.value).startswith(line) and "\n" not in str(error.value)

@@ -14,7 +14,6 @@ import pytest
 
 from support.postgres import postgres_server, postgres_url  # noqa: F401 - fixtures
 from support.swift_t import swift_t  # noqa: F401 - fixture
-from test_service import Jobs
 
 from emews.store import SQLiteStore, study_store
 
@@ -73,13 +72,6 @@ def sweep(tmp_path, study):
                      algorithm={"file": str(points)}, service={"lease": 30.0})
 
     return make
-
-
-@pytest.fixture
-def jobs(tmp_path):
-    started = Jobs(tmp_path)
-    yield started
-    started.close()
 
 
 def run_study(emews_cli, tmp_path, path):

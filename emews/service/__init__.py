@@ -14,7 +14,11 @@ The service runs the same master and queue as ``emews run``, with a
 * :mod:`.transport`: what the core asks of a transport;
 * :mod:`.zmq_transport` (with :mod:`.protocol` and :mod:`.keys`) and
   :mod:`.postgres_transport`: the two transports;
-* :mod:`.entry`: the commands ``emews serve`` and ``emews pool``, wired to the study.
+* :mod:`.links`: which transport a study serves on and a pool attaches through.
+
+The commands ``emews serve`` and ``emews pool`` (:func:`emews.study.serve`,
+:func:`emews.study.pool_job`) wire these to the master, the MPI pool and the workers; nothing
+here imports them.
 """
 
 from ..errors import ConfigError

@@ -8,12 +8,12 @@ keys are.
 """
 
 import ipaddress
-import json
 import os
 import socket
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..experiment import read_json, write_json
 
 SERVICE_FILE = "service.json"
 POOLS_FILE = "pools.json"      # the attached pools, kept by the running service
@@ -47,10 +47,7 @@ def write_service_file(expdir, address, keys):
     """Record where the service listens (and its keys, if any) for pools and commands."""
     data = {"address": address, "host": socket.gethostname(), "pid": os.getpid(),
             "keys": str(keys) if keys else None}
-    path = Path(expdir) / SERVICE_FILE
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n")
-    tmp.replace(path)
+    write_json(Path(expdir) / SERVICE_FILE, data)
     return data
 
 
@@ -58,7 +55,7 @@ def read_service_file(expdir):
     """What ``service.json`` says; a ConfigError when there is none."""
     path = Path(expdir) / SERVICE_FILE
     try:
-        return json.loads(path.read_text())
+        return read_json(path)
     except (OSError, ValueError):
         raise ConfigError(str(path), "must exist: start the study with `emews serve` first",
                           None, show_value=False) from None

@@ -16,29 +16,20 @@
     pool  --bye------------------------------->  service
 
 An ``outcome`` is :meth:`~emews.evaluate.Outcome.to_wire`'s dict, as on every transport.
-A message that is not a JSON object with a known ``op`` and fields of the right types, or is
-larger than :data:`MAX_MESSAGE`, is rejected by :func:`decode` (the service logs and drops it);
-so is each entry of ``results`` that :func:`result` does not accept.
+:func:`decode` checks a message with the validation layer (:func:`emews.validation.message`:
+a JSON object with a known ``op`` and fields of the right types, at most :data:`MAX_MESSAGE`
+bytes); :func:`result` checks each entry of ``results`` (:func:`emews.validation.result`), then
+decodes its outcome (:meth:`~emews.evaluate.Outcome.from_wire`). What breaks a rule is one
+:class:`BadMessage` line naming the op, the field, the rule and the value: the service logs it
+and drops the message, or that entry alone.
 """
 
 import json
 
+from .. import validation
 from ..evaluate import BadOutcome, Outcome
 
 MAX_MESSAGE = 4 * 1024 * 1024
-FIELDS = {
-    "hello": {"pool": str, "workers": int, "host": str, "pid": int, "received": int},
-    "want": {"free": int, "received": int},
-    "results": {"results": list},
-    "heartbeat": {},
-    "bye": {},
-    "tasks": {"tasks": list},
-    "ack": {"ids": list},
-    "stop": {"reason": str},
-    "cancel": {},
-    "who": {},
-    "study": {"config": dict, "expdir": str, "lease": (int, float)},
-}
 
 
 class BadMessage(ValueError):
@@ -55,28 +46,22 @@ def decode(frame):
     if len(frame) > MAX_MESSAGE:
         raise BadMessage(f"a message of {len(frame)} bytes (at most {MAX_MESSAGE})")
     try:
-        message = json.loads(frame)
+        data = json.loads(frame)
     except (UnicodeDecodeError, ValueError):
         raise BadMessage("a message that is not JSON") from None
-    if not isinstance(message, dict) or message.get("op") not in FIELDS:
-        raise BadMessage(f"a message with no known op: {str(message)[:80]!r}")
-    for name, kind in FIELDS[message["op"]].items():
-        if not isinstance(message.get(name), kind) or isinstance(message.get(name), bool):
-            raise BadMessage(f"{message['op']}: field {name!r} must be "
-                             f"{getattr(kind, '__name__', 'a number')}")
-    return message
+    try:
+        return validation.message(data)
+    except validation.Invalid as invalid:
+        raise BadMessage(f"a malformed message: {invalid}") from None
 
 
 def result(entry):
     """One entry of a ``results`` message, ``[id, attempt, rank, outcome]``, as ``(id, attempt,
     rank, Outcome)``; raises :class:`BadMessage`."""
     try:
-        task_id, attempt, rank, outcome = entry
-    except (TypeError, ValueError):
-        raise BadMessage(f"a result that is not [id, attempt, rank, outcome]: "
-                         f"{str(entry)[:80]!r}") from None
-    if not (type(task_id) is int and type(attempt) is int and type(rank) is int):
-        raise BadMessage(f"a result with a field of the wrong type: {str(entry)[:80]!r}")
+        task_id, attempt, rank, outcome = validation.result(entry)
+    except validation.Invalid as invalid:
+        raise BadMessage(f"a malformed {invalid}") from None
     try:
         return task_id, attempt, rank, Outcome.from_wire(outcome)
     except BadOutcome as exc:

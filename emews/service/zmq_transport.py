@@ -12,7 +12,6 @@ a pool re-sends what is unacknowledged when a restarted service asks it to say h
 """
 
 import collections
-import json
 import logging
 import math
 import os
@@ -23,6 +22,7 @@ from pathlib import Path
 import zmq
 
 from ..errors import EmewsError
+from ..experiment import write_json
 from ..pools.base import Task
 from . import protocol
 from .keys import is_loopback, make_keys, read_service_file, write_service_file
@@ -197,7 +197,7 @@ class ZmqService(ServiceLink):
             try:
                 task_id, attempt, rank, outcome = protocol.result(entry)
             except protocol.BadMessage as exc:
-                log.warning("service: dropped %s from %s", exc, pool.name)
+                log.warning("service: dropped %s (from pool %s)", exc, pool.name)
                 continue
             acknowledged.append(task_id)
             pool.leases.discard(task_id)
@@ -249,10 +249,8 @@ class ZmqService(ServiceLink):
         if self.pools_file is None or time.monotonic() - self.described < every:
             return
         self.described = time.monotonic()
-        tmp = self.pools_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"time": time.time(), "lease": self.lease,
-                                   "pools": [p.describe() for p in self.pools.values()]}))
-        tmp.replace(self.pools_file)
+        write_json(self.pools_file, {"time": time.time(), "lease": self.lease,
+                                     "pools": [p.describe() for p in self.pools.values()]})
 
 
 class ZmqPool(PoolLink):
