@@ -66,9 +66,9 @@ class Ours:
 
     def __init__(self, name, space, seed, budget):
         from emews.core.algorithm import Stopper, load
-        from emews.core.me import Search
+        from emews.core.me import OwnLimits, Search
 
-        self.search = Search(load(name)(space, seed=seed), Stopper(budget=budget))
+        self.search = Search(load(name)(space, seed=seed), OwnLimits(Stopper(budget=budget)))
 
     def ask(self, n):
         return self.search.propose(n)
