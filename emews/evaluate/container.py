@@ -36,6 +36,7 @@ the argument list (NUL-separated) for Supervisor's 7-argument ``model.sh`` call 
 """
 
 import os
+import pwd
 import shutil
 import sys
 from abc import ABC, abstractmethod
@@ -104,8 +105,8 @@ class Runtime(ABC):
         if "://" in image:
             return image  # docker://, oras://, library://: the runtime fetches it
         if not os.path.exists(image):
-            raise ConfigError(IMAGE_SETTING, f"must be an image file or directory for "
-                              f"{self.name}, and there is none", image)
+            raise ConfigError(IMAGE_SETTING, f"must be an existing image file or directory "
+                              f"({self.name})", image)
         return os.path.abspath(image)
 
 
@@ -308,7 +309,10 @@ class Container(Implementation):
         data_dir = self.model_env.get("CANDLE_DATA_DIR") or str(self.expdir)
         command = self.container.command(context.run_dir, os.path.abspath(data_dir),
                                          context.exp_id, context.run_id)
-        log = run_model_shell(command, params_json, context, self.model_env, watch)
+        env = self.model_env
+        if not os.environ.get("USER"):  # ch-run refuses to start without it
+            env = dict(env, USER=pwd.getpwuid(os.getuid()).pw_name)
+        log = run_model_shell(command, params_json, context, env, watch)
         return read_improve_result(log)
 
 

@@ -22,7 +22,7 @@ field() { sed -n "s/.*\"$1\": *\"\{0,1\}\([-+.0-9eEa-z]*\).*/\1/p" "$params" | h
 run_dir=$(dirname -- "$params")
 cp -- "$params" "$run_dir/received.json"
 echo "inside image $(cat /etc/emews-test-image) (Debian $(cat /etc/debian_version)) as pid $$:" \
-     "devices '$devices', data '$data_dir', CANDLE_DATA_DIR '$CANDLE_DATA_DIR', cwd $PWD," \
+     "devices '$devices', data '$data_dir', CANDLE_DATA_DIR '$CANDLE_DATA_DIR', cwd $(/bin/pwd)," \
      "experiment $experiment, run $run"
 x=$(field x)
 case $(field behaviour) in

@@ -1,0 +1,210 @@
+"""Models in containers: each runtime's exact argument list, and a real Charliecloud container.
+
+The argument lists of apptainer, singularity, charliecloud (directory and SquashFS images),
+podman, podman-hpc and shifter are compared word for word, with and without GPUs. The real
+runs use ``ch-run`` on a Debian minbase image built once per machine and cached
+(tests/support/charliecloud.py), whose IMPROVE-style ``train.sh``
+(tests/support/container/charliecloud/) has bash, sed and awk and no Python: every value below
+is computed inside the container, which says so with the image's marker in ``model.log``.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from emews.config import CONTAINER_RUNTIMES
+from emews.errors import ConfigError
+from emews.evaluate import EvaluationFailed, Objective
+from emews.evaluate.container import RUNTIMES, ContainerCommand
+
+SUPPORT = Path(__file__).parent / "support"
+if str(SUPPORT) not in sys.path:
+    sys.path.insert(0, str(SUPPORT))
+
+from conftest import MPIEXEC, alive, stored_rows  # noqa: E402
+from charliecloud import charliecloud_image_fixture  # noqa: E402,F401  (the session fixture)
+
+MODEL_SH = Path(__file__).parent.parent / "models" / "model.sh"
+NASTY = {"x": 0.25, "quote": "it's \"quoted\"", "semicolon": "a; touch PWNED_SEMI",
+         "subst": "$(touch PWNED_SUBST) `touch PWNED_TICK`", "vars": "$HOME ${PATH}",
+         "backslash": "C:\\temp\\n", "newline": "first\nsecond", "unicode": "naïve ☃ 日本語",
+         "dash": "--run_id=evil"}
+
+# --- exact argument lists -------------------------------------------------------------------
+
+IMPROVE = ["train.sh", "{devices}", "/candle_data_dir", "--params_file", "/emews_run/params.json",
+           "--experiment_id", "EXP1", "--run_id", "RUN7"]
+ENV = {"CANDLE_DATA_DIR": "/candle_data_dir", "EMEWS_RUN_DIR": "/emews_run",
+       "EMEWS_PARAMS_FILE": "/emews_run/params.json", "EXP_ID": "EXP1", "RUN_ID": "RUN7"}
+
+
+def expected(runtime, gpus, image):
+    """The argument list each runtime must build (written out here, not by the code)."""
+    binds = [("/data", "/candle_data_dir"), ("/exp/run/RUN7", "/emews_run")]
+    devices = {"none": "", "nvidia": "2,3", "amd": "1"}[gpus]
+    if runtime in ("apptainer", "singularity"):
+        flags = {"none": [], "nvidia": ["--nv"], "amd": ["--rocm"]}[gpus]
+        return [runtime, "exec", *flags, "--bind", "/data:/candle_data_dir", "--bind",
+                "/exp/run/RUN7:/emews_run", "--pwd", "/emews_run",
+                *[w for n, v in ENV.items() for w in ("--env", f"{n}={v}")], image], devices
+    if runtime == "charliecloud":
+        return ["ch-run", *[f"--bind={h}:{g}" for h, g in binds], "--cd=/emews_run",
+                "--env-no-expand", *[f"--set-env={n}={v}" for n, v in ENV.items()], image,
+                "--"], devices
+    if runtime in ("podman", "podman-hpc"):
+        if gpus == "nvidia" and runtime == "podman":
+            flags, devices = ["--device", "nvidia.com/gpu=2", "--device", "nvidia.com/gpu=3"], "0,1"
+        elif gpus == "nvidia":
+            flags = ["--gpu"]
+        else:
+            flags = {"none": [], "amd": ["--device", "/dev/kfd", "--device", "/dev/dri"]}[gpus]
+        where = ["--rootfs", image] if os.path.isdir(image) else [image]
+        return [runtime, "run", "--rm", *flags, "--volume", "/data:/candle_data_dir",
+                "--volume", "/exp/run/RUN7:/emews_run", "--workdir", "/emews_run",
+                *[w for n, v in ENV.items() for w in ("--env", f"{n}={v}")], *where], devices
+    assert runtime == "shifter"
+    flags = {"none": [], "nvidia": ["--module=gpu"]}[gpus]
+    return ["shifter", f"--image={image}", *flags, "--volume=/data:/candle_data_dir",
+            "--volume=/exp/run/RUN7:/emews_run", "--workdir=/emews_run",
+            *[f"--env={n}={v}" for n, v in ENV.items()], "--"], devices
+
+
+def built(runtime, gpus, image, environ):
+    container = ContainerCommand(RUNTIMES[runtime], image, "train", gpus)
+    return container.command("/exp/run/RUN7", "/data", "EXP1", "RUN7", environ)
+
+
+IMAGES = {"apptainer": "/images/model.sif", "singularity": "/images/model.sif",
+          "charliecloud": "/images/model.sqfs", "podman": "docker.io/improve/model:1.0",
+          "podman-hpc": "improve/model:1.0", "shifter": "docker:improve/model:1.0"}
+GPU_ENVIRON = {"none": {"CUDA_VISIBLE_DEVICES": "5"}, "nvidia": {"CUDA_VISIBLE_DEVICES": "2,3"},
+               "amd": {"ROCR_VISIBLE_DEVICES": "1"}}
+CASES = [(runtime, gpus) for runtime in RUNTIMES for gpus in ("none", "nvidia", "amd")
+         if (runtime, gpus) != ("shifter", "amd")]
+
+
+def test_every_runtime_the_setting_allows_has_an_argument_list():
+    assert set(CONTAINER_RUNTIMES) == set(RUNTIMES)
+
+
+@pytest.mark.parametrize("runtime, gpus", CASES)
+def test_exact_argument_lists(runtime, gpus):
+    head, devices = expected(runtime, gpus, IMAGES[runtime])
+    if gpus == "none":
+        devices = "5"  # no GPU flags; the device variable is still the action's argument
+    words = IMPROVE[:1] + [devices] + IMPROVE[2:]
+    assert built(runtime, gpus, IMAGES[runtime], GPU_ENVIRON[gpus]) == head + words
+
+
+@pytest.mark.parametrize("runtime", ["charliecloud", "podman"])
+def test_a_directory_image(runtime, tmp_path):
+    head, _ = expected(runtime, "none", str(tmp_path))
+    assert built(runtime, "none", str(tmp_path), {})[:len(head)] == head
+
+
+@pytest.mark.parametrize("environ, flags", [
+    ({"CUDA_VISIBLE_DEVICES": "0"}, ["--nv"]), ({"ROCR_VISIBLE_DEVICES": "0"}, ["--rocm"]),
+    ({}, [])])
+def test_auto_gpus_follow_the_worker_s_device_variable(environ, flags):
+    command = built("apptainer", "auto", "/images/model.sif", environ)
+    assert command[2:2 + len(flags)] == flags and command[2 + len(flags)] == "--bind"
+
+
+def test_shifter_has_no_amd_gpus():
+    with pytest.raises(EvaluationFailed, match=r"^\[model\].container_gpus "
+                       r"\(CANDLE_CONTAINER_GPUS\): shifter has no flags for amd GPUs"):
+        built("shifter", "amd", "docker:m:1", {})
+
+
+# --- a real Charliecloud container ----------------------------------------------------------
+
+@pytest.fixture
+def charliecloud(charliecloud_image, tmp_path, monkeypatch):
+    """``make(timeout=None, **env)``: an Objective of the container implementation on the real
+    image with ch-run; ``USER`` unset, as in a batch job that does not export it."""
+    monkeypatch.delenv("USER", raising=False)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    data = tmp_path / "data"
+    data.mkdir()
+
+    def make(timeout=None, **env):
+        env = {"CANDLE_IMAGE": str(charliecloud_image), "CANDLE_CONTAINER_RUNTIME":
+               "charliecloud", "CANDLE_DATA_DIR": str(data), "MODEL_RETURN": "val_loss", **env}
+        return Objective("container", model_name="improve", expdir=tmp_path / "EXP001",
+                         exp_id="EXP001", timeout=timeout, model_env=env)
+
+    return make
+
+
+def marker(image):
+    return f"inside image {Path(image).name} (Debian 12."
+
+
+def test_a_charliecloud_run_reports_from_inside_the_image(charliecloud, charliecloud_image,
+                                                          tmp_path):
+    outcome = charliecloud().evaluate(json.dumps({"x": 1.5}), "RUN000001")
+    assert outcome.status == "done", (outcome.error, outcome.log_tail)
+    assert outcome.value == 1.0
+    run_dir = tmp_path / "EXP001" / "run" / "RUN000001"
+    log = (run_dir / "model.log").read_text()
+    assert marker(charliecloud_image) in log
+    assert "devices '', data '/candle_data_dir', CANDLE_DATA_DIR '/candle_data_dir', " \
+           "cwd /emews_run, experiment EXP001, run RUN000001" in log
+    assert not Path("/etc/emews-test-image").exists()  # the marker is the image's alone
+
+
+def test_parameters_reach_the_container_unchanged_and_nothing_runs(charliecloud, tmp_path):
+    text = json.dumps(NASTY, ensure_ascii=False)
+    outcome = charliecloud().evaluate(text, "RUN2")
+    assert outcome.status == "done", (outcome.error, outcome.log_tail)
+    assert outcome.value == 0.0625
+    run_dir = tmp_path / "EXP001" / "run" / "RUN2"
+    assert (run_dir / "received.json").read_text(encoding="utf-8") == text
+    assert not list(tmp_path.rglob("PWNED*"))
+
+
+def test_a_timeout_kills_the_container_s_processes(charliecloud, tmp_path):
+    outcome = charliecloud(timeout=3).evaluate('{"x": 1, "behaviour": "sleep"}', "RUN3")
+    assert outcome.status == "failed" and outcome.error == "timeout after 3 s"
+    assert "emews: timeout after 3 s: the run was killed" in outcome.log_tail
+    pids = [int(pid) for pid in
+            (tmp_path / "EXP001" / "run" / "RUN3" / "pids.txt").read_text().split()]
+    assert len(pids) == 2 and not any(alive(pid) for pid in pids)
+
+
+def test_a_container_that_exits_non_zero_fails_with_its_output_tail(charliecloud):
+    outcome = charliecloud().evaluate('{"x": 1, "behaviour": "fail"}', "RUN4")
+    assert outcome.status == "failed"
+    assert outcome.error == "the model exited with status 3: train.sh: the model failed on " \
+                            "purpose"
+    assert "inside image" in outcome.log_tail
+
+
+def test_the_container_s_output_reaches_model_log_as_an_app_s_does(charliecloud, tmp_path):
+    # what [fidelity]'s learning-curve reports read: the lines a model prints, in model.log
+    outcome = charliecloud().evaluate('{"x": 0.5, "behaviour": "epochs"}', "RUN5")
+    assert outcome.status == "done" and outcome.value == 0.0
+    log = (tmp_path / "EXP001" / "run" / "RUN5" / "model.log").read_text()
+    assert "epoch 1 val_loss 1.000000\nepoch 2 val_loss 0.500000\nepoch 3 val_loss 0.333333\n" \
+           "IMPROVE_RESULT val_loss 0\n" in log
+
+
+def test_a_missing_image_is_one_line_naming_the_setting(tmp_path):
+    missing = str(tmp_path / "nosuch.sqfs")
+    with pytest.raises(ConfigError) as error:
+        Objective("container", model_env={"CANDLE_IMAGE": missing,
+                                          "CANDLE_CONTAINER_RUNTIME": "charliecloud"})
+    assert str(error.value) == (f"[model].image (CANDLE_IMAGE): must be an existing image "
+                                f"file or directory (charliecloud), got {missing!r}")
+
+
+def test_a_runtime_that_is_not_installed_is_one_line_naming_the_setting(charliecloud_image):
+    with pytest.raises(ConfigError) as error:
+        Objective("container", model_env={"CANDLE_IMAGE": str(charliecloud_image),
+                                          "CANDLE_CONTAINER_RUNTIME": "shifter"})
+    assert str(error.value) == ("[model].container_runtime (CANDLE_CONTAINER_RUNTIME): must "
+                                "name an installed runtime: shifter is not on PATH, got 'shifter'")
