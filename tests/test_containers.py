@@ -208,3 +208,86 @@ def test_a_runtime_that_is_not_installed_is_one_line_naming_the_setting(charliec
                                           "CANDLE_CONTAINER_RUNTIME": "shifter"})
     assert str(error.value) == ("[model].container_runtime (CANDLE_CONTAINER_RUNTIME): must "
                                 "name an installed runtime: shifter is not on PATH, got 'shifter'")
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+def test_a_study_of_a_container_model_on_a_real_mpiexec_pool(emews_cli, study, tmp_path,
+                                                            charliecloud_image, monkeypatch):
+    monkeypatch.delenv("USER", raising=False)  # as in a batch job that does not export it
+    path = study(system={"procs": 3, "progress_interval": 0.0},
+                 study={"budget": 6, "seed": 3, "impl": "container", "model_name": "improve"},
+                 model={"image": str(charliecloud_image), "container_runtime": "charliecloud"})
+    done = emews_cli("run", path)
+    assert done.returncode == 0, done.stderr
+    (expdir,) = (tmp_path / "experiments" / "study").iterdir()
+    rows = stored_rows(expdir)
+    assert len(rows) == 6 and {row["status"] for row in rows} == {"done"}
+    assert {row["rank"] for row in rows} <= {1, 2}
+    for row in rows:
+        assert row["result"] == pytest.approx((row["params"]["x"] - 0.5) ** 2, rel=1e-12)
+        log = (expdir / "run" / row["run_id"] / "model.log").read_text()
+        assert marker(charliecloud_image) in log and f"run {row['run_id']}" in log
+        assert "IMPROVE_RESULT val_loss " in log
+
+
+# --- Supervisor's forms ---------------------------------------------------------------------
+
+def test_supervisor_s_sif_form_model_name_is_the_image(charliecloud_image, tmp_path,
+                                                       monkeypatch):
+    # Supervisor's README: MODEL_NAME=/path/to/model.sif, CANDLE_MODEL_TYPE=SINGULARITY; its
+    # workflow.sh leaves CANDLE_IMAGE=NONE and makes CANDLE_MODEL_IMPL container
+    from emews.evaluate import from_env
+
+    for name, value in {"MODEL_NAME": str(charliecloud_image), "CANDLE_MODEL_TYPE":
+                        "SINGULARITY", "CANDLE_IMAGE": "NONE", "CANDLE_CONTAINER_RUNTIME":
+                        "charliecloud", "CANDLE_DATA_DIR": str(tmp_path),
+                        "MODEL_RETURN": "val_loss"}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("CANDLE_MODEL_IMPL", raising=False)
+    objective = from_env(expdir=tmp_path / "EXP000")
+    assert objective.impl == "container"
+    outcome = objective.evaluate('{"x": -0.5}', "RUN1")
+    assert outcome.status == "done" and outcome.value == 1.0, (outcome.error, outcome.log_tail)
+    log = (tmp_path / "EXP000" / "run" / "RUN1" / "model.log").read_text()
+    assert marker(charliecloud_image) in log
+
+
+def seven_arguments(tmp_path, image, params, **env):
+    """``bash model.sh keras PARAMS EXP000 RUN5 SINGULARITY IMAGE train``, as Supervisor's
+    model_container.swift runs it, with a runtime from CANDLE_CONTAINER_RUNTIME."""
+    environ = {k: v for k, v in os.environ.items() if k not in ("EMEWS_RUN_DIR", "USER")}
+    environ.update(CANDLE_DATA_DIR=str(tmp_path / "data"), MODEL_RETURN="val_loss",
+                   PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", **env)
+    return subprocess.run(["bash", str(MODEL_SH), "keras", params, "EXP000", "RUN5",
+                           "SINGULARITY", str(image), "train"], cwd=tmp_path, env=environ,
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_the_seven_argument_model_sh_runs_a_real_container(charliecloud_image, tmp_path):
+    done = seven_arguments(tmp_path, charliecloud_image, '{"x": 2.5}',
+                           CANDLE_CONTAINER_RUNTIME="charliecloud", CANDLE_CUDA_OFFSET="1")
+    run_dir = tmp_path / "data" / charliecloud_image.name / "Output" / "EXP000" / "RUN5"
+    log = (run_dir / "model.log").read_text()
+    assert done.returncode == 0, (done.stdout, log)
+    assert (run_dir / "result.txt").read_text() == "4.0\n"
+    assert marker(charliecloud_image) in log and "devices '1'" in log
+    assert (run_dir / "run_command.txt").read_text() == " ".join([
+        "ch-run", f"--bind={tmp_path / 'data'}:/candle_data_dir", f"--bind={run_dir}:/emews_run",
+        "--cd=/emews_run", "--env-no-expand", "--set-env=CANDLE_DATA_DIR=/candle_data_dir",
+        "--set-env=EMEWS_RUN_DIR=/emews_run", "--set-env=EMEWS_PARAMS_FILE=/emews_run/params.json",
+        "--set-env=EXP_ID=EXP000", "--set-env=RUN_ID=RUN5", str(charliecloud_image), "--",
+        "train.sh", "1", "/candle_data_dir", "--params_file", "/emews_run/params.json",
+        "--experiment_id", "EXP000", "--run_id", "RUN5"]) + "\n"
+    assert (run_dir.parent / "output.csv").read_text() == "2.5,RUN5,4.0\n"
+
+
+def test_the_seven_argument_model_sh_names_a_bad_runtime(charliecloud_image, tmp_path):
+    done = seven_arguments(tmp_path, charliecloud_image, '{"x": 2.5}',
+                           CANDLE_CONTAINER_RUNTIME="nosuch")
+    run_dir = tmp_path / "data" / charliecloud_image.name / "Output" / "EXP000" / "RUN5"
+    log = (run_dir / "model.log").read_text()
+    assert done.returncode == 1
+    assert "emews.models.container_command: error: [model].container_runtime " \
+           "(CANDLE_CONTAINER_RUNTIME): must be one of" in log
+    assert "MODEL ERROR! no container command" in log and not (run_dir / "result.txt").exists()
