@@ -20,13 +20,15 @@ from emews.config import CONTAINER_RUNTIMES
 from emews.errors import ConfigError
 from emews.evaluate import EvaluationFailed, Objective
 from emews.evaluate.container import RUNTIMES, ContainerCommand
+from emews.launch import site as sites
+from emews.launch.submit import _with_site_defaults as with_site_defaults
 
 SUPPORT = Path(__file__).parent / "support"
 if str(SUPPORT) not in sys.path:
     sys.path.insert(0, str(SUPPORT))
 
 from conftest import MPIEXEC, alive, stored_rows  # noqa: E402
-from charliecloud import charliecloud_image_fixture  # noqa: E402,F401  (the session fixture)
+from charliecloud import charliecloud_image_fixture, squashfs_image  # noqa: E402,F401
 
 MODEL_SH = Path(__file__).parent.parent / "models" / "model.sh"
 NASTY = {"x": 0.25, "quote": "it's \"quoted\"", "semicolon": "a; touch PWNED_SEMI",
@@ -291,3 +293,48 @@ def test_the_seven_argument_model_sh_names_a_bad_runtime(charliecloud_image, tmp
     assert "emews.models.container_command: error: [model].container_runtime " \
            "(CANDLE_CONTAINER_RUNTIME): must be one of" in log
     assert "MODEL ERROR! no container command" in log and not (run_dir / "result.txt").exists()
+
+
+# --- named sites ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, runtime", [
+    ("frontier", "apptainer"), ("polaris", "apptainer"), ("aurora", "apptainer"),
+    ("perlmutter", "podman-hpc"), ("lambda", "singularity"), ("local", None), ("slurm", None)])
+def test_named_sites_set_their_machine_s_runtime(name, runtime):
+    assert sites.load(name).container_runtime == runtime
+
+
+def test_the_site_s_runtime_is_the_study_s_unless_it_names_one(study, monkeypatch):
+    monkeypatch.delenv("CANDLE_CONTAINER_RUNTIME", raising=False)
+    frontier = sites.load("frontier")
+    unset = study(study={"budget": 2, "impl": "container"})
+    assert with_site_defaults(unset, frontier, {}, None)["model.container_runtime"] == \
+        "apptainer"
+    own = study("own.toml", study={"budget": 2}, model={"container_runtime": "charliecloud"})
+    assert "model.container_runtime" not in with_site_defaults(own, frontier, {}, None)
+    monkeypatch.setenv("CANDLE_CONTAINER_RUNTIME", "shifter")
+    assert "model.container_runtime" not in with_site_defaults(unset, frontier, {}, None)
+
+
+def test_a_site_file_with_an_unknown_runtime_is_one_line_naming_it(tmp_path):
+    path = tmp_path / "mine.toml"
+    path.write_text('scheduler = "local"\nlauncher = "mpiexec"\ncontainer_runtime = "docker"\n')
+    with pytest.raises(ConfigError, match=rf"^{path}: container_runtime: must be one of "):
+        sites.load(str(path))
+
+
+@pytest.mark.slow
+def test_a_charliecloud_squashfs_image(charliecloud, charliecloud_image, tmp_path):
+    image = squashfs_image()  # made once per machine, beside the directory image
+    outcome = charliecloud(CANDLE_IMAGE=str(image)).evaluate('{"x": 0}', "RUN1")
+    assert outcome.status == "done" and outcome.value == 0.25, (outcome.error, outcome.log_tail)
+    log = (tmp_path / "EXP001" / "run" / "RUN1" / "model.log").read_text()
+    assert f" {image} -- train.sh " in log  # ch-run's command line, as model.sh logs it
+    assert marker(charliecloud_image) in log
+
+
+def test_without_gpu_flags_the_devices_are_the_worker_s_any_binding():
+    # Aurora's Intel GPUs need no flag: the worker's ZE_AFFINITY_MASK is the action's DEVICES
+    command = built("apptainer", "auto", "/images/model.sif", {"ZE_AFFINITY_MASK": "4"})
+    assert "--nv" not in command and "--rocm" not in command
+    assert command[command.index("train.sh") + 1] == "4"

@@ -56,6 +56,8 @@ RUNTIME_SETTING = "[model].container_runtime (CANDLE_CONTAINER_RUNTIME)"
 GPUS_SETTING = "[model].container_gpus (CANDLE_CONTAINER_GPUS)"
 NO_IMAGE = ("", "NONE", "None")  # Supervisor's workflow.sh: ${CANDLE_IMAGE:=NONE}
 DEVICE_VARIABLES = {"nvidia": "CUDA_VISIBLE_DEVICES", "amd": "ROCR_VISIBLE_DEVICES"}
+# the worker's devices when no GPU flags are given (Intel's GPUs need none: Aurora)
+DEVICE_VARIABLES_ANY = ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK")
 
 
 @dataclass(frozen=True)
@@ -290,7 +292,8 @@ class ContainerCommand:
                                                        "must not contain ':' or ','", str(path))))
         kind = gpu_kind(self.gpus, environ)
         if devices is None:
-            devices = environ.get(DEVICE_VARIABLES.get(kind, "CUDA_VISIBLE_DEVICES"), "")
+            names = [DEVICE_VARIABLES[kind]] if kind else DEVICE_VARIABLES_ANY
+            devices = next((environ[name] for name in names if environ.get(name)), "")
         launch = Launch(self.image, self.action, ((str(data_dir), DATA), (str(run_dir), RUN)),
                         guest_environment(exp_id, run_id), kind,
                         tuple(d.strip() for d in str(devices).split(",") if d.strip()),

@@ -11,7 +11,8 @@ The model image is that base, hard-linked (``cp -al``, a second), plus the files
 ``/etc/emews-test-image`` holding the image's name, and the bind-mount targets
 ``/candle_data_dir`` and ``/emews_run``. Its name carries a hash of those files, so a changed
 ``train.sh`` makes a new image. ``ch-run`` mounts it read-only, so the shared files stay as the
-base has them.
+base has them. :func:`squashfs_image` packs it into a SquashFS file beside it (uncompressed,
+seconds), once.
 """
 
 import fcntl
@@ -44,14 +45,14 @@ def cache_directory():
 def missing_reason():
     """Why no Charliecloud container can start here, or ``None``. As root (CI, the development
     machines) missing packages are installed with ``scripts/apt-deps.sh``."""
-    missing = [name for name in ("ch-run", "debootstrap")
+    missing = [name for name in ("ch-run", "debootstrap", "mksquashfs")
                if not shutil.which(name) and not Path("/usr/sbin", name).exists()]
     if missing and os.geteuid() == 0:
         subprocess.run(["bash", str(REPO / "scripts" / "apt-deps.sh")], check=True)
         return None
     if missing:
         return (f"no Charliecloud image here ({', '.join(missing)} not found) and not root to "
-                "install them (apt: charliecloud-runtime debootstrap)")
+                "install them (apt: charliecloud-runtime debootstrap squashfs-tools)")
     if os.geteuid() != 0:
         return "building the Debian image with debootstrap needs root"
     return None
@@ -114,6 +115,21 @@ def model_image(cache=None):
             (building / "etc" / "emews-test-image").write_text(name + "\n")
             for mount in ("candle_data_dir", "emews_run"):
                 (building / mount).mkdir()
+            building.rename(image)
+    return image
+
+
+def squashfs_image(cache=None):
+    """The model image as a SquashFS file (``mksquashfs``, squashfs-tools), which ``ch-run``
+    mounts with FUSE; made once, beside the directory image."""
+    directory = model_image(cache)
+    image = directory.with_name(directory.name + ".sqfs")
+    with locked(directory.with_name(directory.name + ".sqfs.lock")):
+        if not image.is_file():
+            building = image.with_name(image.name + ".building")
+            subprocess.run(["mksquashfs", str(directory), str(building), "-noappend", "-quiet",
+                            "-no-progress", "-noI", "-noD", "-noF", "-noX"], check=True,
+                           stdout=subprocess.DEVNULL)
             building.rename(image)
     return image
 
