@@ -138,6 +138,4 @@ def squashfs_image(cache=None):
 def charliecloud_image_fixture():
     """The path of the cached model image (skipped only without ch-run and without root)."""
     reason = missing_reason()
-    if reason:
-        pytest.skip(reason)
-    return model_image()
+    return pytest.skip(reason) if reason else model_image()
