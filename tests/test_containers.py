@@ -19,6 +19,7 @@ import pytest
 from emews.config import CONTAINER_RUNTIMES
 from emews.errors import ConfigError
 from emews.evaluate import EvaluationFailed, Objective
+from emews.evaluate import container as container_module
 from emews.evaluate.container import RUNTIMES, ContainerCommand
 from emews.launch import site as sites
 from emews.launch.submit import _with_site_defaults as with_site_defaults
@@ -108,10 +109,28 @@ def test_a_directory_image(runtime, tmp_path):
     assert built(runtime, "none", str(tmp_path), {})[:len(head)] == head
 
 
-@pytest.mark.parametrize("environ, flags", [
-    ({"CUDA_VISIBLE_DEVICES": "0"}, ["--nv"]), ({"ROCR_VISIBLE_DEVICES": "0"}, ["--rocm"]),
-    ({}, [])])
-def test_auto_gpus_follow_the_worker_s_device_variable(environ, flags):
+@pytest.fixture
+def node_devices(tmp_path, monkeypatch):
+    """``make(*kinds)``: the node's GPU device files are files under tmp_path, those of
+    ``kinds`` present."""
+    def make(*kinds):
+        paths = {kind: tmp_path / "dev" / kind for kind in ("nvidia", "amd")}
+        for kind in kinds:
+            paths[kind].parent.mkdir(exist_ok=True)
+            paths[kind].touch()
+        monkeypatch.setattr(container_module, "NODE_DEVICES",
+                            {kind: str(path) for kind, path in paths.items()})
+
+    return make
+
+
+@pytest.mark.parametrize("environ, node, flags", [
+    ({"CUDA_VISIBLE_DEVICES": "0"}, (), ["--nv"]),
+    ({"ROCR_VISIBLE_DEVICES": "0"}, ("nvidia",), ["--rocm"]),
+    ({}, ("nvidia",), ["--nv"]), ({}, ("amd",), ["--rocm"]), ({}, (), [])])
+def test_auto_gpus_follow_the_worker_s_device_variable_else_the_node_s(environ, node, flags,
+                                                                        node_devices):
+    node_devices(*node)
     command = built("apptainer", "auto", "/images/model.sif", environ)
     assert command[2:2 + len(flags)] == flags and command[2 + len(flags)] == "--bind"
 
@@ -333,8 +352,21 @@ def test_a_charliecloud_squashfs_image(charliecloud, charliecloud_image, tmp_pat
     assert marker(charliecloud_image) in log
 
 
-def test_without_gpu_flags_the_devices_are_the_worker_s_any_binding():
+def test_without_gpu_flags_the_devices_are_the_worker_s_any_binding(node_devices):
     # Aurora's Intel GPUs need no flag: the worker's ZE_AFFINITY_MASK is the action's DEVICES
+    node_devices()
     command = built("apptainer", "auto", "/images/model.sif", {"ZE_AFFINITY_MASK": "4"})
     assert "--nv" not in command and "--rocm" not in command
     assert command[command.index("train.sh") + 1] == "4"
+
+
+def test_emews_run_names_a_missing_image_in_one_line_and_writes_nothing(emews_cli, study,
+                                                                         tmp_path):
+    path = study(study={"budget": 2, "impl": "container"},
+                 model={"image": "nosuch.sif", "container_runtime": "charliecloud"})
+    done = emews_cli("run", path)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        f"emews: error: [model].image (CANDLE_IMAGE): must be an existing image file or "
+        f"directory (charliecloud), got '{tmp_path / 'nosuch.sif'}'"]
+    assert not (tmp_path / "experiments").exists()

@@ -26,7 +26,8 @@ shifter         --volume=H:G     --env=N=V           --module=gpu; (none)       
 
 ``[model].container_gpus`` (``CANDLE_CONTAINER_GPUS``): ``auto`` (the default) is ``nvidia``
 when the worker has ``CUDA_VISIBLE_DEVICES``, ``amd`` when it has ``ROCR_VISIBLE_DEVICES``,
-else no GPU flags. The worker's devices are the action script's first argument; podman's CDI
+else the kind whose device file the node has (``/dev/nvidiactl``, ``/dev/kfd``), else no GPU
+flags. The worker's devices are the action script's first argument; podman's CDI
 devices are the only GPUs its container sees, numbered from 0, and the argument says so.
 Apptainer, Charliecloud and Shifter also pass the host's environment in; podman passes only
 what it is told. Parameters never reach a command line: they are in ``params.json``.
@@ -56,6 +57,7 @@ RUNTIME_SETTING = "[model].container_runtime (CANDLE_CONTAINER_RUNTIME)"
 GPUS_SETTING = "[model].container_gpus (CANDLE_CONTAINER_GPUS)"
 NO_IMAGE = ("", "NONE", "None")  # Supervisor's workflow.sh: ${CANDLE_IMAGE:=NONE}
 DEVICE_VARIABLES = {"nvidia": "CUDA_VISIBLE_DEVICES", "amd": "ROCR_VISIBLE_DEVICES"}
+NODE_DEVICES = {"nvidia": "/dev/nvidiactl", "amd": "/dev/kfd"}  # a node's GPUs, by kind
 # the worker's devices when no GPU flags are given (Intel's GPUs need none: Aurora)
 DEVICE_VARIABLES_ANY = ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK")
 
@@ -237,12 +239,13 @@ def image_of(env):
 
 
 def gpu_kind(setting, environ):
-    """``nvidia``, ``amd`` or None from ``[model].container_gpus`` (``auto``: from the
-    worker's device variable)."""
+    """``nvidia``, ``amd`` or None from ``[model].container_gpus``. ``auto``: from the
+    worker's device variable, else from the node's device files (:data:`NODE_DEVICES`)."""
     check(GPUS_SETTING, SCHEMA["model"]["container_gpus"].rule, setting)
     if setting == "auto":
         setting = next((kind for kind, name in DEVICE_VARIABLES.items() if environ.get(name)),
-                       "none")
+                       None) or next((kind for kind, path in NODE_DEVICES.items()
+                                      if os.path.exists(path)), "none")
     return None if setting == "none" else setting
 
 
