@@ -28,7 +28,7 @@ SUPPORT = Path(__file__).parent / "support"
 if str(SUPPORT) not in sys.path:
     sys.path.insert(0, str(SUPPORT))
 
-from conftest import MPIEXEC, alive, stored_rows  # noqa: E402
+from conftest import alive, stored_rows  # noqa: E402
 from charliecloud import charliecloud_image_fixture, squashfs_image  # noqa: E402,F401
 
 MODEL_SH = Path(__file__).parent.parent / "models" / "model.sh"
@@ -39,74 +39,72 @@ NASTY = {"x": 0.25, "quote": "it's \"quoted\"", "semicolon": "a; touch PWNED_SEM
 
 # --- exact argument lists -------------------------------------------------------------------
 
-IMPROVE = ["train.sh", "{devices}", "/candle_data_dir", "--params_file", "/emews_run/params.json",
-           "--experiment_id", "EXP1", "--run_id", "RUN7"]
-ENV = {"CANDLE_DATA_DIR": "/candle_data_dir", "EMEWS_RUN_DIR": "/emews_run",
-       "EMEWS_PARAMS_FILE": "/emews_run/params.json", "EXP_ID": "EXP1", "RUN_ID": "RUN7"}
-
-
-def expected(runtime, gpus, image):
-    """The argument list each runtime must build (written out here, not by the code)."""
-    binds = [("/data", "/candle_data_dir"), ("/exp/run/RUN7", "/emews_run")]
-    devices = {"none": "", "nvidia": "2,3", "amd": "1"}[gpus]
-    if runtime in ("apptainer", "singularity"):
-        flags = {"none": [], "nvidia": ["--nv"], "amd": ["--rocm"]}[gpus]
-        return [runtime, "exec", *flags, "--bind", "/data:/candle_data_dir", "--bind",
-                "/exp/run/RUN7:/emews_run", "--pwd", "/emews_run",
-                *[w for n, v in ENV.items() for w in ("--env", f"{n}={v}")], image], devices
-    if runtime == "charliecloud":
-        return ["ch-run", *[f"--bind={h}:{g}" for h, g in binds], "--cd=/emews_run",
-                "--env-no-expand", *[f"--set-env={n}={v}" for n, v in ENV.items()], image,
-                "--"], devices
-    if runtime in ("podman", "podman-hpc"):
-        if gpus == "nvidia" and runtime == "podman":
-            flags, devices = ["--device", "nvidia.com/gpu=2", "--device", "nvidia.com/gpu=3"], "0,1"
-        elif gpus == "nvidia":
-            flags = ["--gpu"]
-        else:
-            flags = {"none": [], "amd": ["--device", "/dev/kfd", "--device", "/dev/dri"]}[gpus]
-        where = ["--rootfs", image] if os.path.isdir(image) else [image]
-        return [runtime, "run", "--rm", *flags, "--volume", "/data:/candle_data_dir",
-                "--volume", "/exp/run/RUN7:/emews_run", "--workdir", "/emews_run",
-                *[w for n, v in ENV.items() for w in ("--env", f"{n}={v}")], *where], devices
-    assert runtime == "shifter"
-    flags = {"none": [], "nvidia": ["--module=gpu"]}[gpus]
-    return ["shifter", f"--image={image}", *flags, "--volume=/data:/candle_data_dir",
-            "--volume=/exp/run/RUN7:/emews_run", "--workdir=/emews_run",
-            *[f"--env={n}={v}" for n, v in ENV.items()], "--"], devices
+ACTION = ["/candle_data_dir", "--params_file", "/emews_run/params.json", "--experiment_id", "E1",
+          "--run_id", "R7"]
+A_ENV = ["--env", "CANDLE_DATA_DIR=/candle_data_dir", "--env", "EMEWS_RUN_DIR=/emews_run",
+         "--env", "EMEWS_PARAMS_FILE=/emews_run/params.json", "--env", "EXP_ID=E1",
+         "--env", "RUN_ID=R7"]  # apptainer's and podman's
+APPTAINER = ["--bind", "/d:/candle_data_dir", "--bind", "/r:/emews_run", "--pwd", "/emews_run",
+             *A_ENV, "/i/m.sif", "train.sh"]
+CH_RUN = ["ch-run", "--bind=/d:/candle_data_dir", "--bind=/r:/emews_run", "--cd=/emews_run",
+          "--env-no-expand", "--set-env=CANDLE_DATA_DIR=/candle_data_dir",
+          "--set-env=EMEWS_RUN_DIR=/emews_run", "--set-env=EMEWS_PARAMS_FILE=/emews_run/params.json",
+          "--set-env=EXP_ID=E1", "--set-env=RUN_ID=R7", "/i/m.sqfs", "--", "train.sh"]
+PODMAN = ["--volume", "/d:/candle_data_dir", "--volume", "/r:/emews_run", "--workdir",
+          "/emews_run", *A_ENV, "improve/m:1", "train.sh"]
+SHIFTER = ["--volume=/d:/candle_data_dir", "--volume=/r:/emews_run", "--workdir=/emews_run",
+           "--env=CANDLE_DATA_DIR=/candle_data_dir", "--env=EMEWS_RUN_DIR=/emews_run",
+           "--env=EMEWS_PARAMS_FILE=/emews_run/params.json", "--env=EXP_ID=E1",
+           "--env=RUN_ID=R7", "--", "train.sh"]
+IMAGES = {"apptainer": "/i/m.sif", "singularity": "/i/m.sif", "charliecloud": "/i/m.sqfs",
+          "podman": "improve/m:1", "podman-hpc": "improve/m:1", "shifter": "docker:improve/m:1"}
+# the worker's environment: nvidia GPUs 2 and 3, or AMD GPU 1, or none
+WORKER = {"nvidia": {"CUDA_VISIBLE_DEVICES": "2,3"}, "amd": {"ROCR_VISIBLE_DEVICES": "1"},
+          "none": {}}
+EXACT = {
+    ("apptainer", "none"): ["apptainer", "exec", *APPTAINER, "", *ACTION],
+    ("apptainer", "nvidia"): ["apptainer", "exec", "--nv", *APPTAINER, "2,3", *ACTION],
+    ("apptainer", "amd"): ["apptainer", "exec", "--rocm", *APPTAINER, "1", *ACTION],
+    ("singularity", "none"): ["singularity", "exec", *APPTAINER, "", *ACTION],
+    ("singularity", "nvidia"): ["singularity", "exec", "--nv", *APPTAINER, "2,3", *ACTION],
+    ("charliecloud", "none"): [*CH_RUN, "", *ACTION],
+    ("charliecloud", "nvidia"): [*CH_RUN, "2,3", *ACTION],  # ch-fromhost prepared the image
+    ("charliecloud", "amd"): [*CH_RUN, "1", *ACTION],
+    ("podman", "none"): ["podman", "run", "--rm", *PODMAN, "", *ACTION],
+    ("podman", "nvidia"): ["podman", "run", "--rm", "--device", "nvidia.com/gpu=2", "--device",
+                           "nvidia.com/gpu=3", *PODMAN, "0,1", *ACTION],  # CDI: renumbered
+    ("podman", "amd"): ["podman", "run", "--rm", "--device", "/dev/kfd", "--device", "/dev/dri",
+                        *PODMAN, "1", *ACTION],
+    ("podman-hpc", "none"): ["podman-hpc", "run", "--rm", *PODMAN, "", *ACTION],
+    ("podman-hpc", "nvidia"): ["podman-hpc", "run", "--rm", "--gpu", *PODMAN, "2,3", *ACTION],
+    ("shifter", "none"): ["shifter", "--image=docker:improve/m:1", *SHIFTER, "", *ACTION],
+    ("shifter", "nvidia"): ["shifter", "--image=docker:improve/m:1", "--module=gpu", *SHIFTER,
+                            "2,3", *ACTION],
+}
 
 
 def built(runtime, gpus, image, environ):
     container = ContainerCommand(RUNTIMES[runtime], image, "train", gpus)
-    return container.command("/exp/run/RUN7", "/data", "EXP1", "RUN7", environ)
-
-
-IMAGES = {"apptainer": "/images/model.sif", "singularity": "/images/model.sif",
-          "charliecloud": "/images/model.sqfs", "podman": "docker.io/improve/model:1.0",
-          "podman-hpc": "improve/model:1.0", "shifter": "docker:improve/model:1.0"}
-GPU_ENVIRON = {"none": {"CUDA_VISIBLE_DEVICES": "5"}, "nvidia": {"CUDA_VISIBLE_DEVICES": "2,3"},
-               "amd": {"ROCR_VISIBLE_DEVICES": "1"}}
-CASES = [(runtime, gpus) for runtime in RUNTIMES for gpus in ("none", "nvidia", "amd")
-         if (runtime, gpus) != ("shifter", "amd")]
+    return container.command("/r", "/d", "E1", "R7", environ)
 
 
 def test_every_runtime_the_setting_allows_has_an_argument_list():
-    assert set(CONTAINER_RUNTIMES) == set(RUNTIMES)
+    assert set(CONTAINER_RUNTIMES) == set(RUNTIMES) == {runtime for runtime, _ in EXACT}
 
 
-@pytest.mark.parametrize("runtime, gpus", CASES)
-def test_exact_argument_lists(runtime, gpus):
-    head, devices = expected(runtime, gpus, IMAGES[runtime])
-    if gpus == "none":
-        devices = "5"  # no GPU flags; the device variable is still the action's argument
-    words = IMPROVE[:1] + [devices] + IMPROVE[2:]
-    assert built(runtime, gpus, IMAGES[runtime], GPU_ENVIRON[gpus]) == head + words
+@pytest.mark.parametrize("runtime, gpus", EXACT)
+def test_exact_argument_lists(runtime, gpus, node_devices):
+    node_devices()  # a node without GPU device files: "auto" follows the worker alone
+    assert built(runtime, gpus, IMAGES[runtime], WORKER[gpus]) == EXACT[runtime, gpus]
+    assert built(runtime, "auto", IMAGES[runtime], WORKER[gpus]) == EXACT[runtime, gpus]
 
 
-@pytest.mark.parametrize("runtime", ["charliecloud", "podman"])
-def test_a_directory_image(runtime, tmp_path):
-    head, _ = expected(runtime, "none", str(tmp_path))
-    assert built(runtime, "none", str(tmp_path), {})[:len(head)] == head
+def test_a_directory_image_is_podman_s_rootfs_and_ch_run_s_image(tmp_path):
+    podman = built("podman", "none", str(tmp_path), {})
+    action = podman.index("train.sh")
+    assert podman[action - 2:action] == ["--rootfs", str(tmp_path)]
+    ch_run = built("charliecloud", "none", str(tmp_path), {})
+    assert ch_run[ch_run.index("--") - 1] == str(tmp_path)
 
 
 @pytest.fixture
