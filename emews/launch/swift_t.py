@@ -117,7 +117,7 @@ def build(source=None, prefix=None, apt=True, log=None):
     say = log or (lambda line: print(f"emews: {line}", file=sys.stderr, flush=True))
     _check_python()
     _install_or_name_prerequisites(apt, say)
-    prefix.mkdir(parents=True, exist_ok=True)
+    prefix.parent.mkdir(parents=True, exist_ok=True)
     with open(prefix.parent / f".{prefix.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)   # another build of the same prefix: wait for it
         if not is_built(prefix):
