@@ -1,7 +1,8 @@
 """``emews swift-t build``: the suite's own Swift/T is this command's build (the ``swift_t``
 fixture), and it runs a Swift program that calls this Python; a second call returns at once; an
 unreachable download fails in one line naming ``--source``; a download that is not the pinned
-source is refused; a missing prerequisite is named with its packages."""
+source is refused, and so is a source that is not Swift/T; a missing prerequisite is named with
+its packages."""
 
 import http.server
 import os
@@ -122,4 +123,19 @@ def test_a_missing_prerequisite_is_named_with_its_packages(tmp_path, swift_t):
     assert done.stderr.splitlines() == [
         "emews: error: emews swift-t build: the build needs programs that are not on PATH: "
         "ant (Debian: ant; RPM: ant; conda: ant)"]
+    assert not (tmp_path / "swift-t").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("given, rule", [
+    ("absent.tar.gz", "must be a Swift/T source tarball or directory, and there is no such file"),
+    ("empty", "must hold Swift/T's source (dev/build/build-swift-t.sh, at its top or in its "
+              "one top directory)")])
+def test_a_source_that_is_not_swift_t_is_refused_in_one_line(tmp_path, swift_t, given, rule):
+    (tmp_path / "empty").mkdir()
+    done = emews_swift_t_build("--source", str(tmp_path / given), "--prefix",
+                               str(tmp_path / "swift-t"))
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        f"emews: error: emews swift-t build --source: {rule}, got {str(tmp_path / given)!r}"]
     assert not (tmp_path / "swift-t").exists()
