@@ -106,26 +106,30 @@ def missing_prerequisites(path=None):
     return [item for item in PREREQUISITES if shutil.which(item.program, path=path) is None]
 
 
-def build(source=None, prefix=None, apt=True, log=None):
+def build(source=None, prefix=None, apt=True):
     """Build Swift/T into ``prefix`` (default :func:`default_prefix`) from ``source`` (a tarball or
     a directory; default: download :data:`URL`) unless it is built there already; returns the
-    directories to put on ``PATH``. ``apt``: as root, apt-get install what is missing. ``log``:
-    where progress lines go (default stderr)."""
+    directories to put on ``PATH``. ``apt``: as root, apt-get install what is missing. Progress
+    lines go to stderr."""
     prefix = Path(prefix or default_prefix()).expanduser().resolve()
     if is_built(prefix):
         return path_entries(prefix)
-    say = log or (lambda line: print(f"emews: {line}", file=sys.stderr, flush=True))
     _check_python()
-    _install_or_name_prerequisites(apt, say)
+    _install_or_name_prerequisites(apt)
     prefix.parent.mkdir(parents=True, exist_ok=True)
     with open(prefix.parent / f".{prefix.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)   # another build of the same prefix: wait for it
         if not is_built(prefix):
             with tempfile.TemporaryDirectory(prefix="emews-swift-t-") as work:
-                tree = _source_tree(source, Path(work), say)
-                say(f"building Swift/T {VERSION} with {sys.executable} into {prefix}")
+                tree = _source_tree(source, Path(work))
+                _say(f"building Swift/T {VERSION} with {sys.executable} into {prefix}")
                 _compile(tree, prefix)
     return path_entries(prefix)
+
+
+def _say(line):
+    """A progress line on stderr."""
+    print(f"emews: {line}", file=sys.stderr, flush=True)
 
 
 def _check_python():
@@ -135,18 +139,18 @@ def _check_python():
                          "--enable-shared (Debian's, python.org's, conda's, or a venv of one)")
 
 
-def _install_or_name_prerequisites(apt, say):
+def _install_or_name_prerequisites(apt):
     missing = missing_prerequisites()
     if missing and apt and os.geteuid() == 0 and shutil.which("apt-get"):
         packages = sorted({name for item in missing for name in item.debian.split()})
-        say(f"installing Debian packages: {' '.join(packages)}")
-        apt_install(packages)
+        _say(f"installing Debian packages: {' '.join(packages)}")
+        _apt_install(packages)
         missing = missing_prerequisites()
     if missing:
         raise MissingPrerequisites(missing)
 
 
-def apt_install(packages):
+def _apt_install(packages):
     """``apt-get install`` ``packages``, waiting up to :data:`APT_LOCK_WAIT_S` for another apt
     that holds the dpkg lock."""
     wait = f"DPkg::Lock::Timeout={APT_LOCK_WAIT_S}"
@@ -157,7 +161,7 @@ def apt_install(packages):
         done = subprocess.run(command, env=env, capture_output=True, text=True)
         if done.returncode != 0:
             last = (done.stderr.strip() or done.stdout.strip() or "no output").splitlines()[-1]
-            raise EmewsError(f"{COMMAND}: {' '.join(command[3:5])} failed "
+            raise EmewsError(f"{COMMAND}: apt-get {command[3]} failed "
                              f"(exit {done.returncode}): {last}")
 
 
@@ -184,10 +188,10 @@ def tree_digest(tarball):
     return digest.hexdigest()
 
 
-def _source_tree(source, work, say):
+def _source_tree(source, work):
     """The Swift/T source tree to build (a copy under ``work``: the build writes into it)."""
     if source is None:
-        source = _download(work, say)
+        source = _download(work)
     source = Path(source).expanduser()
     unpacked = work / "src"
     if source.is_dir():
@@ -209,7 +213,7 @@ def _source_tree(source, work, say):
                       "build-swift-t.sh, at its top or in its one top directory)", str(source))
 
 
-def _download(work, say):
+def _download(work):
     """The pinned commit's archive, downloaded into ``work`` and checked."""
     url = os.environ.get(URL_VARIABLE) or URL
     tarball = work / f"swift-t-{VERSION}.tar.gz"
@@ -228,7 +232,7 @@ def _download(work, say):
     if digest != TREE_SHA256:
         raise EmewsError(f"{COMMAND}: {url} is not Swift/T {VERSION}: its source tree's sha256 "
                          f"is {digest}, not {TREE_SHA256}; give its source with --source")
-    say(f"downloaded Swift/T {VERSION} from {url} (its sha256 checked)")
+    _say(f"downloaded Swift/T {VERSION} from {url} (its sha256 checked)")
     return tarball
 
 
