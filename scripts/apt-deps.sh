@@ -16,15 +16,7 @@ if [ "${1:-}" = --missing ]; then echo "${missing[*]}"; exit 0; fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 echo "emews: installing Debian packages: ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
-# apt-get install waits for the dpkg lock itself (DPkg::Lock::Timeout); apt-get update's lock on
-# the package lists it does not wait for, so a held one is retried until LOCK_WAIT_S have passed.
-deadline=$((SECONDS + LOCK_WAIT_S))
-until log=$(apt-get -o DPkg::Lock::Timeout=$LOCK_WAIT_S update -qq 2>&1); do
-    if ! grep -q "Could not get lock" <<<"$log" || [ $SECONDS -ge $deadline ]; then
-        echo "$log" >&2
-        exit 1
-    fi
-    sleep 5
-done
+# Both wait for another apt's lock (the package lists', dpkg's) up to LOCK_WAIT_S.
+apt-get -o DPkg::Lock::Timeout=$LOCK_WAIT_S update -qq
 apt-get -o DPkg::Lock::Timeout=$LOCK_WAIT_S install -y -qq --no-install-recommends \
     "${missing[@]}" >/dev/null
