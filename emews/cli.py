@@ -127,9 +127,10 @@ def parser():
 
     add_parsers(commands)  # submit, site
     swift_t = commands.add_parser("swift-t", help="build Swift/T with this Python embedded")
-    swift_t_build = swift_t.add_subparsers(dest="swift_t_command", required=True).add_parser(
-        "build", help="build STC and Turbine against the system's MPICH; prints the PATH "
-        "entries on its last line")
+    swift_t_build = _one_line(swift_t.add_subparsers(dest="swift_t_command", required=True)
+                              .add_parser("build", help="build STC and Turbine against the "
+                                          "system's MPICH; prints the PATH entries on its last "
+                                          "line"))
     swift_t_build.add_argument("--source", metavar="TARBALL|DIR", help="Swift/T's source "
                                "(default: download the pinned release)")
     swift_t_build.add_argument("--prefix", metavar="DIR", help="where to install (default: "
