@@ -28,7 +28,7 @@ SUPPORT = Path(__file__).parent / "support"
 if str(SUPPORT) not in sys.path:
     sys.path.insert(0, str(SUPPORT))
 
-from conftest import alive, stored_rows  # noqa: E402
+from conftest import alive, stored_rows, wait_until  # noqa: E402
 from charliecloud import charliecloud_image_fixture, squashfs_image  # noqa: E402,F401
 
 MODEL_SH = Path(__file__).parent.parent / "models" / "model.sh"
@@ -192,7 +192,9 @@ def test_a_timeout_kills_the_container_s_processes(charliecloud, tmp_path):
     assert "emews: timeout after 3 s: the run was killed" in outcome.log_tail
     pids = [int(pid) for pid in
             (tmp_path / "EXP001" / "run" / "RUN3" / "pids.txt").read_text().split()]
-    assert len(pids) == 2 and not any(alive(pid) for pid in pids)
+    assert len(pids) == 2  # train.sh and its sleep, signalled: gone within moments, not 300 s
+    wait_until(lambda: not any(alive(pid) for pid in pids), "the container's processes to end",
+               timeout=20)
 
 
 def test_a_container_that_exits_non_zero_fails_with_its_output_tail(charliecloud):
