@@ -48,8 +48,8 @@ APPTAINER = ["--bind", "/d:/candle_data_dir", "--bind", "/r:/emews_run", "--pwd"
              *A_ENV, "/i/m.sif", "train.sh"]
 CH_RUN = ["ch-run", "--bind=/d:/candle_data_dir", "--bind=/r:/emews_run", "--cd=/emews_run",
           "--env-no-expand", "--set-env=CANDLE_DATA_DIR=/candle_data_dir",
-          "--set-env=EMEWS_RUN_DIR=/emews_run", "--set-env=EMEWS_PARAMS_FILE=/emews_run/params.json",
-          "--set-env=EXP_ID=E1", "--set-env=RUN_ID=R7", "/i/m.sqfs", "--", "train.sh"]
+          "--set-env=EMEWS_RUN_DIR=/emews_run",
+          "--set-env=EMEWS_PARAMS_FILE=/emews_run/params.json", "--set-env=EXP_ID=E1", "--set-env=RUN_ID=R7", "/i/m.sqfs", "--", "train.sh"]
 PODMAN = ["--volume", "/d:/candle_data_dir", "--volume", "/r:/emews_run", "--workdir",
           "/emews_run", *A_ENV, "improve/m:1", "train.sh"]
 SHIFTER = ["--volume=/d:/candle_data_dir", "--volume=/r:/emews_run", "--workdir=/emews_run",

@@ -36,6 +36,7 @@ what it is told. Parameters never reach a command line: they are in ``params.jso
 the argument list (NUL-separated) for Supervisor's 7-argument ``model.sh`` call (:func:`main`).
 """
 
+import json
 import os
 import pwd
 import shutil
@@ -270,12 +271,10 @@ class ContainerCommand:
         """Read ``CANDLE_IMAGE`` (or ``MODEL_NAME``), ``MODEL_ACTION``,
         ``CANDLE_CONTAINER_RUNTIME``, ``CANDLE_CONTAINER_GPUS`` and ``CANDLE_CONTAINER_ARGS``
         (a JSON list); each bad one is a ConfigError naming it."""
-        import json
-
         runtime = find_runtime(env.get("CANDLE_CONTAINER_RUNTIME"))
         image = runtime.check_image(image_of(env))
         gpus = env.get("CANDLE_CONTAINER_GPUS") or gpus_default
-        gpu_kind(gpus, {})
+        gpu_kind(gpus, {})  # checks the setting now; "auto" is decided per run
         try:
             extra = json.loads(env.get("CANDLE_CONTAINER_ARGS") or "[]")
         except json.JSONDecodeError:
