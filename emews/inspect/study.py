@@ -143,6 +143,14 @@ class Study:
                 + [self.metric_column(m) for m in self.metric_names]
                 + ["rank", "attempt", "run_id", "seconds", "error"])
 
+    def to_optuna(self):
+        """An Optuna ``Study`` over this experiment's store: a live, read-only view (see
+        :mod:`emews.inspect.optuna_view`) that ``optuna.visualization`` can plot; every write
+        through it raises."""
+        from .optuna_view import load_optuna_study
+
+        return load_optuna_study([self.expdir])
+
     def plot(self, output=None, metric=None):
         """Draw the convergence and the workers' timeline (see :func:`emews.inspect.plot.plot`);
         the PNG's path."""
@@ -187,5 +195,15 @@ def read(expdir):
     store = study_store(expdir, _storage(expdir), create=False, readonly=True)
     try:
         return store.snapshot()
+    finally:
+        store.close()
+
+
+def read_rows(expdir):
+    """The rows of the study in ``expdir`` (as :meth:`emews.store.Store.rows` gives them), read
+    through a read-only store opened for this read alone."""
+    store = study_store(expdir, _storage(expdir), create=False, readonly=True)
+    try:
+        return store.rows()
     finally:
         store.close()
