@@ -80,7 +80,7 @@ def to_optuna(study, url, study_name=None):
     from .optuna_view import distributions, frozen_trial
 
     dists = distributions(_space(study))
-    trials = [frozen_trial(row, dists, expdir=study.expdir) for row in study.rows]
+    trials = [frozen_trial(row, dists, expdir=study.expdir.resolve()) for row in study.rows]
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     try:
         created = optuna.create_study(storage=url, study_name=name, direction="minimize")

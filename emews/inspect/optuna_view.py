@@ -12,14 +12,15 @@ Optuna storage over our store (:class:`StoreView`), live and without a copy.
 
 A study is one experiment directory; ``DATA_DIR/NAME`` gives one study per ``EXP*`` under it
 (found again on every read, so a new experiment appears). Study ids are the experiments' places
-in name order; a trial's number is its row's place in id order, and its trial id is
-``study_id << 32 | number``.
+in name order; a trial's number is its evaluation's id (0, 1, ... in the order the ME proposed
+them, as Optuna numbers its trials), and its trial id is ``study_id << 32 | number``.
 
 This module imports Optuna: import it only where Optuna is wanted.
 """
 
 import datetime
 import json
+import os
 from pathlib import Path
 
 import optuna
@@ -33,7 +34,7 @@ from optuna.trial import FrozenTrial, TrialState
 from ..errors import ConfigError, EmewsError
 from ..space import Categorical, Constant, Float, Int, Logical, Space
 from ..status import Status
-from .study import experiment_dir, read_rows
+from .study import best_row, experiment_dir, read_rows
 
 STATES = {Status.QUEUED: TrialState.RUNNING, Status.RUNNING: TrialState.RUNNING,
           Status.DONE: TrialState.COMPLETE, Status.FAILED: TrialState.FAIL,
@@ -110,7 +111,7 @@ def frozen_trial(row, dists, number=0, trial_id=0, expdir=None, curve=None):
     State by :data:`STATES`; the value of a ``done`` row (the study minimizes it); params
     with ``dists`` (those not in ``dists`` are left out); start (``started``, or ``queued``
     while it waits) and end times; user attributes ``emews_id``, ``run_id``, ``run_dir``
-    (with ``expdir``), ``status``, ``rank``, ``attempt``, ``error`` and ``metrics``; ``curve``:
+    (with ``expdir``, the experiment's resolved directory), ``status``, ``rank``, ``attempt``, ``error`` and ``metrics``; ``curve``:
     its intermediate values (see :func:`learning_curves`).
     """
     state = STATES[row["status"]]
@@ -122,7 +123,7 @@ def frozen_trial(row, dists, number=0, trial_id=0, expdir=None, curve=None):
              "rank": row["rank"], "attempt": row["attempt"], "error": row["error"],
              "metrics": row["metrics"]}
     if expdir is not None and row["run_id"]:
-        attrs["run_dir"] = str(Path(expdir).resolve() / "run" / row["run_id"])
+        attrs["run_dir"] = os.path.join(expdir, "run", row["run_id"])
     start = row["started"] if row["started"] is not None else row.get("queued")
     end = (row["finished"] if row["finished"] is not None else start) if state.is_finished() \
         else None
@@ -164,7 +165,7 @@ class _Experiment:
     """One experiment as a study: its name, directory and distributions."""
 
     def __init__(self, expdir, name):
-        self.expdir, self.name = expdir, name
+        self.expdir, self.name = expdir.resolve(), name
         try:
             config = json.loads((expdir / "config.json").read_text())
         except (OSError, ValueError):
@@ -253,19 +254,29 @@ class StoreView(BaseStorage):
         study = self._study(study_id)
         rows = read_rows(study.expdir)
         dists, curves = study.dists(rows), learning_curves(study.expdir)
-        trials = [frozen_trial(row, dists, number, study_id << TRIAL_BITS | number, study.expdir,
-                               curves.get(row["id"]))
-                  for number, row in enumerate(rows)]
+        trials = [frozen_trial(row, dists, row["id"], study_id << TRIAL_BITS | row["id"],
+                               study.expdir, curves.get(row["id"])) for row in rows]
         if states is not None:
             trials = [t for t in trials if t.state in states]
         return trials   # made anew on every call: a deep copy would be the same
 
+    def get_best_trial(self, study_id):
+        study = self._study(study_id)
+        if study.space_file is None or not Path(study.space_file).is_file():
+            return super().get_best_trial(study_id)   # distributions from every row
+        best = best_row(study.expdir)
+        if best is None:
+            raise ValueError("no trial is completed yet")   # as Optuna's storages say it
+        number = best["id"]
+        return frozen_trial(best, study.dists([]), number, study_id << TRIAL_BITS | number,
+                            study.expdir, learning_curves(study.expdir).get(best["id"]))
+
     def get_trial(self, trial_id):
         study_id, number = trial_id >> TRIAL_BITS, trial_id & ((1 << TRIAL_BITS) - 1)
-        trials = self.get_all_trials(study_id)
-        if number >= len(trials):
-            raise KeyError(f"no trial with id {trial_id}")
-        return trials[number]
+        for trial in self.get_all_trials(study_id):
+            if trial.number == number:
+                return trial
+        raise KeyError(f"no trial with id {trial_id}")
 
     def get_trial_id_from_study_id_trial_number(self, study_id, trial_number):
         self._study(study_id)

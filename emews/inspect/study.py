@@ -192,18 +192,24 @@ def _storage(expdir):
 def read(expdir):
     """The :class:`~emews.store.Snapshot` of the study in ``expdir``, through a read-only
     store: its ``results.db`` or its PostgreSQL database."""
-    store = study_store(expdir, _storage(expdir), create=False, readonly=True)
-    try:
-        return store.snapshot()
-    finally:
-        store.close()
+    return _read_once(expdir, lambda store: store.snapshot())
 
 
 def read_rows(expdir):
     """The rows of the study in ``expdir`` (as :meth:`emews.store.Store.rows` gives them), read
     through a read-only store opened for this read alone."""
+    return _read_once(expdir, lambda store: store.rows())
+
+
+def best_row(expdir):
+    """The best row of the study in ``expdir`` (:meth:`emews.store.Store.best`), or ``None``,
+    read through a read-only store opened for this read alone."""
+    return _read_once(expdir, lambda store: store.best())
+
+
+def _read_once(expdir, reading):
     store = study_store(expdir, _storage(expdir), create=False, readonly=True)
     try:
-        return store.rows()
+        return reading(store)
     finally:
         store.close()
