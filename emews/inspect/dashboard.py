@@ -34,17 +34,17 @@ READ_METHODS = ("GET", "HEAD")
 def serve(paths, host="127.0.0.1", port=8080, out=sys.stdout):
     """Serve optuna-dashboard on the studies of ``paths`` (each an ``EXPDIR`` or a
     ``DATA_DIR/NAME``) at ``host:port`` (``port`` 0: a free one) until Ctrl-C; return 0."""
-    try:
-        from optuna_dashboard import wsgi
-    except ImportError:
-        raise ConfigError("emews dashboard", "needs optuna-dashboard: pip install "
-                          "'emews-hpo[dashboard]'", None, show_value=False) from None
     from .optuna_view import StoreView
 
     view = StoreView(paths)
     studies = view.get_all_studies()
     for study in studies:   # every store opened once now: a bad one is a one-line error here
         view.get_n_trials(study._study_id)
+    try:
+        from optuna_dashboard import wsgi
+    except ImportError:
+        raise ConfigError("emews dashboard", "needs optuna-dashboard: pip install "
+                          "'emews-hpo[dashboard]'", None, show_value=False) from None
     token = os.environ.get(TOKEN_ENV) or secrets.token_urlsafe(24)
     server = _server(host, port, TokenGate(wsgi(view), token))
     url = f"http://{host}:{server.server_port}/dashboard?token={token}"
