@@ -228,11 +228,12 @@ def environment(**extra):
     return env
 
 
-def dashboard_error(*args, python=(), cwd=None):
-    """``emews dashboard ARGS`` that must fail: its one ``emews: error:`` line."""
-    done = subprocess.run([sys.executable, *python, "-m", "emews", "dashboard", *map(str, args)],
-                          env=environment(), capture_output=True, text=True, timeout=240,
-                          cwd=cwd)
+def dashboard_error(*args, prelude="pass"):
+    """``emews dashboard ARGS`` that must fail (after the Python statements ``prelude``): its
+    one ``emews: error:`` line."""
+    code = f"import sys; {prelude}; from emews.cli import main; sys.exit(main(sys.argv[1:]))"
+    done = subprocess.run([sys.executable, "-c", code, "dashboard", *map(str, args)],
+                          env=environment(), capture_output=True, text=True, timeout=240)
     assert done.returncode == 2, (done.stdout, done.stderr)
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("emews: error: "), done.stderr
@@ -262,9 +263,7 @@ def test_bad_input_is_one_line(tmp_path):
         assert "--port" in line and "in use" in line and str(port) in line
 
     # optuna-dashboard missing: its import fails as it would when it is not installed
-    line = dashboard_error(expdir, python=["-c", "import runpy, sys; sys.modules["
-                                           "'optuna_dashboard'] = None; sys.argv[0] = 'emews';"
-                                           " runpy.run_module('emews', run_name='__main__')"])
+    line = dashboard_error(expdir, prelude="sys.modules['optuna_dashboard'] = None")
     assert "pip install 'emews-hpo[dashboard]'" in line
 
 
