@@ -116,7 +116,7 @@ def measure_curves(expdir, reports):
     from optuna_dashboard._serializer import serialize_frozen_trial
 
     from emews.inspect.optuna_view import distributions, frozen_trial
-    from emews.inspect.study import read_rows
+    from emews.inspect.source import read_rows
     from emews.space import Space
 
     rows = read_rows(expdir)

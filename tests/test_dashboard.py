@@ -341,11 +341,9 @@ def expected_trials(rows):
 
 
 @pytest.mark.slow
-def test_a_running_study_in_chromium_then_the_api_agrees_with_the_store(tmp_path):
-    (tmp_path / "space.json").write_text(json.dumps(SPACE))
-    (tmp_path / "study.toml").write_text(
-        '[system]\npool = "inprocess"\nprocs = 2\n[study]\nspace = "space.json"\nbudget = 10\n'
-        'objective = "dashboard_models:gated"\nseed = 3\n')
+def test_a_running_study_in_chromium_then_the_api_agrees_with_the_store(tmp_path, study):
+    study(space=SPACE, system={"pool": "inprocess", "procs": 2},
+          study={"budget": 10, "objective": "dashboard_models:gated", "seed": 3})
     gate = tmp_path / "gate"
     run = subprocess.Popen([sys.executable, "-m", "emews", "run", "study.toml"], cwd=tmp_path,
                            env=environment(DASHBOARD_GATE=str(gate)), stdout=subprocess.PIPE,

@@ -34,7 +34,7 @@ from optuna.trial import FrozenTrial, TrialState
 from ..errors import ConfigError, EmewsError
 from ..space import Categorical, Constant, Float, Int, Logical, Space
 from ..status import Status
-from .study import best_row, experiment_dir, read_rows
+from .source import best_row, experiment_dir, read_rows
 
 STATES = {Status.QUEUED: TrialState.RUNNING, Status.RUNNING: TrialState.RUNNING,
           Status.DONE: TrialState.COMPLETE, Status.FAILED: TrialState.FAIL,
