@@ -19,6 +19,7 @@ import http.cookies
 import json
 import os
 import secrets
+import signal
 import socketserver
 import sys
 import urllib.parse
@@ -33,7 +34,8 @@ READ_METHODS = ("GET", "HEAD")
 
 def serve(paths, host="127.0.0.1", port=8080, out=sys.stdout):
     """Serve optuna-dashboard on the studies of ``paths`` (each an ``EXPDIR`` or a
-    ``DATA_DIR/NAME``) at ``host:port`` (``port`` 0: a free one) until Ctrl-C; return 0."""
+    ``DATA_DIR/NAME``) at ``host:port`` (``port`` 0: a free one) until Ctrl-C or SIGTERM;
+    return 0. Call it from the main thread (it sets those signals' handlers)."""
     from .optuna_view import StoreView
 
     view = StoreView(paths)
@@ -48,6 +50,8 @@ def serve(paths, host="127.0.0.1", port=8080, out=sys.stdout):
     token = os.environ.get(TOKEN_ENV) or secrets.token_urlsafe(24)
     server = _server(host, port, TokenGate(wsgi(view), token))
     url = f"http://{host}:{server.server_port}/dashboard?token={token}"
+    for stop in (signal.SIGINT, signal.SIGTERM):   # even where a shell started it ignoring them
+        signal.signal(stop, _interrupt)
     print(f"emews: dashboard of {len(studies)} stud{'y' if len(studies) == 1 else 'ies'} "
           f"(read-only) at {url}\nemews: Ctrl-C stops it", file=out, flush=True)
     try:
@@ -57,6 +61,10 @@ def serve(paths, host="127.0.0.1", port=8080, out=sys.stdout):
     finally:
         server.server_close()
     return 0
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
 
 
 class _ThreadingServer(socketserver.ThreadingMixIn, wsgiref.simple_server.WSGIServer):

@@ -36,10 +36,12 @@ from ..space import Categorical, Constant, Float, Int, Logical, Space
 from ..status import Status
 from .source import best_row, experiment_dir, read_rows
 
+PRUNED = getattr(Status, "PRUNED", "pruned")   # the status [fidelity] adds (its string till then)
+
 STATES = {Status.QUEUED: TrialState.RUNNING, Status.RUNNING: TrialState.RUNNING,
           Status.DONE: TrialState.COMPLETE, Status.FAILED: TrialState.FAIL,
           Status.CANCELLED: TrialState.FAIL, Status.INTERRUPTED: TrialState.FAIL,
-          "pruned": TrialState.PRUNED}   # "pruned": the [fidelity] status, by its string
+          PRUNED: TrialState.PRUNED}
 """Optuna's state of a trial, by our point's status (Optuna's ``ask`` makes a trial RUNNING at
 once, as our ME's proposal is ``queued`` at once)."""
 
@@ -111,8 +113,9 @@ def frozen_trial(row, dists, number=0, trial_id=0, expdir=None, curve=None):
     State by :data:`STATES`; the value of a ``done`` row (the study minimizes it); params
     with ``dists`` (those not in ``dists`` are left out); start (``started``, or ``queued``
     while it waits) and end times; user attributes ``emews_id``, ``run_id``, ``run_dir``
-    (with ``expdir``, the experiment's resolved directory), ``status``, ``rank``, ``attempt``, ``error`` and ``metrics``; ``curve``:
-    its intermediate values (see :func:`learning_curves`).
+    (with ``expdir``, the experiment's resolved directory), ``status``, ``rank``,
+    ``attempt``, ``error`` and ``metrics``; ``curve``: its intermediate values (see
+    :func:`learning_curves`).
     """
     state = STATES[row["status"]]
     value = row["result"] if state == TrialState.COMPLETE else None
