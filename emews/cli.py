@@ -142,8 +142,9 @@ def main(argv=None):
 
         return {"run": _run, "serve": _serve, "pool": _pool, "pause": _steer, "unpause": _steer,
                 "stop": _steer, "show": _show, "plot": _plot, "status": _status,
-                "report": _report, "export": _export, "dashboard": _dashboard,
-                "submit": run_submit, "site": run_site}[args.command](args)
+                "dashboard": _dashboard,
+                "report": _report, "export": _export, "submit": run_submit,
+                "site": run_site}[args.command](args)
     except Interrupted as exc:
         if not os.environ.get("EMEWS_SPAWNED"):  # the command that spawned the job says it
             print(f"emews: interrupted; {getattr(exc, 'stored', 0)} evaluations stored; resume "
