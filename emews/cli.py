@@ -12,6 +12,8 @@ CANDLE/Supervisor's cfg files.
 ``emews plot EXPDIR`` draws its convergence and the workers' timeline.
 ``emews submit CONFIG --site NAME`` queues a batch job that runs the study on a site.
 ``emews site list|show|import`` lists, prints or imports (from Supervisor) site files.
+``emews supervisor SITE WORKFLOW CFG`` (or workflow.sh's arguments) runs a study as
+CANDLE/Supervisor's ``supervisor`` tool or a workflow's ``workflow.sh`` does.
 ``emews report EXPDIR`` writes a self-contained HTML report; ``emews export`` writes the
 evaluations to Optuna, CSV or Parquet.
 """
@@ -122,6 +124,15 @@ def parser():
     export.add_argument("--to", required=True, nargs=2, metavar=("FORMAT", "TARGET"),
                         help="optuna URL (sqlite:///study.db), csv FILE or parquet FILE")
     export.add_argument("--study-name", help="the Optuna study's name (default: EXPDIR's name)")
+    supervisor = commands.add_parser("supervisor", help="run a study as CANDLE/Supervisor's "
+                                     "supervisor tool or a workflow's workflow.sh does")
+    supervisor.add_argument("--workflow", help="the Supervisor workflow (default: "
+                            "EMEWS_PROJECT_ROOT's name); options come before the arguments")
+    supervisor.add_argument("--dry-run", action="store_true",
+                            help="print the study as emews TOML, run nothing")
+    supervisor.add_argument("arguments", nargs=argparse.REMAINDER, metavar="ARG",
+                            help="SITE WORKFLOW CFG, or workflow.sh's SITE CFG, SITE EXPID "
+                                 "CFG_SYS CFG_PRM MODEL_NAME [CANDLE_MODEL_TYPE CANDLE_IMAGE]")
     from .launch.commands import add_parsers
 
     add_parsers(commands)  # submit, site
@@ -137,7 +148,7 @@ def main(argv=None):
         return {"run": _run, "serve": _serve, "pool": _pool, "pause": _steer, "unpause": _steer,
                 "stop": _steer, "show": _show, "plot": _plot, "status": _status,
                 "report": _report, "export": _export, "submit": run_submit,
-                "site": run_site}[args.command](args)
+                "site": run_site, "supervisor": _supervisor}[args.command](args)
     except Interrupted as exc:
         if not os.environ.get("EMEWS_SPAWNED"):  # the command that spawned the job says it
             print(f"emews: interrupted; {getattr(exc, 'stored', 0)} evaluations stored; resume "
@@ -240,6 +251,12 @@ def _print_study(files, study, notes, overrides):
         table, _, key = dotted.partition(".")
         study.setdefault(table, {})[key] = value
     return _emit(render(study, notes, files))
+
+
+def _supervisor(args):
+    from .supervisor.command import main as supervisor
+
+    return supervisor(args.arguments, args.workflow, args.dry_run)
 
 
 def _serve(args):

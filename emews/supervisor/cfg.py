@@ -81,10 +81,9 @@ source_cfg() { while [[ ${1:-} == -v ]]; do shift; done; __emews_find "$1" && so
 sv_path_append() { SUPERVISOR_PATH=${SUPERVISOR_PATH:-}${SUPERVISOR_PATH:+:}$1; }
 sv_path_prepend() { SUPERVISOR_PATH=$1${SUPERVISOR_PATH:+:}${SUPERVISOR_PATH:-}; }
 log() { echo "$*" >&2; }
-debug() { :; }
-trace() { :; }
+debug() { :; }; trace() { :; }; show() { :; }; log_path() { :; }; which_check() { :; }
 '''
-SOURCE = (HELPERS + 'set -aeu\nwhile [ $# -gt 0 ]; do source "$1" >&2; shift; done\n'
+SOURCE = (HELPERS + 'set -{flags}\nwhile [ $# -gt 0 ]; do source "$1" >&2; shift; done\n'
           'printf "%s\\0" "{mark}"\nenv -0\n')
 MARK = "emews: the cfg files were read"
 BASH_OWN = {"SHLVL", "_", "PWD", "OLDPWD", "REPLY", "SUPERVISOR_PATH"}
@@ -170,12 +169,14 @@ MODEL_TYPE = Choice(("BENCHMARK", "SINGULARITY"))
 FROM_ENVIRONMENT = {s.env for table in SCHEMA.values() for s in table.values() if s.env}
 
 
-def sourced(paths, environ):
+def sourced(paths, environ, flags="aeu", what="the cfg file"):
     """The environment after a ``bash`` subprocess sources ``paths`` in order (see the module's
-    docstring), or a ConfigError naming the last of ``paths`` when bash fails."""
+    docstring) under ``set -FLAGS``, or a ConfigError naming the last of ``paths`` when bash
+    fails."""
+    script = SOURCE.replace("{mark}", MARK).replace("{flags}", flags)
     try:
-        done = subprocess.run(["bash", "--noprofile", "--norc", "-c",
-                               SOURCE.replace("{mark}", MARK), "bash", *map(str, paths)],
+        done = subprocess.run(["bash", "--noprofile", "--norc", "-c", script, "bash",
+                               *map(str, paths)],
                               env=environ, capture_output=True, timeout=60)
     except FileNotFoundError:
         raise ConfigError(str(paths[-1]), "reading a cfg file needs bash on PATH", None,
@@ -183,7 +184,7 @@ def sourced(paths, environ):
     out, said = done.stdout.decode(errors="replace"), done.stderr.decode(errors="replace")
     if done.returncode or not out.startswith(MARK + "\0"):
         last = [line for line in said.splitlines() if line.strip()][-1:]
-        raise ConfigError(str(paths[-1]), "the cfg file refuses these settings under bash (exit "
+        raise ConfigError(str(paths[-1]), f"{what} refuses these settings under bash (exit "
                           f"{done.returncode}{': ' + last[0].strip() if last else ''})", None,
                           show_value=False)
     return dict(entry.split("=", 1) for entry in out[len(MARK) + 1:].split("\0") if "=" in entry)
@@ -331,8 +332,8 @@ def read(cfg_sys, cfg_prm=None, environ=None, name=None):
     if ignore not in (None, ""):
         where = f"{namespace.where.get('IGNORE_ERRORS', 'environment variable')}: IGNORE_ERRORS"
         study["failure"]["on_failure"] = "abort" if convert(ignore, "int", where) == 0 else "fail"
-    if "model_name" in study["study"]:
-        study["study"]["name"] = study["study"]["model_name"]
+    if "model_name" in study["study"]:   # a container's image: its name, as Supervisor's TOKEN
+        study["study"]["name"] = Path(study["study"]["model_name"]).name.removesuffix(".sif")
     if name == "GA":
         study["study"]["budget"] = ga_budget(study["algorithm"])
     if name == "upf" and "file" not in study["algorithm"]:
