@@ -132,7 +132,7 @@ def parser():
                             help="print the study as emews TOML, run nothing")
     supervisor.add_argument("arguments", nargs=argparse.REMAINDER, metavar="ARG",
                             help="SITE WORKFLOW CFG, or workflow.sh's SITE CFG, SITE EXPID "
-                                 "CFG_SYS CFG_PRM MODEL_NAME [CANDLE_MODEL_TYPE CANDLE_IMAGE]")
+                                 "CFG_SYS CFG_PRM [MODEL_NAME [CANDLE_MODEL_TYPE CANDLE_IMAGE]]")
     from .launch.commands import add_parsers
 
     add_parsers(commands)  # submit, site

@@ -6,6 +6,8 @@ site files stay as they are. The arguments are told apart by their count, as Sup
 
     SITE WORKFLOW CFG                                  the supervisor tool (bin/supervisor)
     SITE CFG                                           workflow.sh, 2 arguments
+    SITE EXPID CFG_SYS CFG_PRM                         workflow.sh, 4 (random, grid: the
+                                                       cfg files name the model)
     SITE EXPID CFG_SYS CFG_PRM MODEL_NAME              workflow.sh, 5 arguments
     SITE EXPID CFG_SYS CFG_PRM MODEL_NAME CANDLE_MODEL_TYPE CANDLE_IMAGE        7 arguments
 
@@ -44,8 +46,7 @@ from ..errors import ConfigError
 from . import cfg as cfgfiles
 
 USAGE = ("SITE WORKFLOW CFG (the supervisor tool), or workflow.sh's SITE CFG, SITE EXPID "
-         "CFG_SYS CFG_PRM MODEL_NAME or SITE EXPID CFG_SYS CFG_PRM MODEL_NAME "
-         "CANDLE_MODEL_TYPE CANDLE_IMAGE")
+         "CFG_SYS CFG_PRM [MODEL_NAME [CANDLE_MODEL_TYPE CANDLE_IMAGE]]")
 SITE_KINDS = ("env", "sched", "langs-app")
 OUTPUT = "output.txt"
 STUDY_FILE = "supervisor.toml"
@@ -69,7 +70,7 @@ def parse(arguments, workflow=None, environ=None, cwd=None):
     environ = dict(os.environ if environ is None else environ)
     cwd = Path(cwd or os.getcwd())
     count = len(arguments)
-    if count not in (2, 3, 5, 7):
+    if count not in (2, 3, 4, 5, 7):
         raise ConfigError("emews supervisor", f"takes {USAGE}; got {count} arguments",
                           " ".join(arguments) or None, show_value=False)
     site, *rest = arguments
@@ -89,10 +90,11 @@ def parse(arguments, workflow=None, environ=None, cwd=None):
         files = [_cfg(rest[-1], environ, cwd, "CFG")]
         expid = environ.get("EXPID") or "-a"
     else:
-        expid, cfg_sys, cfg_prm, model_name, *container = rest
-        environ["MODEL_NAME"] = model_name
-        if container:
-            environ["CANDLE_MODEL_TYPE"], environ["CANDLE_IMAGE"] = container
+        expid, cfg_sys, cfg_prm, *model = rest
+        if model:
+            environ["MODEL_NAME"] = model[0]
+        if len(model) == 3:
+            environ["CANDLE_MODEL_TYPE"], environ["CANDLE_IMAGE"] = model[1:]
         files = [_cfg(cfg_sys, environ, cwd, "CFG_SYS"), _cfg(cfg_prm, environ, cwd, "CFG_PRM")]
     return Call(site, workflow, expid, files, environ)
 
