@@ -136,7 +136,7 @@ def test_the_uq_noise_workflow_sweeps_its_noise_levels_on_an_mpiexec_pool(home):
     assert sorted((r["params"]["x_noise_level"], r["params"]["y_noise_level"]) for r in rows) \
         == [(x, y) for x in levels for y in levels]
     for row in rows:
-        assert row["status"] == "done" and row["rank"] == 1 and row["params"]["epochs"] == 1
+        assert row["status"] == "done" and row["rank"] in (1, 2) and row["params"]["epochs"] == 1
         assert row["result"] == row["params"]["x_noise_level"] ** 2 \
             + row["params"]["y_noise_level"] ** 2 + 1
 
@@ -250,7 +250,8 @@ def test_site_files_are_sourced_as_they_are_for_the_study_and_the_model_shell(ho
     rows = stored(expdir)
     assert sorted(r["result"] for r in rows) == [0.5, 1.5, 2.5]
     common = home / "workflows" / "common"
-    seen = [json.loads(path.read_text()) for path in expdir.glob("run/*/env.json")]
+    seen = [json.loads(path.read_text())     # candle's output_dir: DATA/MODEL/Output/EXPID/RUN
+            for path in (home / "data" / "siteenv" / "Output" / "EXP042").glob("*/env.json")]
     assert len(seen) == 3
     for env in seen:
         # env-local.sh, sourced before the study: its exports, after the cfg files (PROCS)
