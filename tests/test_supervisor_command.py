@@ -285,3 +285,46 @@ def test_bad_use_is_one_line_exit_status_2_and_makes_nothing(home, args, env, me
     assert done.stderr.strip() == done.stderr.strip().splitlines()[0]
     assert done.stderr.startswith(f"emews: error: {message}")
     assert not (home / "data").exists() and not (home / "run" / "turbine-output").exists()
+
+
+# --- Supervisor's models as they are -----------------------------------------------------------
+
+CANDLE_LIB = Path(__file__).resolve().parents[2] / "shared" / "vendor" / "candle_lib-0d215ec.tar.gz"
+
+
+@pytest.fixture(scope="module")
+def candle_lib(tmp_path_factory):
+    """The real candle_lib (``import candle``), unpacked from ../shared/vendor/."""
+    assert CANDLE_LIB.is_file(), f"the tests need {CANDLE_LIB} (shared/vendor/README.md)"
+    where = tmp_path_factory.mktemp("candle_lib")
+    shutil.unpack_archive(CANDLE_LIB, where)
+    (source,) = where.glob("candle_lib-*")
+    return source
+
+
+def oned(x):
+    """Supervisor's models/OneD function (oned_baseline_keras2.py's func)."""
+    import math
+
+    return 0.02 * x + 0.5 * math.sin(x + 0.1) + 0.75 * math.cos(0.25 * x - 0.3)
+
+
+@pytest.mark.slow
+def test_supervisors_oned_model_runs_through_the_model_runner_with_the_real_candle_lib(
+        home, candle_lib):
+    points = home / "run" / "oned-1.txt"
+    points.write_text('{"x": 0.5}\n{"x": 2.0}\n')
+    test = home / "workflows" / "upf" / "test"
+    done = supervisor(home, "local", "-a", str(test / "cfg-sys-1.sh"), str(points), "oned",
+                      MODEL_PYTHON_DIR=str(MODELS / "OneD"), PYTHONPATH=str(candle_lib),
+                      TF_USE_LEGACY_KERAS="1", HOME=str(home), PROCS="2",
+                      EMEWS_PROJECT_ROOT=str(home / "workflows" / "upf"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = stored(linked(home))
+    assert sorted((r["params"]["x"], r["status"]) for r in rows) == [(0.5, "done"),
+                                                                    (2.0, "done")]
+    for row in rows:      # the last of the two epochs' val_loss that its History holds
+        assert row["result"] == pytest.approx(oned(row["params"]["x"]))
+    assert "Importing candle utils for Keras" in done.stdout + \
+        (linked(home) / "out" / "out-1.txt").read_text()          # candle_lib's, not emews's
+    assert (home / "improve_data_dir").is_dir()   # where OneD points CANDLE_DATA_DIR
