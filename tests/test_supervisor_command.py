@@ -328,3 +328,19 @@ def test_supervisors_oned_model_runs_through_the_model_runner_with_the_real_cand
     assert "Importing candle utils for Keras" in done.stdout + \
         (linked(home) / "out" / "out-1.txt").read_text()          # candle_lib's, not emews's
     assert (home / "improve_data_dir").is_dir()   # where OneD points CANDLE_DATA_DIR
+
+
+SITES = Path(__file__).parent / "support" / "supervisor_sites"
+
+
+def test_a_scheduled_sites_settings_are_read_as_emews_site_import_reads_them(home):
+    (home / "run" / "cfg-1.sh").write_text(MERGED)
+    done = supervisor(home, "--dry-run", "frontier", "GA", "cfg-1.sh", SUPERVISOR_HOME=str(home),
+                      SUPERVISOR_PATH=str(SITES), PPN="8")
+    assert done.returncode == 0, done.stderr
+    site = done.stdout.splitlines()[-1]
+    assert site == (f"# Site frontier ({SITES / 'sched-frontier.sh'}): scheduler slurm, launcher "
+                    "srun, batch {'project': 'MED106', 'directives': {'constraint': 'nvme'}}")
+    study = tomllib.loads(done.stdout)    # the Model Shell sources langs-app-frontier.sh
+    assert study["system"]["langs_app"] == str(SITES / "langs-app-frontier.sh")
+    assert not (home / "data").exists()

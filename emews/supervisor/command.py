@@ -275,27 +275,25 @@ def main(arguments, workflow=None, dry_run=False):
     call = parse(arguments, workflow)
     files = site_files(call)
     study, notes = prepare_study(call, files)
-    environ = study_environment(call, files)
     site = scheduled_site(call, files)
     if dry_run:
         sys.stdout.write(cfgfiles.render(study, notes, call.files))
         if site is not None:
-            print(f"# Site {site.name}: scheduler {site.scheduler}, launcher {site.launcher}, "
-                  f"batch {site.batch}")
+            print(f"# Site {site.name} ({files['sched']}): scheduler {site.scheduler}, "
+                  f"launcher {site.launcher}, batch {site.batch}")
         return 0
     expdir = make_expdir(call, study)
     study["study"]["expid"] = expdir.name
     (expdir / STUDY_FILE).write_text(cfgfiles.render(study, notes, call.files))
     link(expdir, Path.cwd())
-    environ = child_environment(environ, study)
-    if site is not None:
+    if site is not None:   # the job sources env-SITE.sh where it runs (the site's setup)
         from ..launch.submit import submit
 
-        os.environ.clear()   # the study's environment is what the job script and the study see
-        os.environ.update(environ)
+        os.environ.clear()
+        os.environ.update(child_environment(call.environ, study))
         submit(str(expdir / STUDY_FILE), site)
         return 0
-    status = run_here(expdir, environ, notes)
+    status = run_here(expdir, child_environment(study_environment(call, files), study), notes)
     if status == 2 and not (expdir / "config.json").exists():   # bad input: nothing was run
         shutil.rmtree(expdir)
         (Path.cwd() / LINK).unlink()
