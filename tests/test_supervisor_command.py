@@ -2,7 +2,7 @@
 are once a workflow's ``swift/workflow.sh`` is the one line ``exec emews supervisor "$@"``.
 
 tests/support/supervisor_cfg/ is a small copy of Supervisor's ``workflows/`` tree: test scripts
-mirroring ``GA/test/test-1.sh``, ``random/test/test.sh`` and ``uq-noise/test/test-1.sh``, their
+mirroring ``GA/test/test-1.sh`` and ``random/test/test.sh``, their
 cfg files, ``common/sh/utils.sh`` and the ``local`` site files (each names the Supervisor file it
 mirrors). Each test copies it to its own directory and runs there, on a real mpiexec pool.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from emews.store import SQLiteStore
+from conftest import stored_rows
 
 TREE = Path(__file__).parent / "support" / "supervisor_cfg"
 MODELS = Path(__file__).parent / "support" / "supervisor_models"
@@ -56,14 +56,6 @@ def supervisor(home, *args, **env):
                           text=True, timeout=300)
 
 
-def stored(expdir):
-    store = SQLiteStore(Path(expdir) / "results.db", create=False)
-    try:
-        return store.rows()
-    finally:
-        store.close()
-
-
 def linked(home):
     """The experiment directory that ``run/turbine-output`` links to."""
     link = home / "run" / "turbine-output"
@@ -84,7 +76,7 @@ def test_the_ga_test_script_with_the_one_line_workflow_sh_succeeds_and_leaves_th
     output = (expdir / "output.txt").read_text()
     assert output.endswith("EXIT CODE: 0\n")      # the run's own output, then its status
     assert f"emews: experiment directory {expdir}" in output
-    rows = stored(expdir)
+    rows = stored_rows(expdir)
     assert 4 <= len(rows) <= 4 + 2 and len(rows) == len({r["id"] for r in rows})
     for row in rows:     # the space named without a directory, found on SUPERVISOR_PATH
         assert row["status"] == "done" and 0 <= row["params"]["x"] <= 4
@@ -99,7 +91,7 @@ def test_the_ga_test_script_with_the_one_line_workflow_sh_succeeds_and_leaves_th
     again = bash(home, "GA/test/test-1.sh", "sup", "local", PROCS="3", POPULATION_SIZE="4",
                  NUM_ITERATIONS="2", MODEL_PYTHON_DIR=str(MODELS))
     assert again.returncode == 0, again.stdout + again.stderr
-    assert linked(home) == home / "data" / "sup" / "EXP001" and stored(linked(home))
+    assert linked(home) == home / "data" / "sup" / "EXP001" and stored_rows(linked(home))
 
 
 @pytest.mark.slow
@@ -110,7 +102,7 @@ def test_the_random_workflow_draws_its_settings_ranges_on_an_mpiexec_pool(home):
     assert done.stdout.splitlines()[-1] == "test: SUCCESS"
     expdir = linked(home)
     assert expdir == home / "data" / "p1b1" / "EXP000"
-    rows = stored(expdir)
+    rows = stored_rows(expdir)
     assert len(rows) == 12                                   # settings.json: samples.num [12]
     ranges = json.loads((home / "workflows" / "random" / "data" / "settings.json").read_text())
     for row in rows:
@@ -127,11 +119,16 @@ def test_the_random_workflow_draws_its_settings_ranges_on_an_mpiexec_pool(home):
 
 @pytest.mark.slow
 def test_the_uq_noise_workflow_sweeps_its_noise_levels_on_an_mpiexec_pool(home):
-    done = bash(home, "uq-noise/test/test-1.sh", "local", CANDLE_MODEL_IMPL="echo")
+    # the call of Supervisor's workflows/uq-noise/test/test-1.sh (5 arguments, model nt3)
+    test = home / "workflows" / "uq-noise" / "test"
+    done = supervisor(home, "local", "-a", str(test / "cfg-sys-small.sh"),
+                      str(test / "cfg-prm-1.sh"), "nt3", CANDLE_MODEL_IMPL="echo",
+                      CANDLE_MODEL_TYPE="BENCHMARKS",
+                      EMEWS_PROJECT_ROOT=str(home / "workflows" / "uq-noise"))
     assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.splitlines()[-1] == "test-1: SUCCESS"
     assert "XCORR_DATA_DIR = " in done.stdout     # a setting uq-noise never reads, named
-    rows = stored(linked(home))
+    assert linked(home) == home / "data" / "nt3" / "EXP000"
+    rows = stored_rows(linked(home))
     levels = [3.0 * level for level in range(11)]            # its workflow.swift's [0:10] * 3.0
     assert sorted((r["params"]["x_noise_level"], r["params"]["y_noise_level"]) for r in rows) \
         == [(x, y) for x in levels for y in levels]
@@ -144,7 +141,7 @@ def test_the_uq_noise_workflow_sweeps_its_noise_levels_on_an_mpiexec_pool(home):
 @pytest.mark.slow
 def test_a_study_that_does_not_end_by_its_own_rule_fails_the_test_script(home):
     # drained at once (its walltime is over): the study stops, but not by its own rule
-    done = bash(home, "uq-noise/test/test-1.sh", "local", CANDLE_MODEL_IMPL="echo",
+    done = bash(home, "random/test/test.sh", "local", PROCS="3", CANDLE_MODEL_IMPL="echo",
                 EMEWS_DRAIN_AT="1")
     assert done.returncode == 1 and "SUCCESS" not in done.stdout
     output = (linked(home) / "output.txt").read_text()
@@ -183,7 +180,7 @@ def test_the_supervisor_tools_form_runs_a_merged_cfg_file_found_in_the_current_d
                       MODEL_PYTHON_DIR=str(MODELS))
     assert done.returncode == 0, done.stdout + done.stderr
     expdir = linked(home)
-    rows = stored(expdir)
+    rows = stored_rows(expdir)
     assert 4 <= len(rows) <= 6 and all(r["status"] == "done" for r in rows)
     config = json.loads((expdir / "config.json").read_text())
     assert config["system"]["procs"] == 3 and config["algorithm"]["population_size"] == 4
@@ -241,17 +238,17 @@ def test_site_files_are_sourced_as_they_are_for_the_study_and_the_model_shell(ho
     # upf's 5-argument form, a named EXPID; the model runs through the Model Shell (app)
     test = home / "workflows" / "upf" / "test"
     done = supervisor(home, "local", "EXP042", str(test / "cfg-sys-1.sh"),
-                      str(test / "upf-1.txt"), "siteenv", CANDLE_MODEL_IMPL="app",
+                      str(test / "upf-1.txt"), "sup", CANDLE_MODEL_IMPL="app",
                       MODEL_PYTHON_DIR=str(MODELS), PYTHONPATH="/before",
                       EMEWS_PROJECT_ROOT=str(home / "workflows" / "upf"))
     assert done.returncode == 0, done.stdout + done.stderr
-    expdir = home / "data" / "siteenv" / "EXP042"
+    expdir = home / "data" / "sup" / "EXP042"
     assert linked(home) == expdir
-    rows = stored(expdir)
+    rows = stored_rows(expdir)
     assert sorted(r["result"] for r in rows) == [0.5, 1.5, 2.5]
     common = home / "workflows" / "common"
     seen = [json.loads(path.read_text())     # candle's output_dir: DATA/MODEL/Output/EXPID/RUN
-            for path in (home / "data" / "siteenv" / "Output" / "EXP042").glob("*/env.json")]
+            for path in (home / "data" / "sup" / "Output" / "EXP042").glob("*/env.json")]
     assert len(seen) == 3
     for env in seen:
         # env-local.sh, sourced before the study: its exports, after the cfg files (PROCS)
@@ -320,7 +317,7 @@ def test_supervisors_oned_model_runs_through_the_model_runner_with_the_real_cand
                       TF_USE_LEGACY_KERAS="1", HOME=str(home), PROCS="2",
                       EMEWS_PROJECT_ROOT=str(home / "workflows" / "upf"))
     assert done.returncode == 0, done.stdout + done.stderr
-    rows = stored(linked(home))
+    rows = stored_rows(linked(home))
     assert sorted((r["params"]["x"], r["status"]) for r in rows) == [(0.5, "done"),
                                                                     (2.0, "done")]
     for row in rows:      # the last of the two epochs' val_loss that its History holds

@@ -353,17 +353,22 @@ def find(name, search):
     return None
 
 
-def grid(path):
-    """The table of values per parameter of Supervisor's grid workflow (its
-    ``data/settings.json``: ``{"parameters": {NAME: [values], ...}}``)."""
+def settings_json(path, workflow):
+    """The JSON object of Supervisor's ``data/settings.json`` of ``workflow`` (grid, random)."""
     try:
         settings = json.loads(Path(path).read_text())
     except OSError as exc:
-        raise ConfigError(str(path), "the grid workflow's settings file must be readable",
-                          exc.strerror) from None
+        raise ConfigError(str(path), f"the {workflow} workflow's settings file must be "
+                          "readable", exc.strerror) from None
     except ValueError as exc:
         raise ConfigError(str(path), "must be JSON", str(exc), show_value=False) from None
-    table = settings.get("parameters") if isinstance(settings, dict) else None
+    return settings if isinstance(settings, dict) else {}
+
+
+def grid(path):
+    """The table of values per parameter of Supervisor's grid workflow (its
+    ``data/settings.json``: ``{"parameters": {NAME: [values], ...}}``)."""
+    table = settings_json(path, "grid").get("parameters")
     if not isinstance(table, dict) or not all(isinstance(v, list) and v for v in table.values()):
         raise ConfigError(f"{path}: parameters", "must be an object of non-empty lists of "
                           "values, one per parameter", table)
@@ -400,14 +405,8 @@ def convert(value, kind, where, search=""):
 def random_samples(path):
     """``samples.num[0]`` of Supervisor's random workflow's ``data/settings.json``: how many
     points it draws."""
-    try:
-        settings = json.loads(Path(path).read_text())
-    except OSError as exc:
-        raise ConfigError(str(path), "the random workflow's settings file must be readable",
-                          exc.strerror) from None
-    except ValueError as exc:
-        raise ConfigError(str(path), "must be JSON", str(exc), show_value=False) from None
-    num = settings.get("samples", {}).get("num") if isinstance(settings, dict) else None
+    samples = settings_json(path, "random").get("samples")
+    num = samples.get("num") if isinstance(samples, dict) else None
     if not (isinstance(num, list) and num and isinstance(num[0], int) and num[0] > 0):
         raise ConfigError(f"{path}: samples.num", "must be a list whose first value is the "
                           "positive number of points to draw", num)
