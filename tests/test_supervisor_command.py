@@ -341,3 +341,18 @@ def test_a_scheduled_sites_settings_are_read_as_emews_site_import_reads_them(hom
     study = tomllib.loads(done.stdout)    # the Model Shell sources langs-app-frontier.sh
     assert study["system"]["langs_app"] == str(SITES / "langs-app-frontier.sh")
     assert not (home / "data").exists()
+
+
+def test_a_named_expid_that_holds_a_study_is_refused_and_left_as_it_was(home):
+    expdir = home / "data" / "sup" / "EXP001"
+    expdir.mkdir(parents=True)
+    (expdir / "config.json").write_text("{}")
+    test = home / "workflows" / "GA" / "test"
+    done = supervisor(home, "local", "EXP001", str(test / "cfg-sys-1.sh"),
+                      str(test / "cfg-prm-1.sh"), "sup", PARAM_SET_FILE="sup_param_space_ga.json",
+                      EMEWS_PROJECT_ROOT=str(home / "workflows" / "GA"))
+    assert done.returncode == 2
+    assert done.stderr == (f"emews: error: {expdir}: holds a study already: name another EXPID, "
+                           "or -a for the next free one\n")
+    assert sorted(p.name for p in expdir.iterdir()) == ["config.json"]
+    assert not (home / "run" / "turbine-output").exists()
