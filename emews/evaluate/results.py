@@ -63,7 +63,6 @@ def final_metrics(result):
         return {}
     metrics = {}
     for name, value in result.items():
-        value = value.tolist() if hasattr(value, "tolist") else value
         if isinstance(value, (list, tuple)):
             value = value[-1] if value else None
         if isinstance(value, (bool, str, bytes)):
