@@ -17,7 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import stored_rows
+SUPPORT = Path(__file__).parent / "support"
+if str(SUPPORT) not in sys.path:
+    sys.path.insert(0, str(SUPPORT))
+
+from conftest import stored_rows  # noqa: E402
+from slurm import slurm_fixture  # noqa: E402,F401  (the session fixture "slurm")
 
 TREE = Path(__file__).parent / "support" / "supervisor_cfg"
 MODELS = Path(__file__).parent / "support" / "supervisor_models"
@@ -366,3 +371,30 @@ def test_a_numpy_per_epoch_val_loss_is_read_as_its_list_as_oned_returns_it():
     assert extract_value({"val_loss": numpy.array([2.0, 1.0])}) == 1.0
     assert extract_value({"val_loss": numpy.array([2.0, 1.0])}, epoch="max") == 2.0
     assert extract_value({"val_loss": numpy.float32(0.5)}) == 0.5
+
+
+@pytest.mark.slow
+@pytest.mark.mpi
+def test_a_slurm_sites_files_submit_the_study_and_the_job_sources_env_site(home, slurm):
+    test = home / "workflows" / "upf" / "test"
+    done = supervisor(home, "cluster", "-a", str(test / "cfg-sys-1.sh"), str(test / "upf-1.txt"),
+                      "sup", MODEL_PYTHON_DIR=str(MODELS), HOME=str(home), PPN="2",
+                      SLURM_CONF=slurm.env["SLURM_CONF"], EMEWS_TEST_SECONDS="0.4",
+                      EMEWS_PROJECT_ROOT=str(home / "workflows" / "upf"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    expdir = linked(home)
+    assert expdir == home / "data" / "sup" / "EXP000"
+    (job,) = json.loads((expdir / "submit.json").read_text())["jobs"]
+    assert f"emews: submitted job {job['id']} (slurm, site cluster)" in done.stdout
+    slurm.wait_gone(job["id"])
+    rows = stored_rows(expdir)
+    assert sorted((r["params"]["x"], r["status"]) for r in rows) == [
+        (0.5, "done"), (1.5, "done"), (2.5, "done")]
+    seen = [json.loads(path.read_text())
+            for path in (home / "data" / "sup" / "Output" / "EXP000").glob("*/env.json")]
+    assert len(seen) == 3
+    for env in seen:
+        assert env["SITE_CLUSTER_ENV"] == "sourced" and env["SLURM_JOB_ID"] == str(job["id"])
+        assert f"{home}/cluster/python" in env["PYTHONPATH"].split(":")
+    assert f"source {home / 'workflows' / 'common' / 'sh' / 'env-cluster.sh'}" in \
+        Path(job["script"]).read_text()
