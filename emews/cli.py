@@ -56,7 +56,8 @@ def parser():
                      help="any setting; VALUE is read as TOML")
     run.add_argument("--supervisor-cfg", nargs=2, metavar=("CFG_SYS", "CFG_PRM"),
                      help="the study of CANDLE/Supervisor's cfg-sys and cfg-prm files (GA, "
-                          "mlrMBO), or cfg-sys and UPF files (upf); parsed, never run")
+                          "mlrMBO, grid, random, uq-noise, async-search), or cfg-sys and UPF "
+                          "files (upf); parsed, never run")
     run.add_argument("--dry-run", action="store_true",
                      help="with --supervisor-cfg: print the study as emews TOML, run nothing")
     serve = commands.add_parser("serve", help="run a study as a service that pool jobs attach "

@@ -75,7 +75,7 @@ def parse(arguments, workflow=None, environ=None, cwd=None):
                           " ".join(arguments) or None, show_value=False)
     site, *rest = arguments
     if count == 3:
-        workflow, cfg_name = rest
+        workflow = rest[0]
         _tool_paths(environ, workflow, cwd)
     project = environ.get("EMEWS_PROJECT_ROOT")
     workflow = workflow or (Path(project).name if project else None)
