@@ -13,7 +13,11 @@ naming the file, with bash's exit status and the last line it printed (an ``echo
 :func:`read` maps what the files set to a study (a dict shaped like the TOML file)::
 
     PROCS, PPN, WALLTIME, QUEUE, PROJECT      [system] procs, ppn, walltime, queue, project
-    MODEL_NAME                                [study] model_name and name (EXPnnn numbering)
+    MODEL_NAME                                [study] model_name and name (EXPnnn numbering;
+                                              with CANDLE_MODEL_TYPE=SINGULARITY, the name
+                                              is the image's, MODEL_NAME=/path/NAME.sif)
+    CANDLE_MODEL_TYPE, CANDLE_IMAGE (NONE:    [model] type, image
+        none), MODEL_ACTION                   [model] action
     PARAM_SET_FILE, SEED, MODEL_RETURN, ...   [study] space, seed, model_return, ...
     SH_TIMEOUT; BENCHMARK_TIMEOUT             [study] timeout; [model] benchmark_timeout
     IGNORE_ERRORS (0; 1)                      [failure] on_failure ("abort"; "fail"), as
@@ -90,7 +94,7 @@ BASH_OWN = {"SHLVL", "_", "PWD", "OLDPWD", "REPLY", "SUPERVISOR_PATH"}
 
 # Variable: (table, key, kind). Kinds: int, float, str, path, file (a path; without a leading
 # /, looked up on SUPERVISOR_PATH first), timeout (-1, 0 or empty: none), model_type
-# (BENCHMARKS or BENCHMARK; SINGULARITY), image (a path; None or NONE: none).
+# (BENCHMARKS or BENCHMARK; SINGULARITY).
 COMMON = {
     "PROCS": ("system", "procs", "int"), "PPN": ("system", "ppn", "int"),
     "WALLTIME": ("system", "walltime", "str"), "QUEUE": ("system", "queue", "str"),
@@ -103,7 +107,7 @@ COMMON = {
     "FRAMEWORK": ("model", "framework", "str"), "MODEL_PYTHON_DIR": ("model", "python_dir", "path"),
     "MODEL_PYTHON_SCRIPT": ("model", "python_script", "str"),
     "CANDLE_MODEL_TYPE": ("model", "type", "model_type"),
-    "CANDLE_IMAGE": ("model", "image", "image"),
+    "CANDLE_IMAGE": ("model", "image", "path"),
     "MODEL_ACTION": ("model", "action", "str"),
     "APP_PYTHONPATH": ("model", "app_pythonpath", "str"),
     "CANDLE_DEFAULT_MODEL_FILE": ("model", "default_model", "file"),
@@ -166,6 +170,8 @@ UNUSED = {  # set by Supervisor's files, and changing nothing under emews
 }
 MODEL_TYPES = {"BENCHMARKS": "BENCHMARK"}   # Supervisor's word; emews's
 MODEL_TYPE = Choice(("BENCHMARK", "SINGULARITY"))
+# Supervisor's workflow.sh: ${CANDLE_IMAGE:=NONE}, no image (MODEL_NAME names the SIF)
+NO_IMAGE = {("CANDLE_IMAGE", "NONE"), ("CANDLE_IMAGE", "None")}
 FROM_ENVIRONMENT = {s.env for table in SCHEMA.values() for s in table.values() if s.env}
 
 
@@ -323,7 +329,7 @@ def read(cfg_sys, cfg_prm=None, environ=None, name=None):
     for var, (table, key, kind) in mapping.items():
         value = environ.get(var) if var in FROM_ENVIRONMENT and environ.get(var) else \
             namespace.get(var) or (GA_DEFAULTS.get(var) if name == "GA" else None)
-        if value not in (None, ""):
+        if value not in (None, "") and (var, value) not in NO_IMAGE:
             where = namespace.where.get(var, f"environment variable {var}")
             converted = convert(value, kind, f"{where}: {var}", search)
             if converted is not None:
@@ -332,8 +338,10 @@ def read(cfg_sys, cfg_prm=None, environ=None, name=None):
     if ignore not in (None, ""):
         where = f"{namespace.where.get('IGNORE_ERRORS', 'environment variable')}: IGNORE_ERRORS"
         study["failure"]["on_failure"] = "abort" if convert(ignore, "int", where) == 0 else "fail"
-    if "model_name" in study["study"]:   # a container's image: its name, as Supervisor's TOKEN
-        study["study"]["name"] = Path(study["study"]["model_name"]).name.removesuffix(".sif")
+    if "model_name" in study["study"]:
+        study["study"]["name"] = study["study"]["model_name"]
+        if study["model"].get("type") == "SINGULARITY":  # workflow.sh: basename $MODEL_NAME .sif
+            study["study"]["name"] = Path(study["study"]["model_name"]).name.removesuffix(".sif")
     if name == "GA":
         study["study"]["budget"] = ga_budget(study["algorithm"])
     if name == "upf" and "file" not in study["algorithm"]:
@@ -385,21 +393,19 @@ def ga_budget(options):
 
 
 def convert(value, kind, where, search=""):
-    """``value`` (text) as the setting's kind; ``None`` for an empty or negative timeout, or
-    for Supervisor's "no image" (``None``, ``NONE``). A ``file`` without a leading ``/`` is
-    looked up on ``search`` (``SUPERVISOR_PATH``) first, then taken from the current directory."""
+    """``value`` (text) as the setting's kind; ``None`` for an empty or negative timeout. A
+    ``file`` without a leading ``/`` is looked up on ``search`` (``SUPERVISOR_PATH``) first,
+    then taken from the current directory."""
     if kind in ("int", "float", "timeout"):
         rule = Number(integer=kind == "int")
         number = check(where, rule, rule.from_text(value))
         return None if kind == "timeout" and number <= 0 else number
     if kind == "model_type":
         return check(where, MODEL_TYPE, MODEL_TYPES.get(value, value))
-    if kind == "image" and value in ("None", "NONE", "none"):
-        return None
     if kind == "file":
         found = find(value, search)
         return str((found or Path(value)).resolve())
-    return str(Path(value).resolve()) if kind in ("path", "image") else value
+    return str(Path(value).resolve()) if kind == "path" else value
 
 
 def random_samples(path):
