@@ -30,9 +30,9 @@ def initialize_parameters(default_model="sup_default_model.txt"):
 def run(params):
     with open(os.path.join(params["output_dir"], "ran.json"), "w", encoding="utf-8") as out:
         json.dump(params, out, ensure_ascii=False)
+    print("sup model ran", flush=True)
     with open(os.path.join(params["output_dir"], "env.json"), "w", encoding="utf-8") as out:
         json.dump(dict(os.environ), out)
-    print("sup model ran", flush=True)
     if params.get("sleep"):
         time.sleep(float(params["sleep"]))
     x = float(params["x"])
