@@ -248,7 +248,9 @@ def run_master(expdir, cfg, pool, algorithm=None):
                         known=begin.known,
                         first_seq=begin.settings["put_base"] if begin.restored is not None
                         else store.next_seq(),
-                        control=control)
+                        control=control, pruner=cfg.make_pruner())
+        master.resume_reports(store.reports(), [(row["id"], row["attempt"])
+                                                for row in store.rows(Status.DONE)])
         eqpy.init(algorithm if classic else functools.partial(
             me.run, begin.settings, algorithm, me.MasterLimits(limits.verdict())))
         try:

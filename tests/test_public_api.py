@@ -24,8 +24,12 @@ def test_every_public_name_is_reachable_from_the_package():
     from emews.core.algorithm import Algorithm
     from emews.status import Status
 
-    assert sorted(emews.__all__) == ["Algorithm", "Status", "eqpy", "load", "run"]
+    assert sorted(emews.__all__) == ["Algorithm", "Pruned", "Status", "eqpy", "load", "report",
+                                   "run"]
     assert emews.Algorithm is Algorithm and emews.Status is Status
+    from emews.evaluate.reporting import Pruned, report
+
+    assert emews.report is report and emews.Pruned is Pruned
     assert emews.Status.DONE == "done" and set(emews.__all__) <= set(dir(emews))
 
 

@@ -287,7 +287,9 @@ class Stopper:
 
     ``budget`` (evaluations, resumed ones included), ``max_iterations`` (ask/tell rounds that
     produced points), ``tol`` with ``patience`` (no improvement larger than ``tol`` within
-    ``patience`` evaluations), ``target`` (a value at or below it) and ``max_time`` (seconds).
+    ``patience`` evaluations), ``target`` (a value at or below it), ``max_time`` (seconds) and
+    ``step_budget`` (steps that models reported having trained, over all runs: see
+    :meth:`record_steps`).
 
     One Stopper counts a study's limits: the master's (:mod:`emews.core.master`), which tells
     the ME driver its :meth:`verdict` with each answer; or, where no master counts (Swift/T,
@@ -300,8 +302,10 @@ class Stopper:
     patience: int | None = None
     target: float | None = None
     max_time: float | None = None
+    step_budget: int | None = None
 
     def __post_init__(self):
+        self.steps = 0
         self.evaluations = 0
         self.iterations = 0
         self.best = math.inf
@@ -317,6 +321,10 @@ class Stopper:
             if not math.isnan(value) and value < self.best:
                 self.best = value
 
+    def record_steps(self, steps):
+        """Count ``steps`` more trained (a report's step beyond its run's last one)."""
+        self.steps += steps
+
     def remaining(self):
         """How many more evaluations the budget allows (``None``: no budget)."""
         return None if self.budget is None else max(self.budget - self.evaluations, 0)
@@ -324,13 +332,14 @@ class Stopper:
     def counts(self):
         """What the rules have counted so far (JSON-serializable; :meth:`restore` takes it)."""
         return {"evaluations": self.evaluations, "iterations": self.iterations,
-                "last_improvement": self.last_improvement,
+                "last_improvement": self.last_improvement, "steps": self.steps,
                 "best": None if math.isinf(self.best) else self.best}
 
     def restore(self, counts):
         """Go on from :meth:`counts` (of a checkpoint)."""
         self.evaluations, self.iterations = counts["evaluations"], counts["iterations"]
         self.last_improvement = counts["last_improvement"]
+        self.steps = counts.get("steps", 0)   # a checkpoint from before step budgets
         self.best = math.inf if counts["best"] is None else counts["best"]
 
     def verdict(self, in_flight=0, reason=None):
@@ -357,4 +366,6 @@ class Stopper:
             return f"target value {self.target} reached"
         if self.max_time is not None and time.monotonic() - self.started >= self.max_time:
             return f"time limit of {self.max_time} s reached"
+        if self.step_budget is not None and self.steps >= self.step_budget:
+            return f"step budget of {self.step_budget} reached"
         return None

@@ -34,10 +34,13 @@ _live_lock = threading.RLock()  # re-entrant: the signal handler may interrupt a
 
 
 class Watch:
-    """What may end a run early: ``timeout`` seconds (None: never), and ``cancelled()``."""
+    """What may end a run early: ``timeout`` seconds (None: never), ``cancelled()``, and
+    ``report(Report)`` (``None``: reports go nowhere), whose True answer stops the run (the
+    pruner's verdict)."""
 
-    def __init__(self, timeout=None, grace=KILL_GRACE, cancelled=None):
+    def __init__(self, timeout=None, grace=KILL_GRACE, cancelled=None, report=None):
         self.timeout, self.grace, self.cancelled = timeout, grace, cancelled
+        self.report = report
         self.deadline = time.monotonic() + timeout if timeout else None
 
     def stop_reason(self):

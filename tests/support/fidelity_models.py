@@ -1,0 +1,54 @@
+"""Models that report learning curves (``emews.report``), for the fidelity tests.
+
+``curve``: a run of ``STEPS`` epochs whose value at epoch ``s`` is ``x**2 + 1/s``: every curve
+falls, and the configurations keep their order at every step, so the best final one is also
+the best at every rung. It writes each epoch it trained to its run directory.
+"""
+
+import math
+
+import emews
+from emews.evaluate.base import current_run
+
+STEPS = 9
+
+
+def value_at(params, step):
+    """The known curve: the value of ``params`` at ``step``."""
+    return params["x"] ** 2 + 1.0 / step
+
+
+def curve(params):
+    trained = current_run().run_dir / "trained.txt"
+    for step in range(1, STEPS + 1):
+        with open(trained, "a") as log:
+            log.write(f"{step}\n")
+        emews.report(value_at(params, step), step, accuracy=1.0 / (1 + step))
+    return value_at(params, STEPS)
+
+
+def nan_curve(params):
+    """Reports NaN at every step when ``x`` is negative, the known curve otherwise."""
+    for step in range(1, STEPS + 1):
+        emews.report(math.nan if params["x"] < 0 else value_at(params, step), step)
+    return value_at(params, STEPS)
+
+
+def stubborn(params):
+    """Catches emews.Pruned and trains on regardless; its later reports raise again."""
+    stops = 0
+    for step in range(1, STEPS + 1):
+        try:
+            emews.report(value_at(params, step), step)
+        except emews.Pruned:
+            stops += 1
+    with open(current_run().run_dir / "stops.txt", "w") as log:
+        log.write(str(stops))
+    return value_at(params, STEPS)
+
+
+def backwards(params):
+    """Reports step 2, then step 1: the second is refused."""
+    emews.report(1.0, 2)
+    emews.report(0.5, 1)
+    return 0.5

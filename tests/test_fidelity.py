@@ -1,0 +1,88 @@
+"""Learning curves and pruning: ``emews.report`` through every path to the master, the store's
+reports, the pruners' rules (ASHA replayed from the store), and bad reports."""
+
+import math
+
+import pytest
+
+import emews
+from emews.core import pruners
+from emews.errors import ConfigError
+from emews.status import Status
+from emews.store import SQLiteStore
+
+ASHA = {"min_resource": 1, "max_resource": 9, "reduction_factor": 3}
+
+
+def value_at(params, step):
+    """The curve of tests/support/fidelity_models.py's models."""
+    return params["x"] ** 2 + 1.0 / step
+
+
+@pytest.fixture
+def open_study():
+    """``open_study(expdir)``: its store, read-only (closed at the end of the test)."""
+    stores = []
+
+    def make(expdir):
+        stores.append(SQLiteStore(expdir / "results.db", readonly=True))
+        return stores[-1]
+
+    yield make
+    for store in stores:
+        store.close()
+
+
+def asha_verdicts(reports, min_resource=1, max_resource=9, eta=3):
+    """The ASHA rule, written out for the test: replaying ``reports`` in the order stored,
+    ``{(id, attempt): step it must stop at}`` for every run the rule stops."""
+    rungs, passed, stops = {}, {}, {}
+    for row in reports:
+        run = (row["id"], row["attempt"])
+        if run in stops:
+            continue
+        value = math.inf if row["value"] is None else row["value"]
+        k = passed.get(run, 0)
+        while min_resource * eta ** k <= row["step"] and min_resource * eta ** k < max_resource:
+            rungs.setdefault(k, []).append(value)
+            passed[run] = k = k + 1
+            best = sorted(rungs[k - 1])[max(len(rungs[k - 1]) // eta - 1, 0)]
+            if math.isinf(value) or value > best:
+                stops[run] = row["step"]
+                break
+    return stops
+
+
+def check_asha_study(store, budget):
+    """The stored study follows ASHA: rungs, stops, the best never pruned, curves kept."""
+    rows, reports = store.rows(), store.reports()
+    assert len(rows) == budget and {r["status"] for r in rows} <= {Status.DONE, Status.PRUNED}
+    stops = asha_verdicts(reports)
+    pruned = {(r["id"], r["attempt"]): r for r in rows if r["status"] == Status.PRUNED}
+    assert set(pruned) == set(stops) and pruned      # exactly the runs the rule stops
+    for run, row in pruned.items():
+        curve = [r for r in reports if (r["id"], r["attempt"]) == run]
+        assert curve[-1]["step"] == stops[run] in (1, 3)         # stopped at a rung step
+        assert row["result"] == curve[-1]["value"] and row["error"] == f"pruned at step {stops[run]}"
+        assert [r["step"] for r in curve] == list(range(1, stops[run] + 1))
+    for row in rows:
+        if row["status"] == Status.DONE:
+            assert [r["step"] for r in reports if r["id"] == row["id"]] == list(range(1, 10))
+            assert row["result"] == pytest.approx(value_at(row["params"], 9))
+    best = min(rows, key=lambda r: r["params"]["x"] ** 2)
+    assert best["status"] == Status.DONE and store.best()["id"] == best["id"]
+    assert all(r["metrics"]["accuracy"] == pytest.approx(1 / (1 + r["step"])) for r in reports)
+
+
+@pytest.mark.parametrize("isolate", [True, False], ids=["nanny", "in-process"])
+def test_an_asha_study_in_process_stops_runs_at_rungs_by_the_rule(toy_config, isolate,
+                                                                  open_study):
+    config = toy_config(objective="fidelity_models:curve", budget=14, isolate=isolate,
+                        pruner="asha")
+    config["pruner"] = ASHA
+    result = emews.run(config)
+    store = open_study(result.expdir)
+    check_asha_study(store, 14)
+    for row in store.rows(Status.PRUNED):   # the model trained no step past its stop
+        trained = (result.expdir / "run" / row["run_id"] / "trained.txt").read_text()
+        assert trained.split() == [str(s) for s in range(1, int(row["error"][-1]) + 1)]
