@@ -86,3 +86,18 @@ def test_an_asha_study_in_process_stops_runs_at_rungs_by_the_rule(toy_config, is
     for row in store.rows(Status.PRUNED):   # the model trained no step past its stop
         trained = (result.expdir / "run" / row["run_id"] / "trained.txt").read_text()
         assert trained.split() == [str(s) for s in range(1, int(row["error"][-1]) + 1)]
+
+
+@pytest.mark.mpi
+def test_an_asha_study_on_a_real_mpiexec_pool_follows_the_rule(emews_cli, study, tmp_path,
+                                                               open_study):
+    path = study(system={"procs": 4, "progress_interval": 0.0},
+                 study={"budget": 14, "objective": "fidelity_models:curve", "seed": 3,
+                        "pruner": "asha"},
+                 pruner=ASHA)
+    done = emews_cli("run", path)
+    assert done.returncode == 0, done.stderr
+    (expdir,) = (tmp_path / "experiments" / "study").iterdir()
+    store = open_study(expdir)
+    check_asha_study(store, 14)
+    assert {row["rank"] for row in store.rows()} <= {1, 2, 3}
