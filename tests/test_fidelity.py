@@ -1,13 +1,16 @@
 """Learning curves and pruning: ``emews.report`` through every path to the master, the store's
 reports, the pruners' rules (ASHA replayed from the store), and bad reports."""
 
+import json
 import math
+from pathlib import Path
 
 import pytest
 
 import emews
 from emews.core import pruners
 from emews.errors import ConfigError
+from emews.evaluate import Objective
 from emews.status import Status
 from emews.store import SQLiteStore
 
@@ -101,3 +104,63 @@ def test_an_asha_study_on_a_real_mpiexec_pool_follows_the_rule(emews_cli, study,
     store = open_study(expdir)
     check_asha_study(store, 14)
     assert {row["rank"] for row in store.rows()} <= {1, 2, 3}
+
+
+MODELS = Path(__file__).parent / "support" / "candle_models"
+
+
+class Judge:
+    """A pool's side of the reports: keeps each, and stops the run at ``stop_at``."""
+
+    def __init__(self, stop_at=None):
+        self.reports, self.stop_at = [], stop_at
+
+    def __call__(self, report):
+        self.reports.append(report)
+        return report.step == self.stop_at
+
+
+@pytest.fixture
+def keras_objective(tmp_path, monkeypatch):
+    """``make(impl)``: an Objective running the Keras model ``curve`` through the CANDLE
+    runner (``py`` in a nanny, or ``app`` through the Model Shell)."""
+    monkeypatch.setenv("CANDLE_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.delenv("CANDLE_OUTPUT_DIR", raising=False)
+
+    def make(impl):
+        env = {"MODEL_PYTHON_DIR": str(MODELS), "CANDLE_DATA_DIR": str(tmp_path / "data"),
+               "APP_PYTHONPATH": str(MODELS)}
+        return Objective(impl, model_name="curve", expdir=tmp_path / "EXP001",
+                         exp_id="EXP001", model_env=env, grace=2.0)
+
+    return make
+
+
+def epochs_begun(tmp_path, run_id):
+    path = tmp_path / "data" / "curve" / "Output" / "EXP001" / run_id / "epochs.txt"
+    return [int(line) for line in path.read_text().split()]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("impl", ["py", "app"])
+def test_a_keras_model_reports_every_epoch_and_is_stopped(keras_objective, tmp_path, impl):
+    objective = keras_objective(impl)
+    try:
+        judge = Judge()
+        outcome = objective.evaluate(json.dumps({"epochs": 4}), "RUN000001", report=judge)
+        assert outcome.status == Status.DONE, outcome.error
+        assert [r.step for r in judge.reports] == [1, 2, 3, 4]
+        assert all(set(r.metrics) == {"loss", "val_loss"} and r.value == r.metrics["val_loss"]
+                   for r in judge.reports)
+        assert outcome.value == pytest.approx(judge.reports[-1].value)
+        judge = Judge(stop_at=2)
+        outcome = objective.evaluate(json.dumps({"epochs": 40}), "RUN000002", report=judge)
+    finally:
+        objective.close()
+    assert outcome.status == Status.PRUNED and outcome.error == "pruned at step 2"
+    assert outcome.value == pytest.approx(judge.reports[1].value)
+    begun = epochs_begun(tmp_path, "RUN000002")
+    if impl == "py":      # stopped at the end of epoch 2, through Keras's stop_training
+        assert [r.step for r in judge.reports] == [1, 2] and begun == [1, 2]
+    else:                 # an app trains on until its signal: stopped long before epoch 40
+        assert [r.step for r in judge.reports][:2] == [1, 2] and len(begun) < 40

@@ -127,24 +127,39 @@ def _signal_group(process, sig):
 
 def wait(process, watch, log=None):
     """Wait for ``process`` under ``watch``; its exit status. On a stop, kill its group, note
-    the reason in ``log`` (a path) and raise (see :meth:`Watch.stop`)."""
+    the reason in ``log`` (a path) and raise (see :meth:`Watch.stop`). With ``watch.report``,
+    the report lines of ``log`` go to it (:class:`~.reporting.LogReports`); when one stops the
+    run, its group is killed and :class:`~.reporting.Pruned` raised."""
+    from .reporting import LogReports, Pruned
     from .results import tail
 
+    reports = LogReports(log, watch.report) if watch.report and log is not None else None
     while True:
         try:
-            code = process.wait(timeout=POLL if watch.deadline or watch.cancelled else None)
+            code = process.wait(timeout=POLL if watch.deadline or watch.cancelled or reports
+                                else None)
+        except subprocess.TimeoutExpired:
+            code = None
+        try:
+            if reports is not None:
+                reports.poll()
+        except Pruned:
+            kill_group(process, watch.grace)
+            with open(log, "a") as note:
+                note.write("emews: the pruner stopped the run: it was killed\n")
+            raise
+        if code is not None:
             _signal_group(process, signal.SIGKILL)  # what the model left running dies with it
             forget(process)
             return code
-        except subprocess.TimeoutExpired:
-            reason = watch.stop_reason()
-            if reason is None:
-                continue
-            kill_group(process, watch.grace)
-            if log is not None:
-                with open(log, "a") as note:
-                    note.write(f"emews: {reason}: the run was killed\n")
-            watch.stop(reason, tail(log) if log is not None else None)
+        reason = watch.stop_reason()
+        if reason is None:
+            continue
+        kill_group(process, watch.grace)
+        if log is not None:
+            with open(log, "a") as note:
+                note.write(f"emews: {reason}: the run was killed\n")
+        watch.stop(reason, tail(log) if log is not None else None)
 
 
 def describe_exit(code):

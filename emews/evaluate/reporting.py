@@ -17,14 +17,27 @@ A model that never calls ``emews.report`` sends nothing. What each bad report ge
 * a report after the run was pruned: :class:`Pruned` again, nothing sent (a model that catches
   :class:`Pruned` and goes on is still stored ``pruned``, with the value and step it was
   pruned at).
+
+``app`` and ``container`` models report with a line of their output (:data:`LINE`)::
+
+    EMEWS_REPORT {"step": 3, "value": 0.7, "metrics": {"acc": 0.8}}
+
+(the :class:`~.outcome.Report` wire form; ``metrics`` and ``time`` may be left out). The worker
+reads the run's log while it waits (:class:`LogReports`, every 0.1 s): each such line is a
+report as above; a line that breaks the rules is skipped, with a note in the log. When the
+pruner stops the run, its process group gets SIGTERM, then SIGKILL after the grace period
+(``KILL_GRACE``, 5 s), and it is stored ``pruned``; the model goes on training until then.
 """
 
 import contextlib
 import contextvars
+import json
 import operator
 import time
 
-from .outcome import Report
+from .outcome import BadOutcome, Report
+
+LINE = "EMEWS_REPORT "       # an app's report: this, then the Report's wire form (JSON)
 
 
 class Pruned(Exception):
@@ -100,6 +113,11 @@ def report(value, step, **metrics):
     reporter.report(value, step, metrics)
 
 
+def in_run():
+    """Whether ``emews.report`` may be called here (a run of emews in this process)."""
+    return _reporter.get() is not None
+
+
 @contextlib.contextmanager
 def reporting(send):
     """Run the body as a run whose reports go to ``send`` (see :class:`Reporter`); yields the
@@ -111,3 +129,34 @@ def reporting(send):
     finally:
         _reporter.reset(token)
 
+
+
+class LogReports:
+    """The :data:`LINE` reports an app writes to its log at ``path``, read as it grows, handed
+    to a :class:`Reporter` on ``send``."""
+
+    def __init__(self, path, send):
+        self.path, self.reporter = path, Reporter(send)
+        self.offset, self.partial = 0, b""
+
+    def poll(self):
+        """Read what the log gained; raise :class:`Pruned` when a report stopped the run."""
+        with open(self.path, "rb") as log:
+            log.seek(self.offset)
+            data = log.read()
+        self.offset += len(data)
+        *lines, self.partial = (self.partial + data).split(b"\n")
+        notes = []
+        for line in lines:
+            text = line.decode("utf-8", "replace").strip()
+            if not text.startswith(LINE):
+                continue
+            try:
+                wire = json.loads(text[len(LINE):])
+                one = Report.from_wire({"time": time.time(), **wire})
+                self.reporter.report(one.value, one.step, one.metrics)
+            except (ValueError, TypeError, BadOutcome) as exc:  # JSON, a rule: skip it
+                notes.append(f"emews: a report line was skipped: {exc}\n")
+        if notes:
+            with open(self.path, "a") as log:
+                log.write("".join(notes))
