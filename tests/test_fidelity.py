@@ -3,11 +3,14 @@ reports, the pruners' rules (ASHA replayed from the store), and bad reports."""
 
 import json
 import math
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
 import emews
+from emews import config
 from emews.core import pruners
 from emews.errors import ConfigError
 from emews.evaluate import Objective
@@ -106,7 +109,8 @@ def test_an_asha_study_on_a_real_mpiexec_pool_follows_the_rule(emews_cli, study,
     assert {row["rank"] for row in store.rows()} <= {1, 2, 3}
 
 
-MODELS = Path(__file__).parent / "support" / "candle_models"
+SUPPORT = Path(__file__).parent / "support"
+MODELS = SUPPORT / "candle_models"
 
 
 class Judge:
@@ -164,3 +168,118 @@ def test_a_keras_model_reports_every_epoch_and_is_stopped(keras_objective, tmp_p
         assert [r.step for r in judge.reports] == [1, 2] and begun == [1, 2]
     else:                 # an app trains on until its signal: stopped long before epoch 40
         assert [r.step for r in judge.reports][:2] == [1, 2] and len(begun) < 40
+
+
+def test_an_app_that_ignores_the_stop_is_killed_after_the_grace_and_stored_pruned(tmp_path):
+    objective = Objective("app", app=[sys.executable, str(SUPPORT / "stubborn_app.py")],
+                          expdir=tmp_path, grace=0.5)
+    judge = Judge(stop_at=3)
+    started = time.monotonic()
+    outcome = objective.evaluate("{}", "RUN000001", report=judge)
+    assert outcome.status == Status.PRUNED and outcome.error == "pruned at step 3"
+    assert outcome.value == pytest.approx(1 / 3)
+    assert [r.step for r in judge.reports] == [1, 2, 3]   # the bad lines were skipped
+    log = (tmp_path / "run" / "RUN000001" / "model.log").read_text()
+    assert "emews: a report line was skipped" in log and "step must be above" in log
+    assert "emews: the pruner stopped the run: it was killed" in log
+    assert time.monotonic() - started < 60
+
+
+def test_nan_reports_are_stored_and_the_pruner_stops_them_first(toy_config, open_study):
+    config = toy_config(objective="fidelity_models:nan_curve", budget=10, pruner="asha",
+                        isolate=False)
+    config["pruner"] = ASHA
+    store = open_study(emews.run(config).expdir)
+    for row in store.rows():
+        curve = store.reports(row["id"])
+        if row["params"]["x"] < 0:
+            assert row["status"] == Status.PRUNED and row["result"] is None
+            assert [(r["step"], r["value"]) for r in curve] == [(1, None)]
+        else:
+            assert all(r["value"] is not None for r in curve)
+
+
+def test_steps_that_go_backwards_fail_the_run_with_one_line(toy_config, open_study):
+    store = open_study(emews.run(toy_config(objective="fidelity_models:backwards",
+                                            budget=2)).expdir)
+    for row in store.rows():
+        assert row["status"] == Status.FAILED
+        assert row["error"] == ("ValueError: emews.report(): step must be above the run's "
+                                "last reported step (2), got 1")
+        assert [r["step"] for r in store.reports(row["id"])] == [2]
+
+
+def test_a_report_outside_a_run_is_refused():
+    with pytest.raises(RuntimeError, match=r"emews.report\(\) must be called while emews runs"):
+        emews.report(0.5, 1)
+
+
+def test_a_model_that_catches_pruned_is_stored_pruned_where_it_was_stopped(toy_config,
+                                                                           open_study):
+    config = toy_config(objective="fidelity_models:stubborn", budget=10, pruner="asha")
+    config["pruner"] = ASHA
+    result = emews.run(config)
+    store = open_study(result.expdir)
+    pruned = store.rows(Status.PRUNED)
+    assert pruned
+    for row in pruned:
+        step = store.reports(row["id"])[-1]["step"]       # nothing sent after the stop
+        assert row["error"] == f"pruned at step {step}" and step in (1, 3)
+        assert row["result"] == pytest.approx(value_at(row["params"], step))
+        stops = (result.expdir / "run" / row["run_id"] / "stops.txt").read_text()
+        assert int(stops) == 9 - step + 1                 # every later report raised again
+
+
+def test_the_step_budget_ends_the_study(toy_config, open_study):
+    result = emews.run(toy_config(objective="fidelity_models:curve", budget=50,
+                                  step_budget=20))
+    assert result.stop_reason == "step budget of 20 reached"
+    store = open_study(result.expdir)
+    last = {}
+    for report in store.reports():
+        last[report["id"]] = report["step"]
+    assert 20 <= sum(last.values()) < 20 + 9 * 3        # at most the runs under way go on
+    assert len(store.rows(Status.DONE)) == len(last) < 50
+
+
+@pytest.mark.parametrize("pruner, options, where, message", [
+    ("asha", {"min_resource": 10, "max_resource": 3}, "[pruner].min_resource",
+     "must not be above max_resource (3)"),
+    ("hyperband", {"min_resource": 1}, "[pruner].max_resource", "must be given"),
+    ("median", {"reduction_factor": 3}, "[pruner].reduction_factor",
+     "does not apply to pruner 'median'"),
+    ("percentile", {}, "[pruner].percentile", "must be a number from 0 to 100"),
+    ("asha", {"reduction_factor": 1}, "[pruner].reduction_factor", "at least 2"),
+    ("sometimes", {}, "[study].pruner", "must be one of"),
+])
+def test_pruner_options_that_contradict_each_other_are_refused_in_one_line(
+        pruner, options, where, message):
+    with pytest.raises(ConfigError) as info:
+        config.load({"study": {"pruner": pruner}, "pruner": options})
+    text = str(info.value)
+    assert where in text and message in text and "\n" not in text
+
+
+def test_the_median_pruner_follows_optunas_rule():
+    median = pruners.make("median", {"n_startup_trials": 2, "n_warmup_steps": 2})
+    for run, values in ((0, [5.0, 4.0, 3.0]), (1, [3.0, 2.0, 1.0])):
+        assert not any(median.report((run, 1), s, v) for s, v in enumerate(values, 1))
+        median.completed((run, 1))
+    assert not median.report((2, 1), 1, 9.0)          # a warm-up step is never judged
+    assert median.report((2, 1), 2, 3.5)              # best 3.5 > median of (4, 2) = 3
+    assert not median.report((3, 1), 1, 9.0) and not median.report((3, 1), 2, 2.5)
+    assert median.report((4, 1), 2, math.nan)         # only NaN so far: the worst
+    early = pruners.make("median", {"n_startup_trials": 3})
+    assert not early.report((5, 1), 2, 99.0)          # fewer completed runs than the startup
+
+
+def test_hyperband_brackets_are_asha_from_later_rungs():
+    hyperband = pruners.make("hyperband", {"min_resource": 1, "max_resource": 9,
+                                           "reduction_factor": 3})
+    assert [b.min_resource for b in hyperband.brackets] == [1, 3]
+    # bracket 1 (odd ids) judges its first run at step 3 only
+    assert not hyperband.report((1, 1), 1, 5.0) and not hyperband.report((1, 1), 3, 5.0)
+    assert hyperband.report((3, 1), 3, 6.0)    # fewer than 3 at the rung: only the best goes on
+    assert not hyperband.report((5, 1), 3, 4.0)
+    assert not hyperband.report((0, 1), 1, 6.0)        # bracket 0 has rungs of its own
+    assert hyperband.report((7, 1), 3, 7.0)            # not the best of 4 (4 // 3 = 1 go on)

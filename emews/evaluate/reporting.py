@@ -147,16 +147,21 @@ class LogReports:
         self.offset += len(data)
         *lines, self.partial = (self.partial + data).split(b"\n")
         notes = []
-        for line in lines:
-            text = line.decode("utf-8", "replace").strip()
-            if not text.startswith(LINE):
-                continue
-            try:
-                wire = json.loads(text[len(LINE):])
-                one = Report.from_wire({"time": time.time(), **wire})
-                self.reporter.report(one.value, one.step, one.metrics)
-            except (ValueError, TypeError, BadOutcome) as exc:  # JSON, a rule: skip it
-                notes.append(f"emews: a report line was skipped: {exc}\n")
-        if notes:
-            with open(self.path, "a") as log:
-                log.write("".join(notes))
+        try:
+            for line in lines:
+                text = line.decode("utf-8", "replace").strip()
+                if text.startswith(LINE):
+                    self._take(text[len(LINE):], notes)
+        finally:
+            if notes:
+                with open(self.path, "a") as log:
+                    log.write("".join(notes))
+
+    def _take(self, text, notes):
+        """One report line's JSON; a bad one is noted in ``notes`` and skipped."""
+        try:
+            wire = json.loads(text)
+            one = Report.from_wire({"time": time.time(), **wire})
+            self.reporter.report(one.value, one.step, one.metrics)
+        except (ValueError, TypeError, BadOutcome) as exc:  # JSON, a rule: skip it
+            notes.append(f"emews: a report line was skipped: {exc}\n")
