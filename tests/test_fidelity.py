@@ -14,6 +14,7 @@ from emews import config
 from emews.core import pruners
 from emews.errors import ConfigError
 from emews.evaluate import Objective
+from emews.inspect.status import render, summary
 from emews.status import Status
 from emews.store import SQLiteStore
 
@@ -89,6 +90,10 @@ def test_an_asha_study_in_process_stops_runs_at_rungs_by_the_rule(toy_config, is
     result = emews.run(config)
     store = open_study(result.expdir)
     check_asha_study(store, 14)
+    info = summary(emews.load(result.expdir))          # emews status counts them
+    pruned = len(store.rows(Status.PRUNED))
+    assert info["counts"]["pruned"] == pruned and info["finished"] == 14
+    assert f"pruned {pruned}" in "\n".join(render(info))
     for row in store.rows(Status.PRUNED):   # the model trained no step past its stop
         trained = (result.expdir / "run" / row["run_id"] / "trained.txt").read_text()
         assert trained.split() == [str(s) for s in range(1, int(row["error"][-1]) + 1)]
