@@ -251,7 +251,9 @@ def run_master(expdir, cfg, pool, algorithm=None):
                         else store.next_seq(),
                         control=control, pruner=cfg.make_pruner())
         master.resume_reports(store.reports(), [(row["id"], row["attempt"])
-                                                for row in store.rows(Status.DONE)])
+                                                for row in store.rows(Status.DONE)],
+                              [(row["id"], row["attempt"]) for row in store.attempts()
+                               if row["status"] == Status.INTERRUPTED])
         eqpy.init(algorithm if classic else functools.partial(
             me.run, begin.settings, algorithm, me.MasterLimits(limits.verdict())))
         try:

@@ -3,6 +3,9 @@ reports, the pruners' rules (ASHA replayed from the store), and bad reports."""
 
 import json
 import math
+import os
+import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -17,6 +20,8 @@ from emews.evaluate import Objective
 from emews.inspect.status import render, summary
 from emews.status import Status
 from emews.store import SQLiteStore
+
+from conftest import wait_until
 
 ASHA = {"min_resource": 1, "max_resource": 9, "reduction_factor": 3}
 
@@ -288,3 +293,56 @@ def test_hyperband_brackets_are_asha_from_later_rungs():
     assert not hyperband.report((5, 1), 3, 4.0)
     assert not hyperband.report((0, 1), 1, 6.0)        # bracket 0 has rungs of its own
     assert hyperband.report((7, 1), 3, 7.0)            # not the best of 4 (4 // 3 = 1 go on)
+
+
+def decisions(expdir):
+    """``(params, status, result, error)`` of each point in the order proposed."""
+    store = SQLiteStore(Path(expdir) / "results.db", readonly=True)
+    try:
+        rows = sorted(store.rows(), key=lambda row: row["seq"])
+        return [(row["params"], row["status"], row["result"], row["error"]) for row in rows]
+    finally:
+        store.close()
+
+
+@pytest.mark.slow
+def test_a_killed_asha_study_resumes_with_its_rungs_as_they_were(study, tmp_path):
+    # the sweep's order: a first batch of 12 reports (the best runs on, the others stop at
+    # step 1); the study is killed at the first report of the second batch, whose first point
+    # is worse than the best at step 1 but the best of an empty rung: only rungs kept across
+    # the resume stop it there
+    xs = [0.0, 0.5, 1.0, 1.5, 0.7, 1.9, 0.2, 1.2]
+    (tmp_path / "points.jsonl").write_text("".join(
+        json.dumps({"x": x, "n": 0, "act": "relu"}) + "\n" for x in xs))
+    path = study(system={"procs": 2, "pool": "inprocess", "progress_interval": 60},
+                 study={"algorithm": "sweep", "mode": "batch", "batch_size": 4,
+                        "objective": "fidelity_models:gated_curve", "pruner": "asha"},
+                 algorithm={"file": "points.jsonl"}, pruner=ASHA)
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    env = dict(os.environ, PYTHONPATH=str(SUPPORT), EMEWS_TEST_GATE=str(gate),
+               EMEWS_TEST_STALL_AFTER="12")
+
+    def run(*args):
+        return subprocess.Popen([sys.executable, "-m", "emews", "run", *map(str, args)],
+                                cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+    killed = run(path, "--name", "killed")
+    wait_until(lambda: len(list(gate.glob("report-*"))) > 12, "the second batch's first report")
+    os.killpg(killed.pid, signal.SIGKILL)
+    killed.communicate()
+    (expdir,) = (tmp_path / "experiments" / "killed").iterdir()
+    assert [status for _, status, _, _ in decisions(expdir)][:4] == [
+        Status.DONE, Status.PRUNED, Status.PRUNED, Status.PRUNED]
+
+    (gate / "go").touch()
+    resumed = run("--resume", expdir)
+    assert resumed.communicate(timeout=300)[0] is not None and resumed.returncode == 0
+    straight = run(path, "--name", "straight")
+    assert straight.communicate(timeout=300)[0] is not None and straight.returncode == 0
+    (reference,) = (tmp_path / "experiments" / "straight").iterdir()
+    after = decisions(expdir)
+    assert after == decisions(reference)
+    assert [p["x"] for p, _, _, _ in after] == xs
+    assert after[4][1:] == (Status.PRUNED, pytest.approx(0.7 ** 2 + 1), "pruned at step 1")

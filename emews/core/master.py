@@ -105,14 +105,17 @@ class Master:
         for i, params, value, counted in known:
             self.known[point_key(params)].append((i, value, counted))
 
-    def resume_reports(self, reports, done):
+    def resume_reports(self, reports, done, interrupted=()):
         """Go on from what earlier runs of the study stored: their ``reports`` (in order) and
-        ``done`` runs (``(id, attempt)``) go to the pruner, and their steps count against
-        ``step_budget``."""
+        ``done`` runs (``(id, attempt)``) go to the pruner, but those of ``interrupted`` runs,
+        whose points run again from their start (so that the rungs are as an uninterrupted
+        study's); every step counts against ``step_budget``."""
         for row in reports:
             self.last_steps[(row["id"], row["attempt"])] = row["step"]
         self.limits.steps = sum(self.last_steps.values())
-        self.pruner.replay(reports, done)
+        interrupted = set(interrupted)
+        self.pruner.replay([row for row in reports
+                            if (row["id"], row["attempt"]) not in interrupted], done)
 
     def _judge(self, task, rank, report):
         """A report of a running ``task``: stored, its steps counted; whether to stop it."""

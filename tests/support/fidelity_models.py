@@ -6,6 +6,10 @@ the best at every rung. It writes each epoch it trained to its run directory.
 """
 
 import math
+import os
+import time
+import uuid
+from pathlib import Path
 
 import emews
 from emews.evaluate.base import current_run
@@ -52,3 +56,16 @@ def backwards(params):
     emews.report(1.0, 2)
     emews.report(0.5, 1)
     return 0.5
+
+
+def gated_curve(params):
+    """``curve``, but once ``EMEWS_TEST_STALL_AFTER`` reports were made (over all runs), each
+    report waits until the file ``go`` is in ``EMEWS_TEST_GATE`` (a test kills the study then)."""
+    gate = Path(os.environ["EMEWS_TEST_GATE"])
+    for step in range(1, STEPS + 1):
+        (gate / f"report-{uuid.uuid4().hex}").touch()
+        while len(list(gate.glob("report-*"))) > int(os.environ["EMEWS_TEST_STALL_AFTER"]) \
+                and not (gate / "go").exists():
+            time.sleep(0.05)
+        emews.report(value_at(params, step), step)
+    return value_at(params, STEPS)
