@@ -346,3 +346,19 @@ def test_a_killed_asha_study_resumes_with_its_rungs_as_they_were(study, tmp_path
     assert after == decisions(reference)
     assert [p["x"] for p, _, _, _ in after] == xs
     assert after[4][1:] == (Status.PRUNED, pytest.approx(0.7 ** 2 + 1), "pruned at step 1")
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+def test_an_asha_study_served_to_a_zmq_pool_follows_the_rule(study, jobs, open_study):
+    path = study(system={"procs": 4, "progress_interval": 60},
+                 study={"budget": 14, "seed": 3, "objective": "fidelity_models:curve",
+                        "pruner": "asha"},
+                 service={"lease": 30.0}, pruner=ASHA)
+    server, expdir = jobs.serve(path)
+    pool = jobs.pool(expdir, 4)
+    out, err = server.communicate(timeout=300)
+    assert server.returncode == 0, err
+    check_asha_study(open_study(expdir), 14)
+    pool.communicate(timeout=60)
+    assert pool.returncode == 0

@@ -39,6 +39,7 @@ class MPIPool(Pool):
 
         self.comm, self.any_source, self.any_tag = comm, MPI.ANY_SOURCE, MPI.ANY_TAG
         self.status = MPI.Status()
+        self.awaiting = {}       # task id -> the rank waiting for a verdict given later
         workers = range(1, comm.Get_size())
         if not workers:
             raise ValueError("an MPI pool needs at least 2 ranks")
@@ -99,13 +100,25 @@ class MPIPool(Pool):
             finished.append((self.running.pop(task_id), rank, Outcome.received(wire)))
 
     def _answer(self, rank, task_id, wire):
+        """Judge a report; a ``None`` verdict is given later, by :meth:`answer`."""
         try:
-            prune = bool(self.judge(self.running[task_id], rank, Report.from_wire(wire)))
+            prune = self.judge(self.running[task_id], rank, Report.from_wire(wire))
         except (BadOutcome, KeyError):
             prune = False
-        self.comm.send(prune, dest=rank, tag=VERDICT)
+        if prune is None:
+            self.awaiting[task_id] = rank
+        else:
+            self.comm.send(bool(prune), dest=rank, tag=VERDICT)
+
+    def answer(self, task_id, stop):
+        """Give the verdict ``stop`` to the worker waiting on a report of task ``task_id``."""
+        rank = self.awaiting.pop(task_id, None)
+        if rank is not None:
+            self.comm.send(bool(stop), dest=rank, tag=VERDICT)
 
     def cancel(self):
+        for task_id in list(self.awaiting):   # a run waiting on a verdict goes on to its end
+            self.answer(task_id, False)
         by_rank = collections.defaultdict(list)
         for task_id, rank in self.ranks.items():
             by_rank[rank].append(self.running[task_id].run_id)
