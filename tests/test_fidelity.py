@@ -19,7 +19,8 @@ from emews.errors import ConfigError
 from emews.evaluate import Objective
 from emews.inspect.status import render, summary
 from emews.status import Status
-from emews.store import SQLiteStore
+from emews.store import SQLiteStore, study_store
+from support.postgres import postgres_server, postgres_url  # noqa: F401 - fixtures
 
 from conftest import wait_until
 
@@ -350,8 +351,14 @@ def test_a_killed_asha_study_resumes_with_its_rungs_as_they_were(study, tmp_path
 
 @pytest.mark.mpi
 @pytest.mark.slow
-def test_an_asha_study_served_to_a_zmq_pool_follows_the_rule(study, jobs, open_study):
-    path = study(system={"procs": 4, "progress_interval": 60},
+@pytest.mark.parametrize("transport", ["zmq", "postgres"])
+def test_an_asha_study_served_to_a_pool_follows_the_rule(study, jobs, open_study, transport,
+                                                         request):
+    system = {"procs": 4, "progress_interval": 60}
+    if transport == "postgres":
+        pytest.importorskip("psycopg", reason="pip install 'emews-hpo[postgres]'")
+        system["storage"] = request.getfixturevalue("postgres_url")
+    path = study(system=system,
                  study={"budget": 14, "seed": 3, "objective": "fidelity_models:curve",
                         "pruner": "asha"},
                  service={"lease": 30.0}, pruner=ASHA)
@@ -359,6 +366,10 @@ def test_an_asha_study_served_to_a_zmq_pool_follows_the_rule(study, jobs, open_s
     pool = jobs.pool(expdir, 4)
     out, err = server.communicate(timeout=300)
     assert server.returncode == 0, err
-    check_asha_study(open_study(expdir), 14)
+    store = study_store(expdir, system.get("storage"), create=False)
+    try:
+        check_asha_study(store, 14)
+    finally:
+        store.close()
     pool.communicate(timeout=60)
     assert pool.returncode == 0

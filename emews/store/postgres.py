@@ -17,6 +17,8 @@
                         expired), waiting for the study to record them as duplicates
       emews_studies     a study's configuration and its state: running, cancelling (pools
                         stop what they run) or ended (pools read it)
+      emews_report_queue  reports (emews.report) of the tasks pools run, waiting for the
+                        study's verdict (a pool takes the row back with its verdict)
 
 A task's ``eq_status`` follows EQ-SQL's codes (:data:`QUEUED` ... :data:`REQUEUED`); its
 ``json_in`` is the outcome's wire form (:meth:`~emews.evaluate.Outcome.to_wire`: a JSON object
@@ -99,6 +101,9 @@ CREATE TABLE IF NOT EXISTS emews_reports (
     n bigserial PRIMARY KEY, exp_id text NOT NULL, id integer NOT NULL, attempt integer NOT NULL,
     step integer NOT NULL, value double precision, metrics text, time double precision);
 CREATE INDEX IF NOT EXISTS emews_reports_point ON emews_reports (exp_id, id);
+CREATE TABLE IF NOT EXISTS emews_report_queue (
+    n bigserial PRIMARY KEY, eq_task_id integer NOT NULL, attempt integer NOT NULL,
+    rank integer NOT NULL, report text NOT NULL, verdict boolean);
 ALTER TABLE emews_evaluations DROP CONSTRAINT IF EXISTS emews_evaluations_status_check;
 ALTER TABLE emews_evaluations ADD CONSTRAINT emews_evaluations_status_check
     CHECK (status IN ({statuses}));
@@ -137,7 +142,7 @@ def connect(url):
                 conn.execute(SCHEMA)
                 if made_by_eqsql is None:
                     conn.execute(EQSQL_INDEXES)
-            if conn.execute("SELECT to_regclass('emews_reports')").fetchone()[0] is None:
+            if conn.execute("SELECT to_regclass('emews_report_queue')").fetchone()[0] is None:
                 conn.execute(REPORTS_SCHEMA)
     except psycopg.Error as exc:
         raise StoreError(f"{redacted(url)}: cannot open the store: "
