@@ -25,10 +25,10 @@ class EpochLog(keras.callbacks.Callback):
 
 
 def initialize_parameters(default_model="curve_default_model.txt"):
-    bmk = candle.Benchmark(file_path, default_model, "keras", prog="curve",
-                           additional_definitions=[{"name": "learning_rate", "type": float}],
-                           required=["model_name", "epochs"])
-    return candle.finalize_parameters(bmk)
+    learning_rate = {"name": "learning_rate", "type": float}
+    return candle.finalize_parameters(candle.Benchmark(
+        file_path, default_model, "keras", prog="curve", additional_definitions=[learning_rate],
+        required=["model_name", "epochs"]))
 
 
 def run(params):
