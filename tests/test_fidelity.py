@@ -373,3 +373,28 @@ def test_an_asha_study_served_to_a_pool_follows_the_rule(study, jobs, open_study
         store.close()
     pool.communicate(timeout=60)
     assert pool.returncode == 0
+
+
+def test_export_to_optuna_carries_pruned_trials_with_their_learning_curves(toy_config,
+                                                                          tmp_path):
+    optuna = pytest.importorskip("optuna")
+    from emews.inspect.export import export
+
+    config = toy_config(objective="fidelity_models:curve", budget=10, pruner="asha",
+                        isolate=False)
+    config["pruner"] = ASHA
+    study = emews.load(emews.run(config).expdir)
+    url = f"sqlite:///{tmp_path / 'optuna.db'}"
+    export(study, "optuna", url)
+    trials = {t.user_attrs["emews_id"]: t for t in
+              optuna.load_study(study_name=study.expdir.name, storage=url).trials}
+    assert len(trials) == 10
+    for row in study.rows:
+        trial = trials[row["id"]]
+        steps = range(1, 10) if row["status"] == Status.DONE else \
+            range(1, int(row["error"].rsplit(" ", 1)[1]) + 1)
+        assert trial.intermediate_values == pytest.approx(
+            {s: value_at(row["params"], s) for s in steps})
+        assert trial.state == (optuna.trial.TrialState.PRUNED if row["status"] == Status.PRUNED
+                               else optuna.trial.TrialState.COMPLETE)
+    assert any(t.state == optuna.trial.TrialState.PRUNED for t in trials.values())

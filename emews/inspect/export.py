@@ -2,7 +2,8 @@
 
 Optuna: one trial per evaluation, its parameters with distributions built from the study's
 search-space file, its value (``done``: COMPLETE), state (``failed``, ``cancelled``,
-``interrupted``: FAIL; ``queued``: WAITING; ``running``: RUNNING) and user attributes
+``interrupted``: FAIL; ``pruned``: PRUNED; ``queued``: WAITING; ``running``: RUNNING), its
+learning curve as intermediate values (``emews.report``'s steps and values) and user attributes
 (``emews_id``, ``run_id``, ``status``, ``rank``, ``attempt``, ``error``, ``metrics``).
 """
 
@@ -98,7 +99,8 @@ def to_optuna(study, url, study_name=None):
                           "sqlite:///study.db", url)
     name = study_name or study.expdir.name
     dists = distributions(_space(study))
-    trials = [_trial(optuna, row, dists) for row in study.rows]
+    curves = study.curves()
+    trials = [_trial(optuna, row, dists, curves.get(row["id"], {})) for row in study.rows]
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     try:
         created = optuna.create_study(storage=url, study_name=name, direction="minimize")
@@ -125,22 +127,24 @@ def one_line_of(exc):
 
 
 STATES = {Status.DONE: "COMPLETE", Status.FAILED: "FAIL", Status.CANCELLED: "FAIL",
-          Status.INTERRUPTED: "FAIL", Status.QUEUED: "WAITING", Status.RUNNING: "RUNNING"}
+          Status.INTERRUPTED: "FAIL", Status.QUEUED: "WAITING", Status.RUNNING: "RUNNING",
+          Status.PRUNED: "PRUNED"}
 
 
-def _trial(optuna, row, dists):
+def _trial(optuna, row, dists, curve):
     state = getattr(optuna.trial.TrialState, STATES[row["status"]])
     value = row["result"] if state == optuna.trial.TrialState.COMPLETE else None
     params = {name: row["params"][name] for name in dists if name in row["params"]}
     attrs = {"emews_id": row["id"], "run_id": row["run_id"], "status": row["status"],
              "rank": row["rank"], "attempt": row["attempt"], "error": row["error"],
              "metrics": row["metrics"]}
-    finished = state in (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL)
+    finished = state in (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL,
+                         optuna.trial.TrialState.PRUNED)
     started = state != optuna.trial.TrialState.WAITING
     return optuna.trial.FrozenTrial(
         number=0, trial_id=0, state=state, value=value, params=params,
         distributions={name: dists[name] for name in params}, user_attrs=attrs,
-        system_attrs={}, intermediate_values={},
+        system_attrs={}, intermediate_values=dict(curve),
         datetime_start=_time(row["started"]) if started else None,
         datetime_complete=_time(row["finished"]) if finished else None)
 

@@ -91,6 +91,23 @@ class Study:
         """Metric names, in the order they first appear."""
         return _names(r["metrics"] for r in self.rows)
 
+    def curves(self):
+        """``{id: {step: value}}``: each evaluation's learning curve (the reports of its
+        latest attempt; NaN where a value was not finite), read from the store when asked."""
+        attempt = {row["id"]: row["attempt"] for row in self.rows}
+        store = study_store(self.expdir, _storage(self.expdir), create=False, readonly=True)
+        try:
+            reports = store.reports()
+        finally:
+            store.close()
+        curves = {}
+        for report in reports:
+            if attempt.get(report["id"]) == report["attempt"]:
+                value = report["value"]
+                curves.setdefault(report["id"], {})[report["step"]] = \
+                    float("nan") if value is None else value
+        return curves
+
     def is_running(self):
         """Whether the run that holds the study's lock is alive (on this host)."""
         if self.final is not None:
