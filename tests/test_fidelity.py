@@ -398,3 +398,19 @@ def test_export_to_optuna_carries_pruned_trials_with_their_learning_curves(toy_c
         assert trial.state == (optuna.trial.TrialState.PRUNED if row["status"] == Status.PRUNED
                                else optuna.trial.TrialState.COMPLETE)
     assert any(t.state == optuna.trial.TrialState.PRUNED for t in trials.values())
+
+
+def test_the_optuna_plugin_ends_a_pruned_trial_as_pruned_with_its_curve():
+    optuna = pytest.importorskip("optuna")
+    from emews.core.algorithm import PrunedResult, load
+    from emews.space import Space
+
+    space = Space.from_ga_json([{"name": "x", "type": "float", "lower": -2.0, "upper": 2.0}])
+    search = load("optuna")(space, seed=1)
+    first, second = search.ask(2)
+    search.tell([first, second], [PrunedResult({1: 3.0, 3: 2.5}), 0.25])
+    pruned, complete = search.study.trials
+    assert pruned.state == optuna.trial.TrialState.PRUNED
+    assert pruned.intermediate_values == {1: 3.0, 3: 2.5} and pruned.value == 2.5
+    assert complete.state == optuna.trial.TrialState.COMPLETE and complete.value == 0.25
+    assert search.study.best_trial.number == complete.number

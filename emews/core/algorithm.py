@@ -36,8 +36,10 @@ class Algorithm:
     * ``ask(n)`` returns up to ``n`` new points (dicts of native values). It may return fewer,
       or none, when it is exhausted or must wait for results.
     * ``tell(points, values)`` reports results, in any order and in any grouping. ``values`` are
-      floats to minimize; a failed evaluation is ``NaN``. Points the algorithm never asked for
-      (a resumed run's history) are told the same way.
+      floats to minimize; a failed evaluation is ``NaN``. A run the study's pruner stopped is a
+      :class:`PrunedResult`: a ``NaN`` (a failure, to an algorithm that does not look) that
+      carries its learning curve. Points the algorithm never asked for (a resumed run's
+      history) are told the same way.
     * ``done()`` is True when the algorithm has nothing more to propose; ``ask`` then returns
       ``[]``.
     * ``state()`` returns ``bytes`` holding everything that decides what the algorithm proposes
@@ -135,6 +137,22 @@ def unpack_state(algorithm, state):
 def point_key(point):
     """A canonical string for a point, to recognise the same point twice."""
     return json.dumps(point, sort_keys=True)
+
+
+class PrunedResult(float):
+    """The result of a run that the pruner stopped: ``NaN`` (it has no final value), with its
+    learning ``curve`` (``{step: value}``, in step order) and the ``step`` it was stopped at.
+    An algorithm that knows of pruning may learn from the curve (Optuna's pruned trials); any
+    other takes it as a failure."""
+
+    def __new__(cls, curve=None):
+        self = super().__new__(cls, math.nan)
+        self.curve = dict(sorted((curve or {}).items()))
+        self.step = max(self.curve, default=None)
+        return self
+
+    def __reduce__(self):
+        return PrunedResult, (self.curve,)
 
 
 def is_failure(value):

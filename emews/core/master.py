@@ -26,7 +26,7 @@ A model's reports (``emews.report``) reach the master through its pool while the
 (:meth:`Master._judge`): each is stored with the next commit, counted against ``step_budget``,
 and put to the study's pruner (:mod:`emews.core.pruners`), whose verdict goes back to the model;
 a stopped run comes back ``pruned`` (final: never retried, counted, never the best; the ME is
-told it as a failure, NaN).
+told a :class:`~emews.core.algorithm.PrunedResult`: NaN, with the run's curve).
 
 The master is the one place that counts the study's limits (budget, iterations, patience,
 target, time) for any ME, a classic EQ/Py module included: it never starts more evaluations
@@ -50,7 +50,7 @@ import math
 import time
 
 from . import eqpy
-from .algorithm import Stopper, point_key
+from .algorithm import PrunedResult, Stopper, point_key
 from .control import Control
 from ..errors import MEAborted, ProtocolError, StudyAborted
 from .failure import Decision, FailurePolicy
@@ -86,6 +86,7 @@ class Master:
         self.limits = limits or Stopper()
         self.pruner = pruner or Pruner()
         self.last_steps = {}               # (id, attempt) -> the last step it reported
+        self.curves = {}                   # (id, attempt) of a running task -> {step: value}
         pool.judge = self._judge
         self.next_id, self.first_seq = first_id, first_seq
         self.put = 0                       # points received from the ME, in its order
@@ -123,6 +124,7 @@ class Master:
         self.store.add_reports([(task.id, task.attempt, report)])
         self.limits.record_steps(max(report.step - self.last_steps.get(run, 0), 0))
         self.last_steps[run] = report.step
+        self.curves.setdefault(run, {})[report.step] = report.value
         return self.pruner.report(run, report.step, report.value)
 
     def run(self, settings):
@@ -316,10 +318,11 @@ class Master:
                     continue
             if task.id in self.waiting:  # a late result of a requeued task: the first wins
                 del self.waiting[task.id]
-            if outcome.status == Status.PRUNED:  # final: never retried, told as a failure
+            curve = self.curves.pop((task.id, task.attempt), None)
+            if outcome.status == Status.PRUNED:  # final: never retried, told its curve
                 rows.append((task.id, rank, outcome, task.attempt, Status.PRUNED))
                 final.append((task, rank, outcome))
-                self.unreported[task.id] = math.nan
+                self.unreported[task.id] = PrunedResult(curve)
                 self.reported.append(task.id)
                 values.append(math.nan)
                 continue
