@@ -414,3 +414,15 @@ def test_the_optuna_plugin_ends_a_pruned_trial_as_pruned_with_its_curve():
     assert pruned.intermediate_values == {1: 3.0, 3: 2.5} and pruned.value == 2.5
     assert complete.state == optuna.trial.TrialState.COMPLETE and complete.value == 0.25
     assert search.study.best_trial.number == complete.number
+
+
+def test_the_report_draws_the_learning_curves(toy_config, tmp_path):
+    config = toy_config(objective="fidelity_models:curve", budget=8, pruner="asha",
+                        isolate=False)
+    config["pruner"] = ASHA
+    study = emews.load(emews.run(config).expdir)
+    page = study.report(tmp_path / "r.html").read_text()
+    pruned = len([row for row in study.rows if row["status"] == Status.PRUNED])
+    assert "<h2>Learning curves</h2>" in page
+    assert "What 8 evaluations reported at each step" in page and f"the {pruned} that" in page
+    assert (tmp_path / "r_curves.png").stat().st_size > 0
