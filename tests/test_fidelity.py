@@ -17,6 +17,7 @@ from emews import config
 from emews.core import pruners
 from emews.errors import ConfigError
 from emews.evaluate import Objective
+from emews.inspect.show import as_json
 from emews.inspect.status import render, summary
 from emews.status import Status
 from emews.store import SQLiteStore, study_store
@@ -426,3 +427,6 @@ def test_the_report_draws_the_learning_curves(toy_config, tmp_path):
     assert "<h2>Learning curves</h2>" in page
     assert "What 8 evaluations reported at each step" in page and f"the {pruned} that" in page
     assert (tmp_path / "r_curves.png").stat().st_size > 0
+    shown = json.loads(as_json(study, study.done))      # emews show --json
+    assert [step for step, _ in shown[0]["curve"]] == list(range(1, 10))
+    assert shown[0]["curve"][-1][1] == pytest.approx(shown[0]["result"])
