@@ -430,3 +430,36 @@ def test_the_report_draws_the_learning_curves(toy_config, tmp_path):
     shown = json.loads(as_json(study, study.done))      # emews show --json
     assert [step for step, _ in shown[0]["curve"]] == list(range(1, 10))
     assert shown[0]["curve"][-1][1] == pytest.approx(shown[0]["result"])
+
+
+@pytest.mark.slow
+def test_a_run_killed_at_step_k_resumes_from_its_checkpoint_at_step_k(study, tmp_path):
+    path = study(system={"procs": 2, "pool": "inprocess", "progress_interval": 60},
+                 study={"budget": 2, "seed": 1, "objective": "fidelity_models:checkpointed"})
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    env = dict(os.environ, PYTHONPATH=str(SUPPORT), EMEWS_TEST_GATE=str(gate),
+               EMEWS_TEST_STALL_AFTER="4")
+
+    def run(*args):
+        return subprocess.Popen([sys.executable, "-m", "emews", "run", *map(str, args)],
+                                cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+    killed = run(path)
+    wait_until(lambda: len(list(gate.glob("report-*"))) > 4, "the fifth step's start")
+    os.killpg(killed.pid, signal.SIGKILL)
+    killed.communicate()
+    (expdir,) = (tmp_path / "experiments" / "study").iterdir()
+    (gate / "go").touch()
+    resumed = run("--resume", expdir)
+    assert resumed.communicate(timeout=300)[0] is not None and resumed.returncode == 0
+    store = SQLiteStore(expdir / "results.db", readonly=True)
+    try:
+        first = store.rows()[0]
+        steps = [(r["attempt"], r["step"]) for r in store.reports(first["id"])]
+    finally:
+        store.close()
+    assert first["status"] == Status.DONE and first["attempt"] == 2
+    assert steps == [(1, s) for s in range(1, 5)] + [(2, s) for s in range(5, 10)]
+    assert (expdir / "checkpoints" / first["run_id"].split("-")[0] / "last_step.txt").exists()

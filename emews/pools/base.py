@@ -60,7 +60,8 @@ class Pool:
         raise NotImplementedError
 
     def collect(self, block=True):
-        """Finished tasks as ``(task, rank, outcome)``; with ``block``, wait for at least one."""
+        """Finished tasks as ``(task, rank, outcome)``; with ``block``, wait for at least one,
+        or until a report was judged (see :attr:`judge`)."""
         raise NotImplementedError
 
     def running_tasks(self):
@@ -153,15 +154,18 @@ class InProcessPool(Pool):
         return answer.get()
 
     def collect(self, block=True):
-        finished = []
+        """Finished tasks; with ``block``, wait for one, or for reports (judged here: the
+        master then commits them, without waiting for a result)."""
+        finished, judged = [], False
         while self.running or finished:
             try:
-                event = self.events.get(block=block and not finished)
+                event = self.events.get(block=block and not finished and not judged)
             except queue.Empty:
                 break
             if isinstance(event, tuple):
                 task, report, answer = event
                 answer.put(self.judge(task, 0, report))
+                judged = True
             elif event in self.running:
                 finished.append((self.running.pop(event), 0,
                                  Outcome.received(event.result().to_wire())))

@@ -70,20 +70,20 @@ class MPIPool(Pool):
     def collect(self, block=True):
         finished = []
         while True:
-            self._receive(finished)
-            if finished or not block or not self.running:
+            judged = self._receive(finished)
+            if finished or judged or not block or not self.running:
                 self.backoff.reset()
                 return finished
             self.backoff.wait()
 
     def _receive(self, finished):
         """Append every result message already sent to ``finished`` (and answer every report),
-        until the probe misses twice in a row.
+        until the probe misses twice in a row; return whether a report was judged.
 
         MPICH's probe makes progress one message at a time and misses once between queued
         messages, so a single miss does not mean that nothing more is waiting.
         """
-        misses = 0
+        misses, judged = 0, False
         while misses < DRAIN_MISSES:
             message = self.comm.improbe(source=self.any_source, tag=self.any_tag,
                                         status=self.status)
@@ -94,10 +94,12 @@ class MPIPool(Pool):
             rank, task_id, wire = message.recv()
             if self.status.Get_tag() == REPORT:
                 self._answer(rank, task_id, wire)
+                judged = True
                 continue
             self.idle.append(rank)
             del self.ranks[task_id]
             finished.append((self.running.pop(task_id), rank, Outcome.received(wire)))
+        return judged
 
     def _answer(self, rank, task_id, wire):
         """Judge a report; a ``None`` verdict is given later, by :meth:`answer`."""

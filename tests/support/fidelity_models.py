@@ -61,11 +61,29 @@ def backwards(params):
 def gated_curve(params):
     """``curve``, but once ``EMEWS_TEST_STALL_AFTER`` reports were made (over all runs), each
     report waits until the file ``go`` is in ``EMEWS_TEST_GATE`` (a test kills the study then)."""
-    gate = Path(os.environ["EMEWS_TEST_GATE"])
     for step in range(1, STEPS + 1):
-        (gate / f"report-{uuid.uuid4().hex}").touch()
-        while len(list(gate.glob("report-*"))) > int(os.environ["EMEWS_TEST_STALL_AFTER"]) \
-                and not (gate / "go").exists():
-            time.sleep(0.05)
+        wait_at_the_gate()
         emews.report(value_at(params, step), step)
+    return value_at(params, STEPS)
+
+
+def wait_at_the_gate():
+    """Count a report in ``EMEWS_TEST_GATE``; past ``EMEWS_TEST_STALL_AFTER`` of them, wait
+    for the file ``go`` there."""
+    gate = Path(os.environ["EMEWS_TEST_GATE"])
+    (gate / f"report-{uuid.uuid4().hex}").touch()
+    while len(list(gate.glob("report-*"))) > int(os.environ["EMEWS_TEST_STALL_AFTER"]) \
+            and not (gate / "go").exists():
+        time.sleep(0.05)
+
+
+def checkpointed(params):
+    """``curve``, saving the last step it trained in ``emews.checkpoint_dir()`` and going on
+    after it when run again; waits like ``gated_curve`` (a test kills the study meanwhile)."""
+    saved = emews.checkpoint_dir() / "last_step.txt"
+    first = int(saved.read_text()) + 1 if saved.exists() else 1
+    for step in range(first, STEPS + 1):
+        wait_at_the_gate()
+        emews.report(value_at(params, step), step)
+        saved.write_text(str(step))
     return value_at(params, STEPS)
