@@ -12,6 +12,7 @@ CANDLE/Supervisor's cfg files.
 ``emews plot EXPDIR`` draws its convergence and the workers' timeline.
 ``emews submit CONFIG --site NAME`` queues a batch job that runs the study on a site.
 ``emews site list|show|import`` lists, prints or imports (from Supervisor) site files.
+``emews swift-t build`` builds Swift/T with this Python embedded and prints its PATH entries.
 ``emews report EXPDIR`` writes a self-contained HTML report; ``emews export`` writes the
 evaluations to Optuna, CSV or Parquet.
 """
@@ -122,9 +123,26 @@ def parser():
     export.add_argument("--to", required=True, nargs=2, metavar=("FORMAT", "TARGET"),
                         help="optuna URL (sqlite:///study.db), csv FILE or parquet FILE")
     export.add_argument("--study-name", help="the Optuna study's name (default: EXPDIR's name)")
+    board = _one_line(commands.add_parser("dashboard", help="serve optuna-dashboard on a study "
+                                          "while it runs (read-only)"))
+    board.add_argument("paths", nargs="+", metavar="EXPDIR|DATA_DIR/NAME")
+    board.add_argument("--port", type=int, default=8080, help="0: a free one (default: 8080)")
+    board.add_argument("--host", default="127.0.0.1", help="address to listen on (default: "
+                       "127.0.0.1); every request needs the printed URL's token")
     from .launch.commands import add_parsers
 
     add_parsers(commands)  # submit, site
+    swift_t = commands.add_parser("swift-t", help="build Swift/T with this Python embedded")
+    swift_t_build = _one_line(swift_t.add_subparsers(dest="swift_t_command", required=True)
+                              .add_parser("build", help="build STC and Turbine against the "
+                                          "system's MPICH; prints the PATH entries on its last "
+                                          "line"))
+    swift_t_build.add_argument("--source", metavar="TARBALL|DIR", help="Swift/T's source "
+                               "(default: download the pinned release)")
+    swift_t_build.add_argument("--prefix", metavar="DIR", help="where to install (default: "
+                               "~/.local/share/emews/swift-t-COMMIT-pyX.Y)")
+    swift_t_build.add_argument("--no-apt", action="store_true",
+                               help="as root too, only name the missing packages")
     return top
 
 
@@ -136,8 +154,9 @@ def main(argv=None):
 
         return {"run": _run, "serve": _serve, "pool": _pool, "pause": _steer, "unpause": _steer,
                 "stop": _steer, "show": _show, "plot": _plot, "status": _status,
+                "dashboard": _dashboard,
                 "report": _report, "export": _export, "submit": run_submit,
-                "site": run_site}[args.command](args)
+                "site": run_site, "swift-t": _swift_t}[args.command](args)
     except Interrupted as exc:
         if not os.environ.get("EMEWS_SPAWNED"):  # the command that spawned the job says it
             print(f"emews: interrupted; {getattr(exc, 'stored', 0)} evaluations stored; resume "
@@ -364,6 +383,13 @@ def _report(args):
     return 0
 
 
+def _swift_t(args):
+    from .launch.swift_t import build
+
+    print(os.pathsep.join(map(str, build(args.source, args.prefix, apt=not args.no_apt))))
+    return 0
+
+
 def _export(args):
     from .inspect import load
     from .inspect.export import FORMATS, export
@@ -373,6 +399,12 @@ def _export(args):
         raise ConfigError("emews export --to", f"FORMAT must be one of {list(FORMATS)}", to)
     print(f"emews: {export(load(args.expdir), to, target, args.study_name)}")
     return 0
+
+
+def _dashboard(args):
+    from .inspect.dashboard import serve
+
+    return serve(args.paths, args.host, args.port)
 
 
 if __name__ == "__main__":

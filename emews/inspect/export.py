@@ -1,19 +1,19 @@
 """``emews export``: a study's evaluations as an Optuna study, a CSV file or a Parquet file.
 
-Optuna: one trial per evaluation, its parameters with distributions built from the study's
-search-space file, its value (``done``: COMPLETE), state (``failed``, ``cancelled``,
-``interrupted``: FAIL; ``pruned``: PRUNED; ``queued``: WAITING; ``running``: RUNNING), its
-learning curve as intermediate values (``emews.report``'s steps and values) and user attributes
-(``emews_id``, ``run_id``, ``status``, ``rank``, ``attempt``, ``error``, ``metrics``).
+Optuna: one trial per evaluation, as :func:`emews.inspect.optuna_view.frozen_trial` maps it
+(the same mapping ``emews dashboard`` serves): its parameters with distributions built from the
+study's search-space file, its value, state (``done``: COMPLETE; ``failed``, ``cancelled``,
+``interrupted``: FAIL; ``pruned``: PRUNED; ``queued``, ``running``: RUNNING), its learning
+curve as intermediate values (``emews.report``'s steps and values) and user attributes
+(``emews_id``, ``run_id``, ``run_dir``, ``status``, ``rank``, ``attempt``, ``error``,
+``metrics``).
 """
 
-import datetime
 import urllib.parse
 from pathlib import Path
 
 from ..errors import ConfigError
-from ..space import Categorical, Constant, Float, Int, Logical, Space
-from ..status import Status
+from ..space import Space
 
 FORMATS = ("optuna", "csv", "parquet")
 
@@ -59,25 +59,6 @@ def _parquet_engine():
                           None, show_value=False) from None
 
 
-def distributions(space):
-    """Optuna distributions of the parameters of an :class:`emews.space.Space`."""
-    import optuna.distributions as d
-
-    result = {}
-    for param in space.params:
-        if isinstance(param, Int):
-            result[param.name] = d.IntDistribution(param.lower, param.upper, log=param.log)
-        elif isinstance(param, Float):
-            result[param.name] = d.FloatDistribution(param.lower, param.upper, log=param.log)
-        elif isinstance(param, Categorical):
-            result[param.name] = d.CategoricalDistribution(list(param.values))
-        elif isinstance(param, Logical):
-            result[param.name] = d.CategoricalDistribution([False, True])
-        elif isinstance(param, Constant):
-            result[param.name] = d.CategoricalDistribution([param.value])
-    return result
-
-
 def _space(study):
     path = study.config.get("study", {}).get("space")
     if not path:
@@ -98,9 +79,12 @@ def to_optuna(study, url, study_name=None):
         raise ConfigError("--to optuna", "TARGET must be a storage URL such as "
                           "sqlite:///study.db", url)
     name = study_name or study.expdir.name
+    from .optuna_view import distributions, frozen_trial
+
     dists = distributions(_space(study))
     curves = study.curves()
-    trials = [_trial(optuna, row, dists, curves.get(row["id"], {})) for row in study.rows]
+    trials = [frozen_trial(row, dists, expdir=study.expdir.resolve(), curve=curves.get(row["id"]))
+              for row in study.rows]
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     try:
         created = optuna.create_study(storage=url, study_name=name, direction="minimize")
@@ -124,30 +108,3 @@ def _where(url):
 def one_line_of(exc):
     """The first line of an exception's message."""
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-
-
-STATES = {Status.DONE: "COMPLETE", Status.FAILED: "FAIL", Status.CANCELLED: "FAIL",
-          Status.INTERRUPTED: "FAIL", Status.QUEUED: "WAITING", Status.RUNNING: "RUNNING",
-          Status.PRUNED: "PRUNED"}
-
-
-def _trial(optuna, row, dists, curve):
-    state = getattr(optuna.trial.TrialState, STATES[row["status"]])
-    value = row["result"] if state == optuna.trial.TrialState.COMPLETE else None
-    params = {name: row["params"][name] for name in dists if name in row["params"]}
-    attrs = {"emews_id": row["id"], "run_id": row["run_id"], "status": row["status"],
-             "rank": row["rank"], "attempt": row["attempt"], "error": row["error"],
-             "metrics": row["metrics"]}
-    finished = state in (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL,
-                         optuna.trial.TrialState.PRUNED)
-    started = state != optuna.trial.TrialState.WAITING
-    return optuna.trial.FrozenTrial(
-        number=0, trial_id=0, state=state, value=value, params=params,
-        distributions={name: dists[name] for name in params}, user_attrs=attrs,
-        system_attrs={}, intermediate_values=dict(curve),
-        datetime_start=_time(row["started"]) if started else None,
-        datetime_complete=_time(row["finished"]) if finished else None)
-
-
-def _time(stamp):
-    return None if stamp is None else datetime.datetime.fromtimestamp(stamp)

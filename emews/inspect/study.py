@@ -8,28 +8,15 @@ still running goes on writing meanwhile.
 import json
 import os
 import socket
-from pathlib import Path
 
 from ..errors import ConfigError
 from ..status import Status
-from ..store import study_store
+from .source import experiment_dir, read, read_curves
 
 
 def load(expdir):
     """The :class:`Study` in experiment directory ``expdir`` (running or finished)."""
     return Study(expdir)
-
-
-def experiment_dir(expdir):
-    """``expdir`` as a Path, or a one-line :class:`ConfigError` when it holds no study."""
-    path = Path(expdir)
-    if not path.is_dir():
-        raise ConfigError(str(expdir), "must be an experiment directory (EXPDIR/results.db); "
-                          "no such directory", None, show_value=False)
-    if not (path / "results.db").is_file() and not _storage(path):
-        raise ConfigError(str(expdir), "must be an experiment directory holding results.db; "
-                          "there is none", None, show_value=False)
-    return path
 
 
 class Study:
@@ -94,19 +81,7 @@ class Study:
     def curves(self):
         """``{id: {step: value}}``: each evaluation's learning curve (the reports of its
         latest attempt; NaN where a value was not finite), read from the store when asked."""
-        attempt = {row["id"]: row["attempt"] for row in self.rows}
-        store = study_store(self.expdir, _storage(self.expdir), create=False, readonly=True)
-        try:
-            reports = store.reports()
-        finally:
-            store.close()
-        curves = {}
-        for report in reports:
-            if attempt.get(report["id"]) == report["attempt"]:
-                value = report["value"]
-                curves.setdefault(report["id"], {})[report["step"]] = \
-                    float("nan") if value is None else value
-        return curves
+        return read_curves(self.expdir)
 
     def is_running(self):
         """Whether the run that holds the study's lock is alive (on this host)."""
@@ -160,6 +135,14 @@ class Study:
                 + [self.metric_column(m) for m in self.metric_names]
                 + ["rank", "attempt", "run_id", "seconds", "error"])
 
+    def to_optuna(self):
+        """An Optuna ``Study`` over this experiment's store: a live, read-only view (see
+        :mod:`emews.inspect.optuna_view`) that ``optuna.visualization`` can plot; every write
+        through it raises."""
+        from .optuna_view import load_optuna_study
+
+        return load_optuna_study([self.expdir])
+
     def plot(self, output=None, metric=None):
         """Draw the convergence and the workers' timeline (see :func:`emews.inspect.plot.plot`);
         the PNG's path."""
@@ -188,21 +171,3 @@ def _seconds(row):
     if row["started"] is None or row["finished"] is None:
         return None
     return row["finished"] - row["started"]
-
-
-def _storage(expdir):
-    """The study's ``[system].storage`` (a ``postgresql://`` URL), or ``None``."""
-    try:
-        return json.loads((Path(expdir) / "config.json").read_text())["system"]["storage"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
-def read(expdir):
-    """The :class:`~emews.store.Snapshot` of the study in ``expdir``, through a read-only
-    store: its ``results.db`` or its PostgreSQL database."""
-    store = study_store(expdir, _storage(expdir), create=False, readonly=True)
-    try:
-        return store.snapshot()
-    finally:
-        store.close()
