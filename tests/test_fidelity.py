@@ -307,6 +307,23 @@ def decisions(expdir):
         store.close()
 
 
+def gated_runs(tmp_path, stall):
+    """``(run, gate)``: ``run(*args)`` starts ``emews run ARGS`` in ``tmp_path``, in a
+    session of its own, whose gated models (tests/support/fidelity_models.py) wait in ``gate``
+    after ``stall`` reports."""
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    env = dict(os.environ, PYTHONPATH=str(SUPPORT), EMEWS_TEST_GATE=str(gate),
+               EMEWS_TEST_STALL_AFTER=str(stall))
+
+    def run(*args):
+        return subprocess.Popen([sys.executable, "-m", "emews", "run", *map(str, args)],
+                                cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+    return run, gate
+
+
 @pytest.mark.slow
 def test_a_killed_asha_study_resumes_with_its_rungs_as_they_were(study, tmp_path):
     # the sweep's order: a first batch of 12 reports (the best runs on, the others stop at
@@ -320,16 +337,7 @@ def test_a_killed_asha_study_resumes_with_its_rungs_as_they_were(study, tmp_path
                  study={"algorithm": "sweep", "mode": "batch", "batch_size": 4,
                         "objective": "fidelity_models:gated_curve", "pruner": "asha"},
                  algorithm={"file": "points.jsonl"}, pruner=ASHA)
-    gate = tmp_path / "gate"
-    gate.mkdir()
-    env = dict(os.environ, PYTHONPATH=str(SUPPORT), EMEWS_TEST_GATE=str(gate),
-               EMEWS_TEST_STALL_AFTER="12")
-
-    def run(*args):
-        return subprocess.Popen([sys.executable, "-m", "emews", "run", *map(str, args)],
-                                cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, start_new_session=True)
-
+    run, gate = gated_runs(tmp_path, stall=12)
     killed = run(path, "--name", "killed")
     wait_until(lambda: len(list(gate.glob("report-*"))) > 12, "the second batch's first report")
     os.killpg(killed.pid, signal.SIGKILL)
@@ -436,16 +444,7 @@ def test_the_report_draws_the_learning_curves(toy_config, tmp_path):
 def test_a_run_killed_at_step_k_resumes_from_its_checkpoint_at_step_k(study, tmp_path):
     path = study(system={"procs": 2, "pool": "inprocess", "progress_interval": 60},
                  study={"budget": 2, "seed": 1, "objective": "fidelity_models:checkpointed"})
-    gate = tmp_path / "gate"
-    gate.mkdir()
-    env = dict(os.environ, PYTHONPATH=str(SUPPORT), EMEWS_TEST_GATE=str(gate),
-               EMEWS_TEST_STALL_AFTER="4")
-
-    def run(*args):
-        return subprocess.Popen([sys.executable, "-m", "emews", "run", *map(str, args)],
-                                cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, start_new_session=True)
-
+    run, gate = gated_runs(tmp_path, stall=4)
     killed = run(path)
     wait_until(lambda: len(list(gate.glob("report-*"))) > 4, "the fifth step's start")
     os.killpg(killed.pid, signal.SIGKILL)
