@@ -5,7 +5,10 @@ is ``study.tell(trial, value)``. Points in flight are running trials, which the 
 already account for. TPE runs as Optuna 5 runs it by default, on Optuna 4 as well:
 ``constant_liar`` (running trials count as bad ones, so that the points in flight differ) and
 ``multivariate`` (Optuna 4's defaults were ``false`` for both); either can be set. A failed or
-non-finite result ends its trial as ``FAIL``, which every sampler skips. Told points that were
+non-finite result ends its trial as ``FAIL``, which every sampler skips; a run the study's
+pruner stopped (a :class:`~emews.core.algorithm.PrunedResult`) ends it as ``PRUNED``, with the
+run's learning curve as its intermediate values (``trial.report``; for a trial asked before a
+restore, without them), as Optuna's own pruners leave a trial. Told points that were
 never asked for (a resumed run's history) become finished trials (``study.add_trial``), so they
 count towards ``n_startup_trials`` and inform the sampler; CMA-ES, which learns only from its
 own generations, is warm-started from them instead (Optuna's ``source_trials``, or ``x0`` at
@@ -34,8 +37,8 @@ import importlib.util
 import inspect
 import warnings
 
-from emews.core.algorithm import (Algorithm, check_choice, check_option, is_failure,
-                             optional_import, pack_state, point_key, unpack_state)
+from emews.core.algorithm import (Algorithm, PrunedResult, check_choice, check_option,
+                             is_failure, optional_import, pack_state, point_key, unpack_state)
 from emews.errors import ConfigError
 from emews.space import Categorical, Logical, Ordered
 from emews.validation import FLAG, Choice, Invalid, Number, Rule
@@ -90,6 +93,7 @@ class OptunaSearch(Algorithm):
                                              direction="minimize", sampler=self._sampler())
         self.distributions = distributions(space)
         self.trials = {}            # point key -> numbers of the running trials at that point
+        self.live = {}              # trial number -> its Trial, since it was asked in this run
         self.warm_started = sampler != "cmaes" or bool(
             {"x0", "sigma0", "source_trials", "use_separable_cma"} & set(sampler_options))
 
@@ -103,6 +107,7 @@ class OptunaSearch(Algorithm):
                 trial = self.study.ask(self.distributions)
             point = self.space.point([decode(p, trial.params[p.name]) for p in self.space.free])
             self.trials.setdefault(point_key(point), []).append(trial.number)
+            self.live[trial.number] = trial
             points.append(point)
         return points
 
@@ -116,7 +121,12 @@ class OptunaSearch(Algorithm):
                 trial = running.pop(0)
                 if not running:
                     del self.trials[point_key(point)]
-                if failed:
+                live = self.live.pop(trial, None)
+                if isinstance(value, PrunedResult):   # as Optuna's own pruners leave a trial
+                    for step, reported in value.curve.items() if live is not None else ():
+                        live.report(reported, step)
+                    self.study.tell(trial, state=TrialState.PRUNED)
+                elif failed:
                     self.study.tell(trial, state=TrialState.FAIL)
                 else:
                     self.study.tell(trial, float(value))
@@ -136,7 +146,7 @@ class OptunaSearch(Algorithm):
         import optuna
 
         data = unpack_state(self, state)
-        self.storage, self.trials = data["storage"], data["trials"]
+        self.storage, self.trials, self.live = data["storage"], data["trials"], {}
         self.warm_started = data["warm_started"]
         self.study = optuna.Study(study_name="emews", storage=self.storage,
                                   sampler=data["sampler"])

@@ -1,17 +1,20 @@
 """emews-hpo: hyperparameter optimization on MPI pools, EMEWS style.
 
 The public API is the names in ``__all__``, documented on one page of the docs (Python API):
-:func:`run`, :func:`load`, :class:`Algorithm`, :class:`Status` and :mod:`eqpy`. Everything else
-under ``emews.`` may move between releases. Importing ``emews`` stays cheap (``emews --help``
-imports it): ``Algorithm`` and ``Status`` are imported on first use, and ``eqpy`` is a submodule.
+:func:`run`, :func:`load`, :class:`Algorithm`, :class:`Status`, :mod:`eqpy`, and for models
+:func:`report`, :class:`Pruned` and :func:`checkpoint_dir`. Everything else under ``emews.`` may move between releases.
+Importing ``emews`` stays cheap (``emews --help`` imports it): ``Algorithm``, ``Status``,
+``report``, ``Pruned`` and ``checkpoint_dir`` are imported on first use, and ``eqpy`` is a submodule.
 """
 
 import importlib
 
 __version__ = "0.1.0"
-__all__ = ["Algorithm", "Status", "eqpy", "load", "run"]
+__all__ = ["Algorithm", "Pruned", "Status", "checkpoint_dir", "eqpy", "load", "report", "run"]
 
-_LAZY = {"Algorithm": "emews.core.algorithm", "Status": "emews.status"}   # name: its module
+_LAZY = {"Algorithm": "emews.core.algorithm", "Status": "emews.status",   # name: its module
+         "report": "emews.evaluate.reporting", "Pruned": "emews.evaluate.reporting",
+         "checkpoint_dir": "emews.evaluate.base"}
 
 
 def run(config, overrides=None, resume=None):
@@ -52,7 +55,8 @@ def load(expdir):
 
 
 def __getattr__(name):
-    """``emews.Algorithm``, ``emews.Status`` and ``emews.eqpy``, imported on first use."""
+    """``emews.Algorithm``, ``emews.Status``, ``emews.report``, ``emews.Pruned``,
+    ``emews.checkpoint_dir`` and ``emews.eqpy``, imported on first use."""
     if name == "eqpy":
         return importlib.import_module("emews.eqpy")
     if name not in _LAZY:

@@ -13,6 +13,7 @@ cfg-sys, and study settings, in the spirit of cfg-prm; tables from a later file 
     [algorithm]              # options handed to the algorithm's constructor
     [model]                  # a CANDLE model's settings (FRAMEWORK, BENCHMARK_TIMEOUT, ...)
     [failure]                # retries, then on_failure = "fail" (with a penalty) or "abort"
+    [pruner]                 # the options of [study] pruner (median, asha, hyperband, ...)
 
 Precedence: command line, then environment, then config file, then defaults.
 """
@@ -22,6 +23,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .core import pruners
 from .core.failure import ACTIONS as FAILURE_ACTIONS
 from .errors import ConfigError
 from .validation import Choice, Flag, Number, Strings, Text, check
@@ -95,6 +97,8 @@ SCHEMA = {
         "patience": _positive("int"),
         "target": Setting("float"),
         "max_time": _positive("float"),
+        "step_budget": _positive("int"),
+        "pruner": Setting("str", "none", choices=pruners.PRUNERS),
         "no_limit": Setting("bool", False),
         "impl": Setting("str", "py", "CANDLE_MODEL_IMPL", choices=IMPLEMENTATIONS),
         "objective": Setting("str"),
@@ -130,19 +134,29 @@ SCHEMA = {
         "on_failure": Setting("str", "fail", choices=FAILURE_ACTIONS),
         "penalty": Setting("float"),
     },
+    "pruner": {  # the options of [study] pruner (emews.core.pruners says which take which)
+        "min_resource": _positive("int"),
+        "max_resource": _positive("int"),
+        "reduction_factor": Setting("int", None, minimum=2),
+        "percentile": Setting("float", None, minimum=0),
+        "n_startup_trials": Setting("int", None, minimum=0),
+        "n_warmup_steps": Setting("int", None, minimum=0),
+        "interval_steps": _positive("int"),
+        "n_min_trials": _positive("int"),
+    },
     "service": {  # emews serve: where pools attach, and how long a pool's task lease lasts
         "bind": Setting("str", "127.0.0.1"),
         "port": Setting("int", 0, minimum=0),
         "lease": _positive("float", 60.0),
     },
 }
-STOP_KEYS = ("budget", "max_iterations", "tol", "patience", "target", "max_time")
+STOP_KEYS = ("budget", "max_iterations", "tol", "patience", "target", "max_time", "step_budget")
 
 
 @dataclass
 class Config:
-    """A resolved configuration: ``system``, ``study``, ``algorithm``, ``model``, ``failure`` and
-    ``service`` tables."""
+    """A resolved configuration: ``system``, ``study``, ``algorithm``, ``model``, ``failure``,
+    ``pruner`` and ``service`` tables."""
 
     system: dict
     study: dict
@@ -152,6 +166,7 @@ class Config:
     model: dict = field(default_factory=dict)
     failure: dict = field(default_factory=dict)
     service: dict = field(default_factory=dict)
+    pruner: dict = field(default_factory=dict)
 
     def where(self, table, key):
         """Where a setting came from, for error messages (``file: [table].key``)."""
@@ -160,7 +175,14 @@ class Config:
     def as_dict(self):
         """The configuration as run (JSON-serializable, paths absolute)."""
         return {"system": self.system, "study": self.study, "algorithm": self.algorithm,
-                "model": self.model, "failure": self.failure, "service": self.service}
+                "model": self.model, "failure": self.failure, "service": self.service,
+                "pruner": self.pruner}
+
+    def make_pruner(self):
+        """The study's :class:`~emews.core.pruners.Pruner` (``[study] pruner`` with the
+        ``[pruner]`` options)."""
+        return pruners.make(self.study["pruner"], self.pruner,
+                            where=lambda key: self.where("pruner", key))
 
     @property
     def stop(self):
@@ -220,6 +242,7 @@ def load(sources=(), overrides=None, environ=None):
             getattr(config, table)[key] = _check(setting, value, config.where(table, key),
                                                  bases.get((table, key), Path.cwd()), from_env)
     config.algorithm = _resolve_files(tables["algorithm"], bases, config)
+    config.make_pruner()   # its options checked together: contradictions are refused now
     if config.study["name"] is None:
         first = next((s for s in sources if not isinstance(s, dict)), None)
         config.study["name"] = Path(first).stem if first is not None else "study"

@@ -2,11 +2,13 @@
 
 ::
 
-    queued --> running --> done | failed          (a point's row in the store)
+    queued --> running --> done | failed | pruned (a point's row in the store)
        ^          |
        +----------+  a retried failure goes back to queued as its next attempt
     cancelled     the study ended (abort, stop, drain) while it was queued or running
     interrupted   a killed run left it unfinished; a resume evaluates it again
+    pruned        the pruner stopped it at a report (``emews.report``): final, never run again,
+                  counted against the budget, never the best; its result is the last reported
     duplicate     a second result for an attempt that already had one (kept, never counted)
 
 ``Status`` is a ``str`` enum: ``Status.DONE == "done"``, and it is stored and sent as that text.
@@ -25,7 +27,9 @@ class Status(enum.StrEnum):
     CANCELLED = "cancelled"
     INTERRUPTED = "interrupted"
     DUPLICATE = "duplicate"
+    PRUNED = "pruned"
 
 
-FINAL = frozenset({Status.DONE, Status.FAILED})        # a point that needs no more attempts
-POOL_OUTCOMES = frozenset({Status.DONE, Status.FAILED, Status.CANCELLED})   # what a pool returns
+FINAL = frozenset({Status.DONE, Status.FAILED, Status.PRUNED})   # a point needing no more attempts
+POOL_OUTCOMES = frozenset({Status.DONE, Status.FAILED, Status.CANCELLED, Status.PRUNED})
+                                                        # what a pool returns

@@ -44,7 +44,7 @@ from .launch.spawn import spawn, under_mpiexec
 from .pools.base import InProcessPool
 from .prepare import build, prepare_run
 from .result import final_record, interrupted, print_summary, result_from
-from .status import Status
+from .status import FINAL, Status
 from .store import StudyLock, study_store
 from .worker import make_objective, python_path, run_worker
 
@@ -233,8 +233,9 @@ def run_master(expdir, cfg, pool, algorithm=None):
         counts = store.counts()
         best = store.best()
         progress = Progress(study["budget"], cfg.system["progress_interval"],
-                            done=counts.get(Status.DONE, 0) + counts.get(Status.FAILED, 0),
+                            done=sum(counts.get(status, 0) for status in FINAL),
                             failed=counts.get(Status.FAILED, 0),
+                            pruned=counts.get(Status.PRUNED, 0),
                             best=best["result"] if best else math.inf,
                             max_time=study["max_time"])
         limits = Stopper(**cfg.stop)
@@ -248,7 +249,11 @@ def run_master(expdir, cfg, pool, algorithm=None):
                         known=begin.known,
                         first_seq=begin.settings["put_base"] if begin.restored is not None
                         else store.next_seq(),
-                        control=control)
+                        control=control, pruner=cfg.make_pruner())
+        master.resume_reports(store.reports(), [(row["id"], row["attempt"])
+                                                for row in store.rows(Status.DONE)],
+                              [(row["id"], row["attempt"]) for row in store.attempts()
+                               if row["status"] == Status.INTERRUPTED])
         eqpy.init(algorithm if classic else functools.partial(
             me.run, begin.settings, algorithm, me.MasterLimits(limits.verdict())))
         try:

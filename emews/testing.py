@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .core import eqpy
-from .core.algorithm import load, point_key
+from .core.algorithm import PrunedResult, load, point_key
 from .errors import MEAborted
 from .core.me import build_algorithm, ready_points
 from .space import Space
@@ -63,7 +63,8 @@ class Run:
     values: list = field(default_factory=list)
 
     def evaluate(self, objective, point):
-        value = float(objective(point))
+        value = objective(point)
+        value = value if isinstance(value, float) else float(value)   # a PrunedResult stays
         self.points.append(point)
         self.values.append(value)
         return value
@@ -84,12 +85,12 @@ def drive(settings, objective, completion_seed=0):
             raise MEAborted(eqpy.output_q_get())
         points = eqpy.decode_points(message)
         if batch:
-            answer = eqpy.encode_results([run.evaluate(objective, p) for p in points])
+            answer = eqpy.Answer([run.evaluate(objective, p) for p in points])
         else:
             in_flight += list(enumerate(points, next_index))
             next_index += len(points)
             index, point = in_flight.pop(order.randrange(len(in_flight)))
-            answer = eqpy.encode_tagged([(index, run.evaluate(objective, point))])
+            answer = eqpy.Answer([(index, run.evaluate(objective, point))], tagged=True)
         eqpy.input_q.put(answer)
         message = eqpy.output_q_get()
     run.final = json.loads(eqpy.output_q_get())
@@ -167,6 +168,22 @@ class Conformance:
             run = drive(self.settings(mode), unreliable)
             self.check_points(run.points)
             assert run.final["evaluations"] == len(run.points) > 0
+
+    def test_takes_pruned_runs_as_their_own_outcome_never_the_best(self):
+        counted = iter(range(10 ** 6))
+
+        def pruned_half(point):   # every other run stopped by a pruner, with a fine curve
+            value = self.objective(point)
+            if next(counted) % 2:
+                return value
+            return PrunedResult({1: value - 100.0, 2: value - 50.0})
+
+        for mode in ("batch", "async"):
+            run = drive(self.settings(mode), pruned_half)
+            self.check_points(run.points)
+            assert run.final["evaluations"] == len(run.points) > 0
+            finished = [v for v in run.values if not isinstance(v, PrunedResult)]
+            assert run.final["best_value"] == min(finished)   # a curve is never a result
 
     def test_survives_only_failures(self):
         run = drive(self.settings("async"), lambda point: math.nan)

@@ -359,6 +359,8 @@ class Anything(Rule):
 COUNT, SECONDS = Number(integer=True), Number()
 TASK = Items((COUNT, Text(), Text(), COUNT), "[id, params, run_id, attempt]")
 RESULT = Items((COUNT, COUNT, COUNT, Anything()), "[id, attempt, rank, outcome]")
+REPORT = Items((COUNT, COUNT, COUNT, Anything()), "[id, attempt, rank, report]")
+VERDICT = Items((COUNT, Flag()), "[id, stop]")
 
 
 MESSAGES = {
@@ -366,6 +368,8 @@ MESSAGES = {
                      "received": COUNT}),
     "want": Fields({"free": COUNT, "received": COUNT}),
     "results": Fields({"results": Each()}),     # each entry: RESULT, one at a time
+    "reports": Fields({"reports": Each(REPORT)}),   # each report: Report.from_wire's
+    "verdicts": Fields({"verdicts": Each(VERDICT)}),
     "heartbeat": Fields({}),
     "bye": Fields({}),
     "tasks": Fields({"tasks": Each(TASK)}),

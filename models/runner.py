@@ -10,6 +10,8 @@
                                form; also a valid default-model file)
     RUN_DIR/stop.marker    <-- when the model stopped before the point's epochs; a run
                                directory that holds one is not run (Supervisor's rule)
+    each epoch (Keras)     --> emews.report(MODEL_RETURN, epoch, **logs), or under app the
+                               line "EMEWS_REPORT {json}" (see emews.models.keras_reports)
     RUN_DIR/history.txt    <-- the per-epoch history, JSON
     RUN_DIR/result.txt     <-- MODEL_RETURN's value (last epoch, or min/max); also printed
                                as "IMPROVE_RESULT <value>"
@@ -44,6 +46,8 @@ from pathlib import Path
 from emews.errors import ConfigError
 from emews.evaluate import RETURN_EPOCHS, EvaluationFailed, current_run, extract_value
 from emews.evaluate.results import Value, final_metrics
+
+from .keras_reports import reporting_epochs
 
 _argv_lock = threading.Lock()
 
@@ -276,7 +280,8 @@ def run_model(hyperparameters, run_dir, spec, exp_id="EXP000", run_id="RUN000", 
     module = load_model(spec)
     params = model_parameters(module, spec, hyperparameters, exp_id, run_id, argv)
     write_parameters(run_dir / "parameters.txt", params)
-    result = module.run(params)
+    with reporting_epochs(spec.model_return):
+        result = module.run(params)
     mark_early_stop(run_dir, result, spec.model_return, hyperparameters)
     history = history_of(result)
     if history is not None:

@@ -25,6 +25,7 @@ import emews
 from emews.evaluate import Outcome
 from emews.inspect.optuna_view import (STATES, ReadOnlyError, StoreView, frozen_trial,
                                        learning_curves)
+from emews.evaluate.outcome import Report
 from emews.store import SQLiteStore, schema
 from support.postgres import postgres_server, postgres_url  # noqa: F401 - fixtures
 
@@ -121,7 +122,13 @@ def test_pruned_maps_to_pruned_and_learning_curves_are_the_one_hook_for_fidelity
     assert trial.state == optuna.trial.TrialState.PRUNED and trial.value is None
     assert trial.intermediate_values == {1: 0.5, 2: 0.25}
     assert set(STATES) >= {"queued", "running", "done", "failed", "cancelled", "pruned"}
-    assert learning_curves(expdir) == {}   # until the [fidelity] reports are wired in
+    assert learning_curves(expdir) == {}   # no model reported
+    store = SQLiteStore(expdir / "results.db", create=False)
+    store.add_reports([(0, 1, Report(1, 0.5)), (4, 1, Report(1, math.nan)),
+                       (0, 1, Report(2, 0.25))])
+    store.close()
+    curves = learning_curves(expdir)      # the reports table, by evaluation and step
+    assert curves[0] == {1: 0.5, 2: 0.25} and math.isnan(curves[4][1]) and len(curves) == 2
 
 
 def test_a_study_whose_space_file_is_gone_gets_distributions_from_its_values(tmp_path):

@@ -8,6 +8,7 @@ import pytest
 
 from emews.errors import ConfigError, StoreError
 from emews.evaluate import Outcome
+from emews.evaluate.outcome import Report
 from emews.status import Status
 from emews.store import Snapshot, SQLiteStore, Store, base, open_store
 from support.postgres import postgres_server, postgres_url  # noqa: F401 - fixtures
@@ -205,6 +206,34 @@ def test_counts_best_failure_reasons_and_finished_count(store):
     assert store.best()["id"] == 1                      # the lowest result, then the lowest id
     assert store.failure_reasons() == [("b", 2), ("a", 1), ("no reason recorded", 1)]
     assert store.failure_reasons(limit=1) == [("b", 2)]
+
+
+def test_reports_are_kept_per_point_and_attempt_in_order_seen_after_commit(store, reader):
+    store.add(points(2, rank=1))
+    store.add_reports([(1, 1, Report(3, 0.5, {"acc": 0.9}, 10.0)),
+                       (0, 1, Report(1, math.nan, {"acc": math.inf}, 11.0)),
+                       (1, 1, Report(2, 0.25, time=12.0))])   # the order received, not by step
+    assert reader.reports() == []                               # buffered until the commit
+    store.commit()
+    curve = [{"id": 1, "attempt": 1, "step": 3, "value": 0.5, "metrics": {"acc": 0.9},
+              "time": 10.0},
+             {"id": 0, "attempt": 1, "step": 1, "value": None, "metrics": {"acc": None},
+              "time": 11.0},
+             {"id": 1, "attempt": 1, "step": 2, "value": 0.25, "metrics": {}, "time": 12.0}]
+    assert reader.reports() == curve
+    assert reader.reports(1) == [curve[0], curve[2]]
+    assert reader.reports(eval_id=7) == []
+
+
+def test_a_pruned_point_is_final_counted_and_never_the_best(store):
+    store.add(points(2, rank=1))
+    store.finish([(0, 1, Outcome(0.1, Status.PRUNED, "pruned at step 3"), 1, Status.PRUNED),
+                  (1, 1, done(0.5), 1, Status.DONE)])
+    assert store.counts() == {"pruned": 1, "done": 1} and store.finished_count() == 2
+    assert store.best()["id"] == 1
+    pruned = store.rows(Status.PRUNED)
+    assert [(r["id"], r["result"], r["error"]) for r in pruned] == [(0, 0.1, "pruned at step 3")]
+    assert [(a["id"], a["status"]) for a in store.attempts()] == [(0, "pruned"), (1, "done")]
 
 
 def test_an_empty_store_has_nothing_to_count(store):

@@ -154,8 +154,8 @@ GOOD_MESSAGES = [
     {"op": "study", "config": {"study": {}}, "expdir": "/x/EXP001", "lease": 60.0},
 ]
 
-OPS = "['ack', 'bye', 'cancel', 'heartbeat', 'hello', 'results', 'stop', 'study', 'tasks', " \
-      "'want', 'who']"
+OPS = "['ack', 'bye', 'cancel', 'heartbeat', 'hello', 'reports', 'results', 'stop', 'study', " \
+      "'tasks', 'verdicts', 'want', 'who']"
 
 
 @pytest.mark.parametrize("data", GOOD_MESSAGES, ids=[m["op"] for m in GOOD_MESSAGES])
@@ -179,6 +179,10 @@ def test_a_good_message_is_accepted(data):
     ({"op": "study", "config": {}, "expdir": "x"}, "study.lease: is required (must be a number)"),
     ({"op": "study", "config": {}, "expdir": "x", "lease": math.nan},
      "study.lease: must be a number, got nan"),
+    ({"op": "reports", "reports": [[1, 1, 2]]},
+     "reports.reports[0]: must be [id, attempt, rank, report], got [1, 1, 2]"),
+    ({"op": "verdicts", "verdicts": [[1, "yes"]]},
+     "verdicts.verdicts[0][1]: must be true or false, got 'yes'"),
 ])
 def test_a_bad_message_is_one_line_naming_the_op_field_rule_and_value(data, line):
     with pytest.raises(Invalid) as error:

@@ -36,8 +36,10 @@ class Algorithm:
     * ``ask(n)`` returns up to ``n`` new points (dicts of native values). It may return fewer,
       or none, when it is exhausted or must wait for results.
     * ``tell(points, values)`` reports results, in any order and in any grouping. ``values`` are
-      floats to minimize; a failed evaluation is ``NaN``. Points the algorithm never asked for
-      (a resumed run's history) are told the same way.
+      floats to minimize; a failed evaluation is ``NaN``. A run the study's pruner stopped is a
+      :class:`PrunedResult`: a ``NaN`` (a failure, to an algorithm that does not look) that
+      carries its learning curve. Points the algorithm never asked for (a resumed run's
+      history) are told the same way.
     * ``done()`` is True when the algorithm has nothing more to propose; ``ask`` then returns
       ``[]``.
     * ``state()`` returns ``bytes`` holding everything that decides what the algorithm proposes
@@ -135,6 +137,22 @@ def unpack_state(algorithm, state):
 def point_key(point):
     """A canonical string for a point, to recognise the same point twice."""
     return json.dumps(point, sort_keys=True)
+
+
+class PrunedResult(float):
+    """The result of a run that the pruner stopped: ``NaN`` (it has no final value), with its
+    learning ``curve`` (``{step: value}``, in step order) and the ``step`` it was stopped at.
+    An algorithm that knows of pruning may learn from the curve (Optuna's pruned trials); any
+    other takes it as a failure."""
+
+    def __new__(cls, curve=None):
+        self = super().__new__(cls, math.nan)
+        self.curve = dict(sorted((curve or {}).items()))
+        self.step = max(self.curve, default=None)
+        return self
+
+    def __reduce__(self):
+        return PrunedResult, (self.curve,)
 
 
 def is_failure(value):
@@ -287,7 +305,9 @@ class Stopper:
 
     ``budget`` (evaluations, resumed ones included), ``max_iterations`` (ask/tell rounds that
     produced points), ``tol`` with ``patience`` (no improvement larger than ``tol`` within
-    ``patience`` evaluations), ``target`` (a value at or below it) and ``max_time`` (seconds).
+    ``patience`` evaluations), ``target`` (a value at or below it), ``max_time`` (seconds) and
+    ``step_budget`` (steps that models reported having trained, over all runs: see
+    :meth:`record_steps`).
 
     One Stopper counts a study's limits: the master's (:mod:`emews.core.master`), which tells
     the ME driver its :meth:`verdict` with each answer; or, where no master counts (Swift/T,
@@ -300,8 +320,10 @@ class Stopper:
     patience: int | None = None
     target: float | None = None
     max_time: float | None = None
+    step_budget: int | None = None
 
     def __post_init__(self):
+        self.steps = 0
         self.evaluations = 0
         self.iterations = 0
         self.best = math.inf
@@ -317,6 +339,10 @@ class Stopper:
             if not math.isnan(value) and value < self.best:
                 self.best = value
 
+    def record_steps(self, steps):
+        """Count ``steps`` more trained (a report's step beyond its run's last one)."""
+        self.steps += steps
+
     def remaining(self):
         """How many more evaluations the budget allows (``None``: no budget)."""
         return None if self.budget is None else max(self.budget - self.evaluations, 0)
@@ -324,13 +350,14 @@ class Stopper:
     def counts(self):
         """What the rules have counted so far (JSON-serializable; :meth:`restore` takes it)."""
         return {"evaluations": self.evaluations, "iterations": self.iterations,
-                "last_improvement": self.last_improvement,
+                "last_improvement": self.last_improvement, "steps": self.steps,
                 "best": None if math.isinf(self.best) else self.best}
 
     def restore(self, counts):
         """Go on from :meth:`counts` (of a checkpoint)."""
         self.evaluations, self.iterations = counts["evaluations"], counts["iterations"]
         self.last_improvement = counts["last_improvement"]
+        self.steps = counts.get("steps", 0)   # a checkpoint from before step budgets
         self.best = math.inf if counts["best"] is None else counts["best"]
 
     def verdict(self, in_flight=0, reason=None):
@@ -357,4 +384,6 @@ class Stopper:
             return f"target value {self.target} reached"
         if self.max_time is not None and time.monotonic() - self.started >= self.max_time:
             return f"time limit of {self.max_time} s reached"
+        if self.step_budget is not None and self.steps >= self.step_budget:
+            return f"step budget of {self.step_budget} reached"
         return None

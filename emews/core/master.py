@@ -22,6 +22,12 @@ through the failure policy (:mod:`emews.core.failure`): a failed point may run a
 attempt (``RUNnnnnnn-2``, ...), be told to the ME as failed (NaN or a penalty), or end the study
 (its in-flight evaluations are then cancelled, and whatever still arrives is stored).
 
+A model's reports (``emews.report``) reach the master through its pool while the model waits
+(:meth:`Master._judge`): each is stored with the next commit, counted against ``step_budget``,
+and put to the study's pruner (:mod:`emews.core.pruners`), whose verdict goes back to the model;
+a stopped run comes back ``pruned`` (final: never retried, counted, never the best; the ME is
+told a :class:`~emews.core.algorithm.PrunedResult`: NaN, with the run's curve).
+
 The master is the one place that counts the study's limits (budget, iterations, patience,
 target, time) for any ME, a classic EQ/Py module included: it never starts more evaluations
 than the budget allows and ends the study with the reason once a limit is reached and nothing
@@ -44,10 +50,11 @@ import math
 import time
 
 from . import eqpy
-from .algorithm import Stopper, point_key
+from .algorithm import PrunedResult, Stopper, point_key
 from .control import Control
 from ..errors import MEAborted, ProtocolError, StudyAborted
 from .failure import Decision, FailurePolicy
+from .pruners import Pruner
 from ..pools.base import Backoff, Task
 from ..status import Status
 
@@ -68,14 +75,19 @@ class Master:
     value, counted)``: when it proposes one again (a search restored from its checkpoint does),
     it gets the stored ``value`` at once, and the limits count ``counted`` (NaN for a failure;
     ``None``: counted already).
-    ``first_seq`` numbers the ME's proposals (the ``seq`` column).
+    ``first_seq`` numbers the ME's proposals (the ``seq`` column). ``pruner`` judges the
+    models' reports (:meth:`resume_reports` gives it those of earlier runs).
     """
 
     def __init__(self, pool, store, mode="batch", progress=None, first_id=0, policy=None,
-                 limits=None, requeue=(), known=(), first_seq=0, control=None):
+                 limits=None, requeue=(), known=(), first_seq=0, control=None, pruner=None):
         self.pool, self.store, self.mode, self.progress = pool, store, mode, progress
         self.policy = policy or FailurePolicy()
         self.limits = limits or Stopper()
+        self.pruner = pruner or Pruner()
+        self.last_steps = {}               # (id, attempt) -> the last step it reported
+        self.curves = {}                   # (id, attempt) of a running task -> {step: value}
+        pool.judge = self._judge
         self.next_id, self.first_seq = first_id, first_seq
         self.put = 0                       # points received from the ME, in its order
         self.index = {}                    # task id -> the ME's number for the point
@@ -93,6 +105,27 @@ class Master:
         self.known = collections.defaultdict(collections.deque)
         for i, params, value, counted in known:
             self.known[point_key(params)].append((i, value, counted))
+
+    def resume_reports(self, reports, done, interrupted=()):
+        """Go on from what earlier runs of the study stored: their ``reports`` (in order) and
+        ``done`` runs (``(id, attempt)``) go to the pruner, but those of ``interrupted`` runs,
+        whose points run again from their start (so that the rungs are as an uninterrupted
+        study's); every step counts against ``step_budget``."""
+        for row in reports:
+            self.last_steps[(row["id"], row["attempt"])] = row["step"]
+        self.limits.steps = sum(self.last_steps.values())
+        interrupted = set(interrupted)
+        self.pruner.replay([row for row in reports
+                            if (row["id"], row["attempt"]) not in interrupted], done)
+
+    def _judge(self, task, rank, report):
+        """A report of a running ``task``: stored, its steps counted; whether to stop it."""
+        run = (task.id, task.attempt)
+        self.store.add_reports([(task.id, task.attempt, report)])
+        self.limits.record_steps(max(report.step - self.last_steps.get(run, 0), 0))
+        self.last_steps[run] = report.step
+        self.curves.setdefault(run, {})[report.step] = report.value
+        return self.pruner.report(run, report.step, report.value)
 
     def run(self, settings):
         """Serve the ME until it sends ``DONE`` (or a limit ends the study); return the final
@@ -285,6 +318,14 @@ class Master:
                     continue
             if task.id in self.waiting:  # a late result of a requeued task: the first wins
                 del self.waiting[task.id]
+            curve = self.curves.pop((task.id, task.attempt), None)
+            if outcome.status == Status.PRUNED:  # final: never retried, told its curve
+                rows.append((task.id, rank, outcome, task.attempt, Status.PRUNED))
+                final.append((task, rank, outcome))
+                self.unreported[task.id] = PrunedResult(curve)
+                self.reported.append(task.id)
+                values.append(math.nan)
+                continue
             decision = self.policy.decide(outcome, task.attempt)
             if outcome.status == Status.INTERRUPTED:  # a lost lease: run again, not a failure
                 decision = Decision("retry")
@@ -297,6 +338,8 @@ class Master:
             abort = abort or (decision.reason if action == "abort" else None)
             rows.append((task.id, rank, outcome, task.attempt,
                          Status.DONE if action == "done" else Status.FAILED))
+            if action == "done":
+                self.pruner.completed((task.id, task.attempt))
             final.append((task, rank, outcome))
             self.unreported[task.id] = value
             self.reported.append(task.id)
@@ -379,8 +422,10 @@ class Master:
             del self.requeue[key]
         decision = self.policy.decide(outcome, task.attempt)
         value = decision.value if decision.action == "done" else float("nan")
-        self.store.finish([(task.id, rank, outcome, task.attempt,
-                            Status.DONE if decision.action == "done" else Status.FAILED)])
+        status = Status.DONE if decision.action == "done" else Status.FAILED
+        if outcome.status == Status.PRUNED:
+            decision, value, status = Decision("fail", math.nan), math.nan, Status.PRUNED
+        self.store.finish([(task.id, rank, outcome, task.attempt, status)])
         self.known[key].append((task.id, decision.value, None))  # counted here, not again
         self.limits.record([value])
         return None
@@ -405,7 +450,8 @@ class Master:
                 backoff.wait()
                 continue
             self.store.finish([(task.id, rank, outcome, task.attempt,
-                                Status.DONE if outcome.status == Status.DONE
+                                outcome.status if outcome.status in (Status.DONE,
+                                                                     Status.PRUNED)
                                 else Status.CANCELLED)
                                for task, rank, outcome in finished])
             self.store.commit()

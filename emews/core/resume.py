@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, field
 
 from ..evaluate import Outcome
-from ..status import Status
+from ..status import FINAL, Status
 
 CHECKPOINT = "me"                    # the ME driver's checkpoint in the store
 MAX_INTERRUPTIONS = 3                # a point interrupted this often is not run again
@@ -59,10 +59,12 @@ def search_seed(cfg, store):
 
 
 def told_value(row, policy):
-    """What the search was told of a finished point: its result, or the policy's value for a
-    failure (its penalty, else NaN)."""
+    """What the search was told of a finished point: its result, NaN for a pruned one, or the
+    policy's value for a failure (its penalty, else NaN)."""
     if row["status"] == Status.DONE:
         return row["result"]
+    if row["status"] == Status.PRUNED:
+        return math.nan
     return math.nan if policy.penalty is None else policy.penalty
 
 
@@ -96,7 +98,7 @@ def start(cfg, store, slots, classic, requeue, policy):
     study = cfg.study
     mode = "batch" if classic else study["mode"]
     restore = not classic and restorable(store, mode)
-    finished = store.rows(Status.DONE, Status.FAILED)
+    finished = store.rows(*FINAL)
     settings = {"algorithm": study["algorithm"], "options": cfg.algorithm,
                 "space": study["space"], "seed": study["seed"], "mode": mode, "slots": slots,
                 "batch_size": study["batch_size"], "stop": cfg.stop, "history": [],

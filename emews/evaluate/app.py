@@ -40,7 +40,8 @@ def run_model_shell(command, params_json, context, model_env, watch):
                                      EMEWS_RUN_DIR=str(run_dir), EXP_ID=context.exp_id,
                                      RUN_ID=context.run_id, PATH=path))
     log = run_dir / "model.log"
-    with open(log, "wb") as out:
+    log.write_bytes(b"")
+    with open(log, "ab") as out:   # appending: the worker's notes (reporting.py) stay in it
         child = process.start(["bash", model_shell(), *command], cwd=run_dir, env=env,
                               stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     code = process.wait(child, watch, log)

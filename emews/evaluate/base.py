@@ -28,6 +28,15 @@ class RunContext:
     env: dict = field(default_factory=dict)
 
     @property
+    def checkpoint_dir(self):
+        """``EXPDIR/checkpoints/RUN_ID`` of the point (its first attempt's run id: every
+        attempt of the point, a rerun after an interruption included, gets the same one),
+        created when first asked for."""
+        path = Path(self.expdir) / "checkpoints" / self.run_id.split("-")[0]
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    @property
     def run_dir(self):
         """``EXPDIR/run/RUN_ID``, created when first asked for."""
         path = Path(self.expdir) / "run" / self.run_id
@@ -52,6 +61,17 @@ _current_run = contextvars.ContextVar("emews_current_run", default=None)
 def current_run():
     """The :class:`RunContext` of the evaluation running in this thread (``None`` outside)."""
     return _current_run.get()
+
+
+def checkpoint_dir():
+    """The directory where the running model keeps its checkpoints: the same for every
+    attempt of its point, so that a run interrupted (a kill, a lost lease, a walltime) and run
+    again finds what it saved and may go on from there (its reported steps too)."""
+    context = current_run()
+    if context is None:
+        raise RuntimeError("emews.checkpoint_dir() must be called while emews runs the "
+                           "objective (it was called outside a run)")
+    return context.checkpoint_dir
 
 
 class EvaluationFailed(Exception):

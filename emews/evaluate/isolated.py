@@ -6,7 +6,9 @@
       start (once, and after each death): Popen in a new session, MPI variables removed,
             a socketpair (pass_fds) and a pipe for fds 1 and 2
       --task {objective, params, context}-->        imports the objective (once), calls it
+      <--{report} ... -->{prune}------------       each emews.report: watch.report(Report)
       <--reply {value, metrics} | {error}----       (after flushing its output)
+          | {pruned: {value, step}}
       <--stdout + stderr (the pipe)----------       copied to the worker's fds 1 and 2' file,
                                                     the last 64 KiB kept as this run's tail
       every ~0.1 s: has the child died? watch.stop_reason()? -> kill the group, fail the run
@@ -26,6 +28,8 @@ import weakref
 
 from . import channel, process
 from .base import EvaluationFailed
+from .outcome import BadOutcome, Report
+from .reporting import Pruned
 from .results import TAIL_BYTES, Value, decode_tail
 
 # How the child starts: a fixed program; the directory that holds this emews (appended to
@@ -66,6 +70,8 @@ class Nanny:
             raise
         if "value" in reply:
             return Value(reply["value"], reply.get("metrics"))
+        if "pruned" in reply:
+            raise Pruned(reply["pruned"]["value"], reply["pruned"]["step"])
         raise EvaluationFailed(reply["error"], decode_tail(self.tail) or reply.get("tail"))
 
     def close(self):
@@ -106,6 +112,9 @@ class Nanny:
                 except ConnectionError:  # it died with our task unread
                     data = b""
                 reply = self.reader.feed(data) if data else None
+                if reply is not None and "report" in reply:
+                    self._answer(reply["report"], watch)
+                    continue
                 if reply is not None:
                     self._pump()
                     return reply
@@ -122,6 +131,17 @@ class Nanny:
                     self._note(f"emews: {reason}: the run was killed\n".encode())
                     self._end()
                     watch.stop(reason, decode_tail(self.tail))
+
+    def _answer(self, wire, watch):
+        """Hand a report to ``watch.report`` and send the child its answer."""
+        try:
+            prune = bool(watch.report(Report.from_wire(wire))) if watch.report else False
+        except BadOutcome:
+            prune = False
+        try:
+            channel.send(self.sock, {"prune": prune})
+        except OSError:
+            pass  # the child is gone: the wait finds out how
 
     def _hung_up(self):
         """Whether the idle child's end of the channel is closed (it died, or is dying: a

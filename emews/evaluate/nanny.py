@@ -5,8 +5,9 @@ Started by :class:`emews.evaluate.isolated.Nanny` as a fresh ``python`` that cal
 FD is its end of a private socketpair. It asks for SIGKILL when its worker dies,
 turns on :mod:`faulthandler` (a segfault leaves a Python traceback in the log tail), then for
 each task: puts the worker's ``sys.path`` in front of its own, imports the objective (once),
-calls it with ``current_run()`` set, flushes its output and replies with the value or the
-reason. ``SystemExit`` and ``KeyboardInterrupt`` raised in a model fail that run only.
+calls it with ``current_run()`` set, flushes its output and replies with the value, the
+reason, or where a report stopped it. A report (``emews.report``) goes to the worker as a frame
+``{"report": Report wire}`` and waits for ``{"prune": bool}``. ``SystemExit`` and ``KeyboardInterrupt`` raised in a model fail that run only.
 """
 
 import faulthandler
@@ -18,7 +19,9 @@ import sys
 from . import channel
 from .base import EvaluationFailed, RunContext
 from .deathsig import set_death_signal
+from .outcome import Report
 from .py import call_objective, describe_exception
+from .reporting import Pruned
 
 
 def main(argv):
@@ -34,15 +37,26 @@ def main(argv):
         task = channel.receive(sock)
         if task is None:
             return 0
-        reply = run(task, functions)
+        reply = run(task, functions, _sender(sock))
         sys.stdout.flush()
         sys.stderr.flush()
         channel.send(sock, reply)
 
 
-def run(task, functions):
-    """One task: ``{"value": number, "metrics": {...}}`` or ``{"error": reason, "tail":
-    traceback}``."""
+def _sender(sock):
+    """The ``send`` of this child's reports: one frame to the worker, and its answer."""
+    def send(report: Report):
+        channel.send(sock, {"report": report.to_wire()})
+        answer = channel.receive(sock)
+        if answer is None:
+            raise SystemExit("emews: the worker closed the channel")
+        return bool(answer.get("prune"))
+    return send
+
+
+def run(task, functions, send=None):
+    """One task: ``{"value": number, "metrics": {...}}``, ``{"pruned": {"value": number,
+    "step": step}}`` or ``{"error": reason, "tail": traceback}``."""
     for path in reversed(task["sys_path"]):
         if path not in sys.path:
             sys.path.insert(0, path)
@@ -55,8 +69,10 @@ def run(task, functions):
                                                                     "[study].objective")
         value = call_objective(function, json.loads(task["params_json"]),
                                RunContext.from_dict(task["context"]), task["model_return"],
-                               task["epoch"])
+                               task["epoch"], send)
         return {"value": value, "metrics": value.metrics}
+    except Pruned as exc:
+        return {"pruned": {"value": exc.value, "step": exc.step}}
     except EvaluationFailed as exc:
         return {"error": str(exc), "tail": exc.log_tail}
     except (Exception, SystemExit, KeyboardInterrupt) as exc:  # noqa: BLE001 - importing it

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ..config import IMPLEMENTATIONS, RETURN_EPOCHS, SCHEMA
 from ..errors import ConfigError
+from ..status import Status
 from . import process
 from .app import App
 from .base import Cancelled, EvaluationFailed, RunContext
@@ -30,6 +31,7 @@ from .container import Container
 from .echo import Echo
 from .outcome import Outcome
 from .py import Py
+from .reporting import Pruned
 from .results import decode_tail, safe_text
 
 MODEL_RUNNER = "emews.models.runner"
@@ -99,21 +101,25 @@ class Objective:
                    timeout=study["timeout"], expdir=expdir, exp_id=Path(expdir).name,
                    model_env=env, isolate=study.get("isolate", True))
 
-    def evaluate(self, params_json, run_id, cancelled=None):
+    def evaluate(self, params_json, run_id, cancelled=None, report=None):
         """Evaluate one point; never raises.
 
         ``cancelled`` (a function of no arguments) is polled about every 0.1 s while an
         isolated ``py``, an ``app`` or a ``container`` run is under way; when it returns True,
-        the run's process group is killed and the outcome is ``cancelled``.
+        the run's process group is killed and the outcome is ``cancelled``. ``report``
+        (``Report -> bool``) takes the run's reports (:mod:`.reporting`); when it answers True
+        the run stops, and the outcome is ``pruned`` with the last reported value.
         """
         started = time.time()
         try:
             params = json.loads(params_json)
             context = RunContext(self.exp_id, run_id, self.model_name, self.expdir,
                                  dict(self.model_env))
-            watch = process.Watch(self.timeout, self.grace, cancelled)
+            watch = process.Watch(self.timeout, self.grace, cancelled, report)
             value = self.implementation.run(params, params_json, context, watch)
             outcome = Outcome(float(value), metrics=dict(getattr(value, "metrics", {})))
+        except Pruned as exc:
+            outcome = Outcome(exc.value, Status.PRUNED, str(exc))
         except Cancelled as exc:
             outcome = Outcome(math.nan, "cancelled", "cancelled", safe_text(exc.log_tail))
         except EvaluationFailed as exc:

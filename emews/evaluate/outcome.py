@@ -1,4 +1,5 @@
-"""What became of one evaluation, and the one form in which it travels.
+"""What became of one evaluation, what a model reported on its way, and the one form in
+which each travels.
 
 ::
 
@@ -15,11 +16,16 @@ breaks a rule raises :class:`BadOutcome`, naming the field, the rule and the val
 :meth:`Outcome.received` turns it into a failed outcome instead, so that a malformed message
 fails its evaluation and never the master.
 
-A new field is one line in :class:`Outcome`: ``on_wire(KIND, default=...)`` says how it is
-written and checked (:data:`NUMBER`, :data:`TEXT`, :data:`STATUS` or :data:`METRICS`).
+A model's report between its steps (``emews.report(value, step, **metrics)``) travels the same
+way as a :class:`Report` (``{"step": 3, "value": 0.7, "time": t}``): both are :class:`Wire`
+messages, one encoder and one decoder for every transport.
+
+A new field is one line in its class: ``on_wire(KIND, default=...)`` says how it is written and
+checked (:data:`NUMBER`, :data:`TEXT`, :data:`STATUS`, :data:`METRICS` or :data:`STEP`).
 """
 
 import dataclasses
+import functools
 import math
 from typing import Callable, NamedTuple
 
@@ -65,6 +71,12 @@ def _status_in(value):
     raise ValueError(value)
 
 
+def _step_in(value):
+    if type(value) is int and value >= 0:
+        return value
+    raise ValueError(value)
+
+
 def _metrics_out(metrics):
     return {str(name): _number_out(value) for name, value in metrics.items()}
 
@@ -79,22 +91,50 @@ NUMBER = Kind("a number, or null for NaN", _number_out, _number_in)
 TEXT = Kind("text or null", lambda text: text, _text_in)
 STATUS = Kind(f"one of {', '.join(sorted(POOL_OUTCOMES))}", str, _status_in)
 METRICS = Kind("an object of names to numbers (or null)", _metrics_out, _metrics_in)
+STEP = Kind("a whole number, 0 or more", int, _step_in)
 
 
 def on_wire(kind, **default):
-    """A field of :class:`Outcome` that travels as ``kind`` (``default=`` or
+    """A field of a :class:`Wire` message that travels as ``kind`` (``default=`` or
     ``default_factory=``, as for :func:`dataclasses.field`)."""
     return dataclasses.field(metadata={"wire": kind}, **default)
 
 
+class Wire:
+    """A message that travels in its wire form: a dataclass whose fields are each made with
+    :func:`on_wire` (see the module docstring). ``what`` names it in errors."""
+
+    what = "message"
+
+    def to_wire(self):
+        """This message as a JSON-able dict, fields at their default left out (see the module
+        docstring)."""
+        return {name: kind.encode(value) for name, kind, default in _fields(type(self))
+                if (value := getattr(self, name)) != default}
+
+    @classmethod
+    def from_wire(cls, data):
+        """The message that :meth:`to_wire` made ``data`` from; raises :class:`BadOutcome`
+        when ``data`` is not a dict, lacks a field without a default or holds a field that
+        breaks its rule."""
+        kinds = _kinds(cls)
+        try:
+            return cls(**{name: kinds[name].decode(value) for name, value in data.items()
+                          if name in kinds})
+        except (TypeError, ValueError, ArithmeticError, AttributeError):
+            raise BadOutcome(_fault(cls, data)) from None
+
+
 @dataclasses.dataclass
-class Outcome:
+class Outcome(Wire):
     """What became of one evaluation: its ``value`` (NaN when there is none), its ``status``
-    (``done``, ``failed`` or ``cancelled`` from an evaluator; the master also makes
+    (``done``, ``failed``, ``cancelled`` or ``pruned`` from an evaluator; the master also makes
     ``interrupted`` and ``duplicate`` ones), the reason of a failure (``error``), the end of the
     model's output (``log_tail``), when it ``started`` and ``finished`` (seconds since the
-    epoch) and the model's final ``metrics`` (name -> number)."""
+    epoch) and the model's final ``metrics`` (name -> number). A ``pruned`` outcome holds the
+    last reported value, and says at which step in ``error``."""
 
+    what = "outcome"
     value: float = on_wire(NUMBER)
     status: str = on_wire(STATUS, default=Status.DONE)
     error: str | None = on_wire(TEXT, default=None)
@@ -103,22 +143,6 @@ class Outcome:
     finished: float = on_wire(NUMBER, default=0.0)
     metrics: dict = on_wire(METRICS, default_factory=dict)
 
-    def to_wire(self):
-        """This outcome as a JSON-able dict, fields at their default left out (see the module
-        docstring)."""
-        return {name: kind.encode(value) for name, kind, default in FIELDS
-                if (value := getattr(self, name)) != default}
-
-    @classmethod
-    def from_wire(cls, data):
-        """The outcome that :meth:`to_wire` made ``data`` from; raises :class:`BadOutcome` when
-        ``data`` is not a dict, lacks ``value`` or holds a field that breaks its rule."""
-        try:
-            return cls(**{name: DECODERS[name](value) for name, value in data.items()
-                          if name in DECODERS})
-        except (TypeError, ValueError, ArithmeticError, AttributeError):
-            raise BadOutcome(_fault(data)) from None
-
     @classmethod
     def received(cls, data):
         """:meth:`from_wire`, with a malformed ``data`` made a failed outcome that says why."""
@@ -126,6 +150,19 @@ class Outcome:
             return cls.from_wire(data)
         except BadOutcome as exc:
             return cls(math.nan, Status.FAILED, f"a malformed result came back: {exc}")
+
+
+@dataclasses.dataclass
+class Report(Wire):
+    """One report of a model between its steps (``emews.report``): the ``step`` reached, the
+    ``value`` to minimize there (NaN allowed), other ``metrics`` and when (``time``, seconds
+    since the epoch)."""
+
+    what = "report"
+    step: int = on_wire(STEP)
+    value: float = on_wire(NUMBER)
+    metrics: dict = on_wire(METRICS, default_factory=dict)
+    time: float = on_wire(NUMBER, default=0.0)
 
 
 REQUIRED = object()   # the default of a field that has none: equal to no value, always written
@@ -139,22 +176,34 @@ def _default(field):
     return REQUIRED
 
 
-FIELDS = tuple((f.name, f.metadata["wire"], _default(f)) for f in dataclasses.fields(Outcome))
-KINDS = {name: kind for name, kind, _ in FIELDS}
-DECODERS = {name: kind.decode for name, kind in KINDS.items()}
+@functools.cache
+def _fields(cls):
+    """``(name, kind, default)`` of each field of the :class:`Wire` class ``cls``."""
+    return tuple((f.name, f.metadata["wire"], _default(f)) for f in dataclasses.fields(cls))
 
 
-def _fault(data):
-    """What breaks the rules in ``data``, which :meth:`Outcome.from_wire` refused."""
+@functools.cache
+def _kinds(cls):
+    return {name: kind for name, kind, _ in _fields(cls)}
+
+
+def _fault(cls, data):
+    """What breaks the rules in ``data``, which ``cls.from_wire`` refused."""
+    what = cls.what
     if not isinstance(data, dict):
-        return f"an outcome must be a JSON object, got {data!r:.80}"
-    if "value" not in data:
-        return f"an outcome must have a 'value', got {data!r:.80}"
+        return f"{_article(what)} {what} must be a JSON object, got {data!r:.80}"
+    for name, _, default in _fields(cls):
+        if default is REQUIRED and name not in data:
+            return f"{_article(what)} {what} must have a {name!r}, got {data!r:.80}"
     for name, value in data.items():
-        kind = KINDS.get(name)
+        kind = _kinds(cls).get(name)
         try:
             if kind is not None:
                 kind.decode(value)
         except (TypeError, ValueError, ArithmeticError):
-            return f"outcome field {name!r} must be {kind.rule}, got {value!r:.80}"
-    return f"an outcome that breaks the rules: {data!r:.80}"
+            return f"{what} field {name!r} must be {kind.rule}, got {value!r:.80}"
+    return f"{_article(what)} {what} that breaks the rules: {data!r:.80}"
+
+
+def _article(word):
+    return "an" if word[0] in "aeiou" else "a"

@@ -34,10 +34,13 @@ _live_lock = threading.RLock()  # re-entrant: the signal handler may interrupt a
 
 
 class Watch:
-    """What may end a run early: ``timeout`` seconds (None: never), and ``cancelled()``."""
+    """What may end a run early: ``timeout`` seconds (None: never), ``cancelled()``, and
+    ``report(Report)`` (``None``: reports go nowhere), whose True answer stops the run (the
+    pruner's verdict)."""
 
-    def __init__(self, timeout=None, grace=KILL_GRACE, cancelled=None):
+    def __init__(self, timeout=None, grace=KILL_GRACE, cancelled=None, report=None):
         self.timeout, self.grace, self.cancelled = timeout, grace, cancelled
+        self.report = report
         self.deadline = time.monotonic() + timeout if timeout else None
 
     def stop_reason(self):
@@ -124,24 +127,39 @@ def _signal_group(process, sig):
 
 def wait(process, watch, log=None):
     """Wait for ``process`` under ``watch``; its exit status. On a stop, kill its group, note
-    the reason in ``log`` (a path) and raise (see :meth:`Watch.stop`)."""
+    the reason in ``log`` (a path) and raise (see :meth:`Watch.stop`). With ``watch.report``,
+    the report lines of ``log`` go to it (:class:`~.reporting.LogReports`); when one stops the
+    run, its group is killed and :class:`~.reporting.Pruned` raised."""
+    from .reporting import LogReports, Pruned
     from .results import tail
 
+    reports = LogReports(log, watch.report) if watch.report and log is not None else None
     while True:
         try:
-            code = process.wait(timeout=POLL if watch.deadline or watch.cancelled else None)
+            code = process.wait(timeout=POLL if watch.deadline or watch.cancelled or reports
+                                else None)
+        except subprocess.TimeoutExpired:
+            code = None
+        try:
+            if reports is not None:
+                reports.poll()
+        except Pruned:
+            kill_group(process, watch.grace)
+            with open(log, "a") as note:
+                note.write("emews: the pruner stopped the run: it was killed\n")
+            raise
+        if code is not None:
             _signal_group(process, signal.SIGKILL)  # what the model left running dies with it
             forget(process)
             return code
-        except subprocess.TimeoutExpired:
-            reason = watch.stop_reason()
-            if reason is None:
-                continue
-            kill_group(process, watch.grace)
-            if log is not None:
-                with open(log, "a") as note:
-                    note.write(f"emews: {reason}: the run was killed\n")
-            watch.stop(reason, tail(log) if log is not None else None)
+        reason = watch.stop_reason()
+        if reason is None:
+            continue
+        kill_group(process, watch.grace)
+        if log is not None:
+            with open(log, "a") as note:
+                note.write(f"emews: {reason}: the run was killed\n")
+        watch.stop(reason, tail(log) if log is not None else None)
 
 
 def describe_exit(code):

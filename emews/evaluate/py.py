@@ -14,20 +14,30 @@ from ..core.algorithm import import_dotted
 from ..errors import ConfigError
 from .base import EvaluationFailed, Implementation, _current_run
 from .isolated import Nanny
+from .reporting import Pruned, reporting
 from .results import Value, decode_tail, extract_value, final_metrics
 
 
-def call_objective(function, params, context, model_return="val_loss", epoch="last"):
-    """``function(params)`` as the run ``context`` (see ``current_run()``): the value to
-    minimize (a :class:`~.results.Value` with the final metrics of a dict or History), or
-    :class:`EvaluationFailed` with the reason and the traceback."""
+def call_objective(function, params, context, model_return="val_loss", epoch="last",
+                   send=None):
+    """``function(params)`` as the run ``context`` (see ``current_run()``), its reports going
+    to ``send`` (see :mod:`.reporting`): the value to minimize (a :class:`~.results.Value`
+    with the final metrics of a dict or History), :class:`Pruned` when a report stopped it
+    (whatever the model did after), or :class:`EvaluationFailed` with the reason and the
+    traceback."""
     token = _current_run.set(context)
+    reporter = None
     try:
-        result = function(params)
+        with reporting(send) as reporter:
+            result = function(params)
+        if reporter.pruned is not None:
+            raise reporter.pruned
         return Value(extract_value(result, model_return, epoch), final_metrics(result))
-    except EvaluationFailed:
+    except (EvaluationFailed, Pruned):
         raise
     except (Exception, SystemExit, KeyboardInterrupt) as exc:  # noqa: BLE001 - the model's
+        if reporter is not None and reporter.pruned is not None:
+            raise reporter.pruned from None   # it was stopped, and failed on its way out
         traceback.print_exc()
         raise EvaluationFailed(describe_exception(exc),
                                decode_tail(traceback.format_exc().encode("utf-8",
@@ -61,7 +71,8 @@ class Py(Implementation):
 
     def run(self, params, params_json, context, watch):
         if not self.isolate:
-            return call_objective(self.function, params, context, self.model_return, self.epoch)
+            return call_objective(self.function, params, context, self.model_return,
+                                  self.epoch, watch.report)
         with self.lock:
             nanny = self.idle.pop() if self.idle else None
             if nanny is None:

@@ -3,8 +3,10 @@
 Optuna: one trial per evaluation, as :func:`emews.inspect.optuna_view.frozen_trial` maps it
 (the same mapping ``emews dashboard`` serves): its parameters with distributions built from the
 study's search-space file, its value, state (``done``: COMPLETE; ``failed``, ``cancelled``,
-``interrupted``: FAIL; ``queued``, ``running``: RUNNING) and user attributes (``emews_id``,
-``run_id``, ``run_dir``, ``status``, ``rank``, ``attempt``, ``error``, ``metrics``).
+``interrupted``: FAIL; ``pruned``: PRUNED; ``queued``, ``running``: RUNNING), its learning
+curve as intermediate values (``emews.report``'s steps and values) and user attributes
+(``emews_id``, ``run_id``, ``run_dir``, ``status``, ``rank``, ``attempt``, ``error``,
+``metrics``).
 """
 
 import urllib.parse
@@ -80,7 +82,9 @@ def to_optuna(study, url, study_name=None):
     from .optuna_view import distributions, frozen_trial
 
     dists = distributions(_space(study))
-    trials = [frozen_trial(row, dists, expdir=study.expdir.resolve()) for row in study.rows]
+    curves = study.curves()
+    trials = [frozen_trial(row, dists, expdir=study.expdir.resolve(), curve=curves.get(row["id"]))
+              for row in study.rows]
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     try:
         created = optuna.create_study(storage=url, study_name=name, direction="minimize")

@@ -34,14 +34,12 @@ from optuna.trial import FrozenTrial, TrialState
 from ..errors import ConfigError, EmewsError
 from ..space import Categorical, Constant, Float, Int, Logical, Space
 from ..status import Status
-from .source import best_row, experiment_dir, read_rows
-
-PRUNED = getattr(Status, "PRUNED", "pruned")   # the status [fidelity] adds (its string till then)
+from .source import best_row, experiment_dir, read_curves, read_rows
 
 STATES = {Status.QUEUED: TrialState.RUNNING, Status.RUNNING: TrialState.RUNNING,
           Status.DONE: TrialState.COMPLETE, Status.FAILED: TrialState.FAIL,
           Status.CANCELLED: TrialState.FAIL, Status.INTERRUPTED: TrialState.FAIL,
-          PRUNED: TrialState.PRUNED}
+          Status.PRUNED: TrialState.PRUNED}
 """Optuna's state of a trial, by our point's status (Optuna's ``ask`` makes a trial RUNNING at
 once, as our ME's proposal is ``queued`` at once)."""
 
@@ -99,12 +97,9 @@ def observed_distributions(rows):
 
 def learning_curves(expdir):
     """The learning curves of the study in ``expdir``: ``{evaluation id: {step: value}}``,
-    each as Optuna's ``FrozenTrial.intermediate_values`` holds it.
-
-    ``{}`` for now: the per-evaluation reports (steps and values) come with the [fidelity]
-    work; wire this to its reports table (one read for the whole study) when it lands.
-    """
-    return {}
+    each as Optuna's ``FrozenTrial.intermediate_values`` holds it (one read for the whole
+    study: :func:`~.source.read_curves`)."""
+    return read_curves(expdir)
 
 
 def frozen_trial(row, dists, number=0, trial_id=0, expdir=None, curve=None):

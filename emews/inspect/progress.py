@@ -24,9 +24,9 @@ class Progress:
     """Reports the study's progress (see the module docstring)."""
 
     def __init__(self, budget=None, interval=2.0, done=0, failed=0, best=math.inf, stream=None,
-                 max_time=None):
+                 max_time=None, pruned=0):
         self.budget, self.interval, self.max_time = budget, interval, max_time
-        self.done, self.failed, self.best = done, failed, best
+        self.done, self.failed, self.best, self.pruned = done, failed, best, pruned
         self.done_at_start = done
         self.running = 0
         force = True if os.environ.get(TERMINAL_VARIABLE) == "1" else None
@@ -53,7 +53,9 @@ class Progress:
         passed."""
         for _, _, outcome in finished:
             self.done += 1
-            if outcome.status != Status.DONE:
+            if outcome.status == Status.PRUNED:
+                self.pruned += 1
+            elif outcome.status != Status.DONE:
                 self.failed += 1
             elif outcome.value < self.best:
                 self.best = outcome.value
@@ -81,7 +83,8 @@ class Progress:
     def _details(self):
         best = "-" if math.isinf(self.best) else f"{self.best:.6g}"
         eta = self.eta()
-        return (f"best {best} | failed {self.failed} | running {self.running}"
+        pruned = f" | pruned {self.pruned}" if self.pruned else ""
+        return (f"best {best} | failed {self.failed}{pruned} | running {self.running}"
                 + ("" if eta is None else f" | ETA {_duration(eta)}"))
 
     def line(self):

@@ -42,6 +42,10 @@ def write_report(study, output=None):
                ("params", f"Each parameter against {study.objective}", _params),
                ("importance", "Parameter importance", _importance),
                ("timeline", "Workers' timeline", _timeline)]
+    curves = study.curves()
+    if curves:   # the models reported (emews.report)
+        figures.insert(1, ("curves", "Learning curves",
+                           lambda plt, study, _: _curves(plt, study, curves)))
     sections = []
     for name, title, draw in figures:
         figure, note = draw(plt, study, coordinates)
@@ -109,6 +113,23 @@ def _convergence(plt, study, coordinates):
     figure.tight_layout()
     scale = "log" if axes.get_yscale() == "log" else "linear"
     return figure, f"Every evaluation and the best so far ({scale} axis)."
+
+
+def _curves(plt, study, curves):
+    figure, axes = plt.subplots(figsize=(8, 4.5))
+    status = {row["id"]: row["status"] for row in study.rows}
+    pruned = 0
+    for point_id, curve in sorted(curves.items()):
+        stopped = status.get(point_id) == "pruned"
+        pruned += stopped
+        steps = sorted(curve)
+        axes.plot(steps, [curve[s] for s in steps], color="0.7" if stopped else None,
+                  marker="x" if stopped else None, linewidth=0.8 if stopped else 1.4)
+    axes.set(xlabel="step", ylabel=study.objective, title="reported values, by evaluation")
+    figure.tight_layout()
+    return figure, (f"What {len(curves)} evaluations reported at each step "
+                    f"(<code>emews.report</code>); the {pruned} that the pruner stopped in "
+                    "grey, ending with an x.")
 
 
 def _timeline(plt, study, coordinates):

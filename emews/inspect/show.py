@@ -4,6 +4,7 @@ reasons; as a table, CSV or JSON. A study with replicas also gets its per-point 
 import csv
 import io
 import json
+import math
 
 from ..core.replicas import summarize
 
@@ -30,8 +31,16 @@ def as_csv(study, rows):
 
 
 def as_json(study, rows):
-    """``rows`` as a JSON list of records, one key per parameter and metric."""
-    return json.dumps(study.table(rows), indent=2, allow_nan=False, default=str)
+    """``rows`` as a JSON list of records, one key per parameter and metric; where the models
+    reported (``emews.report``), each record's ``curve`` too: ``[[step, value], ...]``
+    (``null`` for a value that was not finite)."""
+    records, curves = study.table(rows), study.curves()
+    if curves:
+        for record in records:
+            curve = curves.get(record["id"], {})
+            record["curve"] = [[step, value if math.isfinite(value) else None]
+                               for step, value in sorted(curve.items())]
+    return json.dumps(records, indent=2, allow_nan=False, default=str)
 
 
 def print_table(study, rows, failed, console):

@@ -44,6 +44,26 @@ def read_rows(expdir):
     return _read_once(expdir, lambda store: store.rows())
 
 
+def read_curves(expdir):
+    """The learning curves of the study in ``expdir``: ``{evaluation id: {step: value}}``, the
+    reports (``emews.report``) of each evaluation's latest attempt (NaN where a value was not
+    finite), read in one read-only store opened for this read alone (``{}`` where no model
+    reported, or from a store that predates reports)."""
+    return _read_once(expdir, lambda store: curves_of(store.rows(), store.reports()))
+
+
+def curves_of(rows, reports):
+    """``{id: {step: value}}`` of ``reports`` of the latest attempt of each of ``rows``."""
+    attempt = {row["id"]: row["attempt"] for row in rows}
+    curves = {}
+    for report in reports:
+        if attempt.get(report["id"]) == report["attempt"]:
+            value = report["value"]
+            curves.setdefault(report["id"], {})[report["step"]] = \
+                float("nan") if value is None else value
+    return curves
+
+
 def best_row(expdir):
     """The best row of the study in ``expdir`` (:meth:`emews.store.Store.best`), or ``None``,
     read through a read-only store opened for this read alone."""

@@ -22,7 +22,7 @@ def summary(study, now=None):
     now = time.time() if now is None else now
     counts = {status: 0 for status in schema.POINT_STATUSES}
     counts.update(collections.Counter(row["status"] for row in study.rows))
-    finished = counts[Status.DONE] + counts[Status.FAILED]
+    finished = sum(counts[status] for status in FINAL)
     best = study.best
     final = study.final or {}
     times = [(row["started"], row["finished"]) for row in study.rows

@@ -11,7 +11,7 @@ import socket
 
 from ..errors import ConfigError
 from ..status import Status
-from .source import experiment_dir, read
+from .source import experiment_dir, read, read_curves
 
 
 def load(expdir):
@@ -77,6 +77,11 @@ class Study:
     def metric_names(self):
         """Metric names, in the order they first appear."""
         return _names(r["metrics"] for r in self.rows)
+
+    def curves(self):
+        """``{id: {step: value}}``: each evaluation's learning curve (the reports of its
+        latest attempt; NaN where a value was not finite), read from the store when asked."""
+        return read_curves(self.expdir)
 
     def is_running(self):
         """Whether the run that holds the study's lock is alive (on this host)."""

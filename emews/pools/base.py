@@ -5,6 +5,8 @@ slots are free, and ``collect`` to get finished tasks back::
 
     master --submit([Task, ...])--> pool --> workers run Objective.evaluate
     master <--collect()-- [(task, rank, Outcome), ...]
+    master.judge(task, rank, Report) -> prune?   called by collect, for each report a running
+                                                 model makes (emews.report), which waits for it
 
 :class:`emews.pools.mpi.MPIPool` spreads tasks over MPI ranks; :class:`InProcessPool` runs them on
 threads of the calling process (notebooks, ``mpiexec -n 1``). Every pool hands its outcomes back
@@ -13,11 +15,13 @@ keeps never depends on the pool.
 """
 
 import concurrent.futures as cf
+import functools
+import queue
 import threading
 import time
 from typing import NamedTuple
 
-from ..evaluate.outcome import Outcome
+from ..evaluate.outcome import Outcome, Report
 
 LONGEST_WAIT = 0.05   # seconds: the longest sleep of a Backoff with a share
 
@@ -35,10 +39,17 @@ class Pool:
     """The pool contract (see the module docstring).
 
     ``slots`` is how many tasks run at once; ``running`` is a dict whose values are the
-    submitted, unfinished tasks (its length is what the master reads).
+    submitted, unfinished tasks (its length is what the master reads). ``judge(task, rank,
+    report)`` (set by the master) takes the reports of running tasks during :meth:`collect` and
+    answers whether to stop the run; a pool calls it on the master's thread only.
     """
 
     slots = 1
+
+    @staticmethod
+    def judge(task, rank, report):
+        """Keep nothing, stop nothing (until the master sets its own)."""
+        return False
 
     def free_slots(self):
         """How many more tasks can be submitted now."""
@@ -49,7 +60,8 @@ class Pool:
         raise NotImplementedError
 
     def collect(self, block=True):
-        """Finished tasks as ``(task, rank, outcome)``; with ``block``, wait for at least one."""
+        """Finished tasks as ``(task, rank, outcome)``; with ``block``, wait for at least one,
+        or until a report was judged (see :attr:`judge`)."""
         raise NotImplementedError
 
     def running_tasks(self):
@@ -108,7 +120,11 @@ class Backoff:
 
 
 class InProcessPool(Pool):
-    """Evaluate on ``workers`` threads of this process (rank 0)."""
+    """Evaluate on ``workers`` threads of this process (rank 0).
+
+    A worker thread's finished future and its reports both come to the master's thread through
+    one queue (``events``); a reporting thread waits for its answer there.
+    """
 
     def __init__(self, objective, workers=1):
         self.objective = objective
@@ -116,6 +132,7 @@ class InProcessPool(Pool):
         self.executor = cf.ThreadPoolExecutor(self.slots, thread_name_prefix="emews-worker")
         self.running = {}
         self.cancelled = threading.Event()
+        self.events = queue.SimpleQueue()   # finished futures, and (task, report, answer)
 
     def free_slots(self):
         return self.slots - len(self.running)
@@ -123,17 +140,36 @@ class InProcessPool(Pool):
     def submit(self, tasks):
         for task in tasks:
             future = self.executor.submit(self.objective.evaluate, task.params, task.run_id,
-                                          self.cancelled.is_set)
+                                          self.cancelled.is_set,
+                                          functools.partial(self._report, task))
             self.running[future] = task
+            future.add_done_callback(self.events.put)
         return [(task, 0) for task in tasks]
 
+    def _report(self, task, report: Report):
+        """On a worker thread: hand ``report`` to the master's thread and wait for its
+        answer."""
+        answer = queue.SimpleQueue()
+        self.events.put((task, report, answer))
+        return answer.get()
+
     def collect(self, block=True):
-        if not self.running:
-            return []
-        done, _ = cf.wait(list(self.running), timeout=None if block else 0,
-                          return_when=cf.FIRST_COMPLETED)
-        return [(self.running.pop(future), 0, Outcome.received(future.result().to_wire()))
-                for future in done]
+        """Finished tasks; with ``block``, wait for one, or for reports (judged here: the
+        master then commits them, without waiting for a result)."""
+        finished, judged = [], False
+        while self.running or finished:
+            try:
+                event = self.events.get(block=block and not finished and not judged)
+            except queue.Empty:
+                break
+            if isinstance(event, tuple):
+                task, report, answer = event
+                answer.put(self.judge(task, 0, report))
+                judged = True
+            elif event in self.running:
+                finished.append((self.running.pop(event), 0,
+                                 Outcome.received(event.result().to_wire())))
+        return finished
 
     def cancel(self):
         self.cancelled.set()

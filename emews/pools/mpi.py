@@ -6,6 +6,9 @@
     submit: group tasks by rank --TASKS [..]-->   serve(): evaluate each task in turn
     collect: improbe/mrecv     <--RESULT------   one message per finished task: (rank,
                                                  task id, Outcome.to_wire())
+             judge(report)     <--REPORT------   each emews.report of the running model: (rank,
+                               --VERDICT bool->  task id, Report.to_wire()); it waits for the
+                                                 verdict (True: stop the run)
     close:                     --TASKS None-->    return
 
 Neither side blocks inside MPI: MPICH's blocking calls spin a core, which the ME thread on rank 0
@@ -19,10 +22,11 @@ import os
 import sys
 
 from ..evaluate import Outcome
+from ..evaluate.outcome import BadOutcome, Report
 from ..evaluate.process import stop_on_signals
 from .base import Backoff, Pool
 
-TASKS, RESULT, CANCEL = 11, 12, 13
+TASKS, RESULT, CANCEL, REPORT, VERDICT = 11, 12, 13, 14, 15
 DRAIN_MISSES = 2
 RESULT_WAIT_SHARE = 0.01   # a result is picked up late by about 1% of its wait at most
 
@@ -33,7 +37,9 @@ class MPIPool(Pool):
     def __init__(self, comm, slots_per_worker=1):
         from mpi4py import MPI
 
-        self.comm, self.any_source = comm, MPI.ANY_SOURCE
+        self.comm, self.any_source, self.any_tag = comm, MPI.ANY_SOURCE, MPI.ANY_TAG
+        self.status = MPI.Status()
+        self.awaiting = {}       # task id -> the rank waiting for a verdict given later
         workers = range(1, comm.Get_size())
         if not workers:
             raise ValueError("an MPI pool needs at least 2 ranks")
@@ -64,32 +70,57 @@ class MPIPool(Pool):
     def collect(self, block=True):
         finished = []
         while True:
-            self._receive(finished)
-            if finished or not block or not self.running:
+            judged = self._receive(finished)
+            if finished or judged or not block or not self.running:
                 self.backoff.reset()
                 return finished
             self.backoff.wait()
 
     def _receive(self, finished):
-        """Append every result message already sent to ``finished``, until the probe misses
-        twice in a row.
+        """Append every result message already sent to ``finished`` (and answer every report),
+        until the probe misses twice in a row; return whether a report was judged.
 
         MPICH's probe makes progress one message at a time and misses once between queued
         messages, so a single miss does not mean that nothing more is waiting.
         """
-        misses = 0
+        misses, judged = 0, False
         while misses < DRAIN_MISSES:
-            message = self.comm.improbe(source=self.any_source, tag=RESULT)
+            message = self.comm.improbe(source=self.any_source, tag=self.any_tag,
+                                        status=self.status)
             if message is None:
                 misses += 1
                 continue
             misses = 0
             rank, task_id, wire = message.recv()
+            if self.status.Get_tag() == REPORT:
+                self._answer(rank, task_id, wire)
+                judged = True
+                continue
             self.idle.append(rank)
             del self.ranks[task_id]
             finished.append((self.running.pop(task_id), rank, Outcome.received(wire)))
+        return judged
+
+    def _answer(self, rank, task_id, wire):
+        """Judge a report; a ``None`` verdict is given later, by :meth:`answer`."""
+        try:
+            prune = self.judge(self.running[task_id], rank, Report.from_wire(wire))
+        except (BadOutcome, KeyError):
+            prune = False
+        if prune is None:
+            self.awaiting[task_id] = rank
+        else:
+            self.comm.send(bool(prune), dest=rank, tag=VERDICT)
+
+    def answer(self, task_id, stop):
+        """Give the verdict ``stop`` to the worker waiting on a report of task ``task_id``."""
+        rank = self.awaiting.pop(task_id, None)
+        if rank is not None:
+            self.comm.send(bool(stop), dest=rank, tag=VERDICT)
 
     def cancel(self):
+        for task_id in list(self.awaiting):   # a run waiting on a verdict goes on to its end
+            self.answer(task_id, False)
         by_rank = collections.defaultdict(list)
         for task_id, rank in self.ranks.items():
             by_rank[rank].append(self.running[task_id].run_id)
@@ -156,9 +187,22 @@ def _serve(comm, objective, rank, backoff, cancels):
         if batch is None or isinstance(batch, int):
             return batch or 0
         for task_id, params, run_id in batch:
-            outcome = objective.evaluate(params, run_id, cancels.of(run_id))
+            outcome = objective.evaluate(params, run_id, cancels.of(run_id),
+                                         reporter(comm, rank, task_id))
             sys.stdout.flush()
             comm.send((rank, task_id, outcome.to_wire()), dest=0, tag=RESULT)
+
+
+def reporter(comm, rank, task_id):
+    """The ``report`` callback of task ``task_id`` on this worker: sends the report to rank 0
+    and waits (polling, never spinning in MPI) for its verdict."""
+    def report(one: Report):
+        comm.send((rank, task_id, one.to_wire()), dest=0, tag=REPORT)
+        backoff = Backoff()
+        while (message := comm.improbe(source=0, tag=VERDICT)) is None:
+            backoff.wait()
+        return message.recv()
+    return report
 
 
 def redirect_output(path):

@@ -57,16 +57,29 @@ class RemotePool(Pool):
     def collect(self, block=True):
         """Results, expired leases and duplicates. With ``block``, wait up to
         :data:`BLOCK_MAX` for some, or for any news (a pool asking for work), unless nothing
-        runs and tasks can go out."""
+        runs and tasks can go out. Reports that came are judged (:attr:`judge`) and answered."""
         until = time.monotonic() + BLOCK_MAX
         backoff = Backoff(maximum=POLL_MAX)
         while True:
             results, heard = self.link.receive()
+            self._judge_reports()
             finished = [self._result(r) for r in results] + self._expired()
             if finished or heard or not block or time.monotonic() >= until or \
                     (not self.running and self.free_slots()):   # nothing to wait for
                 return finished
             backoff.wait(self.link.wait)
+
+    def _judge_reports(self):
+        """Answer the reports that came: the master judges those of the attempts it runs; a
+        report of any other (an attempt the study gave up on) is told to go on."""
+        verdicts = []
+        for task_id, attempt, rank, report in self.link.reports():
+            task = self.running.get(task_id)
+            stop = task is not None and task.attempt == attempt and \
+                bool(self.judge(task, rank, report))
+            verdicts.append((task_id, stop))
+        if verdicts:
+            self.link.answer(verdicts)
 
     def _result(self, received):
         """The ``(task, rank, outcome)`` of one result (see the module docstring)."""
@@ -117,6 +130,8 @@ class Attachment:
 
     def __init__(self, link, pool, lease, walltime=None):
         self.link, self.pool, self.lease = link, pool, float(lease)
+        self.reports = []                  # (task, rank, Report) to send with the next trade
+        pool.judge = self._forward
         self.deadline = None if walltime is None else time.monotonic() + walltime
         self.draining = self.stopped = self.cancelled = False
         self.reason = None
@@ -134,7 +149,12 @@ class Attachment:
             renew = time.monotonic() - self.renewed >= self.lease / 4
             if renew:
                 self.renewed = time.monotonic()
+            if self.reports:
+                self.link.report(self.reports)
+                self.reports = []
             tasks = self.link.trade(finished, self.pool.free_slots(), not self.draining, renew)
+            for task_id, stop in self.link.verdicts():
+                self.pool.answer(task_id, stop)
             # a task this pool still runs for an earlier service of the study (which requeued
             # it) is not run twice: its first result answers for the new attempt too
             tasks = [task for task in tasks if task.id not in self.pool.running]
@@ -148,6 +168,15 @@ class Attachment:
             else:
                 backoff.wait(lambda delay: self.link.wait(
                     min(delay, RUNNING_POLL) if self.pool.running else delay))
+
+    def _forward(self, task, rank, report):
+        """A worker's report: sent to the study with the next trade, its verdict given to the
+        worker when it comes (``None``: later); at once "go on" where the link carries no
+        reports."""
+        if not self.link.carries_reports:
+            return False
+        self.reports.append((task, rank, report))
+        return None
 
     def _obey(self, word):
         if word is None:

@@ -5,6 +5,7 @@
     RemotePool --PostgresService--> emews_queue_OUT --PostgresPool (pop)--> pool job 1 (mpiexec)
                <------------------- emews_queue_IN  <--(report)----------   pool job 2 ...
                <-expired leases (emews_tasks.deadline, renewed by the pools)
+               <-reports (emews_report_queue) --verdicts--> the pool that waits for them
 
 The tables are :mod:`emews.store.postgres`'s. A task's lease is its ``emews_tasks.deadline``
 on the database server's clock. A pool reports its results, renews its leases and pops new
@@ -24,7 +25,8 @@ import socket
 import time
 
 from ..errors import EmewsError
-from ..evaluate import Outcome
+from ..evaluate import BadOutcome, Outcome
+from ..evaluate.outcome import Report
 from ..pools.base import Task
 from ..status import Status
 from ..store.postgres import (COMPLETE, EQ_STOP, QUEUED, REQUEUED, RESULTS_CHANNEL, RUNNING,
@@ -49,6 +51,7 @@ class PostgresService(ServiceLink):
         self.slots = max(int(slots), 1)
         self.looked = self.checked = 0.0
         self.news = True
+        self.incoming, self.waiting = [], {}   # reports of the last receive; id -> their rows
         self.queue.wait(RESULTS_CHANNEL, 0)   # listen from now on
 
     def demand(self, running):
@@ -58,13 +61,28 @@ class PostgresService(ServiceLink):
         self.queue.push(tasks)
 
     def receive(self):
+        self.incoming = []
         if not self.news and time.monotonic() - self.looked < POLL_MAX:
             self.news = self.queue.wait(RESULTS_CHANNEL, 0)
             if not self.news:
                 return [], False
         self.looked, self.news = time.monotonic(), False
         results = [_received(i, payload, late) for i, payload, late in self.queue.results()]
-        return results, bool(results)
+        for n, point_id, attempt, rank, payload in self.queue.reports():
+            try:
+                self.incoming.append((point_id, attempt, rank, Report.from_wire(
+                    json.loads(payload))))
+                self.waiting.setdefault(point_id, []).append(n)
+            except (ValueError, BadOutcome):
+                self.queue.answer([(n, False)])   # malformed: go on, never kept
+        return results, bool(results or self.incoming)
+
+    def reports(self):
+        return self.incoming
+
+    def answer(self, verdicts):
+        self.queue.answer([(n, stop) for point_id, stop in verdicts
+                           for n in self.waiting.pop(point_id, [])])
 
     def wait(self, timeout):
         self.news |= self.queue.wait(RESULTS_CHANNEL, timeout)
@@ -120,6 +138,7 @@ class PostgresPool(PoolLink):
         self.config, self.workdir = config, workdir
         self.name = name or f"{socket.gethostname()}:{os.getpid()}"
         self.lease = 60.0
+        self.pending = []                    # emews_report_queue rows waiting for verdicts
         self.said, self.cancelled = None, False
         self.looked = self.popped = time.monotonic()
         self.news = True                     # the queue may hold tasks: look
@@ -159,6 +178,23 @@ class PostgresPool(PoolLink):
         self.news |= self.queue.wait(TASKS_CHANNEL, timeout)
         return self.news
 
+    @property
+    def carries_reports(self):
+        return self.queue.exp_id is not None   # an emews study's: EQ-SQL's have no pruner
+
+    def report(self, entries):
+        self.pending += self.queue.put_reports([(task.id, task.attempt, rank,
+                                                 json.dumps(one.to_wire()))
+                                                for task, rank, one in entries])
+
+    def verdicts(self):
+        if not self.pending:
+            return []
+        answered = self.queue.verdicts(self.pending)
+        done = {n for n, _, _ in answered}
+        self.pending = [n for n in self.pending if n not in done]
+        return [(eq_id, stop) for _, eq_id, stop in answered]
+
     def word(self):
         if self.queue.exp_id is not None and time.monotonic() - self.looked >= STUDY_CHECK:
             self.looked = time.monotonic()
@@ -188,6 +224,7 @@ class TaskQueue:
         self.db.autocommit = True         # one statement, one round trip
         self.listener = None
         self.eq_ids = {}                  # point id -> eq_task_id (the study's side)
+        self.last_report = 0              # the last report row the study read
 
     def _guard(self, action):
         return guarded(self.db, self.url, action)
@@ -294,6 +331,29 @@ class TaskQueue:
                             (state, self.exp_id))
             self.db.execute(f"NOTIFY {TASKS_CHANNEL}")   # wake the pools that wait for work
 
+    def reports(self):
+        """The study's reports that wait for a verdict and were not read before: ``[(n, point
+        id, attempt, rank, report JSON), ...]``, in order."""
+        with self._guard("read reports"):
+            rows = self.db.execute(
+                "SELECT r.n, t.id, r.attempt, r.rank, r.report FROM emews_report_queue r "
+                "JOIN emews_tasks t ON t.eq_task_id=r.eq_task_id WHERE r.verdict IS NULL AND "
+                "r.n > %s AND t.exp_id=%s ORDER BY r.n", (self.last_report, self.exp_id)
+            ).fetchall()
+        if rows:
+            self.last_report = rows[-1][0]
+        return rows
+
+    def answer(self, verdicts):
+        """Give the reports ``n`` their verdicts: ``[(n, stop), ...]`` (wakes the pools)."""
+        if not verdicts:
+            return
+        with self._guard("answer reports"):
+            self._batch([("UPDATE emews_report_queue r SET verdict=v.stop FROM unnest("
+                          "%s::bigint[], %s::boolean[]) AS v(n, stop) WHERE r.n=v.n",
+                          ([n for n, _ in verdicts], [bool(s) for _, s in verdicts])),
+                         (f"NOTIFY {TASKS_CHANNEL}", None)])
+
     def expired(self):
         """Points whose lease ran out, released: ``[(point id, pool), ...]``."""
         with self._guard("check leases"):
@@ -312,6 +372,25 @@ class TaskQueue:
             row = self.db.execute("SELECT config, expdir, state, task_type FROM emews_studies "
                                   "WHERE exp_id=%s", (self.exp_id,)).fetchone()
         return None if row is None else (json.loads(row[0]), row[1], row[2], row[3])
+
+    def put_reports(self, reports):
+        """Queue a pool's reports ``[(eq_task_id, attempt, rank, report JSON), ...]`` for the
+        study (NOTIFYing it); return their row numbers."""
+        with self._guard("send reports"):
+            cursor = self._batch([(
+                "INSERT INTO emews_report_queue (eq_task_id, attempt, rank, report) SELECT * "
+                "FROM unnest(%s::integer[], %s::integer[], %s::integer[], %s::text[]) "
+                "RETURNING n", [list(column) for column in zip(*reports)]),
+                (f"NOTIFY {RESULTS_CHANNEL}", None)])
+            return [n for n, in cursor.fetchall()]
+
+    def verdicts(self, numbers):
+        """Take back the answered reports among rows ``numbers``: ``[(n, eq_task_id, stop),
+        ...]``."""
+        with self._guard("read verdicts"):
+            return self.db.execute("DELETE FROM emews_report_queue WHERE n = ANY(%s) AND "
+                                   "verdict IS NOT NULL RETURNING n, eq_task_id, verdict",
+                                   (list(numbers),)).fetchall()
 
     def trade(self, results, pool, lease, n, renew=False):
         """A pool's exchange, in one transaction and one round trip: store ``pool``'s

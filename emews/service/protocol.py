@@ -6,6 +6,8 @@
     pool  --want {free, received}------------->  service     free slots, tasks received so far
     pool  <--tasks {tasks: [[id, params, run_id, attempt]]}--  service   leased to the pool
     pool  --results {results: [[id, attempt, rank, outcome]]}--> service
+    pool  --reports {reports: [[id, attempt, rank, report]]}--> service   emews.report, waiting
+    pool  <--verdicts {verdicts: [[id, stop]]}----  service     the pruner's answers
     pool  <--ack {ids}---------------------------  service     stored: the pool may forget them
     pool  --heartbeat------------------------->  service     renews every lease the pool holds
     pool  <--stop {reason}----------------------  service     the study ended: leave
@@ -28,6 +30,7 @@ import json
 
 from .. import validation
 from ..evaluate import BadOutcome, Outcome
+from ..evaluate.outcome import Report
 
 MAX_MESSAGE = 4 * 1024 * 1024
 
@@ -66,3 +69,13 @@ def result(entry):
         return task_id, attempt, rank, Outcome.from_wire(outcome)
     except BadOutcome as exc:
         raise BadMessage(f"a result of task {task_id}: {exc}") from None
+
+
+def report(entry):
+    """One entry of a ``reports`` message (checked already), ``[id, attempt, rank, report]``,
+    as ``(id, attempt, rank, Report)``; raises :class:`BadMessage`."""
+    task_id, attempt, rank, wire = entry
+    try:
+        return task_id, attempt, rank, Report.from_wire(wire)
+    except BadOutcome as exc:
+        raise BadMessage(f"a report of task {task_id}: {exc}") from None

@@ -52,6 +52,15 @@ class ServiceLink(ABC):
     def wait(self, timeout):
         """Wait up to ``timeout`` seconds for news; return whether some came."""
 
+    def reports(self):
+        """The reports (``emews.report``) that came with the last :meth:`receive`, as
+        ``(task id, attempt, rank, Report)``; their models wait for :meth:`answer`. A
+        transport that carries none has none."""
+        return []
+
+    def answer(self, verdicts):
+        """Send ``(task id, stop)`` verdicts on the reports of :meth:`reports`."""
+
     @abstractmethod
     def expired(self):
         """Tasks whose lease ran out since the last call, released: ``[(task id, holder)]``."""
@@ -85,6 +94,16 @@ class PoolLink(ABC):
     @abstractmethod
     def wait(self, timeout):
         """Wait up to ``timeout`` seconds for news from the study; return whether some came."""
+
+    carries_reports = False   # whether reports reach the study (else: answered "go on")
+
+    def report(self, entries):
+        """Send ``(task, rank, Report)`` reports to the study (see :attr:`carries_reports`)."""
+
+    def verdicts(self):
+        """The study's ``(task id, stop)`` answers to reports, that came since the last
+        call."""
+        return []
 
     @abstractmethod
     def word(self):

@@ -113,6 +113,8 @@ class ZmqService(ServiceLink):
         self.holder = {}                   # task id -> (identity, lease deadline)
         self.earliest = math.inf           # no lease in holder ends before this
         self.to_ack = {}                   # identity -> ids returned by the last receive
+        self.incoming = []                 # reports of the last receive
+        self.reporter = {}                 # task id -> the identity waiting for its verdict
 
     def demand(self, running):
         return sum(p.demand for p in self.pools.values())
@@ -137,6 +139,7 @@ class ZmqService(ServiceLink):
     def receive(self):
         self._acknowledge()
         self._describe()
+        self.incoming = []
         results, heard = [], False
         while True:
             try:
@@ -189,7 +192,32 @@ class ZmqService(ServiceLink):
             self._describe(every=0)
         elif op == "results":
             return self._results(pool, message["results"])
+        elif op == "reports":
+            self._reports(pool, message["reports"])
         return []
+
+    def _reports(self, pool, entries):
+        for entry in entries:
+            try:
+                task_id, attempt, rank, report = protocol.report(entry)
+            except protocol.BadMessage as exc:
+                log.warning("service: dropped %s (from pool %s)", exc, pool.name)
+                self._send(pool.identity, "verdicts", verdicts=[[entry[0], False]])
+                continue
+            self.reporter[task_id] = pool.identity
+            self.incoming.append((task_id, attempt, rank, report))
+
+    def reports(self):
+        return self.incoming
+
+    def answer(self, verdicts):
+        by_pool = collections.defaultdict(list)
+        for task_id, stop in verdicts:
+            identity = self.reporter.pop(task_id, None)
+            if identity is not None:
+                by_pool[identity].append([task_id, bool(stop)])
+        for identity, entries in by_pool.items():
+            self._send(identity, "verdicts", verdicts=entries)
 
     def _results(self, pool, entries):
         results, acknowledged = [], self.to_ack.setdefault(pool.identity, [])
@@ -273,6 +301,17 @@ class ZmqPool(PoolLink):
         self.said = None
         self.heard = time.monotonic()
         self.study = None
+        self.answers = []                          # (task id, stop) not yet taken
+
+    carries_reports = True
+
+    def report(self, entries):
+        self._send("reports", reports=[[task.id, task.attempt, rank, one.to_wire()]
+                                       for task, rank, one in entries])
+
+    def verdicts(self):
+        answers, self.answers = self.answers, []
+        return answers
 
     def introduce(self):
         self._hello()
@@ -350,6 +389,8 @@ class ZmqPool(PoolLink):
         elif op == "ack":
             for task_id in message["ids"]:
                 self.unacked.pop(task_id, None)
+        elif op == "verdicts":
+            self.answers.extend((task_id, stop) for task_id, stop in message["verdicts"])
         elif op == "cancel":
             self.said = (CANCEL, "the study was cancelled")
         elif op == "stop":

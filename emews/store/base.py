@@ -38,6 +38,10 @@ A point's row (``rows``), by :class:`~emews.status.Status`::
 ``mark_running`` is a write like the others: the point shows ``running`` (with its rank and
 start) from the next commit. ``finish`` gives it the rank and times of its result.
 
+``reports`` lists what models reported between their steps (``emews.report``), per point and
+attempt, in the order the master received them: a point's learning curve. ``add_reports`` is a
+buffered write like the others (the master's group commit carries it).
+
 ``attempts`` lists every finished attempt of a point: the one that made it ``done`` (from its
 row), every other one (``failed``, ``cancelled``, ``interrupted``) and results that came after
 the point had its own (``duplicate``), by id and attempt.
@@ -225,6 +229,16 @@ class Store(abc.ABC):
     def _interruptions(self):
         """``{id: number of interrupted attempts}``."""
 
+    def add_reports(self, rows):
+        """Reports of running attempts: ``(id, attempt, report)`` tuples (``report`` an
+        :class:`~emews.evaluate.outcome.Report`), kept in the order given."""
+        self._add_reports([(i, attempt, r.step, finite_or_none(r.value),
+                            metrics_json(r.metrics), r.time) for i, attempt, r in rows])
+
+    @abc.abstractmethod
+    def _add_reports(self, rows):
+        """Buffer ``(id, attempt, step, value, metrics_json, time)`` rows of reports."""
+
     @abc.abstractmethod
     def set_meta(self, key, value):
         """Store a JSON-serializable value under ``key`` (replacing any)."""
@@ -264,6 +278,13 @@ class Store(abc.ABC):
         """Every finished attempt (of one point when ``point_id`` is given) as dicts
         (``metrics`` decoded), by id and attempt (a point's ``done`` attempt before a
         ``duplicate`` of it; see the module docstring)."""
+
+    @abc.abstractmethod
+    def reports(self, eval_id=None):
+        """Every report (of one point when ``eval_id`` is given) as dicts ``{"id", "attempt",
+        "step", "value", "metrics", "time"}`` (``value`` ``None`` for a NaN or infinite one,
+        ``metrics`` decoded), in the order they were received; ``[]`` from a store that
+        predates reports."""
 
     @abc.abstractmethod
     def counts(self):
@@ -334,6 +355,11 @@ def decoded(row, *decode):
     for name in decode or ("params", "metrics"):
         row[name] = json.loads(row.get(name) or ("{}" if name == "metrics" else "null"))
     return row
+
+
+def finite_or_none(value):
+    """``value``, or ``None`` for NaN and the infinities (SQL's NULL)."""
+    return value if math.isfinite(value) else None
 
 
 def metrics_json(metrics):

@@ -9,13 +9,16 @@
       emews_queue_OUT   tasks waiting for a pool      (popped with FOR UPDATE SKIP LOCKED)
       emews_queue_IN    results waiting for the study
     emews's own tables (every row keyed by the study's exp_id):
-      emews_evaluations, emews_attempts, emews_meta, emews_checkpoints   as in results.db
+      emews_evaluations, emews_attempts, emews_meta, emews_checkpoints, emews_reports
+                        as in results.db
       emews_tasks       a task's point id, attempt and run id, and its lease: pool, deadline
                         (seconds since the epoch on the database server's clock)
       emews_late_results  results that came after a task's first one (a pool whose lease
                         expired), waiting for the study to record them as duplicates
       emews_studies     a study's configuration and its state: running, cancelling (pools
                         stop what they run) or ended (pools read it)
+      emews_report_queue  reports (emews.report) of the tasks pools run, waiting for the
+                        study's verdict (a pool takes the row back with its verdict)
 
 A task's ``eq_status`` follows EQ-SQL's codes (:data:`QUEUED` ... :data:`REQUEUED`); its
 ``json_in`` is the outcome's wire form (:meth:`~emews.evaluate.Outcome.to_wire`: a JSON object
@@ -92,6 +95,19 @@ CREATE INDEX emews_queue_out_pop ON emews_queue_OUT (eq_task_type, eq_priority D
 CREATE INDEX emews_queue_in_task ON emews_queue_IN (eq_task_id);
 CREATE INDEX eq_exp_id_tasks_exp ON eq_exp_id_tasks (exp_id);
 """
+# Added later (with the status 'pruned'): made on a database whose schema predates it.
+REPORTS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS emews_reports (
+    n bigserial PRIMARY KEY, exp_id text NOT NULL, id integer NOT NULL, attempt integer NOT NULL,
+    step integer NOT NULL, value double precision, metrics text, time double precision);
+CREATE INDEX IF NOT EXISTS emews_reports_point ON emews_reports (exp_id, id);
+CREATE TABLE IF NOT EXISTS emews_report_queue (
+    n bigserial PRIMARY KEY, eq_task_id integer NOT NULL, attempt integer NOT NULL,
+    rank integer NOT NULL, report text NOT NULL, verdict boolean);
+ALTER TABLE emews_evaluations DROP CONSTRAINT IF EXISTS emews_evaluations_status_check;
+ALTER TABLE emews_evaluations ADD CONSTRAINT emews_evaluations_status_check
+    CHECK (status IN ({statuses}));
+""".format(statuses=", ".join(f"'{s}'" for s in schema.POINT_STATUSES))
 SCHEMA_LOCK = 0x656d657773   # advisory lock: one schema set-up at a time
 ATTEMPT_COLUMNS = "status, result, error, log_tail, rank, started, finished, metrics"
 REPLACE_ATTEMPT = ("ON CONFLICT (exp_id, id, attempt) DO UPDATE SET status=EXCLUDED.status, "
@@ -126,6 +142,8 @@ def connect(url):
                 conn.execute(SCHEMA)
                 if made_by_eqsql is None:
                     conn.execute(EQSQL_INDEXES)
+            if conn.execute("SELECT to_regclass('emews_report_queue')").fetchone()[0] is None:
+                conn.execute(REPORTS_SCHEMA)
     except psycopg.Error as exc:
         raise StoreError(f"{redacted(url)}: cannot open the store: "
                          f"{str(exc).strip().splitlines()[0]}") from None
@@ -297,6 +315,11 @@ class PostgresStore(Store):
             "SELECT id, COUNT(*) AS n FROM emews_attempts WHERE exp_id=%s AND "
             f"status='{Status.INTERRUPTED}' GROUP BY id", (self.exp_id,))}
 
+    def _add_reports(self, rows):
+        self._write("INSERT INTO emews_reports (exp_id, id, attempt, step, value, metrics, "
+                    "time) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                    [(self.exp_id, *row) for row in rows], "record reports")
+
     def set_meta(self, key, value):
         self._write("INSERT INTO emews_meta (exp_id, key, value) VALUES (%s, %s, %s) "
                     "ON CONFLICT (exp_id, key) DO UPDATE SET value=EXCLUDED.value",
@@ -353,6 +376,13 @@ class PostgresStore(Store):
                "ORDER BY id, attempt, status")
         return [decoded(row, "metrics")
                 for row in self._read(sql, {"exp": self.exp_id, "id": point_id})]
+
+    def reports(self, eval_id=None):
+        where, args = ("AND id=%s", (self.exp_id, eval_id)) if eval_id is not None \
+            else ("", (self.exp_id,))
+        return [decoded(row, "metrics") for row in self._read(
+            "SELECT id, attempt, step, value, metrics, time FROM emews_reports WHERE exp_id=%s "
+            f"{where} ORDER BY n", args)]
 
     def counts(self):
         return {row["status"]: row["n"] for row in self._read(

@@ -10,6 +10,10 @@
                  every other attempt is a row of ``attempt_log``)
     meta         key -> JSON value (settings of the run, stop reason, changes made on resume)
     checkpoints  the ME's saved state after each tell (one row, replaced)
+    reports      one row per report of a model between its steps (``emews.report``): the
+                 point's id, its attempt, the step, the value, other metrics (JSON) and when;
+                 ``n`` numbers them in the order the master received them (a pruner's
+                 decisions replay in that order on resume)
 
 ``metrics`` (in ``evaluations`` and ``attempts``) is a JSON object: the last epoch's value of
 every numeric key of what the model returned (a dict or a Keras ``History``), or NULL.
@@ -26,7 +30,7 @@ A store written by an older emews is migrated when it is opened; a newer one is 
 
 from ..status import Status
 
-VERSION = 5
+VERSION = 6
 STATUSES = tuple(Status)            # of an attempt (``attempts.status``)
 POINT_STATUSES = tuple(s for s in Status if s != Status.DUPLICATE)   # of a point
 
@@ -73,6 +77,17 @@ SELECT {ATTEMPT_COLUMNS} FROM attempt_log AS a
         WHERE e.id = a.id AND e.attempt = a.attempt AND e.status = 'done')
 UNION ALL
 SELECT {ATTEMPT_COLUMNS.replace("status", "'done'")} FROM evaluations WHERE status = 'done'"""
+REPORTS = """
+CREATE TABLE reports (
+    n         INTEGER PRIMARY KEY,
+    id        INTEGER NOT NULL,
+    attempt   INTEGER NOT NULL,
+    step      INTEGER NOT NULL,
+    value     REAL,
+    metrics   TEXT,
+    time      REAL
+)"""
+REPORTS_INDEX = "CREATE INDEX reports_point ON reports (id, attempt, step)"
 CHECKPOINTS = "CREATE TABLE checkpoints (name TEXT PRIMARY KEY, state BLOB, driver TEXT NOT NULL)"
 NO_INDEX = "DROP INDEX IF EXISTS evaluations_status"
 REBUILD_ATTEMPTS = f"""
@@ -90,6 +105,8 @@ CURRENT = f"""
 {ATTEMPTS_VIEW};
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 {CHECKPOINTS};
+{REPORTS};
+{REPORTS_INDEX};
 PRAGMA user_version = {VERSION};
 """
 
@@ -122,9 +139,21 @@ ALTER TABLE attempts RENAME TO attempt_log;
 DELETE FROM attempt_log WHERE status = 'done' AND EXISTS (SELECT 1 FROM evaluations AS e
     WHERE e.id = attempt_log.id AND e.attempt = attempt_log.attempt AND e.status = 'done');
 {ATTEMPTS_VIEW};
+"""
+# Version 5: no reports, and no status 'pruned' (a CHECK: the table is made again).
+FROM_5 = f"""
+DROP VIEW attempts;
+ALTER TABLE evaluations RENAME TO evaluations_v5;
+{EVALUATIONS};
+INSERT INTO evaluations SELECT * FROM evaluations_v5;
+DROP TABLE evaluations_v5;
+{ATTEMPTS_VIEW};
+{REPORTS};
+{REPORTS_INDEX};
 PRAGMA user_version = {VERSION};
 """
-MIGRATIONS = {1: FROM_1 + FROM_4, 2: FROM_2 + FROM_4, 3: FROM_3 + FROM_4, 4: FROM_4}
+MIGRATIONS = {1: FROM_1 + FROM_4 + FROM_5, 2: FROM_2 + FROM_4 + FROM_5,
+              3: FROM_3 + FROM_4 + FROM_5, 4: FROM_4 + FROM_5, 5: FROM_5}
 
 
 def version_of(db):

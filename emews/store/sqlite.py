@@ -204,6 +204,10 @@ class SQLiteStore(Store):
         return dict(self._read("SELECT id, COUNT(*) FROM attempts WHERE status = "
                                f"'{Status.INTERRUPTED}' GROUP BY id"))
 
+    def _add_reports(self, rows):
+        self._write("INSERT INTO reports (id, attempt, step, value, metrics, time) "
+                    "VALUES (?, ?, ?, ?, ?, ?)", rows, "record reports")
+
     def set_meta(self, key, value):
         self._write("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
                     [(key, json.dumps(value))], "record the study's settings")
@@ -236,6 +240,14 @@ class SQLiteStore(Store):
         where, args = ("WHERE id=?", (point_id,)) if point_id is not None else ("", ())
         return [decoded(row, "metrics") for row in
                 self._read(f"SELECT * FROM attempts {where} ORDER BY id, attempt, status", args)]
+
+    def reports(self, eval_id=None):
+        if not self._read("SELECT 1 FROM sqlite_master WHERE name='reports'"):
+            return []   # a store that predates reports, read as it is
+        where, args = ("WHERE id=?", (eval_id,)) if eval_id is not None else ("", ())
+        return [decoded(row, "metrics") for row in self._read(
+            f"SELECT id, attempt, step, value, metrics, time FROM reports {where} ORDER BY n",
+            args)]
 
     def counts(self):
         return dict(self._read("SELECT status, COUNT(*) FROM evaluations GROUP BY status"))

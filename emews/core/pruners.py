@@ -1,0 +1,204 @@
+"""Pruners: which running evaluations to stop at a report, decided in the master.
+
+::
+
+    model: emews.report(value, step) --> pool --> Master._judge(task, report)
+                                                    |  store.add_reports (group commit)
+                                                    +-> Pruner.report(run, step, value) -> stop?
+    Master: a done run --> Pruner.completed(run)
+
+``[study] pruner`` picks one; its options are the ``[pruner]`` table:
+
+* ``none`` (the default): nothing is stopped; reports are only stored.
+* ``median`` and ``percentile``: Optuna's ``MedianPruner`` / ``PercentilePruner``. After
+  ``n_startup_trials`` completed runs, a run whose best value so far is worse than the
+  ``percentile`` (50 for ``median``) of the completed runs' values at the same step is stopped
+  (from ``n_warmup_steps`` on, every ``interval_steps``; only with ``n_min_trials`` values at
+  that step).
+* ``asha``: asynchronous successive halving (Li et al., MLSys 2020), Optuna's
+  ``SuccessiveHalvingPruner`` rule. Rung ``k`` is at step ``min_resource * reduction_factor**k``
+  (below ``max_resource``, when given). When a run first reports at or past a rung, its value
+  there joins the rung's values; it goes on only while it is among the best
+  ``len(values) // reduction_factor`` of them (the best, while fewer than ``reduction_factor``
+  reached the rung).
+* ``hyperband``: brackets of ASHA (Li et al., JMLR 2018); bracket ``b`` starts its rungs at
+  ``min_resource * reduction_factor**b``, and a point goes to bracket ``id % brackets``.
+
+A NaN or infinite value is the worst there is: such a run is stopped at its first judged step.
+Every decision follows from the reports in the order the master received them; a resumed study
+replays the stored ones (:meth:`Pruner.replay`) and decides as the killed run would have.
+"""
+
+import math
+from dataclasses import dataclass
+
+from ..errors import ConfigError
+
+PRUNERS = ("none", "median", "percentile", "asha", "hyperband")
+OPTIONS = {   # the [pruner] options each pruner takes
+    "none": (),
+    "median": ("n_startup_trials", "n_warmup_steps", "interval_steps", "n_min_trials"),
+    "percentile": ("percentile", "n_startup_trials", "n_warmup_steps", "interval_steps",
+                   "n_min_trials"),
+    "asha": ("min_resource", "max_resource", "reduction_factor"),
+    "hyperband": ("min_resource", "max_resource", "reduction_factor"),
+}
+
+
+class Pruner:
+    """Stops nothing (``pruner = "none"``); the base of the others.
+
+    A run is ``(point id, attempt)``: a retried attempt starts its curve afresh.
+    """
+
+    def report(self, run, step, value):
+        """``run`` reported ``value`` at ``step``: True when it must stop."""
+        return False
+
+    def completed(self, run):
+        """``run`` finished ``done`` (not pruned, not failed)."""
+
+    def replay(self, reports, done):
+        """Take back what a killed run of the study had seen: ``reports`` (as
+        :meth:`emews.store.Store.reports` gives them, in order) and the ``done`` runs."""
+        for row in reports:
+            value = math.nan if row["value"] is None else row["value"]
+            self.report((row["id"], row["attempt"]), row["step"], value)
+        for run in done:
+            self.completed(run)
+
+
+def _worst(value):
+    """``value`` for ranking: NaN and the infinities last."""
+    return value if math.isfinite(value) else math.inf
+
+
+@dataclass
+class Percentile(Pruner):
+    """Optuna's ``PercentilePruner`` (``median``: ``percentile = 50``)."""
+
+    percentile: float = 50.0
+    n_startup_trials: int = 5
+    n_warmup_steps: int = 0
+    interval_steps: int = 1
+    n_min_trials: int = 1
+
+    def __post_init__(self):
+        self.curves = {}      # run -> {step: value}
+        self.done = []        # completed runs, in order
+
+    def report(self, run, step, value):
+        curve = self.curves.setdefault(run, {})
+        curve[step] = value
+        if len(self.done) < self.n_startup_trials or step < self.n_warmup_steps:
+            return False
+        if (step - self.n_warmup_steps) % self.interval_steps:
+            return False
+        finite = [v for v in curve.values() if not math.isnan(v)]
+        if not finite:
+            return True
+        best = min(finite)
+        others = [self.curves[r][step] for r in self.done if step in self.curves[r]]
+        others = [v for v in others if not math.isnan(v)]
+        if len(others) < max(self.n_min_trials, 1):
+            return False
+        return best > percentile(others, self.percentile)
+
+    def completed(self, run):
+        if run in self.curves:
+            self.done.append(run)
+
+
+def percentile(values, q):
+    """The ``q``-th percentile of ``values`` (linear interpolation, as numpy's default)."""
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * q / 100
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+@dataclass
+class Asha(Pruner):
+    """Asynchronous successive halving (see the module docstring)."""
+
+    min_resource: int = 1
+    max_resource: int | None = None
+    reduction_factor: int = 3
+
+    def __post_init__(self):
+        self.rungs = {}       # rung index -> values reached there, in order
+        self.next_rung = {}   # run -> the index of the next rung it has not passed
+
+    def rung_step(self, k):
+        """The step of rung ``k``."""
+        return self.min_resource * self.reduction_factor ** k
+
+    def report(self, run, step, value):
+        k = self.next_rung.get(run, 0)
+        while self.rung_step(k) <= step and (self.max_resource is None
+                                             or self.rung_step(k) < self.max_resource):
+            values = self.rungs.setdefault(k, [])
+            values.append(_worst(value))
+            k += 1
+            self.next_rung[run] = k
+            if not math.isfinite(value) or not promotable(_worst(value), values,
+                                                          self.reduction_factor):
+                return True
+        return False
+
+
+def promotable(value, values, reduction_factor):
+    """Whether ``value`` is among the best ``len(values) // reduction_factor`` of ``values``
+    (it among them; the best, while there are fewer than ``reduction_factor``)."""
+    index = max(len(values) // reduction_factor - 1, 0)
+    return value <= sorted(values)[index]
+
+
+@dataclass
+class Hyperband(Pruner):
+    """Brackets of ASHA (see the module docstring)."""
+
+    min_resource: int = 1
+    max_resource: int = 1
+    reduction_factor: int = 3
+
+    def __post_init__(self):
+        count = 1
+        while self.min_resource * self.reduction_factor ** count < self.max_resource:
+            count += 1
+        self.brackets = [Asha(self.min_resource * self.reduction_factor ** b,
+                              self.max_resource, self.reduction_factor) for b in range(count)]
+
+    def report(self, run, step, value):
+        return self.brackets[run[0] % len(self.brackets)].report(run, step, value)
+
+
+def make(name="none", options=None, where=lambda key: f"[pruner].{key}"):
+    """The pruner ``name`` with ``options`` (the ``[pruner]`` table, ``None`` values left
+    out), checked together: an option of another pruner, or options that contradict each
+    other, raise a one-line :class:`~emews.errors.ConfigError` naming ``where(option)``."""
+    options = {key: value for key, value in (options or {}).items() if value is not None}
+    if name not in PRUNERS:
+        raise ConfigError("[study].pruner", f"must be one of {list(PRUNERS)}", name)
+    for key in options:
+        if key not in OPTIONS[name]:
+            raise ConfigError(where(key), f"does not apply to pruner {name!r} (its "
+                              f"options: {', '.join(OPTIONS[name]) or 'none'})", options[key])
+    if name == "median":
+        return Percentile(**options)
+    if name == "percentile":
+        if not 0 <= options.get("percentile", -1) <= 100:
+            raise ConfigError(where("percentile"), "must be a number from 0 to 100 for pruner "
+                              "'percentile'", options.get("percentile"))
+        return Percentile(**options)
+    if name in ("asha", "hyperband"):
+        minimum, maximum = options.get("min_resource", 1), options.get("max_resource")
+        if name == "hyperband" and maximum is None:
+            raise ConfigError(where("max_resource"), "must be given for pruner 'hyperband' "
+                              "(the step a run ends at)", None, show_value=False)
+        if maximum is not None and minimum > maximum:
+            raise ConfigError(where("min_resource"), f"must not be above max_resource "
+                              f"({maximum})", minimum)
+        return (Asha if name == "asha" else Hyperband)(**options)
+    return Pruner()
