@@ -310,7 +310,7 @@ def _show(args):
     from rich.console import Console
 
     from .inspect import load
-    from .inspect.show import as_csv, as_json, chosen, print_replicas, print_table
+    from .inspect import show
     from .inspect.status import render, summary
 
     if args.csv and args.json:
@@ -318,13 +318,17 @@ def _show(args):
                           show_value=False)
     study = load(args.expdir)
     exported = args.csv or args.json
-    rows = chosen(study, args.failed, args.where, None if exported else args.top)
-    if exported:
-        return _emit(as_csv(study, rows) if args.csv else as_json(study, rows) + "\n")
+    rows = show.chosen(study, args.failed, args.where, None if exported else args.top)
+    points = show.grouped(study, args.failed)
+    if args.csv:
+        return _emit(show.points_as_csv(rows) if points else show.as_csv(study, rows))
+    if args.json:
+        return _emit((show.points_as_json(rows) if points else show.as_json(study, rows)) + "\n")
     console = Console(highlight=False)
-    print_table(study, rows, args.failed, console)
-    if not args.failed:
-        print_replicas(study, console, args.top)
+    if points:
+        show.print_points(study, rows, console)
+    else:
+        show.print_table(study, rows, args.failed, console)
     for line in render(summary(study))[1:]:
         console.print(line, markup=False)
     return 0

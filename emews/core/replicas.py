@@ -67,8 +67,8 @@ def summarize(rows, seed_param, objective, replicas):
     ``None`` below two values) and ``count`` of its replicas' finished values, the ``failed``
     replicas, whether all ``replicas`` of it finished (``complete``), and the ``value`` the
     search is told (``objective``; ``None`` when all failed, or when a limit ended the study
-    before the point's last replica finished: its search was never told). Complete points
-    come first, by value."""
+    before the point's last replica finished: its search was never told), and the ``ids`` of
+    its replicas' rows. Complete points come first, by value."""
     groups = {}
     for row in rows:
         if row["status"] not in FINAL:
@@ -76,16 +76,19 @@ def summarize(rows, seed_param, objective, replicas):
         point = {k: v for k, v in row["params"].items() if k != seed_param}
         value = row["result"] if row["status"] == Status.DONE and row["result"] is not None \
             else math.nan
-        groups.setdefault(point_key(point), (point, []))[1].append(value)
+        group = groups.setdefault(point_key(point), (point, [], []))
+        group[1].append(value)
+        group[2].append(row["id"])
     summary = []
-    for point, values in groups.values():
+    for point, values, ids in groups.values():
         finite = [v for v in values if math.isfinite(v)]
         complete = len(values) >= replicas
         summary.append({"point": point, "mean": float(np.mean(finite)) if finite else None,
                         "std": float(np.std(finite, ddof=1)) if len(finite) > 1 else None,
                         "count": len(finite), "failed": len(values) - len(finite),
                         "complete": complete,
-                        "value": aggregate(values, objective) if complete else math.nan})
+                        "value": aggregate(values, objective) if complete else math.nan,
+                        "ids": ids})
     summary.sort(key=lambda s: (not s["complete"], math.isnan(s["value"]), s["value"]))
     return [{**s, "value": None if math.isnan(s["value"]) else s["value"]} for s in summary]
 

@@ -3,7 +3,11 @@
 Optuna: one trial per evaluation, its parameters with distributions built from the study's
 search-space file, its value (``done``: COMPLETE), state (``failed``, ``cancelled``,
 ``interrupted``: FAIL; ``queued``: WAITING; ``running``: RUNNING) and user attributes
-(``emews_id``, ``run_id``, ``status``, ``rank``, ``attempt``, ``error``, ``metrics``).
+(``emews_id``, ``run_id``, ``status``, ``rank``, ``attempt``, ``error``, ``metrics``). A study
+with replicas gives one trial per point instead, as ``final.json`` judges it: its value is the
+one its search was told (the replicas' mean or worst; FAIL when a limit cut the point short or
+every replica failed), and its user attributes are the replicas' ``emews_ids``, ``mean``,
+``std``, ``count``, ``failed`` and ``complete``.
 """
 
 import datetime
@@ -21,8 +25,8 @@ def export(study, to, target, study_name=None):
     """Write ``study`` in format ``to`` (one of :data:`FORMATS`) to ``target`` (a file, or an
     Optuna storage URL); return a one-line description of what was written."""
     if to == "optuna":
-        name = to_optuna(study, target, study_name)
-        return f"wrote Optuna study {name!r} ({len(study.rows)} trials) to {target}"
+        name, trials = to_optuna(study, target, study_name)
+        return f"wrote Optuna study {name!r} ({trials} trials) to {target}"
     if to == "csv":
         _write(target, lambda path: _write_csv(study, path))
     else:
@@ -86,8 +90,9 @@ def _space(study):
 
 
 def to_optuna(study, url, study_name=None):
-    """Add ``study``'s evaluations to a new Optuna study (default name: the experiment's
-    directory name) in the storage at ``url``; return the study's name."""
+    """Add ``study``'s evaluations (its points, in a study with replicas) to a new Optuna study
+    (default name: the experiment's directory name) in the storage at ``url``; return the
+    study's name and its number of trials."""
     try:
         import optuna
     except ImportError:
@@ -98,7 +103,12 @@ def to_optuna(study, url, study_name=None):
                           "sqlite:///study.db", url)
     name = study_name or study.expdir.name
     dists = distributions(_space(study))
-    trials = [_trial(optuna, row, dists) for row in study.rows]
+    if study.replicas is not None:
+        by_id = {row["id"]: row for row in study.rows}
+        trials = [_point_trial(optuna, point, [by_id[i] for i in point["ids"]], dists)
+                  for point in study.points]
+    else:
+        trials = [_trial(optuna, row, dists) for row in study.rows]
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     try:
         created = optuna.create_study(storage=url, study_name=name, direction="minimize")
@@ -111,7 +121,7 @@ def to_optuna(study, url, study_name=None):
     created.set_user_attr("emews_expdir", str(study.expdir))
     created.set_user_attr("objective", study.objective)
     created.add_trials(trials)
-    return name
+    return name, len(trials)
 
 
 def _where(url):
@@ -143,6 +153,23 @@ def _trial(optuna, row, dists):
         system_attrs={}, intermediate_values={},
         datetime_start=_time(row["started"]) if started else None,
         datetime_complete=_time(row["finished"]) if finished else None)
+
+
+def _point_trial(optuna, point, replicas, dists):
+    """The trial of one point of a study with replicas (``replicas``: its rows)."""
+    complete = point["value"] is not None
+    state = optuna.trial.TrialState.COMPLETE if complete else optuna.trial.TrialState.FAIL
+    params = {name: point["point"][name] for name in dists if name in point["point"]}
+    attrs = {"emews_ids": point["ids"],
+             **{key: point[key] for key in ("mean", "std", "count", "failed", "complete")}}
+    started = [r["started"] for r in replicas if r["started"] is not None]
+    finished = [r["finished"] for r in replicas if r["finished"] is not None]
+    return optuna.trial.FrozenTrial(
+        number=0, trial_id=0, state=state, value=point["value"], params=params,
+        distributions={name: dists[name] for name in params}, user_attrs=attrs,
+        system_attrs={}, intermediate_values={},
+        datetime_start=_time(min(started, default=None)),
+        datetime_complete=_time(max(finished, default=None)))
 
 
 def _time(stamp):

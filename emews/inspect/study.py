@@ -10,6 +10,7 @@ import os
 import socket
 from pathlib import Path
 
+from ..core.replicas import summarize
 from ..errors import ConfigError
 from ..status import Status
 from ..store import study_store
@@ -76,8 +77,36 @@ class Study:
         return [r for r in self.rows if r["status"] == Status.FAILED]
 
     @property
+    def replicas(self):
+        """The study's replica settings (``replicas``, ``replica_objective``,
+        ``replica_seed_param``) when it evaluates each point more than once, else ``None``."""
+        settings = self.config.get("study", {})
+        if settings.get("replicas", 1) <= 1:
+            return None
+        return {key: settings[key] for key in ("replicas", "replica_objective",
+                                               "replica_seed_param")}
+
+    @property
+    def points(self):
+        """Per point of a study with replicas (``[]`` without), best first, as the study's
+        ``final.json`` judges them (:func:`emews.core.replicas.summarize`): the ``point`` (its
+        parameters without the replica seed), the ``mean``, ``std`` (sample standard deviation;
+        ``None`` below two values) and ``count`` of its replicas' finished values, the
+        ``failed`` replicas, whether all of them finished (``complete``), the ``value`` the
+        search was told (``replica_objective``; ``None`` for a point a limit cut short) and the
+        ``ids`` of its replicas' rows."""
+        settings = self.replicas
+        if settings is None:
+            return []
+        return summarize(self.rows, settings["replica_seed_param"],
+                         settings["replica_objective"], settings["replicas"])
+
+    @property
     def best(self):
-        """The best evaluation (a row), or ``None``."""
+        """The best evaluation (a row), or ``None``; in a study with replicas, the best point
+        (an entry of :attr:`points` with a value), as ``final.json`` names it."""
+        if self.replicas is not None:
+            return next((p for p in self.points if p["value"] is not None), None)
         done = self.done
         return done[0] if done else None
 
