@@ -14,6 +14,7 @@ CANDLE/Supervisor's cfg files.
 ``emews site list|show|import`` lists, prints or imports (from Supervisor) site files.
 ``emews report EXPDIR`` writes a self-contained HTML report; ``emews export`` writes the
 evaluations to Optuna, CSV or Parquet.
+``emews completion bash|zsh`` prints the shell completion script; ``emews --version``.
 """
 
 import argparse
@@ -22,6 +23,7 @@ import sys
 import os
 from pathlib import Path
 
+from .cli_help import Version, add_completion_parser, add_examples, complete, print_completion
 from .errors import ConfigError, EmewsError, Interrupted, MEAborted, Reported
 
 EXIT_BAD_INPUT, EXIT_FAILED = 2, 1
@@ -34,6 +36,7 @@ SHORTCUTS = {"procs": "system.procs", "budget": "study.budget", "seed": "study.s
 def parser():
     """The argument parser of the ``emews`` command."""
     top = argparse.ArgumentParser(prog="emews", description=__doc__.splitlines()[0])
+    top.add_argument("--version", action=Version)
     commands = top.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="run (or resume) a study")
     run.add_argument("config", nargs="*", help="TOML files: system and study settings")
@@ -125,19 +128,23 @@ def parser():
     from .launch.commands import add_parsers
 
     add_parsers(commands)  # submit, site
+    add_completion_parser(commands)
+    add_examples(top)
     return top
 
 
 def main(argv=None):
     """Entry point of the ``emews`` console script; returns the exit status."""
-    args = parser().parse_args(argv)
+    top = parser()
+    complete(top)
+    args = top.parse_args(argv)
     try:
         from .launch.commands import run_site, run_submit
 
         return {"run": _run, "serve": _serve, "pool": _pool, "pause": _steer, "unpause": _steer,
                 "stop": _steer, "show": _show, "plot": _plot, "status": _status,
                 "report": _report, "export": _export, "submit": run_submit,
-                "site": run_site}[args.command](args)
+                "site": run_site, "completion": print_completion}[args.command](args)
     except Interrupted as exc:
         if not os.environ.get("EMEWS_SPAWNED"):  # the command that spawned the job says it
             print(f"emews: interrupted; {getattr(exc, 'stored', 0)} evaluations stored; resume "
