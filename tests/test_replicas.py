@@ -130,6 +130,9 @@ def test_status_show_report_and_export_agree_with_final_json(make_config, tmp_pa
     values = [r["result"] for r in replicas if r["status"] == "done"]
     assert best["value"] == max(values) and best["count"] == len(values)
     assert best["mean"] == pytest.approx(statistics.mean(values))
+    study = load(result.expdir)                      # the Python API says the same
+    assert (study.best["params"], study.best["result"]) == (final["best_point"],
+                                                            final["best_value"])
     text = emews_cli("status", result.expdir)
     assert f"{final['best_value']:.6g} (worst of 3 replicas" in text.stdout
 

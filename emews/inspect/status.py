@@ -103,7 +103,7 @@ def _best(study, best):
     if study.replicas is None:
         return {"id": best["id"], "value": best["result"], "params": best["params"],
                 "metrics": best["metrics"]}
-    return {"value": best["value"], "params": best["point"],
+    return {"value": best["result"], "params": best["params"],
             "objective": study.replicas["replica_objective"],
             "replicas": study.replicas["replicas"], "mean": best["mean"], "std": best["std"],
             "count": best["count"], "failed": best["failed"], "ids": best["ids"]}

@@ -104,9 +104,12 @@ class Study:
     @property
     def best(self):
         """The best evaluation (a row), or ``None``; in a study with replicas, the best point
-        (an entry of :attr:`points` with a value), as ``final.json`` names it."""
+        as ``final.json`` names it: its entry of :attr:`points`, with its ``params`` (the
+        point) and its ``result`` (the value its search was told) as a row has them."""
         if self.replicas is not None:
-            return next((p for p in self.points if p["value"] is not None), None)
+            best = next((p for p in self.points if p["value"] is not None), None)
+            return None if best is None else {**best, "params": best["point"],
+                                              "result": best["value"]}
         done = self.done
         return done[0] if done else None
 
