@@ -12,6 +12,7 @@ CANDLE/Supervisor's cfg files.
 ``emews plot EXPDIR`` draws its convergence and the workers' timeline.
 ``emews submit CONFIG --site NAME`` queues a batch job that runs the study on a site.
 ``emews site list|show|import`` lists, prints or imports (from Supervisor) site files.
+``emews swift-t build`` builds Swift/T with this Python embedded and prints its PATH entries.
 ``emews report EXPDIR`` writes a self-contained HTML report; ``emews export`` writes the
 evaluations to Optuna, CSV or Parquet.
 ``emews completion bash|zsh`` prints the shell completion script; ``emews --version``.
@@ -128,6 +129,17 @@ def parser():
     from .launch.commands import add_parsers
 
     add_parsers(commands)  # submit, site
+    swift_t = commands.add_parser("swift-t", help="build Swift/T with this Python embedded")
+    swift_t_build = _one_line(swift_t.add_subparsers(dest="swift_t_command", required=True)
+                              .add_parser("build", help="build STC and Turbine against the "
+                                          "system's MPICH; prints the PATH entries on its last "
+                                          "line"))
+    swift_t_build.add_argument("--source", metavar="TARBALL|DIR", help="Swift/T's source "
+                               "(default: download the pinned release)")
+    swift_t_build.add_argument("--prefix", metavar="DIR", help="where to install (default: "
+                               "~/.local/share/emews/swift-t-COMMIT-pyX.Y)")
+    swift_t_build.add_argument("--no-apt", action="store_true",
+                               help="as root too, only name the missing packages")
     add_completion_parser(commands)
     add_examples(top)
     return top
@@ -144,7 +156,8 @@ def main(argv=None):
         return {"run": _run, "serve": _serve, "pool": _pool, "pause": _steer, "unpause": _steer,
                 "stop": _steer, "show": _show, "plot": _plot, "status": _status,
                 "report": _report, "export": _export, "submit": run_submit,
-                "site": run_site, "completion": print_completion}[args.command](args)
+                "site": run_site, "swift-t": _swift_t,
+                "completion": print_completion}[args.command](args)
     except Interrupted as exc:
         if not os.environ.get("EMEWS_SPAWNED"):  # the command that spawned the job says it
             print(f"emews: interrupted; {getattr(exc, 'stored', 0)} evaluations stored; resume "
@@ -372,6 +385,13 @@ def _report(args):
     from .inspect import load
 
     print(f"emews: wrote {load(args.expdir).report(args.output)}")
+    return 0
+
+
+def _swift_t(args):
+    from .launch.swift_t import build
+
+    print(os.pathsep.join(map(str, build(args.source, args.prefix, apt=not args.no_apt))))
     return 0
 
 

@@ -28,7 +28,10 @@ from .validation import Choice, Flag, Number, Strings, Text, check
 
 IMPLEMENTATIONS = ("py", "app", "container", "echo")   # [study].impl: emews.evaluate's kinds
 RETURN_EPOCHS = ("last", "min", "max")                 # [model].return_epoch
-CONTAINER_RUNTIMES = ("singularity", "apptainer")      # [model].container_runtime
+# [model].container_runtime (default: the first installed); emews.evaluate.container runs each
+CONTAINER_RUNTIMES = ("singularity", "apptainer", "charliecloud", "podman-hpc", "podman",
+                      "shifter")
+CONTAINER_GPUS = ("auto", "nvidia", "amd", "none")     # [model].container_gpus
 KINDS = {"int": Number(integer=True, words=True), "float": Number(words=True), "bool": Flag(),
          "str": Text(), "path": Text(), "list": Strings()}
 
@@ -117,7 +120,9 @@ SCHEMA = {
         "action": Setting("str", "train", "MODEL_ACTION"),
         "container_runtime": Setting("str", None, "CANDLE_CONTAINER_RUNTIME",
                                      choices=CONTAINER_RUNTIMES),
-        "container_args": Setting("list", ["--nv"]),
+        "container_gpus": Setting("str", "auto", "CANDLE_CONTAINER_GPUS",
+                                  choices=CONTAINER_GPUS),
+        "container_args": Setting("list", []),
     },
     "failure": {
         "retries": Setting("int", 0, minimum=0),

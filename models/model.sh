@@ -19,9 +19,11 @@
 # directory when TURBINE_OUTPUT is unset) or $CANDLE_DATA_DIR/<image name>/Output/EXPID/RUNID
 # (SINGULARITY). Output is appended to RUN_DIR/model.log. The model runs under `timeout
 # SH_TIMEOUT` (empty or -1: none): BENCHMARK runs python3 -u -m emews.models.runner, SINGULARITY
-# runs ${CANDLE_CONTAINER_RUNTIME:-singularity} exec --nv --bind DATA:/candle_data_dir --bind
-# RUN_DIR:/emews_run MODEL_NAME MODEL_ACTION.sh CUDA_DEVICE /candle_data_dir --params_file
-# /emews_run/params.json --experiment_id EXPID --run_id RUNID. After a success, result.txt
+# runs the image MODEL_NAME with its runtime (CANDLE_CONTAINER_RUNTIME, else the first
+# installed; GPUs CANDLE_CONTAINER_GPUS, default nvidia, Supervisor's --nv), e.g. singularity
+# exec --nv --bind DATA:/candle_data_dir --bind RUN_DIR:/emews_run --pwd /emews_run --env ...
+# MODEL_NAME MODEL_ACTION.sh CUDA_DEVICE /candle_data_dir --params_file /emews_run/params.json
+# --experiment_id EXPID --run_id RUNID (emews.evaluate.container). After a success, result.txt
 # holds the number, and run_command.txt and ../output.csv are written (python3 -m
 # emews.models.record_run). A failure, or no number (None, nan, inf), exits 1, unless
 # IGNORE_ERRORS is set non-zero: then it exits 0 without result.txt (Supervisor's NaN).
@@ -87,11 +89,12 @@ log "USING PYTHON: $(command -v python3 || echo none)"
 
 if [[ $MODEL_TYPE == SINGULARITY ]]; then
   CVD=$(( ${ADLB_RANK_OFFSET:-0} + ${CANDLE_CUDA_OFFSET:-0} ))
-  MODEL_CMD=( "${CANDLE_CONTAINER_RUNTIME:-singularity}" exec --nv
-              --bind "$CANDLE_DATA_DIR:/candle_data_dir" --bind "$RUN_DIR:/emews_run"
-              "$MODEL_NAME" "$MODEL_ACTION.sh" "$CVD" /candle_data_dir
-              --params_file /emews_run/params.json
-              --experiment_id "$EXPID" --run_id "$RUNID" )
+  export USER=${USER:-$(id -un)}  # ch-run refuses to start without it
+  # the runtime's argument list, one NUL-terminated word each (emews.evaluate.container)
+  mapfile -d '' -t MODEL_CMD < <(
+    python3 -m emews.models.container_command "$MODEL_NAME" "$MODEL_ACTION" "$CVD" \
+            "$RUN_DIR" "$EXPID" "$RUNID")
+  wait $! || { log "MODEL ERROR! no container command (see above)"; exit 1; }
 else
   MODEL_CMD=( python3 -u -m emews.models.runner --params_file "$RUN_DIR/params.json"
               --run_dir "$RUN_DIR" --experiment_id "$EXPID" --run_id "$RUNID" )

@@ -1,8 +1,9 @@
 /*
    model_container.swift: candle_model_train() for CANDLE_MODEL_IMPL=container. emews runs
-   the model's image (CANDLE_IMAGE) with singularity or apptainer (CANDLE_CONTAINER_RUNTIME),
-   its action script (MODEL_ACTION) and the point in params.json; the result is the last
-   IMPROVE_RESULT line of model.log.
+   the model's image (CANDLE_IMAGE, or MODEL_NAME=/path/model.sif with
+   CANDLE_MODEL_TYPE=SINGULARITY) with its runtime (CANDLE_CONTAINER_RUNTIME: apptainer,
+   singularity, charliecloud, podman, podman-hpc or shifter), its action script (MODEL_ACTION)
+   and the point in params.json; the result is the last IMPROVE_RESULT line of model.log.
    swift-t -i model_container imports it (workflow.sh passes -i model_$CANDLE_MODEL_IMPL);
    emews_objective.swift does the work.
 */

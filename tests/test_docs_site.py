@@ -39,7 +39,4 @@ def test_the_readme_is_short_and_its_links_are_alive():
     assert len(readme.splitlines()) <= 200
     links = re.findall(r"\]\(((?!https?:)[^)#]+)", readme)
     assert any(link.startswith("docs/src/") for link in links)
-    # swift-t.md is the Swift/T page of issue 31 (items 1-2), written beside this one
-    missing = [link for link in links if not (REPO / link).exists()
-               and link != "docs/src/swift-t.md"]
-    assert not missing
+    assert [link for link in links if not (REPO / link).exists()] == []

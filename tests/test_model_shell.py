@@ -1,9 +1,9 @@
 """The Model Shell: ``app`` and ``container`` runs in their own processes.
 
 Parameters travel as JSON in a file: values with quotes, ``;``, ``$()``, backslashes, newlines
-and non-ASCII text reach the model unchanged. The container runtime is a stand-in script
-(tests/support/container/singularity) that records its argv and runs the image's command
-natively, since no container runtime exists on the test machine.
+and non-ASCII text reach the model unchanged. The singularity/apptainer runtime is a stand-in
+script (tests/support/container/singularity) that records its argv and runs the image's
+command natively; tests/test_containers.py runs a real Charliecloud container.
 """
 
 import json
@@ -138,7 +138,10 @@ def test_a_container_run_execs_the_image_s_train_sh_and_reads_improve_result(con
     assert Path(command[0]).name == "singularity"
     assert command[1:] == [
         "exec", "--nv", "--bind", f"{tmp_path / 'data'}:/candle_data_dir",
-        "--bind", f"{run_dir}:/emews_run", str(SUPPORT / "container" / "model.sif"), "train.sh",
+        "--bind", f"{run_dir}:/emews_run", "--pwd", "/emews_run",
+        "--env", "CANDLE_DATA_DIR=/candle_data_dir", "--env", "EMEWS_RUN_DIR=/emews_run",
+        "--env", "EMEWS_PARAMS_FILE=/emews_run/params.json", "--env", "EXP_ID=EXP001",
+        "--env", "RUN_ID=RUN000004", str(SUPPORT / "container" / "model.sif"), "train.sh",
         "3", "/candle_data_dir", "--params_file", "/emews_run/params.json",
         "--experiment_id", "EXP001", "--run_id", "RUN000004"]
     got = json.loads((run_dir / "received.json").read_text())
@@ -155,24 +158,28 @@ def test_parameters_reach_a_container_model_unchanged(container, tmp_path):
     check_nothing_ran(run_dir, tmp_path)
 
 
-def test_apptainer_and_exec_args_are_configurable(container):
+def test_apptainer_gpus_and_extra_args_are_configurable(container):
     make, argv = container
-    outcome = make(CANDLE_CONTAINER_RUNTIME="apptainer", CANDLE_CONTAINER_ARGS="[]",
+    outcome = make(CANDLE_CONTAINER_RUNTIME="apptainer", CANDLE_CONTAINER_GPUS="none",
+                   CANDLE_CONTAINER_ARGS='["--cleanenv"]',
                    MODEL_ACTION="train").evaluate('{"x": 2}', "RUN6")
     assert outcome.value == 4.0
     (command,) = argv()
     assert Path(command[0]).name == "apptainer" and command[1:3] == ["exec", "--bind"]
+    assert command[command.index("--cleanenv") + 1] == str(SUPPORT / "container" / "model.sif")
 
 
-def test_app_with_model_type_singularity_is_the_container_implementation(container):
+@pytest.mark.parametrize("impl", ["app", "py"])
+def test_model_type_singularity_is_the_container_implementation(container, impl):
     make, _ = container
-    objective = Objective("app", model_env={"CANDLE_MODEL_TYPE": "SINGULARITY",
-                                            "CANDLE_IMAGE": "model.sif"})
+    objective = Objective(impl, model_env={"CANDLE_MODEL_TYPE": "SINGULARITY",
+                                           "CANDLE_IMAGE": str(SUPPORT / "container" /
+                                                               "model.sif")})
     assert objective.impl == "container"
 
 
 def test_no_container_runtime_on_path_is_a_config_error(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(ConfigError, match="container_runtime .CANDLE_CONTAINER_RUNTIME.: must "
-                                          "be one of"):
+                                          "name an installed runtime: none of"):
         Objective("container", model_env={"CANDLE_IMAGE": "model.sif"})

@@ -332,3 +332,14 @@ def test_the_mlrmbo_study_of_the_cfg_files_runs_its_budget_under_mpiexec(tmp_pat
     for row in rows:
         assert 0 <= row["params"]["x"] <= 4 and row["params"]["epochs"] == 3
         assert row["result"] == pytest.approx(row["params"]["x"])
+
+
+def test_supervisor_s_sif_form_names_the_study_after_the_image(tmp_path):
+    # cfg-prm-gdrp-1.sh in Supervisor's GA tests: MODEL_NAME=/path/GraphDRP.sif with
+    # CANDLE_MODEL_TYPE=SINGULARITY; workflow.sh's CANDLE_IMAGE=NONE means none
+    study, _ = read_text(tmp_path, "", {"MODEL_NAME": "/images/GraphDRP.sif",
+                                        "CANDLE_MODEL_TYPE": "SINGULARITY",
+                                        "CANDLE_IMAGE": "NONE"})
+    assert study["study"]["model_name"] == "/images/GraphDRP.sif"
+    assert study["study"]["name"] == "GraphDRP"
+    assert study["model"] == {"type": "SINGULARITY"}

@@ -190,7 +190,12 @@ def test_model_sh_seven_argument_singularity_call(tmp_path, env, monkeypatch):
     assert (run_dir / "result.txt").read_text() == "3.0\n"
     (argv,) = [json.loads(line) for line in (tmp_path / "argv.jsonl").read_text().splitlines()]
     assert argv[1:] == ["exec", "--nv", "--bind", f"{data}:/candle_data_dir", "--bind",
-                        f"{run_dir}:/emews_run", str(container / "model.sif"), "train.sh", "1",
+                        f"{run_dir}:/emews_run", "--pwd", "/emews_run",
+                        "--env", "CANDLE_DATA_DIR=/candle_data_dir",
+                        "--env", "EMEWS_RUN_DIR=/emews_run",
+                        "--env", "EMEWS_PARAMS_FILE=/emews_run/params.json",
+                        "--env", "EXP_ID=EXP000", "--env", "RUN_ID=RUN5",
+                        str(container / "model.sif"), "train.sh", "1",
                         "/candle_data_dir", "--params_file", "/emews_run/params.json",
                         "--experiment_id", "EXP000", "--run_id", "RUN5"]
     assert (run_dir / "run_command.txt").read_text().startswith("singularity exec --nv --bind")

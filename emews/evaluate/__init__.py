@@ -6,7 +6,8 @@
       py.py        module:function, in a nanny child or in this interpreter
         isolated.py  the worker's handle on its nanny  <-channel.py->  nanny.py  the child
       app.py       the Model Shell (model.sh) in the run directory
-      container.py singularity/apptainer through the Model Shell
+      container.py a model image through the Model Shell: apptainer, singularity, charliecloud,
+                   podman, podman-hpc or shifter
       echo.py      no model: the sum of squares
     base.py        RunContext, current_run, EvaluationFailed, the Implementation contract
     outcome.py     Outcome and its one wire form (to_wire / from_wire), for every transport

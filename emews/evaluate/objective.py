@@ -49,8 +49,9 @@ class Objective:
     ``model_env`` maps Supervisor's environment variables to strings: the model's settings
     (``FRAMEWORK``, ``MODEL_PYTHON_DIR``, ``BENCHMARK_TIMEOUT``, ``CANDLE_DATA_DIR``,
     ``EMEWS_LANGS_APP``, ``APP_PYTHONPATH``, the container's ``CANDLE_IMAGE``,
-    ``MODEL_ACTION``, ``CANDLE_CONTAINER_RUNTIME``, ``CANDLE_CONTAINER_ARGS`` (a JSON list,
-    default ``["--nv"]``), ...). ``timeout`` (``SH_TIMEOUT``) bounds each run; ``isolate``
+    ``MODEL_ACTION``, ``CANDLE_CONTAINER_RUNTIME``, ``CANDLE_CONTAINER_GPUS``,
+    ``CANDLE_CONTAINER_ARGS`` (a JSON list of extra runtime options), ...; see
+    :mod:`emews.evaluate.container`). ``timeout`` (``SH_TIMEOUT``) bounds each run; ``isolate``
     runs ``py`` objectives in a child process (see :mod:`emews.evaluate.py`); ``grace`` is the
     time between SIGTERM and SIGKILL.
     """
@@ -59,8 +60,8 @@ class Objective:
                  model_return="val_loss", timeout=None, expdir=".", exp_id="EXP000",
                  model_env=None, isolate=True, grace=process.KILL_GRACE):
         self.model_env = {key: str(value) for key, value in (model_env or {}).items()}
-        if impl == "app" and self.model_env.get("CANDLE_MODEL_TYPE") == "SINGULARITY":
-            impl = "container"
+        if impl in ("py", "app") and self.model_env.get("CANDLE_MODEL_TYPE") == "SINGULARITY":
+            impl = "container"  # as Supervisor's workflow.sh sets CANDLE_MODEL_IMPL
         if impl not in IMPLEMENTATIONS:
             raise ConfigError("[study].impl (CANDLE_MODEL_IMPL)",
                               f"must be one of {list(IMPLEMENTATIONS)}", impl)

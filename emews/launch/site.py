@@ -14,6 +14,7 @@ its GPUs and how they are bound to ranks, and the langs-app settings of ``app`` 
     launcher_command = "srun"        # the launcher's path (mpiexec: the one beside python)
     ppn_flag = "--ppn"               # mpiexec's ranks-per-node option, if it takes one
     python = "python3"               # the job's Python (default: the one running emews)
+    container_runtime = "apptainer"  # the study's [model].container_runtime, unless it sets one
     [batch]                          # defaults; the study's [system] and the command line win
     queue = "batch"
     project = "MED106"
@@ -36,6 +37,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
+from ..config import CONTAINER_RUNTIMES
 from ..errors import ConfigError
 from ..validation import Choice, Mapping, Number, Strings, Text, check_keys
 
@@ -76,6 +78,7 @@ SCHEMA = {
         "ppn": Number(integer=True, minimum=1, words=True),
         "gpus_per_node": Number(integer=True, minimum=0, words=True),
         "gpu_binding": Choice(GPU_BINDINGS),
+        "container_runtime": Choice(CONTAINER_RUNTIMES),
     },
     "batch": {
         "queue": Text(WORD, WORD_RULE, one_line=True),
@@ -105,6 +108,7 @@ class Site:
     ppn: int | None = None
     gpus_per_node: int = 0
     gpu_binding: str = "CUDA_VISIBLE_DEVICES"
+    container_runtime: str | None = None
     batch: dict = field(default_factory=dict)
     environment: dict = field(default_factory=dict)
     langs_app: dict = field(default_factory=dict)

@@ -31,11 +31,13 @@ PSIJ_CONFIG = {"slurm": ("psij.executors.batch.slurm", "SlurmExecutorConfig"),
                "lsf": ("psij.executors.batch.lsf", "LsfExecutorConfig")}
 JOB_NAME = {"slurm": "job-name", "pbs": "N", "lsf": "J"}
 # what the site may set for the study when neither the command line, the environment nor the
-# study's files do: [system] key -> the site's value
-SITE_DEFAULTS = {"ppn": lambda s: s.ppn, "walltime": lambda s: s.batch.get("walltime"),
-                 "queue": lambda s: s.batch.get("queue"),
-                 "project": lambda s: s.batch.get("project"),
-                 "gpus_per_node": lambda s: s.gpus_per_node or None}
+# study's files do: "table.key" -> the site's value
+SITE_DEFAULTS = {"system.ppn": lambda s: s.ppn,
+                 "system.walltime": lambda s: s.batch.get("walltime"),
+                 "system.queue": lambda s: s.batch.get("queue"),
+                 "system.project": lambda s: s.batch.get("project"),
+                 "system.gpus_per_node": lambda s: s.gpus_per_node or None,
+                 "model.container_runtime": lambda s: s.container_runtime}
 
 
 def submit(config, site_name, overrides=None, resume=None, chain=0, dry_run=False,
@@ -108,20 +110,20 @@ def submit(config, site_name, overrides=None, resume=None, chain=0, dry_run=Fals
 
 
 def _with_site_defaults(config, site, overrides, resume):
-    """Add the site's values for the [system] settings the study leaves unset."""
+    """Add the site's values for the settings the study leaves unset (:data:`SITE_DEFAULTS`)."""
     sources = [experiment.read_json(Path(resume) / "config.json")] if resume else []
     if config:
         sources += config if isinstance(config, list) else [config]
     cfg = configuration.load(sources, overrides) if not resume else None
-    for key, value_of in SITE_DEFAULTS.items():
+    for name, value_of in SITE_DEFAULTS.items():
         value = value_of(site)
-        if value is None or f"system.{key}" in overrides:
+        if value is None or name in overrides:
             continue
-        if cfg is not None and ("system", key) in cfg.origin:
+        if cfg is not None and tuple(name.split(".")) in cfg.origin:
             continue
         if resume and not config:
             continue  # a resumed study keeps what it was prepared with
-        overrides[f"system.{key}"] = value
+        overrides[name] = value
     return overrides
 
 

@@ -13,7 +13,11 @@ naming the file, with bash's exit status and the last line it printed (an ``echo
 :func:`read` maps what the files set to a study (a dict shaped like the TOML file)::
 
     PROCS, PPN, WALLTIME, QUEUE, PROJECT      [system] procs, ppn, walltime, queue, project
-    MODEL_NAME                                [study] model_name and name (EXPnnn numbering)
+    MODEL_NAME                                [study] model_name and name (EXPnnn numbering;
+                                              with CANDLE_MODEL_TYPE=SINGULARITY, the name
+                                              is the image's, MODEL_NAME=/path/NAME.sif)
+    CANDLE_MODEL_TYPE, CANDLE_IMAGE (NONE:    [model] type, image
+        none), MODEL_ACTION                   [model] action
     PARAM_SET_FILE, SEED, MODEL_RETURN, ...   [study] space, seed, model_return, ...
     SH_TIMEOUT; BENCHMARK_TIMEOUT             [study] timeout; [model] benchmark_timeout
     IGNORE_ERRORS (0; 1)                      [failure] on_failure ("abort"; "fail"), as
@@ -122,6 +126,8 @@ UNUSED = {  # set by Supervisor's files, and changing nothing under emews
     "MAX_CONCURRENT_EVALUATIONS": "no Supervisor workflow reads it",
     "MAX_CONCURRET_EVALUATIONS": "no Supervisor workflow reads it",
 }
+# Supervisor's workflow.sh: ${CANDLE_IMAGE:=NONE}, no image (MODEL_NAME names the SIF)
+NO_IMAGE = {("CANDLE_IMAGE", "NONE"), ("CANDLE_IMAGE", "None")}
 FROM_ENVIRONMENT = {s.env for table in SCHEMA.values() for s in table.values() if s.env}
 
 
@@ -241,7 +247,7 @@ def read(cfg_sys, cfg_prm, environ=None):
     for var, (table, key, kind) in mapping.items():
         value = environ.get(var) if var in FROM_ENVIRONMENT and environ.get(var) else \
             namespace.get(var) or (GA_DEFAULTS.get(var) if name == "GA" else None)
-        if value not in (None, ""):
+        if value not in (None, "") and (var, value) not in NO_IMAGE:
             where = namespace.where.get(var, f"environment variable {var}")
             converted = convert(value, kind, f"{where}: {var}")
             if converted is not None:
@@ -252,6 +258,8 @@ def read(cfg_sys, cfg_prm, environ=None):
         study["failure"]["on_failure"] = "abort" if convert(ignore, "int", where) == 0 else "fail"
     if "model_name" in study["study"]:
         study["study"]["name"] = study["study"]["model_name"]
+        if study["model"].get("type") == "SINGULARITY":  # workflow.sh: basename $MODEL_NAME .sif
+            study["study"]["name"] = Path(study["study"]["model_name"]).name.removesuffix(".sif")
     if name == "GA":
         study["study"]["budget"] = ga_budget(study["algorithm"])
     return {table: values for table, values in study.items() if values}, notes

@@ -1,0 +1,41 @@
+#!/bin/bash
+# An IMPROVE-style action script, installed in the test image as /usr/local/bin/train.sh (the
+# image has bash, sed and awk, no Python), as CANDLE/IMPROVE images ship theirs:
+#   train.sh DEVICES DATA_DIR --params_file FILE --experiment_id EXP --run_id RUN
+# It reads x and an optional "behaviour" from the params file (data, never code), copies the
+# file to received.json, and reports IMPROVE_RESULT (x - 0.5)^2. Behaviours: "sleep" (a child
+# that sleeps, both pids in pids.txt), "fail" (exit 3 after a line on stderr), "epochs" (a
+# report line per epoch, then the result).
+set -eu
+devices=$1 data_dir=$2
+shift 2
+while (( $# )); do
+  case $1 in
+    --params_file) params=$2 ;;
+    --experiment_id) experiment=$2 ;;
+    --run_id) run=$2 ;;
+    *) echo "train.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+  shift 2
+done
+field() { sed -n "s/.*\"$1\": *\"\{0,1\}\([-+.0-9eEa-z]*\).*/\1/p" "$params" | head -n 1; }
+run_dir=$(dirname -- "$params")
+cp -- "$params" "$run_dir/received.json"
+echo "inside image $(cat /etc/emews-test-image) (Debian $(cat /etc/debian_version)) as pid $$:" \
+     "devices '$devices', data '$data_dir', CANDLE_DATA_DIR '$CANDLE_DATA_DIR', cwd $(/bin/pwd)," \
+     "experiment $experiment, run $run"
+x=$(field x)
+case $(field behaviour) in
+  sleep)
+    sleep 300 &
+    echo "$$ $!" > "$run_dir/pids.txt"
+    wait ;;
+  fail)
+    echo "train.sh: the model failed on purpose" >&2
+    exit 3 ;;
+  epochs)
+    for epoch in 1 2 3; do
+      awk -v x="$x" -v e="$epoch" 'BEGIN { printf "epoch %d val_loss %.6f\n", e, (x - 0.5)^2 + 1/e }'
+    done ;;
+esac
+awk -v x="$x" 'BEGIN { printf "IMPROVE_RESULT val_loss %.17g\n", (x - 0.5)^2 }'
