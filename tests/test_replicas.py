@@ -78,9 +78,11 @@ def test_every_replica_is_stored_and_the_algorithm_is_told_one_value_per_point(
 
 
 def test_emews_show_summarizes_each_point_over_its_replicas(make_config, tmp_path,
-                                                            emews_cli):
+                                                            emews_cli, capsys):
     record = tmp_path / "told.jsonl"
     result = emews.run(make_config(record, replica_seed_param="rng_seed", budget=12))
+    progress = [line for line in capsys.readouterr().out.splitlines()
+                if line.startswith("[progress]")]
     summary = load(result.expdir).points
     groups = by_point(stored_rows(result.expdir))
     assert len(summary) == 4
@@ -99,6 +101,7 @@ def test_emews_show_summarizes_each_point_over_its_replicas(make_config, tmp_pat
     assert (final["best_point"], final["best_value"]) == (summary[0]["point"], ranked[0])
     assert (result.best_point, result.best_value) == (summary[0]["point"], ranked[0])
     assert result_of(result.expdir).best_value == ranked[0]
+    assert f"| best {ranked[0]:.6g} |" in progress[-1]   # the live best is a point's too
     done = emews_cli("show", result.expdir)
     assert done.returncode == 0, done.stderr
     shown = " ".join(done.stdout.split())               # rich wraps the title

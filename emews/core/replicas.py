@@ -93,6 +93,26 @@ def summarize(rows, seed_param, objective, replicas):
     return [{**s, "value": None if math.isnan(s["value"]) else s["value"]} for s in summary]
 
 
+class Gathered:
+    """Replica values gathered per point (its parameters without ``seed_param``) until all
+    ``replicas`` of it are in; ``groups`` maps a point's key to its point and values so far."""
+
+    def __init__(self, replicas, objective="mean", seed_param=SEED_PARAM):
+        self.replicas, self.objective, self.seed_param = replicas, objective, seed_param
+        self.groups = {}
+
+    def add(self, replica, value):
+        """Gather one replica's ``value`` (NaN: it failed); ``(point, value)`` when it was the
+        point's last replica, the value its search is told (:func:`aggregate`), else ``None``."""
+        point = {k: v for k, v in replica.items() if k != self.seed_param}
+        group = self.groups.setdefault(point_key(point), {"point": point, "values": []})
+        group["values"].append(float(value))
+        if len(group["values"]) < self.replicas:
+            return None
+        del self.groups[point_key(point)]
+        return group["point"], aggregate(group["values"], self.objective)
+
+
 class Replicas(Algorithm):
     """``algorithm``'s points, each evaluated ``replicas`` times with distinct seeds."""
 
@@ -111,7 +131,7 @@ class Replicas(Algorithm):
         self.needs_space, self.finite = algorithm.needs_space, algorithm.finite
         self.ready_share = algorithm.ready_share
         self.ready = []      # replica points asked for and not yet proposed
-        self.groups = {}     # point key -> {"point": point, "seeds": [...], "values": [...]}
+        self.gathered = Gathered(replicas, objective, seed_param)
 
     def ask(self, n):
         while len(self.ready) < n:
@@ -124,17 +144,9 @@ class Replicas(Algorithm):
         return points
 
     def tell(self, points, values):
-        told_points, told_values = [], []
-        for replica, value in zip(points, values):
-            point = {k: v for k, v in replica.items() if k != self.seed_param}
-            group = self.groups.setdefault(point_key(point), {"point": point, "values": []})
-            group["values"].append(float(value))
-            if len(group["values"]) >= self.replicas:
-                del self.groups[point_key(point)]
-                told_points.append(group["point"])
-                told_values.append(aggregate(group["values"], self.objective))
-        if told_points:
-            self.algorithm.tell(told_points, told_values)
+        told = [found for found in map(self.gathered.add, points, values) if found is not None]
+        if told:
+            self.algorithm.tell([point for point, _ in told], [value for _, value in told])
 
     def done(self):
         return not self.ready and self.algorithm.done()
@@ -143,13 +155,14 @@ class Replicas(Algorithm):
         inner = self.algorithm.state()
         if inner is None:
             return None
-        return pack_state(self, {"algorithm": inner, "ready": self.ready, "groups": self.groups,
+        return pack_state(self, {"algorithm": inner, "ready": self.ready,
+                                 "groups": self.gathered.groups,
                                  "rng": self.rng.bit_generator.state}, pickled=True)
 
     def restore(self, state):
         data = unpack_state(self, state)
         self.algorithm.restore(data["algorithm"])
-        self.ready, self.groups = data["ready"], data["groups"]
+        self.ready, self.gathered.groups = data["ready"], data["groups"]
         self.rng.bit_generator.state = data["rng"]
 
     def _replicate(self, point):
