@@ -38,8 +38,9 @@ def load(expdir):
     with replicas, the best point: result, params, and its replicas' mean, std, count and ids),
     ``points`` (with replicas: each point's replicas summarized, best first), ``done`` (rows with a value, best first), ``failed`` (by id), ``param_names``,
     ``metric_names``, ``trials_dataframe()`` (pandas: one row per evaluation, a column per
-    parameter and metric) and ``report(output=None)`` (writes ``EXPDIR/report.html``,
-    returns its path)::
+    parameter and metric), ``report(output=None)`` (writes ``EXPDIR/report.html``,
+    returns its path) and ``to_optuna()`` (an Optuna ``Study``: a live, read-only view of the
+    store that ``optuna.visualization`` plots)::
 
         import emews
         study = emews.load("experiments/study/EXP003")

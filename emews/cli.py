@@ -126,6 +126,12 @@ def parser():
     export.add_argument("--to", required=True, nargs=2, metavar=("FORMAT", "TARGET"),
                         help="optuna URL (sqlite:///study.db), csv FILE or parquet FILE")
     export.add_argument("--study-name", help="the Optuna study's name (default: EXPDIR's name)")
+    board = _one_line(commands.add_parser("dashboard", help="serve optuna-dashboard on a study "
+                                          "while it runs (read-only)"))
+    board.add_argument("paths", nargs="+", metavar="EXPDIR|DATA_DIR/NAME")
+    board.add_argument("--port", type=int, default=8080, help="0: a free one (default: 8080)")
+    board.add_argument("--host", default="127.0.0.1", help="address to listen on (default: "
+                       "127.0.0.1); every request needs the printed URL's token")
     from .launch.commands import add_parsers
 
     add_parsers(commands)  # submit, site
@@ -155,6 +161,7 @@ def main(argv=None):
 
         return {"run": _run, "serve": _serve, "pool": _pool, "pause": _steer, "unpause": _steer,
                 "stop": _steer, "show": _show, "plot": _plot, "status": _status,
+                "dashboard": _dashboard,
                 "report": _report, "export": _export, "submit": run_submit,
                 "site": run_site, "swift-t": _swift_t,
                 "completion": print_completion}[args.command](args)
@@ -404,6 +411,12 @@ def _export(args):
         raise ConfigError("emews export --to", f"FORMAT must be one of {list(FORMATS)}", to)
     print(f"emews: {export(load(args.expdir), to, target, args.study_name)}")
     return 0
+
+
+def _dashboard(args):
+    from .inspect.dashboard import serve
+
+    return serve(args.paths, args.host, args.port)
 
 
 if __name__ == "__main__":

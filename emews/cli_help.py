@@ -35,6 +35,8 @@ EXAMPLES = {
               "emews submit study.toml --site slurm --dry-run",
     "site": "emews site list\n"
             "emews site import SUPERVISOR/workflows/common/sh mycluster",
+    "dashboard": "emews dashboard experiments/study/EXP003    # prints the URL, token included\n"
+                 "emews dashboard experiments/study --port 0  # every experiment of a workflow",
     "swift-t": "emews swift-t build --prefix ~/swift-t    # prints the PATH entries last\n"
                "emews swift-t build --source swift-t.tar.gz   # offline, from a copy of its source",
     "completion": "eval \"$(emews completion bash)\"           # in ~/.bashrc\n"

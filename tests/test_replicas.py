@@ -1,6 +1,6 @@
 """Replicas: each point evaluated R times with distinct seeds, every replica a row of the store,
 the algorithm told one value per point (mean or worst); ``final.json``, ``emews status``,
-``show``, ``report`` and ``export`` all judge the study by its points."""
+``show``, ``report``, ``export`` and the dashboard's view all judge the study by its points."""
 
 import collections
 import json
@@ -172,6 +172,12 @@ def test_status_show_report_and_export_agree_with_final_json(make_config, tmp_pa
     assert exported.best_trial.params == final["best_point"]
     assert exported.best_value == final["best_value"]
     assert sorted(exported.best_trial.user_attrs["emews_ids"]) == sorted(best["ids"])
+
+    view = load(result.expdir).to_optuna()       # what emews dashboard serves, live
+    assert len(view.trials) == len(groups)
+    assert (view.best_trial.params, view.best_value) == (final["best_point"],
+                                                         final["best_value"])
+    assert [t.number for t in view.trials] == list(range(len(groups)))
 
 
 def test_a_seed_parameter_that_the_space_has_is_refused_in_one_line(make_config, tmp_path):

@@ -44,6 +44,15 @@ def wrap(algorithm, settings):
                     seed_param=settings.get("replica_seed_param", SEED_PARAM))
 
 
+def settings_of(study):
+    """The replica settings (``replicas``, ``replica_objective``, ``replica_seed_param``) of a
+    study's ``[study]`` table (as ``config.json`` holds it) when it evaluates each point more
+    than once, else ``None``."""
+    if (study or {}).get("replicas", 1) <= 1:
+        return None
+    return {key: study[key] for key in ("replicas", "replica_objective", "replica_seed_param")}
+
+
 def check(space, seed_param, where="[study].replica_seed_param"):
     """A ConfigError (naming ``where``) when the seed's parameter name is one of the search
     space's."""

@@ -8,29 +8,16 @@ still running goes on writing meanwhile.
 import json
 import os
 import socket
-from pathlib import Path
 
-from ..core.replicas import summarize
+from ..core.replicas import settings_of, summarize
 from ..errors import ConfigError
 from ..status import Status
-from ..store import study_store
+from .source import experiment_dir, read
 
 
 def load(expdir):
     """The :class:`Study` in experiment directory ``expdir`` (running or finished)."""
     return Study(expdir)
-
-
-def experiment_dir(expdir):
-    """``expdir`` as a Path, or a one-line :class:`ConfigError` when it holds no study."""
-    path = Path(expdir)
-    if not path.is_dir():
-        raise ConfigError(str(expdir), "must be an experiment directory (EXPDIR/results.db); "
-                          "no such directory", None, show_value=False)
-    if not (path / "results.db").is_file() and not _storage(path):
-        raise ConfigError(str(expdir), "must be an experiment directory holding results.db; "
-                          "there is none", None, show_value=False)
-    return path
 
 
 class Study:
@@ -80,11 +67,7 @@ class Study:
     def replicas(self):
         """The study's replica settings (``replicas``, ``replica_objective``,
         ``replica_seed_param``) when it evaluates each point more than once, else ``None``."""
-        settings = self.config.get("study", {})
-        if settings.get("replicas", 1) <= 1:
-            return None
-        return {key: settings[key] for key in ("replicas", "replica_objective",
-                                               "replica_seed_param")}
+        return settings_of(self.config.get("study"))
 
     @property
     def points(self):
@@ -175,6 +158,14 @@ class Study:
                 + [self.metric_column(m) for m in self.metric_names]
                 + ["rank", "attempt", "run_id", "seconds", "error"])
 
+    def to_optuna(self):
+        """An Optuna ``Study`` over this experiment's store: a live, read-only view (see
+        :mod:`emews.inspect.optuna_view`) that ``optuna.visualization`` can plot; every write
+        through it raises."""
+        from .optuna_view import load_optuna_study
+
+        return load_optuna_study([self.expdir])
+
     def plot(self, output=None, metric=None):
         """Draw the convergence and the workers' timeline (see :func:`emews.inspect.plot.plot`);
         the PNG's path."""
@@ -203,21 +194,3 @@ def _seconds(row):
     if row["started"] is None or row["finished"] is None:
         return None
     return row["finished"] - row["started"]
-
-
-def _storage(expdir):
-    """The study's ``[system].storage`` (a ``postgresql://`` URL), or ``None``."""
-    try:
-        return json.loads((Path(expdir) / "config.json").read_text())["system"]["storage"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
-def read(expdir):
-    """The :class:`~emews.store.Snapshot` of the study in ``expdir``, through a read-only
-    store: its ``results.db`` or its PostgreSQL database."""
-    store = study_store(expdir, _storage(expdir), create=False, readonly=True)
-    try:
-        return store.snapshot()
-    finally:
-        store.close()

@@ -1,0 +1,376 @@
+"""Studies as Optuna sees them: one mapping of our rows to Optuna trials, and a read-only
+Optuna storage over our store (:class:`StoreView`), live and without a copy.
+
+::
+
+    EXPDIR/results.db, or its PostgreSQL database   (one read-only store per read)
+        --rows--> frozen_trial()  --> optuna FrozenTrial   (export.py writes them to a storage;
+                                                            StoreView serves them)
+    StoreView(BaseStorage): every read opens the store read-only, reads, closes: no write
+    lock, no cache of its own (optuna-dashboard caches its trials for a few seconds); every
+    write raises :class:`ReadOnlyError` and writes nothing.
+
+A study is one experiment directory; ``DATA_DIR/NAME`` gives one study per ``EXP*`` under it
+(found again on every read, so a new experiment appears). Study ids are the experiments' places
+in name order; a trial's number is its evaluation's id (0, 1, ... in the order the ME proposed
+them, as Optuna numbers its trials), and its trial id is ``study_id << 32 | number``.
+
+This module imports Optuna: import it only where Optuna is wanted.
+"""
+
+import datetime
+import json
+import os
+from pathlib import Path
+
+import optuna
+from optuna.distributions import (CategoricalDistribution, FloatDistribution,
+                                  IntDistribution)
+from optuna.storages import BaseStorage
+from optuna.study import StudyDirection
+from optuna.study._frozen import FrozenStudy
+from optuna.trial import FrozenTrial, TrialState
+
+from ..core.algorithm import point_key
+from ..core.replicas import settings_of, summarize
+from ..errors import ConfigError, EmewsError
+from ..space import Categorical, Constant, Float, Int, Logical, Space
+from ..status import FINAL, Status
+from .source import best_row, experiment_dir, read_rows
+
+PRUNED = getattr(Status, "PRUNED", "pruned")   # the status [fidelity] adds (its string till then)
+
+STATES = {Status.QUEUED: TrialState.RUNNING, Status.RUNNING: TrialState.RUNNING,
+          Status.DONE: TrialState.COMPLETE, Status.FAILED: TrialState.FAIL,
+          Status.CANCELLED: TrialState.FAIL, Status.INTERRUPTED: TrialState.FAIL,
+          PRUNED: TrialState.PRUNED}
+"""Optuna's state of a trial, by our point's status (Optuna's ``ask`` makes a trial RUNNING at
+once, as our ME's proposal is ``queued`` at once)."""
+
+TRIAL_BITS = 32   # a trial id is study_id << TRIAL_BITS | number
+
+
+class ReadOnlyError(EmewsError):
+    """A write to a :class:`StoreView`: emews's store is written by its study alone."""
+
+    def __init__(self, action):
+        super().__init__(f"the emews study is read-only here: {action} refused (nothing was "
+                         "written; a study's store is written by its run alone)")
+
+
+# --- one mapping: a row of ours -> an Optuna trial ------------------------------------------
+
+def distributions(space):
+    """Optuna distributions of the parameters of an :class:`emews.space.Space`."""
+    result = {}
+    for param in space.params:
+        if isinstance(param, Int):
+            result[param.name] = IntDistribution(param.lower, param.upper, log=param.log)
+        elif isinstance(param, Float):
+            result[param.name] = FloatDistribution(param.lower, param.upper, log=param.log)
+        elif isinstance(param, Categorical):
+            result[param.name] = CategoricalDistribution(list(param.values))
+        elif isinstance(param, Logical):
+            result[param.name] = CategoricalDistribution([False, True])
+        elif isinstance(param, Constant):
+            result[param.name] = CategoricalDistribution([param.value])
+    return result
+
+
+def observed_distributions(rows):
+    """Distributions read off the parameter values of ``rows``, for a study whose search-space
+    file is gone (an experiment copied off its machine): integers as an
+    :class:`IntDistribution`, other numbers as a :class:`FloatDistribution`, each over the
+    values seen, anything else as a :class:`CategoricalDistribution` of the values seen."""
+    values = {}
+    for row in rows:
+        for name, value in (row["params"] or {}).items():
+            values.setdefault(name, []).append(value)
+    result = {}
+    for name, seen in values.items():
+        if all(isinstance(v, int) and not isinstance(v, bool) for v in seen):
+            result[name] = IntDistribution(min(seen), max(seen))
+        elif all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in seen):
+            result[name] = FloatDistribution(min(seen), max(seen))
+        else:
+            choices = list(dict.fromkeys(v if isinstance(v, (bool, int, float, str)) or v is None
+                                         else json.dumps(v) for v in seen))
+            result[name] = CategoricalDistribution(choices)
+    return result
+
+
+def learning_curves(expdir):
+    """The learning curves of the study in ``expdir``: ``{evaluation id: {step: value}}``,
+    each as Optuna's ``FrozenTrial.intermediate_values`` holds it.
+
+    ``{}`` for now: the per-evaluation reports (steps and values) come with the [fidelity]
+    work; wire this to its reports table (one read for the whole study) when it lands.
+    """
+    return {}
+
+
+def frozen_trial(row, dists, number=0, trial_id=0, expdir=None, curve=None):
+    """The Optuna trial of one of our rows (as :meth:`emews.store.Store.rows` gives it).
+
+    State by :data:`STATES`; the value of a ``done`` row (the study minimizes it); params
+    with ``dists`` (those not in ``dists`` are left out); start (``started``, or ``queued``
+    while it waits) and end times; user attributes ``emews_id``, ``run_id``, ``run_dir``
+    (with ``expdir``, the experiment's resolved directory), ``status``, ``rank``,
+    ``attempt``, ``error`` and ``metrics``; ``curve``: its intermediate values (see
+    :func:`learning_curves`). A study with replicas has :func:`point_trials` instead.
+    """
+    state = STATES[row["status"]]
+    value = row["result"] if state == TrialState.COMPLETE else None
+    if state == TrialState.COMPLETE and value is None:
+        state = TrialState.FAIL   # done without a value (a NaN): Optuna's FAIL
+    params = {name: row["params"][name] for name in dists if name in (row["params"] or {})}
+    attrs = {"emews_id": row["id"], "run_id": row["run_id"], "status": row["status"],
+             "rank": row["rank"], "attempt": row["attempt"], "error": row["error"],
+             "metrics": row["metrics"]}
+    if expdir is not None and row["run_id"]:
+        attrs["run_dir"] = os.path.join(expdir, "run", row["run_id"])
+    start = row["started"] if row["started"] is not None else row.get("queued")
+    end = (row["finished"] if row["finished"] is not None else start) if state.is_finished() \
+        else None
+    return FrozenTrial(
+        number=number, trial_id=trial_id, state=state, value=value, params=params,
+        distributions={name: dists[name] for name in params}, user_attrs=attrs,
+        system_attrs={}, intermediate_values=curve or {},
+        datetime_start=_time(start), datetime_complete=_time(end))
+
+
+def point_trials(rows, replicas, dists, study_id=0, expdir=None):
+    """The Optuna trials of a study with replicas (``replicas``: its settings, as
+    :func:`emews.core.replicas.settings_of` gives them): one per point with a finished
+    replica, numbered in the order the points were proposed, judged as ``final.json`` judges
+    them (:func:`emews.core.replicas.summarize`).
+
+    A point's value is the one its search was told (its replicas' mean or worst): COMPLETE;
+    without one, RUNNING while a replica of it is still to finish, else FAIL (every replica
+    failed, or a limit cut the point short). Params without the seed; start and end times
+    the first start and last finish of its replicas; user attributes ``emews_ids`` (its
+    replicas' evaluations), ``mean``, ``std``, ``count``, ``failed``, ``complete`` and, with
+    ``expdir``, ``run_dirs``.
+    """
+    seed = replicas["replica_seed_param"]
+    waiting = {point_key({k: v for k, v in row["params"].items() if k != seed})
+               for row in rows if row["status"] not in FINAL}
+    by_id = {row["id"]: row for row in rows}
+    points = sorted(summarize(rows, seed, replicas["replica_objective"], replicas["replicas"]),
+                    key=lambda point: min(point["ids"]))
+    trials = []
+    for number, point in enumerate(points):
+        done = [by_id[i] for i in point["ids"]]
+        state = TrialState.COMPLETE if point["value"] is not None else (
+            TrialState.RUNNING if point_key(point["point"]) in waiting else TrialState.FAIL)
+        params = {name: point["point"][name] for name in dists if name in point["point"]}
+        attrs = {"emews_ids": point["ids"],
+                 **{key: point[key] for key in ("mean", "std", "count", "failed", "complete")}}
+        if expdir is not None:
+            attrs["run_dirs"] = [os.path.join(expdir, "run", r["run_id"]) for r in done
+                                 if r["run_id"]]
+        starts = [r["started"] for r in done if r["started"] is not None]
+        ends = [r["finished"] for r in done if r["finished"] is not None]
+        trials.append(FrozenTrial(
+            number=number, trial_id=study_id << TRIAL_BITS | number, state=state,
+            value=point["value"], params=params,
+            distributions={name: dists[name] for name in params}, user_attrs=attrs,
+            system_attrs={}, intermediate_values={},
+            datetime_start=_time(min(starts, default=None)),
+            datetime_complete=_time(max(ends, default=None)) if state.is_finished() else None))
+    return trials
+
+
+def _time(stamp):
+    return None if stamp is None else datetime.datetime.fromtimestamp(stamp)
+
+
+# --- the read-only storage ------------------------------------------------------------------
+
+def experiments(path):
+    """The experiment directories of ``path``: itself when it is one (``EXPDIR``), else the
+    ``EXP*`` directories under it that are (``DATA_DIR/NAME``), in name order; a one-line
+    :class:`ConfigError` when there are none."""
+    path = Path(path)
+    if path.is_dir() and not (path / "results.db").is_file() and not (
+            path / "config.json").is_file():
+        found = []
+        for child in sorted(path.iterdir()):
+            try:
+                found.append(experiment_dir(child))
+            except ConfigError:
+                continue
+        if found:
+            return found
+        raise ConfigError(str(path), "must be an experiment directory (EXPDIR, holding "
+                          "results.db) or a workflow's DATA_DIR/NAME holding some; there is "
+                          "neither", None, show_value=False)
+    return [experiment_dir(path)]
+
+
+class _Experiment:
+    """One experiment as a study: its name, directory and distributions."""
+
+    def __init__(self, expdir, name):
+        self.expdir, self.name = expdir.resolve(), name
+        try:
+            config = json.loads((expdir / "config.json").read_text())
+        except (OSError, ValueError):
+            config = {}
+        study = config.get("study") or {}
+        self.objective = study.get("model_return") or "val_loss"
+        self.space_file = study.get("space")
+        self.replicas = settings_of(study)   # with replicas: one trial per point
+        self._dists = None
+
+    def dists(self, rows):
+        """The study's distributions: from its search-space file, else from ``rows``."""
+        if self._dists is None and self.space_file and Path(self.space_file).is_file():
+            self._dists = distributions(Space.from_file(self.space_file))
+        return self._dists if self._dists is not None else observed_distributions(rows)
+
+
+class StoreView(BaseStorage):
+    """A read-only Optuna storage over the studies of ``paths`` (each an ``EXPDIR`` or a
+    ``DATA_DIR/NAME``): one Optuna study per experiment, named by its directory
+    (``NAME/EXPnnn`` for a workflow's), minimizing its objective. Every read goes to the store
+    (a live view); every write raises :class:`ReadOnlyError`."""
+
+    def __init__(self, paths):
+        self.paths = [Path(p) for p in paths]
+        self._known = {}
+        self._studies()   # a path that holds no study: a ConfigError now
+
+    def _studies(self):
+        studies = []
+        for path in self.paths:
+            for expdir in experiments(path):
+                key = expdir.resolve()
+                if key not in self._known:
+                    name = expdir.name if expdir == path else f"{path.name}/{expdir.name}"
+                    self._known[key] = _Experiment(expdir, name)
+                studies.append(self._known[key])
+        return studies
+
+    def _study(self, study_id):
+        studies = self._studies()
+        if not 0 <= study_id < len(studies):
+            raise KeyError(f"no study with id {study_id}")
+        return studies[study_id]
+
+    def _rows(self, study_id):
+        return read_rows(self._study(study_id).expdir)
+
+    # --- studies
+
+    def get_all_studies(self):
+        return [FrozenStudy(study.name, None, self._user_attrs(study), {}, study_id,
+                            directions=self._directions())
+                for study_id, study in enumerate(self._studies())]
+
+    @staticmethod
+    def _directions():
+        return [StudyDirection.MINIMIZE]   # a list: a multi-objective study extends it
+
+    @staticmethod
+    def _user_attrs(study):
+        return {"emews_expdir": str(study.expdir), "objective": study.objective}
+
+    def get_study_id_from_name(self, study_name):
+        for study_id, study in enumerate(self._studies()):
+            if study.name == study_name:
+                return study_id
+        raise KeyError(f"no study named {study_name!r}")
+
+    def get_study_name_from_id(self, study_id):
+        return self._study(study_id).name
+
+    def get_study_directions(self, study_id):
+        self._study(study_id)
+        return self._directions()
+
+    def get_study_user_attrs(self, study_id):
+        return self._user_attrs(self._study(study_id))
+
+    def get_study_system_attrs(self, study_id):
+        self._study(study_id)
+        return {}
+
+    # --- trials
+
+    def get_all_trials(self, study_id, deepcopy=True, states=None):
+        study = self._study(study_id)
+        rows = read_rows(study.expdir)
+        dists, curves = study.dists(rows), learning_curves(study.expdir)
+        if study.replicas is not None:
+            trials = point_trials(rows, study.replicas, dists, study_id, study.expdir)
+        else:
+            trials = [frozen_trial(row, dists, row["id"], study_id << TRIAL_BITS | row["id"],
+                                   study.expdir, curves.get(row["id"])) for row in rows]
+        if states is not None:
+            trials = [t for t in trials if t.state in states]
+        return trials   # made anew on every call: a deep copy would be the same
+
+    def get_best_trial(self, study_id):
+        study = self._study(study_id)
+        if study.replicas is not None or study.space_file is None \
+                or not Path(study.space_file).is_file():
+            return super().get_best_trial(study_id)   # points, or distributions from every row
+        best = best_row(study.expdir)
+        if best is None:
+            raise ValueError("no trial is completed yet")   # as Optuna's storages say it
+        number = best["id"]
+        return frozen_trial(best, study.dists([]), number, study_id << TRIAL_BITS | number,
+                            study.expdir, learning_curves(study.expdir).get(best["id"]))
+
+    def get_trial(self, trial_id):
+        study_id, number = trial_id >> TRIAL_BITS, trial_id & ((1 << TRIAL_BITS) - 1)
+        for trial in self.get_all_trials(study_id):
+            if trial.number == number:
+                return trial
+        raise KeyError(f"no trial with id {trial_id}")
+
+    def get_trial_id_from_study_id_trial_number(self, study_id, trial_number):
+        self._study(study_id)
+        return study_id << TRIAL_BITS | trial_number
+
+    # --- writes: every one refused
+
+    def create_new_study(self, directions, study_name=None):
+        raise ReadOnlyError(f"creating a study ({study_name!r})")
+
+    def delete_study(self, study_id):
+        raise ReadOnlyError(f"deleting study {study_id}")
+
+    def set_study_user_attr(self, study_id, key, value):
+        raise ReadOnlyError(f"setting a study's user attribute ({key!r})")
+
+    def set_study_system_attr(self, study_id, key, value):
+        raise ReadOnlyError(f"setting a study's system attribute ({key!r}: notes, "
+                            "preferences)")
+
+    def create_new_trial(self, study_id, template_trial=None):
+        raise ReadOnlyError("creating a trial (ask, enqueue)")
+
+    def set_trial_param(self, trial_id, param_name, param_value_internal, distribution):
+        raise ReadOnlyError(f"setting a trial's parameter ({param_name!r})")
+
+    def set_trial_state_values(self, trial_id, state, values=None):
+        raise ReadOnlyError(f"setting a trial's state ({state.name}: tell)")
+
+    def set_trial_intermediate_value(self, trial_id, step, intermediate_value):
+        raise ReadOnlyError("reporting an intermediate value")
+
+    def set_trial_user_attr(self, trial_id, key, value):
+        raise ReadOnlyError(f"setting a trial's user attribute ({key!r})")
+
+    def set_trial_system_attr(self, trial_id, key, value):
+        raise ReadOnlyError(f"setting a trial's system attribute ({key!r}: notes)")
+
+
+def load_optuna_study(paths):
+    """The Optuna ``Study`` of the one experiment in ``paths``, over a :class:`StoreView`."""
+    view = StoreView(paths)
+    (study,) = view.get_all_studies()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    return optuna.load_study(study_name=study.study_name, storage=view)

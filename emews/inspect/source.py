@@ -1,0 +1,58 @@
+"""Where a study's store is, and reading it without getting in its writer's way.
+
+An experiment directory holds ``results.db``, or names its PostgreSQL database in
+``config.json`` (``[system].storage``); each read here opens that store read-only, reads, and
+closes it (:meth:`emews.store.Store.snapshot`, ``rows``, ``best``).
+"""
+
+import json
+from pathlib import Path
+
+from ..errors import ConfigError
+from ..store import study_store
+
+
+def experiment_dir(expdir):
+    """``expdir`` as a Path, or a one-line :class:`ConfigError` when it holds no study."""
+    path = Path(expdir)
+    if not path.is_dir():
+        raise ConfigError(str(expdir), "must be an experiment directory (EXPDIR/results.db); "
+                          "no such directory", None, show_value=False)
+    if not (path / "results.db").is_file() and not storage_url(path):
+        raise ConfigError(str(expdir), "must be an experiment directory holding results.db; "
+                          "there is none", None, show_value=False)
+    return path
+
+
+def storage_url(expdir):
+    """The study's ``[system].storage`` (a ``postgresql://`` URL), or ``None``."""
+    try:
+        return json.loads((Path(expdir) / "config.json").read_text())["system"]["storage"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def read(expdir):
+    """The :class:`~emews.store.Snapshot` of the study in ``expdir``, through a read-only
+    store: its ``results.db`` or its PostgreSQL database."""
+    return _read_once(expdir, lambda store: store.snapshot())
+
+
+def read_rows(expdir):
+    """The rows of the study in ``expdir`` (as :meth:`emews.store.Store.rows` gives them), read
+    through a read-only store opened for this read alone."""
+    return _read_once(expdir, lambda store: store.rows())
+
+
+def best_row(expdir):
+    """The best row of the study in ``expdir`` (:meth:`emews.store.Store.best`), or ``None``,
+    read through a read-only store opened for this read alone."""
+    return _read_once(expdir, lambda store: store.best())
+
+
+def _read_once(expdir, reading):
+    store = study_store(expdir, storage_url(expdir), create=False, readonly=True)
+    try:
+        return reading(store)
+    finally:
+        store.close()
