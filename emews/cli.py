@@ -12,6 +12,8 @@ CANDLE/Supervisor's cfg files.
 ``emews plot EXPDIR`` draws its convergence and the workers' timeline.
 ``emews submit CONFIG --site NAME`` queues a batch job that runs the study on a site.
 ``emews site list|show|import`` lists, prints or imports (from Supervisor) site files.
+``emews supervisor SITE WORKFLOW CFG`` (or workflow.sh's arguments) runs a study as
+CANDLE/Supervisor's ``supervisor`` tool or a workflow's ``workflow.sh`` does.
 ``emews swift-t build`` builds Swift/T with this Python embedded and prints its PATH entries.
 ``emews report EXPDIR`` writes a self-contained HTML report; ``emews export`` writes the
 evaluations to Optuna, CSV or Parquet.
@@ -58,7 +60,8 @@ def parser():
                      help="any setting; VALUE is read as TOML")
     run.add_argument("--supervisor-cfg", nargs=2, metavar=("CFG_SYS", "CFG_PRM"),
                      help="the study of CANDLE/Supervisor's cfg-sys and cfg-prm files (GA, "
-                          "mlrMBO), or cfg-sys and UPF files (upf); parsed, never run")
+                          "mlrMBO, grid, random, uq-noise, async-search), or cfg-sys and UPF "
+                          "files (upf); parsed, never run")
     run.add_argument("--dry-run", action="store_true",
                      help="with --supervisor-cfg: print the study as emews TOML, run nothing")
     serve = commands.add_parser("serve", help="run a study as a service that pool jobs attach "
@@ -132,6 +135,15 @@ def parser():
     board.add_argument("--port", type=int, default=8080, help="0: a free one (default: 8080)")
     board.add_argument("--host", default="127.0.0.1", help="address to listen on (default: "
                        "127.0.0.1); every request needs the printed URL's token")
+    supervisor = commands.add_parser("supervisor", help="run a study as CANDLE/Supervisor's "
+                                     "supervisor tool or a workflow's workflow.sh does")
+    supervisor.add_argument("--workflow", help="the Supervisor workflow (default: "
+                            "EMEWS_PROJECT_ROOT's name); options come before the arguments")
+    supervisor.add_argument("--dry-run", action="store_true",
+                            help="print the study as emews TOML, run nothing")
+    supervisor.add_argument("arguments", nargs=argparse.REMAINDER, metavar="ARG",
+                            help="SITE WORKFLOW CFG, or workflow.sh's SITE CFG, SITE EXPID "
+                                 "CFG_SYS CFG_PRM [MODEL_NAME [CANDLE_MODEL_TYPE CANDLE_IMAGE]]")
     from .launch.commands import add_parsers
 
     add_parsers(commands)  # submit, site
@@ -163,7 +175,8 @@ def main(argv=None):
                 "stop": _steer, "show": _show, "plot": _plot, "status": _status,
                 "dashboard": _dashboard,
                 "report": _report, "export": _export, "submit": run_submit,
-                "site": run_site, "swift-t": _swift_t,
+                "site": run_site, "supervisor": _supervisor,
+                "swift-t": _swift_t,
                 "completion": print_completion}[args.command](args)
     except Interrupted as exc:
         if not os.environ.get("EMEWS_SPAWNED"):  # the command that spawned the job says it
@@ -267,6 +280,12 @@ def _print_study(files, study, notes, overrides):
         table, _, key = dotted.partition(".")
         study.setdefault(table, {})[key] = value
     return _emit(render(study, notes, files))
+
+
+def _supervisor(args):
+    from .supervisor.command import main as supervisor
+
+    return supervisor(args.arguments, args.workflow, args.dry_run)
 
 
 def _serve(args):

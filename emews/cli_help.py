@@ -37,6 +37,8 @@ EXAMPLES = {
             "emews site import SUPERVISOR/workflows/common/sh mycluster",
     "dashboard": "emews dashboard experiments/study/EXP003    # prints the URL, token included\n"
                  "emews dashboard experiments/study --port 0  # every experiment of a workflow",
+    "supervisor": "emews supervisor --dry-run polaris GA cfg-1.sh   # the supervisor tool's call\n"
+                  "emews supervisor polaris EXP001 cfg-sys-1.sh cfg-prm-1.sh   # workflow.sh's",
     "swift-t": "emews swift-t build --prefix ~/swift-t    # prints the PATH entries last\n"
                "emews swift-t build --source swift-t.tar.gz   # offline, from a copy of its source",
     "completion": "eval \"$(emews completion bash)\"           # in ~/.bashrc\n"

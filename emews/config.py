@@ -105,6 +105,7 @@ SCHEMA = {
         "isolate": Setting("bool", True),
         "data_dir": Setting("path", "experiments", "CANDLE_DATA_DIR"),
         "experiment_numbering": Setting("str", "emews", choices=("emews", "supervisor")),
+        "expid": Setting("str"),   # the experiment directory's name (emews supervisor's EXPID)
     },
     "model": {  # a CANDLE model's settings; each is handed to the model as its variable
         "framework": Setting("str", "keras2", "FRAMEWORK"),

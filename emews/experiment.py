@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 from . import config as configuration
+from .errors import ConfigError
 
 EXP_PATTERN = re.compile(r"EXP(\d+)$")
 
@@ -18,8 +19,9 @@ EXP_PATTERN = re.compile(r"EXP(\d+)$")
 NUMBERINGS = ("emews", "supervisor")
 
 
-def create(data_dir, workflow, numbering="emews"):
-    """Make the next free ``EXPnnn`` under ``data_dir/workflow`` (safe against races).
+def create(data_dir, workflow, numbering="emews", expid=None):
+    """Make the next free ``EXPnnn`` under ``data_dir/workflow`` (safe against races), or the
+    directory ``expid`` there when it is named (made already, it must hold no study).
 
     ``numbering`` (``[study] experiment_numbering``): ``emews`` takes one more than the highest
     number there (``EXP001`` first); ``supervisor`` takes the lowest free number from
@@ -29,6 +31,8 @@ def create(data_dir, workflow, numbering="emews"):
         raise ValueError(f"numbering must be one of {list(NUMBERINGS)}: {numbering!r}")
     parent = Path(data_dir) / workflow
     parent.mkdir(parents=True, exist_ok=True)
+    if expid is not None:
+        return _named(parent, expid)
     if numbering == "supervisor":
         number = 0
     else:
@@ -44,6 +48,17 @@ def create(data_dir, workflow, numbering="emews"):
             continue
         (path / "out").mkdir()
         return path
+
+
+def _named(parent, expid):
+    if not expid or "/" in expid or expid in (".", ".."):
+        raise ConfigError("[study].expid", "must name a directory (no /)", expid)
+    path = parent / expid
+    if (path / "config.json").exists():
+        raise ConfigError(str(path), "holds a study already: name another EXPID, or -a for "
+                          "the next free one", expid, show_value=False)
+    (path / "out").mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def write_json(path, data):

@@ -62,7 +62,7 @@ def prepare_run(config, overrides=None, resume=None):
     algorithm = validate(cfg)
     keep_password_out(cfg)
     expdir = experiment.create(cfg.study["data_dir"], cfg.study["name"],
-                               cfg.study["experiment_numbering"])
+                               cfg.study["experiment_numbering"], cfg.study["expid"])
     lock = StudyLock(expdir).acquire()
     experiment.write_json(expdir / "config.json", cfg.as_dict())
     store = study_store(expdir, cfg.system["storage"])

@@ -11,6 +11,8 @@ Files (:meth:`Space.from_file` picks the reader by extension, else by content):
   sigmas are read as Supervisor's ``ga_utils.py`` reads them, with ``int()``/``float()``, so a
   numeric string (``"sigma": "0.000495"``) is a number (an int bound that is not whole, which
   ``int()`` would truncate, is refused instead);
+* Supervisor's random workflow's ``settings.json`` (``parameters`` of ``[low, high]`` and
+  ``samples``), read by :mod:`emews.supervisor.randomsettings`: int and float ranges;
 * Supervisor's async-search ``as_problem.py`` (``.py`` files), read by
   :mod:`emews.supervisor.asproblem` with ``ast``, never imported: ranges and lists;
 * mlrMBO's R ``makeParamSet(...)`` (``.R`` files), read by :mod:`emews.supervisor.rparamset` without
@@ -31,7 +33,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .supervisor import asproblem, rparamset
+from .supervisor import asproblem, randomsettings, rparamset
 from .errors import ConfigError
 
 
@@ -351,6 +353,8 @@ class Space:
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{path}:{exc.lineno}", f"must be valid JSON ({exc.msg})",
                               show_value=False) from None
+        if randomsettings.is_random_settings(data):
+            data = randomsettings.entries(data, str(path))
         return cls.from_ga_json(data, where=str(path))
 
     @classmethod

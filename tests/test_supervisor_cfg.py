@@ -168,10 +168,11 @@ def test_the_files_run_in_bash_never_in_the_emews_process(tmp_path):
 def test_cfg_files_of_a_workflow_emews_does_not_run_are_refused(tmp_path):
     for path in GA:
         shutil.copy(path, tmp_path / path.name)
-    (tmp_path / "random" / "test").mkdir(parents=True)
-    with pytest.raises(ConfigError, match="is a cfg file of Supervisor's random workflow; "
-                                          "emews runs those of GA, mlrMBO, grid and async-search"):
-        read(GA[0], shutil.copy(GA[1], tmp_path / "random" / "test"), {"MODEL_NAME": "sup"})
+    (tmp_path / "cp-leaveout" / "test").mkdir(parents=True)
+    with pytest.raises(ConfigError, match="is a cfg file of Supervisor's cp-leaveout workflow; "
+                                          "emews runs those of GA, mlrMBO, grid, random, uq-noise, "
+                                          "async-search and upf"):
+        read(GA[0], shutil.copy(GA[1], tmp_path / "cp-leaveout" / "test"), {"MODEL_NAME": "sup"})
     with pytest.raises(ConfigError, match="must be a cfg file of Supervisor's GA workflow"):
         read(GA[0], shutil.copy(GA[0], tmp_path / "prm.sh"), {"MODEL_NAME": "sup"})
 

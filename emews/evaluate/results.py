@@ -31,6 +31,8 @@ def extract_value(result, model_return="val_loss", epoch="last"):
             raise EvaluationFailed(f"MODEL_RETURN {model_return!r} is not among the returned "
                                    f"keys {sorted(result)}")
         result = result[model_return]
+        if hasattr(result, "tolist"):   # NumPy's: Supervisor's OneD fills its History with one
+            result = result.tolist()
         if isinstance(result, (list, tuple)):
             if not result:
                 raise EvaluationFailed(f"{model_return!r} is empty")

@@ -90,13 +90,7 @@ def import_site(directory, name, output=None, ppn=1, force=False, stream=None):
     if output.exists() and not force:
         raise ConfigError(str(output), "exists already; give --force to overwrite it", None,
                           show_value=False)
-    environ = _environment(directory, ppn)
-    job = run_bash([files["env"], files["sched"]], environ, directory)
-    sched = None
-    if job["stages"][2] is None and files["sched"].is_file():
-        sched = run_bash([files["sched"]], environ, directory)  # env-NAME.sh exited early
-    app = run_bash([files["langs-app"]], environ, directory)
-    site, unmapped, notes = translate(name, files, job, app, sched)
+    site, unmapped, notes = read_files(name, files, _environment(directory, ppn), directory)
     text = render_toml(site, unmapped, notes, files)
     sites.from_dict(_toml_load(text), output)  # what we write must be a valid site
     output.parent.mkdir(parents=True, exist_ok=True)
@@ -106,6 +100,18 @@ def import_site(directory, name, output=None, ppn=1, force=False, stream=None):
         print(f"emews: not mapped (listed as comments in {output.name}): "
               f"{', '.join(f'{k}={v}' for k, v in unmapped)}", file=stream)
     return output
+
+
+def read_files(name, files, environ, cwd):
+    """What Supervisor's site files ``files`` (``{"env": path, "sched": path, "langs-app":
+    path}``; a missing one is skipped) set, read by bash in ``environ`` and ``cwd``, as a site
+    table: ``(site, unmapped, notes)`` (see :func:`translate`)."""
+    job = run_bash([files["env"], files["sched"]], environ, cwd)
+    sched = None
+    if job["stages"][2] is None and files["sched"].is_file():
+        sched = run_bash([files["sched"]], environ, cwd)  # env-NAME.sh exited early
+    app = run_bash([files["langs-app"]], environ, cwd)
+    return translate(name, files, job, app, sched)
 
 
 def _environment(directory, ppn):

@@ -42,7 +42,8 @@ SITE_DEFAULTS = {"system.ppn": lambda s: s.ppn,
 
 def submit(config, site_name, overrides=None, resume=None, chain=0, dry_run=False,
            stream=None, pools=0):
-    """Submit the study of ``config`` (or the experiment ``resume``) on site ``site_name``.
+    """Submit the study of ``config`` (or the experiment ``resume``) on site ``site_name`` (a
+    name or path, or a :class:`~emews.launch.site.Site` already read).
 
     With ``pools`` = K, submit K pool jobs (``emews pool``) for the study ``resume`` that
     ``emews serve`` runs elsewhere, instead of the study itself.
@@ -51,7 +52,7 @@ def submit(config, site_name, overrides=None, resume=None, chain=0, dry_run=Fals
     to ``EXPDIR/submit.json`` (with ``dry_run``: the rendered scripts, and nothing is made).
     """
     stream = stream or sys.stdout
-    site = sites.load(site_name)
+    site = site_name if isinstance(site_name, sites.Site) else sites.load(site_name)
     if chain < 0:
         raise ConfigError("--chain", "must not be negative", chain)
     if chain and site.scheduler not in scripts.DEPENDENCY:

@@ -36,9 +36,21 @@ naming the file, with bash's exit status and the last line it printed (an ``echo
                                               async mode, on python/as_problem.py: budget,
                                               n_initial_points, seed, n_jobs
 
-The workflow is the cfg-prm file's (``workflows/GA``, ``mlrMBO``, ``grid`` or ``async-search``), else the one
-whose variables the files set; a second file whose name does not end in ``.sh`` is the UPF of
-Supervisor's upf workflow (``workflow.sh SITE EXPID CFG_SYS UPF``). A variable emews reads
+    random: EMEWS_PROJECT_ROOT/data/settings.json   algorithm "random", async mode: its
+        ({"parameters": {NAME: [low, high]},  ranges (int if both bounds are, else float), as
+         "samples": {"num": [N]}})            its determineParameters.py draws them; budget N
+    uq-noise: its workflow.swift's grid       algorithm "sweep", async mode: x_noise_level and
+                                              y_noise_level 0, 3, ..., 30, epochs 1
+
+The workflow is the one named (``emews supervisor``'s), else the cfg-prm file's
+(``workflows/GA``, ``mlrMBO``, ...), else the one whose variables the files set; a second file
+whose name does not end in ``.sh`` is the UPF of Supervisor's upf workflow (``workflow.sh SITE
+EXPID CFG_SYS UPF``). With one cfg file (the ``supervisor`` tool's form: flat, structured with
+``source_cfg``/``find_cfg``, or sys and prm settings merged) that file is all the settings;
+upf's names its UPF file in ``UPF``. While the files are sourced, Supervisor's helpers
+``source_cfg``, ``find_cfg``, ``sv_path_append`` and ``sv_path_prepend`` work as in its
+``utils.sh``, and a file named without a directory (``PARAM_SET_FILE=cmp_param_space.json``,
+``UPF``, ``INIT_PARAMS_FILE``) is looked up on ``SUPERVISOR_PATH``, as ``find_cfg`` does. A variable emews reads
 from the environment itself (``PROCS``, ``MODEL_NAME``, ...) takes the environment's value
 first, as emews's precedence says, so the study printed is the study run. A variable the files
 set that would change the study and that emews does not map is refused, never ignored; the few
@@ -54,29 +66,51 @@ from pathlib import Path
 
 from ..config import SCHEMA
 from ..errors import ConfigError
-from ..validation import Number, check
+from ..validation import Choice, Number, check
 
 REFERENCE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
-SOURCE = 'set -aeu\nwhile [ $# -gt 0 ]; do source "$1" >&2; shift; done\nprintf "%s\\0" "{mark}"\nenv -0\n'
+# Supervisor's utils.sh helpers that cfg files call, written for emews: a name without a
+# leading / is looked up on SUPERVISOR_PATH (the first readable file wins)
+HELPERS = r'''
+__emews_find() {
+  if [[ $1 == /* ]]; then [[ -r $1 ]] && REPLY=$1 && return 0
+  else
+    local dir IFS=:
+    for dir in ${SUPERVISOR_PATH:-}; do [[ -r $dir/$1 ]] && REPLY=$dir/$1 && return 0; done
+  fi
+  echo "find_cfg: $1: not found on SUPERVISOR_PATH (${SUPERVISOR_PATH:-})" >&2; return 1
+}
+find_cfg() { while [[ ${1:-} == -v ]]; do shift; done; __emews_find "$1"; }
+source_cfg() { while [[ ${1:-} == -v ]]; do shift; done; __emews_find "$1" && source "$REPLY"; }
+sv_path_append() { SUPERVISOR_PATH=${SUPERVISOR_PATH:-}${SUPERVISOR_PATH:+:}$1; }
+sv_path_prepend() { SUPERVISOR_PATH=$1${SUPERVISOR_PATH:+:}${SUPERVISOR_PATH:-}; }
+log() { echo "$*" >&2; }
+debug() { :; }; trace() { :; }; show() { :; }; log_path() { :; }; which_check() { :; }
+'''
+SOURCE = (HELPERS + 'set -{flags}\nwhile [ $# -gt 0 ]; do source "$1" >&2; shift; done\n'
+          'printf "%s\\0" "{mark}"\nenv -0\n')
 MARK = "emews: the cfg files were read"
-BASH_OWN = {"SHLVL", "_", "PWD", "OLDPWD"}
+BASH_OWN = {"SHLVL", "_", "PWD", "OLDPWD", "REPLY", "SUPERVISOR_PATH"}
 
-# Variable: (table, key, kind). Kinds: int, float, str, path, timeout (-1, 0 or empty: none).
+# Variable: (table, key, kind). Kinds: int, float, str, path, file (a path; without a leading
+# /, looked up on SUPERVISOR_PATH first), timeout (-1, 0 or empty: none), model_type
+# (BENCHMARKS or BENCHMARK; SINGULARITY).
 COMMON = {
     "PROCS": ("system", "procs", "int"), "PPN": ("system", "ppn", "int"),
     "WALLTIME": ("system", "walltime", "str"), "QUEUE": ("system", "queue", "str"),
     "PROJECT": ("system", "project", "str"),
     "MODEL_NAME": ("study", "model_name", "str"), "MODEL_RETURN": ("study", "model_return", "str"),
     "CANDLE_MODEL_IMPL": ("study", "impl", "str"), "CANDLE_DATA_DIR": ("study", "data_dir", "path"),
-    "PARAM_SET_FILE": ("study", "space", "path"), "SEED": ("study", "seed", "int"),
+    "PARAM_SET_FILE": ("study", "space", "file"), "SEED": ("study", "seed", "int"),
     "SH_TIMEOUT": ("study", "timeout", "timeout"),
     "BENCHMARK_TIMEOUT": ("model", "benchmark_timeout", "timeout"),
     "FRAMEWORK": ("model", "framework", "str"), "MODEL_PYTHON_DIR": ("model", "python_dir", "path"),
     "MODEL_PYTHON_SCRIPT": ("model", "python_script", "str"),
-    "CANDLE_MODEL_TYPE": ("model", "type", "str"), "CANDLE_IMAGE": ("model", "image", "path"),
+    "CANDLE_MODEL_TYPE": ("model", "type", "model_type"),
+    "CANDLE_IMAGE": ("model", "image", "path"),
     "MODEL_ACTION": ("model", "action", "str"),
     "APP_PYTHONPATH": ("model", "app_pythonpath", "str"),
-    "CANDLE_DEFAULT_MODEL_FILE": ("model", "default_model", "path"),
+    "CANDLE_DEFAULT_MODEL_FILE": ("model", "default_model", "file"),
 }
 WORKFLOWS = {
     "GA": ("ga", {
@@ -90,7 +124,7 @@ WORKFLOWS = {
         "MUT_INDPB": ("algorithm", "mutation_indpb", "float"),
         "CX_INDPB": ("algorithm", "crossover_indpb", "float"),
         "TOURNSIZE": ("algorithm", "tournament_size", "int"),
-        "INIT_PARAMS_FILE": ("algorithm", "population_file", "path"),
+        "INIT_PARAMS_FILE": ("algorithm", "population_file", "file"),
     }),
     "mlrMBO": ("mbo", {
         "MAX_BUDGET": ("study", "budget", "int"),
@@ -99,6 +133,8 @@ WORKFLOWS = {
         "PROPOSE_POINTS": ("algorithm", "propose_points", "int"),
     }),
     "grid": ("sweep", {}),
+    "random": ("random", {}),
+    "uq-noise": ("sweep", {}),
     "async-search": ("gp", {
         "MAX_EVALS": ("study", "budget", "int"),
         "INIT_SIZE": ("algorithm", "n_initial_points", "int"),
@@ -116,8 +152,14 @@ GRID_IGNORES = ("PROPOSE_POINTS", "MAX_CONCURRENT_EVALUATIONS", "MAX_ITERATIONS"
                 "DESIGN_SIZE", "PARAM_SET_FILE")
 # Supervisor's GA workflow.sh: ": ${NUM_ITERATIONS:=3} ${POPULATION_SIZE:=3} ..."
 GA_DEFAULTS = {"NUM_ITERATIONS": "3", "POPULATION_SIZE": "3"}
-OTHER_WORKFLOWS = ("random", "upf", "cp1", "cp-leaveout", "uq-noise",
-                   "dense-noise", "csg", "cmp-cv", "simple_uq")
+# the Swift of Supervisor's uq-noise workflow: noise levels [0:10] * 3.0 on x and y, one trial
+UQ_NOISE = {"x_noise_level": [3.0 * level for level in range(11)],
+            "y_noise_level": [3.0 * level for level in range(11)], "epochs": [1]}
+UQ_NOISE_IGNORES = ("CACHE_DIR", "XCORR_DATA_DIR")   # its cfg-prm-1.sh, left from cp-leaveout
+SETTINGS_FILE = {"grid": GRID_FILE, "random": GRID_FILE}   # both read data/settings.json
+OTHER_WORKFLOWS = ("cp1", "cp-leaveout", "one-shot", "dense-noise", "csg", "cmp-cv",
+                   "simple_uq", "pbt", "xcorr", "cross-study", "async-horovod", "async-local",
+                   "test-horovod")
 UNUSED = {  # set by Supervisor's files, and changing nothing under emews
     "NUM_BUFFER": "emews's async driver hands each free worker a point itself",
     "MAX_THRESHOLD": "emews's async driver hands each free worker a point itself",
@@ -126,17 +168,21 @@ UNUSED = {  # set by Supervisor's files, and changing nothing under emews
     "MAX_CONCURRENT_EVALUATIONS": "no Supervisor workflow reads it",
     "MAX_CONCURRET_EVALUATIONS": "no Supervisor workflow reads it",
 }
+MODEL_TYPES = {"BENCHMARKS": "BENCHMARK"}   # Supervisor's word; emews's
+MODEL_TYPE = Choice(("BENCHMARK", "SINGULARITY"))
 # Supervisor's workflow.sh: ${CANDLE_IMAGE:=NONE}, no image (MODEL_NAME names the SIF)
 NO_IMAGE = {("CANDLE_IMAGE", "NONE"), ("CANDLE_IMAGE", "None")}
 FROM_ENVIRONMENT = {s.env for table in SCHEMA.values() for s in table.values() if s.env}
 
 
-def sourced(paths, environ):
+def sourced(paths, environ, flags="aeu", what="the cfg file"):
     """The environment after a ``bash`` subprocess sources ``paths`` in order (see the module's
-    docstring), or a ConfigError naming the last of ``paths`` when bash fails."""
+    docstring) under ``set -FLAGS``, or a ConfigError naming the last of ``paths`` when bash
+    fails."""
+    script = SOURCE.replace("{mark}", MARK).replace("{flags}", flags)
     try:
-        done = subprocess.run(["bash", "--noprofile", "--norc", "-c",
-                               SOURCE.replace("{mark}", MARK), "bash", *map(str, paths)],
+        done = subprocess.run(["bash", "--noprofile", "--norc", "-c", script, "bash",
+                               *map(str, paths)],
                               env=environ, capture_output=True, timeout=60)
     except FileNotFoundError:
         raise ConfigError(str(paths[-1]), "reading a cfg file needs bash on PATH", None,
@@ -144,7 +190,7 @@ def sourced(paths, environ):
     out, said = done.stdout.decode(errors="replace"), done.stderr.decode(errors="replace")
     if done.returncode or not out.startswith(MARK + "\0"):
         last = [line for line in said.splitlines() if line.strip()][-1:]
-        raise ConfigError(str(paths[-1]), "the cfg file refuses these settings under bash (exit "
+        raise ConfigError(str(paths[-1]), f"{what} refuses these settings under bash (exit "
                           f"{done.returncode}{': ' + last[0].strip() if last else ''})", None,
                           show_value=False)
     return dict(entry.split("=", 1) for entry in out[len(MARK) + 1:].split("\0") if "=" in entry)
@@ -182,16 +228,36 @@ class Settings:
         self.values = after
 
 
-def workflow(cfg_prm, namespace):
-    """``(Supervisor's workflow name, emews algorithm, its variables)`` for these files."""
-    project = Path(namespace.get("EMEWS_PROJECT_ROOT")).name
-    if project in WORKFLOWS:
-        return (project, *WORKFLOWS[project])
+SUPPORTED = (*WORKFLOWS, "upf")
+
+
+def supported_text():
+    """The workflows emews runs, as a sentence's list."""
+    *others, last = SUPPORTED
+    return f"{', '.join(others)} and {last}"
+
+
+def check_workflow(name, where):
+    """``name`` if emews runs Supervisor's workflow of that name; else one error at ``where``."""
+    if name in SUPPORTED:
+        return name
+    why = ("does not fit emews's ask/tell model (see the supervisor docs)"
+           if name in OTHER_WORKFLOWS else "is not one of Supervisor's workflows emews knows")
+    raise ConfigError(where, f"names Supervisor's workflow {name!r}, which {why}; emews runs "
+                      f"{supported_text()}", name, show_value=False)
+
+
+def workflow(cfg_prm, namespace, name=None):
+    """``(Supervisor's workflow name, emews algorithm, its variables)`` for these files:
+    ``name``'s if given, else the project directory's, else the one whose variables they set."""
+    project = name or Path(namespace.get("EMEWS_PROJECT_ROOT")).name
+    if name or project in WORKFLOWS:
+        check_workflow(project, str(cfg_prm))
+        return (project, *WORKFLOWS.get(project, ("sweep", {})))
     if project in OTHER_WORKFLOWS:
-        *others, last = WORKFLOWS
         raise ConfigError(str(cfg_prm), f"is a cfg file of Supervisor's {project} workflow; "
-                          f"emews runs those of {', '.join(others)} and {last} (and upf's: "
-                          "CFG_SYS and a UPF file)", project)
+                          f"emews runs those of {supported_text()} (upf's: CFG_SYS and a UPF "
+                          "file)", project)
     found = [name for name, (_, variables) in WORKFLOWS.items()
              if set(variables) & set(namespace.where)]
     if len(found) != 1:
@@ -201,25 +267,35 @@ def workflow(cfg_prm, namespace):
     return (found[0], *WORKFLOWS[found[0]])
 
 
-def read(cfg_sys, cfg_prm, environ=None):
-    """The study that Supervisor's two cfg files describe: ``(study, notes)``; ``study`` is a
-    dict shaped like the TOML file, ``notes`` the lines worth telling (variables unused)."""
+def read(cfg_sys, cfg_prm=None, environ=None, name=None):
+    """The study that Supervisor's cfg files describe: ``(study, notes)``; ``study`` is a
+    dict shaped like the TOML file, ``notes`` the lines worth telling (variables unused).
+
+    ``cfg_prm`` ``None``: ``cfg_sys`` is the one cfg file of the ``supervisor`` tool's form.
+    ``name`` names the workflow (else it is found as the module's docstring says).
+    """
     environ = dict(os.environ if environ is None else environ)
-    root = Path(environ.get("EMEWS_PROJECT_ROOT") or Path(cfg_prm).resolve().parent.parent)
+    root = Path(environ.get("EMEWS_PROJECT_ROOT")
+                or Path(cfg_prm or cfg_sys).resolve().parent.parent)
     environ.setdefault("EMEWS_PROJECT_ROOT", str(root))
     environ.setdefault("WORKFLOWS_ROOT", str(root.parent))
     namespace = Settings(environ)
     namespace.read(cfg_sys)
-    upf = not str(cfg_prm).endswith(".sh")
-    if upf:
+    if cfg_prm is not None and not str(cfg_prm).endswith(".sh"):
         name, algorithm, variables = "upf", "sweep", {}
     else:
-        namespace.read(cfg_prm)
-        name, algorithm, variables = workflow(cfg_prm, namespace)
+        if cfg_prm is not None:
+            namespace.read(cfg_prm)
+        name, algorithm, variables = workflow(cfg_prm or cfg_sys, namespace, name)
+    if name == "upf" and cfg_prm is None:
+        variables = {"UPF": ("algorithm", "file", "file")}
     unused = dict(UNUSED)
-    if name == "grid":
-        unused.update((var, f"Supervisor's grid workflow does not read it (its grid is "
-                            f"{GRID_FILE})") for var in GRID_IGNORES)
+    if name in SETTINGS_FILE:
+        unused.update((var, f"Supervisor's {name} workflow does not read it (it reads "
+                            f"{SETTINGS_FILE[name]})") for var in GRID_IGNORES)
+    if name == "uq-noise":
+        unused.update((var, "Supervisor's uq-noise workflow does not read it")
+                      for var in UQ_NOISE_IGNORES)
     mapping = {var: to for var, to in {**COMMON, **variables}.items() if var not in unused}
     known = {*mapping, *unused, "IGNORE_ERRORS"}
     notes = [f"{var} = {namespace.values[var]!r} is not used: {why}"
@@ -230,11 +306,14 @@ def read(cfg_sys, cfg_prm, environ=None):
                               f"files of Supervisor's {name} workflow "
                               f"({', '.join(sorted(known - set(unused)))})",
                               namespace.values[var])
+    project = Path(namespace.get("EMEWS_PROJECT_ROOT"))
     options = {}
-    if name == "upf":
+    if name == "upf" and cfg_prm is not None:
         options = {"file": str(Path(cfg_prm).resolve())}
     elif name == "grid":
-        options = {"params": grid(Path(namespace.get("EMEWS_PROJECT_ROOT")) / GRID_FILE)}
+        options = {"params": grid(project / GRID_FILE)}
+    elif name == "uq-noise":
+        options = {"params": dict(UQ_NOISE)}
     elif name == "async-search":
         options = dict(ASYNC_SEARCH)
     study = {"system": {}, "study": {"algorithm": algorithm,
@@ -242,14 +321,17 @@ def read(cfg_sys, cfg_prm, environ=None):
                                      "experiment_numbering": "supervisor"},
              "algorithm": options, "model": {}, "failure": {}}
     if name == "async-search":
-        study["study"]["space"] = str(Path(namespace.get("EMEWS_PROJECT_ROOT"))
-                                      / ASYNC_SEARCH_SPACE)
+        study["study"]["space"] = str(project / ASYNC_SEARCH_SPACE)
+    if name == "random":
+        study["study"]["space"] = str(project / GRID_FILE)
+        study["study"]["budget"] = random_samples(project / GRID_FILE)
+    search = namespace.get("SUPERVISOR_PATH") or ""
     for var, (table, key, kind) in mapping.items():
         value = environ.get(var) if var in FROM_ENVIRONMENT and environ.get(var) else \
             namespace.get(var) or (GA_DEFAULTS.get(var) if name == "GA" else None)
         if value not in (None, "") and (var, value) not in NO_IMAGE:
             where = namespace.where.get(var, f"environment variable {var}")
-            converted = convert(value, kind, f"{where}: {var}")
+            converted = convert(value, kind, f"{where}: {var}", search)
             if converted is not None:
                 study[table][key] = converted
     ignore = namespace.get("IGNORE_ERRORS")
@@ -262,20 +344,39 @@ def read(cfg_sys, cfg_prm, environ=None):
             study["study"]["name"] = Path(study["study"]["model_name"]).name.removesuffix(".sif")
     if name == "GA":
         study["study"]["budget"] = ga_budget(study["algorithm"])
+    if name == "upf" and "file" not in study["algorithm"]:
+        raise ConfigError(str(cfg_sys), "must name the UPF file of Supervisor's upf workflow "
+                          "(UPF=FILE)", None, show_value=False)
     return {table: values for table, values in study.items() if values}, notes
+
+
+def find(name, search):
+    """Where Supervisor's ``find_cfg`` finds ``name``: itself if absolute, else the first
+    readable ``DIR/name`` of ``search`` (``SUPERVISOR_PATH``); ``None`` if none is."""
+    if os.path.isabs(name):
+        return Path(name) if os.access(name, os.R_OK) else None
+    for directory in filter(None, search.split(":")):
+        if os.access(Path(directory, name), os.R_OK):
+            return Path(directory, name)
+    return None
+
+
+def settings_json(path, workflow):
+    """The JSON object of Supervisor's ``data/settings.json`` of ``workflow`` (grid, random)."""
+    try:
+        settings = json.loads(Path(path).read_text())
+    except OSError as exc:
+        raise ConfigError(str(path), f"the {workflow} workflow's settings file must be "
+                          "readable", exc.strerror) from None
+    except ValueError as exc:
+        raise ConfigError(str(path), "must be JSON", str(exc), show_value=False) from None
+    return settings if isinstance(settings, dict) else {}
 
 
 def grid(path):
     """The table of values per parameter of Supervisor's grid workflow (its
     ``data/settings.json``: ``{"parameters": {NAME: [values], ...}}``)."""
-    try:
-        settings = json.loads(Path(path).read_text())
-    except OSError as exc:
-        raise ConfigError(str(path), "the grid workflow's settings file must be readable",
-                          exc.strerror) from None
-    except ValueError as exc:
-        raise ConfigError(str(path), "must be JSON", str(exc), show_value=False) from None
-    table = settings.get("parameters") if isinstance(settings, dict) else None
+    table = settings_json(path, "grid").get("parameters")
     if not isinstance(table, dict) or not all(isinstance(v, list) and v for v in table.values()):
         raise ConfigError(f"{path}: parameters", "must be an object of non-empty lists of "
                           "values, one per parameter", table)
@@ -291,13 +392,31 @@ def ga_budget(options):
     return population + (generations - 1) * offspring
 
 
-def convert(value, kind, where):
-    """``value`` (text) as the setting's kind; ``None`` for an empty or negative timeout."""
+def convert(value, kind, where, search=""):
+    """``value`` (text) as the setting's kind; ``None`` for an empty or negative timeout. A
+    ``file`` without a leading ``/`` is looked up on ``search`` (``SUPERVISOR_PATH``) first,
+    then taken from the current directory."""
     if kind in ("int", "float", "timeout"):
         rule = Number(integer=kind == "int")
         number = check(where, rule, rule.from_text(value))
         return None if kind == "timeout" and number <= 0 else number
+    if kind == "model_type":
+        return check(where, MODEL_TYPE, MODEL_TYPES.get(value, value))
+    if kind == "file":
+        found = find(value, search)
+        return str((found or Path(value)).resolve())
     return str(Path(value).resolve()) if kind == "path" else value
+
+
+def random_samples(path):
+    """``samples.num[0]`` of Supervisor's random workflow's ``data/settings.json``: how many
+    points it draws."""
+    samples = settings_json(path, "random").get("samples")
+    num = samples.get("num") if isinstance(samples, dict) else None
+    if not (isinstance(num, list) and num and isinstance(num[0], int) and num[0] > 0):
+        raise ConfigError(f"{path}: samples.num", "must be a list whose first value is the "
+                          "positive number of points to draw", num)
+    return num[0]
 
 
 def render(study, notes, files):

@@ -5,7 +5,8 @@ It mirrors the shape of a Benchmarks model that Supervisor's model_runner.py imp
 ``initialize_parameters(default_model=...)`` through ``candle.Benchmark`` and
 ``candle.finalize_parameters``, and ``run(params)`` returning a Keras-like history.
 
-``run`` writes ``ran.json`` (the params it got) in ``params["output_dir"]`` and returns
+``run`` writes ``ran.json`` (the params it got) and ``env.json`` (the environment it runs in,
+for tests/test_supervisor_command.py) in ``params["output_dir"]`` and returns
 ``val_loss = [x + 2, x + 1, x]`` cut to ``stop_after`` epochs when that is set (early stopping);
 ``sleep`` (seconds) makes it block first.
 """
@@ -30,6 +31,8 @@ def run(params):
     with open(os.path.join(params["output_dir"], "ran.json"), "w", encoding="utf-8") as out:
         json.dump(params, out, ensure_ascii=False)
     print("sup model ran", flush=True)
+    with open(os.path.join(params["output_dir"], "env.json"), "w", encoding="utf-8") as out:
+        json.dump(dict(os.environ), out)
     if params.get("sleep"):
         time.sleep(float(params["sleep"]))
     x = float(params["x"])
