@@ -1,6 +1,6 @@
 """A sweep: a fixed list of points, each evaluated once, in order.
 
-The points come from one of two sources:
+The points come from one of three sources:
 
 * ``file``: a JSON-lines file of parameter sets (Supervisor's "UPF"). Each non-blank line is a
   JSON object: one point, in file order. Lines starting with ``#`` are comments.
@@ -13,6 +13,10 @@ The points come from one of two sources:
   - ``random``: ``n`` distinct combinations of the product drawn with the study's seed, in the
     order drawn.
 
+* neither: the grid of the search space, whose parameters must each have a finite list of values
+  (categorical, ordered, logical or constant), in ``all_perm`` order (the space's last parameter
+  varying fastest; a logical one takes ``true`` then ``false``, as ParamHelpers lists it).
+
 When a search space is given, every point must belong to it.
 """
 
@@ -24,13 +28,14 @@ from pathlib import Path
 from emews.core.algorithm import (Algorithm, check_choice, check_number, check_text, pack_state,
                                   point_key, unpack_state)
 from emews.errors import ConfigError
+from emews.space import Categorical, Constant, Logical
 
 STRATEGIES = ("all_perm", "step", "random")
 
 
 class Sweep(Algorithm):
-    """Propose the points of ``file`` or of the ``params`` table in order; done when all were
-    proposed.
+    """Propose the points of ``file``, of the ``params`` table or of the space's grid in order;
+    done when all were proposed.
 
     Its state (JSON) is the position in the list and the points told so far.
     """
@@ -41,11 +46,12 @@ class Sweep(Algorithm):
 
     def __init__(self, space, seed=None, file=None, params=None, strategy="all_perm", n=None):
         super().__init__(space, seed)
-        if (file is None) == (params is None):
-            raise ConfigError("[algorithm]", "the sweep needs exactly one of file (a JSON-lines "
+        if file is not None and params is not None:
+            raise ConfigError("[algorithm]", "the sweep takes at most one of file (a JSON-lines "
                               "file of points) and params (a table of values per parameter)",
-                              sorted(k for k, v in (("file", file), ("params", params))
-                                     if v is not None))
+                              ["file", "params"])
+        if file is None and params is None:
+            params = space_grid(space)
         if file is not None:
             for name, value in (("strategy", strategy != "all_perm"), ("n", n is not None)):
                 if value:
@@ -147,3 +153,27 @@ def read_upf(path, space=None):
     if not points:
         raise ConfigError(str(path), "the file of points must hold at least one point", 0)
     return points
+
+
+def space_grid(space):
+    """The ``params`` table of a space's grid: each parameter's list of values (a logical one's
+    ``[True, False]``, a constant's ``[value]``); a parameter with no finite list is refused."""
+    if space is None:
+        raise ConfigError("[algorithm]", "the sweep needs file (a JSON-lines file of points), "
+                          "params (a table of values per parameter) or a search space of "
+                          "categorical, ordered, logical or constant parameters to sweep", None,
+                          show_value=False)
+    grid = {}
+    for param in space.params:
+        if isinstance(param, Categorical):
+            grid[param.name] = list(param.values)
+        elif isinstance(param, Logical):
+            grid[param.name] = [True, False]
+        elif isinstance(param, Constant):
+            grid[param.name] = [param.value]
+        else:
+            raise ConfigError(f"{space.where}: {param.name}", "the sweep of a space needs each "
+                              "parameter to have a finite list of values (categorical, ordered, "
+                              f"logical or constant); a {param.kind} range has none: give "
+                              "[algorithm].params its values to sweep", param.kind)
+    return grid

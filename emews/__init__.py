@@ -37,8 +37,9 @@ def run(config, overrides=None, resume=None):
 def load(expdir):
     """The study in experiment directory ``expdir``, running or finished, read-only.
 
-    The study has ``best`` (the best row: id, result, params, metrics, rank, started, ...),
-    ``done`` (rows with a value, best first), ``failed`` (by id), ``param_names``,
+    The study has ``best`` (the best row: id, result, params, metrics, rank, started, ...;
+    with replicas, the best point: result, params, and its replicas' mean, std, count and ids),
+    ``points`` (with replicas: each point's replicas summarized, best first), ``done`` (rows with a value, best first), ``failed`` (by id), ``param_names``,
     ``metric_names``, ``trials_dataframe()`` (pandas: one row per evaluation, a column per
     parameter and metric), ``report(output=None)`` (writes ``EXPDIR/report.html``,
     returns its path) and ``to_optuna()`` (an Optuna ``Study``: a live, read-only view of the

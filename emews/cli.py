@@ -17,6 +17,7 @@ CANDLE/Supervisor's ``supervisor`` tool or a workflow's ``workflow.sh`` does.
 ``emews swift-t build`` builds Swift/T with this Python embedded and prints its PATH entries.
 ``emews report EXPDIR`` writes a self-contained HTML report; ``emews export`` writes the
 evaluations to Optuna, CSV or Parquet.
+``emews completion bash|zsh`` prints the shell completion script; ``emews --version``.
 """
 
 import argparse
@@ -25,6 +26,7 @@ import sys
 import os
 from pathlib import Path
 
+from .cli_help import Version, add_completion_parser, add_examples, complete, print_completion
 from .errors import ConfigError, EmewsError, Interrupted, MEAborted, Reported
 
 EXIT_BAD_INPUT, EXIT_FAILED = 2, 1
@@ -37,6 +39,7 @@ SHORTCUTS = {"procs": "system.procs", "budget": "study.budget", "seed": "study.s
 def parser():
     """The argument parser of the ``emews`` command."""
     top = argparse.ArgumentParser(prog="emews", description=__doc__.splitlines()[0])
+    top.add_argument("--version", action=Version)
     commands = top.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="run (or resume) a study")
     run.add_argument("config", nargs="*", help="TOML files: system and study settings")
@@ -155,12 +158,16 @@ def parser():
                                "~/.local/share/emews/swift-t-COMMIT-pyX.Y)")
     swift_t_build.add_argument("--no-apt", action="store_true",
                                help="as root too, only name the missing packages")
+    add_completion_parser(commands)
+    add_examples(top)
     return top
 
 
 def main(argv=None):
     """Entry point of the ``emews`` console script; returns the exit status."""
-    args = parser().parse_args(argv)
+    top = parser()
+    complete(top)
+    args = top.parse_args(argv)
     try:
         from .launch.commands import run_site, run_submit
 
@@ -169,7 +176,8 @@ def main(argv=None):
                 "dashboard": _dashboard,
                 "report": _report, "export": _export, "submit": run_submit,
                 "site": run_site, "supervisor": _supervisor,
-                "swift-t": _swift_t}[args.command](args)
+                "swift-t": _swift_t,
+                "completion": print_completion}[args.command](args)
     except Interrupted as exc:
         if not os.environ.get("EMEWS_SPAWNED"):  # the command that spawned the job says it
             print(f"emews: interrupted; {getattr(exc, 'stored', 0)} evaluations stored; resume "
@@ -348,7 +356,7 @@ def _show(args):
     from rich.console import Console
 
     from .inspect import load
-    from .inspect.show import as_csv, as_json, chosen, print_replicas, print_table
+    from .inspect import show
     from .inspect.status import render, summary
 
     if args.csv and args.json:
@@ -356,13 +364,17 @@ def _show(args):
                           show_value=False)
     study = load(args.expdir)
     exported = args.csv or args.json
-    rows = chosen(study, args.failed, args.where, None if exported else args.top)
-    if exported:
-        return _emit(as_csv(study, rows) if args.csv else as_json(study, rows) + "\n")
+    rows = show.chosen(study, args.failed, args.where, None if exported else args.top)
+    points = show.grouped(study, args.failed)
+    if args.csv:
+        return _emit(show.points_as_csv(rows) if points else show.as_csv(study, rows))
+    if args.json:
+        return _emit((show.points_as_json(rows) if points else show.as_json(study, rows)) + "\n")
     console = Console(highlight=False)
-    print_table(study, rows, args.failed, console)
-    if not args.failed:
-        print_replicas(study, console, args.top)
+    if points:
+        show.print_points(study, rows, console)
+    else:
+        show.print_table(study, rows, args.failed, console)
     for line in render(summary(study))[1:]:
         console.print(line, markup=False)
     return 0

@@ -36,6 +36,7 @@ from .core.algorithm import Algorithm, Stopper
 from .core.control import Control
 from .core.failure import FailurePolicy
 from .core.master import Master
+from .core.replicas import Gathered
 from .core.resume import resume_unfinished, search_seed, start
 from .errors import ConfigError, EmewsError, Interrupted
 from .experiment import load_experiment
@@ -43,7 +44,7 @@ from .inspect.progress import Progress
 from .launch.spawn import spawn, under_mpiexec
 from .pools.base import InProcessPool
 from .prepare import build, prepare_run
-from .result import final_record, interrupted, print_summary, result_from
+from .result import best as best_found, final_record, interrupted, print_summary, result_from
 from .status import FINAL, Status
 from .store import StudyLock, study_store
 from .worker import make_objective, python_path, run_worker
@@ -231,13 +232,16 @@ def run_master(expdir, cfg, pool, algorithm=None):
         store.set_meta("master", {"host": socket.gethostname(), "pid": os.getpid()})
         store.commit()
         counts = store.counts()
-        best = store.best()
+        _, best = best_found(store, study)
         progress = Progress(study["budget"], cfg.system["progress_interval"],
                             done=sum(counts.get(status, 0) for status in FINAL),
                             failed=counts.get(Status.FAILED, 0),
                             pruned=counts.get(Status.PRUNED, 0),
-                            best=best["result"] if best else math.inf,
-                            max_time=study["max_time"])
+                            best=math.inf if best is None else best,
+                            max_time=study["max_time"],
+                            replicas=Gathered(study["replicas"], study["replica_objective"],
+                                              study["replica_seed_param"])
+                            if study["replicas"] > 1 else None)
         limits = Stopper(**cfg.stop)
         if begin.restored is not None:
             limits.restore(begin.restored)

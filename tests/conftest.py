@@ -189,7 +189,7 @@ def jobs(tmp_path):
 @pytest.fixture
 def no_leftovers(tmp_path):
     """After the test, kill whatever model process a pid file names and is still alive
-    (after a SIGKILLed worker, what its model started itself: see the README)."""
+    (after a SIGKILLed worker, what its model started itself: see docs/src/faults.md)."""
     yield
     for path in tmp_path.glob("*.pid*"):
         try:

@@ -1,5 +1,6 @@
 """Replicas: each point evaluated R times with distinct seeds, every replica a row of the store,
-the algorithm told one value per point (mean or worst); ``emews show`` summarizes the points."""
+the algorithm told one value per point (mean or worst); ``final.json``, ``emews status``,
+``show``, ``report``, ``export`` and the dashboard's view all judge the study by its points."""
 
 import collections
 import json
@@ -16,7 +17,6 @@ from emews.core.algorithm import point_key
 from emews.core.replicas import Replicas, wrap
 from emews.errors import ConfigError
 from emews.inspect import load
-from emews.inspect.show import replica_summary
 from emews.result import result_of
 from emews.space import Space
 
@@ -78,10 +78,12 @@ def test_every_replica_is_stored_and_the_algorithm_is_told_one_value_per_point(
 
 
 def test_emews_show_summarizes_each_point_over_its_replicas(make_config, tmp_path,
-                                                            emews_cli):
+                                                            emews_cli, capsys):
     record = tmp_path / "told.jsonl"
     result = emews.run(make_config(record, replica_seed_param="rng_seed", budget=12))
-    summary = replica_summary(load(result.expdir))
+    progress = [line for line in capsys.readouterr().out.splitlines()
+                if line.startswith("[progress]")]
+    summary = load(result.expdir).points
     groups = by_point(stored_rows(result.expdir))
     assert len(summary) == 4
     for entry in summary:
@@ -99,10 +101,83 @@ def test_emews_show_summarizes_each_point_over_its_replicas(make_config, tmp_pat
     assert (final["best_point"], final["best_value"]) == (summary[0]["point"], ranked[0])
     assert (result.best_point, result.best_value) == (summary[0]["point"], ranked[0])
     assert result_of(result.expdir).best_value == ranked[0]
+    assert f"| best {ranked[0]:.6g} |" in progress[-1]   # the live best is a point's too
     done = emews_cli("show", result.expdir)
     assert done.returncode == 0, done.stderr
-    assert "points by the mean of 3 replicas (4 points)" in done.stdout
-    assert f"{summary[0]['value']:.6g}" in done.stdout
+    shown = " ".join(done.stdout.split())               # rich wraps the title
+    with_value = sum(entry["count"] > 0 for entry in summary)
+    assert f"best {with_value} points by the mean of 3 replicas (4 points)" in shown
+    assert f"{summary[0]['value']:.6g}" in shown
+    assert " ".join(map(str, summary[0]["ids"])) in shown   # its replicas, grouped
+
+
+@pytest.mark.slow
+def test_status_show_report_and_export_agree_with_final_json(make_config, tmp_path,
+                                                              emews_cli):
+    """The study's best is its best point by ``replica_objective`` everywhere, never its
+    luckiest replica; ``show`` groups each point's replicas with their mean, std and count."""
+    optuna = pytest.importorskip("optuna")
+    result = emews.run(make_config(tmp_path / "told.jsonl", replica_objective="worst"))
+    final = json.loads((result.expdir / "final.json").read_text())
+    rows = stored_rows(result.expdir)
+    groups = by_point(rows)
+    lucky = min((r for r in rows if r["status"] == "done"), key=lambda r: r["result"])
+    assert lucky["result"] < final["best_value"]   # the luckiest replica is not the best
+
+    status = emews_cli("status", result.expdir, "--json")
+    assert status.returncode == 0, status.stderr
+    best = json.loads(status.stdout)["best"]
+    assert (best["params"], best["value"]) == (final["best_point"], final["best_value"])
+    replicas = groups[point_key(final["best_point"])]
+    assert sorted(best["ids"]) == sorted(r["id"] for r in replicas)
+    values = [r["result"] for r in replicas if r["status"] == "done"]
+    assert best["value"] == max(values) and best["count"] == len(values)
+    assert best["mean"] == pytest.approx(statistics.mean(values))
+    study = load(result.expdir)                      # the Python API says the same
+    assert (study.best["params"], study.best["result"]) == (final["best_point"],
+                                                            final["best_value"])
+    text = emews_cli("status", result.expdir)
+    assert f"{final['best_value']:.6g} (worst of 3 replicas" in text.stdout
+
+    show = emews_cli("show", result.expdir, "--json")
+    assert show.returncode == 0, show.stderr
+    points = json.loads(show.stdout)
+    assert (points[0]["params"], points[0]["value"]) == (final["best_point"],
+                                                         final["best_value"])
+    assert len(points) == len([g for g in groups.values()
+                               if any(r["status"] == "done" for r in g)])
+    for point in points:
+        replicas = groups[point_key(point["params"])]
+        assert sorted(point["ids"]) == sorted(r["id"] for r in replicas)
+        values = [r["result"] for r in replicas if r["status"] == "done"]
+        assert point["count"] == len(values) and point["failed"] == 3 - len(values)
+        assert point["mean"] == pytest.approx(statistics.mean(values))
+        if len(values) > 1:
+            assert point["std"] == pytest.approx(statistics.stdev(values))
+    csv_lines = emews_cli("show", result.expdir, "--csv").stdout.splitlines()
+    assert csv_lines[0].startswith("value,mean,std,count,failed,evaluations,x,n,act")
+    assert len(csv_lines) == len(points) + 1
+
+    report = emews_cli("report", result.expdir)
+    assert report.returncode == 0, report.stderr
+    page = (result.expdir / "report.html").read_text()
+    assert "<h2>Best points</h2>" in page
+    assert f"<td>{final['best_value']:.6g}</td>" in page.split("<h2>Best points</h2>")[1]
+
+    storage = f"sqlite:///{tmp_path / 'optuna.db'}"
+    export = emews_cli("export", result.expdir, "--to", "optuna", storage)
+    assert export.returncode == 0, export.stderr
+    exported = optuna.load_study(study_name=result.expdir.name, storage=storage)
+    assert len(exported.trials) == len(groups)
+    assert exported.best_trial.params == final["best_point"]
+    assert exported.best_value == final["best_value"]
+    assert sorted(exported.best_trial.user_attrs["emews_ids"]) == sorted(best["ids"])
+
+    view = load(result.expdir).to_optuna()       # what emews dashboard serves, live
+    assert len(view.trials) == len(groups)
+    assert (view.best_trial.params, view.best_value) == (final["best_point"],
+                                                         final["best_value"])
+    assert [t.number for t in view.trials] == list(range(len(groups)))
 
 
 def test_a_seed_parameter_that_the_space_has_is_refused_in_one_line(make_config, tmp_path):

@@ -332,8 +332,8 @@ def test_a_bad_walltime_stops_a_real_submission_before_anything_is_made(emews_cl
     assert not (tmp_path / "experiments").exists()
 
 
-def test_the_readme_s_site_example_is_a_valid_site(tmp_path):
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
+def test_the_docs_site_example_is_a_valid_site(tmp_path):
+    readme = (Path(__file__).parent.parent / "docs" / "src" / "sites.md").read_text()
     start = readme.index("# ~/.config/emews/sites/mycluster.toml")
     example = readme[start:readme.index("```", start)]
     path = write_site(tmp_path / "mycluster.toml", example)

@@ -79,8 +79,9 @@ def test_a_random_sweep_depends_on_the_seed_only():
      'strategy = "step" needs lists of the same length'),
     ({"params": {"x": []}}, "params.x", "must be a non-empty list of values"),
     ({"params": [1, 2]}, "params", "must be a table of lists of values"),
-    ({}, "", "the sweep needs exactly one of file"),
-    ({"params": PARAMS, "file": "points.jsonl"}, "", "the sweep needs exactly one of file"),
+    ({}, "", "the sweep needs file (a JSON-lines file of points), params (a table of values "
+     "per parameter) or a search space"),
+    ({"params": PARAMS, "file": "points.jsonl"}, "", "the sweep takes at most one of file"),
 ])
 def test_bad_sweep_options_are_named_with_the_rule(options, field, rule):
     with pytest.raises(ConfigError) as error:
@@ -95,3 +96,38 @@ def test_a_table_point_outside_the_space_is_refused(tmp_path):
     with pytest.raises(ConfigError, match=r"\[algorithm\]\.params: point 1 must be a point of "
                                           r"the search space \(x\)"):
         Sweep(space, params={"x": [0.5, 2.0]})
+
+
+GRID_SPACE = [  # a space of Supervisor's GA JSON (as models/mixed_space.json) with no range
+    {"name": "act", "type": "categorical", "values": ["relu", "tanh"]},
+    {"name": "units", "type": "ordered", "element_type": "int", "values": [16, 32, 64]},
+    {"name": "bias", "type": "logical"},
+    {"name": "epochs", "type": "constant", "value": 3}]
+
+
+def test_a_sweep_with_no_points_sweeps_the_grid_of_its_space(emews_cli, tmp_path):
+    (tmp_path / "space.json").write_text(json.dumps(GRID_SPACE))
+    study = tmp_path / "grid.toml"
+    study.write_text('[system]\nprocs = 3\npool = "inprocess"\nprogress_interval = 0.0\n'
+                     '[study]\nalgorithm = "sweep"\nspace = "space.json"\nimpl = "echo"\n')
+    done = emews_cli("run", study)
+    assert done.returncode == 0, done.stderr
+    (expdir,) = (tmp_path / "experiments" / "grid").iterdir()
+    grid = [{"act": a, "units": u, "bias": b, "epochs": 3}
+            for a, u, b in itertools.product(["relu", "tanh"], [16, 32, 64], [True, False])]
+    assert [r["params"] for r in stored_rows(expdir)] == grid
+    assert "the algorithm has no more points to propose" in done.stdout
+
+
+def test_a_sweep_of_a_space_with_a_float_range_is_refused_in_one_line(emews_cli, tmp_path):
+    (tmp_path / "space.json").write_text(json.dumps(
+        GRID_SPACE + [{"name": "lr", "type": "float", "lower": 0.001, "upper": 0.1}]))
+    study = tmp_path / "grid.toml"
+    study.write_text('[system]\nprocs = 2\npool = "inprocess"\n'
+                     '[study]\nalgorithm = "sweep"\nspace = "space.json"\nimpl = "echo"\n')
+    done = emews_cli("run", study)
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert "space.json: lr" in line and "a float range has none" in line
+    assert "give [algorithm].params its values" in line
+    assert not (tmp_path / "experiments").exists()

@@ -1,36 +1,77 @@
 """MkDocs hook: the reference pages are generated from the code, so they cannot drift.
 
-``{{ settings }}`` becomes the table of every configuration setting (from
-:data:`emews.config.SCHEMA`), ``{{ cli }}`` the help of every ``emews`` command (from
-:func:`emews.cli.parser`) and ``{{ api }}`` the public Python API: each name in
-``emews.__all__``, with its signature and docstring.
+``{{ settings }}`` becomes every configuration setting (from :data:`emews.config.SCHEMA`, with
+its meaning from ``docs/settings.toml``), one heading each so that the site's search finds
+it; ``{{ cli }}`` the help of every ``emews`` command (from :func:`emews.cli.parser`);
+``{{ api }}`` the public Python API: each name in ``emews.__all__``, with its signature and
+docstring; ``{{ include PATH }}`` the Markdown file PATH of the repository (without its title:
+the page has its own; its links to the repository's files written as their paths), so that a
+README beside the code is the one text of its page.
 """
 
 import argparse
 import enum
 import inspect
 import re
+import tomllib
+from pathlib import Path
 
 import emews
 from emews.cli import parser
 from emews.config import SCHEMA
 
 
-def settings_table():
-    """Every setting: table, key, kind, default, environment variable and rule."""
-    rows = ["| table | setting | kind | default | environment | rule |", "|---|---|---|---|---|---|"]
+DOCS = Path(__file__).resolve().parent.parent
+REPO = DOCS.parent
+MEANINGS = DOCS / "settings.toml"
+
+
+def meanings():
+    """``{table: {key: meaning}}`` of ``docs/settings.toml``."""
+    return tomllib.loads(MEANINGS.read_text(encoding="utf-8"))
+
+
+def settings_reference():
+    """Every setting under a heading of its own (``[table] key``): its meaning, then its kind,
+    default, environment variable and rule, as the code has them."""
+    meaning = meanings()
+    sections = []
     for table, settings in SCHEMA.items():
+        sections.append(f"## `[{table}]`")
         for key, setting in settings.items():
-            rules = []
+            facts = [f"**{setting.kind}**"]
+            if setting.default not in (None, [], ""):
+                facts.append(f"default `{setting.default}`")
+            if setting.env:
+                facts.append(f"environment `{setting.env}`")
             if setting.choices:
-                rules.append("one of " + ", ".join(f"`{c}`" for c in setting.choices))
+                facts.append("one of " + ", ".join(f"`{c}`" for c in setting.choices))
             if setting.minimum is not None:
-                rules.append(f"at least {setting.minimum:g}")
-            default = "" if setting.default in (None, [], "") else f"`{setting.default}`"
-            rows.append(f"| `[{table}]` | `{key}` | {setting.kind} | {default} | "
-                        f"{'`' + setting.env + '`' if setting.env else ''} | "
-                        f"{'; '.join(rules)} |")
-    return "\n".join(rows)
+                facts.append(f"at least {setting.minimum:g}")
+            sections.append(f"### `{key}` {{ #{table}-{key} }}\n\n"
+                            f"`[{table}] {key}` · {' · '.join(facts)}\n\n"
+                            f"{meaning[table][key]}")
+    return "\n\n".join(sections)
+
+
+LINK = re.compile(r"\[([^\]]+)\]\((?!https?:|#)([^)]+)\)")
+
+
+def include(path):
+    """The Markdown file ``path`` (relative to the repository) for a page: without a leading
+    comment and its title, each relative link to a file of the repository written as that
+    file's path."""
+    source = REPO / path
+    text = source.read_text(encoding="utf-8")
+    text = re.sub(r"^<!--.*?-->\n", "", text, flags=re.S)
+    text = re.sub(r"^# .*\n", "", text.lstrip())
+
+    def as_path(match):
+        target = (source.parent / match.group(2)).resolve().relative_to(REPO)
+        label = match.group(1).strip("`")
+        return f"`{label}`" if label == str(target) else f"{match.group(1)} (`{target}`)"
+
+    return LINK.sub(as_path, text)
 
 
 def cli_reference():
@@ -102,7 +143,8 @@ def api_reference():
 def on_page_markdown(markdown, page, config, files):
     """Fill the placeholders of the reference pages."""
     if "{{ settings }}" in markdown:
-        markdown = markdown.replace("{{ settings }}", settings_table())
+        markdown = markdown.replace("{{ settings }}", settings_reference())
+    markdown = re.sub(r"\{\{ include (\S+) \}\}", lambda m: include(m.group(1)), markdown)
     if "{{ cli }}" in markdown:
         markdown = markdown.replace("{{ cli }}", cli_reference())
     if "{{ api }}" in markdown:

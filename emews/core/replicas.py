@@ -44,6 +44,15 @@ def wrap(algorithm, settings):
                     seed_param=settings.get("replica_seed_param", SEED_PARAM))
 
 
+def settings_of(study):
+    """The replica settings (``replicas``, ``replica_objective``, ``replica_seed_param``) of a
+    study's ``[study]`` table (as ``config.json`` holds it) when it evaluates each point more
+    than once, else ``None``."""
+    if (study or {}).get("replicas", 1) <= 1:
+        return None
+    return {key: study[key] for key in ("replicas", "replica_objective", "replica_seed_param")}
+
+
 def check(space, seed_param, where="[study].replica_seed_param"):
     """A ConfigError (naming ``where``) when the seed's parameter name is one of the search
     space's."""
@@ -67,8 +76,8 @@ def summarize(rows, seed_param, objective, replicas):
     ``None`` below two values) and ``count`` of its replicas' finished values, the ``failed``
     replicas, whether all ``replicas`` of it finished (``complete``), and the ``value`` the
     search is told (``objective``; ``None`` when all failed, or when a limit ended the study
-    before the point's last replica finished: its search was never told). Complete points
-    come first, by value."""
+    before the point's last replica finished: its search was never told), and the ``ids`` of
+    its replicas' rows. Complete points come first, by value."""
     groups = {}
     for row in rows:
         if row["status"] not in FINAL:
@@ -76,18 +85,41 @@ def summarize(rows, seed_param, objective, replicas):
         point = {k: v for k, v in row["params"].items() if k != seed_param}
         value = row["result"] if row["status"] == Status.DONE and row["result"] is not None \
             else math.nan
-        groups.setdefault(point_key(point), (point, []))[1].append(value)
+        group = groups.setdefault(point_key(point), (point, [], []))
+        group[1].append(value)
+        group[2].append(row["id"])
     summary = []
-    for point, values in groups.values():
+    for point, values, ids in groups.values():
         finite = [v for v in values if math.isfinite(v)]
         complete = len(values) >= replicas
         summary.append({"point": point, "mean": float(np.mean(finite)) if finite else None,
                         "std": float(np.std(finite, ddof=1)) if len(finite) > 1 else None,
                         "count": len(finite), "failed": len(values) - len(finite),
                         "complete": complete,
-                        "value": aggregate(values, objective) if complete else math.nan})
+                        "value": aggregate(values, objective) if complete else math.nan,
+                        "ids": ids})
     summary.sort(key=lambda s: (not s["complete"], math.isnan(s["value"]), s["value"]))
     return [{**s, "value": None if math.isnan(s["value"]) else s["value"]} for s in summary]
+
+
+class Gathered:
+    """Replica values gathered per point (its parameters without ``seed_param``) until all
+    ``replicas`` of it are in; ``groups`` maps a point's key to its point and values so far."""
+
+    def __init__(self, replicas, objective="mean", seed_param=SEED_PARAM):
+        self.replicas, self.objective, self.seed_param = replicas, objective, seed_param
+        self.groups = {}
+
+    def add(self, replica, value):
+        """Gather one replica's ``value`` (NaN: it failed); ``(point, value)`` when it was the
+        point's last replica, the value its search is told (:func:`aggregate`), else ``None``."""
+        point = {k: v for k, v in replica.items() if k != self.seed_param}
+        group = self.groups.setdefault(point_key(point), {"point": point, "values": []})
+        group["values"].append(float(value))
+        if len(group["values"]) < self.replicas:
+            return None
+        del self.groups[point_key(point)]
+        return group["point"], aggregate(group["values"], self.objective)
 
 
 class Replicas(Algorithm):
@@ -108,7 +140,7 @@ class Replicas(Algorithm):
         self.needs_space, self.finite = algorithm.needs_space, algorithm.finite
         self.ready_share = algorithm.ready_share
         self.ready = []      # replica points asked for and not yet proposed
-        self.groups = {}     # point key -> {"point": point, "seeds": [...], "values": [...]}
+        self.gathered = Gathered(replicas, objective, seed_param)
 
     def ask(self, n):
         while len(self.ready) < n:
@@ -121,17 +153,9 @@ class Replicas(Algorithm):
         return points
 
     def tell(self, points, values):
-        told_points, told_values = [], []
-        for replica, value in zip(points, values):
-            point = {k: v for k, v in replica.items() if k != self.seed_param}
-            group = self.groups.setdefault(point_key(point), {"point": point, "values": []})
-            group["values"].append(float(value))
-            if len(group["values"]) >= self.replicas:
-                del self.groups[point_key(point)]
-                told_points.append(group["point"])
-                told_values.append(aggregate(group["values"], self.objective))
-        if told_points:
-            self.algorithm.tell(told_points, told_values)
+        told = [found for found in map(self.gathered.add, points, values) if found is not None]
+        if told:
+            self.algorithm.tell([point for point, _ in told], [value for _, value in told])
 
     def done(self):
         return not self.ready and self.algorithm.done()
@@ -140,13 +164,14 @@ class Replicas(Algorithm):
         inner = self.algorithm.state()
         if inner is None:
             return None
-        return pack_state(self, {"algorithm": inner, "ready": self.ready, "groups": self.groups,
+        return pack_state(self, {"algorithm": inner, "ready": self.ready,
+                                 "groups": self.gathered.groups,
                                  "rng": self.rng.bit_generator.state}, pickled=True)
 
     def restore(self, state):
         data = unpack_state(self, state)
         self.algorithm.restore(data["algorithm"])
-        self.ready, self.groups = data["ready"], data["groups"]
+        self.ready, self.gathered.groups = data["ready"], data["groups"]
         self.rng.bit_generator.state = data["rng"]
 
     def _replicate(self, point):

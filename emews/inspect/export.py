@@ -6,7 +6,8 @@ study's search-space file, its value, state (``done``: COMPLETE; ``failed``, ``c
 ``interrupted``: FAIL; ``pruned``: PRUNED; ``queued``, ``running``: RUNNING), its learning
 curve as intermediate values (``emews.report``'s steps and values) and user attributes
 (``emews_id``, ``run_id``, ``run_dir``, ``status``, ``rank``, ``attempt``, ``error``,
-``metrics``).
+``metrics``). A study with replicas gives one trial per point instead
+(:func:`emews.inspect.optuna_view.point_trials`), as ``final.json`` judges it.
 """
 
 import urllib.parse
@@ -22,8 +23,8 @@ def export(study, to, target, study_name=None):
     """Write ``study`` in format ``to`` (one of :data:`FORMATS`) to ``target`` (a file, or an
     Optuna storage URL); return a one-line description of what was written."""
     if to == "optuna":
-        name = to_optuna(study, target, study_name)
-        return f"wrote Optuna study {name!r} ({len(study.rows)} trials) to {target}"
+        name, trials = to_optuna(study, target, study_name)
+        return f"wrote Optuna study {name!r} ({trials} trials) to {target}"
     if to == "csv":
         _write(target, lambda path: _write_csv(study, path))
     else:
@@ -68,8 +69,9 @@ def _space(study):
 
 
 def to_optuna(study, url, study_name=None):
-    """Add ``study``'s evaluations to a new Optuna study (default name: the experiment's
-    directory name) in the storage at ``url``; return the study's name."""
+    """Add ``study``'s evaluations (its points, in a study with replicas) to a new Optuna study
+    (default name: the experiment's directory name) in the storage at ``url``; return the
+    study's name and its number of trials."""
     try:
         import optuna
     except ImportError:
@@ -79,12 +81,15 @@ def to_optuna(study, url, study_name=None):
         raise ConfigError("--to optuna", "TARGET must be a storage URL such as "
                           "sqlite:///study.db", url)
     name = study_name or study.expdir.name
-    from .optuna_view import distributions, frozen_trial
+    from .optuna_view import distributions, frozen_trial, point_trials
 
-    dists = distributions(_space(study))
-    curves = study.curves()
-    trials = [frozen_trial(row, dists, expdir=study.expdir.resolve(), curve=curves.get(row["id"]))
-              for row in study.rows]
+    dists, expdir = distributions(_space(study)), study.expdir.resolve()
+    if study.replicas is not None:
+        trials = point_trials(study.rows, study.replicas, dists, expdir=expdir)
+    else:
+        curves = study.curves()
+        trials = [frozen_trial(row, dists, expdir=expdir, curve=curves.get(row["id"]))
+                  for row in study.rows]
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     try:
         created = optuna.create_study(storage=url, study_name=name, direction="minimize")
@@ -97,7 +102,7 @@ def to_optuna(study, url, study_name=None):
     created.set_user_attr("emews_expdir", str(study.expdir))
     created.set_user_attr("objective", study.objective)
     created.add_trials(trials)
-    return name
+    return name, len(trials)
 
 
 def _where(url):

@@ -31,9 +31,11 @@ from optuna.study import StudyDirection
 from optuna.study._frozen import FrozenStudy
 from optuna.trial import FrozenTrial, TrialState
 
+from ..core.algorithm import point_key
+from ..core.replicas import settings_of, summarize
 from ..errors import ConfigError, EmewsError
 from ..space import Categorical, Constant, Float, Int, Logical, Space
-from ..status import Status
+from ..status import FINAL, Status
 from .source import best_row, experiment_dir, read_curves, read_rows
 
 STATES = {Status.QUEUED: TrialState.RUNNING, Status.RUNNING: TrialState.RUNNING,
@@ -110,7 +112,7 @@ def frozen_trial(row, dists, number=0, trial_id=0, expdir=None, curve=None):
     while it waits) and end times; user attributes ``emews_id``, ``run_id``, ``run_dir``
     (with ``expdir``, the experiment's resolved directory), ``status``, ``rank``,
     ``attempt``, ``error`` and ``metrics``; ``curve``: its intermediate values (see
-    :func:`learning_curves`).
+    :func:`learning_curves`). A study with replicas has :func:`point_trials` instead.
     """
     state = STATES[row["status"]]
     value = row["result"] if state == TrialState.COMPLETE else None
@@ -130,6 +132,48 @@ def frozen_trial(row, dists, number=0, trial_id=0, expdir=None, curve=None):
         distributions={name: dists[name] for name in params}, user_attrs=attrs,
         system_attrs={}, intermediate_values=curve or {},
         datetime_start=_time(start), datetime_complete=_time(end))
+
+
+def point_trials(rows, replicas, dists, study_id=0, expdir=None):
+    """The Optuna trials of a study with replicas (``replicas``: its settings, as
+    :func:`emews.core.replicas.settings_of` gives them): one per point with a finished
+    replica, numbered in the order the points were proposed, judged as ``final.json`` judges
+    them (:func:`emews.core.replicas.summarize`).
+
+    A point's value is the one its search was told (its replicas' mean or worst): COMPLETE;
+    without one, RUNNING while a replica of it is still to finish, else FAIL (every replica
+    failed, or a limit cut the point short). Params without the seed; start and end times
+    the first start and last finish of its replicas; user attributes ``emews_ids`` (its
+    replicas' evaluations), ``mean``, ``std``, ``count``, ``failed``, ``complete`` and, with
+    ``expdir``, ``run_dirs``.
+    """
+    seed = replicas["replica_seed_param"]
+    waiting = {point_key({k: v for k, v in row["params"].items() if k != seed})
+               for row in rows if row["status"] not in FINAL}
+    by_id = {row["id"]: row for row in rows}
+    points = sorted(summarize(rows, seed, replicas["replica_objective"], replicas["replicas"]),
+                    key=lambda point: min(point["ids"]))
+    trials = []
+    for number, point in enumerate(points):
+        done = [by_id[i] for i in point["ids"]]
+        state = TrialState.COMPLETE if point["value"] is not None else (
+            TrialState.RUNNING if point_key(point["point"]) in waiting else TrialState.FAIL)
+        params = {name: point["point"][name] for name in dists if name in point["point"]}
+        attrs = {"emews_ids": point["ids"],
+                 **{key: point[key] for key in ("mean", "std", "count", "failed", "complete")}}
+        if expdir is not None:
+            attrs["run_dirs"] = [os.path.join(expdir, "run", r["run_id"]) for r in done
+                                 if r["run_id"]]
+        starts = [r["started"] for r in done if r["started"] is not None]
+        ends = [r["finished"] for r in done if r["finished"] is not None]
+        trials.append(FrozenTrial(
+            number=number, trial_id=study_id << TRIAL_BITS | number, state=state,
+            value=point["value"], params=params,
+            distributions={name: dists[name] for name in params}, user_attrs=attrs,
+            system_attrs={}, intermediate_values={},
+            datetime_start=_time(min(starts, default=None)),
+            datetime_complete=_time(max(ends, default=None)) if state.is_finished() else None))
+    return trials
 
 
 def _time(stamp):
@@ -171,6 +215,7 @@ class _Experiment:
         study = config.get("study") or {}
         self.objective = study.get("model_return") or "val_loss"
         self.space_file = study.get("space")
+        self.replicas = settings_of(study)   # with replicas: one trial per point
         self._dists = None
 
     def dists(self, rows):
@@ -252,16 +297,20 @@ class StoreView(BaseStorage):
         study = self._study(study_id)
         rows = read_rows(study.expdir)
         dists, curves = study.dists(rows), learning_curves(study.expdir)
-        trials = [frozen_trial(row, dists, row["id"], study_id << TRIAL_BITS | row["id"],
-                               study.expdir, curves.get(row["id"])) for row in rows]
+        if study.replicas is not None:
+            trials = point_trials(rows, study.replicas, dists, study_id, study.expdir)
+        else:
+            trials = [frozen_trial(row, dists, row["id"], study_id << TRIAL_BITS | row["id"],
+                                   study.expdir, curves.get(row["id"])) for row in rows]
         if states is not None:
             trials = [t for t in trials if t.state in states]
         return trials   # made anew on every call: a deep copy would be the same
 
     def get_best_trial(self, study_id):
         study = self._study(study_id)
-        if study.space_file is None or not Path(study.space_file).is_file():
-            return super().get_best_trial(study_id)   # distributions from every row
+        if study.replicas is not None or study.space_file is None \
+                or not Path(study.space_file).is_file():
+            return super().get_best_trial(study_id)   # points, or distributions from every row
         best = best_row(study.expdir)
         if best is None:
             raise ValueError("no trial is completed yet")   # as Optuna's storages say it

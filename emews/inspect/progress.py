@@ -1,5 +1,6 @@
 """Progress while a study runs: evaluations done of the budget, best so far, failures, busy
-workers and an ETA.
+workers and an ETA. In a study with replicas the best is a point's, as its search is told it
+(once all its replicas are in), never a lucky replica's.
 
 On a terminal it is a live rich progress bar; elsewhere (batch jobs, CI, a pipe) a plain line
 every ``interval`` seconds and one at the end. ``emews run`` started alone from a terminal tells
@@ -7,6 +8,7 @@ its spawned job so (``EMEWS_TERMINAL=1``): the job's output reaches the terminal
 ``mpiexec``, which is not a terminal itself.
 """
 
+import json
 import math
 import os
 import sys
@@ -24,8 +26,9 @@ class Progress:
     """Reports the study's progress (see the module docstring)."""
 
     def __init__(self, budget=None, interval=2.0, done=0, failed=0, best=math.inf, stream=None,
-                 max_time=None, pruned=0):
+                 max_time=None, pruned=0, replicas=None):
         self.budget, self.interval, self.max_time = budget, interval, max_time
+        self.replicas = replicas   # a study with replicas: its Gathered (emews.core.replicas)
         self.done, self.failed, self.best, self.pruned = done, failed, best, pruned
         self.done_at_start = done
         self.running = 0
@@ -51,14 +54,18 @@ class Progress:
         """Count ``(task, rank, outcome)`` results; update the bar (at most every
         :data:`BAR_EVERY` s: the master calls this every turn), or print if the interval
         passed."""
-        for _, _, outcome in finished:
+        for task, _, outcome in finished:
             self.done += 1
+            value = outcome.value if outcome.status == Status.DONE else math.nan
             if outcome.status == Status.PRUNED:
                 self.pruned += 1
             elif outcome.status != Status.DONE:
                 self.failed += 1
-            elif outcome.value < self.best:
-                self.best = outcome.value
+            if self.replicas is not None:
+                told = self.replicas.add(json.loads(task.params), value)
+                value = math.nan if told is None else told[1]
+            if value < self.best:   # NaN never compares smaller
+                self.best = value
         self.running = running
         now = time.monotonic()
         if self.bar is not None:

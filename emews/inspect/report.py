@@ -253,7 +253,8 @@ def _page(study, sections):
     parts = [f"<h1>emews report: {_e(study.expdir.name)}</h1>",
              f"<p>{_e(study.expdir)}</p>",
              "<h2>Summary</h2>", "<pre>" + _e("\n".join(render(info))) + "</pre>",
-             "<h2>Best evaluations</h2>", _best_table(study)]
+             f"<h2>Best {'points' if study.replicas else 'evaluations'}</h2>",
+             _best_table(study)]
     for title, path, note in sections:
         data = base64.b64encode(path.read_bytes()).decode("ascii")
         parts += [f"<h2>{_e(title)}</h2>", f"<p>{note}</p>",
@@ -276,12 +277,26 @@ def _table(header, rows):
 
 
 def _best_table(study, top=10):
+    if study.replicas is not None:
+        return _best_points(study, top)
     rows = study.done[:top]
     if not rows:
         return "<p>No evaluation has a value yet.</p>"
     columns = [c for c in study.columns() if c not in ("status", "attempt", "error")]
     records = study.table(rows)
     return _table(columns, [[_fmt(record[c]) for c in columns] for record in records])
+
+
+def _best_points(study, top):
+    """The best points of a study with replicas, as ``final.json`` judges them (the columns
+    of :func:`emews.inspect.show.point_table`)."""
+    from .show import point_table
+
+    points = [p for p in study.points if p["value"] is not None][:top]
+    if not points:
+        return "<p>No point has a value yet.</p>"
+    header, rows = point_table(points)
+    return _table(header, [[_fmt(c) for c in row] for row in rows])
 
 
 def _failure_table(study):

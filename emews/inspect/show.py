@@ -1,24 +1,68 @@
 """``emews show``: the best evaluations with all their metrics, or the failures with their
-reasons; as a table, CSV or JSON. A study with replicas also gets its per-point summary."""
+reasons; as a table, CSV or JSON. A study with replicas shows its points instead of its
+evaluations: each point's replicas grouped, with their mean, std and count, best first as
+``final.json`` judges them."""
 
 import csv
 import io
 import json
 import math
 
-from ..core.replicas import summarize
-
 from .query import select
 from .status import one_line
+
+POINT_KEYS = ("value", "mean", "std", "count", "failed", "complete", "ids")  # and params
+
+
+def grouped(study, failed=False):
+    """Whether ``show`` lists points (a study with replicas, unless the failures are asked for)
+    rather than evaluations."""
+    return study.replicas is not None and not failed
 
 
 def chosen(study, failed=False, where=None, top=None):
     """The rows to show: the failures (by id) or the evaluations with a value (best first),
-    filtered by ``where`` and cut to ``top``."""
+    filtered by ``where`` and cut to ``top``; in a study with replicas (see :func:`grouped`),
+    the points (entries of ``study.points``, best first) one of whose replicas has a value and
+    matches ``where``."""
     rows = study.failed if failed else study.done
     names = study.param_names + study.metric_names + ["result"]
     rows = select(rows, where, list(dict.fromkeys(names)))
+    if grouped(study, failed):
+        ids = {row["id"] for row in rows}
+        rows = [point for point in study.points if ids.intersection(point["ids"])]
     return rows[:top] if top else rows
+
+
+def points_as_json(points):
+    """``points`` (entries of ``study.points``) as a JSON list: per point its ``value``,
+    ``mean``, ``std``, ``count``, ``failed``, ``complete``, replica ``ids`` and ``params``."""
+    return json.dumps([{**{c: point[c] for c in POINT_KEYS}, "params": point["point"]}
+                       for point in points], indent=2, allow_nan=False, default=str)
+
+
+def points_as_csv(points):
+    """``points`` as CSV text, with the columns of :func:`point_table`."""
+    header, rows = point_table(points)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(rows)
+    return out.getvalue()
+
+
+def point_table(points):
+    """``points`` (entries of ``study.points``) as a header and rows of cells: the value each
+    point's search was told, its replicas' mean, std, count and failures, their ids (the
+    ``evaluations``, joined by spaces), then one column per parameter (``param.NAME`` where a
+    parameter is named like one of the others)."""
+    names = list(dict.fromkeys(k for p in points for k in p["point"]))
+    stats = ("value", "mean", "std", "count", "failed")
+    header = [*stats, "evaluations",
+              *(f"param.{n}" if n in stats or n == "evaluations" else n for n in names)]
+    rows = [[*(point[c] for c in stats), " ".join(map(str, point["ids"])),
+             *(point["point"].get(n) for n in names)] for point in points]
+    return header, rows
 
 
 def as_csv(study, rows):
@@ -84,35 +128,25 @@ def _seconds(value):
     return None if value is None else f"{value:.3g}"
 
 
-def replica_summary(study):
-    """Per point of a study with ``[study].replicas`` > 1 (``[]`` otherwise), best first: the
-    point (its parameters without the replica seed), the ``mean``, ``std`` (sample standard
-    deviation; ``None`` below two values) and ``count`` of its replicas' finished values, the
-    ``failed`` replicas, whether all of them finished (``complete``) and the ``value`` the search
-    was told (``replica_objective``; ``None`` for a point a limit cut short)."""
-    settings = study.config.get("study", {})
-    if settings.get("replicas", 1) <= 1:
-        return []
-    return summarize(study.rows, settings["replica_seed_param"],
-                     settings["replica_objective"], settings["replicas"])
-
-
-def print_replicas(study, console, top=None):
-    """Print the :func:`replica_summary` of ``study`` (nothing without replicas)."""
+def print_points(study, points, console):
+    """Print ``points`` (entries of ``study.points``) as a table on a rich ``console`` (the
+    columns of :func:`point_table`)."""
     from rich.table import Table
 
-    summary = replica_summary(study)
-    if not summary:
-        return
     settings = study.config["study"]
-    names = list(dict.fromkeys(k for s in summary for k in s["point"]))
-    short = sum(not entry["complete"] for entry in summary)
-    table = Table(title=f"{study.expdir}: points by the {settings['replica_objective']} of "
-                        f"{settings['replicas']} replicas ({len(summary)} points"
+    every = study.points
+    if not points:
+        console.print(f"{study.expdir}: no point with a finished replica to show ({len(every)} "
+                      f"points, {len(study.rows)} evaluations in all)", markup=False)
+        return
+    short = sum(not entry["complete"] for entry in every)
+    table = Table(title=f"{study.expdir}: best {len(points)} points by the "
+                        f"{settings['replica_objective']} of {settings['replicas']} replicas "
+                        f"({len(every)} points"
                         + (f"; {short} cut short by a limit, with no value)" if short else ")"))
-    for column in ["value", "mean", "std", "count", "failed", *names]:
+    header, rows = point_table(points)
+    for column in header:
         table.add_column(column, overflow="fold")
-    for entry in summary[:top] if top else summary:
-        table.add_row(*(_cell(entry[c]) for c in ("value", "mean", "std", "count", "failed")),
-                      *(_cell(entry["point"].get(n)) for n in names))
+    for row in rows:
+        table.add_row(*(_cell(c) for c in row))
     console.print(table)

@@ -44,9 +44,7 @@ def summary(study, now=None):
         "expdir": str(study.expdir), "state": state, "objective": study.objective,
         "counts": counts, "evaluations": len(study.rows), "finished": finished,
         "budget": budget, "remaining": remaining,
-        "best": None if best is None else {"id": best["id"], "value": best["result"],
-                                           "params": best["params"],
-                                           "metrics": best["metrics"]},
+        "best": _best(study, best),
         "stop_reason": final.get("stop_reason"),
         "failures": [{"reason": reason, "count": count}
                      for reason, count in reasons.most_common(TOP_FAILURES)],
@@ -64,7 +62,12 @@ def render(info):
     lines = [f"study: {info['expdir']} ({info['state']})",
              f"evaluations: {info['finished']} finished{of} ({counts or 'none yet'})"]
     best = info["best"]
-    if best is not None:
+    if best is not None and "replicas" in best:
+        spread = "" if best["std"] is None else f", std {best['std']:.3g}"
+        lines.append(f"best {info['objective']}: {best['value']:.6g} ({best['objective']} of "
+                     f"{best['replicas']} replicas{spread}; evaluations "
+                     f"{', '.join(map(str, best['ids']))}) at {best['params']}")
+    elif best is not None:
         lines.append(f"best {info['objective']}: {best['value']:.6g} (evaluation "
                      f"{best['id']}) at {best['params']}")
     else:
@@ -89,6 +92,21 @@ def render(info):
     for failure in info["failures"]:
         lines.append(f"failed {failure['count']}x: {one_line(failure['reason'])}")
     return lines
+
+
+def _best(study, best):
+    """The best evaluation as JSON-able data; in a study with replicas, the best point: the
+    value its search was told (``objective``: the replicas' mean or worst), its parameters
+    without the seed, and its replicas' mean, std, count, failures and ids."""
+    if best is None:
+        return None
+    if study.replicas is None:
+        return {"id": best["id"], "value": best["result"], "params": best["params"],
+                "metrics": best["metrics"]}
+    return {"value": best["result"], "params": best["params"],
+            "objective": study.replicas["replica_objective"],
+            "replicas": study.replicas["replicas"], "mean": best["mean"], "std": best["std"],
+            "count": best["count"], "failed": best["failed"], "ids": best["ids"]}
 
 
 def _pools(expdir, now=None):

@@ -9,6 +9,7 @@ import json
 import os
 import socket
 
+from ..core.replicas import settings_of, summarize
 from ..errors import ConfigError
 from ..status import Status
 from .source import experiment_dir, read, read_curves
@@ -63,8 +64,35 @@ class Study:
         return [r for r in self.rows if r["status"] == Status.FAILED]
 
     @property
+    def replicas(self):
+        """The study's replica settings (``replicas``, ``replica_objective``,
+        ``replica_seed_param``) when it evaluates each point more than once, else ``None``."""
+        return settings_of(self.config.get("study"))
+
+    @property
+    def points(self):
+        """Per point of a study with replicas (``[]`` without), best first, as the study's
+        ``final.json`` judges them (:func:`emews.core.replicas.summarize`): the ``point`` (its
+        parameters without the replica seed), the ``mean``, ``std`` (sample standard deviation;
+        ``None`` below two values) and ``count`` of its replicas' finished values, the
+        ``failed`` replicas, whether all of them finished (``complete``), the ``value`` the
+        search was told (``replica_objective``; ``None`` for a point a limit cut short) and the
+        ``ids`` of its replicas' rows."""
+        settings = self.replicas
+        if settings is None:
+            return []
+        return summarize(self.rows, settings["replica_seed_param"],
+                         settings["replica_objective"], settings["replicas"])
+
+    @property
     def best(self):
-        """The best evaluation (a row), or ``None``."""
+        """The best evaluation (a row), or ``None``; in a study with replicas, the best point
+        as ``final.json`` names it: its entry of :attr:`points`, with its ``params`` (the
+        point) and its ``result`` (the value its search was told) as a row has them."""
+        if self.replicas is not None:
+            best = next((p for p in self.points if p["value"] is not None), None)
+            return None if best is None else {**best, "params": best["point"],
+                                              "result": best["value"]}
         done = self.done
         return done[0] if done else None
 
