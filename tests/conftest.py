@@ -198,3 +198,14 @@ def no_leftovers(tmp_path):
                 os.kill(pid, signal.SIGKILL)
         except (ValueError, OSError):
             pass
+
+
+class Judge:
+    """A pool's side of the reports: keeps each, and stops the run at ``stop_at``."""
+
+    def __init__(self, stop_at=None):
+        self.reports, self.stop_at = [], stop_at
+
+    def __call__(self, report):
+        self.reports.append(report)
+        return report.step == self.stop_at

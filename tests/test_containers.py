@@ -22,13 +22,14 @@ from emews.evaluate import EvaluationFailed, Objective
 from emews.evaluate import container as container_module
 from emews.evaluate.container import RUNTIMES, ContainerCommand
 from emews.launch import site as sites
+from emews.status import Status
 from emews.launch.submit import _with_site_defaults as with_site_defaults
 
 SUPPORT = Path(__file__).parent / "support"
 if str(SUPPORT) not in sys.path:
     sys.path.insert(0, str(SUPPORT))
 
-from conftest import alive, stored_rows, wait_until  # noqa: E402
+from conftest import Judge, alive, stored_rows, wait_until  # noqa: E402
 from charliecloud import charliecloud_image_fixture, squashfs_image  # noqa: E402,F401
 
 MODEL_SH = Path(__file__).parent.parent / "models" / "model.sh"
@@ -212,6 +213,21 @@ def test_the_container_s_output_reaches_model_log_as_an_app_s_does(charliecloud,
     log = (tmp_path / "EXP001" / "run" / "RUN5" / "model.log").read_text()
     assert "epoch 1 val_loss 1.000000\nepoch 2 val_loss 0.500000\nepoch 3 val_loss 0.333333\n" \
            "IMPROVE_RESULT val_loss 0\n" in log
+
+
+def test_learning_curve_reports_from_inside_a_container_and_its_pruning(charliecloud, tmp_path):
+    # [fidelity]: EMEWS_REPORT lines printed inside the image reach the pool's judge; a stop
+    # ends the container's processes (SIGTERM, then SIGKILL after the grace)
+    judge = Judge(stop_at=3)
+    outcome = charliecloud().evaluate('{"x": 1.5, "behaviour": "train"}', "RUN6", report=judge)
+    assert outcome.status == Status.PRUNED and outcome.error == "pruned at step 3"
+    assert [(r.step, r.value) for r in judge.reports] == [(1, 2.0), (2, 1.5), (3, 1 + 1 / 3)]
+    assert outcome.value == pytest.approx(1 + 1 / 3)
+    (pid,) = [int(p) for p in (tmp_path / "EXP001" / "run" / "RUN6" / "pids.txt").read_text()
+              .split()]
+    wait_until(lambda: not alive(pid), "the pruned container's train.sh to end", timeout=20)
+    log = (tmp_path / "EXP001" / "run" / "RUN6" / "model.log").read_text()
+    assert 3 <= log.count("EMEWS_REPORT ") < 600   # stopped long before its last epoch
 
 
 def test_a_missing_image_is_one_line_naming_the_setting(tmp_path):

@@ -23,7 +23,7 @@ from emews.status import Status
 from emews.store import SQLiteStore, study_store
 from support.postgres import postgres_server, postgres_url  # noqa: F401 - fixtures
 
-from conftest import wait_until
+from conftest import Judge, wait_until
 
 ASHA = {"min_resource": 1, "max_resource": 9, "reduction_factor": 3}
 
@@ -123,17 +123,6 @@ def test_an_asha_study_on_a_real_mpiexec_pool_follows_the_rule(emews_cli, study,
 
 SUPPORT = Path(__file__).parent / "support"
 MODELS = SUPPORT / "candle_models"
-
-
-class Judge:
-    """A pool's side of the reports: keeps each, and stops the run at ``stop_at``."""
-
-    def __init__(self, stop_at=None):
-        self.reports, self.stop_at = [], stop_at
-
-    def __call__(self, report):
-        self.reports.append(report)
-        return report.step == self.stop_at
 
 
 @pytest.fixture

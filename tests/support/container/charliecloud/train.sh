@@ -5,7 +5,8 @@
 # It reads x and an optional "behaviour" from the params file (data, never code), copies the
 # file to received.json, and reports IMPROVE_RESULT (x - 0.5)^2. Behaviours: "sleep" (a child
 # that sleeps, both pids in pids.txt), "fail" (exit 3 after a line on stderr), "epochs" (a
-# report line per epoch, then the result).
+# report line per epoch, then the result), "train" (an emews learning-curve report line,
+# EMEWS_REPORT {json}, every 0.1 s for up to 600 epochs, its pid in pids.txt).
 set -eu
 devices=$1 data_dir=$2
 shift 2
@@ -36,6 +37,12 @@ case $(field behaviour) in
   epochs)
     for epoch in 1 2 3; do
       awk -v x="$x" -v e="$epoch" 'BEGIN { printf "epoch %d val_loss %.6f\n", e, (x - 0.5)^2 + 1/e }'
+    done ;;
+  train)
+    echo "$$" > "$run_dir/pids.txt"
+    for epoch in $(seq 1 600); do
+      awk -v x="$x" -v e="$epoch" 'BEGIN { printf "EMEWS_REPORT {\"step\": %d, \"value\": %.17g}\n", e, (x - 0.5)^2 + 1/e }'
+      sleep 0.1
     done ;;
 esac
 awk -v x="$x" 'BEGIN { printf "IMPROVE_RESULT val_loss %.17g\n", (x - 0.5)^2 }'
