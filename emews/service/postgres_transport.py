@@ -28,7 +28,7 @@ from ..evaluate import Outcome
 from ..pools.base import Task
 from ..status import Status
 from ..store.postgres import (COMPLETE, EQ_STOP, QUEUED, REQUEUED, RESULTS_CHANNEL, RUNNING,
-                              TASKS_CHANNEL, connect, guarded, redacted)
+                              TASKS_CHANNEL, connect, guarded, redacted, run_batch)
 from .transport import CANCEL, DRAIN, STOP, PoolLink, Received, ServiceLink
 
 EXPIRY_CHECK = 1.0     # seconds between the study's looks for expired leases
@@ -255,19 +255,9 @@ class TaskQueue:
                            (REQUEUE_OUT, (self.task_type, eq_ids))]
         statements.append((f"NOTIFY {TASKS_CHANNEL}", None))
         with self._guard("queue tasks"):
-            made = self._batch(statements)
+            made = run_batch(self.db, statements)
             if new:
                 self.eq_ids.update(made.fetchall())
-
-    def _batch(self, statements):
-        """Run ``statements`` (``(sql, params)`` pairs) as one query: one round trip, and one
-        transaction (the server runs a query of several statements as one). Returns a cursor
-        on the first statement's result."""
-        import psycopg
-
-        cursor = psycopg.ClientCursor(self.db)
-        cursor.execute("; ".join(cursor.mogrify(sql, params) for sql, params in statements))
-        return cursor
 
     def results(self):
         """Pop the study's results off the IN queue, and the late ones (see :meth:`trade`):
@@ -283,8 +273,9 @@ class TaskQueue:
         if not points:
             return []
         with self._guard("withdraw tasks"):
-            rows = self.db.execute("DELETE FROM emews_queue_OUT WHERE eq_task_id = ANY(%s) "
-                                   "RETURNING eq_task_id", (list(points),)).fetchall()
+            rows = self.db.execute("DELETE FROM emews_queue_OUT WHERE eq_task_id = "
+                                   "ANY(%s::integer[]) RETURNING eq_task_id",
+                                   (list(points),)).fetchall()
         return [points[eq_id] for eq_id, in rows]
 
     def set_state(self, state):
@@ -344,7 +335,7 @@ class TaskQueue:
         if not statements:
             return []
         with self._guard("trade with the queue"):
-            cursor = self._batch(statements)
+            cursor = run_batch(self.db, statements)
             for _ in range(popped):
                 cursor.nextset()
             rows = cursor.fetchall() if n else []
@@ -367,7 +358,7 @@ NEW_TASKS = (
     "SELECT %(type)s, eq, 0 FROM n) SELECT id, eq FROM n")
 # Another attempt of a point: eq_tasks before emews_tasks, in the order every writer locks them.
 REQUEUE_EQ = ("UPDATE eq_tasks SET eq_status=%s, json_in=NULL, worker_pool=NULL "
-              "WHERE eq_task_id = ANY(%s) AND eq_status <> %s")
+              "WHERE eq_task_id = ANY(%s::integer[]) AND eq_status <> %s")
 REQUEUE_EMEWS = ("UPDATE emews_tasks t SET attempt=a.attempt, run_id=a.run_id, pool=NULL, "
                  "deadline=NULL FROM unnest(%s::integer[], %s::integer[], %s::text[]) "
                  "AS a(eq, attempt, run_id) WHERE t.eq_task_id=a.eq")
@@ -412,12 +403,13 @@ RESULTS = (
 REPORT = (
     "WITH r AS (SELECT * FROM unnest(%(ids)s::integer[], %(payloads)s::text[]) AS "
     "r(id, json_in)), done AS (UPDATE eq_tasks e SET json_in=r.json_in, "
-    "eq_status=%(complete)s, time_stop=now() FROM r WHERE e.eq_task_id = ANY(%(ids)s) AND "
-    "e.eq_task_id=r.id AND e.eq_status <> %(complete)s RETURNING e.eq_task_id, "
-    "e.eq_task_type), "
+    "eq_status=%(complete)s, time_stop=now() FROM r WHERE "
+    "e.eq_task_id = ANY(%(ids)s::integer[]) AND e.eq_task_id=r.id AND "
+    "e.eq_status <> %(complete)s RETURNING e.eq_task_id, e.eq_task_type), "
     "queued AS (INSERT INTO emews_queue_IN (eq_task_type, eq_task_id) SELECT "
     "eq_task_type, eq_task_id FROM done) INSERT INTO emews_late_results "
     "(eq_task_id, json_in) SELECT r.id, r.json_in FROM r JOIN emews_tasks t ON "
     "t.eq_task_id=r.id WHERE r.id NOT IN (SELECT eq_task_id FROM done)")
-RELEASE = "UPDATE emews_tasks SET pool=NULL, deadline=NULL WHERE eq_task_id = ANY(%s) AND pool=%s"
+RELEASE = ("UPDATE emews_tasks SET pool=NULL, deadline=NULL WHERE eq_task_id = "
+           "ANY(%s::integer[]) AND pool=%s")
 RENEW = "UPDATE emews_tasks SET deadline=extract(epoch FROM now()) + %s WHERE pool=%s"
