@@ -368,8 +368,8 @@ REQUEUE_OUT = ("INSERT INTO emews_queue_OUT (eq_task_type, eq_task_id, eq_priori
 # started), the order of every other writer; one answered meanwhile (a late result of a
 # requeued task) is not run again.
 POP = (
-    "WITH popped AS (DELETE FROM emews_queue_OUT WHERE eq_task_id = ANY(ARRAY("
-    "SELECT q.eq_task_id FROM emews_queue_OUT q WHERE q.eq_task_type=%(type)s "
+    "WITH popped AS (DELETE FROM emews_queue_OUT WHERE ctid = ANY(ARRAY("
+    "SELECT q.ctid FROM emews_queue_OUT q WHERE q.eq_task_type=%(type)s "
     "{study} ORDER BY q.eq_priority DESC, q.eq_task_id FOR UPDATE OF q SKIP "
     "LOCKED LIMIT %(n)s)) RETURNING eq_task_id, eq_priority), "
     "started AS (UPDATE eq_tasks e SET eq_status=%(running)s, worker_pool=%(pool)s, "
@@ -379,10 +379,11 @@ POP = (
     "leased AS (UPDATE emews_tasks t SET pool=%(pool)s, deadline=extract(epoch "
     "FROM now()) + %(lease)s WHERE t.eq_task_id = ANY(ARRAY(SELECT eq_task_id FROM started)) "
     "RETURNING t.eq_task_id, t.run_id, t.attempt) "
-    "SELECT p.eq_task_id, e.json_out, l.run_id, l.attempt FROM popped p "
-    "JOIN LATERAL (SELECT json_out, eq_status FROM eq_tasks WHERE eq_task_id=p.eq_task_id) e "
-    "ON true LEFT JOIN leased l USING (eq_task_id) "
-    "WHERE e.eq_status IS DISTINCT FROM %(complete)s "
+    "SELECT p.eq_task_id, p.json_out, l.run_id, l.attempt FROM (SELECT eq_task_id, "
+    "eq_priority, (SELECT json_out FROM eq_tasks e WHERE e.eq_task_id=p.eq_task_id), "
+    "(SELECT eq_status FROM eq_tasks e WHERE e.eq_task_id=p.eq_task_id) FROM popped p) "
+    "AS p(eq_task_id, eq_priority, json_out, eq_status) LEFT JOIN leased l USING (eq_task_id) "
+    "WHERE p.eq_status IS DISTINCT FROM %(complete)s "
     "ORDER BY p.eq_priority DESC, p.eq_task_id")
 # The study's results and late results, each found from its queue's row (a small table).
 # Every statement here finds a task's rows by key (= ANY(ARRAY(...)), scalar subqueries): the
@@ -410,6 +411,8 @@ REPORT = (
     "eq_task_type, eq_task_id FROM done) INSERT INTO emews_late_results "
     "(eq_task_id, json_in) SELECT r.id, r.json_in FROM r JOIN emews_tasks t ON "
     "t.eq_task_id=r.id WHERE r.id NOT IN (SELECT eq_task_id FROM done)")
+# (not "pool=%s": the planner would read the pool's index, which has an entry for each task
+# the pool ever ran, until the table is vacuumed)
 RELEASE = ("UPDATE emews_tasks SET pool=NULL, deadline=NULL WHERE eq_task_id = "
-           "ANY(%s::integer[]) AND pool=%s")
+           "ANY(%s::integer[]) AND pool IS NOT DISTINCT FROM %s")
 RENEW = "UPDATE emews_tasks SET deadline=extract(epoch FROM now()) + %s WHERE pool=%s"

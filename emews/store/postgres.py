@@ -79,6 +79,8 @@ CREATE TABLE IF NOT EXISTS emews_tasks (
     attempt integer NOT NULL, run_id text NOT NULL, pool text, deadline double precision);
 CREATE INDEX IF NOT EXISTS emews_tasks_point ON emews_tasks (exp_id, id);
 CREATE INDEX IF NOT EXISTS emews_tasks_pool ON emews_tasks (pool);
+CREATE INDEX IF NOT EXISTS emews_tasks_lease ON emews_tasks (exp_id, deadline)
+    WHERE deadline IS NOT NULL;
 CREATE TABLE IF NOT EXISTS emews_studies (
     exp_id text PRIMARY KEY, config text NOT NULL, expdir text NOT NULL,
     state text NOT NULL, task_type integer NOT NULL);
