@@ -253,11 +253,11 @@ class TaskQueue:
                            (REQUEUE_EMEWS, (eq_ids, [t.attempt for t in again],
                                             [t.run_id for t in again])),
                            (REQUEUE_OUT, (self.task_type, eq_ids))]
-        statements.append((f"NOTIFY {TASKS_CHANNEL}", None))
+        statements.append((NOTIFY, (TASKS_CHANNEL,)))
         with self._guard("queue tasks"):
             made = run_batch(self.db, statements)
             if new:
-                self.eq_ids.update(made.fetchall())
+                self.eq_ids.update(made[0].fetchall())
 
     def results(self):
         """Pop the study's results off the IN queue, and the late ones (see :meth:`trade`):
@@ -321,7 +321,7 @@ class TaskQueue:
             ids = [r[0] for r in results]
             statements += [(REPORT, {"ids": ids, "payloads": [r[1] for r in results],
                                      "complete": COMPLETE}),
-                           (RELEASE, (ids, pool)), (f"NOTIFY {RESULTS_CHANNEL}", None)]
+                           (RELEASE, (ids, pool)), (NOTIFY, (RESULTS_CHANNEL,))]
         popped = len(statements)    # the result of the pop, if any, comes after the others'
         if n:
             study = "" if self.exp_id is None else "AND (SELECT t.exp_id FROM emews_tasks t " \
@@ -335,10 +335,8 @@ class TaskQueue:
         if not statements:
             return []
         with self._guard("trade with the queue"):
-            cursor = run_batch(self.db, statements)
-            for _ in range(popped):
-                cursor.nextset()
-            rows = cursor.fetchall() if n else []
+            results = run_batch(self.db, statements)
+            rows = results[popped].fetchall() if n else []
         return [(i, payload, run_id or f"EQ{i:06d}", attempt or 1)
                 for i, payload, run_id, attempt in rows]
 
@@ -413,6 +411,7 @@ REPORT = (
     "t.eq_task_id=r.id WHERE r.id NOT IN (SELECT eq_task_id FROM done)")
 # (not "pool=%s": the planner would read the pool's index, which has an entry for each task
 # the pool ever ran, until the table is vacuumed)
+NOTIFY = "SELECT pg_notify(%s, '')"
 RELEASE = ("UPDATE emews_tasks SET pool=NULL, deadline=NULL WHERE eq_task_id = "
            "ANY(%s::integer[]) AND pool IS NOT DISTINCT FROM %s")
 RENEW = "UPDATE emews_tasks SET deadline=extract(epoch FROM now()) + %s WHERE pool=%s"

@@ -140,14 +140,16 @@ def connect(url):
 
 
 def run_batch(conn, statements):
-    """Run ``statements`` (``(sql, params)`` pairs) on ``conn`` (in autocommit) as one query:
-    one round trip, and one transaction (the server runs a query of several statements as
-    one: all of them or none). Returns a cursor on the first statement's result."""
-    import psycopg
-
-    cursor = psycopg.ClientCursor(conn)
-    cursor.execute("; ".join(cursor.mogrify(sql, params) for sql, params in statements))
-    return cursor
+    """Run ``statements`` (``(sql, params)`` pairs) on ``conn`` in one transaction and one
+    round trip (a pipeline); those with parameters as prepared statements (the same ones run
+    again and again: they are parsed once per connection). Returns a cursor on each one's
+    result."""
+    cursors = []
+    with conn.pipeline(), conn.transaction():
+        for sql, params in statements:
+            cursors.append(conn.cursor())
+            cursors[-1].execute(sql, params, prepare=params is not None)
+    return cursors
 
 
 def hide_password(url):
