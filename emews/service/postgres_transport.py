@@ -274,7 +274,7 @@ class TaskQueue:
             return []
         with self._guard("withdraw tasks"):
             rows = self.db.execute("DELETE FROM emews_queue_OUT WHERE eq_task_id = "
-                                   "ANY(%s::integer[]) RETURNING eq_task_id",
+                                   "ANY(%b::integer[]) RETURNING eq_task_id",
                                    (list(points),)).fetchall()
         return [points[eq_id] for eq_id, in rows]
 
@@ -344,8 +344,8 @@ class TaskQueue:
 # A new point's task, in every table at once (its rows are new: no other writer holds them).
 NEW_TASKS = (
     "WITH n AS MATERIALIZED (SELECT id, params, run_id, attempt, "
-    "nextval('emews_id_generator')::integer AS eq FROM unnest(%(ids)s::integer[], "
-    "%(params)s::text[], %(run_ids)s::text[], %(attempts)s::integer[]) WITH ORDINALITY "
+    "nextval('emews_id_generator')::integer AS eq FROM unnest(%(ids)b::integer[], "
+    "%(params)b::text[], %(run_ids)b::text[], %(attempts)b::integer[]) WITH ORDINALITY "
     "AS t(id, params, run_id, attempt, k) ORDER BY k), "
     "e AS (INSERT INTO eq_tasks (eq_task_id, eq_status, eq_task_type, json_out, time_created, "
     "eq_priority) SELECT eq, %(queued)s, %(type)s, params, now(), 0 FROM n), "
@@ -356,12 +356,12 @@ NEW_TASKS = (
     "SELECT %(type)s, eq, 0 FROM n) SELECT id, eq FROM n")
 # Another attempt of a point: eq_tasks before emews_tasks, in the order every writer locks them.
 REQUEUE_EQ = ("UPDATE eq_tasks SET eq_status=%s, json_in=NULL, worker_pool=NULL "
-              "WHERE eq_task_id = ANY(%s::integer[]) AND eq_status <> %s")
+              "WHERE eq_task_id = ANY(%b::integer[]) AND eq_status <> %s")
 REQUEUE_EMEWS = ("UPDATE emews_tasks t SET attempt=a.attempt, run_id=a.run_id, pool=NULL, "
-                 "deadline=NULL FROM unnest(%s::integer[], %s::integer[], %s::text[]) "
+                 "deadline=NULL FROM unnest(%b::integer[], %b::integer[], %b::text[]) "
                  "AS a(eq, attempt, run_id) WHERE t.eq_task_id=a.eq")
 REQUEUE_OUT = ("INSERT INTO emews_queue_OUT (eq_task_type, eq_task_id, eq_priority) "
-               "SELECT %s, eq, 0 FROM unnest(%s::integer[]) AS eq")
+               "SELECT %s, eq, 0 FROM unnest(%b::integer[]) AS eq")
 # One statement: a task's eq_tasks row is locked before its emews_tasks row (leased reads
 # started), the order of every other writer; one answered meanwhile (a late result of a
 # requeued task) is not run again.
@@ -400,10 +400,10 @@ RESULTS = (
     "l.json_in, true FROM late l")
 # A task's first result completes it and goes onto the IN queue; a later one is kept aside.
 REPORT = (
-    "WITH r AS (SELECT * FROM unnest(%(ids)s::integer[], %(payloads)s::text[]) AS "
+    "WITH r AS (SELECT * FROM unnest(%(ids)b::integer[], %(payloads)b::text[]) AS "
     "r(id, json_in)), done AS (UPDATE eq_tasks e SET json_in=r.json_in, "
     "eq_status=%(complete)s, time_stop=now() FROM r WHERE "
-    "e.eq_task_id = ANY(%(ids)s::integer[]) AND e.eq_task_id=r.id AND "
+    "e.eq_task_id = ANY(%(ids)b::integer[]) AND e.eq_task_id=r.id AND "
     "e.eq_status <> %(complete)s RETURNING e.eq_task_id, e.eq_task_type), "
     "queued AS (INSERT INTO emews_queue_IN (eq_task_type, eq_task_id) SELECT "
     "eq_task_type, eq_task_id FROM done) INSERT INTO emews_late_results "
@@ -413,5 +413,5 @@ REPORT = (
 # the pool ever ran, until the table is vacuumed)
 NOTIFY = "SELECT pg_notify(%s, '')"
 RELEASE = ("UPDATE emews_tasks SET pool=NULL, deadline=NULL WHERE eq_task_id = "
-           "ANY(%s::integer[]) AND pool IS NOT DISTINCT FROM %s")
+           "ANY(%b::integer[]) AND pool IS NOT DISTINCT FROM %s")
 RENEW = "UPDATE emews_tasks SET deadline=extract(epoch FROM now()) + %s WHERE pool=%s"

@@ -279,9 +279,9 @@ class PostgresStore(Store):
         now = time.time()
         self._write_columns(
             "INSERT INTO emews_evaluations (id, params, status, run_id, queued, rank, started, "
-            "seq, exp_id) SELECT r.*, x.exp_id FROM unnest(%s::integer[], %s::text[], "
-            "%s::text[], %s::text[], %s::float8[], %s::integer[], %s::float8[], "
-            "%s::integer[]) AS r CROSS JOIN (SELECT %s::text) AS x(exp_id)",
+            "seq, exp_id) SELECT r.*, x.exp_id FROM unnest(%b::integer[], %b::text[], "
+            "%b::text[], %b::text[], %b::float8[], %b::integer[], %b::float8[], "
+            "%b::integer[]) AS r CROSS JOIN (SELECT %s::text) AS x(exp_id)",
             [(i, params, Status.QUEUED if rank is None else Status.RUNNING, run_id, now, rank,
               None if rank is None else now, seq) for i, params, run_id, rank, seq in rows],
             (int, str, str, str, float, int, float, int), self.exp_id)
@@ -292,7 +292,7 @@ class PostgresStore(Store):
 
     def _mark_running(self, rows):
         self._update_points(f"status='{Status.RUNNING}', rank=r.rank, started=r.started",
-                            "r(rank, started, id)", "%s::integer[], %s::float8[]", rows,
+                            "r(rank, started, id)", "%b::integer[], %b::float8[]", rows,
                             (int, float))
 
     def _finish(self, attempts, points):
@@ -301,8 +301,8 @@ class PostgresStore(Store):
             "status=r.status, result=r.result, error=r.error, log_tail=r.log_tail, "
             "rank=r.rank, started=r.started, finished=r.finished, attempt=r.attempt, "
             "metrics=r.metrics", "r(status, result, error, log_tail, rank, started, finished, "
-            "attempt, metrics, id)", "%s::text[], %s::float8[], %s::text[], %s::text[], "
-            "%s::integer[], %s::float8[], %s::float8[], %s::integer[], %s::text[]", points,
+            "attempt, metrics, id)", "%b::text[], %b::float8[], %b::text[], %b::text[], "
+            "%b::integer[], %b::float8[], %b::float8[], %b::integer[], %b::text[]", points,
             (str, float, str, str, int, float, float, int, str))
 
     def _update_points(self, assignments, alias, arrays, rows, types):
@@ -312,8 +312,8 @@ class PostgresStore(Store):
         wins."""
         rows = list({row[-1]: row for row in rows}.values())
         self._write_columns(f"UPDATE emews_evaluations e SET {assignments} FROM unnest({arrays}, "
-                            f"%s::integer[]) AS {alias} WHERE e.exp_id=%s AND "
-                            "e.id = ANY(%s::integer[]) AND e.id=r.id", rows, (*types, int),
+                            f"%b::integer[]) AS {alias} WHERE e.exp_id=%s AND "
+                            "e.id = ANY(%b::integer[]) AND e.id=r.id", rows, (*types, int),
                             self.exp_id, [row[-1] for row in rows])
 
     def _upsert_attempts(self, rows):
@@ -326,10 +326,10 @@ class PostgresStore(Store):
         self._write_columns(
             f"INSERT INTO emews_attempts (exp_id, id, attempt, {ATTEMPT_COLUMNS}, run_id) "
             f"SELECT e.exp_id, r.id, r.attempt, {', '.join('r.' + n for n in names)}, e.run_id "
-            "FROM unnest(%s::integer[], %s::integer[], %s::text[], %s::float8[], %s::text[], "
-            "%s::text[], %s::integer[], %s::float8[], %s::float8[], %s::text[]) AS "
+            "FROM unnest(%b::integer[], %b::integer[], %b::text[], %b::float8[], %b::text[], "
+            "%b::text[], %b::integer[], %b::float8[], %b::float8[], %b::text[]) AS "
             f"r(id, attempt, {ATTEMPT_COLUMNS}) JOIN emews_evaluations e ON e.exp_id=%s AND "
-            "e.id=r.id WHERE e.id = ANY(%s::integer[]) "
+            "e.id=r.id WHERE e.id = ANY(%b::integer[]) "
             f"ON CONFLICT (exp_id, id, attempt) DO UPDATE SET {updates}", rows,
             (int, int, str, float, str, str, int, float, float, str), self.exp_id,
             [row[0] for row in rows], action="record attempts")
@@ -341,7 +341,7 @@ class PostgresStore(Store):
         self._update_points(f"status='{Status.QUEUED}', attempt=r.attempt, run_id=r.run_id, "
                             "rank=NULL, started=NULL, finished=NULL, queued=r.queued",
                             "r(attempt, run_id, queued, id)",
-                            "%s::integer[], %s::text[], %s::float8[]", rows, (int, str, float))
+                            "%b::integer[], %b::text[], %b::float8[]", rows, (int, str, float))
 
     def _cancel(self, rows):
         unfinished = f"status IN ('{Status.QUEUED}', '{Status.RUNNING}')"
