@@ -409,9 +409,9 @@ REPORT = (
     "eq_task_type, eq_task_id FROM done) INSERT INTO emews_late_results "
     "(eq_task_id, json_in) SELECT r.id, r.json_in FROM r JOIN emews_tasks t ON "
     "t.eq_task_id=r.id WHERE r.id NOT IN (SELECT eq_task_id FROM done)")
+NOTIFY = "SELECT pg_notify(%s, '')"   # NOTIFY CHANNEL, as a statement that can be prepared
 # (not "pool=%s": the planner would read the pool's index, which has an entry for each task
 # the pool ever ran, until the table is vacuumed)
-NOTIFY = "SELECT pg_notify(%s, '')"
 RELEASE = ("UPDATE emews_tasks SET pool=NULL, deadline=NULL WHERE eq_task_id = "
            "ANY(%b::integer[]) AND pool IS NOT DISTINCT FROM %s")
 RENEW = "UPDATE emews_tasks SET deadline=extract(epoch FROM now()) + %s WHERE pool=%s"
