@@ -141,11 +141,14 @@ def connect(url):
 
 def run_batch(conn, statements):
     """Run ``statements`` (``(sql, params)`` pairs) on ``conn`` in one transaction and one
-    round trip (a pipeline); those with parameters as prepared statements (the same ones run
-    again and again: they are parsed once per connection). Returns a cursor on each one's
-    result."""
+    round trip (a pipeline, where libpq has them: 14 and later); those with parameters as
+    prepared statements (the same ones run again and again: they are parsed once per
+    connection). Returns a cursor on each one's result."""
+    import psycopg
+
     cursors = []
-    with conn.pipeline(), conn.transaction():
+    pipeline = conn.pipeline() if psycopg.Pipeline.is_supported() else contextlib.nullcontext()
+    with pipeline, conn.transaction():
         for sql, params in statements:
             cursors.append(conn.cursor())
             cursors[-1].execute(sql, params, prepare=params is not None)
