@@ -130,6 +130,19 @@ def test_running_is_written_with_the_next_commit_and_a_result_brings_its_own_tim
         "done", 3, 5.0, 6.0)
 
 
+def test_two_writes_of_one_point_in_one_turn_keep_the_last_as_one_by_one_would(store):
+    store.add(points(2))
+    store.commit()
+    store.mark_running([(0, 1), (1, 2), (0, 3)])
+    store.finish([(1, 2, failed("first"), 1, Status.FAILED),
+                  (1, 4, done(0.5, started=5.0, finished=6.0), 1, Status.DONE)])
+    store.commit()
+    assert [(r["status"], r["rank"], r["result"]) for r in store.rows()] == [
+        ("running", 3, None), ("done", 4, 0.5)]
+    assert [(a["id"], a["attempt"], a["status"], a["rank"]) for a in store.attempts()] == [
+        (1, 1, "done", 4)]
+
+
 def test_attempts_hold_every_finished_attempt_the_done_one_from_its_point(store):
     store.add(points(2, rank=1))
     store.finish([(0, 1, failed("boom"), 1, Status.QUEUED),     # retried

@@ -30,7 +30,7 @@ from ..evaluate.outcome import Report
 from ..pools.base import Task
 from ..status import Status
 from ..store.postgres import (COMPLETE, EQ_STOP, QUEUED, REQUEUED, RESULTS_CHANNEL, RUNNING,
-                              TASKS_CHANNEL, connect, guarded, redacted)
+                              TASKS_CHANNEL, connect, guarded, redacted, run_batch)
 from .transport import CANCEL, DRAIN, STOP, PoolLink, Received, ServiceLink
 
 EXPIRY_CHECK = 1.0     # seconds between the study's looks for expired leases
@@ -290,21 +290,11 @@ class TaskQueue:
                            (REQUEUE_EMEWS, (eq_ids, [t.attempt for t in again],
                                             [t.run_id for t in again])),
                            (REQUEUE_OUT, (self.task_type, eq_ids))]
-        statements.append((f"NOTIFY {TASKS_CHANNEL}", None))
+        statements.append((NOTIFY, (TASKS_CHANNEL,)))
         with self._guard("queue tasks"):
-            made = self._batch(statements)
+            made = run_batch(self.db, statements)
             if new:
-                self.eq_ids.update(made.fetchall())
-
-    def _batch(self, statements):
-        """Run ``statements`` (``(sql, params)`` pairs) as one query: one round trip, and one
-        transaction (the server runs a query of several statements as one). Returns a cursor
-        on the first statement's result."""
-        import psycopg
-
-        cursor = psycopg.ClientCursor(self.db)
-        cursor.execute("; ".join(cursor.mogrify(sql, params) for sql, params in statements))
-        return cursor
+                self.eq_ids.update(made[0].fetchall())
 
     def results(self):
         """Pop the study's results off the IN queue, and the late ones (see :meth:`trade`):
@@ -320,8 +310,9 @@ class TaskQueue:
         if not points:
             return []
         with self._guard("withdraw tasks"):
-            rows = self.db.execute("DELETE FROM emews_queue_OUT WHERE eq_task_id = ANY(%s) "
-                                   "RETURNING eq_task_id", (list(points),)).fetchall()
+            rows = self.db.execute("DELETE FROM emews_queue_OUT WHERE eq_task_id = "
+                                   "ANY(%b::integer[]) RETURNING eq_task_id",
+                                   (list(points),)).fetchall()
         return [points[eq_id] for eq_id, in rows]
 
     def set_state(self, state):
@@ -409,7 +400,7 @@ class TaskQueue:
             ids = [r[0] for r in results]
             statements += [(REPORT, {"ids": ids, "payloads": [r[1] for r in results],
                                      "complete": COMPLETE}),
-                           (RELEASE, (ids, pool)), (f"NOTIFY {RESULTS_CHANNEL}", None)]
+                           (RELEASE, (ids, pool)), (NOTIFY, (RESULTS_CHANNEL,))]
         popped = len(statements)    # the result of the pop, if any, comes after the others'
         if n:
             study = "" if self.exp_id is None else "AND (SELECT t.exp_id FROM emews_tasks t " \
@@ -423,10 +414,8 @@ class TaskQueue:
         if not statements:
             return []
         with self._guard("trade with the queue"):
-            cursor = self._batch(statements)
-            for _ in range(popped):
-                cursor.nextset()
-            rows = cursor.fetchall() if n else []
+            results = run_batch(self.db, statements)
+            rows = results[popped].fetchall() if n else []
         return [(i, payload, run_id or f"EQ{i:06d}", attempt or 1)
                 for i, payload, run_id, attempt in rows]
 
@@ -434,8 +423,8 @@ class TaskQueue:
 # A new point's task, in every table at once (its rows are new: no other writer holds them).
 NEW_TASKS = (
     "WITH n AS MATERIALIZED (SELECT id, params, run_id, attempt, "
-    "nextval('emews_id_generator')::integer AS eq FROM unnest(%(ids)s::integer[], "
-    "%(params)s::text[], %(run_ids)s::text[], %(attempts)s::integer[]) WITH ORDINALITY "
+    "nextval('emews_id_generator')::integer AS eq FROM unnest(%(ids)b::integer[], "
+    "%(params)b::text[], %(run_ids)b::text[], %(attempts)b::integer[]) WITH ORDINALITY "
     "AS t(id, params, run_id, attempt, k) ORDER BY k), "
     "e AS (INSERT INTO eq_tasks (eq_task_id, eq_status, eq_task_type, json_out, time_created, "
     "eq_priority) SELECT eq, %(queued)s, %(type)s, params, now(), 0 FROM n), "
@@ -446,18 +435,18 @@ NEW_TASKS = (
     "SELECT %(type)s, eq, 0 FROM n) SELECT id, eq FROM n")
 # Another attempt of a point: eq_tasks before emews_tasks, in the order every writer locks them.
 REQUEUE_EQ = ("UPDATE eq_tasks SET eq_status=%s, json_in=NULL, worker_pool=NULL "
-              "WHERE eq_task_id = ANY(%s) AND eq_status <> %s")
+              "WHERE eq_task_id = ANY(%b::integer[]) AND eq_status <> %s")
 REQUEUE_EMEWS = ("UPDATE emews_tasks t SET attempt=a.attempt, run_id=a.run_id, pool=NULL, "
-                 "deadline=NULL FROM unnest(%s::integer[], %s::integer[], %s::text[]) "
+                 "deadline=NULL FROM unnest(%b::integer[], %b::integer[], %b::text[]) "
                  "AS a(eq, attempt, run_id) WHERE t.eq_task_id=a.eq")
 REQUEUE_OUT = ("INSERT INTO emews_queue_OUT (eq_task_type, eq_task_id, eq_priority) "
-               "SELECT %s, eq, 0 FROM unnest(%s::integer[]) AS eq")
+               "SELECT %s, eq, 0 FROM unnest(%b::integer[]) AS eq")
 # One statement: a task's eq_tasks row is locked before its emews_tasks row (leased reads
 # started), the order of every other writer; one answered meanwhile (a late result of a
 # requeued task) is not run again.
 POP = (
-    "WITH popped AS (DELETE FROM emews_queue_OUT WHERE eq_task_id = ANY(ARRAY("
-    "SELECT q.eq_task_id FROM emews_queue_OUT q WHERE q.eq_task_type=%(type)s "
+    "WITH popped AS (DELETE FROM emews_queue_OUT WHERE ctid = ANY(ARRAY("
+    "SELECT q.ctid FROM emews_queue_OUT q WHERE q.eq_task_type=%(type)s "
     "{study} ORDER BY q.eq_priority DESC, q.eq_task_id FOR UPDATE OF q SKIP "
     "LOCKED LIMIT %(n)s)) RETURNING eq_task_id, eq_priority), "
     "started AS (UPDATE eq_tasks e SET eq_status=%(running)s, worker_pool=%(pool)s, "
@@ -467,10 +456,11 @@ POP = (
     "leased AS (UPDATE emews_tasks t SET pool=%(pool)s, deadline=extract(epoch "
     "FROM now()) + %(lease)s WHERE t.eq_task_id = ANY(ARRAY(SELECT eq_task_id FROM started)) "
     "RETURNING t.eq_task_id, t.run_id, t.attempt) "
-    "SELECT p.eq_task_id, e.json_out, l.run_id, l.attempt FROM popped p "
-    "JOIN LATERAL (SELECT json_out, eq_status FROM eq_tasks WHERE eq_task_id=p.eq_task_id) e "
-    "ON true LEFT JOIN leased l USING (eq_task_id) "
-    "WHERE e.eq_status IS DISTINCT FROM %(complete)s "
+    "SELECT p.eq_task_id, p.json_out, l.run_id, l.attempt FROM (SELECT eq_task_id, "
+    "eq_priority, (SELECT json_out FROM eq_tasks e WHERE e.eq_task_id=p.eq_task_id), "
+    "(SELECT eq_status FROM eq_tasks e WHERE e.eq_task_id=p.eq_task_id) FROM popped p) "
+    "AS p(eq_task_id, eq_priority, json_out, eq_status) LEFT JOIN leased l USING (eq_task_id) "
+    "WHERE p.eq_status IS DISTINCT FROM %(complete)s "
     "ORDER BY p.eq_priority DESC, p.eq_task_id")
 # The study's results and late results, each found from its queue's row (a small table).
 # Every statement here finds a task's rows by key (= ANY(ARRAY(...)), scalar subqueries): the
@@ -489,14 +479,18 @@ RESULTS = (
     "l.json_in, true FROM late l")
 # A task's first result completes it and goes onto the IN queue; a later one is kept aside.
 REPORT = (
-    "WITH r AS (SELECT * FROM unnest(%(ids)s::integer[], %(payloads)s::text[]) AS "
+    "WITH r AS (SELECT * FROM unnest(%(ids)b::integer[], %(payloads)b::text[]) AS "
     "r(id, json_in)), done AS (UPDATE eq_tasks e SET json_in=r.json_in, "
-    "eq_status=%(complete)s, time_stop=now() FROM r WHERE e.eq_task_id = ANY(%(ids)s) AND "
-    "e.eq_task_id=r.id AND e.eq_status <> %(complete)s RETURNING e.eq_task_id, "
-    "e.eq_task_type), "
+    "eq_status=%(complete)s, time_stop=now() FROM r WHERE "
+    "e.eq_task_id = ANY(%(ids)b::integer[]) AND e.eq_task_id=r.id AND "
+    "e.eq_status <> %(complete)s RETURNING e.eq_task_id, e.eq_task_type), "
     "queued AS (INSERT INTO emews_queue_IN (eq_task_type, eq_task_id) SELECT "
     "eq_task_type, eq_task_id FROM done) INSERT INTO emews_late_results "
     "(eq_task_id, json_in) SELECT r.id, r.json_in FROM r JOIN emews_tasks t ON "
     "t.eq_task_id=r.id WHERE r.id NOT IN (SELECT eq_task_id FROM done)")
-RELEASE = "UPDATE emews_tasks SET pool=NULL, deadline=NULL WHERE eq_task_id = ANY(%s) AND pool=%s"
+NOTIFY = "SELECT pg_notify(%s, '')"   # NOTIFY CHANNEL, as a statement that can be prepared
+# (not "pool=%s": the planner would read the pool's index, which has an entry for each task
+# the pool ever ran, until the table is vacuumed)
+RELEASE = ("UPDATE emews_tasks SET pool=NULL, deadline=NULL WHERE eq_task_id = "
+           "ANY(%b::integer[]) AND pool IS NOT DISTINCT FROM %s")
 RENEW = "UPDATE emews_tasks SET deadline=extract(epoch FROM now()) + %s WHERE pool=%s"

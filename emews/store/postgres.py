@@ -82,6 +82,8 @@ CREATE TABLE IF NOT EXISTS emews_tasks (
     attempt integer NOT NULL, run_id text NOT NULL, pool text, deadline double precision);
 CREATE INDEX IF NOT EXISTS emews_tasks_point ON emews_tasks (exp_id, id);
 CREATE INDEX IF NOT EXISTS emews_tasks_pool ON emews_tasks (pool);
+CREATE INDEX IF NOT EXISTS emews_tasks_lease ON emews_tasks (exp_id, deadline)
+    WHERE deadline IS NOT NULL;
 CREATE TABLE IF NOT EXISTS emews_studies (
     exp_id text PRIMARY KEY, config text NOT NULL, expdir text NOT NULL,
     state text NOT NULL, task_type integer NOT NULL);
@@ -109,6 +111,11 @@ ALTER TABLE emews_evaluations ADD CONSTRAINT emews_evaluations_status_check
     CHECK (status IN ({statuses}));
 """.format(statuses=", ".join(f"'{s}'" for s in schema.POINT_STATUSES))
 SCHEMA_LOCK = 0x656d657773   # advisory lock: one schema set-up at a time
+# A commit's writes find each row by key, as the planner's statistics choose: without them (a
+# young table: autovacuum renews them a minute late at best), it guesses that few rows are the
+# study's, and looks at every one of them for each write. The writer renews them when it has
+# added this many rows, and again each time their number doubled.
+STATISTICS_FROM = 1000
 ATTEMPT_COLUMNS = "status, result, error, log_tail, rank, started, finished, metrics"
 REPLACE_ATTEMPT = ("ON CONFLICT (exp_id, id, attempt) DO UPDATE SET status=EXCLUDED.status, "
                    "error=EXCLUDED.error, finished=EXCLUDED.finished")
@@ -148,6 +155,22 @@ def connect(url):
         raise StoreError(f"{redacted(url)}: cannot open the store: "
                          f"{str(exc).strip().splitlines()[0]}") from None
     return conn
+
+
+def run_batch(conn, statements):
+    """Run ``statements`` (``(sql, params)`` pairs) on ``conn`` in one transaction and one
+    round trip (a pipeline, where libpq has them: 14 and later); those with parameters as
+    prepared statements (the same ones run again and again: they are parsed once per
+    connection). Returns a cursor on each one's result."""
+    import psycopg
+
+    cursors = []
+    pipeline = conn.pipeline() if psycopg.Pipeline.is_supported() else contextlib.nullcontext()
+    with pipeline, conn.transaction():
+        for sql, params in statements:
+            cursors.append(conn.cursor())
+            cursors[-1].execute(sql, params, prepare=params is not None)
+    return cursors
 
 
 def hide_password(url):
@@ -216,6 +239,7 @@ class PostgresStore(Store):
         self.db = connect(url)
         self.db.autocommit = True
         self.db.row_factory = dict_row
+        self.added, self.statistics_at = 0, STATISTICS_FROM
         if (readonly or not create) and not self._read(
                 "SELECT 1 FROM emews_meta WHERE exp_id=%s LIMIT 1", (self.exp_id,)):
             self.db.close()
@@ -232,15 +256,35 @@ class PostgresStore(Store):
     def _execute(self, writes):
         import psycopg
 
+        statements = [(sql, row) for sql, rows, _ in writes for row in rows]
+        try:
+            run_batch(self.db, statements)
+        except psycopg.Error as exc:
+            raise StoreError(f"{redacted(self.url)}: cannot {self._failing(writes)}: "
+                             f"{str(exc).strip().splitlines()[0]}") from None
+
+    def _failing(self, writes):
+        """What the write of ``writes`` that fails was for (their batch failed, and nothing of
+        it was kept): each runs again, alone, in a transaction rolled back at the end."""
+        import psycopg
+
         action = "commit results"
         try:
-            with self.db.transaction(), self.db.cursor() as cur:
+            with self.db.transaction(force_rollback=True), self.db.cursor() as cur:
                 for sql, rows, action in writes:
                     cur.executemany(sql, rows)
-                action = "commit results"
-        except psycopg.Error as exc:
-            raise StoreError(f"{redacted(self.url)}: cannot {action}: "
-                             f"{str(exc).strip().splitlines()[0]}") from None
+        except psycopg.Error:
+            pass
+        return action
+
+    def _write_columns(self, sql, rows, types, *after, action="record evaluations"):
+        """Buffer ``sql`` to run once for all of ``rows``: its parameters are the rows'
+        columns, each an array of its type in ``types`` (``None`` stays ``NULL``), then
+        ``after``. One statement per table and turn, instead of one per row."""
+        if rows:
+            columns = [[None if value is None else kind(value) for value in column]
+                       for kind, column in zip(types, zip(*rows))]
+            self._write(sql, [(*columns, *after)], action)
 
     def _query(self, sql, args):
         with self._guard("read the store"):
@@ -254,41 +298,71 @@ class PostgresStore(Store):
 
     def add(self, rows):
         now = time.time()
-        self._write("INSERT INTO emews_evaluations (exp_id, id, params, status, run_id, queued, "
-                    "rank, started, seq) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                    [(self.exp_id, i, params,
-                      Status.QUEUED.value if rank is None else Status.RUNNING.value, run_id,
-                      now, rank, None if rank is None else now, seq)
-                     for i, params, run_id, rank, seq in rows])
+        self._write_columns(
+            "INSERT INTO emews_evaluations (id, params, status, run_id, queued, rank, started, "
+            "seq, exp_id) SELECT r.*, x.exp_id FROM unnest(%b::integer[], %b::text[], "
+            "%b::text[], %b::text[], %b::float8[], %b::integer[], %b::float8[], "
+            "%b::integer[]) AS r CROSS JOIN (SELECT %s::text) AS x(exp_id)",
+            [(i, params, Status.QUEUED if rank is None else Status.RUNNING, run_id, now, rank,
+              None if rank is None else now, seq) for i, params, run_id, rank, seq in rows],
+            (int, str, str, str, float, int, float, int), self.exp_id)
+        self.added += len(rows)
+        if self.added >= self.statistics_at:   # see STATISTICS_FROM
+            self.statistics_at = 2 * self.added
+            self._write("ANALYZE emews_evaluations", [None])
 
     def _mark_running(self, rows):
-        self._write(f"UPDATE emews_evaluations SET status='{Status.RUNNING}', rank=%s, "
-                    "started=%s WHERE exp_id=%s AND id=%s", self._keyed(rows))
+        self._update_points(f"status='{Status.RUNNING}', rank=r.rank, started=r.started",
+                            "r(rank, started, id)", "%b::integer[], %b::float8[]", rows,
+                            (int, float))
 
     def _finish(self, attempts, points):
         self._upsert_attempts(attempts)
-        self._write("UPDATE emews_evaluations SET status=%s, result=%s, error=%s, "
-                    "log_tail=%s, rank=%s, started=%s, finished=%s, attempt=%s, "
-                    "metrics=%s WHERE exp_id=%s AND id=%s", self._keyed(points))
+        self._update_points(
+            "status=r.status, result=r.result, error=r.error, log_tail=r.log_tail, "
+            "rank=r.rank, started=r.started, finished=r.finished, attempt=r.attempt, "
+            "metrics=r.metrics", "r(status, result, error, log_tail, rank, started, finished, "
+            "attempt, metrics, id)", "%b::text[], %b::float8[], %b::text[], %b::text[], "
+            "%b::integer[], %b::float8[], %b::float8[], %b::integer[], %b::text[]", points,
+            (str, float, str, str, int, float, float, int, str))
+
+    def _update_points(self, assignments, alias, arrays, rows, types):
+        """Buffer one ``UPDATE`` of the points of ``rows`` (their last value is the point's
+        id): ``assignments`` from the columns of ``alias``, the rows unnested from
+        ``arrays`` (of ``types``). As one statement per row would, the last row of a point
+        wins."""
+        rows = list({row[-1]: row for row in rows}.values())
+        self._write_columns(f"UPDATE emews_evaluations e SET {assignments} FROM unnest({arrays}, "
+                            f"%b::integer[]) AS {alias} WHERE e.exp_id=%s AND "
+                            "e.id = ANY(%b::integer[]) AND e.id=r.id", rows, (*types, int),
+                            self.exp_id, [row[-1] for row in rows])
 
     def _upsert_attempts(self, rows):
         """Insert or replace attempts: ``(id, attempt, status, result, error, log_tail, rank,
-        started, finished, metrics, id)`` tuples (the run id is the point's)."""
+        started, finished, metrics, id)`` tuples (the run id is the point's; of two rows of
+        one attempt, the last wins)."""
         names = ATTEMPT_COLUMNS.split(", ")
         updates = ", ".join(f"{name}=EXCLUDED.{name}" for name in names + ["run_id"])
-        self._write(f"INSERT INTO emews_attempts (exp_id, id, attempt, {ATTEMPT_COLUMNS}, "
-                    f"run_id) SELECT e.exp_id, %s, %s, {', '.join(['%s'] * len(names))}, "
-                    "e.run_id FROM emews_evaluations e WHERE e.exp_id=%s AND e.id=%s "
-                    f"ON CONFLICT (exp_id, id, attempt) DO UPDATE SET {updates}",
-                    self._keyed(rows), "record attempts")
+        rows = list({row[:2]: row[:-1] for row in rows}.values())
+        self._write_columns(
+            f"INSERT INTO emews_attempts (exp_id, id, attempt, {ATTEMPT_COLUMNS}, run_id) "
+            f"SELECT e.exp_id, r.id, r.attempt, {', '.join('r.' + n for n in names)}, e.run_id "
+            "FROM unnest(%b::integer[], %b::integer[], %b::text[], %b::float8[], %b::text[], "
+            "%b::text[], %b::integer[], %b::float8[], %b::float8[], %b::text[]) AS "
+            f"r(id, attempt, {ATTEMPT_COLUMNS}) JOIN emews_evaluations e ON e.exp_id=%s AND "
+            "e.id=r.id WHERE e.id = ANY(%b::integer[]) "
+            f"ON CONFLICT (exp_id, id, attempt) DO UPDATE SET {updates}", rows,
+            (int, int, str, float, str, str, int, float, float, str), self.exp_id,
+            [row[0] for row in rows], action="record attempts")
 
     def record_duplicates(self, rows):
         self._upsert_attempts(duplicate_rows(rows))
 
     def _requeue(self, rows):
-        self._write(f"UPDATE emews_evaluations SET status='{Status.QUEUED}', attempt=%s, "
-                    "run_id=%s, rank=NULL, started=NULL, finished=NULL, queued=%s "
-                    "WHERE exp_id=%s AND id=%s", self._keyed(rows))
+        self._update_points(f"status='{Status.QUEUED}', attempt=r.attempt, run_id=r.run_id, "
+                            "rank=NULL, started=NULL, finished=NULL, queued=r.queued",
+                            "r(attempt, run_id, queued, id)",
+                            "%b::integer[], %b::text[], %b::float8[]", rows, (int, str, float))
 
     def _cancel(self, rows):
         unfinished = f"status IN ('{Status.QUEUED}', '{Status.RUNNING}')"
