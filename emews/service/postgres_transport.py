@@ -340,10 +340,10 @@ class TaskQueue:
         if not verdicts:
             return
         with self._guard("answer reports"):
-            self._batch([("UPDATE emews_report_queue r SET verdict=v.stop FROM unnest("
-                          "%s::bigint[], %s::boolean[]) AS v(n, stop) WHERE r.n=v.n",
-                          ([n for n, _ in verdicts], [bool(s) for _, s in verdicts])),
-                         (f"NOTIFY {TASKS_CHANNEL}", None)])
+            run_batch(self.db, [("UPDATE emews_report_queue r SET verdict=v.stop FROM unnest("
+                                 "%s::bigint[], %s::boolean[]) AS v(n, stop) WHERE r.n=v.n",
+                                 ([n for n, _ in verdicts], [bool(s) for _, s in verdicts])),
+                                (NOTIFY, (TASKS_CHANNEL,))])
 
     def expired(self):
         """Points whose lease ran out, released: ``[(point id, pool), ...]``."""
@@ -368,12 +368,12 @@ class TaskQueue:
         """Queue a pool's reports ``[(eq_task_id, attempt, rank, report JSON), ...]`` for the
         study (NOTIFYing it); return their row numbers."""
         with self._guard("send reports"):
-            cursor = self._batch([(
+            inserted, _ = run_batch(self.db, [(
                 "INSERT INTO emews_report_queue (eq_task_id, attempt, rank, report) SELECT * "
                 "FROM unnest(%s::integer[], %s::integer[], %s::integer[], %s::text[]) "
                 "RETURNING n", [list(column) for column in zip(*reports)]),
-                (f"NOTIFY {RESULTS_CHANNEL}", None)])
-            return [n for n, in cursor.fetchall()]
+                (NOTIFY, (RESULTS_CHANNEL,))])
+            return [n for n, in inserted.fetchall()]
 
     def verdicts(self, numbers):
         """Take back the answered reports among rows ``numbers``: ``[(n, eq_task_id, stop),
