@@ -24,6 +24,7 @@ import threading
 from emews.evaluate.outcome import Report
 from emews.evaluate.reporting import LINE, Pruned, in_run, report
 
+KERAS_MODULES = ("keras", "tf_keras")
 _fit_lock = threading.Lock()
 _model_return = contextvars.ContextVar("emews_keras_model_return", default=None)
 
@@ -52,9 +53,8 @@ def send(one):
         print(LINE + json.dumps(wire), flush=True)
 
 
-def callback_class():
-    """The Keras callback class (Keras imported only when a model uses it)."""
-    import keras
+def callback_class(keras):
+    """The callback class of the Keras module ``keras`` (``keras`` or ``tf_keras``)."""
 
     class EpochReports(keras.callbacks.Callback):
         """Reports each epoch's end; stops training when the run was pruned."""
@@ -77,13 +77,13 @@ def callback_class():
 
 
 def _install(keras):
-    """Wrap ``keras.Model.fit`` (once): within :func:`reporting_epochs`, a fit gets the
-    callback; elsewhere it is Keras's own."""
+    """Wrap the Keras module ``keras``'s ``Model.fit`` (once): within
+    :func:`reporting_epochs`, a fit gets the callback; elsewhere it is Keras's own."""
     with _fit_lock:
         fit = keras.Model.fit
         if getattr(fit, "emews_reports", False):
             return
-        epoch_reports = callback_class()
+        epoch_reports = callback_class(keras)
 
         @functools.wraps(fit)
         def reporting_fit(self, *args, **kwargs):
@@ -106,12 +106,14 @@ def reporting_epochs(model_return):
     """While the body runs (in this thread), every ``keras.Model.fit`` gets the
     epoch-reporting callback, when Keras is imported (a model module that imports it at its
     top, as CANDLE's do: Keras is never imported for a model that does not use it); a pruned
-    fit raises :class:`emews.Pruned` when it returns."""
-    keras = sys.modules.get("keras")
-    if keras is None:
+    fit raises :class:`emews.Pruned` when it returns. Keras 3 (``keras``) and Keras 2
+    (``tf_keras``: ``tf.keras`` under ``TF_USE_LEGACY_KERAS=1``, as candle_lib needs) both."""
+    loaded = [sys.modules[name] for name in KERAS_MODULES if name in sys.modules]
+    if not loaded:
         yield
         return
-    _install(keras)
+    for keras in loaded:
+        _install(keras)
     token = _model_return.set(model_return)
     try:
         yield

@@ -150,8 +150,15 @@ def load_model(spec):
     return module
 
 
-def model_parameters(module, spec, hyperparameters, exp_id, run_id, argv=()):
-    """``initialize_parameters()`` under a synthetic command line, then the JSON overrides."""
+def model_parameters(module, spec, hyperparameters, exp_id, run_id, argv=(),
+                     checkpoint_dir=None):
+    """``initialize_parameters()`` under a synthetic command line, then the JSON overrides.
+
+    A model with candle_lib's checkpoint parameters and no ``ckpt_directory`` of its own (the
+    ``None`` of candle_lib's default, which would mean ``output_dir/ckpts``, a directory per
+    attempt) gets ``checkpoint_dir``, the point's directory shared by all its attempts: a
+    ``CandleCkptKeras`` model with ``ckpt_restart_mode = "auto"`` run again after an
+    interruption goes on from its last checkpoint."""
     kwargs = {}
     if spec.default_model:
         if not os.path.isfile(spec.default_model):
@@ -178,6 +185,9 @@ def model_parameters(module, spec, hyperparameters, exp_id, run_id, argv=()):
     params.update({key: as_list_if_listed(params.get(key), value)
                    for key, value in hyperparameters.items()})
     params["experiment_id"], params["run_id"] = exp_id, run_id
+    if checkpoint_dir is not None and "ckpt_directory" in params \
+            and params["ckpt_directory"] is None:
+        params["ckpt_directory"] = str(checkpoint_dir)
     return params
 
 
@@ -270,15 +280,17 @@ def _plain(value):
         return str(value)
 
 
-def run_model(hyperparameters, run_dir, spec, exp_id="EXP000", run_id="RUN000", argv=()):
+def run_model(hyperparameters, run_dir, spec, exp_id="EXP000", run_id="RUN000", argv=(),
+              checkpoint_dir=None):
     """Run the model on ``hyperparameters``; write the run's files; return the value (with
-    the model's final metrics)."""
+    the model's final metrics). ``checkpoint_dir``: see :func:`model_parameters`."""
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     check_stop_marker(run_dir)
     write_rank(run_dir)
     module = load_model(spec)
-    params = model_parameters(module, spec, hyperparameters, exp_id, run_id, argv)
+    params = model_parameters(module, spec, hyperparameters, exp_id, run_id, argv,
+                              checkpoint_dir)
     write_parameters(run_dir / "parameters.txt", params)
     with reporting_epochs(spec.model_return):
         result = module.run(params)
@@ -305,7 +317,8 @@ def train(params):
     spec = ModelSpec.from_env(environ, context.model_name if context else None)
     if context is None:
         return run_model(params, Path.cwd(), spec)
-    return run_model(params, context.run_dir, spec, context.exp_id, context.run_id)
+    return run_model(params, context.run_dir, spec, context.exp_id, context.run_id,
+                     checkpoint_dir=context.checkpoint_dir)
 
 
 def main(argv=None):

@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -209,3 +210,16 @@ class Judge:
     def __call__(self, report):
         self.reports.append(report)
         return report.step == self.stop_at
+
+
+CANDLE_LIB = Path(__file__).resolve().parents[2] / "shared" / "vendor" / "candle_lib-0d215ec.tar.gz"
+
+
+@pytest.fixture(scope="module")
+def candle_lib(tmp_path_factory):
+    """The real candle_lib (``import candle``), unpacked from ../shared/vendor/."""
+    assert CANDLE_LIB.is_file(), f"the tests need {CANDLE_LIB} (shared/vendor/README.md)"
+    where = tmp_path_factory.mktemp("candle_lib")
+    shutil.unpack_archive(CANDLE_LIB, where)
+    (source,) = where.glob("candle_lib-*")
+    return source

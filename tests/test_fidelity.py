@@ -451,3 +451,37 @@ def test_a_run_killed_at_step_k_resumes_from_its_checkpoint_at_step_k(study, tmp
     assert first["status"] == Status.DONE and first["attempt"] == 2
     assert steps == [(1, s) for s in range(1, 5)] + [(2, s) for s in range(5, 10)]
     assert (expdir / "checkpoints" / first["run_id"].split("-")[0] / "last_step.txt").exists()
+
+
+@pytest.mark.slow
+def test_a_candle_lib_model_killed_after_epoch_k_resumes_from_its_checkpoint(toy_config,
+                                                                             candle_lib,
+                                                                             tmp_path,
+                                                                             open_study,
+                                                                             monkeypatch):
+    """The real candle_lib's CandleCkptKeras (ckpt_restart_mode "auto") through the CANDLE
+    runner: killed (SIGKILL) as epoch 4 begins, its retry goes on at epoch 4 from the
+    checkpoint of epoch 3, in the point's emews.checkpoint_dir()."""
+    monkeypatch.setenv("TF_USE_LEGACY_KERAS", "1")      # tf.keras is tf_keras, as candle_lib needs
+    models = tmp_path / "models"      # the model beside the real candle_lib's package
+    models.mkdir()
+    for name in ("ckpt_baseline_keras2.py", "ckpt_default_model.txt"):
+        (models / name).symlink_to(MODELS / name)
+    (models / "candle").symlink_to(candle_lib / "candle")
+    config = toy_config(budget=1, model_name="ckpt")
+    del config["study"]["objective"]                  # the CANDLE runner
+    config["model"] = {"python_dir": str(models)}
+    config["failure"] = {"retries": 1}
+    result = emews.run(config)
+    store = open_study(result.expdir)
+    (row,) = store.rows()
+    steps = [(r["attempt"], r["step"]) for r in store.reports(row["id"])]
+    assert row["status"] == Status.DONE and row["attempt"] == 2, row["error"]
+    assert steps == [(1, 1), (1, 2), (1, 3), (2, 4), (2, 5), (2, 6)]
+    assert (tmp_path / "ckpt" / "Data" / "epochs.txt").read_text().split() == \
+        ["1", "2", "3", "4", "4", "5", "6"]          # epochs 1-3 were not trained again
+    checkpoints = result.expdir / "checkpoints" / row["run_id"].split("-")[0]
+    assert (checkpoints / "last" / "ckpt-info.json").is_file()
+    assert json.loads((checkpoints / "last" / "ckpt-info.json").read_text())["epoch"] == 6
+    assert sorted(p.name for p in (checkpoints / "epochs").iterdir()) == \
+        ["001", "002", "003", "004", "005", "006"]

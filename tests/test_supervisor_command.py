@@ -291,19 +291,6 @@ def test_bad_use_is_one_line_exit_status_2_and_makes_nothing(home, args, env, me
 
 # --- Supervisor's models as they are -----------------------------------------------------------
 
-CANDLE_LIB = Path(__file__).resolve().parents[2] / "shared" / "vendor" / "candle_lib-0d215ec.tar.gz"
-
-
-@pytest.fixture(scope="module")
-def candle_lib(tmp_path_factory):
-    """The real candle_lib (``import candle``), unpacked from ../shared/vendor/."""
-    assert CANDLE_LIB.is_file(), f"the tests need {CANDLE_LIB} (shared/vendor/README.md)"
-    where = tmp_path_factory.mktemp("candle_lib")
-    shutil.unpack_archive(CANDLE_LIB, where)
-    (source,) = where.glob("candle_lib-*")
-    return source
-
-
 def oned(x):
     """Supervisor's models/OneD function (oned_baseline_keras2.py's func)."""
     import math
