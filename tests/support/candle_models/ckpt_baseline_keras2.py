@@ -32,23 +32,29 @@ class KillOnce(keras.callbacks.Callback):
             os.kill(os.getpid(), signal.SIGKILL)
 
 
+class CkptBenchmark(candle.Benchmark):
+    """The model's definitions, set as Benchmarks' models set them (``set_locals``)."""
+
+    def set_locals(self):
+        self.required = {"model_name", "epochs"}
+        self.additional_definitions = [{"name": "learning_rate", "type": float},
+                                       {"name": "kill_before", "type": int}]
+
+
 def initialize_parameters(default_model="ckpt_default_model.txt"):
-    definitions = [{"name": "learning_rate", "type": float},
-                   {"name": "kill_before", "type": int}]
-    return candle.finalize_parameters(candle.Benchmark(
-        file_path, default_model, "keras", prog="ckpt", additional_definitions=definitions,
-        required=["model_name", "epochs"]))
+    return candle.finalize_parameters(CkptBenchmark(file_path, default_model, "keras",
+                                                    prog="ckpt"))
 
 
 def run(params):
-    keras.utils.set_random_seed(1)
-    x = np.linspace(-1, 1, 64, dtype="float32").reshape(-1, 1)
-    y = 3 * x + 1
-    model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
-    model.compile(optimizer=keras.optimizers.SGD(params["learning_rate"]), loss="mse")
+    keras.utils.set_random_seed(2)
+    x = np.linspace(-1, 1, 32, dtype="float32").reshape(-1, 1)
+    model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(4, activation="tanh"),
+                              keras.layers.Dense(1)])
+    model.compile(optimizer=keras.optimizers.Adam(params["learning_rate"]), loss="mse")
     ckpt = candle.CandleCkptKeras(params, verbose=False)
     ckpt.set_model(model)
-    restarted = ckpt.restart(model)
-    initial_epoch = restarted["epoch"] if restarted is not None else 0
-    return model.fit(x, y, validation_data=(x, y), epochs=params["epochs"], verbose=0,
-                     initial_epoch=initial_epoch, callbacks=[ckpt, KillOnce(params)])
+    restarted = ckpt.restart(model)          # None on a first attempt
+    return model.fit(x, x ** 2, validation_data=(x, x ** 2), epochs=params["epochs"],
+                     initial_epoch=restarted["epoch"] if restarted else 0, verbose=0,
+                     callbacks=[ckpt, KillOnce(params)])
