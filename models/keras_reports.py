@@ -17,7 +17,6 @@ import contextlib
 import contextvars
 import functools
 import json
-import math
 import sys
 import threading
 
@@ -48,9 +47,7 @@ def send(one):
     if in_run():
         report(one.value, one.step, **one.metrics)
     else:
-        wire = {"step": one.step, "value": one.value if math.isfinite(one.value) else None,
-                "metrics": {k: v if math.isfinite(v) else None for k, v in one.metrics.items()}}
-        print(LINE + json.dumps(wire), flush=True)
+        print(LINE + json.dumps(one.to_wire()), flush=True)
 
 
 def callback_class(keras):
