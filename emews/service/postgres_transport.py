@@ -67,8 +67,9 @@ class PostgresService(ServiceLink):
             if not self.news:
                 return [], False
         self.looked, self.news = time.monotonic(), False
-        results = [_received(i, payload, late) for i, payload, late in self.queue.results()]
-        for n, point_id, attempt, rank, payload in self.queue.reports():
+        popped, reports = self.queue.incoming()
+        results = [_received(i, payload, late) for i, payload, late in popped]
+        for n, point_id, attempt, rank, payload in reports:
             try:
                 self.incoming.append((point_id, attempt, rank, Report.from_wire(
                     json.loads(payload))))
@@ -296,12 +297,18 @@ class TaskQueue:
             if new:
                 self.eq_ids.update(made[0].fetchall())
 
-    def results(self):
-        """Pop the study's results off the IN queue, and the late ones (see :meth:`trade`):
-        ``[(point id, json_in, late), ...]``."""
-        with self._guard("read results"):
-            rows = self.db.execute(RESULTS, {"exp": self.exp_id}).fetchall()
-        return rows
+    def incoming(self):
+        """In one round trip: pop the study's results off the IN queue, and the late ones (see
+        :meth:`trade`), ``[(point id, json_in, late), ...]``; and read its reports that wait
+        for a verdict and were not read before, ``[(n, point id, attempt, rank, report
+        JSON), ...]`` in order."""
+        with self._guard("read results and reports"):
+            results, reports = run_batch(self.db, [(RESULTS, {"exp": self.exp_id}),
+                                                   (REPORTS, (self.last_report, self.exp_id))])
+            results, reports = results.fetchall(), reports.fetchall()
+        if reports:
+            self.last_report = reports[-1][0]
+        return results, reports
 
     def withdraw(self, ids):
         """Take these points' tasks off the OUT queue (a late result answered them, or the
@@ -321,19 +328,6 @@ class TaskQueue:
             self.db.execute("UPDATE emews_studies SET state=%s WHERE exp_id=%s",
                             (state, self.exp_id))
             self.db.execute(f"NOTIFY {TASKS_CHANNEL}")   # wake the pools that wait for work
-
-    def reports(self):
-        """The study's reports that wait for a verdict and were not read before: ``[(n, point
-        id, attempt, rank, report JSON), ...]``, in order."""
-        with self._guard("read reports"):
-            rows = self.db.execute(
-                "SELECT r.n, t.id, r.attempt, r.rank, r.report FROM emews_report_queue r "
-                "JOIN emews_tasks t ON t.eq_task_id=r.eq_task_id WHERE r.verdict IS NULL AND "
-                "r.n > %s AND t.exp_id=%s ORDER BY r.n", (self.last_report, self.exp_id)
-            ).fetchall()
-        if rows:
-            self.last_report = rows[-1][0]
-        return rows
 
     def answer(self, verdicts):
         """Give the reports ``n`` their verdicts: ``[(n, stop), ...]`` (wakes the pools)."""
@@ -488,6 +482,9 @@ REPORT = (
     "eq_task_type, eq_task_id FROM done) INSERT INTO emews_late_results "
     "(eq_task_id, json_in) SELECT r.id, r.json_in FROM r JOIN emews_tasks t ON "
     "t.eq_task_id=r.id WHERE r.id NOT IN (SELECT eq_task_id FROM done)")
+REPORTS = ("SELECT r.n, t.id, r.attempt, r.rank, r.report FROM emews_report_queue r JOIN "
+           "emews_tasks t ON t.eq_task_id=r.eq_task_id WHERE r.verdict IS NULL AND r.n > %s AND "
+           "t.exp_id=%s ORDER BY r.n")   # a study's reports that wait, after the last it read
 NOTIFY = "SELECT pg_notify(%s, '')"   # NOTIFY CHANNEL, as a statement that can be prepared
 # (not "pool=%s": the planner would read the pool's index, which has an entry for each task
 # the pool ever ran, until the table is vacuumed)
