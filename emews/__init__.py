@@ -2,9 +2,10 @@
 
 The public API is the names in ``__all__``, documented on one page of the docs (Python API):
 :func:`run`, :func:`load`, :class:`Algorithm`, :class:`Status`, :mod:`eqpy`, and for models
-:func:`report`, :class:`Pruned` and :func:`checkpoint_dir`. Everything else under ``emews.`` may move between releases.
-Importing ``emews`` stays cheap (``emews --help`` imports it): ``Algorithm``, ``Status``,
-``report``, ``Pruned`` and ``checkpoint_dir`` are imported on first use, and ``eqpy`` is a submodule.
+:func:`report`, :class:`Pruned` and :func:`checkpoint_dir`. Everything else under ``emews.``
+may move between releases. Importing ``emews`` stays cheap (``emews --help`` imports it):
+``Algorithm``, ``Status``, ``report``, ``Pruned`` and ``checkpoint_dir`` are imported on first
+use, and ``eqpy`` is a submodule.
 """
 
 import importlib
@@ -39,7 +40,8 @@ def load(expdir):
 
     The study has ``best`` (the best row: id, result, params, metrics, rank, started, ...;
     with replicas, the best point: result, params, and its replicas' mean, std, count and ids),
-    ``points`` (with replicas: each point's replicas summarized, best first), ``done`` (rows with a value, best first), ``failed`` (by id), ``param_names``,
+    ``points`` (with replicas: each point's replicas summarized, best first), ``done`` (rows
+    with a value, best first), ``failed`` (by id), ``param_names``,
     ``metric_names``, ``trials_dataframe()`` (pandas: one row per evaluation, a column per
     parameter and metric), ``report(output=None)`` (writes ``EXPDIR/report.html``,
     returns its path) and ``to_optuna()`` (an Optuna ``Study``: a live, read-only view of the

@@ -7,7 +7,8 @@ turns on :mod:`faulthandler` (a segfault leaves a Python traceback in the log ta
 each task: puts the worker's ``sys.path`` in front of its own, imports the objective (once),
 calls it with ``current_run()`` set, flushes its output and replies with the value, the
 reason, or where a report stopped it. A report (``emews.report``) goes to the worker as a frame
-``{"report": Report wire}`` and waits for ``{"prune": bool}``. ``SystemExit`` and ``KeyboardInterrupt`` raised in a model fail that run only.
+``{"report": Report wire}`` and waits for ``{"prune": bool}``. ``SystemExit`` and
+``KeyboardInterrupt`` raised in a model fail that run only.
 """
 
 import faulthandler

@@ -50,8 +50,8 @@ EXPID CFG_SYS UPF``). With one cfg file (the ``supervisor`` tool's form: flat, s
 upf's names its UPF file in ``UPF``. While the files are sourced, Supervisor's helpers
 ``source_cfg``, ``find_cfg``, ``sv_path_append`` and ``sv_path_prepend`` work as in its
 ``utils.sh``, and a file named without a directory (``PARAM_SET_FILE=cmp_param_space.json``,
-``UPF``, ``INIT_PARAMS_FILE``) is looked up on ``SUPERVISOR_PATH``, as ``find_cfg`` does. A variable emews reads
-from the environment itself (``PROCS``, ``MODEL_NAME``, ...) takes the environment's value
+``UPF``, ``INIT_PARAMS_FILE``) is looked up on ``SUPERVISOR_PATH``, as ``find_cfg`` does. A
+variable emews reads from the environment itself (``PROCS``, ``MODEL_NAME``, ...) takes the environment's value
 first, as emews's precedence says, so the study printed is the study run. A variable the files
 set that would change the study and that emews does not map is refused, never ignored; the few
 that change nothing under emews (:data:`UNUSED`) are named in the study's notes. A variable
