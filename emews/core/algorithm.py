@@ -39,7 +39,9 @@ class Algorithm:
       floats to minimize; a failed evaluation is ``NaN``. A run the study's pruner stopped is a
       :class:`PrunedResult`: a ``NaN`` (a failure, to an algorithm that does not look) that
       carries its learning curve. Points the algorithm never asked for (a resumed run's
-      history) are told the same way.
+      history) are told the same way. In a study of several objectives, or one with
+      constraints, a value is an :class:`Objectives`: a float (the first objective) that
+      carries every objective, each to minimize, and how far each constraint is broken.
     * ``done()`` is True when the algorithm has nothing more to propose; ``ask`` then returns
       ``[]``.
     * ``state()`` returns ``bytes`` holding everything that decides what the algorithm proposes
@@ -62,11 +64,16 @@ class Algorithm:
     (:func:`emews.core.me.ready_points`): a freed worker then gets a point at once instead of
     waiting for the ME's round trip. :class:`emews.testing.Conformance` checks an algorithm
     against this contract.
+
+    ``multiobjective`` is True for algorithms that search several objectives at once. Only
+    such a class is built for a study of ``k > 1`` objectives, with the keyword
+    ``objectives=k`` added to its options; every other refuses such a study in one line.
     """
 
     needs_space = True
     finite = False
     ready_share = 0.0
+    multiobjective = False
 
     def __new__(cls, *args, **options):
         """Refuse an option ``__init__`` does not take (a ConfigError, not a TypeError)."""
@@ -153,6 +160,36 @@ class PrunedResult(float):
 
     def __reduce__(self):
         return PrunedResult, (self.curve,)
+
+
+class Objectives(float):
+    """The result of an evaluation in a study of several objectives, or with constraints.
+
+    As a float it is the first objective (so an algorithm of one objective, or a classic ME
+    reading one number, sees that). ``values`` holds every objective in the order of
+    ``[study] objectives``, each to minimize (the driver negates those to maximize);
+    ``violations`` holds one number per constraint, in the order of ``[study] constraints``:
+    how far the point breaks it (0.0 when it holds). A failed evaluation is told as a plain
+    ``NaN``, never as an :class:`Objectives`.
+    """
+
+    def __new__(cls, values, violations=()):
+        values = tuple(float(v) for v in values)
+        self = super().__new__(cls, values[0] if values else math.nan)
+        self.values = values
+        self.violations = tuple(float(v) for v in violations)
+        return self
+
+    @property
+    def feasible(self):
+        """True when the point breaks no constraint."""
+        return all(v <= 0.0 for v in self.violations)
+
+    def __reduce__(self):
+        return Objectives, (self.values, self.violations)
+
+    def __repr__(self):
+        return f"Objectives({list(self.values)!r}, violations={list(self.violations)!r})"
 
 
 def is_failure(value):

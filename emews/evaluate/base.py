@@ -14,11 +14,32 @@ CANCELLED = "cancelled"
 
 
 @dataclass
+class Resources:
+    """What the pool gave one evaluation: ``ranks`` processes, the ``hosts`` they run on (one
+    name per rank; empty: this node alone) and the ``gpus`` it may use (device ids; a shared
+    GPU appears in the resources of each evaluation that shares it)."""
+
+    ranks: int = 1
+    hosts: tuple = ()
+    gpus: tuple = ()
+
+    def as_dict(self):
+        """The resources as JSON-able data."""
+        return {"ranks": self.ranks, "hosts": list(self.hosts), "gpus": list(self.gpus)}
+
+    @classmethod
+    def from_dict(cls, data):
+        """The inverse of :meth:`as_dict`."""
+        return cls(int(data["ranks"]), tuple(data["hosts"]), tuple(data["gpus"]))
+
+
+@dataclass
 class RunContext:
     """Where one evaluation runs: ids, its run directory (made on first use) and model settings.
 
     ``env`` holds the model's settings as Supervisor's environment variables (``MODEL_NAME``,
     ``FRAMEWORK``, ``CANDLE_DATA_DIR``, ...); a ``py`` objective reads them from here.
+    ``resources`` are what the pool gave the evaluation (:class:`Resources`).
     """
 
     exp_id: str
@@ -26,6 +47,7 @@ class RunContext:
     model_name: str
     expdir: Path
     env: dict = field(default_factory=dict)
+    resources: Resources = field(default_factory=Resources)
 
     @property
     def checkpoint_dir(self):
@@ -46,13 +68,14 @@ class RunContext:
     def as_dict(self):
         """The context as JSON-able data (it travels to an isolated child with the task)."""
         return {"exp_id": self.exp_id, "run_id": self.run_id, "model_name": self.model_name,
-                "expdir": str(self.expdir), "env": dict(self.env)}
+                "expdir": str(self.expdir), "env": dict(self.env),
+                "resources": self.resources.as_dict()}
 
     @classmethod
     def from_dict(cls, data):
         """The inverse of :meth:`as_dict`."""
         return cls(data["exp_id"], data["run_id"], data["model_name"], Path(data["expdir"]),
-                   dict(data["env"]))
+                   dict(data["env"]), Resources.from_dict(data["resources"]))
 
 
 _current_run = contextvars.ContextVar("emews_current_run", default=None)
