@@ -76,10 +76,11 @@ class Algorithm:
     multiobjective = False
 
     def __new__(cls, *args, **options):
-        """Refuse an option ``__init__`` does not take (a ConfigError, not a TypeError)."""
+        """Refuse an option ``__init__`` does not take (a ConfigError, not a TypeError);
+        ``objectives`` is the study's to give, never listed as an option."""
         check_keywords(cls.__init__, {k: v for k, v in options.items()
-                                      if k not in ("space", "seed")},
-                       exclude=("self", "space", "seed"), owner=cls.__name__)
+                                      if k not in ("space", "seed", "objectives")},
+                       exclude=("self", "space", "seed", "objectives"), owner=cls.__name__)
         return super().__new__(cls)
 
     def __init__(self, space, seed=None):
