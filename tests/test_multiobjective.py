@@ -132,3 +132,25 @@ def test_the_algorithm_is_told_values_to_minimize_and_violations():
     lacking = criteria.judge(Outcome(0.5, objectives=[0.5, 0.9]))
     assert lacking.status == "failed" and "constraint 'size <= 10'" in lacking.error
     assert math.isnan(lacking.value)
+
+
+def test_a_classic_eqpy_module_reads_lists_or_the_first_objective(toy_config):
+    result = emews.run(toy_config(algorithm="mo_classic_me", mode="batch", budget=6,
+                                  directions=["minimize", "maximize"], **MO))
+    final = json.loads((result.expdir / "final.json").read_text())
+    rows = {json.dumps(r["params"], sort_keys=True): r for r in stored_rows(result.expdir)}
+    stored = [rows[json.dumps(p, sort_keys=True)]["objectives"] for p in final["points"]]
+    assert final["texts"] == [[loss, -size] for loss, size in stored[:3]]
+    assert final["numbers"] == [loss for loss, _ in stored[3:]]
+    assert len(final["pareto"]) >= 1 and final["stop_reason"] == "classic ME finished"
+
+
+def test_a_text_answer_of_lists_decodes_to_objectives_whose_float_is_the_first():
+    from emews.core import eqpy
+
+    text = eqpy.encode_tagged([(0, Objectives([0.5, -3.0])), (1, math.nan), (2, 0.25)])
+    assert text == "0:[0.5,-3.0];1:NaN;2:0.25"
+    (i, first), (_, failed), (_, plain) = eqpy.decode_tagged(text)
+    assert isinstance(first, Objectives) and first.values == (0.5, -3.0) and first == 0.5
+    assert math.isnan(failed) and plain == 0.25
+    assert math.isnan(eqpy.decode_results("[0.5,oops]")[0])
