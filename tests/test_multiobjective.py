@@ -3,6 +3,10 @@ algorithm is told and the front in final.json (docs/src/multiobjective.md)."""
 
 import json
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -13,7 +17,7 @@ from emews.core.criteria import Constraint, Criteria
 from emews.errors import ConfigError
 from emews.evaluate import Outcome
 
-from conftest import stored_rows
+from conftest import SUPPORT, stored_rows
 
 MO = {"objective": "mo_models:loss_and_size", "objectives": ["loss", "size"]}
 
@@ -31,9 +35,9 @@ def independent_front(rows, directions):
                   if not any(dominates(vec[o["id"]], vec[r["id"]]) for o in ok))
 
 
-def front_of(result, rows):
-    """The final.json front as (id, values), ids found by point."""
-    final = json.loads((result.expdir / "final.json").read_text())
+def front_of(expdir, rows):
+    """The front in ``expdir``'s final.json as (id, values), ids found by point."""
+    final = json.loads((expdir / "final.json").read_text())
     assert "best_point" not in final and "best_value" not in final
     ids = {json.dumps(r["params"], sort_keys=True): r["id"] for r in rows}
     return sorted((ids[json.dumps(p["point"], sort_keys=True)], p["values"])
@@ -50,7 +54,7 @@ def test_two_objectives_are_stored_and_the_front_is_the_non_dominated_set(toy_co
                                    pytest.approx((x + 2.0) ** 2 * 1000.0)]
         assert r["result"] == r["objectives"][0] and r["feasible"] is None
         assert r["metrics"]["acc"] == pytest.approx(1.0 - abs(x) / 4)
-    assert front_of(result, rows) == independent_front(rows, ["minimize", "maximize"])
+    assert front_of(result.expdir, rows) == independent_front(rows, ["minimize", "maximize"])
     assert result.pareto == json.loads((result.expdir / "final.json").read_text())["pareto"]
     assert result.best_point is None and 0 < len(result.pareto) < 20
 
@@ -62,7 +66,7 @@ def test_infeasible_points_are_stored_done_marked_and_never_on_the_front(toy_con
     for r in rows:
         assert r["feasible"] is (r["objectives"][1] <= 4000 and r["metrics"]["acc"] >= 0.6)
     infeasible = {r["id"] for r in rows if r["feasible"] is False}
-    front = front_of(result, rows)
+    front = front_of(result.expdir, rows)
     assert infeasible and front and not infeasible & {i for i, _ in front}
     assert front == independent_front(rows, ["minimize", "minimize"])
 
@@ -154,3 +158,26 @@ def test_a_text_answer_of_lists_decodes_to_objectives_whose_float_is_the_first()
     assert isinstance(first, Objectives) and first.values == (0.5, -3.0) and first == 0.5
     assert math.isnan(failed) and plain == 0.25
     assert math.isnan(eqpy.decode_results("[0.5,oops]")[0])
+
+
+@pytest.mark.mpi
+def test_a_two_objective_study_on_an_mpiexec_pool_stores_its_front(study, tmp_path):
+    """Three ranks (a master, two workers, isolated py models) under a real mpiexec: the
+    front in final.json is the non-dominated set of the stored rows, computed here."""
+    path = study(system={"procs": 3, "progress_interval": 60},
+                 study={"budget": 16, "seed": 5, "mode": "async", **MO,
+                        "directions": ["minimize", "maximize"],
+                        "constraints": ["size <= 12000"]})
+    mpiexec = str(Path(sys.executable).parent / "mpiexec")
+    done = subprocess.run([mpiexec, "-n", "3", sys.executable, "-m", "emews", "run", str(path)],
+                          cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(SUPPORT)),
+                          capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr
+    (expdir,) = (tmp_path / "experiments" / "study").iterdir()
+    rows = stored_rows(expdir)
+    assert len(rows) == 16 and {r["status"] for r in rows} == {"done"}
+    assert {r["rank"] for r in rows} == {1, 2}
+    assert all(r["feasible"] is (r["objectives"][1] <= 12000) for r in rows)
+    front = front_of(expdir, rows)
+    assert front and front == independent_front(rows, ["minimize", "maximize"])
+    assert "Pareto front of" in done.stdout
