@@ -181,3 +181,32 @@ def test_a_two_objective_study_on_an_mpiexec_pool_stores_its_front(study, tmp_pa
     front = front_of(expdir, rows)
     assert front and front == independent_front(rows, ["minimize", "maximize"])
     assert "Pareto front of" in done.stdout
+
+
+def test_patience_counts_hypervolume_improvements_against_a_derived_reference():
+    from emews.core.algorithm import Stopper
+
+    stopper = Stopper(patience=3, tol=0.0)
+    first = [Objectives([x, 4.0 - x]) for x in (0.0, 2.0, 4.0)]
+    stopper.record(first)                    # the first design: min(patience, 10) vectors
+    assert stopper.reference_point == pareto.reference_point([v.values for v in first])
+    assert stopper.last_improvement == 3 and stopper.reason() is None
+    stopper.record([Objectives([1.0, 1.0])])   # a new corner: the hypervolume grows
+    assert stopper.last_improvement == 4
+    grown = stopper.hypervolume
+    stopper.record([Objectives([3.0, 3.0]), math.nan, Objectives([0.5, 0.5], [1.0])])
+    assert stopper.hypervolume == grown      # dominated, failed, infeasible: no growth
+    assert stopper.reason() == ("converged: no hypervolume improvement larger than 0.0 in 3 "
+                                "evaluations")
+    again = Stopper(patience=3, tol=0.0)
+    again.restore(json.loads(json.dumps(stopper.counts())))
+    assert (again.front, again.hypervolume, again.reference_point) == (
+        stopper.front, stopper.hypervolume, stopper.reference_point)
+
+
+def test_a_given_reference_point_is_taken_in_each_objectives_direction(toy_config):
+    from emews import config
+
+    cfg = config.load(toy_config(**MO, directions=["minimize", "maximize"],
+                                 reference_point=[10.0, 100.0], patience=5), environ={})
+    assert cfg.stop["reference_point"] == [10.0, -100.0]
