@@ -210,3 +210,34 @@ def test_a_given_reference_point_is_taken_in_each_objectives_direction(toy_confi
     cfg = config.load(toy_config(**MO, directions=["minimize", "maximize"],
                                  reference_point=[10.0, 100.0], patience=5), environ={})
     assert cfg.stop["reference_point"] == [10.0, -100.0]
+
+
+def told_records(path):
+    """What RecordingObjectives was told: {point key: (values, violations)}."""
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    return [(json.dumps(r["point"], sort_keys=True), r["values"], r["violations"])
+            for r in lines]
+
+
+def test_the_algorithm_is_told_objectives_and_a_resume_tells_the_history_alike(toy_config,
+                                                                                tmp_path):
+    """Async: a resumed search is told the stored rows as its history, as Objectives (each
+    to minimize, with the violations) just as the first run told them."""
+    record = tmp_path / "told.jsonl"
+    first = emews.run(toy_config(budget=8, algorithm="recording_algorithm:RecordingObjectives",
+                                 directions=["minimize", "maximize"],
+                                 constraints=["size <= 9000"], **MO)
+                      | {"algorithm": {"record": str(record)}})
+    told_first = told_records(record)
+    record.unlink()
+    resumed = emews.run(None, {"study.budget": 14}, resume=first.expdir)
+    rows = stored_rows(resumed.expdir)
+    assert len(rows) == 14 and all(len(r["objectives"]) == 2 for r in rows)
+    assert all(r["feasible"] is (r["objectives"][1] <= 9000) for r in rows)
+    expected = {json.dumps(r["params"], sort_keys=True): (
+        [r["objectives"][0], -r["objectives"][1]], [max(r["objectives"][1] - 9000, 0.0)])
+        for r in rows}
+    history = told_records(record)[:8]
+    assert sorted(told_first) == sorted(history)
+    assert all(expected[key] == (values, violations) for key, values, violations in history)
+    assert front_of(resumed.expdir, rows) == independent_front(rows, ["minimize", "maximize"])
