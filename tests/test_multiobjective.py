@@ -241,3 +241,23 @@ def test_the_algorithm_is_told_objectives_and_a_resume_tells_the_history_alike(t
     assert sorted(told_first) == sorted(history)
     assert all(expected[key] == (values, violations) for key, values, violations in history)
     assert front_of(resumed.expdir, rows) == independent_front(rows, ["minimize", "maximize"])
+
+
+def test_an_app_runs_objectives_are_its_last_labelled_result_lines(tmp_path):
+    """A Model Shell run's log (RUN_DIR/model.log, as model.sh leaves it) and result.txt."""
+    from emews.evaluate.base import EvaluationFailed
+    from emews.evaluate.results import read_app_result
+
+    log = tmp_path / "model.log"
+    log.write_text("epoch 1\nIMPROVE_RESULT loss 0.5\nIMPROVE_RESULT params 100\n"
+                   "IMPROVE_RESULT 0.25\nIMPROVE_RESULT loss: 0.25\n")
+    value = read_app_result(tmp_path, log, "loss,params")
+    assert value.objectives == [0.25, 100.0] and value == 0.25
+    (tmp_path / "result.txt").write_text("params 80\n")   # result.txt wins over the log
+    assert read_app_result(tmp_path, log, "loss,params").objectives == [0.25, 80.0]
+    with pytest.raises(EvaluationFailed, match="objective 'latency': the model reported no "
+                                               "result line labelled 'latency'"):
+        read_app_result(tmp_path, log, "loss,latency")
+    log.write_text("IMPROVE_RESULT loss nan\nIMPROVE_RESULT params 1\n")
+    with pytest.raises(EvaluationFailed, match="objective 'loss': the model reported NaN"):
+        read_app_result(tmp_path, log, "loss,params")
