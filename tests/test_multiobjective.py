@@ -261,3 +261,13 @@ def test_an_app_runs_objectives_are_its_last_labelled_result_lines(tmp_path):
     log.write_text("IMPROVE_RESULT loss nan\nIMPROVE_RESULT params 1\n")
     with pytest.raises(EvaluationFailed, match="objective 'loss': the model reported NaN"):
         read_app_result(tmp_path, log, "loss,params")
+
+
+def test_a_resume_that_changes_what_the_study_optimizes_is_refused(toy_config):
+    first = emews.run(toy_config(budget=4, **MO))
+    for change in ({"study.directions": ["minimize", "maximize"]},
+                   {"study.constraints": ["size <= 3"]}):
+        with pytest.raises(ConfigError, match=r"--resume: \[study\] objectives, directions and "
+                                              "constraints: must be the same"):
+            emews.run(None, {"study.budget": 6, **change}, resume=first.expdir)
+    assert len(stored_rows(first.expdir)) == 4
