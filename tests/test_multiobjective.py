@@ -288,3 +288,9 @@ def test_a_study_stops_when_its_front_stops_growing(toy_config):
         if n - last_growth >= 6:
             break
     assert len(rows) in (n, n + 1)     # the first count 6 past the last growth (a batch of 2)
+
+
+def test_a_reference_point_without_several_objectives_is_refused(toy_config):
+    with pytest.raises(ConfigError, match=r"\[study\].reference_point: applies to a study of "
+                                          "several objectives or constraints only"):
+        emews.run(toy_config(reference_point=[1.0]))
