@@ -86,3 +86,15 @@ class TestOptunaQMC(Conformance):
     algorithm = "optuna"
     options = {"sampler": "qmc", "scramble": True}
     learns = False
+
+
+class TestNSGA2(Conformance):
+    algorithm = "nsga2"
+    options = {"population_size": 6}
+    finite_options = {"generations": 3}
+
+
+class TestNSGA3(Conformance):
+    algorithm = "nsga3"
+    options = {"population_size": 6}
+    finite_options = {"generations": 3}
