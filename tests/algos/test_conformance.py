@@ -89,16 +89,12 @@ class TestOptunaQMC(Conformance):
     learns = False
 
 
-class TestNSGA2(Conformance):
+class TestNSGA2(TestGA):   # the GA's options
     algorithm = "nsga2"
-    options = {"population_size": 6}
-    finite_options = {"generations": 3}
 
 
-class TestNSGA3(Conformance):
+class TestNSGA3(TestNSGA2):
     algorithm = "nsga3"
-    options = {"population_size": 6}
-    finite_options = {"generations": 3}
 
 
 class TestOptunaNSGA2(Conformance):
@@ -107,7 +103,5 @@ class TestOptunaNSGA2(Conformance):
     learns = False   # Optuna's NSGA samplers breed from their own generations only
 
 
-class TestOptunaNSGA3(Conformance):
-    algorithm = "optuna"
+class TestOptunaNSGA3(TestOptunaNSGA2):
     options = {"sampler": "nsga3", "population_size": 4}
-    learns = False   # Optuna's NSGA samplers breed from their own generations only
