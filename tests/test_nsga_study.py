@@ -1,5 +1,6 @@
 """nsga2 in whole studies of two objectives: on a real mpiexec pool (rows and front stored),
-and killed mid-batch then resumed (its population equals an uninterrupted run's)."""
+killed mid-batch then resumed (its population equals an uninterrupted run's), and finished
+then resumed in async mode (the history told as vectors; ours evaluate no point twice)."""
 
 import json
 import os
@@ -9,6 +10,7 @@ import sys
 
 import pytest
 
+import emews
 from emews.algorithms.nsga import NSGA2
 from emews.core import pareto
 from emews.space import Space
@@ -99,3 +101,22 @@ def test_a_resumed_nsga2_study_has_the_population_of_an_uninterrupted_one(study,
     assert [(r["params"], r["objectives"], r["feasible"]) for r in rows] == \
         [(r["params"], r["objectives"], r["feasible"]) for r in straight]
     assert {r["feasible"] for r in rows} == {True, False}
+
+
+# Optuna's NSGA-II breeds children equal to their parents at times: it may evaluate a point
+# twice, resumed or not; ours never does (distinct)
+@pytest.mark.parametrize("algorithm, options, distinct", [
+    ("nsga2", {"population_size": 6}, True), ("nsga3", {"population_size": 6}, True),
+    ("optuna", {"sampler": "nsga2", "population_size": 6}, False),
+    ("optuna", {"sampler": "tpe"}, True)])
+def test_a_finished_two_objective_study_resumed_in_async_mode_goes_on(toy_config, algorithm,
+                                                                      options, distinct):
+    config = toy_config(algorithm=algorithm, mode="async", objective="mo_models:loss_and_size",
+                        **TWO) | {"algorithm": options}
+    first = emews.run(config)
+    resumed = emews.run(None, overrides={"study.budget": 24}, resume=first.expdir)
+    rows = stored_rows(resumed.expdir)
+    assert resumed.evaluations == len(rows) == 24 and {r["status"] for r in rows} == {"done"}
+    points = {json.dumps(r["params"], sort_keys=True) for r in rows}
+    assert len(points) == 24 or not distinct
+    assert final_front(resumed.expdir) == stored_front(rows)
