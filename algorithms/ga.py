@@ -48,6 +48,10 @@ Design choices:
   they did), the values of every told point and the counters.
 * A GA that breeds nothing but points it has values for (a small space, used up) for 100
   generations (``ga_async``: children) in a row is done.
+* ``nsga2`` and ``nsga3`` (:mod:`.nsga`) are this GA with other parts: what a fitness is
+  (``_individual_class``, ``_record``, ``_assign``, ``_record_of``), how the best told points
+  are chosen (``_best``), breeding and survivors (``_breed``, ``_survivors``), and what the
+  state adds (``_state_data``, ``_restore_data``).
 """
 
 import contextlib
