@@ -13,9 +13,9 @@ restore, without them), as Optuna's own pruners leave a trial. Told points that 
 never asked for (a resumed run's history) become finished trials (``study.add_trial``), so they
 count towards ``n_startup_trials`` and inform the sampler; CMA-ES, which learns only from its
 own generations, is warm-started from them instead (Optuna's ``source_trials``, or ``x0`` at
-the best of a short history) when the first point is asked, unless ``x0``/``sigma0`` are set. Optuna's NSGA-II and NSGA-III breed only from generations of
-their own trials: told points never asked for are in the study (and in its front) but do not
-seed their first generation.
+the best of a short history) when the first point is asked, unless ``x0``/``sigma0`` are set.
+Optuna's NSGA-II and NSGA-III breed only from generations of their own trials: told points
+never asked for are in the study (and in its front) but do not seed their first generation.
 
 Options: ``sampler`` (``tpe``, ``cmaes``, ``gp``, ``random``, ``qmc``) and the keywords of
 that sampler's constructor that a configuration can set (:data:`SAMPLER_OPTIONS`: not ``seed``,
