@@ -210,3 +210,81 @@ def test_a_given_reference_point_is_taken_in_each_objectives_direction(toy_confi
     cfg = config.load(toy_config(**MO, directions=["minimize", "maximize"],
                                  reference_point=[10.0, 100.0], patience=5), environ={})
     assert cfg.stop["reference_point"] == [10.0, -100.0]
+
+
+def told_records(path):
+    """What RecordingObjectives was told: {point key: (values, violations)}."""
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    return [(json.dumps(r["point"], sort_keys=True), r["values"], r["violations"])
+            for r in lines]
+
+
+def test_the_algorithm_is_told_objectives_and_a_resume_tells_the_history_alike(toy_config,
+                                                                                tmp_path):
+    """Async: a resumed search is told the stored rows as its history, as Objectives (each
+    to minimize, with the violations) just as the first run told them."""
+    record = tmp_path / "told.jsonl"
+    first = emews.run(toy_config(budget=8, algorithm="recording_algorithm:RecordingObjectives",
+                                 directions=["minimize", "maximize"],
+                                 constraints=["size <= 9000"], **MO)
+                      | {"algorithm": {"record": str(record)}})
+    told_first = told_records(record)
+    record.unlink()
+    resumed = emews.run(None, {"study.budget": 14}, resume=first.expdir)
+    rows = stored_rows(resumed.expdir)
+    assert len(rows) == 14 and all(len(r["objectives"]) == 2 for r in rows)
+    assert all(r["feasible"] is (r["objectives"][1] <= 9000) for r in rows)
+    expected = {json.dumps(r["params"], sort_keys=True): (
+        [r["objectives"][0], -r["objectives"][1]], [max(r["objectives"][1] - 9000, 0.0)])
+        for r in rows}
+    history = told_records(record)[:8]
+    assert sorted(told_first) == sorted(history)
+    assert all(expected[key] == (values, violations) for key, values, violations in history)
+    assert front_of(resumed.expdir, rows) == independent_front(rows, ["minimize", "maximize"])
+
+
+def test_an_app_runs_objectives_are_its_last_labelled_result_lines(tmp_path):
+    """A Model Shell run's log (RUN_DIR/model.log, as model.sh leaves it) and result.txt."""
+    from emews.evaluate.base import EvaluationFailed
+    from emews.evaluate.results import read_app_result
+
+    log = tmp_path / "model.log"
+    log.write_text("epoch 1\nIMPROVE_RESULT loss 0.5\nIMPROVE_RESULT params 100\n"
+                   "IMPROVE_RESULT 0.25\nIMPROVE_RESULT loss: 0.25\n")
+    value = read_app_result(tmp_path, log, "loss,params")
+    assert value.objectives == [0.25, 100.0] and value == 0.25
+    (tmp_path / "result.txt").write_text("params 80\n")   # result.txt wins over the log
+    assert read_app_result(tmp_path, log, "loss,params").objectives == [0.25, 80.0]
+    with pytest.raises(EvaluationFailed, match="objective 'latency': the model reported no "
+                                               "result line labelled 'latency'"):
+        read_app_result(tmp_path, log, "loss,latency")
+    log.write_text("IMPROVE_RESULT loss nan\nIMPROVE_RESULT params 1\n")
+    with pytest.raises(EvaluationFailed, match="objective 'loss': the model reported NaN"):
+        read_app_result(tmp_path, log, "loss,params")
+
+
+def test_a_resume_that_changes_what_the_study_optimizes_is_refused(toy_config):
+    first = emews.run(toy_config(budget=4, **MO))
+    for change in ({"study.directions": ["minimize", "maximize"]},
+                   {"study.constraints": ["size <= 3"]}):
+        with pytest.raises(ConfigError, match=r"--resume: \[study\] objectives, directions and "
+                                              "constraints: must be the same"):
+            emews.run(None, {"study.budget": 6, **change}, resume=first.expdir)
+    assert len(stored_rows(first.expdir)) == 4
+
+
+def test_a_study_stops_when_its_front_stops_growing(toy_config):
+    result = emews.run(toy_config(budget=300, patience=6, mode="batch", batch_size=2, **MO))
+    rows = stored_rows(result.expdir)
+    assert result.stop_reason == ("converged: no hypervolume improvement larger than 0.0 in 6 "
+                                  "evaluations")
+    assert 6 <= len(rows) < 300
+    vectors = [r["objectives"] for r in sorted(rows, key=lambda r: r["finished"])]
+    reference = pareto.reference_point(vectors[:6])      # the first design: min(patience, 10)
+    last_growth, volume = 6, pareto.hypervolume(vectors[:6], reference)
+    for n in range(7, len(vectors) + 1):
+        grown = pareto.hypervolume(vectors[:n], reference)
+        last_growth, volume = (n, grown) if grown > volume else (last_growth, volume)
+        if n - last_growth >= 6:
+            break
+    assert len(rows) in (n, n + 1)     # the first count 6 past the last growth (a batch of 2)
