@@ -50,8 +50,10 @@ Design choices:
   generations (``ga_async``: children) in a row is done.
 * ``nsga2`` and ``nsga3`` (:mod:`.nsga`) are this GA with other parts: what a fitness is
   (``_individual_class``, ``_record``, ``_assign``, ``_record_of``), how the best told points
-  are chosen (``_best``), breeding and survivors (``_breed``, ``_survivors``), and what the
-  state adds (``_state_data``, ``_restore_data``).
+  are chosen (``_best``), parents, breeding and survivors (``_parents``, ``_breed``,
+  ``_survivors``), and what the state adds (``_state_data``, ``_restore_data``);
+  ``nsga2_async`` and ``nsga3_async`` are this module's ``ga_async`` with the same parts and
+  their own ``_settle``.
 """
 
 import contextlib
@@ -283,11 +285,15 @@ class GA(Algorithm):
         self.immigrants = []
         with self._own_random():
             if self.strategy == "simple":
-                parents = self.toolbox.select(self.population, self.population_size)
+                parents = self._parents(self.population_size)
                 return algorithms.varAnd(parents, self.toolbox, self.crossover_prob,
                                          self.mutation_prob)
             return algorithms.varOr(self.population, self.toolbox, self.offspring_count,
                                     self.crossover_prob, self.mutation_prob)
+
+    def _parents(self, k):
+        """``k`` parents chosen from the population (call inside :meth:`_own_random`)."""
+        return self.toolbox.select(self.population, k)
 
     def _survivors(self):
         if self.strategy == "simple" or not self.population:
@@ -372,7 +378,7 @@ class SteadyStateGA(GA):
         from deap import algorithms
 
         with self._own_random():
-            parents = self.toolbox.select(self.population, 2)
+            parents = self._parents(2)
             child = algorithms.varAnd(parents, self.toolbox, self.crossover_prob,
                                       self.mutation_prob)[0]
             if child.fitness.valid:

@@ -50,7 +50,7 @@ import numpy as np
 
 from emews.core.algorithm import check_number
 
-from .ga import GA
+from .ga import GA, SteadyStateGA
 
 
 class NSGA2(GA):
@@ -112,14 +112,21 @@ class NSGA2(GA):
         self.population += self.immigrants
         self.immigrants = []
         with self._own_random():
-            self._rank(self.population)
-            parents = self.toolbox.select(self.population, self.offspring_count)
-            return algorithms.varAnd(parents, self.toolbox, self.crossover_prob,
-                                     self.mutation_prob)
+            return algorithms.varAnd(self._parents(self.offspring_count), self.toolbox,
+                                     self.crossover_prob, self.mutation_prob)
+
+    def _parents(self, k):
+        """``k`` parents by tournaments on front and crowding (call inside ``_own_random``)."""
+        self._rank(self.population)
+        return super()._parents(k)
 
     def _survivors(self):
+        return self._cut(self.population + self.offspring)
+
+    def _cut(self, individuals):
+        """The ``population_size`` of ``individuals`` that NSGA selection keeps."""
         with self._own_random():
-            return self._select(self.population + self.offspring, self.population_size)
+            return self._select(individuals, self.population_size)
 
     def _select(self, individuals, k):
         """NSGA selection of ``k`` individuals; failures only where too few others are left."""
@@ -196,6 +203,28 @@ class NSGA3(NSGA2):
         super()._restore_data(data)
         name, keys, position, has_gauss, gauss = data["numpy"]
         self.numpy_state = (name, np.array(keys, dtype=np.uint32), position, has_gauss, gauss)
+
+
+class SteadyStateNSGA2(NSGA2, SteadyStateGA):
+    """Steady-state NSGA-II: ``ga_async``'s one child per free worker, NSGA-II's selection.
+
+    A child comes from two parents that win binary tournaments on front and crowding; each
+    result (asked for or not) joins the population, and once the population is over
+    ``population_size`` NSGA selection cuts it back (``selNSGA2``: the one dropped is on the
+    last front, with the least crowding distance), as Durillo et al. (2009). ``generations``
+    caps it at ``population_size * generations`` points; ``offspring_proportion`` does not
+    apply.
+    """
+
+    def _settle(self, individual, asked):
+        self.population.append(individual)
+        if len(self.population) > self.population_size:
+            self.population = self._cut(self.population)
+
+
+class SteadyStateNSGA3(NSGA3, SteadyStateNSGA2):
+    """Steady-state NSGA-III: as :class:`SteadyStateNSGA2`, cut back with ``selNSGA3`` and
+    tournaments on the front alone."""
 
 
 def default_divisions(objectives, population_size):
