@@ -97,6 +97,14 @@ class TestNSGA3(TestNSGA2):
     algorithm = "nsga3"
 
 
+class TestSteadyStateNSGA2(TestSteadyStateGA):   # ga_async's options
+    algorithm = "nsga2_async"
+
+
+class TestSteadyStateNSGA3(TestSteadyStateNSGA2):
+    algorithm = "nsga3_async"
+
+
 class TestOptunaNSGA2(Conformance):
     algorithm = "optuna"
     options = {"sampler": "nsga2", "population_size": 4}

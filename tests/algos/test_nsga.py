@@ -1,13 +1,14 @@
-"""NSGA-II and NSGA-III: better fronts than random search, Deb's constrained domination,
-failures last, exact resumes, and their options."""
+"""NSGA-II and NSGA-III, generational and steady-state: better fronts than random search,
+Deb's constrained domination, failures last, exact resumes, and their options."""
 
 import math
 
 import pytest
 
-from emews.algorithms.nsga import NSGA2, NSGA3, default_divisions, pareto_individual
+from emews.algorithms.nsga import (NSGA2, NSGA3, SteadyStateNSGA2, SteadyStateNSGA3,
+                                  default_divisions, pareto_individual)
 from emews.algorithms.random_search import RandomSearch
-from emews.core.algorithm import Objectives
+from emews.core.algorithm import Objectives, point_key
 from emews.core.pareto import hypervolume
 from emews.errors import ConfigError
 from emews.space import Space
@@ -39,11 +40,28 @@ def search(algorithm, objective, budget, slots=8):
     return vectors
 
 
-@pytest.mark.parametrize("cls", [NSGA2, NSGA3])
+def search_async(algorithm, objective, budget, slots=8):
+    """Keep ``slots`` points out; tell the oldest one's vector, then ask one more in its place
+    (a pool whose workers free one at a time); every vector told."""
+    out, vectors = algorithm.ask(slots), []
+    while len(vectors) < budget:
+        assert out, "the search stalled"
+        point = out.pop(0)
+        vectors.append(objective(point))
+        algorithm.tell([point], [Objectives(vectors[-1])])
+        out += algorithm.ask(min(slots - len(out), budget - len(vectors) - len(out)))
+    return vectors
+
+
+STEADY = [SteadyStateNSGA2, SteadyStateNSGA3]
+
+
+@pytest.mark.parametrize("cls", [NSGA2, NSGA3] + STEADY)
 def test_fronts_beat_random_search_at_the_same_budget(cls):
+    drive = search_async if cls in STEADY else search
     gains = []
     for seed in range(6):   # paired: the same seed for both
-        ours = hypervolume(search(cls(CUBE, seed=seed, objectives=2), zdt1, 160),
+        ours = hypervolume(drive(cls(CUBE, seed=seed, objectives=2), zdt1, 160),
                            ZDT_REFERENCE)
         chance = hypervolume(search(RandomSearch(CUBE, seed=seed), zdt1, 160), ZDT_REFERENCE)
         gains.append(ours - chance)
@@ -67,7 +85,7 @@ def test_constrained_domination_is_debs_rule():
     assert made((1.0, 1.0), 0.5) == better_but_broken != made((1.0, 1.0), 0.0)
 
 
-@pytest.mark.parametrize("cls", [NSGA2, NSGA3])
+@pytest.mark.parametrize("cls", [NSGA2, NSGA3] + STEADY)
 def test_infeasible_points_stay_off_the_first_front_while_feasible_ones_exist(cls):
     from deap.tools.emo import sortNondominated
 
@@ -122,6 +140,47 @@ def test_a_resumed_population_equals_the_uninterrupted_one(cls):
     rounds(resumed, 7)
     assert uninterrupted.generation == resumed.generation >= 4
     assert population(resumed) == population(uninterrupted)
+
+
+@pytest.mark.parametrize("cls", STEADY)
+def test_the_steady_state_forms_breed_while_others_run_and_cut_back_by_fronts(cls):
+    algorithm = cls(CUBE, seed=5, objectives=2, population_size=4)
+    starters = algorithm.ask(4)
+    algorithm.tell(starters[:2], [Objectives([1.0, 4.0]), Objectives([4.0, 1.0])])
+    child = algorithm.ask(1)   # two of four back: a child already
+    assert len(child) == 1 and point_key(child[0]) not in {point_key(p) for p in starters}
+    algorithm.tell(starters[2:], [Objectives([2.0, 2.0]), Objectives([5.0, 5.0])])
+    assert len(algorithm.population) == 4 and algorithm.generation == 0
+    algorithm.tell(child, [Objectives([0.5, 0.5])])   # five: the dominated worst goes
+    assert sorted(i.fitness.values for i in algorithm.population) == \
+        [(0.5, 0.5), (1.0, 4.0), (2.0, 2.0), (4.0, 1.0)]
+    algorithm.tell(algorithm.ask(1), [Objectives([0.1, 0.6], violations=[1.0])])
+    assert all(i.fitness.violation == 0.0 for i in algorithm.population)   # infeasible: out
+
+
+@pytest.mark.parametrize("cls", STEADY)
+def test_a_steady_state_form_restored_with_children_in_flight_goes_on_as_the_original(cls):
+    def go_on(algorithm, out, budget):
+        """Tell the oldest point of ``out`` and put one more there, ``budget`` times."""
+        asked = []
+        for _ in range(budget):
+            point = out.pop(0)
+            algorithm.tell([point], [two_bowls(point)])
+            asked += algorithm.ask(1)
+            out.append(asked[-1])
+        return asked, sorted((list(i), i.fitness.values, i.fitness.violation)
+                             for i in algorithm.population)
+
+    original = cls(MIXED, seed=9, objectives=2, population_size=6)
+    out = original.ask(4)
+    go_on(original, out, 12)   # out: four children still in flight
+    restored = cls(MIXED, seed=9, objectives=2, population_size=6)
+    restored.restore(original.state())
+    assert restored.state() == original.state()
+    assert sorted(restored.waiting) == sorted(point_key(p) for p in out) and len(out) == 4
+    expected = go_on(original, list(out), 20)
+    assert go_on(restored, list(out), 20) == expected
+    assert len(expected[1]) == 6 and original.proposed == restored.proposed == 36
 
 
 def test_nsga3_reference_points_fill_the_population_by_default():
