@@ -1,6 +1,7 @@
-"""nsga2 in whole studies of two objectives: on a real mpiexec pool (rows and front stored),
-killed mid-batch then resumed (its population equals an uninterrupted run's), and finished
-then resumed in async mode (the history told as vectors; ours evaluate no point twice)."""
+"""nsga2 and its steady-state forms in whole studies of two objectives: on a real mpiexec pool
+(rows and front stored), killed mid-batch then resumed (its population equals an uninterrupted
+run's: the driver checkpoints in batch mode), and finished then resumed in async mode (the
+history told as vectors; ours evaluate no point twice)."""
 
 import json
 import os
@@ -11,8 +12,8 @@ import sys
 import pytest
 
 import emews
-from emews.algorithms.nsga import NSGA2
 from emews.core import pareto
+from emews.core.algorithm import load
 from emews.space import Space
 from emews.store import study_store
 from emews.testing import experiment_rows
@@ -36,9 +37,11 @@ def stored_front(rows):
 
 
 @pytest.mark.mpi
-def test_an_nsga2_study_on_the_mpi_pool_stores_its_rows_and_front(emews_cli, study, tmp_path):
+@pytest.mark.parametrize("algorithm", ["nsga2", "nsga2_async", "nsga3_async"])
+def test_an_nsga_study_on_the_mpi_pool_stores_its_rows_and_front(emews_cli, study, tmp_path,
+                                                                   algorithm):
     path = study(system={"procs": 4},
-                 study={"algorithm": "nsga2", "budget": 24, "seed": 3, "mode": "async",
+                 study={"algorithm": algorithm, "budget": 24, "seed": 3, "mode": "async",
                         "objective": "mo_models:loss_and_size", **TWO},
                  algorithm={"population_size": 8})
     done = emews_cli("run", path)
@@ -52,22 +55,24 @@ def test_an_nsga2_study_on_the_mpi_pool_stores_its_rows_and_front(emews_cli, stu
     assert final_front(expdir) == stored_front(rows) != []
 
 
-def population(expdir, space):
-    """The population of the nsga2 checkpoint in the store of ``expdir``."""
+def population(expdir, space, algorithm):
+    """The population of the checkpoint of ``algorithm`` in the store of ``expdir``."""
     store = study_store(expdir, readonly=True)
     try:
         state, _ = store.checkpoint("me")
     finally:
         store.close()
-    algorithm = NSGA2(space, seed=11, objectives=2, population_size=4)
+    algorithm = load(algorithm)(space, seed=11, objectives=2, population_size=4)
     algorithm.restore(state)
     return [(list(i), i.fitness.values, i.fitness.violation) for i in algorithm.population]
 
 
-def test_a_resumed_nsga2_study_has_the_population_of_an_uninterrupted_one(study, tmp_path):
+@pytest.mark.parametrize("algorithm", ["nsga2", "nsga2_async"])
+def test_a_resumed_nsga_study_has_the_population_of_an_uninterrupted_one(study, tmp_path,
+                                                                        algorithm):
     budget, stall = 16, 6
     path = study(system={"procs": 3, "pool": "inprocess", "progress_interval": 60},
-                 study={"algorithm": "nsga2", "mode": "batch", "batch_size": 4,
+                 study={"algorithm": algorithm, "mode": "batch", "batch_size": 4,
                         "budget": budget, "seed": 11,
                         "objective": "mo_stall:loss_and_size_stalling", **TWO},
                  algorithm={"population_size": 4})
@@ -87,14 +92,15 @@ def test_a_resumed_nsga2_study_has_the_population_of_an_uninterrupted_one(study,
     os.killpg(killed.pid, signal.SIGKILL)
     killed.communicate()
     (expdir,) = (tmp_path / "experiments" / "killed").iterdir()
-    interrupted = population(expdir, space)
+    interrupted = population(expdir, space, algorithm)
     (gate / "go").touch()
     for process in (emews("run", "--resume", expdir), emews("run", path, "--name", "straight")):
         _, stderr = process.communicate(timeout=300)
         assert process.returncode == 0, stderr
     (reference,) = (tmp_path / "experiments" / "straight").iterdir()
 
-    resumed, uninterrupted = population(expdir, space), population(reference, space)
+    resumed = population(expdir, space, algorithm)
+    uninterrupted = population(reference, space, algorithm)
     assert len(resumed) == 4 and resumed == uninterrupted != interrupted
     rows, straight = stored_rows(expdir), stored_rows(reference)
     assert [r["status"] for r in rows] == ["done"] * budget
@@ -107,6 +113,7 @@ def test_a_resumed_nsga2_study_has_the_population_of_an_uninterrupted_one(study,
 # twice, resumed or not; ours never does (distinct)
 @pytest.mark.parametrize("algorithm, options, distinct", [
     ("nsga2", {"population_size": 6}, True), ("nsga3", {"population_size": 6}, True),
+    ("nsga2_async", {"population_size": 6}, True), ("nsga3_async", {"population_size": 6}, True),
     ("optuna", {"sampler": "nsga2", "population_size": 6}, False),
     ("optuna", {"sampler": "tpe"}, True)])
 def test_a_finished_two_objective_study_resumed_in_async_mode_goes_on(toy_config, algorithm,
