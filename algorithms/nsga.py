@@ -1,5 +1,5 @@
-"""NSGA-II and NSGA-III on DEAP: the generational ``ga`` with Pareto selection, for several
-objectives and constraints.
+"""NSGA-II and NSGA-III on DEAP: the generational ``ga`` and the steady-state ``ga_async`` with
+Pareto selection, for several objectives and constraints.
 
 Both are :class:`~emews.algorithms.ga.GA` with two steps replaced; everything else (handing a
 generation out through ``ask`` and waiting for it, the operators by parameter type, immigrants,
@@ -28,6 +28,13 @@ never sending a point out twice, the seeded generator, ``state()``) is the GA's:
   not enough others to fill the population.
 * With one objective (a study of one, constrained or not) both are a (mu + lambda) GA with
   constrained selection.
+* ``nsga2_async`` and ``nsga3_async`` are the steady-state forms: ``ga_async`` (a child of two
+  tournament winners for every free worker, no waiting for generations) with these parts, and
+  their own ``_settle``: each result joins the population, and once it is over
+  ``population_size`` NSGA selection cuts it back::
+
+      ask  --> parents = tournaments on (front, crowding) --> child (varAnd) --> point out
+      tell --> population + the result --> NSGA selection of population_size
 
 Settings (Supervisor's GA names in brackets, as ``ga``): ``population_size``
 [POPULATION_SIZE] (20), ``generations`` [NUM_ITERATIONS] (unlimited), ``offspring_proportion``
