@@ -67,6 +67,7 @@ class TestOptunaTPE(Conformance):
 class TestOptunaCMAES(Conformance):
     algorithm = "optuna"
     options = {"sampler": "cmaes", "popsize": 4}
+    several_objectives = False   # refused: see test_optuna_objectives.py
 
 
 class TestOptunaRandom(Conformance):
@@ -86,3 +87,29 @@ class TestOptunaQMC(Conformance):
     algorithm = "optuna"
     options = {"sampler": "qmc", "scramble": True}
     learns = False
+
+
+class TestNSGA2(TestGA):   # the GA's options
+    algorithm = "nsga2"
+
+
+class TestNSGA3(TestNSGA2):
+    algorithm = "nsga3"
+
+
+class TestSteadyStateNSGA2(TestSteadyStateGA):   # ga_async's options
+    algorithm = "nsga2_async"
+
+
+class TestSteadyStateNSGA3(TestSteadyStateNSGA2):
+    algorithm = "nsga3_async"
+
+
+class TestOptunaNSGA2(Conformance):
+    algorithm = "optuna"
+    options = {"sampler": "nsga2", "population_size": 4}
+    learns = False   # Optuna's NSGA samplers breed from their own generations only
+
+
+class TestOptunaNSGA3(TestOptunaNSGA2):
+    options = {"sampler": "nsga3", "population_size": 4}
