@@ -97,11 +97,30 @@ def observed_distributions(rows):
     return result
 
 
-def learning_curves(expdir):
+def learning_curves(expdir, points=None):
     """The learning curves of the study in ``expdir``: ``{evaluation id: {step: value}}``,
     each as Optuna's ``FrozenTrial.intermediate_values`` holds it (one read for the whole
-    study: :func:`~.source.read_curves`)."""
-    return read_curves(expdir)
+    study: :func:`~.source.read_curves`); with ``points``, each :func:`thinned` to them."""
+    curves = read_curves(expdir)
+    if points is None:
+        return curves
+    return {i: thinned(curve, points) for i, curve in curves.items()}
+
+
+def thinned(curve, points):
+    """``curve`` (``{step: value}``) cut to at most ``points`` (3 or more) of its steps, for
+    a view of many curves at once: its first and last steps, the step of its lowest value,
+    and steps evenly spaced between them (the same steps for curves of the same steps); the
+    whole curve when it has no more steps than that."""
+    if len(curve) <= points:
+        return curve
+    steps = sorted(curve)
+    finite = [step for step in steps if curve[step] == curve[step]]   # NaN != NaN
+    best = min(finite, key=curve.__getitem__, default=steps[0])
+    spaced = points - 1   # evenly spaced ones, the best one besides
+    keep = {steps[round(k * (len(steps) - 1) / (spaced - 1))] for k in range(spaced)}
+    keep.add(best)
+    return {step: curve[step] for step in steps if step in keep}
 
 
 def frozen_trial(row, dists, number=0, trial_id=0, expdir=None, curve=None):
@@ -229,10 +248,12 @@ class StoreView(BaseStorage):
     """A read-only Optuna storage over the studies of ``paths`` (each an ``EXPDIR`` or a
     ``DATA_DIR/NAME``): one Optuna study per experiment, named by its directory
     (``NAME/EXPnnn`` for a workflow's), minimizing its objective. Every read goes to the store
-    (a live view); every write raises :class:`ReadOnlyError`."""
+    (a live view); every write raises :class:`ReadOnlyError`. ``curve_points``: each learning
+    curve :func:`thinned` to that many points (``None``: whole)."""
 
-    def __init__(self, paths):
+    def __init__(self, paths, curve_points=None):
         self.paths = [Path(p) for p in paths]
+        self.curve_points = curve_points
         self._known = {}
         self._studies()   # a path that holds no study: a ConfigError now
 
@@ -296,7 +317,7 @@ class StoreView(BaseStorage):
     def get_all_trials(self, study_id, deepcopy=True, states=None):
         study = self._study(study_id)
         rows = read_rows(study.expdir)
-        dists, curves = study.dists(rows), learning_curves(study.expdir)
+        dists, curves = study.dists(rows), learning_curves(study.expdir, self.curve_points)
         if study.replicas is not None:
             trials = point_trials(rows, study.replicas, dists, study_id, study.expdir)
         else:
@@ -315,8 +336,11 @@ class StoreView(BaseStorage):
         if best is None:
             raise ValueError("no trial is completed yet")   # as Optuna's storages say it
         number = best["id"]
+        curve = read_curves(study.expdir, best).get(number)
+        if self.curve_points is not None and curve:
+            curve = thinned(curve, self.curve_points)
         return frozen_trial(best, study.dists([]), number, study_id << TRIAL_BITS | number,
-                            study.expdir, learning_curves(study.expdir).get(best["id"]))
+                            study.expdir, curve)
 
     def get_trial(self, trial_id):
         study_id, number = trial_id >> TRIAL_BITS, trial_id & ((1 << TRIAL_BITS) - 1)

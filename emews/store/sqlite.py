@@ -30,7 +30,7 @@ from pathlib import Path
 from ..errors import ConfigError, StoreError
 from ..status import Status
 from . import schema
-from .base import NO_REASON, Snapshot, Store, decoded, duplicate_rows
+from .base import NO_REASON, Snapshot, Store, curves_of, decoded, duplicate_rows
 from .filesystem import journal_mode
 
 ROWS_PER_STATEMENT = 128            # 11 values a row: far below SQLite's 32,766 parameters
@@ -248,6 +248,13 @@ class SQLiteStore(Store):
         return [decoded(row, "metrics") for row in self._read(
             f"SELECT id, attempt, step, value, metrics, time FROM reports {where} ORDER BY n",
             args)]
+
+    def curves(self):
+        if not self._read("SELECT 1 FROM sqlite_master WHERE name='reports'"):
+            return {}
+        return curves_of(self._read("SELECT r.id, r.step, r.value FROM reports r JOIN "
+                                    "evaluations e ON e.id=r.id AND e.attempt=r.attempt "
+                                    "ORDER BY r.n"))
 
     def counts(self):
         return dict(self._read("SELECT status, COUNT(*) FROM evaluations GROUP BY status"))
