@@ -147,7 +147,8 @@ def keep_password_out(cfg):
 def search_settings(cfg, seed):
     """What :func:`emews.core.me.build_algorithm` builds the study's algorithm from."""
     study = cfg.study
-    return {"algorithm": study["algorithm"], "options": cfg.algorithm, "space": study["space"],
+    return {"algorithm": study["algorithm"], "options": cfg.algorithm_options,
+            "space": study["space"],
             "seed": seed, "replicas": {k: study[k] for k in REPLICA_KEYS}}
 
 
@@ -169,6 +170,11 @@ def validate(cfg, seed=None):
             raise ConfigError(cfg.where("algorithm", key), "is a setting of [study], not of "
                               "[algorithm]", cfg.algorithm[key])
     algorithm = load(study["algorithm"], cfg.where("study", "algorithm"))
+    names = cfg.criteria.names
+    if isinstance(algorithm, type) and len(names) > 1 and not algorithm.multiobjective:
+        raise ConfigError(cfg.where("study", "algorithm"), f"searches one objective only; the "
+                          f"study has {len(names)} ({', '.join(names)}): choose one that "
+                          "searches several (multiobjective = True)", study["algorithm"])
     if isinstance(algorithm, type):
         if space is None and algorithm.needs_space:
             raise ConfigError(cfg.where("study", "space"), "the algorithm needs a search-space "
