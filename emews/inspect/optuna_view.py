@@ -32,6 +32,7 @@ from optuna.study._frozen import FrozenStudy
 from optuna.trial import FrozenTrial, TrialState
 
 from ..core.algorithm import point_key
+from ..core.criteria import Criteria
 from ..core.replicas import settings_of, summarize
 from ..errors import ConfigError, EmewsError
 from ..space import Categorical, Constant, Float, Int, Logical, Space
@@ -46,6 +47,7 @@ STATES = {Status.QUEUED: TrialState.RUNNING, Status.RUNNING: TrialState.RUNNING,
 once, as our ME's proposal is ``queued`` at once)."""
 
 TRIAL_BITS = 32   # a trial id is study_id << TRIAL_BITS | number
+METRIC_NAMES = "study:metric_names"   # Optuna's study system attribute: objectives' names
 
 
 class ReadOnlyError(EmewsError):
@@ -123,20 +125,30 @@ def thinned(curve, points):
     return {step: curve[step] for step in steps if step in keep}
 
 
-def frozen_trial(row, dists, number=0, trial_id=0, expdir=None, curve=None):
+def frozen_trial(row, dists, number=0, trial_id=0, expdir=None, curve=None, criteria=None):
     """The Optuna trial of one of our rows (as :meth:`emews.store.Store.rows` gives it).
 
-    State by :data:`STATES`; the value of a ``done`` row (the study minimizes it); params
-    with ``dists`` (those not in ``dists`` are left out); start (``started``, or ``queued``
-    while it waits) and end times; user attributes ``emews_id``, ``run_id``, ``run_dir``
-    (with ``expdir``, the experiment's resolved directory), ``status``, ``rank``,
-    ``attempt``, ``error`` and ``metrics``; ``curve``: its intermediate values (see
-    :func:`learning_curves`). A study with replicas has :func:`point_trials` instead.
+    State by :data:`STATES`; the value of a ``done`` row (the study minimizes it) or, in a
+    study of several objectives or with constraints (``criteria``, a
+    :class:`~emews.core.criteria.Criteria`), its raw values in the order of the objectives
+    (the study has their directions: :func:`directions`) and each constraint's violation as
+    Optuna keeps it (system attribute ``constraints``; 0.0 where it holds, so that a
+    feasible trial's are all ``<= 0``); params with ``dists`` (those not in ``dists`` are
+    left out); start (``started``, or ``queued`` while it waits) and end times; user
+    attributes ``emews_id``, ``run_id``, ``run_dir`` (with ``expdir``, the experiment's
+    resolved directory), ``status``, ``rank``, ``attempt``, ``error`` and ``metrics``;
+    ``curve``: its intermediate values (see :func:`learning_curves`). A study with replicas
+    has :func:`point_trials` instead.
     """
     state = STATES[row["status"]]
-    value = row["result"] if state == TrialState.COMPLETE else None
+    vector = criteria is not None and criteria.vector
+    value = (row.get("objectives") if vector else row["result"]) \
+        if state == TrialState.COMPLETE else None
     if state == TrialState.COMPLETE and value is None:
         state = TrialState.FAIL   # done without a value (a NaN): Optuna's FAIL
+    system = {}
+    if vector and criteria.constraints and value is not None:
+        system["constraints"] = list(criteria.told(value, row["metrics"] or {}).violations)
     params = {name: row["params"][name] for name in dists if name in (row["params"] or {})}
     attrs = {"emews_id": row["id"], "run_id": row["run_id"], "status": row["status"],
              "rank": row["rank"], "attempt": row["attempt"], "error": row["error"],
@@ -147,10 +159,17 @@ def frozen_trial(row, dists, number=0, trial_id=0, expdir=None, curve=None):
     end = (row["finished"] if row["finished"] is not None else start) if state.is_finished() \
         else None
     return FrozenTrial(
-        number=number, trial_id=trial_id, state=state, value=value, params=params,
+        number=number, trial_id=trial_id, state=state, value=None if vector else value,
+        values=value if vector else None, params=params,
         distributions={name: dists[name] for name in params}, user_attrs=attrs,
-        system_attrs={}, intermediate_values=curve or {},
+        system_attrs=system, intermediate_values=curve or {},
         datetime_start=_time(start), datetime_complete=_time(end))
+
+
+def directions(criteria):
+    """Optuna's directions of a study's :class:`~emews.core.criteria.Criteria`."""
+    return [StudyDirection.MAXIMIZE if d == "maximize" else StudyDirection.MINIMIZE
+            for d in criteria.directions]
 
 
 def point_trials(rows, replicas, dists, study_id=0, expdir=None):
@@ -232,7 +251,8 @@ class _Experiment:
         except (OSError, ValueError):
             config = {}
         study = config.get("study") or {}
-        self.objective = study.get("model_return") or "val_loss"
+        self.criteria = Criteria.from_study(study)
+        self.objective = self.criteria.names[0]
         self.space_file = study.get("space")
         self.replicas = settings_of(study)   # with replicas: one trial per point
         self._dists = None
@@ -280,17 +300,18 @@ class StoreView(BaseStorage):
     # --- studies
 
     def get_all_studies(self):
-        return [FrozenStudy(study.name, None, self._user_attrs(study), {}, study_id,
-                            directions=self._directions())
+        return [FrozenStudy(study.name, None, self._user_attrs(study),
+                            self._system_attrs(study), study_id,
+                            directions=directions(study.criteria))
                 for study_id, study in enumerate(self._studies())]
 
     @staticmethod
-    def _directions():
-        return [StudyDirection.MINIMIZE]   # a list: a multi-objective study extends it
-
-    @staticmethod
     def _user_attrs(study):
-        return {"emews_expdir": str(study.expdir), "objective": study.objective}
+        attrs = {"emews_expdir": str(study.expdir), "objective": study.objective}
+        if study.criteria.vector:
+            attrs.update(objectives=list(study.criteria.names),
+                         constraints=[str(c) for c in study.criteria.constraints])
+        return attrs
 
     def get_study_id_from_name(self, study_name):
         for study_id, study in enumerate(self._studies()):
@@ -302,15 +323,19 @@ class StoreView(BaseStorage):
         return self._study(study_id).name
 
     def get_study_directions(self, study_id):
-        self._study(study_id)
-        return self._directions()
+        return directions(self._study(study_id).criteria)
 
     def get_study_user_attrs(self, study_id):
         return self._user_attrs(self._study(study_id))
 
     def get_study_system_attrs(self, study_id):
-        self._study(study_id)
-        return {}
+        return self._system_attrs(self._study(study_id))
+
+    @staticmethod
+    def _system_attrs(study):
+        """Optuna's names of the objectives (``Study.metric_names``, the dashboard's labels)
+        in a study of several; nothing else."""
+        return {METRIC_NAMES: list(study.criteria.names)} if study.criteria.vector else {}
 
     # --- trials
 
@@ -322,16 +347,25 @@ class StoreView(BaseStorage):
             trials = point_trials(rows, study.replicas, dists, study_id, study.expdir)
         else:
             trials = [frozen_trial(row, dists, row["id"], study_id << TRIAL_BITS | row["id"],
-                                   study.expdir, curves.get(row["id"])) for row in rows]
+                                   study.expdir, curves.get(row["id"]), study.criteria)
+                      for row in rows]
         if states is not None:
             trials = [t for t in trials if t.state in states]
         return trials   # made anew on every call: a deep copy would be the same
 
     def get_best_trial(self, study_id):
         study = self._study(study_id)
-        if study.replicas is not None or study.space_file is None \
+        if study.criteria.vector and len(study.criteria.names) == 1:   # constraints alone
+            feasible = [t for t in self.get_all_trials(study_id, states=(TrialState.COMPLETE,))
+                        if all(c <= 0 for c in t.system_attrs.get("constraints", ()))]
+            if not feasible:
+                raise ValueError("no feasible trial is completed yet")
+            sign = -1 if study.criteria.directions[0] == "maximize" else 1
+            return min(feasible, key=lambda t: (sign * t.values[0], t.number))
+        if study.replicas is not None or study.criteria.vector or study.space_file is None \
                 or not Path(study.space_file).is_file():
-            return super().get_best_trial(study_id)   # points, or distributions from every row
+            return super().get_best_trial(study_id)   # points, several objectives (Optuna
+            #                                           refuses), or distributions from rows
         best = best_row(study.expdir)
         if best is None:
             raise ValueError("no trial is completed yet")   # as Optuna's storages say it
