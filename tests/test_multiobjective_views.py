@@ -151,3 +151,53 @@ def get(app, path):
     status = []
     body = b"".join(app(environ, lambda s, headers, exc=None: status.append(s)))
     return status[0], json.loads(body)
+
+
+def write_mo_study(expdir, vectors, study, feasible=None):
+    """An experiment directory whose store holds one done evaluation per vector (raw
+    objectives; ``feasible`` per vector, or ``None``), finished in their order."""
+    expdir.mkdir()
+    (expdir / "config.json").write_text(json.dumps({"study": study}))
+    store = SQLiteStore(expdir / "results.db")
+    store.add([(i, json.dumps({"x": float(i)}), f"RUN{i:06d}", None, i)
+               for i in range(len(vectors))])
+    store.finish([(i, 1, Outcome(v[0], objectives=v, started=10.0 + i, finished=11.0 + i,
+                                 feasible=None if feasible is None else feasible[i]), 1, "done")
+                  for i, v in enumerate(vectors)])
+    store.commit()
+    store.close()
+    return expdir
+
+
+def test_the_report_draws_the_hypervolume_over_evaluations_against_the_reference(tmp_path):
+    from emews.inspect.report import hypervolume_curve
+
+    # size is maximized: raw (1, -3) is (1, 3) minimized; the infeasible (0, 0) dominates all
+    vectors = [[1.0, -3.0], [0.0, 0.0], [2.0, -2.0], [3.0, -1.0]]
+    expdir = write_mo_study(tmp_path / "EXP001", vectors, {
+        "objectives": ["loss", "size"], "directions": DIRECTIONS,
+        "constraints": ["loss >= 0.5"], "reference_point": [4.0, -4.0]},
+        feasible=[True, False, True, True])
+    reference, curve = hypervolume_curve(load(expdir), points=4)
+    # the staircase areas under (4, 4), by hand: (1,3) -> 3; + (2,2) -> 5; + (3,1) -> 6
+    assert reference == [4.0, 4.0] and curve == [(1, 3.0), (2, 3.0), (3, 5.0), (4, 6.0)]
+    page = load(expdir).report()
+    assert (expdir / "report_front.png").stat().st_size > 0
+    assert (expdir / "report_hypervolume.png").stat().st_size > 0
+    text = page.read_text()
+    assert "Pareto front" in text and "Hypervolume over evaluations" in text
+    assert "Pareto front: 3 points" in text   # (1,3), (2,2), (3,1): not the infeasible one
+
+
+def test_the_report_draws_a_pair_plot_for_three_objectives(tmp_path):
+    vectors = [[1.0, 2.0, 3.0], [3.0, 2.0, 1.0], [2.0, 2.0, 2.0], [3.0, 3.0, 3.0]]
+    expdir = write_mo_study(tmp_path / "EXP001", vectors, {"objectives": ["a", "b", "c"]})
+    study = load(expdir)
+    assert [r["id"] for r in study.pareto] == [0, 1, 2]
+    from emews.inspect import plot, report
+
+    figure, _ = report._front(plot.pyplot(), study, None)
+    drawn = [axes for axes in figure.axes if axes.axison]
+    assert sorted((a.get_xlabel(), a.get_ylabel()) for a in drawn) == [
+        ("a (min)", "b (min)"), ("a (min)", "c (min)"), ("b (min)", "c (min)")]
+    assert "Pareto front" in study.report().read_text()
