@@ -25,6 +25,7 @@ from pathlib import Path
 
 from .core import pruners
 from .core.criteria import Criteria
+from .core.pareto import minimized
 from .core.failure import ACTIONS as FAILURE_ACTIONS
 from .errors import ConfigError
 from .validation import Choice, Each, Flag, Number, Strings, Text, check
@@ -155,7 +156,8 @@ SCHEMA = {
         "lease": _positive("float", 60.0),
     },
 }
-STOP_KEYS = ("budget", "max_iterations", "tol", "patience", "target", "max_time", "step_budget")
+STOP_KEYS = ("budget", "max_iterations", "tol", "patience", "target", "max_time", "step_budget",
+             "reference_point")
 
 
 @dataclass
@@ -204,8 +206,13 @@ class Config:
 
     @property
     def stop(self):
-        """The stopping rules (keyword arguments of :class:`emews.core.algorithm.Stopper`)."""
-        return {k: self.study[k] for k in STOP_KEYS if self.study[k] is not None}
+        """The stopping rules (keyword arguments of :class:`emews.core.algorithm.Stopper`; the
+        reference point with each objective to minimize)."""
+        stop = {k: self.study[k] for k in STOP_KEYS if self.study[k] is not None}
+        if "reference_point" in stop:
+            stop["reference_point"] = minimized(stop["reference_point"],
+                                                self.criteria.directions)
+        return stop
 
 
 def load(sources=(), overrides=None, environ=None):

@@ -82,7 +82,8 @@ class Criteria:
     def from_study(cls, study, where=lambda key: f"[study].{key}"):
         """The criteria of a ``[study]`` table (as :func:`emews.config.load` resolved it);
         a ConfigError naming ``where(key)``, the rule and the value for a bad one."""
-        names = study.get("objectives") or [study.get("model_return") or "val_loss"]
+        names = study.get("objectives") or [
+            name.strip() for name in (study.get("model_return") or "val_loss").split(",")]
         if len(set(names)) < len(names) or not all(n.strip() and "," not in n for n in names):
             raise ConfigError(where("objectives"), "must name each objective once (names "
                               "without commas)", names)

@@ -56,8 +56,8 @@ def _sender(sock):
 
 
 def run(task, functions, send=None):
-    """One task: ``{"value": number, "metrics": {...}, "objectives": [...]}``, ``{"pruned": {"value": number,
-    "step": step}}`` or ``{"error": reason, "tail": traceback}``."""
+    """One task: ``{"value": number, "metrics": {...}, "objectives": [...]}``, ``{"pruned":
+    {"value": number, "step": step}}`` or ``{"error": reason, "tail": traceback}``."""
     for path in reversed(task["sys_path"]):
         if path not in sys.path:
             sys.path.insert(0, path)

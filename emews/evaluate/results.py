@@ -61,7 +61,10 @@ def objective_names(model_return):
 def extract(result, model_return="val_loss", epoch="last"):
     """What a model returned as a :class:`Value`: the value of each objective that
     ``model_return`` names (one, or a comma-separated list: see :func:`extract_value`), and
-    the final metrics. A missing or non-finite objective of several fails the run naming it."""
+    the final metrics (a :class:`Value` as it is: the CANDLE runner's). A missing or
+    non-finite objective of several fails the run naming it."""
+    if isinstance(result, Value):
+        return result
     names = objective_names(model_return)
     if len(names) == 1:
         return Value(extract_value(result, names[0], epoch), final_metrics(result))
