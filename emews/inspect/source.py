@@ -54,7 +54,8 @@ def read_curves(expdir, row=None):
     if row is None:
         return _read_once(expdir, lambda store: store.curves())
     return _read_once(expdir, lambda store: curves_of(
-        r for r in store.reports(row["id"]) if r["attempt"] == row["attempt"]))
+        (r["id"], r["step"], r["value"]) for r in store.reports(row["id"])
+        if r["attempt"] == row["attempt"]))
 
 
 def best_row(expdir):

@@ -374,13 +374,11 @@ def decoded(row, *decode):
 
 
 def curves_of(reports):
-    """``{id: {step: value}}`` of ``reports`` (rows with ``id``, ``step`` and ``value``, in
-    the order received; a ``None`` value: NaN)."""
+    """``{id: {step: value}}`` of ``reports``: ``(id, step, value)`` tuples in the order
+    received (a ``None`` value: NaN)."""
     curves = {}
-    for report in reports:
-        value = report["value"]
-        curves.setdefault(report["id"], {})[report["step"]] = \
-            math.nan if value is None else value
+    for point_id, step, value in reports:
+        curves.setdefault(point_id, {})[step] = math.nan if value is None else value
     return curves
 
 

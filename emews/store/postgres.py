@@ -474,7 +474,7 @@ class PostgresStore(Store):
             f"{where} ORDER BY n", args)]
 
     def curves(self):
-        return curves_of(self._read(
+        return curves_of((row["id"], row["step"], row["value"]) for row in self._read(
             "SELECT r.id, r.step, r.value FROM emews_reports r JOIN emews_evaluations e ON "
             "e.exp_id=r.exp_id AND e.id=r.id AND e.attempt=r.attempt WHERE r.exp_id=%s "
             "ORDER BY r.n", (self.exp_id,)))

@@ -251,9 +251,12 @@ class SQLiteStore(Store):
     def curves(self):
         if not self._read("SELECT 1 FROM sqlite_master WHERE name='reports'"):
             return {}
-        return curves_of(self._read("SELECT r.id, r.step, r.value FROM reports r JOIN "
-                                    "evaluations e ON e.id=r.id AND e.attempt=r.attempt "
-                                    "ORDER BY r.n"))
+        with guarded(self.path, "read the store"):
+            cursor = self.db.cursor()
+            cursor.row_factory = None   # plain tuples: a study may hold millions of reports
+            return curves_of(cursor.execute(
+                "SELECT r.id, r.step, r.value FROM reports r JOIN evaluations e ON e.id=r.id "
+                "AND e.attempt=r.attempt ORDER BY r.n"))
 
     def counts(self):
         return dict(self._read("SELECT status, COUNT(*) FROM evaluations GROUP BY status"))
