@@ -343,8 +343,7 @@ def _page(study, sections):
     parts = [f"<h1>emews report: {_e(study.expdir.name)}</h1>",
              f"<p>{_e(study.expdir)}</p>",
              "<h2>Summary</h2>", "<pre>" + _e("\n".join(render(info))) + "</pre>",
-             f"<h2>Best {'points' if study.replicas else 'evaluations'}</h2>",
-             _best_table(study)]
+             f"<h2>{_best_title(study)}</h2>", _best_table(study)]
     for title, path, note in sections:
         data = base64.b64encode(path.read_bytes()).decode("ascii")
         parts += [f"<h2>{_e(title)}</h2>", f"<p>{note}</p>",
@@ -366,10 +365,16 @@ def _table(header, rows):
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
+def _best_title(study):
+    if study.pareto is not None:
+        return "Evaluations on the Pareto front"
+    return f"Best {'points' if study.replicas else 'evaluations'}"
+
+
 def _best_table(study, top=10):
     if study.replicas is not None:
         return _best_points(study, top)
-    rows = study.done[:top]
+    rows = study.done[:top] if study.pareto is None else study.pareto[:top]
     if not rows:
         return "<p>No evaluation has a value yet.</p>"
     columns = [c for c in study.columns() if c not in ("status", "attempt", "error")]
