@@ -295,6 +295,9 @@ def _resolve_objectives(config):
         study["model_return"] = study["objectives"][0]
     criteria = config.criteria
     if not criteria.vector:
+        if study["reference_point"] is not None:
+            raise ConfigError(config.where("study", "reference_point"), "applies to a study of "
+                              "several objectives or constraints only", study["reference_point"])
         return
     several = f"a study of several objectives or constraints ({', '.join(criteria.names)})"
     for table, key, rule in (

@@ -105,7 +105,7 @@ def resume_changes(stored, cfg, digest):
 
     Raises a ConfigError naming the first difference that would make the resumed study a
     different study: the space (its file or its content), the algorithm or its options, the
-    objective, or the model.
+    objective, what it optimizes (objectives, directions, constraints), or the model.
     """
     def refuse(what, old, new):
         raise ConfigError(f"--resume: {what}", "must be the same as in the stored study "
@@ -115,6 +115,8 @@ def resume_changes(stored, cfg, digest):
     for table, key in IDENTITY:
         if stored.study[key] != cfg.study[key]:
             refuse(f"[{table}].{key}", stored.study[key], cfg.study[key])
+    if stored.criteria != cfg.criteria:
+        refuse("[study] objectives, directions and constraints", stored.criteria, cfg.criteria)
     if digest is not None and space_digest(cfg) != digest:
         refuse("the search space's content", digest[:12], space_digest(cfg)[:12])
     for table in ("algorithm", "model"):

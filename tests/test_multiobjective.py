@@ -261,3 +261,36 @@ def test_an_app_runs_objectives_are_its_last_labelled_result_lines(tmp_path):
     log.write_text("IMPROVE_RESULT loss nan\nIMPROVE_RESULT params 1\n")
     with pytest.raises(EvaluationFailed, match="objective 'loss': the model reported NaN"):
         read_app_result(tmp_path, log, "loss,params")
+
+
+def test_a_resume_that_changes_what_the_study_optimizes_is_refused(toy_config):
+    first = emews.run(toy_config(budget=4, **MO))
+    for change in ({"study.directions": ["minimize", "maximize"]},
+                   {"study.constraints": ["size <= 3"]}):
+        with pytest.raises(ConfigError, match=r"--resume: \[study\] objectives, directions and "
+                                              "constraints: must be the same"):
+            emews.run(None, {"study.budget": 6, **change}, resume=first.expdir)
+    assert len(stored_rows(first.expdir)) == 4
+
+
+def test_a_study_stops_when_its_front_stops_growing(toy_config):
+    result = emews.run(toy_config(budget=300, patience=6, mode="batch", batch_size=2, **MO))
+    rows = stored_rows(result.expdir)
+    assert result.stop_reason == ("converged: no hypervolume improvement larger than 0.0 in 6 "
+                                  "evaluations")
+    assert 6 <= len(rows) < 300
+    vectors = [r["objectives"] for r in sorted(rows, key=lambda r: r["finished"])]
+    reference = pareto.reference_point(vectors[:6])      # the first design: min(patience, 10)
+    last_growth, volume = 6, pareto.hypervolume(vectors[:6], reference)
+    for n in range(7, len(vectors) + 1):
+        grown = pareto.hypervolume(vectors[:n], reference)
+        last_growth, volume = (n, grown) if grown > volume else (last_growth, volume)
+        if n - last_growth >= 6:
+            break
+    assert len(rows) in (n, n + 1)     # the first count 6 past the last growth (a batch of 2)
+
+
+def test_a_reference_point_without_several_objectives_is_refused(toy_config):
+    with pytest.raises(ConfigError, match=r"\[study\].reference_point: applies to a study of "
+                                          "several objectives or constraints only"):
+        emews.run(toy_config(reference_point=[1.0]))

@@ -401,7 +401,7 @@ class Stopper:
         if self.front:
             counts.update(front=self.front, hypervolume=self.hypervolume,
                           reference_point=self.reference_point,
-                          design=self.design)
+                          design=list(self.design))
         return counts
 
     def restore(self, counts):

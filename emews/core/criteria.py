@@ -109,7 +109,9 @@ class Criteria:
     def judge(self, outcome):
         """A ``done`` outcome of a vector study, checked: its objectives all there (else it
         fails, naming what is missing), and ``feasible`` set when there are constraints (a
-        constraint on a metric the run did not report fails it). Any other outcome as it is."""
+        constraint on a metric the run did not report fails it). Any other outcome as it is,
+        without feasibility (it is the study's to decide, never the run's)."""
+        outcome.feasible = None
         if not self.vector or outcome.status != Status.DONE:
             return outcome
         if len(self.names) == 1 and not outcome.objectives:
