@@ -39,12 +39,13 @@ def summary(study, now=None):
         else None
     reasons = collections.Counter(row["error"] or "no reason recorded" for row in study.failed)
     pools = _pools(study.expdir) if state == "running" else []
+    front = study.pareto
     jobs, jobs_note = job_states(study.expdir)
     return {
         "expdir": str(study.expdir), "state": state, "objective": study.objective,
         "counts": counts, "evaluations": len(study.rows), "finished": finished,
         "budget": budget, "remaining": remaining,
-        "best": _best(study, best),
+        "best": _best(study, best) if front is None else None,
         "stop_reason": final.get("stop_reason"),
         "failures": [{"reason": reason, "count": count}
                      for reason, count in reasons.most_common(TOP_FAILURES)],
@@ -52,6 +53,7 @@ def summary(study, now=None):
         "jobs": jobs, "jobs_note": jobs_note,
         "eta": None if eta is None else time.strftime("%Y-%m-%d %H:%M:%S UTC",
                                                       time.gmtime(now + eta)),
+        **({} if front is None else _front(study.criteria, front)),
     }
 
 
@@ -62,7 +64,9 @@ def render(info):
     lines = [f"study: {info['expdir']} ({info['state']})",
              f"evaluations: {info['finished']} finished{of} ({counts or 'none yet'})"]
     best = info["best"]
-    if best is not None and "replicas" in best:
+    if "pareto" in info:
+        lines.extend(_front_lines(info))
+    elif best is not None and "replicas" in best:
         spread = "" if best["std"] is None else f", std {best['std']:.3g}"
         lines.append(f"best {info['objective']}: {best['value']:.6g} ({best['objective']} of "
                      f"{best['replicas']} replicas{spread}; evaluations "
@@ -94,6 +98,15 @@ def render(info):
     return lines
 
 
+def _front(criteria, front):
+    """A study's objectives, their directions and its Pareto front (``pareto``: per point
+    its evaluation ``id``, ``point`` and raw ``values`` in the order of the objectives, as
+    ``final.json`` holds it), as JSON-able data."""
+    return {"objectives": list(criteria.names), "directions": list(criteria.directions),
+            "pareto": [{"id": row["id"], "point": row["params"], "values": row["objectives"]}
+                       for row in front]}
+
+
 def _best(study, best):
     """The best evaluation as JSON-able data; in a study with replicas, the best point: the
     value its search was told (``objective``: the replicas' mean or worst), its parameters
@@ -107,6 +120,21 @@ def _best(study, best):
             "objective": study.replicas["replica_objective"],
             "replicas": study.replicas["replicas"], "mean": best["mean"], "std": best["std"],
             "count": best["count"], "failed": best["failed"], "ids": best["ids"]}
+
+
+def _front_lines(info, limit=10):
+    """The Pareto front of :func:`summary`'s ``info`` as lines (its first ``limit`` points)."""
+    names = [f"{name} ({direction[:3]})" for name, direction in
+             zip(info["objectives"], info["directions"])]
+    front = info["pareto"]
+    lines = [f"Pareto front: {len(front)} point{'' if len(front) == 1 else 's'} of "
+             f"{', '.join(names)}" + ("" if front else " (no feasible evaluation done yet)")]
+    for entry in front[:limit]:
+        values = ", ".join(f"{v:.6g}" for v in entry["values"])
+        lines.append(f"  [{values}] (evaluation {entry['id']}) at {entry['point']}")
+    if len(front) > limit:
+        lines.append(f"  ... {len(front) - limit} more: emews show --pareto")
+    return lines
 
 
 def _pools(expdir, now=None):
