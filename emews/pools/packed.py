@@ -42,10 +42,6 @@ def with_packing(pool, cfg, hosts=None):
     demand = Demand.from_config(cfg)
     if demand.trivial:
         return pool
-    if cfg.system["slots_per_worker"] != 1:
-        raise ConfigError(cfg.where("system", "slots_per_worker"), "must be 1 when "
-                          "[study] ranks_per_eval, gpus_per_eval or nodes_per_eval is set",
-                          cfg.system["slots_per_worker"])
     if hosts is None:
         hosts = pool.hosts() if hasattr(pool, "hosts") else [socket.gethostname()] * pool.slots
     packer = Packer(hosts, cfg.system["gpus_per_node"], visible_devices())

@@ -14,6 +14,7 @@ out per rank: each of the ``ranks`` takes ``gpus / ranks`` of a GPU (a fraction 
 and evaluations share a GPU) or that many whole GPUs (a share above 1 must be whole).
 """
 
+import itertools
 import re
 from dataclasses import dataclass
 from fractions import Fraction
@@ -131,3 +132,41 @@ class Demand:
             raise Invalid(f"must give each of the {ranks} ranks a whole number of GPUs or a "
                           "fraction of one", float(gpus), self.where("gpus_per_eval"))
         return request
+
+    def extremes(self, space):
+        """The requests of the points at the ends of the parameters the settings name
+        (``space``: the :class:`~emews.space.Space`; a range's bounds, every value of a list),
+        each checked (:class:`Invalid` names a value that breaks its setting's rule)."""
+        names, choices = [], []
+        for setting, value in self.settings.items():
+            if not isinstance(value, str):
+                continue
+            name = PARAM.match(value).group(1)
+            if space is None or name not in space.names:
+                raise Invalid("names a parameter the search space lacks", value,
+                              self.where(setting))
+            names.append(name)
+            choices.append(ends(space[name]))
+        return {self.of(dict(zip(names, values))) for values in itertools.product(*choices)}
+
+    def refuse_beyond(self, space, workers, gpus_per_node, where):
+        """Refuse (:class:`Invalid`) a study any of whose evaluations could never fit a pool
+        of ``workers`` slots (on one node at least), or asks for GPUs with none per node."""
+        for request in self.extremes(space):
+            if request.ranks > workers:
+                raise Invalid(f"asks for evaluations of {request.ranks} ranks, more than the "
+                              f"{workers} worker slots of {where}", request.ranks,
+                              self.where("ranks_per_eval"))
+            if request.gpus and not gpus_per_node:
+                raise Invalid("asks for GPUs, but [system] gpus_per_node is 0",
+                              float(request.gpus), self.where("gpus_per_eval"))
+
+
+def ends(param):
+    """The values of a search-space parameter a request can reach at its ends: a list's
+    values, a range's bounds, a constant's value."""
+    for attribute in ("values", "value"):
+        if hasattr(param, attribute):
+            values = getattr(param, attribute)
+            return list(values) if attribute == "values" else [values]
+    return [param.lower, param.upper]
