@@ -2,8 +2,12 @@
 accounting from the stored start and finish times, a request that can never fit, a killed run
 that frees its slots, and the same packing through a pool job attached over zmq."""
 
+import json
+import subprocess
+import sys
+
 import pytest
-from conftest import stored_rows
+from conftest import query_store, stored_rows, wait_until
 
 pytestmark = pytest.mark.mpi
 
@@ -90,3 +94,33 @@ def test_a_pool_job_attached_over_zmq_packs_the_same_way(study, jobs):
     assert [(r["status"], r["attempt"]) for r in rows] == [("done", 1)] * 8
     assert all(r["metrics"]["slots"] == r["metrics"]["ranks"] for r in rows)
     assert 3 <= peak_slots(rows) <= 4
+
+
+def test_status_shows_the_slots_the_running_evaluations_hold(study, jobs, tmp_path):
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    jobs.env["EMEWS_TEST_GATE"] = str(gate)
+    run = jobs.start(sys.executable, "-m", "emews", "run",
+                     packed_study(study, procs=4, budget=5, objective="packing_models:gated"))
+
+    def slots():
+        expdir = next((tmp_path / "experiments" / "study").glob("EXP*"), None)
+        if expdir is None or run.poll() is not None:
+            return None
+        shown = subprocess.run([sys.executable, "-m", "emews", "status", expdir, "--json"],
+                               capture_output=True, text=True, env=jobs.env, timeout=120)
+        held = sum(row[0] for row in query_store(
+            expdir / "results.db", "SELECT json_extract(params, '$.k') FROM evaluations "
+            "WHERE status = 'running'"))
+        return json.loads(shown.stdout)["slots"], held
+
+    try:
+        wait_until(lambda: (found := slots()) is not None and found[0]["in_use"] == found[1]
+                   and found[1] > 0, "emews status showing the slots the store's running "
+                   "evaluations hold")
+        shown, _ = slots()
+        assert shown["pool"] == 3 and 0 < shown["in_use"] <= 3 and shown["gpus"] == 0
+    finally:
+        (gate / "go").touch()
+    out, err = run.communicate(timeout=180)
+    assert run.returncode == 0, err

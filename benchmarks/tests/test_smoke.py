@@ -43,6 +43,9 @@ REPORT_FIELDS = {
                                     "ratio_to_eqsql")),
     "proposal": (("problem", "ns", "runs", "not_measured"),
                  ("contender", "n", "warm_s", "steps", "step_ms", "step_max_ms")),
+    "packing": (("slots", "slots_per_node", "sizes", "duration", "runs"),
+                ("layout", "policy", "tasks", "utilization", "steady_utilization",
+                 "largest_wait_ratio")),
 }
 PEERS_DISPATCH = ("libEnsemble, persistent generator, async return", "Dask distributed, submit",
                   "Dask distributed, map")

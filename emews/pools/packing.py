@@ -81,13 +81,15 @@ class Packer:
     def place(self, request, hosts=None):
         """Take room for ``request`` on ``hosts`` (default: all); return its
         :class:`Placement`, or ``None`` (nothing taken) when it does not fit now."""
-        candidates = [h for h in (hosts if hosts is not None else self.order)
-                      if self._fits(h, 1, request.share)]
+        share = request.share
+        hosts = self.order if hosts is None else hosts
+        candidates = [h for h in hosts if self.free[h]] if not share else \
+            [h for h in hosts if self._capacity(h, share)]
         split = request.split()
         if split is not None:
-            chosen = self._choose(candidates, split, request.share)
+            chosen = self._choose(candidates, split, share)
         else:
-            chosen = self._spread(candidates, request.ranks, request.share)
+            chosen = self._spread(candidates, request.ranks, share)
         if chosen is None:
             return None
         slots, gpus = [], []
@@ -95,7 +97,7 @@ class Packer:
             taken = self.free[host][:count]
             del self.free[host][:count]
             for _ in taken:
-                gpus.append(self._take_gpu(host, request.share))
+                gpus.append(self._take_gpu(host, share))
             slots.extend(taken)
         order = sorted(range(len(slots)), key=slots.__getitem__)
         return Placement(tuple(slots[i] for i in order), tuple(gpus[i] for i in order))
@@ -118,14 +120,19 @@ class Packer:
         """Place the waiting ``requests`` (in their order) that may start now: a list of
         ``(index, Placement)``; the oldest that does not fit reserves hosts from later ones
         (see the module docstring)."""
-        started, hosts = [], list(self.order)
+        started, hosts, refused = [], list(self.order), set()
         for index, request in enumerate(requests):
+            if request.shape in refused:   # one of the same size did not fit: nor does this
+                continue
             placement = self.place(request, hosts)
             if placement is not None:
                 started.append((index, placement))
-            elif len(hosts) == len(self.order):   # the oldest waiting one: reserve for it
+                continue
+            refused.add(request.shape)
+            if len(hosts) == len(self.order):   # the oldest waiting one: reserve for it
                 reserved = self._reserve(request)
                 hosts = [h for h in hosts if h not in reserved]
+                refused.clear()                 # fewer hosts from now on
             if not hosts:
                 break
         return started
@@ -153,9 +160,6 @@ class Packer:
         else:
             count = sum(int(r / share) for r in room)
         return min(count, len(self.free[host]))
-
-    def _fits(self, host, ranks, share):
-        return self._capacity(host, share) >= ranks
 
     def _choose(self, candidates, split, share):
         """``len(split)`` distinct hosts, the i-th taking ``split[i]`` ranks (fullest first)."""

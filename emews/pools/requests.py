@@ -14,6 +14,7 @@ out per rank: each of the ``ranks`` takes ``gpus / ranks`` of a GPU (a fraction 
 and evaluations share a GPU) or that many whole GPUs (a share above 1 must be whole).
 """
 
+import functools
 import itertools
 import re
 from dataclasses import dataclass
@@ -57,10 +58,15 @@ class Request:
     gpus: Fraction = Fraction(0)
     nodes: int | None = None
 
-    @property
+    @functools.cached_property
     def share(self):
         """The GPUs each rank takes (a Fraction)."""
         return self.gpus / self.ranks
+
+    @functools.cached_property
+    def shape(self):
+        """What tells requests apart for placement: ``(ranks, nodes, gpus)``, cheap to hash."""
+        return self.ranks, self.nodes, float(self.gpus)
 
     def split(self):
         """How many ranks go on each of its ``nodes`` hosts (as even as can be), or ``None``."""

@@ -3,6 +3,7 @@
 import os
 import signal
 import time
+from pathlib import Path
 
 from emews.evaluate import current_run
 
@@ -20,4 +21,13 @@ def dies_when_large(params):
     :func:`held`."""
     if current_run().resources.ranks > 1:
         os.kill(os.getpid(), signal.SIGKILL)
+    return held(params)
+
+
+def gated(params):
+    """:func:`held`, once the file ``go`` exists in the directory ``EMEWS_TEST_GATE`` names
+    (the test opens the gate when it has looked at the running study)."""
+    gate = Path(os.environ["EMEWS_TEST_GATE"]) / "go"
+    while not gate.exists():
+        time.sleep(0.05)
     return held(params)
