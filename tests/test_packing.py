@@ -1,9 +1,11 @@
 """Packing evaluations of several slots: what a point asks (emews.pools.requests), where the
 Packer places it, and a reservation that keeps the oldest large evaluation from starving."""
 
+import json
 from fractions import Fraction
 
 import pytest
+from conftest import SUPPORT, stored_rows
 
 from emews.pools.packing import NeverFits, Packer
 from emews.pools.requests import Demand, Request
@@ -83,3 +85,31 @@ def test_a_request_larger_than_the_pool_never_fits_in_one_line():
                        "and 1 GPUs each"):
         packer.check(Request(4, Fraction(2), nodes=1))
     packer.check(Request(2, Fraction(2), nodes=2))
+
+
+def test_an_in_process_pool_packs_evaluations_and_each_run_is_told_what_it_holds(
+        tmp_path, monkeypatch):
+    import emews
+
+    monkeypatch.syspath_prepend(str(SUPPORT))
+    (tmp_path / "space.json").write_text(json.dumps(
+        [{"name": "x", "type": "float", "lower": -1.0, "upper": 1.0},
+         {"name": "k", "type": "categorical", "values": [1, 2, 3]},
+         {"name": "seconds", "type": "constant", "value": 0.05}]))
+    result = emews.run({"system": {"pool": "inprocess", "procs": 5, "progress_interval": 60},
+                        "study": {"space": str(tmp_path / "space.json"), "budget": 12,
+                                  "seed": 5, "objective": "packing_models:held",
+                                  "ranks_per_eval": "$k", "isolate": False,
+                                  "data_dir": str(tmp_path / "experiments")}})
+    rows = stored_rows(result.expdir)
+    assert [r["status"] for r in rows] == ["done"] * 12
+    assert all(r["metrics"]["ranks"] == r["metrics"]["slots"] == r["params"]["k"]
+               for r in rows)
+    assert {r["params"]["k"] for r in rows} == {1, 2, 3}
+    events = sorted([(r["started"], 1, r["params"]["k"]) for r in rows] +
+                    [(r["finished"], 0, -r["params"]["k"]) for r in rows])
+    held = peak = 0
+    for _, _, change in events:
+        held += change
+        peak = max(peak, held)
+    assert peak <= 4

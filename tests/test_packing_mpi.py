@@ -8,6 +8,9 @@ import sys
 
 import pytest
 from conftest import query_store, stored_rows, wait_until
+from support.postgres import postgres_server, postgres_url  # noqa: F401 - fixtures
+
+from emews.store import study_store
 
 pytestmark = pytest.mark.mpi
 
@@ -82,17 +85,36 @@ def test_a_killed_run_of_a_two_rank_evaluation_fails_it_and_frees_its_slots(emew
     assert peak_slots(rows) <= 4
 
 
+@pytest.fixture(params=["zmq", "postgres"])
+def storage(request):
+    """A served study's transport: zmq (``None``: its store is ``results.db``), or a fresh
+    PostgreSQL database (its URL), where its pools pop their tasks."""
+    if request.param == "zmq":
+        return None
+    pytest.importorskip("psycopg", reason="pip install 'emews-hpo[postgres]'")
+    return request.getfixturevalue("postgres_url")
+
+
 @pytest.mark.slow
-def test_a_pool_job_attached_over_zmq_packs_the_same_way(study, jobs):
-    server, expdir = jobs.serve(packed_study(study, budget=8))
+def test_a_pool_job_attached_to_a_served_study_packs_the_same_way(study, jobs, storage):
+    path = packed_study(study, budget=8)
+    if storage:
+        path.write_text(path.read_text().replace("[system]\n",
+                                                 f"[system]\nstorage = {json.dumps(storage)}\n"))
+    server, expdir = jobs.serve(path)
     pool = jobs.pool(expdir, 5)
     out, err = server.communicate(timeout=180)
     assert server.returncode == 0, err
     pool.communicate(timeout=60)
     assert pool.returncode == 0
-    rows = stored_rows(expdir)
+    store = study_store(expdir, storage, create=False)
+    try:
+        rows = store.rows()
+    finally:
+        store.close()
     assert [(r["status"], r["attempt"]) for r in rows] == [("done", 1)] * 8
-    assert all(r["metrics"]["slots"] == r["metrics"]["ranks"] for r in rows)
+    assert all(r["metrics"]["slots"] == r["metrics"]["ranks"] == r["params"]["k"]
+               for r in rows)
     assert 3 <= peak_slots(rows) <= 4
 
 
