@@ -5,7 +5,7 @@ import json
 from fractions import Fraction
 
 import pytest
-from conftest import SUPPORT, stored_rows
+from conftest import SUPPORT, peak_slots, stored_rows
 
 from emews.pools.packing import NeverFits, Packer
 from emews.pools.requests import Demand, Request
@@ -106,10 +106,4 @@ def test_an_in_process_pool_packs_evaluations_and_each_run_is_told_what_it_holds
     assert all(r["metrics"]["ranks"] == r["metrics"]["slots"] == r["params"]["k"]
                for r in rows)
     assert {r["params"]["k"] for r in rows} == {1, 2, 3}
-    events = sorted([(r["started"], 1, r["params"]["k"]) for r in rows] +
-                    [(r["finished"], 0, -r["params"]["k"]) for r in rows])
-    held = peak = 0
-    for _, _, change in events:
-        held += change
-        peak = max(peak, held)
-    assert peak <= 4
+    assert peak_slots(rows) <= 4

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import query_store, stored_rows, wait_until
+from conftest import peak_slots, query_store, stored_rows, wait_until
 from support.postgres import postgres_server, postgres_url  # noqa: F401 - fixtures
 
 from emews.store import study_store
@@ -22,18 +22,6 @@ def packed_study(study, procs=5, budget=10, objective="packing_models:held", **s
     return study(space=SPACE, system={"procs": procs, "progress_interval": 60},
                  study={"budget": budget, "seed": 3, "objective": objective,
                         "ranks_per_eval": "$k", **settings})
-
-
-def peak_slots(rows):
-    """The most slots held at once, from the stored start and finish times and each
-    evaluation's stored ``slots``; ends come before starts at the same instant."""
-    events = sorted([(row["started"], 1, row["metrics"]["slots"]) for row in rows] +
-                    [(row["finished"], 0, -row["metrics"]["slots"]) for row in rows])
-    held = peak = 0
-    for _, _, change in events:
-        held += change
-        peak = max(peak, held)
-    return peak
 
 
 def experiment(tmp_path):
