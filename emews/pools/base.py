@@ -59,6 +59,10 @@ class Pool:
         """How many more tasks can be submitted now."""
         raise NotImplementedError
 
+    def hosts(self):
+        """The host of each slot, in slot order (here: this host)."""
+        return [socket.gethostname()] * self.slots
+
     def submit(self, tasks, slots=None):
         """Start ``tasks`` (at most :meth:`free_slots`); return ``(task, rank)`` assignments.
         ``slots`` (from :class:`~emews.pools.packed.PackedPool`) names the slot each task
@@ -147,10 +151,6 @@ class InProcessPool(Pool):
 
     def free_slots(self):
         return self.slots - len(self.running)
-
-    def hosts(self):
-        """The host of each slot: this one."""
-        return [socket.gethostname()] * self.slots
 
     def submit(self, tasks, slots=None):
         for task in tasks:

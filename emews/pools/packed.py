@@ -20,7 +20,6 @@ A study whose evaluations are all one rank without GPUs does not use this pool
 import json
 import math
 import os
-import socket
 import time
 
 from ..errors import ConfigError
@@ -34,17 +33,15 @@ from .packing import NeverFits, Packer
 from .requests import Demand
 
 
-def with_packing(pool, cfg, hosts=None):
+def with_packing(pool, cfg):
     """``pool`` as the study configured by ``cfg`` needs it: wrapped in a :class:`PackedPool`
-    when an evaluation may ask for more than one rank or any GPU, else ``pool`` itself.
-    ``hosts`` names the host of each of its slots (default: the pool's own ``hosts()``, else
-    this host). A request of constant size that can never fit is a ConfigError."""
+    when an evaluation may ask for more than one rank or any GPU, else ``pool`` itself. A
+    request of constant size that can never fit the pool's slots (:meth:`Pool.hosts`) is a
+    ConfigError."""
     demand = Demand.from_config(cfg)
     if demand.trivial:
         return pool
-    if hosts is None:
-        hosts = pool.hosts() if hasattr(pool, "hosts") else [socket.gethostname()] * pool.slots
-    packer = Packer(hosts, cfg.system["gpus_per_node"], visible_devices())
+    packer = Packer(pool.hosts(), cfg.system["gpus_per_node"], visible_devices())
     if not demand.parameters:
         try:
             packer.check(demand.of({}))
@@ -90,7 +87,7 @@ class PackedPool(Pool):
             try:
                 request = self.demand.of(json.loads(task.params))
                 self.packer.check(request)
-            except (Invalid, NeverFits, ValueError) as exc:
+            except (Invalid, NeverFits) as exc:
                 self._refuse(task, Status.FAILED, str(exc))
                 continue
             self.running[task.id] = task
