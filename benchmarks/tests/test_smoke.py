@@ -43,6 +43,9 @@ REPORT_FIELDS = {
                                     "ratio_to_eqsql")),
     "proposal": (("problem", "ns", "runs", "not_measured"),
                  ("contender", "n", "warm_s", "steps", "step_ms", "step_max_ms")),
+    "packing": (("slots", "slots_per_node", "sizes", "duration", "runs"),
+                ("layout", "policy", "tasks", "utilization", "steady_utilization",
+                 "largest_wait_ratio")),
 }
 PEERS_DISPATCH = ("libEnsemble, persistent generator, async return", "Dask distributed, submit",
                   "Dask distributed, map")
@@ -201,7 +204,7 @@ def test_smoke_run_of_every_part_records_what_the_report_needs(tmp_path):
     assert "<!-- results -->" not in text and template.splitlines()[0] in text
     for title in ("### 1. Dispatch overhead", "### 2. Worker utilization",
                   "### 3. Search quality", "### 4. Algorithm overhead", "### 5. Scale",
-                  "### 6. Faults", "### 8. Proposal speed", "### Targets"):
+                  "### 6. Faults", "### 8. Proposal speed", "### 9. Packing", "### Targets"):
         assert title in text
     assert f"`{path.name}`" in text and f"`{record['commit'][:10]}`" in text
     assert all(f"| {p} |" in text for p in PEERS_DISPATCH + PEERS_UTILIZATION)

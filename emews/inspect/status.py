@@ -6,9 +6,11 @@ import json
 import time
 
 from ..launch.jobs import states as job_states
+from ..pools.requests import Demand
 from ..service.keys import POOLS_FILE
 from ..status import FINAL, Status
 from ..store import schema
+from ..validation import Invalid
 
 TOP_FAILURES = 5
 
@@ -50,6 +52,7 @@ def summary(study, now=None):
         "failures": [{"reason": reason, "count": count}
                      for reason, count in reasons.most_common(TOP_FAILURES)],
         "rate_per_minute": rate, "eta_seconds": eta, "pools": pools,
+        "slots": _slots(study, pools),
         "jobs": jobs, "jobs_note": jobs_note,
         "eta": None if eta is None else time.strftime("%Y-%m-%d %H:%M:%S UTC",
                                                       time.gmtime(now + eta)),
@@ -86,6 +89,11 @@ def render(info):
     elif info["state"] == "stopped":
         lines.append(f"stop reason: none recorded (killed?); resume with: emews run --resume "
                      f"{info['expdir']}")
+    slots = info.get("slots")
+    if slots is not None:
+        gpus = f", {slots['gpus']:g} GPUs" if slots["gpus"] else ""
+        lines.append(f"slots: {slots['in_use']} of {slots['pool']} in use{gpus} "
+                     f"({slots['evaluations']} evaluations running)")
     for pool in info["pools"]:
         lines.append(f"pool {pool['pool']} on {pool['host']}: {pool['workers']} workers, "
                      f"{pool['tasks']} tasks, last heard {pool['last_heard_s']:.0f} s ago")
@@ -135,6 +143,29 @@ def _front_lines(info, limit=10):
     if len(front) > limit:
         lines.append(f"  ... {len(front) - limit} more: emews show --pareto")
     return lines
+
+
+def _slots(study, pools):
+    """The worker slots (and GPUs) the running evaluations hold, each as its point asks
+    (``[study] ranks_per_eval``, ...: :mod:`emews.pools.requests`), and how many the pool has
+    (its attached pools' workers, else ``procs - 1``); ``None`` for a study whose every
+    evaluation is one slot without GPUs."""
+    demand = Demand(study.config.get("study", {}))
+    if demand.trivial:
+        return None
+    held, gpus, running = 0, 0.0, 0
+    for row in study.rows:
+        if row["status"] != Status.RUNNING:
+            continue
+        running += 1
+        try:
+            request = demand.of(row["params"])
+        except Invalid:
+            continue
+        held, gpus = held + request.ranks, gpus + float(request.gpus)
+    pool = sum(p.get("workers", 0) for p in pools) or \
+        max(study.config.get("system", {}).get("procs", 2) - 1, 1)
+    return {"in_use": held, "pool": pool, "gpus": gpus, "evaluations": running}
 
 
 def _pools(expdir, now=None):
