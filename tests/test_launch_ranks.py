@@ -6,12 +6,17 @@ k processes of the model: tests/support/launch_models.py).
 """
 
 import json
+import shlex
 import sys
 from pathlib import Path
 
 import pytest
 
+from emews.errors import ConfigError
 from emews.evaluate import process
+from emews.evaluate.launcher import Launcher, default_mpiexec, devices_of, rank_environ
+from emews.launch import script as scripts
+from emews.launch import site as sites
 from emews.evaluate.app import App
 from emews.evaluate.py import Py
 from emews.evaluate.base import Cancelled, EvaluationFailed, Resources, RunContext
@@ -109,3 +114,57 @@ def test_a_py_group_cancelled_leaves_no_process(tmp_path, support_path):
         Py("launch_models:check_group").run(point, json.dumps(point), ctx,
                                             process.Watch(120, grace=2, cancelled=all_started))
     assert not any(alive(r["pid"]) for r in records(ctx.run_dir, 2))
+
+
+TWO_NODES = Resources(4, ("n1", "n1", "n2", "n2"), ("0", "1", "2", "3"))
+
+
+@pytest.mark.parametrize("site, prefix", [
+    ("local", [default_mpiexec(), "-n", "4", "-hosts", "n1:2,n2:2"]),
+    ("slurm", ["srun", "-n", "4", "-N", "2", "--exact", "--overlap", "--nodelist=n1,n2",
+               "--gpus=4"]),
+    ("perlmutter", ["srun", "-n", "4", "-N", "2", "--exact", "--overlap", "-c", "32",
+                    "--cpu-bind=cores", "--gpus-per-task=1", "--nodelist=n1,n2", "--gpus=4"]),
+    ("summit", ["jsrun", "-n", "4", "-a1", "-c7", "-g1", "-bpacked:7"]),
+])
+def test_each_site_launches_an_evaluation_with_its_launchers_words(site, prefix):
+    launcher = sites.load(site).eval_launcher()
+    words = launcher.prefix(TWO_NODES)
+    assert words == prefix
+
+
+def test_a_site_launch_table_replaces_the_templates_and_travels_in_the_batch_script(tmp_path):
+    path = tmp_path / "mine.toml"
+    path.write_text('scheduler = "flux"\nlauncher = "flux"\ngpu_binding = "ZE_AFFINITY_MASK"\n'
+                    '[launch]\ncommand = ["flux", "run", "-n", "{ranks}", "--exclusive"]\n'
+                    'hosts = ["--requires=host:{hosts}"]\n')
+    site = sites.load(path)
+    job = scripts.Job(site, tmp_path / "EXP001", "s", procs=9, ppn=4)
+    assert scripts.launch_command(job)[:6] == ["flux", "run", "-n", "9", "-N", "3"]
+    line = next(line for line in scripts.render(job).splitlines()
+                if line.startswith("export EMEWS_LAUNCH="))
+    value = shlex.split(line.split("=", 1)[1])[0]
+    launcher = Launcher.from_environ({"EMEWS_LAUNCH": value})
+    assert launcher.prefix(TWO_NODES) == ["flux", "run", "-n", "4", "--exclusive",
+                                          "--requires=host:n1,n2", "-g", "1"]  # gpus: default
+    assert launcher.environ(TWO_NODES)["MASTER_ADDR"] == "n1"
+    env = dict(launcher.environ(TWO_NODES), PMI_RANK="3", MPI_LOCALRANKID="1")
+    assert rank_environ(env) == {"RANK": "3", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "4",
+                                 "ZE_AFFINITY_MASK": "3"}
+
+
+def test_a_site_launch_table_with_an_unknown_key_is_refused_in_one_line(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text('scheduler = "slurm"\nlauncher = "srun"\n[launch]\nargs = ["-x"]\n')
+    with pytest.raises(ConfigError) as refused:
+        sites.load(path)
+    assert "[launch].args" in str(refused.value) and "\n" not in str(refused.value)
+
+
+@pytest.mark.parametrize("gpus, expected", [
+    (("0", "1", "2", "3"), [["0", "1"], ["2", "3"]]),   # two GPUs per process
+    (("7",), [["7"], ["7"]]),                           # one GPU shared by both
+    ((), [[], []]),
+])
+def test_each_process_gets_its_share_of_the_evaluations_gpus(gpus, expected):
+    assert [devices_of(rank, 2, gpus) for rank in range(2)] == expected

@@ -40,7 +40,7 @@ TEMPLATES = {  # launcher: (command, hosts, gpus)
     "mpiexec": (["{mpiexec}", "-n", "{ranks}"], ["-hosts", "{hostcounts}"], []),
     "srun": (["srun", "-n", "{ranks}", "-N", "{nodes}", "--exact", "--overlap"],
              ["--nodelist={hosts}"], ["--gpus={gpus}"]),
-    "jsrun": (["jsrun", "-n", "{ranks}", "-a", "1", "-c", "1"], [], ["-g", "{gpus_per_rank}"]),
+    "jsrun": (["jsrun", "-n", "{ranks}"], [], []),   # resource sets: the site's launcher_args
     "aprun": (["aprun", "-n", "{ranks}", "-N", "{ppn}"], ["-L", "{hosts}"], []),
     "flux": (["flux", "run", "-n", "{ranks}", "-N", "{nodes}"], ["--requires=host:{hosts}"],
              ["-g", "{gpus_per_rank}"]),

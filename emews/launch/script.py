@@ -86,6 +86,7 @@ def render(job):
     lines += ["# the site's environment"] + environment_lines(site.environment) + [""]
     lines += ["# emews"]
     lines += [f"export EMEWS_GPU_BINDING={shlex.quote(site.gpu_binding)}"]
+    lines += [f"export EMEWS_LAUNCH={shlex.quote(site.eval_launcher().as_json())}"]
     if site.langs_app_file:
         lines.append(f"export EMEWS_LANGS_APP=${{EMEWS_LANGS_APP:-"
                      f"{shlex.quote(site.langs_app_file)}}}")
@@ -200,6 +201,8 @@ def launch_command(job):
         command = [site.launcher_command or "srun", "-n", procs, f"--ntasks-per-node={ppn}"]
     elif site.launcher == "jsrun":
         command = [site.launcher_command or "jsrun", "-n", procs]
+    elif site.launcher == "flux":
+        command = [site.launcher_command or "flux", "run", "-n", procs, "-N", str(job.nodes)]
     else:
         command = [site.launcher_command or "aprun", "-n", procs, "-N", ppn]
     if job.pool:
