@@ -121,9 +121,10 @@ TWO_NODES = Resources(4, ("n1", "n1", "n2", "n2"), ("0", "1", "2", "3"))
 
 @pytest.mark.parametrize("site, prefix", [
     ("local", [default_mpiexec(), "-n", "4", "-hosts", "n1:2,n2:2"]),
-    ("slurm", ["srun", "-n", "4", "-N", "2", "--exact", "--overlap", "--nodelist=n1,n2",
-               "--gpus=4"]),
-    ("perlmutter", ["srun", "-n", "4", "-N", "2", "--exact", "--overlap", "-c", "32",
+    ("slurm", ["srun", "-n", "4", "-N", "2", "--exact", "--overlap", "--kill-on-bad-exit=1",
+               "--nodelist=n1,n2", "--gpus=4"]),
+    ("perlmutter", ["srun", "-n", "4", "-N", "2", "--exact", "--overlap",
+                    "--kill-on-bad-exit=1", "-c", "32",
                     "--cpu-bind=cores", "--gpus-per-task=1", "--nodelist=n1,n2", "--gpus=4"]),
     ("summit", ["jsrun", "-n", "4", "-a1", "-c7", "-g1", "-bpacked:7"]),
 ])

@@ -38,7 +38,8 @@ DEVICE_VARIABLES = ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY
 
 TEMPLATES = {  # launcher: (command, hosts, gpus)
     "mpiexec": (["{mpiexec}", "-n", "{ranks}"], ["-hosts", "{hostcounts}"], []),
-    "srun": (["srun", "-n", "{ranks}", "-N", "{nodes}", "--exact", "--overlap"],
+    "srun": (["srun", "-n", "{ranks}", "-N", "{nodes}", "--exact", "--overlap",
+              "--kill-on-bad-exit=1"],
              ["--nodelist={hosts}"], ["--gpus={gpus}"]),
     "jsrun": (["jsrun", "-n", "{ranks}"], [], []),   # resource sets: the site's launcher_args
     "aprun": (["aprun", "-n", "{ranks}", "-N", "{ppn}"], ["-L", "{hosts}"], []),

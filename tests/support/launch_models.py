@@ -19,7 +19,8 @@ import time
 from pathlib import Path
 
 VARIABLES = ("WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
-             "MASTER_PORT", "CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK")
+             "MASTER_PORT", "CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK",
+             "SLURM_STEP_ID")
 
 
 def one_process(params, comm, run_dir):
