@@ -25,6 +25,7 @@ from pathlib import Path
 
 from .core import pruners
 from .core.failure import ACTIONS as FAILURE_ACTIONS
+from .pools import requests
 from .errors import ConfigError
 from .validation import Choice, Flag, Number, Strings, Text, check
 
@@ -35,7 +36,10 @@ CONTAINER_RUNTIMES = ("singularity", "apptainer", "charliecloud", "podman-hpc", 
                       "shifter")
 CONTAINER_GPUS = ("auto", "nvidia", "amd", "none")     # [model].container_gpus
 KINDS = {"int": Number(integer=True, words=True), "float": Number(words=True), "bool": Flag(),
-         "str": Text(), "path": Text(), "list": Strings()}
+         "str": Text(), "path": Text(), "list": Strings(),
+         # a number of each evaluation's ranks or nodes, or of its GPUs; or "$name"
+         "count_per_eval": requests.PerEval(requests.RULES["ranks_per_eval"]),
+         "amount_per_eval": requests.PerEval(requests.RULES["gpus_per_eval"])}
 
 
 @dataclass(frozen=True)
@@ -110,6 +114,9 @@ SCHEMA = {
         "data_dir": Setting("path", "experiments", "CANDLE_DATA_DIR"),
         "experiment_numbering": Setting("str", "emews", choices=("emews", "supervisor")),
         "expid": Setting("str"),   # the experiment directory's name (emews supervisor's EXPID)
+        "ranks_per_eval": Setting("count_per_eval"),   # emews.pools.requests
+        "gpus_per_eval": Setting("amount_per_eval"),
+        "nodes_per_eval": Setting("count_per_eval"),
     },
     "model": {  # a CANDLE model's settings; each is handed to the model as its variable
         "framework": Setting("str", "keras2", "FRAMEWORK"),

@@ -301,6 +301,7 @@ class Master:
         """
         finished = self._collect(block)
         self.reported = []
+        self.store.mark_running(self.pool.started())   # queued in the pool, started since
         if not finished:
             if self._can_hand_out():  # a remote pool asked for work
                 self.store.mark_running(self._submit_waiting())
