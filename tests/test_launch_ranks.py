@@ -20,7 +20,7 @@ from emews.launch import site as sites
 from emews.evaluate.app import App
 from emews.evaluate.py import Py
 from emews.evaluate.base import Cancelled, EvaluationFailed, Resources, RunContext
-from conftest import alive
+from conftest import alive, stored_rows
 
 SUPPORT = Path(__file__).parent / "support"
 APP = [sys.executable, str(SUPPORT / "launch_models.py"), "app"]
@@ -98,7 +98,7 @@ def test_a_py_model_of_two_ranks_shares_emews_comm_and_rank_0_gives_the_value(tm
 def test_a_py_rank_killed_fails_the_evaluation_and_leaves_no_process(tmp_path, support_path):
     ctx = context(tmp_path, 2)
     point = {"x": 1.0, "die_rank": 1}
-    with pytest.raises(EvaluationFailed, match="killed by signal|exited with status"):
+    with pytest.raises(EvaluationFailed, match="signal 9"):
         Py("launch_models:check_group").run(point, json.dumps(point), ctx, process.Watch(120))
     assert not any(alive(r["pid"]) for r in records(ctx.run_dir, 2))
 
@@ -169,3 +169,45 @@ def test_a_site_launch_table_with_an_unknown_key_is_refused_in_one_line(tmp_path
 ])
 def test_each_process_gets_its_share_of_the_evaluations_gpus(gpus, expected):
     assert [devices_of(rank, 2, gpus) for rank in range(2)] == expected
+
+
+def only_experiment(tmp_path):
+    (expdir,) = (tmp_path / "experiments" / "study").iterdir()
+    return expdir
+
+
+@pytest.mark.slow
+@pytest.mark.mpi
+def test_a_py_study_of_two_ranks_per_evaluation_on_mpiexec(emews_cli, study, tmp_path):
+    path = study(space=[{"name": "x", "type": "float", "lower": -2.0, "upper": 2.0}],
+                 system={"procs": 5, "progress_interval": 60},
+                 study={"budget": 6, "seed": 2, "objective": "launch_models:study_group",
+                        "ranks_per_eval": 2})
+    done = emews_cli("run", path)
+    assert done.returncode == 0, done.stderr
+    rows = stored_rows(only_experiment(tmp_path))
+    assert [(r["status"], r["attempt"]) for r in rows] == [("done", 1)] * 6
+    for row in rows:
+        assert row["result"] == pytest.approx(row["params"]["x"] ** 2)
+        metrics = row["metrics"]
+        assert (metrics["size"], metrics["allreduce"], metrics["ranks"], metrics["world"],
+                metrics["one_master"]) == (2, 3, 11, 2, 1)
+    assert len({r["run_id"] for r in rows}) == 6   # each evaluation stored once
+
+
+@pytest.mark.slow
+@pytest.mark.mpi
+def test_an_app_study_of_two_ranks_per_evaluation_on_mpiexec(emews_cli, study, tmp_path):
+    path = study(space=[{"name": "x", "type": "float", "lower": -2.0, "upper": 2.0}],
+                 system={"procs": 3, "progress_interval": 60},
+                 study={"budget": 3, "seed": 2, "impl": "app", "app": APP,
+                        "ranks_per_eval": 2})
+    done = emews_cli("run", path)
+    assert done.returncode == 0, done.stderr
+    expdir = only_experiment(tmp_path)
+    rows = stored_rows(expdir)
+    assert [(r["status"], r["attempt"]) for r in rows] == [("done", 1)] * 3
+    for row in rows:
+        assert row["result"] == pytest.approx(3 * row["params"]["x"])   # x * 1 + x * 2
+        run_dir = expdir / "run" / row["run_id"]
+        assert [r["environ"]["RANK"] for r in records(run_dir, 2)] == ["0", "1"]

@@ -22,6 +22,7 @@ ends its processes on every node).
 import hmac
 import json
 import os
+import re
 import secrets
 import select
 import socket
@@ -39,6 +40,7 @@ from .results import Value, tail
 BOOT = ("import sys; sys.path.append(sys.argv[1]); from emews.evaluate.group_rank import main; "
         "sys.exit(main(sys.argv[2:]))")
 TASK_FILE = "group-task.json"
+TELLING = re.compile(r"signal|killed|exit (code|string|status)|error", re.IGNORECASE)
 
 
 def run_group(task, context, watch):
@@ -81,9 +83,8 @@ class _Exchange:
     def result(self):
         reply = self._reply()
         if reply is None:
-            code = self.child.returncode
-            self._fail(f"the model {process.describe_exit(code)} (a process of the "
-                       "evaluation's ranks) before rank 0 replied")
+            self._fail(f"the model's launcher {process.describe_exit(self.child.returncode)} "
+                       f"before rank 0 replied: {self._launcher_says()}")
         if "value" not in reply:   # an error or a prune: the other ranks are not waited for
             process.kill_group(self.child, self.watch.grace)
             if "pruned" in reply:
@@ -91,9 +92,16 @@ class _Exchange:
             self._fail(reply["error"])
         code = self._wait_exit()
         if code != 0:
-            self._fail(f"the model {process.describe_exit(code)} (a process of the "
-                       "evaluation's ranks failed after rank 0 replied)")
+            self._fail(f"the model's launcher {process.describe_exit(code)} after rank 0 "
+                       f"replied: {self._launcher_says()}")
         return Value(reply["value"], reply.get("metrics"))
+
+    def _launcher_says(self):
+        """The log's last line about how a process ended (mpiexec: ``... EXIT STRING: Killed
+        (signal 9)``; srun: ``srun: error: NODE: task 1: Killed``), else its last line."""
+        lines = [line.strip() for line in tail(self.log).splitlines() if line.strip()]
+        telling = [line for line in lines if TELLING.search(line)]
+        return (telling or lines or ["no output"])[-1]
 
     def _fail(self, reason):
         self._close()

@@ -60,3 +60,18 @@ def app():
 
 if __name__ == "__main__" and sys.argv[1:] == ["app"]:
     app()
+
+
+def study_group(params):
+    """A study's ``py`` objective of two ranks: x squared, and as metrics what its processes
+    saw: the size of ``emews.comm()``, an allreduce, and each process's variables gathered."""
+    import emews
+
+    comm = emews.comm()
+    seen = comm.allgather((int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]),
+                           os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"]))
+    return {"val_loss": float(params["x"]) ** 2, "size": comm.Get_size(),
+            "allreduce": comm.allreduce(comm.Get_rank() + 1),
+            "ranks": sum(10 ** rank for rank, _, _, _ in seen),      # 11: ranks 0 and 1
+            "world": min(world for _, world, _, _ in seen),
+            "one_master": int(len({(addr, port) for _, _, addr, port in seen}) == 1)}
