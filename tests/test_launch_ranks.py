@@ -211,3 +211,27 @@ def test_an_app_study_of_two_ranks_per_evaluation_on_mpiexec(emews_cli, study, t
         assert row["result"] == pytest.approx(3 * row["params"]["x"])   # x * 1 + x * 2
         run_dir = expdir / "run" / row["run_id"]
         assert [r["environ"]["RANK"] for r in records(run_dir, 2)] == ["0", "1"]
+
+
+def sbatch_nodes(emews_cli, config, *args):
+    done = emews_cli("submit", config, "--dry-run", "--site", "perlmutter", *args)
+    assert done.returncode == 0, done.stderr
+    (nodes,) = [line.split("=", 1)[1] for line in done.stdout.splitlines()
+                if line.startswith("#SBATCH --nodes=")]
+    return int(nodes)
+
+
+@pytest.mark.parametrize("settings, nodes", [
+    ({}, 1),                                            # 3 ranks at 4 per node
+    ({"ranks_per_eval": 2, "gpus_per_eval": 8}, 2),     # 8 GPUs at Perlmutter's 4 per node
+    ({"ranks_per_eval": 2, "nodes_per_eval": 2}, 2),
+    ({"ranks_per_eval": 2, "gpus_per_eval": "$g"}, 3),  # the parameter's top end: 12 GPUs
+])
+def test_submit_sizes_the_job_for_its_largest_evaluation(emews_cli, study, settings, nodes):
+    space = [{"name": "x", "type": "float", "lower": -2.0, "upper": 2.0},
+             {"name": "g", "type": "categorical", "values": [2, 12]}]
+    config = study(space=space, system={"procs": 3, "ppn": 4},
+                   study={"budget": 4, "objective": "toy_models:quadratic", **settings})
+    assert sbatch_nodes(emews_cli, config) == nodes
+    if "gpus_per_eval" not in settings:
+        assert sbatch_nodes(emews_cli, config, "--procs", "9") == 3   # procs still count

@@ -42,6 +42,7 @@ class Job:
     after: str | None = None  # the job id this one waits for
     margin: int | None = None  # seconds before the walltime to drain; None: drain_margin's
     pool: bool = False      # a pool job for a served study (emews pool), not the study itself
+    eval_nodes: int = 1     # the nodes the study's largest evaluation needs (submit sizes it)
 
     def drain(self, seconds):
         """How long before a walltime of ``seconds`` this job drains: its ``margin``, else
@@ -50,8 +51,9 @@ class Job:
 
     @property
     def nodes(self):
-        """Nodes to ask for: enough for ``procs`` ranks at ``ppn`` per node."""
-        return math.ceil(self.procs / self.ppn)
+        """Nodes to ask for: enough for ``procs`` ranks at ``ppn`` per node, and for the
+        largest evaluation (``eval_nodes``)."""
+        return max(math.ceil(self.procs / self.ppn), self.eval_nodes)
 
     @property
     def script(self):
