@@ -24,14 +24,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import (dispatch, faults, overhead, proposal, quality, report, service, simulate,
-               utilization)
+from . import (dispatch, faults, launch, overhead, proposal, quality, report, service,
+               simulate, utilization)
 from .sizes import SIZES
 
 HERE = Path(__file__).resolve().parent
 PARTS = {"dispatch": dispatch.run, "utilization": utilization.run,
          "simulation": simulate.run, "overhead": overhead.run, "quality": quality.run,
-         "faults": faults.run, "service": service.run, "proposal": proposal.run}
+         "faults": faults.run, "service": service.run, "proposal": proposal.run,
+         "launch": launch.run}
 
 
 def parser():

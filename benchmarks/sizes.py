@@ -51,6 +51,9 @@ class Sizes:
     # part 7: the study as a service, on zmq and PostgreSQL, with EQ-SQL's per-task path
     service_tasks: int = 2000
     service_slots: int = 32           # slots per worker: 2 pools hold 128 tasks at most
+    # part 9: launching evaluations of several ranks (the first must be 1: the reference)
+    launch_ranks: tuple = (1, 2, 4)
+    launch_repeats: int = 10
 
 
 FULL = Sizes("full")
@@ -65,5 +68,5 @@ SMOKE = Sizes("smoke", dispatch_tasks=300, dispatch_repeats=1, dispatch_pingpong
               overhead_repeats=1, overhead_algorithms=("random",), simulation_workers=(8,),
               simulation_tasks_per_worker=3, faults_kills=2, faults_kill_budget=16,
               faults_budget=6, service_tasks=200,
-              service_slots=4)
+              service_slots=4, launch_ranks=(1, 2), launch_repeats=1)
 SIZES = {sizes.name: sizes for sizes in (FULL, REDUCED, SMOKE)}
