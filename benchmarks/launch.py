@@ -7,7 +7,7 @@ from start to value, ``launch_repeats`` times each, medians. Every process does 
 itself:
 
 * ``app``: the Model Shell runs ``python -c ...``; at k > 1 through ``mpiexec -n k`` and
-  ``python -m emews.evaluate.launcher`` (its variables, then exec). One rank is a fresh
+  ``emews/evaluate/launcher.py`` (its variables, then exec). One rank is a fresh
   process too, so ``overhead_s`` is the launcher's own cost.
 * ``py``: one rank is a call in the worker's warm nanny (no process starts); k ranks are k
   fresh interpreters started by ``mpiexec`` that import mpi4py and the objective, then connect

@@ -6,7 +6,10 @@ k processes of the model: tests/support/launch_models.py).
 """
 
 import json
+import os
 import shlex
+import signal
+import subprocess
 import sys
 from pathlib import Path
 
@@ -20,7 +23,7 @@ from emews.launch import site as sites
 from emews.evaluate.app import App
 from emews.evaluate.py import Py
 from emews.evaluate.base import Cancelled, EvaluationFailed, Resources, RunContext
-from conftest import alive, stored_rows
+from conftest import alive, stored_rows, wait_until
 
 SUPPORT = Path(__file__).parent / "support"
 APP = [sys.executable, str(SUPPORT / "launch_models.py"), "app"]
@@ -81,7 +84,8 @@ def test_a_cancel_stops_every_process_of_the_evaluation(tmp_path):
     assert not any(alive(pid) for pid in pids)
 
 
-def test_a_py_model_of_two_ranks_shares_emews_comm_and_rank_0_gives_the_value(tmp_path, support_path):
+def test_a_py_model_of_two_ranks_shares_emews_comm_and_rank_0_gives_the_value(tmp_path,
+                                                                             support_path):
     ctx = context(tmp_path, 2, gpus=("1",))   # one GPU shared by both processes
     value = Py("launch_models:check_group").run({"x": 2.0}, json.dumps({"x": 2.0}), ctx,
                                                 process.Watch(120))
@@ -235,3 +239,23 @@ def test_submit_sizes_the_job_for_its_largest_evaluation(emews_cli, study, setti
     assert sbatch_nodes(emews_cli, config) == nodes
     if "gpus_per_eval" not in settings:
         assert sbatch_nodes(emews_cli, config, "--procs", "9") == 3   # procs still count
+
+
+@pytest.mark.mpi
+def test_ctrl_c_of_the_worker_stops_every_process_of_its_evaluation(tmp_path):
+    expdir = tmp_path / "EXP001"
+    run_dir = expdir / "run" / "RUN000001"
+    worker = subprocess.Popen([sys.executable, str(SUPPORT / "launch_driver.py"), "hold",
+                               str(expdir)], env=dict(os.environ, PYTHONPATH=str(SUPPORT)),
+                              start_new_session=True)
+    try:
+        wait_until(lambda: all((run_dir / f"rank-{r}.json").is_file() for r in range(2)),
+                   "both processes of the evaluation to start")
+        pids = [r["pid"] for r in records(run_dir, 2)]
+        assert all(alive(pid) for pid in pids)
+        worker.send_signal(signal.SIGINT)
+        assert worker.wait(timeout=60) == 128 + signal.SIGINT
+        wait_until(lambda: not any(alive(pid) for pid in pids), "no process of it left", 30)
+    finally:
+        if worker.poll() is None:
+            os.killpg(worker.pid, signal.SIGKILL)

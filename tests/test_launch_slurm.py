@@ -48,8 +48,8 @@ def test_evaluations_of_two_ranks_run_as_srun_steps_in_one_allocation(slurm, tmp
         assert all(r["environ"]["WORLD_SIZE"] == "2" for r in records)
         steps = {r["environ"]["SLURM_STEP_ID"] for r in records}
         assert len(steps) == 1 and steps != {"0"}   # a step of its own, not the study's
-    assert "srun -n 2 -N 1 --exact --overlap --kill-on-bad-exit=1" in (expdir / "run" / "RUN000001" /
-                                                  "run_command.txt").read_text()
+    command = (expdir / "run" / "RUN000001" / "run_command.txt").read_text()
+    assert "srun -n 2 -N 1 --exact --overlap --kill-on-bad-exit=1" in command
     killed = expdir / "run" / "RUN000003"
     pids = [json.loads((killed / f"rank-{r}.json").read_text())["pid"] for r in range(2)]
     assert not any(alive(pid) for pid in pids)

@@ -6,7 +6,7 @@
       listens (127.0.0.1, or every interface when the hosts are other nodes: the peer must
       send the task file's token), writes RUN_DIR/group-task.json (mode 0600), starts
         LAUNCHER -n k ... python -c BOOT ROOT RUN_DIR/group-task.json     -> RUN_DIR/model.log
-      each process (emews.evaluate.group_rank): its variables (emews.evaluate.launcher.rank_environ),
+      each process (emews.evaluate.group_rank): its variables (launcher.rank_environ),
         emews.comm() = MPI.COMM_WORLD (size k), calls the objective as the nanny does
         rank 0: connects, sends the token, its reports (emews.report) and its reply
         others: their return values are ignored; an exception exits 1

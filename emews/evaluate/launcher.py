@@ -192,10 +192,11 @@ def rank_environ(environ=os.environ):
 
 
 def main(argv):
-    """``python -m emews.evaluate.launcher COMMAND...``: set this process's variables (see
-    :func:`rank_environ`) and exec COMMAND (each process of an ``app`` evaluation)."""
+    """``python -I -S .../emews/evaluate/launcher.py COMMAND...``: set this process's variables
+    (see :func:`rank_environ`) and exec COMMAND (each process of an ``app`` evaluation). Run
+    as a file: it imports only the standard library."""
     if not argv:
-        print("usage: python -m emews.evaluate.launcher COMMAND [ARG...]", file=sys.stderr)
+        print("usage: python launcher.py COMMAND [ARG...]", file=sys.stderr)
         return 2
     os.environ.update(rank_environ())
     os.execvp(argv[0], argv)

@@ -1,8 +1,13 @@
-"""What a pool's leading worker does with an evaluation of two ranks, as one step of a Slurm
-job (tests/test_launch_slurm.py): run an ``app`` and a ``py`` evaluation of ``Resources(2,
-(this node, this node))`` with the site's launcher (``EMEWS_LAUNCH``: srun steps), and write
-what came of each to OUT (JSON). Mirrors the leading rank in emews/pools (its objective's
-``implementation.run`` with the context's resources)."""
+"""What a pool's leading worker does with an evaluation of two ranks. Mirrors the leading rank
+in emews/pools: its objective's ``implementation.run`` with the context's resources.
+
+``launch_driver.py OUT EXPDIR``, as one step of a Slurm job (tests/test_launch_slurm.py): run
+an ``app`` and a ``py`` evaluation of ``Resources(2, (this node, this node))`` with the site's
+launcher (``EMEWS_LAUNCH``: srun steps), and write what came of each to OUT (JSON).
+
+``launch_driver.py hold EXPDIR``: a worker (its SIGINT/SIGTERM handler, as emews/worker.py
+installs it) running one ``py`` evaluation of two ranks that sleep until it is interrupted
+(tests/test_launch_ranks.py: Ctrl-C)."""
 
 import json
 import socket
@@ -35,5 +40,10 @@ def main(out, expdir):
     Path(out).write_text(json.dumps(results))
 
 
+def hold(expdir):
+    process.stop_on_signals()
+    evaluate(Py("launch_models:check_group"), {"x": 1.0, "sleep": 600}, "RUN000001", expdir)
+
+
 if __name__ == "__main__":
-    main(*sys.argv[1:])
+    hold(sys.argv[2]) if sys.argv[1] == "hold" else main(*sys.argv[1:])
