@@ -343,3 +343,34 @@ def test_an_echo_study_under_swift_t_stores_the_sum_of_squares(tmp_path, swift_t
     assert all(math.isclose(row["result"], row["params"]["x"] ** 2) for row in rows)
     final = json.loads((expdir / "final.json").read_text())
     assert final["evaluations"] == budget and final["best_value"] == min(r["result"] for r in rows)
+
+
+# The app of two processes: each records its MPI rank; rank 0 writes the allreduce of x.
+PAR_APP = [sys.executable, "-c", "import json, os; from mpi4py import MPI; c = MPI.COMM_WORLD; "
+           "p = json.load(open(os.environ['EMEWS_PARAMS_FILE'])); "
+           "open(f'rank-{c.Get_rank()}.txt', 'w').write(os.environ['RANK'] + ' ' + "
+           "os.environ['WORLD_SIZE']); t = c.allreduce(p['x']); "
+           "c.Get_rank() or open('result.txt', 'w').write(repr(t))"]
+
+
+@pytest.mark.slow
+@pytest.mark.mpi
+def test_an_app_study_of_two_ranks_per_evaluation_runs_as_swift_t_parallel_tasks(tmp_path,
+                                                                                  swift_t):
+    budget = 4
+    settings = {"algorithm": "random", "space": SPACE, "seed": 3, "batch_size": 2,
+                "stop": {"budget": budget}}
+    done = workflow_sh(tmp_path, settings, path_entries=swift_t,
+                       CANDLE_DATA_DIR=str(tmp_path / "data"), CANDLE_MODEL_IMPL="app",
+                       EMEWS_APP=json.dumps(PAR_APP), MODEL_NAME="m", PROCS="6",
+                       EMEWS_RANKS_PER_EVAL="2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    expdir = only_experiment(tmp_path / "data" / "m")
+    rows, _, _ = stored(expdir)
+    assert_finished_rows(rows, {0, 1, 2, 3}, budget)
+    for row in rows:   # each evaluation: two processes, rank 0's allreduce of both
+        assert row["status"] == "done", row["error"]
+        assert row["result"] == pytest.approx(2 * row["params"]["x"])
+        run = expdir / "run" / row["run_id"]
+        assert [(run / f"rank-{r}.txt").read_text() for r in range(2)] == ["0 2", "1 2"]
+        assert "mpiexec -n 2" in (run / "run_command.txt").read_text()

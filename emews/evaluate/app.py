@@ -50,7 +50,7 @@ def run_model_shell(command, params_json, context, model_env, watch):
     if context.resources.ranks > 1:  # model.sh starts the site's launcher, which the ranks
         site_launcher = launcher.Launcher.from_environ()
         env.update(site_launcher.environ(context.resources))
-        command = [*site_launcher.prefix(context.resources), sys.executable, "-I", "-S",
+        command = [*site_launcher.prefix(context.resources), launcher.python(), "-I", "-S",
                    RANK_SHIM, *command]
     log = run_dir / "model.log"
     log.write_bytes(b"")

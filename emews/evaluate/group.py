@@ -32,7 +32,7 @@ import sys
 from . import channel, process
 from .base import EvaluationFailed
 from .isolated import _emews_root
-from .launcher import Launcher, remote_hosts
+from .launcher import Launcher, python, remote_hosts
 from .outcome import BadOutcome, Report
 from .reporting import Pruned
 from .results import Value, tail
@@ -60,7 +60,7 @@ def run_group(task, context, watch):
                        address=[address, listener.getsockname()[1]]), out)
     log = run_dir / "model.log"
     env = process.child_environ(launcher.environ(resources))
-    command = [*launcher.prefix(resources), sys.executable, "-c", BOOT, _emews_root(),
+    command = [*launcher.prefix(resources), python(), "-c", BOOT, _emews_root(),
                str(task_file)]
     with open(log, "ab") as out:
         child = process.start(command, cwd=run_dir, env=env, stdout=out,

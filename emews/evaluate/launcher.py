@@ -147,6 +147,14 @@ def remote_hosts(hosts):
     return tuple(hosts) if any(h not in here for h in hosts) else ()
 
 
+def python():
+    """This Python interpreter (in an embedding program such as Swift/T's Turbine, whose
+    ``sys.executable`` is not one: ``python3`` from PATH)."""
+    if os.path.basename(sys.executable or "").lower().startswith("python"):
+        return sys.executable
+    return shutil.which("python3") or "python3"
+
+
 def free_port():
     """A TCP port free on this node now (for ``MASTER_PORT``)."""
     with socket.socket() as sock:
