@@ -239,7 +239,9 @@ def test_an_algorithm_that_raises_inside_emews_me_is_reported_the_same_way(tmp_p
      "settings.json: algorithm: must be one of"),
     ({"CANDLE_MODEL_IMPL": "app", "EMEWS_APP": "run.sh"}, None,
      "EMEWS_APP: must be a JSON list of strings"),
-], ids=["procs", "impl", "mode", "json", "algorithm", "objective"])
+    ({"PROCS": "4", "EMEWS_RANKS_PER_EVAL": "3"}, None,
+     "EMEWS_RANKS_PER_EVAL: must be an integer from 1 to the 2 workers of PROCS = 4, got '3'"),
+], ids=["procs", "impl", "mode", "json", "algorithm", "objective", "ranks_per_eval"])
 def test_bad_input_is_one_line_naming_the_rule_and_makes_no_experiment(tmp_path, env, settings,
                                                                        message):
     settings = settings or {"algorithm": "random", "space": SPACE, "stop": {"budget": 2}}
