@@ -134,17 +134,22 @@ APP = [sys.executable, "-c", "import json, os, sys; p = json.load(open(os.enviro
        "open('result.txt', 'w').write(repr(p['x'] ** 2))"]
 
 
+def app_study(tmp_path, swift_t, app, budget, batch_size, **env):
+    """Run an app study of random search (seed 3) under Swift/T; its experiment directory."""
+    settings = {"algorithm": "random", "space": SPACE, "seed": 3, "batch_size": batch_size,
+                "stop": {"budget": budget}}
+    done = workflow_sh(tmp_path, settings, path_entries=swift_t,
+                       CANDLE_DATA_DIR=str(tmp_path / "data"), CANDLE_MODEL_IMPL="app",
+                       EMEWS_APP=json.dumps(app), MODEL_NAME="m", **env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return only_experiment(tmp_path / "data" / "m")
+
+
 @pytest.mark.slow
 def test_an_app_study_under_swift_t_stores_done_and_failed_runs_with_their_logs(tmp_path,
                                                                                  swift_t):
     budget = 8
-    settings = {"algorithm": "random", "space": SPACE, "seed": 3, "batch_size": 4,
-                "stop": {"budget": budget}}
-    done = workflow_sh(tmp_path, settings, path_entries=swift_t,
-                       CANDLE_DATA_DIR=str(tmp_path / "data"), CANDLE_MODEL_IMPL="app",
-                       EMEWS_APP=json.dumps(APP), MODEL_NAME="m", PROCS="5")
-    assert done.returncode == 0, done.stdout + done.stderr
-    expdir = only_experiment(tmp_path / "data" / "m")
+    expdir = app_study(tmp_path, swift_t, APP, budget, batch_size=4, PROCS="5")
     rows, attempts, _ = stored(expdir)
     assert_finished_rows(rows, {0, 1, 2}, budget)
     assert {row["status"] for row in rows} == {"done", "failed"}, "seed 3 gives both signs"
@@ -360,14 +365,8 @@ PAR_APP = [sys.executable, "-c", "import json, os; from mpi4py import MPI; c = M
 def test_an_app_study_of_two_ranks_per_evaluation_runs_as_swift_t_parallel_tasks(tmp_path,
                                                                                   swift_t):
     budget = 4
-    settings = {"algorithm": "random", "space": SPACE, "seed": 3, "batch_size": 2,
-                "stop": {"budget": budget}}
-    done = workflow_sh(tmp_path, settings, path_entries=swift_t,
-                       CANDLE_DATA_DIR=str(tmp_path / "data"), CANDLE_MODEL_IMPL="app",
-                       EMEWS_APP=json.dumps(PAR_APP), MODEL_NAME="m", PROCS="6",
+    expdir = app_study(tmp_path, swift_t, PAR_APP, budget, batch_size=2, PROCS="6",
                        EMEWS_RANKS_PER_EVAL="2")
-    assert done.returncode == 0, done.stdout + done.stderr
-    expdir = only_experiment(tmp_path / "data" / "m")
     rows, _, _ = stored(expdir)
     assert_finished_rows(rows, {0, 1, 2, 3}, budget)
     for row in rows:   # each evaluation: two processes, rank 0's allreduce of both
