@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import (dispatch, faults, overhead, packing, proposal, quality, report, service,
+from . import (dispatch, faults, launch, overhead, packing, proposal, quality, report, service,
                simulate, utilization)
 from .sizes import SIZES
 
@@ -32,7 +32,7 @@ HERE = Path(__file__).resolve().parent
 PARTS = {"dispatch": dispatch.run, "utilization": utilization.run,
          "simulation": simulate.run, "overhead": overhead.run, "quality": quality.run,
          "faults": faults.run, "service": service.run, "proposal": proposal.run,
-         "packing": packing.run}
+         "packing": packing.run, "launch": launch.run}
 
 
 def parser():

@@ -23,7 +23,7 @@ from importlib import metadata
 from pathlib import Path
 
 from .common import REPO
-from . import proposal, quality
+from . import launch, proposal, quality
 from .sizes import SIZES
 
 TEMPLATE = Path(__file__).resolve().parent / "README.in.md"
@@ -411,7 +411,8 @@ def _cell(value):
 
 RENDERERS = {"dispatch": _dispatch, "utilization": _utilization, "quality": quality.markdown,
              "overhead": _overhead, "simulation": _simulation, "faults": _faults,
-             "service": _service, "proposal": proposal.markdown, "packing": _packing}
+             "service": _service, "proposal": proposal.markdown, "packing": _packing,
+             "launch": launch.markdown}
 
 
 # --- targets -------------------------------------------------------------------------------

@@ -56,6 +56,9 @@ class Sizes:
     packing_slots_per_node: int = 8
     packing_sizes: tuple = (1, 2, 4, 8)
     packing_tasks_per_slot: int = 20
+    # part 10: launching evaluations of several ranks (the first must be 1: the reference)
+    launch_ranks: tuple = (1, 2, 4)
+    launch_repeats: int = 10
 
 
 FULL = Sizes("full")
@@ -70,5 +73,6 @@ SMOKE = Sizes("smoke", dispatch_tasks=300, dispatch_repeats=1, dispatch_pingpong
               overhead_repeats=1, overhead_algorithms=("random",), simulation_workers=(8,),
               simulation_tasks_per_worker=3, faults_kills=2, faults_kill_budget=16,
               faults_budget=6, service_tasks=200,
-              service_slots=4, packing_slots=32, packing_tasks_per_slot=3)
+              service_slots=4, packing_slots=32, packing_tasks_per_slot=3,
+              launch_ranks=(1, 2), launch_repeats=1)
 SIZES = {sizes.name: sizes for sizes in (FULL, REDUCED, SMOKE)}

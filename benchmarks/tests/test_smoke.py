@@ -46,6 +46,8 @@ REPORT_FIELDS = {
     "packing": (("slots", "slots_per_node", "sizes", "duration", "runs"),
                 ("layout", "policy", "tasks", "utilization", "steady_utilization",
                  "largest_wait_ratio")),
+    "launch": (("repeats", "runs"),
+               ("model", "ranks", "median_s", "overhead_s", "ratio_to_one_rank")),
 }
 PEERS_DISPATCH = ("libEnsemble, persistent generator, async return", "Dask distributed, submit",
                   "Dask distributed, map")
@@ -186,6 +188,8 @@ def test_smoke_run_of_every_part_records_what_the_report_needs(tmp_path):
                for s in ("mpi4py, spinning", "mpi4py, waiting without spinning",
                          "IoC loop (ME thread, queues, batches)"))
     assert all(parts["dispatch"]["pingpong_us"][style] > 0 for style in ("spin", "wait"))
+    assert {(r["model"], r["ranks"]) for r in parts["launch"]["runs"]} == {
+        ("app", 1), ("app", 2), ("py", 1), ("py", 2)}
     assert {(r["algorithm"], r["observations"]) for r in parts["overhead"]["runs"]} == {
         ("random", 5), ("random", 10)}
     assert {(r["contender"], r["n"]) for r in parts["proposal"]["runs"]} >= {
