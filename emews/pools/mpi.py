@@ -162,8 +162,10 @@ class MPIPool(Pool):
         self.closed = True
         for rank in range(1, self.comm.Get_size()):
             self.comm.send(status or None, dest=rank, tag=TASKS)
-        while self.comm.iprobe(source=self.any_source, tag=HELLO):   # never asked for
-            self.comm.recv(source=self.any_source, tag=HELLO)
+        # Every worker says hello once, first thing: take each one's, asked for or not. A
+        # hello left unreceived can keep its worker from ending (under srun, its send only
+        # completes once rank 0 makes progress).
+        self.hosts()
 
 
 def serve(comm, objective):
