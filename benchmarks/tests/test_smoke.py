@@ -55,7 +55,7 @@ PEERS_UTILIZATION = ("libEnsemble persistent_uniform", "optuna TPE (n_jobs threa
                      "optuna random (n_jobs threads)")
 
 
-def _benchmarks(*args, timeout=900):
+def _benchmarks(*args, timeout=1400):
     return subprocess.run([sys.executable, "-m", "benchmarks", *args], cwd=REPO,
                           capture_output=True, text=True, timeout=timeout)
 
@@ -133,6 +133,7 @@ def test_proposal_targets_are_judged_on_the_amortized_step_at_their_n():
 
 @pytest.mark.slow
 @pytest.mark.mpi
+@pytest.mark.timeout(1500)   # every part once at its smallest: minutes, more with each new part
 def test_smoke_run_of_every_part_records_what_the_report_needs(tmp_path):
     readme = tmp_path / "README.md"
     args = ["--smoke", "--out", str(tmp_path), "--readme", str(readme)]
