@@ -33,6 +33,10 @@ Design choices:
   DEAP's uniform crossover, which keeps every gene's type.
 * A failed result (NaN) and any other non-finite value get the fitness ``+inf``: the worst there
   is, so selection drops them first and the GA never crashes on them.
+* A run the pruner stopped ranks below every finished one and above the failures, and among
+  the pruned ones by its curve, as Optuna's TPE ranks pruned trials: its fitness is
+  :func:`emews.core.algorithm.pruned_value` of its last reported value, set again after each
+  tell as the finished values change (its last value itself while none has finished).
 * A point the GA has a value for is never sent out again (an unchanged clone or a repeated
   child takes the recorded value), so no budget is spent twice on one point.
 * Told points the GA never asked for (a resumed run's history) are immigrants: before the first
@@ -56,8 +60,9 @@ import math
 import random
 from pathlib import Path
 
-from emews.core.algorithm import (Algorithm, check_choice, check_number, check_text, is_failure,
-                             optional_import, pack_state, point_key, unpack_state)
+from emews.core.algorithm import (Algorithm, PrunedResult, check_choice, check_number,
+                                  check_text, is_failure, optional_import, pack_state,
+                                  point_key, pruned_value, unpack_state)
 from emews.errors import ConfigError
 from emews.space import Categorical, Logical, Ordered
 
@@ -106,6 +111,7 @@ class GA(Algorithm):
         self.toolbox.register("select", tools.selTournament, tournsize=tournament_size)
         self.random_state = random.Random(seed).getstate()
         self.known = {}        # point key -> fitness of every told point
+        self.pruned = {}       # point key -> last reported value of a pruned run
         self.waiting = {}      # point key -> individuals out for evaluation
         self.queue = []        # individuals of this generation not handed out yet
         self.offspring = []    # this generation, until it is complete
@@ -133,7 +139,11 @@ class GA(Algorithm):
     def tell(self, points, values):
         for point, value in zip(points, values):
             key = point_key(point)
-            fitness = (FAILED_FITNESS if is_failure(value) else float(value),)
+            if isinstance(value, PrunedResult) and math.isfinite(value.last):
+                self.pruned[key] = value.last
+                fitness = (pruned_value(value.last, self._finished()),)
+            else:
+                fitness = (FAILED_FITNESS if is_failure(value) else float(value),)
             self.known[key] = fitness
             individuals = self.waiting.pop(key, None)
             if individuals is not None:
@@ -144,6 +154,23 @@ class GA(Algorithm):
                 immigrant = self._individual(point)
                 immigrant.fitness.values = fitness
                 self._settle(immigrant, asked=False)
+        if self.pruned:
+            self._rank_pruned()
+
+    def _finished(self):
+        """The values of the finished runs told so far (failures and pruned runs left out)."""
+        return [fitness[0] for key, fitness in self.known.items() if key not in self.pruned]
+
+    def _rank_pruned(self):
+        """Give every pruned run its fitness from the finished values as they are now."""
+        finished = self._finished()
+        for key, last in self.pruned.items():
+            self.known[key] = (pruned_value(last, finished),)
+        for name in self.groups:
+            for individual in getattr(self, name) or ():
+                key = point_key(self.space.point(individual))
+                if key in self.pruned and individual.fitness.valid:
+                    individual.fitness.values = self.known[key]
 
     def done(self):
         return self.stalled or (self.generations is not None and
@@ -165,6 +192,7 @@ class GA(Algorithm):
         return pack_state(self, {
             "random": self.random_state, "rng": self.rng.bit_generator.state,
             "known": {key: fitness[0] for key, fitness in self.known.items()},
+            "pruned": self.pruned,
             "individuals": table, "groups": groups, "waiting": waiting,
             "counters": {name: getattr(self, name) for name in self.counters}})
 
@@ -174,6 +202,7 @@ class GA(Algorithm):
         self.random_state = (version, tuple(internal), gauss)
         self.rng.bit_generator.state = data["rng"]
         self.known = {key: (fitness,) for key, fitness in data["known"].items()}
+        self.pruned = data.get("pruned", {})
         table = []
         for genes, fitness in data["individuals"]:
             table.append(self.individual(genes))

@@ -9,7 +9,8 @@ non-finite result ends its trial as ``FAIL``, which every sampler skips; a run t
 pruner stopped (a :class:`~emews.core.algorithm.PrunedResult`) ends it as ``PRUNED``, with the
 run's learning curve as its intermediate values (``trial.report``; for a trial asked before a
 restore, without them), as Optuna's own pruners leave a trial. Told points that were
-never asked for (a resumed run's history) become finished trials (``study.add_trial``), so they
+never asked for (a resumed run's history) become finished trials (``study.add_trial``; a
+pruned one ``PRUNED`` with its curve), so they
 count towards ``n_startup_trials`` and inform the sampler; CMA-ES, which learns only from its
 own generations, is warm-started from them instead (Optuna's ``source_trials``, or ``x0`` at
 the best of a short history) when the first point is asked, unless ``x0``/``sigma0`` are set.
@@ -132,10 +133,14 @@ class OptunaSearch(Algorithm):
                     self.study.tell(trial, float(value))
             elif self.space.contains(point):
                 params = {p.name: encode(p, point[p.name]) for p in self.space.free}
+                pruned = isinstance(value, PrunedResult)
                 self.study.add_trial(create_trial(
                     params=params, distributions=self.distributions,
                     value=None if failed else float(value),
-                    state=TrialState.FAIL if failed else TrialState.COMPLETE))
+                    intermediate_values={step: v for step, v in value.curve.items()
+                                         if v is not None} if pruned else None,
+                    state=TrialState.PRUNED if pruned else
+                    TrialState.FAIL if failed else TrialState.COMPLETE))
 
     def state(self):
         return pack_state(self, {"storage": self.storage, "sampler": self.study.sampler,

@@ -67,6 +67,7 @@ class TestOptunaTPE(Conformance):
 class TestOptunaCMAES(Conformance):
     algorithm = "optuna"
     options = {"sampler": "cmaes", "popsize": 4}
+    learns_from_pruned = False   # consider_pruned_trials is false by default, as Optuna's
 
 
 class TestOptunaRandom(Conformance):
