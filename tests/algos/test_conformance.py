@@ -87,3 +87,10 @@ class TestOptunaQMC(Conformance):
     algorithm = "optuna"
     options = {"sampler": "qmc", "scramble": True}
     learns = False
+
+
+class TestBOHB(Conformance):
+    algorithm = "bohb"
+    # a third of BOHB's proposals are random by default: too many for the suite's check of
+    # the next 4 points learning from the history
+    options = {"min_points_in_model": 3, "random_fraction": 0.1}
