@@ -51,6 +51,16 @@ class Sizes:
     # part 7: the study as a service, on zmq and PostgreSQL, with EQ-SQL's per-task path
     service_tasks: int = 2000
     service_slots: int = 32           # slots per worker: 2 pools hold 128 tasks at most
+    # part 9: learning curves and pruning (simulated async workers; issue 33)
+    fidelity_seeds: int = 10
+    fidelity_budget: int = 60         # epochs: as many as this many whole runs train
+    fidelity_problems: tuple = ("exp3", "pow3", "pow6", "digits", "keras")
+    fidelity_contenders: tuple = (
+        "random", "random + asha", "random + hyperband", "tpe", "tpe + median", "tpe + asha",
+        "tpe + hyperband", "bohb + hyperband", "optuna TPE + MedianPruner",
+        "optuna TPE + SuccessiveHalvingPruner", "optuna TPE + HyperbandPruner")
+    fidelity_workers: int = 8
+    fidelity_epochs: int | None = None   # None: each problem's own (27; keras 9)
 
 
 FULL = Sizes("full")
@@ -65,5 +75,9 @@ SMOKE = Sizes("smoke", dispatch_tasks=300, dispatch_repeats=1, dispatch_pingpong
               overhead_repeats=1, overhead_algorithms=("random",), simulation_workers=(8,),
               simulation_tasks_per_worker=3, faults_kills=2, faults_kill_budget=16,
               faults_budget=6, service_tasks=200,
-              service_slots=4)
+              service_slots=4, fidelity_seeds=2, fidelity_budget=4,
+              fidelity_problems=("pow3", "digits"),
+              fidelity_contenders=("random", "random + asha", "tpe + hyperband",
+                                   "bohb + hyperband", "optuna TPE + HyperbandPruner"),
+              fidelity_workers=3, fidelity_epochs=3)
 SIZES = {sizes.name: sizes for sizes in (FULL, REDUCED, SMOKE)}
