@@ -119,7 +119,7 @@ KERAS_SPACE = [
     {"name": "units", "type": "ordered", "values": [8, 32, 128]},
     {"name": "lr", "type": "ordered", "values": [1e-4, 1e-3, 1e-2, 1e-1]},
     {"name": "act", "type": "categorical", "values": ["relu", "tanh"]},
-    {"name": "batch", "type": "ordered", "values": [16, 128]},
+    {"name": "batch", "type": "ordered", "values": [64, 256]},
 ]
 
 

@@ -53,7 +53,7 @@ class Sizes:
     service_slots: int = 32           # slots per worker: 2 pools hold 128 tasks at most
     # part 9: learning curves and pruning (simulated async workers; issue 33)
     fidelity_seeds: int = 10
-    fidelity_budget: int = 60         # epochs: as many as this many whole runs train
+    fidelity_budget: int = 40         # epochs: as many as this many whole runs train
     fidelity_problems: tuple = ("exp3", "pow3", "pow6", "digits", "keras")
     fidelity_contenders: tuple = (
         "random", "random + asha", "random + hyperband", "tpe", "tpe + median", "tpe + asha",
