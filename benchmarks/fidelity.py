@@ -388,8 +388,17 @@ def regret_at(result, epochs, minimum):
 # --- the part ------------------------------------------------------------------------------
 
 def run(sizes, curves_directory=CURVES):
-    """Every contender on every problem and seed; the figures of the part."""
+    """Every contender on every problem and seed; the figures of the part. Each finished
+    simulation is appended to ``runs-<size>.jsonl`` beside the curves, and one found there
+    (same problem, contender, seed, budget, epochs and workers) is not run again, so a run
+    that is stopped and started again does only the simulations still missing."""
     workers, results, budgets = sizes.fidelity_workers, {}, {}
+    done_path = Path(curves_directory) / f"runs-{sizes.name}.jsonl"
+    done = {}
+    if done_path.exists():
+        for line in done_path.read_text().splitlines():
+            row = json.loads(line)
+            done[tuple(row["key"])] = row["result"]
     for problem_name in sizes.fidelity_problems:
         problem = PROBLEMS[problem_name]
         epochs = min(problem.epochs, sizes.fidelity_epochs or problem.epochs)
@@ -397,10 +406,16 @@ def run(sizes, curves_directory=CURVES):
         curves = Curves(problem, epochs, curves_directory)
         for name in sizes.fidelity_contenders:
             for seed in range(sizes.fidelity_seeds):
-                result = simulate(name, problem, curves, seed, budget, workers)
-                results.setdefault(problem_name, {}).setdefault(name, {})[seed] = result
-                print(f"fidelity: {problem_name} {name} seed {seed}: {result['runs']} runs, "
-                      f"{result['pruned']} pruned, {result['seconds']:.1f} s", flush=True)
+                key = (problem_name, name, seed, budget, epochs, workers)
+                if key not in done:
+                    done[key] = simulate(name, problem, curves, seed, budget, workers)
+                    done_path.parent.mkdir(parents=True, exist_ok=True)
+                    with open(done_path, "a") as out:
+                        out.write(json.dumps({"key": key, "result": done[key]}) + "\n")
+                    print(f"fidelity: {problem_name} {name} seed {seed}: "
+                          f"{done[key]['runs']} runs, {done[key]['pruned']} pruned, "
+                          f"{done[key]['seconds']:.1f} s", flush=True)
+                results.setdefault(problem_name, {}).setdefault(name, {})[seed] = done[key]
     return summarize(results, sizes, budgets)
 
 
