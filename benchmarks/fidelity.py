@@ -389,11 +389,11 @@ def regret_at(result, epochs, minimum):
 
 def run(sizes, curves_directory=CURVES):
     """Every contender on every problem and seed; the figures of the part. Each finished
-    simulation is appended to ``runs-<size>.jsonl`` beside the curves, and one found there
+    simulation is appended to ``runs.jsonl`` beside the curves, and one found there
     (same problem, contender, seed, budget, epochs and workers) is not run again, so a run
     that is stopped and started again does only the simulations still missing."""
     workers, results, budgets = sizes.fidelity_workers, {}, {}
-    done_path = Path(curves_directory) / f"runs-{sizes.name}.jsonl"
+    done_path = Path(curves_directory) / "runs.jsonl"
     done = {}
     if done_path.exists():
         for line in done_path.read_text().splitlines():
