@@ -66,7 +66,8 @@ class Sizes:
 FULL = Sizes("full")
 REDUCED = replace(FULL, name="reduced", dispatch_tasks=5_000, quality_seeds=10,
                   quality_budget=50, utilization_max_time=60.0,
-                  fidelity_problems=("exp3", "pow3", "pow6", "digits"))   # Keras: CPU hours
+                  fidelity_problems=("exp3", "pow3", "pow6", "digits"),   # Keras: CPU hours
+                  fidelity_budget=20)
 SMOKE = Sizes("smoke", dispatch_tasks=300, dispatch_repeats=1, dispatch_pingpongs=200,
               utilization_workers=3, utilization_tasks=12, utilization_algorithms=("random",),
               utilization_max_time=30.0, quality_seeds=2, quality_budget=6,
