@@ -15,12 +15,16 @@ the ME's thread) keeps the experiment's store, ``$TURBINE_OUTPUT/results.db``, a
                          DONE + final    final.json written, the store's meta "final"; "DONE"
                          EQPY_ABORT      the traceback printed here; "ABORT"
     tell(results)      the outcomes of a batch stored and committed (done or failed, with
-                       params, result, rank, times, error and log tail), then the values given
-                       to the ME
+                       params, result, rank, times, error and log tail) with the reports each
+                       run made, then the values given to the ME
 
 A worker rank calls :func:`evaluate` for one point; its stdout and stderr go to
 ``out/out-RANK.txt`` from its first evaluation on; it returns the outcome as one JSON object,
-its wire form (:meth:`emews.evaluate.Outcome.to_wire`) with the worker's ``rank``.
+its wire form (:meth:`emews.evaluate.Outcome.to_wire`) with the worker's ``rank`` and the
+run's ``reports`` (``emews.report`` calls and ``EMEWS_REPORT`` lines, each a
+:class:`~emews.evaluate.outcome.Report`'s wire form). Under Swift/T a running task cannot hear
+from the ME's rank, so the reports are stored with the outcome and never stop a run: every
+report is answered "go on", and no run is pruned.
 
 Everything that goes back to Swift/T is JSON written with ``ensure_ascii=True`` with ``;``
 escaped: Tcl cannot hold a character beyond U+FFFF (an emoji comes back as broken UTF-8), and
@@ -42,6 +46,7 @@ from emews import experiment
 from emews.core.algorithm import point_key
 from emews.core.master import run_id
 from emews.evaluate import Outcome, from_env
+from emews.evaluate.outcome import BadOutcome, Report
 from emews.pools.mpi import redirect_output
 from emews.result import final_record
 from emews.status import FINAL, Status
@@ -191,19 +196,33 @@ def tell(results):
     if len(outcomes) != len(_batch):
         raise RuntimeError(f"emews_swift.tell: {len(outcomes)} results for a batch of "
                            f"{len(_batch)} points")
-    rows = []
+    rows, reports = [], []
     for (point_id, attempt), wire in zip(_batch, outcomes):
+        reports += [(point_id, attempt, report) for report in _reports(wire)]
         outcome = Outcome.received(wire)
         status = outcome.status if outcome.status in FINAL else Status.FAILED
         rank = wire.get("rank") if isinstance(wire, dict) else None
         rows.append((point_id, rank if type(rank) is int else None, outcome, attempt, status))
     db = store()
+    db.add_reports(reports)
     db.finish(rows)
     db.commit()
     eqpy.input_q.put(";".join(eqpy.format_value(outcome.value if status == Status.DONE
                                                 else math.nan)
                               for _, _, outcome, _, status in rows))
     return ""
+
+
+def _reports(wire):
+    """The reports a worker sent with an outcome (a malformed one left out)."""
+    found = wire.pop("reports", None) if isinstance(wire, dict) else None
+    reports = []
+    for data in found if isinstance(found, list) else ():
+        try:
+            reports.append(Report.from_wire(data))
+        except BadOutcome:
+            continue
+    return reports
 
 
 # --- a worker's rank ---------------------------------------------------------------------------
@@ -218,5 +237,11 @@ def evaluate(params, exp_id, run_id, model_name):
         redirect_output(out / f"out-{rank() if rank() is not None else os.getpid()}.txt")
         _objective = from_env(isolate=env_flag("EMEWS_ISOLATE", False))
     _objective.exp_id, _objective.model_name = exp_id, model_name
-    outcome = _objective.evaluate(params, run_id)
-    return wire({**outcome.to_wire(), "rank": rank()})
+    reports = []
+
+    def keep(report):   # no verdict can reach a running task: stored, never stopped
+        reports.append(report.to_wire())
+        return False
+
+    outcome = _objective.evaluate(params, run_id, report=keep)
+    return wire({**outcome.to_wire(), "rank": rank(), "reports": reports})
