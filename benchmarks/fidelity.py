@@ -5,12 +5,14 @@ of epochs, async with uneven epoch times.
 Problems (:data:`PROBLEMS`): every one gives, for a configuration and a seed, its whole
 learning curve (a validation loss per epoch), and a run reads it epoch by epoch:
 
-* ``exp3``, ``pow3``, ``pow6``: parametric curves of the LCBench kind on ``[0, 1]^d``, from
-  2 at epoch 1 down to ``final(c)``: ``final + (2 - final) * exp(-(t - 1) / tau(c))`` and
-  ``final + (2 - final) * t ** -alpha(c)``, with Gaussian noise (sd 0.01) per epoch. The configurations that end best learn slowest (``tau`` and ``alpha``
-  follow the first coordinate, whose optimum is high), so their curves cross those of worse
-  ones: early epochs mislead. Regret is the noise-free final value of the chosen
-  configuration minus the known minimum.
+* ``exp3``, ``pow3``, ``pow6``: parametric curves of the LCBench kind on ``[0, 1]^d``,
+  ``a(c) + exp(-(t - 1) / tau(c))`` and ``a(c) + t ** -alpha(c)``, ``a`` a quadratic
+  (smallest, 0.1, at ``OPTIMUM``), with Gaussian noise (sd 0.01) per epoch. The speed
+  (``tau`` from 1 to 7 epochs, ``alpha`` from 1.5 to 0.3) follows the first coordinate,
+  whose optimum is high: the good configurations learn slowly, and their curves cross those
+  of faster, worse ones (the first epochs rank by ``a``, the middle ones favour speed, the
+  last ones ``a`` again). Regret is the noise-free last value of the chosen configuration
+  minus the smallest there is.
 * ``digits``: scikit-learn's MLP on its digits data, trained epoch by epoch (``partial_fit``,
   one pass a call), validation log-loss; a grid of 48 configurations, 9 epochs.
 * ``keras``: a Keras network (one hidden layer) on the same digits data (the package's
@@ -83,26 +85,29 @@ def _noise(config, seed, epochs, scale=0.01):
 
 
 OPTIMUM = (0.8, 0.3, 0.6, 0.4, 0.7, 0.2)
-START = 2.0   # every parametric curve starts there (at epoch 1), before the noise
 
 
-def _final(config):
-    """The noise-free final value of a parametric configuration: smallest (0.1) at OPTIMUM."""
+def _asymptote(config):
+    """Where a parametric configuration's curve goes: smallest (0.1) at OPTIMUM."""
     return 0.1 + sum((config[f"x{i}"] - OPTIMUM[i]) ** 2 for i in range(len(config)))
 
 
 def _exp_curve(config, seed, epochs):
-    tau = 1.0 + 8.0 * config["x0"]                     # the good ones (x0 near 0.8) are slow
+    """``asymptote + exp(-(t - 1) / tau)``, ``tau`` from 1 to 7 epochs with ``x0``: the good
+    configurations (``x0`` near 0.8) learn slowly. With noise unless ``seed`` is None."""
+    tau = 1.0 + 6.0 * config["x0"]
     t = np.arange(1, epochs + 1)
-    final = _final(config)
-    return final + (START - final) * np.exp(-(t - 1) / tau) + _noise(config, seed, epochs)
+    curve = _asymptote(config) + np.exp(-(t - 1) / tau)
+    return curve if seed is None else curve + _noise(config, seed, epochs)
 
 
 def _pow_curve(config, seed, epochs):
-    alpha = 0.25 + 1.5 * (1.0 - config["x0"])
+    """``asymptote + t ** -alpha``, ``alpha`` from 1.5 down to 0.3 with ``x0``: the good
+    configurations learn slowly. With noise unless ``seed`` is None."""
+    alpha = 0.3 + 1.2 * (1.0 - config["x0"])
     t = np.arange(1, epochs + 1)
-    final = _final(config)
-    return final + (START - final) * t ** -alpha + _noise(config, seed, epochs)
+    curve = _asymptote(config) + t ** -alpha
+    return curve if seed is None else curve + _noise(config, seed, epochs)
 
 
 def _unit_space(d):
@@ -172,23 +177,36 @@ def _keras_curve(config, seed, epochs):
 
 @dataclass(frozen=True)
 class Problem:
-    """A problem: its space (GA JSON), its epochs, ``curve(config, seed, epochs)``, the
-    noise-free final value of a configuration (``None``: the curve's last value) and the
-    known minimum of it (``None``: the best any contender found)."""
+    """A problem: its space (GA JSON), its epochs, ``curve(config, seed, epochs)``, and
+    whether it is a table of trained curves (kept on disk, trained once per configuration and
+    seed) or parametric (its noise-free curve known: ``curve(config, None, epochs)``)."""
 
     name: str
     space: list
     curve: object
     epochs: int = 27
-    final: object = None
-    minimum: float | None = None
-    table: bool = False      # trained curves: kept on disk, trained once per config and seed
+    table: bool = False
+
+    def truth(self, config, epochs, observed):
+        """What a finished run of ``config`` is worth: the noise-free last value of a
+        parametric curve, else the ``observed`` one."""
+        return observed if self.table else float(self.curve(config, None, epochs)[-1])
+
+    def minimum(self, epochs):
+        """The smallest noise-free last value of a parametric problem (``None`` for a table):
+        the coordinates past ``x0`` at OPTIMUM, ``x0`` the best of a fine grid (it alone sets
+        the speed)."""
+        if self.table:
+            return None
+        others = {f"x{i}": OPTIMUM[i] for i in range(1, len(self.space))}
+        return min(float(self.curve(dict(others, x0=x0), None, epochs)[-1])
+                   for x0 in np.linspace(0.0, 1.0, 2001))
 
 
 PROBLEMS = {
-    "exp3": Problem("exp3", _unit_space(3), _exp_curve, 27, _final, 0.1),
-    "pow3": Problem("pow3", _unit_space(3), _pow_curve, 27, _final, 0.1),
-    "pow6": Problem("pow6", _unit_space(6), _pow_curve, 27, _final, 0.1),
+    "exp3": Problem("exp3", _unit_space(3), _exp_curve, 27),
+    "pow3": Problem("pow3", _unit_space(3), _pow_curve, 27),
+    "pow6": Problem("pow6", _unit_space(6), _pow_curve, 27),
     "digits": Problem("digits", DIGITS_SPACE, _digits_curve, 9, table=True),
     "keras": Problem("keras", KERAS_SPACE, _keras_curve, 9, table=True),
 }
@@ -357,7 +375,7 @@ def simulate(name, problem, curves, seed, budget, workers):
         stop = bool(search.report(run, epoch, value))
         if epoch == epochs:
             search.finish(run, value)
-            true = float(problem.final(point)) if problem.final else value
+            true = problem.truth(point, epochs, value)
             if value < best:
                 best, best_true = value, true
             trajectory.append([trained, best, best_true])
@@ -424,7 +442,7 @@ def summarize(results, sizes, budgets):
     problems, comparisons = {}, {}
     for problem_name, by_contender in results.items():
         problem, budget = PROBLEMS[problem_name], budgets[problem_name]
-        minimum = problem.minimum
+        minimum = problem.minimum(budget // sizes.fidelity_budget)
         per_seed_min = {}
         for by_seed in by_contender.values():
             for seed, result in by_seed.items():

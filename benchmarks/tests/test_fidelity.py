@@ -31,20 +31,26 @@ def test_a_simulated_run_prunes_within_its_epoch_budget(tmp_path):
         assert trained == sorted(trained) and trained[-1] <= budget
         best = [row[1] for row in result["trajectory"]]
         assert best == sorted(best, reverse=True)     # the best so far only improves
-        assert all(row[2] >= problem.minimum for row in result["trajectory"])
+        assert all(row[2] >= problem.minimum(9) for row in result["trajectory"])
     again = fidelity.simulate("random", problem, curves, 1, budget, 8)
     assert dict(again, seconds=0) == dict(unpruned, seconds=0)   # the same seed: the same run
 
 
-def test_the_crossing_curves_mislead_early(tmp_path):
-    """The parametric problems are built so that early epochs mislead: the best final
-    configuration is behind a worse one at epoch 3."""
-    for name in ("exp3", "pow3"):
+def test_the_parametric_curves_cross():
+    """The good configurations learn slowly: of two random configurations, the one that ends
+    ahead is behind the other at some epoch in between often (a fifth of the pairs for the
+    exponential curves, a tenth for the power laws here)."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    for name, share in (("exp3", 0.15), ("pow3", 0.05)):
         problem = fidelity.PROBLEMS[name]
-        best = {f"x{i}": fidelity.OPTIMUM[i] for i in range(3)}
-        fast = dict(best, x0=0.0)
-        best_curve, fast_curve = (problem.curve(c, 0, 27) for c in (best, fast))
-        assert best_curve[-1] < fast_curve[-1] and best_curve[2] > fast_curve[2]
+        configs = [{f"x{i}": float(v) for i, v in enumerate(rng.random(3))} for _ in range(60)]
+        curves = np.array([problem.curve(c, None, 27) for c in configs])
+        ahead = [(i, j) for i in range(60) for j in range(60) if curves[i, -1] < curves[j, -1]]
+        crossed = sum(bool((curves[i, :-1] > curves[j, :-1]).any()) for i, j in ahead)
+        assert crossed > share * len(ahead)
+        assert problem.minimum(27) <= curves[:, -1].min()
 
 
 def test_a_trained_problem_is_a_table_read_back_from_disk(tmp_path):
