@@ -38,7 +38,8 @@ def run_model_shell(command, params_json, context, model_env, watch):
     path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     env = process.child_environ(dict(model_env, EMEWS_PARAMS_FILE=str(params_file),
                                      EMEWS_RUN_DIR=str(run_dir), EXP_ID=context.exp_id,
-                                     RUN_ID=context.run_id, PATH=path))
+                                     RUN_ID=context.run_id, PATH=path,
+                                     EMEWS_CHECKPOINT_DIR=str(context.checkpoint_dir)))
     log = run_dir / "model.log"
     log.write_bytes(b"")
     with open(log, "ab") as out:   # appending: the worker's notes (reporting.py) stay in it
