@@ -52,6 +52,12 @@ Design choices:
   they did), the values of every told point and the counters.
 * A GA that breeds nothing but points it has values for (a small space, used up) for 100
   generations (``ga_async``: children) in a row is done.
+* ``nsga2`` and ``nsga3`` (:mod:`.nsga`) are this GA with other parts: what a fitness is
+  (``_individual_class``, ``_record``, ``_assign``, ``_record_of``), how the best told points
+  are chosen (``_best``), parents, breeding and survivors (``_parents``, ``_breed``,
+  ``_survivors``), and what the state adds (``_state_data``, ``_restore_data``);
+  ``nsga2_async`` and ``nsga3_async`` are this module's ``ga_async`` with the same parts and
+  their own ``_settle``.
 """
 
 import contextlib
@@ -104,7 +110,7 @@ class GA(Algorithm):
         check_number("tournament_size", tournament_size, 1, integer=True)
         self.seeds = read_population(Path(check_text("population_file", population_file)),
                                      space) if population_file is not None else []
-        self.individual = _individual_class()
+        self.individual = self._individual_class()
         self.toolbox = base.Toolbox()
         self.toolbox.register("mate", tools.cxUniform, indpb=crossover_indpb)
         self.toolbox.register("mutate", self._mutate, indpb=mutation_indpb)
@@ -139,27 +145,27 @@ class GA(Algorithm):
     def tell(self, points, values):
         for point, value in zip(points, values):
             key = point_key(point)
-            if isinstance(value, PrunedResult) and math.isfinite(value.last):
+            record = self._record(value)
+            if isinstance(value, PrunedResult) and math.isfinite(value.last) \
+                    and len(record) == 1:
                 self.pruned[key] = value.last
-                fitness = (pruned_value(value.last, self._finished()),)
-            else:
-                fitness = (FAILED_FITNESS if is_failure(value) else float(value),)
-            self.known[key] = fitness
+                record = (pruned_value(value.last, self._finished()),)
+            self.known[key] = record
             individuals = self.waiting.pop(key, None)
             if individuals is not None:
                 for individual in individuals:
-                    individual.fitness.values = fitness
+                    self._assign(individual, record)
                 self._settle(individuals[0], asked=True)
             elif self.space.contains(point):
                 immigrant = self._individual(point)
-                immigrant.fitness.values = fitness
+                self._assign(immigrant, record)
                 self._settle(immigrant, asked=False)
         if self.pruned:
             self._rank_pruned()
 
     def _finished(self):
         """The values of the finished runs told so far (failures and pruned runs left out)."""
-        return [fitness[0] for key, fitness in self.known.items() if key not in self.pruned]
+        return [record[0] for key, record in self.known.items() if key not in self.pruned]
 
     def _rank_pruned(self):
         """Give every pruned run its fitness from the finished values as they are now."""
@@ -170,7 +176,7 @@ class GA(Algorithm):
             for individual in getattr(self, name) or ():
                 key = point_key(self.space.point(individual))
                 if key in self.pruned and individual.fitness.valid:
-                    individual.fitness.values = self.known[key]
+                    self._assign(individual, self.known[key])
 
     def done(self):
         return self.stalled or (self.generations is not None and
@@ -178,36 +184,44 @@ class GA(Algorithm):
                                 not self.queue and not self.waiting)
 
     def state(self):
+        return pack_state(self, self._state_data())
+
+    def restore(self, state):
+        self._restore_data(unpack_state(self, state))
+
+    def _state_data(self):
+        """Everything :meth:`state` saves, as plain data."""
         table, index = [], {}
 
         def ref(individual):
             if id(individual) not in index:
                 index[id(individual)] = len(table)
-                table.append([list(individual), list(individual.fitness.values) or None])
+                table.append([list(individual), list(self._record_of(individual)) or None])
             return index[id(individual)]
 
         groups = {name: None if getattr(self, name) is None else
                   [ref(i) for i in getattr(self, name)] for name in self.groups}
         waiting = {key: [ref(i) for i in individuals] for key, individuals in self.waiting.items()}
-        return pack_state(self, {
+        return {
             "random": self.random_state, "rng": self.rng.bit_generator.state,
-            "known": {key: fitness[0] for key, fitness in self.known.items()},
+            "known": {key: list(record) for key, record in self.known.items()},
             "pruned": self.pruned,
             "individuals": table, "groups": groups, "waiting": waiting,
-            "counters": {name: getattr(self, name) for name in self.counters}})
+            "counters": {name: getattr(self, name) for name in self.counters}}
 
-    def restore(self, state):
-        data = unpack_state(self, state)
+    def _restore_data(self, data):
+        """Take up the data of :meth:`_state_data`."""
         version, internal, gauss = data["random"]
         self.random_state = (version, tuple(internal), gauss)
         self.rng.bit_generator.state = data["rng"]
-        self.known = {key: (fitness,) for key, fitness in data["known"].items()}
+        self.known = {key: tuple(record) if isinstance(record, list) else (record,)
+                      for key, record in data["known"].items()}   # a number: saved before MO
         self.pruned = data.get("pruned", {})
         table = []
-        for genes, fitness in data["individuals"]:
+        for genes, record in data["individuals"]:
             table.append(self.individual(genes))
-            if fitness is not None:
-                table[-1].fitness.values = tuple(fitness)
+            if record is not None:
+                self._assign(table[-1], tuple(record))
         for name, refs in data["groups"].items():
             setattr(self, name, None if refs is None else [table[i] for i in refs])
         self.waiting = {key: [table[i] for i in refs] for key, refs in data["waiting"].items()}
@@ -218,6 +232,33 @@ class GA(Algorithm):
     def stalled(self):
         """True once the GA keeps breeding only points it has values for (a small space)."""
         return self.stale >= STALLED
+
+    # --- fitness ----------------------------------------------------------------------------
+
+    def _individual_class(self):
+        """DEAP's individual type for emews (a list of genes, one fitness to minimize)."""
+        from deap import base, creator
+
+        if not hasattr(creator, "EmewsIndividual"):
+            creator.create("EmewsFitness", base.Fitness, weights=(-1.0,))
+            creator.create("EmewsIndividual", list, fitness=creator.EmewsFitness)
+        return creator.EmewsIndividual
+
+    def _record(self, value):
+        """What the GA keeps of a told value (a tuple of floats): its fitness."""
+        return (FAILED_FITNESS if is_failure(value) else float(value),)
+
+    def _assign(self, individual, record):
+        """Give ``individual`` the fitness of a :meth:`_record`."""
+        individual.fitness.values = record
+
+    def _record_of(self, individual):
+        """The :meth:`_record` of an evaluated individual (empty when it is not)."""
+        return individual.fitness.values
+
+    def _best(self, individuals, k):
+        """The best ``k`` of ``individuals`` (for the initial population)."""
+        return sorted(individuals, key=lambda i: i.fitness.values[0])[:k]
 
     # --- generations ------------------------------------------------------------------------
 
@@ -231,7 +272,7 @@ class GA(Algorithm):
         Returns False when the point must be sent out (it is then recorded as waiting).
         """
         if key in self.known:
-            individual.fitness.values = self.known[key]
+            self._assign(individual, self.known[key])
             return True
         if key in self.waiting:
             self.waiting[key].append(individual)
@@ -260,7 +301,7 @@ class GA(Algorithm):
 
     def _initial(self):
         """Best immigrants first, then the population file, then random individuals."""
-        told = sorted(self.immigrants, key=lambda i: i.fitness.values[0])[:self.population_size]
+        told = self._best(self.immigrants, self.population_size)
         self.immigrants = []
         seeds = self.seeds[:self.population_size - len(told)]
         randoms = self.space.sample(self.rng, self.population_size - len(told) - len(seeds))
@@ -273,11 +314,15 @@ class GA(Algorithm):
         self.immigrants = []
         with self._own_random():
             if self.strategy == "simple":
-                parents = self.toolbox.select(self.population, self.population_size)
+                parents = self._parents(self.population_size)
                 return algorithms.varAnd(parents, self.toolbox, self.crossover_prob,
                                          self.mutation_prob)
             return algorithms.varOr(self.population, self.toolbox, self.offspring_count,
                                     self.crossover_prob, self.mutation_prob)
+
+    def _parents(self, k):
+        """``k`` parents chosen from the population (call inside :meth:`_own_random`)."""
+        return self.toolbox.select(self.population, k)
 
     def _survivors(self):
         if self.strategy == "simple" or not self.population:
@@ -362,7 +407,7 @@ class SteadyStateGA(GA):
         from deap import algorithms
 
         with self._own_random():
-            parents = self.toolbox.select(self.population, 2)
+            parents = self._parents(2)
             child = algorithms.varAnd(parents, self.toolbox, self.crossover_prob,
                                       self.mutation_prob)[0]
             if child.fitness.valid:
@@ -435,13 +480,3 @@ def read_population(path, space):
                                   cells.get(param.name)) from None
         points.append(space.point(values))
     return points
-
-
-def _individual_class():
-    """DEAP's individual type for emews (a list of genes, one fitness to minimize)."""
-    from deap import base, creator
-
-    if not hasattr(creator, "EmewsIndividual"):
-        creator.create("EmewsFitness", base.Fitness, weights=(-1.0,))
-        creator.create("EmewsIndividual", list, fitness=creator.EmewsFitness)
-    return creator.EmewsIndividual

@@ -24,15 +24,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import (dispatch, faults, fidelity, overhead, proposal, quality, report, service,
-               simulate, utilization)
+from . import (dispatch, faults, fidelity, launch, overhead, packing, proposal, quality,
+               report, service, simulate, utilization)
 from .sizes import SIZES
 
 HERE = Path(__file__).resolve().parent
 PARTS = {"dispatch": dispatch.run, "utilization": utilization.run,
          "simulation": simulate.run, "overhead": overhead.run, "quality": quality.run,
          "faults": faults.run, "service": service.run, "proposal": proposal.run,
-         "fidelity": fidelity.run}
+         "packing": packing.run, "launch": launch.run, "fidelity": fidelity.run}
 
 
 def parser():

@@ -1,21 +1,21 @@
 """What ``emews dashboard`` costs: opening a big study, and the running study's writes.
 
 ``python -m benchmarks.dashboard [N] [REPORTS]`` writes a study of N finished evaluations
-(10,000) into a real ``results.db`` and measures, on this machine:
+(10,000), each with a learning curve of REPORTS reports (100) in the store's reports table,
+into a real ``results.db`` and measures, on this machine (wall and CPU seconds: on a shared
+machine the CPU time is the figure to compare):
 
-* ``view``: :meth:`StoreView.get_all_trials` (the store read and every row mapped to an
-  Optuna trial), the median of three;
+* ``view``: one :meth:`StoreView.get_all_trials` (the store read, the curves read, every row
+  mapped to an Optuna trial), with whole curves (``view_whole``) and with curves thinned as
+  ``emews dashboard`` serves them (``view``, :data:`~emews.inspect.dashboard.CURVE_POINTS`);
 * ``open``: the dashboard's first ``GET /api/studies/0`` (what opening the study's page waits
-  for), through optuna-dashboard's own WSGI app, cold (wall and CPU seconds: on a shared
-  machine the CPU time is the figure to compare), then again within its cache;
-* ``curves``: mapping and serializing the N trials with REPORTS intermediate values each (100),
-  as the dashboard sends them once the [fidelity] reports are wired into
-  :func:`emews.inspect.optuna_view.learning_curves` (the values are made up here: the
-  reports table is not in this store yet);
+  for), through optuna-dashboard's own WSGI app over the view as served, cold, then again
+  within its cache; ``open_whole``: the same cold request with whole curves (what it cost
+  before curves were thinned);
 * ``writer``: the median time of the master's commit of one finished evaluation, alone and
-  while a second process reads the whole study through the view without pause; the ratio of
-  the two is what serving the dashboard costs the running study (the view never takes a write
-  lock: its reads are SQLite WAL readers).
+  while a second process reads the whole study through the served view without pause; the
+  ratio of the two is what serving the dashboard costs the running study (the view never
+  takes a write lock: its reads are SQLite WAL readers).
 """
 
 import io
@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 from emews.evaluate import Outcome
+from emews.evaluate.outcome import Report
 from emews.store import SQLiteStore
 
 SPACE = [{"name": "x", "type": "float", "lower": -2.0, "upper": 2.0},
@@ -37,8 +38,9 @@ SPACE = [{"name": "x", "type": "float", "lower": -2.0, "upper": 2.0},
          {"name": "act", "type": "categorical", "values": ["relu", "tanh"]}]
 
 
-def make_study(expdir, n):
-    """An experiment directory of ``n`` finished evaluations (a tenth of them failed)."""
+def make_study(expdir, n, reports=0):
+    """An experiment directory of ``n`` finished evaluations (a tenth of them failed), each
+    with a learning curve of ``reports`` reports (``emews.report``) in the store."""
     expdir.mkdir(parents=True)
     (expdir / "space.json").write_text(json.dumps(SPACE))
     (expdir / "config.json").write_text(json.dumps({"study": {"space": str(expdir /
@@ -50,6 +52,8 @@ def make_study(expdir, n):
         store.add([(i, json.dumps(point(i)), f"RUN{i:06d}", None, i) for i in ids])
         store.finish([(i, i % 4, outcome(i, now), 1, "failed" if i % 10 == 9 else "done")
                       for i in ids])
+        store.add_reports([(i, 1, Report(step, curve(i, step), time=now + step / reports))
+                           for i in ids for step in range(reports)])
         store.commit()
     store.close()
     return expdir
@@ -60,21 +64,16 @@ def point(i):
             "act": "relu" if i % 2 else "tanh"}
 
 
+def curve(i, step):
+    return math.sin(i) ** 2 + 1.0 / (step + 1)
+
+
 def outcome(i, now):
     if i % 10 == 9:
         return Outcome(math.nan, "failed", f"RuntimeError: bad point {i}", started=now,
                        finished=now + 1)
     return Outcome(math.sin(i) ** 2, started=now, finished=now + 1,
                    metrics={"loss": math.cos(i) ** 2, "accuracy": 0.5})
-
-
-def median_seconds(action, repeats=3):
-    times = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        action()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
 
 
 def get(app, path):
@@ -88,52 +87,44 @@ def get(app, path):
     return status[0], body
 
 
-def measure_open(expdir):
-    """Seconds of the view's read, and of the dashboard's first and cached study request."""
+def timed(action):
+    """``(result, wall seconds, CPU seconds)`` of ``action()``."""
+    started, cpu = time.perf_counter(), time.process_time()
+    result = action()
+    return result, time.perf_counter() - started, time.process_time() - cpu
+
+
+def measure_view(expdir, curve_points, suffix):
+    """Seconds of one read of the study through the view."""
+    from emews.inspect.optuna_view import StoreView
+
+    trials, wall, cpu = timed(lambda: StoreView([expdir], curve_points).get_all_trials(0))
+    return {f"view{suffix}_s": wall, f"view{suffix}_cpu_s": cpu,
+            f"values{suffix}": sum(len(t.intermediate_values) for t in trials)}
+
+
+def measure_open(expdir, curve_points, suffix, cached=False):
+    """Seconds of the dashboard's first study request (and a cached one, with ``cached``)."""
     from optuna_dashboard import wsgi
 
     from emews.inspect.optuna_view import StoreView
 
-    view = StoreView([expdir])
-    figures = {"view_s": median_seconds(lambda: view.get_all_trials(0))}
-    app = wsgi(StoreView([expdir]))
-    started, cpu = time.perf_counter(), time.process_time()
-    status, body = get(app, "/api/studies/0")
-    figures["open_s"] = time.perf_counter() - started
-    figures["open_cpu_s"] = time.process_time() - cpu
+    app = wsgi(StoreView([expdir], curve_points))
+    (status, body), wall, cpu = timed(lambda: get(app, "/api/studies/0"))
     assert status.startswith("200"), status
-    figures["trials"] = len(json.loads(body)["trials"])
-    started = time.perf_counter()
-    get(app, "/api/studies/0")
-    figures["open_cached_s"] = time.perf_counter() - started
-    figures["response_mb"] = len(body) / 1e6
+    figures = {f"open{suffix}_s": wall, f"open{suffix}_cpu_s": cpu,
+               f"open{suffix}_response_mb": len(body) / 1e6,
+               "trials": len(json.loads(body)["trials"])}
+    if cached:
+        _, figures[f"open{suffix}_cached_s"], _ = timed(lambda: get(app, "/api/studies/0"))
     return figures
 
 
-def measure_curves(expdir, reports):
-    """Seconds to map the study's rows with ``reports`` intermediate values each and serialize
-    them as the dashboard does."""
-    from optuna_dashboard._serializer import serialize_frozen_trial
-
-    from emews.inspect.optuna_view import distributions, frozen_trial
-    from emews.inspect.source import read_rows
-    from emews.space import Space
-
-    rows = read_rows(expdir)
-    dists = distributions(Space.from_file(expdir / "space.json"))
-    curve = {step: 1.0 / (step + 1) for step in range(reports)}
-    started, cpu = time.perf_counter(), time.process_time()
-    trials = [frozen_trial(row, dists, number, number, expdir, dict(curve))
-              for number, row in enumerate(rows)]
-    body = json.dumps([serialize_frozen_trial(0, t, {}) for t in trials])
-    return {"curves_s": time.perf_counter() - started, "curves_cpu_s": time.process_time() - cpu,
-            "curves_response_mb": len(body) / 1e6}
-
-
 def read_forever(expdir, stop, reads):
+    from emews.inspect.dashboard import CURVE_POINTS
     from emews.inspect.optuna_view import StoreView
 
-    view = StoreView([expdir])
+    view = StoreView([expdir], CURVE_POINTS)
     while not stop.is_set():
         view.get_all_trials(0)
         with reads.get_lock():
@@ -181,9 +172,13 @@ def main(argv):
     n = int(argv[0]) if argv else 10_000
     reports = int(argv[1]) if len(argv) > 1 else 100
     with tempfile.TemporaryDirectory() as tmp:
-        expdir = make_study(Path(tmp) / "EXP001", n)
-        figures = {"evaluations": n, "reports": reports, **measure_open(expdir),
-                   **measure_curves(expdir, reports), **measure_writer(expdir, n)}
+        from emews.inspect.dashboard import CURVE_POINTS
+
+        expdir = make_study(Path(tmp) / "EXP001", n, reports)
+        figures = {"evaluations": n, "reports": reports, "curve_points": CURVE_POINTS,
+                   **measure_view(expdir, CURVE_POINTS, ""), **measure_view(expdir, None, "_whole"),
+                   **measure_open(expdir, CURVE_POINTS, "", cached=True),
+                   **measure_open(expdir, None, "_whole"), **measure_writer(expdir, n)}
     for key, value in figures.items():
         print(f"{key:22} {value:.3f}" if isinstance(value, float) else f"{key:22} {value}")
     return 0

@@ -1,4 +1,4 @@
-"""Part 9, learning curves and pruning (issue 33, point 7): our pruners and our BOHB-like
+"""Part 11, learning curves and pruning (issue 33, point 7): our pruners and our BOHB-like
 search against Optuna's pruners, on problems whose learning curves cross, on the same budget
 of epochs, async with uneven epoch times.
 

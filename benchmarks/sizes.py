@@ -51,7 +51,15 @@ class Sizes:
     # part 7: the study as a service, on zmq and PostgreSQL, with EQ-SQL's per-task path
     service_tasks: int = 2000
     service_slots: int = 32           # slots per worker: 2 pools hold 128 tasks at most
-    # part 9: learning curves and pruning (simulated async workers; issue 33)
+    # part 9: packing evaluations of mixed sizes, by simulation (issue 35)
+    packing_slots: int = 1024
+    packing_slots_per_node: int = 8
+    packing_sizes: tuple = (1, 2, 4, 8)
+    packing_tasks_per_slot: int = 20
+    # part 10: launching evaluations of several ranks (the first must be 1: the reference)
+    launch_ranks: tuple = (1, 2, 4)
+    launch_repeats: int = 10
+    # part 11: learning curves and pruning (simulated async workers; issue 33)
     fidelity_seeds: int = 10
     fidelity_budget: int = 40         # epochs: as many as this many whole runs train
     fidelity_problems: tuple = ("exp3", "pow3", "pow6", "digits", "keras")
@@ -77,7 +85,8 @@ SMOKE = Sizes("smoke", dispatch_tasks=300, dispatch_repeats=1, dispatch_pingpong
               overhead_repeats=1, overhead_algorithms=("random",), simulation_workers=(8,),
               simulation_tasks_per_worker=3, faults_kills=2, faults_kill_budget=16,
               faults_budget=6, service_tasks=200,
-              service_slots=4, fidelity_seeds=2, fidelity_budget=4,
+              service_slots=4, packing_slots=32, packing_tasks_per_slot=3,
+              launch_ranks=(1, 2), launch_repeats=1, fidelity_seeds=2, fidelity_budget=4,
               fidelity_problems=("pow3", "digits"),
               fidelity_contenders=("random", "random + asha", "tpe + hyperband",
                                    "bohb + hyperband", "optuna TPE + HyperbandPruner"),

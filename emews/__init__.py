@@ -2,20 +2,21 @@
 
 The public API is the names in ``__all__``, documented on one page of the docs (Python API):
 :func:`run`, :func:`load`, :class:`Algorithm`, :class:`Status`, :mod:`eqpy`, and for models
-:func:`report`, :class:`Pruned` and :func:`checkpoint_dir`. Everything else under ``emews.``
-may move between releases. Importing ``emews`` stays cheap (``emews --help`` imports it):
-``Algorithm``, ``Status``, ``report``, ``Pruned`` and ``checkpoint_dir`` are imported on first
-use, and ``eqpy`` is a submodule.
+:func:`report`, :class:`Pruned`, :func:`checkpoint_dir` and :func:`comm`. Everything else
+under ``emews.`` may move between releases. Importing ``emews`` stays cheap (``emews --help``
+imports it): ``Algorithm``, ``Status``, ``report``, ``Pruned``, ``checkpoint_dir`` and ``comm``
+are imported on first use, and ``eqpy`` is a submodule.
 """
 
 import importlib
 
 __version__ = "0.1.0"
-__all__ = ["Algorithm", "Pruned", "Status", "checkpoint_dir", "eqpy", "load", "report", "run"]
+__all__ = ["Algorithm", "Pruned", "Status", "checkpoint_dir", "comm", "eqpy", "load", "report",
+           "run"]
 
 _LAZY = {"Algorithm": "emews.core.algorithm", "Status": "emews.status",   # name: its module
          "report": "emews.evaluate.reporting", "Pruned": "emews.evaluate.reporting",
-         "checkpoint_dir": "emews.evaluate.base"}
+         "checkpoint_dir": "emews.evaluate.base", "comm": "emews.evaluate.base"}
 
 
 def run(config, overrides=None, resume=None):
@@ -59,7 +60,7 @@ def load(expdir):
 
 def __getattr__(name):
     """``emews.Algorithm``, ``emews.Status``, ``emews.report``, ``emews.Pruned``,
-    ``emews.checkpoint_dir`` and ``emews.eqpy``, imported on first use."""
+    ``emews.checkpoint_dir``, ``emews.comm`` and ``emews.eqpy``, imported on first use."""
     if name == "eqpy":
         return importlib.import_module("emews.eqpy")
     if name not in _LAZY:

@@ -105,6 +105,8 @@ def parser():
     show.add_argument("--top", type=_positive_int, default=10,
                       help="how many to print (default 10; CSV and JSON: all)")
     show.add_argument("--failed", action="store_true", help="the failures and their reasons")
+    show.add_argument("--pareto", action="store_true", help="the Pareto front (a study of "
+                      "several objectives or constraints)")
     show.add_argument("--where", metavar="FILTER",
                       help='NAME OP VALUE clauses joined by "and", e.g. "lr < 0.01 and '
                            'act == relu" (OP: < <= > >= == !=)')
@@ -363,8 +365,13 @@ def _show(args):
         raise ConfigError("emews show", "takes --csv or --json, not both", None,
                           show_value=False)
     study = load(args.expdir)
+    if args.pareto and (args.failed or study.pareto is None):
+        raise ConfigError("emews show --pareto", "needs a study of several objectives or "
+                          "constraints, without --failed", f"{args.expdir} ([study] objectives "
+                          f"{list(study.criteria.names)}{', --failed' if args.failed else ''})")
     exported = args.csv or args.json
-    rows = show.chosen(study, args.failed, args.where, None if exported else args.top)
+    rows = show.chosen(study, args.failed, args.where, None if exported else args.top,
+                       args.pareto)
     points = show.grouped(study, args.failed)
     if args.csv:
         return _emit(show.points_as_csv(rows) if points else show.as_csv(study, rows))
@@ -374,7 +381,7 @@ def _show(args):
     if points:
         show.print_points(study, rows, console)
     else:
-        show.print_table(study, rows, args.failed, console)
+        show.print_table(study, rows, args.failed, console, args.pareto)
     for line in render(summary(study))[1:]:
         console.print(line, markup=False)
     return 0

@@ -27,6 +27,7 @@ from .core import pruners
 from .core.criteria import Criteria
 from .core.pareto import minimized
 from .core.failure import ACTIONS as FAILURE_ACTIONS
+from .pools import requests
 from .errors import ConfigError
 from .validation import Choice, Each, Flag, Number, Strings, Text, check
 
@@ -37,7 +38,10 @@ CONTAINER_RUNTIMES = ("singularity", "apptainer", "charliecloud", "podman-hpc", 
                       "shifter")
 CONTAINER_GPUS = ("auto", "nvidia", "amd", "none")     # [model].container_gpus
 KINDS = {"int": Number(integer=True, words=True), "float": Number(words=True), "bool": Flag(),
-         "str": Text(), "path": Text(), "list": Strings(), "numbers": Each(Number())}
+         "str": Text(), "path": Text(), "list": Strings(), "numbers": Each(Number()),
+         # a number of each evaluation's ranks or nodes, or of its GPUs; or "$name"
+         "int | $param": requests.PerEval(requests.RULES["ranks_per_eval"]),
+         "number | $param": requests.PerEval(requests.RULES["gpus_per_eval"])}
 
 
 @dataclass(frozen=True)
@@ -116,6 +120,9 @@ SCHEMA = {
         "data_dir": Setting("path", "experiments", "CANDLE_DATA_DIR"),
         "experiment_numbering": Setting("str", "emews", choices=("emews", "supervisor")),
         "expid": Setting("str"),   # the experiment directory's name (emews supervisor's EXPID)
+        "ranks_per_eval": Setting("int | $param"),   # emews.pools.requests
+        "gpus_per_eval": Setting("number | $param"),
+        "nodes_per_eval": Setting("int | $param"),
     },
     "model": {  # a CANDLE model's settings; each is handed to the model as its variable
         "framework": Setting("str", "keras2", "FRAMEWORK"),

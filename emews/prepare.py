@@ -24,9 +24,11 @@ from .core.replicas import check as check_replicas
 from .core.resume import REPLICA_KEYS, search_seed
 from .errors import ConfigError
 from .experiment import load_experiment
+from .pools.requests import Demand
 from .space import Space
 from .store import StudyLock, study_store
 from .store.postgres import hide_password, is_url
+from .validation import Invalid
 from .worker import make_objective, python_path
 
 LIMITS = ("budget", "max_iterations", "patience", "target", "max_time")
@@ -202,8 +204,27 @@ def validate(cfg, seed=None):
         raise ConfigError("[study]", "needs a stopping rule (one of "
                           f"{', '.join(LIMITS)}), or --no-limit to run until stopped", None,
                           show_value=False)
+    check_demand(cfg, space)
     make_objective(cfg, Path("."))
     return algorithm
+
+
+def check_demand(cfg, space):
+    """Refuse, before anything runs, evaluations that could never fit the study's pool
+    (``[study] ranks_per_eval``, ``gpus_per_eval``, ``nodes_per_eval``: emews.pools.requests)."""
+    demand = Demand.from_config(cfg)
+    if demand.trivial:
+        return
+    if cfg.system["slots_per_worker"] != 1:
+        raise ConfigError(cfg.where("system", "slots_per_worker"), "must be 1 when [study] "
+                          "ranks_per_eval, gpus_per_eval or nodes_per_eval is set",
+                          cfg.system["slots_per_worker"])
+    procs = cfg.system["procs"]
+    try:
+        demand.refuse_beyond(space, max(procs - 1, 1), cfg.system["gpus_per_node"],
+                             f"[system] procs = {procs}")
+    except Invalid as invalid:
+        raise ConfigError(invalid.field, invalid.rule, invalid.value) from None
 
 
 def build(cfg, seed):

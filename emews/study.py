@@ -43,6 +43,7 @@ from .experiment import load_experiment
 from .inspect.progress import Progress
 from .launch.spawn import spawn, under_mpiexec
 from .pools.base import InProcessPool
+from .pools.packed import with_packing
 from .prepare import build, prepare_run
 from .result import best as best_found, final_record, interrupted, print_summary, result_from
 from .status import FINAL, Status
@@ -137,6 +138,7 @@ def pool_job(target, walltime=None, give_up=600.0, keys=None, workdir=None, eqsq
         return run_worker(Path(study["expdir"]), cfg, comm, comm.Get_rank(), study["label"])
     pool = MPIPool(comm, cfg.system["slots_per_worker"])
     try:
+        pool = with_packing(pool, cfg)
         return Attachment(link, pool, study["lease"], walltime).run()
     finally:
         link.close()
@@ -198,6 +200,7 @@ def execute(expdir, comm, algorithm=None):
                              if cfg.system["pool"] == "inprocess" else 1)
     status = 1
     try:
+        pool = with_packing(pool, cfg)
         result = run_master(expdir, cfg, pool, algorithm)
         status = 0
     finally:

@@ -33,7 +33,8 @@ def run_worker(expdir, cfg, comm, rank, label=None):
     from .pools.mpi import redirect_output, serve
 
     redirect_output(expdir / "out" / f"out-{label + '-' if label else ''}{rank}.txt")
-    gpus.assign(rank, cfg.system["gpus_per_node"], cfg.system["cuda_offset"])
+    if cfg.study["gpus_per_eval"] is None:   # else each evaluation's resources name its GPUs
+        gpus.assign(rank, cfg.system["gpus_per_node"], cfg.system["cuda_offset"])
     status = serve(comm, make_objective(cfg, expdir))
     if status:
         raise SystemExit(status)

@@ -30,6 +30,11 @@ import emews_swift
 model_outcome = emews_swift.evaluate(%s, %s, %s, %s)
 ----;
 
+string emews_outcome_par_code = ----
+import emews_swift
+model_outcome = emews_swift.evaluate_parallel(%s, %s, %s, %s)
+----;
+
 /*
    params: the point, a JSON object; expid: the experiment id; runid: this run's id (its
    directory is $TURBINE_OUTPUT/run/RUNID); model_name: MODEL_NAME. Returns the value to
@@ -50,4 +55,15 @@ model_outcome = emews_swift.evaluate(%s, %s, %s, %s)
   string code = emews_outcome_code % (python_literal(params), python_literal(expid),
                                       python_literal(runid), python_literal(model_name));
   model_outcome = python_persist(code, "model_outcome");
+}
+
+/* The same, as a Swift/T parallel task of `ranks` workers (@par): the first starts the model's
+   `ranks` processes with the site's launcher (emews.evaluate: app, container and py models
+   alike) on the hosts of the task's workers, which wait meanwhile; its outcome is the task's. */
+(string model_outcome) emews_model_train_par(int ranks, string params, string expid,
+                                             string runid, string model_name)
+{
+  string code = emews_outcome_par_code % (python_literal(params), python_literal(expid),
+                                          python_literal(runid), python_literal(model_name));
+  model_outcome = @par=ranks python_parallel_persist(code, "model_outcome");
 }

@@ -49,6 +49,7 @@ from emews.core.algorithm import point_key
 from emews.core.criteria import Criteria
 from emews.core.master import run_id
 from emews.evaluate import Outcome, from_env
+from emews.evaluate.base import Resources
 from emews.evaluate.outcome import BadOutcome, Report
 from emews.pools.mpi import redirect_output
 from emews.result import final_record
@@ -247,7 +248,57 @@ def _reports(wire):
 
 # --- a worker's rank ---------------------------------------------------------------------------
 
-def evaluate(params, exp_id, run_id, model_name):
+def evaluate_parallel(params, exp_id, run_id, model_name):
+    """Evaluate one point on the workers of a Swift/T parallel task (``@par=k``): the first
+    evaluates it with ``Resources(k, the workers' hosts)`` (the model's k processes start with
+    the site's launcher), the others wait until it is done; the first's outcome (others: "").
+
+    The task's communicator is Turbine's MPI's (already loaded in this process, which may not
+    be mpi4py's): its rank and size are asked of that library, the hosts pass through files in
+    the run's directory, and the others wait on a file, not spinning on a core the model's
+    processes use.
+    """
+    rank, size = _task_rank_size()
+    meeting = expdir() / "run" / run_id / "par-task"
+    meeting.mkdir(parents=True, exist_ok=True)
+    (meeting / f"host-{rank}").write_text(socket.gethostname())
+    if rank != 0:
+        _wait_for(lambda: (meeting / "done").exists())
+        return ""
+    _wait_for(lambda: all((meeting / f"host-{r}").exists() for r in range(size)))
+    hosts = tuple((meeting / f"host-{r}").read_text() for r in range(size))
+    try:
+        return evaluate(params, exp_id, run_id, model_name, Resources(size, hosts))
+    finally:
+        (meeting / "done").write_text("")
+
+
+def _task_rank_size():
+    """This worker's rank in its parallel task, and the task's size, asked of the MPI library
+    Turbine runs on (the ``libmpi`` mapped into this process) with the task's communicator."""
+    import ctypes
+
+    import turbine_helpers
+
+    with open("/proc/self/maps") as maps:
+        libraries = [line.split()[-1] for line in maps if line.rstrip().endswith(".so")
+                     or ".so." in line]
+    path = next(p for p in libraries if os.path.basename(p).startswith(("libmpi.", "libmpich.")))
+    library = ctypes.CDLL(path)
+    handle = (ctypes.c_int if turbine_helpers.mpi_impl == "MPICH" else ctypes.c_void_p)(
+        turbine_helpers.task_comm)
+    rank, size = ctypes.c_int(), ctypes.c_int()
+    library.MPI_Comm_rank(handle, ctypes.byref(rank))
+    library.MPI_Comm_size(handle, ctypes.byref(size))
+    return rank.value, size.value
+
+
+def _wait_for(condition, poll=0.05):
+    while not condition():
+        time.sleep(poll)
+
+
+def evaluate(params, exp_id, run_id, model_name, resources=None):
     """Evaluate one point (a JSON object) on this worker; the outcome as JSON for the wire."""
     global _objective
     _under_turbine()
@@ -263,5 +314,5 @@ def evaluate(params, exp_id, run_id, model_name):
         reports.append(report.to_wire())
         return False
 
-    outcome = _objective.evaluate(params, run_id, report=keep)
+    outcome = _objective.evaluate(params, run_id, resources=resources, report=keep)
     return wire({**outcome.to_wire(), "rank": rank(), "reports": reports})

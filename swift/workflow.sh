@@ -8,7 +8,9 @@
 #             MACHINE (swift-t -m; empty: run here), PROCS, PPN, WALLTIME, QUEUE, PROJECT.
 #   SETTINGS  emews.core.me's settings, JSON: algorithm, options, space, seed, batch_size, stop.
 #   CONFIG    optional shell file of model settings: MODEL_NAME, MODEL_RETURN,
-#             CANDLE_MODEL_IMPL, EMEWS_OBJECTIVE, EMEWS_APP, APP_PYTHONPATH, CANDLE_DATA_DIR.
+#             CANDLE_MODEL_IMPL, EMEWS_OBJECTIVE, EMEWS_APP, APP_PYTHONPATH, CANDLE_DATA_DIR,
+#             EMEWS_RANKS_PER_EVAL (k > 1: each evaluation is a Swift/T parallel task of k
+#             workers, @par=k, whose first starts the model's k processes: docs, parallel-evals).
 #
 # Both files set variables as VAR=${VAR:-value}, so a variable already in the environment wins.
 # Makes the experiment directory $CANDLE_DATA_DIR/$MODEL_NAME/EXPnnn (TURBINE_OUTPUT), copies
@@ -57,6 +59,11 @@ export PYTHONMALLOC=malloc
 
 [[ $PROCS =~ ^[0-9]+$ ]] && (( PROCS >= 3 )) ||
     die "PROCS: must be an integer of at least 3 (ADLB server, ME rank, a worker), got '$PROCS'"
+export EMEWS_RANKS_PER_EVAL=${EMEWS_RANKS_PER_EVAL:-1}
+[[ $EMEWS_RANKS_PER_EVAL =~ ^[0-9]+$ ]] && (( EMEWS_RANKS_PER_EVAL >= 1 &&
+                                             EMEWS_RANKS_PER_EVAL <= PROCS - 2 )) ||
+    die "EMEWS_RANKS_PER_EVAL: must be an integer from 1 to the $(( PROCS - 2 )) workers of" \
+        "PROCS = $PROCS, got '$EMEWS_RANKS_PER_EVAL'"
 [[ $CANDLE_MODEL_IMPL =~ ^[a-z]+$ ]] && [ -f "$THIS/model_$CANDLE_MODEL_IMPL.swift" ] ||
     die "CANDLE_MODEL_IMPL: must be one of py, app, container, echo, got '$CANDLE_MODEL_IMPL'"
 
@@ -85,6 +92,7 @@ ENV_ARGS=()
 # What Turbine, the embedded Python and emews.evaluate read (emews.config's [model] table).
 for name in TURBINE_OUTPUT ADLB_SERVERS TURBINE_RESIDENT_WORK_WORKERS RESIDENT_WORK_RANKS \
             EMEWS_EXP_ID EMEWS_ME EMEWS_SETTINGS EMEWS_ISOLATE PYTHONMALLOC \
+            EMEWS_RANKS_PER_EVAL EMEWS_LAUNCH EMEWS_GPU_BINDING \
             PYTHONPATH OMP_NUM_THREADS OPENBLAS_NUM_THREADS \
             MODEL_NAME MODEL_RETURN MODEL_RETURN_EPOCH CANDLE_MODEL_IMPL CANDLE_MODEL_TYPE \
             CANDLE_DATA_DIR EMEWS_OBJECTIVE EMEWS_APP EMEWS_LANGS_APP APP_PYTHONPATH \

@@ -14,7 +14,8 @@
 
    No argument: every setting comes from the environment (workflow.sh sets them all):
    TURBINE_OUTPUT (the experiment directory), RESIDENT_WORK_RANKS, MODEL_NAME, EMEWS_EXP_ID,
-   EMEWS_ME (a classic EQ/Py module; default emews.core.me). Paths never pass through Tcl's argv,
+   EMEWS_ME (a classic EQ/Py module; default emews.core.me), EMEWS_RANKS_PER_EVAL (k > 1: each
+   evaluation is a parallel task of k workers, @par=k, as Supervisor's workflows run them). Paths never pass through Tcl's argv,
    which breaks on quotes and spaces.
 */
 
@@ -33,6 +34,7 @@ string exp_id = getenv("EMEWS_EXP_ID");
 string me_package = getenv("EMEWS_ME");
 string workflow_model_name = getenv("MODEL_NAME");
 int me_rank = string2int(getenv("RESIDENT_WORK_RANKS"));
+int ranks_per_eval = string2int(getenv("EMEWS_RANKS_PER_EVAL"));
 
 string emews_next_code = ----
 import emews_swift
@@ -91,8 +93,16 @@ start(location ME, string package)
   string outcomes[];
   foreach k in [0 : n - 1]
   {
-    outcomes[k] = emews_model_train(parts[2 * k + 2], exp_id, parts[2 * k + 1],
-                                   workflow_model_name);
+    if (ranks_per_eval > 1)
+    {
+      outcomes[k] = emews_model_train_par(ranks_per_eval, parts[2 * k + 2], exp_id,
+                                          parts[2 * k + 1], workflow_model_name);
+    }
+    else
+    {
+      outcomes[k] = emews_model_train(parts[2 * k + 2], exp_id, parts[2 * k + 1],
+                                     workflow_model_name);
+    }
   }
   string code = emews_tell_code % python_literal(string_join(outcomes, ";"));
   string done = @location=ME python_persist_resident(code, "\"\"");

@@ -109,6 +109,19 @@ def stored_rows(expdir):
         store.close()
 
 
+def peak_slots(rows):
+    """The most slots held at once by the stored evaluations ``rows``, from their start and
+    finish times and the ``slots`` each held (its metrics); ends come before starts at the
+    same instant."""
+    events = sorted([(row["started"], 1, row["metrics"]["slots"]) for row in rows] +
+                    [(row["finished"], 0, -row["metrics"]["slots"]) for row in rows])
+    held = peak = 0
+    for _, _, change in events:
+        held += change
+        peak = max(peak, held)
+    return peak
+
+
 def query_store(db_path, sql):
     """The rows of ``sql`` on the SQLite file ``db_path`` of a live study ([] before the file
     or its tables exist), read on a read-only connection of its own."""

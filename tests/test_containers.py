@@ -206,6 +206,16 @@ def test_a_container_that_exits_non_zero_fails_with_its_output_tail(charliecloud
     assert "inside image" in outcome.log_tail
 
 
+def test_several_objectives_come_from_the_container_s_labelled_result_lines(charliecloud):
+    # [multiobjective]: MODEL_RETURN="val_loss,size" reads one labelled IMPROVE_RESULT line each
+    outcome = charliecloud(MODEL_RETURN="val_loss,size").evaluate(
+        '{"x": 1.5, "size": 250000}', "RUN7")
+    assert outcome.status == "done", (outcome.error, outcome.log_tail)
+    assert (outcome.value, outcome.objectives) == (1.0, [1.0, 250000.0])
+    lacking = charliecloud(MODEL_RETURN="val_loss,size").evaluate('{"x": 1.5}', "RUN8")
+    assert lacking.status == "failed" and lacking.error.startswith("objective 'size': ")
+
+
 def test_the_container_s_output_reaches_model_log_as_an_app_s_does(charliecloud, tmp_path):
     # what [fidelity]'s learning-curve reports read: the lines a model prints, in model.log
     outcome = charliecloud().evaluate('{"x": 0.5, "behaviour": "epochs"}', "RUN5")

@@ -24,7 +24,7 @@ import pytest
 import emews
 from emews.evaluate import Outcome
 from emews.inspect.optuna_view import (STATES, ReadOnlyError, StoreView, frozen_trial,
-                                       learning_curves)
+                                       learning_curves, thinned)
 from emews.evaluate.outcome import Report
 from emews.store import SQLiteStore, schema
 from support.postgres import postgres_server, postgres_url  # noqa: F401 - fixtures
@@ -129,6 +129,36 @@ def test_pruned_maps_to_pruned_and_learning_curves_are_the_one_hook_for_fidelity
     store.close()
     curves = learning_curves(expdir)      # the reports table, by evaluation and step
     assert curves[0] == {1: 0.5, 2: 0.25} and math.isnan(curves[4][1]) and len(curves) == 2
+
+
+def test_a_curve_is_thinned_to_its_ends_its_best_and_evenly_spaced_steps():
+    curve = {step: abs(step - 37) + 1.0 for step in range(1, 101)}   # lowest at step 37
+    kept = thinned(curve, 20)
+    assert len(kept) <= 20 and all(kept[step] == curve[step] for step in kept)
+    assert {1, 37, 100} <= set(kept)                          # first, best and last
+    gaps = [b - a for a, b in zip(sorted(set(kept) - {37}), sorted(set(kept) - {37})[1:])]
+    assert max(gaps) - min(gaps) <= 1                         # evenly spaced
+    other = thinned({step: -step for step in range(1, 101)}, 20)   # same steps, best last
+    assert set(other) == set(kept) - {37}                     # comparable across trials
+    assert thinned(curve, 200) == curve                       # short enough: whole
+    gone = thinned({step: math.nan for step in range(50)}, 10)
+    assert len(gone) <= 10 and 0 in gone and 49 in gone
+
+
+def test_the_served_view_thins_curves_and_the_python_view_keeps_them_whole(tmp_path):
+    expdir = write_study(tmp_path / "EXP001")
+    store = SQLiteStore(expdir / "results.db", create=False)
+    store.add_reports([(i, 1, Report(step, 1.0 / (step + i + 1))) for i in (0, 2)
+                       for step in range(50)])
+    store.close()
+    whole = {t.number: t.intermediate_values for t in StoreView([expdir]).get_all_trials(0)}
+    assert len(whole[0]) == len(whole[2]) == 50
+    served = StoreView([expdir], curve_points=8)
+    for trial in served.get_all_trials(0):
+        assert trial.intermediate_values == thinned(whole[trial.number], 8)
+    best = served.get_best_trial(0)
+    assert best.number == 2 and best.intermediate_values == thinned(whole[2], 8)
+    assert StoreView([expdir]).get_best_trial(0).intermediate_values == whole[2]
 
 
 def test_a_study_whose_space_file_is_gone_gets_distributions_from_its_values(tmp_path):

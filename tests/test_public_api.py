@@ -24,15 +24,15 @@ def test_every_public_name_is_reachable_from_the_package():
     from emews.core.algorithm import Algorithm
     from emews.status import Status
 
-    assert sorted(emews.__all__) == ["Algorithm", "Pruned", "Status", "checkpoint_dir", "eqpy",
-                                     "load", "report", "run"]
+    assert sorted(emews.__all__) == ["Algorithm", "Pruned", "Status", "checkpoint_dir", "comm",
+                                     "eqpy", "load", "report", "run"]
     assert emews.Algorithm is Algorithm and emews.Status is Status
     from emews.evaluate.reporting import Pruned, report
 
     assert emews.report is report and emews.Pruned is Pruned
-    from emews.evaluate.base import checkpoint_dir
+    from emews.evaluate.base import checkpoint_dir, comm
 
-    assert emews.checkpoint_dir is checkpoint_dir
+    assert emews.checkpoint_dir is checkpoint_dir and emews.comm is comm
     assert emews.Status.DONE == "done" and set(emews.__all__) <= set(dir(emews))
 
 

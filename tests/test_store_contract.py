@@ -264,6 +264,20 @@ def test_reports_are_kept_per_point_and_attempt_in_order_seen_after_commit(store
     assert reader.reports(eval_id=7) == []
 
 
+def test_curves_are_each_points_latest_attempt_by_step(store, reader):
+    store.add(points(3, rank=1))
+    store.add_reports([(0, 1, Report(1, 0.9)), (1, 1, Report(1, math.inf)),
+                       (0, 1, Report(2, 0.8))])
+    store.requeue([(0, 2, "RUN000000b")])                  # point 0 runs again: a new curve
+    store.add_reports([(0, 2, Report(1, 0.7)), (1, 1, Report(2, 0.5))])
+    assert reader.curves() == {}                               # buffered until the commit
+    store.commit()
+    curves = reader.curves()
+    assert curves.keys() == {0, 1}                             # point 2 reported nothing
+    assert curves[0] == {1: 0.7}                               # attempt 1's reports left out
+    assert list(curves[1]) == [1, 2] and math.isnan(curves[1][1]) and curves[1][2] == 0.5
+
+
 def test_a_pruned_point_is_final_counted_and_never_the_best(store):
     store.add(points(2, rank=1))
     store.finish([(0, 1, Outcome(0.1, Status.PRUNED, "pruned at step 3"), 1, Status.PRUNED),

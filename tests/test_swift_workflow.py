@@ -134,17 +134,22 @@ APP = [sys.executable, "-c", "import json, os, sys; p = json.load(open(os.enviro
        "open('result.txt', 'w').write(repr(p['x'] ** 2))"]
 
 
+def app_study(tmp_path, swift_t, app, budget, batch_size, **env):
+    """Run an app study of random search (seed 3) under Swift/T; its experiment directory."""
+    settings = {"algorithm": "random", "space": SPACE, "seed": 3, "batch_size": batch_size,
+                "stop": {"budget": budget}}
+    done = workflow_sh(tmp_path, settings, path_entries=swift_t,
+                       CANDLE_DATA_DIR=str(tmp_path / "data"), CANDLE_MODEL_IMPL="app",
+                       EMEWS_APP=json.dumps(app), MODEL_NAME="m", **env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return only_experiment(tmp_path / "data" / "m")
+
+
 @pytest.mark.slow
 def test_an_app_study_under_swift_t_stores_done_and_failed_runs_with_their_logs(tmp_path,
                                                                                  swift_t):
     budget = 8
-    settings = {"algorithm": "random", "space": SPACE, "seed": 3, "batch_size": 4,
-                "stop": {"budget": budget}}
-    done = workflow_sh(tmp_path, settings, path_entries=swift_t,
-                       CANDLE_DATA_DIR=str(tmp_path / "data"), CANDLE_MODEL_IMPL="app",
-                       EMEWS_APP=json.dumps(APP), MODEL_NAME="m", PROCS="5")
-    assert done.returncode == 0, done.stdout + done.stderr
-    expdir = only_experiment(tmp_path / "data" / "m")
+    expdir = app_study(tmp_path, swift_t, APP, budget, batch_size=4, PROCS="5")
     rows, attempts, _ = stored(expdir)
     assert_finished_rows(rows, {0, 1, 2}, budget)
     assert {row["status"] for row in rows} == {"done", "failed"}, "seed 3 gives both signs"
@@ -239,7 +244,9 @@ def test_an_algorithm_that_raises_inside_emews_me_is_reported_the_same_way(tmp_p
      "settings.json: algorithm: must be one of"),
     ({"CANDLE_MODEL_IMPL": "app", "EMEWS_APP": "run.sh"}, None,
      "EMEWS_APP: must be a JSON list of strings"),
-], ids=["procs", "impl", "mode", "json", "algorithm", "objective"])
+    ({"PROCS": "4", "EMEWS_RANKS_PER_EVAL": "3"}, None,
+     "EMEWS_RANKS_PER_EVAL: must be an integer from 1 to the 2 workers of PROCS = 4, got '3'"),
+], ids=["procs", "impl", "mode", "json", "algorithm", "objective", "ranks_per_eval"])
 def test_bad_input_is_one_line_naming_the_rule_and_makes_no_experiment(tmp_path, env, settings,
                                                                        message):
     settings = settings or {"algorithm": "random", "space": SPACE, "stop": {"budget": 2}}
@@ -373,6 +380,31 @@ def test_a_study_of_two_objectives_under_swift_t_stores_them_and_its_front(tmp_p
         and o["objectives"] != r["objectives"] for o in feasible)]
     final = json.loads((only_experiment(tmp_path / "data" / "mo") / "final.json").read_text())
     assert sorted(p["values"] for p in final["pareto"]) == sorted(front)
+
+
+# The app of two processes: each records its MPI rank; rank 0 writes the allreduce of x.
+PAR_APP = [sys.executable, "-c", "import json, os; from mpi4py import MPI; c = MPI.COMM_WORLD; "
+           "p = json.load(open(os.environ['EMEWS_PARAMS_FILE'])); "
+           "open(f'rank-{c.Get_rank()}.txt', 'w').write(os.environ['RANK'] + ' ' + "
+           "os.environ['WORLD_SIZE']); t = c.allreduce(p['x']); "
+           "c.Get_rank() or open('result.txt', 'w').write(repr(t))"]
+
+
+@pytest.mark.slow
+@pytest.mark.mpi
+def test_an_app_study_of_two_ranks_per_evaluation_runs_as_swift_t_parallel_tasks(tmp_path,
+                                                                                  swift_t):
+    budget = 4
+    expdir = app_study(tmp_path, swift_t, PAR_APP, budget, batch_size=2, PROCS="6",
+                       EMEWS_RANKS_PER_EVAL="2")
+    rows, _, _ = stored(expdir)
+    assert_finished_rows(rows, {0, 1, 2, 3}, budget)
+    for row in rows:   # each evaluation: two processes, rank 0's allreduce of both
+        assert row["status"] == "done", row["error"]
+        assert row["result"] == pytest.approx(2 * row["params"]["x"])
+        run = expdir / "run" / row["run_id"]
+        assert [(run / f"rank-{r}.txt").read_text() for r in range(2)] == ["0 2", "1 2"]
+        assert "mpiexec -n 2" in (run / "run_command.txt").read_text()
 
 
 @pytest.mark.slow

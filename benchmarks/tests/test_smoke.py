@@ -45,6 +45,11 @@ REPORT_FIELDS = {
                  ("problem", "contender", "log10_regret", "log10_regret_third", "utilization")),
     "proposal": (("problem", "ns", "runs", "not_measured"),
                  ("contender", "n", "warm_s", "steps", "step_ms", "step_max_ms")),
+    "packing": (("slots", "slots_per_node", "sizes", "duration", "runs"),
+                ("layout", "policy", "tasks", "utilization", "steady_utilization",
+                 "largest_wait_ratio")),
+    "launch": (("repeats", "runs"),
+               ("model", "ranks", "median_s", "overhead_s", "ratio_to_one_rank")),
 }
 PEERS_DISPATCH = ("libEnsemble, persistent generator, async return", "Dask distributed, submit",
                   "Dask distributed, map")
@@ -185,6 +190,8 @@ def test_smoke_run_of_every_part_records_what_the_report_needs(tmp_path):
                for s in ("mpi4py, spinning", "mpi4py, waiting without spinning",
                          "IoC loop (ME thread, queues, batches)"))
     assert all(parts["dispatch"]["pingpong_us"][style] > 0 for style in ("spin", "wait"))
+    assert {(r["model"], r["ranks"]) for r in parts["launch"]["runs"]} == {
+        ("app", 1), ("app", 2), ("py", 1), ("py", 2)}
     assert {(r["algorithm"], r["observations"]) for r in parts["overhead"]["runs"]} == {
         ("random", 5), ("random", 10)}
     assert {(r["contender"], r["n"]) for r in parts["proposal"]["runs"]} >= {
@@ -203,7 +210,7 @@ def test_smoke_run_of_every_part_records_what_the_report_needs(tmp_path):
     assert "<!-- results -->" not in text and template.splitlines()[0] in text
     for title in ("### 1. Dispatch overhead", "### 2. Worker utilization",
                   "### 3. Search quality", "### 4. Algorithm overhead", "### 5. Scale",
-                  "### 6. Faults", "### 8. Proposal speed", "### Targets"):
+                  "### 6. Faults", "### 8. Proposal speed", "### 9. Packing", "### Targets"):
         assert title in text
     assert f"`{path.name}`" in text and f"`{record['commit'][:10]}`" in text
     assert all(f"| {p} |" in text for p in PEERS_DISPATCH + PEERS_UTILIZATION)

@@ -308,6 +308,9 @@ class Master:
         """
         finished = self._collect(block)
         self.reported = []
+        started = self.pool.started()   # tasks a packing pool queued, started since
+        if started:
+            self.store.mark_running(started)
         if not finished:
             if self._can_hand_out():  # a remote pool asked for work
                 self.store.mark_running(self._submit_waiting())

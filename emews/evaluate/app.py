@@ -6,6 +6,11 @@ CANDLE model runner). The point is in ``RUN_DIR/params.json``, never on a comman
 goes to ``RUN_DIR/model.log``; the value is ``result.txt``, else the last ``IMPROVE_RESULT``
 line. The run is its own process group: a timeout or a cancel kills it all.
 
+An evaluation given several ranks (``context.resources.ranks`` > 1) runs ``model.sh LAUNCHER
+-n K ... python .../emews/evaluate/launcher.py COMMAND...``: model.sh prepares the environment
+once, the site's launcher starts K processes, each gets its rank's variables and GPU
+(:mod:`.launcher`) and execs the command. A process that fails fails the evaluation.
+
 As Supervisor's model.sh does after a successful run, it leaves ``RUN_DIR/run_command.txt``
 (the command) and appends the point's values, the run id and the result to
 ``EXPDIR/run/output.csv`` (see :func:`emews.evaluate.results.record_run`).
@@ -17,11 +22,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import process
+from . import launcher, process
 from .base import EvaluationFailed, Implementation
 from .results import append_output_csv, read_app_result, tail, write_run_command
 
 MODEL_RUNNER = "emews.models.runner"
+# each rank: its own variables, then the command; run as a file (it needs only the standard
+# library), so that no process imports emews' package for it
+RANK_SHIM = launcher.__file__
 
 
 def model_shell():
@@ -40,6 +48,11 @@ def run_model_shell(command, params_json, context, model_env, watch):
                                      EMEWS_RUN_DIR=str(run_dir), EXP_ID=context.exp_id,
                                      RUN_ID=context.run_id, PATH=path,
                                      EMEWS_CHECKPOINT_DIR=str(context.checkpoint_dir)))
+    if context.resources.ranks > 1:  # model.sh starts the site's launcher, which the ranks
+        site_launcher = launcher.Launcher.from_environ()
+        env.update(site_launcher.environ(context.resources))
+        command = [*site_launcher.prefix(context.resources), launcher.python(), "-I", "-S",
+                   RANK_SHIM, *command]
     log = run_dir / "model.log"
     log.write_bytes(b"")
     with open(log, "ab") as out:   # appending: the worker's notes (reporting.py) stay in it

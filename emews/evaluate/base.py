@@ -97,6 +97,23 @@ def checkpoint_dir():
     return context.checkpoint_dir
 
 
+_group_comm = None   # the communicator of this evaluation's ranks (set by .group_rank)
+
+
+def comm():
+    """The MPI communicator of the running evaluation's processes: its ``k`` ranks when the
+    study gives each evaluation ``ranks_per_eval = k`` (rank 0 reports the result and the
+    learning curve; the other ranks' returns are ignored), else ``MPI.COMM_SELF`` (size 1).
+    Horovod and ``torch.distributed`` (backend ``mpi``, or ``nccl``/``gloo`` with the
+    ``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR`` and ``MASTER_PORT`` every process has) use the
+    same processes. Needs ``mpi4py``."""
+    if _group_comm is not None:
+        return _group_comm
+    from mpi4py import MPI
+
+    return MPI.COMM_SELF
+
+
 class EvaluationFailed(Exception):
     """An evaluation that produced no usable value; ``log_tail`` is kept in the store."""
 

@@ -49,7 +49,7 @@ from ..errors import ConfigError
 from ..validation import check
 from .app import run_model_shell
 from .base import EvaluationFailed, Implementation
-from .results import read_improve_result
+from .results import read_log_result
 
 DATA, RUN = "/candle_data_dir", "/emews_run"
 PARAMS = f"{RUN}/params.json"
@@ -318,7 +318,7 @@ class Container(Implementation):
         if not os.environ.get("USER"):  # ch-run refuses to start without it
             env = dict(env, USER=pwd.getpwuid(os.getuid()).pw_name)
         log = run_model_shell(command, params_json, context, env, watch)
-        return read_improve_result(log)
+        return read_log_result(log, self.model_env.get("MODEL_RETURN"))
 
 
 def main(argv=None):

@@ -38,13 +38,13 @@ def main(argv):
         task = channel.receive(sock)
         if task is None:
             return 0
-        reply = run(task, functions, _sender(sock))
+        reply = run(task, functions, report_sender(sock))
         sys.stdout.flush()
         sys.stderr.flush()
         channel.send(sock, reply)
 
 
-def _sender(sock):
+def report_sender(sock):
     """The ``send`` of this child's reports: one frame to the worker, and its answer."""
     def send(report: Report):
         channel.send(sock, {"report": report.to_wire()})

@@ -26,7 +26,7 @@ from ..errors import ConfigError
 from ..status import Status
 from . import process
 from .app import App
-from .base import Cancelled, EvaluationFailed, RunContext
+from .base import Cancelled, EvaluationFailed, Resources, RunContext
 from .container import Container
 from .echo import Echo
 from .outcome import Outcome
@@ -103,7 +103,7 @@ class Objective:
                    timeout=study["timeout"], expdir=expdir, exp_id=Path(expdir).name,
                    model_env=env, isolate=study.get("isolate", True))
 
-    def evaluate(self, params_json, run_id, cancelled=None, report=None):
+    def evaluate(self, params_json, run_id, cancelled=None, report=None, resources=None):
         """Evaluate one point; never raises.
 
         ``cancelled`` (a function of no arguments) is polled about every 0.1 s while an
@@ -111,12 +111,14 @@ class Objective:
         the run's process group is killed and the outcome is ``cancelled``. ``report``
         (``Report -> bool``) takes the run's reports (:mod:`.reporting`); when it answers True
         the run stops, and the outcome is ``pruned`` with the last reported value.
+        ``resources`` (:class:`~.base.Resources`) is what the pool gave the run (default: one
+        rank), its ``RunContext.resources``.
         """
         started = time.time()
         try:
             params = json.loads(params_json)
             context = RunContext(self.exp_id, run_id, self.model_name, self.expdir,
-                                 dict(self.model_env))
+                                 dict(self.model_env), resources or Resources())
             watch = process.Watch(self.timeout, self.grace, cancelled, report)
             value = self.implementation.run(params, params_json, context, watch)
             outcome = Outcome(float(value), metrics=dict(getattr(value, "metrics", {})),

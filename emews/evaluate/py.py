@@ -5,6 +5,10 @@ own (:class:`~.isolated.Nanny`): a fresh interpreter that imports the objective 
 task after task, so that a crash, ``os._exit`` or a hang ends one evaluation, not the worker,
 and ``timeout`` and ``cancelled`` apply. Not isolated, the function runs in the worker's own
 interpreter: microseconds per call, but no timeout or cancel, and a crash kills the worker.
+
+An evaluation given several ranks (``context.resources.ranks`` > 1) runs as that many
+processes started by the site's launcher, sharing ``emews.comm()`` (:mod:`.group`), isolated
+or not.
 """
 
 import threading
@@ -13,6 +17,7 @@ import traceback
 from ..core.algorithm import import_dotted
 from ..errors import ConfigError
 from .base import EvaluationFailed, Implementation, _current_run
+from .group import run_group
 from .isolated import Nanny
 from .reporting import Pruned, reporting
 from .results import decode_tail, extract
@@ -71,6 +76,8 @@ class Py(Implementation):
         self.lock = threading.Lock()
 
     def run(self, params, params_json, context, watch):
+        if context.resources.ranks > 1:   # k processes started by the site's launcher
+            return run_group(self.task(params_json, context), context, watch)
         if not self.isolate:
             return call_objective(self.function, params, context, self.model_return,
                                   self.epoch, watch.report)
@@ -80,12 +87,15 @@ class Py(Implementation):
                 nanny = Nanny(watch.grace)
                 self.nannies.append(nanny)
         try:
-            return nanny.run({"objective": self.path, "model_return": self.model_return,
-                              "epoch": self.epoch, "params_json": params_json,
-                              "context": context.as_dict()}, watch)
+            return nanny.run(self.task(params_json, context), watch)
         finally:
             with self.lock:
                 self.idle.append(nanny)
+
+    def task(self, params_json, context):
+        """What a nanny (or each process of a group) needs to run one point."""
+        return {"objective": self.path, "model_return": self.model_return, "epoch": self.epoch,
+                "params_json": params_json, "context": context.as_dict()}
 
     def close(self):
         with self.lock:

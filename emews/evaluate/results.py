@@ -149,13 +149,22 @@ def read_app_result(run_dir, log, model_return=None):
     return parse_result(result_file.read_text(errors="replace"), model_return, log)
 
 
+def read_log_result(log, model_return=None):
+    """The value a run reported in its log alone (a container's): its last ``IMPROVE_RESULT``
+    line, or with several objectives one labelled line each (see
+    :func:`read_labelled_results`)."""
+    if model_return and len(objective_names(model_return)) > 1:
+        return read_labelled_results(None, log, objective_names(model_return))
+    return read_improve_result(log)
+
+
 def read_labelled_results(result_file, log, names):
     """The objectives ``names`` of an app run, as a :class:`Value`: each from the last line
     labelled with its name (``IMPROVE_RESULT params 12345`` in ``log``, or ``params 12345`` in
-    ``result_file``, which wins); a run lacking one fails naming it."""
+    ``result_file`` when given, which wins); a run lacking one fails naming it."""
     lines = [line.split("IMPROVE_RESULT", 2)[1] for line in
              tail(log, RESULT_SEARCH_BYTES).splitlines() if "IMPROVE_RESULT" in line]
-    if result_file.exists():
+    if result_file is not None and result_file.exists():
         lines += result_file.read_text(errors="replace").splitlines()
     values = []
     for name in names:

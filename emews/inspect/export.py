@@ -6,11 +6,15 @@ study's search-space file, its value, state (``done``: COMPLETE; ``failed``, ``c
 ``interrupted``: FAIL; ``pruned``: PRUNED; ``queued``, ``running``: RUNNING), its learning
 curve as intermediate values (``emews.report``'s steps and values) and user attributes
 (``emews_id``, ``run_id``, ``run_dir``, ``status``, ``rank``, ``attempt``, ``error``,
-``metrics``). A study with replicas gives one trial per point instead
+``metrics``). A study of several objectives (or with constraints) is a multi-objective
+Optuna study with its directions, each trial's values raw in the order of the objectives and its
+constraints' violations (Optuna's ``constraints``), so Optuna's ``best_trials`` is the study's
+front. A study with replicas gives one trial per point instead
 (:func:`emews.inspect.optuna_view.point_trials`), as ``final.json`` judges it.
 """
 
 import urllib.parse
+import warnings
 from pathlib import Path
 
 from ..errors import ConfigError
@@ -81,18 +85,19 @@ def to_optuna(study, url, study_name=None):
         raise ConfigError("--to optuna", "TARGET must be a storage URL such as "
                           "sqlite:///study.db", url)
     name = study_name or study.expdir.name
-    from .optuna_view import distributions, frozen_trial, point_trials
+    from .optuna_view import directions, distributions, frozen_trial, point_trials
 
-    dists, expdir = distributions(_space(study)), study.expdir.resolve()
+    dists, expdir, criteria = distributions(_space(study)), study.expdir.resolve(), study.criteria
     if study.replicas is not None:
         trials = point_trials(study.rows, study.replicas, dists, expdir=expdir)
     else:
         curves = study.curves()
-        trials = [frozen_trial(row, dists, expdir=expdir, curve=curves.get(row["id"]))
-                  for row in study.rows]
+        trials = [frozen_trial(row, dists, expdir=expdir, curve=curves.get(row["id"]),
+                               criteria=criteria) for row in study.rows]
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     try:
-        created = optuna.create_study(storage=url, study_name=name, direction="minimize")
+        created = optuna.create_study(storage=url, study_name=name,
+                                      directions=directions(criteria))
     except optuna.exceptions.DuplicatedStudyError:
         raise ConfigError(url, "must not already hold a study of that name (choose another "
                           "with --study-name)", name) from None
@@ -101,6 +106,12 @@ def to_optuna(study, url, study_name=None):
                           f"({_where(url)})", one_line_of(exc)) from None
     created.set_user_attr("emews_expdir", str(study.expdir))
     created.set_user_attr("objective", study.objective)
+    if criteria.vector:
+        created.set_user_attr("objectives", list(criteria.names))
+        created.set_user_attr("constraints", [str(c) for c in criteria.constraints])
+        with warnings.catch_warnings():   # Optuna: "experimental" since 3.2, kept in 5.0
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            created.set_metric_names(list(criteria.names))
     created.add_trials(trials)
     return name, len(trials)
 

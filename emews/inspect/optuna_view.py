@@ -32,6 +32,7 @@ from optuna.study._frozen import FrozenStudy
 from optuna.trial import FrozenTrial, TrialState
 
 from ..core.algorithm import point_key
+from ..core.criteria import Criteria
 from ..core.replicas import settings_of, summarize
 from ..errors import ConfigError, EmewsError
 from ..space import Categorical, Constant, Float, Int, Logical, Space
@@ -46,6 +47,7 @@ STATES = {Status.QUEUED: TrialState.RUNNING, Status.RUNNING: TrialState.RUNNING,
 once, as our ME's proposal is ``queued`` at once)."""
 
 TRIAL_BITS = 32   # a trial id is study_id << TRIAL_BITS | number
+METRIC_NAMES = "study:metric_names"   # Optuna's study system attribute: objectives' names
 
 
 class ReadOnlyError(EmewsError):
@@ -97,27 +99,56 @@ def observed_distributions(rows):
     return result
 
 
-def learning_curves(expdir):
+def learning_curves(expdir, points=None):
     """The learning curves of the study in ``expdir``: ``{evaluation id: {step: value}}``,
     each as Optuna's ``FrozenTrial.intermediate_values`` holds it (one read for the whole
-    study: :func:`~.source.read_curves`)."""
-    return read_curves(expdir)
+    study: :func:`~.source.read_curves`); with ``points``, each :func:`thinned` to them."""
+    curves = read_curves(expdir)
+    if points is None:
+        return curves
+    return {i: thinned(curve, points) for i, curve in curves.items()}
 
 
-def frozen_trial(row, dists, number=0, trial_id=0, expdir=None, curve=None):
+def thinned(curve, points):
+    """``curve`` (``{step: value}``) cut to at most ``points`` (3 or more) of its steps, for
+    a view of many curves at once: its first and last steps, the step of its lowest value,
+    and steps evenly spaced between them (the same steps for curves of the same steps); the
+    whole curve when it has no more steps than that."""
+    if len(curve) <= points:
+        return curve
+    steps = sorted(curve)
+    finite = [step for step in steps if curve[step] == curve[step]]   # NaN != NaN
+    best = min(finite, key=curve.__getitem__, default=steps[0])
+    spaced = points - 1   # evenly spaced ones, the best one besides
+    keep = {steps[round(k * (len(steps) - 1) / (spaced - 1))] for k in range(spaced)}
+    keep.add(best)
+    return {step: curve[step] for step in steps if step in keep}
+
+
+def frozen_trial(row, dists, number=0, trial_id=0, expdir=None, curve=None, criteria=None):
     """The Optuna trial of one of our rows (as :meth:`emews.store.Store.rows` gives it).
 
-    State by :data:`STATES`; the value of a ``done`` row (the study minimizes it); params
-    with ``dists`` (those not in ``dists`` are left out); start (``started``, or ``queued``
-    while it waits) and end times; user attributes ``emews_id``, ``run_id``, ``run_dir``
-    (with ``expdir``, the experiment's resolved directory), ``status``, ``rank``,
-    ``attempt``, ``error`` and ``metrics``; ``curve``: its intermediate values (see
-    :func:`learning_curves`). A study with replicas has :func:`point_trials` instead.
+    State by :data:`STATES`; the value of a ``done`` row (the study minimizes it) or, in a
+    study of several objectives or with constraints (``criteria``, a
+    :class:`~emews.core.criteria.Criteria`), its raw values in the order of the objectives
+    (the study has their directions: :func:`directions`) and each constraint's violation as
+    Optuna keeps it (system attribute ``constraints``; 0.0 where it holds, so that a
+    feasible trial's are all ``<= 0``); params with ``dists`` (those not in ``dists`` are
+    left out); start (``started``, or ``queued`` while it waits) and end times; user
+    attributes ``emews_id``, ``run_id``, ``run_dir`` (with ``expdir``, the experiment's
+    resolved directory), ``status``, ``rank``, ``attempt``, ``error`` and ``metrics``;
+    ``curve``: its intermediate values (see :func:`learning_curves`). A study with replicas
+    has :func:`point_trials` instead.
     """
     state = STATES[row["status"]]
-    value = row["result"] if state == TrialState.COMPLETE else None
+    vector = criteria is not None and criteria.vector
+    value = (row.get("objectives") if vector else row["result"]) \
+        if state == TrialState.COMPLETE else None
     if state == TrialState.COMPLETE and value is None:
         state = TrialState.FAIL   # done without a value (a NaN): Optuna's FAIL
+    system = {}
+    if vector and criteria.constraints and value is not None:
+        system["constraints"] = list(criteria.told(value, row["metrics"] or {}).violations)
     params = {name: row["params"][name] for name in dists if name in (row["params"] or {})}
     attrs = {"emews_id": row["id"], "run_id": row["run_id"], "status": row["status"],
              "rank": row["rank"], "attempt": row["attempt"], "error": row["error"],
@@ -128,10 +159,17 @@ def frozen_trial(row, dists, number=0, trial_id=0, expdir=None, curve=None):
     end = (row["finished"] if row["finished"] is not None else start) if state.is_finished() \
         else None
     return FrozenTrial(
-        number=number, trial_id=trial_id, state=state, value=value, params=params,
+        number=number, trial_id=trial_id, state=state, value=None if vector else value,
+        values=value if vector else None, params=params,
         distributions={name: dists[name] for name in params}, user_attrs=attrs,
-        system_attrs={}, intermediate_values=curve or {},
+        system_attrs=system, intermediate_values=curve or {},
         datetime_start=_time(start), datetime_complete=_time(end))
+
+
+def directions(criteria):
+    """Optuna's directions of a study's :class:`~emews.core.criteria.Criteria`."""
+    return [StudyDirection.MAXIMIZE if d == "maximize" else StudyDirection.MINIMIZE
+            for d in criteria.directions]
 
 
 def point_trials(rows, replicas, dists, study_id=0, expdir=None):
@@ -213,7 +251,8 @@ class _Experiment:
         except (OSError, ValueError):
             config = {}
         study = config.get("study") or {}
-        self.objective = study.get("model_return") or "val_loss"
+        self.criteria = Criteria.from_study(study)
+        self.objective = self.criteria.names[0]
         self.space_file = study.get("space")
         self.replicas = settings_of(study)   # with replicas: one trial per point
         self._dists = None
@@ -229,10 +268,12 @@ class StoreView(BaseStorage):
     """A read-only Optuna storage over the studies of ``paths`` (each an ``EXPDIR`` or a
     ``DATA_DIR/NAME``): one Optuna study per experiment, named by its directory
     (``NAME/EXPnnn`` for a workflow's), minimizing its objective. Every read goes to the store
-    (a live view); every write raises :class:`ReadOnlyError`."""
+    (a live view); every write raises :class:`ReadOnlyError`. ``curve_points``: each learning
+    curve :func:`thinned` to that many points (``None``: whole)."""
 
-    def __init__(self, paths):
+    def __init__(self, paths, curve_points=None):
         self.paths = [Path(p) for p in paths]
+        self.curve_points = curve_points
         self._known = {}
         self._studies()   # a path that holds no study: a ConfigError now
 
@@ -259,17 +300,18 @@ class StoreView(BaseStorage):
     # --- studies
 
     def get_all_studies(self):
-        return [FrozenStudy(study.name, None, self._user_attrs(study), {}, study_id,
-                            directions=self._directions())
+        return [FrozenStudy(study.name, None, self._user_attrs(study),
+                            self._system_attrs(study), study_id,
+                            directions=directions(study.criteria))
                 for study_id, study in enumerate(self._studies())]
 
     @staticmethod
-    def _directions():
-        return [StudyDirection.MINIMIZE]   # a list: a multi-objective study extends it
-
-    @staticmethod
     def _user_attrs(study):
-        return {"emews_expdir": str(study.expdir), "objective": study.objective}
+        attrs = {"emews_expdir": str(study.expdir), "objective": study.objective}
+        if study.criteria.vector:
+            attrs.update(objectives=list(study.criteria.names),
+                         constraints=[str(c) for c in study.criteria.constraints])
+        return attrs
 
     def get_study_id_from_name(self, study_name):
         for study_id, study in enumerate(self._studies()):
@@ -281,42 +323,58 @@ class StoreView(BaseStorage):
         return self._study(study_id).name
 
     def get_study_directions(self, study_id):
-        self._study(study_id)
-        return self._directions()
+        return directions(self._study(study_id).criteria)
 
     def get_study_user_attrs(self, study_id):
         return self._user_attrs(self._study(study_id))
 
     def get_study_system_attrs(self, study_id):
-        self._study(study_id)
-        return {}
+        return self._system_attrs(self._study(study_id))
+
+    @staticmethod
+    def _system_attrs(study):
+        """Optuna's names of the objectives (``Study.metric_names``, the dashboard's labels)
+        in a study of several; nothing else."""
+        return {METRIC_NAMES: list(study.criteria.names)} if study.criteria.vector else {}
 
     # --- trials
 
     def get_all_trials(self, study_id, deepcopy=True, states=None):
         study = self._study(study_id)
         rows = read_rows(study.expdir)
-        dists, curves = study.dists(rows), learning_curves(study.expdir)
+        dists, curves = study.dists(rows), learning_curves(study.expdir, self.curve_points)
         if study.replicas is not None:
             trials = point_trials(rows, study.replicas, dists, study_id, study.expdir)
         else:
             trials = [frozen_trial(row, dists, row["id"], study_id << TRIAL_BITS | row["id"],
-                                   study.expdir, curves.get(row["id"])) for row in rows]
+                                   study.expdir, curves.get(row["id"]), study.criteria)
+                      for row in rows]
         if states is not None:
             trials = [t for t in trials if t.state in states]
         return trials   # made anew on every call: a deep copy would be the same
 
     def get_best_trial(self, study_id):
         study = self._study(study_id)
-        if study.replicas is not None or study.space_file is None \
+        if study.criteria.vector and len(study.criteria.names) == 1:   # constraints alone
+            feasible = [t for t in self.get_all_trials(study_id, states=(TrialState.COMPLETE,))
+                        if all(c <= 0 for c in t.system_attrs.get("constraints", ()))]
+            if not feasible:
+                raise ValueError("no feasible trial is completed yet")
+            sign = -1 if study.criteria.directions[0] == "maximize" else 1
+            return min(feasible, key=lambda t: (sign * t.values[0], t.number))
+        if study.replicas is not None or study.criteria.vector or study.space_file is None \
                 or not Path(study.space_file).is_file():
-            return super().get_best_trial(study_id)   # points, or distributions from every row
+            return super().get_best_trial(study_id)   # points, several objectives (Optuna
+            #                                           refuses), or distributions from rows
         best = best_row(study.expdir)
         if best is None:
             raise ValueError("no trial is completed yet")   # as Optuna's storages say it
         number = best["id"]
+        curve = read_curves(study.expdir, best).get(number)
+        if self.curve_points is not None and curve:
+            curve = thinned(curve, self.curve_points)
         return frozen_trial(best, study.dists([]), number, study_id << TRIAL_BITS | number,
-                            study.expdir, learning_curves(study.expdir).get(best["id"]))
+                            study.expdir, curve)
 
     def get_trial(self, trial_id):
         study_id, number = trial_id >> TRIAL_BITS, trial_id & ((1 << TRIAL_BITS) - 1)

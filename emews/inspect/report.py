@@ -7,6 +7,8 @@
                                                                        (PNGs as data: URIs)
 
 The page needs no network: its images are base64 ``data:`` URIs and its style is inline.
+A study of several objectives adds its Pareto front (a scatter, or a pair plot for three or more)
+and its hypervolume over evaluations (:func:`hypervolume_curve`).
 Parameter importance is the permutation importance (scikit-learn's ``permutation_importance``)
 of a random forest (``RandomForestRegressor``) fitted to the parameters (each mapped to [0, 1]
 on its scale) and the objective.
@@ -17,8 +19,10 @@ import html
 import math
 from pathlib import Path
 
+from ..core import pareto
 from ..errors import ConfigError
 from ..space import Space
+from ..status import FINAL, Status
 from . import plot
 from .status import one_line, render, summary
 
@@ -42,6 +46,9 @@ def write_report(study, output=None):
                ("params", f"Each parameter against {study.objective}", _params),
                ("importance", "Parameter importance", _importance),
                ("timeline", "Workers' timeline", _timeline)]
+    if study.pareto is not None and len(study.criteria.names) > 1:   # several objectives
+        figures[1:1] = [("front", "Pareto front", _front),
+                        ("hypervolume", "Hypervolume over evaluations", _hypervolume)]
     curves = study.curves()
     if curves:   # the models reported (emews.report)
         figures.insert(1, ("curves", "Learning curves",
@@ -130,6 +137,89 @@ def _curves(plt, study, curves):
     return figure, (f"What {len(curves)} evaluations reported at each step "
                     f"(<code>emews.report</code>); the {pruned} that the pruner stopped in "
                     "grey, ending with an x.")
+
+
+def _front(plt, study, coordinates):
+    """The done evaluations' objectives, the front marked: one scatter for two objectives,
+    a pair plot (each pair once) for three or more."""
+    criteria = study.criteria
+    names = [f"{n} ({d[:3]})" for n, d in zip(criteria.names, criteria.directions)]
+    done = [r for r in study.rows if r["status"] == Status.DONE and r["objectives"]]
+    on_front = {r["id"] for r in study.pareto}
+    k = len(names)
+    size = 7 if k == 2 else 3.2 * (k - 1)
+    figure, grid = plt.subplots(k - 1, k - 1, figsize=(size, size * (0.72 if k == 2 else 1)),
+                                squeeze=False)
+    groups = [("dominated", "0.6", "o", [r for r in done if r["id"] not in on_front
+                                          and r["feasible"] is not False]),
+              ("infeasible", "C3", "x", [r for r in done if r["feasible"] is False]),
+              ("Pareto front", "C0", "D", [r for r in done if r["id"] in on_front])]
+    for row_index in range(k - 1):
+        for column in range(k - 1):
+            axes, i, j = grid[row_index][column], column, row_index + 1
+            if i >= j:
+                axes.set_axis_off()
+                continue
+            for label, colour, marker, rows in groups:
+                axes.scatter([r["objectives"][i] for r in rows],
+                             [r["objectives"][j] for r in rows], s=28 if marker == "D" else 12,
+                             c=colour, marker=marker, label=f"{label} ({len(rows)})")
+            if k == 2 and on_front:   # the front as a staircase, in the objectives' order
+                front = sorted((r["objectives"][0], r["objectives"][1]) for r in groups[2][3])
+                axes.step(*zip(*front), where="post" if criteria.directions[0] ==
+                          criteria.directions[1] else "pre", color="C0", linewidth=0.8)
+            axes.set(xlabel=names[i], ylabel=names[j])
+    grid[0][0].legend(fontsize="small")
+    figure.tight_layout()
+    return figure, (f"{len(done)} done evaluations by their objectives (raw values); the "
+                    f"{len(on_front)} on the front are the feasible ones that no other "
+                    "dominates" + ("" if k == 2 else "; one panel per pair of objectives") + ".")
+
+
+def hypervolume_curve(study, points=200):
+    """``(reference, [(finished evaluations, hypervolume of the feasible front so far)])``
+    at up to ``points`` evenly spaced counts, evaluations in the order they finished; each
+    objective minimized (:func:`emews.core.pareto.minimized`); ``reference``: the study's
+    ``reference_point``, else :func:`emews.core.pareto.reference_point` of every feasible done
+    vector (``None`` when there is none)."""
+    directions = study.criteria.directions
+    finished = sorted((r for r in study.rows if r["status"] in FINAL and r["finished"]),
+                      key=lambda r: (r["finished"], r["id"]))
+    vectors = [pareto.minimized(r["objectives"], directions)
+               if r["status"] == Status.DONE and r["objectives"] else None for r in finished]
+    feasible = [v is not None and r["feasible"] is not False for v, r in zip(vectors, finished)]
+    given = (study.config.get("study") or {}).get("reference_point")
+    reference = pareto.minimized(given, directions) if given else pareto.reference_point(
+        [v for v, ok in zip(vectors, feasible) if ok])
+    if reference is None:
+        return None, []
+    counts = sorted({max(1, round(len(finished) * step / points)) for step in
+                     range(1, points + 1)})
+    curve = []
+    for count in counts:
+        kept = [v for v, ok in zip(vectors[:count], feasible[:count]) if ok]
+        curve.append((count, pareto.hypervolume(kept, reference)))
+    return reference, curve
+
+
+def _hypervolume(plt, study, coordinates):
+    reference, curve = hypervolume_curve(study)
+    figure, axes = plt.subplots(figsize=(8, 4))
+    if not curve:
+        axes.text(0.5, 0.5, "no feasible evaluation done yet", ha="center", va="center")
+        axes.set_axis_off()
+        return figure, "No feasible evaluation with its objectives yet."
+    axes.plot(*zip(*curve), color="C0")
+    axes.set(xlabel="evaluations finished", ylabel="hypervolume",
+             title="hypervolume of the feasible front so far")
+    figure.tight_layout()
+    given = (study.config.get("study") or {}).get("reference_point")
+    source = "the study's <code>reference_point</code>" if given else (
+        "derived from every feasible result (the worst of each objective plus a tenth of its "
+        "range)")
+    return figure, ("The volume the front dominates (moocore), each objective minimized (those "
+                    f"to maximize negated), against the reference point {_e(reference)}, "
+                    f"{source}.")
 
 
 def _timeline(plt, study, coordinates):
@@ -253,8 +343,7 @@ def _page(study, sections):
     parts = [f"<h1>emews report: {_e(study.expdir.name)}</h1>",
              f"<p>{_e(study.expdir)}</p>",
              "<h2>Summary</h2>", "<pre>" + _e("\n".join(render(info))) + "</pre>",
-             f"<h2>Best {'points' if study.replicas else 'evaluations'}</h2>",
-             _best_table(study)]
+             f"<h2>{_best_title(study)}</h2>", _best_table(study)]
     for title, path, note in sections:
         data = base64.b64encode(path.read_bytes()).decode("ascii")
         parts += [f"<h2>{_e(title)}</h2>", f"<p>{note}</p>",
@@ -276,10 +365,16 @@ def _table(header, rows):
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
+def _best_title(study):
+    if study.pareto is not None:
+        return "Evaluations on the Pareto front"
+    return f"Best {'points' if study.replicas else 'evaluations'}"
+
+
 def _best_table(study, top=10):
     if study.replicas is not None:
         return _best_points(study, top)
-    rows = study.done[:top]
+    rows = study.done[:top] if study.pareto is None else study.pareto[:top]
     if not rows:
         return "<p>No evaluation has a value yet.</p>"
     columns = [c for c in study.columns() if c not in ("status", "attempt", "error")]

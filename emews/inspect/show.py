@@ -1,5 +1,6 @@
-"""``emews show``: the best evaluations with all their metrics, or the failures with their
-reasons; as a table, CSV or JSON. A study with replicas shows its points instead of its
+"""``emews show``: the best evaluations with all their metrics, the failures with their
+reasons, or (``--pareto``) the Pareto front of a study of several objectives; as a table, CSV
+or JSON. A study with replicas shows its points instead of its
 evaluations: each point's replicas grouped, with their mean, std and count, best first as
 ``final.json`` judges them."""
 
@@ -20,12 +21,13 @@ def grouped(study, failed=False):
     return study.replicas is not None and not failed
 
 
-def chosen(study, failed=False, where=None, top=None):
-    """The rows to show: the failures (by id) or the evaluations with a value (best first),
-    filtered by ``where`` and cut to ``top``; in a study with replicas (see :func:`grouped`),
-    the points (entries of ``study.points``, best first) one of whose replicas has a value and
-    matches ``where``."""
-    rows = study.failed if failed else study.done
+def chosen(study, failed=False, where=None, top=None, pareto=False):
+    """The rows to show: the failures (by id), the evaluations with a value (best first) or,
+    with ``pareto``, those on the study's Pareto front (by id, as ``final.json`` lists
+    them), filtered by ``where`` and cut to ``top``; in a study with replicas (see
+    :func:`grouped`), the points (entries of ``study.points``, best first) one of whose
+    replicas has a value and matches ``where``."""
+    rows = study.pareto if pareto else study.failed if failed else study.done
     names = study.param_names + study.metric_names + ["result"]
     rows = select(rows, where, list(dict.fromkeys(names)))
     if grouped(study, failed):
@@ -79,6 +81,9 @@ def as_json(study, rows):
     reported (``emews.report``), each record's ``curve`` too: ``[[step, value], ...]``
     (``null`` for a value that was not finite)."""
     records, curves = study.table(rows), study.curves()
+    if study.criteria.vector:   # each objective's raw value, in the order of the objectives
+        for record, row in zip(records, rows):
+            record["values"] = row["objectives"]
     if curves:
         for record in records:
             curve = curves.get(record["id"], {})
@@ -87,33 +92,43 @@ def as_json(study, rows):
     return json.dumps(records, indent=2, allow_nan=False, default=str)
 
 
-def print_table(study, rows, failed, console):
+def print_table(study, rows, failed, console, pareto=False):
     """Print ``rows`` as a table on a rich ``console``."""
     from rich.table import Table
 
     params, metrics = study.param_names, study.metric_names
+    objectives = list(study.criteria.names)
     if not rows:
-        kind = "failed evaluation" if failed else "evaluation with a value"
+        kind = "failed evaluation" if failed else "evaluation on the Pareto front" if pareto \
+            else "evaluation with a value"
         console.print(f"{study.expdir}: no {kind} to show ({len(study.rows)} evaluations in "
                       "all)", markup=False)
         return
-    what = "failures" if failed else "best"
+    what = "failures" if failed else "Pareto front:" if pareto else "best"
     table = Table(title=f"{study.expdir}: {what} {len(rows)} of {len(study.rows)}")
-    columns = ["id", *([] if failed else [study.objective]), *params,
+    columns = ["id", *([] if failed else objectives), *params,
                *([] if failed else [study.metric_column(m) for m in metrics if
-                                    m != study.objective]),
+                                    m not in objectives]),
                "rank", "seconds", *(["error"] if failed else [])]
     for column in columns:
         table.add_column(column, overflow="fold")
     for record, row in zip(study.table(rows), rows):
-        cells = [record["id"], *([] if failed else [row["result"]]),
+        cells = [record["id"], *([] if failed else _values(row, objectives)),
                  *(record[p] for p in params),
                  *([] if failed else [record[study.metric_column(m)] for m in metrics
-                                      if m != study.objective]),
+                                      if m not in objectives]),
                  record["rank"], _seconds(record["seconds"]),
                  *([one_line(row["error"])] if failed else [])]
         table.add_row(*(_cell(c) for c in cells))
     console.print(table)
+
+
+def _values(row, objectives):
+    """A row's value of each of the study's ``objectives``: its raw objective vector in a
+    study of several, else its result."""
+    if row.get("objectives"):
+        return row["objectives"]
+    return [row["result"], *[None] * (len(objectives) - 1)]
 
 
 def _cell(value):

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..store import study_store
+from ..store.base import curves_of
 
 
 def experiment_dir(expdir):
@@ -44,24 +45,17 @@ def read_rows(expdir):
     return _read_once(expdir, lambda store: store.rows())
 
 
-def read_curves(expdir):
+def read_curves(expdir, row=None):
     """The learning curves of the study in ``expdir``: ``{evaluation id: {step: value}}``, the
     reports (``emews.report``) of each evaluation's latest attempt (NaN where a value was not
     finite), read in one read-only store opened for this read alone (``{}`` where no model
-    reported, or from a store that predates reports)."""
-    return _read_once(expdir, lambda store: curves_of(store.rows(), store.reports()))
-
-
-def curves_of(rows, reports):
-    """``{id: {step: value}}`` of ``reports`` of the latest attempt of each of ``rows``."""
-    attempt = {row["id"]: row["attempt"] for row in rows}
-    curves = {}
-    for report in reports:
-        if attempt.get(report["id"]) == report["attempt"]:
-            value = report["value"]
-            curves.setdefault(report["id"], {})[report["step"]] = \
-                float("nan") if value is None else value
-    return curves
+    reported, or from a store that predates reports). With ``row`` (one of the study's rows):
+    that evaluation's curve alone."""
+    if row is None:
+        return _read_once(expdir, lambda store: store.curves())
+    return _read_once(expdir, lambda store: curves_of(
+        (r["id"], r["step"], r["value"]) for r in store.reports(row["id"])
+        if r["attempt"] == row["attempt"]))
 
 
 def best_row(expdir):

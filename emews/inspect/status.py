@@ -6,9 +6,11 @@ import json
 import time
 
 from ..launch.jobs import states as job_states
+from ..pools.requests import Demand
 from ..service.keys import POOLS_FILE
 from ..status import FINAL, Status
 from ..store import schema
+from ..validation import Invalid
 
 TOP_FAILURES = 5
 
@@ -39,19 +41,22 @@ def summary(study, now=None):
         else None
     reasons = collections.Counter(row["error"] or "no reason recorded" for row in study.failed)
     pools = _pools(study.expdir) if state == "running" else []
+    front = study.pareto
     jobs, jobs_note = job_states(study.expdir)
     return {
         "expdir": str(study.expdir), "state": state, "objective": study.objective,
         "counts": counts, "evaluations": len(study.rows), "finished": finished,
         "budget": budget, "remaining": remaining,
-        "best": _best(study, best),
+        "best": _best(study, best) if front is None else None,
         "stop_reason": final.get("stop_reason"),
         "failures": [{"reason": reason, "count": count}
                      for reason, count in reasons.most_common(TOP_FAILURES)],
         "rate_per_minute": rate, "eta_seconds": eta, "pools": pools,
+        "slots": _slots(study, pools),
         "jobs": jobs, "jobs_note": jobs_note,
         "eta": None if eta is None else time.strftime("%Y-%m-%d %H:%M:%S UTC",
                                                       time.gmtime(now + eta)),
+        **({} if front is None else _front(study.criteria, front)),
     }
 
 
@@ -62,7 +67,9 @@ def render(info):
     lines = [f"study: {info['expdir']} ({info['state']})",
              f"evaluations: {info['finished']} finished{of} ({counts or 'none yet'})"]
     best = info["best"]
-    if best is not None and "replicas" in best:
+    if "pareto" in info:
+        lines.extend(_front_lines(info))
+    elif best is not None and "replicas" in best:
         spread = "" if best["std"] is None else f", std {best['std']:.3g}"
         lines.append(f"best {info['objective']}: {best['value']:.6g} ({best['objective']} of "
                      f"{best['replicas']} replicas{spread}; evaluations "
@@ -82,6 +89,11 @@ def render(info):
     elif info["state"] == "stopped":
         lines.append(f"stop reason: none recorded (killed?); resume with: emews run --resume "
                      f"{info['expdir']}")
+    slots = info.get("slots")
+    if slots is not None:
+        gpus = f", {slots['gpus']:g} GPUs" if slots["gpus"] else ""
+        lines.append(f"slots: {slots['in_use']} of {slots['pool']} in use{gpus} "
+                     f"({slots['evaluations']} evaluations running)")
     for pool in info["pools"]:
         lines.append(f"pool {pool['pool']} on {pool['host']}: {pool['workers']} workers, "
                      f"{pool['tasks']} tasks, last heard {pool['last_heard_s']:.0f} s ago")
@@ -92,6 +104,15 @@ def render(info):
     for failure in info["failures"]:
         lines.append(f"failed {failure['count']}x: {one_line(failure['reason'])}")
     return lines
+
+
+def _front(criteria, front):
+    """A study's objectives, their directions and its Pareto front (``pareto``: per point
+    its evaluation ``id``, ``point`` and raw ``values`` in the order of the objectives, as
+    ``final.json`` holds it), as JSON-able data."""
+    return {"objectives": list(criteria.names), "directions": list(criteria.directions),
+            "pareto": [{"id": row["id"], "point": row["params"], "values": row["objectives"]}
+                       for row in front]}
 
 
 def _best(study, best):
@@ -107,6 +128,44 @@ def _best(study, best):
             "objective": study.replicas["replica_objective"],
             "replicas": study.replicas["replicas"], "mean": best["mean"], "std": best["std"],
             "count": best["count"], "failed": best["failed"], "ids": best["ids"]}
+
+
+def _front_lines(info, limit=10):
+    """The Pareto front of :func:`summary`'s ``info`` as lines (its first ``limit`` points)."""
+    names = [f"{name} ({direction[:3]})" for name, direction in
+             zip(info["objectives"], info["directions"])]
+    front = info["pareto"]
+    lines = [f"Pareto front: {len(front)} point{'' if len(front) == 1 else 's'} of "
+             f"{', '.join(names)}" + ("" if front else " (no feasible evaluation done yet)")]
+    for entry in front[:limit]:
+        values = ", ".join(f"{v:.6g}" for v in entry["values"])
+        lines.append(f"  [{values}] (evaluation {entry['id']}) at {entry['point']}")
+    if len(front) > limit:
+        lines.append(f"  ... {len(front) - limit} more: emews show --pareto")
+    return lines
+
+
+def _slots(study, pools):
+    """The worker slots (and GPUs) the running evaluations hold, each as its point asks
+    (``[study] ranks_per_eval``, ...: :mod:`emews.pools.requests`), and how many the pool has
+    (its attached pools' workers, else ``procs - 1``); ``None`` for a study whose every
+    evaluation is one slot without GPUs."""
+    demand = Demand(study.config.get("study", {}))
+    if demand.trivial:
+        return None
+    held, gpus, running = 0, 0.0, 0
+    for row in study.rows:
+        if row["status"] != Status.RUNNING:
+            continue
+        running += 1
+        try:
+            request = demand.of(row["params"])
+        except Invalid:
+            continue
+        held, gpus = held + request.ranks, gpus + float(request.gpus)
+    pool = sum(p.get("workers", 0) for p in pools) or \
+        max(study.config.get("system", {}).get("procs", 2) - 1, 1)
+    return {"in_use": held, "pool": pool, "gpus": gpus, "evaluations": running}
 
 
 def _pools(expdir, now=None):

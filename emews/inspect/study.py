@@ -9,6 +9,8 @@ import json
 import os
 import socket
 
+from ..core.criteria import Criteria
+from ..core.pareto import front_rows
 from ..core.replicas import settings_of, summarize
 from ..errors import ConfigError
 from ..status import Status
@@ -95,6 +97,21 @@ class Study:
                                               "result": best["value"]}
         done = self.done
         return done[0] if done else None
+
+    @property
+    def criteria(self):
+        """The study's :class:`~emews.core.criteria.Criteria`: its objectives (one:
+        ``model_return``), their directions and its constraints."""
+        return Criteria.from_study(self.config.get("study") or {})
+
+    @property
+    def pareto(self):
+        """In a study of several objectives or with constraints, its Pareto front as the store
+        has it now, running or finished (:func:`emews.core.pareto.front_rows`: the rows of the
+        feasible, non-dominated done evaluations, by id; once the study ends, the front of its
+        ``final.json``); ``None`` in a study of one objective."""
+        criteria = self.criteria
+        return front_rows(self.rows, criteria.directions) if criteria.vector else None
 
     @property
     def param_names(self):

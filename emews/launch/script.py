@@ -42,6 +42,7 @@ class Job:
     after: str | None = None  # the job id this one waits for
     margin: int | None = None  # seconds before the walltime to drain; None: drain_margin's
     pool: bool = False      # a pool job for a served study (emews pool), not the study itself
+    eval_nodes: int = 1     # the nodes the study's largest evaluation needs (submit sizes it)
 
     def drain(self, seconds):
         """How long before a walltime of ``seconds`` this job drains: its ``margin``, else
@@ -50,8 +51,9 @@ class Job:
 
     @property
     def nodes(self):
-        """Nodes to ask for: enough for ``procs`` ranks at ``ppn`` per node."""
-        return math.ceil(self.procs / self.ppn)
+        """Nodes to ask for: enough for ``procs`` ranks at ``ppn`` per node, and for the
+        largest evaluation (``eval_nodes``)."""
+        return max(math.ceil(self.procs / self.ppn), self.eval_nodes)
 
     @property
     def script(self):
@@ -86,6 +88,7 @@ def render(job):
     lines += ["# the site's environment"] + environment_lines(site.environment) + [""]
     lines += ["# emews"]
     lines += [f"export EMEWS_GPU_BINDING={shlex.quote(site.gpu_binding)}"]
+    lines += [f"export EMEWS_LAUNCH={shlex.quote(site.eval_launcher().as_json())}"]
     if site.langs_app_file:
         lines.append(f"export EMEWS_LANGS_APP=${{EMEWS_LANGS_APP:-"
                      f"{shlex.quote(site.langs_app_file)}}}")
@@ -200,6 +203,8 @@ def launch_command(job):
         command = [site.launcher_command or "srun", "-n", procs, f"--ntasks-per-node={ppn}"]
     elif site.launcher == "jsrun":
         command = [site.launcher_command or "jsrun", "-n", procs]
+    elif site.launcher == "flux":
+        command = [site.launcher_command or "flux", "run", "-n", procs, "-N", str(job.nodes)]
     else:
         command = [site.launcher_command or "aprun", "-n", procs, "-N", ppn]
     if job.pool:

@@ -5,7 +5,7 @@ its GPUs and how they are bound to ranks, and the langs-app settings of ``app`` 
 
     description = "OLCF Frontier: 8 GCDs per node, Slurm"
     scheduler = "slurm"              # local, slurm, pbs, lsf, flux
-    launcher = "srun"                # mpiexec, srun, jsrun, aprun
+    launcher = "srun"                # mpiexec, srun, jsrun, aprun, flux (flux run)
     launcher_args = ["--gpus-per-task=1", "--gpu-bind=closest"]
     ppn = 8                          # ranks per node
     gpus_per_node = 8
@@ -25,6 +25,14 @@ its GPUs and how they are bound to ranks, and the langs-app settings of ``app`` 
     variables = { MPICH_GPU_SUPPORT_ENABLED = "1" }
     [langs_app]                      # what the Model Shell sources before each app run
     file = "langs-app-frontier.sh"   # or modules, variables, prepend, ... as in [environment]
+    [launch]                         # an evaluation of several ranks (each part: a default
+    command = ["srun", "-n", "{ranks}", "-N", "{nodes}", "--exact", "--overlap"]  # per launcher)
+    hosts = ["--nodelist={hosts}"]   # added when its ranks are on other nodes
+    gpus = ["--gpus={gpus}"]         # added when it has GPUs
+
+``[launch]`` is how the leading worker of an evaluation of several ranks starts them
+(:mod:`emews.evaluate.launcher`: the fields and each launcher's defaults); ``launcher_args``
+follow the default command, and ``gpu_binding`` names each process's GPU variable.
 
 Every value is data: the batch script quotes it (``shlex.quote``). Only ``setup`` holds shell
 lines, written by the site's author and run as they are.
@@ -39,10 +47,11 @@ from pathlib import Path
 
 from ..config import CONTAINER_RUNTIMES
 from ..errors import ConfigError
+from ..evaluate.launcher import Launcher
 from ..validation import Choice, Mapping, Number, Strings, Text, check_keys
 
 SCHEDULERS = ("local", "slurm", "pbs", "lsf", "flux")
-LAUNCHERS = ("mpiexec", "srun", "jsrun", "aprun")
+LAUNCHERS = ("mpiexec", "srun", "jsrun", "aprun", "flux")
 GPU_BINDINGS = ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK", "launcher",
                 "none")
 USER_SITES = Path("~/.config/emews/sites")
@@ -88,6 +97,8 @@ SCHEMA = {
     },
     "environment": ENVIRONMENT,
     "langs_app": dict(ENVIRONMENT, file=LINE),
+    "launch": {"command": Strings(one_line=True), "hosts": Strings(one_line=True),
+               "gpus": Strings(one_line=True)},
 }
 REQUIRED = ("scheduler", "launcher")
 
@@ -112,6 +123,15 @@ class Site:
     batch: dict = field(default_factory=dict)
     environment: dict = field(default_factory=dict)
     langs_app: dict = field(default_factory=dict)
+    launch: dict = field(default_factory=dict)
+
+    def eval_launcher(self):
+        """How this site starts an evaluation of several ranks (a
+        :class:`~emews.evaluate.launcher.Launcher`)."""
+        args = [] if "command" in self.launch else self.launcher_args
+        return Launcher.of(self.launcher, self.launch.get("command"), self.launch.get("hosts"),
+                           self.launch.get("gpus"), args, self.launcher_command,
+                           self.gpu_binding)
 
     @property
     def langs_app_file(self):
@@ -184,7 +204,7 @@ def from_dict(data, path):
                           "not both", sorted(tables["langs_app"]))
     return Site(name=Path(path).stem, path=Path(path).resolve(), **top,
                 batch=dict(tables["batch"]), environment=dict(tables["environment"]),
-                langs_app=dict(tables["langs_app"]))
+                langs_app=dict(tables["langs_app"]), launch=dict(tables["launch"]))
 
 
 def walltime_seconds(text, where="walltime"):

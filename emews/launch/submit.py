@@ -10,6 +10,7 @@ script stays a complete batch script that can be read and submitted by hand. A `
 runs the script here, detached from the terminal.
 """
 
+import math
 import os
 import shutil
 import subprocess
@@ -22,6 +23,9 @@ from .. import config as configuration
 from .. import experiment
 from ..prepare import prepare, validate
 from ..errors import ConfigError, EmewsError
+from ..pools.requests import Demand
+from ..space import Space
+from ..validation import Invalid
 from ..service.keys import SERVICE_FILE
 from . import script as scripts
 from . import site as sites
@@ -166,7 +170,25 @@ def _job(cfg, site, expdir, index, pool=False):
         if value is not None and not sites.WORD.match(value):
             raise ConfigError(cfg.where("system", key), sites.WORD_RULE, value)
     return scripts.Job(site, Path(expdir), cfg.study["name"], procs, ppn, walltime,
-                       system["queue"], system.get("project"), index, pool=pool, margin=margin)
+                       system["queue"], system.get("project"), index, pool=pool, margin=margin,
+                       eval_nodes=eval_nodes(cfg, site))
+
+
+def eval_nodes(cfg, site):
+    """The fewest nodes that hold the study's largest evaluation (``[study] ranks_per_eval``,
+    ``gpus_per_eval``, ``nodes_per_eval``, at the ends of the parameters they name): its
+    ``nodes_per_eval``, and enough nodes for its GPUs at the GPUs per node."""
+    demand = Demand.from_config(cfg)
+    if demand.trivial:
+        return 1
+    gpus_per_node = cfg.system["gpus_per_node"] or site.gpus_per_node
+    space = Space.from_file(cfg.study["space"]) if cfg.study["space"] else None
+    try:
+        requests = demand.extremes(space)
+    except Invalid as invalid:
+        raise ConfigError(invalid.field, invalid.rule, invalid.value) from None
+    return max(max(request.nodes or 1, math.ceil(request.gpus / gpus_per_node)
+                   if request.gpus and gpus_per_node else 1) for request in requests)
 
 
 def _require_scheduler(site):

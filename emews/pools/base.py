@@ -17,6 +17,7 @@ keeps never depends on the pool.
 import concurrent.futures as cf
 import functools
 import queue
+import socket
 import threading
 import time
 from typing import NamedTuple
@@ -27,12 +28,15 @@ LONGEST_WAIT = 0.05   # seconds: the longest sleep of a Backoff with a share
 
 
 class Task(NamedTuple):
-    """One point to evaluate: its id in the store, its JSON, its run id and attempt number."""
+    """One point to evaluate: its id in the store, its JSON, its run id and attempt number,
+    and the :class:`~emews.evaluate.base.Resources` a packing pool gave it (``None``: one
+    rank, as every plain pool runs it)."""
 
     id: int
     params: str
     run_id: str
     attempt: int = 1
+    resources: object = None
 
 
 class Pool:
@@ -55,9 +59,20 @@ class Pool:
         """How many more tasks can be submitted now."""
         raise NotImplementedError
 
-    def submit(self, tasks):
-        """Start ``tasks`` (at most :meth:`free_slots`); return ``(task, rank)`` assignments."""
+    def hosts(self):
+        """The host of each slot, in slot order (here: this host)."""
+        return [socket.gethostname()] * self.slots
+
+    def submit(self, tasks, slots=None):
+        """Start ``tasks`` (at most :meth:`free_slots`); return ``(task, rank)`` assignments.
+        ``slots`` (from :class:`~emews.pools.packed.PackedPool`) names the slot each task
+        runs on (its index in the pool's slots); by default the pool picks."""
         raise NotImplementedError
+
+    def started(self):
+        """``(task id, rank)`` of the tasks a pool started after their :meth:`submit` (those
+        it queued: :class:`~emews.pools.packed.PackedPool`); each is told once."""
+        return []
 
     def collect(self, block=True):
         """Finished tasks as ``(task, rank, outcome)``; with ``block``, wait for at least one,
@@ -137,11 +152,12 @@ class InProcessPool(Pool):
     def free_slots(self):
         return self.slots - len(self.running)
 
-    def submit(self, tasks):
+    def submit(self, tasks, slots=None):
         for task in tasks:
             future = self.executor.submit(self.objective.evaluate, task.params, task.run_id,
                                           self.cancelled.is_set,
-                                          functools.partial(self._report, task))
+                                          functools.partial(self._report, task),
+                                          task.resources)
             self.running[future] = task
             future.add_done_callback(self.events.put)
         return [(task, 0) for task in tasks]

@@ -10,11 +10,14 @@
                                --VERDICT bool->  task id, Report.to_wire()); it waits for the
                                                  verdict (True: stop the run)
     close:                     --TASKS None-->    return
+    hosts: once, if asked      <--HELLO host--   sent first: the worker's processor name
 
 Neither side blocks inside MPI: MPICH's blocking calls spin a core, which the ME thread on rank 0
 and oversubscribed workers need. Both poll with a nonblocking probe and a :class:`Backoff`.
 Each worker may hold ``slots_per_worker`` tasks (more than one hides the message latency of very
-short tasks; one keeps long tasks evenly spread).
+short tasks; one keeps long tasks evenly spread). A task packed onto several ranks
+(:mod:`emews.pools.packed`) goes to its lead rank with its resources; the ranks it holds besides
+get nothing else until it ends.
 """
 
 import collections
@@ -22,11 +25,12 @@ import os
 import sys
 
 from ..evaluate import Outcome
+from ..evaluate.base import Resources
 from ..evaluate.outcome import BadOutcome, Report
 from ..evaluate.process import stop_on_signals
 from .base import Backoff, Pool
 
-TASKS, RESULT, CANCEL, REPORT, VERDICT = 11, 12, 13, 14, 15
+TASKS, RESULT, CANCEL, REPORT, VERDICT, HELLO = 11, 12, 13, 14, 15, 16
 DRAIN_MISSES = 2
 RESULT_WAIT_SHARE = 0.01   # a result is picked up late by about 1% of its wait at most
 
@@ -50,16 +54,36 @@ class MPIPool(Pool):
         self.ranks = {}
         self.backoff = Backoff(share=RESULT_WAIT_SHARE)
         self.closed = False
+        self.hellos = {}         # rank -> its host name, as its HELLO came
+
+    def hosts(self):
+        """The host of each slot (slot ``i`` is rank ``i + 1``), as its worker told it."""
+        for rank in range(1, self.comm.Get_size()):
+            backoff = Backoff()
+            while rank not in self.hellos:
+                message = self.comm.improbe(source=rank, tag=HELLO)
+                if message is None:
+                    backoff.wait()
+                else:
+                    self.hellos[rank] = message.recv()
+        return [self.hellos[rank] for rank in range(1, self.comm.Get_size())]
 
     def free_slots(self):
         return len(self.idle)
 
-    def submit(self, tasks):
+    def submit(self, tasks, slots=None):
         batches = collections.defaultdict(list)
         assigned = []
-        for task in tasks:
-            rank = self.idle.popleft()
-            batches[rank].append((task.id, task.params, task.run_id))
+        for i, task in enumerate(tasks):
+            if slots is None:
+                rank = self.idle.popleft()
+                batches[rank].append((task.id, task.params, task.run_id))
+            else:
+                rank = slots[i] + 1
+                if rank in self.idle:
+                    self.idle.remove(rank)
+                batches[rank].append((task.id, task.params, task.run_id,
+                                      task.resources.as_dict()))
             self.running[task.id] = task
             self.ranks[task.id] = rank
             assigned.append((task, rank))
@@ -91,8 +115,13 @@ class MPIPool(Pool):
                 misses += 1
                 continue
             misses = 0
-            rank, task_id, wire = message.recv()
-            if self.status.Get_tag() == REPORT:
+            data = message.recv()
+            tag = self.status.Get_tag()
+            if tag == HELLO:
+                self.hellos[self.status.Get_source()] = data
+                continue
+            rank, task_id, wire = data
+            if tag == REPORT:
                 self._answer(rank, task_id, wire)
                 judged = True
                 continue
@@ -133,6 +162,8 @@ class MPIPool(Pool):
         self.closed = True
         for rank in range(1, self.comm.Get_size()):
             self.comm.send(status or None, dest=rank, tag=TASKS)
+        while self.comm.iprobe(source=self.any_source, tag=HELLO):   # never asked for
+            self.comm.recv(source=self.any_source, tag=HELLO)
 
 
 def serve(comm, objective):
@@ -145,7 +176,10 @@ def serve(comm, objective):
     SIGTERM or SIGINT kills every model process of this worker, then the worker exits with 128 +
     the signal's number.
     """
+    from mpi4py import MPI
+
     rank = comm.Get_rank()
+    comm.send(MPI.Get_processor_name(), dest=0, tag=HELLO)
     stop_on_signals()
     cancels = Cancels(comm)
     try:
@@ -186,9 +220,10 @@ def _serve(comm, objective, rank, backoff, cancels):
         batch = message.recv()
         if batch is None or isinstance(batch, int):
             return batch or 0
-        for task_id, params, run_id in batch:
+        for task_id, params, run_id, *resources in batch:
             outcome = objective.evaluate(params, run_id, cancels.of(run_id),
-                                         reporter(comm, rank, task_id))
+                                         reporter(comm, rank, task_id),
+                                         Resources.from_dict(*resources) if resources else None)
             sys.stdout.flush()
             comm.send((rank, task_id, outcome.to_wire()), dest=0, tag=RESULT)
 

@@ -287,6 +287,12 @@ class Store(abc.ABC):
         predates reports."""
 
     @abc.abstractmethod
+    def curves(self):
+        """Every point's learning curve: ``{id: {step: value}}``, the reports of its latest
+        attempt (NaN for a value that was not finite), read without their metrics (what a
+        view of many curves needs); ``{}`` from a store that predates reports."""
+
+    @abc.abstractmethod
     def counts(self):
         """``{status: number of points}`` (statuses that no point has are left out)."""
 
@@ -358,12 +364,22 @@ def decoded(row, *decode):
     (``True``, ``False`` or ``None``), ``None`` from a store that predates them."""
     row = {key: value for key, value in dict(row).items() if key != "exp_id"}
     for name in decode or ("params", "metrics"):
-        row[name] = json.loads(row.get(name) or ("{}" if name == "metrics" else "null"))
+        text = row.get(name)
+        row[name] = json.loads(text) if text else ({} if name == "metrics" else None)
     if "step" not in row:   # not a report
         row["objectives"] = json.loads(row.get("objectives") or "null")
         feasible = row.get("feasible")
         row["feasible"] = None if feasible is None else bool(feasible)
     return row
+
+
+def curves_of(reports):
+    """``{id: {step: value}}`` of ``reports``: ``(id, step, value)`` tuples in the order
+    received (a ``None`` value: NaN)."""
+    curves = {}
+    for point_id, step, value in reports:
+        curves.setdefault(point_id, {})[step] = math.nan if value is None else value
+    return curves
 
 
 def finite_or_none(value):

@@ -40,7 +40,7 @@ import urllib.parse
 from ..errors import ConfigError, StoreError
 from ..status import Status
 from . import schema
-from .base import NO_REASON, Snapshot, Store, decoded, duplicate_rows
+from .base import NO_REASON, Snapshot, Store, curves_of, decoded, duplicate_rows
 
 QUEUED, RUNNING, COMPLETE, CANCELED, REQUEUED = 0, 1, 2, 3, 4   # EQ-SQL's TaskStatus
 EQ_STOP = "EQ_STOP"        # EQ-SQL's payload that tells a worker pool to stop
@@ -472,6 +472,12 @@ class PostgresStore(Store):
         return [decoded(row, "metrics") for row in self._read(
             "SELECT id, attempt, step, value, metrics, time FROM emews_reports WHERE exp_id=%s "
             f"{where} ORDER BY n", args)]
+
+    def curves(self):
+        return curves_of((row["id"], row["step"], row["value"]) for row in self._read(
+            "SELECT r.id, r.step, r.value FROM emews_reports r JOIN emews_evaluations e ON "
+            "e.exp_id=r.exp_id AND e.id=r.id AND e.attempt=r.attempt WHERE r.exp_id=%s "
+            "ORDER BY r.n", (self.exp_id,)))
 
     def counts(self):
         return {row["status"]: row["n"] for row in self._read(

@@ -30,7 +30,7 @@ from pathlib import Path
 from ..errors import ConfigError, StoreError
 from ..status import Status
 from . import schema
-from .base import NO_REASON, Snapshot, Store, decoded, duplicate_rows
+from .base import NO_REASON, Snapshot, Store, curves_of, decoded, duplicate_rows
 from .filesystem import journal_mode
 
 ROWS_PER_STATEMENT = 128            # 13 values a row: far below SQLite's 32,766 parameters
@@ -247,6 +247,16 @@ class SQLiteStore(Store):
         return [decoded(row, "metrics") for row in self._read(
             f"SELECT id, attempt, step, value, metrics, time FROM reports {where} ORDER BY n",
             args)]
+
+    def curves(self):
+        if not self._read("SELECT 1 FROM sqlite_master WHERE name='reports'"):
+            return {}
+        with guarded(self.path, "read the store"):
+            cursor = self.db.cursor()
+            cursor.row_factory = None   # plain tuples: a study may hold millions of reports
+            return curves_of(cursor.execute(
+                "SELECT r.id, r.step, r.value FROM reports r JOIN evaluations e ON e.id=r.id "
+                "AND e.attempt=r.attempt ORDER BY r.n"))
 
     def counts(self):
         return dict(self._read("SELECT status, COUNT(*) FROM evaluations GROUP BY status"))

@@ -32,6 +32,7 @@ SEARCHES = {
     "random": {},
     "sweep": {"file": "points.jsonl"},
     "ga_async": {"population_size": 6},
+    "nsga2_async": {"population_size": 6},
     "gp": {"n_initial_points": 6},
     "optuna": {"sampler": "tpe", "n_startup_trials": 6},
     "mbo": {"design_size": 6},

@@ -68,6 +68,7 @@ class TestOptunaCMAES(Conformance):
     algorithm = "optuna"
     options = {"sampler": "cmaes", "popsize": 4}
     learns_from_pruned = False   # consider_pruned_trials is false by default, as Optuna's
+    several_objectives = False   # refused: see test_optuna_objectives.py
 
 
 class TestOptunaRandom(Conformance):
@@ -87,6 +88,32 @@ class TestOptunaQMC(Conformance):
     algorithm = "optuna"
     options = {"sampler": "qmc", "scramble": True}
     learns = False
+
+
+class TestNSGA2(TestGA):   # the GA's options
+    algorithm = "nsga2"
+
+
+class TestNSGA3(TestNSGA2):
+    algorithm = "nsga3"
+
+
+class TestSteadyStateNSGA2(TestSteadyStateGA):   # ga_async's options
+    algorithm = "nsga2_async"
+
+
+class TestSteadyStateNSGA3(TestSteadyStateNSGA2):
+    algorithm = "nsga3_async"
+
+
+class TestOptunaNSGA2(Conformance):
+    algorithm = "optuna"
+    options = {"sampler": "nsga2", "population_size": 4}
+    learns = False   # Optuna's NSGA samplers breed from their own generations only
+
+
+class TestOptunaNSGA3(TestOptunaNSGA2):
+    options = {"sampler": "nsga3", "population_size": 4}
 
 
 class TestBOHB(Conformance):

@@ -12,6 +12,8 @@ from emews.testing import experiment_rows
 
 @pytest.mark.parametrize("algorithm, options", [
     ("ga", {"population_size": 6}), ("ga_async", {"population_size": 6}),
+    ("nsga2", {"population_size": 6}), ("nsga3", {"population_size": 6}),
+    ("nsga2_async", {"population_size": 6}), ("nsga3_async", {"population_size": 6}),
     ("optuna", {"sampler": "tpe", "n_startup_trials": 5}),
     pytest.param("mbo", {"design_size": 6, "n_trees": 30, "focus_points": 300},
                  marks=pytest.mark.slow),

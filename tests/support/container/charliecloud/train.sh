@@ -6,7 +6,8 @@
 # file to received.json, and reports IMPROVE_RESULT (x - 0.5)^2. Behaviours: "sleep" (a child
 # that sleeps, both pids in pids.txt), "fail" (exit 3 after a line on stderr), "epochs" (a
 # report line per epoch, then the result), "train" (an emews learning-curve report line,
-# EMEWS_REPORT {json}, every 0.1 s for up to 600 epochs, its pid in pids.txt).
+# EMEWS_REPORT {json}, every 0.1 s for up to 600 epochs, its pid in pids.txt). A "size" in the
+# params is reported too, as a second labelled result (IMPROVE_RESULT size N) before val_loss.
 set -eu
 devices=$1 data_dir=$2
 shift 2
@@ -45,4 +46,6 @@ case $(field behaviour) in
       sleep 0.1
     done ;;
 esac
+size=$(field size)
+if [[ -n $size ]]; then echo "IMPROVE_RESULT size $size"; fi
 awk -v x="$x" 'BEGIN { printf "IMPROVE_RESULT val_loss %.17g\n", (x - 0.5)^2 }'
