@@ -92,6 +92,7 @@ class TestOptunaQMC(Conformance):
 
 class TestNSGA2(TestGA):   # the GA's options
     algorithm = "nsga2"
+    learns_from_pruned = False   # a pruned run is a failure to the NSGA searches
 
 
 class TestNSGA3(TestNSGA2):
@@ -100,6 +101,7 @@ class TestNSGA3(TestNSGA2):
 
 class TestSteadyStateNSGA2(TestSteadyStateGA):   # ga_async's options
     algorithm = "nsga2_async"
+    learns_from_pruned = False
 
 
 class TestSteadyStateNSGA3(TestSteadyStateNSGA2):
