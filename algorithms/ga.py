@@ -33,6 +33,10 @@ Design choices:
   DEAP's uniform crossover, which keeps every gene's type.
 * A failed result (NaN) and any other non-finite value get the fitness ``+inf``: the worst there
   is, so selection drops them first and the GA never crashes on them.
+* A run the pruner stopped ranks below every finished one and above the failures, and among
+  the pruned ones by its curve, as Optuna's TPE ranks pruned trials: its fitness is
+  :func:`emews.core.algorithm.pruned_value` of its last reported value, set again after each
+  tell as the finished values change (its last value itself while none has finished).
 * A point the GA has a value for is never sent out again (an unchanged clone or a repeated
   child takes the recorded value), so no budget is spent twice on one point.
 * Told points the GA never asked for (a resumed run's history) are immigrants: before the first
@@ -62,8 +66,9 @@ import math
 import random
 from pathlib import Path
 
-from emews.core.algorithm import (Algorithm, check_choice, check_number, check_text, is_failure,
-                             optional_import, pack_state, point_key, unpack_state)
+from emews.core.algorithm import (Algorithm, PrunedResult, check_choice, check_number,
+                                  check_text, is_failure, optional_import, pack_state,
+                                  point_key, pruned_value, unpack_state)
 from emews.errors import ConfigError
 from emews.space import Categorical, Logical, Ordered
 
@@ -112,6 +117,7 @@ class GA(Algorithm):
         self.toolbox.register("select", tools.selTournament, tournsize=tournament_size)
         self.random_state = random.Random(seed).getstate()
         self.known = {}        # point key -> fitness of every told point
+        self.pruned = {}       # point key -> last reported value of a pruned run
         self.waiting = {}      # point key -> individuals out for evaluation
         self.queue = []        # individuals of this generation not handed out yet
         self.offspring = []    # this generation, until it is complete
@@ -140,6 +146,10 @@ class GA(Algorithm):
         for point, value in zip(points, values):
             key = point_key(point)
             record = self._record(value)
+            if isinstance(value, PrunedResult) and math.isfinite(value.last) \
+                    and len(record) == 1:
+                self.pruned[key] = value.last
+                record = (pruned_value(value.last, self._finished()),)
             self.known[key] = record
             individuals = self.waiting.pop(key, None)
             if individuals is not None:
@@ -150,6 +160,23 @@ class GA(Algorithm):
                 immigrant = self._individual(point)
                 self._assign(immigrant, record)
                 self._settle(immigrant, asked=False)
+        if self.pruned:
+            self._rank_pruned()
+
+    def _finished(self):
+        """The values of the finished runs told so far (failures and pruned runs left out)."""
+        return [record[0] for key, record in self.known.items() if key not in self.pruned]
+
+    def _rank_pruned(self):
+        """Give every pruned run its fitness from the finished values as they are now."""
+        finished = self._finished()
+        for key, last in self.pruned.items():
+            self.known[key] = (pruned_value(last, finished),)
+        for name in self.groups:
+            for individual in getattr(self, name) or ():
+                key = point_key(self.space.point(individual))
+                if key in self.pruned and individual.fitness.valid:
+                    self._assign(individual, self.known[key])
 
     def done(self):
         return self.stalled or (self.generations is not None and
@@ -178,6 +205,7 @@ class GA(Algorithm):
         return {
             "random": self.random_state, "rng": self.rng.bit_generator.state,
             "known": {key: list(record) for key, record in self.known.items()},
+            "pruned": self.pruned,
             "individuals": table, "groups": groups, "waiting": waiting,
             "counters": {name: getattr(self, name) for name in self.counters}}
 
@@ -188,6 +216,7 @@ class GA(Algorithm):
         self.rng.bit_generator.state = data["rng"]
         self.known = {key: tuple(record) if isinstance(record, list) else (record,)
                       for key, record in data["known"].items()}   # a number: saved before MO
+        self.pruned = data.get("pruned", {})
         table = []
         for genes, record in data["individuals"]:
             table.append(self.individual(genes))

@@ -36,7 +36,10 @@ Design choices (mlrMBO's defaults unless said otherwise):
   (and the points in flight, with the lie) are dropped into its leaves, which updates their
   means and the jackknife without new splits.
 * Failures and non-finite results are imputed as :func:`emews.core.algorithm.failure_value` (the
-  worst value plus a tenth of the range), so the model steers away from them.
+  worst value plus a tenth of the range), so the model steers away from them. A run the pruner
+  stopped is imputed as :func:`emews.core.algorithm.pruned_value` of its last reported value
+  (within the worst finished value and the failures' value; its last value itself while none
+  has finished), imputed again at every fit as the finished values change.
 * Infill criteria: ``cb`` (lower confidence bound mean - lambda * se; ``cb_lambda`` defaults to
   1 for purely numeric spaces and 2 otherwise) or ``ei`` (expected improvement).
 * Infill optimizer: focus search. ``focus_restarts`` times: ``focus_points`` random points in
@@ -64,8 +67,9 @@ import math
 
 import numpy as np
 
-from emews.core.algorithm import (Algorithm, check_choice, check_number, failure_value,
-                             optional_import, pack_state, point_key, unpack_state)
+from emews.core.algorithm import (Algorithm, PrunedResult, check_choice, check_number,
+                                  failure_value, optional_import, pack_state, point_key,
+                                  pruned_value, unpack_state)
 from emews.space import Categorical, Logical, Ordered
 
 INFILL = ("cb", "ei")
@@ -120,6 +124,7 @@ class MBO(Algorithm):
                                  check_number("focus_restarts", focus_restarts, 1,
                                               integer=True))
         self.X, self.y = [], []        # told points (unit coordinates) and their values
+        self.pruned = {}               # index in y of a pruned run (NaN there) -> last value
         self.in_flight = {}            # point key -> [unit coordinates], asked and not told
         self.design = None             # initial-design points still to propose
         self.iterations = 0
@@ -136,7 +141,7 @@ class MBO(Algorithm):
             self.design = self._initial_design()
         points, self.design = self.design[:n], self.design[n:]
         wanted = n - len(points)
-        if wanted and sum(np.isfinite(self.y)) < 2:
+        if wanted and sum(np.isfinite(self.y)) + len(self.pruned) < 2:
             if not points and not self.in_flight:   # the design failed: explore at random
                 points = self.space.sample(self.rng, wanted)
         elif wanted and (self.max_iterations is None or self.iterations < self.max_iterations):
@@ -157,6 +162,8 @@ class MBO(Algorithm):
                 unit = self.space.to_unit(point)
             else:
                 continue
+            if isinstance(value, PrunedResult) and math.isfinite(value.last):
+                self.pruned[len(self.y)] = value.last
             self.X.append(unit)
             self.y.append(float(value))
 
@@ -169,13 +176,15 @@ class MBO(Algorithm):
     def state(self):
         return pack_state(self, {"rng": self.rng.bit_generator.state, "X": self.X, "y": self.y,
                                  "in_flight": self.in_flight, "design": self.design,
-                                 "iterations": self.iterations, "built": self.built})
+                                 "iterations": self.iterations, "built": self.built,
+                                 "pruned": list(self.pruned.items())})
 
     def restore(self, state):
         data = unpack_state(self, state)
         self.rng.bit_generator.state = data["rng"]
         self.X, self.y, self.in_flight = data["X"], data["y"], data["in_flight"]
         self.design, self.iterations = data["design"], data["iterations"]
+        self.pruned = {int(i): last for i, last in data.get("pruned", [])}
         self.built = None if data.get("built") is None else tuple(data["built"])
         self.model = None
 
@@ -199,11 +208,21 @@ class MBO(Algorithm):
 
     def _data(self):
         """Coordinates and values to fit: failures imputed, points in flight told the liar."""
-        y = np.array(self.y)
-        y[~np.isfinite(y)] = failure_value(self.y)
+        y = self._values(len(self.y))
         running = [u for units in self.in_flight.values() for u in units]
         X = np.array(self.X + running)
         return X, np.concatenate([y, np.full(len(running), self.lie(y))])
+
+    def _values(self, count):
+        """The first ``count`` told values as the forest learns them: pruned runs and
+        failures imputed."""
+        told = self.y[:count]
+        values = np.array(told)
+        for index, last in self.pruned.items():
+            if index < count:
+                values[index] = pruned_value(last, told)
+        values[~np.isfinite(values)] = failure_value(told)
+        return values
 
     def _model(self, X, y):
         """The forest grown on the first ``built`` told points (grown again once the data has
@@ -215,8 +234,7 @@ class MBO(Algorithm):
             self.built, self.model = (told, int(self.rng.integers(2 ** 31 - 1))), None
         count, seed = self.built
         if self.model is None:
-            values = np.array(self.y[:count])
-            values[~np.isfinite(values)] = failure_value(self.y[:count])
+            values = self._values(count)
             self.model = Surrogate(np.array(self.X[:count]), values, self.forest,
                                    self.se_method, np.random.default_rng(seed))
         return self.model.with_points(X[count:], y[count:])

@@ -10,7 +10,8 @@ non-finite result ends its trial as ``FAIL``, which every sampler skips; a run t
 pruner stopped (a :class:`~emews.core.algorithm.PrunedResult`) ends it as ``PRUNED``, with the
 run's learning curve as its intermediate values (``trial.report``; for a trial asked before a
 restore, without them), as Optuna's own pruners leave a trial. Told points that were
-never asked for (a resumed run's history) become finished trials (``study.add_trial``), so they
+never asked for (a resumed run's history) become finished trials (``study.add_trial``; a
+pruned one ``PRUNED`` with its curve), so they
 count towards ``n_startup_trials`` and inform the sampler; CMA-ES, which learns only from its
 own generations, is warm-started from them instead (Optuna's ``source_trials``, or ``x0`` at
 the best of a short history) when the first point is asked, unless ``x0``/``sigma0`` are set.
@@ -179,9 +180,13 @@ class OptunaSearch(Algorithm):
             elif self.space.contains(point):
                 params = {p.name: encode(p, point[p.name]) for p in self.space.free}
                 constrained = violations and told is not None
+                pruned = isinstance(value, PrunedResult) and self.objectives == 1
                 self.study.add_trial(create_trial(
                     params=params, distributions=self.distributions, values=told,
-                    state=TrialState.FAIL if told is None else TrialState.COMPLETE,
+                    intermediate_values={step: v for step, v in value.curve.items()
+                                         if v is not None} if pruned else None,
+                    state=TrialState.PRUNED if pruned else
+                    TrialState.FAIL if told is None else TrialState.COMPLETE,
                     user_attrs={VIOLATIONS: violations} if constrained else None,
                     system_attrs={OPTUNA_CONSTRAINTS: violations} if constrained else None))
 

@@ -64,7 +64,11 @@ Types: integers and floats (log scales as skopt's ``log-uniform`` prior), ordere
 integer position, categorical and logical values as skopt categories. A failed or non-finite
 result is told as :func:`emews.core.algorithm.failure_value` of the values seen so far (the worst
 plus a tenth of their range; held back until there is a finite value), so the surrogate learns
-to avoid the region without being thrown off by infinities. Told points that
+to avoid the region without being thrown off by infinities. A run the pruner stopped is told
+as :func:`emews.core.algorithm.pruned_value` of its last reported value and the finished
+values (below every finished run, above the failures), told again at each tell as the
+finished values change (its entry of the optimizer's values is replaced before the refit).
+Told points that
 were never asked for (a resumed run's history) are told the same way; they count towards
 ``n_initial_points``.
 """
@@ -82,9 +86,10 @@ from skopt.learning.gaussian_process.kernels import WhiteKernel
 from skopt.acquisition import gaussian_ei, gaussian_lcb, gaussian_pi
 from skopt.learning import gaussian_process as skopt_gp
 
-from emews.core.algorithm import (Algorithm, check_choice, check_flag, check_keywords, check_number,
-                             check_option, check_table, failure_value, is_failure,
-                             optional_import, pack_state, point_key, unpack_state)
+from emews.core.algorithm import (Algorithm, PrunedResult, check_choice, check_flag,
+                                  check_keywords, check_number, check_option, check_table,
+                                  failure_value, is_failure, optional_import, pack_state,
+                                  point_key, pruned_value, unpack_state)
 from emews.errors import ConfigError
 from emews.validation import Invalid, Number, Rule
 
@@ -120,6 +125,8 @@ class SkoptSearch(Algorithm):
                                          random_state=seed, **skopt_options)
         self.in_flight = collections.defaultdict(list)   # point key -> skopt coordinates
         self.held_back = []                              # failures told before any value
+        self.finished = []                               # values of the runs that finished
+        self.pruned = {}                                 # index in yi of a pruned run -> last
         self.kernel_estimator = None                     # the GP whose kernel is re-estimated
         self.estimated_at = 0                            # data size at the last estimate
         self.estimate = None                             # a KernelEstimate under way
@@ -152,16 +159,26 @@ class SkoptSearch(Algorithm):
         return points
 
     def tell(self, points, values):
-        xs, ys, failed = [], [], []
+        xs, ys, failed, pruned = [], [], [], []
         for point, value in zip(points, values):
             x = self._coordinates(point)
             if x is None:
                 continue
-            if is_failure(value):
+            if isinstance(value, PrunedResult) and math.isfinite(value.last):
+                pruned.append((x, value.last))
+            elif is_failure(value):
                 failed.append(x)
             else:
                 xs.append(x)
                 ys.append(float(value))
+        self.finished += ys
+        for x, last in pruned:
+            self.pruned[len(self.optimizer.yi) + len(ys)] = last
+            xs.append(x)
+            ys.append(pruned_value(last, self.finished))
+        for index, last in self.pruned.items():   # re-ranked among the finished values
+            if index < len(self.optimizer.yi):
+                self.optimizer.yi[index] = pruned_value(last, self.finished)
         self.held_back += failed
         penalty = failure_value(list(self.optimizer.yi) + ys)
         if penalty is not None and self.held_back:
@@ -177,6 +194,7 @@ class SkoptSearch(Algorithm):
         optimizer.models = []   # refitted by restore: a GP holds two n x n matrices
         return pack_state(self, {"optimizer": optimizer, "in_flight": dict(self.in_flight),
                                  "held_back": self.held_back, "estimated_at": self.estimated_at,
+                                 "finished": self.finished, "pruned": self.pruned,
                                  "estimate": None if self.estimate is None else
                                  (self.estimate.size, self.estimate.due),
                                  "rng": self.rng.bit_generator.state}, pickled=True)
@@ -184,6 +202,8 @@ class SkoptSearch(Algorithm):
     def restore(self, state):
         data = unpack_state(self, state)
         self.optimizer, self.held_back = data["optimizer"], data["held_back"]
+        self.finished = data.get("finished", list(self.optimizer.yi))
+        self.pruned = data.get("pruned", {})
         self.in_flight = collections.defaultdict(list, data["in_flight"])
         self.rng.bit_generator.state = data["rng"]
         self.estimated_at = data.get("estimated_at", 0)

@@ -24,15 +24,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import (dispatch, faults, launch, overhead, packing, proposal, quality, report, service,
-               simulate, utilization)
+from . import (dispatch, faults, fidelity, launch, overhead, packing, proposal, quality,
+               report, service, simulate, utilization)
 from .sizes import SIZES
 
 HERE = Path(__file__).resolve().parent
 PARTS = {"dispatch": dispatch.run, "utilization": utilization.run,
          "simulation": simulate.run, "overhead": overhead.run, "quality": quality.run,
          "faults": faults.run, "service": service.run, "proposal": proposal.run,
-         "packing": packing.run, "launch": launch.run}
+         "packing": packing.run, "launch": launch.run, "fidelity": fidelity.run}
 
 
 def parser():
@@ -81,7 +81,8 @@ def main(argv=None):
     for name in parts:
         part_started = time.perf_counter()
         options = {"quality": {"jobs": args.jobs, "cache_directory": out / "quality-runs"},
-                   "faults": {"out": out / "faults.md"}}.get(
+                   "faults": {"out": out / "faults.md"},
+                   "fidelity": {"curves_directory": out / "fidelity-curves"}}.get(
             name, {})
         figures = PARTS[name](sizes, **options)
         report.add_part(record, name, figures, time.perf_counter() - part_started)

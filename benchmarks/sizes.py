@@ -59,11 +59,23 @@ class Sizes:
     # part 10: launching evaluations of several ranks (the first must be 1: the reference)
     launch_ranks: tuple = (1, 2, 4)
     launch_repeats: int = 10
+    # part 11: learning curves and pruning (simulated async workers; issue 33)
+    fidelity_seeds: int = 10
+    fidelity_budget: int = 40         # epochs: as many as this many whole runs train
+    fidelity_problems: tuple = ("exp3", "pow3", "pow6", "digits", "keras")
+    fidelity_contenders: tuple = (
+        "random", "random + asha", "random + hyperband", "tpe", "tpe + median", "tpe + asha",
+        "tpe + hyperband", "bohb + hyperband", "optuna TPE + MedianPruner",
+        "optuna TPE + SuccessiveHalvingPruner", "optuna TPE + HyperbandPruner")
+    fidelity_workers: int = 8
+    fidelity_epochs: int | None = None   # None: each problem's own (27; keras 9)
 
 
 FULL = Sizes("full")
 REDUCED = replace(FULL, name="reduced", dispatch_tasks=5_000, quality_seeds=10,
-                  quality_budget=50, utilization_max_time=60.0)
+                  quality_budget=50, utilization_max_time=60.0,
+                  fidelity_problems=("exp3", "pow3", "pow6", "digits"),   # Keras: CPU hours
+                  fidelity_budget=20)
 SMOKE = Sizes("smoke", dispatch_tasks=300, dispatch_repeats=1, dispatch_pingpongs=200,
               utilization_workers=3, utilization_tasks=12, utilization_algorithms=("random",),
               utilization_max_time=30.0, quality_seeds=2, quality_budget=6,
@@ -74,5 +86,9 @@ SMOKE = Sizes("smoke", dispatch_tasks=300, dispatch_repeats=1, dispatch_pingpong
               simulation_tasks_per_worker=3, faults_kills=2, faults_kill_budget=16,
               faults_budget=6, service_tasks=200,
               service_slots=4, packing_slots=32, packing_tasks_per_slot=3,
-              launch_ranks=(1, 2), launch_repeats=1)
+              launch_ranks=(1, 2), launch_repeats=1, fidelity_seeds=2, fidelity_budget=4,
+              fidelity_problems=("pow3", "digits"),
+              fidelity_contenders=("random", "random + asha", "tpe + hyperband",
+                                   "bohb + hyperband", "optuna TPE + HyperbandPruner"),
+              fidelity_workers=3, fidelity_epochs=3)
 SIZES = {sizes.name: sizes for sizes in (FULL, REDUCED, SMOKE)}

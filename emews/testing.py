@@ -124,7 +124,8 @@ class Conformance:
     ``[algorithm]`` table), ``finite_options`` (options under which it finishes by itself, or
     ``None`` when it never does), ``space`` (a GA JSON list; the default has every type),
     ``budget`` and ``slots`` (keep runs small), ``learns`` (False for algorithms that ignore
-    results), ``seeded`` (False for ones that use no randomness) and ``state_rounds`` (the
+    results), ``learns_from_pruned`` (False for ones that take a pruned run as a failure;
+    by default ``learns``), ``seeded`` (False for ones that use no randomness) and ``state_rounds`` (the
     ask/tell rounds of ``slots`` points before and after a checkpoint is taken; the
     checkpoint tests are skipped for an algorithm whose ``state()`` returns ``None``).
 
@@ -149,6 +150,7 @@ class Conformance:
     budget = 12
     slots = 3
     learns = True
+    learns_from_pruned = None
     seeded = True
     state_rounds = (3, 2)
     objectives = 2
@@ -285,6 +287,23 @@ class Conformance:
         settings = self.settings(seed=2) | {"space": PLANE}
         algorithm = build_algorithm(settings)
         algorithm.tell(history, [distance_to_corner(p) for p in history])
+        proposed = algorithm.ask(4)
+        assert proposed
+        told = sum(map(distance_to_corner, history)) / len(history)
+        asked = sum(map(distance_to_corner, proposed)) / len(proposed)
+        assert asked < 0.6 * told, (asked, told)
+
+    def test_learns_from_the_curves_of_pruned_runs(self):
+        """Runs that were all pruned (early in an ASHA study, most are) leave their curves to
+        learn from: the next points go where the curves were lowest."""
+        learns = self.learns if self.learns_from_pruned is None else self.learns_from_pruned
+        if not learns:
+            return
+        rng = random.Random(5)
+        history = [{"x": rng.random(), "y": rng.random()} for _ in range(30)]
+        algorithm = build_algorithm(self.settings(seed=2) | {"space": PLANE})
+        algorithm.tell(history, [PrunedResult({1: distance_to_corner(p) + 1.0,
+                                               3: distance_to_corner(p)}) for p in history])
         proposed = algorithm.ask(4)
         assert proposed
         told = sum(map(distance_to_corner, history)) / len(history)

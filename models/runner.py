@@ -329,7 +329,9 @@ def main(argv=None):
 
     Options: ``--run_dir`` (default: the current directory), ``--experiment_id`` (``EXP_ID``),
     ``--run_id`` (``RUN_ID``). Other arguments go to the model's command line. Exit status 0
-    with a result, 1 when the run failed (the reason is the last line on stderr).
+    with a result, 1 when the run failed (the reason is the last line on stderr). Under an
+    ``app`` study, ``EMEWS_CHECKPOINT_DIR`` names the point's checkpoint directory (see
+    :func:`model_parameters`).
     """
     parser = argparse.ArgumentParser(prog="python -m emews.models.runner",
                                      description=__doc__.splitlines()[0])
@@ -343,7 +345,7 @@ def main(argv=None):
         hyperparameters = read_hyperparameters(args.params_file)
         spec = ModelSpec.from_env(os.environ)
         run_model(hyperparameters, args.run_dir, spec, args.experiment_id,
-                  args.run_id, model_argv)
+                  args.run_id, model_argv, os.environ.get("EMEWS_CHECKPOINT_DIR") or None)
     except EvaluationFailed as exc:
         print(f"emews.models.runner: error: {exc}", file=sys.stderr, flush=True)
         return 1

@@ -16,12 +16,17 @@ the ME's thread) keeps the experiment's store, ``$TURBINE_OUTPUT/results.db``, a
                          EQPY_ABORT      the traceback printed here; "ABORT"
     tell(results)      the outcomes of a batch stored and committed (done or failed, with
                        params, result, rank, times, error and log tail; several objectives
-                       judged as emews run's master does), then the values given to the ME
-                       (several objectives: JSON lists, see emews.core.eqpy)
+                       judged as emews run's master does) with the reports each run made, then
+                       the values given to the ME (several objectives: JSON lists, see
+                       emews.core.eqpy)
 
 A worker rank calls :func:`evaluate` for one point; its stdout and stderr go to
 ``out/out-RANK.txt`` from its first evaluation on; it returns the outcome as one JSON object,
-its wire form (:meth:`emews.evaluate.Outcome.to_wire`) with the worker's ``rank``.
+its wire form (:meth:`emews.evaluate.Outcome.to_wire`) with the worker's ``rank`` and the
+run's ``reports`` (``emews.report`` calls and ``EMEWS_REPORT`` lines, each a
+:class:`~emews.evaluate.outcome.Report`'s wire form). Under Swift/T a running task cannot hear
+from the ME's rank, so the reports are stored with the outcome and never stop a run: every
+report is answered "go on", and no run is pruned.
 
 Everything that goes back to Swift/T is JSON written with ``ensure_ascii=True`` with ``;``
 escaped: Tcl cannot hold a character beyond U+FFFF (an emoji comes back as broken UTF-8), and
@@ -45,6 +50,7 @@ from emews.core.criteria import Criteria
 from emews.core.master import run_id
 from emews.evaluate import Outcome, from_env
 from emews.evaluate.base import Resources
+from emews.evaluate.outcome import BadOutcome, Report
 from emews.pools.mpi import redirect_output
 from emews.result import final_record
 from emews.status import FINAL, Status
@@ -203,13 +209,15 @@ def tell(results):
     if len(outcomes) != len(_batch):
         raise RuntimeError(f"emews_swift.tell: {len(outcomes)} results for a batch of "
                            f"{len(_batch)} points")
-    rows, criteria = [], Criteria.from_study(study())
+    rows, reports, criteria = [], [], Criteria.from_study(study())
     for (point_id, attempt), wire in zip(_batch, outcomes):
+        reports += [(point_id, attempt, report) for report in _reports(wire)]
         outcome = criteria.judge(Outcome.received(wire))
         status = outcome.status if outcome.status in FINAL else Status.FAILED
         rank = wire.get("rank") if isinstance(wire, dict) else None
         rows.append((point_id, rank if type(rank) is int else None, outcome, attempt, status))
     db = store()
+    db.add_reports(reports)
     db.finish(rows)
     db.commit()
     eqpy.input_q.put(";".join(eqpy.format_value(_told(criteria, outcome, status))
@@ -224,6 +232,18 @@ def _told(criteria, outcome, status):
         return math.nan
     return criteria.told(outcome.objectives, outcome.metrics) if criteria.vector \
         else outcome.value
+
+
+def _reports(wire):
+    """The reports a worker sent with an outcome (a malformed one left out)."""
+    found = wire.pop("reports", None) if isinstance(wire, dict) else None
+    reports = []
+    for data in found if isinstance(found, list) else ():
+        try:
+            reports.append(Report.from_wire(data))
+        except BadOutcome:
+            continue
+    return reports
 
 
 # --- a worker's rank ---------------------------------------------------------------------------
@@ -288,5 +308,11 @@ def evaluate(params, exp_id, run_id, model_name, resources=None):
         redirect_output(out / f"out-{rank() if rank() is not None else os.getpid()}.txt")
         _objective = from_env(isolate=env_flag("EMEWS_ISOLATE", False))
     _objective.exp_id, _objective.model_name = exp_id, model_name
-    outcome = _objective.evaluate(params, run_id, resources=resources)
-    return wire({**outcome.to_wire(), "rank": rank()})
+    reports = []
+
+    def keep(report):   # no verdict can reach a running task: stored, never stopped
+        reports.append(report.to_wire())
+        return False
+
+    outcome = _objective.evaluate(params, run_id, resources=resources, report=keep)
+    return wire({**outcome.to_wire(), "rank": rank(), "reports": reports})

@@ -454,21 +454,24 @@ def test_a_run_killed_at_step_k_resumes_from_its_checkpoint_at_step_k(study, tmp
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("impl", ["py", "app"])
 def test_a_candle_lib_model_killed_after_epoch_k_resumes_from_its_checkpoint(toy_config,
                                                                              candle_lib,
                                                                              tmp_path,
                                                                              open_study,
-                                                                             monkeypatch):
+                                                                             monkeypatch,
+                                                                             impl):
     """The real candle_lib's CandleCkptKeras (ckpt_restart_mode "auto") through the CANDLE
-    runner: killed (SIGKILL) as epoch 4 begins, its retry goes on at epoch 4 from the
-    checkpoint of epoch 3, in the point's emews.checkpoint_dir()."""
+    runner, in the worker (``py``) or run by the Model Shell (``app``, the directory named by
+    ``EMEWS_CHECKPOINT_DIR``): killed (SIGKILL) as epoch 4 begins, its retry goes on at epoch
+    4 from the checkpoint of epoch 3, in the point's emews.checkpoint_dir()."""
     monkeypatch.setenv("TF_USE_LEGACY_KERAS", "1")      # tf.keras is tf_keras, as candle_lib needs
     models = tmp_path / "models"      # the model beside the real candle_lib's package
     models.mkdir()
     for name in ("ckpt_baseline_keras2.py", "ckpt_default_model.txt"):
         (models / name).symlink_to(MODELS / name)
     (models / "candle").symlink_to(candle_lib / "candle")
-    config = toy_config(budget=1, model_name="ckpt")
+    config = toy_config(budget=1, model_name="ckpt", impl=impl)
     del config["study"]["objective"]                  # the CANDLE runner
     config["model"] = {"python_dir": str(models)}
     config["failure"] = {"retries": 1}

@@ -405,3 +405,35 @@ def test_an_app_study_of_two_ranks_per_evaluation_runs_as_swift_t_parallel_tasks
         run = expdir / "run" / row["run_id"]
         assert [(run / f"rank-{r}.txt").read_text() for r in range(2)] == ["0 2", "1 2"]
         assert "mpiexec -n 2" in (run / "run_command.txt").read_text()
+
+
+@pytest.mark.slow
+def test_reports_under_swift_t_are_stored_with_their_runs_and_nothing_is_pruned(tmp_path,
+                                                                               swift_t):
+    from fidelity_models import STEPS, value_at
+
+    budget = 4
+    settings = {"algorithm": "random", "space": SPACE, "seed": 2, "batch_size": 2,
+                "stop": {"budget": budget}}
+    done = workflow_sh(tmp_path, settings, path_entries=swift_t,
+                       CANDLE_DATA_DIR=str(tmp_path / "data"), MODEL_NAME="toy",
+                       CANDLE_MODEL_IMPL="py", EMEWS_OBJECTIVE="fidelity_models:curve",
+                       PROCS="4")
+    assert done.returncode == 0, done.stdout + done.stderr
+    expdir = only_experiment(tmp_path / "data" / "toy")
+    store = SQLiteStore(expdir / "results.db", create=False)
+    try:
+        rows, reports = store.rows(), store.reports()
+    finally:
+        store.close()
+    assert_finished_rows(rows, {0, 1}, budget)
+    assert {row["status"] for row in rows} == {"done"}     # reported every step, never stopped
+    for row in rows:
+        curve = [r for r in reports if r["id"] == row["id"]]
+        assert [(r["step"], r["attempt"]) for r in curve] == [(s, 1) for s in
+                                                             range(1, STEPS + 1)]
+        assert [r["value"] for r in curve] == pytest.approx(
+            [value_at(row["params"], s) for s in range(1, STEPS + 1)])
+        assert [r["metrics"]["accuracy"] for r in curve] == pytest.approx(
+            [1 / (1 + s) for s in range(1, STEPS + 1)])
+        assert row["result"] == pytest.approx(value_at(row["params"], STEPS))

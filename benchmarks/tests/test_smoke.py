@@ -41,6 +41,8 @@ REPORT_FIELDS = {
     "faults": (("rows",), ("fault", "survived", "evaluations lost")),
     "service": (("tasks", "runs"), ("contender", "tasks", "tasks_per_s", "us_per_task",
                                     "ratio_to_eqsql")),
+    "fidelity": (("runs", "problems", "comparisons", "seeds", "budget_epochs", "workers"),
+                 ("problem", "contender", "log10_regret", "log10_regret_third", "utilization")),
     "proposal": (("problem", "ns", "runs", "not_measured"),
                  ("contender", "n", "warm_s", "steps", "step_ms", "step_max_ms")),
     "packing": (("slots", "slots_per_node", "sizes", "duration", "runs"),

@@ -161,6 +161,12 @@ class PrunedResult(float):
         self.step = max(self.curve, default=None)
         return self
 
+    @property
+    def last(self):
+        """The value the run last reported (``NaN`` when it reported none, or a NaN)."""
+        return math.nan if self.step is None or self.curve[self.step] is None \
+            else float(self.curve[self.step])
+
     def __reduce__(self):
         return PrunedResult, (self.curve,)
 
@@ -178,6 +184,22 @@ def failure_value(values):
         return None
     worst, spread = max(finite), max(finite) - min(finite)
     return worst + (0.1 * spread if spread > 0 else 1.0)
+
+
+def pruned_value(last, finished):
+    """What a pruned run counts as for a model of the results (``gp``, ``mbo``, the GA): its
+    ``last`` reported value, moved into ``[worst finished value, failure_value(finished)]``:
+    below every finished run and above every failure, as Optuna's TPE ranks pruned trials
+    after the complete ones, and among other pruned runs in the order of their curves. While
+    no run has finished it is ``last`` itself (early in an ASHA study most runs are pruned,
+    and their curves are all there is to learn from). ``None`` when ``last`` is not finite:
+    such a run counts as a failure."""
+    if not math.isfinite(last):
+        return None
+    finite = [v for v in finished if math.isfinite(v)]
+    if not finite:
+        return float(last)
+    return min(max(float(last), max(finite)), failure_value(finite))
 
 
 def optional_import(module, extra):

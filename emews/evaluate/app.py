@@ -46,7 +46,8 @@ def run_model_shell(command, params_json, context, model_env, watch):
     path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     env = process.child_environ(dict(model_env, EMEWS_PARAMS_FILE=str(params_file),
                                      EMEWS_RUN_DIR=str(run_dir), EXP_ID=context.exp_id,
-                                     RUN_ID=context.run_id, PATH=path))
+                                     RUN_ID=context.run_id, PATH=path,
+                                     EMEWS_CHECKPOINT_DIR=str(context.checkpoint_dir)))
     if context.resources.ranks > 1:  # model.sh starts the site's launcher, which the ranks
         site_launcher = launcher.Launcher.from_environ()
         env.update(site_launcher.environ(context.resources))

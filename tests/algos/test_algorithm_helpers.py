@@ -50,3 +50,48 @@ def test_a_failure_counts_as_the_worst_value_plus_a_tenth_of_the_range():
     assert failure_value([1.0, math.nan, 3.0, -math.inf]) == pytest.approx(3.2)
     assert failure_value([2.0, 2.0]) == 3.0
     assert failure_value([math.nan, math.inf]) is None
+
+
+def test_a_pruned_run_counts_below_the_finished_runs_and_above_the_failures():
+    from emews.core.algorithm import pruned_value
+
+    finished = [1.0, 3.0, math.nan]
+    assert pruned_value(0.5, finished) == 3.0                    # never above a finished run
+    assert pruned_value(3.1, finished) == 3.1                    # its curve orders it
+    assert pruned_value(9.0, finished) == failure_value(finished) == pytest.approx(3.2)
+    assert pruned_value(0.5, [math.nan]) == 0.5                  # none finished: its value
+    assert pruned_value(math.inf, finished) is None              # a failure
+
+
+@pytest.mark.parametrize("cls", [GA, MBO, SkoptSearch])
+def test_the_model_based_searches_rank_a_pruned_run_between_finished_and_failed(cls):
+    """What each search learns: a pruned run below the finished ones (even when its last
+    value is lower), re-ranked when a worse finished run comes in, and above a failure."""
+    from emews.core.algorithm import PrunedResult
+
+    plane = [{"name": "x", "type": "float", "lower": 0.0, "upper": 1.0}]
+    search = cls(Space.from_ga_json(plane), seed=1)
+    points = [{"x": x} for x in (0.1, 0.2, 0.3, 0.4)]
+    search.tell(points[:2], [1.0, PrunedResult({1: 5.0, 3: 0.5})])
+    search.tell(points[3:], [2.0])
+    search.tell(points[2:3], [math.nan])   # gp fixes a failure's value when it is told
+    learned = learned_values(search)
+    assert learned[1.0] < learned[2.0] <= learned[0.5] < learned[math.nan]
+
+
+def learned_values(search):
+    """What ``search`` (GA, MBO or SkoptSearch) learned at each point, by the point's value
+    there in the test (its last reported value for the pruned one)."""
+    told = {0.1: 1.0, 0.2: 0.5, 0.3: math.nan, 0.4: 2.0}
+    if isinstance(search, GA):
+        return {told[round(key_x(k), 1)]: f[0] for k, f in search.known.items()}
+    if isinstance(search, MBO):
+        return {told[round(x[0], 1)]: v for x, v in zip(search.X, search._values(len(search.y)))}
+    xs, ys = search.optimizer.Xi, search.optimizer.yi
+    return {told[round(x[0], 1)]: y for x, y in zip(xs, ys)}
+
+
+def key_x(key):
+    import json
+
+    return json.loads(key)["x"]

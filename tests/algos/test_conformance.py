@@ -67,6 +67,7 @@ class TestOptunaTPE(Conformance):
 class TestOptunaCMAES(Conformance):
     algorithm = "optuna"
     options = {"sampler": "cmaes", "popsize": 4}
+    learns_from_pruned = False   # consider_pruned_trials is false by default, as Optuna's
     several_objectives = False   # refused: see test_optuna_objectives.py
 
 
@@ -91,6 +92,7 @@ class TestOptunaQMC(Conformance):
 
 class TestNSGA2(TestGA):   # the GA's options
     algorithm = "nsga2"
+    learns_from_pruned = False   # a pruned run is a failure to the NSGA searches
 
 
 class TestNSGA3(TestNSGA2):
@@ -99,6 +101,7 @@ class TestNSGA3(TestNSGA2):
 
 class TestSteadyStateNSGA2(TestSteadyStateGA):   # ga_async's options
     algorithm = "nsga2_async"
+    learns_from_pruned = False
 
 
 class TestSteadyStateNSGA3(TestSteadyStateNSGA2):
@@ -113,3 +116,10 @@ class TestOptunaNSGA2(Conformance):
 
 class TestOptunaNSGA3(TestOptunaNSGA2):
     options = {"sampler": "nsga3", "population_size": 4}
+
+
+class TestBOHB(Conformance):
+    algorithm = "bohb"
+    # a third of BOHB's proposals are random by default: too many for the suite's check of
+    # the next 4 points learning from the history
+    options = {"min_points_in_model": 3, "random_fraction": 0.1}

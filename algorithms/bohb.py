@@ -1,0 +1,192 @@
+"""BOHB-like multi-fidelity search: a TPE-style density model proposes the configurations of
+Hyperband's brackets (Falkner, Klein and Hutter, ICML 2018).
+
+Who does what::
+
+    [study] pruner = "hyperband"   the master's pruner decides the rungs: a run goes on or
+                                   is stopped at each rung step (emews.core.pruners)
+    [study] algorithm = "bohb"     this class proposes the configurations, from every
+                                   result and every pruned run's learning curve
+
+The budgets are the models' own steps (epochs): the search does not run brackets itself, it
+keeps the workers busy with configurations and the pruner stops the bad ones, as ASHA-based
+BOHB variants do. Any pruner works; without one it is a plain TPE-like search.
+
+What the model learns from, by budget (a step of the curves, or the final result):
+
+* a finished run: its final value, at the final level and at every step below it (it
+  passed every rung, and its curve falls, so its final value ranks it at least as well as
+  its value at a lower step would);
+* a pruned run (a :class:`~emews.core.algorithm.PrunedResult`): its reported value at each
+  step of its curve;
+* a failure, or a NaN report: the worst there is, at every level.
+
+As BOHB, the model is fitted on the highest level with at least ``min_points_in_model + 2``
+observations (the final one first): the best ``top_n_percent`` of them (at least
+``min_points_in_model``) make the good density l(x), the rest (at least
+``min_points_in_model``) the bad density g(x). Each is a product of Gaussian kernels in the
+unit coordinates of :meth:`emews.space.Space.to_unit` (integers, ordered and categorical
+values at the centre of equal bins: one kernel type for all, where BOHB uses Aitchison-Aitken
+kernels for categories), with the normal-reference bandwidth per coordinate, at least
+``min_bandwidth``. A proposal is the best l/g of ``num_samples`` candidates drawn around
+random good points with the good bandwidths widened by ``bandwidth_factor``; a share
+``random_fraction`` of the proposals, and every one before a model can be fitted, are drawn at
+random. Defaults are BOHB's (hpbandster's): ``min_points_in_model`` the free parameters + 1,
+``top_n_percent`` 15, ``num_samples`` 64, ``random_fraction`` 1/3, ``bandwidth_factor`` 3,
+``min_bandwidth`` 1e-3. A candidate equal to a point already told or in flight is replaced by
+a random one.
+
+``state()`` is plain JSON: the generator's state, every told point (unit coordinates) with its
+curve and its final value, and the points in flight.
+"""
+
+import math
+
+import numpy as np
+
+from emews.core.algorithm import (Algorithm, PrunedResult, check_number, pack_state, point_key,
+                                  unpack_state)
+
+FINAL = math.inf   # the level of finished runs: above every step
+
+
+class BOHB(Algorithm):
+    """Multi-fidelity model-based search: TPE-style densities over the results at the
+    highest budget with enough of them (see the module docstring)."""
+
+    ready_share = 0.25
+
+    def __init__(self, space, seed=None, min_points_in_model=None, top_n_percent=15,
+                 num_samples=64, random_fraction=1 / 3, bandwidth_factor=3.0,
+                 min_bandwidth=1e-3):
+        super().__init__(space, seed)
+        self.min_points = check_number("min_points_in_model", min_points_in_model, 1,
+                                       integer=True, allow_none=True)
+        if min_points_in_model is None:
+            self.min_points = len(space.free) + 1
+        self.top_n_percent = check_number("top_n_percent", top_n_percent, 1, 99)
+        self.num_samples = check_number("num_samples", num_samples, 1, integer=True)
+        self.random_fraction = float(check_number("random_fraction", random_fraction, 0, 1))
+        self.bandwidth_factor = float(check_number("bandwidth_factor", bandwidth_factor,
+                                                   above=0))
+        self.min_bandwidth = float(check_number("min_bandwidth", min_bandwidth, above=0))
+        self.told = []        # [unit coordinates, final value or None (pruned), [[step, value]]]
+        self.in_flight = {}   # point key -> how many copies are running
+
+    # --- ask/tell ---------------------------------------------------------------------------
+
+    def ask(self, n):
+        points = []
+        for _ in range(max(n, 0)):
+            point = self._propose()
+            key = point_key(point)
+            self.in_flight[key] = self.in_flight.get(key, 0) + 1
+            points.append(point)
+        return points
+
+    def tell(self, points, values):
+        for point, value in zip(points, values):
+            key = point_key(point)
+            if self.in_flight.get(key):
+                self.in_flight[key] -= 1
+                if not self.in_flight[key]:
+                    del self.in_flight[key]
+            elif not self.space.contains(point):
+                continue
+            unit = [float(u) for u in self.space.to_unit(point)]
+            if isinstance(value, PrunedResult):
+                curve = [[int(step), _finite(v)] for step, v in value.curve.items()]
+                self.told.append([unit, None, curve])
+            else:
+                self.told.append([unit, _finite(value), []])
+
+    def state(self):
+        return pack_state(self, {"rng": self.rng.bit_generator.state, "told": self.told,
+                                 "in_flight": self.in_flight})
+
+    def restore(self, state):
+        data = unpack_state(self, state)
+        self.rng.bit_generator.state = data["rng"]
+        self.told, self.in_flight = data["told"], data["in_flight"]
+
+    # --- the model --------------------------------------------------------------------------
+
+    def observations(self):
+        """``(level, X, y)`` of the highest level with enough observations to fit the model
+        (failures as ``inf``), or ``None`` while there is none."""
+        levels = {}
+        steps = sorted({step for _, _, curve in self.told for step, _ in curve})
+        for unit, final, curve in self.told:
+            failed = final is None and not curve
+            reached = dict(curve)
+            for level in [FINAL] + steps:
+                if level in reached:
+                    value = reached[level]
+                elif curve:          # pruned: known at the steps it reported only
+                    continue
+                else:                # finished (its final value) or failed (the worst)
+                    value = final
+                value = math.inf if failed or value is None else value
+                levels.setdefault(level, ([], []))
+                levels[level][0].append(unit)
+                levels[level][1].append(value)
+        for level in [FINAL] + steps[::-1]:
+            X, y = levels.get(level, ([], []))
+            if len(y) >= self.min_points + 2 and any(math.isfinite(v) for v in y):
+                return level, np.array(X), np.array(y)
+        return None
+
+    def _propose(self):
+        """A point: the best l/g of sampled candidates, or a random one."""
+        known = {point_key(self.space.from_unit(u)) for u, _, _ in self.told} | set(self.in_flight)
+        fitted = self.observations() if self.space.free else None
+        explore = self.rng.random() < self.random_fraction
+        if fitted is None or explore:
+            return self.space.sample(self.rng)[0]
+        _, X, y = fitted
+        order = np.argsort(y, kind="stable")
+        n = len(y)
+        n_good = max(self.min_points, self.top_n_percent * n // 100)
+        n_bad = max(self.min_points, (100 - self.top_n_percent) * n // 100)
+        good, bad = X[order[:n_good]], X[order[n_good:n_good + n_bad]]
+        if len(bad) == 0:
+            bad = X[order[-self.min_points:]]
+        good_bw, bad_bw = self._bandwidths(good), self._bandwidths(bad)
+        centres = good[self.rng.integers(len(good), size=self.num_samples)]
+        candidates = _truncated_normal(self.rng, centres, good_bw * self.bandwidth_factor)
+        score = _log_density(candidates, good, good_bw) - _log_density(candidates, bad, bad_bw)
+        point = self.space.from_unit(candidates[int(np.argmax(score))])
+        if point_key(point) in known:
+            return self.space.sample(self.rng)[0]
+        return point
+
+    def _bandwidths(self, X):
+        """The normal-reference bandwidth of each coordinate (at least ``min_bandwidth``)."""
+        n, d = X.shape
+        spread = X.std(axis=0, ddof=1) if n > 1 else np.zeros(d)
+        return np.maximum(1.06 * spread * n ** (-1.0 / (d + 4)), self.min_bandwidth)
+
+
+def _finite(value):
+    """``value`` as a float, ``None`` when it is missing or not finite."""
+    return None if value is None or not math.isfinite(value) else float(value)
+
+
+def _truncated_normal(rng, centres, scales):
+    """One draw per row of ``centres``: each coordinate normal around it, kept in [0, 1]
+    (redrawn where it fell outside, then clipped)."""
+    draws = centres + rng.normal(size=centres.shape) * scales
+    for _ in range(10):
+        outside = (draws < 0) | (draws > 1)
+        if not outside.any():
+            break
+        draws = np.where(outside, centres + rng.normal(size=centres.shape) * scales, draws)
+    return np.clip(draws, 0.0, 1.0)
+
+
+def _log_density(points, data, bandwidths):
+    """The log density at ``points`` of the product-Gaussian kernel density of ``data``."""
+    z = (points[:, None, :] - data[None, :, :]) / bandwidths
+    log_kernels = -0.5 * np.sum(z * z, axis=2) - np.sum(np.log(bandwidths))
+    top = log_kernels.max(axis=1, keepdims=True)
+    return (top[:, 0] + np.log(np.exp(log_kernels - top).mean(axis=1)))

@@ -1,0 +1,74 @@
+"""The fidelity part (benchmarks/fidelity.py) at tiny sizes: the product's own pruners judge
+the runs, every contender sees the same curves and worker timeline, and the figures hold."""
+
+import math
+
+from benchmarks import fidelity
+from benchmarks.sizes import SMOKE
+from emews.core import pruners
+
+
+def test_ours_are_the_products_own_pruners_and_algorithms():
+    space = fidelity.PROBLEMS["pow3"].space
+    assert isinstance(fidelity.contender("random + asha", space, 0, 9).pruner, pruners.Asha)
+    bohb = fidelity.contender("bohb + hyperband", space, 0, 9)
+    assert isinstance(bohb.pruner, pruners.Hyperband)
+    assert type(bohb.search).__module__ == "emews.algorithms.bohb"
+    assert type(fidelity.contender("tpe + median", space, 0, 9).pruner) is pruners.Percentile
+
+
+def test_a_simulated_run_prunes_within_its_epoch_budget(tmp_path):
+    problem = fidelity.PROBLEMS["pow3"]
+    curves = fidelity.Curves(problem, 9, tmp_path)
+    budget = 20 * 9
+    unpruned = fidelity.simulate("random", problem, curves, 1, budget, 8)
+    pruned = fidelity.simulate("random + asha", problem, curves, 1, budget, 8)
+    assert unpruned["pruned"] == 0 and pruned["pruned"] > 0
+    assert pruned["runs"] > unpruned["runs"]          # stopped runs free their workers
+    for result in (unpruned, pruned):
+        assert result["epochs"] <= budget and 0 < result["utilization"] <= 1
+        trained = [row[0] for row in result["trajectory"]]
+        assert trained == sorted(trained) and trained[-1] <= budget
+        best = [row[1] for row in result["trajectory"]]
+        assert best == sorted(best, reverse=True)     # the best so far only improves
+        assert all(row[2] >= problem.minimum(9) for row in result["trajectory"])
+    again = fidelity.simulate("random", problem, curves, 1, budget, 8)
+    assert dict(again, seconds=0) == dict(unpruned, seconds=0)   # the same seed: the same run
+
+
+def test_the_parametric_curves_cross():
+    """The good configurations learn slowly: of two random configurations, the one that ends
+    ahead is behind the other at some epoch in between often (a fifth of the pairs for the
+    exponential curves, a tenth for the power laws here)."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    for name, share in (("exp3", 0.15), ("pow3", 0.05)):
+        problem = fidelity.PROBLEMS[name]
+        configs = [{f"x{i}": float(v) for i, v in enumerate(rng.random(3))} for _ in range(60)]
+        curves = np.array([problem.curve(c, None, 27) for c in configs])
+        ahead = [(i, j) for i in range(60) for j in range(60) if curves[i, -1] < curves[j, -1]]
+        crossed = sum(bool((curves[i, :-1] > curves[j, :-1]).any()) for i, j in ahead)
+        assert crossed > share * len(ahead)
+        assert problem.minimum(27) <= curves[:, -1].min()
+
+
+def test_a_trained_problem_is_a_table_read_back_from_disk(tmp_path):
+    problem = fidelity.PROBLEMS["digits"]
+    config = {"units": 8, "lr": 1e-2, "alpha": 1e-5, "batch": 128}
+    curve = fidelity.Curves(problem, 2, tmp_path)(config, 0)
+    assert len(curve) == 2 and all(math.isfinite(v) for v in curve)
+    again = fidelity.Curves(problem, 2, tmp_path)
+    assert list(again.memo.values())[0].tolist() == curve.tolist()
+
+
+def test_the_part_at_smoke_size_gives_its_figures_and_targets(tmp_path):
+    part = fidelity.run(SMOKE, curves_directory=tmp_path)
+    assert {r["contender"] for r in part["runs"]} == set(SMOKE.fidelity_contenders)
+    assert {r["problem"] for r in part["runs"]} == set(SMOKE.fidelity_problems)
+    assert all(0 < r["utilization"] <= 1 for r in part["runs"])
+    assert [t[0][:4] for t in fidelity.targets(part)] == ["ASHA", "the ", "util"]
+    assert "### Learning curves and pruning" in fidelity.markdown(part)
+    kept = (tmp_path / "runs.jsonl").read_text()
+    assert fidelity.run(SMOKE, curves_directory=tmp_path) == part   # read back, not rerun
+    assert (tmp_path / "runs.jsonl").read_text() == kept
