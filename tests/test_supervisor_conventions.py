@@ -146,12 +146,13 @@ def test_a_nan_result_under_the_seven_argument_call_fails_the_run(tmp_path, env)
 
 
 def test_sh_timeout_under_the_seven_argument_call_stops_the_model(tmp_path, env):
+    # 8 s: time for the model's interpreter to start and say so on a loaded machine
     done = model_sh(tmp_path, env, "keras", '{"x": 1, "sleep": 300}', "EXP000", "RUN6",
-                    "BENCHMARK", "sup", "train", SH_TIMEOUT="1")
+                    "BENCHMARK", "sup", "train", SH_TIMEOUT="8")
     run_dir = tmp_path / "EXP000" / "RUN6"
     log = (run_dir / "model.log").read_text()
     assert done.returncode == 1, log
-    assert "sup model ran" in log and "TIMEOUT ERROR! (timeout=1)" in log
+    assert "sup model ran" in log and "TIMEOUT ERROR! (timeout=8)" in log
     assert not (run_dir / "result.txt").exists()
 
 
