@@ -68,6 +68,8 @@ from emews.core.algorithm import (Algorithm, check_choice, check_number, failure
                              optional_import, pack_state, point_key, unpack_state)
 from emews.space import Categorical, Logical, Ordered
 
+from .parego import ObjectiveHistory
+
 INFILL = ("cb", "ei")
 LIES = {"min": np.min, "mean": np.mean, "max": np.max}
 MULTIPOINT = ("qlcb", "cl")
@@ -79,14 +81,18 @@ class MBO(Algorithm):
     """mlrMBO-like sequential model-based optimization with a random-forest surrogate."""
 
     ready_share = 0.25  # async: the driver keeps a quarter as many points ready as slots
+    multiobjective = True
 
     def __init__(self, space, seed=None, design_size=None, infill="cb", cb_lambda=None,
                  multipoint="qlcb", cl_lie="min", propose_points=None, max_budget=None,
                  max_iterations=None,
                  n_trees=100, max_features=1 / 3, min_samples_leaf=1, split="random",
                  se_method="jackknife",
-                 focus_points=1000, focus_maxit=5, focus_restarts=1, rebuild_growth=0.05):
+                 focus_points=1000, focus_maxit=5, focus_restarts=1, rebuild_growth=0.05,
+                 objectives=1):
         super().__init__(space, seed)
+        objectives = check_number("objectives", objectives, 1, integer=True)
+        self.history = ObjectiveHistory(objectives) if objectives > 1 else None
         optional_import("sklearn.ensemble", "mbo")
         dimension = len(space.free)
         self.design_size = check_number("design_size", design_size, 0, integer=True,
@@ -159,6 +165,8 @@ class MBO(Algorithm):
                 continue
             self.X.append(unit)
             self.y.append(float(value))
+            if self.history is not None:
+                self.history.add(value)
 
     def done(self):
         if self._budget_left() <= 0:
@@ -169,7 +177,9 @@ class MBO(Algorithm):
     def state(self):
         return pack_state(self, {"rng": self.rng.bit_generator.state, "X": self.X, "y": self.y,
                                  "in_flight": self.in_flight, "design": self.design,
-                                 "iterations": self.iterations, "built": self.built})
+                                 "iterations": self.iterations, "built": self.built,
+                                 "history": None if self.history is None else
+                                 self.history.to_json()})
 
     def restore(self, state):
         data = unpack_state(self, state)
@@ -178,6 +188,8 @@ class MBO(Algorithm):
         self.design, self.iterations = data["design"], data["iterations"]
         self.built = None if data.get("built") is None else tuple(data["built"])
         self.model = None
+        if data.get("history") is not None:
+            self.history = ObjectiveHistory.from_json(data["history"])
 
     # --- internals --------------------------------------------------------------------------
 
@@ -222,6 +234,11 @@ class MBO(Algorithm):
         return self.model.with_points(X[count:], y[count:])
 
     def _propose(self, count):
+        if self.history is not None:
+            units = []
+            for _ in range(count):
+                units.append(self._propose_scalarized(units))
+            return [self.space.from_unit(u) for u in units]
         X, y = self._data()
         chosen = []
         model = self._model(X, y)
@@ -241,6 +258,25 @@ class MBO(Algorithm):
             if self.multipoint == "cl" and i + 1 < count:
                 model = model.with_points([unit], [lie])
         return chosen
+
+
+    def _propose_scalarized(self, chosen):
+        """The unit coordinates of one point by the infill criterion on a forest grown for it
+        alone, on the told points' ParEGO scalarization under weights drawn for it
+        (:mod:`.parego`), the points in flight and those ``chosen`` in this ask told the lie."""
+        y = self.history.scalarize(self.history.weights(self.rng))
+        running = [u for units in self.in_flight.values() for u in units] + \
+            [list(u) for u in chosen]
+        model = Surrogate(np.array(self.X), y, self.forest, self.se_method, self.rng)
+        model = model.with_points(running, np.full(len(running), self.lie(y)))
+        if self.infill == "ei":
+            criterion = model.expected_improvement(y.min())
+        else:
+            criterion = model.confidence_bound(self.cb_lambda)
+        unit = self.focus.minimize(criterion, self.rng)
+        if _seen(unit, np.array(self.X + running)):
+            unit = np.array(self.space.to_unit(self.space.sample(self.rng)[0]))
+        return unit
 
 
 class Surrogate:
