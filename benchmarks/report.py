@@ -23,7 +23,7 @@ from importlib import metadata
 from pathlib import Path
 
 from .common import REPO
-from . import proposal, quality
+from . import multiobjective, proposal, quality
 from .sizes import SIZES
 
 TEMPLATE = Path(__file__).resolve().parent / "README.in.md"
@@ -400,7 +400,8 @@ def _cell(value):
 
 RENDERERS = {"dispatch": _dispatch, "utilization": _utilization, "quality": quality.markdown,
              "overhead": _overhead, "simulation": _simulation, "faults": _faults,
-             "service": _service, "proposal": proposal.markdown}
+             "service": _service, "proposal": proposal.markdown,
+             "multiobjective": multiobjective.markdown}
 
 
 # --- targets -------------------------------------------------------------------------------
@@ -426,6 +427,8 @@ def targets(parts):
         found += quality.targets(parts["quality"])
     if "proposal" in parts:
         found += proposal.targets(parts["proposal"])
+    if "multiobjective" in parts:
+        found += multiobjective.targets(parts["multiobjective"])
     if "service" in parts:
         found += [(f"{r['contender']} ≥ {SERVICE_TARGET:g}× EQ-SQL's per-task path",
                    f"{r['ratio_to_eqsql']:.1f}×", r["ratio_to_eqsql"] >= SERVICE_TARGET)

@@ -10,6 +10,9 @@ from dataclasses import dataclass, replace
 OURS = ("random", "ga", "gp", "optuna", "mbo")
 QUALITY_OURS = ("random", "gp", "mbo")      # random is also the issue's random peer
 PEERS = ("optuna TPE", "optuna GP", "skopt gp_minimize", "skopt forest_minimize")
+MO_OURS = ("nsga2", "nsga3", "gp", "mbo")
+MO_PEERS = ("optuna NSGA-II", "optuna MO TPE", "optuna MO GP", "random")
+MO_PROBLEMS = ("zdt1", "zdt2", "zdt3", "dtlz2", "digits")
 PROBLEMS = ("branin", "hartmann6", "ackley5", "rosenbrock4", "levy6", "digits")
 
 
@@ -51,6 +54,16 @@ class Sizes:
     # part 7: the study as a service, on zmq and PostgreSQL, with EQ-SQL's per-task path
     service_tasks: int = 2000
     service_slots: int = 32           # slots per worker: 2 pools hold 128 tasks at most
+    # part 9: multi-objective search quality (issue 34)
+    mo_seeds: int = 10
+    mo_budget: int = 200              # the analytic problems
+    mo_digits_budget: int = 100
+    mo_problems: tuple = MO_PROBLEMS
+    mo_ours: tuple = MO_OURS
+    mo_peers: tuple = MO_PEERS
+    mo_modes: tuple = ("sequential", "async")
+    mo_workers: int = 8
+    mo_digits_epochs: int | None = None   # None: the space's own (30)
 
 
 FULL = Sizes("full")
@@ -65,5 +78,7 @@ SMOKE = Sizes("smoke", dispatch_tasks=300, dispatch_repeats=1, dispatch_pingpong
               overhead_repeats=1, overhead_algorithms=("random",), simulation_workers=(8,),
               simulation_tasks_per_worker=3, faults_kills=2, faults_kill_budget=16,
               faults_budget=6, service_tasks=200,
-              service_slots=4)
+              service_slots=4, mo_seeds=2, mo_budget=8, mo_digits_budget=4,
+              mo_problems=("zdt1", "dtlz2", "digits"), mo_ours=("mbo",),
+              mo_peers=("optuna MO TPE", "random"), mo_workers=3, mo_digits_epochs=2)
 SIZES = {sizes.name: sizes for sizes in (FULL, REDUCED, SMOKE)}

@@ -43,6 +43,11 @@ REPORT_FIELDS = {
                                     "ratio_to_eqsql")),
     "proposal": (("problem", "ns", "runs", "not_measured"),
                  ("contender", "n", "warm_s", "steps", "step_ms", "step_max_ms")),
+    "multiobjective": (("budget", "digits_budget", "seeds", "workers", "modes", "problems",
+                        "contenders", "ours", "references", "skipped", "alpha", "summary",
+                        "comparisons", "targets"),
+                       ("problem", "contender", "mode", "seed", "evaluations", "seconds",
+                        "hypervolume", "hypervolume_half")),
 }
 PEERS_DISPATCH = ("libEnsemble, persistent generator, async return", "Dask distributed, submit",
                   "Dask distributed, map")
