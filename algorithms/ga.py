@@ -99,7 +99,7 @@ class GA(Algorithm):
         check_number("tournament_size", tournament_size, 1, integer=True)
         self.seeds = read_population(Path(check_text("population_file", population_file)),
                                      space) if population_file is not None else []
-        self.individual = _individual_class()
+        self.individual = self._individual_class()
         self.toolbox = base.Toolbox()
         self.toolbox.register("mate", tools.cxUniform, indpb=crossover_indpb)
         self.toolbox.register("mutate", self._mutate, indpb=mutation_indpb)
@@ -133,16 +133,16 @@ class GA(Algorithm):
     def tell(self, points, values):
         for point, value in zip(points, values):
             key = point_key(point)
-            fitness = (FAILED_FITNESS if is_failure(value) else float(value),)
-            self.known[key] = fitness
+            record = self._record(value)
+            self.known[key] = record
             individuals = self.waiting.pop(key, None)
             if individuals is not None:
                 for individual in individuals:
-                    individual.fitness.values = fitness
+                    self._assign(individual, record)
                 self._settle(individuals[0], asked=True)
             elif self.space.contains(point):
                 immigrant = self._individual(point)
-                immigrant.fitness.values = fitness
+                self._assign(immigrant, record)
                 self._settle(immigrant, asked=False)
 
     def done(self):
@@ -151,34 +151,42 @@ class GA(Algorithm):
                                 not self.queue and not self.waiting)
 
     def state(self):
+        return pack_state(self, self._state_data())
+
+    def restore(self, state):
+        self._restore_data(unpack_state(self, state))
+
+    def _state_data(self):
+        """Everything :meth:`state` saves, as plain data."""
         table, index = [], {}
 
         def ref(individual):
             if id(individual) not in index:
                 index[id(individual)] = len(table)
-                table.append([list(individual), list(individual.fitness.values) or None])
+                table.append([list(individual), list(self._record_of(individual)) or None])
             return index[id(individual)]
 
         groups = {name: None if getattr(self, name) is None else
                   [ref(i) for i in getattr(self, name)] for name in self.groups}
         waiting = {key: [ref(i) for i in individuals] for key, individuals in self.waiting.items()}
-        return pack_state(self, {
+        return {
             "random": self.random_state, "rng": self.rng.bit_generator.state,
-            "known": {key: fitness[0] for key, fitness in self.known.items()},
+            "known": {key: list(record) for key, record in self.known.items()},
             "individuals": table, "groups": groups, "waiting": waiting,
-            "counters": {name: getattr(self, name) for name in self.counters}})
+            "counters": {name: getattr(self, name) for name in self.counters}}
 
-    def restore(self, state):
-        data = unpack_state(self, state)
+    def _restore_data(self, data):
+        """Take up the data of :meth:`_state_data`."""
         version, internal, gauss = data["random"]
         self.random_state = (version, tuple(internal), gauss)
         self.rng.bit_generator.state = data["rng"]
-        self.known = {key: (fitness,) for key, fitness in data["known"].items()}
+        self.known = {key: tuple(record) if isinstance(record, list) else (record,)
+                      for key, record in data["known"].items()}   # a number: saved before MO
         table = []
-        for genes, fitness in data["individuals"]:
+        for genes, record in data["individuals"]:
             table.append(self.individual(genes))
-            if fitness is not None:
-                table[-1].fitness.values = tuple(fitness)
+            if record is not None:
+                self._assign(table[-1], tuple(record))
         for name, refs in data["groups"].items():
             setattr(self, name, None if refs is None else [table[i] for i in refs])
         self.waiting = {key: [table[i] for i in refs] for key, refs in data["waiting"].items()}
@@ -189,6 +197,33 @@ class GA(Algorithm):
     def stalled(self):
         """True once the GA keeps breeding only points it has values for (a small space)."""
         return self.stale >= STALLED
+
+    # --- fitness ----------------------------------------------------------------------------
+
+    def _individual_class(self):
+        """DEAP's individual type for emews (a list of genes, one fitness to minimize)."""
+        from deap import base, creator
+
+        if not hasattr(creator, "EmewsIndividual"):
+            creator.create("EmewsFitness", base.Fitness, weights=(-1.0,))
+            creator.create("EmewsIndividual", list, fitness=creator.EmewsFitness)
+        return creator.EmewsIndividual
+
+    def _record(self, value):
+        """What the GA keeps of a told value (a tuple of floats): its fitness."""
+        return (FAILED_FITNESS if is_failure(value) else float(value),)
+
+    def _assign(self, individual, record):
+        """Give ``individual`` the fitness of a :meth:`_record`."""
+        individual.fitness.values = record
+
+    def _record_of(self, individual):
+        """The :meth:`_record` of an evaluated individual (empty when it is not)."""
+        return individual.fitness.values
+
+    def _best(self, individuals, k):
+        """The best ``k`` of ``individuals`` (for the initial population)."""
+        return sorted(individuals, key=lambda i: i.fitness.values[0])[:k]
 
     # --- generations ------------------------------------------------------------------------
 
@@ -202,7 +237,7 @@ class GA(Algorithm):
         Returns False when the point must be sent out (it is then recorded as waiting).
         """
         if key in self.known:
-            individual.fitness.values = self.known[key]
+            self._assign(individual, self.known[key])
             return True
         if key in self.waiting:
             self.waiting[key].append(individual)
@@ -231,7 +266,7 @@ class GA(Algorithm):
 
     def _initial(self):
         """Best immigrants first, then the population file, then random individuals."""
-        told = sorted(self.immigrants, key=lambda i: i.fitness.values[0])[:self.population_size]
+        told = self._best(self.immigrants, self.population_size)
         self.immigrants = []
         seeds = self.seeds[:self.population_size - len(told)]
         randoms = self.space.sample(self.rng, self.population_size - len(told) - len(seeds))
@@ -406,13 +441,3 @@ def read_population(path, space):
                                   cells.get(param.name)) from None
         points.append(space.point(values))
     return points
-
-
-def _individual_class():
-    """DEAP's individual type for emews (a list of genes, one fitness to minimize)."""
-    from deap import base, creator
-
-    if not hasattr(creator, "EmewsIndividual"):
-        creator.create("EmewsFitness", base.Fitness, weights=(-1.0,))
-        creator.create("EmewsIndividual", list, fitness=creator.EmewsFitness)
-    return creator.EmewsIndividual

@@ -1,4 +1,5 @@
-"""Optuna's samplers (TPE, CMA-ES, GP, random, QMC) through Optuna's own ask/tell interface.
+"""Optuna's samplers (TPE, CMA-ES, GP, random, QMC, NSGA-II, NSGA-III) through Optuna's own
+ask/tell interface.
 
 Each point is one trial of an in-memory study: ``ask`` is ``study.ask(distributions)``, ``tell``
 is ``study.tell(trial, value)``. Points in flight are running trials, which the samplers
@@ -12,7 +13,9 @@ restore, without them), as Optuna's own pruners leave a trial. Told points that 
 never asked for (a resumed run's history) become finished trials (``study.add_trial``), so they
 count towards ``n_startup_trials`` and inform the sampler; CMA-ES, which learns only from its
 own generations, is warm-started from them instead (Optuna's ``source_trials``, or ``x0`` at
-the best of a short history) when the first point is asked, unless ``x0``/``sigma0`` are set.
+the best of a short history) when the first point is asked, unless ``x0``/``sigma0`` are set. Optuna's NSGA-II and NSGA-III breed only from generations of
+their own trials: told points never asked for are in the study (and in its front) but do not
+seed their first generation.
 
 Options: ``sampler`` (``tpe``, ``cmaes``, ``gp``, ``random``, ``qmc``) and the keywords of
 that sampler's constructor that a configuration can set (:data:`SAMPLER_OPTIONS`: not ``seed``,
@@ -28,6 +31,21 @@ the running trials' numbers by point. At n = 200 on the 7-parameter test space i
 23 kB with TPE and 30 kB with CMA-ES (zlib-compressed; CMA-ES keeps a copy of its optimizer in
 every trial, 0.8 MB uncompressed).
 
+Several objectives: the plugin is ``multiobjective``; in a study of k objectives it is built
+with ``objectives=k`` and runs a study of k directions, all ``minimize`` (the driver has
+already negated those to maximize). Every sampler but CMA-ES takes several objectives: TPE is
+Optuna's multi-objective TPE, ``gp`` its multi-objective GP (on an Optuna whose ``GPSampler``
+has them), ``nsga2`` and ``nsga3`` Optuna's ``NSGAIISampler`` and ``NSGAIIISampler``. A told
+:class:`~emews.core.algorithm.Objectives` becomes the trial's values; one that does not carry
+one finite value per objective ends its trial as ``FAIL``. Constraints: a told value's
+``violations`` are stored in the trial's user attribute ``constraints`` before the trial is
+told, and every sampler that takes a ``constraints_func`` (TPE, NSGA-II, NSGA-III, and GP on
+Optuna >= 4.2) gets :func:`trial_violations`, which reads them back: so Optuna's own
+constraint handling (constrained domination, feasibility-aware TPE and GP) applies. A trial
+without constraints (a failure, a pruned run, a study without them) reports none; a told
+point that was never asked for carries its violations as Optuna's after-trial processing
+would have recorded them.
+
 Types: floats and integers with their log scales, ordered values as an integer position (so
 samplers see their order), categorical and logical values as Optuna categories.
 """
@@ -37,14 +55,22 @@ import importlib.util
 import inspect
 import warnings
 
-from emews.core.algorithm import (Algorithm, PrunedResult, check_choice, check_option,
-                             is_failure, optional_import, pack_state, point_key, unpack_state)
+from emews.core.algorithm import (Algorithm, PrunedResult, check_choice, check_number,
+                                  check_option, is_failure, optional_import, pack_state,
+                                  point_key, unpack_state)
 from emews.errors import ConfigError
 from emews.space import Categorical, Logical, Ordered
 from emews.validation import FLAG, Choice, Invalid, Number, Rule
 
 SAMPLERS = {"tpe": "TPESampler", "cmaes": "CmaEsSampler", "gp": "GPSampler",
-            "random": "RandomSampler", "qmc": "QMCSampler"}
+            "random": "RandomSampler", "qmc": "QMCSampler", "nsga2": "NSGAIISampler",
+            "nsga3": "NSGAIIISampler"}
+SINGLE_OBJECTIVE = ("cmaes",)   # samplers that refuse a study of several objectives
+VIOLATIONS = "constraints"   # the user attribute that holds a trial's constraint violations
+# where Optuna records what a constraints_func returned (Optuna 4 and 5): a told point that
+# was never asked for gets it directly, since no sampler's after_trial sees it
+OPTUNA_CONSTRAINTS = "constraints"
+PROBABILITY = Number(minimum=0, maximum=1)
 WARM_START_TRIALS = 10   # WS-CMA-ES keeps the best tenth of the source trials: at least one
 COUNT = Number(integer=True, minimum=0)
 POSITIVE = Number(above=0)
@@ -63,6 +89,11 @@ SAMPLER_OPTIONS = {
     "random": {},
     "qmc": {"qmc_type": Choice(("sobol", "halton")), "scramble": FLAG,
             "warn_asynchronous_seeding": FLAG, "warn_independent_sampling": FLAG},
+    "nsga2": {"population_size": Number(integer=True, minimum=2), "mutation_prob": PROBABILITY,
+              "crossover_prob": PROBABILITY, "swapping_prob": PROBABILITY},
+    "nsga3": {"population_size": Number(integer=True, minimum=2), "mutation_prob": PROBABILITY,
+              "crossover_prob": PROBABILITY, "swapping_prob": PROBABILITY,
+              "dividing_parameter": Number(integer=True, minimum=1)},
 }
 CMA_VARIANTS = ("lr_adapt", "use_separable_cma", "with_margin")   # at most one of them
 # Optuna 5's defaults for a single objective, set explicitly so that Optuna 4 behaves the same
@@ -72,10 +103,18 @@ SAMPLER_DEFAULTS = {"tpe": {"constant_liar": True, "multivariate": True}}
 class OptunaSearch(Algorithm):
     """An Optuna sampler on an in-memory study, driven by ask/tell."""
 
-    def __init__(self, space, seed=None, sampler="tpe", **sampler_options):
+    multiobjective = True
+
+    def __init__(self, space, seed=None, sampler="tpe", objectives=1, **sampler_options):
         super().__init__(space, seed)
         optuna = optional_import("optuna", "bayes")
         check_choice("sampler", sampler, list(SAMPLERS))
+        self.objectives = check_number("objectives", objectives, 1, integer=True)
+        if objectives > 1 and sampler in SINGLE_OBJECTIVE:
+            raise ConfigError("[algorithm].sampler", f"{SAMPLERS[sampler]} searches one "
+                              f"objective only, and this study has {objectives} (choose one of "
+                              f"{', '.join(s for s in SAMPLERS if s not in SINGLE_OBJECTIVE)})",
+                              sampler)
         if sampler == "cmaes":
             optional_import("cmaes", "bayes")
         if sampler == "gp" and importlib.util.find_spec("torch") is None:
@@ -85,12 +124,15 @@ class OptunaSearch(Algorithm):
         self.sampler_class = getattr(optuna.samplers, SAMPLERS[sampler])
         self.sampler_options = {**SAMPLER_DEFAULTS.get(sampler, {}), **_check_sampler_options(
             sampler, sampler_options, space, self.sampler_class)}
+        if "constraints_func" in inspect.signature(self.sampler_class.__init__).parameters:
+            self.sampler_options["constraints_func"] = trial_violations
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         self.storage = optuna.storages.InMemoryStorage()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")   # Optuna's experimental and deprecated options
             self.study = optuna.create_study(storage=self.storage, study_name="emews",
-                                             direction="minimize", sampler=self._sampler())
+                                             directions=["minimize"] * objectives,
+                                             sampler=self._sampler())
         self.distributions = distributions(space)
         self.trials = {}            # point key -> numbers of the running trials at that point
         self.live = {}              # trial number -> its Trial, since it was asked in this run
@@ -115,27 +157,46 @@ class OptunaSearch(Algorithm):
         from optuna.trial import TrialState, create_trial
 
         for point, value in zip(points, values):
-            failed = is_failure(value)
+            told = self._values(value)
+            violations = list(getattr(value, "violations", ()))
             running = self.trials.get(point_key(point))
             if running:
                 trial = running.pop(0)
                 if not running:
                     del self.trials[point_key(point)]
                 live = self.live.pop(trial, None)
-                if isinstance(value, PrunedResult):   # as Optuna's own pruners leave a trial
+                if isinstance(value, PrunedResult) and self.objectives == 1:
                     for step, reported in value.curve.items() if live is not None else ():
-                        live.report(reported, step)
+                        live.report(reported, step)   # as Optuna's own pruners leave a trial
                     self.study.tell(trial, state=TrialState.PRUNED)
-                elif failed:
+                elif told is None:
                     self.study.tell(trial, state=TrialState.FAIL)
                 else:
-                    self.study.tell(trial, float(value))
+                    if violations:
+                        self.storage.set_trial_user_attr(self._trial_id(trial), VIOLATIONS,
+                                                         violations)
+                    self.study.tell(trial, told)
             elif self.space.contains(point):
                 params = {p.name: encode(p, point[p.name]) for p in self.space.free}
+                constrained = violations and told is not None
                 self.study.add_trial(create_trial(
-                    params=params, distributions=self.distributions,
-                    value=None if failed else float(value),
-                    state=TrialState.FAIL if failed else TrialState.COMPLETE))
+                    params=params, distributions=self.distributions, values=told,
+                    state=TrialState.FAIL if told is None else TrialState.COMPLETE,
+                    user_attrs={VIOLATIONS: violations} if constrained else None,
+                    system_attrs={OPTUNA_CONSTRAINTS: violations} if constrained else None))
+
+    def _values(self, value):
+        """The trial's values for a told ``value``; ``None`` for a failure (a non-finite
+        value, or not one value per objective)."""
+        told = getattr(value, "values", (value,) if self.objectives == 1 else ())
+        if len(told) != self.objectives or any(is_failure(v) for v in told):
+            return None
+        return [float(v) for v in told]
+
+    def _trial_id(self, number):
+        """The storage's id of this study's trial ``number``."""
+        return self.storage.get_trial_id_from_study_id_trial_number(
+            self.storage.get_study_id_from_name("emews"), number)
 
     def state(self):
         return pack_state(self, {"storage": self.storage, "sampler": self.study.sampler,
@@ -180,6 +241,11 @@ class OptunaSearch(Algorithm):
         else:
             warm = {"x0": {k: min(told, key=lambda t: t.value).params[k] for k in numeric}}
         self.study.sampler = self._sampler(**warm)
+
+
+def trial_violations(trial):
+    """Optuna's ``constraints_func``: the violations stored with the trial (none if none)."""
+    return trial.user_attrs.get(VIOLATIONS, ())
 
 
 def _check_sampler_options(sampler, options, space, sampler_class):

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .core import eqpy
-from .core.algorithm import PrunedResult, load, point_key
+from .core.algorithm import Objectives, PrunedResult, load, point_key
 from .errors import MEAborted
 from .core.me import build_algorithm, ready_points
 from .space import Space
@@ -47,6 +47,15 @@ def bowl(point):
     return (point["x"] ** 2 + (math.log10(point["lr"]) + 2.5) ** 2 + abs(point["n"] - 2)
             + math.log2(point["units"]) / 6 + {"relu": 0, "tanh": 1, "sigmoid": 2}[point["act"]]
             + point["batch"] / 128 + (0 if point["bn"] else 0.5))
+
+
+def two_bowls(point):
+    """Two objectives of every parameter of :data:`SPACE` that pull apart (:func:`bowl`, and
+    one smallest at ``x = 1.5``, ``lr = 0.03``), with one constraint, ``x <= 1``: the
+    :class:`~emews.core.algorithm.Objectives` that the driver tells an algorithm."""
+    second = ((point["x"] - 1.5) ** 2 + (math.log10(point["lr"]) + 1.5) ** 2
+              + point["units"] / 64 + abs(point["n"] - 4))
+    return Objectives([bowl(point), second], violations=[max(point["x"] - 1.0, 0.0)])
 
 
 def distance_to_corner(point):
@@ -118,6 +127,18 @@ class Conformance:
     results), ``seeded`` (False for ones that use no randomness) and ``state_rounds`` (the
     ask/tell rounds of ``slots`` points before and after a checkpoint is taken; the
     checkpoint tests are skipped for an algorithm whose ``state()`` returns ``None``).
+
+    **Several objectives.** An algorithm whose class says ``multiobjective = True`` is also
+    checked the way a study of ``objectives`` objectives (class attribute, 2) runs it: built
+    with the option ``objectives=k`` added, and told each result as an
+    :class:`~emews.core.algorithm.Objectives` (``vector_objective``, :func:`two_bowls` by
+    default: a float that is the first objective, its ``values`` every objective to
+    minimize, its ``violations`` how far each constraint is broken, some points infeasible),
+    or a plain ``NaN`` for a failure. It must not crash, must keep proposing valid points
+    (when every point is infeasible too), be repeatable under a seed, and continue exactly
+    from its state. These checks are skipped for the other algorithms (a study of several
+    objectives refuses them), and where ``several_objectives`` is False (options under which
+    a multiobjective class takes one objective only, such as Optuna's CMA-ES).
     """
 
     algorithm = None
@@ -130,6 +151,9 @@ class Conformance:
     learns = True
     seeded = True
     state_rounds = (3, 2)
+    objectives = 2
+    vector_objective = staticmethod(two_bowls)
+    several_objectives = True
 
     def settings(self, mode="batch", seed=1, stop=None, **extra):
         """Driver settings for a run of this algorithm."""
@@ -284,13 +308,15 @@ class Conformance:
         algorithm.restore(state)
         return algorithm
 
-    def rounds(self, algorithm, count):
-        """``count`` rounds of ask(slots) and tell (batch mode); the points of each round."""
+    def rounds(self, algorithm, count, objective=None):
+        """``count`` rounds of ask(slots) and tell (batch mode) of ``objective`` (default:
+        the class's); the points of each round."""
+        objective = objective or self.objective
         asked = []
         for _ in range(count):
             points = algorithm.ask(self.slots)
             self.check_points(points)
-            algorithm.tell(points, [self.objective(p) for p in points])
+            algorithm.tell(points, [objective(p) for p in points])
             asked.append(points)
         return asked
 
@@ -333,3 +359,50 @@ class Conformance:
             return [more] + self.rounds(algorithm, after)
 
         assert running and finish(self.restored(settings, state)) == finish(original)
+
+    # --- several objectives -----------------------------------------------------------------
+
+    def multiobjective_settings(self, mode="batch", seed=1, **extra):
+        """Driver settings for a run with :attr:`objectives` objectives; skips the test for
+        an algorithm of one objective."""
+        if not (load(self.algorithm).multiobjective and self.several_objectives):
+            import pytest
+
+            pytest.skip(f"{self.algorithm} with {self.options} searches one objective only")
+        settings = self.settings(mode, seed, **extra)
+        settings["options"]["objectives"] = self.objectives
+        return settings
+
+    def unreliable_vectors(self):
+        """:attr:`vector_objective` where every fourth run fails (a new count each call)."""
+        counted = iter(range(10 ** 6))
+        return lambda point: math.nan if next(counted) % 4 == 3 else self.vector_objective(point)
+
+    def test_takes_vectors_infeasible_points_and_failures(self):
+        for mode in ("batch", "async"):
+            run = drive(self.multiobjective_settings(mode), self.unreliable_vectors())
+            self.check_points(run.points)
+            assert run.final["evaluations"] == len(run.points) == self.budget
+            assert any(isinstance(v, Objectives) and not v.feasible for v in run.values)
+            again = drive(self.multiobjective_settings(mode), self.unreliable_vectors())
+            assert again.points == run.points
+
+    def test_keeps_proposing_when_no_point_is_feasible(self):
+        def infeasible(point):
+            value = self.vector_objective(point)
+            return Objectives(value.values, [1.0 + abs(v) for v in value.violations])
+
+        for mode in ("batch", "async"):
+            run = drive(self.multiobjective_settings(mode), infeasible)
+            self.check_points(run.points)
+            assert run.final["evaluations"] == len(run.points) == self.budget
+
+    def test_a_restored_state_continues_exactly_with_vectors(self):
+        settings, (before, after) = self.multiobjective_settings(seed=8), self.state_rounds
+        original = self.checkpointed(settings)
+        self.rounds(original, before, self.vector_objective)
+        state = original.state()
+        expected = self.rounds(original, after, self.vector_objective)
+        assert any(expected), "the rounds after the checkpoint proposed nothing"
+        proposed = self.rounds(self.restored(settings, state), after, self.vector_objective)
+        assert proposed == expected

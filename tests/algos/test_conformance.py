@@ -67,6 +67,7 @@ class TestOptunaTPE(Conformance):
 class TestOptunaCMAES(Conformance):
     algorithm = "optuna"
     options = {"sampler": "cmaes", "popsize": 4}
+    several_objectives = False   # refused: see test_optuna_objectives.py
 
 
 class TestOptunaRandom(Conformance):
@@ -86,3 +87,27 @@ class TestOptunaQMC(Conformance):
     algorithm = "optuna"
     options = {"sampler": "qmc", "scramble": True}
     learns = False
+
+
+class TestNSGA2(Conformance):
+    algorithm = "nsga2"
+    options = {"population_size": 6}
+    finite_options = {"generations": 3}
+
+
+class TestNSGA3(Conformance):
+    algorithm = "nsga3"
+    options = {"population_size": 6}
+    finite_options = {"generations": 3}
+
+
+class TestOptunaNSGA2(Conformance):
+    algorithm = "optuna"
+    options = {"sampler": "nsga2", "population_size": 4}
+    learns = False   # Optuna's NSGA samplers breed from their own generations only
+
+
+class TestOptunaNSGA3(Conformance):
+    algorithm = "optuna"
+    options = {"sampler": "nsga3", "population_size": 4}
+    learns = False   # Optuna's NSGA samplers breed from their own generations only

@@ -1,0 +1,102 @@
+"""The Optuna plugin on several objectives: NSGA-II, NSGA-III, multi-objective TPE and GP
+samplers by name, all directions "minimize", constraints through ``constraints_func``."""
+
+import importlib.util
+import math
+
+import pytest
+
+from emews.algorithms.optuna_search import VIOLATIONS, OptunaSearch
+from emews.core.algorithm import Objectives
+from emews.core.pareto import front
+from emews.errors import ConfigError
+from emews.space import Space
+
+SQUARE = Space.from_ga_json([{"name": "x", "type": "float", "lower": 0.0, "upper": 1.0},
+                             {"name": "y", "type": "float", "lower": 0.0, "upper": 1.0}])
+MO_SAMPLERS = [("nsga2", {"population_size": 8}), ("nsga3", {"population_size": 8}),
+               ("tpe", {"n_startup_trials": 8}),
+               pytest.param("gp", {"n_startup_trials": 8}, marks=pytest.mark.skipif(
+                   importlib.util.find_spec("torch") is None,
+                   reason="Optuna's GPSampler needs PyTorch"))]
+
+
+def constrained(point):
+    """Two objectives pulling x apart; the constraint x + y >= 0.6 breaks the cheap corner."""
+    values = [point["x"] ** 2 + point["y"], (1 - point["x"]) ** 2 + point["y"]]
+    return Objectives(values, violations=[max(0.6 - point["x"] - point["y"], 0.0)])
+
+
+def run(algorithm, objective, budget, slots=4):
+    told = []
+    while len(told) < budget:
+        points = algorithm.ask(slots)
+        values = [objective(p) for p in points]
+        algorithm.tell(points, values)
+        told += values
+    return told
+
+
+@pytest.mark.parametrize("sampler, options", MO_SAMPLERS)
+def test_mo_samplers_minimize_every_objective_and_keep_infeasible_points_off_the_front(
+        sampler, options):
+    algorithm = OptunaSearch(SQUARE, seed=2, sampler=sampler, objectives=2, **options)
+    told = run(algorithm, constrained, 40)
+    study = algorithm.study
+    assert [d.name for d in study.directions] == ["MINIMIZE", "MINIMIZE"]
+    trials = study.get_trials()
+    assert [t.values for t in trials] == [list(v.values) for v in told]
+    assert [t.user_attrs.get(VIOLATIONS) for t in trials] == [list(v.violations) for v in told]
+    # what constraints_func returned, as Optuna recorded it for its samplers
+    assert [list(t.system_attrs["constraints"]) for t in trials] == \
+        [list(v.violations) for v in told]
+    assert any(not v.feasible for v in told)
+    best = study.best_trials   # Optuna's own front: feasible trials only when constrained
+    assert best and all(t.user_attrs[VIOLATIONS] == [0.0] for t in best)
+    ours = front([list(v.values) for v in told], [v.feasible for v in told])
+    assert sorted(t.number for t in best) == ours
+
+
+def test_constraints_steer_optunas_nsga2_to_the_feasible_region():
+    def narrow(point):   # feasible: a band of a fifth of the square
+        values = [point["x"], 1 - point["x"] + point["y"]]
+        return Objectives(values, violations=[abs(point["y"] - 0.5) - 0.1])
+
+    algorithm = OptunaSearch(SQUARE, seed=5, sampler="nsga2", objectives=2, population_size=8)
+    told = run(algorithm, narrow, 96, slots=8)
+    first, last = told[:8], told[-24:]
+    share = [sum(v.feasible for v in part) / len(part) for part in (first, last)]
+    assert share[1] > share[0] + 0.3, share
+
+
+def test_failures_and_vectors_of_the_wrong_length_fail_their_trials():
+    from optuna.trial import TrialState
+
+    algorithm = OptunaSearch(SQUARE, seed=1, sampler="tpe", objectives=2)
+    points = algorithm.ask(5)
+    algorithm.tell(points, [math.nan, Objectives([1.0]), 0.5, Objectives([1.0, math.inf]),
+                            Objectives([1.0, 2.0])])
+    states = [t.state for t in algorithm.study.get_trials()]
+    assert states == [TrialState.FAIL] * 4 + [TrialState.COMPLETE]
+    assert SQUARE.contains(algorithm.ask(1)[0])
+
+
+def test_told_history_keeps_its_violations():
+    algorithm = OptunaSearch(SQUARE, seed=1, sampler="nsga2", objectives=2)
+    history = [{"x": 0.1, "y": 0.1}, {"x": 0.9, "y": 0.5}]
+    algorithm.tell(history, [constrained(p) for p in history])
+    trials = algorithm.study.get_trials()
+    assert [t.user_attrs[VIOLATIONS] for t in trials] == [[pytest.approx(0.4)], [0.0]]
+    assert [list(t.system_attrs["constraints"]) for t in trials] == \
+        [[pytest.approx(0.4)], [0.0]]
+    assert [t.number for t in algorithm.study.best_trials] == [1]
+
+
+def test_cmaes_refuses_several_objectives_in_one_line():
+    with pytest.raises(ConfigError, match=r"^\[algorithm\]\.sampler: CmaEsSampler searches one "
+                                          r"objective only, and this study has 2 \(choose one "
+                                          r"of tpe, gp, random, qmc, nsga2, nsga3\), got "
+                                          r"'cmaes'$"):
+        OptunaSearch(SQUARE, sampler="cmaes", objectives=2)
+    with pytest.raises(ConfigError, match=r"^\[algorithm\]\.population_size: must be"):
+        OptunaSearch(SQUARE, sampler="nsga2", objectives=2, population_size=1)
