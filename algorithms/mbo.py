@@ -220,18 +220,26 @@ class MBO(Algorithm):
     def _model(self, X, y):
         """The forest grown on the first ``built`` told points (grown again once the data has
         grown by ``rebuild_growth`` since), with the later rows of ``X`` and ``y`` (told since,
-        and in flight) dropped into its leaves."""
+        and in flight) dropped into its leaves. With several objectives its leaves' values
+        are those of ``y`` (this proposal's scalarization), the splits those it was grown
+        with (the equal-weight scalarization of the points it was grown on)."""
         told = len(self.y)
         if self.built is None or told - self.built[0] >= max(
                 1, math.ceil(self.rebuild_growth * self.built[0])):
             self.built, self.model = (told, int(self.rng.integers(2 ** 31 - 1))), None
         count, seed = self.built
         if self.model is None:
-            values = np.array(self.y[:count])
-            values[~np.isfinite(values)] = failure_value(self.y[:count])
+            if self.history is None:
+                values = np.array(self.y[:count])
+                values[~np.isfinite(values)] = failure_value(self.y[:count])
+            else:
+                grown = ObjectiveHistory(self.history.objectives, self.history.vectors[:count],
+                                         self.history.violations[:count])
+                values = grown.scalarize(grown.equal_weights())
             self.model = Surrogate(np.array(self.X[:count]), values, self.forest,
                                    self.se_method, np.random.default_rng(seed))
-        return self.model.with_points(X[count:], y[count:])
+        model = self.model if self.history is None else self.model.relabeled(y[:count])
+        return model.with_points(X[count:], y[count:])
 
     def _propose(self, count):
         if self.history is not None:
@@ -261,20 +269,21 @@ class MBO(Algorithm):
 
 
     def _propose_scalarized(self, chosen):
-        """The unit coordinates of one point by the infill criterion on a forest grown for it
-        alone, on the told points' ParEGO scalarization under weights drawn for it
-        (:mod:`.parego`), the points in flight and those ``chosen`` in this ask told the lie."""
+        """The unit coordinates of one point by the infill criterion, the forest's leaves
+        holding the told points' ParEGO scalarization under weights drawn for this point
+        (:mod:`.parego`), the points in flight and those ``chosen`` in this ask told the
+        lie."""
         y = self.history.scalarize(self.history.weights(self.rng))
         running = [u for units in self.in_flight.values() for u in units] + \
             [list(u) for u in chosen]
-        model = Surrogate(np.array(self.X), y, self.forest, self.se_method, self.rng)
-        model = model.with_points(running, np.full(len(running), self.lie(y)))
+        X = np.array(self.X + running)
+        model = self._model(X, np.concatenate([y, np.full(len(running), self.lie(y))]))
         if self.infill == "ei":
             criterion = model.expected_improvement(y.min())
         else:
             criterion = model.confidence_bound(self.cb_lambda)
         unit = self.focus.minimize(criterion, self.rng)
-        if _seen(unit, np.array(self.X + running)):
+        if _seen(unit, X):
             unit = np.array(self.space.to_unit(self.space.sample(self.rng)[0]))
         return unit
 
@@ -299,6 +308,7 @@ class Surrogate:
         trees = forest["n_estimators"]
         self.counts = np.empty((trees, len(y)), dtype=np.int32)   # in-bag copies of each point
         self.trees, self.sums, self.weights = [], [], []
+        self.grown_on, self._leaves = X.astype(np.float32), None
         for b in range(trees):
             self.counts[b] = np.bincount(draws.integers(len(y), size=len(y)), minlength=len(y))
             tree = DecisionTreeRegressor(splitter=forest["splitter"],
@@ -310,6 +320,17 @@ class Surrogate:
             self.weights.append(tree.weighted_n_node_samples.copy())
             self.sums.append(tree.value[:, 0, 0] * self.weights[-1])
         self._gram = None
+
+    def relabeled(self, y):
+        """A copy of this model whose nodes hold the values ``y`` of the points it was grown
+        on in place of theirs (the same splits)."""
+        if self._leaves is None:   # each point's leaf in each tree
+            self._leaves = [tree.apply(self.grown_on) for tree in self.trees]
+        model = copy.copy(self)
+        y = np.asarray(y, dtype=float)
+        model.sums = [np.bincount(leaves, weights=counts * y, minlength=len(sums))
+                      for leaves, counts, sums in zip(self._leaves, self.counts, self.sums)]
+        return model
 
     def with_points(self, X, y):
         """A copy of this model with the points ``X`` (values ``y``) dropped into its leaves."""

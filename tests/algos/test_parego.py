@@ -108,3 +108,19 @@ def test_one_objective_keeps_no_history_and_two_refuse_a_bad_count(name):
     assert load(name)(SPACE, seed=1).history is None
     with pytest.raises(Exception, match=r"\[algorithm\]\.objectives"):
         load(name)(SPACE, seed=1, objectives=0)
+
+
+def test_a_relabeled_forest_predicts_from_the_new_values_with_the_same_splits():
+    from emews.algorithms.mbo import Surrogate
+
+    rng = np.random.default_rng(3)
+    X, y = rng.random((30, 4)), rng.random(30)
+    forest = {"n_estimators": 10, "max_features": 1.0, "min_samples_leaf": 1,
+              "splitter": "random"}
+    model = Surrogate(X, y, forest, "jackknife", np.random.default_rng(1))
+    probe = rng.random((20, 4))
+    mean, se = model.predict(probe)
+    same, same_se = model.relabeled(y).predict(probe)
+    assert np.allclose(same, mean) and np.allclose(same_se, se)
+    scaled, scaled_se = model.relabeled(3 * y + 1).predict(probe)
+    assert np.allclose(scaled, 3 * mean + 1) and np.allclose(scaled_se, 3 * se)
