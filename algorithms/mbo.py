@@ -53,6 +53,10 @@ Design choices (mlrMBO's defaults unless said otherwise):
   ``max_iterations`` (model-based rounds; mlrMBO's ``iters``) make the algorithm done.
 * ``max_features`` is the share of the parameters each split considers, in (0, 1] (an integer
   1 means all of them, not one parameter as in scikit-learn).
+* Several objectives (``objectives`` > 1, set by the study): ParEGO (:mod:`.parego`). The
+  forest is grown on the equal-weight scalarization of the told vectors; each proposal draws
+  its own weights and puts the told points' values under them in the same leaves
+  (:meth:`Surrogate.relabeled`) before the infill criterion is optimized.
 * ``state()`` is plain JSON: the generator's state, every told point (unit coordinates) with its
   value, the points in flight, the rest of the design, the iteration count and the size and
   seed the forest was grown with, which a restore grows again: about 8 kB
@@ -253,20 +257,15 @@ class MBO(Algorithm):
         for i in range(count):
             if count > 1 and self.multipoint == "qlcb":
                 criterion = model.confidence_bound(self.rng.exponential(1.0))
-            elif self.infill == "ei":
-                criterion = model.expected_improvement(y.min())
             else:
-                criterion = model.confidence_bound(self.cb_lambda)
-            unit = self.focus.minimize(criterion, self.rng)
-            if _seen(unit, X):
-                unit = np.array(self.space.to_unit(self.space.sample(self.rng)[0]))
+                criterion = self._criterion(model, y.min())
+            unit = self._optimize(criterion, X)
             chosen.append(self.space.from_unit(unit))
             lie = self.lie(y[:len(self.y)])
             X, y = np.vstack([X, unit]), np.append(y, lie)
             if self.multipoint == "cl" and i + 1 < count:
                 model = model.with_points([unit], [lie])
         return chosen
-
 
     def _propose_scalarized(self, chosen):
         """The unit coordinates of one point by the infill criterion, the forest's leaves
@@ -278,10 +277,17 @@ class MBO(Algorithm):
             [list(u) for u in chosen]
         X = np.array(self.X + running)
         model = self._model(X, np.concatenate([y, np.full(len(running), self.lie(y))]))
+        return self._optimize(self._criterion(model, y.min()), X)
+
+    def _criterion(self, model, best):
+        """The infill criterion of one point: EI below ``best``, or CB."""
         if self.infill == "ei":
-            criterion = model.expected_improvement(y.min())
-        else:
-            criterion = model.confidence_bound(self.cb_lambda)
+            return model.expected_improvement(best)
+        return model.confidence_bound(self.cb_lambda)
+
+    def _optimize(self, criterion, X):
+        """The unit coordinates that focus search finds best by ``criterion``; a random
+        point's instead when they are those of a row of ``X`` (a known point)."""
         unit = self.focus.minimize(criterion, self.rng)
         if _seen(unit, X):
             unit = np.array(self.space.to_unit(self.space.sample(self.rng)[0]))

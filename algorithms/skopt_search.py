@@ -60,6 +60,11 @@ again), which ``restore`` refits on the same data with the same random state, so
 stays small: about 17 kB (zlib-compressed) at n = 200 on the 7-parameter test space, where
 the model would add 0.7 MB. The refit costs what one ``tell`` costs.
 
+Several objectives (``objectives`` > 1, set by the study): ParEGO (:mod:`.parego`). The
+optimizer holds the told points with their equal-weight scalarization (what the kernel is
+estimated on); each point asked is planned on a copy refitted to the told points'
+scalarization under weights drawn for that point, the points in flight believed as above.
+
 Types: integers and floats (log scales as skopt's ``log-uniform`` prior), ordered values as an
 integer position, categorical and logical values as skopt categories. A failed or non-finite
 result is told as :func:`emews.core.algorithm.failure_value` of the values seen so far (the worst

@@ -44,7 +44,7 @@ import warnings
 
 import numpy as np
 
-from .quality import ALPHA, _table, compare
+from .quality import ALPHA, _table, available, compare
 from .quality_runs import OptunaPeer, evaluate
 
 ZDT_VARIABLES, DTLZ_K = 30, 10
@@ -211,11 +211,8 @@ def one_run(problem_name, name, mode, seed, budget, workers, digits_epochs=None)
 def run(sizes, jobs=None):
     """Every contender on every problem in every mode with every seed; summaries, the paired
     comparisons of the best of ours with the best Optuna sampler, and the issue's target."""
-    wanted = [*sizes.mo_ours, *sizes.mo_peers]
-    skipped = {c: why for c in wanted if (why := unavailable(c))}
-    for name, why in skipped.items():
-        print(f"[multiobjective] {name} left out: {why}", flush=True)
-    contenders = [c for c in wanted if c not in skipped]
+    contenders, skipped = available([*sizes.mo_ours, *sizes.mo_peers], unavailable,
+                                    "multiobjective")
     runs = [(p, c, m, s) for p in sizes.mo_problems for c in contenders
             for m in sizes.mo_modes for s in range(sizes.mo_seeds)]
     runs.sort(key=lambda r: (-COST.get(r[1], 1), r[0] != "digits"))

@@ -101,14 +101,21 @@ def cached_runs(cache):
     return found
 
 
+def available(wanted, unavailable, part):
+    """The contenders of ``wanted`` that can run here, and ``{contender: why}`` of the others
+    (``unavailable(contender)`` says why not, or None), each printed as the ``part`` leaves
+    it out."""
+    skipped = {c: why for c in wanted if (why := unavailable(c))}
+    for name, why in skipped.items():
+        print(f"[{part}] {name} left out: {why}", flush=True)
+    return [c for c in wanted if c not in skipped], skipped
+
+
 def run(sizes, jobs=None, cache_directory=CACHE_DIRECTORY):
     """Every contender on every problem in every mode with every seed; summaries, paired
     comparisons and the issue's targets. Runs found in the cache are not run again."""
-    wanted = [*sizes.quality_ours, *sizes.quality_peers]
-    skipped = {c: why for c in wanted if (why := unavailable(c))}
-    for name, why in skipped.items():
-        print(f"[quality] {name} left out: {why}", flush=True)
-    contenders = [c for c in wanted if c not in skipped]
+    contenders, skipped = available([*sizes.quality_ours, *sizes.quality_peers], unavailable,
+                                    "quality")
     runs = [(p, c, m, s) for p in sizes.quality_problems for c in contenders
             for m in sizes.quality_modes for s in range(sizes.quality_seeds)]
     cache = run_cache(sizes, cache_directory)
