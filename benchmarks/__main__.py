@@ -81,7 +81,8 @@ def main(argv=None):
     for name in parts:
         part_started = time.perf_counter()
         options = {"quality": {"jobs": args.jobs, "cache_directory": out / "quality-runs"},
-                   "multiobjective": {"jobs": args.jobs},
+                   "multiobjective": {"jobs": args.jobs,
+                                      "cache_directory": out / "multiobjective-runs"},
                    "faults": {"out": out / "faults.md"}}.get(
             name, {})
         figures = PARTS[name](sizes, **options)

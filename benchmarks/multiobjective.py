@@ -32,20 +32,26 @@ of it. Seeds are paired. Per mode and problem, the best of ours (the highest med
 compared with the best Optuna sampler by a one-sided Wilcoxon signed-rank test each way
 (:func:`benchmarks.quality.compare` on negated volumes); ours is *at or above* unless the test
 finds it below at :data:`benchmarks.quality.ALPHA`. Runs go in parallel, one per core, the
-costliest first.
+costliest first. Each finished run is appended to a cache kept as the quality part keeps its
+own (:func:`benchmarks.quality.run_cache`, ``results/multiobjective-runs/``): a run whose
+code is unchanged is not run again.
 """
 
 import concurrent.futures as cf
+import json
 import math
 import multiprocessing
 import os
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 
-from .quality import ALPHA, _table, available, compare
-from .quality_runs import OptunaPeer, evaluate
+from .quality import ALPHA, _table, available, cached_runs, compare, run_cache
+from .quality_runs import OptunaPeer, code_digests, evaluate
+
+CACHE_DIRECTORY = Path(__file__).resolve().parent / "results" / "multiobjective-runs"
 
 ZDT_VARIABLES, DTLZ_K = 30, 10
 REFERENCES = {"zdt1": (1.1, 11.0), "zdt2": (1.1, 11.0), "zdt3": (1.1, 11.0),
@@ -199,27 +205,36 @@ def one_run(problem_name, name, mode, seed, budget, workers, digits_epochs=None)
     reference = REFERENCES[problem_name]
     started = time.perf_counter()
     searcher = contender(name, space, seed, len(reference))
+    code_digests()          # hash the code imported so far now, not after a long run
     values = evaluate(searcher, objective, budget, mode, workers, seed)
     vectors = [v.values if math.isfinite(v) else (math.nan,) * len(reference) for v in values]
     half = max(len(vectors) // 2, 1)
     return {"problem": problem_name, "contender": name, "mode": mode, "seed": seed,
             "evaluations": len(values), "seconds": time.perf_counter() - started,
             "hypervolume": pareto.hypervolume(vectors, reference),
-            "hypervolume_half": pareto.hypervolume(vectors[:half], reference)}
+            "hypervolume_half": pareto.hypervolume(vectors[:half], reference),
+            "code": code_digests()}
 
 
-def run(sizes, jobs=None):
+def run(sizes, jobs=None, cache_directory=CACHE_DIRECTORY):
     """Every contender on every problem in every mode with every seed; summaries, the paired
     comparisons of the best of ours with the best Optuna sampler, and the issue's target."""
     contenders, skipped = available([*sizes.mo_ours, *sizes.mo_peers], unavailable,
                                     "multiobjective")
     runs = [(p, c, m, s) for p in sizes.mo_problems for c in contenders
             for m in sizes.mo_modes for s in range(sizes.mo_seeds)]
-    runs.sort(key=lambda r: (-COST.get(r[1], 1), r[0] != "digits"))
+    cache = run_cache(sizes, cache_directory, [sizes.mo_budget, sizes.mo_digits_budget,
+                                               sizes.mo_workers, sizes.mo_digits_epochs])
+    known = cached_runs(cache)
+    results = [{k: v for k, v in known[r].items() if k != "code"} for r in runs if r in known]
+    runs = sorted((r for r in runs if r not in known),
+                  key=lambda r: (-COST.get(r[1], 1), r[0] != "digits"))
+    print(f"[multiobjective] {len(results)} runs from the cache {cache}", flush=True)
+    cache.parent.mkdir(parents=True, exist_ok=True)
     os.environ.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(list(PRELOAD))
-    results, started = [], time.perf_counter()
+    started = time.perf_counter()
     with cf.ProcessPoolExecutor(jobs or os.cpu_count(), mp_context=context,
                                 max_tasks_per_child=1) as pool:
         futures = [pool.submit(one_run, p, c, m, s,
@@ -227,7 +242,10 @@ def run(sizes, jobs=None):
                                sizes.mo_workers, sizes.mo_digits_epochs)
                    for p, c, m, s in runs]
         for done, future in enumerate(cf.as_completed(futures), 1):
-            results.append(future.result())
+            line = future.result()
+            with open(cache, "a") as f:
+                f.write(json.dumps(line) + "\n")
+            results.append({k: v for k, v in line.items() if k != "code"})
             if done % max(len(futures) // 20, 1) == 0:
                 print(f"[multiobjective] {done}/{len(futures)} runs, "
                       f"{time.perf_counter() - started:.0f} s", flush=True)

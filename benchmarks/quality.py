@@ -73,12 +73,14 @@ COST = {"gp": 30, "skopt gp_minimize": 30, "skopt forest_minimize": 20, "mbo": 2
 
 
 
-def run_cache(sizes, directory=CACHE_DIRECTORY):
+def run_cache(sizes, directory=CACHE_DIRECTORY, run_sizes=None):
     """The cache file of finished runs at ``sizes`` with the installed peers (only the sizes a
-    run depends on count: more seeds, problems or contenders add to the same cache)."""
+    run depends on count, ``run_sizes``, by default the quality part's: more seeds, problems
+    or contenders add to the same cache)."""
     from importlib import metadata
 
-    run_sizes = [sizes.quality_budget, sizes.quality_workers, sizes.quality_digits_epochs]
+    if run_sizes is None:
+        run_sizes = [sizes.quality_budget, sizes.quality_workers, sizes.quality_digits_epochs]
     key = json.dumps([run_sizes, [metadata.version(p) for p in PEER_PACKAGES]])
     return Path(directory) / f"{sizes.name}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsonl"
 
