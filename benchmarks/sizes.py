@@ -69,8 +69,8 @@ class Sizes:
 FULL = Sizes("full")
 REDUCED = replace(FULL, name="reduced", dispatch_tasks=5_000, quality_seeds=10,
                   quality_budget=50, utilization_max_time=60.0,
-                  mo_seeds=5, mo_ours=("nsga2", "nsga3"), mo_digits_budget=50,
-                  mo_digits_epochs=10)
+                  mo_seeds=5, mo_ours=("nsga2", "nsga3"), mo_digits_budget=30,
+                  mo_digits_epochs=5)
 SMOKE = Sizes("smoke", dispatch_tasks=300, dispatch_repeats=1, dispatch_pingpongs=200,
               utilization_workers=3, utilization_tasks=12, utilization_algorithms=("random",),
               utilization_max_time=30.0, quality_seeds=2, quality_budget=6,
