@@ -37,18 +37,15 @@ own (:func:`benchmarks.quality.run_cache`, ``results/multiobjective-runs/``): a 
 code is unchanged is not run again.
 """
 
-import concurrent.futures as cf
-import json
 import math
-import multiprocessing
-import os
 import time
 import warnings
 from pathlib import Path
 
 import numpy as np
 
-from .quality import ALPHA, _table, available, cached_runs, compare, run_cache
+from .quality import (ALPHA, _table, available, cached_runs, compare, run_cache,
+                      run_missing)
 from .quality_runs import OptunaPeer, code_digests, evaluate
 
 CACHE_DIRECTORY = Path(__file__).resolve().parent / "results" / "multiobjective-runs"
@@ -230,25 +227,10 @@ def run(sizes, jobs=None, cache_directory=CACHE_DIRECTORY):
     runs = sorted((r for r in runs if r not in known),
                   key=lambda r: (-COST.get(r[1], 1), r[0] != "digits"))
     print(f"[multiobjective] {len(results)} runs from the cache {cache}", flush=True)
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    os.environ.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(list(PRELOAD))
-    started = time.perf_counter()
-    with cf.ProcessPoolExecutor(jobs or os.cpu_count(), mp_context=context,
-                                max_tasks_per_child=1) as pool:
-        futures = [pool.submit(one_run, p, c, m, s,
-                               sizes.mo_digits_budget if p == "digits" else sizes.mo_budget,
-                               sizes.mo_workers, sizes.mo_digits_epochs)
-                   for p, c, m, s in runs]
-        for done, future in enumerate(cf.as_completed(futures), 1):
-            line = future.result()
-            with open(cache, "a") as f:
-                f.write(json.dumps(line) + "\n")
-            results.append({k: v for k, v in line.items() if k != "code"})
-            if done % max(len(futures) // 20, 1) == 0:
-                print(f"[multiobjective] {done}/{len(futures)} runs, "
-                      f"{time.perf_counter() - started:.0f} s", flush=True)
+    results += run_missing(one_run, [
+        (p, c, m, s, sizes.mo_digits_budget if p == "digits" else sizes.mo_budget,
+         sizes.mo_workers, sizes.mo_digits_epochs) for p, c, m, s in runs],
+        cache, jobs, "multiobjective", PRELOAD)
     results.sort(key=lambda r: (r["problem"], r["contender"], r["mode"], r["seed"]))
     part = {"budget": sizes.mo_budget, "digits_budget": sizes.mo_digits_budget,
             "seeds": sizes.mo_seeds, "workers": sizes.mo_workers, "modes": list(sizes.mo_modes),
