@@ -56,6 +56,13 @@ Design choices (mlrMBO's defaults unless said otherwise):
   ``max_iterations`` (model-based rounds; mlrMBO's ``iters``) make the algorithm done.
 * ``max_features`` is the share of the parameters each split considers, in (0, 1] (an integer
   1 means all of them, not one parameter as in scikit-learn).
+* Several objectives (``objectives`` > 1, set by the study): ParEGO (:mod:`.parego`). The
+  forest is grown on the equal-weight scalarization of the told vectors; each proposal draws
+  its own weights and puts the told points' values under them in the same leaves
+  (:meth:`Surrogate.relabeled`) before the infill criterion is optimized. The default
+  ``design_size`` is then at most 20: each scalarization needs model-based proposals more
+  than a large design (ZDT1 with 30 variables at 200 evaluations, 2 seeds: hypervolume 8.82
+  with 20 design points against 8.68 with 120).
 * ``state()`` is plain JSON: the generator's state, every told point (unit coordinates) with its
   value, the points in flight, the rest of the design, the iteration count and the size and
   seed the forest was grown with, which a restore grows again: about 8 kB
@@ -72,6 +79,8 @@ from emews.core.algorithm import (Algorithm, PrunedResult, check_choice, check_n
                                   pruned_value, unpack_state)
 from emews.space import Categorical, Logical, Ordered
 
+from .parego import ObjectiveHistory
+
 INFILL = ("cb", "ei")
 LIES = {"min": np.min, "mean": np.mean, "max": np.max}
 MULTIPOINT = ("qlcb", "cl")
@@ -83,20 +92,24 @@ class MBO(Algorithm):
     """mlrMBO-like sequential model-based optimization with a random-forest surrogate."""
 
     ready_share = 0.25  # async: the driver keeps a quarter as many points ready as slots
+    multiobjective = True
 
     def __init__(self, space, seed=None, design_size=None, infill="cb", cb_lambda=None,
                  multipoint="qlcb", cl_lie="min", propose_points=None, max_budget=None,
                  max_iterations=None,
                  n_trees=100, max_features=1 / 3, min_samples_leaf=1, split="random",
                  se_method="jackknife",
-                 focus_points=1000, focus_maxit=5, focus_restarts=1, rebuild_growth=0.05):
+                 focus_points=1000, focus_maxit=5, focus_restarts=1, rebuild_growth=0.05,
+                 objectives=1):
         super().__init__(space, seed)
         optional_import("sklearn.ensemble", "mbo")
+        objectives = check_number("objectives", objectives, 1, integer=True)
+        self.history = ObjectiveHistory(objectives) if objectives > 1 else None
         dimension = len(space.free)
         self.design_size = check_number("design_size", design_size, 0, integer=True,
                                         allow_none=True)
-        if design_size is None:
-            self.design_size = 4 * dimension
+        if design_size is None:   # several objectives: at most 20 (see the module's notes)
+            self.design_size = 4 * dimension if objectives == 1 else min(4 * dimension, 20)
         self.infill = check_choice("infill", infill, INFILL)
         numeric = all(p.kind in ("int", "float") for p in space.free)
         self.cb_lambda = check_number("cb_lambda", cb_lambda, 0, allow_none=True)
@@ -166,6 +179,8 @@ class MBO(Algorithm):
                 self.pruned[len(self.y)] = value.last
             self.X.append(unit)
             self.y.append(float(value))
+            if self.history is not None:
+                self.history.add(value)
 
     def done(self):
         if self._budget_left() <= 0:
@@ -177,7 +192,9 @@ class MBO(Algorithm):
         return pack_state(self, {"rng": self.rng.bit_generator.state, "X": self.X, "y": self.y,
                                  "in_flight": self.in_flight, "design": self.design,
                                  "iterations": self.iterations, "built": self.built,
-                                 "pruned": list(self.pruned.items())})
+                                 "pruned": list(self.pruned.items()),
+                                 "history": None if self.history is None else
+                                 self.history.to_json()})
 
     def restore(self, state):
         data = unpack_state(self, state)
@@ -187,6 +204,8 @@ class MBO(Algorithm):
         self.pruned = {int(i): last for i, last in data.get("pruned", [])}
         self.built = None if data.get("built") is None else tuple(data["built"])
         self.model = None
+        if data.get("history") is not None:
+            self.history = ObjectiveHistory.from_json(data["history"])
 
     # --- internals --------------------------------------------------------------------------
 
@@ -227,38 +246,73 @@ class MBO(Algorithm):
     def _model(self, X, y):
         """The forest grown on the first ``built`` told points (grown again once the data has
         grown by ``rebuild_growth`` since), with the later rows of ``X`` and ``y`` (told since,
-        and in flight) dropped into its leaves."""
+        and in flight) dropped into its leaves. With several objectives its leaves' values
+        are those of ``y`` (this proposal's scalarization), the splits those it was grown
+        with (the equal-weight scalarization of the points it was grown on)."""
         told = len(self.y)
         if self.built is None or told - self.built[0] >= max(
                 1, math.ceil(self.rebuild_growth * self.built[0])):
             self.built, self.model = (told, int(self.rng.integers(2 ** 31 - 1))), None
         count, seed = self.built
         if self.model is None:
-            values = self._values(count)
+            if self.history is None:
+                values = self._values(count)
+            else:
+                grown = ObjectiveHistory(self.history.objectives, self.history.vectors[:count],
+                                         self.history.violations[:count])
+                values = grown.scalarize(grown.equal_weights())
             self.model = Surrogate(np.array(self.X[:count]), values, self.forest,
                                    self.se_method, np.random.default_rng(seed))
-        return self.model.with_points(X[count:], y[count:])
+        model = self.model if self.history is None else self.model.relabeled(y[:count])
+        return model.with_points(X[count:], y[count:])
 
     def _propose(self, count):
+        if self.history is not None:
+            units = []
+            for _ in range(count):
+                units.append(self._propose_scalarized(units))
+            return [self.space.from_unit(u) for u in units]
         X, y = self._data()
         chosen = []
         model = self._model(X, y)
         for i in range(count):
             if count > 1 and self.multipoint == "qlcb":
                 criterion = model.confidence_bound(self.rng.exponential(1.0))
-            elif self.infill == "ei":
-                criterion = model.expected_improvement(y.min())
             else:
-                criterion = model.confidence_bound(self.cb_lambda)
-            unit = self.focus.minimize(criterion, self.rng)
-            if _seen(unit, X):
-                unit = np.array(self.space.to_unit(self.space.sample(self.rng)[0]))
+                criterion = self._criterion(model, y.min())
+            unit = self._optimize(criterion, X)
             chosen.append(self.space.from_unit(unit))
             lie = self.lie(y[:len(self.y)])
             X, y = np.vstack([X, unit]), np.append(y, lie)
             if self.multipoint == "cl" and i + 1 < count:
                 model = model.with_points([unit], [lie])
         return chosen
+
+    def _propose_scalarized(self, chosen):
+        """The unit coordinates of one point by the infill criterion, the forest's leaves
+        holding the told points' ParEGO scalarization under weights drawn for this point
+        (:mod:`.parego`), the points in flight and those ``chosen`` in this ask told the
+        lie."""
+        y = self.history.scalarize(self.history.weights(self.rng))
+        running = [u for units in self.in_flight.values() for u in units] + \
+            [list(u) for u in chosen]
+        X = np.array(self.X + running)
+        model = self._model(X, np.concatenate([y, np.full(len(running), self.lie(y))]))
+        return self._optimize(self._criterion(model, y.min()), X)
+
+    def _criterion(self, model, best):
+        """The infill criterion of one point: EI below ``best``, or CB."""
+        if self.infill == "ei":
+            return model.expected_improvement(best)
+        return model.confidence_bound(self.cb_lambda)
+
+    def _optimize(self, criterion, X):
+        """The unit coordinates that focus search finds best by ``criterion``; a random
+        point's instead when they are those of a row of ``X`` (a known point)."""
+        unit = self.focus.minimize(criterion, self.rng)
+        if _seen(unit, X):
+            unit = np.array(self.space.to_unit(self.space.sample(self.rng)[0]))
+        return unit
 
 
 class Surrogate:
@@ -281,6 +335,7 @@ class Surrogate:
         trees = forest["n_estimators"]
         self.counts = np.empty((trees, len(y)), dtype=np.int32)   # in-bag copies of each point
         self.trees, self.sums, self.weights = [], [], []
+        self.grown_on, self._leaves = X.astype(np.float32), None
         for b in range(trees):
             self.counts[b] = np.bincount(draws.integers(len(y), size=len(y)), minlength=len(y))
             tree = DecisionTreeRegressor(splitter=forest["splitter"],
@@ -292,6 +347,17 @@ class Surrogate:
             self.weights.append(tree.weighted_n_node_samples.copy())
             self.sums.append(tree.value[:, 0, 0] * self.weights[-1])
         self._gram = None
+
+    def relabeled(self, y):
+        """A copy of this model whose nodes hold the values ``y`` of the points it was grown
+        on in place of theirs (the same splits)."""
+        if self._leaves is None:   # each point's leaf in each tree
+            self._leaves = [tree.apply(self.grown_on) for tree in self.trees]
+        model = copy.copy(self)
+        y = np.asarray(y, dtype=float)
+        model.sums = [np.bincount(leaves, weights=counts * y, minlength=len(sums))
+                      for leaves, counts, sums in zip(self._leaves, self.counts, self.sums)]
+        return model
 
     def with_points(self, X, y):
         """A copy of this model with the points ``X`` (values ``y``) dropped into its leaves."""

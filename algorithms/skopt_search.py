@@ -60,6 +60,11 @@ again), which ``restore`` refits on the same data with the same random state, so
 stays small: about 17 kB (zlib-compressed) at n = 200 on the 7-parameter test space, where
 the model would add 0.7 MB. The refit costs what one ``tell`` costs.
 
+Several objectives (``objectives`` > 1, set by the study): ParEGO (:mod:`.parego`). The
+optimizer holds the told points with their equal-weight scalarization (what the kernel is
+estimated on); each point asked is planned on a copy refitted to the told points'
+scalarization under weights drawn for that point, the points in flight believed as above.
+
 Types: integers and floats (log scales as skopt's ``log-uniform`` prior), ordered values as an
 integer position, categorical and logical values as skopt categories. A failed or non-finite
 result is told as :func:`emews.core.algorithm.failure_value` of the values seen so far (the worst
@@ -93,6 +98,7 @@ from emews.core.algorithm import (Algorithm, PrunedResult, check_choice, check_f
 from emews.errors import ConfigError
 from emews.validation import Invalid, Number, Rule
 
+from .parego import ObjectiveHistory
 from .skopt_space import decode, dimension, encode
 
 STRATEGIES = ("kb", "cl_min", "cl_mean", "cl_max")
@@ -108,10 +114,14 @@ class SkoptSearch(Algorithm):
 
     ready_share = 0.5   # async: the driver keeps half as many points ready as there are slots
 
+    multiobjective = True
+
     def __init__(self, space, seed=None, strategy="kb", refit_growth=0.1, refit_all_below=100,
-                 **skopt_options):
+                 objectives=1, **skopt_options):
         super().__init__(space, seed)
         skopt = optional_import("skopt", "bayes")
+        objectives = check_number("objectives", objectives, 1, integer=True)
+        self.history = ObjectiveHistory(objectives) if objectives > 1 else None
         self.strategy = check_choice("strategy", strategy, STRATEGIES)
         self.refit_growth = float(check_number("refit_growth", refit_growth, 0))
         self.refit_all_below = int(check_number("refit_all_below", refit_all_below, 0,
@@ -138,6 +148,12 @@ class SkoptSearch(Algorithm):
     def ask(self, n):
         if n <= 0:
             return []
+        if self.history is not None:
+            return [p for _ in range(n) for p in self._ask_scalarized()]
+        return self._ask(n)
+
+    def _ask(self, n):
+        """``n`` points planned on the optimizer (the one-objective search)."""
         running = [x for xs in self.in_flight.values() for x in xs]
         exact = n == 1 and len(self.optimizer.yi) < self.refit_all_below
         if not running and n == 1:
@@ -159,6 +175,8 @@ class SkoptSearch(Algorithm):
         return points
 
     def tell(self, points, values):
+        if self.history is not None:
+            return self._tell_objectives(points, values)
         xs, ys, failed, pruned = [], [], [], []
         for point, value in zip(points, values):
             x = self._coordinates(point)
@@ -197,7 +215,8 @@ class SkoptSearch(Algorithm):
                                  "finished": self.finished, "pruned": self.pruned,
                                  "estimate": None if self.estimate is None else
                                  (self.estimate.size, self.estimate.due),
-                                 "rng": self.rng.bit_generator.state}, pickled=True)
+                                 "rng": self.rng.bit_generator.state,
+                                 "history": self.history}, pickled=True)
 
     def restore(self, state):
         data = unpack_state(self, state)
@@ -206,6 +225,7 @@ class SkoptSearch(Algorithm):
         self.pruned = data.get("pruned", {})
         self.in_flight = collections.defaultdict(list, data["in_flight"])
         self.rng.bit_generator.state = data["rng"]
+        self.history = data.get("history")
         self.estimated_at = data.get("estimated_at", 0)
         self.estimate = None
         if data.get("estimate") is not None:   # under way when the state was taken: again
@@ -214,6 +234,48 @@ class SkoptSearch(Algorithm):
                                                  self.optimizer.yi[:size], due)
         if self.optimizer.Xi and self.optimizer._n_initial_points <= 0:
             self.optimizer.models = [_refit(self.optimizer)]
+
+    def _ask_scalarized(self):
+        """One point planned on a copy of the optimizer whose values are the told points'
+        ParEGO scalarization under weights drawn for this point (:mod:`.parego`); the
+        initial design is the optimizer's own."""
+        optimizer = self.optimizer
+        if optimizer._n_initial_points > 0 or not optimizer.Xi:
+            return self._ask(1)
+        scalarized = copy.copy(optimizer)
+        scalarized.Xi = list(optimizer.Xi)
+        weights = self.history.weights(self.rng)
+        scalarized.yi = [float(v) for v in self.history.scalarize(weights)]
+        scalarized.models = list(optimizer.models)
+        if hasattr(scalarized, "gains_"):   # gp_hedge's gains do not carry across weights
+            scalarized.gains_ = scalarized.gains_.copy()
+            scalarized.__dict__.pop("next_xs_", None)
+        x, y = scalarized.Xi.pop(), scalarized.yi.pop()
+        scalarized._n_initial_points += 1
+        # refit and plan the next point on the new values (with points in flight, _ask plans
+        # on a copy told them, and refits that)
+        scalarized._tell(x, y, fit=not self.in_flight)
+        self.optimizer = scalarized
+        try:
+            return self._ask(1)
+        finally:
+            self.optimizer = optimizer
+
+    def _tell_objectives(self, points, values):
+        """Record told vectors; the optimizer holds the told points with their equal-weight
+        scalarization (what its kernel is estimated on), in the order told."""
+        xs = []
+        for point, value in zip(points, values):
+            x = self._coordinates(point)
+            if x is not None:
+                xs.append(x)
+                self.history.add(value)
+        if not xs:
+            return
+        scalars = [float(v) for v in self.history.scalarize(self.history.equal_weights())]
+        self.optimizer.yi = scalars[:len(self.optimizer.yi)]
+        self._estimate_kernel(len(scalars), xs, scalars[-len(xs):])
+        self.optimizer.tell(xs, scalars[-len(xs):], fit=False)
 
     def _coordinates(self, point):
         """skopt coordinates of a told point (None for one outside the space)."""

@@ -24,15 +24,16 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import (dispatch, faults, fidelity, launch, overhead, packing, proposal, quality,
-               report, service, simulate, utilization)
+from . import (dispatch, faults, fidelity, launch, multiobjective, overhead, packing, proposal,
+               quality, report, service, simulate, utilization)
 from .sizes import SIZES
 
 HERE = Path(__file__).resolve().parent
 PARTS = {"dispatch": dispatch.run, "utilization": utilization.run,
          "simulation": simulate.run, "overhead": overhead.run, "quality": quality.run,
          "faults": faults.run, "service": service.run, "proposal": proposal.run,
-         "packing": packing.run, "launch": launch.run, "fidelity": fidelity.run}
+         "packing": packing.run, "launch": launch.run, "fidelity": fidelity.run,
+         "multiobjective": multiobjective.run}
 
 
 def parser():
@@ -51,7 +52,7 @@ def parser():
     top.add_argument("--readme", help="Markdown file regenerated from README.in.md and the "
                      "records (default: benchmarks/README.md, none for --smoke)")
     top.add_argument("--jobs", type=int, help="parallel runs in the quality part "
-                     "(default: one per core)")
+                     "and the multiobjective part (default: one per core)")
     return top
 
 
@@ -81,6 +82,8 @@ def main(argv=None):
     for name in parts:
         part_started = time.perf_counter()
         options = {"quality": {"jobs": args.jobs, "cache_directory": out / "quality-runs"},
+                   "multiobjective": {"jobs": args.jobs,
+                                      "cache_directory": out / "multiobjective-runs"},
                    "faults": {"out": out / "faults.md"},
                    "fidelity": {"curves_directory": out / "fidelity-curves"}}.get(
             name, {})

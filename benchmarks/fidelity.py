@@ -545,7 +545,7 @@ def markdown(part):
     rows = [(name, *(f"{cell(part['problems'][p].get(name), 'log10_regret')} "
                      f"({cell(part['problems'][p].get(name), 'log10_regret_third')})"
                      for p in problems)) for name in names]
-    lines = [f"### Learning curves and pruning (`fidelity.py`)\n\n"
+    lines = [f"### 11. Learning curves and pruning (`fidelity.py`)\n\n"
              f"Median log10 regret over {part['seeds']} seeds at a budget of "
              f"{part['budget_runs']} whole runs' epochs ("
              + ", ".join(f"{p} {e}" for p, e in part["budget_epochs"].items())

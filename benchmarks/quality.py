@@ -73,12 +73,14 @@ COST = {"gp": 30, "skopt gp_minimize": 30, "skopt forest_minimize": 20, "mbo": 2
 
 
 
-def run_cache(sizes, directory=CACHE_DIRECTORY):
+def run_cache(sizes, directory=CACHE_DIRECTORY, run_sizes=None):
     """The cache file of finished runs at ``sizes`` with the installed peers (only the sizes a
-    run depends on count: more seeds, problems or contenders add to the same cache)."""
+    run depends on count, ``run_sizes``, by default the quality part's: more seeds, problems
+    or contenders add to the same cache)."""
     from importlib import metadata
 
-    run_sizes = [sizes.quality_budget, sizes.quality_workers, sizes.quality_digits_epochs]
+    if run_sizes is None:
+        run_sizes = [sizes.quality_budget, sizes.quality_workers, sizes.quality_digits_epochs]
     key = json.dumps([run_sizes, [metadata.version(p) for p in PEER_PACKAGES]])
     return Path(directory) / f"{sizes.name}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsonl"
 
@@ -101,14 +103,50 @@ def cached_runs(cache):
     return found
 
 
+def available(wanted, unavailable, part):
+    """The contenders of ``wanted`` that can run here, and ``{contender: why}`` of the others
+    (``unavailable(contender)`` says why not, or None), each printed as the ``part`` leaves
+    it out."""
+    skipped = {c: why for c in wanted if (why := unavailable(c))}
+    for name, why in skipped.items():
+        print(f"[{part}] {name} left out: {why}", flush=True)
+    return [c for c in wanted if c not in skipped], skipped
+
+
+def run_missing(call, calls, cache, jobs, part, preload=PRELOAD):
+    """``call(*arguments)`` for each ``arguments`` of ``calls``, in parallel (``jobs``
+    processes, default one per core), each finished line appended to ``cache`` as it comes;
+    the lines without their code digests.
+
+    Each call runs in a fresh process forked from a server that imported ``preload`` (the
+    peers' packages) but none of ours: a run's recorded code is exactly what it imported."""
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    with open(cache, "a+b") as f:     # end a line cut short, so the next one stands alone
+        if f.tell() and (f.seek(-1, os.SEEK_END), f.read(1))[1] != b"\n":
+            f.write(b"\n")
+    started, results = time.perf_counter(), []
+    os.environ.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(list(preload))
+    with cf.ProcessPoolExecutor(jobs or os.cpu_count(), mp_context=context,
+                                max_tasks_per_child=1) as pool:
+        futures = [pool.submit(call, *arguments) for arguments in calls]
+        for done, future in enumerate(cf.as_completed(futures), 1):
+            line = future.result()
+            with open(cache, "a") as f:
+                f.write(json.dumps(line) + "\n")
+            results.append({k: v for k, v in line.items() if k != "code"})
+            if done % max(len(futures) // 20, 1) == 0:
+                print(f"[{part}] {done}/{len(futures)} runs, "
+                      f"{time.perf_counter() - started:.0f} s", flush=True)
+    return results
+
+
 def run(sizes, jobs=None, cache_directory=CACHE_DIRECTORY):
     """Every contender on every problem in every mode with every seed; summaries, paired
     comparisons and the issue's targets. Runs found in the cache are not run again."""
-    wanted = [*sizes.quality_ours, *sizes.quality_peers]
-    skipped = {c: why for c in wanted if (why := unavailable(c))}
-    for name, why in skipped.items():
-        print(f"[quality] {name} left out: {why}", flush=True)
-    contenders = [c for c in wanted if c not in skipped]
+    contenders, skipped = available([*sizes.quality_ours, *sizes.quality_peers], unavailable,
+                                    "quality")
     runs = [(p, c, m, s) for p in sizes.quality_problems for c in contenders
             for m in sizes.quality_modes for s in range(sizes.quality_seeds)]
     cache = run_cache(sizes, cache_directory)
@@ -117,28 +155,9 @@ def run(sizes, jobs=None, cache_directory=CACHE_DIRECTORY):
     missing = sorted((r for r in runs if r not in known),
                      key=lambda r: (-COST.get(r[1], 1), r[2] == "batch", r[0] == "digits"))
     print(f"[quality] {len(results)} of {len(runs)} runs from the cache {cache}", flush=True)
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    with open(cache, "a+b") as f:     # end a line cut short, so the next one stands alone
-        if f.tell() and (f.seek(-1, os.SEEK_END), f.read(1))[1] != b"\n":
-            f.write(b"\n")
-    started = time.perf_counter()
-    os.environ.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
-    # A fresh process per run, forked from a server that imported the peers' packages but none
-    # of ours: a run's recorded code is exactly what it imported.
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(list(PRELOAD))
-    with cf.ProcessPoolExecutor(jobs or os.cpu_count(), mp_context=context,
-                                max_tasks_per_child=1) as pool:
-        futures = [pool.submit(one_run, *r, sizes.quality_budget, sizes.quality_workers,
-                               sizes.quality_digits_epochs) for r in missing]
-        for done, future in enumerate(cf.as_completed(futures), 1):
-            line = future.result()
-            with open(cache, "a") as f:
-                f.write(json.dumps(line) + "\n")
-            results.append({k: v for k, v in line.items() if k != "code"})
-            if done % max(len(futures) // 20, 1) == 0:
-                print(f"[quality] {done}/{len(futures)} runs, "
-                      f"{time.perf_counter() - started:.0f} s", flush=True)
+    results += run_missing(one_run, [(*r, sizes.quality_budget, sizes.quality_workers,
+                                      sizes.quality_digits_epochs) for r in missing],
+                           cache, jobs, "quality")
     regret = log_regrets(results)
     summary = {mode: summarize(regret[mode]) for mode in regret}
     part = {"budget": sizes.quality_budget, "seeds": sizes.quality_seeds,

@@ -23,7 +23,7 @@ from importlib import metadata
 from pathlib import Path
 
 from .common import REPO
-from . import fidelity, launch, proposal, quality
+from . import fidelity, launch, multiobjective, proposal, quality
 from .sizes import SIZES
 
 TEMPLATE = Path(__file__).resolve().parent / "README.in.md"
@@ -412,7 +412,8 @@ def _cell(value):
 RENDERERS = {"dispatch": _dispatch, "utilization": _utilization, "quality": quality.markdown,
              "overhead": _overhead, "simulation": _simulation, "faults": _faults,
              "service": _service, "proposal": proposal.markdown, "packing": _packing,
-             "launch": launch.markdown, "fidelity": fidelity.markdown}
+             "launch": launch.markdown, "fidelity": fidelity.markdown,
+             "multiobjective": multiobjective.markdown}
 
 
 # --- targets -------------------------------------------------------------------------------
@@ -440,6 +441,8 @@ def targets(parts):
         found += proposal.targets(parts["proposal"])
     if "fidelity" in parts:
         found += fidelity.targets(parts["fidelity"])
+    if "multiobjective" in parts:
+        found += multiobjective.targets(parts["multiobjective"])
     if "service" in parts:
         found += [(f"{r['contender']} ≥ {SERVICE_TARGET:g}× EQ-SQL's per-task path",
                    f"{r['ratio_to_eqsql']:.1f}×", r["ratio_to_eqsql"] >= SERVICE_TARGET)

@@ -10,6 +10,9 @@ from dataclasses import dataclass, replace
 OURS = ("random", "ga", "gp", "optuna", "mbo")
 QUALITY_OURS = ("random", "gp", "mbo")      # random is also the issue's random peer
 PEERS = ("optuna TPE", "optuna GP", "skopt gp_minimize", "skopt forest_minimize")
+MO_OURS = ("nsga2", "nsga3", "gp", "mbo")
+MO_PEERS = ("optuna NSGA-II", "optuna MO TPE", "optuna MO GP", "random")
+MO_PROBLEMS = ("zdt1", "zdt2", "zdt3", "dtlz2", "digits")
 PROBLEMS = ("branin", "hartmann6", "ackley5", "rosenbrock4", "levy6", "digits")
 
 
@@ -69,13 +72,25 @@ class Sizes:
         "optuna TPE + SuccessiveHalvingPruner", "optuna TPE + HyperbandPruner")
     fidelity_workers: int = 8
     fidelity_epochs: int | None = None   # None: each problem's own (27; keras 9)
+    # part 12: multi-objective search quality (issue 34)
+    mo_seeds: int = 10
+    mo_budget: int = 200              # the analytic problems
+    mo_digits_budget: int = 100
+    mo_problems: tuple = MO_PROBLEMS
+    mo_ours: tuple = MO_OURS
+    mo_peers: tuple = MO_PEERS
+    mo_modes: tuple = ("sequential", "async")
+    mo_workers: int = 8
+    mo_digits_epochs: int | None = None   # None: the space's own (30)
 
 
 FULL = Sizes("full")
 REDUCED = replace(FULL, name="reduced", dispatch_tasks=5_000, quality_seeds=10,
                   quality_budget=50, utilization_max_time=60.0,
                   fidelity_problems=("exp3", "pow3", "pow6", "digits"),   # Keras: CPU hours
-                  fidelity_budget=20)
+                  fidelity_budget=20,
+                  mo_seeds=5, mo_ours=("nsga2", "nsga3"), mo_digits_budget=30,
+                  mo_digits_epochs=5)
 SMOKE = Sizes("smoke", dispatch_tasks=300, dispatch_repeats=1, dispatch_pingpongs=200,
               utilization_workers=3, utilization_tasks=12, utilization_algorithms=("random",),
               utilization_max_time=30.0, quality_seeds=2, quality_budget=6,
@@ -90,5 +105,8 @@ SMOKE = Sizes("smoke", dispatch_tasks=300, dispatch_repeats=1, dispatch_pingpong
               fidelity_problems=("pow3", "digits"),
               fidelity_contenders=("random", "random + asha", "tpe + hyperband",
                                    "bohb + hyperband", "optuna TPE + HyperbandPruner"),
-              fidelity_workers=3, fidelity_epochs=3)
+              fidelity_workers=3, fidelity_epochs=3,
+              mo_seeds=2, mo_budget=8, mo_digits_budget=4,
+              mo_problems=("zdt1", "dtlz2", "digits"), mo_ours=("mbo",),
+              mo_peers=("optuna MO TPE", "random"), mo_workers=3, mo_digits_epochs=2)
 SIZES = {sizes.name: sizes for sizes in (FULL, REDUCED, SMOKE)}

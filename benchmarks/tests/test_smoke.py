@@ -50,6 +50,11 @@ REPORT_FIELDS = {
                  "largest_wait_ratio")),
     "launch": (("repeats", "runs"),
                ("model", "ranks", "median_s", "overhead_s", "ratio_to_one_rank")),
+    "multiobjective": (("budget", "digits_budget", "seeds", "workers", "modes", "problems",
+                        "contenders", "ours", "references", "skipped", "alpha", "summary",
+                        "comparisons", "targets"),
+                       ("problem", "contender", "mode", "seed", "evaluations", "seconds",
+                        "hypervolume", "hypervolume_half")),
 }
 PEERS_DISPATCH = ("libEnsemble, persistent generator, async return", "Dask distributed, submit",
                   "Dask distributed, map")
