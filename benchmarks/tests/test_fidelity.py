@@ -68,7 +68,7 @@ def test_the_part_at_smoke_size_gives_its_figures_and_targets(tmp_path):
     assert {r["problem"] for r in part["runs"]} == set(SMOKE.fidelity_problems)
     assert all(0 < r["utilization"] <= 1 for r in part["runs"])
     assert [t[0][:4] for t in fidelity.targets(part)] == ["ASHA", "the ", "util"]
-    assert "### Learning curves and pruning" in fidelity.markdown(part)
+    assert "### 11. Learning curves and pruning" in fidelity.markdown(part)
     kept = (tmp_path / "runs.jsonl").read_text()
     assert fidelity.run(SMOKE, curves_directory=tmp_path) == part   # read back, not rerun
     assert (tmp_path / "runs.jsonl").read_text() == kept

@@ -94,4 +94,4 @@ def test_a_smoke_run_writes_its_record_and_its_readme_section(tmp_path):
     assert {(c["mode"], c["problem"]) for c in part["comparisons"]} == {
         (m, p) for m in SMOKE.mo_modes for p in SMOKE.mo_problems}
     text = readme.read_text()
-    assert "### 9. Multi-objective search" in text and "| mbo (ours) |" in text
+    assert "### 12. Multi-objective search" in text and "| mbo (ours) |" in text
