@@ -12,6 +12,9 @@ machine the CPU time is the figure to compare):
   for), through optuna-dashboard's own WSGI app over the view as served, cold, then again
   within its cache; ``open_whole``: the same cold request with whole curves (what it cost
   before curves were thinned);
+* ``refresh``: a second :meth:`StoreView.get_all_trials` of the same view as served, after
+  ten more evaluations finished with their reports (what each refresh of the open page
+  costs: the view keeps its trials and reads only the new reports);
 * ``writer``: the median time of the master's commit of one finished evaluation, alone and
   while a second process reads the whole study through the served view without pause; the
   ratio of the two is what serving the dashboard costs the running study (the view never
@@ -120,6 +123,26 @@ def measure_open(expdir, curve_points, suffix, cached=False):
     return figures
 
 
+def measure_refresh(expdir, n, reports, curve_points):
+    """Seconds of a refresh of the served view after ten more evaluations finished."""
+    from emews.inspect.optuna_view import StoreView
+
+    view = StoreView([expdir], curve_points)
+    view.get_all_trials(0)
+    store = SQLiteStore(expdir / "results.db", create=False)
+    now = time.time()
+    ids = range(n, n + 10)
+    store.add([(i, json.dumps(point(i)), f"RUN{i:06d}", None, i) for i in ids])
+    store.finish([(i, 0, outcome(i, now), 1, "done") for i in ids])
+    store.add_reports([(i, 1, Report(step, curve(i, step))) for i in ids
+                       for step in range(reports)])
+    store.commit()
+    store.close()
+    trials, wall, cpu = timed(lambda: view.get_all_trials(0))
+    assert len(trials) == n + 10
+    return {"refresh_s": wall, "refresh_cpu_s": cpu}
+
+
 def read_forever(expdir, stop, reads):
     from emews.inspect.dashboard import CURVE_POINTS
     from emews.inspect.optuna_view import StoreView
@@ -178,7 +201,9 @@ def main(argv):
         figures = {"evaluations": n, "reports": reports, "curve_points": CURVE_POINTS,
                    **measure_view(expdir, CURVE_POINTS, ""), **measure_view(expdir, None, "_whole"),
                    **measure_open(expdir, CURVE_POINTS, "", cached=True),
-                   **measure_open(expdir, None, "_whole"), **measure_writer(expdir, n)}
+                   **measure_open(expdir, None, "_whole"),
+                   **measure_refresh(expdir, n, reports, CURVE_POINTS),
+                   **measure_writer(expdir, n + 10)}
     for key, value in figures.items():
         print(f"{key:22} {value:.3f}" if isinstance(value, float) else f"{key:22} {value}")
     return 0
