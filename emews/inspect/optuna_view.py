@@ -22,6 +22,7 @@ This module imports Optuna: import it only where Optuna is wanted.
 """
 
 import datetime
+import functools
 import json
 import math
 import os
@@ -123,12 +124,18 @@ def thinned(curve, points):
     if len(curve) <= points:
         return curve
     steps = sorted(curve)
-    finite = [step for step in steps if curve[step] == curve[step]]   # NaN != NaN
-    best = min(finite, key=curve.__getitem__, default=steps[0])
-    spaced = points - 1   # evenly spaced ones, the best one besides
-    keep = {steps[round(k * (len(steps) - 1) / (spaced - 1))] for k in range(spaced)}
+    best = min((step for step in steps if curve[step] == curve[step]),   # NaN != NaN
+               key=curve.__getitem__, default=steps[0])
+    keep = {steps[i] for i in _spaced(len(steps), points - 1)}   # and the best one besides
     keep.add(best)
-    return {step: curve[step] for step in steps if step in keep}
+    return {step: curve[step] for step in sorted(keep)}
+
+
+@functools.lru_cache(maxsize=64)
+def _spaced(count, spaced):
+    """The indices of ``spaced`` evenly spaced places among ``count``, first and last among
+    them (the same for every curve of as many steps: computed once)."""
+    return frozenset(round(k * (count - 1) / (spaced - 1)) for k in range(spaced))
 
 
 def frozen_trial(row, dists, number=0, trial_id=0, expdir=None, curve=None, criteria=None):
@@ -284,12 +291,16 @@ class _Kept:
     def read_reports(self, expdir):
         """Read the reports that are new since the last read; the ``(id, attempt)`` of the
         curves they changed."""
-        changed = set()
-        for n, point_id, attempt, step, value in read_report_values(expdir, self.last_report):
-            self.curves.setdefault((point_id, attempt), {})[step] = \
-                math.nan if value is None else value
-            changed.add((point_id, attempt))
-            self.last_report = n
+        changed, key, curve = set(), None, None
+        reports = read_report_values(expdir, self.last_report)
+        for _, point_id, attempt, step, value in reports:
+            if (point_id, attempt) != key:   # a model's reports mostly come in a row
+                key = point_id, attempt
+                curve = self.curves.setdefault(key, {})
+                changed.add(key)
+            curve[step] = math.nan if value is None else value
+        if reports:
+            self.last_report = reports[-1][0]
         return changed
 
 
