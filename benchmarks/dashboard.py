@@ -9,9 +9,10 @@ machine the CPU time is the figure to compare):
   mapped to an Optuna trial), with whole curves (``view_whole``) and with curves thinned as
   ``emews dashboard`` serves them (``view``, :data:`~emews.inspect.dashboard.CURVE_POINTS`);
 * ``open``: the dashboard's first ``GET /api/studies/0`` (what opening the study's page waits
-  for), through optuna-dashboard's own WSGI app over the view as served, cold, then again
-  within its cache; ``open_whole``: the same cold request with whole curves (what it cost
-  before curves were thinned);
+  for), through optuna-dashboard's own WSGI app over the view as ``emews dashboard`` serves
+  it (it read every study once at its start, so the view keeps the trials it made), then
+  again within optuna-dashboard's cache; ``open_cold``: the same with nothing read before;
+  ``open_whole``: cold with whole curves (what it cost before curves were thinned);
 * ``refresh``: a second :meth:`StoreView.get_all_trials` of the same view as served, after
   ten more evaluations finished with their reports (what each refresh of the open page
   costs: the view keeps its trials and reads only the new reports);
@@ -106,13 +107,18 @@ def measure_view(expdir, curve_points, suffix):
             f"values{suffix}": sum(len(t.intermediate_values) for t in trials)}
 
 
-def measure_open(expdir, curve_points, suffix, cached=False):
-    """Seconds of the dashboard's first study request (and a cached one, with ``cached``)."""
+def measure_open(expdir, curve_points, suffix, cached=False, started=False):
+    """Seconds of the dashboard's first study request (and a cached one, with ``cached``);
+    with ``started``, after the view read the study once, as ``emews dashboard`` does when
+    it starts (:func:`emews.inspect.dashboard.serve`)."""
     from optuna_dashboard import wsgi
 
     from emews.inspect.optuna_view import StoreView
 
-    app = wsgi(StoreView([expdir], curve_points))
+    view = StoreView([expdir], curve_points)
+    if started:
+        view.get_n_trials(0)
+    app = wsgi(view)
     (status, body), wall, cpu = timed(lambda: get(app, "/api/studies/0"))
     assert status.startswith("200"), status
     figures = {f"open{suffix}_s": wall, f"open{suffix}_cpu_s": cpu,
@@ -200,7 +206,8 @@ def main(argv):
         expdir = make_study(Path(tmp) / "EXP001", n, reports)
         figures = {"evaluations": n, "reports": reports, "curve_points": CURVE_POINTS,
                    **measure_view(expdir, CURVE_POINTS, ""), **measure_view(expdir, None, "_whole"),
-                   **measure_open(expdir, CURVE_POINTS, "", cached=True),
+                   **measure_open(expdir, CURVE_POINTS, "", cached=True, started=True),
+                   **measure_open(expdir, CURVE_POINTS, "_cold"),
                    **measure_open(expdir, None, "_whole"),
                    **measure_refresh(expdir, n, reports, CURVE_POINTS),
                    **measure_writer(expdir, n + 10)}

@@ -204,27 +204,12 @@ def test_the_report_draws_a_pair_plot_for_three_objectives(tmp_path):
     assert "Pareto front" in study.report().read_text()
 
 
-def write_mo_study(expdir):
-    """An experiment directory (config.json and results.db, as ``emews run`` lays them out)
-    of two objectives, the first maximized, whose store holds four done evaluations, one of
-    them infeasible; its path."""
-    expdir.mkdir(parents=True)
-    study = {"objectives": ["acc", "size"], "directions": ["maximize", "minimize"],
-             "constraints": ["size <= 100"]}
-    (expdir / "config.json").write_text(json.dumps({"study": study}))
-    store = SQLiteStore(expdir / "results.db")
-    objectives = [[0.5, 10.0], [0.9, 50.0], [0.7, 5.0], [0.95, 200.0]]   # 3: infeasible
-    store.add([(i, json.dumps({"x": i}), f"RUN{i:06d}", None, i) for i in range(4)])
-    store.finish([(i, 0, Outcome(v[0], objectives=v, feasible=v[1] <= 100, started=1.0,
-                                 finished=2.0), 1, "done") for i, v in enumerate(objectives)])
-    store.commit()
-    store.close()
-    return expdir
-
-
 def test_show_ranks_by_the_first_objective_in_its_direction_feasible_first(tmp_path,
                                                                           emews_cli):
-    expdir = write_mo_study(tmp_path / "EXP001")
+    objectives = [[0.5, 10.0], [0.9, 50.0], [0.7, 5.0], [0.95, 200.0]]   # 3: infeasible
+    expdir = write_mo_study(tmp_path / "EXP001", objectives, {
+        "objectives": ["acc", "size"], "directions": ["maximize", "minimize"],
+        "constraints": ["size <= 100"]}, feasible=[v[1] <= 100 for v in objectives])
     shown = emews_cli("show", "--csv", expdir)
     assert shown.returncode == 0, shown.stderr
     lines = shown.stdout.splitlines()
