@@ -153,9 +153,8 @@ def read_forever(expdir, stop, reads):
     from emews.inspect.dashboard import CURVE_POINTS
     from emews.inspect.optuna_view import StoreView
 
-    view = StoreView([expdir], CURVE_POINTS)
-    while not stop.is_set():
-        view.get_all_trials(0)
+    while not stop.is_set():   # a new view each time: a whole read, not a refresh
+        StoreView([expdir], CURVE_POINTS).get_all_trials(0)
         with reads.get_lock():
             reads.value += 1
 
