@@ -169,17 +169,20 @@ def test_a_kept_trial_shows_its_new_state_and_reports_on_the_next_read(tmp_path)
     store.add_reports([(4, 1, Report(step, 1.0 / (step + 1))) for step in range(3)])
     store.commit()
     view = StoreView([expdir], curve_points=8)
-    first = {t.number: t for t in view.get_all_trials(0)}
+    first = {t.number: t for t in view.get_all_trials(0, deepcopy=False)}
     assert first[4].state == optuna.trial.TrialState.RUNNING
     assert first[4].intermediate_values == {0: 1.0, 1: 0.5, 2: 1.0 / 3}
-    assert view.get_all_trials(0)[0] is first[0]   # nothing changed: the same trial kept
+    assert view.get_all_trials(0, deepcopy=False)[0] is first[0]   # the same trial kept
+    mine = view.get_all_trials(0)[0]   # a caller's copy (deepcopy): its changes stay its own
+    mine.user_attrs["note"] = "mine"
+    assert "note" not in view.get_all_trials(0)[0].user_attrs
     store.add_reports([(4, 1, Report(step, 1.0 / (step + 1))) for step in range(3, 30)])
     store.finish([(4, 1, Outcome(0.03, started=107.0, finished=109.0), 1, "done")])
     store.requeue([(1, 2, "RUN000001b")])   # a failed point run again: a new attempt
     store.add_reports([(1, 2, Report(0, 7.0))])
     store.commit()
     store.close()
-    again = {t.number: t for t in view.get_all_trials(0)}
+    again = {t.number: t for t in view.get_all_trials(0, deepcopy=False)}
     assert again[4].state == optuna.trial.TrialState.COMPLETE and again[4].value == 0.03
     assert again[4].intermediate_values == thinned({s: 1.0 / (s + 1) for s in range(30)}, 8)
     assert again[1].state == optuna.trial.TrialState.RUNNING

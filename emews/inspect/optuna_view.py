@@ -21,6 +21,7 @@ them, as Optuna numbers its trials), and its trial id is ``study_id << 32 | numb
 This module imports Optuna: import it only where Optuna is wanted.
 """
 
+import copy
 import datetime
 import functools
 import json
@@ -392,7 +393,7 @@ class StoreView(BaseStorage):
                 trials = self._trials(study, study_id, rows, dists)
         if states is not None:
             trials = [t for t in trials if t.state in states]
-        return trials   # never changed once made: a deep copy would be the same
+        return copy.deepcopy(trials) if deepcopy else trials   # kept ones: a caller's copy
 
     def _trials(self, study, study_id, rows, dists):
         """The trials of ``rows``: those kept from the last read where their row, curve and
@@ -418,7 +419,8 @@ class StoreView(BaseStorage):
     def get_best_trial(self, study_id):
         study = self._study(study_id)
         if study.criteria.vector and len(study.criteria.names) == 1:   # constraints alone
-            feasible = [t for t in self.get_all_trials(study_id, states=(TrialState.COMPLETE,))
+            feasible = [t for t in self.get_all_trials(study_id, deepcopy=False,
+                                                       states=(TrialState.COMPLETE,))
                         if all(c <= 0 for c in t.system_attrs.get("constraints", ()))]
             if not feasible:
                 raise ValueError("no feasible trial is completed yet")
@@ -440,9 +442,9 @@ class StoreView(BaseStorage):
 
     def get_trial(self, trial_id):
         study_id, number = trial_id >> TRIAL_BITS, trial_id & ((1 << TRIAL_BITS) - 1)
-        for trial in self.get_all_trials(study_id):
+        for trial in self.get_all_trials(study_id, deepcopy=False):
             if trial.number == number:
-                return trial
+                return copy.deepcopy(trial)
         raise KeyError(f"no trial with id {trial_id}")
 
     def get_trial_id_from_study_id_trial_number(self, study_id, trial_number):
