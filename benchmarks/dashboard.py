@@ -5,9 +5,10 @@
 into a real ``results.db`` and measures, on this machine (wall and CPU seconds: on a shared
 machine the CPU time is the figure to compare):
 
-* ``view``: one :meth:`StoreView.get_all_trials` (the store read, the curves read, every row
-  mapped to an Optuna trial), with whole curves (``view_whole``) and with curves thinned as
-  ``emews dashboard`` serves them (``view``, :data:`~emews.inspect.dashboard.CURVE_POINTS`);
+* ``view``: one :meth:`StoreView.get_all_trials` as optuna-dashboard calls it (the store
+  read, the curves read, every row mapped to an Optuna trial), with whole curves
+  (``view_whole``) and with curves thinned as ``emews dashboard`` serves them (``view``,
+  :data:`~emews.inspect.dashboard.CURVE_POINTS`);
 * ``open``: the dashboard's first ``GET /api/studies/0`` (what opening the study's page waits
   for), through optuna-dashboard's own WSGI app over the view as ``emews dashboard`` serves
   it (it read every study once at its start, so the view keeps the trials it made), then
@@ -102,7 +103,8 @@ def measure_view(expdir, curve_points, suffix):
     """Seconds of one read of the study through the view."""
     from emews.inspect.optuna_view import StoreView
 
-    trials, wall, cpu = timed(lambda: StoreView([expdir], curve_points).get_all_trials(0))
+    view = StoreView([expdir], curve_points)
+    trials, wall, cpu = timed(lambda: view.get_all_trials(0, deepcopy=False))
     return {f"view{suffix}_s": wall, f"view{suffix}_cpu_s": cpu,
             f"values{suffix}": sum(len(t.intermediate_values) for t in trials)}
 
@@ -134,7 +136,7 @@ def measure_refresh(expdir, n, reports, curve_points):
     from emews.inspect.optuna_view import StoreView
 
     view = StoreView([expdir], curve_points)
-    view.get_all_trials(0)
+    view.get_all_trials(0, deepcopy=False)
     store = SQLiteStore(expdir / "results.db", create=False)
     now = time.time()
     ids = range(n, n + 10)
@@ -144,7 +146,7 @@ def measure_refresh(expdir, n, reports, curve_points):
                        for step in range(reports)])
     store.commit()
     store.close()
-    trials, wall, cpu = timed(lambda: view.get_all_trials(0))
+    trials, wall, cpu = timed(lambda: view.get_all_trials(0, deepcopy=False))
     assert len(trials) == n + 10
     return {"refresh_s": wall, "refresh_cpu_s": cpu}
 
@@ -154,7 +156,7 @@ def read_forever(expdir, stop, reads):
     from emews.inspect.optuna_view import StoreView
 
     while not stop.is_set():   # a new view each time: a whole read, not a refresh
-        StoreView([expdir], CURVE_POINTS).get_all_trials(0)
+        StoreView([expdir], CURVE_POINTS).get_all_trials(0, deepcopy=False)
         with reads.get_lock():
             reads.value += 1
 
