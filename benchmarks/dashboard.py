@@ -5,13 +5,18 @@
 into a real ``results.db`` and measures, on this machine (wall and CPU seconds: on a shared
 machine the CPU time is the figure to compare):
 
-* ``view``: one :meth:`StoreView.get_all_trials` (the store read, the curves read, every row
-  mapped to an Optuna trial), with whole curves (``view_whole``) and with curves thinned as
-  ``emews dashboard`` serves them (``view``, :data:`~emews.inspect.dashboard.CURVE_POINTS`);
+* ``view``: one :meth:`StoreView.get_all_trials` as optuna-dashboard calls it (the store
+  read, the curves read, every row mapped to an Optuna trial), with whole curves
+  (``view_whole``) and with curves thinned as ``emews dashboard`` serves them (``view``,
+  :data:`~emews.inspect.dashboard.CURVE_POINTS`);
 * ``open``: the dashboard's first ``GET /api/studies/0`` (what opening the study's page waits
-  for), through optuna-dashboard's own WSGI app over the view as served, cold, then again
-  within its cache; ``open_whole``: the same cold request with whole curves (what it cost
-  before curves were thinned);
+  for), through optuna-dashboard's own WSGI app over the view as ``emews dashboard`` serves
+  it (it read every study once at its start, so the view keeps the trials it made), then
+  again within optuna-dashboard's cache; ``open_cold``: the same with nothing read before;
+  ``open_whole``: cold with whole curves (what it cost before curves were thinned);
+* ``refresh``: a second :meth:`StoreView.get_all_trials` of the same view as served, after
+  ten more evaluations finished with their reports (what each refresh of the open page
+  costs: the view keeps its trials and reads only the new reports);
 * ``writer``: the median time of the master's commit of one finished evaluation, alone and
   while a second process reads the whole study through the served view without pause; the
   ratio of the two is what serving the dashboard costs the running study (the view never
@@ -98,18 +103,24 @@ def measure_view(expdir, curve_points, suffix):
     """Seconds of one read of the study through the view."""
     from emews.inspect.optuna_view import StoreView
 
-    trials, wall, cpu = timed(lambda: StoreView([expdir], curve_points).get_all_trials(0))
+    view = StoreView([expdir], curve_points)
+    trials, wall, cpu = timed(lambda: view.get_all_trials(0, deepcopy=False))
     return {f"view{suffix}_s": wall, f"view{suffix}_cpu_s": cpu,
             f"values{suffix}": sum(len(t.intermediate_values) for t in trials)}
 
 
-def measure_open(expdir, curve_points, suffix, cached=False):
-    """Seconds of the dashboard's first study request (and a cached one, with ``cached``)."""
+def measure_open(expdir, curve_points, suffix, cached=False, started=False):
+    """Seconds of the dashboard's first study request (and a cached one, with ``cached``);
+    with ``started``, after the view read the study once, as ``emews dashboard`` does when
+    it starts (:func:`emews.inspect.dashboard.serve`)."""
     from optuna_dashboard import wsgi
 
     from emews.inspect.optuna_view import StoreView
 
-    app = wsgi(StoreView([expdir], curve_points))
+    view = StoreView([expdir], curve_points)
+    if started:
+        view.get_n_trials(0)
+    app = wsgi(view)
     (status, body), wall, cpu = timed(lambda: get(app, "/api/studies/0"))
     assert status.startswith("200"), status
     figures = {f"open{suffix}_s": wall, f"open{suffix}_cpu_s": cpu,
@@ -120,13 +131,32 @@ def measure_open(expdir, curve_points, suffix, cached=False):
     return figures
 
 
+def measure_refresh(expdir, n, reports, curve_points):
+    """Seconds of a refresh of the served view after ten more evaluations finished."""
+    from emews.inspect.optuna_view import StoreView
+
+    view = StoreView([expdir], curve_points)
+    view.get_all_trials(0, deepcopy=False)
+    store = SQLiteStore(expdir / "results.db", create=False)
+    now = time.time()
+    ids = range(n, n + 10)
+    store.add([(i, json.dumps(point(i)), f"RUN{i:06d}", None, i) for i in ids])
+    store.finish([(i, 0, outcome(i, now), 1, "done") for i in ids])
+    store.add_reports([(i, 1, Report(step, curve(i, step))) for i in ids
+                       for step in range(reports)])
+    store.commit()
+    store.close()
+    trials, wall, cpu = timed(lambda: view.get_all_trials(0, deepcopy=False))
+    assert len(trials) == n + 10
+    return {"refresh_s": wall, "refresh_cpu_s": cpu}
+
+
 def read_forever(expdir, stop, reads):
     from emews.inspect.dashboard import CURVE_POINTS
     from emews.inspect.optuna_view import StoreView
 
-    view = StoreView([expdir], CURVE_POINTS)
-    while not stop.is_set():
-        view.get_all_trials(0)
+    while not stop.is_set():   # a new view each time: a whole read, not a refresh
+        StoreView([expdir], CURVE_POINTS).get_all_trials(0, deepcopy=False)
         with reads.get_lock():
             reads.value += 1
 
@@ -177,8 +207,11 @@ def main(argv):
         expdir = make_study(Path(tmp) / "EXP001", n, reports)
         figures = {"evaluations": n, "reports": reports, "curve_points": CURVE_POINTS,
                    **measure_view(expdir, CURVE_POINTS, ""), **measure_view(expdir, None, "_whole"),
-                   **measure_open(expdir, CURVE_POINTS, "", cached=True),
-                   **measure_open(expdir, None, "_whole"), **measure_writer(expdir, n)}
+                   **measure_open(expdir, CURVE_POINTS, "", cached=True, started=True),
+                   **measure_open(expdir, CURVE_POINTS, "_cold"),
+                   **measure_open(expdir, None, "_whole"),
+                   **measure_refresh(expdir, n, reports, CURVE_POINTS),
+                   **measure_writer(expdir, n + 10)}
     for key, value in figures.items():
         print(f"{key:22} {value:.3f}" if isinstance(value, float) else f"{key:22} {value}")
     return 0

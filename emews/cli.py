@@ -100,7 +100,11 @@ def parser():
         steer.add_argument("expdir")
         steer.set_defaults(state=state)
     show = _one_line(commands.add_parser("show", help="print a study's best evaluations "
-                                         "(or failures) with all their metrics"))
+                                         "(or failures) with all their metrics",
+                                         description="Best first: by the value; in a study "
+                                         "of several objectives, feasible ones first, by the "
+                                         "first objective in its direction (--pareto: the "
+                                         "front)."))
     show.add_argument("expdir")
     show.add_argument("--top", type=_positive_int, default=10,
                       help="how many to print (default 10; CSV and JSON: all)")

@@ -45,7 +45,8 @@ from .launch.spawn import spawn, under_mpiexec
 from .pools.base import InProcessPool
 from .pools.packed import with_packing
 from .prepare import build, prepare_run
-from .result import best as best_found, final_record, interrupted, print_summary, result_from
+from .result import (best as best_found, final_record, interrupted, pareto, print_summary,
+                     result_from)
 from .status import FINAL, Status
 from .store import StudyLock, study_store
 from .worker import make_objective, python_path, run_worker
@@ -242,6 +243,10 @@ def run_master(expdir, cfg, pool, algorithm=None):
                             pruned=counts.get(Status.PRUNED, 0),
                             best=math.inf if best is None else best,
                             max_time=study["max_time"],
+                            directions=cfg.criteria.directions if cfg.criteria.vector else None,
+                            pareto=[entry["values"] for entry in
+                                    pareto(store, cfg.criteria.directions)]
+                            if cfg.criteria.vector else (),
                             replicas=Gathered(study["replicas"], study["replica_objective"],
                                               study["replica_seed_param"])
                             if study["replicas"] > 1 else None)

@@ -161,6 +161,39 @@ def test_the_served_view_thins_curves_and_the_python_view_keeps_them_whole(tmp_p
     assert StoreView([expdir]).get_best_trial(0).intermediate_values == whole[2]
 
 
+def test_a_kept_trial_shows_its_new_state_and_reports_on_the_next_read(tmp_path):
+    """The view keeps trials and reports between reads: what changed in the store since
+    shows on the next read of the same view, as a fresh view reads it."""
+    expdir = write_study(tmp_path / "EXP001")
+    store = SQLiteStore(expdir / "results.db", create=False)
+    store.add_reports([(4, 1, Report(step, 1.0 / (step + 1))) for step in range(3)])
+    store.commit()
+    view = StoreView([expdir], curve_points=8)
+    first = {t.number: t for t in view.get_all_trials(0, deepcopy=False)}
+    assert first[4].state == optuna.trial.TrialState.RUNNING
+    assert first[4].intermediate_values == {0: 1.0, 1: 0.5, 2: 1.0 / 3}
+    assert view.get_all_trials(0, deepcopy=False)[0] is first[0]   # the same trial kept
+    mine = view.get_all_trials(0)[0]   # a caller's copy (deepcopy): its changes stay its own
+    mine.user_attrs["note"] = "mine"
+    assert "note" not in view.get_all_trials(0)[0].user_attrs
+    store.add_reports([(4, 1, Report(step, 1.0 / (step + 1))) for step in range(3, 30)])
+    store.finish([(4, 1, Outcome(0.03, started=107.0, finished=109.0), 1, "done")])
+    store.requeue([(1, 2, "RUN000001b")])   # a failed point run again: a new attempt
+    store.add_reports([(1, 2, Report(0, 7.0))])
+    store.commit()
+    store.close()
+    again = {t.number: t for t in view.get_all_trials(0, deepcopy=False)}
+    assert again[4].state == optuna.trial.TrialState.COMPLETE and again[4].value == 0.03
+    assert again[4].intermediate_values == thinned({s: 1.0 / (s + 1) for s in range(30)}, 8)
+    assert again[1].state == optuna.trial.TrialState.RUNNING
+    assert again[1].intermediate_values == {0: 7.0}   # the new attempt's curve alone
+    assert again[0] is first[0]                        # unchanged, not made again
+    fresh = StoreView([expdir], curve_points=8).get_all_trials(0)
+    assert [(t.number, t.state, t.values, t.intermediate_values, t.user_attrs) for t in fresh] \
+        == [(t.number, t.state, t.values, t.intermediate_values, t.user_attrs)
+            for t in again.values()]
+
+
 def test_a_study_whose_space_file_is_gone_gets_distributions_from_its_values(tmp_path):
     expdir = write_study(tmp_path / "EXP001", with_space=False)
     trials = StoreView([expdir]).get_all_trials(0)

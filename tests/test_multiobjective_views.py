@@ -2,6 +2,7 @@
 ``emews status --json``, ``emews show --pareto``, export to Optuna, ``to_optuna()`` and
 optuna-dashboard's REST API all give the front of ``final.json``, read through the store."""
 
+import csv
 import io
 import json
 from wsgiref.util import setup_testing_defaults
@@ -201,3 +202,28 @@ def test_the_report_draws_a_pair_plot_for_three_objectives(tmp_path):
     assert sorted((a.get_xlabel(), a.get_ylabel()) for a in drawn) == [
         ("a (min)", "b (min)"), ("a (min)", "c (min)"), ("b (min)", "c (min)")]
     assert "Pareto front" in study.report().read_text()
+
+
+def test_show_ranks_by_the_first_objective_in_its_direction_feasible_first(tmp_path,
+                                                                          emews_cli):
+    objectives = [[0.5, 10.0], [0.9, 50.0], [0.7, 5.0], [0.95, 200.0]]   # 3: infeasible
+    expdir = write_mo_study(tmp_path / "EXP001", objectives, {
+        "objectives": ["acc", "size"], "directions": ["maximize", "minimize"],
+        "constraints": ["size <= 100"]}, feasible=[v[1] <= 100 for v in objectives])
+    shown = emews_cli("show", "--csv", expdir)
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    header = lines[0].split(",")
+    assert header[:5] == ["id", "status", "result", "acc", "size"]   # objectives named
+    assert [line.split(",")[0] for line in lines[1:]] == ["1", "2", "0", "3"]
+    assert lines[1].split(",")[3:5] == ["0.9", "50.0"]
+    assert "first objective in its direction" in emews_cli("show", "--help").stdout
+
+
+def test_show_pareto_csv_has_a_column_per_objective(finished, emews_cli):
+    expdir, rows, front = finished
+    shown = emews_cli("show", "--pareto", "--csv", expdir)
+    assert shown.returncode == 0, shown.stderr
+    records = list(csv.DictReader(io.StringIO(shown.stdout)))
+    assert sorted([float(r["loss"]), float(r["size"])] for r in records) == \
+        sorted(e["values"] for e in front)

@@ -1,12 +1,17 @@
 """Live progress: a rich bar on a terminal (through the spawned mpiexec too), plain lines
 elsewhere."""
 
+import io
+import json
 import os
 import pty
 import subprocess
 import sys
 
 import pytest
+
+from emews.evaluate import Outcome
+from emews.inspect.progress import Progress
 
 from conftest import SUPPORT
 
@@ -54,3 +59,32 @@ def test_a_pipe_gets_plain_lines(study, emews_cli):
     assert done.returncode == 0, done.stderr
     assert "━" not in done.stdout
     assert "[progress] evaluations 4/4 | best " in done.stdout and "failed 0" in done.stdout
+
+
+def test_a_study_of_several_objectives_shows_its_front_size_not_a_best(study, emews_cli,
+                                                                       tmp_path):
+    path = study(system={"procs": 2, "pool": "inprocess"},
+                 study={"budget": 12, "seed": 3, "objective": "mo_models:loss_and_size",
+                        "objectives": ["loss", "size"], "directions": ["minimize", "maximize"],
+                        "data_dir": str(tmp_path / "data")})
+    done = emews_cli("run", path)
+    assert done.returncode == 0, done.stderr
+    last = [line for line in done.stdout.splitlines() if line.startswith("[progress]")][-1]
+    (final,) = (tmp_path / "data").rglob("final.json")
+    front = json.loads(final.read_text())["pareto"]
+    assert f"evaluations 12/12 | front {len(front)} | failed 0" in last
+    assert "best" not in last
+
+
+def test_progress_keeps_the_front_in_each_objectives_direction():
+    progress = Progress(budget=4, interval=3600.0, stream=io.StringIO(),
+                        directions=["minimize", "maximize"], pareto=[[1.0, 1.0]])
+    progress.update([(None, 0, Outcome(v[0], objectives=v, feasible=ok)) for v, ok in
+                     [([0.5, 0.5], True), ([2.0, 2.0], True), ([0.1, 9.0], False),
+                      ([3.0, 0.1], True)]])
+    assert sorted(progress.pareto) == [[0.5, 0.5], [1.0, 1.0], [2.0, 2.0]]
+    assert "front 3 | failed 0" in progress.line()
+    constrained = Progress(stream=io.StringIO(), directions=["maximize"])
+    constrained.update([(None, 0, Outcome(v, objectives=[v], feasible=v < 5)) for v in
+                        (1.0, 3.0, 7.0)])
+    assert "best 3 | " in constrained.line()

@@ -278,6 +278,20 @@ def test_curves_are_each_points_latest_attempt_by_step(store, reader):
     assert list(curves[1]) == [1, 2] and math.isnan(curves[1][1]) and curves[1][2] == 0.5
 
 
+def test_report_values_read_only_the_reports_after_a_number_in_order(store, reader):
+    store.add(points(2, rank=1))
+    assert reader.report_values() == []
+    store.add_reports([(1, 1, Report(3, 0.5, {"acc": 0.9})), (0, 1, Report(1, math.nan))])
+    store.commit()
+    seen = reader.report_values()
+    assert [row[1:] for row in seen] == [(1, 1, 3, 0.5), (0, 1, 1, None)]
+    assert seen[0][0] < seen[1][0]                            # numbered as received
+    store.add_reports([(1, 2, Report(4, 0.25))])
+    store.commit()
+    assert [row[1:] for row in reader.report_values(seen[-1][0])] == [(1, 2, 4, 0.25)]
+    assert reader.report_values(reader.report_values()[-1][0]) == []
+
+
 def test_a_pruned_point_is_final_counted_and_never_the_best(store):
     store.add(points(2, rank=1))
     store.finish([(0, 1, Outcome(0.1, Status.PRUNED, "pruned at step 3"), 1, Status.PRUNED),

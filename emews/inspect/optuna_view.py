@@ -7,8 +7,11 @@ Optuna storage over our store (:class:`StoreView`), live and without a copy.
         --rows--> frozen_trial()  --> optuna FrozenTrial   (export.py writes them to a storage;
                                                             StoreView serves them)
     StoreView(BaseStorage): every read opens the store read-only, reads, closes: no write
-    lock, no cache of its own (optuna-dashboard caches its trials for a few seconds); every
-    write raises :class:`ReadOnlyError` and writes nothing.
+    lock; every write raises :class:`ReadOnlyError` and writes nothing. Between reads it
+    keeps each study's reports read so far (reading only those numbered after the last
+    it saw) and each evaluation's trial (made again only when its row or its curve
+    changed), so a refresh of a big study costs what changed (optuna-dashboard itself
+    caches the trials it gets for a few seconds).
 
 A study is one experiment directory; ``DATA_DIR/NAME`` gives one study per ``EXP*`` under it
 (found again on every read, so a new experiment appears). Study ids are the experiments' places
@@ -18,9 +21,13 @@ them, as Optuna numbers its trials), and its trial id is ``study_id << 32 | numb
 This module imports Optuna: import it only where Optuna is wanted.
 """
 
+import copy
 import datetime
+import functools
 import json
+import math
 import os
+import threading
 from pathlib import Path
 
 import optuna
@@ -37,7 +44,8 @@ from ..core.replicas import settings_of, summarize
 from ..errors import ConfigError, EmewsError
 from ..space import Categorical, Constant, Float, Int, Logical, Space
 from ..status import FINAL, Status
-from .source import best_row, experiment_dir, read_curves, read_rows
+from .source import (best_row, experiment_dir, read_curves, read_report_values,
+                     read_rows)
 
 STATES = {Status.QUEUED: TrialState.RUNNING, Status.RUNNING: TrialState.RUNNING,
           Status.DONE: TrialState.COMPLETE, Status.FAILED: TrialState.FAIL,
@@ -117,12 +125,18 @@ def thinned(curve, points):
     if len(curve) <= points:
         return curve
     steps = sorted(curve)
-    finite = [step for step in steps if curve[step] == curve[step]]   # NaN != NaN
-    best = min(finite, key=curve.__getitem__, default=steps[0])
-    spaced = points - 1   # evenly spaced ones, the best one besides
-    keep = {steps[round(k * (len(steps) - 1) / (spaced - 1))] for k in range(spaced)}
+    best = min((step for step in steps if curve[step] == curve[step]),   # NaN != NaN
+               key=curve.__getitem__, default=steps[0])
+    keep = {steps[i] for i in _spaced(len(steps), points - 1)}   # and the best one besides
     keep.add(best)
-    return {step: curve[step] for step in steps if step in keep}
+    return {step: curve[step] for step in sorted(keep)}
+
+
+@functools.lru_cache(maxsize=64)
+def _spaced(count, spaced):
+    """The indices of ``spaced`` evenly spaced places among ``count``, first and last among
+    them (the same for every curve of as many steps: computed once)."""
+    return frozenset(round(k * (count - 1) / (spaced - 1)) for k in range(spaced))
 
 
 def frozen_trial(row, dists, number=0, trial_id=0, expdir=None, curve=None, criteria=None):
@@ -264,6 +278,33 @@ class _Experiment:
         return self._dists if self._dists is not None else observed_distributions(rows)
 
 
+class _Kept:
+    """What a :class:`StoreView` keeps of one study between reads: the reports read so far
+    (``curves``: ``{(id, attempt): {step: value}}``, through report number ``last_report``),
+    and each evaluation's trial with the row it was made of and the distributions it had."""
+
+    def __init__(self):
+        self.last_report = 0
+        self.curves = {}
+        self.trials = {}   # evaluation id -> (row, trial)
+        self.dists = None
+
+    def read_reports(self, expdir):
+        """Read the reports that are new since the last read; the ``(id, attempt)`` of the
+        curves they changed."""
+        changed, key, curve = set(), None, None
+        reports = read_report_values(expdir, self.last_report)
+        for _, point_id, attempt, step, value in reports:
+            if (point_id, attempt) != key:   # a model's reports mostly come in a row
+                key = point_id, attempt
+                curve = self.curves.setdefault(key, {})
+                changed.add(key)
+            curve[step] = math.nan if value is None else value
+        if reports:
+            self.last_report = reports[-1][0]
+        return changed
+
+
 class StoreView(BaseStorage):
     """A read-only Optuna storage over the studies of ``paths`` (each an ``EXPDIR`` or a
     ``DATA_DIR/NAME``): one Optuna study per experiment, named by its directory
@@ -275,6 +316,8 @@ class StoreView(BaseStorage):
         self.paths = [Path(p) for p in paths]
         self.curve_points = curve_points
         self._known = {}
+        self._kept = {}   # study's directory -> _Kept
+        self._lock = threading.Lock()   # one refresh of what is kept at a time
         self._studies()   # a path that holds no study: a ConfigError now
 
     def _studies(self):
@@ -342,21 +385,42 @@ class StoreView(BaseStorage):
     def get_all_trials(self, study_id, deepcopy=True, states=None):
         study = self._study(study_id)
         rows = read_rows(study.expdir)
-        dists, curves = study.dists(rows), learning_curves(study.expdir, self.curve_points)
+        dists = study.dists(rows)
         if study.replicas is not None:
             trials = point_trials(rows, study.replicas, dists, study_id, study.expdir)
         else:
-            trials = [frozen_trial(row, dists, row["id"], study_id << TRIAL_BITS | row["id"],
-                                   study.expdir, curves.get(row["id"]), study.criteria)
-                      for row in rows]
+            with self._lock:
+                trials = self._trials(study, study_id, rows, dists)
         if states is not None:
             trials = [t for t in trials if t.state in states]
-        return trials   # made anew on every call: a deep copy would be the same
+        return copy.deepcopy(trials) if deepcopy else trials   # kept ones: a caller's copy
+
+    def _trials(self, study, study_id, rows, dists):
+        """The trials of ``rows``: those kept from the last read where their row, curve and
+        distributions are the same, the others made anew (and kept)."""
+        kept = self._kept.setdefault(study.expdir, _Kept())
+        changed = kept.read_reports(study.expdir)
+        if dists != kept.dists:
+            kept.trials, kept.dists = {}, dists
+        trials = []
+        for row in rows:
+            key = (row["id"], row["attempt"])
+            old = kept.trials.get(row["id"])
+            if old is None or old[0] != row or key in changed:
+                curve = kept.curves.get(key)
+                if curve and self.curve_points is not None:
+                    curve = thinned(curve, self.curve_points)
+                old = kept.trials[row["id"]] = row, frozen_trial(
+                    row, dists, row["id"], study_id << TRIAL_BITS | row["id"], study.expdir,
+                    curve, study.criteria)
+            trials.append(old[1])
+        return trials
 
     def get_best_trial(self, study_id):
         study = self._study(study_id)
         if study.criteria.vector and len(study.criteria.names) == 1:   # constraints alone
-            feasible = [t for t in self.get_all_trials(study_id, states=(TrialState.COMPLETE,))
+            feasible = [t for t in self.get_all_trials(study_id, deepcopy=False,
+                                                       states=(TrialState.COMPLETE,))
                         if all(c <= 0 for c in t.system_attrs.get("constraints", ()))]
             if not feasible:
                 raise ValueError("no feasible trial is completed yet")
@@ -378,9 +442,9 @@ class StoreView(BaseStorage):
 
     def get_trial(self, trial_id):
         study_id, number = trial_id >> TRIAL_BITS, trial_id & ((1 << TRIAL_BITS) - 1)
-        for trial in self.get_all_trials(study_id):
+        for trial in self.get_all_trials(study_id, deepcopy=False):
             if trial.number == number:
-                return trial
+                return copy.deepcopy(trial)
         raise KeyError(f"no trial with id {trial_id}")
 
     def get_trial_id_from_study_id_trial_number(self, study_id, trial_number):

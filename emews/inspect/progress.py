@@ -1,6 +1,9 @@
 """Progress while a study runs: evaluations done of the budget, best so far, failures, busy
 workers and an ETA. In a study with replicas the best is a point's, as its search is told it
-(once all its replicas are in), never a lucky replica's.
+(once all its replicas are in), never a lucky replica's. In a study of several objectives the
+line gives the size of its Pareto front so far instead (``front N``: the feasible,
+non-dominated done evaluations); with constraints on one objective, the best feasible value in
+the objective's direction.
 
 On a terminal it is a live rich progress bar; elsewhere (batch jobs, CI, a pipe) a plain line
 every ``interval`` seconds and one at the end. ``emews run`` started alone from a terminal tells
@@ -16,6 +19,7 @@ import time
 
 from rich.console import Console
 
+from ..core.pareto import front, minimized
 from ..status import Status
 
 TERMINAL_VARIABLE = "EMEWS_TERMINAL"
@@ -23,14 +27,17 @@ BAR_EVERY = 0.25  # seconds between updates of the live bar (it redraws twice a 
 
 
 class Progress:
-    """Reports the study's progress (see the module docstring)."""
+    """Reports the study's progress (see the module docstring). ``directions``: in a study of
+    several objectives or with constraints, its objectives' directions, and ``pareto`` the raw
+    objective vectors on its front when the run starts."""
 
     def __init__(self, budget=None, interval=2.0, done=0, failed=0, best=math.inf, stream=None,
-                 max_time=None, pruned=0, replicas=None):
+                 max_time=None, pruned=0, replicas=None, directions=None, pareto=()):
         self.budget, self.interval, self.max_time = budget, interval, max_time
         self.replicas = replicas   # a study with replicas: its Gathered (emews.core.replicas)
         self.done, self.failed, self.best, self.pruned = done, failed, best, pruned
         self.done_at_start = done
+        self.directions, self.pareto = directions, list(pareto)
         self.running = 0
         force = True if os.environ.get(TERMINAL_VARIABLE) == "1" else None
         self.console = Console(file=stream or sys.stdout, highlight=False, force_terminal=force)
@@ -61,6 +68,10 @@ class Progress:
                 self.pruned += 1
             elif outcome.status != Status.DONE:
                 self.failed += 1
+            if self.directions is not None:
+                if outcome.status == Status.DONE and outcome.feasible is not False:
+                    self._add_to_front(list(outcome.objectives or [outcome.value]))
+                continue
             if self.replicas is not None:
                 told = self.replicas.add(json.loads(task.params), value)
                 value = math.nan if told is None else told[1]
@@ -76,6 +87,20 @@ class Progress:
         elif now - self.last >= self.interval:
             self.show()
 
+    def _add_to_front(self, values):
+        vectors = [*self.pareto, values]
+        kept = front([minimized(v, self.directions) for v in vectors])
+        self.pareto = [vectors[i] for i in kept]
+
+    def _found(self):
+        """What the study found so far: ``best VALUE``, or ``front N`` in a study of several
+        objectives."""
+        if self.directions is not None and len(self.directions) > 1:
+            return f"front {len(self.pareto)}"
+        if self.directions is not None:   # constraints on one objective
+            return "best " + (f"{self.pareto[0][0]:.6g}" if self.pareto else "-")
+        return "best " + ("-" if math.isinf(self.best) else f"{self.best:.6g}")
+
     def eta(self):
         """Seconds left, from the budget at the rate so far or from ``max_time``; or None."""
         elapsed = time.monotonic() - self.started
@@ -88,10 +113,9 @@ class Progress:
         return min(left) if left else None
 
     def _details(self):
-        best = "-" if math.isinf(self.best) else f"{self.best:.6g}"
         eta = self.eta()
         pruned = f" | pruned {self.pruned}" if self.pruned else ""
-        return (f"best {best} | failed {self.failed}{pruned} | running {self.running}"
+        return (f"{self._found()} | failed {self.failed}{pruned} | running {self.running}"
                 + ("" if eta is None else f" | ETA {_duration(eta)}"))
 
     def line(self):

@@ -68,11 +68,21 @@ def point_table(points):
 
 
 def as_csv(study, rows):
-    """``rows`` as CSV text, one column per parameter and metric."""
+    """``rows`` as CSV text, one column per parameter and metric; in a study of several
+    objectives or with constraints, one per objective too, after ``result``: its raw value,
+    the column named after the objective (``objective.NAME`` where another column has that
+    name)."""
+    columns, records = study.columns(), study.table(rows)
+    if study.criteria.vector:
+        names = [f"objective.{n}" if n in columns else n for n in study.criteria.names]
+        for record, row in zip(records, rows):
+            record.update(zip(names, row["objectives"] or [None] * len(names)))
+        at = columns.index("result") + 1
+        columns[at:at] = names
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=study.columns(), lineterminator="\n")
+    writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
     writer.writeheader()
-    writer.writerows(study.table(rows))
+    writer.writerows(records)
     return out.getvalue()
 
 

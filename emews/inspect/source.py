@@ -58,6 +58,13 @@ def read_curves(expdir, row=None):
         if r["attempt"] == row["attempt"]))
 
 
+def read_report_values(expdir, after=0):
+    """The reports of the study in ``expdir`` numbered after ``after``, as
+    :meth:`emews.store.Store.report_values` gives them, read in one read-only store opened for
+    this read alone."""
+    return _read_once(expdir, lambda store: store.report_values(after))
+
+
 def best_row(expdir):
     """The best row of the study in ``expdir`` (:meth:`emews.store.Store.best`), or ``None``,
     read through a read-only store opened for this read alone."""

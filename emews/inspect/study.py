@@ -55,10 +55,16 @@ class Study:
 
     @property
     def done(self):
-        """The evaluations with a value, best first."""
-        return sorted((r for r in self.rows
-                       if r["status"] == Status.DONE and r["result"] is not None),
-                      key=lambda r: (r["result"], r["id"]))
+        """The evaluations with a value, best first: by the value; in a study of several
+        objectives or with constraints, the feasible ones first, each by its first objective
+        in that objective's direction (the front: :attr:`pareto`)."""
+        rows = [r for r in self.rows if r["status"] == Status.DONE and r["result"] is not None]
+        criteria = self.criteria
+        if not criteria.vector:
+            return sorted(rows, key=lambda r: (r["result"], r["id"]))
+        sign = -1 if criteria.directions[0] == "maximize" else 1
+        return sorted(rows, key=lambda r: (r.get("feasible") is False, sign * (
+            r["objectives"][0] if r.get("objectives") else r["result"]), r["id"]))
 
     @property
     def failed(self):

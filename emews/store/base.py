@@ -293,6 +293,14 @@ class Store(abc.ABC):
         view of many curves needs); ``{}`` from a store that predates reports."""
 
     @abc.abstractmethod
+    def report_values(self, after=0):
+        """The reports numbered after ``after`` (their column ``n``, which grows with each
+        report: the study writes them alone) as ``(n, id, attempt, step, value)`` tuples in
+        that order, without their metrics (``value`` ``None`` for a NaN or infinite one): a
+        reader that kept the last ``n`` it saw reads only what is new; ``[]`` from a store
+        that predates reports."""
+
+    @abc.abstractmethod
     def counts(self):
         """``{status: number of points}`` (statuses that no point has are left out)."""
 

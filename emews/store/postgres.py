@@ -473,6 +473,12 @@ class PostgresStore(Store):
             "SELECT id, attempt, step, value, metrics, time FROM emews_reports WHERE exp_id=%s "
             f"{where} ORDER BY n", args)]
 
+    def report_values(self, after=0):
+        return [(row["n"], row["id"], row["attempt"], row["step"], row["value"])
+                for row in self._read("SELECT n, id, attempt, step, value FROM emews_reports "
+                                      "WHERE exp_id=%s AND n>%s ORDER BY n",
+                                      (self.exp_id, after))]
+
     def curves(self):
         return curves_of((row["id"], row["step"], row["value"]) for row in self._read(
             "SELECT r.id, r.step, r.value FROM emews_reports r JOIN emews_evaluations e ON "

@@ -248,6 +248,15 @@ class SQLiteStore(Store):
             f"SELECT id, attempt, step, value, metrics, time FROM reports {where} ORDER BY n",
             args)]
 
+    def report_values(self, after=0):
+        if not self._read("SELECT 1 FROM sqlite_master WHERE name='reports'"):
+            return []
+        with guarded(self.path, "read the store"):
+            cursor = self.db.cursor()
+            cursor.row_factory = None   # plain tuples: a study may hold millions of reports
+            return cursor.execute("SELECT n, id, attempt, step, value FROM reports WHERE n>? "
+                                  "ORDER BY n", (after,)).fetchall()
+
     def curves(self):
         if not self._read("SELECT 1 FROM sqlite_master WHERE name='reports'"):
             return {}
