@@ -85,15 +85,17 @@ def attempts(expdir, storage, status=None):
 
 def held(expdir, storage):
     """The ids of the tasks that a pool holds: over zmq, the running ones (a task goes to a
-    pool when it asks); on PostgreSQL, the leased ones (the study queues a task for its slots
-    as ``running`` before a pool pops it)."""
+    pool when it asks); on PostgreSQL, the popped ones that no result answered (the study
+    queues a task for its slots as ``running`` before a pool pops it)."""
     if not storage:
         return [row[0] for row in stored(expdir, storage, "running")]
     import psycopg
 
     with psycopg.connect(storage) as conn:
-        return [i for i, in conn.execute("SELECT id FROM emews_tasks WHERE exp_id=%s AND "
-                                         "pool IS NOT NULL", (str(expdir.resolve()),))]
+        return [i for i, in conn.execute(
+            "SELECT t.id FROM emews_tasks t JOIN eq_tasks e USING (eq_task_id) WHERE "
+            "t.exp_id=%s AND e.eq_status=1 AND e.worker_pool IS NOT NULL",   # 1: RUNNING
+            (str(expdir.resolve()),))]
 
 
 def evaluations(expdir):

@@ -4,11 +4,15 @@
 
     RemotePool --PostgresService--> emews_queue_OUT --PostgresPool (pop)--> pool job 1 (mpiexec)
                <------------------- emews_queue_IN  <--(report)----------   pool job 2 ...
-               <-expired leases (emews_tasks.deadline, renewed by the pools)
+               <-expired leases (emews_leases: one per pool, renewed by it)
                <-reports (emews_report_queue) --verdicts--> the pool that waits for them
 
-The tables are :mod:`emews.store.postgres`'s. A task's lease is its ``emews_tasks.deadline``
-on the database server's clock. A pool reports its results, renews its leases and pops new
+The tables are :mod:`emews.store.postgres`'s. A task is held by the pool that popped it (its
+``eq_tasks.worker_pool``, while ``RUNNING``), under that pool's lease: one row of
+``emews_leases`` per pool, its deadline on the database server's clock, renewed by the pool;
+when it runs out, the pool's tasks are released (``worker_pool`` cleared) and the study runs
+them again. A task moves through its rows in place, written once per state, and a lease costs
+no write per task. A pool reports its results, renews its lease and pops new
 tasks in one transaction, one round trip (:meth:`TaskQueue.trade`); the study pushes a batch of
 tasks in one round trip too, and looks for results when a NOTIFY says that some came. A
 ``json_in`` is an outcome's wire form with the task's ``attempt`` and ``rank``; one that an
@@ -226,6 +230,8 @@ class TaskQueue:
         self.listener = None
         self.eq_ids = {}                  # point id -> eq_task_id (the study's side)
         self.last_report = 0              # the last report row the study read
+        self.released = {}                # pool -> the deadline of its lease whose tasks the
+                                          # study released (the study's side)
 
     def _guard(self, action):
         return guarded(self.db, self.url, action)
@@ -340,13 +346,20 @@ class TaskQueue:
                                 (NOTIFY, (TASKS_CHANNEL,))])
 
     def expired(self):
-        """Points whose lease ran out, released: ``[(point id, pool), ...]``."""
+        """Points whose pool's lease ran out, released: ``[(point id, pool), ...]``. A
+        lease that ran out is looked at once (until the pool renews it and it runs out
+        again): the look for its tasks reads every task of the study."""
         with self._guard("check leases"):
-            return self.db.execute(
-                "UPDATE emews_tasks t SET pool=NULL, deadline=NULL FROM (SELECT eq_task_id, "
-                "pool FROM emews_tasks WHERE exp_id=%s AND deadline < extract(epoch FROM "
-                "now()) FOR UPDATE) old WHERE t.eq_task_id=old.eq_task_id "
-                "RETURNING t.id, old.pool", (self.exp_id,)).fetchall()
+            ended = [(pool, deadline) for pool, deadline in self.db.execute(
+                "SELECT pool, deadline FROM emews_leases WHERE deadline < extract(epoch FROM "
+                "now())").fetchall() if self.released.get(pool) != deadline]
+            if not ended:
+                return []
+            released = self.db.execute(RELEASE_EXPIRED, {
+                "pools": [pool for pool, _ in ended], "exp": self.exp_id,
+                "running": RUNNING}).fetchall()
+        self.released.update(ended)
+        return released
 
     # --- a pool's side ---------------------------------------------------------------------------
 
@@ -380,8 +393,9 @@ class TaskQueue:
     def trade(self, results, pool, lease, n, renew=False):
         """A pool's exchange, in one transaction and one round trip: store ``pool``'s
         ``results`` (``[(eq_task_id, json_in), ...]``) and push them onto the IN queue, take up
-        to ``n`` tasks off the OUT queue (``FOR UPDATE SKIP LOCKED``), marked running and
-        leased for ``lease`` seconds, and, if ``renew``, extend every lease ``pool`` holds.
+        to ``n`` tasks off the OUT queue (``FOR UPDATE SKIP LOCKED``), marked running, held by
+        ``pool``; if ``renew`` or any are taken, ``pool``'s lease runs ``lease`` seconds from
+        now (first: the lease's row is locked before any task's, as the study locks them).
 
         A task that has its result already keeps it: a later result of an emews study's task
         (its lease had expired, and another pool answered it first) goes to
@@ -389,22 +403,19 @@ class TaskQueue:
         ``[(eq_task_id, payload, run_id, attempt), ...]`` in priority order; EQ-SQL's stop
         message comes back with payload :data:`EQ_STOP`.
         """
-        statements = []
+        statements = [(LEASE, (pool, float(lease)))] if renew or n else []
         if results:
-            ids = [r[0] for r in results]
-            statements += [(REPORT, {"ids": ids, "payloads": [r[1] for r in results],
+            statements += [(REPORT, {"ids": [r[0] for r in results], "pool": pool,
+                                     "payloads": [r[1] for r in results],
                                      "complete": COMPLETE}),
-                           (RELEASE, (ids, pool)), (NOTIFY, (RESULTS_CHANNEL,))]
+                           (NOTIFY, (RESULTS_CHANNEL,))]
         popped = len(statements)    # the result of the pop, if any, comes after the others'
         if n:
             study = "" if self.exp_id is None else "AND (SELECT t.exp_id FROM emews_tasks t " \
                 "WHERE t.eq_task_id=q.eq_task_id) = %(exp)s"
             statements.append((POP.format(study=study), {
                 "type": self.task_type, "exp": self.exp_id, "n": int(n), "pool": pool,
-                "lease": float(lease), "running": RUNNING, "stop": EQ_STOP,
-                "complete": COMPLETE}))
-        if renew:
-            statements.append((RENEW, (float(lease), pool)))
+                "running": RUNNING, "stop": EQ_STOP, "complete": COMPLETE}))
         if not statements:
             return []
         with self._guard("trade with the queue"):
@@ -430,14 +441,12 @@ NEW_TASKS = (
 # Another attempt of a point: eq_tasks before emews_tasks, in the order every writer locks them.
 REQUEUE_EQ = ("UPDATE eq_tasks SET eq_status=%s, json_in=NULL, worker_pool=NULL "
               "WHERE eq_task_id = ANY(%b::integer[]) AND eq_status <> %s")
-REQUEUE_EMEWS = ("UPDATE emews_tasks t SET attempt=a.attempt, run_id=a.run_id, pool=NULL, "
-                 "deadline=NULL FROM unnest(%b::integer[], %b::integer[], %b::text[]) "
+REQUEUE_EMEWS = ("UPDATE emews_tasks t SET attempt=a.attempt, run_id=a.run_id "
+                 "FROM unnest(%b::integer[], %b::integer[], %b::text[]) "
                  "AS a(eq, attempt, run_id) WHERE t.eq_task_id=a.eq")
 REQUEUE_OUT = ("INSERT INTO emews_queue_OUT (eq_task_type, eq_task_id, eq_priority) "
                "SELECT %s, eq, 0 FROM unnest(%b::integer[]) AS eq")
-# One statement: a task's eq_tasks row is locked before its emews_tasks row (leased reads
-# started), the order of every other writer; one answered meanwhile (a late result of a
-# requeued task) is not run again.
+# One statement; a task answered meanwhile (a late result of a requeued task) is not run again.
 POP = (
     "WITH popped AS (DELETE FROM emews_queue_OUT WHERE ctid = ANY(ARRAY("
     "SELECT q.ctid FROM emews_queue_OUT q WHERE q.eq_task_type=%(type)s "
@@ -446,15 +455,13 @@ POP = (
     "started AS (UPDATE eq_tasks e SET eq_status=%(running)s, worker_pool=%(pool)s, "
     "time_start=now() WHERE e.eq_task_id = ANY(ARRAY(SELECT eq_task_id FROM popped)) AND "
     "e.json_out <> %(stop)s AND e.eq_status IS DISTINCT FROM %(complete)s "
-    "RETURNING e.eq_task_id), "
-    "leased AS (UPDATE emews_tasks t SET pool=%(pool)s, deadline=extract(epoch "
-    "FROM now()) + %(lease)s WHERE t.eq_task_id = ANY(ARRAY(SELECT eq_task_id FROM started)) "
-    "RETURNING t.eq_task_id, t.run_id, t.attempt) "
-    "SELECT p.eq_task_id, p.json_out, l.run_id, l.attempt FROM (SELECT eq_task_id, "
-    "eq_priority, (SELECT json_out FROM eq_tasks e WHERE e.eq_task_id=p.eq_task_id), "
-    "(SELECT eq_status FROM eq_tasks e WHERE e.eq_task_id=p.eq_task_id) FROM popped p) "
-    "AS p(eq_task_id, eq_priority, json_out, eq_status) LEFT JOIN leased l USING (eq_task_id) "
-    "WHERE p.eq_status IS DISTINCT FROM %(complete)s "
+    "RETURNING e.eq_task_id) "
+    "SELECT p.eq_task_id, p.json_out, (SELECT run_id FROM emews_tasks t WHERE "
+    "t.eq_task_id=p.eq_task_id), (SELECT attempt FROM emews_tasks t WHERE "
+    "t.eq_task_id=p.eq_task_id) FROM (SELECT eq_task_id, eq_priority, (SELECT json_out FROM "
+    "eq_tasks e WHERE e.eq_task_id=p.eq_task_id), (SELECT eq_status FROM eq_tasks e WHERE "
+    "e.eq_task_id=p.eq_task_id) FROM popped p) AS p(eq_task_id, eq_priority, json_out, "
+    "eq_status) WHERE p.eq_status IS DISTINCT FROM %(complete)s "
     "ORDER BY p.eq_priority DESC, p.eq_task_id")
 # The study's results and late results, each found from its queue's row (a small table).
 # Every statement here finds a task's rows by key (= ANY(ARRAY(...)), scalar subqueries): the
@@ -475,7 +482,7 @@ RESULTS = (
 REPORT = (
     "WITH r AS (SELECT * FROM unnest(%(ids)b::integer[], %(payloads)b::text[]) AS "
     "r(id, json_in)), done AS (UPDATE eq_tasks e SET json_in=r.json_in, "
-    "eq_status=%(complete)s, time_stop=now() FROM r WHERE "
+    "eq_status=%(complete)s, worker_pool=%(pool)s, time_stop=now() FROM r WHERE "
     "e.eq_task_id = ANY(%(ids)b::integer[]) AND e.eq_task_id=r.id AND "
     "e.eq_status <> %(complete)s RETURNING e.eq_task_id, e.eq_task_type), "
     "queued AS (INSERT INTO emews_queue_IN (eq_task_type, eq_task_id) SELECT "
@@ -486,8 +493,13 @@ REPORTS = ("SELECT r.n, t.id, r.attempt, r.rank, r.report FROM emews_report_queu
            "emews_tasks t ON t.eq_task_id=r.eq_task_id WHERE r.verdict IS NULL AND r.n > %s AND "
            "t.exp_id=%s ORDER BY r.n")   # a study's reports that wait, after the last it read
 NOTIFY = "SELECT pg_notify(%s, '')"   # NOTIFY CHANNEL, as a statement that can be prepared
-# (not "pool=%s": the planner would read the pool's index, which has an entry for each task
-# the pool ever ran, until the table is vacuumed)
-RELEASE = ("UPDATE emews_tasks SET pool=NULL, deadline=NULL WHERE eq_task_id = "
-           "ANY(%b::integer[]) AND pool IS NOT DISTINCT FROM %s")
-RENEW = "UPDATE emews_tasks SET deadline=extract(epoch FROM now()) + %s WHERE pool=%s"
+LEASE = ("INSERT INTO emews_leases (pool, deadline) VALUES (%s, extract(epoch FROM now()) + %s) "
+         "ON CONFLICT (pool) DO UPDATE SET deadline=EXCLUDED.deadline")
+# The study's running tasks held by pools whose leases ran out, released: the lease rows are
+# locked first (a pool that renews meanwhile keeps its tasks), as a pool's trade locks them.
+RELEASE_EXPIRED = (
+    "WITH ended AS (SELECT pool FROM emews_leases WHERE pool = ANY(%(pools)s) AND "
+    "deadline < extract(epoch FROM now()) FOR UPDATE) "
+    "UPDATE eq_tasks e SET worker_pool=NULL FROM emews_tasks t, ended WHERE "
+    "t.exp_id=%(exp)s AND e.eq_task_id=t.eq_task_id AND e.eq_status=%(running)s AND "
+    "e.worker_pool=ended.pool RETURNING t.id, ended.pool")
