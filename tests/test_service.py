@@ -477,3 +477,38 @@ def test_a_task_type_without_eqsql_is_refused_with_one_line(emews_cli):
     assert done.returncode == 2
     assert done.stderr.strip() == ("emews: error: emews pool --task-type: selects EQ-SQL tasks: "
                                    "it needs --eqsql URL, got 3")
+
+
+def test_a_pool_that_takes_a_dead_pools_name_does_not_keep_its_tasks_alive(postgres_url,
+                                                                           tmp_path):
+    """On PostgreSQL a lease is a pool's, under its name (``HOST:PID``): a pool that comes
+    back with a dead one's name (the same pid again, on a host of the same name) takes another
+    name, and the dead one's task comes back interrupted when its lease runs out, while the new
+    pool renews its own."""
+    from emews.pools.base import Task
+    from emews.service.postgres_transport import PostgresPool, PostgresService
+
+    service = PostgresService(postgres_url, "exp", 4, 0.5, {}, tmp_path)
+    dead, again = PostgresPool(postgres_url, "exp", name="node:7"), None
+    try:
+        dead.introduce()
+        service.send([Task(0, json.dumps({"x": 0.5}), "r0")])
+        assert [task.params for task in dead.trade([], 1, True, False)] == ['{"x": 0.5}']
+        dead.close()
+        again = PostgresPool(postgres_url, "exp", name="node:7")
+        again.introduce()
+        assert again.name == "node.2:7"
+        expired = []
+
+        def released():
+            again.trade([], 0, False, True)    # the live pool renews its lease
+            expired.extend(service.expired())
+            return expired
+
+        wait_until(released, "the dead pool's lease to run out")
+        assert expired == [(0, "node:7")]
+        assert service.expired() == []         # released once
+    finally:
+        for link in (dead, again, service):
+            if link is not None:
+                link.close()

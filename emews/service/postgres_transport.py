@@ -22,6 +22,7 @@ The study's state (``running``, ``cancelling``, ``ended``) is how it speaks to i
 (``eqsql``'s included) until it pops EQ-SQL's ``EQ_STOP``.
 """
 
+import itertools
 import json
 import math
 import os
@@ -159,6 +160,7 @@ class PostgresPool(PoolLink):
                                  f"{self.queue.exp_id!r} in this database")
             config, expdir, _, self.queue.task_type = study
         self.lease = float(config.pop("lease", self.lease))
+        self.name = self.queue.claim(self.name, self.lease)
         return {"config": config, "expdir": expdir, "lease": self.lease}
 
     def trade(self, finished, free, ask, renew):
@@ -371,6 +373,18 @@ class TaskQueue:
                                   "WHERE exp_id=%s", (self.exp_id,)).fetchone()
         return None if row is None else (json.loads(row[0]), row[1], row[2], row[3])
 
+    def claim(self, name, lease):
+        """Take a lease of ``lease`` seconds under a pool name that no lease had before:
+        ``name`` (``HOST:PID``), or, where a pool of that name was here before (the same pid
+        again, on a host of the same name), ``HOST.2:PID`` ... (the tasks that one held are
+        its own, released when its lease runs out). Returns the name taken."""
+        host, _, pid = name.rpartition(":")
+        for k in itertools.count(1):
+            taken = name if k == 1 else f"{host}.{k}:{pid}"
+            with self._guard("take a lease"):
+                if self.db.execute(CLAIM, (taken, float(lease))).fetchone():
+                    return taken
+
     def put_reports(self, reports):
         """Queue a pool's reports ``[(eq_task_id, attempt, rank, report JSON), ...]`` for the
         study (NOTIFYing it); return their row numbers."""
@@ -493,6 +507,8 @@ REPORTS = ("SELECT r.n, t.id, r.attempt, r.rank, r.report FROM emews_report_queu
            "emews_tasks t ON t.eq_task_id=r.eq_task_id WHERE r.verdict IS NULL AND r.n > %s AND "
            "t.exp_id=%s ORDER BY r.n")   # a study's reports that wait, after the last it read
 NOTIFY = "SELECT pg_notify(%s, '')"   # NOTIFY CHANNEL, as a statement that can be prepared
+CLAIM = ("INSERT INTO emews_leases (pool, deadline) VALUES (%s, extract(epoch FROM now()) + %s) "
+         "ON CONFLICT (pool) DO NOTHING RETURNING pool")
 LEASE = ("INSERT INTO emews_leases (pool, deadline) VALUES (%s, extract(epoch FROM now()) + %s) "
          "ON CONFLICT (pool) DO UPDATE SET deadline=EXCLUDED.deadline")
 # The study's running tasks held by pools whose leases ran out, released: the lease rows are
