@@ -312,7 +312,7 @@ class TaskQueue:
         JSON), ...]`` in order."""
         with self._guard("read results and reports"):
             results, reports = run_batch(self.db, [(RESULTS, {"exp": self.exp_id}),
-                                                   (REPORTS, (self.last_report, self.exp_id))])
+                                                   (REPORTS, (self.exp_id, self.last_report))])
             results, reports = results.fetchall(), reports.fetchall()
         if reports:
             self.last_report = reports[-1][0]
@@ -503,9 +503,12 @@ REPORT = (
     "eq_task_type, eq_task_id FROM done) INSERT INTO emews_late_results "
     "(eq_task_id, json_in) SELECT r.id, r.json_in FROM r JOIN emews_tasks t ON "
     "t.eq_task_id=r.id WHERE r.id NOT IN (SELECT eq_task_id FROM done)")
-REPORTS = ("SELECT r.n, t.id, r.attempt, r.rank, r.report FROM emews_report_queue r JOIN "
-           "emews_tasks t ON t.eq_task_id=r.eq_task_id WHERE r.verdict IS NULL AND r.n > %s AND "
-           "t.exp_id=%s ORDER BY r.n")   # a study's reports that wait, after the last it read
+# A study's reports that wait, after the last it read (from the queue's rows: a join would
+# read every task of the study, each time, as a queue that is mostly empty is looked at).
+REPORTS = ("SELECT * FROM (SELECT r.n, (SELECT t.id FROM emews_tasks t WHERE "
+           "t.eq_task_id=r.eq_task_id AND t.exp_id=%s), r.attempt, r.rank, r.report FROM "
+           "emews_report_queue r WHERE r.verdict IS NULL AND r.n > %s) AS r(n, id, attempt, "
+           "rank, report) WHERE r.id IS NOT NULL ORDER BY r.n")
 NOTIFY = "SELECT pg_notify(%s, '')"   # NOTIFY CHANNEL, as a statement that can be prepared
 CLAIM = ("INSERT INTO emews_leases (pool, deadline) VALUES (%s, extract(epoch FROM now()) + %s) "
          "ON CONFLICT (pool) DO NOTHING RETURNING pool")
