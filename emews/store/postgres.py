@@ -94,6 +94,7 @@ EQSQL_INDEXES = """
 CREATE INDEX emews_queue_out_pop ON emews_queue_OUT (eq_task_type, eq_priority DESC, eq_task_id);
 CREATE INDEX emews_queue_in_task ON emews_queue_IN (eq_task_id);
 CREATE INDEX eq_exp_id_tasks_exp ON eq_exp_id_tasks (exp_id);
+ALTER TABLE eq_tasks SET (fillfactor = 50);
 """
 # Added later (with the status 'pruned'): made on a database whose schema predates it.
 REPORTS_SCHEMA = """
