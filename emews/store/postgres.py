@@ -235,8 +235,6 @@ class PostgresStore(Store):
     ``create=False`` (and ``readonly``) refuses a study the database does not hold.
     """
 
-    logs_done_attempts = True
-
     def __init__(self, url, exp_id, create=True, readonly=False):
         from psycopg.rows import dict_row
 
