@@ -493,6 +493,7 @@ def test_a_pool_that_takes_a_dead_pools_name_does_not_keep_its_tasks_alive(postg
     try:
         dead.introduce()
         service.send([Task(0, json.dumps({"x": 0.5}), "r0")])
+        assert service.receive() == ([], False)     # it goes out with the look for results
         assert [task.params for task in dead.trade([], 1, True, False)] == ['{"x": 0.5}']
         dead.close()
         again = PostgresPool(postgres_url, "exp", name="node:7")
@@ -512,3 +513,23 @@ def test_a_pool_that_takes_a_dead_pools_name_does_not_keep_its_tasks_alive(postg
         for link in (dead, again, service):
             if link is not None:
                 link.close()
+
+
+def test_a_task_taken_back_before_it_went_out_never_reaches_the_queue(postgres_url, tmp_path):
+    """On PostgreSQL the tasks a study sends go out with its next look for results (one round
+    trip for both): one taken back before that is never queued, and is not started."""
+    from emews.pools.base import Task
+    from emews.service.postgres_transport import PostgresPool, PostgresService
+
+    service = PostgresService(postgres_url, "exp", 4, 60.0, {}, tmp_path)
+    pool = PostgresPool(postgres_url, "exp")
+    try:
+        pool.introduce()
+        service.send([Task(i, json.dumps({"x": i}), f"r{i}") for i in range(2)])
+        assert service.withdraw([1]) == [1]
+        service.receive()
+        assert [task.params for task in pool.trade([], 4, True, False)] == ['{"x": 0}']
+        assert service.withdraw([0]) == []     # popped: no longer the study's to take back
+    finally:
+        pool.close()
+        service.close()

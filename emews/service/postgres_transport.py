@@ -47,7 +47,8 @@ class PostgresService(ServiceLink):
     """The study's side: tasks go onto EQ-SQL's OUT queue, results come off its IN queue.
 
     ``slots`` is how many tasks may be queued or running at once; ``config`` (with ``lease``,
-    for the pools) and ``expdir`` are recorded for the pools in ``emews_studies``.
+    for the pools) and ``expdir`` are recorded for the pools in ``emews_studies``. Tasks sent
+    go out with the next look for results (one round trip for both), or before a wait.
     """
 
     def __init__(self, url, exp_id, slots, lease, config, expdir, task_type=0):
@@ -57,22 +58,30 @@ class PostgresService(ServiceLink):
         self.looked = self.checked = 0.0
         self.news = True
         self.incoming, self.waiting = [], {}   # reports of the last receive; id -> their rows
+        self.unsent = []                      # tasks sent since the last round trip
         self.queue.wait(RESULTS_CHANNEL, 0)   # listen from now on
 
     def demand(self, running):
         return self.slots - running
 
     def send(self, tasks):
-        self.queue.push(tasks)
+        self.unsent += tasks
+
+    def _flush(self):
+        """Push the tasks sent since the last round trip."""
+        if self.unsent:
+            tasks, self.unsent = self.unsent, []
+            self.queue.push(tasks)
 
     def receive(self):
         self.incoming = []
-        if not self.news and time.monotonic() - self.looked < POLL_MAX:
+        if not self.news and not self.unsent and time.monotonic() - self.looked < POLL_MAX:
             self.news = self.queue.wait(RESULTS_CHANNEL, 0)
             if not self.news:
                 return [], False
         self.looked, self.news = time.monotonic(), False
-        popped, reports = self.queue.incoming()
+        tasks, self.unsent = self.unsent, []
+        popped, reports = self.queue.incoming(tasks)
         results = [_received(i, payload, late) for i, payload, late in popped]
         for n, point_id, attempt, rank, payload in reports:
             try:
@@ -91,6 +100,7 @@ class PostgresService(ServiceLink):
                            for n in self.waiting.pop(point_id, [])])
 
     def wait(self, timeout):
+        self._flush()
         self.news |= self.queue.wait(RESULTS_CHANNEL, timeout)
         return self.news
 
@@ -101,7 +111,10 @@ class PostgresService(ServiceLink):
         return self.queue.expired()
 
     def withdraw(self, ids):
-        return self.queue.withdraw(ids)
+        ids = set(ids)
+        unsent = [task.id for task in self.unsent if task.id in ids]
+        self.unsent = [task for task in self.unsent if task.id not in ids]
+        return unsent + self.queue.withdraw(ids.difference(unsent))
 
     def cancel(self):
         self.queue.set_state("cancelling")
@@ -285,6 +298,13 @@ class TaskQueue:
     def push(self, tasks):
         """Put tasks (:class:`~emews.pools.base.Task`) on the OUT queue, in one round trip: a
         new point becomes an EQ-SQL task; another attempt of a point requeues its task."""
+        statements, record = self._pushing(tasks)
+        with self._guard("queue tasks"):
+            record(run_batch(self.db, statements))
+
+    def _pushing(self, tasks):
+        """The statements that push ``tasks`` (see :meth:`push`), and what records their
+        EQ-SQL ids from the cursors of a batch that begins with them."""
         new = [t for t in tasks if t.id not in self.eq_ids]
         again = [t for t in tasks if t.id in self.eq_ids]
         statements = []
@@ -300,20 +320,23 @@ class TaskQueue:
                                             [t.run_id for t in again])),
                            (REQUEUE_OUT, (self.task_type, eq_ids))]
         statements.append((NOTIFY, (TASKS_CHANNEL,)))
-        with self._guard("queue tasks"):
-            made = run_batch(self.db, statements)
-            if new:
-                self.eq_ids.update(made[0].fetchall())
 
-    def incoming(self):
-        """In one round trip: pop the study's results off the IN queue, and the late ones (see
-        :meth:`trade`), ``[(point id, json_in, late), ...]``; and read its reports that wait
-        for a verdict and were not read before, ``[(n, point id, attempt, rank, report
-        JSON), ...]`` in order."""
-        with self._guard("read results and reports"):
-            results, reports = run_batch(self.db, [(RESULTS, {"exp": self.exp_id}),
-                                                   (REPORTS, (self.exp_id, self.last_report))])
-            results, reports = results.fetchall(), reports.fetchall()
+        def record(cursors):
+            if new:
+                self.eq_ids.update(cursors[0].fetchall())
+        return statements, record
+
+    def incoming(self, tasks=()):
+        """In one round trip: push ``tasks`` (as :meth:`push` does), pop the study's results
+        off the IN queue, and the late ones (see :meth:`trade`), ``[(point id, json_in,
+        late), ...]``; and read its reports that wait for a verdict and were not read before,
+        ``[(n, point id, attempt, rank, report JSON), ...]`` in order."""
+        statements, record = self._pushing(tasks) if tasks else ([], lambda cursors: None)
+        with self._guard("queue tasks and read results and reports"):
+            cursors = run_batch(self.db, statements + [
+                (RESULTS, {"exp": self.exp_id}), (REPORTS, (self.exp_id, self.last_report))])
+            record(cursors)
+            results, reports = cursors[-2].fetchall(), cursors[-1].fetchall()
         if reports:
             self.last_report = reports[-1][0]
         return results, reports
