@@ -37,15 +37,20 @@ class Sweep(Algorithm):
     """Propose the points of ``file``, of the ``params`` table or of the space's grid in order;
     done when all were proposed.
 
-    Its state (JSON) is the position in the list and the points told so far.
+    Its state (JSON) is the position in the list and the points told so far. It sweeps any
+    number of ``objectives`` alike (it never looks at values).
     """
+
+    multiobjective = True
 
     needs_space = False
     finite = True
     ready_share = 1.0   # the list does not depend on results: one point ready per slot is free
 
-    def __init__(self, space, seed=None, file=None, params=None, strategy="all_perm", n=None):
+    def __init__(self, space, seed=None, file=None, params=None, strategy="all_perm", n=None,
+                 objectives=1):
         super().__init__(space, seed)
+        self.objectives = objectives
         if file is not None and params is not None:
             raise ConfigError("[algorithm]", "the sweep takes at most one of file (a JSON-lines "
                               "file of points) and params (a table of values per parameter)",

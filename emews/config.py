@@ -24,9 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .core import pruners
+from .core.criteria import Criteria
+from .core.pareto import minimized
 from .core.failure import ACTIONS as FAILURE_ACTIONS
 from .errors import ConfigError
-from .validation import Choice, Flag, Number, Strings, Text, check
+from .validation import Choice, Each, Flag, Number, Strings, Text, check
 
 IMPLEMENTATIONS = ("py", "app", "container", "echo")   # [study].impl: emews.evaluate's kinds
 RETURN_EPOCHS = ("last", "min", "max")                 # [model].return_epoch
@@ -35,7 +37,7 @@ CONTAINER_RUNTIMES = ("singularity", "apptainer", "charliecloud", "podman-hpc", 
                       "shifter")
 CONTAINER_GPUS = ("auto", "nvidia", "amd", "none")     # [model].container_gpus
 KINDS = {"int": Number(integer=True, words=True), "float": Number(words=True), "bool": Flag(),
-         "str": Text(), "path": Text(), "list": Strings()}
+         "str": Text(), "path": Text(), "list": Strings(), "numbers": Each(Number())}
 
 
 @dataclass(frozen=True)
@@ -104,7 +106,11 @@ SCHEMA = {
         "objective": Setting("str"),
         "app": Setting("list"),
         "model_name": Setting("str", "model", "MODEL_NAME"),
-        "model_return": Setting("str", "val_loss", "MODEL_RETURN"),
+        "model_return": Setting("str", "val_loss", "MODEL_RETURN"),  # "a,b": objectives
+        "objectives": Setting("list"),
+        "directions": Setting("list"),
+        "constraints": Setting("list", []),
+        "reference_point": Setting("numbers"),
         "timeout": Setting("float", None, "SH_TIMEOUT", minimum=-1),  # empty, 0, -1: none
         "isolate": Setting("bool", True),
         "data_dir": Setting("path", "experiments", "CANDLE_DATA_DIR"),
@@ -150,7 +156,8 @@ SCHEMA = {
         "lease": _positive("float", 60.0),
     },
 }
-STOP_KEYS = ("budget", "max_iterations", "tol", "patience", "target", "max_time", "step_budget")
+STOP_KEYS = ("budget", "max_iterations", "tol", "patience", "target", "max_time", "step_budget",
+             "reference_point")
 
 
 @dataclass
@@ -185,9 +192,27 @@ class Config:
                             where=lambda key: self.where("pruner", key))
 
     @property
+    def criteria(self):
+        """The study's :class:`~emews.core.criteria.Criteria`: its objectives, their
+        directions and its constraints."""
+        return Criteria.from_study(self.study, lambda key: self.where("study", key))
+
+    @property
+    def algorithm_options(self):
+        """The options the study's algorithm is built with: ``[algorithm]``, and
+        ``objectives=k`` in a study of ``k > 1`` objectives."""
+        k = len(self.criteria.names)
+        return dict(self.algorithm, objectives=k) if k > 1 else dict(self.algorithm)
+
+    @property
     def stop(self):
-        """The stopping rules (keyword arguments of :class:`emews.core.algorithm.Stopper`)."""
-        return {k: self.study[k] for k in STOP_KEYS if self.study[k] is not None}
+        """The stopping rules (keyword arguments of :class:`emews.core.algorithm.Stopper`; the
+        reference point with each objective to minimize)."""
+        stop = {k: self.study[k] for k in STOP_KEYS if self.study[k] is not None}
+        if "reference_point" in stop:
+            stop["reference_point"] = minimized(stop["reference_point"],
+                                                self.criteria.directions)
+        return stop
 
 
 def load(sources=(), overrides=None, environ=None):
@@ -243,6 +268,7 @@ def load(sources=(), overrides=None, environ=None):
                                                  bases.get((table, key), Path.cwd()), from_env)
     config.algorithm = _resolve_files(tables["algorithm"], bases, config)
     config.make_pruner()   # its options checked together: contradictions are refused now
+    _resolve_objectives(config)
     if config.study["name"] is None:
         first = next((s for s in sources if not isinstance(s, dict)), None)
         config.study["name"] = Path(first).stem if first is not None else "study"
@@ -251,6 +277,49 @@ def load(sources=(), overrides=None, environ=None):
         config.study["app"] = [_maybe_file(arg, bases.get(("study", "app"), base_dir))
                                for arg in config.study["app"]]
     return config
+
+
+def _resolve_objectives(config):
+    """``MODEL_RETURN``'s list form (``"val_loss,params"``) as ``[study] objectives``, and
+    ``model_return`` as the first objective; then the criteria checked, and what does not go
+    with several objectives refused (one line each)."""
+    study = config.study
+    if "," in study["model_return"]:
+        names = [name.strip() for name in study["model_return"].split(",")]
+        if study["objectives"] is not None and study["objectives"] != names:
+            raise ConfigError(config.where("study", "objectives"), "must be the same list as "
+                              f"[study].model_return (MODEL_RETURN) {names}, or left out",
+                              study["objectives"])
+        study["objectives"] = names
+    if study["objectives"]:
+        study["model_return"] = study["objectives"][0]
+    criteria = config.criteria
+    if not criteria.vector:
+        if study["reference_point"] is not None:
+            raise ConfigError(config.where("study", "reference_point"), "applies to a study of "
+                              "several objectives or constraints only", study["reference_point"])
+        return
+    several = f"a study of several objectives or constraints ({', '.join(criteria.names)})"
+    for table, key, rule in (
+            ("study", "target", "has no single value to reach"),
+            ("failure", "penalty", "tells a failure as NaN (a penalty is one number)")):
+        if getattr(config, table)[key] is not None:
+            raise ConfigError(config.where(table, key), f"cannot be used in {several}: it "
+                              f"{rule}", getattr(config, table)[key])
+    if study["pruner"] != "none":
+        raise ConfigError(config.where("study", "pruner"), f"must be 'none' in {several}: a "
+                          "pruner compares one value", study["pruner"])
+    if study["replicas"] > 1:
+        raise ConfigError(config.where("study", "replicas"), f"must be 1 in {several}: "
+                          "replicas are gathered into one value", study["replicas"])
+    if "objectives" in config.algorithm:
+        raise ConfigError(config.where("algorithm", "objectives"), "is set from [study] "
+                          "objectives (their number), not in [algorithm]",
+                          config.algorithm["objectives"])
+    if study["reference_point"] is not None and \
+            len(study["reference_point"]) != len(criteria.names):
+        raise ConfigError(config.where("study", "reference_point"), "must give one number "
+                          f"per objective ({len(criteria.names)})", study["reference_point"])
 
 
 def _read(source):

@@ -105,7 +105,7 @@ def resume_changes(stored, cfg, digest):
 
     Raises a ConfigError naming the first difference that would make the resumed study a
     different study: the space (its file or its content), the algorithm or its options, the
-    objective, or the model.
+    objective, what it optimizes (objectives, directions, constraints), or the model.
     """
     def refuse(what, old, new):
         raise ConfigError(f"--resume: {what}", "must be the same as in the stored study "
@@ -115,6 +115,8 @@ def resume_changes(stored, cfg, digest):
     for table, key in IDENTITY:
         if stored.study[key] != cfg.study[key]:
             refuse(f"[{table}].{key}", stored.study[key], cfg.study[key])
+    if stored.criteria != cfg.criteria:
+        refuse("[study] objectives, directions and constraints", stored.criteria, cfg.criteria)
     if digest is not None and space_digest(cfg) != digest:
         refuse("the search space's content", digest[:12], space_digest(cfg)[:12])
     for table in ("algorithm", "model"):
@@ -147,7 +149,8 @@ def keep_password_out(cfg):
 def search_settings(cfg, seed):
     """What :func:`emews.core.me.build_algorithm` builds the study's algorithm from."""
     study = cfg.study
-    return {"algorithm": study["algorithm"], "options": cfg.algorithm, "space": study["space"],
+    return {"algorithm": study["algorithm"], "options": cfg.algorithm_options,
+            "space": study["space"],
             "seed": seed, "replicas": {k: study[k] for k in REPLICA_KEYS}}
 
 
@@ -169,6 +172,11 @@ def validate(cfg, seed=None):
             raise ConfigError(cfg.where("algorithm", key), "is a setting of [study], not of "
                               "[algorithm]", cfg.algorithm[key])
     algorithm = load(study["algorithm"], cfg.where("study", "algorithm"))
+    names = cfg.criteria.names
+    if isinstance(algorithm, type) and len(names) > 1 and not algorithm.multiobjective:
+        raise ConfigError(cfg.where("study", "algorithm"), f"searches one objective only; the "
+                          f"study has {len(names)} ({', '.join(names)}): choose one that "
+                          "searches several (multiobjective = True)", study["algorithm"])
     if isinstance(algorithm, type):
         if space is None and algorithm.needs_space:
             raise ConfigError(cfg.where("study", "space"), "the algorithm needs a search-space "

@@ -3,6 +3,7 @@
 ::
 
     the ME's final message --final_record()--> store meta "final", final.json
+                                               (several objectives: "pareto", the front)
     the store (counts, best) + "final"  --result_of()--> Result --print_summary()--> stdout
 """
 
@@ -11,6 +12,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from .core.criteria import Criteria
+from .core.pareto import front_rows
 from .core.replicas import summarize
 from .errors import Interrupted
 from .experiment import load_experiment
@@ -20,7 +23,9 @@ from .store import study_store
 
 @dataclass
 class Result:
-    """What a study found."""
+    """What a study found: its best point and value, or, in a study of several objectives or
+    with constraints, its Pareto front (``pareto``: ``{"point", "values"}`` dicts, the values
+    raw, in the order of the objectives; ``best_point`` and ``best_value`` are then ``None``)."""
 
     best_point: dict | None
     best_value: float | None
@@ -28,6 +33,7 @@ class Result:
     stop_reason: str | None = None
     evaluations: int = 0
     failed: int = 0
+    pareto: list | None = None
 
     @property
     def all_failed(self):
@@ -35,18 +41,30 @@ class Result:
         return bool(self.evaluations) and self.failed == self.evaluations
 
 
-def final_record(text, store, replicas=None):
+def final_record(text, store, study=None):
     """The study's final record: the ME's final message ``text`` (a JSON object, else kept as
     its ``message``) with the best point and value as ``store`` has them (never a failed one;
-    with ``replicas`` settings of more than one replica, the point whose replicas' mean or
-    worst value is best)."""
+    with ``study`` settings of more than one replica, the point whose replicas' mean or worst
+    value is best). A ``study`` of several objectives or with constraints gets its Pareto
+    front instead (:func:`pareto`)."""
     try:
         final = json.loads(text)
     except (TypeError, ValueError):
         final = None
     final = final if isinstance(final, dict) else {"message": text}
-    point, value = best(store, replicas or {})
+    criteria = Criteria.from_study(study or {})
+    if criteria.vector:
+        final = {k: v for k, v in final.items() if k not in ("best_point", "best_value")}
+        return dict(final, pareto=pareto(store, criteria.directions))
+    point, value = best(store, study or {})
     return dict(final, best_point=point, best_value=value)
+
+
+def pareto(store, directions):
+    """The study's Pareto front: ``{"point": ..., "values": [...]}`` of every feasible,
+    non-dominated done evaluation (each objective in its ``directions``), by id."""
+    return [{"point": row["params"], "values": row["objectives"]}
+            for row in front_rows(store.rows(Status.DONE), directions)]
 
 
 def best(store, study):
@@ -66,13 +84,15 @@ def best(store, study):
 def result_from(expdir, store, final):
     """The :class:`Result` of ``final`` (the stored final record, with its best point)."""
     counts = store.counts()
-    if "best_point" in final:
+    if "pareto" in final:
+        point, value = None, None
+    elif "best_point" in final:
         point, value = final["best_point"], final["best_value"]
     else:
         point, value = best(store, {})
     failed = counts.get(Status.FAILED, 0)
     return Result(point, value, Path(expdir), final.get("stop_reason"),
-                  counts.get(Status.DONE, 0) + failed, failed)
+                  counts.get(Status.DONE, 0) + failed, failed, final.get("pareto"))
 
 
 def read(expdir, reading):
@@ -117,6 +137,9 @@ def print_summary(result, stream=None):
     stream = stream or sys.stdout
     lines = [f"emews: stopped: {result.stop_reason or 'the ME sent DONE'}",
              f"emews: {result.evaluations} evaluations ({result.failed} failed)"]
+    if result.pareto is not None:
+        lines.append(f"emews: Pareto front of {len(result.pareto)} point"
+                     f"{'' if len(result.pareto) == 1 else 's'} (final.json: pareto)")
     if result.best_point is not None:
         lines.append(f"emews: best value {result.best_value:.6g} at "
                      f"{json.dumps(result.best_point, ensure_ascii=False)}")

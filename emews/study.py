@@ -253,7 +253,7 @@ def run_master(expdir, cfg, pool, algorithm=None):
                         known=begin.known,
                         first_seq=begin.settings["put_base"] if begin.restored is not None
                         else store.next_seq(),
-                        control=control, pruner=cfg.make_pruner())
+                        control=control, pruner=cfg.make_pruner(), criteria=cfg.criteria)
         master.resume_reports(store.reports(), [(row["id"], row["attempt"])
                                                 for row in store.rows(Status.DONE)],
                               [(row["id"], row["attempt"]) for row in store.attempts()

@@ -44,8 +44,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from emews.errors import ConfigError
-from emews.evaluate import RETURN_EPOCHS, EvaluationFailed, current_run, extract_value
-from emews.evaluate.results import Value, final_metrics
+from emews.evaluate import RETURN_EPOCHS, EvaluationFailed, current_run
+from emews.evaluate.results import extract, objective_names
 
 from .keras_reports import reporting_epochs
 
@@ -292,16 +292,19 @@ def run_model(hyperparameters, run_dir, spec, exp_id="EXP000", run_id="RUN000", 
     params = model_parameters(module, spec, hyperparameters, exp_id, run_id, argv,
                               checkpoint_dir)
     write_parameters(run_dir / "parameters.txt", params)
-    with reporting_epochs(spec.model_return):
+    names = objective_names(spec.model_return)   # the first is reported by epoch
+    with reporting_epochs(names[0]):
         result = module.run(params)
-    mark_early_stop(run_dir, result, spec.model_return, hyperparameters)
+    mark_early_stop(run_dir, result, names[0], hyperparameters)
     history = history_of(result)
     if history is not None:
         (run_dir / "history.txt").write_text(json.dumps(history, indent=1) + "\n")
-    value = extract_value(result, spec.model_return, spec.epoch)
-    (run_dir / "result.txt").write_text(f"{value!r}\n")
-    print(f"IMPROVE_RESULT {value!r}", flush=True)
-    return Value(value, final_metrics(result))
+    value = extract(result, spec.model_return, spec.epoch)
+    (run_dir / "result.txt").write_text(f"{float(value)!r}\n")
+    print(f"IMPROVE_RESULT {float(value)!r}", flush=True)
+    for name, objective in zip(names, value.objectives):   # several: one labelled line each
+        print(f"IMPROVE_RESULT {name} {objective!r}", flush=True)
+    return value
 
 
 def train(params):

@@ -15,8 +15,9 @@ the ME's thread) keeps the experiment's store, ``$TURBINE_OUTPUT/results.db``, a
                          DONE + final    final.json written, the store's meta "final"; "DONE"
                          EQPY_ABORT      the traceback printed here; "ABORT"
     tell(results)      the outcomes of a batch stored and committed (done or failed, with
-                       params, result, rank, times, error and log tail), then the values given
-                       to the ME
+                       params, result, rank, times, error and log tail; several objectives
+                       judged as emews run's master does), then the values given to the ME
+                       (several objectives: JSON lists, see emews.core.eqpy)
 
 A worker rank calls :func:`evaluate` for one point; its stdout and stderr go to
 ``out/out-RANK.txt`` from its first evaluation on; it returns the outcome as one JSON object,
@@ -40,6 +41,7 @@ from pathlib import Path
 import emews.core.eqpy as eqpy
 from emews import experiment
 from emews.core.algorithm import point_key
+from emews.core.criteria import Criteria
 from emews.core.master import run_id
 from emews.evaluate import Outcome, from_env
 from emews.pools.mpi import redirect_output
@@ -76,6 +78,7 @@ _store = None
 _batch = []          # (id, attempt) of the points being evaluated, in order
 _requeue = {}        # point key -> deque of (id, attempt) that a killed run left interrupted
 _objective = None
+_study = None         # config.json's [study]: what the study optimizes, its replicas
 
 
 def expdir():
@@ -117,6 +120,14 @@ def store():
     return _store
 
 
+def study():
+    """The study's ``[study]`` table as ``prepare.py`` recorded it (``config.json``)."""
+    global _study
+    if _study is None:
+        _study = json.loads((expdir() / "config.json").read_text())["study"]
+    return _study
+
+
 def _point_json(text):
     """The point as the store keeps it (a JSON object), and as the worker gets it (ASCII)."""
     try:
@@ -154,7 +165,7 @@ def _finish(final_text):
     db = store()
     settings = json.loads(Path(os.environ.get("EMEWS_SETTINGS")
                                or expdir() / "settings.json").read_text())
-    final = final_record(final_text, db, settings.get("replicas"))
+    final = final_record(final_text, db, {**study(), **(settings.get("replicas") or {})})
     db.set_meta("final", final)
     db.commit()
     db.close()
@@ -191,19 +202,27 @@ def tell(results):
     if len(outcomes) != len(_batch):
         raise RuntimeError(f"emews_swift.tell: {len(outcomes)} results for a batch of "
                            f"{len(_batch)} points")
-    rows = []
+    rows, criteria = [], Criteria.from_study(study())
     for (point_id, attempt), wire in zip(_batch, outcomes):
-        outcome = Outcome.received(wire)
+        outcome = criteria.judge(Outcome.received(wire))
         status = outcome.status if outcome.status in FINAL else Status.FAILED
         rank = wire.get("rank") if isinstance(wire, dict) else None
         rows.append((point_id, rank if type(rank) is int else None, outcome, attempt, status))
     db = store()
     db.finish(rows)
     db.commit()
-    eqpy.input_q.put(";".join(eqpy.format_value(outcome.value if status == Status.DONE
-                                                else math.nan)
+    eqpy.input_q.put(";".join(eqpy.format_value(_told(criteria, outcome, status))
                               for _, _, outcome, _, status in rows))
     return ""
+
+
+def _told(criteria, outcome, status):
+    """What the ME is told of an outcome: its value, NaN for a failure, an Objectives in a
+    study of several objectives or constraints."""
+    if status != Status.DONE:
+        return math.nan
+    return criteria.told(outcome.objectives, outcome.metrics) if criteria.vector \
+        else outcome.value
 
 
 # --- a worker's rank ---------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from emews import evaluate, experiment
 from emews.core.algorithm import load
+from emews.core.criteria import Criteria
 from emews.errors import ConfigError, EmewsError
 from emews.core.me import build_algorithm
 from emews.store import SQLiteStore
@@ -70,6 +71,20 @@ def check_algorithm(settings, path):
                           f"{settings['algorithm']!r} ({exc})", None, show_value=False) from None
 
 
+def with_objectives(settings, path):
+    """The settings, their algorithm's options with ``objectives=k`` for a study of ``k > 1``
+    objectives (``MODEL_RETURN`` a comma-separated list), as emews run builds it; the
+    objectives' settings (``directions``, ``constraints``) checked, errors naming ``path``."""
+    try:
+        k = len(Criteria.from_study(study_config(settings)["study"]).names)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc.where}", str(exc)[len(exc.where) + 2:], None,
+                          show_value=False) from None
+    if k > 1:
+        settings["options"] = {**settings.get("options", {}), "objectives": k}
+    return settings
+
+
 def study_config(settings):
     """config.json: the study as emews run records it, for emews show, status and report; and
     this workflow.sh, which ``emews run --resume`` runs again (``--resume``)."""
@@ -80,6 +95,7 @@ def study_config(settings):
              "impl": env.get("CANDLE_MODEL_IMPL", "py"), "objective": env.get("EMEWS_OBJECTIVE"),
              "model_name": env.get("MODEL_NAME", "model"),
              "model_return": env.get("MODEL_RETURN", "val_loss"),
+             **{key: settings[key] for key in ("directions", "constraints") if key in settings},
              **settings.get("stop", {})}
     if isinstance(settings.get("space"), str):
         study["space"] = settings["space"]
@@ -129,7 +145,7 @@ def main(argv):
         return 2
     data_dir, workflow, settings_path = argv
     try:
-        settings = read_settings(settings_path)
+        settings = with_objectives(read_settings(settings_path), settings_path)
         check_algorithm(settings, settings_path)
         evaluate.from_env()
     except EmewsError as exc:

@@ -75,7 +75,7 @@ def test_the_store_keeps_metrics_on_points_and_attempts(tmp_path):
 def version_2_store(path):
     """A store as emews wrote it at schema version 2 (no metrics columns)."""
     db = sqlite3.connect(path)
-    layout = (f"{schema.EVALUATIONS}; {schema.ATTEMPTS}; {schema.CHECKPOINTS};"
+    layout = (f"{schema.EVALUATIONS_6}; {schema.ATTEMPTS_6}; {schema.CHECKPOINTS};"
               "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);")
     db.executescript(layout.replace(",\n    metrics   TEXT", "") + "PRAGMA user_version = 2;")
     db.execute("INSERT INTO evaluations (id, params, result, status, rank, run_id, started, "
@@ -92,7 +92,7 @@ def test_a_version_2_store_is_read_as_is_and_migrated_when_opened_to_write(tmp_p
     assert study.best["result"] == 0.25 and study.best["metrics"] == {}
     assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == 2
     store = SQLiteStore(path)
-    assert store.db.execute("PRAGMA user_version").fetchone()[0] == schema.VERSION == 6
+    assert store.db.execute("PRAGMA user_version").fetchone()[0] == schema.VERSION == 7
     assert store.rows()[0]["metrics"] == {} and store.attempts()[0]["metrics"] == {}
     store.add([(1, '{"x": 2}', "RUN000001", 1, 1)])
     store.finish([(1, 1, Outcome(0.1, metrics={"loss": 0.1}), 1, "done")])

@@ -50,3 +50,15 @@ def test_objectives_is_its_first_value_and_survives_pickling():
     assert not value.feasible and Objectives([1.0, 2.0]).feasible
     copy = pickle.loads(pickle.dumps(value))
     assert (copy.values, copy.violations, float(copy)) == ((0.25, -3.0), (0.0, 1.5), 0.25)
+
+
+def test_front_rows_are_the_feasible_non_dominated_done_rows_in_their_directions():
+    """Rows as Store.rows() gives them; "size" is maximized: the front negates it."""
+    rows = [{"id": 0, "status": "done", "objectives": [1.0, 10.0], "feasible": True},
+            {"id": 1, "status": "done", "objectives": [2.0, 20.0], "feasible": True},
+            {"id": 2, "status": "done", "objectives": [0.5, 30.0], "feasible": False},
+            {"id": 3, "status": "failed", "objectives": None, "feasible": None},
+            {"id": 4, "status": "done", "objectives": [3.0, 15.0], "feasible": None},
+            {"id": 5, "status": "done", "objectives": [0.8, 5.0], "feasible": True}]
+    assert [r["id"] for r in pareto.front_rows(rows, ["minimize", "maximize"])] == [0, 1, 5]
+    assert [r["id"] for r in pareto.front_rows(rows, ["minimize", "minimize"])] == [5]

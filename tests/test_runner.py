@@ -178,3 +178,17 @@ def test_a_study_records_each_bad_run_and_goes_on(tmp_path, monkeypatch):
         else:
             assert row["status"] == "failed" and row["error"] == reasons[behaviour]
     assert {r["params"]["behaviour"] for r in rows} == {"ok", "text", "nan"}
+
+
+@pytest.mark.parametrize("epoch, expected", [("last", [2.0, 0.25]), ("min", [1.0, 0.25])])
+def test_several_objectives_come_from_the_history_each_at_its_epoch(objective, tmp_path,
+                                                                   epoch, expected):
+    """MODEL_RETURN as a list (docs/src/multiobjective.md): the runner extracts each objective
+    at MODEL_RETURN_EPOCH."""
+    model = Objective("py", model_name="toy", model_return="val_loss,loss",
+                      expdir=tmp_path / "EXP001", exp_id="EXP001",
+                      model_env={"MODEL_PYTHON_DIR": MODELS, "MODEL_RETURN_EPOCH": epoch,
+                                 "CANDLE_DATA_DIR": str(tmp_path / "data")})
+    outcome = model.evaluate('{"x": 0}', "RUN1")
+    assert outcome.status == "done" and outcome.objectives == expected
+    assert outcome.value == expected[0] and outcome.metrics["loss"] == 0.25

@@ -95,6 +95,30 @@ def test_a_version_1_store_is_migrated_and_a_newer_one_is_refused(tmp_path):
         SQLiteStore(old)
 
 
+def test_a_version_6_store_is_migrated_keeping_its_rows_without_objective_vectors(tmp_path):
+    path = tmp_path / "results.db"
+    db = sqlite3.connect(path)   # results.db as emews wrote it at schema version 6
+    log = schema.ATTEMPTS_6.replace("CREATE TABLE attempts", "CREATE TABLE attempt_log")
+    db.executescript(f"{schema.EVALUATIONS_6}; {log}; {schema.ATTEMPTS_VIEW_6};"
+                     f" {schema.CHECKPOINTS}; {schema.REPORTS};"
+                     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+                     "INSERT INTO evaluations (id, params, status, result, attempt, run_id, "
+                     "metrics) VALUES (0, '{\"x\": 1}', 'done', 0.25, 2, 'RUN000000-2', "
+                     "'{\"acc\": 0.5}'); INSERT INTO attempt_log (id, attempt, status, run_id) "
+                     "VALUES (0, 1, 'failed', 'RUN000000'); PRAGMA user_version = 6;")
+    db.close()
+    store = SQLiteStore(path)
+    assert store.db.execute("PRAGMA user_version").fetchone()[0] == schema.VERSION == 7
+    assert [(r["id"], r["result"], r["metrics"], r["objectives"], r["feasible"])
+            for r in store.rows()] == [(0, 0.25, {"acc": 0.5}, None, None)]
+    assert [(a["attempt"], a["status"], a["objectives"]) for a in store.attempts()] == [
+        (1, "failed", None), (2, "done", None)]
+    store.add([(1, '{"x": 2}', "RUN000001", 1, 1)])
+    store.finish([(1, 1, Outcome(0.5, objectives=[0.5, 3.0], feasible=True), 1, "done")])
+    assert store.rows()[1]["objectives"] == [0.5, 3.0] and store.rows()[1]["feasible"] is True
+    store.close()
+
+
 def test_a_corrupt_or_missing_store_gives_one_line(tmp_path):
     bad = tmp_path / "results.db"
     bad.write_bytes(b"this is not a database" * 100)

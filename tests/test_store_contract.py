@@ -170,6 +170,32 @@ def test_attempts_hold_every_finished_attempt_the_done_one_from_its_point(store)
             point["metrics"]) == ("done", 0.25, 3, 2, {"acc": 0.9, "odd": None})
 
 
+def test_objective_vectors_and_feasibility_are_kept_per_point_and_attempt(store, reader):
+    """Schema 7: the raw objectives (a JSON list, in the order of [study] objectives) and
+    whether the point met the constraints (None without constraints), in rows, attempts and
+    snapshots alike."""
+    store.add(points(3, rank=1))
+    store.finish([(0, 1, failed("no 'size'"), 1, Status.QUEUED),
+                  (1, 1, done(0.5, objectives=[0.5, 2e6], feasible=False), 1, Status.DONE),
+                  (2, 1, done(0.25), 1, Status.DONE)])
+    store.requeue([(0, 2, "RUN000000-2")])
+    store.finish([(0, 1, done(0.75, objectives=[0.75, math.inf], feasible=True), 2,
+                   Status.DONE)])
+    store.record_duplicates([(0, 2, done(0.7, objectives=[0.7, 1.0], feasible=True), 2)])
+    store.commit()
+    expected = [(0, [0.75, None], True), (1, [0.5, 2e6], False), (2, None, None)]
+    assert [(r["id"], r["objectives"], r["feasible"]) for r in store.rows()] == expected
+    assert [(r["id"], r["objectives"], r["feasible"]) for r in reader.snapshot().rows] == \
+        expected
+    assert [(a["id"], a["attempt"], a["status"], a["objectives"], a["feasible"])
+            for a in store.attempts()] == [
+        (0, 1, "failed", None, None), (0, 2, "done", [0.75, None], True),
+        (0, 2, "duplicate", [0.7, 1.0], True), (1, 1, "done", [0.5, 2e6], False),
+        (2, 1, "done", None, None)]
+    assert [a["feasible"] for a in reader.snapshot().attempts] == [None, True, True, False,
+                                                                  None]
+
+
 def test_log_tails_and_errors_are_bounded_and_always_storable(store):
     store.add(points(1, rank=1))
     huge = "x" * 200_000 + "\udcff end"

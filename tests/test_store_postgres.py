@@ -80,6 +80,28 @@ def test_the_store_interface_on_postgresql_keeps_studies_apart(postgres_url):
         open_store(f"{postgres_url}#exp-never", create=False)
 
 
+def test_a_database_from_before_objective_vectors_gains_their_columns_and_keeps_its_rows(
+        postgres_url):
+    """The layout of results.db's schema 6 (no objectives, no feasible) is brought up to
+    date when a store opens the database."""
+    store = PostgresStore(postgres_url, "exp-6")
+    store.add([(0, '{"x": 1}', "RUN000000", 1, 0)])
+    store.finish([(0, 1, Outcome(0.5, metrics={"acc": 0.9}), 1, "done")])
+    store.set_meta("space_digest", "d")
+    store.close()
+    with psycopg.connect(postgres_url) as conn:
+        for table in ("emews_evaluations", "emews_attempts"):
+            conn.execute(f"ALTER TABLE {table} DROP COLUMN objectives, DROP COLUMN feasible")
+    store = PostgresStore(postgres_url, "exp-6", create=False)
+    assert [(r["result"], r["metrics"], r["objectives"], r["feasible"]) for r in store.rows()] \
+        == [(0.5, {"acc": 0.9}, None, None)]
+    store.add([(1, '{"x": 2}', "RUN000001", 1, 1)])
+    store.finish([(1, 1, Outcome(0.25, objectives=[0.25, 4.0], feasible=False), 1, "done")])
+    assert [(a["id"], a["objectives"], a["feasible"]) for a in store.attempts()] == [
+        (0, None, None), (1, [0.25, 4.0], False)]
+    store.close()
+
+
 def database_config(study, url, budget, procs=3):
     return study(system={"procs": procs, "progress_interval": 60, "storage": url},
                  study={"budget": budget, "seed": 4, "objective": "fault_me:slow_square"},

@@ -343,3 +343,33 @@ def test_an_echo_study_under_swift_t_stores_the_sum_of_squares(tmp_path, swift_t
     assert all(math.isclose(row["result"], row["params"]["x"] ** 2) for row in rows)
     final = json.loads((expdir / "final.json").read_text())
     assert final["evaluations"] == budget and final["best_value"] == min(r["result"] for r in rows)
+
+
+@pytest.mark.slow
+def test_a_study_of_two_objectives_under_swift_t_stores_them_and_its_front(tmp_path, swift_t):
+    """MODEL_RETURN as a list: each worker's outcome carries both objectives through
+    workflow.swift; the ME's rank judges the constraint, stores them, and final.json holds the
+    front (docs/src/multiobjective.md)."""
+    space = [{"name": "x", "type": "float", "lower": -2.0, "upper": 2.0},
+             {"name": "n", "type": "int", "lower": 0, "upper": 3}]
+    settings = {"algorithm": "random", "space": space, "seed": 3, "batch_size": 4,
+                "directions": ["minimize", "maximize"], "constraints": ["size <= 12000"],
+                "stop": {"budget": 8}}
+    done = workflow_sh(tmp_path, settings, path_entries=swift_t,
+                       CANDLE_DATA_DIR=str(tmp_path / "data"), CANDLE_MODEL_IMPL="py",
+                       MODEL_NAME="mo", MODEL_RETURN="loss,size",
+                       EMEWS_OBJECTIVE="mo_models:loss_and_size", PROCS="4")
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows, _, _ = stored(only_experiment(tmp_path / "data" / "mo"))
+    assert len(rows) == 8 and {row["status"] for row in rows} == {"done"}
+    for row in rows:
+        x, n = row["params"]["x"], row["params"]["n"]
+        assert row["objectives"] == [pytest.approx((x - 2.0) ** 2 + n),
+                                     pytest.approx((x + 2.0) ** 2 * 1000.0)]
+        assert row["feasible"] is (row["objectives"][1] <= 12000)
+    feasible = [r for r in rows if r["feasible"]]
+    front = [r["objectives"] for r in feasible if not any(
+        o["objectives"][0] <= r["objectives"][0] and o["objectives"][1] >= r["objectives"][1]
+        and o["objectives"] != r["objectives"] for o in feasible)]
+    final = json.loads((only_experiment(tmp_path / "data" / "mo") / "final.json").read_text())
+    assert sorted(p["values"] for p in final["pareto"]) == sorted(front)

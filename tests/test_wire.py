@@ -16,7 +16,8 @@ from emews.evaluate import outcome as codec
 from emews.status import Status
 
 SAMPLES = {codec.NUMBER: 1.5, codec.TEXT: "a tail \u00e9 \U0001f600", codec.STATUS: "failed",
-           codec.METRICS: {"val_acc": 0.75, "n_params": 1234.0}}
+           codec.METRICS: {"val_acc": 0.75, "n_params": 1234.0},
+           codec.NUMBERS: [0.25, 1234.0], codec.MAYBE_FLAG: False}
 
 
 def every_field_set():
@@ -87,6 +88,9 @@ def test_keys_it_does_not_know_are_ignored():
     ({"value": 1.0, "metrics": [1.0]}, "'metrics' must be an object"),
     ({"value": 1.0, "metrics": {"acc": "high"}}, "'metrics'"),
     ({"value": 1.0, "metrics": {1: 0.5}}, "'metrics'"),
+    ({"value": 1.0, "objectives": 0.5}, "'objectives' must be a list of numbers"),
+    ({"value": 1.0, "objectives": [0.5, "big"]}, "'objectives'"),
+    ({"value": 1.0, "feasible": "yes"}, "'feasible' must be true, false or null"),
 ])
 def test_a_malformed_outcome_is_refused_naming_the_field(data, field):
     with pytest.raises(BadOutcome, match=field):
@@ -98,3 +102,11 @@ def test_a_malformed_outcome_received_fails_its_evaluation():
     assert outcome.status == "failed" and math.isnan(outcome.value)
     assert "a malformed result came back: outcome field 'value'" in outcome.error
     assert Outcome.received({"value": 0.5}) == Outcome(0.5)
+
+
+def test_an_objective_vector_travels_with_nan_as_null():
+    outcome = Outcome(0.5, objectives=[0.5, math.nan, 3.0], feasible=True)
+    wire = outcome.to_wire()
+    assert wire["objectives"] == [0.5, None, 3.0] and wire["feasible"] is True
+    back = Outcome.from_wire(json.loads(json.dumps(wire, allow_nan=False)))
+    assert same(back, outcome) and math.isnan(back.objectives[1])

@@ -4,8 +4,9 @@ The study sweeps :data:`POINTS` with ``toy_models:several_metrics``, a model tha
 ``val_loss`` with ``val_acc`` (NaN for some points) and ``n_params`` beside it, and fails for
 others. Run in-process, on an MPI pool (``mpiexec``), served over zmq (``emews serve`` and an
 attached ``emews pool`` job), served through PostgreSQL, and under Swift/T, it must leave the
-rows of :func:`expected_rows` each time: the same params, result, status, error, attempt and
-metrics (ranks and times differ).
+rows of :func:`expected_rows` each time: the same params, result, status, error, attempt,
+metrics, objective vector and feasibility (ranks and times differ): the study has two
+objectives, ``val_loss`` and ``n_params``, and the constraint :data:`CONSTRAINT`.
 """
 
 import json
@@ -23,6 +24,8 @@ SPACE = [{"name": "x", "type": "float", "lower": -2.0, "upper": 2.0},
          {"name": "n", "type": "int", "lower": 0, "upper": 3},
          {"name": "act", "type": "categorical", "values": ["relu", "tanh"]}]
 OBJECTIVE = "toy_models:several_metrics"
+OBJECTIVES = ["val_loss", "n_params"]
+CONSTRAINT = "n_params <= 2000"
 
 
 def expected_rows():
@@ -31,12 +34,12 @@ def expected_rows():
     for i, point in enumerate(POINTS):
         if point["act"] == "tanh" and point["x"] < 0:
             rows.append((i, point, "failed", None, "RuntimeError: tanh with a negative x: -1.0",
-                         1, {}))
+                         1, {}, None, None))
             continue
-        loss = point["x"] ** 2 + point["n"]
+        loss, size = point["x"] ** 2 + point["n"], 1000.0 * (point["n"] + 1)
         metrics = {"val_loss": loss, "val_acc": None if point["n"] == 2 else 1.0 / (1.0 + loss),
-                   "n_params": 1000.0 * (point["n"] + 1)}
-        rows.append((i, point, "done", loss, None, 1, metrics))
+                   "n_params": size}
+        rows.append((i, point, "done", loss, None, 1, metrics, [loss, size], size <= 2000))
     return rows
 
 
@@ -44,9 +47,9 @@ def comparable(store):
     """The store's evaluations, and its attempts, without ranks and times."""
     try:
         rows = [(r["id"], r["params"], r["status"], r["result"], r["error"], r["attempt"],
-                 r["metrics"]) for r in store.rows()]
-        attempts = [(a["id"], a["attempt"], a["status"], a["result"], a["metrics"])
-                    for a in store.attempts()]
+                 r["metrics"], r["objectives"], r["feasible"]) for r in store.rows()]
+        attempts = [(a["id"], a["attempt"], a["status"], a["result"], a["metrics"],
+                     a["objectives"], a["feasible"]) for a in store.attempts()]
         return rows, attempts
     finally:
         store.close()
@@ -55,8 +58,9 @@ def comparable(store):
 def assert_the_expected_rows(store):
     rows, attempts = comparable(store)
     assert rows == expected_rows()
-    assert attempts == [(i, attempt, status, result, metrics)
-                        for i, _, status, result, _, attempt, metrics in expected_rows()]
+    assert attempts == [(i, attempt, status, result, metrics, objectives, feasible)
+                        for i, _, status, result, _, attempt, metrics, objectives, feasible
+                        in expected_rows()]
 
 
 @pytest.fixture
@@ -68,7 +72,8 @@ def sweep(tmp_path, study):
     def make(**system):
         return study(space=SPACE, system={"progress_interval": 60, **system},
                      study={"algorithm": "sweep", "budget": len(POINTS), "seed": 4,
-                            "objective": OBJECTIVE, "mode": "batch"},
+                            "objective": OBJECTIVE, "mode": "batch",
+                            "objectives": OBJECTIVES, "constraints": [CONSTRAINT]},
                      algorithm={"file": str(points)}, service={"lease": 30.0})
 
     return make
@@ -120,11 +125,13 @@ def test_swift_t(tmp_path, swift_t):
     from test_swift_workflow import only_experiment, workflow_sh
 
     settings = {"algorithm": "sweep", "options": {"file": str(tmp_path / "points.jsonl")},
-                "space": SPACE, "seed": 4, "batch_size": 2, "stop": {"budget": len(POINTS)}}
+                "space": SPACE, "seed": 4, "batch_size": 2, "stop": {"budget": len(POINTS)},
+                "constraints": [CONSTRAINT]}
     (tmp_path / "points.jsonl").write_text("".join(json.dumps(p) + "\n" for p in POINTS))
     done = workflow_sh(tmp_path, settings, path_entries=swift_t,
                        CANDLE_DATA_DIR=str(tmp_path / "data"), MODEL_NAME="toy",
-                       CANDLE_MODEL_IMPL="py", EMEWS_OBJECTIVE=OBJECTIVE, PROCS="4")
+                       CANDLE_MODEL_IMPL="py", EMEWS_OBJECTIVE=OBJECTIVE, PROCS="4",
+                       MODEL_RETURN=",".join(OBJECTIVES))
     assert done.returncode == 0, done.stdout + done.stderr
     expdir = only_experiment(tmp_path / "data" / "toy")
     assert_the_expected_rows(SQLiteStore(expdir / "results.db", create=False))

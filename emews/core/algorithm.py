@@ -22,6 +22,8 @@ from importlib.metadata import entry_points
 import numpy as np
 
 from . import eqpy  # noqa: F401 - binds the name ``eqpy`` for classic ME modules
+from . import pareto
+from .vector import Objectives  # noqa: F401 - part of the contract (the wire decodes it too)
 from ..errors import ConfigError, PluginError
 from ..validation import FLAG, Choice, Maybe, Number, Table, Text, check
 
@@ -76,10 +78,11 @@ class Algorithm:
     multiobjective = False
 
     def __new__(cls, *args, **options):
-        """Refuse an option ``__init__`` does not take (a ConfigError, not a TypeError)."""
+        """Refuse an option ``__init__`` does not take (a ConfigError, not a TypeError);
+        ``objectives`` is the study's to give, never listed as an option."""
         check_keywords(cls.__init__, {k: v for k, v in options.items()
-                                      if k not in ("space", "seed")},
-                       exclude=("self", "space", "seed"), owner=cls.__name__)
+                                      if k not in ("space", "seed", "objectives")},
+                       exclude=("self", "space", "seed", "objectives"), owner=cls.__name__)
         return super().__new__(cls)
 
     def __init__(self, space, seed=None):
@@ -160,36 +163,6 @@ class PrunedResult(float):
 
     def __reduce__(self):
         return PrunedResult, (self.curve,)
-
-
-class Objectives(float):
-    """The result of an evaluation in a study of several objectives, or with constraints.
-
-    As a float it is the first objective (so an algorithm of one objective, or a classic ME
-    reading one number, sees that). ``values`` holds every objective in the order of
-    ``[study] objectives``, each to minimize (the driver negates those to maximize);
-    ``violations`` holds one number per constraint, in the order of ``[study] constraints``:
-    how far the point breaks it (0.0 when it holds). A failed evaluation is told as a plain
-    ``NaN``, never as an :class:`Objectives`.
-    """
-
-    def __new__(cls, values, violations=()):
-        values = tuple(float(v) for v in values)
-        self = super().__new__(cls, values[0] if values else math.nan)
-        self.values = values
-        self.violations = tuple(float(v) for v in violations)
-        return self
-
-    @property
-    def feasible(self):
-        """True when the point breaks no constraint."""
-        return all(v <= 0.0 for v in self.violations)
-
-    def __reduce__(self):
-        return Objectives, (self.values, self.violations)
-
-    def __repr__(self):
-        return f"Objectives({list(self.values)!r}, violations={list(self.violations)!r})"
 
 
 def is_failure(value):
@@ -336,6 +309,9 @@ class Verdict:
     counts: dict
 
 
+DESIGN = 10   # at most this many first vectors derive a Stopper's reference point
+
+
 @dataclass
 class Stopper:
     """When a search stops: a table of small predicates, checked after every result.
@@ -345,6 +321,12 @@ class Stopper:
     ``patience`` evaluations), ``target`` (a value at or below it), ``max_time`` (seconds) and
     ``step_budget`` (steps that models reported having trained, over all runs: see
     :meth:`record_steps`).
+
+    Told :class:`Objectives` (a study of several objectives or with constraints), ``tol`` and
+    ``patience`` apply to the hypervolume of the feasible front (:mod:`emews.core.pareto`)
+    against ``reference_point`` (each objective to minimize), or, without one, a point derived
+    from the first design: the first ``min(patience, DESIGN)`` usable vectors told
+    (:func:`emews.core.pareto.reference_point`), each of which counts as an improvement.
 
     One Stopper counts a study's limits: the master's (:mod:`emews.core.master`), which tells
     the ME driver its :meth:`verdict` with each answer; or, where no master counts (Swift/T,
@@ -358,6 +340,7 @@ class Stopper:
     target: float | None = None
     max_time: float | None = None
     step_budget: int | None = None
+    reference_point: list | None = None
 
     def __post_init__(self):
         self.steps = 0
@@ -366,15 +349,41 @@ class Stopper:
         self.best = math.inf
         self.last_improvement = 0
         self.started = time.monotonic()
+        self.front, self.hypervolume = [], 0.0     # of told Objectives, with patience
+        self.design = []                           # the first vectors, until a reference
 
     def record(self, values):
-        """Count finished evaluations and track the best value."""
+        """Count finished evaluations and track the best value (the front's hypervolume,
+        for told :class:`Objectives` with ``patience``)."""
         for value in values:
             self.evaluations += 1
+            if isinstance(value, Objectives) and self.patience is not None:
+                self._record_vector(value)
+                continue
             if not math.isnan(value) and value < self.best - self.tol:
                 self.last_improvement = self.evaluations
             if not math.isnan(value) and value < self.best:
                 self.best = value
+
+    def _record_vector(self, value):
+        """Add a told vector to the front; an improvement while the first design is told,
+        then when the hypervolume grows by more than ``tol``."""
+        if not math.isnan(value) and value < self.best:
+            self.best = value
+        if not pareto.usable([value.values], [value.feasible]):
+            return
+        front = self.front + [list(value.values)]
+        self.front = [front[i] for i in pareto.front(front)]
+        if self.reference_point is None:
+            self.last_improvement = self.evaluations
+            self.design.append(list(value.values))
+            if len(self.design) < min(self.patience, DESIGN):
+                return
+            self.reference_point = pareto.reference_point(self.design)
+        volume = pareto.hypervolume(self.front, self.reference_point)
+        if volume > self.hypervolume + self.tol:
+            self.last_improvement = self.evaluations
+        self.hypervolume = max(volume, self.hypervolume)
 
     def record_steps(self, steps):
         """Count ``steps`` more trained (a report's step beyond its run's last one)."""
@@ -386,9 +395,14 @@ class Stopper:
 
     def counts(self):
         """What the rules have counted so far (JSON-serializable; :meth:`restore` takes it)."""
-        return {"evaluations": self.evaluations, "iterations": self.iterations,
-                "last_improvement": self.last_improvement, "steps": self.steps,
-                "best": None if math.isinf(self.best) else self.best}
+        counts = {"evaluations": self.evaluations, "iterations": self.iterations,
+                  "last_improvement": self.last_improvement, "steps": self.steps,
+                  "best": None if math.isinf(self.best) else self.best}
+        if self.front:
+            counts.update(front=self.front, hypervolume=self.hypervolume,
+                          reference_point=self.reference_point,
+                          design=list(self.design))
+        return counts
 
     def restore(self, counts):
         """Go on from :meth:`counts` (of a checkpoint)."""
@@ -396,6 +410,9 @@ class Stopper:
         self.last_improvement = counts["last_improvement"]
         self.steps = counts.get("steps", 0)   # a checkpoint from before step budgets
         self.best = math.inf if counts["best"] is None else counts["best"]
+        if "front" in counts:   # a study of several objectives, with patience
+            self.front, self.hypervolume = counts["front"], counts["hypervolume"]
+            self.reference_point, self.design = counts["reference_point"], counts["design"]
 
     def verdict(self, in_flight=0, reason=None):
         """The :class:`Verdict` for a driver with ``in_flight`` points not yet counted;
@@ -415,7 +432,8 @@ class Stopper:
             return f"iteration limit of {self.max_iterations} reached"
         if self.patience is not None and \
                 self.evaluations - self.last_improvement >= self.patience:
-            return (f"converged: no improvement larger than {self.tol} in {self.patience} "
+            what = "hypervolume improvement" if self.front else "improvement"
+            return (f"converged: no {what} larger than {self.tol} in {self.patience} "
                     "evaluations")
         if self.target is not None and self.best <= self.target:
             return f"target value {self.target} reached"

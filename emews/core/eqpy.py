@@ -21,6 +21,13 @@ Wire format (this module is the only place that writes or reads it):
 * batch results: one number per point, in order, joined by ``;``; failures are ``NaN``.
 * async results: ``index:value`` pairs joined by ``;``. Points are numbered 0, 1, 2, ... in the
   order the ME put them on the queue, over the whole run.
+* several objectives: a result may be a JSON list of numbers instead of one number
+  (``[0.25,-1200.0]``, ``null`` for NaN), each objective to minimize (those to maximize
+  negated), in the order of ``[study] objectives``; a study with constraints writes them this
+  way too. Decoded, it is an :class:`~emews.core.vector.Objectives`: a float (the first
+  objective, so an ME that reads one number per result, :func:`IN_get_results`, gets the
+  first objective) that carries every value. An ME reading the text (:func:`IN_get`) sees the
+  lists. (How far a point breaks each constraint travels with the in-process answer only.)
 * ``DONE`` (or ``FINAL``) ends the run; the next message is the final message.
 
 Within one process the master answers with an :class:`Answer`, the values themselves:
@@ -38,6 +45,8 @@ import queue
 import sys
 import threading
 import traceback
+
+from .vector import Objectives
 
 EQPY_ABORT = "EQPY_ABORT"
 DONE = "DONE"
@@ -211,13 +220,24 @@ def decode_points(message):
 
 
 def format_value(value):
-    """Format one result as the wire writes it (``NaN`` for a failure)."""
+    """Format one result as the wire writes it (``NaN`` for a failure; a JSON list for an
+    :class:`~emews.core.vector.Objectives`)."""
+    if isinstance(value, Objectives):
+        return json.dumps([v if math.isfinite(v) else None for v in value.values],
+                          separators=(",", ":"))
     value = float(value)
     return "NaN" if math.isnan(value) else repr(value)
 
 
 def parse_value(text):
-    """Parse one result; anything that is not a number becomes NaN."""
+    """Parse one result (a number, or a JSON list of them: an
+    :class:`~emews.core.vector.Objectives`); anything else becomes NaN."""
+    if isinstance(text, str) and text.lstrip().startswith("["):
+        try:
+            values = json.loads(text)
+            return Objectives([math.nan if v is None else float(v) for v in values])
+        except (TypeError, ValueError):
+            return math.nan
     try:
         return float(text)
     except (TypeError, ValueError):

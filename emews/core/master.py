@@ -52,6 +52,7 @@ import time
 from . import eqpy
 from .algorithm import PrunedResult, Stopper, point_key
 from .control import Control
+from .criteria import Criteria
 from ..errors import MEAborted, ProtocolError, StudyAborted
 from .failure import Decision, FailurePolicy
 from .pruners import Pruner
@@ -76,12 +77,18 @@ class Master:
     it gets the stored ``value`` at once, and the limits count ``counted`` (NaN for a failure;
     ``None``: counted already).
     ``first_seq`` numbers the ME's proposals (the ``seq`` column). ``pruner`` judges the
-    models' reports (:meth:`resume_reports` gives it those of earlier runs).
+    models' reports (:meth:`resume_reports` gives it those of earlier runs). ``criteria``
+    (:class:`~emews.core.criteria.Criteria`) says what the study optimizes: in a study of
+    several objectives or with constraints, each result is judged (its objectives all there,
+    its feasibility) before it is stored, and a done one is told as an
+    :class:`~emews.core.algorithm.Objectives`.
     """
 
     def __init__(self, pool, store, mode="batch", progress=None, first_id=0, policy=None,
-                 limits=None, requeue=(), known=(), first_seq=0, control=None, pruner=None):
+                 limits=None, requeue=(), known=(), first_seq=0, control=None, pruner=None,
+                 criteria=None):
         self.pool, self.store, self.mode, self.progress = pool, store, mode, progress
+        self.criteria = criteria or Criteria(("value",), ("minimize",))
         self.policy = policy or FailurePolicy()
         self.limits = limits or Stopper()
         self.pruner = pruner or Pruner()
@@ -318,6 +325,7 @@ class Master:
                     continue
             if task.id in self.waiting:  # a late result of a requeued task: the first wins
                 del self.waiting[task.id]
+            outcome = self.criteria.judge(outcome)
             curve = self.curves.pop((task.id, task.attempt), None)
             if outcome.status == Status.PRUNED:  # final: never retried, told its curve
                 rows.append((task.id, rank, outcome, task.attempt, Status.PRUNED))
@@ -340,6 +348,7 @@ class Master:
                          Status.DONE if action == "done" else Status.FAILED))
             if action == "done":
                 self.pruner.completed((task.id, task.attempt))
+                value = self._told(outcome, value)
             final.append((task, rank, outcome))
             self.unreported[task.id] = value
             self.reported.append(task.id)
@@ -420,15 +429,26 @@ class Master:
         self.requeue[key] = collections.deque(e for e in self.requeue[key] if e[0] != task.id)
         if not self.requeue[key]:
             del self.requeue[key]
+        outcome = self.criteria.judge(outcome)
         decision = self.policy.decide(outcome, task.attempt)
-        value = decision.value if decision.action == "done" else float("nan")
+        told = self._told(outcome, decision.value) if decision.action == "done" \
+            else decision.value
+        value = told if decision.action == "done" else float("nan")
         status = Status.DONE if decision.action == "done" else Status.FAILED
         if outcome.status == Status.PRUNED:
-            decision, value, status = Decision("fail", math.nan), math.nan, Status.PRUNED
+            told, value, status = math.nan, math.nan, Status.PRUNED
         self.store.finish([(task.id, rank, outcome, task.attempt, status)])
-        self.known[key].append((task.id, decision.value, None))  # counted here, not again
+        self.known[key].append((task.id, told, None))  # counted here, not again
         self.limits.record([value])
         return None
+
+    def _told(self, outcome, value):
+        """What the ME is told of a done ``outcome`` whose policy value is ``value``: that
+        value, or in a study of several objectives or constraints an
+        :class:`~emews.core.algorithm.Objectives`."""
+        if not self.criteria.vector:
+            return value
+        return self.criteria.told(outcome.objectives, outcome.metrics)
 
     def _cancel_waiting(self, reason):
         if self.waiting:
@@ -449,6 +469,8 @@ class Master:
             if not finished:
                 backoff.wait()
                 continue
+            finished = [(task, rank, self.criteria.judge(outcome))
+                        for task, rank, outcome in finished]
             self.store.finish([(task.id, rank, outcome, task.attempt,
                                 outcome.status if outcome.status in (Status.DONE,
                                                                      Status.PRUNED)

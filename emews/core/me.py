@@ -21,7 +21,8 @@ settings' ``stop`` rules itself: :class:`OwnLimits`.
 Settings keys: ``algorithm``, ``options``, ``space`` (a space-file path or a GA JSON list),
 ``seed``, ``mode``, ``slots``, ``batch_size``, ``stop`` (keyword arguments of
 :class:`~emews.core.algorithm.Stopper`), ``history`` (``[point, value]`` pairs of a resumed run,
-``null`` for a failure),
+``null`` for a failure, ``{"values": [...], "violations": [...]}`` for several objectives or
+constraints: :func:`emews.core.criteria.as_json`),
 ``pending`` (points that were running when that run was killed) and ``checkpoint``
 (``store``, ``name``, ``restore``): in batch mode the driver saves the algorithm's state and its
 own in the study's store after every tell, and a resumed study restores them (``put_base`` is
@@ -35,6 +36,7 @@ import math
 
 from . import eqpy
 from .algorithm import Stopper, load, point_key
+from .criteria import from_json
 from .replicas import wrap as with_replicas
 from ..space import Space
 
@@ -191,7 +193,7 @@ class Search:
         history = settings.get("history", [])
         if history:
             points, values = zip(*history)
-            search.tell(list(points), [math.nan if v is None else float(v) for v in values])
+            search.tell(list(points), [from_json(v) for v in values])
         return search
 
     def driver_state(self):

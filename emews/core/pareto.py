@@ -3,12 +3,15 @@
 The arithmetic is moocore's (a well-kept C implementation of the standard algorithms); this
 module only says which points count. A vector with a NaN or an infinity (a failed run) is on no
 front and adds no volume; an infeasible point (``feasible`` False) is on no front either.
-Callers turn objectives to maximize into ones to minimize (negate them) before asking.
+Callers turn objectives to maximize into ones to minimize (negate them: :func:`minimized`)
+before asking; :func:`front_rows` does it for a store's rows.
 """
 
 import math
 
 import numpy as np
+
+from ..status import Status
 
 
 def _moocore():
@@ -54,3 +57,20 @@ def reference_point(vectors, margin=0.1):
     data = np.asarray(data, dtype=float)
     worst, spread = data.max(axis=0), data.max(axis=0) - data.min(axis=0)
     return [float(w + margin * (s if s > 0 else 1.0)) for w, s in zip(worst, spread)]
+
+
+def minimized(values, directions):
+    """``values`` turned to minimize: those whose direction is ``"maximize"`` negated."""
+    return [-v if d == "maximize" else v for v, d in zip(values, directions)]
+
+
+def front_rows(rows, directions):
+    """The rows (as :meth:`emews.store.Store.rows` gives them) on the study's front: the
+    ``done`` ones with an objective vector that are feasible (``feasible`` not False) and that
+    no other such row dominates, each objective in its ``directions`` (``"minimize"`` or
+    ``"maximize"``), in the order of ``rows``."""
+    rows = [row for row in rows if row["status"] == Status.DONE and row.get("objectives")
+            and row.get("feasible") is not False]
+    vectors = [minimized([math.nan if v is None else v for v in row["objectives"]], directions)
+               for row in rows]
+    return [rows[i] for i in front(vectors)]

@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass, field
 
 from ..evaluate import Outcome
+from .criteria import as_json
 from ..status import FINAL, Status
 
 CHECKPOINT = "me"                    # the ME driver's checkpoint in the store
@@ -58,19 +59,26 @@ def search_seed(cfg, store):
     return seed + SEED_STEP * resumes(store)
 
 
-def told_value(row, policy):
-    """What the search was told of a finished point: its result, NaN for a pruned one, or the
-    policy's value for a failure (its penalty, else NaN)."""
+def told_value(row, policy, criteria=None):
+    """What the search was told of a finished point: its result (an
+    :class:`~emews.core.algorithm.Objectives` in a study of several objectives or constraints:
+    ``criteria``), NaN for a pruned one, or the policy's value for a failure (its penalty,
+    else NaN)."""
     if row["status"] == Status.DONE:
-        return row["result"]
+        return counted_value(row, criteria)
     if row["status"] == Status.PRUNED:
         return math.nan
     return math.nan if policy.penalty is None else policy.penalty
 
 
-def counted_value(row):
-    """What the master's limits count of a finished point: its result, NaN for a failure."""
-    return row["result"] if row["status"] == Status.DONE else math.nan
+def counted_value(row, criteria=None):
+    """What the master's limits count of a finished point: its result (as
+    :func:`told_value` gives it), NaN for a failure."""
+    if row["status"] != Status.DONE:
+        return math.nan
+    if criteria is not None and criteria.vector and row["objectives"]:
+        return criteria.told(row["objectives"], row["metrics"])
+    return row["result"]
 
 
 @dataclass
@@ -95,11 +103,11 @@ def start(cfg, store, slots, classic, requeue, policy):
     the search is told every finished point (``history``) and proposes the unfinished ones
     again first (``pending``).
     """
-    study = cfg.study
+    study, criteria = cfg.study, cfg.criteria
     mode = "batch" if classic else study["mode"]
     restore = not classic and restorable(store, mode)
     finished = store.rows(*FINAL)
-    settings = {"algorithm": study["algorithm"], "options": cfg.algorithm,
+    settings = {"algorithm": study["algorithm"], "options": cfg.algorithm_options,
                 "space": study["space"], "seed": study["seed"], "mode": mode, "slots": slots,
                 "batch_size": study["batch_size"], "stop": cfg.stop, "history": [],
                 "replicas": {k: study[k] for k in REPLICA_KEYS},
@@ -109,11 +117,11 @@ def start(cfg, store, slots, classic, requeue, policy):
         _, driver = store.checkpoint(CHECKPOINT)
         settings["put_base"] = driver["put"]
         after = [row for row in finished if row["seq"] is not None and row["seq"] >= driver["put"]]
-        return Start(settings, [(row["id"], row["params"], told_value(row, policy),
-                                 counted_value(row)) for row in after], driver)
-    settings["history"] = [[row["params"], None if math.isnan(value) else value]
-                           for row in finished for value in [told_value(row, policy)]]
+        return Start(settings, [(row["id"], row["params"], told_value(row, policy, criteria),
+                                 counted_value(row, criteria)) for row in after], driver)
+    settings["history"] = [[row["params"], as_json(told_value(row, policy, criteria))]
+                           for row in finished]
     settings["pending"] = [row["params"] for row in requeue]
     settings["seed"] = search_seed(cfg, store)
     store.set_meta("resumes", resumes(store))
-    return Start(settings, counted=[counted_value(row) for row in finished])
+    return Start(settings, counted=[counted_value(row, criteria) for row in finished])

@@ -7,7 +7,8 @@
             a socketpair (pass_fds) and a pipe for fds 1 and 2
       --task {objective, params, context}-->        imports the objective (once), calls it
       <--{report} ... -->{prune}------------       each emews.report: watch.report(Report)
-      <--reply {value, metrics} | {error}----       (after flushing its output)
+      <--reply {value, metrics, objectives}         (after flushing its output)
+          | {error}
           | {pruned: {value, step}}
       <--stdout + stderr (the pipe)----------       copied to the worker's fds 1 and 2' file,
                                                     the last 64 KiB kept as this run's tail
@@ -69,7 +70,7 @@ class Nanny:
             self.close()
             raise
         if "value" in reply:
-            return Value(reply["value"], reply.get("metrics"))
+            return Value(reply["value"], reply.get("metrics"), reply.get("objectives", ()))
         if "pruned" in reply:
             raise Pruned(reply["pruned"]["value"], reply["pruned"]["step"])
         raise EvaluationFailed(reply["error"], decode_tail(self.tail) or reply.get("tail"))

@@ -56,8 +56,8 @@ def _sender(sock):
 
 
 def run(task, functions, send=None):
-    """One task: ``{"value": number, "metrics": {...}}``, ``{"pruned": {"value": number,
-    "step": step}}`` or ``{"error": reason, "tail": traceback}``."""
+    """One task: ``{"value": number, "metrics": {...}, "objectives": [...]}``, ``{"pruned":
+    {"value": number, "step": step}}`` or ``{"error": reason, "tail": traceback}``."""
     for path in reversed(task["sys_path"]):
         if path not in sys.path:
             sys.path.insert(0, path)
@@ -71,7 +71,7 @@ def run(task, functions, send=None):
         value = call_objective(function, json.loads(task["params_json"]),
                                RunContext.from_dict(task["context"]), task["model_return"],
                                task["epoch"], send)
-        return {"value": value, "metrics": value.metrics}
+        return {"value": value, "metrics": value.metrics, "objectives": value.objectives}
     except Pruned as exc:
         return {"pruned": {"value": exc.value, "step": exc.step}}
     except EvaluationFailed as exc:

@@ -53,7 +53,9 @@ class Objective:
     ``EMEWS_LANGS_APP``, ``APP_PYTHONPATH``, the container's ``CANDLE_IMAGE``,
     ``MODEL_ACTION``, ``CANDLE_CONTAINER_RUNTIME``, ``CANDLE_CONTAINER_GPUS``,
     ``CANDLE_CONTAINER_ARGS`` (a JSON list of extra runtime options), ...; see
-    :mod:`emews.evaluate.container`). ``timeout`` (``SH_TIMEOUT``) bounds each run; ``isolate``
+    :mod:`emews.evaluate.container`). ``model_return`` names the value to minimize, or
+    several objectives as a comma-separated list (each is extracted, in order, into the
+    outcome's ``objectives``). ``timeout`` (``SH_TIMEOUT``) bounds each run; ``isolate``
     runs ``py`` objectives in a child process (see :mod:`emews.evaluate.py`); ``grace`` is the
     time between SIGTERM and SIGKILL.
     """
@@ -97,7 +99,7 @@ class Objective:
         if cfg.system["langs_app"]:
             env["EMEWS_LANGS_APP"] = cfg.system["langs_app"]
         return cls(impl=study["impl"], objective=study["objective"], app=study["app"],
-                   model_name=study["model_name"], model_return=study["model_return"],
+                   model_name=study["model_name"], model_return=",".join(cfg.criteria.names),
                    timeout=study["timeout"], expdir=expdir, exp_id=Path(expdir).name,
                    model_env=env, isolate=study.get("isolate", True))
 
@@ -117,7 +119,8 @@ class Objective:
                                  dict(self.model_env))
             watch = process.Watch(self.timeout, self.grace, cancelled, report)
             value = self.implementation.run(params, params_json, context, watch)
-            outcome = Outcome(float(value), metrics=dict(getattr(value, "metrics", {})))
+            outcome = Outcome(float(value), metrics=dict(getattr(value, "metrics", {})),
+                              objectives=list(getattr(value, "objectives", ())))
         except Pruned as exc:
             outcome = Outcome(exc.value, Status.PRUNED, str(exc))
         except Cancelled as exc:

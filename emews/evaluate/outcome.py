@@ -21,7 +21,8 @@ way as a :class:`Report` (``{"step": 3, "value": 0.7, "time": t}``): both are :c
 messages, one encoder and one decoder for every transport.
 
 A new field is one line in its class: ``on_wire(KIND, default=...)`` says how it is written and
-checked (:data:`NUMBER`, :data:`TEXT`, :data:`STATUS`, :data:`METRICS` or :data:`STEP`).
+checked (:data:`NUMBER`, :data:`TEXT`, :data:`STATUS`, :data:`METRICS`, :data:`STEP`,
+:data:`NUMBERS` or :data:`MAYBE_FLAG`).
 """
 
 import dataclasses
@@ -87,11 +88,29 @@ def _metrics_in(value):
     return {name: _number_in(number) for name, number in value.items()}
 
 
+def _numbers_out(values):
+    return [_number_out(value) for value in values]
+
+
+def _numbers_in(value):
+    if type(value) is not list:
+        raise TypeError(value)
+    return [_number_in(number) for number in value]
+
+
+def _maybe_flag_in(value):
+    if value is None or type(value) is bool:
+        return value
+    raise TypeError(value)
+
+
 NUMBER = Kind("a number, or null for NaN", _number_out, _number_in)
 TEXT = Kind("text or null", lambda text: text, _text_in)
 STATUS = Kind(f"one of {', '.join(sorted(POOL_OUTCOMES))}", str, _status_in)
 METRICS = Kind("an object of names to numbers (or null)", _metrics_out, _metrics_in)
 STEP = Kind("a whole number, 0 or more", int, _step_in)
+NUMBERS = Kind("a list of numbers (null for NaN)", _numbers_out, _numbers_in)
+MAYBE_FLAG = Kind("true, false or null", lambda flag: flag, _maybe_flag_in)
 
 
 def on_wire(kind, **default):
@@ -132,7 +151,12 @@ class Outcome(Wire):
     ``interrupted`` and ``duplicate`` ones), the reason of a failure (``error``), the end of the
     model's output (``log_tail``), when it ``started`` and ``finished`` (seconds since the
     epoch) and the model's final ``metrics`` (name -> number). A ``pruned`` outcome holds the
-    last reported value, and says at which step in ``error``."""
+    last reported value, and says at which step in ``error``.
+
+    In a study of several objectives (``[study] objectives``), ``objectives`` holds each one's
+    raw value in that order (as the model reported it, whatever its direction) and ``value``
+    is the first; ``feasible`` is whether the point meets the study's ``constraints`` (``None``
+    without constraints), which the master decides before it stores the outcome."""
 
     what = "outcome"
     value: float = on_wire(NUMBER)
@@ -142,6 +166,8 @@ class Outcome(Wire):
     started: float = on_wire(NUMBER, default=0.0)
     finished: float = on_wire(NUMBER, default=0.0)
     metrics: dict = on_wire(METRICS, default_factory=dict)
+    objectives: list = on_wire(NUMBERS, default_factory=list)
+    feasible: bool | None = on_wire(MAYBE_FLAG, default=None)
 
     @classmethod
     def received(cls, data):

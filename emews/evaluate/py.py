@@ -15,14 +15,15 @@ from ..errors import ConfigError
 from .base import EvaluationFailed, Implementation, _current_run
 from .isolated import Nanny
 from .reporting import Pruned, reporting
-from .results import Value, decode_tail, extract_value, final_metrics
+from .results import decode_tail, extract
 
 
 def call_objective(function, params, context, model_return="val_loss", epoch="last",
                    send=None):
     """``function(params)`` as the run ``context`` (see ``current_run()``), its reports going
     to ``send`` (see :mod:`.reporting`): the value to minimize (a :class:`~.results.Value`
-    with the final metrics of a dict or History), :class:`Pruned` when a report stopped it
+    with the final metrics of a dict or History, and every objective when ``model_return``
+    names several), :class:`Pruned` when a report stopped it
     (whatever the model did after), or :class:`EvaluationFailed` with the reason and the
     traceback."""
     token = _current_run.set(context)
@@ -32,7 +33,7 @@ def call_objective(function, params, context, model_return="val_loss", epoch="la
             result = function(params)
         if reporter.pruned is not None:
             raise reporter.pruned
-        return Value(extract_value(result, model_return, epoch), final_metrics(result))
+        return extract(result, model_return, epoch)
     except (EvaluationFailed, Pruned):
         raise
     except (Exception, SystemExit, KeyboardInterrupt) as exc:  # noqa: BLE001 - the model's

@@ -42,12 +42,43 @@ def extract_value(result, model_return="val_loss", epoch="last"):
 
 
 class Value(float):
-    """The value to minimize, carrying the model's final ``metrics`` (name -> number)."""
+    """The value to minimize, carrying the model's final ``metrics`` (name -> number) and, in
+    a study of several objectives, every one of them (``objectives``, in order; the value is
+    the first)."""
 
-    def __new__(cls, value, metrics=None):
+    def __new__(cls, value, metrics=None, objectives=()):
         self = super().__new__(cls, value)
         self.metrics = dict(metrics or {})
+        self.objectives = [float(v) for v in objectives]
         return self
+
+
+def objective_names(model_return):
+    """The objectives ``MODEL_RETURN`` names: one, or a comma-separated list of them."""
+    return [name.strip() for name in str(model_return).split(",")]
+
+
+def extract(result, model_return="val_loss", epoch="last"):
+    """What a model returned as a :class:`Value`: the value of each objective that
+    ``model_return`` names (one, or a comma-separated list: see :func:`extract_value`), and
+    the final metrics (a :class:`Value` as it is: the CANDLE runner's). A missing or
+    non-finite objective of several fails the run naming it."""
+    if isinstance(result, Value):
+        return result
+    names = objective_names(model_return)
+    if len(names) == 1:
+        return Value(extract_value(result, names[0], epoch), final_metrics(result))
+    history = getattr(result, "history", None)
+    if not isinstance(result, dict) and not isinstance(history, dict):
+        raise EvaluationFailed(f"the model returned {result!r:.80}, not a dict or History "
+                               f"holding the objectives {', '.join(names)}")
+    values = []
+    for name in names:
+        try:
+            values.append(extract_value(result, name, epoch))
+        except EvaluationFailed as exc:
+            raise EvaluationFailed(f"objective {name!r}: {exc}", exc.log_tail) from None
+    return Value(values[0], final_metrics(result), values)
 
 
 def final_metrics(result):
@@ -107,11 +138,37 @@ def tail(path, limit=TAIL_BYTES):
 
 
 def read_app_result(run_dir, log, model_return=None):
-    """The value an app run reported: ``result.txt``, else its last ``IMPROVE_RESULT`` line."""
+    """The value an app run reported: ``result.txt``, else its last ``IMPROVE_RESULT`` line;
+    with several objectives (``model_return`` a comma-separated list), see
+    :func:`read_labelled_results`."""
     result_file = Path(run_dir) / "result.txt"
+    if model_return and len(objective_names(model_return)) > 1:
+        return read_labelled_results(result_file, log, objective_names(model_return))
     if not result_file.exists():
         return read_improve_result(log, model_return)
     return parse_result(result_file.read_text(errors="replace"), model_return, log)
+
+
+def read_labelled_results(result_file, log, names):
+    """The objectives ``names`` of an app run, as a :class:`Value`: each from the last line
+    labelled with its name (``IMPROVE_RESULT params 12345`` in ``log``, or ``params 12345`` in
+    ``result_file``, which wins); a run lacking one fails naming it."""
+    lines = [line.split("IMPROVE_RESULT", 2)[1] for line in
+             tail(log, RESULT_SEARCH_BYTES).splitlines() if "IMPROVE_RESULT" in line]
+    if result_file.exists():
+        lines += result_file.read_text(errors="replace").splitlines()
+    values = []
+    for name in names:
+        labelled = [line for line in lines if _label(line) == name]
+        if not labelled:
+            raise EvaluationFailed(f"objective {name!r}: the model reported no result line "
+                                   f"labelled {name!r} (IMPROVE_RESULT {name} <value>)",
+                                   tail(log))
+        try:
+            values.append(parse_result(labelled[-1], name, log))
+        except EvaluationFailed as exc:
+            raise EvaluationFailed(f"objective {name!r}: {exc}", exc.log_tail) from None
+    return Value(values[0], objectives=values)
 
 
 def read_improve_result(log, model_return=None):

@@ -318,20 +318,22 @@ NO_REASON = "no reason recorded"
 def finished_rows(rows):
     """``(attempts, points)`` of finished attempts ``(id, rank, outcome, attempt, status)``:
     the rows for the table of attempts (``(id, attempt, status, result, error, log_tail, rank,
-    started, finished, metrics, id)``; none for the attempt that made its point ``done``: the
-    point's row is that attempt, a row fewer per task) and the updates of the points
-    (``(status, result, error, log_tail, rank, started, finished, attempt, metrics, id)``)."""
+    started, finished, metrics, objectives, feasible, id)``; none for the attempt that made
+    its point ``done``: the point's row is that attempt, a row fewer per task) and the updates
+    of the points (``(status, result, error, log_tail, rank, started, finished, attempt,
+    metrics, objectives, feasible, id)``)."""
     attempts, points = [], []
     for i, rank, outcome, attempt, status in rows:
         value = None if math.isnan(outcome.value) else outcome.value
         log_tail, error = bounded(outcome.log_tail), bounded(outcome.error)
-        metrics = metrics_json(outcome.metrics)
+        metrics, objectives = metrics_json(outcome.metrics), vector_json(outcome.objectives)
         if status != Status.DONE:
             attempts.append((i, attempt, outcome.status, value, error, log_tail, rank,
-                             outcome.started, outcome.finished, metrics, i))
+                             outcome.started, outcome.finished, metrics, objectives,
+                             outcome.feasible, i))
         points.append((status, value, error, log_tail, rank, outcome.started,
                        outcome.finished, attempt if status != Status.QUEUED else attempt + 1,
-                       metrics, i))
+                       metrics, objectives, outcome.feasible, i))
     return attempts, points
 
 
@@ -339,16 +341,23 @@ def duplicate_rows(rows):
     """The ``attempts`` rows (as :func:`finished_rows` makes them) of late results
     ``(id, rank, outcome, attempt)``."""
     return [(i, attempt, Status.DUPLICATE.value, None if math.isnan(o.value) else o.value,
-             bounded(o.error), bounded(o.log_tail), rank, o.started, o.finished, None, i)
+             bounded(o.error), bounded(o.log_tail), rank, o.started, o.finished, None,
+             vector_json(o.objectives), o.feasible, i)
             for i, rank, o, attempt in rows]
 
 
 def decoded(row, *decode):
     """A row as a dict, its JSON columns ``decode`` (default: ``params`` and ``metrics``)
-    decoded; a missing or empty ``metrics`` (a store that predates them) becomes ``{}``."""
+    decoded; a missing or empty ``metrics`` (a store that predates them) becomes ``{}``.
+    A row of points or attempts has ``objectives`` (a list, or ``None``) and ``feasible``
+    (``True``, ``False`` or ``None``), ``None`` from a store that predates them."""
     row = {key: value for key, value in dict(row).items() if key != "exp_id"}
     for name in decode or ("params", "metrics"):
         row[name] = json.loads(row.get(name) or ("{}" if name == "metrics" else "null"))
+    if "step" not in row:   # not a report
+        row["objectives"] = json.loads(row.get("objectives") or "null")
+        feasible = row.get("feasible")
+        row["feasible"] = None if feasible is None else bool(feasible)
     return row
 
 
@@ -364,6 +373,13 @@ def metrics_json(metrics):
         return None
     return json.dumps({name: value if math.isfinite(value) else None
                        for name, value in metrics.items()})
+
+
+def vector_json(values):
+    """An objective vector as a JSON list, non-finite values as null; ``None`` when empty."""
+    if not values:
+        return None
+    return json.dumps([value if math.isfinite(value) else None for value in values])
 
 
 def bounded(text, limit=LOG_TAIL_BYTES):

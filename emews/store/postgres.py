@@ -67,12 +67,12 @@ CREATE TABLE IF NOT EXISTS emews_evaluations (
     status text NOT NULL CHECK (status IN ({statuses})), error text, log_tail text,
     rank integer, attempt integer NOT NULL DEFAULT 1, run_id text, queued double precision,
     started double precision, finished double precision, seq integer, metrics text,
-    PRIMARY KEY (exp_id, id));
+    objectives text, feasible boolean, PRIMARY KEY (exp_id, id));
 CREATE TABLE IF NOT EXISTS emews_attempts (
     exp_id text NOT NULL, id integer NOT NULL, attempt integer NOT NULL, status text NOT NULL,
     result double precision, error text, log_tail text, rank integer, run_id text,
     started double precision, finished double precision, metrics text,
-    PRIMARY KEY (exp_id, id, attempt));
+    objectives text, feasible boolean, PRIMARY KEY (exp_id, id, attempt));
 CREATE TABLE IF NOT EXISTS emews_meta (
     exp_id text NOT NULL, key text NOT NULL, value text NOT NULL, PRIMARY KEY (exp_id, key));
 CREATE TABLE IF NOT EXISTS emews_checkpoints (
@@ -114,20 +114,30 @@ ALTER TABLE emews_evaluations ADD CONSTRAINT emews_evaluations_status_check
 LEASES_SCHEMA = """
 CREATE TABLE IF NOT EXISTS emews_leases (pool text PRIMARY KEY, deadline double precision);
 """
+# Added later (schema version 7 of results.db: objective vectors and feasibility).
+VECTOR_SCHEMA = """
+ALTER TABLE emews_evaluations ADD COLUMN IF NOT EXISTS objectives text;
+ALTER TABLE emews_evaluations ADD COLUMN IF NOT EXISTS feasible boolean;
+ALTER TABLE emews_attempts ADD COLUMN IF NOT EXISTS objectives text;
+ALTER TABLE emews_attempts ADD COLUMN IF NOT EXISTS feasible boolean;
+"""
+HAS_VECTOR = ("SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() "
+              "AND table_name = 'emews_attempts' AND column_name = 'feasible'")
 SCHEMA_LOCK = 0x656d657773   # advisory lock: one schema set-up at a time
 # A commit's writes find each row by key, as the planner's statistics choose: without them (a
 # young table: autovacuum renews them a minute late at best), it guesses that few rows are the
 # study's, and looks at every one of them for each write. The writer renews them when it has
 # added this many rows, and again each time their number doubled.
 STATISTICS_FROM = 1000
-ATTEMPT_COLUMNS = "status, result, error, log_tail, rank, started, finished, metrics"
+ATTEMPT_COLUMNS = ("status, result, error, log_tail, rank, started, finished, metrics, "
+                   "objectives, feasible")
 REPLACE_ATTEMPT = ("ON CONFLICT (exp_id, id, attempt) DO UPDATE SET status=EXCLUDED.status, "
                    "error=EXCLUDED.error, finished=EXCLUDED.finished")
 # what a snapshot reads: every column but exp_id and log_tail (up to 64 KiB each)
 EVALUATION_COLUMNS = ("id, params, result, status, error, rank, attempt, run_id, queued, "
-                      "started, finished, seq, metrics")
+                      "started, finished, seq, metrics, objectives, feasible")
 ATTEMPT_READ_COLUMNS = ("id, attempt, status, result, error, rank, run_id, started, finished, "
-                        "metrics")
+                        "metrics, objectives, feasible")
 ATTEMPTS_READ = f"id, attempt, {ATTEMPT_COLUMNS}, run_id"
 
 
@@ -157,6 +167,8 @@ def connect(url):
                 conn.execute(REPORTS_SCHEMA)
             if conn.execute("SELECT to_regclass('emews_leases')").fetchone()[0] is None:
                 conn.execute(LEASES_SCHEMA)
+            if conn.execute(HAS_VECTOR).fetchone() is None:
+                conn.execute(VECTOR_SCHEMA)
     except psycopg.Error as exc:
         raise StoreError(f"{redacted(url)}: cannot open the store: "
                          f"{str(exc).strip().splitlines()[0]}") from None
@@ -325,10 +337,12 @@ class PostgresStore(Store):
         self._update_points(
             "status=r.status, result=r.result, error=r.error, log_tail=r.log_tail, "
             "rank=r.rank, started=r.started, finished=r.finished, attempt=r.attempt, "
-            "metrics=r.metrics", "r(status, result, error, log_tail, rank, started, finished, "
-            "attempt, metrics, id)", "%b::text[], %b::float8[], %b::text[], %b::text[], "
-            "%b::integer[], %b::float8[], %b::float8[], %b::integer[], %b::text[]", points,
-            (str, float, str, str, int, float, float, int, str))
+            "metrics=r.metrics, objectives=r.objectives, feasible=r.feasible",
+            "r(status, result, error, log_tail, rank, started, finished, attempt, metrics, "
+            "objectives, feasible, id)", "%b::text[], %b::float8[], %b::text[], %b::text[], "
+            "%b::integer[], %b::float8[], %b::float8[], %b::integer[], %b::text[], %b::text[], "
+            "%b::boolean[]", points,
+            (str, float, str, str, int, float, float, int, str, str, bool))
 
     def _update_points(self, assignments, alias, arrays, rows, types):
         """Buffer one ``UPDATE`` of the points of ``rows`` (their last value is the point's
@@ -343,8 +357,8 @@ class PostgresStore(Store):
 
     def _upsert_attempts(self, rows):
         """Insert or replace attempts: ``(id, attempt, status, result, error, log_tail, rank,
-        started, finished, metrics, id)`` tuples (the run id is the point's; of two rows of
-        one attempt, the last wins)."""
+        started, finished, metrics, objectives, feasible, id)`` tuples (the run id is the
+        point's; of two rows of one attempt, the last wins)."""
         names = ATTEMPT_COLUMNS.split(", ")
         updates = ", ".join(f"{name}=EXCLUDED.{name}" for name in names + ["run_id"])
         rows = list({row[:2]: row[:-1] for row in rows}.values())
@@ -352,11 +366,12 @@ class PostgresStore(Store):
             f"INSERT INTO emews_attempts (exp_id, id, attempt, {ATTEMPT_COLUMNS}, run_id) "
             f"SELECT e.exp_id, r.id, r.attempt, {', '.join('r.' + n for n in names)}, e.run_id "
             "FROM unnest(%b::integer[], %b::integer[], %b::text[], %b::float8[], %b::text[], "
-            "%b::text[], %b::integer[], %b::float8[], %b::float8[], %b::text[]) AS "
+            "%b::text[], %b::integer[], %b::float8[], %b::float8[], %b::text[], %b::text[], "
+            "%b::boolean[]) AS "
             f"r(id, attempt, {ATTEMPT_COLUMNS}) JOIN emews_evaluations e ON e.exp_id=%s AND "
             "e.id=r.id WHERE e.id = ANY(%b::integer[]) "
             f"ON CONFLICT (exp_id, id, attempt) DO UPDATE SET {updates}", rows,
-            (int, int, str, float, str, str, int, float, float, str), self.exp_id,
+            (int, int, str, float, str, str, int, float, float, str, str, bool), self.exp_id,
             [row[0] for row in rows], action="record attempts")
 
     def record_duplicates(self, rows):

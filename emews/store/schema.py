@@ -17,6 +17,10 @@
 
 ``metrics`` (in ``evaluations`` and ``attempts``) is a JSON object: the last epoch's value of
 every numeric key of what the model returned (a dict or a Keras ``History``), or NULL.
+``objectives`` (there too) is a JSON list: in a study of several objectives (``[study]
+objectives``), each one's raw value in that order (NULL in a study of one, or when the run gave
+none); ``feasible`` is 1 when the point meets the study's ``constraints``, 0 when it breaks one,
+NULL in a study without constraints.
 
 The master commits every turn (a few rows), so each B-tree that a turn touches costs a page
 write: ``evaluations`` has no index on ``status`` (the statuses of finished points would move
@@ -30,11 +34,19 @@ A store written by an older emews is migrated when it is opened; a newer one is 
 
 from ..status import Status
 
-VERSION = 6
+VERSION = 7
 STATUSES = tuple(Status)            # of an attempt (``attempts.status``)
 POINT_STATUSES = tuple(s for s in Status if s != Status.DUPLICATE)   # of a point
 
-EVALUATIONS = """
+
+
+def with_vector(table):
+    """``table`` (its version 6 layout) with the columns version 7 added after ``metrics``."""
+    return table.replace("    metrics   TEXT", "    metrics   TEXT,\n    objectives TEXT,\n"
+                         "    feasible  INTEGER", 1)
+
+
+EVALUATIONS_6 = """
 CREATE TABLE evaluations (
     id        INTEGER PRIMARY KEY,
     params    TEXT NOT NULL,
@@ -51,8 +63,9 @@ CREATE TABLE evaluations (
     seq       INTEGER,
     metrics   TEXT
 )""".format(statuses=", ".join(f"'{s}'" for s in POINT_STATUSES))
+EVALUATIONS = with_vector(EVALUATIONS_6)
 
-ATTEMPTS = """
+ATTEMPTS_6 = """
 CREATE TABLE attempts (
     id        INTEGER NOT NULL,
     attempt   INTEGER NOT NULL,
@@ -67,16 +80,22 @@ CREATE TABLE attempts (
     metrics   TEXT,
     PRIMARY KEY (id, attempt)
 ) WITHOUT ROWID"""
+ATTEMPTS = with_vector(ATTEMPTS_6)
 ATTEMPT_LOG = ATTEMPTS.replace("CREATE TABLE attempts", "CREATE TABLE attempt_log")
-ATTEMPT_COLUMNS = ("id, attempt, status, result, error, log_tail, rank, run_id, started, "
-                   "finished, metrics")
-ATTEMPTS_VIEW = f"""
+ATTEMPT_COLUMNS_6 = ("id, attempt, status, result, error, log_tail, rank, run_id, started, "
+                     "finished, metrics")
+ATTEMPT_COLUMNS = ATTEMPT_COLUMNS_6 + ", objectives, feasible"
+VIEW = """
 CREATE VIEW attempts AS
-SELECT {ATTEMPT_COLUMNS} FROM attempt_log AS a
+SELECT {columns} FROM attempt_log AS a
     WHERE status = 'duplicate' OR NOT EXISTS (SELECT 1 FROM evaluations AS e
         WHERE e.id = a.id AND e.attempt = a.attempt AND e.status = 'done')
 UNION ALL
-SELECT {ATTEMPT_COLUMNS.replace("status", "'done'")} FROM evaluations WHERE status = 'done'"""
+SELECT {done} FROM evaluations WHERE status = 'done'"""
+ATTEMPTS_VIEW = VIEW.format(columns=ATTEMPT_COLUMNS,
+                            done=ATTEMPT_COLUMNS.replace("status", "'done'"))
+ATTEMPTS_VIEW_6 = VIEW.format(columns=ATTEMPT_COLUMNS_6,
+                              done=ATTEMPT_COLUMNS_6.replace("status", "'done'"))
 REPORTS = """
 CREATE TABLE reports (
     n         INTEGER PRIMARY KEY,
@@ -92,7 +111,7 @@ CHECKPOINTS = "CREATE TABLE checkpoints (name TEXT PRIMARY KEY, state BLOB, driv
 NO_INDEX = "DROP INDEX IF EXISTS evaluations_status"
 REBUILD_ATTEMPTS = f"""
 ALTER TABLE attempts RENAME TO attempts_rowid;
-{ATTEMPTS};
+{ATTEMPTS_6};
 INSERT INTO attempts (id, attempt, status, result, error, log_tail, rank, run_id, started,
     finished, metrics) SELECT id, attempt, status, result, error, log_tail, rank, run_id,
     started, finished, metrics FROM attempts_rowid;
@@ -110,13 +129,14 @@ CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 PRAGMA user_version = {VERSION};
 """
 
+# Each migration below makes the layout of the next version (up to 6: the ``_6`` tables).
 # Version 1 (emews 0.1): evaluations with four statuses and meta; no attempts, no checkpoints.
 FROM_1 = f"""
 ALTER TABLE evaluations RENAME TO evaluations_v1;
-{EVALUATIONS};
+{EVALUATIONS_6};
 INSERT INTO evaluations SELECT *, id, NULL FROM evaluations_v1;
 DROP TABLE evaluations_v1;
-{ATTEMPTS};
+{ATTEMPTS_6};
 INSERT INTO attempts SELECT id, attempt, status, result, error, log_tail, rank, run_id,
     started, finished, NULL FROM evaluations WHERE status IN ('done', 'failed');
 {CHECKPOINTS};
@@ -138,22 +158,32 @@ FROM_4 = f"""
 ALTER TABLE attempts RENAME TO attempt_log;
 DELETE FROM attempt_log WHERE status = 'done' AND EXISTS (SELECT 1 FROM evaluations AS e
     WHERE e.id = attempt_log.id AND e.attempt = attempt_log.attempt AND e.status = 'done');
-{ATTEMPTS_VIEW};
+{ATTEMPTS_VIEW_6};
 """
 # Version 5: no reports, and no status 'pruned' (a CHECK: the table is made again).
 FROM_5 = f"""
 DROP VIEW attempts;
 ALTER TABLE evaluations RENAME TO evaluations_v5;
-{EVALUATIONS};
+{EVALUATIONS_6};
 INSERT INTO evaluations SELECT * FROM evaluations_v5;
 DROP TABLE evaluations_v5;
-{ATTEMPTS_VIEW};
+{ATTEMPTS_VIEW_6};
 {REPORTS};
 {REPORTS_INDEX};
+"""
+# Version 6: no objective vectors, no feasibility.
+FROM_6 = f"""
+DROP VIEW attempts;
+ALTER TABLE evaluations ADD COLUMN objectives TEXT;
+ALTER TABLE evaluations ADD COLUMN feasible INTEGER;
+ALTER TABLE attempt_log ADD COLUMN objectives TEXT;
+ALTER TABLE attempt_log ADD COLUMN feasible INTEGER;
+{ATTEMPTS_VIEW};
 PRAGMA user_version = {VERSION};
 """
-MIGRATIONS = {1: FROM_1 + FROM_4 + FROM_5, 2: FROM_2 + FROM_4 + FROM_5,
-              3: FROM_3 + FROM_4 + FROM_5, 4: FROM_4 + FROM_5, 5: FROM_5}
+MIGRATIONS = {1: FROM_1 + FROM_4 + FROM_5 + FROM_6, 2: FROM_2 + FROM_4 + FROM_5 + FROM_6,
+              3: FROM_3 + FROM_4 + FROM_5 + FROM_6, 4: FROM_4 + FROM_5 + FROM_6,
+              5: FROM_5 + FROM_6, 6: FROM_6}
 
 
 def version_of(db):

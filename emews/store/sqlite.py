@@ -33,7 +33,11 @@ from . import schema
 from .base import NO_REASON, Snapshot, Store, decoded, duplicate_rows
 from .filesystem import journal_mode
 
-ROWS_PER_STATEMENT = 128            # 11 values a row: far below SQLite's 32,766 parameters
+ROWS_PER_STATEMENT = 128            # 13 values a row: far below SQLite's 32,766 parameters
+LOG_ATTEMPTS = ("INSERT OR REPLACE INTO attempt_log (id, attempt, status, result, error, "
+                "log_tail, rank, started, finished, metrics, objectives, feasible, run_id) "
+                "VALUES ", "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                "(SELECT run_id FROM evaluations WHERE id=?))")   # (head, row) of attempts' rows
 MULTI_ROW_UPDATE = sqlite3.sqlite_version_info >= (3, 33)   # UPDATE ... FROM
 MULTI_ROW_MIN = 8     # fewer rows: one UPDATE each is cheaper than planning an UPDATE ... FROM
 
@@ -166,18 +170,13 @@ class SQLiteStore(Store):
         self._update_evaluations(f"status='{Status.RUNNING}', rank=?, started=?", rows)
 
     def _finish(self, attempts, points):
-        self._write_values("INSERT OR REPLACE INTO attempt_log (id, attempt, status, result, "
-                           "error, log_tail, rank, started, finished, metrics, run_id) VALUES ",
-                           "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-                           "(SELECT run_id FROM evaluations WHERE id=?))", attempts)
+        self._write_values(*LOG_ATTEMPTS, attempts)
         self._update_evaluations("status=?, result=?, error=?, log_tail=?, rank=?, started=?, "
-                                 "finished=?, attempt=?, metrics=?", points)
+                                 "finished=?, attempt=?, metrics=?, objectives=?, feasible=?",
+                                 points)
 
     def record_duplicates(self, rows):
-        self._write_values("INSERT OR REPLACE INTO attempt_log (id, attempt, status, result, "
-                           "error, log_tail, rank, started, finished, metrics, run_id) VALUES ",
-                           "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-                           "(SELECT run_id FROM evaluations WHERE id=?))", duplicate_rows(rows))
+        self._write_values(*LOG_ATTEMPTS, duplicate_rows(rows))
 
     def _requeue(self, rows):
         self._write(f"UPDATE evaluations SET status='{Status.QUEUED}', attempt=?, run_id=?, "

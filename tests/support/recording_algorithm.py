@@ -38,3 +38,19 @@ class CountingRandom(RandomSearch):
         super().__init__(space, seed)
         with open(builds, "a") as handle:
             handle.write(json.dumps({"pid": os.getpid(), "seed": seed}) + "\n")
+
+
+class RecordingObjectives(RandomSearch):
+    """Random search of several objectives; each told point and value is appended to the file
+    ``record``, a vector as ``{"values": [...], "violations": [...]}``."""
+
+    def __init__(self, space, seed=None, record=None, objectives=1):
+        super().__init__(space, seed, objectives)
+        self.record = record
+
+    def tell(self, points, values):
+        with open(self.record, "a") as handle:
+            for point, value in zip(points, values):
+                told = getattr(value, "values", None)
+                handle.write(json.dumps({"point": point, "values": told, "violations": getattr(
+                    value, "violations", None), "nan": math.isnan(value)}) + "\n")
