@@ -85,15 +85,17 @@ def attempts(expdir, storage, status=None):
 
 def held(expdir, storage):
     """The ids of the tasks that a pool holds: over zmq, the running ones (a task goes to a
-    pool when it asks); on PostgreSQL, the leased ones (the study queues a task for its slots
-    as ``running`` before a pool pops it)."""
+    pool when it asks); on PostgreSQL, the popped ones that no result answered (the study
+    queues a task for its slots as ``running`` before a pool pops it)."""
     if not storage:
         return [row[0] for row in stored(expdir, storage, "running")]
     import psycopg
 
     with psycopg.connect(storage) as conn:
-        return [i for i, in conn.execute("SELECT id FROM emews_tasks WHERE exp_id=%s AND "
-                                         "pool IS NOT NULL", (str(expdir.resolve()),))]
+        return [i for i, in conn.execute(
+            "SELECT t.id FROM emews_tasks t JOIN eq_tasks e USING (eq_task_id) WHERE "
+            "t.exp_id=%s AND e.eq_status=1 AND e.worker_pool IS NOT NULL",   # 1: RUNNING
+            (str(expdir.resolve()),))]
 
 
 def evaluations(expdir):
@@ -475,3 +477,59 @@ def test_a_task_type_without_eqsql_is_refused_with_one_line(emews_cli):
     assert done.returncode == 2
     assert done.stderr.strip() == ("emews: error: emews pool --task-type: selects EQ-SQL tasks: "
                                    "it needs --eqsql URL, got 3")
+
+
+def test_a_pool_that_takes_a_dead_pools_name_does_not_keep_its_tasks_alive(postgres_url,
+                                                                           tmp_path):
+    """On PostgreSQL a lease is a pool's, under its name (``HOST:PID``): a pool that comes
+    back with a dead one's name (the same pid again, on a host of the same name) takes another
+    name, and the dead one's task comes back interrupted when its lease runs out, while the new
+    pool renews its own."""
+    from emews.pools.base import Task
+    from emews.service.postgres_transport import PostgresPool, PostgresService
+
+    service = PostgresService(postgres_url, "exp", 4, 0.5, {}, tmp_path)
+    dead, again = PostgresPool(postgres_url, "exp", name="node:7"), None
+    try:
+        dead.introduce()
+        service.send([Task(0, json.dumps({"x": 0.5}), "r0")])
+        assert service.receive() == ([], False)     # it goes out with the look for results
+        assert [task.params for task in dead.trade([], 1, True, False)] == ['{"x": 0.5}']
+        dead.close()
+        again = PostgresPool(postgres_url, "exp", name="node:7")
+        again.introduce()
+        assert again.name == "node.2:7"
+        expired = []
+
+        def released():
+            again.trade([], 0, False, True)    # the live pool renews its lease
+            expired.extend(service.expired())
+            return expired
+
+        wait_until(released, "the dead pool's lease to run out")
+        assert expired == [(0, "node:7")]
+        assert service.expired() == []         # released once
+    finally:
+        for link in (dead, again, service):
+            if link is not None:
+                link.close()
+
+
+def test_a_task_taken_back_before_it_went_out_never_reaches_the_queue(postgres_url, tmp_path):
+    """On PostgreSQL the tasks a study sends go out with its next look for results (one round
+    trip for both): one taken back before that is never queued, and is not started."""
+    from emews.pools.base import Task
+    from emews.service.postgres_transport import PostgresPool, PostgresService
+
+    service = PostgresService(postgres_url, "exp", 4, 60.0, {}, tmp_path)
+    pool = PostgresPool(postgres_url, "exp")
+    try:
+        pool.introduce()
+        service.send([Task(i, json.dumps({"x": i}), f"r{i}") for i in range(2)])
+        assert service.withdraw([1]) == [1]
+        service.receive()
+        assert [task.params for task in pool.trade([], 4, True, False)] == ['{"x": 0}']
+        assert service.withdraw([0]) == []     # popped: no longer the study's to take back
+    finally:
+        pool.close()
+        service.close()

@@ -4,11 +4,15 @@
 
     RemotePool --PostgresService--> emews_queue_OUT --PostgresPool (pop)--> pool job 1 (mpiexec)
                <------------------- emews_queue_IN  <--(report)----------   pool job 2 ...
-               <-expired leases (emews_tasks.deadline, renewed by the pools)
+               <-expired leases (emews_leases: one per pool, renewed by it)
                <-reports (emews_report_queue) --verdicts--> the pool that waits for them
 
-The tables are :mod:`emews.store.postgres`'s. A task's lease is its ``emews_tasks.deadline``
-on the database server's clock. A pool reports its results, renews its leases and pops new
+The tables are :mod:`emews.store.postgres`'s. A task is held by the pool that popped it (its
+``eq_tasks.worker_pool``, while ``RUNNING``), under that pool's lease: one row of
+``emews_leases`` per pool, its deadline on the database server's clock, renewed by the pool;
+when it runs out, the pool's tasks are released (``worker_pool`` cleared) and the study runs
+them again. A task moves through its rows in place, written once per state, and a lease costs
+no write per task. A pool reports its results, renews its lease and pops new
 tasks in one transaction, one round trip (:meth:`TaskQueue.trade`); the study pushes a batch of
 tasks in one round trip too, and looks for results when a NOTIFY says that some came. A
 ``json_in`` is an outcome's wire form with the task's ``attempt`` and ``rank``; one that an
@@ -18,6 +22,7 @@ The study's state (``running``, ``cancelling``, ``ended``) is how it speaks to i
 (``eqsql``'s included) until it pops EQ-SQL's ``EQ_STOP``.
 """
 
+import itertools
 import json
 import math
 import os
@@ -42,7 +47,8 @@ class PostgresService(ServiceLink):
     """The study's side: tasks go onto EQ-SQL's OUT queue, results come off its IN queue.
 
     ``slots`` is how many tasks may be queued or running at once; ``config`` (with ``lease``,
-    for the pools) and ``expdir`` are recorded for the pools in ``emews_studies``.
+    for the pools) and ``expdir`` are recorded for the pools in ``emews_studies``. Tasks sent
+    go out with the next look for results (one round trip for both), or before a wait.
     """
 
     def __init__(self, url, exp_id, slots, lease, config, expdir, task_type=0):
@@ -52,22 +58,30 @@ class PostgresService(ServiceLink):
         self.looked = self.checked = 0.0
         self.news = True
         self.incoming, self.waiting = [], {}   # reports of the last receive; id -> their rows
+        self.unsent = []                      # tasks sent since the last round trip
         self.queue.wait(RESULTS_CHANNEL, 0)   # listen from now on
 
     def demand(self, running):
         return self.slots - running
 
     def send(self, tasks):
-        self.queue.push(tasks)
+        self.unsent += tasks
+
+    def _flush(self):
+        """Push the tasks sent since the last round trip."""
+        if self.unsent:
+            tasks, self.unsent = self.unsent, []
+            self.queue.push(tasks)
 
     def receive(self):
         self.incoming = []
-        if not self.news and time.monotonic() - self.looked < POLL_MAX:
+        if not self.news and not self.unsent and time.monotonic() - self.looked < POLL_MAX:
             self.news = self.queue.wait(RESULTS_CHANNEL, 0)
             if not self.news:
                 return [], False
         self.looked, self.news = time.monotonic(), False
-        popped, reports = self.queue.incoming()
+        tasks, self.unsent = self.unsent, []
+        popped, reports = self.queue.incoming(tasks)
         results = [_received(i, payload, late) for i, payload, late in popped]
         for n, point_id, attempt, rank, payload in reports:
             try:
@@ -86,6 +100,7 @@ class PostgresService(ServiceLink):
                            for n in self.waiting.pop(point_id, [])])
 
     def wait(self, timeout):
+        self._flush()
         self.news |= self.queue.wait(RESULTS_CHANNEL, timeout)
         return self.news
 
@@ -96,7 +111,10 @@ class PostgresService(ServiceLink):
         return self.queue.expired()
 
     def withdraw(self, ids):
-        return self.queue.withdraw(ids)
+        ids = set(ids)
+        unsent = [task.id for task in self.unsent if task.id in ids]
+        self.unsent = [task for task in self.unsent if task.id not in ids]
+        return unsent + self.queue.withdraw(ids.difference(unsent))
 
     def cancel(self):
         self.queue.set_state("cancelling")
@@ -155,6 +173,7 @@ class PostgresPool(PoolLink):
                                  f"{self.queue.exp_id!r} in this database")
             config, expdir, _, self.queue.task_type = study
         self.lease = float(config.pop("lease", self.lease))
+        self.name = self.queue.claim(self.name, self.lease)
         return {"config": config, "expdir": expdir, "lease": self.lease}
 
     def trade(self, finished, free, ask, renew):
@@ -226,6 +245,8 @@ class TaskQueue:
         self.listener = None
         self.eq_ids = {}                  # point id -> eq_task_id (the study's side)
         self.last_report = 0              # the last report row the study read
+        self.released = {}                # pool -> the deadline of its lease whose tasks the
+                                          # study released (the study's side)
 
     def _guard(self, action):
         return guarded(self.db, self.url, action)
@@ -277,6 +298,13 @@ class TaskQueue:
     def push(self, tasks):
         """Put tasks (:class:`~emews.pools.base.Task`) on the OUT queue, in one round trip: a
         new point becomes an EQ-SQL task; another attempt of a point requeues its task."""
+        statements, record = self._pushing(tasks)
+        with self._guard("queue tasks"):
+            record(run_batch(self.db, statements))
+
+    def _pushing(self, tasks):
+        """The statements that push ``tasks`` (see :meth:`push`), and what records their
+        EQ-SQL ids from the cursors of a batch that begins with them."""
         new = [t for t in tasks if t.id not in self.eq_ids]
         again = [t for t in tasks if t.id in self.eq_ids]
         statements = []
@@ -292,20 +320,23 @@ class TaskQueue:
                                             [t.run_id for t in again])),
                            (REQUEUE_OUT, (self.task_type, eq_ids))]
         statements.append((NOTIFY, (TASKS_CHANNEL,)))
-        with self._guard("queue tasks"):
-            made = run_batch(self.db, statements)
-            if new:
-                self.eq_ids.update(made[0].fetchall())
 
-    def incoming(self):
-        """In one round trip: pop the study's results off the IN queue, and the late ones (see
-        :meth:`trade`), ``[(point id, json_in, late), ...]``; and read its reports that wait
-        for a verdict and were not read before, ``[(n, point id, attempt, rank, report
-        JSON), ...]`` in order."""
-        with self._guard("read results and reports"):
-            results, reports = run_batch(self.db, [(RESULTS, {"exp": self.exp_id}),
-                                                   (REPORTS, (self.last_report, self.exp_id))])
-            results, reports = results.fetchall(), reports.fetchall()
+        def record(cursors):
+            if new:
+                self.eq_ids.update(cursors[0].fetchall())
+        return statements, record
+
+    def incoming(self, tasks=()):
+        """In one round trip: push ``tasks`` (as :meth:`push` does), pop the study's results
+        off the IN queue, and the late ones (see :meth:`trade`), ``[(point id, json_in,
+        late), ...]``; and read its reports that wait for a verdict and were not read before,
+        ``[(n, point id, attempt, rank, report JSON), ...]`` in order."""
+        statements, record = self._pushing(tasks) if tasks else ([], lambda cursors: None)
+        with self._guard("queue tasks and read results and reports"):
+            cursors = run_batch(self.db, statements + [
+                (RESULTS, {"exp": self.exp_id}), (REPORTS, (self.exp_id, self.last_report))])
+            record(cursors)
+            results, reports = cursors[-2].fetchall(), cursors[-1].fetchall()
         if reports:
             self.last_report = reports[-1][0]
         return results, reports
@@ -340,13 +371,20 @@ class TaskQueue:
                                 (NOTIFY, (TASKS_CHANNEL,))])
 
     def expired(self):
-        """Points whose lease ran out, released: ``[(point id, pool), ...]``."""
+        """Points whose pool's lease ran out, released: ``[(point id, pool), ...]``. A
+        lease that ran out is looked at once (until the pool renews it and it runs out
+        again): the look for its tasks reads every task of the study."""
         with self._guard("check leases"):
-            return self.db.execute(
-                "UPDATE emews_tasks t SET pool=NULL, deadline=NULL FROM (SELECT eq_task_id, "
-                "pool FROM emews_tasks WHERE exp_id=%s AND deadline < extract(epoch FROM "
-                "now()) FOR UPDATE) old WHERE t.eq_task_id=old.eq_task_id "
-                "RETURNING t.id, old.pool", (self.exp_id,)).fetchall()
+            ended = [(pool, deadline) for pool, deadline in self.db.execute(
+                "SELECT pool, deadline FROM emews_leases WHERE deadline < extract(epoch FROM "
+                "now())").fetchall() if self.released.get(pool) != deadline]
+            if not ended:
+                return []
+            released = self.db.execute(RELEASE_EXPIRED, {
+                "pools": [pool for pool, _ in ended], "exp": self.exp_id,
+                "running": RUNNING}).fetchall()
+        self.released.update(ended)
+        return released
 
     # --- a pool's side ---------------------------------------------------------------------------
 
@@ -357,6 +395,18 @@ class TaskQueue:
             row = self.db.execute("SELECT config, expdir, state, task_type FROM emews_studies "
                                   "WHERE exp_id=%s", (self.exp_id,)).fetchone()
         return None if row is None else (json.loads(row[0]), row[1], row[2], row[3])
+
+    def claim(self, name, lease):
+        """Take a lease of ``lease`` seconds under a pool name that no lease had before:
+        ``name`` (``HOST:PID``), or, where a pool of that name was here before (the same pid
+        again, on a host of the same name), ``HOST.2:PID`` ... (the tasks that one held are
+        its own, released when its lease runs out). Returns the name taken."""
+        host, _, pid = name.rpartition(":")
+        for k in itertools.count(1):
+            taken = name if k == 1 else f"{host}.{k}:{pid}"
+            with self._guard("take a lease"):
+                if self.db.execute(CLAIM, (taken, float(lease))).fetchone():
+                    return taken
 
     def put_reports(self, reports):
         """Queue a pool's reports ``[(eq_task_id, attempt, rank, report JSON), ...]`` for the
@@ -380,8 +430,9 @@ class TaskQueue:
     def trade(self, results, pool, lease, n, renew=False):
         """A pool's exchange, in one transaction and one round trip: store ``pool``'s
         ``results`` (``[(eq_task_id, json_in), ...]``) and push them onto the IN queue, take up
-        to ``n`` tasks off the OUT queue (``FOR UPDATE SKIP LOCKED``), marked running and
-        leased for ``lease`` seconds, and, if ``renew``, extend every lease ``pool`` holds.
+        to ``n`` tasks off the OUT queue (``FOR UPDATE SKIP LOCKED``), marked running, held by
+        ``pool``; if ``renew`` or any are taken, ``pool``'s lease runs ``lease`` seconds from
+        now (first: the lease's row is locked before any task's, as the study locks them).
 
         A task that has its result already keeps it: a later result of an emews study's task
         (its lease had expired, and another pool answered it first) goes to
@@ -389,22 +440,19 @@ class TaskQueue:
         ``[(eq_task_id, payload, run_id, attempt), ...]`` in priority order; EQ-SQL's stop
         message comes back with payload :data:`EQ_STOP`.
         """
-        statements = []
+        statements = [(LEASE, (pool, float(lease)))] if renew or n else []
         if results:
-            ids = [r[0] for r in results]
-            statements += [(REPORT, {"ids": ids, "payloads": [r[1] for r in results],
+            statements += [(REPORT, {"ids": [r[0] for r in results], "pool": pool,
+                                     "payloads": [r[1] for r in results],
                                      "complete": COMPLETE}),
-                           (RELEASE, (ids, pool)), (NOTIFY, (RESULTS_CHANNEL,))]
+                           (NOTIFY, (RESULTS_CHANNEL,))]
         popped = len(statements)    # the result of the pop, if any, comes after the others'
         if n:
             study = "" if self.exp_id is None else "AND (SELECT t.exp_id FROM emews_tasks t " \
                 "WHERE t.eq_task_id=q.eq_task_id) = %(exp)s"
             statements.append((POP.format(study=study), {
                 "type": self.task_type, "exp": self.exp_id, "n": int(n), "pool": pool,
-                "lease": float(lease), "running": RUNNING, "stop": EQ_STOP,
-                "complete": COMPLETE}))
-        if renew:
-            statements.append((RENEW, (float(lease), pool)))
+                "running": RUNNING, "stop": EQ_STOP, "complete": COMPLETE}))
         if not statements:
             return []
         with self._guard("trade with the queue"):
@@ -430,14 +478,12 @@ NEW_TASKS = (
 # Another attempt of a point: eq_tasks before emews_tasks, in the order every writer locks them.
 REQUEUE_EQ = ("UPDATE eq_tasks SET eq_status=%s, json_in=NULL, worker_pool=NULL "
               "WHERE eq_task_id = ANY(%b::integer[]) AND eq_status <> %s")
-REQUEUE_EMEWS = ("UPDATE emews_tasks t SET attempt=a.attempt, run_id=a.run_id, pool=NULL, "
-                 "deadline=NULL FROM unnest(%b::integer[], %b::integer[], %b::text[]) "
+REQUEUE_EMEWS = ("UPDATE emews_tasks t SET attempt=a.attempt, run_id=a.run_id "
+                 "FROM unnest(%b::integer[], %b::integer[], %b::text[]) "
                  "AS a(eq, attempt, run_id) WHERE t.eq_task_id=a.eq")
 REQUEUE_OUT = ("INSERT INTO emews_queue_OUT (eq_task_type, eq_task_id, eq_priority) "
                "SELECT %s, eq, 0 FROM unnest(%b::integer[]) AS eq")
-# One statement: a task's eq_tasks row is locked before its emews_tasks row (leased reads
-# started), the order of every other writer; one answered meanwhile (a late result of a
-# requeued task) is not run again.
+# One statement; a task answered meanwhile (a late result of a requeued task) is not run again.
 POP = (
     "WITH popped AS (DELETE FROM emews_queue_OUT WHERE ctid = ANY(ARRAY("
     "SELECT q.ctid FROM emews_queue_OUT q WHERE q.eq_task_type=%(type)s "
@@ -446,15 +492,13 @@ POP = (
     "started AS (UPDATE eq_tasks e SET eq_status=%(running)s, worker_pool=%(pool)s, "
     "time_start=now() WHERE e.eq_task_id = ANY(ARRAY(SELECT eq_task_id FROM popped)) AND "
     "e.json_out <> %(stop)s AND e.eq_status IS DISTINCT FROM %(complete)s "
-    "RETURNING e.eq_task_id), "
-    "leased AS (UPDATE emews_tasks t SET pool=%(pool)s, deadline=extract(epoch "
-    "FROM now()) + %(lease)s WHERE t.eq_task_id = ANY(ARRAY(SELECT eq_task_id FROM started)) "
-    "RETURNING t.eq_task_id, t.run_id, t.attempt) "
-    "SELECT p.eq_task_id, p.json_out, l.run_id, l.attempt FROM (SELECT eq_task_id, "
-    "eq_priority, (SELECT json_out FROM eq_tasks e WHERE e.eq_task_id=p.eq_task_id), "
-    "(SELECT eq_status FROM eq_tasks e WHERE e.eq_task_id=p.eq_task_id) FROM popped p) "
-    "AS p(eq_task_id, eq_priority, json_out, eq_status) LEFT JOIN leased l USING (eq_task_id) "
-    "WHERE p.eq_status IS DISTINCT FROM %(complete)s "
+    "RETURNING e.eq_task_id) "
+    "SELECT p.eq_task_id, p.json_out, (SELECT run_id FROM emews_tasks t WHERE "
+    "t.eq_task_id=p.eq_task_id), (SELECT attempt FROM emews_tasks t WHERE "
+    "t.eq_task_id=p.eq_task_id) FROM (SELECT eq_task_id, eq_priority, (SELECT json_out FROM "
+    "eq_tasks e WHERE e.eq_task_id=p.eq_task_id), (SELECT eq_status FROM eq_tasks e WHERE "
+    "e.eq_task_id=p.eq_task_id) FROM popped p) AS p(eq_task_id, eq_priority, json_out, "
+    "eq_status) WHERE p.eq_status IS DISTINCT FROM %(complete)s "
     "ORDER BY p.eq_priority DESC, p.eq_task_id")
 # The study's results and late results, each found from its queue's row (a small table).
 # Every statement here finds a task's rows by key (= ANY(ARRAY(...)), scalar subqueries): the
@@ -475,19 +519,29 @@ RESULTS = (
 REPORT = (
     "WITH r AS (SELECT * FROM unnest(%(ids)b::integer[], %(payloads)b::text[]) AS "
     "r(id, json_in)), done AS (UPDATE eq_tasks e SET json_in=r.json_in, "
-    "eq_status=%(complete)s, time_stop=now() FROM r WHERE "
+    "eq_status=%(complete)s, worker_pool=%(pool)s, time_stop=now() FROM r WHERE "
     "e.eq_task_id = ANY(%(ids)b::integer[]) AND e.eq_task_id=r.id AND "
     "e.eq_status <> %(complete)s RETURNING e.eq_task_id, e.eq_task_type), "
     "queued AS (INSERT INTO emews_queue_IN (eq_task_type, eq_task_id) SELECT "
     "eq_task_type, eq_task_id FROM done) INSERT INTO emews_late_results "
     "(eq_task_id, json_in) SELECT r.id, r.json_in FROM r JOIN emews_tasks t ON "
     "t.eq_task_id=r.id WHERE r.id NOT IN (SELECT eq_task_id FROM done)")
-REPORTS = ("SELECT r.n, t.id, r.attempt, r.rank, r.report FROM emews_report_queue r JOIN "
-           "emews_tasks t ON t.eq_task_id=r.eq_task_id WHERE r.verdict IS NULL AND r.n > %s AND "
-           "t.exp_id=%s ORDER BY r.n")   # a study's reports that wait, after the last it read
+# A study's reports that wait, after the last it read (from the queue's rows: a join would
+# read every task of the study, each time, as a queue that is mostly empty is looked at).
+REPORTS = ("SELECT * FROM (SELECT r.n, (SELECT t.id FROM emews_tasks t WHERE "
+           "t.eq_task_id=r.eq_task_id AND t.exp_id=%s), r.attempt, r.rank, r.report FROM "
+           "emews_report_queue r WHERE r.verdict IS NULL AND r.n > %s) AS r(n, id, attempt, "
+           "rank, report) WHERE r.id IS NOT NULL ORDER BY r.n")
 NOTIFY = "SELECT pg_notify(%s, '')"   # NOTIFY CHANNEL, as a statement that can be prepared
-# (not "pool=%s": the planner would read the pool's index, which has an entry for each task
-# the pool ever ran, until the table is vacuumed)
-RELEASE = ("UPDATE emews_tasks SET pool=NULL, deadline=NULL WHERE eq_task_id = "
-           "ANY(%b::integer[]) AND pool IS NOT DISTINCT FROM %s")
-RENEW = "UPDATE emews_tasks SET deadline=extract(epoch FROM now()) + %s WHERE pool=%s"
+CLAIM = ("INSERT INTO emews_leases (pool, deadline) VALUES (%s, extract(epoch FROM now()) + %s) "
+         "ON CONFLICT (pool) DO NOTHING RETURNING pool")
+LEASE = ("INSERT INTO emews_leases (pool, deadline) VALUES (%s, extract(epoch FROM now()) + %s) "
+         "ON CONFLICT (pool) DO UPDATE SET deadline=EXCLUDED.deadline")
+# The study's running tasks held by pools whose leases ran out, released: the lease rows are
+# locked first (a pool that renews meanwhile keeps its tasks), as a pool's trade locks them.
+RELEASE_EXPIRED = (
+    "WITH ended AS (SELECT pool FROM emews_leases WHERE pool = ANY(%(pools)s) AND "
+    "deadline < extract(epoch FROM now()) FOR UPDATE) "
+    "UPDATE eq_tasks e SET worker_pool=NULL FROM emews_tasks t, ended WHERE "
+    "t.exp_id=%(exp)s AND e.eq_task_id=t.eq_task_id AND e.eq_status=%(running)s AND "
+    "e.worker_pool=ended.pool RETURNING t.id, ended.pool")

@@ -52,10 +52,6 @@ Where the backends differ, and nothing else may differ:
 * A read-only SQLite store is the file opened ``mode=ro``, and reads a file of an older
   schema as it is (no migration); a read-only PostgreSQL store is an ordinary connection that
   this object never writes through.
-* Where a done attempt is kept. ``results.db`` keeps it in the point's row alone (its
-  ``attempts`` view adds it: a row fewer per task); PostgreSQL's ``emews_attempts`` table holds
-  it too, for the SQL readers of that table (EQ-SQL's side). Through the contract both give the
-  same ``attempts``: the done one from the point's row.
 * Errors name the file (SQLite) or the URL without its password (PostgreSQL).
 """
 
@@ -89,7 +85,6 @@ class Store(abc.ABC):
     """
 
     db = None
-    logs_done_attempts = False  # whether the table of attempts holds the done ones too
 
     def __init__(self, path):
         self.path = str(path)
@@ -176,7 +171,7 @@ class Store(abc.ABC):
         ``queued`` for a failure that will be retried); the attempt itself keeps the outcome's
         own status in ``attempts``. The point takes the rank and times of the result.
         """
-        self._finish(*finished_rows(rows, self.logs_done_attempts))
+        self._finish(*finished_rows(rows))
 
     @abc.abstractmethod
     def _finish(self, attempts, points):
@@ -334,11 +329,11 @@ class Store(abc.ABC):
 NO_REASON = "no reason recorded"
 
 
-def finished_rows(rows, log_done):
+def finished_rows(rows):
     """``(attempts, points)`` of finished attempts ``(id, rank, outcome, attempt, status)``:
     the rows for the table of attempts (``(id, attempt, status, result, error, log_tail, rank,
-    started, finished, metrics, objectives, feasible, id)``; without ``log_done``, none for the
-    attempt that made its point ``done``: its row in ``rows`` is that attempt) and the updates
+    started, finished, metrics, objectives, feasible, id)``; none for the attempt that made
+    its point ``done``: the point's row is that attempt, a row fewer per task) and the updates
     of the points (``(status, result, error, log_tail, rank, started, finished, attempt,
     metrics, objectives, feasible, id)``)."""
     attempts, points = [], []
@@ -346,7 +341,7 @@ def finished_rows(rows, log_done):
         value = None if math.isnan(outcome.value) else outcome.value
         log_tail, error = bounded(outcome.log_tail), bounded(outcome.error)
         metrics, objectives = metrics_json(outcome.metrics), vector_json(outcome.objectives)
-        if log_done or status != Status.DONE:
+        if status != Status.DONE:
             attempts.append((i, attempt, outcome.status, value, error, log_tail, rank,
                              outcome.started, outcome.finished, metrics, objectives,
                              outcome.feasible, i))

@@ -11,8 +11,9 @@
     emews's own tables (every row keyed by the study's exp_id):
       emews_evaluations, emews_attempts, emews_meta, emews_checkpoints, emews_reports
                         as in results.db
-      emews_tasks       a task's point id, attempt and run id, and its lease: pool, deadline
-                        (seconds since the epoch on the database server's clock)
+      emews_tasks       a task's point id, attempt and run id (written once per attempt)
+      emews_leases      each pool's lease: the pool (eq_tasks.worker_pool of the tasks it
+                        holds) and its deadline (seconds since the epoch on the server's clock)
       emews_late_results  results that came after a task's first one (a pool whose lease
                         expired), waiting for the study to record them as duplicates
       emews_studies     a study's configuration and its state: running, cancelling (pools
@@ -79,11 +80,8 @@ CREATE TABLE IF NOT EXISTS emews_checkpoints (
     PRIMARY KEY (exp_id, name));
 CREATE TABLE IF NOT EXISTS emews_tasks (
     eq_task_id integer PRIMARY KEY, exp_id text NOT NULL, id integer NOT NULL,
-    attempt integer NOT NULL, run_id text NOT NULL, pool text, deadline double precision);
+    attempt integer NOT NULL, run_id text NOT NULL);
 CREATE INDEX IF NOT EXISTS emews_tasks_point ON emews_tasks (exp_id, id);
-CREATE INDEX IF NOT EXISTS emews_tasks_pool ON emews_tasks (pool);
-CREATE INDEX IF NOT EXISTS emews_tasks_lease ON emews_tasks (exp_id, deadline)
-    WHERE deadline IS NOT NULL;
 CREATE TABLE IF NOT EXISTS emews_studies (
     exp_id text PRIMARY KEY, config text NOT NULL, expdir text NOT NULL,
     state text NOT NULL, task_type integer NOT NULL);
@@ -96,6 +94,7 @@ EQSQL_INDEXES = """
 CREATE INDEX emews_queue_out_pop ON emews_queue_OUT (eq_task_type, eq_priority DESC, eq_task_id);
 CREATE INDEX emews_queue_in_task ON emews_queue_IN (eq_task_id);
 CREATE INDEX eq_exp_id_tasks_exp ON eq_exp_id_tasks (exp_id);
+ALTER TABLE eq_tasks SET (fillfactor = 50);
 """
 # Added later (with the status 'pruned'): made on a database whose schema predates it.
 REPORTS_SCHEMA = """
@@ -110,6 +109,11 @@ ALTER TABLE emews_evaluations DROP CONSTRAINT IF EXISTS emews_evaluations_status
 ALTER TABLE emews_evaluations ADD CONSTRAINT emews_evaluations_status_check
     CHECK (status IN ({statuses}));
 """.format(statuses=", ".join(f"'{s}'" for s in schema.POINT_STATUSES))
+# Added later, with the pools' leases: a task's pool and lease were emews_tasks.pool and
+# .deadline, two indexed columns written twice per task (made on a database that predates it).
+LEASES_SCHEMA = """
+CREATE TABLE IF NOT EXISTS emews_leases (pool text PRIMARY KEY, deadline double precision);
+"""
 # Added later (schema version 7 of results.db: objective vectors and feasibility).
 VECTOR_SCHEMA = """
 ALTER TABLE emews_evaluations ADD COLUMN IF NOT EXISTS objectives text;
@@ -161,6 +165,8 @@ def connect(url):
                     conn.execute(EQSQL_INDEXES)
             if conn.execute("SELECT to_regclass('emews_report_queue')").fetchone()[0] is None:
                 conn.execute(REPORTS_SCHEMA)
+            if conn.execute("SELECT to_regclass('emews_leases')").fetchone()[0] is None:
+                conn.execute(LEASES_SCHEMA)
             if conn.execute(HAS_VECTOR).fetchone() is None:
                 conn.execute(VECTOR_SCHEMA)
     except psycopg.Error as exc:
@@ -240,8 +246,6 @@ class PostgresStore(Store):
     ``path`` (``URL#EXP_ID``) reopens the same store through :func:`emews.store.open_store`.
     ``create=False`` (and ``readonly``) refuses a study the database does not hold.
     """
-
-    logs_done_attempts = True
 
     def __init__(self, url, exp_id, create=True, readonly=False):
         from psycopg.rows import dict_row
