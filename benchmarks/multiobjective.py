@@ -44,8 +44,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .quality import (ALPHA, _table, available, cached_runs, compare, run_cache,
-                      run_missing)
+from .quality import (ALPHA, _table, available, cached_runs, compare, comparisons_table,
+                      run_cache, run_missing)
 from .quality_runs import OptunaPeer, code_digests, evaluate
 
 CACHE_DIRECTORY = Path(__file__).resolve().parent / "results" / "multiobjective-runs"
@@ -331,10 +331,8 @@ def markdown(part):
              f"{c['median_difference'] + 0.0:+.4g}",
              f"{c['p_better']:.3g}", f"{c['p_worse']:.3g}", c["verdict"])
             for c in part["comparisons"]]
-    sections.append("#### Best of ours against the best Optuna sampler (Wilcoxon signed-rank, "
-                    f"one-sided each way, α = {part['alpha']})\n\n"
-                    + _table(("mode", "problem", "ours", "against", "median difference",
-                              "p (ours larger)", "p (ours smaller)", "verdict"), rows))
+    sections.append(comparisons_table("Best of ours against the best Optuna sampler",
+                                      part["alpha"], rows, better="larger", worse="smaller"))
     seconds = {}
     for r in part["runs"]:
         seconds.setdefault(r["contender"], []).append(r["seconds"])

@@ -373,10 +373,7 @@ def markdown(part):
              else f"{c['ours']} ({c['which']})", c["peer"], f"{c['median_difference']:+.2f}",
              f"{c['p_better']:.3g}", f"{c['p_worse']:.3g}", c["verdict"])
             for c in part["comparisons"]]
-    sections.append("#### Paired comparisons (Wilcoxon signed-rank, one-sided each way, "
-                    f"α = {part['alpha']})\n\n"
-                    + _table(("mode", "problem", "ours", "against", "median difference",
-                              "p (ours better)", "p (ours worse)", "verdict"), rows))
+    sections.append(comparisons_table("Paired comparisons", part["alpha"], rows))
     rows = [(c["mode"], c["problem"], c["ours"], f"{c['median']:.2f}",
              f"{c['sequential_median']:.2f}", f"{c['margin']:.3f}", f"{c['p_outside']:.3g}",
              "yes" if c["within"] else "no")
@@ -396,6 +393,14 @@ def markdown(part):
                     f"and seed, averaged. Median seconds per run: {seconds}."
                     + (f" Left out: {left_out}." if left_out else ""))
     return "\n\n".join(sections)
+
+
+def comparisons_table(title, alpha, rows, better="better", worse="worse"):
+    """A section of paired comparisons: ``rows`` of (mode, problem, ours, against, median
+    difference, p ours ``better``, p ours ``worse``, verdict)."""
+    return (f"#### {title} (Wilcoxon signed-rank, one-sided each way, α = {alpha})\n\n"
+            + _table(("mode", "problem", "ours", "against", "median difference",
+                      f"p (ours {better})", f"p (ours {worse})", "verdict"), rows))
 
 
 def _table(header, rows):
