@@ -7,7 +7,7 @@ import sys
 from mpi4py import MPI
 
 from emews.evaluate import Outcome
-from emews.pools.mpi import RESULT, TASKS, MPIPool
+from emews.pools.mpi import HELLO, RESULT, TASKS, MPIPool
 from emews.pools.base import Task
 
 comm = MPI.COMM_WORLD
@@ -24,6 +24,7 @@ if comm.Get_rank() == 0:
         pool.collect()
     pool.close()
 else:
+    comm.send(MPI.Get_processor_name(), dest=0, tag=HELLO)   # as serve() does first
     for task_id, _, _ in comm.recv(source=0, tag=TASKS):
         comm.send((comm.Get_rank(), task_id, Outcome(1.0).to_wire()), dest=0, tag=RESULT)
     with open(fifo, "wb") as sent:
