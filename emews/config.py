@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .core import pruners
-from .core.criteria import Criteria
+from .core.criteria import Criteria, objective_names
 from .core.pareto import minimized
 from .core.failure import ACTIONS as FAILURE_ACTIONS
 from .pools import requests
@@ -292,7 +292,7 @@ def _resolve_objectives(config):
     with several objectives refused (one line each)."""
     study = config.study
     if "," in study["model_return"]:
-        names = [name.strip() for name in study["model_return"].split(",")]
+        names = objective_names(study["model_return"])
         if study["objectives"] is not None and study["objectives"] != names:
             raise ConfigError(config.where("study", "objectives"), "must be the same list as "
                               f"[study].model_return (MODEL_RETURN) {names}, or left out",

@@ -69,6 +69,11 @@ class Constraint:
         return f"{self.name} {self.op} {self.bound:g}"
 
 
+def objective_names(model_return):
+    """The objectives ``MODEL_RETURN`` names: one, or a comma-separated list of them."""
+    return [name.strip() for name in str(model_return).split(",")]
+
+
 @dataclass(frozen=True)
 class Criteria:
     """A study's objectives (``names``, in order), their ``directions`` and its
@@ -82,8 +87,8 @@ class Criteria:
     def from_study(cls, study, where=lambda key: f"[study].{key}"):
         """The criteria of a ``[study]`` table (as :func:`emews.config.load` resolved it);
         a ConfigError naming ``where(key)``, the rule and the value for a bad one."""
-        names = study.get("objectives") or [
-            name.strip() for name in (study.get("model_return") or "val_loss").split(",")]
+        names = study.get("objectives") or objective_names(study.get("model_return")
+                                                           or "val_loss")
         if len(set(names)) < len(names) or not all(n.strip() and "," not in n for n in names):
             raise ConfigError(where("objectives"), "must name each objective once (names "
                               "without commas)", names)

@@ -12,6 +12,7 @@ import math
 import os
 from pathlib import Path
 
+from ..core.criteria import objective_names
 from .base import EvaluationFailed
 
 TAIL_BYTES = 64 * 1024
@@ -51,11 +52,6 @@ class Value(float):
         self.metrics = dict(metrics or {})
         self.objectives = [float(v) for v in objectives]
         return self
-
-
-def objective_names(model_return):
-    """The objectives ``MODEL_RETURN`` names: one, or a comma-separated list of them."""
-    return [name.strip() for name in str(model_return).split(",")]
 
 
 def extract(result, model_return="val_loss", epoch="last"):
