@@ -274,12 +274,14 @@ def test_a_resume_that_changes_what_the_study_optimizes_is_refused(toy_config):
 
 
 def test_a_study_stops_when_its_front_stops_growing(toy_config):
-    result = emews.run(toy_config(budget=300, patience=6, mode="batch", batch_size=2, **MO))
+    config = toy_config(budget=300, patience=6, mode="batch", batch_size=2, **MO)
+    config["system"]["procs"] = 2   # one worker: the stored finish order is the order counted
+    result = emews.run(config)
     rows = stored_rows(result.expdir)
     assert result.stop_reason == ("converged: no hypervolume improvement larger than 0.0 in 6 "
                                   "evaluations")
     assert 6 <= len(rows) < 300
-    vectors = [r["objectives"] for r in sorted(rows, key=lambda r: r["finished"])]
+    vectors = [r["objectives"] for r in sorted(rows, key=lambda r: (r["finished"], r["id"]))]
     reference = pareto.reference_point(vectors[:6])      # the first design: min(patience, 10)
     last_growth, volume = 6, pareto.hypervolume(vectors[:6], reference)
     for n in range(7, len(vectors) + 1):
