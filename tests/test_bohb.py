@@ -45,6 +45,7 @@ def test_a_nan_report_counts_as_the_worst_at_its_step():
 HYPERBAND = {"min_resource": 1, "max_resource": 9, "reduction_factor": 3}
 
 
+@pytest.mark.slow
 @pytest.mark.mpi
 def test_a_bohb_study_with_hyperband_on_a_real_mpiexec_pool(emews_cli, study, tmp_path):
     path = study(system={"procs": 4, "progress_interval": 0.0},

@@ -14,6 +14,7 @@ pytestmark = pytest.mark.mpi
 MPIEXEC = str(Path(sys.executable).parent / "mpiexec")
 
 
+@pytest.mark.slow
 def test_a_cancel_message_kills_the_running_model_and_a_late_one_touches_no_later_run(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(SUPPORT))
     done = subprocess.run([MPIEXEC, "-n", "2", sys.executable, str(SUPPORT / "cancel_worker.py"),

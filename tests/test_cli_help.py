@@ -89,6 +89,7 @@ _python_argcomplete
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("zsh") is None, reason="apt-get install zsh (.ci/apt-packages)")
 def test_zsh_completes_commands_with_their_help():
     done = subprocess.run(["zsh", "-f", "-c", ZSH, "zsh", "emews sta"], capture_output=True,

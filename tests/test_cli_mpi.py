@@ -21,6 +21,7 @@ def only_expdir(tmp_path, name="study"):
     return expdir
 
 
+@pytest.mark.slow
 def test_run_alone_spawns_a_local_pool_of_procs_ranks(emews_cli, study, tmp_path):
     path = study(system={"procs": 4, "progress_interval": 0.0},
                  study={"budget": 16, "objective": "toy_models:rank_and_output", "seed": 2})
@@ -40,6 +41,7 @@ def test_run_alone_spawns_a_local_pool_of_procs_ranks(emews_cli, study, tmp_path
     assert json.loads((expdir / "config.json").read_text())["system"]["procs"] == 4
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ranks", [1, 3])
 def test_run_under_an_explicit_mpiexec(study, tmp_path, ranks):
     path = study(study={"budget": 6, "objective": "toy_models:quadratic", "mode": "batch"})
@@ -53,6 +55,7 @@ def test_run_under_an_explicit_mpiexec(study, tmp_path, ranks):
     assert {r["rank"] for r in rows} == ({0} if ranks == 1 else {1, 2})
 
 
+@pytest.mark.slow
 def test_model_failures_do_not_end_the_study(emews_cli, study, tmp_path):
     path = study(system={"procs": 3},
                  study={"budget": 20, "objective": "toy_models:flaky", "seed": 5})
@@ -64,6 +67,7 @@ def test_model_failures_do_not_end_the_study(emews_cli, study, tmp_path):
     assert failed and all(r["error"] for r in failed)
 
 
+@pytest.mark.slow
 def test_a_dying_me_ends_every_rank_with_its_traceback(emews_cli, study, tmp_path):
     path = study(system={"procs": 3}, study={"algorithm": "raising_me", "budget": 10,
                                              "objective": "toy_models:quadratic"})
@@ -81,6 +85,7 @@ def test_a_dying_me_ends_every_rank_with_its_traceback(emews_cli, study, tmp_pat
     ({"study": {"space": "missing.json"}}, "missing.json: the search-space file must be readable"),
     ({"system": {"pool": "cloud"}}, "[system].pool: must be one of ['mpi', 'inprocess']"),
 ])
+@pytest.mark.slow
 def test_bad_input_is_one_line_exit_2_and_nothing_written(emews_cli, study, tmp_path, change,
                                                           fragment):
     tables = {"study": {"objective": "toy_models:quadratic", "budget": 4}, "system": {}}
@@ -93,6 +98,7 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(emews_cli, study, tmp_
     assert not (tmp_path / "experiments").exists()
 
 
+@pytest.mark.slow
 def test_malformed_files_are_named(emews_cli, tmp_path):
     (tmp_path / "bad.toml").write_text("[study\nbudget = 3\n")
     done = emews_cli("run", "bad.toml")
@@ -109,6 +115,7 @@ def wait_for(predicate, timeout=120):
         time.sleep(0.1)
 
 
+@pytest.mark.slow
 def test_a_killed_run_keeps_its_results_and_resumes_without_repeating_them(emews_cli, study,
                                                                             tmp_path):
     points = [{"x": float(i), "hang": i >= 5} for i in range(10)]
@@ -146,6 +153,7 @@ def test_a_killed_run_keeps_its_results_and_resumes_without_repeating_them(emews
     assert all(r["status"] == "done" for r in after)
 
 
+@pytest.mark.slow
 def test_show_prints_the_best_evaluations(emews_cli, study, tmp_path):
     path = study(system={"pool": "inprocess"},
                  study={"budget": 5, "objective": "toy_models:quadratic"})
@@ -175,6 +183,7 @@ def _cpu_seconds_of_a_run(study, tmp_path, name, objective):
     return usage.ru_utime + usage.ru_stime
 
 
+@pytest.mark.slow
 def test_waiting_ranks_do_not_spin_the_cpu(study, tmp_path):
     """While workers sleep through 3 s runs, the master, the ME and idle ranks stay idle."""
     quick = _cpu_seconds_of_a_run(study, tmp_path, "quick", "toy_models:quadratic")
@@ -183,6 +192,7 @@ def test_waiting_ranks_do_not_spin_the_cpu(study, tmp_path):
     assert slow - quick < 1.5
 
 
+@pytest.mark.slow
 def test_plot_draws_a_png_of_a_study(emews_cli, study, tmp_path):
     path = study(system={"pool": "inprocess"},
                  study={"budget": 8, "objective": "toy_models:flaky", "seed": 2})

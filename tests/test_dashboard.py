@@ -235,6 +235,7 @@ def test_every_write_is_refused_and_nothing_is_written(tmp_path):
         f"{expdir / 'results.db'}-wal").stat().st_size == 0
 
 
+@pytest.mark.slow
 def test_to_optuna_is_a_study_that_optuna_visualization_plots(tmp_path):
     expdir = write_study(tmp_path / "EXP001")
     study = emews.load(expdir).to_optuna()

@@ -58,6 +58,7 @@ def attempt_ids(statements):
             for i in row_ids(s)]
 
 
+@pytest.mark.slow
 def test_a_turn_with_several_ready_results_is_one_transaction_and_one_me_message(tmp_path):
     (tmp_path / "space.json").write_text(json.dumps(
         [{"name": "x", "type": "float", "lower": -1.0, "upper": 1.0}]))

@@ -58,6 +58,7 @@ def nanny_pid(objective):
      False),
     ("nan", "the model returned NaN", "faulty: mode nan", False),
 ])
+@pytest.mark.slow
 def test_a_fault_fails_that_evaluation_only(faulty, mode, reason, fragment, restarted):
     objective = faulty()
     assert objective.evaluate('{"x": 1.0}', "RUN1").status == "done"
@@ -137,6 +138,7 @@ def test_bad_timeout_and_isolate_settings_are_named(table, message):
     assert str(error.value) == message
 
 
+@pytest.mark.slow
 def test_cancelled_kills_a_running_evaluation(faulty, tmp_path):
     pidfile = tmp_path / "hang.pid"
     child = Path(str(pidfile) + ".child")
@@ -173,6 +175,7 @@ Objective(impl, expdir=sys.argv[4], **model).evaluate(sys.argv[3], "RUN1")
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("impl", ["py", "app"])
 def test_a_worker_killed_with_sigkill_leaves_no_model(tmp_path, impl):
     """PR_SET_PDEATHSIG and the group's guard: the nanny, or the app's model, and what it
@@ -269,6 +272,7 @@ def test_an_app_killed_by_a_signal_says_which(faulty_app):
     assert faulty_app().evaluate('{"x": 1.5}', "RUN2").value == 1.5
 
 
+@pytest.mark.slow
 def test_a_nanny_killed_between_runs_is_replaced_without_failing_the_next(faulty):
     objective = faulty()
     objective.evaluate('{"x": 1.0}', "RUN1")
@@ -323,6 +327,7 @@ def test_an_inprocess_study_honours_isolate_and_leaves_no_nanny(tmp_path, monkey
             assert (row["result"] == os.getpid()) == (not isolate)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_a_signalled_worker_kills_its_models_then_exits_128_plus_the_signal(tmp_path, sig):
     pidfile = tmp_path / "hang.pid"

@@ -98,6 +98,7 @@ def test_retries_exhausted_fail_with_the_last_reason(config):
     assert all(r["attempt"] == 1 for r in done)
 
 
+@pytest.mark.slow
 def test_failed_app_runs_keep_reason_and_model_log_and_the_algorithm_gets_the_penalty(config,
                                                                                       tmp_path):
     (tmp_path / "space.json").write_text(json.dumps(

@@ -140,6 +140,7 @@ def test_an_interrupt_cancels_what_runs_prints_one_line_and_resume_completes(
         (0, 1, "cancelled"), (0, 2, "done"), (1, 1, "cancelled"), (1, 2, "done")]
 
 
+@pytest.mark.slow
 def test_a_resume_that_changes_the_study_is_refused_and_keeps_every_row(study, emews_cli,
                                                                        tmp_path):
     path = study(system={"procs": 2}, study={"budget": 3, "objective": "toy_models:quadratic"})
@@ -163,6 +164,7 @@ def test_a_resume_that_changes_the_study_is_refused_and_keeps_every_row(study, e
         missing.stderr
 
 
+@pytest.mark.slow
 def test_a_resume_may_extend_the_budget_and_records_the_change(study, emews_cli, tmp_path):
     path = study(system={"procs": 2}, study={"budget": 3, "objective": "toy_models:quadratic"})
     assert emews_cli("run", path).returncode == 0
@@ -175,6 +177,7 @@ def test_a_resume_may_extend_the_budget_and_records_the_change(study, emews_cli,
     assert changes["changes"]["study.budget"] == [3, 5]
 
 
+@pytest.mark.slow
 def test_the_master_enforces_the_budget_on_a_classic_me(study, emews_cli, tmp_path):
     path = study(system={"procs": 3}, study={"algorithm": "classic_me", "budget": 5,
                                              "objective": "toy_models:quadratic"})
@@ -186,6 +189,7 @@ def test_the_master_enforces_the_budget_on_a_classic_me(study, emews_cli, tmp_pa
     assert final["stop_reason"] == "evaluation budget of 5 reached"
 
 
+@pytest.mark.slow
 def test_the_command_line_beats_the_environment_in_the_spawned_job(study, emews_cli, tmp_path):
     path = study(system={"procs": 2}, study={"budget": 9, "objective": "toy_models:quadratic"})
     done = emews_cli("run", path, "--procs", "4", env={"PROCS": "2"})
@@ -193,6 +197,7 @@ def test_the_command_line_beats_the_environment_in_the_spawned_job(study, emews_
     assert {row["rank"] for row in rows_of(only_expdir(tmp_path))} == {1, 2, 3}
 
 
+@pytest.mark.slow
 def test_an_error_of_any_kind_on_rank_0_ends_every_rank(study, tmp_path):
     path = study(study={"budget": 3, "objective": "toy_models:quadratic"})
     (tmp_path / "space.json").write_text("[{]")  # unreadable JSON
@@ -205,6 +210,7 @@ def test_an_error_of_any_kind_on_rank_0_ends_every_rank(study, tmp_path):
     assert done.stderr.count("emews: error:") == 1 and "space.json" in done.stderr
 
 
+@pytest.mark.slow
 def test_a_study_needs_a_stopping_rule_unless_no_limit(study, emews_cli, tmp_path):
     path = study(system={"procs": 2}, study={"objective": "toy_models:quadratic"})
     refused = emews_cli("run", path)
@@ -218,6 +224,7 @@ def test_a_study_needs_a_stopping_rule_unless_no_limit(study, emews_cli, tmp_pat
     assert len(rows_of(only_expdir(tmp_path))) == 12  # the classic ME's own three generations
 
 
+@pytest.mark.slow
 def test_a_study_whose_every_evaluation_failed_exits_1_with_the_reason(study, emews_cli,
                                                                        tmp_path):
     path = study(system={"procs": 2}, study={"budget": 3, "objective": "fault_me:always_fails"})
@@ -230,6 +237,7 @@ def test_a_study_whose_every_evaluation_failed_exits_1_with_the_reason(study, em
     assert final["best_point"] is None and final["best_value"] is None
 
 
+@pytest.mark.slow
 def test_the_master_enforces_an_iteration_limit_on_a_classic_me(study, emews_cli, tmp_path):
     path = study(system={"procs": 3}, study={"algorithm": "classic_me", "max_iterations": 2,
                                              "objective": "toy_models:quadratic"})
@@ -334,6 +342,7 @@ def test_a_study_sets_its_own_drain_margin_shorter_than_its_walltime(study, emew
         "[system].drain_margin: must be shorter than the walltime, got '00:02:30'")
 
 
+@pytest.mark.slow
 def test_pool_jobs_are_submitted_for_a_served_study_only(study, emews_cli, tmp_path):
     path = study(study={"budget": 3, "objective": "toy_models:quadratic"})
     assert emews_cli("run", path, "--set", "system.pool='inprocess'").returncode == 0

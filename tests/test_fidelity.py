@@ -106,6 +106,7 @@ def test_an_asha_study_in_process_stops_runs_at_rungs_by_the_rule(toy_config, is
         assert trained.split() == [str(s) for s in range(1, int(row["error"][-1]) + 1)]
 
 
+@pytest.mark.slow
 @pytest.mark.mpi
 def test_an_asha_study_on_a_real_mpiexec_pool_follows_the_rule(emews_cli, study, tmp_path,
                                                                open_study):
@@ -373,6 +374,7 @@ def test_an_asha_study_served_to_a_pool_follows_the_rule(study, jobs, open_study
     assert pool.returncode == 0
 
 
+@pytest.mark.slow
 def test_export_to_optuna_carries_pruned_trials_with_their_learning_curves(toy_config,
                                                                           tmp_path):
     optuna = pytest.importorskip("optuna")

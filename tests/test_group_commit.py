@@ -138,6 +138,7 @@ def told(record):
             for entry in map(json.loads, lines)]
 
 
+@pytest.mark.slow
 @pytest.mark.mpi
 def test_a_master_killed_between_turns_leaves_every_result_the_me_was_handed_stored(
         study, tmp_path):

@@ -160,6 +160,7 @@ def test_a_text_answer_of_lists_decodes_to_objectives_whose_float_is_the_first()
     assert math.isnan(eqpy.decode_results("[0.5,oops]")[0])
 
 
+@pytest.mark.slow
 @pytest.mark.mpi
 def test_a_two_objective_study_on_an_mpiexec_pool_stores_its_front(study, tmp_path):
     """Three ranks (a master, two workers, isolated py models) under a real mpiexec: the

@@ -49,6 +49,7 @@ def finished(tmp_path_factory):
     return result.expdir, rows, front
 
 
+@pytest.mark.slow
 def test_status_and_show_give_the_front_of_final_json(finished, emews_cli):
     expdir, rows, front = finished
     done = emews_cli("status", "--json", expdir)
@@ -71,6 +72,7 @@ def test_status_and_show_give_the_front_of_final_json(finished, emews_cli):
     assert f"Pareto front: {len(front)} point" in emews_cli("status", expdir).stdout
 
 
+@pytest.mark.slow
 def test_show_pareto_is_refused_in_one_line_for_one_objective(toy_config, emews_cli):
     result = emews.run(toy_config(budget=3))
     done = emews_cli("show", "--pareto", result.expdir)

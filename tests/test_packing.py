@@ -87,6 +87,7 @@ def test_a_request_larger_than_the_pool_never_fits_in_one_line():
     packer.check(Request(2, Fraction(2), nodes=2))
 
 
+@pytest.mark.slow
 def test_an_in_process_pool_packs_evaluations_and_each_run_is_told_what_it_holds(
         tmp_path, monkeypatch):
     import emews

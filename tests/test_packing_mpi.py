@@ -29,6 +29,7 @@ def experiment(tmp_path):
     return expdir
 
 
+@pytest.mark.slow
 def test_mixed_sizes_from_a_parameter_never_hold_more_slots_than_the_pool(emews_cli, study,
                                                                           tmp_path):
     done = emews_cli("run", packed_study(study))
@@ -43,6 +44,7 @@ def test_mixed_sizes_from_a_parameter_never_hold_more_slots_than_the_pool(emews_
     assert 3 <= peak_slots(rows) <= 4   # packed side by side, never beyond the 4 workers
 
 
+@pytest.mark.slow
 def test_a_request_that_can_never_fit_is_refused_in_one_line_and_nothing_runs(emews_cli,
                                                                               study, tmp_path):
     done = emews_cli("run", packed_study(study, procs=3))   # k = 2 fits 2 workers; k = 3 not
@@ -58,6 +60,7 @@ def test_a_request_that_can_never_fit_is_refused_in_one_line_and_nothing_runs(em
     assert not (tmp_path / "experiments" / "big").exists()
 
 
+@pytest.mark.slow
 def test_a_killed_run_of_a_two_rank_evaluation_fails_it_and_frees_its_slots(emews_cli, study,
                                                                             tmp_path):
     done = emews_cli("run", packed_study(study, objective="packing_models:dies_when_large"))
@@ -106,6 +109,7 @@ def test_a_pool_job_attached_to_a_served_study_packs_the_same_way(study, jobs, s
     assert 3 <= peak_slots(rows) <= 4
 
 
+@pytest.mark.slow
 def test_status_shows_the_slots_the_running_evaluations_hold(study, jobs, tmp_path):
     gate = tmp_path / "gate"
     gate.mkdir()

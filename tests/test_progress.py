@@ -42,6 +42,7 @@ def run_on_a_terminal(args, cwd):
     return b"".join(chunks).decode(errors="replace")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("procs", [2, 3])
 def test_a_terminal_gets_a_live_bar_with_the_budget_best_failures_and_eta(study, tmp_path,
                                                                           procs):
@@ -53,6 +54,7 @@ def test_a_terminal_gets_a_live_bar_with_the_budget_best_failures_and_eta(study,
     assert "[progress]" not in shown
 
 
+@pytest.mark.slow
 def test_a_pipe_gets_plain_lines(study, emews_cli):
     path = study(system={"procs": 2}, study={"budget": 4, "objective": "toy_models:quadratic"})
     done = emews_cli("run", path)

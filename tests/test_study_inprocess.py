@@ -12,6 +12,7 @@ from emews.errors import ConfigError, MEAborted
 from conftest import stored_rows
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["async", "batch"])
 def test_a_study_evaluates_its_budget_and_reports_the_best(toy_config, mode, capsys):
     result = emews.run(toy_config(mode=mode))

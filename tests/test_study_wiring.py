@@ -49,6 +49,7 @@ def test_a_spawned_run_builds_its_algorithm_once_in_each_process(study, emews_cl
     assert len(pids) == len(set(pids)) == 2
 
 
+@pytest.mark.slow
 @pytest.mark.mpi
 def test_a_served_study_builds_its_algorithm_once_in_the_service(study, jobs, tmp_path):
     record = tmp_path / "builds.jsonl"

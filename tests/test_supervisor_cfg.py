@@ -187,6 +187,7 @@ def emews(*args, cwd, **env):
                           capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_dry_run_prints_the_study_as_toml_that_emews_loads(tmp_path):
     done = emews("run", "--supervisor-cfg", *map(str, MBO), "--dry-run", cwd=tmp_path,
                  MODEL_NAME="sup")
@@ -231,6 +232,7 @@ def run_study(files, tmp_path, *options, **env):
         store.close()
 
 
+@pytest.mark.slow
 def test_the_ga_study_of_the_cfg_files_runs_under_mpiexec_and_stores_every_evaluation(tmp_path):
     # Supervisor's test scripts name the model and let the environment shrink the study.
     space = tmp_path / "space.json"
@@ -261,6 +263,7 @@ def test_the_ga_study_of_the_cfg_files_runs_under_mpiexec_and_stores_every_evalu
 UPF = (CFG / "upf" / "test" / "cfg-sys-1.sh", CFG / "upf" / "test" / "upf-1.txt")
 
 
+@pytest.mark.slow
 def test_a_cfg_sys_file_and_a_upf_are_a_sweep_of_its_points_that_runs_under_mpiexec(tmp_path):
     study, notes = read(*UPF, {"MODEL_NAME": "sup"})
     assert study == {
@@ -279,6 +282,7 @@ def test_a_cfg_sys_file_and_a_upf_are_a_sweep_of_its_points_that_runs_under_mpie
 GRID = (CFG / "grid" / "test" / "cfg-sys-1.sh", CFG / "grid" / "test" / "cfg-prm-1.sh")
 
 
+@pytest.mark.slow
 def test_the_grid_workflow_is_a_sweep_of_every_combination_of_its_settings_json(tmp_path):
     study, notes = read(*GRID, {"MODEL_NAME": "sup"})
     table = json.loads((CFG / "grid" / "data" / "settings.json").read_text())["parameters"]
@@ -306,6 +310,7 @@ ASYNC = (CFG / "async-search" / "test" / "cfg-sys-1.sh",
          CFG / "async-search" / "test" / "cfg-prm-1.sh")
 
 
+@pytest.mark.slow
 def test_the_async_search_workflow_is_skopts_forest_search_on_its_problem_file(tmp_path):
     study, notes = read(*ASYNC, {"MODEL_NAME": "sup"})
     assert study["study"] | {"space": None} == {
@@ -325,6 +330,7 @@ def test_the_async_search_workflow_is_skopts_forest_search_on_its_problem_file(t
         assert row["result"] == pytest.approx(params["x"])
 
 
+@pytest.mark.slow
 def test_the_mlrmbo_study_of_the_cfg_files_runs_its_budget_under_mpiexec(tmp_path):
     done, rows = run_study(MBO, tmp_path, "--set", "algorithm.n_trees=20", PROCS="3",
                            MAX_BUDGET="6", DESIGN_SIZE="4", PROPOSE_POINTS="2")

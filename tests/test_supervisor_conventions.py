@@ -145,6 +145,7 @@ def test_a_nan_result_under_the_seven_argument_call_fails_the_run(tmp_path, env)
     assert not (run_dir / "result.txt").exists() and not (run_dir / "output.csv").exists()
 
 
+@pytest.mark.slow
 def test_sh_timeout_under_the_seven_argument_call_stops_the_model(tmp_path, env):
     # 8 s: time for the model's interpreter to start and say so on a loaded machine
     done = model_sh(tmp_path, env, "keras", '{"x": 1, "sleep": 300}', "EXP000", "RUN6",

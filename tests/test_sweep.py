@@ -46,6 +46,7 @@ def test_a_table_sweep_evaluates_each_combination_once_in_order(emews_cli, tmp_p
     assert "the algorithm has no more points to propose" in done.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.mpi
 def test_a_random_sweep_draws_distinct_combinations_on_an_mpi_pool(emews_cli, tmp_path):
     done = emews_cli("run", write_study(tmp_path, 3, "mpi", "random", extra="replicas = 2\n"),

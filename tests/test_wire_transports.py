@@ -100,6 +100,7 @@ def test_in_process(emews_cli, tmp_path, sweep):
     assert_the_expected_rows(run_study(emews_cli, tmp_path, sweep(pool="inprocess", procs=3)))
 
 
+@pytest.mark.slow
 @pytest.mark.mpi
 def test_mpi_pool(emews_cli, tmp_path, sweep):
     assert_the_expected_rows(run_study(emews_cli, tmp_path, sweep(pool="mpi", procs=3)))

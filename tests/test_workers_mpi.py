@@ -16,6 +16,7 @@ def evaluations(tmp_path):
         store.close()
 
 
+@pytest.mark.slow
 def test_each_worker_takes_its_own_gpu_from_rank_offset_and_gpus_per_node(emews_cli, study,
                                                                           tmp_path):
     path = study(system={"procs": 3, "gpus_per_node": 2},
@@ -27,6 +28,7 @@ def test_each_worker_takes_its_own_gpu_from_rank_offset_and_gpus_per_node(emews_
     assert all(r["result"] == (r["rank"] + 1) % 2 for r in rows)
 
 
+@pytest.mark.slow
 def test_failed_points_are_retried_on_the_pool(emews_cli, study, tmp_path):
     path = study(system={"procs": 3}, failure={"retries": 1},
                  study={"budget": 6, "objective": "failing_models:fails_first_attempt"})
@@ -36,6 +38,7 @@ def test_failed_points_are_retried_on_the_pool(emews_cli, study, tmp_path):
     assert len(rows) == 6 and all(r["status"] == "done" and r["attempt"] == 2 for r in rows)
 
 
+@pytest.mark.slow
 def test_an_abort_policy_ends_the_mpi_run_with_the_reason(emews_cli, study, tmp_path):
     path = study(system={"procs": 3}, failure={"on_failure": "abort"},
                  study={"budget": 30, "objective": "failing_models:fails_when_negative",

@@ -115,6 +115,7 @@ def test_the_budget_and_the_iteration_limit_end_the_search():
     assert mbo.iterations == 2 and mbo.done() and mbo.ask(3) == []
 
 
+@pytest.mark.slow
 def test_mbo_improves_on_its_design_on_branin():
     """On each of five seeds the model-based points beat the design's best; the median best
     is within 1 of Branin's minimum (0.398) after 24 evaluations, 8 of them the design."""

@@ -56,6 +56,7 @@ def search_async(algorithm, objective, budget, slots=8):
 STEADY = [SteadyStateNSGA2, SteadyStateNSGA3]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cls", [NSGA2, NSGA3] + STEADY)
 def test_fronts_beat_random_search_at_the_same_budget(cls):
     drive = search_async if cls in STEADY else search

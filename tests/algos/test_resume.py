@@ -18,6 +18,7 @@ from emews.testing import experiment_rows
     pytest.param("mbo", {"design_size": 6, "n_trees": 30, "focus_points": 300},
                  marks=pytest.mark.slow),
 ])
+@pytest.mark.slow
 def test_a_resumed_study_continues_without_repeating_points(tmp_path, algorithm, options):
     (tmp_path / "space.json").write_text(json.dumps(analytic.space("mixed")))
     config = {"system": {"pool": "inprocess", "procs": 3, "progress_interval": 0.0},
