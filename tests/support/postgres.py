@@ -74,11 +74,20 @@ class Server:
         data = self.directory / "data"
         self._run("initdb", "-D", str(data), "-U", self.user, "-A", "trust", "-E", "UTF8",
                   "--locale=C.UTF-8", "-N")
-        options = (f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.directory} "
-                   "-c fsync=off -c synchronous_commit=off -c full_page_writes=off")
-        self._run("pg_ctl", "-D", str(data), "-l", str(self.directory / "log"), "-w", "-t",
-                  "30", "-o", options, "start")
-        return self
+        log = self.directory / "log"
+        for _ in range(3):   # another process may take the free port before the server does
+            options = (f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.directory} "
+                       "-c fsync=off -c synchronous_commit=off -c full_page_writes=off")
+            try:
+                self._run("pg_ctl", "-D", str(data), "-l", str(log), "-w", "-t", "60", "-o",
+                          options, "start")
+                return self
+            except subprocess.CalledProcessError as exc:
+                told = log.read_text(errors="replace") if log.exists() else ""
+                if "could not bind" not in told and "already in use" not in told:
+                    raise RuntimeError(f"PostgreSQL did not start: {exc.stderr}\n{told}")
+                self.port = free_port()
+        raise RuntimeError(f"PostgreSQL found no free port to listen on:\n{told}")
 
     def stop(self):
         """Stop the server at once (its data is thrown away)."""
