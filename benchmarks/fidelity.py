@@ -47,7 +47,16 @@ the ``i``-th draw of a lognormal duration (median 1, sigma 0.5) from the seed's 
 so every contender sees the same worker timeline. A run reports after each epoch; a pruned run
 frees its worker at once. The budget is a number of epochs: once it has been handed out, no
 epoch starts (runs still under way are cut there, neither finished nor told). Utilization is
-the epochs' time over ``workers`` times the time to the last epoch's end.
+the epochs' time over ``workers`` times the time to the last epoch's end. A freed worker takes
+its next configuration at once here (the samplers' time is not simulated), so this figure's
+only idle time is the drain after the budget has been handed out, which every contender has,
+pruned or not, and which shrinks as the budget grows; what pruning costs a pool is measured on
+a real one (:mod:`benchmarks.fidelity_pool`), and that is the utilization target's figure.
+
+``pow3`` is run once more on 1 worker (:data:`SEQUENTIAL`): the setting of the issue's
+measured fact (27 epochs, 60 runs' epochs, 10 seeds, sequential). For each pruned contender,
+:func:`epochs_to_reach` gives the epochs it trained until its chosen configuration was as good
+as the same sampler's unpruned final one, seed by seed, as that fact counts.
 
 Figures, per problem, contender and seed: the regret after each finished run, against the
 epochs trained so far; summarized as the median over seeds of log10 regret (floored at
