@@ -18,10 +18,13 @@ learning curve (a validation loss per epoch), and a run reads it epoch by epoch:
 * ``keras``: a Keras network (one hidden layer) on the same digits data (the package's
   own), validation loss per epoch; a grid of 48 configurations, 9 epochs.
 
-  The two trained problems are tables, as LCBench is: a configuration's curve for a seed is
-  trained once, when first asked for, and kept (``results/fidelity-curves/``), so every
-  contender reads the same curves. Their regret is against the best final value any
-  contender found on that seed.
+  The two trained problems are tables, as LCBench is: a configuration's curve is trained
+  once, when first asked for, and kept (``results/fidelity-curves/``), so every contender
+  reads the same curves. The digits MLP's are trained per seed (its split and its weights
+  follow the seed); the Keras network's once for all seeds, with seed 0, as LCBench's one
+  curve per configuration (a Keras curve costs seconds: 48, not 480), so that its seeds
+  differ in the searches and the worker timelines only. Their regret is against the best
+  final value any contender found on that seed.
 
 Contenders (:data:`CONTENDERS`), each a sampler and a pruner, driven by one loop
 (:func:`simulate`):
@@ -44,7 +47,16 @@ the ``i``-th draw of a lognormal duration (median 1, sigma 0.5) from the seed's 
 so every contender sees the same worker timeline. A run reports after each epoch; a pruned run
 frees its worker at once. The budget is a number of epochs: once it has been handed out, no
 epoch starts (runs still under way are cut there, neither finished nor told). Utilization is
-the epochs' time over ``workers`` times the time to the last epoch's end.
+the epochs' time over ``workers`` times the time to the last epoch's end. A freed worker takes
+its next configuration at once here (the samplers' time is not simulated), so this figure's
+only idle time is the drain after the budget has been handed out, which every contender has,
+pruned or not, and which shrinks as the budget grows; what pruning costs a pool is measured on
+a real one (:mod:`benchmarks.fidelity_pool`), and that is the utilization target's figure.
+
+``pow3`` is run once more on 1 worker (:data:`SEQUENTIAL`): the setting of the issue's
+measured fact (27 epochs, 60 runs' epochs, 10 seeds, sequential). For each pruned contender,
+:func:`epochs_to_reach` gives the epochs it trained until its chosen configuration was as good
+as the same sampler's unpruned final one, seed by seed, as that fact counts.
 
 Figures, per problem, contender and seed: the regret after each finished run, against the
 epochs trained so far; summarized as the median over seeds of log10 regret (floored at
@@ -68,12 +80,14 @@ from pathlib import Path
 
 import numpy as np
 
+from . import fidelity_pool
 from .quality import compare
 
 CURVES = Path(__file__).resolve().parent / "results" / "fidelity-curves"
 REGRET_FLOOR = 1e-6
 ALPHA = 0.05
 EPOCHS = 27
+SEQUENTIAL = " sequential"   # the label of a problem run on 1 worker
 
 
 # --- problems ------------------------------------------------------------------------------
@@ -179,13 +193,15 @@ def _keras_curve(config, seed, epochs):
 class Problem:
     """A problem: its space (GA JSON), its epochs, ``curve(config, seed, epochs)``, and
     whether it is a table of trained curves (kept on disk, trained once per configuration and
-    seed) or parametric (its noise-free curve known: ``curve(config, None, epochs)``)."""
+    seed, or once per configuration, with seed 0, unless ``seeded``) or parametric (its
+    noise-free curve known: ``curve(config, None, epochs)``)."""
 
     name: str
     space: list
     curve: object
     epochs: int = 27
     table: bool = False
+    seeded: bool = True
 
     def truth(self, config, epochs, observed):
         """What a finished run of ``config`` is worth: the noise-free last value of a
@@ -208,7 +224,7 @@ PROBLEMS = {
     "pow3": Problem("pow3", _unit_space(3), _pow_curve, 27),
     "pow6": Problem("pow6", _unit_space(6), _pow_curve, 27),
     "digits": Problem("digits", DIGITS_SPACE, _digits_curve, 9, table=True),
-    "keras": Problem("keras", KERAS_SPACE, _keras_curve, 9, table=True),
+    "keras": Problem("keras", KERAS_SPACE, _keras_curve, 9, table=True, seeded=False),
 }
 
 
@@ -226,7 +242,7 @@ class Curves:
                 self.memo[(row["key"], row["seed"])] = np.array(row["curve"])
 
     def __call__(self, config, seed):
-        key = json.dumps(config, sort_keys=True)
+        key, seed = json.dumps(config, sort_keys=True), seed if self.problem.seeded else 0
         if (key, seed) not in self.memo:
             curve = np.asarray(self.problem.curve(config, seed, self.epochs), dtype=float)
             self.memo[(key, seed)] = curve
@@ -403,45 +419,76 @@ def regret_at(result, epochs, minimum):
     return math.log10(max(reached[-1][2] - minimum, REGRET_FLOOR))
 
 
+def baseline(name):
+    """The unpruned contender of ``name``'s sampler: random search's for random search, else
+    TPE's (our plugin's TPE, which proposes as Optuna's own with the same seed)."""
+    return "random" if CONTENDERS[name][1] == "random" else "tpe"
+
+
+def epochs_to_reach(result, unpruned):
+    """The epochs ``result`` had trained when its chosen configuration was first at least as
+    good (noise-free, or observed for a table) as ``unpruned``'s final one: ``None`` if never
+    (the issue's measured fact counts so)."""
+    if not unpruned["trajectory"]:
+        return None
+    final = unpruned["trajectory"][-1][2]
+    return next((row[0] for row in result["trajectory"] if row[2] <= final), None)
+
+
 # --- the part ------------------------------------------------------------------------------
 
 def run(sizes, curves_directory=CURVES):
-    """Every contender on every problem and seed; the figures of the part. Each finished
-    simulation is appended to ``runs.jsonl`` beside the curves, and one found there
-    (same problem, contender, seed, budget, epochs and workers) is not run again, so a run
-    that is stopped and started again does only the simulations still missing."""
-    workers, results, budgets = sizes.fidelity_workers, {}, {}
+    """Every contender on every problem and seed (async with ``sizes.fidelity_workers``, and
+    the :data:`SEQUENTIAL` problems also on 1 worker), then the real pool's utilization; the
+    figures of the part. Each finished simulation is appended to ``runs.jsonl`` beside the
+    curves, and one found there (same problem, contender, seed, budget, epochs and workers)
+    is not run again, so a run that is stopped and started again does only what is missing."""
+    results, budgets = {}, {}
     done_path = Path(curves_directory) / "runs.jsonl"
     done = {}
     if done_path.exists():
         for line in done_path.read_text().splitlines():
             row = json.loads(line)
             done[tuple(row["key"])] = row["result"]
-    for problem_name in sizes.fidelity_problems:
+
+    def keep(key, result):
+        done[key] = result
+        done_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(done_path, "a") as out:
+            out.write(json.dumps({"key": key, "result": result}) + "\n")
+
+    settings = [(name, name, sizes.fidelity_workers) for name in sizes.fidelity_problems]
+    settings += [(f"{name}{SEQUENTIAL}", name, 1) for name in sizes.fidelity_sequential]
+    for label, problem_name, workers in settings:
         problem = PROBLEMS[problem_name]
         epochs = min(problem.epochs, sizes.fidelity_epochs or problem.epochs)
-        budget = budgets[problem_name] = sizes.fidelity_budget * epochs
+        budget = budgets[label] = sizes.fidelity_budget * epochs
         curves = Curves(problem, epochs, curves_directory)
         for name in sizes.fidelity_contenders:
             for seed in range(sizes.fidelity_seeds):
                 key = (problem_name, name, seed, budget, epochs, workers)
                 if key not in done:
-                    done[key] = simulate(name, problem, curves, seed, budget, workers)
-                    done_path.parent.mkdir(parents=True, exist_ok=True)
-                    with open(done_path, "a") as out:
-                        out.write(json.dumps({"key": key, "result": done[key]}) + "\n")
-                    print(f"fidelity: {problem_name} {name} seed {seed}: "
+                    keep(key, simulate(name, problem, curves, seed, budget, workers))
+                    print(f"fidelity: {label} {name} seed {seed}: "
                           f"{done[key]['runs']} runs, {done[key]['pruned']} pruned, "
                           f"{done[key]['seconds']:.1f} s", flush=True)
-                results.setdefault(problem_name, {}).setdefault(name, {})[seed] = done[key]
-    return summarize(results, sizes, budgets)
+                results.setdefault(label, {}).setdefault(name, {})[seed] = done[key]
+    part = summarize(results, sizes, budgets)
+    key = ("pool", sizes.fidelity_workers, sizes.fidelity_pool_points, sizes.fidelity_epochs)
+    if sizes.fidelity_pool_points and key not in done:
+        print(f"fidelity: a real pool, {sizes.fidelity_workers} workers", flush=True)
+        keep(key, fidelity_pool.run(sizes.fidelity_workers, sizes.fidelity_pool_points,
+                                    min(EPOCHS, sizes.fidelity_epochs or EPOCHS)))
+    part["pool"] = done.get(key, [])
+    return part
 
 
 def summarize(results, sizes, budgets):
     """The part's figures from every run's result."""
     problems, comparisons = {}, {}
     for problem_name, by_contender in results.items():
-        problem, budget = PROBLEMS[problem_name], budgets[problem_name]
+        problem = PROBLEMS[problem_name.removesuffix(SEQUENTIAL)]
+        budget = budgets[problem_name]
         minimum = problem.minimum(budget // sizes.fidelity_budget)
         per_seed_min = {}
         for by_seed in by_contender.values():
@@ -455,9 +502,16 @@ def summarize(results, sizes, budgets):
                                      else per_seed_min[s]) for s, r in by_seed.items()}
 
             full, third = log_regret(budget), log_regret(budget // 3)
+            base = by_contender.get(baseline(name))
+            reach = None if base is None or base is by_seed else {
+                s: epochs_to_reach(r, base[s]) for s, r in by_seed.items() if s in base}
             table[name] = {
                 "log10_regret": _median(full), "log10_regret_third": _median(third),
                 "by_seed": full, "by_seed_third": third,
+                "epochs_to_unpruned": None if reach is None else _median(
+                    {s: math.inf if e is None else e for s, e in reach.items()}),
+                "reached_unpruned": None if reach is None else sum(
+                    e is not None for e in reach.values()),
                 "runs": _median({s: r["runs"] for s, r in by_seed.items()}),
                 "pruned": _median({s: r["pruned"] for s, r in by_seed.items()}),
                 "utilization": min(r["utilization"] for r in by_seed.values()),
@@ -465,7 +519,8 @@ def summarize(results, sizes, budgets):
         problems[problem_name] = table
         comparisons[problem_name] = _comparisons(table)
     rows = [{"problem": problem, "contender": name,
-             **{key: row[key] for key in ("log10_regret", "log10_regret_third", "runs", "pruned",
+             **{key: row[key] for key in ("log10_regret", "log10_regret_third",
+                                          "epochs_to_unpruned", "runs", "pruned",
                                           "utilization", "seconds")}}
             for problem, table in problems.items() for name, row in table.items()]
     return {"runs": rows, "problems": problems, "comparisons": comparisons,
@@ -508,17 +563,17 @@ def _comparisons(table):
 
 
 def targets(part):
-    """The issue's three targets, each with its figure and whether it is met."""
-    comparisons = part["comparisons"]
+    """The issue's three targets, each with its figure and whether it is met: the first two
+    on the async problems, utilization on the real pool (:mod:`benchmarks.fidelity_pool`)."""
+    comparisons = {p: c for p, c in part["comparisons"].items() if not p.endswith(SEQUENTIAL)}
     count = len(comparisons)
     third = [p for p, c in comparisons.items()
              if any(v["verdict"] != "worse" and v["median_difference"] is not None
                     and v["median_difference"] <= 0 for v in c["third"].values())]
     ours = [p for p, c in comparisons.items()
             if c["ours_vs_optuna"] and c["ours_vs_optuna"]["verdict"] != "worse"]
-    utilization = min((row["utilization"] for table in part["problems"].values()
-                       for name, row in table.items() if CONTENDERS[name][2] != "none"
-                       and CONTENDERS[name][0] == "ours"), default=None)
+    pool = [row["steady_utilization"] for row in part.get("pool", [])]
+    utilization = min(pool, default=None)
     need = math.ceil(0.8 * count)
     return [
         ("ASHA or Hyperband reaches the unpruned final regret with ≤ 1/3 of the epochs, on "
@@ -526,21 +581,21 @@ def targets(part):
          len(third) >= need),
         (f"the best of ours at or below Optuna's best pruner, on ≥ {need} of {count} problems",
          f"{len(ours)} of {count} ({', '.join(ours)})", len(ours) >= need),
-        ("utilization ≥ 0.9 with pruning on (ours)",
+        ("utilization ≥ 0.9 with pruning on (ours, a real pool, the drain at the end left out)",
          "–" if utilization is None else f"{utilization:.3f}",
          utilization is not None and utilization >= 0.9),
     ]
 
 
 def markdown(part):
-    """The part's tables: median log10 regret by problem and contender, and the targets'
-    comparisons."""
+    """The part's tables: median log10 regret by problem and contender, the targets'
+    comparisons, the epochs to reach the unpruned final regret, and the real pool."""
     names = part["contenders"]
-    problems = list(part["problems"])
+    problems = [p for p in part["problems"] if not p.endswith(SEQUENTIAL)]
     header = ("contender", *problems)
 
-    def cell(row, key):
-        return "–" if row is None or row.get(key) is None else f"{row[key]:.2f}"
+    def cell(row, key, form="{:.2f}"):
+        return "–" if row is None or row.get(key) is None else form.format(row[key])
 
     rows = [(name, *(f"{cell(part['problems'][p].get(name), 'log10_regret')} "
                      f"({cell(part['problems'][p].get(name), 'log10_regret_third')})"
@@ -548,7 +603,8 @@ def markdown(part):
     lines = [f"### 11. Learning curves and pruning (`fidelity.py`)\n\n"
              f"Median log10 regret over {part['seeds']} seeds at a budget of "
              f"{part['budget_runs']} whole runs' epochs ("
-             + ", ".join(f"{p} {e}" for p, e in part["budget_epochs"].items())
+             + ", ".join(f"{p} {e}" for p, e in part["budget_epochs"].items()
+                         if p in problems)
              + f"), {part['workers']} workers, async; in brackets at a third of the "
              f"budget:\n", _table(header, rows), ""]
     comparison_rows = []
@@ -562,7 +618,24 @@ def markdown(part):
                                     v["verdict"]))
     lines += ["Paired one-sided Wilcoxon tests (first named against second):\n",
               _table(("problem", "comparison", "median difference; p better / worse",
-                      "verdict"), comparison_rows)]
+                      "verdict"), comparison_rows), ""]
+    every = list(part["problems"])
+    reach = [(name, *(cell(part["problems"][p].get(name), "epochs_to_unpruned", "{:.0f}")
+                      for p in every)) for name in names if CONTENDERS[name][2] != "none"]
+    lines += [f"Median epochs (of {part['budget_runs']} whole runs') until the chosen "
+              "configuration is as good as the same sampler's unpruned final one (random "
+              "search's for random search, TPE's for the others), paired by seed, never "
+              "counting as infinite; `sequential`: 1 worker, the issue's measured fact's "
+              "setting:\n", _table(("contender", *every), reach)]
+    if part.get("pool"):
+        pool = [(f"{r['algorithm']} + {r['pruner']}", r["workers"], r["points"], r["pruned"],
+                 f"{r['utilization']:.3f}", f"{r['steady_utilization']:.3f}")
+                for r in part["pool"]]
+        lines += ["", f"A real pool (`fidelity_pool.py`: the master on `mpiexec`, a `py` "
+                  f"model reporting pow3's curve, epochs of a median "
+                  f"{part['pool'][0]['epoch_s']} s):\n",
+                  _table(("study", "workers", "points", "pruned", "utilization",
+                          "without the drain"), pool)]
     return "\n".join(lines)
 
 

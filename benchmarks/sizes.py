@@ -64,7 +64,9 @@ class Sizes:
     launch_repeats: int = 10
     # part 11: learning curves and pruning (simulated async workers; issue 33)
     fidelity_seeds: int = 10
-    fidelity_budget: int = 40         # epochs: as many as this many whole runs train
+    fidelity_budget: int = 60         # epochs: as many as this many whole runs train
+    fidelity_sequential: tuple = ("pow3",)   # also on 1 worker: the issue's measured fact
+    fidelity_pool_points: int = 150   # a real pool's utilization (0: not measured)
     fidelity_problems: tuple = ("exp3", "pow3", "pow6", "digits", "keras")
     fidelity_contenders: tuple = (
         "random", "random + asha", "random + hyperband", "tpe", "tpe + median", "tpe + asha",
@@ -105,7 +107,8 @@ SMOKE = Sizes("smoke", dispatch_tasks=300, dispatch_repeats=1, dispatch_pingpong
               fidelity_problems=("pow3", "digits"),
               fidelity_contenders=("random", "random + asha", "tpe + hyperband",
                                    "bohb + hyperband", "optuna TPE + HyperbandPruner"),
-              fidelity_workers=3, fidelity_epochs=3,
+              fidelity_workers=3, fidelity_epochs=3, fidelity_sequential=("pow3",),
+              fidelity_pool_points=6,
               mo_seeds=2, mo_budget=8, mo_digits_budget=4,
               mo_problems=("zdt1", "dtlz2", "digits"), mo_ours=("mbo",),
               mo_peers=("optuna MO TPE", "random"), mo_workers=3, mo_digits_epochs=2)

@@ -5,6 +5,7 @@ import math
 
 import pytest
 
+from emews.core import pruners
 from emews.core.algorithm import PrunedResult, load
 from emews.space import Space
 from emews.status import Status
@@ -64,14 +65,14 @@ def test_a_bohb_study_with_hyperband_on_a_real_mpiexec_pool(emews_cli, study, tm
     assert len(rows) == 24 and {r["status"] for r in rows} <= {Status.DONE, Status.PRUNED}
     pruned = {r["id"]: r for r in rows if r["status"] == Status.PRUNED}
     assert pruned
-    stops = {}
-    for bracket, first_rung in enumerate((1, 3)):   # point id % 2: ASHA from rung 1 or 3
-        ours = [r for r in reports if r["id"] % 2 == bracket]
+    stops, bracket_of = {}, pruners.make("hyperband", HYPERBAND).bracket_of
+    for bracket, first_rung in enumerate((1, 3, 9)):  # Hyperband's brackets: ASHA from 1, 3, 9
+        ours = [r for r in reports if bracket_of(r["id"]) == bracket]
         stops.update(asha_verdicts(ours, min_resource=first_rung))
     assert {run[0] for run in stops} == set(pruned)       # exactly the runs the rule stops
     for (point, _), step in stops.items():
         assert pruned[point]["error"] == f"pruned at step {step}"
-        assert step in ((1, 3) if point % 2 == 0 else (3,))
+        assert step in ((1, 3) if bracket_of(point) == 0 else (3,))
     for row in rows:
         if row["status"] == Status.DONE:
             assert row["result"] == pytest.approx(value_at(row["params"], 9))

@@ -278,13 +278,34 @@ def test_the_median_pruner_follows_optunas_rule():
 def test_hyperband_brackets_are_asha_from_later_rungs():
     hyperband = pruners.make("hyperband", {"min_resource": 1, "max_resource": 9,
                                            "reduction_factor": 3})
-    assert [b.min_resource for b in hyperband.brackets] == [1, 3]
-    # bracket 1 (odd ids) judges its first run at step 3 only
-    assert not hyperband.report((1, 1), 1, 5.0) and not hyperband.report((1, 1), 3, 5.0)
-    assert hyperband.report((3, 1), 3, 6.0)    # fewer than 3 at the rung: only the best goes on
-    assert not hyperband.report((5, 1), 3, 4.0)
-    assert not hyperband.report((0, 1), 1, 6.0)        # bracket 0 has rungs of its own
-    assert hyperband.report((7, 1), 3, 7.0)            # not the best of 4 (4 // 3 = 1 go on)
+    assert [b.min_resource for b in hyperband.brackets] == [1, 3, 9]
+    first, second, last = ([p for p in range(60) if hyperband.bracket_of(p) == b][:4]
+                           for b in range(3))
+    # bracket 1 judges its first run at step 3 only
+    assert not hyperband.report((second[0], 1), 1, 5.0)
+    assert not hyperband.report((second[0], 1), 3, 5.0)
+    assert hyperband.report((second[1], 1), 3, 6.0)   # fewer than 3 at the rung: the best only
+    assert not hyperband.report((second[2], 1), 3, 4.0)
+    assert not hyperband.report((first[0], 1), 1, 6.0)   # bracket 0 has rungs of its own
+    assert hyperband.report((second[3], 1), 3, 7.0)      # not the best of 4 (4 // 3 = 1 go on)
+    # the last bracket starts at max_resource: Hyperband's bracket without early stopping
+    assert not any(hyperband.report((last[0], 1), s, 100.0 + s) for s in range(1, 10))
+
+
+@pytest.mark.parametrize("max_resource, shares", [(27, [27, 12, 6, 4]), (9, [9, 5, 3]),
+                                                  (10, [9, 5, 3]), (3, [3, 2])])
+def test_hyperband_gives_each_bracket_hyperbands_share_of_the_points(max_resource, shares):
+    """As Li et al.'s Hyperband and Optuna's HyperbandPruner: floor(log_3(max / min)) + 1
+    brackets, bracket b taking ceil(brackets * 3**s / (s + 1)) of every sum(shares) points
+    (s = brackets - 1 - b), so each trains about as many steps; spread evenly, not in runs."""
+    hyperband = pruners.make("hyperband", {"min_resource": 1, "max_resource": max_resource,
+                                           "reduction_factor": 3})
+    assert len(hyperband.brackets) == len(shares)
+    for start in (0, 1, 17):
+        window = [hyperband.bracket_of(p) for p in range(start, start + sum(shares))]
+        assert [window.count(b) for b in range(len(shares))] == shares
+    first_half = [hyperband.bracket_of(p) for p in range(sum(shares) // 2)]
+    assert all(abs(first_half.count(b) - share / 2) <= 1 for b, share in enumerate(shares))
 
 
 def decisions(expdir):

@@ -3,7 +3,7 @@ the runs, every contender sees the same curves and worker timeline, and the figu
 
 import math
 
-from benchmarks import fidelity
+from benchmarks import fidelity, fidelity_pool
 from benchmarks.sizes import SMOKE
 from emews.core import pruners
 
@@ -36,6 +36,14 @@ def test_a_simulated_run_prunes_within_its_epoch_budget(tmp_path):
     assert dict(again, seconds=0) == dict(unpruned, seconds=0)   # the same seed: the same run
 
 
+def test_epochs_to_reach_the_unpruned_final_regret_count_the_first_good_enough_run():
+    unpruned = {"trajectory": [[27, 0.9, 0.5], [54, 0.8, 0.3]]}
+    pruned = {"trajectory": [[10, 0.9, 0.6], [20, 0.85, 0.3], [30, 0.7, 0.2]]}
+    assert fidelity.epochs_to_reach(pruned, unpruned) == 20
+    assert fidelity.epochs_to_reach({"trajectory": [[10, 0.9, 0.4]]}, unpruned) is None
+    assert fidelity.epochs_to_reach(pruned, {"trajectory": []}) is None
+
+
 def test_the_parametric_curves_cross():
     """The good configurations learn slowly: of two random configurations, the one that ends
     ahead is behind the other at some epoch in between often (a fifth of the pairs for the
@@ -62,11 +70,31 @@ def test_a_trained_problem_is_a_table_read_back_from_disk(tmp_path):
     assert list(again.memo.values())[0].tolist() == curve.tolist()
 
 
+def test_an_unseeded_table_trains_a_configuration_once_for_every_seed(tmp_path):
+    calls = []
+
+    def curve(config, seed, epochs):
+        calls.append(seed)
+        return [config["x0"] + seed] * epochs
+
+    problem = fidelity.Problem("toy", fidelity._unit_space(1), curve, 2, table=True,
+                               seeded=False)
+    curves = fidelity.Curves(problem, 2, tmp_path)
+    assert [curves({"x0": 0.5}, seed).tolist() for seed in (0, 3, 7)] == [[0.5, 0.5]] * 3
+    assert calls == [0]                                # seed 0's curve, trained once
+
+
 def test_the_part_at_smoke_size_gives_its_figures_and_targets(tmp_path):
     part = fidelity.run(SMOKE, curves_directory=tmp_path)
     assert {r["contender"] for r in part["runs"]} == set(SMOKE.fidelity_contenders)
-    assert {r["problem"] for r in part["runs"]} == set(SMOKE.fidelity_problems)
+    assert {r["problem"] for r in part["runs"]} == set(SMOKE.fidelity_problems) | {
+        f"{p}{fidelity.SEQUENTIAL}" for p in SMOKE.fidelity_sequential}
     assert all(0 < r["utilization"] <= 1 for r in part["runs"])
+    assert [(r["algorithm"], r["pruner"]) for r in part["pool"]] == list(
+        fidelity_pool.STUDIES)                       # the real pool's studies, all of them
+    assert all(r["points"] == SMOKE.fidelity_pool_points and r["workers"] == 3
+               and 0 < r["utilization"] <= 1 and 0 < r["steady_utilization"] <= 1
+               for r in part["pool"])
     assert [t[0][:4] for t in fidelity.targets(part)] == ["ASHA", "the ", "util"]
     assert "### 11. Learning curves and pruning" in fidelity.markdown(part)
     kept = (tmp_path / "runs.jsonl").read_text()

@@ -21,8 +21,14 @@
   there joins the rung's values; it goes on only while it is among the best
   ``len(values) // reduction_factor`` of them (the best, while fewer than ``reduction_factor``
   reached the rung).
-* ``hyperband``: brackets of ASHA (Li et al., JMLR 2018); bracket ``b`` starts its rungs at
-  ``min_resource * reduction_factor**b``, and a point goes to bracket ``id % brackets``.
+* ``hyperband``: brackets of ASHA (Li et al., JMLR 2018), Optuna's ``HyperbandPruner`` rule.
+  There are ``floor(log_eta(max_resource / min_resource)) + 1`` brackets (``eta`` the
+  ``reduction_factor``); bracket ``b`` starts its rungs at ``min_resource * eta**b`` (the last
+  one, when it starts at ``max_resource``, stops nothing: Hyperband's random-search bracket).
+  Bracket ``b`` gets Hyperband's share of the points, ``ceil(brackets * eta**s / (s + 1))``
+  with ``s = brackets - 1 - b``, so that each bracket trains about as many steps: of every
+  ``sum`` consecutive point ids, that many go to bracket ``b``, spread evenly
+  (:meth:`Hyperband.bracket_of`; Optuna spreads them by a hash of the trial number).
 
 A NaN or infinite value is the worst there is: such a run is stopped at its first judged step.
 Every decision follows from the reports in the order the master received them; a resumed study
@@ -164,14 +170,32 @@ class Hyperband(Pruner):
     reduction_factor: int = 3
 
     def __post_init__(self):
-        count = 1
-        while self.min_resource * self.reduction_factor ** count < self.max_resource:
+        eta, count = self.reduction_factor, 1
+        while self.min_resource * eta ** count <= self.max_resource:
             count += 1
-        self.brackets = [Asha(self.min_resource * self.reduction_factor ** b,
-                              self.max_resource, self.reduction_factor) for b in range(count)]
+        self.brackets = [Asha(self.min_resource * eta ** b, self.max_resource, eta)
+                         for b in range(count)]
+        self.shares = [math.ceil(count * eta ** s / (s + 1)) for s in range(count - 1, -1, -1)]
+        self.cycle = spread(self.shares)
+
+    def bracket_of(self, point):
+        """The bracket index of point id ``point``."""
+        return self.cycle[point % len(self.cycle)]
 
     def report(self, run, step, value):
-        return self.brackets[run[0] % len(self.brackets)].report(run, step, value)
+        return self.brackets[self.bracket_of(run[0])].report(run, step, value)
+
+
+def spread(shares):
+    """A cycle of ``sum(shares)`` indices holding index ``i`` ``shares[i]`` times, each spread
+    evenly over it (smooth weighted round robin)."""
+    total, credit, cycle = sum(shares), [0] * len(shares), []
+    for _ in range(total):
+        credit = [c + share for c, share in zip(credit, shares)]
+        chosen = credit.index(max(credit))
+        credit[chosen] -= total
+        cycle.append(chosen)
+    return cycle
 
 
 def make(name="none", options=None, where=lambda key: f"[pruner].{key}"):
