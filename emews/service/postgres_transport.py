@@ -17,11 +17,11 @@ tasks in one transaction, one round trip (:meth:`TaskQueue.trade`); the study pu
 tasks in one round trip too, and looks for results when a NOTIFY says that some came. Where
 the study's store is in the same database, the tasks it sends and its look for results ride on
 the store's commit (:meth:`PostgresService.share`): one transaction and one round trip per turn
-of the master. A ``json_in`` is an outcome's wire form with the task's ``attempt`` and ``rank``; one that an
-EQ-SQL worker wrote (a bare number, or anything else) counts for the attempt the study holds.
-The study's state (``running``, ``cancelling``, ``ended``) is how it speaks to its pools. With
-``exp_id=None`` (``emews pool --eqsql URL CONFIG``) a pool serves EQ-SQL tasks of its task type
-(``eqsql``'s included) until it pops EQ-SQL's ``EQ_STOP``.
+of the master. A ``json_in`` is an outcome's wire form with the task's ``attempt`` and
+``rank``; one that an EQ-SQL worker wrote (a bare number, or anything else) counts for the
+attempt the study holds. The study's state (``running``, ``cancelling``, ``ended``) is how it
+speaks to its pools. With ``exp_id=None`` (``emews pool --eqsql URL CONFIG``) a pool serves
+EQ-SQL tasks of its task type (``eqsql``'s included) until it pops EQ-SQL's ``EQ_STOP``.
 """
 
 import itertools
