@@ -90,8 +90,10 @@ def serve(config, overrides=None, resume=None):
         print(f"emews: serving {prepared.expdir} {where}; attach pools with: mpiexec -n N "
               f"emews pool {prepared.expdir}", flush=True)
         pool = RemotePool(link, slots)
+        store = study_store(prepared.expdir, cfg.system["storage"], create=False)
+        link.share(store)   # PostgreSQL: the store's commit and the queue's exchange as one
         try:
-            return run_master(prepared.expdir, cfg, pool, prepared.algorithm)
+            return run_master(prepared.expdir, cfg, pool, prepared.algorithm, store)
         finally:
             pool.close()
     finally:
@@ -209,16 +211,18 @@ def execute(expdir, comm, algorithm=None):
     return result
 
 
-def run_master(expdir, cfg, pool, algorithm=None):
+def run_master(expdir, cfg, pool, algorithm=None, store=None):
     """Rank 0: the ME thread and the master on ``pool``, with the store; returns a Result.
 
     ``algorithm`` is the one prepared for this run (:func:`emews.prepare.prepare_run`);
-    ``None``: it is built here. An ask/tell algorithm runs in the ME driver, which gets its
+    ``None``: it is built here. ``store`` is the study's, opened by the caller (``None``:
+    opened here); it is closed here. An ask/tell algorithm runs in the ME driver, which gets its
     settings, the algorithm and the master's limits as objects; a classic EQ/Py module reads
     ``settings.json`` at the handshake.
     """
     study = cfg.study
-    store = study_store(expdir, cfg.system["storage"], create=False)
+    if store is None:
+        store = study_store(expdir, cfg.system["storage"], create=False)
     progress = None
     previous = signal.signal(signal.SIGTERM, _raise_interrupted) \
         if threading.current_thread() is threading.main_thread() else None

@@ -533,3 +533,66 @@ def test_a_task_taken_back_before_it_went_out_never_reaches_the_queue(postgres_u
     finally:
         pool.close()
         service.close()
+
+
+def test_a_store_in_the_studys_database_carries_its_exchange_in_its_commit(postgres_url,
+                                                                            tmp_path):
+    """On PostgreSQL, where the study's store shares the queue's database, a commit of the
+    store carries the link's exchange in its transaction: the tasks sent before it go out
+    with it (no look of the link's own), and the results waiting are taken off the IN queue
+    by it, for the next receive. Results taken but never received go back on the queue when
+    the link closes, and a later service of the study receives them (to adopt)."""
+    import psycopg
+
+    from emews.evaluate import Outcome
+    from emews.pools.base import Task
+    from emews.service.postgres_transport import PostgresPool, PostgresService
+    from emews.store.postgres import PostgresStore
+
+    def waiting_results():
+        with psycopg.connect(postgres_url) as conn:
+            return conn.execute("SELECT count(*) FROM emews_queue_IN").fetchone()[0]
+
+    store = PostgresStore(postgres_url, "exp")
+    service = PostgresService(postgres_url, "exp", 4, 60.0, {}, tmp_path)
+    pool, later = PostgresPool(postgres_url, "exp"), None
+    try:
+        service.share(store)
+        pool.introduce()
+        tasks = [Task(i, json.dumps({"x": i}), f"r{i}") for i in range(2)]
+        store.add([(t.id, t.params, t.run_id, None, t.id) for t in tasks])
+        service.send(tasks)
+        store.commit()
+        popped = pool.trade([], 4, True, False)
+        assert sorted(task.params for task in popped) == ['{"x": 0}', '{"x": 1}']
+        pool.trade([(task, 1, Outcome(0.25 * json.loads(task.params)["x"])) for task in popped],
+                   0, False, False)
+        assert waiting_results() == 2
+        store.set_meta("turn", 1)
+        store.commit()
+        assert waiting_results() == 0          # taken by the commit
+        results, heard = service.receive()
+        assert heard and sorted((r.task_id, r.attempt, r.rank, r.outcome.value)
+                                for r in results) == [(0, 1, 1, 0.0), (1, 1, 1, 0.25)]
+        assert store.meta("turn") == 1
+        # a result taken with a commit but never received goes back on the queue
+        third = Task(2, json.dumps({"x": 2}), "r2")
+        store.add([(2, third.params, "r2", None, 2)])
+        service.send([third])
+        store.commit()
+        assert pool.wait(30)                   # the commit's NOTIFY
+        [task] = pool.trade([], 4, True, False)
+        pool.trade([(task, 2, Outcome(0.5))], 0, False, False)
+        store.set_meta("turn", 2)
+        store.commit()
+        assert waiting_results() == 0
+        service.close()
+        assert waiting_results() == 1
+        later = PostgresService(postgres_url, "exp", 4, 60.0, {}, tmp_path)
+        results, _ = later.receive()
+        assert [(r.task_id, r.rank, r.outcome.value) for r in results] == [(2, 2, 0.5)]
+    finally:
+        for link in (pool, service, later):
+            if link is not None:
+                link.close()
+        store.close()

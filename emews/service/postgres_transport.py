@@ -14,12 +14,14 @@ when it runs out, the pool's tasks are released (``worker_pool`` cleared) and th
 them again. A task moves through its rows in place, written once per state, and a lease costs
 no write per task. A pool reports its results, renews its lease and pops new
 tasks in one transaction, one round trip (:meth:`TaskQueue.trade`); the study pushes a batch of
-tasks in one round trip too, and looks for results when a NOTIFY says that some came. A
-``json_in`` is an outcome's wire form with the task's ``attempt`` and ``rank``; one that an
-EQ-SQL worker wrote (a bare number, or anything else) counts for the attempt the study holds.
-The study's state (``running``, ``cancelling``, ``ended``) is how it speaks to its pools. With
-``exp_id=None`` (``emews pool --eqsql URL CONFIG``) a pool serves EQ-SQL tasks of its task type
-(``eqsql``'s included) until it pops EQ-SQL's ``EQ_STOP``.
+tasks in one round trip too, and looks for results when a NOTIFY says that some came. Where
+the study's store is in the same database, the tasks it sends and its look for results ride on
+the store's commit (:meth:`PostgresService.share`): one transaction and one round trip per turn
+of the master. A ``json_in`` is an outcome's wire form with the task's ``attempt`` and
+``rank``; one that an EQ-SQL worker wrote (a bare number, or anything else) counts for the
+attempt the study holds. The study's state (``running``, ``cancelling``, ``ended``) is how it
+speaks to its pools. With ``exp_id=None`` (``emews pool --eqsql URL CONFIG``) a pool serves
+EQ-SQL tasks of its task type (``eqsql``'s included) until it pops EQ-SQL's ``EQ_STOP``.
 """
 
 import itertools
@@ -35,7 +37,8 @@ from ..evaluate.outcome import Report
 from ..pools.base import Task
 from ..status import Status
 from ..store.postgres import (COMPLETE, EQ_STOP, QUEUED, REQUEUED, RESULTS_CHANNEL, RUNNING,
-                              TASKS_CHANNEL, connect, guarded, redacted, run_batch)
+                              TASKS_CHANNEL, PostgresStore, connect, guarded, redacted,
+                              run_batch)
 from .transport import CANCEL, DRAIN, STOP, PoolLink, Received, ServiceLink
 
 EXPIRY_CHECK = 1.0     # seconds between the study's looks for expired leases
@@ -48,7 +51,8 @@ class PostgresService(ServiceLink):
 
     ``slots`` is how many tasks may be queued or running at once; ``config`` (with ``lease``,
     for the pools) and ``expdir`` are recorded for the pools in ``emews_studies``. Tasks sent
-    go out with the next look for results (one round trip for both), or before a wait.
+    go out with the next look for results (one round trip for both), or before a wait; with
+    the store's commit, where the link shares it (:meth:`share`).
     """
 
     def __init__(self, url, exp_id, slots, lease, config, expdir, task_type=0):
@@ -59,7 +63,50 @@ class PostgresService(ServiceLink):
         self.news = True
         self.incoming, self.waiting = [], {}   # reports of the last receive; id -> their rows
         self.unsent = []                      # tasks sent since the last round trip
+        self.store = None                     # the study's store, whose commits carry this
+        self.fetched = None                   # (results, reports) looked at, not received yet
+        self.riding, self.read = 0, None      # unsent tasks on a commit, and its reader
         self.queue.wait(RESULTS_CHANNEL, 0)   # listen from now on
+
+    def share(self, store):
+        """Where ``store`` is the study's own in this database, its commits carry this
+        link's exchange: the tasks sent since the last round trip and a look for results
+        and reports go in the transaction and the round trip of the store's writes (a look
+        that needs a round trip while writes wait commits them). Results it brings wait for
+        :meth:`receive`."""
+        if isinstance(store, PostgresStore) and \
+                (store.url, store.exp_id) == (self.queue.url, self.queue.exp_id):
+            self.store = store
+            store.carry(self)
+
+    def statements(self):
+        """What a commit of the shared store carries (see :meth:`share`)."""
+        if self.queue.db is None:    # closed: the study ended
+            return []
+        self.riding = len(self.unsent)
+        statements, self.read = self.queue.exchange(self.unsent)
+        return statements
+
+    def carried(self, cursors):
+        """The results of :meth:`statements`, committed with the store's writes."""
+        self.unsent = self.unsent[self.riding:]
+        self._looked(self.read(cursors))
+
+    def _looked(self, fetched):
+        """Keep what a look fetched (after any that :meth:`receive` did not take yet)."""
+        if self.fetched is not None:
+            fetched = tuple(before + now for before, now in zip(self.fetched, fetched))
+        self.fetched = fetched
+        self.looked, self.news = time.monotonic(), False
+
+    def _look(self):
+        """Push the tasks sent and look for results and reports, in one round trip: the
+        store's commit, where writes wait in the store this link shares."""
+        if self.store is not None and self.store.pending:
+            self.store.commit()
+        else:
+            tasks, self.unsent = self.unsent, []
+            self._looked(self.queue.incoming(tasks))
 
     def demand(self, running):
         return self.slots - running
@@ -75,13 +122,13 @@ class PostgresService(ServiceLink):
 
     def receive(self):
         self.incoming = []
-        if not self.news and not self.unsent and time.monotonic() - self.looked < POLL_MAX:
-            self.news = self.queue.wait(RESULTS_CHANNEL, 0)
-            if not self.news:
-                return [], False
-        self.looked, self.news = time.monotonic(), False
-        tasks, self.unsent = self.unsent, []
-        popped, reports = self.queue.incoming(tasks)
+        if self.fetched is None:
+            if not self.news and not self.unsent and time.monotonic() - self.looked < POLL_MAX:
+                self.news = self.queue.wait(RESULTS_CHANNEL, 0)
+                if not self.news:
+                    return [], False
+            self._look()
+        (popped, reports), self.fetched = self.fetched, None
         results = [_received(i, payload, late) for i, payload, late in popped]
         for n, point_id, attempt, rank, payload in reports:
             try:
@@ -121,6 +168,8 @@ class PostgresService(ServiceLink):
 
     def close(self):
         if self.queue.db is not None:
+            if self.fetched is not None and self.fetched[0]:
+                self.queue.put_back(self.fetched[0])   # for a later service to adopt
             self.queue.end_study()
             self.queue.close()
 
@@ -331,15 +380,37 @@ class TaskQueue:
         off the IN queue, and the late ones (see :meth:`trade`), ``[(point id, json_in,
         late), ...]``; and read its reports that wait for a verdict and were not read before,
         ``[(n, point id, attempt, rank, report JSON), ...]`` in order."""
-        statements, record = self._pushing(tasks) if tasks else ([], lambda cursors: None)
+        statements, read = self.exchange(tasks)
         with self._guard("queue tasks and read results and reports"):
-            cursors = run_batch(self.db, statements + [
-                (RESULTS, {"exp": self.exp_id}), (REPORTS, (self.exp_id, self.last_report))])
+            return read(run_batch(self.db, statements))
+
+    def exchange(self, tasks=()):
+        """The statements of :meth:`incoming` (to run in any batch, after its own), and what
+        reads its results from their cursors."""
+        statements, record = self._pushing(tasks) if tasks else ([], lambda cursors: None)
+        statements += [(RESULTS, {"exp": self.exp_id}),
+                       (REPORTS, (self.exp_id, self.last_report))]
+
+        def read(cursors):
             record(cursors)
             results, reports = cursors[-2].fetchall(), cursors[-1].fetchall()
-        if reports:
-            self.last_report = reports[-1][0]
-        return results, reports
+            if reports:
+                self.last_report = reports[-1][0]
+            return results, reports
+        return statements, read
+
+    def put_back(self, results):
+        """Put results that :meth:`incoming` popped back where they were (the IN queue, the
+        late results), for a later service of the study to adopt."""
+        first = [self.eq_ids[i] for i, _, was_late in results if not was_late]
+        late = [(self.eq_ids[i], payload) for i, payload, was_late in results if was_late]
+        with self._guard("put results back on the queue"):
+            run_batch(self.db, [
+                ("INSERT INTO emews_queue_IN (eq_task_type, eq_task_id) SELECT eq_task_type, "
+                 "eq_task_id FROM eq_tasks WHERE eq_task_id = ANY(%b::integer[])", (first,)),
+                ("INSERT INTO emews_late_results (eq_task_id, json_in) SELECT * FROM "
+                 "unnest(%b::integer[], %b::text[])", ([i for i, _ in late],
+                                                       [payload for _, payload in late]))])
 
     def withdraw(self, ids):
         """Take these points' tasks off the OUT queue (a late result answered them, or the

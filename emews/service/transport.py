@@ -34,6 +34,10 @@ class Received(NamedTuple):
 class ServiceLink(ABC):
     """The study's side: hands leased tasks to the pools and brings their results back."""
 
+    def share(self, store):
+        """Carry this link's exchanges in the commits of the study's ``store``, where the
+        transport can (its own database); by default it does not."""
+
     @abstractmethod
     def demand(self, running):
         """How many more tasks the pools take now, with ``running`` tasks out."""

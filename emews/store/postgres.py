@@ -179,14 +179,16 @@ def run_batch(conn, statements):
     """Run ``statements`` (``(sql, params)`` pairs) on ``conn`` in one transaction and one
     round trip (a pipeline, where libpq has them: 14 and later); those with parameters as
     prepared statements (the same ones run again and again: they are parsed once per
-    connection). Returns a cursor on each one's result."""
+    connection). Returns a cursor on each one's result (rows as tuples)."""
     import psycopg
+
+    from psycopg.rows import tuple_row
 
     cursors = []
     pipeline = conn.pipeline() if psycopg.Pipeline.is_supported() else contextlib.nullcontext()
     with pipeline, conn.transaction():
         for sql, params in statements:
-            cursors.append(conn.cursor())
+            cursors.append(conn.cursor(row_factory=tuple_row))
             cursors[-1].execute(sql, params, prepare=params is not None)
     return cursors
 
@@ -245,7 +247,12 @@ class PostgresStore(Store):
 
     ``path`` (``URL#EXP_ID``) reopens the same store through :func:`emews.store.open_store`.
     ``create=False`` (and ``readonly``) refuses a study the database does not hold.
+
+    A study served through this database lets its queue's exchange ride on each commit
+    (:meth:`carry`): one transaction and one round trip for both, per turn of the master.
     """
+
+    rider = None
 
     def __init__(self, url, exp_id, create=True, readonly=False):
         from psycopg.rows import dict_row
@@ -269,19 +276,31 @@ class PostgresStore(Store):
         with self._guard("close the store"):
             self.db.close()
 
+    def carry(self, rider):
+        """Let ``rider`` add its statements to every commit that has writes, after them, in
+        the same transaction and round trip: ``rider.statements()`` gives ``(sql, params)``
+        pairs, and ``rider.carried(cursors)`` takes their results once committed (not called
+        when the commit fails). The study's queue
+        (:class:`~emews.service.postgres_transport.PostgresService`) rides so."""
+        self.rider = rider
+
     def _execute(self, writes):
         import psycopg
 
         statements = [(sql, row) for sql, rows, _ in writes for row in rows]
+        riding = self.rider.statements() if self.rider is not None else []
         try:
-            run_batch(self.db, statements)
+            cursors = run_batch(self.db, statements + riding)
         except psycopg.Error as exc:
             raise StoreError(f"{redacted(self.url)}: cannot {self._failing(writes)}: "
                              f"{str(exc).strip().splitlines()[0]}") from None
+        if riding:
+            self.rider.carried(cursors[len(statements):])
 
     def _failing(self, writes):
         """What the write of ``writes`` that fails was for (their batch failed, and nothing of
-        it was kept): each runs again, alone, in a transaction rolled back at the end."""
+        it was kept): each runs again, alone, in a transaction rolled back at the end; where
+        none fails, the rider's exchange did."""
         import psycopg
 
         action = "commit results"
@@ -290,8 +309,8 @@ class PostgresStore(Store):
                 for sql, rows, action in writes:
                     cur.executemany(sql, rows)
         except psycopg.Error:
-            pass
-        return action
+            return action
+        return "exchange tasks and results with the pools" if self.rider else action
 
     def _write_columns(self, sql, rows, types, *after, action="record evaluations"):
         """Buffer ``sql`` to run once for all of ``rows``: its parameters are the rows'
