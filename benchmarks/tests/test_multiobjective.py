@@ -123,3 +123,18 @@ def test_without_new_runs_the_part_reports_its_cache_and_counts_the_rest(tmp_pat
     assert [(r["contender"], r["seed"]) for r in part["runs"]] == [("nsga2", 0)]
     assert part["missing"] == 3 and part["comparisons"] == []
     assert "**Partial**: 3 runs of 4 not run yet" in multiobjective.markdown(part)
+
+
+def test_an_interrupted_run_meets_no_target_whatever_its_seeds_say():
+    from benchmarks import report
+
+    runs = _runs({"gp": [9.0 + 0.1 * s for s in range(10)],
+                  "optuna MO TPE": [8.0] * 10})
+    part = {"modes": ["sequential"], "problems": ["zdt1"], "runs": runs, "ours": ["gp"],
+            "contenders": ["gp", "optuna MO TPE"]}
+    part["summary"] = multiobjective.summarize(runs)
+    part["comparisons"] = multiobjective.comparisons(part)
+    [(_, _, met)] = report.targets({"multiobjective": part})
+    assert met
+    [(_, measured, met)] = report.targets({"multiobjective": {**part, "missing": 3}})
+    assert not met and measured.startswith("partial, 3 runs missing")
