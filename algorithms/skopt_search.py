@@ -64,6 +64,12 @@ Several objectives (``objectives`` > 1, set by the study): ParEGO (:mod:`.parego
 optimizer holds the told points with their equal-weight scalarization (what the kernel is
 estimated on); each point asked is planned on a copy refitted to the told points'
 scalarization under weights drawn for that point, the points in flight believed as above.
+Each point is planned on a scalarization of its own, so a kernel fresh at every tell buys
+little: the defaults are then ``refit_all_below = 0`` and ``refit_growth = 0.25`` (about a
+dozen estimates in 200 results, where one-objective defaults make over a hundred), and the
+acquisition is ``EI`` on skopt's L-BFGS from 2 restarts (``gp_hedge`` optimizes EI, PI and
+LCB each from 5): in 30 variables at 200 results those defaults cost minutes a run, these
+seconds (benchmarks part 12); each can still be set.
 
 Types: integers and floats (log scales as skopt's ``log-uniform`` prior), ordered values as an
 integer position, categorical and logical values as skopt categories. A failed or non-finite
@@ -107,6 +113,10 @@ GENERATORS = ("random", "sobol", "halton", "hammersly", "lhs", "grid")
 ACQ_FUNCS = ("gp_hedge", "EI", "PI", "LCB", "MES")   # PVRS fails on forests and mixed
 # spaces; EIps and PIps need the evaluation times as a second objective
 LIES = {"kb": np.min, "cl_min": np.min, "cl_mean": np.mean, "cl_max": np.max}  # kb: before a model
+ONE_OBJECTIVE = {"refit_growth": 0.1, "refit_all_below": 100, "skopt": {}}
+# ParEGO (several objectives): see the module's notes
+SEVERAL_OBJECTIVES = {"refit_growth": 0.25, "refit_all_below": 0, "skopt": {"acq_func": "EI"},
+                      "restarts": {"n_restarts_optimizer": 2}}
 
 
 class SkoptSearch(Algorithm):
@@ -116,12 +126,21 @@ class SkoptSearch(Algorithm):
 
     multiobjective = True
 
-    def __init__(self, space, seed=None, strategy="kb", refit_growth=0.1, refit_all_below=100,
+    def __init__(self, space, seed=None, strategy="kb", refit_growth=None, refit_all_below=None,
                  objectives=1, **skopt_options):
         super().__init__(space, seed)
         skopt = optional_import("skopt", "bayes")
         objectives = check_number("objectives", objectives, 1, integer=True)
         self.history = ObjectiveHistory(objectives) if objectives > 1 else None
+        defaults = ONE_OBJECTIVE if objectives == 1 else SEVERAL_OBJECTIVES
+        refit_growth = defaults["refit_growth"] if refit_growth is None else refit_growth
+        if refit_all_below is None:
+            refit_all_below = defaults["refit_all_below"]
+        for name, value in defaults["skopt"].items():
+            skopt_options.setdefault(name, value)
+        if objectives > 1:
+            skopt_options["acq_optimizer_kwargs"] = {
+                **SEVERAL_OBJECTIVES["restarts"], **skopt_options.get("acq_optimizer_kwargs", {})}
         self.strategy = check_choice("strategy", strategy, STRATEGIES)
         self.refit_growth = float(check_number("refit_growth", refit_growth, 0))
         self.refit_all_below = int(check_number("refit_all_below", refit_all_below, 0,

@@ -53,6 +53,9 @@ def parser():
                      "records (default: benchmarks/README.md, none for --smoke)")
     top.add_argument("--jobs", type=int, help="parallel runs in the quality part "
                      "and the multiobjective part (default: one per core)")
+    top.add_argument("--no-new-runs", action="store_false", dest="new_runs",
+                     help="the multiobjective part of the runs in its cache only (an "
+                     "interrupted run so far; run it again without this to go on)")
     return top
 
 
@@ -82,7 +85,7 @@ def main(argv=None):
     for name in parts:
         part_started = time.perf_counter()
         options = {"quality": {"jobs": args.jobs, "cache_directory": out / "quality-runs"},
-                   "multiobjective": {"jobs": args.jobs,
+                   "multiobjective": {"jobs": args.jobs, "new_runs": args.new_runs,
                                       "cache_directory": out / "multiobjective-runs"},
                    "faults": {"out": out / "faults.md"},
                    "fidelity": {"curves_directory": out / "fidelity-curves"}}.get(

@@ -10,7 +10,9 @@ Problems (each objective to minimize):
 * digits: scikit-learn's MLP on its digits data (:func:`emews.models.digits.train`, the space
   ``digits_space.json``), the validation error (1 - accuracy) against the number of the
   network's weights and biases in units of 10,000 (64 inputs, one hidden layer, 10 outputs:
-  ``75 h + 10``), reference point (1, 1): every trained network counts.
+  ``75 h + 10``), reference point (1, 1): every trained network counts. The full size
+  trains 10 epochs (``Sizes.mo_digits_epochs``) where the space says 30: a third of the CPU
+  (0.05 s a fit on one core instead of 0.15 s), the same trade of error against size.
 
 Contenders, each on its own ask/tell interface, driven by the quality part's loop
 (:func:`benchmarks.quality_runs.evaluate`: ``sequential``, and ``async`` with simulated
@@ -18,7 +20,9 @@ workers whose lognormal durations are the seed's own, so every contender sees th
 timeline):
 
 * ours: ``nsga2``, ``nsga3``, ``gp`` and ``mbo`` (registered names), built with
-  ``objectives=k`` and their defaults, told an :class:`emews.core.algorithm.Objectives`;
+  ``objectives=k`` and their defaults, told an :class:`emews.core.algorithm.Objectives`; in
+  ``async`` mode the GA in its asynchronous form (``nsga2_async``, ``nsga3_async``), as our
+  GA is asynchronous;
 * Optuna's ``NSGAIISampler``, multi-objective TPE (``TPESampler(multivariate=True,
   constant_liar=True)``) and ``GPSampler`` (needs PyTorch: without it the part says so and
   leaves it out), on ``study.ask`` / ``study.tell`` of a study with one direction per
@@ -31,10 +35,12 @@ reference point (:func:`emews.core.pareto.hypervolume`, on moocore), at the budg
 of it. Seeds are paired. Per mode and problem, the best of ours (the highest median) is
 compared with the best Optuna sampler by a one-sided Wilcoxon signed-rank test each way
 (:func:`benchmarks.quality.compare` on negated volumes); ours is *at or above* unless the test
-finds it below at :data:`benchmarks.quality.ALPHA`. Runs go in parallel, one per core, the
-costliest first. Each finished run is appended to a cache kept as the quality part keeps its
-own (:func:`benchmarks.quality.run_cache`, ``results/multiobjective-runs/``): a run whose
-code is unchanged is not run again.
+finds it below at :data:`benchmarks.quality.ALPHA`. Runs go in parallel, one per core, seed
+by seed (within a seed the costliest first), so that a run cut short has its first seeds
+complete for every contender. Each finished run is appended to a cache kept as the quality
+part keeps its own (:func:`benchmarks.quality.run_cache`, ``results/multiobjective-runs/``):
+a run whose code is unchanged is not run again, so running the part again continues an
+interrupted run where it stopped.
 """
 
 import math
@@ -54,7 +60,12 @@ ZDT_VARIABLES, DTLZ_K = 30, 10
 REFERENCES = {"zdt1": (1.1, 11.0), "zdt2": (1.1, 11.0), "zdt3": (1.1, 11.0),
               "dtlz2": (1.1, 1.1, 1.1), "digits": (1.0, 1.0)}
 OPTUNA = {"optuna NSGA-II": "nsga2", "optuna MO TPE": "tpe", "optuna MO GP": "gp"}
-COST = {"gp": 30, "mbo": 20, "optuna MO GP": 20}   # the slowest start first
+COST = {"gp": 30, "mbo": 20}   # within a seed, the slowest start first
+# Run after every other contender's runs, all seeds: minutes a run (Optuna's GP in 30
+# variables), so that a run cut short has the others complete.
+LAST = ("optuna MO GP",)
+# In async mode our GA runs in its asynchronous (steady-state) form, as a study's would.
+ASYNC_FORMS = {"nsga2": "nsga2_async", "nsga3": "nsga3_async"}
 PRELOAD = ("numpy", "scipy.optimize", "sklearn.ensemble", "sklearn.gaussian_process", "skopt",
            "optuna", "moocore")
 
@@ -148,12 +159,13 @@ class OptunaMultiPeer(OptunaPeer):
 
 
 class OursMulti:
-    """One of our algorithms, built with ``objectives=k`` when it searches several at once."""
+    """One of our algorithms, built with ``objectives=k`` when it searches several at once
+    (in ``async`` mode its asynchronous form, :data:`ASYNC_FORMS`, where it has one)."""
 
-    def __init__(self, name, space, seed, objectives):
+    def __init__(self, name, space, seed, objectives, mode="sequential"):
         from emews.core.algorithm import load
 
-        cls = load(name)
+        cls = load(ASYNC_FORMS.get(name, name) if mode == "async" else name)
         options = {"objectives": objectives} if cls.multiobjective else {}
         self.algorithm = cls(space, seed=seed, **options)
 
@@ -164,11 +176,11 @@ class OursMulti:
         self.algorithm.tell(points, values)
 
 
-def contender(name, space, seed, objectives):
-    """The ask/tell object of contender ``name``."""
+def contender(name, space, seed, objectives, mode="sequential"):
+    """The ask/tell object of contender ``name`` in ``mode``."""
     if name in OPTUNA:
         return OptunaMultiPeer(OPTUNA[name], space, seed, objectives)
-    return OursMulti(name, space, seed, objectives)
+    return OursMulti(name, space, seed, objectives, mode)
 
 
 def unavailable(name):
@@ -176,7 +188,8 @@ def unavailable(name):
     import importlib.util
 
     if name == "optuna MO GP" and importlib.util.find_spec("torch") is None:
-        return "Optuna's GPSampler needs PyTorch, which is not installed (pip install torch)"
+        return ("Optuna's GPSampler needs PyTorch, which is not installed "
+                "(pip install 'emews-hpo[bench-gp]')")
     if name in OPTUNA:
         return None
     from emews.core.algorithm import load
@@ -201,7 +214,7 @@ def one_run(problem_name, name, mode, seed, budget, workers, digits_epochs=None)
     space, objective = problem(problem_name, digits_epochs)
     reference = REFERENCES[problem_name]
     started = time.perf_counter()
-    searcher = contender(name, space, seed, len(reference))
+    searcher = contender(name, space, seed, len(reference), mode)
     code_digests()          # hash the code imported so far now, not after a long run
     values = evaluate(searcher, objective, budget, mode, workers, seed)
     vectors = [v.values if math.isfinite(v) else (math.nan,) * len(reference) for v in values]
@@ -213,9 +226,11 @@ def one_run(problem_name, name, mode, seed, budget, workers, digits_epochs=None)
             "code": code_digests()}
 
 
-def run(sizes, jobs=None, cache_directory=CACHE_DIRECTORY):
+def run(sizes, jobs=None, cache_directory=CACHE_DIRECTORY, new_runs=True):
     """Every contender on every problem in every mode with every seed; summaries, the paired
-    comparisons of the best of ours with the best Optuna sampler, and the issue's target."""
+    comparisons of the best of ours with the best Optuna sampler, and the issue's target.
+    Without ``new_runs``, only the runs already in the cache (an interrupted run's part so
+    far; ``missing`` counts the others)."""
     contenders, skipped = available([*sizes.mo_ours, *sizes.mo_peers], unavailable,
                                     "multiobjective")
     runs = [(p, c, m, s) for p in sizes.mo_problems for c in contenders
@@ -224,20 +239,24 @@ def run(sizes, jobs=None, cache_directory=CACHE_DIRECTORY):
                                                sizes.mo_workers, sizes.mo_digits_epochs])
     known = cached_runs(cache)
     results = [{k: v for k, v in known[r].items() if k != "code"} for r in runs if r in known]
-    runs = sorted((r for r in runs if r not in known),
-                  key=lambda r: (-COST.get(r[1], 1), r[0] != "digits"))
+    runs = sorted((r for r in runs if r not in known),   # seed by seed: see the module's notes
+                  key=lambda r: (r[1] in LAST, r[3], -COST.get(r[1], 1), r[0] != "digits"))
     print(f"[multiobjective] {len(results)} runs from the cache {cache}", flush=True)
-    results += run_missing(one_run, [
-        (p, c, m, s, sizes.mo_digits_budget if p == "digits" else sizes.mo_budget,
-         sizes.mo_workers, sizes.mo_digits_epochs) for p, c, m, s in runs],
-        cache, jobs, "multiobjective", PRELOAD)
+    if new_runs:
+        results += run_missing(one_run, [
+            (p, c, m, s, sizes.mo_digits_budget if p == "digits" else sizes.mo_budget,
+             sizes.mo_workers, sizes.mo_digits_epochs) for p, c, m, s in runs],
+            cache, jobs, "multiobjective", PRELOAD)
+        runs = []
     results.sort(key=lambda r: (r["problem"], r["contender"], r["mode"], r["seed"]))
     part = {"budget": sizes.mo_budget, "digits_budget": sizes.mo_digits_budget,
             "seeds": sizes.mo_seeds, "workers": sizes.mo_workers, "modes": list(sizes.mo_modes),
             "problems": list(sizes.mo_problems), "contenders": contenders,
             "ours": [c for c in sizes.mo_ours if c in contenders],
+            "async_forms": {c: f for c, f in ASYNC_FORMS.items() if c in contenders},
+            "digits_epochs": sizes.mo_digits_epochs,
             "references": {p: list(REFERENCES[p]) for p in sizes.mo_problems},
-            "skipped": skipped, "alpha": ALPHA, "runs": results}
+            "skipped": skipped, "alpha": ALPHA, "missing": len(runs), "runs": results}
     part["summary"] = summarize(results)
     part["comparisons"] = comparisons(part)
     part["targets"] = targets(part)
@@ -337,7 +356,17 @@ def markdown(part):
     for r in part["runs"]:
         seconds.setdefault(r["contender"], []).append(r["seconds"])
     left_out = "; ".join(f"{c}: {why}" for c, why in part["skipped"].items())
-    sections.append(f"Reference points: {references}. Median seconds per run: "
+    forms = ", ".join(f"{c} as {f}" for c, f in part.get("async_forms", {}).items())
+    epochs = part.get("digits_epochs")
+    missing = part.get("missing", 0)
+    sections.append((f"**Partial**: {missing} runs of {missing + len(part['runs'])} not "
+                     "run yet; seeds per contender: " + ", ".join(
+                         f"{c} {len({(r['seed']) for r in part['runs'] if r['contender'] == c})}"
+                         for c in part["contenders"]) + ". " if missing else "")
+                    + f"Reference points: {references}."
+                    + (f" Async mode runs {forms}." if forms else "")
+                    + (f" The digits MLP trains {epochs} epochs." if epochs else "")
+                    + " Median seconds per run: "
                     + ", ".join(f"{c} {np.median(s):.2g}" for c, s in seconds.items()) + "."
                     + (f" Left out: {left_out}." if left_out else ""))
     return "\n\n".join(sections)

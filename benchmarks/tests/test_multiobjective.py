@@ -95,3 +95,46 @@ def test_a_smoke_run_writes_its_record_and_its_readme_section(tmp_path):
         (m, p) for m in SMOKE.mo_modes for p in SMOKE.mo_problems}
     text = readme.read_text()
     assert "### 12. Multi-objective search" in text and "| mbo (ours) |" in text
+
+
+def test_async_mode_runs_our_ga_in_its_asynchronous_form():
+    from emews.core.algorithm import load
+
+    space, _ = problem("zdt1")
+    for name, form in multiobjective.ASYNC_FORMS.items():
+        assert type(multiobjective.contender(name, space, 0, 2, "async").algorithm) is \
+            load(form)
+        assert type(multiobjective.contender(name, space, 0, 2, "sequential").algorithm) is \
+            load(name)
+
+
+def test_without_new_runs_the_part_reports_its_cache_and_counts_the_rest(tmp_path):
+    from dataclasses import replace
+
+    from benchmarks.sizes import SMOKE
+
+    sizes = replace(SMOKE, mo_problems=("zdt1",), mo_ours=("nsga2",), mo_peers=("random",),
+                    mo_seeds=2, mo_modes=("sequential",))
+    cache = multiobjective.run_cache(sizes, tmp_path, [
+        sizes.mo_budget, sizes.mo_digits_budget, sizes.mo_workers, sizes.mo_digits_epochs])
+    cache.write_text(json.dumps(multiobjective.one_run("zdt1", "nsga2", "sequential", 0,
+                                                       sizes.mo_budget, 3)) + "\n")
+    part = multiobjective.run(sizes, cache_directory=tmp_path, new_runs=False)
+    assert [(r["contender"], r["seed"]) for r in part["runs"]] == [("nsga2", 0)]
+    assert part["missing"] == 3 and part["comparisons"] == []
+    assert "**Partial**: 3 runs of 4 not run yet" in multiobjective.markdown(part)
+
+
+def test_an_interrupted_run_meets_no_target_whatever_its_seeds_say():
+    from benchmarks import report
+
+    runs = _runs({"gp": [9.0 + 0.1 * s for s in range(10)],
+                  "optuna MO TPE": [8.0] * 10})
+    part = {"modes": ["sequential"], "problems": ["zdt1"], "runs": runs, "ours": ["gp"],
+            "contenders": ["gp", "optuna MO TPE"]}
+    part["summary"] = multiobjective.summarize(runs)
+    part["comparisons"] = multiobjective.comparisons(part)
+    [(_, _, met)] = report.targets({"multiobjective": part})
+    assert met
+    [(_, measured, met)] = report.targets({"multiobjective": {**part, "missing": 3}})
+    assert not met and measured.startswith("partial, 3 runs missing")

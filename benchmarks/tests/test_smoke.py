@@ -52,7 +52,7 @@ REPORT_FIELDS = {
                ("model", "ranks", "median_s", "overhead_s", "ratio_to_one_rank")),
     "multiobjective": (("budget", "digits_budget", "seeds", "workers", "modes", "problems",
                         "contenders", "ours", "references", "skipped", "alpha", "summary",
-                        "comparisons", "targets"),
+                        "comparisons", "targets", "async_forms", "missing"),
                        ("problem", "contender", "mode", "seed", "evaluations", "seconds",
                         "hypervolume", "hypervolume_half")),
 }

@@ -124,3 +124,17 @@ def test_a_relabeled_forest_predicts_from_the_new_values_with_the_same_splits():
     assert np.allclose(same, mean) and np.allclose(same_se, se)
     scaled, scaled_se = model.relabeled(3 * y + 1).predict(probe)
     assert np.allclose(scaled, 3 * mean + 1) and np.allclose(scaled_se, 3 * se)
+
+
+def test_gp_on_several_objectives_estimates_its_kernel_less_often_unless_told_otherwise():
+    one, two = load("gp")(SPACE, seed=1), load("gp")(SPACE, seed=1, objectives=2)
+    assert (one.refit_all_below, one.refit_growth, one.optimizer.acq_func) == \
+        (100, 0.1, "gp_hedge")
+    assert not one.optimizer.acq_optimizer_kwargs.get("n_restarts_optimizer")
+    assert (two.refit_all_below, two.refit_growth, two.optimizer.acq_func) == (0, 0.25, "EI")
+    assert two.optimizer.acq_optimizer_kwargs["n_restarts_optimizer"] == 2
+    told = load("gp")(SPACE, seed=1, objectives=2, refit_all_below=50, refit_growth=0.1,
+                      acq_func="LCB", acq_optimizer_kwargs={"n_restarts_optimizer": 5})
+    assert (told.refit_all_below, told.refit_growth, told.optimizer.acq_func) == \
+        (50, 0.1, "LCB")
+    assert told.optimizer.acq_optimizer_kwargs["n_restarts_optimizer"] == 5
