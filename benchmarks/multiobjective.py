@@ -332,9 +332,11 @@ def targets(part):
 
 def markdown(part):
     """The part's tables: hypervolume per mode, and the paired comparisons."""
+    seeds = len({run["seed"] for run in part["runs"]})
+    planned = f" (of {part['seeds']} planned)" if seeds < part["seeds"] else ""
     sections = [f"### 12. Multi-objective search: hypervolume at {part['budget']} evaluations "
-                f"({part['digits_budget']} for digits), median [IQR] over {part['seeds']} "
-                f"paired seeds; async = {part['workers']} simulated workers (lognormal times)"]
+                f"({part['digits_budget']} for digits), median [IQR] over {seeds} paired "
+                f"seeds{planned}; async = {part['workers']} simulated workers (lognormal times)"]
     references = ", ".join(f"{p} ({', '.join(f'{x:g}' for x in r)})"
                            for p, r in part["references"].items())
     for mode in part["modes"]:
