@@ -310,8 +310,10 @@ def comparisons(part):
 
 def targets(part):
     """The issue's target per mode: the best of ours at or above the best Optuna sampler on at
-    least all problems but one, each ``(target, measured, met)``."""
+    least all problems but one, each ``(target, measured, met)``. An interrupted run
+    (``missing`` runs) meets no target."""
     found, problems = [], len(part["problems"])
+    missing = part.get("missing", 0)
     need = problems - 1 if problems > 1 else 1
     for mode in part["modes"]:
         rows = [c for c in part["comparisons"] if c["mode"] == mode]
@@ -320,11 +322,13 @@ def targets(part):
         lost = [c["problem"] for c in rows if c["verdict"] == "worse"]
         behind = [c["problem"] for c in rows
                   if c["verdict"] == "tie" and c["median_difference"] < 0]
+        measured = (f"{len(rows) - len(lost)} of {len(rows)}; below on "
+                    f"{', '.join(lost) or 'none'}; behind, not significantly, on "
+                    f"{', '.join(behind) or 'none'}")
         found.append((f"{mode}: best of ours at or above the best Optuna sampler in hypervolume "
                       f"on ≥ {need} of {problems}",
-                      f"{len(rows) - len(lost)} of {len(rows)}; below on "
-                      f"{', '.join(lost) or 'none'}; behind, not significantly, on "
-                      f"{', '.join(behind) or 'none'}", len(rows) - len(lost) >= need))
+                      f"partial, {missing} runs missing: {measured}" if missing else measured,
+                      len(rows) - len(lost) >= need and not missing))
     return found
 
 
