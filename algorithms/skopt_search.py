@@ -115,8 +115,9 @@ ACQ_FUNCS = ("gp_hedge", "EI", "PI", "LCB", "MES")   # PVRS fails on forests and
 LIES = {"kb": np.min, "cl_min": np.min, "cl_mean": np.mean, "cl_max": np.max}  # kb: before a model
 ONE_OBJECTIVE = {"refit_growth": 0.1, "refit_all_below": 100, "skopt": {}}
 # ParEGO (several objectives): see the module's notes
-SEVERAL_OBJECTIVES = {"refit_growth": 0.25, "refit_all_below": 0, "skopt": {"acq_func": "EI"},
-                      "restarts": {"n_restarts_optimizer": 2}}
+SEVERAL_OBJECTIVES = {"refit_growth": 0.25, "refit_all_below": 0,
+                      "skopt": {"acq_func": "EI",
+                                "acq_optimizer_kwargs": {"n_restarts_optimizer": 2}}}
 
 
 class SkoptSearch(Algorithm):
@@ -136,11 +137,10 @@ class SkoptSearch(Algorithm):
         refit_growth = defaults["refit_growth"] if refit_growth is None else refit_growth
         if refit_all_below is None:
             refit_all_below = defaults["refit_all_below"]
-        for name, value in defaults["skopt"].items():
-            skopt_options.setdefault(name, value)
-        if objectives > 1:
-            skopt_options["acq_optimizer_kwargs"] = {
-                **SEVERAL_OBJECTIVES["restarts"], **skopt_options.get("acq_optimizer_kwargs", {})}
+        for name, value in defaults["skopt"].items():   # a dict of options: the given win
+            given = skopt_options.get(name)
+            skopt_options[name] = value if given is None else \
+                {**value, **given} if isinstance(value, dict) else given
         self.strategy = check_choice("strategy", strategy, STRATEGIES)
         self.refit_growth = float(check_number("refit_growth", refit_growth, 0))
         self.refit_all_below = int(check_number("refit_all_below", refit_all_below, 0,
