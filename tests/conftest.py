@@ -109,12 +109,12 @@ def stored_rows(expdir):
         store.close()
 
 
-def peak_slots(rows):
+def peak_slots(rows, slots=lambda row: row["metrics"]["slots"]):
     """The most slots held at once by the stored evaluations ``rows``, from their start and
-    finish times and the ``slots`` each held (its metrics); ends come before starts at the
-    same instant."""
-    events = sorted([(row["started"], 1, row["metrics"]["slots"]) for row in rows] +
-                    [(row["finished"], 0, -row["metrics"]["slots"]) for row in rows])
+    finish times and the ``slots`` each held (its metrics; ``slots=lambda row: 1`` counts
+    evaluations); ends come before starts at the same instant."""
+    events = sorted([(row["started"], 1, slots(row)) for row in rows] +
+                    [(row["finished"], 0, -slots(row)) for row in rows])
     held = peak = 0
     for _, _, change in events:
         held += change

@@ -8,7 +8,7 @@ GPU is missing, as in CI; ``bash scripts/gpu_check.sh`` runs them on a GPU machi
 """
 
 import pytest
-from conftest import query_store, stored_rows
+from conftest import peak_slots, query_store, stored_rows
 
 pytestmark = [pytest.mark.mpi, pytest.mark.gpu]
 
@@ -25,17 +25,6 @@ ASHA = {"min_resource": 1, "max_resource": 9, "reduction_factor": 3}
 def experiment(tmp_path):
     (expdir,) = (tmp_path / "experiments" / "study").iterdir()
     return expdir
-
-
-def peak_running(rows):
-    """The most evaluations running at once, from their stored start and finish times (ends
-    before starts at the same instant)."""
-    events = sorted([(r["started"], 1) for r in rows] + [(r["finished"], -1) for r in rows])
-    running = peak = 0
-    for _, change in events:
-        running += change
-        peak = max(peak, running)
-    return peak
 
 
 def test_evaluations_of_half_a_gpu_share_it_two_at_a_time_and_asha_prunes_them(
@@ -56,7 +45,7 @@ def test_evaluations_of_half_a_gpu_share_it_two_at_a_time_and_asha_prunes_them(
         metrics = row["metrics"]
         assert metrics["given_gpu"] == metrics["cuda_index"] == 0
         assert metrics["gpu_memory"] == memory and metrics["peak_allocated"] > 0
-    assert peak_running(rows) == 2   # 4 workers, but half a GPU each on 1 GPU
+    assert peak_slots(rows, slots=lambda row: 1) == 2   # 4 workers, half a GPU each, 1 GPU
     last_steps = dict(query_store(expdir / "results.db",
                                   "SELECT id, MAX(step) FROM reports GROUP BY id"))
     for row in rows:
