@@ -259,3 +259,19 @@ def test_ctrl_c_of_the_worker_stops_every_process_of_its_evaluation(tmp_path):
     finally:
         if worker.poll() is None:
             os.killpg(worker.pid, signal.SIGKILL)
+
+
+def test_without_an_mpiexec_a_study_launch_refuses_in_one_line_naming_the_setting(
+        tmp_path, monkeypatch):
+    """One finder serves both: the study's launch (``emews.launch.spawn``) refuses, naming
+    ``[system].mpiexec``; an evaluation's launcher falls back on a bare ``mpiexec``."""
+    from emews.launch import spawn
+
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))  # nothing beside it
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(ConfigError, match=r"\[system\]\.mpiexec.*no mpiexec found"):
+        spawn.default_mpiexec()
+    assert default_mpiexec() == "mpiexec"
+    (tmp_path / "mpiexec").write_text("#!/bin/sh\n")
+    (tmp_path / "mpiexec").chmod(0o755)
+    assert spawn.default_mpiexec() == default_mpiexec() == str(tmp_path / "mpiexec")

@@ -162,10 +162,16 @@ def free_port():
         return sock.getsockname()[1]
 
 
-def default_mpiexec():
-    """The ``mpiexec`` beside this Python interpreter (the mpich wheel's), else on PATH."""
+def find_mpiexec():
+    """The ``mpiexec`` beside this Python interpreter (the mpich wheel's), else on PATH, else
+    ``None``."""
     beside = Path(sys.executable).parent / "mpiexec"
-    return str(beside) if beside.exists() else shutil.which("mpiexec") or "mpiexec"
+    return str(beside) if beside.exists() else shutil.which("mpiexec")
+
+
+def default_mpiexec():
+    """:func:`find_mpiexec`'s, or a bare ``mpiexec`` (whose failure to start says it)."""
+    return find_mpiexec() or "mpiexec"
 
 
 def _first(environ, names, default):

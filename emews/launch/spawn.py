@@ -9,14 +9,13 @@
 
 import functools
 import os
-import shutil
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
 from ..errors import ConfigError, EmewsError, Reported
 from ..evaluate.deathsig import set_death_signal
+from ..evaluate.launcher import find_mpiexec
 from ..inspect.progress import TERMINAL_VARIABLE
 from ..result import final_recorded, interrupted, result_of, stored_count
 from ..store.lock import TOKEN_VARIABLE
@@ -77,8 +76,7 @@ def spawn(expdir, cfg, lock):
 
 def default_mpiexec():
     """The ``mpiexec`` beside this Python interpreter (the mpich wheel's), else on PATH."""
-    beside = Path(sys.executable).parent / "mpiexec"
-    found = str(beside) if beside.exists() else shutil.which("mpiexec")
+    found = find_mpiexec()
     if not found:
         raise ConfigError("[system].mpiexec", "no mpiexec found beside the Python interpreter or "
                           "on PATH; install the 'mpich' wheel", None, show_value=False)
