@@ -29,7 +29,7 @@ from .core.pareto import minimized
 from .core.failure import ACTIONS as FAILURE_ACTIONS
 from .pools import requests
 from .errors import ConfigError
-from .validation import Choice, Each, Flag, Number, Strings, Text, check
+from .validation import Choice, Each, Flag, Number, Strings, Text, check, read_toml
 
 IMPLEMENTATIONS = ("py", "app", "container", "echo")   # [study].impl: emews.evaluate's kinds
 RETURN_EPOCHS = ("last", "min", "max")                 # [model].return_epoch
@@ -333,15 +333,7 @@ def _read(source):
     if isinstance(source, dict):
         return source, "config", Path.cwd()
     path = Path(source)
-    try:
-        with open(path, "rb") as handle:
-            return tomllib.load(handle), str(path), path.resolve().parent
-    except OSError as exc:
-        raise ConfigError(str(path), "the configuration file must be readable", exc.strerror,
-                          show_value=False) from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(str(path), f"must be valid TOML ({exc})", None,
-                          show_value=False) from None
+    return read_toml(path, "the configuration file"), str(path), path.resolve().parent
 
 
 def _check(setting, value, where, base, from_env):

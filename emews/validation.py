@@ -65,6 +65,22 @@ def problem(rule, value):
     return None
 
 
+def read_toml(path, what):
+    """The table that the TOML file ``path`` holds; one that cannot be read or parsed is a
+    one-line :class:`ConfigError` naming it (``what``: "the site file", ...)."""
+    import tomllib
+
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except OSError as exc:
+        raise ConfigError(str(path), f"{what} must be readable", exc.strerror,
+                          show_value=False) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(str(path), f"must be valid TOML ({exc})", None,
+                          show_value=False) from None
+
+
 def check_keys(table, rules, where, unknown, required=()):
     """Every value of the dict ``table`` checked by its rule in ``rules``; return the checked
     values. ``where(key)`` names a key in errors, ``unknown`` is the rule that a key without a

@@ -40,7 +40,6 @@ lines, written by the site's author and run as they are.
 
 import os
 import re
-import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -48,7 +47,7 @@ from pathlib import Path
 from ..config import CONTAINER_RUNTIMES
 from ..errors import ConfigError
 from ..evaluate.launcher import Launcher
-from ..validation import Choice, Mapping, Number, Strings, Text, check_keys
+from ..validation import Choice, Mapping, Number, Strings, Text, check_keys, read_toml
 
 SCHEDULERS = ("local", "slurm", "pbs", "lsf", "flux")
 LAUNCHERS = ("mpiexec", "srun", "jsrun", "aprun", "flux")
@@ -172,16 +171,7 @@ def find(name):
 def load(name):
     """Find, read and validate a site; return a :class:`Site`."""
     path = find(name)
-    try:
-        with open(path, "rb") as handle:
-            data = tomllib.load(handle)
-    except OSError as exc:
-        raise ConfigError(str(path), "the site file must be readable", exc.strerror,
-                          show_value=False) from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(str(path), f"must be valid TOML ({exc})", None,
-                          show_value=False) from None
-    return from_dict(data, path)
+    return from_dict(read_toml(path, "the site file"), path)
 
 
 def from_dict(data, path):
