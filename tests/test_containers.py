@@ -240,6 +240,33 @@ def test_learning_curve_reports_from_inside_a_container_and_its_pruning(charliec
     assert 3 <= log.count("EMEWS_REPORT ") < 600   # stopped long before its last epoch
 
 
+def test_a_rerun_goes_on_from_the_checkpoint_it_kept_inside_the_container(charliecloud,
+                                                                          tmp_path):
+    # the point's checkpoint directory, the same for every attempt, is bound into the image
+    failed = charliecloud().evaluate('{"x": 1.5, "behaviour": "resume"}', "RUN000009")
+    assert failed.status == "failed" and failed.error == \
+        "the model exited with status 9: train.sh: died after epoch 2"
+    saved = tmp_path / "EXP001" / "checkpoints" / "RUN000009" / "epoch"
+    assert saved.read_text() == "2\n"
+    again = charliecloud().evaluate('{"x": 1.5, "behaviour": "resume"}', "RUN000009-2")
+    assert again.status == "done" and again.value == 1.0, (again.error, again.log_tail)
+    log = (tmp_path / "EXP001" / "run" / "RUN000009-2" / "model.log").read_text()
+    assert "checkpoint directory /emews_run/checkpoints: going on after epoch 2\n" \
+           "epoch 3\nepoch 4\n" in log and "epoch 1" not in log
+    assert saved.read_text() == "4\n"
+
+
+def test_the_checkpoint_directory_is_bound_inside_the_run_directory(tmp_path):
+    # no mount point of its own in the image: ch-run's target is made in the bound run dir
+    command = ContainerCommand(RUNTIMES["charliecloud"], "/i/m.sqfs").command(
+        tmp_path, "/d", "E1", "R7", {}, "", checkpoint_dir="/x/checkpoints/R7")
+    assert command[:4] == ["ch-run", "--bind=/d:/candle_data_dir",
+                           f"--bind={tmp_path}:/emews_run",
+                           "--bind=/x/checkpoints/R7:/emews_run/checkpoints"]
+    assert "--set-env=EMEWS_CHECKPOINT_DIR=/emews_run/checkpoints" in command
+    assert (tmp_path / "checkpoints").is_dir()
+
+
 def test_a_missing_image_is_one_line_naming_the_setting(tmp_path):
     missing = str(tmp_path / "nosuch.sqfs")
     with pytest.raises(ConfigError) as error:

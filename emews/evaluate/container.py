@@ -11,6 +11,12 @@ directory bound at ``/candle_data_dir`` and the run directory at ``/emews_run`` 
 directory), a few variables set inside (:func:`guest_environment`), the GPU flags, then the
 action script. The value is the last ``IMPROVE_RESULT`` line of ``model.log``.
 
+The point's checkpoint directory (``EXPDIR/checkpoints/RUN000042``, the same for every attempt)
+is bound at ``/emews_run/checkpoints`` and named inside in ``EMEWS_CHECKPOINT_DIR``: a model
+that keeps its checkpoints there (candle_lib's ``ckpt_directory``) goes on from its last one
+when the point runs again. The mount point is made in the run directory, so an image needs
+no directory of its own for it.
+
 ==============  ===============  ==================  =============================  ==============
 runtime         bind             variable            GPUs: nvidia; amd              working dir
 ==============  ===============  ==================  =============================  ==============
@@ -52,7 +58,7 @@ from .base import EvaluationFailed, Implementation
 from .results import read_log_result
 
 DATA, RUN = "/candle_data_dir", "/emews_run"
-PARAMS = f"{RUN}/params.json"
+PARAMS, CHECKPOINTS = f"{RUN}/params.json", f"{RUN}/checkpoints"
 IMAGE_SETTING = "[model].image (CANDLE_IMAGE)"
 RUNTIME_SETTING = "[model].container_runtime (CANDLE_CONTAINER_RUNTIME)"
 GPUS_SETTING = "[model].container_gpus (CANDLE_CONTAINER_GPUS)"
@@ -250,10 +256,11 @@ def gpu_kind(setting, environ):
     return None if setting == "none" else setting
 
 
-def guest_environment(exp_id, run_id):
+def guest_environment(exp_id, run_id, checkpoints=False):
     """The variables set inside the container (paths as the container sees them)."""
     return {"CANDLE_DATA_DIR": DATA, "EMEWS_RUN_DIR": RUN, "EMEWS_PARAMS_FILE": PARAMS,
-            "EXP_ID": exp_id, "RUN_ID": run_id}
+            "EXP_ID": exp_id, "RUN_ID": run_id,
+            **({"EMEWS_CHECKPOINT_DIR": CHECKPOINTS} if checkpoints else {})}
 
 
 @dataclass(frozen=True)
@@ -284,20 +291,28 @@ class ContainerCommand:
                               "must be a JSON list of strings", env.get("CANDLE_CONTAINER_ARGS"))
         return cls(runtime, image, env.get("MODEL_ACTION") or "train", gpus, tuple(extra))
 
-    def command(self, run_dir, data_dir, exp_id, run_id, environ=None, devices=None):
+    def command(self, run_dir, data_dir, exp_id, run_id, environ=None, devices=None,
+                checkpoint_dir=None):
         """The argument list for one run. ``devices`` (default: the worker's device
-        variable in ``environ``) is the action script's first argument."""
+        variable in ``environ``) is the action script's first argument; ``checkpoint_dir``
+        (the point's) is bound at :data:`CHECKPOINTS`, its mount point made in ``run_dir``."""
         environ = os.environ if environ is None else environ
-        for where, path in (("CANDLE_DATA_DIR", data_dir), ("run directory", run_dir)):
+        binds = [("CANDLE_DATA_DIR", data_dir, DATA), ("run directory", run_dir, RUN)]
+        if checkpoint_dir is not None:
+            binds.append(("checkpoint directory", checkpoint_dir, CHECKPOINTS))
+        for where, path, _ in binds:
             if ":" in str(path) or "," in str(path):
                 raise EvaluationFailed(str(ConfigError(where, "a path bound into a container "
                                                        "must not contain ':' or ','", str(path))))
+        if checkpoint_dir is not None:
+            os.makedirs(os.path.join(run_dir, os.path.basename(CHECKPOINTS)), exist_ok=True)
         kind = gpu_kind(self.gpus, environ)
         if devices is None:
             names = [DEVICE_VARIABLES[kind]] if kind else DEVICE_VARIABLES_ANY
             devices = next((environ[name] for name in names if environ.get(name)), "")
-        launch = Launch(self.image, self.action, ((str(data_dir), DATA), (str(run_dir), RUN)),
-                        guest_environment(exp_id, run_id), kind,
+        launch = Launch(self.image, self.action,
+                        tuple((str(host), guest) for _, host, guest in binds),
+                        guest_environment(exp_id, run_id, checkpoint_dir is not None), kind,
                         tuple(d.strip() for d in str(devices).split(",") if d.strip()),
                         exp_id, run_id, self.extra)
         return self.runtime.command(launch)
@@ -313,7 +328,8 @@ class Container(Implementation):
     def run(self, params, params_json, context, watch):
         data_dir = self.model_env.get("CANDLE_DATA_DIR") or str(self.expdir)
         command = self.container.command(context.run_dir, os.path.abspath(data_dir),
-                                         context.exp_id, context.run_id)
+                                         context.exp_id, context.run_id,
+                                         checkpoint_dir=context.checkpoint_dir)
         env = self.model_env
         if not os.environ.get("USER"):  # ch-run refuses to start without it
             env = dict(env, USER=pwd.getpwuid(os.getuid()).pw_name)
@@ -325,7 +341,8 @@ def main(argv=None):
     """``python -m emews.models.container_command IMAGE ACTION DEVICES RUN_DIR EXPID RUNID``: print
     the runtime's argument list, each word followed by NUL (model.sh reads it with
     ``mapfile -d ''``). The runtime, GPUs (default ``nvidia``, Supervisor's ``--nv``) and
-    extra options come from the environment, as for :class:`ContainerCommand`."""
+    extra options come from the environment, as for :class:`ContainerCommand`, and so does
+    the point's checkpoint directory, where emews names one (``EMEWS_CHECKPOINT_DIR``)."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 6:
         print("usage: python -m emews.models.container_command IMAGE ACTION DEVICES RUN_DIR "
@@ -336,7 +353,7 @@ def main(argv=None):
     try:
         container = ContainerCommand.from_env(env, gpus_default="nvidia")
         command = container.command(run_dir, env.get("CANDLE_DATA_DIR") or ".", exp_id,
-                                    run_id, env, devices)
+                                    run_id, env, devices, env.get("EMEWS_CHECKPOINT_DIR"))
     except (ConfigError, EvaluationFailed) as exc:
         print(f"emews.models.container_command: error: {exc}", file=sys.stderr)
         return 1

@@ -6,8 +6,10 @@
 # file to received.json, and reports IMPROVE_RESULT (x - 0.5)^2. Behaviours: "sleep" (a child
 # that sleeps, both pids in pids.txt), "fail" (exit 3 after a line on stderr), "epochs" (a
 # report line per epoch, then the result), "train" (an emews learning-curve report line,
-# EMEWS_REPORT {json}, every 0.1 s for up to 600 epochs, its pid in pids.txt). A "size" in the
-# params is reported too, as a second labelled result (IMPROVE_RESULT size N) before val_loss.
+# EMEWS_REPORT {json}, every 0.1 s for up to 600 epochs, its pid in pids.txt), "resume" (4
+# epochs, each saved as a checkpoint in $EMEWS_CHECKPOINT_DIR/epoch, going on after the saved
+# one; a run that starts from none dies after epoch 2, exit 9). A "size" in the params is
+# reported too, as a second labelled result (IMPROVE_RESULT size N) before val_loss.
 set -eu
 devices=$1 data_dir=$2
 shift 2
@@ -38,6 +40,14 @@ case $(field behaviour) in
   epochs)
     for epoch in 1 2 3; do
       awk -v x="$x" -v e="$epoch" 'BEGIN { printf "epoch %d val_loss %.6f\n", e, (x - 0.5)^2 + 1/e }'
+    done ;;
+  resume)
+    saved=$(cat "$EMEWS_CHECKPOINT_DIR/epoch" 2>/dev/null || echo 0)
+    echo "checkpoint directory $EMEWS_CHECKPOINT_DIR: going on after epoch $saved"
+    for epoch in $(seq $(( saved + 1 )) 4); do
+      echo "epoch $epoch"
+      echo "$epoch" > "$EMEWS_CHECKPOINT_DIR/epoch"
+      if (( saved == 0 && epoch == 2 )); then echo "train.sh: died after epoch 2" >&2; exit 9; fi
     done ;;
   train)
     echo "$$" > "$run_dir/pids.txt"
