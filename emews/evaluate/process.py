@@ -8,8 +8,9 @@
 
 Every live group is tracked, so that :func:`stop_on_signals` (SIGTERM/SIGINT of a worker) and
 ``Objective.close()`` leave no model process behind. Each group also starts through
-:mod:`.deathsig`: its first process gets ``PR_SET_PDEATHSIG = SIGKILL`` and a guard that kills
-the group when the worker is gone, for a worker that is killed with SIGKILL.
+:mod:`.deathsig`: its first process gets ``PR_SET_PDEATHSIG = SIGKILL`` and a guard that stops
+the group when the worker is gone (SIGTERM, then SIGKILL after the grace, as ``kill_group``),
+for a worker that is killed with SIGKILL.
 """
 
 import os
@@ -76,7 +77,8 @@ def start(command, **popen):
     """
     if _is_python(sys.executable):
         fd = _lifeline()
-        command = [sys.executable, "-I", "-S", DEATHSIG, str(os.getpid()), str(fd), *command]
+        command = [sys.executable, "-I", "-S", DEATHSIG, str(os.getpid()), str(fd),
+                   str(KILL_GRACE), *command]
         popen["pass_fds"] = (*popen.get("pass_fds", ()), fd)
     process = subprocess.Popen(command, start_new_session=True, **popen)
     with _live_lock:

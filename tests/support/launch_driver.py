@@ -6,10 +6,12 @@ an ``app`` and a ``py`` evaluation of ``Resources(2, (this node, this node))`` w
 launcher (``EMEWS_LAUNCH``: srun steps), and write what came of each to OUT (JSON).
 
 ``launch_driver.py hold EXPDIR``: a worker (its SIGINT/SIGTERM handler, as emews/worker.py
-installs it) running one ``py`` evaluation of two ranks that sleep until it is interrupted
-(tests/test_launch_ranks.py: Ctrl-C)."""
+installs it; its pid in ``EXPDIR/worker.pid``) running one ``py`` evaluation of two ranks that
+sleep until it is interrupted (tests/test_launch_ranks.py: Ctrl-C; tests/test_launch_slurm.py:
+SIGKILL)."""
 
 import json
+import os
 import socket
 import sys
 from pathlib import Path
@@ -41,6 +43,8 @@ def main(out, expdir):
 
 
 def hold(expdir):
+    Path(expdir).mkdir(parents=True, exist_ok=True)
+    Path(expdir, "worker.pid").write_text(str(os.getpid()))
     process.stop_on_signals()
     evaluate(Py("launch_models:check_group"), {"x": 1.0, "sleep": 600}, "RUN000001", expdir)
 
