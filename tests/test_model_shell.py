@@ -138,10 +138,13 @@ def test_a_container_run_execs_the_image_s_train_sh_and_reads_improve_result(con
     assert Path(command[0]).name == "singularity"
     assert command[1:] == [
         "exec", "--nv", "--bind", f"{tmp_path / 'data'}:/candle_data_dir",
-        "--bind", f"{run_dir}:/emews_run", "--pwd", "/emews_run",
+        "--bind", f"{run_dir}:/emews_run",
+        "--bind", f"{tmp_path / 'EXP001' / 'checkpoints' / 'RUN000004'}:/emews_run/checkpoints",
+        "--pwd", "/emews_run",
         "--env", "CANDLE_DATA_DIR=/candle_data_dir", "--env", "EMEWS_RUN_DIR=/emews_run",
         "--env", "EMEWS_PARAMS_FILE=/emews_run/params.json", "--env", "EXP_ID=EXP001",
-        "--env", "RUN_ID=RUN000004", str(SUPPORT / "container" / "model.sif"), "train.sh",
+        "--env", "RUN_ID=RUN000004", "--env", "EMEWS_CHECKPOINT_DIR=/emews_run/checkpoints",
+        str(SUPPORT / "container" / "model.sif"), "train.sh",
         "3", "/candle_data_dir", "--params_file", "/emews_run/params.json",
         "--experiment_id", "EXP001", "--run_id", "RUN000004"]
     got = json.loads((run_dir / "received.json").read_text())
