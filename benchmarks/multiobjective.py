@@ -366,8 +366,10 @@ def markdown(part):
     epochs = part.get("digits_epochs")
     missing = part.get("missing", 0)
     sections.append((f"**Partial**: {missing} runs of {missing + len(part['runs'])} not "
-                     "run yet; seeds per contender: " + ", ".join(
-                         f"{c} {len({(r['seed']) for r in part['runs'] if r['contender'] == c})}"
+                     f"run yet; seeds per contender ({', '.join(part['modes'])}): " + "; ".join(
+                         f"{c} " + ", ".join(str(len({r['seed'] for r in part['runs']
+                                                      if (r['contender'], r['mode']) == (c, m)}))
+                                             for m in part["modes"])
                          for c in part["contenders"]) + ". " if missing else "")
                     + f"Reference points: {references}."
                     + (f" Async mode runs {forms}." if forms else "")

@@ -122,7 +122,8 @@ def test_without_new_runs_the_part_reports_its_cache_and_counts_the_rest(tmp_pat
     part = multiobjective.run(sizes, cache_directory=tmp_path, new_runs=False)
     assert [(r["contender"], r["seed"]) for r in part["runs"]] == [("nsga2", 0)]
     assert part["missing"] == 3 and part["comparisons"] == []
-    assert "**Partial**: 3 runs of 4 not run yet" in multiobjective.markdown(part)
+    assert "**Partial**: 3 runs of 4 not run yet; seeds per contender (sequential): " \
+        "nsga2 1; random 0." in multiobjective.markdown(part)
 
 
 def test_an_interrupted_run_meets_no_target_whatever_its_seeds_say():
@@ -138,3 +139,19 @@ def test_an_interrupted_run_meets_no_target_whatever_its_seeds_say():
     assert met
     [(_, measured, met)] = report.targets({"multiobjective": {**part, "missing": 3}})
     assert not met and measured.startswith("partial, 3 runs missing")
+
+
+def test_a_partial_record_counts_each_contender_s_seeds_per_mode():
+    # Optuna's GP sampler runs last: its sequential seeds may be done and its async ones not
+    runs = [{**r, "mode": mode, "seconds": 1.0}
+            for mode, volumes in (("sequential", {"gp": [9.0] * 3, "optuna MO GP": [8.0] * 3}),
+                                  ("async", {"gp": [9.0] * 3, "optuna MO GP": [8.0]}))
+            for r in _runs(volumes)]
+    part = {"modes": ["sequential", "async"], "problems": ["zdt1"], "runs": runs,
+            "ours": ["gp"], "contenders": ["gp", "optuna MO GP"], "seeds": 3, "budget": 200,
+            "digits_budget": 100, "workers": 8, "references": {"zdt1": [1.1, 11.0]},
+            "skipped": {}, "alpha": 0.05, "missing": 2}
+    part["summary"] = multiobjective.summarize(runs)
+    part["comparisons"] = multiobjective.comparisons(part)
+    assert "seeds per contender (sequential, async): gp 3, 3; optuna MO GP 3, 1." in \
+        multiobjective.markdown(part)
