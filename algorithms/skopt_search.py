@@ -137,10 +137,12 @@ class SkoptSearch(Algorithm):
         refit_growth = defaults["refit_growth"] if refit_growth is None else refit_growth
         if refit_all_below is None:
             refit_all_below = defaults["refit_all_below"]
-        for name, value in defaults["skopt"].items():   # a dict of options: the given win
+        for name, value in defaults["skopt"].items():
             given = skopt_options.get(name)
-            skopt_options[name] = value if given is None else \
-                {**value, **given} if isinstance(value, dict) else given
+            if given is None:
+                skopt_options[name] = value
+            elif isinstance(value, dict):              # a dict of options: the given ones win
+                skopt_options[name] = {**value, **given}
         self.strategy = check_choice("strategy", strategy, STRATEGIES)
         self.refit_growth = float(check_number("refit_growth", refit_growth, 0))
         self.refit_all_below = int(check_number("refit_all_below", refit_all_below, 0,

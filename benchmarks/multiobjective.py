@@ -365,12 +365,14 @@ def markdown(part):
     forms = ", ".join(f"{c} as {f}" for c, f in part.get("async_forms", {}).items())
     epochs = part.get("digits_epochs")
     missing = part.get("missing", 0)
+    seeds_run = {}
+    for r in part["runs"]:
+        seeds_run.setdefault((r["contender"], r["mode"]), set()).add(r["seed"])
+    counts = "; ".join(f"{c} " + ", ".join(str(len(seeds_run.get((c, m), ())))
+                                           for m in part["modes"]) for c in part["contenders"])
     sections.append((f"**Partial**: {missing} runs of {missing + len(part['runs'])} not "
-                     f"run yet; seeds per contender ({', '.join(part['modes'])}): " + "; ".join(
-                         f"{c} " + ", ".join(str(len({r['seed'] for r in part['runs']
-                                                      if (r['contender'], r['mode']) == (c, m)}))
-                                             for m in part["modes"])
-                         for c in part["contenders"]) + ". " if missing else "")
+                     f"run yet; seeds per contender ({', '.join(part['modes'])}): {counts}. "
+                     if missing else "")
                     + f"Reference points: {references}."
                     + (f" Async mode runs {forms}." if forms else "")
                     + (f" The digits MLP trains {epochs} epochs." if epochs else "")
