@@ -104,6 +104,7 @@ from emews.core.algorithm import (Algorithm, PrunedResult, check_choice, check_f
 from emews.errors import ConfigError
 from emews.validation import Invalid, Number, Rule
 
+from .log_ei import local_search
 from .parego import ObjectiveHistory
 from .skopt_space import decode, dimension, encode
 
@@ -115,6 +116,7 @@ ACQ_FUNCS = ("gp_hedge", "EI", "PI", "LCB", "MES")   # PVRS fails on forests and
 LIES = {"kb": np.min, "cl_min": np.min, "cl_mean": np.mean, "cl_max": np.max}  # kb: before a model
 ONE_OBJECTIVE = {"refit_growth": 0.1, "refit_all_below": 100, "skopt": {}}
 # ParEGO (several objectives): see the module's notes
+WARM_STARTS = 5    # ParEGO: local searches start at the told points best under the weights
 SEVERAL_OBJECTIVES = {"refit_growth": 0.25, "refit_all_below": 0,
                       "skopt": {"acq_func": "EI",
                                 "acq_optimizer_kwargs": {"n_restarts_optimizer": 2}}}
@@ -149,7 +151,7 @@ class SkoptSearch(Algorithm):
                                                 integer=True))
         check_keywords(skopt.Optimizer, skopt_options, exclude=(
             "dimensions", "random_state", "n_random_starts", "space_constraint"))
-        _check_skopt_options(skopt_options)
+        _check_skopt_options(skopt_options, objectives)
         self.sample_beside = skopt_options.get("acq_optimizer", "auto") == "auto"
         skopt_options.setdefault("model_queue_size", 1)
         self.optimizer = skopt.Optimizer([dimension(p) for p in space.free],
@@ -188,6 +190,10 @@ class SkoptSearch(Algorithm):
                 xs.append(planner.ask())
                 if i + 1 < n:
                     planner._tell(xs[-1], self._lies(planner, [xs[-1]])[0])
+        return self._in_flight(xs)
+
+    def _in_flight(self, xs):
+        """The points of the skopt coordinates ``xs``, each recorded as in flight."""
         points = []
         for x in xs:
             point = self.space.point([decode(p, v) for p, v in zip(self.space.free, x)])
@@ -258,29 +264,27 @@ class SkoptSearch(Algorithm):
 
     def _ask_scalarized(self):
         """One point planned on a copy of the optimizer whose values are the told points'
-        ParEGO scalarization under weights drawn for this point (:mod:`.parego`); the
-        initial design is the optimizer's own."""
+        ParEGO scalarization under weights drawn for this point (:mod:`.parego`), the points
+        in flight believed as above: where log EI is best (:func:`.log_ei.local_search`,
+        from the best sampled candidates and from the :data:`WARM_STARTS` told points best
+        under these weights). The initial design is the optimizer's own."""
         optimizer = self.optimizer
         if optimizer._n_initial_points > 0 or not optimizer.Xi:
             return self._ask(1)
         scalarized = copy.copy(optimizer)
         scalarized.Xi = list(optimizer.Xi)
-        weights = self.history.weights(self.rng)
-        scalarized.yi = [float(v) for v in self.history.scalarize(weights)]
-        scalarized.models = list(optimizer.models)
-        if hasattr(scalarized, "gains_"):   # gp_hedge's gains do not carry across weights
-            scalarized.gains_ = scalarized.gains_.copy()
-            scalarized.__dict__.pop("next_xs_", None)
-        x, y = scalarized.Xi.pop(), scalarized.yi.pop()
-        scalarized._n_initial_points += 1
-        # refit and plan the next point on the new values (with points in flight, _ask plans
-        # on a copy told them, and refits that)
-        scalarized._tell(x, y, fit=not self.in_flight)
+        scalarized.yi = [float(v) for v in self.history.scalarize(self.history.weights(self.rng))]
+        running = [x for xs in self.in_flight.values() for x in xs]
         self.optimizer = scalarized
         try:
-            return self._ask(1)
+            planner = self._planner(running, fit=False, sampled=False)
         finally:
             self.optimizer = optimizer
+        planner.models = [_refit(planner)]
+        best_told = np.argsort(scalarized.yi)[:WARM_STARTS]
+        starts = planner.space.transform([scalarized.Xi[i] for i in best_told])
+        planner._next_x = local_search(planner, planner.models[0], starts)
+        return self._in_flight([planner.ask()])   # skopt's check against a point told before
 
     def _tell_objectives(self, points, values):
         """Record told vectors; the optimizer holds the told points with their equal-weight
@@ -600,8 +604,9 @@ def _refit(optimizer):
     return model
 
 
-def _check_skopt_options(options):
-    """Check the value of every skopt keyword given (skopt would fail late, or not at all)."""
+def _check_skopt_options(options, objectives):
+    """Check the value of every skopt keyword given (skopt would fail late, or not at all),
+    in a study of ``objectives`` objectives."""
     estimator = options.get("base_estimator", "GP")
     estimator = check_choice("base_estimator", estimator.upper() if isinstance(estimator, str)
                              else estimator, ESTIMATORS)
@@ -610,6 +615,9 @@ def _check_skopt_options(options):
                  GENERATORS)
     check_option("n_jobs", options.get("n_jobs", 1), JOBS)
     acq_func = check_choice("acq_func", options.get("acq_func", "gp_hedge"), ACQ_FUNCS)
+    if objectives > 1 and acq_func != "EI":
+        raise ConfigError("[algorithm].acq_func", "must be \"EI\" with several objectives "
+                          "(ParEGO's proposals maximize log EI)", acq_func)
     acq_optimizer = check_choice("acq_optimizer", options.get("acq_optimizer", "auto"),
                                  ("auto", "sampling", "lbfgs"))
     if acq_optimizer == "lbfgs" and (estimator != "GP" or acq_func == "MES"):

@@ -9,6 +9,7 @@ import pytest
 from emews.algorithms.parego import RHO, ObjectiveHistory
 from emews.core import pareto
 from emews.core.algorithm import Objectives, load
+from emews.errors import ConfigError
 from emews.space import Space
 
 SPACE = Space.from_ga_json([{"name": f"x{i}", "type": "float", "lower": 0.0, "upper": 1.0}
@@ -134,7 +135,36 @@ def test_gp_on_several_objectives_estimates_its_kernel_less_often_unless_told_ot
     assert (two.refit_all_below, two.refit_growth, two.optimizer.acq_func) == (0, 0.25, "EI")
     assert two.optimizer.acq_optimizer_kwargs["n_restarts_optimizer"] == 2
     told = load("gp")(SPACE, seed=1, objectives=2, refit_all_below=50, refit_growth=0.1,
-                      acq_func="LCB", acq_optimizer_kwargs={"n_restarts_optimizer": 5})
-    assert (told.refit_all_below, told.refit_growth, told.optimizer.acq_func) == \
-        (50, 0.1, "LCB")
+                      acq_func_kwargs={"xi": 0.1}, acq_optimizer_kwargs={"n_restarts_optimizer": 5})
+    assert (told.refit_all_below, told.refit_growth, told.optimizer.acq_func_kwargs) == \
+        (50, 0.1, {"xi": 0.1})
     assert told.optimizer.acq_optimizer_kwargs["n_restarts_optimizer"] == 5
+
+
+def test_gp_on_several_objectives_refuses_an_acquisition_other_than_ei():
+    with pytest.raises(ConfigError, match=r'\[algorithm\]\.acq_func: must be "EI" with '
+                                          r'several objectives.*LCB'):
+        load("gp")(SPACE, seed=1, objectives=2, acq_func="LCB")
+
+
+def count_on_the_front(acq_optimizer, seed):
+    """How many of 40 points of ``gp`` on ZDT1 in 8 variables lie where the front does, every
+    variable but the first at its lower bound (g = 1)."""
+    space = Space.from_ga_json([{"name": f"x{i}", "type": "float", "lower": 0.0, "upper": 1.0}
+                                for i in range(8)])
+    algorithm = load("gp")(space, seed=seed, objectives=2, n_initial_points=10,
+                           acq_optimizer=acq_optimizer)
+    on_front = 0
+    for _ in range(40):
+        [point] = algorithm.ask(1)
+        on_front += all(point[f"x{i}"] == 0.0 for i in range(1, 8))
+        algorithm.tell([point], [Objectives(zdt1(point))])
+    return on_front
+
+
+@pytest.mark.slow
+def test_gp_on_several_objectives_reaches_a_front_on_the_bounds_by_local_search():
+    """ZDT's front lies on the bounds: L-BFGS-B on log EI from the best told points reaches it,
+    no sampled candidate does."""
+    assert sum(count_on_the_front("lbfgs", seed) for seed in range(3)) > 0
+    assert count_on_the_front("sampling", 1) == 0

@@ -1,0 +1,100 @@
+"""How ``gp`` plans a proposal of several objectives: the acquisition function's best point
+by local search, from the best sampled candidates and from the best told points.
+
+Expected improvement vanishes away from the data: in 30 variables, at 200 results, nearly
+every candidate's EI underflows to zero, its gradient with it, and a search on EI stops where
+it starts. Its logarithm does not (Ament et al. 2023, "Unexpected improvements to expected
+improvement for Bayesian optimization", the LogEI that Optuna's ``GPSampler`` maximizes):
+:func:`log_expected_improvement` computes it without underflow, with its gradient. The
+search (:func:`local_search`) ranks the sampled candidates by it and runs L-BFGS-B within the
+bounds from the best of them and from the told points best under the proposal's weights: a
+front that lies on the bounds (ZDT's, where every variable but the first is 0 on it) is then
+reached, which no sampled candidate ever is.
+"""
+
+import math
+import warnings
+
+import numpy as np
+from scipy.optimize import fmin_l_bfgs_b
+from scipy.special import erfcx, log_ndtr
+
+LOCAL_STEPS = 50           # L-BFGS-B iterations from each start
+SMALLEST_STD = 1e-12       # a prediction's deviation is floored here (a told point's is ~0)
+ASYMPTOTIC = 1e3           # beyond this |z| log(1 - |z| M(|z|)) is taken from its series
+
+
+def log_h(z):
+    """``log(phi(z) + z Phi(z))``, the log of expected improvement over a standard normal
+    at ``z`` = improvement / deviation, for every ``z`` (an array) without underflow."""
+    z = np.asarray(z, dtype=float)
+    result = np.empty_like(z)
+    near = z > -1
+    result[near] = np.log(_phi(z[near]) + z[near] * np.exp(log_ndtr(z[near])))
+    t = -z[~near]                      # phi(z) (1 - t M(t)), M(t) = Phi(-t) / phi(t)
+    log_phi = -0.5 * t * t - 0.5 * math.log(2 * math.pi)
+    far = t > ASYMPTOTIC
+    tail = np.empty_like(t)
+    tail[~far] = np.log1p(-t[~far] * math.sqrt(math.pi / 2) * erfcx(t[~far] / math.sqrt(2)))
+    tail[far] = -2 * np.log(t[far]) + np.log1p(-3 / t[far] ** 2)
+    result[~near] = log_phi + tail
+    return result
+
+
+def _phi(z):
+    return np.exp(-0.5 * z * z) / math.sqrt(2 * math.pi)
+
+
+def log_expected_improvement(mean, std, best, xi=0.01):
+    """``log EI`` of predictions ``mean``, ``std`` (arrays) below ``best`` by more than
+    ``xi`` (skopt's EI, minimizing), and its derivatives by the mean and by the deviation."""
+    std = np.maximum(np.asarray(std, dtype=float), SMALLEST_STD)
+    z = (best - xi - np.asarray(mean, dtype=float)) / std
+    log_improvement = log_h(z)
+    ratio = np.exp(log_ndtr(z) - log_improvement)   # d log h / dz = Phi(z) / h(z)
+    by_mean = -ratio / std
+    by_std = (1 - ratio * z) / std
+    return np.log(std) + log_improvement, by_mean, by_std
+
+
+def negative_log_ei(x, model, best, xi):
+    """``-log EI`` at one point ``x`` (transformed coordinates) and its gradient, for
+    L-BFGS-B."""
+    mean, std, mean_grad, std_grad = model.predict(x.reshape(1, -1), return_std=True,
+                                                   return_mean_grad=True, return_std_grad=True)
+    value, by_mean, by_std = log_expected_improvement(mean, std, best, xi)
+    if std[0] < SMALLEST_STD:          # floored: the deviation does not move with x here
+        std_grad = np.zeros_like(std_grad)
+    gradient = by_mean[0] * np.asarray(mean_grad).ravel() + by_std[0] * np.asarray(std_grad).ravel()
+    return -float(value[0]), -gradient
+
+
+def local_search(planner, model, starts, steps=LOCAL_STEPS):
+    """The point (skopt coordinates) of ``planner``'s space that maximizes log EI under
+    ``model`` (a fitted GP, or any regressor with ``predict(X, return_std=True)``) below
+    ``planner.yi``'s best: the best of ``planner.n_points`` candidates sampled with
+    ``planner.rng``, improved, when ``planner.acq_optimizer`` is ``"lbfgs"``, by L-BFGS-B
+    from the ``planner.n_restarts_optimizer`` best candidates and from ``starts`` (transformed
+    coordinates). A point told before is never the answer (skopt would replace it by a
+    random one)."""
+    space = planner.space
+    best = float(np.min(planner.yi))
+    xi = (planner.acq_func_kwargs or {}).get("xi", 0.01)
+    candidates = space.transform(space.rvs(n_samples=planner.n_points,
+                                           random_state=planner.rng))
+    mean, std = model.predict(candidates, return_std=True)
+    values = -log_expected_improvement(mean, std, best, xi)[0]
+    order = np.argsort(values)
+    found = [(float(values[order[0]]), candidates[order[0]])]
+    if planner.acq_optimizer == "lbfgs":
+        low, high = np.asarray(space.transformed_bounds, dtype=float).T
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for start in np.vstack([candidates[order[:planner.n_restarts_optimizer]], starts]):
+                x, value, _ = fmin_l_bfgs_b(negative_log_ei, start, args=(model, best, xi),
+                                            bounds=list(zip(low, high)), maxiter=steps)
+                found.append((float(value), np.clip(x, low, high)))
+    told = {tuple(np.round(x, 9)) for x in space.transform(planner.Xi)}
+    fresh = [f for f in found if tuple(np.round(f[1], 9)) not in told] or found
+    chosen = min(fresh, key=lambda f: f[0])[1]
+    return space.inverse_transform(np.asarray(chosen).reshape(1, -1))[0]
