@@ -21,6 +21,7 @@ from scipy.special import erfcx, log_ndtr
 
 LOCAL_STEPS = 50           # L-BFGS-B iterations from each start
 SMALLEST_STD = 1e-12       # a prediction's deviation is floored here (a told point's is ~0)
+CANDIDATES_KEPT = 10       # the best candidates kept beside the local searches' ends
 ASYMPTOTIC = 1e3           # beyond this |z| log(1 - |z| M(|z|)) is taken from its series
 
 
@@ -75,8 +76,8 @@ def local_search(planner, model, starts, steps=LOCAL_STEPS):
     ``planner.yi``'s best: the best of ``planner.n_points`` candidates sampled with
     ``planner.rng``, improved, when ``planner.acq_optimizer`` is ``"lbfgs"``, by L-BFGS-B
     from the ``planner.n_restarts_optimizer`` best candidates and from ``starts`` (transformed
-    coordinates). A point told before is never the answer (skopt would replace it by a
-    random one)."""
+    coordinates). A point told before is the answer only when every start led back to one
+    (skopt then replaces it by a random one)."""
     space = planner.space
     best = float(np.min(planner.yi))
     xi = (planner.acq_func_kwargs or {}).get("xi", 0.01)
@@ -85,7 +86,7 @@ def local_search(planner, model, starts, steps=LOCAL_STEPS):
     mean, std = model.predict(candidates, return_std=True)
     values = -log_expected_improvement(mean, std, best, xi)[0]
     order = np.argsort(values)
-    found = [(float(values[order[0]]), candidates[order[0]])]
+    found = [(float(values[i]), candidates[i]) for i in order[:CANDIDATES_KEPT]]
     if planner.acq_optimizer == "lbfgs":
         low, high = np.asarray(space.transformed_bounds, dtype=float).T
         with warnings.catch_warnings():
@@ -94,7 +95,8 @@ def local_search(planner, model, starts, steps=LOCAL_STEPS):
                 x, value, _ = fmin_l_bfgs_b(negative_log_ei, start, args=(model, best, xi),
                                             bounds=list(zip(low, high)), maxiter=steps)
                 found.append((float(value), np.clip(x, low, high)))
-    told = {tuple(np.round(x, 9)) for x in space.transform(planner.Xi)}
-    fresh = [f for f in found if tuple(np.round(f[1], 9)) not in told] or found
-    chosen = min(fresh, key=lambda f: f[0])[1]
-    return space.inverse_transform(np.asarray(chosen).reshape(1, -1))[0]
+    for _, x in sorted(found, key=lambda f: f[0]):   # skopt's check: the decoded point
+        point = space.inverse_transform(np.asarray(x).reshape(1, -1))[0]
+        if point not in planner.Xi:
+            return point
+    return point

@@ -63,13 +63,13 @@ the model would add 0.7 MB. The refit costs what one ``tell`` costs.
 Several objectives (``objectives`` > 1, set by the study): ParEGO (:mod:`.parego`). The
 optimizer holds the told points with their equal-weight scalarization (what the kernel is
 estimated on); each point asked is planned on a copy refitted to the told points'
-scalarization under weights drawn for that point, the points in flight believed as above.
-Each point is planned on a scalarization of its own, so a kernel fresh at every tell buys
-little: the defaults are then ``refit_all_below = 0`` and ``refit_growth = 0.25`` (about a
-dozen estimates in 200 results, where one-objective defaults make over a hundred), and the
-acquisition is ``EI`` on skopt's L-BFGS from 2 restarts (``gp_hedge`` optimizes EI, PI and
-LCB each from 5): in 30 variables at 200 results those defaults cost minutes a run, these
-seconds (benchmarks part 12); each can still be set.
+scalarization under weights drawn for that point, the points in flight believed as above,
+where log EI is best (:mod:`.log_ei`: L-BFGS-B from the 2 best of the sampled candidates and
+from the 5 told points best under the weights, which reaches a front on the bounds; EI itself
+underflows away from the data). The acquisition is EI, and only EI. Each point is planned on a
+scalarization of its own, so a kernel fresh at every tell buys little: the defaults are then
+``refit_all_below = 0`` and ``refit_growth = 0.25`` (about a dozen estimates in 200 results,
+where one-objective defaults make over a hundred); each can still be set.
 
 Types: integers and floats (log scales as skopt's ``log-uniform`` prior), ordered values as an
 integer position, categorical and logical values as skopt categories. A failed or non-finite
