@@ -64,12 +64,12 @@ Several objectives (``objectives`` > 1, set by the study): ParEGO (:mod:`.parego
 optimizer holds the told points with their equal-weight scalarization (what the kernel is
 estimated on); each point asked is planned on a copy refitted to the told points'
 scalarization under weights drawn for that point, the points in flight believed as above,
-where log EI is best (:mod:`.log_ei`: L-BFGS-B from the 2 best of the sampled candidates and
-from the 5 told points best under the weights, which reaches a front on the bounds; EI itself
-underflows away from the data). The acquisition is EI, and only EI. Each point is planned on a
-scalarization of its own, so a kernel fresh at every tell buys little: the defaults are then
-``refit_all_below = 0`` and ``refit_growth = 0.25`` (about a dozen estimates in 200 results,
-where one-objective defaults make over a hundred); each can still be set.
+where log EI is best (:mod:`.log_ei`: the best of the sampled candidates and of L-BFGS-B
+searches near the 5 told points best under the weights, which reach a front on the bounds; EI
+itself underflows away from the data). The acquisition is EI, and only EI. Each point is
+planned on a scalarization of its own, so a kernel fresh at every tell buys little: the
+defaults are then ``refit_all_below = 0`` and ``refit_growth = 0.25`` (about a dozen estimates
+in 200 results, where one-objective defaults make over a hundred); each can still be set.
 
 Types: integers and floats (log scales as skopt's ``log-uniform`` prior), ordered values as an
 integer position, categorical and logical values as skopt categories. A failed or non-finite
@@ -117,9 +117,7 @@ LIES = {"kb": np.min, "cl_min": np.min, "cl_mean": np.mean, "cl_max": np.max}  #
 ONE_OBJECTIVE = {"refit_growth": 0.1, "refit_all_below": 100, "skopt": {}}
 # ParEGO (several objectives): see the module's notes
 WARM_STARTS = 5    # ParEGO: local searches start at the told points best under the weights
-SEVERAL_OBJECTIVES = {"refit_growth": 0.25, "refit_all_below": 0,
-                      "skopt": {"acq_func": "EI",
-                                "acq_optimizer_kwargs": {"n_restarts_optimizer": 2}}}
+SEVERAL_OBJECTIVES = {"refit_growth": 0.25, "refit_all_below": 0, "skopt": {"acq_func": "EI"}}
 
 
 class SkoptSearch(Algorithm):
@@ -140,11 +138,8 @@ class SkoptSearch(Algorithm):
         if refit_all_below is None:
             refit_all_below = defaults["refit_all_below"]
         for name, value in defaults["skopt"].items():
-            given = skopt_options.get(name)
-            if given is None:
+            if skopt_options.get(name) is None:
                 skopt_options[name] = value
-            elif isinstance(value, dict):              # a dict of options: the given ones win
-                skopt_options[name] = {**value, **given}
         self.strategy = check_choice("strategy", strategy, STRATEGIES)
         self.refit_growth = float(check_number("refit_growth", refit_growth, 0))
         self.refit_all_below = int(check_number("refit_all_below", refit_all_below, 0,
@@ -265,9 +260,9 @@ class SkoptSearch(Algorithm):
     def _ask_scalarized(self):
         """One point planned on a copy of the optimizer whose values are the told points'
         ParEGO scalarization under weights drawn for this point (:mod:`.parego`), the points
-        in flight believed as above: where log EI is best (:func:`.log_ei.local_search`,
-        from the best sampled candidates and from the :data:`WARM_STARTS` told points best
-        under these weights). The initial design is the optimizer's own."""
+        in flight believed as above: where log EI is best (:func:`.log_ei.local_search`, among
+        sampled candidates and searches near the :data:`WARM_STARTS` told points best under
+        these weights). The initial design is the optimizer's own."""
         optimizer = self.optimizer
         if optimizer._n_initial_points > 0 or not optimizer.Xi:
             return self._ask(1)
