@@ -26,6 +26,7 @@ LOCAL_STEPS = 50           # L-BFGS-B iterations from each start
 SMALLEST_STD = 1e-12       # a prediction's deviation is floored here (a told point's is ~0)
 RADIUS = 0.1               # a local search stays this near its start in each coordinate
 CANDIDATES_KEPT = 10       # the best candidates kept beside the local searches' ends
+UNUSABLE = 1e300           # -log EI where the model's prediction or its gradient is not finite
 ASYMPTOTIC = 1e3           # beyond this |z| log(1 - |z| M(|z|)) is taken from its series
 
 
@@ -50,13 +51,31 @@ def _phi(z):
     return np.exp(-0.5 * z * z) / math.sqrt(2 * math.pi)
 
 
+def _improvement_ratio(z, log_improvement):
+    """``Phi(z) / h(z)``, the derivative of ``log h`` at ``z``: from the logs near 0, and from
+    Mills' ratio ``M(t)`` (``t = -z``) below -1, as ``M / (1 - t M)``, whose series beyond
+    :data:`ASYMPTOTIC` is ``t (1 - 1/t^2) / (1 - 3/t^2)`` (the logs there are too large to
+    subtract: at z = -1e10 both are about -5e19)."""
+    ratio = np.empty_like(z)
+    near = z > -1
+    ratio[near] = np.exp(log_ndtr(z[near]) - log_improvement[near])
+    t = -z[~near]
+    far = t > ASYMPTOTIC
+    mills = math.sqrt(math.pi / 2) * erfcx(t[~far] / math.sqrt(2))
+    below = np.empty_like(t)
+    below[~far] = mills / (1 - t[~far] * mills)
+    below[far] = t[far] * (1 - 1 / t[far] ** 2) / (1 - 3 / t[far] ** 2)
+    ratio[~near] = below
+    return ratio
+
+
 def log_expected_improvement(mean, std, best, xi=0.01):
     """``log EI`` of predictions ``mean``, ``std`` (arrays) below ``best`` by more than
     ``xi`` (skopt's EI, minimizing), and its derivatives by the mean and by the deviation."""
     std = np.maximum(np.asarray(std, dtype=float), SMALLEST_STD)
     z = (best - xi - np.asarray(mean, dtype=float)) / std
     log_improvement = log_h(z)
-    ratio = np.exp(log_ndtr(z) - log_improvement)   # d log h / dz = Phi(z) / h(z)
+    ratio = _improvement_ratio(z, log_improvement)   # d log h / dz
     by_mean = -ratio / std
     by_std = (1 - ratio * z) / std
     return np.log(std) + log_improvement, by_mean, by_std
@@ -71,6 +90,8 @@ def negative_log_ei(x, model, best, xi):
     if std[0] < SMALLEST_STD:          # floored: the deviation does not move with x here
         std_grad = np.zeros_like(std_grad)
     gradient = by_mean[0] * np.asarray(mean_grad).ravel() + by_std[0] * np.asarray(std_grad).ravel()
+    if not (np.isfinite(value[0]) and np.all(np.isfinite(gradient))):
+        return UNUSABLE, np.zeros_like(x)   # the line search steps back from here
     return -float(value[0]), -gradient
 
 
@@ -100,7 +121,8 @@ def local_search(planner, model, starts, steps=LOCAL_STEPS):
                                 np.minimum(high, start + RADIUS)))
                 x, value, _ = fmin_l_bfgs_b(negative_log_ei, start, args=(model, best, xi),
                                             bounds=near, maxiter=steps)
-                found.append((float(value), np.clip(x, low, high)))
+                if np.all(np.isfinite(x)):
+                    found.append((float(value), np.clip(x, low, high)))
     for _, x in sorted(found, key=lambda f: f[0]):   # skopt's check: the decoded point
         point = space.inverse_transform(np.asarray(x).reshape(1, -1))[0]
         if point not in planner.Xi:

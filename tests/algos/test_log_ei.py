@@ -1,10 +1,15 @@
 """Log expected improvement (:mod:`emews.algorithms.log_ei`): equal to the log of skopt's EI
-where that is finite, finite where EI underflows, and its gradient that of the function."""
+where that is finite, finite where EI underflows, its gradient that of the function, and a
+local search that survives a model whose gradient is not finite."""
+
+import math
 
 import numpy as np
+import pytest
 from scipy.stats import norm
 
-from emews.algorithms.log_ei import log_expected_improvement, log_h
+from emews.algorithms.log_ei import (UNUSABLE, local_search, log_expected_improvement, log_h,
+                                     negative_log_ei)
 
 
 def test_log_h_is_the_log_of_the_closed_form_where_that_is_finite():
@@ -40,3 +45,42 @@ def test_it_is_the_log_of_skopt_s_expected_improvement():
     MEAN, STD = np.array([0.2, 0.0, -0.3]), np.array([0.3, 0.1, 0.2])
     ei = gaussian_ei(np.zeros((3, 1)), Fixed(), y_opt=0.1, xi=0.01)
     assert np.allclose(log_expected_improvement(MEAN, STD, 0.1, 0.01)[0], np.log(ei))
+
+
+class Unsure:
+    """A model whose mean has no usable gradient anywhere (NaN), as a kernel's can be at a
+    told point; its predictions themselves are finite."""
+
+    def predict(self, X, return_std=False, return_mean_grad=False, return_std_grad=False):
+        if return_mean_grad:
+            width = np.asarray(X).shape[1]
+            return np.zeros(1), np.ones(1), np.full(width, np.nan), np.zeros(width)
+        return np.zeros(len(X)), np.ones(len(X))
+
+
+def test_a_gradient_that_is_not_finite_makes_a_point_the_search_steps_back_from():
+    value, gradient = negative_log_ei(np.full(3, 0.5), Unsure(), best=0.0, xi=0.01)
+    assert value == UNUSABLE and not gradient.any()
+
+
+def test_the_local_search_answers_a_point_of_the_space_when_gradients_fail():
+    from skopt import Optimizer
+
+    planner = Optimizer([(0.0, 1.0)] * 3, base_estimator="GP", n_initial_points=2,
+                        acq_optimizer="lbfgs", acq_optimizer_kwargs={"n_points": 50},
+                        random_state=1)
+    planner.tell([[0.2, 0.3, 0.4], [0.6, 0.1, 0.9]], [1.0, 2.0])
+    point = local_search(planner, Unsure(), planner.space.transform(planner.Xi))
+    assert all(math.isfinite(v) and 0.0 <= v <= 1.0 for v in point)
+
+
+def test_the_derivatives_stay_finite_at_a_told_point_where_the_deviation_is_zero():
+    value, by_mean, by_std = log_expected_improvement(np.array([0.003, 0.5]), np.zeros(2), 0.0)
+    assert np.all(np.isfinite(value)) and np.all(np.isfinite(by_mean))
+    assert np.all(np.isfinite(by_std)) and np.all(by_mean < 0)
+
+
+def test_the_ratio_joins_its_series_where_the_series_takes_over():
+    z = np.array([-999.9, -1000.1])   # either side of ASYMPTOTIC: the mean -z, deviation 1
+    _, by_mean, _ = log_expected_improvement(-z, np.ones(2), 0.0, xi=0.0)
+    assert by_mean == pytest.approx(z, rel=1e-5)   # d log EI / d mean = -Phi/h, about z
