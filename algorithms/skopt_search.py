@@ -266,18 +266,12 @@ class SkoptSearch(Algorithm):
         optimizer = self.optimizer
         if optimizer._n_initial_points > 0 or not optimizer.Xi:
             return self._ask(1)
-        scalarized = copy.copy(optimizer)
-        scalarized.Xi = list(optimizer.Xi)
-        scalarized.yi = [float(v) for v in self.history.scalarize(self.history.weights(self.rng))]
+        values = [float(v) for v in self.history.scalarize(self.history.weights(self.rng))]
         running = [x for xs in self.in_flight.values() for x in xs]
-        self.optimizer = scalarized
-        try:
-            planner = self._planner(running, fit=False, sampled=False)
-        finally:
-            self.optimizer = optimizer
+        planner = self._planner(running, fit=False, sampled=False, values=values)
         planner.models = [_refit(planner)]
-        best_told = np.argsort(scalarized.yi)[:WARM_STARTS]
-        starts = planner.space.transform([scalarized.Xi[i] for i in best_told])
+        best_told = np.argsort(values)[:WARM_STARTS]
+        starts = planner.space.transform([optimizer.Xi[i] for i in best_told])
         planner._next_x = local_search(planner, planner.models[0], starts)
         return self._in_flight([planner.ask()])   # skopt's check against a point told before
 
@@ -309,12 +303,14 @@ class SkoptSearch(Algorithm):
             return None
         return [encode(p, point[p.name]) for p in self.space.free]
 
-    def _planner(self, running, fit=True, sampled=True):
-        """A copy of the optimizer, told the liar's value at every point still in flight
-        (``running``), and fitted to them unless not ``fit``; its acquisition function is
-        optimized on sampled candidates only (not by skopt's L-BFGS) when ``sampled``."""
+    def _planner(self, running, fit=True, sampled=True, values=None):
+        """A copy of the optimizer (its told values replaced by ``values`` when given), told
+        the liar's value at every point still in flight (``running``), and fitted to them
+        unless not ``fit``; its acquisition function is optimized on sampled candidates only
+        (not by skopt's L-BFGS) when ``sampled``."""
         planner = copy.copy(self.optimizer)   # what planning changes, copied; the model shared
-        planner.Xi, planner.yi = list(planner.Xi), list(planner.yi)
+        planner.Xi = list(planner.Xi)
+        planner.yi = list(planner.yi if values is None else values)
         planner.models = list(planner.models)
         planner.cache_ = {}
         if hasattr(planner, "gains_"):
