@@ -7,14 +7,16 @@ it starts. Its logarithm does not (Ament et al. 2023, "Unexpected improvements t
 improvement for Bayesian optimization", the LogEI that Optuna's ``GPSampler`` maximizes):
 :func:`log_expected_improvement` computes it without underflow, with its gradient.
 :func:`local_search` ranks the sampled candidates by it and runs L-BFGS-B from the told points
-best under the proposal's weights, each search kept within :data:`RADIUS` of its start in every
-coordinate (a trust region, as TuRBO keeps one). A front that lies on the bounds (ZDT's,
-where every variable but the first is 0) is then reached step by step, which no sampled
-candidate ever is; searches free to roam the whole box went to its corners instead, where the
-GP is least sure, and lost DTLZ2's interior front (hypervolume 0.0-0.24 on the seeds tried,
-where sampled candidates had 0.33-0.39 in sequential runs). The trust region loses part of it
-too (0.055 and 0.216 on seeds 0 and 1): a search that starts at a told point, where the
-deviation is zero, leaves it as far as the region allows (docs/src/multiobjective-bench.md).
+best under the proposal's weights, each search kept within a radius of its start in every
+coordinate: a trust region whose radius follows TuRBO's rule (Eriksson et al. 2019,
+:func:`trust_radius`), doubled after :data:`GROW_AFTER` told points in a row that improved the
+front and halved after :data:`SHRINK_AFTER` that did not. A front that lies on the bounds
+(ZDT's, where every variable but the first is 0) is then reached step by step, the steps
+growing while they pay, which no sampled candidate ever is; searches free to roam the whole
+box went to its corners instead, where the GP is least sure, and lost DTLZ2's interior front.
+A fixed radius lost it too: a search that starts at a told point, where the deviation is
+zero, leaves it as far as the region allows, and on DTLZ2 that far is worse; the shrinking
+region keeps such searches near the front (docs/src/multiobjective-bench.md).
 """
 
 import math
@@ -26,7 +28,11 @@ from scipy.special import erfcx, log_ndtr
 
 LOCAL_STEPS = 50           # L-BFGS-B iterations from each start
 SMALLEST_STD = 1e-12       # a prediction's deviation is floored here (a told point's is ~0)
-RADIUS = 0.1               # a local search stays this near its start in each coordinate
+RADIUS = 0.1               # the trust region's first radius, in each coordinate of [0, 1]
+WIDEST = 0.4               # ... its largest
+NARROWEST = RADIUS / 32    # ... and its smallest
+GROW_AFTER = 3             # improvements in a row that double it
+SHRINK_AFTER = 5           # told points in a row that improve nothing and halve it
 CANDIDATES_KEPT = 10       # the best candidates kept beside the local searches' ends
 UNUSABLE = 1e300           # -log EI where the model's prediction or its gradient is not finite
 ASYMPTOTIC = 1e3           # beyond this |z| log(1 - |z| M(|z|)) is taken from its series
@@ -97,13 +103,28 @@ def negative_log_ei(x, model, best, xi):
     return -float(value[0]), -gradient
 
 
-def local_search(planner, model, starts, steps=LOCAL_STEPS):
+def trust_radius(improvements):
+    """The local searches' radius after the told points whose ``improvements`` (booleans, in
+    the order told: did it improve the front?) are given: TuRBO's rule from :data:`RADIUS`,
+    doubled (up to :data:`WIDEST`) after :data:`GROW_AFTER` improvements in a row, halved
+    (down to :data:`NARROWEST`) after :data:`SHRINK_AFTER` points in a row without one."""
+    radius, won, lost = RADIUS, 0, 0
+    for improved in improvements:
+        won, lost = (won + 1, 0) if improved else (0, lost + 1)
+        if won == GROW_AFTER:
+            radius, won = min(2 * radius, WIDEST), 0
+        if lost == SHRINK_AFTER:
+            radius, lost = max(radius / 2, NARROWEST), 0
+    return radius
+
+
+def local_search(planner, model, starts, radius=RADIUS, steps=LOCAL_STEPS):
     """The point (skopt coordinates) of ``planner``'s space that maximizes log EI under
     ``model`` (a fitted GP, or any regressor with ``predict(X, return_std=True)``) below
     ``planner.yi``'s best: the best of ``planner.n_points`` candidates sampled with
     ``planner.rng``, or, when ``planner.acq_optimizer`` is ``"lbfgs"``, of the ends of
-    L-BFGS-B searches from ``starts`` (transformed coordinates), each within :data:`RADIUS`
-    of its start. A point told before is the answer only when every one found is one
+    L-BFGS-B searches from ``starts`` (transformed coordinates), each within ``radius`` of
+    its start in every coordinate. A point told before is the answer only when every one found is one
     (skopt then replaces it by a random one)."""
     space = planner.space
     best = float(np.min(planner.yi))
@@ -119,8 +140,8 @@ def local_search(planner, model, starts, steps=LOCAL_STEPS):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             for start in starts:
-                near = list(zip(np.maximum(low, start - RADIUS),
-                                np.minimum(high, start + RADIUS)))
+                near = list(zip(np.maximum(low, start - radius),
+                                np.minimum(high, start + radius)))
                 x, value, _ = fmin_l_bfgs_b(negative_log_ei, start, args=(model, best, xi),
                                             bounds=near, maxiter=steps)
                 if np.all(np.isfinite(x)):

@@ -77,6 +77,20 @@ class ObjectiveHistory:
         scalars[np.isnan(scalars)] = penalty
         return scalars
 
+    def improvements(self):
+        """For each told point, in the order told, whether it improved the front when told:
+        feasible, finite, and not matched or beaten in every objective by a feasible point
+        told before it."""
+        excess = self._excess()
+        flags, earlier = [], np.empty((0, self.objectives))
+        for vector, over in zip(self.vectors, excess):
+            if vector is None or over > 0:
+                flags.append(False)
+                continue
+            flags.append(not np.any(np.all(earlier <= vector, axis=1)))
+            earlier = np.vstack([earlier, vector])
+        return flags
+
     def _excess(self):
         """Each told point's total violation, each constraint scaled by its largest one."""
         width = max((len(v) for v in self.violations), default=0)

@@ -104,7 +104,7 @@ from emews.core.algorithm import (Algorithm, PrunedResult, check_choice, check_f
 from emews.errors import ConfigError
 from emews.validation import Invalid, Number, Rule
 
-from .log_ei import local_search
+from .log_ei import local_search, trust_radius
 from .parego import ObjectiveHistory
 from .skopt_space import decode, dimension, encode
 
@@ -262,7 +262,9 @@ class SkoptSearch(Algorithm):
         ParEGO scalarization under weights drawn for this point (:mod:`.parego`), the points
         in flight believed as above: where log EI is best (:func:`.log_ei.local_search`, among
         sampled candidates and searches near the :data:`WARM_STARTS` told points best under
-        these weights). The initial design is the optimizer's own."""
+        these weights, within the trust region the told points' improvements of the front
+        have left, :func:`.log_ei.trust_radius`). The initial design is the optimizer's
+        own."""
         optimizer = self.optimizer
         if optimizer._n_initial_points > 0 or not optimizer.Xi:
             return self._ask(1)
@@ -272,7 +274,9 @@ class SkoptSearch(Algorithm):
         planner.models = [_refit(planner)]
         best_told = np.argsort(values)[:WARM_STARTS]
         starts = planner.space.transform([optimizer.Xi[i] for i in best_told])
-        planner._next_x = local_search(planner, planner.models[0], starts)
+        improvements = self.history.improvements()[optimizer.n_initial_points_:]
+        planner._next_x = local_search(planner, planner.models[0], starts,
+                                       trust_radius(improvements))
         return self._in_flight([planner.ask()])   # skopt's check against a point told before
 
     def _tell_objectives(self, points, values):

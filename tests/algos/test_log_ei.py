@@ -1,6 +1,7 @@
 """Log expected improvement (:mod:`emews.algorithms.log_ei`): equal to the log of skopt's EI
 where that is finite, finite where EI underflows, its gradient that of the function, and a
-local search that survives a model whose gradient is not finite."""
+local search that survives a model whose gradient is not finite and stays within its trust
+region, whose radius follows TuRBO's rule."""
 
 import math
 
@@ -8,8 +9,9 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from emews.algorithms.log_ei import (UNUSABLE, local_search, log_expected_improvement, log_h,
-                                     negative_log_ei)
+from emews.algorithms.log_ei import (GROW_AFTER, NARROWEST, RADIUS, SHRINK_AFTER, UNUSABLE,
+                                     WIDEST, local_search, log_expected_improvement, log_h,
+                                     negative_log_ei, trust_radius)
 
 
 def test_log_h_is_the_log_of_the_closed_form_where_that_is_finite():
@@ -84,3 +86,38 @@ def test_the_ratio_joins_its_series_where_the_series_takes_over():
     z = np.array([-999.9, -1000.1])   # either side of ASYMPTOTIC: the mean -z, deviation 1
     _, by_mean, _ = log_expected_improvement(-z, np.ones(2), 0.0, xi=0.0)
     assert by_mean == pytest.approx(z, rel=1e-5)   # d log EI / d mean = -Phi/h, about z
+
+
+def test_the_trust_region_doubles_after_improvements_in_a_row_and_halves_after_failures():
+    assert trust_radius([]) == RADIUS
+    assert trust_radius([True] * GROW_AFTER) == 2 * RADIUS
+    assert trust_radius([True] * (GROW_AFTER - 1) + [False] + [True] * (GROW_AFTER - 1)) \
+        == RADIUS
+    assert trust_radius([False] * SHRINK_AFTER) == RADIUS / 2
+    assert trust_radius([False] * (SHRINK_AFTER - 1) + [True] + [False] * (SHRINK_AFTER - 1)) \
+        == RADIUS
+    assert trust_radius([True] * GROW_AFTER * 10) == WIDEST
+    assert trust_radius([False] * SHRINK_AFTER * 10) == NARROWEST
+    assert trust_radius([False] * SHRINK_AFTER * 10 + [True] * GROW_AFTER) == 2 * NARROWEST
+
+
+def fitted_planner():
+    """skopt's planner with a GP fitted to 12 points of a bowl in 4 variables, one sampled
+    candidate beside its local searches."""
+    from skopt import Optimizer
+
+    planner = Optimizer([(0.0, 1.0)] * 4, base_estimator="GP", n_initial_points=12,
+                        acq_optimizer="lbfgs", acq_optimizer_kwargs={"n_points": 1},
+                        random_state=3)
+    xs = np.random.default_rng(3).uniform(size=(12, 4))
+    planner.tell(xs.tolist(), [float(((x - 0.3) ** 2).sum()) for x in xs])
+    return planner
+
+
+@pytest.mark.parametrize("radius", [0.05, 0.2])
+def test_the_local_search_answers_within_its_radius_of_a_start(radius):
+    planner = fitted_planner()
+    starts = planner.space.transform(planner.Xi)[np.argsort(planner.yi)[:3]]   # the best
+    point = np.asarray(local_search(planner, planner.models[-1], starts, radius))
+    distance = np.abs(starts - point).max(axis=1).min()   # to the nearest start
+    assert radius / 2 < distance <= radius + 1e-12

@@ -57,6 +57,15 @@ def test_infeasible_points_rank_below_every_feasible_one_and_failures_below_all(
         assert values[0] <= 1 + RHO < values[1] < values[2] < values[3] == values[4]
 
 
+def test_a_told_point_improves_the_front_when_no_feasible_point_before_matches_it():
+    history = ObjectiveHistory(2)
+    for value in (Objectives([1.0, 1.0]), Objectives([2.0, 2.0]), Objectives([0.5, 3.0]),
+                  Objectives([0.5, 3.0]), math.nan, Objectives([0.0, 0.0], violations=[1.0]),
+                  Objectives([0.1, 0.1]), Objectives([0.1, 2.0])):
+        history.add(value)
+    assert history.improvements() == [True, False, True, False, False, False, True, False]
+
+
 def test_while_nothing_is_finite_every_value_is_zero():
     history = ObjectiveHistory(3)
     history.add(math.nan)
