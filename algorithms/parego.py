@@ -2,7 +2,10 @@
 
 Knowles (2006), "ParEGO: a hybrid algorithm with on-line landscape approximation for
 expensive multiobjective optimization problems". Before each proposal a weight vector ``w`` is
-drawn uniformly from the simplex (a Dirichlet(1, ..., 1) draw), every objective is normalized
+drawn, with equal chances, from ParEGO's evenly spaced set (every ``w`` whose components are
+multiples of ``1/s`` and sum to 1, ``s`` the smallest giving at least :data:`WEIGHT_VECTORS`:
+11 vectors for 2 objectives, 15 for 3, as Knowles's), which holds each objective alone: the
+ends of the front are searched as often as any other direction. Every objective is normalized
 to [0, 1] by the smallest and largest value told so far, and each told point is given the
 augmented Chebyshev value ``max_j(w_j f_j) + rho * sum_j(w_j f_j)`` (``rho`` = 0.05, ParEGO's):
 the surrogate fitted to those values looks for a point of the front in the direction ``w``.
@@ -15,6 +18,8 @@ better. A failure (``NaN``) is given :func:`emews.core.algorithm.failure_value` 
 as the one-objective searches do.
 """
 
+import functools
+import itertools
 import math
 
 import numpy as np
@@ -22,6 +27,18 @@ import numpy as np
 from emews.core.algorithm import failure_value
 
 RHO = 0.05
+WEIGHT_VECTORS = 11   # the fewest in the evenly spaced set (Knowles's s = 10 for 2 objectives)
+
+
+@functools.lru_cache(maxsize=None)
+def evenly_spaced_weights(objectives):
+    """ParEGO's weight vectors for ``objectives`` objectives: every vector of multiples of
+    ``1/s`` that sum to 1, for the smallest ``s`` that gives :data:`WEIGHT_VECTORS` or more."""
+    steps = 1
+    while math.comb(steps + objectives - 1, objectives - 1) < WEIGHT_VECTORS:
+        steps += 1
+    return np.array([c for c in itertools.product(range(steps + 1), repeat=objectives)
+                     if sum(c) == steps], dtype=float) / steps
 
 
 class ObjectiveHistory:
@@ -49,8 +66,10 @@ class ObjectiveHistory:
         return len(self.vectors)
 
     def weights(self, rng):
-        """A weight vector drawn uniformly from the simplex with ``rng`` (a numpy Generator)."""
-        return rng.dirichlet(np.ones(self.objectives))
+        """A weight vector of :func:`evenly_spaced_weights` drawn with ``rng`` (a numpy
+        Generator)."""
+        table = evenly_spaced_weights(self.objectives)
+        return table[rng.integers(len(table))].copy()
 
     def equal_weights(self):
         """The weight vector that gives every objective the same share."""

