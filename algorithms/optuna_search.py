@@ -67,6 +67,7 @@ SAMPLERS = {"tpe": "TPESampler", "cmaes": "CmaEsSampler", "gp": "GPSampler",
             "random": "RandomSampler", "qmc": "QMCSampler", "nsga2": "NSGAIISampler",
             "nsga3": "NSGAIIISampler"}
 SINGLE_OBJECTIVE = ("cmaes",)   # samplers that refuse a study of several objectives
+MULTIOBJECTIVE_GP_SINCE = (4, 4)   # GPSampler's first Optuna (major, minor) with several objectives
 VIOLATIONS = "constraints"   # the user attribute that holds a trial's constraint violations
 # where Optuna records what a constraints_func returned (Optuna 4 and 5): a told point that
 # was never asked for gets it directly, since no sampler's after_trial sees it
@@ -122,6 +123,12 @@ class OptunaSearch(Algorithm):
             raise ConfigError("[algorithm].sampler", "Optuna's GPSampler needs PyTorch, which "
                               "is not installed: pip install torch (or choose sampler = "
                               "\"tpe\", \"cmaes\", \"random\" or \"qmc\")", sampler)
+        if sampler == "gp" and objectives > 1 and \
+                tuple(int(n) for n in optuna.__version__.split(".")[:2]) < MULTIOBJECTIVE_GP_SINCE:
+            raise ConfigError("[algorithm].sampler", f"Optuna's GPSampler takes several "
+                              f"objectives from Optuna 4.4 on, and this "
+                              f"is Optuna {optuna.__version__}: pip install -U optuna (or "
+                              f"choose sampler = \"tpe\", \"nsga2\" or \"nsga3\")", sampler)
         self.sampler_class = getattr(optuna.samplers, SAMPLERS[sampler])
         self.sampler_options = {**SAMPLER_DEFAULTS.get(sampler, {}), **_check_sampler_options(
             sampler, sampler_options, space, self.sampler_class)}

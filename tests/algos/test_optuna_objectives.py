@@ -4,9 +4,10 @@ samplers by name, all directions "minimize", constraints through ``constraints_f
 import importlib.util
 import math
 
+import optuna
 import pytest
 
-from emews.algorithms.optuna_search import VIOLATIONS, OptunaSearch
+from emews.algorithms.optuna_search import MULTIOBJECTIVE_GP_SINCE, VIOLATIONS, OptunaSearch
 from emews.core.algorithm import Objectives
 from emews.core.pareto import front
 from emews.errors import ConfigError
@@ -14,11 +15,14 @@ from emews.space import Space
 
 SQUARE = Space.from_ga_json([{"name": "x", "type": "float", "lower": 0.0, "upper": 1.0},
                              {"name": "y", "type": "float", "lower": 0.0, "upper": 1.0}])
+NO_TORCH = importlib.util.find_spec("torch") is None
+OLD_GP = tuple(int(n) for n in optuna.__version__.split(".")[:2]) < MULTIOBJECTIVE_GP_SINCE
 MO_SAMPLERS = [("nsga2", {"population_size": 8}), ("nsga3", {"population_size": 8}),
                ("tpe", {"n_startup_trials": 8}),
-               pytest.param("gp", {"n_startup_trials": 8}, marks=pytest.mark.skipif(
-                   importlib.util.find_spec("torch") is None,
-                   reason="Optuna's GPSampler needs PyTorch"))]
+               pytest.param("gp", {"n_startup_trials": 8}, marks=[
+                   pytest.mark.skipif(NO_TORCH, reason="Optuna's GPSampler needs PyTorch"),
+                   pytest.mark.skipif(OLD_GP, reason="this Optuna's GPSampler searches one "
+                                                     "objective only")])]
 
 
 def constrained(point):
@@ -100,3 +104,10 @@ def test_cmaes_refuses_several_objectives_in_one_line():
         OptunaSearch(SQUARE, sampler="cmaes", objectives=2)
     with pytest.raises(ConfigError, match=r"^\[algorithm\]\.population_size: must be"):
         OptunaSearch(SQUARE, sampler="nsga2", objectives=2, population_size=1)
+
+
+@pytest.mark.skipif(NO_TORCH or not OLD_GP, reason="needs PyTorch and an Optuna before 4.4")
+def test_gp_on_an_optuna_before_4_4_refuses_several_objectives_in_one_line():
+    with pytest.raises(ConfigError, match=r"\[algorithm\]\.sampler: Optuna's GPSampler takes "
+                                          r"several objectives from Optuna 4.4 on"):
+        OptunaSearch(SQUARE, seed=2, sampler="gp", objectives=2)
