@@ -10,7 +10,8 @@ improvement for Bayesian optimization", the LogEI that Optuna's ``GPSampler`` ma
 best under the proposal's weights, each search kept within a radius of its start in every
 coordinate: a trust region whose radius follows TuRBO's rule (Eriksson et al. 2019,
 :func:`trust_radius`), doubled after :data:`GROW_AFTER` told points in a row that improved the
-front and halved after :data:`SHRINK_AFTER` that did not. A front that lies on the bounds
+front and halved after as many that did not as the space has dimensions (at least
+:data:`FEWEST_FAILURES`). A front that lies on the bounds
 (ZDT's, where every variable but the first is 0) is then reached step by step, the steps
 growing while they pay, which no sampled candidate ever is; searches free to roam the whole
 box went to its corners instead, where the GP is least sure, and lost DTLZ2's interior front.
@@ -32,7 +33,7 @@ RADIUS = 0.1               # the trust region's first radius, in each coordinate
 WIDEST = 0.4               # ... its largest
 NARROWEST = RADIUS / 32    # ... and its smallest
 GROW_AFTER = 3             # improvements in a row that double it
-SHRINK_AFTER = 5           # told points in a row that improve nothing and halve it
+FEWEST_FAILURES = 4        # told points in a row without one that halve it, at least
 CANDIDATES_KEPT = 10       # the best candidates kept beside the local searches' ends
 UNUSABLE = 1e300           # -log EI where the model's prediction or its gradient is not finite
 ASYMPTOTIC = 1e3           # beyond this |z| log(1 - |z| M(|z|)) is taken from its series
@@ -103,17 +104,19 @@ def negative_log_ei(x, model, best, xi):
     return -float(value[0]), -gradient
 
 
-def trust_radius(improvements):
+def trust_radius(improvements, dimensions):
     """The local searches' radius after the told points whose ``improvements`` (booleans, in
-    the order told: did it improve the front?) are given: TuRBO's rule from :data:`RADIUS`,
-    doubled (up to :data:`WIDEST`) after :data:`GROW_AFTER` improvements in a row, halved
-    (down to :data:`NARROWEST`) after :data:`SHRINK_AFTER` points in a row without one."""
+    the order told: did it improve the front?) are given, in a space of ``dimensions``:
+    TuRBO's rule from :data:`RADIUS`, doubled (up to :data:`WIDEST`) after
+    :data:`GROW_AFTER` improvements in a row, halved (down to :data:`NARROWEST`) after
+    ``dimensions`` points in a row without one (at least :data:`FEWEST_FAILURES`)."""
+    shrink_after = max(FEWEST_FAILURES, dimensions)
     radius, won, lost = RADIUS, 0, 0
     for improved in improvements:
         won, lost = (won + 1, 0) if improved else (0, lost + 1)
         if won == GROW_AFTER:
             radius, won = min(2 * radius, WIDEST), 0
-        if lost == SHRINK_AFTER:
+        if lost == shrink_after:
             radius, lost = max(radius / 2, NARROWEST), 0
     return radius
 

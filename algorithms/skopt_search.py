@@ -275,8 +275,8 @@ class SkoptSearch(Algorithm):
         best_told = np.argsort(values)[:WARM_STARTS]
         starts = planner.space.transform([optimizer.Xi[i] for i in best_told])
         improvements = self.history.improvements()[optimizer.n_initial_points_:]
-        planner._next_x = local_search(planner, planner.models[0], starts,
-                                       trust_radius(improvements))
+        radius = trust_radius(improvements, planner.space.transformed_n_dims)
+        planner._next_x = local_search(planner, planner.models[0], starts, radius)
         return self._in_flight([planner.ask()])   # skopt's check against a point told before
 
     def _tell_objectives(self, points, values):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from emews.algorithms.log_ei import (GROW_AFTER, NARROWEST, RADIUS, SHRINK_AFTER, UNUSABLE,
+from emews.algorithms.log_ei import (FEWEST_FAILURES, GROW_AFTER, NARROWEST, RADIUS, UNUSABLE,
                                      WIDEST, local_search, log_expected_improvement, log_h,
                                      negative_log_ei, trust_radius)
 
@@ -89,16 +89,22 @@ def test_the_ratio_joins_its_series_where_the_series_takes_over():
 
 
 def test_the_trust_region_doubles_after_improvements_in_a_row_and_halves_after_failures():
-    assert trust_radius([]) == RADIUS
-    assert trust_radius([True] * GROW_AFTER) == 2 * RADIUS
-    assert trust_radius([True] * (GROW_AFTER - 1) + [False] + [True] * (GROW_AFTER - 1)) \
+    assert trust_radius([], 12) == RADIUS
+    assert trust_radius([True] * GROW_AFTER, 12) == 2 * RADIUS
+    assert trust_radius([True] * (GROW_AFTER - 1) + [False] + [True] * (GROW_AFTER - 1), 12) \
         == RADIUS
-    assert trust_radius([False] * SHRINK_AFTER) == RADIUS / 2
-    assert trust_radius([False] * (SHRINK_AFTER - 1) + [True] + [False] * (SHRINK_AFTER - 1)) \
-        == RADIUS
-    assert trust_radius([True] * GROW_AFTER * 10) == WIDEST
-    assert trust_radius([False] * SHRINK_AFTER * 10) == NARROWEST
-    assert trust_radius([False] * SHRINK_AFTER * 10 + [True] * GROW_AFTER) == 2 * NARROWEST
+    assert trust_radius([True] * GROW_AFTER * 10, 12) == WIDEST
+    assert trust_radius([False] * 12, 12) == RADIUS / 2
+    assert trust_radius([False] * 11 + [True] + [False] * 11, 12) == RADIUS
+    assert trust_radius([False] * 120, 12) == NARROWEST
+    assert trust_radius([False] * 120 + [True] * GROW_AFTER, 12) == 2 * NARROWEST
+
+
+def test_the_failures_that_halve_it_are_as_many_as_the_dimensions_and_at_least_four():
+    assert trust_radius([False] * 29, 30) == RADIUS
+    assert trust_radius([False] * 30, 30) == RADIUS / 2
+    assert trust_radius([False] * FEWEST_FAILURES, 2) == RADIUS / 2
+    assert trust_radius([False] * (FEWEST_FAILURES - 1), 2) == RADIUS
 
 
 def fitted_planner():
