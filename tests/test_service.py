@@ -596,3 +596,56 @@ def test_a_store_in_the_studys_database_carries_its_exchange_in_its_commit(postg
             if link is not None:
                 link.close()
         store.close()
+
+
+def test_a_wait_for_news_sleeps_on_the_socket_and_wakes_at_a_notify(postgres_url, tmp_path):
+    """On PostgreSQL a link waits for news on its listening connection's socket: a wait in
+    vain costs next to no CPU (psycopg's own ``notifies`` spins through the last millisecond
+    of every timeout: on a machine of two cores, the pools' short waits took CPU from the
+    study and the server), and a NOTIFY that came before or during a wait ends it."""
+    import psycopg
+
+    from emews.service.postgres_transport import TaskQueue
+    from emews.store.postgres import TASKS_CHANNEL
+
+    queue = TaskQueue(postgres_url, "exp")
+    try:
+        queue.wait(TASKS_CHANNEL, 0)           # listens from now on
+        cpu, wall = time.process_time(), time.monotonic()
+        woke = [queue.wait(TASKS_CHANNEL, 0.002) for _ in range(100)]
+        cpu, wall = time.process_time() - cpu, time.monotonic() - wall
+        assert not any(woke), woke
+        assert cpu < 0.25 * wall, f"{cpu:.3f} s of CPU over {wall:.3f} s of waits"
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            conn.execute("NOTIFY emews_queue_out")
+        assert queue.wait(TASKS_CHANNEL, 30)
+        assert not queue.wait(TASKS_CHANNEL, 0)   # taken once
+    finally:
+        queue.close()
+
+
+def test_the_study_vacuums_its_queues_dead_rows_as_it_runs(postgres_url, tmp_path,
+                                                           monkeypatch):
+    """Each task leaves a dead row in the OUT and IN queues, which every pop reads until a
+    vacuum, and autovacuum comes a minute later at best: the study's side vacuums the queues
+    itself, every :data:`VACUUM_EVERY` seconds as it receives."""
+    import psycopg
+
+    from emews.service import postgres_transport
+    from emews.service.postgres_transport import PostgresService
+
+    def vacuums():
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            return dict(conn.execute(
+                "SELECT relname, vacuum_count FROM pg_stat_user_tables WHERE relname IN "
+                "('emews_queue_out', 'emews_queue_in')").fetchall())
+
+    service = PostgresService(postgres_url, "exp", 4, 60.0, {}, tmp_path)
+    try:
+        service.receive()
+        assert vacuums() == {"emews_queue_out": 0, "emews_queue_in": 0}   # not due yet
+        monkeypatch.setattr(postgres_transport, "VACUUM_EVERY", 0.0)
+        service.receive()
+        assert vacuums() == {"emews_queue_out": 1, "emews_queue_in": 1}
+    finally:
+        service.close()

@@ -67,7 +67,8 @@ CREATE TABLE IF NOT EXISTS emews_evaluations (
     status text NOT NULL CHECK (status IN ({statuses})), error text, log_tail text,
     rank integer, attempt integer NOT NULL DEFAULT 1, run_id text, queued double precision,
     started double precision, finished double precision, seq integer, metrics text,
-    objectives text, feasible boolean, PRIMARY KEY (exp_id, id));
+    objectives text, feasible boolean, PRIMARY KEY (exp_id, id))
+    WITH (fillfactor = 50);   -- room on each page for a row's updates (HOT: no index write)
 CREATE TABLE IF NOT EXISTS emews_attempts (
     exp_id text NOT NULL, id integer NOT NULL, attempt integer NOT NULL, status text NOT NULL,
     result double precision, error text, log_tail text, rank integer, run_id text,
