@@ -108,6 +108,47 @@ def database_config(study, url, budget, procs=3):
                  service={"lease": 10.0})
 
 
+def test_a_batch_of_statements_is_one_transaction_and_one_round_trip(postgres_url, tmp_path):
+    """``run_batch`` (every commit of the store, every trade of a pool) sends its statements
+    with one Sync and waits for the server once; a statement that fails, or anything that
+    interrupts the batch, keeps nothing of it."""
+    from emews.store.postgres import run_batch
+
+    conn = psycopg.connect(postgres_url, autocommit=True)
+    try:
+        conn.execute("CREATE TABLE t (x integer)")
+        insert = "INSERT INTO t VALUES (%s)"
+        trace = tmp_path / "trace"
+        with open(trace, "w") as out:
+            conn.pgconn.trace(out.fileno())
+            cursors = run_batch(conn, [(insert, (1,)), (insert, (2,)),
+                                       ("SELECT sum(x) FROM t WHERE x > %s", (0,))])
+            conn.pgconn.untrace()
+        assert cursors[-1].fetchall() == [(3,)]
+        messages = [line.split("\t")[1:4:2] for line in trace.read_text().splitlines()]
+        sent = [name.split()[0] for side, name in messages if side == "F"]
+        first_answer = [side for side, _ in messages].index("B")
+        assert sent.count("Sync") == 1, sent
+        assert all(side == "B" for side, _ in messages[first_answer:]), messages   # one wait
+
+        with pytest.raises(psycopg.errors.DivisionByZero):
+            run_batch(conn, [(insert, (4,)), ("SELECT 1 / %s", (0,)), (insert, (5,))])
+
+        class Interrupted(Exception):
+            pass
+
+        def statements():
+            yield insert, (6,)
+            raise Interrupted
+
+        with pytest.raises(Interrupted):
+            run_batch(conn, statements())
+        assert query(postgres_url, "SELECT x FROM t ORDER BY x") == [(1,), (2,)]
+        assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    finally:
+        conn.close()
+
+
 @pytest.mark.mpi
 @pytest.mark.slow
 def test_a_study_runs_on_postgresql_and_eqsql_reads_its_tasks(study, jobs, postgres_url,

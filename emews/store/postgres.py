@@ -177,20 +177,33 @@ def connect(url):
 
 
 def run_batch(conn, statements):
-    """Run ``statements`` (``(sql, params)`` pairs) on ``conn`` in one transaction and one
-    round trip (a pipeline, where libpq has them: 14 and later); those with parameters as
-    prepared statements (the same ones run again and again: they are parsed once per
-    connection). Returns a cursor on each one's result (rows as tuples)."""
+    """Run ``statements`` (``(sql, params)`` pairs) on ``conn`` (in autocommit) in one
+    transaction and one round trip: ``BEGIN``, the statements and ``COMMIT`` in a pipeline
+    with one Sync, where libpq has pipelines (14 and later; psycopg's ``transaction()`` would
+    wait for its ``BEGIN`` and its ``COMMIT``, three round trips more). Those with parameters
+    run as prepared statements (the same ones run again and again: they are parsed once per
+    connection). Nothing of them is kept when any fails, or when anything interrupts the
+    batch. Returns a cursor on each one's result (rows as tuples)."""
     import psycopg
 
     from psycopg.rows import tuple_row
 
+    if not psycopg.Pipeline.is_supported():
+        with conn.transaction():
+            return [conn.cursor(row_factory=tuple_row).execute(sql, params)
+                    for sql, params in statements]
     cursors = []
-    pipeline = conn.pipeline() if psycopg.Pipeline.is_supported() else contextlib.nullcontext()
-    with pipeline, conn.transaction():
-        for sql, params in statements:
-            cursors.append(conn.cursor(row_factory=tuple_row))
-            cursors[-1].execute(sql, params, prepare=params is not None)
+    try:
+        with conn.pipeline():
+            conn.execute("BEGIN")
+            for sql, params in statements:
+                cursors.append(conn.cursor(row_factory=tuple_row))
+                cursors[-1].execute(sql, params, prepare=params is not None)
+            conn.execute("COMMIT")
+    except BaseException:
+        if not conn.closed and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            conn.rollback()
+        raise
     return cursors
 
 
