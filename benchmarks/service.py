@@ -16,7 +16,10 @@ run, side by side:
 
 Throughput is measured inside the study, from the store: tasks over the span from the first
 evaluation's start to the last one's end (start-up of the processes is left out), and per-task
-overhead is its inverse. A served study is held paused (``emews pause``) until all its pools
+overhead is its inverse. Each contender runs ``sizes.service_repeats`` times, all of them in
+turn (a drift of the machine's speed falls on every contender alike), and its median run
+counts; ``us_per_task_runs`` lists every run's figure (EQ-SQL's path alone moves by ±15 % from
+run to run on a machine of two cores). A served study is held paused (``emews pause``) until all its pools
 have attached, and only the tasks started after that count: a pool that starts later than
 another must neither miss the study nor leave the first one alone on it. The anchor is timed
 from its first submit to its last result, once its workers are connected.
@@ -50,7 +53,7 @@ def run(sizes):
     if reason:
         raise RuntimeError(f"the service benchmark needs PostgreSQL: {reason}")
     n = sizes.service_tasks
-    runs = []
+    runs = {}
     with tempfile.TemporaryDirectory(prefix="emews-bench-service-") as directory:
         directory = Path(directory)
         os.chmod(directory, 0o755)
@@ -58,20 +61,36 @@ def run(sizes):
         os.chmod(directory / "pg", 0o755)
         server = Server(directory / "pg").start()
         try:
-            for pools in (1, 2):
-                plural = "s" * (pools > 1)
-                runs.append(_study(directory, f"zmq, {pools} pool{plural}", n, pools,
-                                   sizes.service_slots, None))
-                runs.append(_study(directory, f"PostgreSQL, {pools} pool{plural}", n, pools,
-                                   sizes.service_slots, server.create_database()))
-            runs.append(eqsql_path(server.create_database(), n, WORKERS_PER_POOL))
+            for repeat in range(sizes.service_repeats):
+                for pools in (1, 2):
+                    plural = "s" * (pools > 1)
+                    for name, storage in ((f"zmq, {pools} pool{plural}", None),
+                                          (f"PostgreSQL, {pools} pool{plural}",
+                                           server.create_database())):
+                        runs.setdefault(name, []).append(_study(
+                            directory / str(repeat), name, n, pools, sizes.service_slots,
+                            storage))
+                        if storage:   # no autovacuum of its tables during the next runs
+                            server.drop_database(storage)
+                url = server.create_database()
+                anchor = eqsql_path(url, n, WORKERS_PER_POOL)
+                server.drop_database(url)
+                runs.setdefault(anchor["contender"], []).append(anchor)
         finally:
             server.stop()
-    anchor = runs[-1]["tasks_per_s"]
-    for row in runs:
-        row["ratio_to_eqsql"] = row["tasks_per_s"] / anchor
+    rows = [_median(repeats) for repeats in runs.values()]
+    for row in rows:
+        row["ratio_to_eqsql"] = row["tasks_per_s"] / rows[-1]["tasks_per_s"]
     return {"tasks": n, "workers_per_pool": WORKERS_PER_POOL,
-            "slots_per_worker": sizes.service_slots, "runs": runs}
+            "slots_per_worker": sizes.service_slots, "repeats": sizes.service_repeats,
+            "runs": rows}
+
+
+def _median(repeats):
+    """The median run of a contender's ``repeats``, with every run's µs per task."""
+    ranked = sorted(repeats, key=lambda run: run["us_per_task"])
+    return {**ranked[(len(ranked) - 1) // 2],
+            "us_per_task_runs": [round(run["us_per_task"], 1) for run in repeats]}
 
 
 def _study(directory, name, n, pools, slots, storage):
@@ -80,7 +99,7 @@ def _study(directory, name, n, pools, slots, storage):
     from emews.store import study_store
 
     home = directory / name.replace(" ", "").replace(",", "-")
-    home.mkdir()
+    home.mkdir(parents=True)
     (home / "space.json").write_text(json.dumps(SPACE))
     system = {"procs": pools * WORKERS_PER_POOL + 1, "slots_per_worker": slots,
               "progress_interval": 3600.0}

@@ -54,6 +54,7 @@ class Sizes:
     # part 7: the study as a service, on zmq and PostgreSQL, with EQ-SQL's per-task path
     service_tasks: int = 2000
     service_slots: int = 32           # slots per worker: 2 pools hold 128 tasks at most
+    service_repeats: int = 3          # runs of each contender, in turn: the median counts
     # part 9: packing evaluations of mixed sizes, by simulation (issue 35)
     packing_slots: int = 1024
     packing_slots_per_node: int = 8
@@ -102,7 +103,7 @@ SMOKE = Sizes("smoke", dispatch_tasks=300, dispatch_repeats=1, dispatch_pingpong
               overhead_repeats=1, overhead_algorithms=("random",), simulation_workers=(8,),
               simulation_tasks_per_worker=3, faults_kills=2, faults_kill_budget=16,
               faults_budget=6, service_tasks=200,
-              service_slots=4, packing_slots=32, packing_tasks_per_slot=3,
+              service_slots=4, service_repeats=1, packing_slots=32, packing_tasks_per_slot=3,
               launch_ranks=(1, 2), launch_repeats=1, fidelity_seeds=2, fidelity_budget=4,
               fidelity_problems=("pow3", "digits"),
               fidelity_contenders=("random", "random + asha", "tpe + hyperband",

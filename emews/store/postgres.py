@@ -190,8 +190,8 @@ def run_batch(conn, statements):
 
     if not psycopg.Pipeline.is_supported():
         with conn.transaction():
-            return [conn.cursor(row_factory=tuple_row).execute(sql, params)
-                    for sql, params in statements]
+            return [conn.cursor(row_factory=tuple_row).execute(
+                sql, params, prepare=params is not None) for sql, params in statements]
     cursors = []
     try:
         with conn.pipeline():

@@ -106,6 +106,15 @@ class Server:
             conn.execute(f'CREATE DATABASE "{name}"' + (f' OWNER "{owner}"' if owner else ""))
         return self.url(name)
 
+    def drop_database(self, url):
+        """Drop the database of ``url`` (made by :meth:`create_database`), closing its
+        connections: nothing of it is left for autovacuum to work on later."""
+        import psycopg
+
+        name = url.rsplit("/", 1)[1]
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+
     def create_password_database(self):
         """A fresh database owned by a new role that must log in with a password over TCP
         (a ``pg_hba.conf`` line before the trust lines); returns ``(url, password)``, the
