@@ -111,7 +111,7 @@ def database_config(study, url, budget, procs=3):
 def test_a_batch_of_statements_is_one_transaction_and_one_round_trip(postgres_url, tmp_path):
     """``run_batch`` (every commit of the store, every trade of a pool) sends its statements
     with one Sync and waits for the server once; a statement that fails, or anything that
-    interrupts the batch, keeps nothing of it."""
+    interrupts the batch, keeps nothing of it; a lost connection raises its own error."""
     from emews.store.postgres import run_batch
 
     conn = psycopg.connect(postgres_url, autocommit=True)
@@ -145,6 +145,10 @@ def test_a_batch_of_statements_is_one_transaction_and_one_round_trip(postgres_ur
             run_batch(conn, statements())
         assert query(postgres_url, "SELECT x FROM t ORDER BY x") == [(1,), (2,)]
         assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+
+        query(postgres_url, "SELECT pg_terminate_backend(%s)", (conn.info.backend_pid,))
+        with pytest.raises(psycopg.OperationalError, match="server closed the connection"):
+            run_batch(conn, [(insert, (7,)), (insert, (8,))])   # the loss's own error
     finally:
         conn.close()
 

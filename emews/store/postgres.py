@@ -201,8 +201,9 @@ def run_batch(conn, statements):
                 cursors[-1].execute(sql, params, prepare=params is not None)
             conn.execute("COMMIT")
     except BaseException:
-        if not conn.closed and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-            conn.rollback()
+        if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            with contextlib.suppress(psycopg.Error):   # a lost connection: its error stands
+                conn.rollback()
         raise
     return cursors
 
