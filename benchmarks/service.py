@@ -18,11 +18,11 @@ Throughput is measured inside the study, from the store: tasks over the span fro
 evaluation's start to the last one's end (start-up of the processes is left out), and per-task
 overhead is its inverse. Each contender runs ``sizes.service_repeats`` times, all of them in
 turn (a drift of the machine's speed falls on every contender alike), and its median run
-counts; ``us_per_task_runs`` lists every run's figure (EQ-SQL's path alone moves by ±15 % from
-run to run on a machine of two cores). A served study is held paused (``emews pause``) until all its pools
-have attached, and only the tasks started after that count: a pool that starts later than
-another must neither miss the study nor leave the first one alone on it. The anchor is timed
-from its first submit to its last result, once its workers are connected.
+counts; ``us_per_task_runs`` lists every run's figure (EQ-SQL's path alone moves by 15 to 40 %
+from run to run on a machine of two cores). A served study is held paused (``emews pause``)
+until all its pools have attached, and only the tasks started after that count: a pool that
+starts later than another must neither miss the study nor leave the first one alone on it.
+The anchor is timed from its first submit to its last result, once its workers are connected.
 """
 
 import getpass
