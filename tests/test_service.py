@@ -575,6 +575,7 @@ def test_a_store_in_the_studys_database_carries_its_exchange_in_its_commit(postg
         assert heard and sorted((r.task_id, r.attempt, r.rank, r.outcome.value)
                                 for r in results) == [(0, 1, 1, 0.0), (1, 1, 1, 0.25)]
         assert store.meta("turn") == 1
+        store.finish([(r.task_id, r.rank, r.outcome, r.attempt, "done") for r in results])
         # a result taken with a commit but never received goes back on the queue
         third = Task(2, json.dumps({"x": 2}), "r2")
         store.add([(2, third.params, "r2", None, 2)])
@@ -591,6 +592,46 @@ def test_a_store_in_the_studys_database_carries_its_exchange_in_its_commit(postg
         later = PostgresService(postgres_url, "exp", 4, 60.0, {}, tmp_path)
         results, _ = later.receive()
         assert [(r.task_id, r.rank, r.outcome.value) for r in results] == [(2, 2, 0.5)]
+    finally:
+        for link in (pool, service, later):
+            if link is not None:
+                link.close()
+        store.close()
+
+
+def test_a_result_a_killed_service_took_but_never_stored_reaches_the_next_one(postgres_url,
+                                                                             tmp_path):
+    """On PostgreSQL the results a commit takes off the IN queue are stored by the next
+    commit. A service killed between the two leaves them taken (its task completed, its point
+    not finished in the store): the next service of the study puts them back on the IN queue
+    as it starts, and receives them (to adopt). One the store holds as done stays taken."""
+    from emews.evaluate import Outcome
+    from emews.pools.base import Task
+    from emews.service.postgres_transport import PostgresPool, PostgresService
+    from emews.store.postgres import PostgresStore
+
+    store = PostgresStore(postgres_url, "exp")
+    service = PostgresService(postgres_url, "exp", 4, 60.0, {}, tmp_path)
+    pool, later = PostgresPool(postgres_url, "exp"), None
+    try:
+        service.share(store)
+        pool.introduce()
+        tasks = [Task(i, json.dumps({"x": i}), f"r{i}") for i in range(2)]
+        store.add([(t.id, t.params, t.run_id, 1, t.id) for t in tasks])
+        service.send(tasks)
+        store.commit()
+        popped = {json.loads(task.params)["x"]: task for task in pool.trade([], 4, True, False)}
+        pool.trade([(popped[0], 1, Outcome(0.5))], 0, False, False)
+        store.set_meta("turn", 0)
+        store.commit()                             # takes task 0's result
+        [result] = service.receive()[0]
+        store.finish([(0, 1, result.outcome, 1, "done")])
+        pool.trade([(popped[1], 1, Outcome(0.25))], 0, False, False)
+        store.commit()                             # stores it, takes task 1's result ...
+        service.queue.close()                      # ... and the service dies (SIGKILL)
+        later = PostgresService(postgres_url, "exp", 4, 60.0, {}, tmp_path)
+        results, _ = later.receive()
+        assert [(r.task_id, r.rank, r.outcome.value) for r in results] == [(1, 1, 0.25)]
     finally:
         for link in (pool, service, later):
             if link is not None:

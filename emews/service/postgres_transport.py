@@ -36,7 +36,7 @@ from ..errors import EmewsError
 from ..evaluate import BadOutcome, Outcome
 from ..evaluate.outcome import Report
 from ..pools.base import Task
-from ..status import Status
+from ..status import FINAL, Status
 from ..store.postgres import (COMPLETE, EQ_STOP, QUEUED, REQUEUED, RESULTS_CHANNEL, RUNNING,
                               TASKS_CHANNEL, PostgresStore, connect, guarded, redacted,
                               run_batch)
@@ -362,6 +362,10 @@ class TaskQueue:
             # (its results, on the IN queue, are kept: the master adopts them)
             self.db.execute("DELETE FROM emews_queue_OUT q USING emews_tasks t WHERE "
                             "q.eq_task_id=t.eq_task_id AND t.exp_id=%s", (self.exp_id,))
+            # results that a killed service took off the IN queue but never stored (it died
+            # between the commit that took them and the one that would have stored them)
+            self.db.execute(UNRECORDED, {"exp": self.exp_id, "complete": COMPLETE,
+                                         "final": sorted(str(s) for s in FINAL)})
 
     def end_study(self):
         """Tell the pools that the study ended; take its unstarted tasks off the queue."""
@@ -621,6 +625,14 @@ RESULTS = (
     "(SELECT json_in FROM eq_tasks e WHERE e.eq_task_id=p.eq_task_id), false FROM popped p "
     "UNION ALL SELECT (SELECT id FROM emews_tasks t WHERE t.eq_task_id=l.eq_task_id), "
     "l.json_in, true FROM late l")
+# The study's completed tasks whose points the store does not hold as finished, and that are
+# not on the IN queue: back on it (read once, as a service of the study starts).
+UNRECORDED = (
+    "INSERT INTO emews_queue_IN (eq_task_type, eq_task_id) SELECT e.eq_task_type, "
+    "e.eq_task_id FROM emews_tasks t JOIN eq_tasks e ON e.eq_task_id=t.eq_task_id "
+    "JOIN emews_evaluations v ON v.exp_id=t.exp_id AND v.id=t.id WHERE t.exp_id=%(exp)s AND "
+    "e.eq_status=%(complete)s AND v.status <> ALL(%(final)s) AND NOT EXISTS (SELECT 1 FROM "
+    "emews_queue_IN q WHERE q.eq_task_id=e.eq_task_id)")
 # A task's first result completes it and goes onto the IN queue; a later one is kept aside.
 REPORT = (
     "WITH r AS (SELECT * FROM unnest(%(ids)b::integer[], %(payloads)b::text[]) AS "
