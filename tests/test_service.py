@@ -536,7 +536,8 @@ def test_a_task_taken_back_before_it_went_out_never_reaches_the_queue(postgres_u
 
 
 def test_a_store_in_the_studys_database_carries_its_exchange_in_its_commit(postgres_url,
-                                                                            tmp_path):
+                                                                            tmp_path,
+                                                                            shared_links):
     """On PostgreSQL, where the study's store shares the queue's database, a commit of the
     store carries the link's exchange in its transaction: the tasks sent before it go out
     with it (no look of the link's own), and the results waiting are taken off the IN queue
@@ -546,97 +547,101 @@ def test_a_store_in_the_studys_database_carries_its_exchange_in_its_commit(postg
 
     from emews.evaluate import Outcome
     from emews.pools.base import Task
-    from emews.service.postgres_transport import PostgresPool, PostgresService
-    from emews.store.postgres import PostgresStore
 
     def waiting_results():
         with psycopg.connect(postgres_url) as conn:
             return conn.execute("SELECT count(*) FROM emews_queue_IN").fetchone()[0]
 
+    store, service, pool = shared_links
+    tasks = [Task(i, json.dumps({"x": i}), f"r{i}") for i in range(2)]
+    store.add([(t.id, t.params, t.run_id, None, t.id) for t in tasks])
+    service.send(tasks)
+    store.commit()
+    popped = pool.trade([], 4, True, False)
+    assert sorted(task.params for task in popped) == ['{"x": 0}', '{"x": 1}']
+    pool.trade([(task, 1, Outcome(0.25 * json.loads(task.params)["x"])) for task in popped],
+               0, False, False)
+    assert waiting_results() == 2
+    store.set_meta("turn", 1)
+    store.commit()
+    assert waiting_results() == 0          # taken by the commit
+    results, heard = service.receive()
+    assert heard and sorted((r.task_id, r.attempt, r.rank, r.outcome.value)
+                            for r in results) == [(0, 1, 1, 0.0), (1, 1, 1, 0.25)]
+    assert store.meta("turn") == 1
+    store.finish([(r.task_id, r.rank, r.outcome, r.attempt, "done") for r in results])
+    # a result taken with a commit but never received goes back on the queue
+    third = Task(2, json.dumps({"x": 2}), "r2")
+    store.add([(2, third.params, "r2", None, 2)])
+    service.send([third])
+    store.commit()
+    assert pool.wait(30)                   # the commit's NOTIFY
+    [task] = pool.trade([], 4, True, False)
+    pool.trade([(task, 2, Outcome(0.5))], 0, False, False)
+    store.set_meta("turn", 2)
+    store.commit()
+    assert waiting_results() == 0
+    service.close()
+    assert waiting_results() == 1
+    assert next_service_receives(postgres_url, tmp_path) == [(2, 2, 0.5)]
+
+
+@pytest.fixture
+def shared_links(postgres_url, tmp_path):
+    """Study ``exp``'s store, its service's link sharing the store's commits, and a pool
+    that has introduced itself, on PostgreSQL; closed at the end."""
+    from emews.service.postgres_transport import PostgresPool, PostgresService
+    from emews.store.postgres import PostgresStore
+
     store = PostgresStore(postgres_url, "exp")
     service = PostgresService(postgres_url, "exp", 4, 60.0, {}, tmp_path)
-    pool, later = PostgresPool(postgres_url, "exp"), None
+    pool = PostgresPool(postgres_url, "exp")
     try:
         service.share(store)
         pool.introduce()
-        tasks = [Task(i, json.dumps({"x": i}), f"r{i}") for i in range(2)]
-        store.add([(t.id, t.params, t.run_id, None, t.id) for t in tasks])
-        service.send(tasks)
-        store.commit()
-        popped = pool.trade([], 4, True, False)
-        assert sorted(task.params for task in popped) == ['{"x": 0}', '{"x": 1}']
-        pool.trade([(task, 1, Outcome(0.25 * json.loads(task.params)["x"])) for task in popped],
-                   0, False, False)
-        assert waiting_results() == 2
-        store.set_meta("turn", 1)
-        store.commit()
-        assert waiting_results() == 0          # taken by the commit
-        results, heard = service.receive()
-        assert heard and sorted((r.task_id, r.attempt, r.rank, r.outcome.value)
-                                for r in results) == [(0, 1, 1, 0.0), (1, 1, 1, 0.25)]
-        assert store.meta("turn") == 1
-        store.finish([(r.task_id, r.rank, r.outcome, r.attempt, "done") for r in results])
-        # a result taken with a commit but never received goes back on the queue
-        third = Task(2, json.dumps({"x": 2}), "r2")
-        store.add([(2, third.params, "r2", None, 2)])
-        service.send([third])
-        store.commit()
-        assert pool.wait(30)                   # the commit's NOTIFY
-        [task] = pool.trade([], 4, True, False)
-        pool.trade([(task, 2, Outcome(0.5))], 0, False, False)
-        store.set_meta("turn", 2)
-        store.commit()
-        assert waiting_results() == 0
-        service.close()
-        assert waiting_results() == 1
-        later = PostgresService(postgres_url, "exp", 4, 60.0, {}, tmp_path)
-        results, _ = later.receive()
-        assert [(r.task_id, r.rank, r.outcome.value) for r in results] == [(2, 2, 0.5)]
+        yield store, service, pool
     finally:
-        for link in (pool, service, later):
-            if link is not None:
-                link.close()
+        for link in (pool, service):
+            link.close()
         store.close()
 
 
+def next_service_receives(postgres_url, tmp_path):
+    """What a next service of study ``exp`` receives first: ``(task id, rank, value)``."""
+    from emews.service.postgres_transport import PostgresService
+
+    later = PostgresService(postgres_url, "exp", 4, 60.0, {}, tmp_path)
+    try:
+        return [(r.task_id, r.rank, r.outcome.value) for r in later.receive()[0]]
+    finally:
+        later.close()
+
+
 def test_a_result_a_killed_service_took_but_never_stored_reaches_the_next_one(postgres_url,
-                                                                             tmp_path):
+                                                                             tmp_path,
+                                                                             shared_links):
     """On PostgreSQL the results a commit takes off the IN queue are stored by the next
     commit. A service killed between the two leaves them taken (its task completed, its point
     not finished in the store): the next service of the study puts them back on the IN queue
     as it starts, and receives them (to adopt). One the store holds as done stays taken."""
     from emews.evaluate import Outcome
     from emews.pools.base import Task
-    from emews.service.postgres_transport import PostgresPool, PostgresService
-    from emews.store.postgres import PostgresStore
 
-    store = PostgresStore(postgres_url, "exp")
-    service = PostgresService(postgres_url, "exp", 4, 60.0, {}, tmp_path)
-    pool, later = PostgresPool(postgres_url, "exp"), None
-    try:
-        service.share(store)
-        pool.introduce()
-        tasks = [Task(i, json.dumps({"x": i}), f"r{i}") for i in range(2)]
-        store.add([(t.id, t.params, t.run_id, 1, t.id) for t in tasks])
-        service.send(tasks)
-        store.commit()
-        popped = {json.loads(task.params)["x"]: task for task in pool.trade([], 4, True, False)}
-        pool.trade([(popped[0], 1, Outcome(0.5))], 0, False, False)
-        store.set_meta("turn", 0)
-        store.commit()                             # takes task 0's result
-        [result] = service.receive()[0]
-        store.finish([(0, 1, result.outcome, 1, "done")])
-        pool.trade([(popped[1], 1, Outcome(0.25))], 0, False, False)
-        store.commit()                             # stores it, takes task 1's result ...
-        service.queue.close()                      # ... and the service dies (SIGKILL)
-        later = PostgresService(postgres_url, "exp", 4, 60.0, {}, tmp_path)
-        results, _ = later.receive()
-        assert [(r.task_id, r.rank, r.outcome.value) for r in results] == [(1, 1, 0.25)]
-    finally:
-        for link in (pool, service, later):
-            if link is not None:
-                link.close()
-        store.close()
+    store, service, pool = shared_links
+    tasks = [Task(i, json.dumps({"x": i}), f"r{i}") for i in range(2)]
+    store.add([(t.id, t.params, t.run_id, 1, t.id) for t in tasks])
+    service.send(tasks)
+    store.commit()
+    popped = {json.loads(task.params)["x"]: task for task in pool.trade([], 4, True, False)}
+    pool.trade([(popped[0], 1, Outcome(0.5))], 0, False, False)
+    store.set_meta("turn", 0)
+    store.commit()                             # takes task 0's result
+    [result] = service.receive()[0]
+    store.finish([(0, 1, result.outcome, 1, "done")])
+    pool.trade([(popped[1], 1, Outcome(0.25))], 0, False, False)
+    store.commit()                             # stores it, takes task 1's result ...
+    service.queue.close()                      # ... and the service dies (SIGKILL)
+    assert next_service_receives(postgres_url, tmp_path) == [(1, 1, 0.25)]
 
 
 def test_a_wait_for_news_sleeps_on_the_socket_and_wakes_at_a_notify(postgres_url, tmp_path):
