@@ -52,6 +52,8 @@ class StoreError(EmewsError):
 class Interrupted(EmewsError):
     """The study got SIGINT or SIGTERM; ``signum`` says which."""
 
+    REASON = "cancelled: the study was interrupted"   # the error of what it called off
+
     def __init__(self, signum):
         self.signum = signum
         super().__init__(f"interrupted by signal {signum}")

@@ -275,7 +275,7 @@ def run_master(expdir, cfg, pool, algorithm=None, store=None):
         try:
             final = master.run(str(expdir / "settings.json"))
         except (KeyboardInterrupt, Interrupted) as exc:
-            master.cancel_all("cancelled: the study was interrupted")
+            master.cancel_all(Interrupted.REASON)
             signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
             raise interrupted(expdir, signum) from None
         progress.show()

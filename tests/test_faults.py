@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import NO_READY, SUPPORT, wait_until
+from emews.errors import Interrupted
 
 
 pytestmark = pytest.mark.mpi
@@ -109,25 +110,38 @@ def test_results_are_stored_while_the_me_thinks_and_survive_a_kill_of_the_master
         assert (rows[i]["params"], rows[i]["result"]) == (row["params"], row["result"])
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_an_interrupt_cancels_what_runs_prints_one_line_and_resume_completes(
-        study, start, gate, tmp_path, emews_cli, sig, code):
+def start_two_gated_runs(study, start, gate, tmp_path):
+    """A study of 4 gated points on 2 workers, started; returns ``(job, expdir)`` once both
+    workers are in their runs and the store has their rows ``running``."""
     path = study(system={"procs": 3, "progress_interval": 60},
                  study={"budget": 4, "seed": 1, "objective": "fault_me:gated",
                         "algorithm": NO_READY})
     job = start("run", path)
     wait_until(lambda: len(list(gate.glob("pid-*"))) == 2, "both workers in their runs")
     expdir = only_expdir(tmp_path)
-    job.send_signal(sig)
+    wait_until(lambda: len(rows_of(expdir, "SELECT id FROM evaluations WHERE "
+                                           "status='running'")) == 2, "both rows running")
+    return job, expdir
+
+
+def assert_interrupted_with_both_runs_cancelled(job, sig, expdir):
     _, stderr = job.communicate(timeout=120)
-    assert job.returncode == code
+    assert job.returncode == 128 + sig
     assert "Traceback" not in stderr
     assert f"emews: interrupted; 0 evaluations stored; resume with: emews run --resume " \
            f"{expdir}" in stderr.splitlines()
     rows = rows_of(expdir)
     assert [(row["status"], row["error"]) for row in rows] == [
-        ("cancelled", "cancelled: the study was interrupted")] * 2
+        ("cancelled", Interrupted.REASON)] * 2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupt_cancels_what_runs_prints_one_line_and_resume_completes(
+        study, start, gate, tmp_path, emews_cli, sig):
+    job, expdir = start_two_gated_runs(study, start, gate, tmp_path)
+    job.send_signal(sig)
+    assert_interrupted_with_both_runs_cancelled(job, sig, expdir)
 
     (gate / "go").touch()
     resumed = emews_cli("run", "--resume", expdir, env=gated_env(gate))
@@ -138,6 +152,19 @@ def test_an_interrupt_cancels_what_runs_prints_one_line_and_resume_completes(
     attempts = rows_of(expdir, "SELECT id, attempt, status FROM attempts ORDER BY id, attempt")
     assert [(a["id"], a["attempt"], a["status"]) for a in attempts[:4]] == [
         (0, 1, "cancelled"), (0, 2, "done"), (1, 1, "cancelled"), (1, 2, "done")]
+
+
+@pytest.mark.slow
+def test_an_interrupt_cancels_what_runs_when_mpiexec_kills_rank_0_before_it_could(
+        study, start, gate, tmp_path):
+    """mpiexec passes the Ctrl-C to every rank: the workers kill their runs and exit at once,
+    and mpiexec then kills rank 0, here stopped so that it records nothing. The launcher
+    cancels the rows it left running."""
+    job, expdir = start_two_gated_runs(study, start, gate, tmp_path)
+    master = json.loads(rows_of(expdir, "SELECT value FROM meta WHERE key='master'")[0]["value"])
+    os.kill(master["pid"], signal.SIGSTOP)
+    job.send_signal(signal.SIGINT)
+    assert_interrupted_with_both_runs_cancelled(job, signal.SIGINT, expdir)
 
 
 @pytest.mark.slow

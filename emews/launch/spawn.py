@@ -13,11 +13,13 @@ import signal
 import subprocess
 import sys
 
-from ..errors import ConfigError, EmewsError, Reported
+from ..errors import ConfigError, EmewsError, Interrupted, Reported
 from ..evaluate.deathsig import set_death_signal
 from ..evaluate.launcher import find_mpiexec
 from ..inspect.progress import TERMINAL_VARIABLE
 from ..result import final_recorded, interrupted, result_of, stored_count
+from ..status import Status
+from ..store import study_store
 from ..store.lock import TOKEN_VARIABLE
 
 MPI_ENVIRONMENT = ("PMI_RANK", "PMI_SIZE", "PMIX_RANK", "OMPI_COMM_WORLD_SIZE")
@@ -33,7 +35,8 @@ def spawn(expdir, cfg, lock):
     """Run the prepared experiment under ``mpiexec -n procs``, holding its lock meanwhile.
 
     SIGINT and SIGTERM are passed on to the job as one SIGINT (the launcher's clean Ctrl-C),
-    which stores what it can and stops; then this raises :class:`~emews.errors.Interrupted`.
+    which stores what it can and stops; then this cancels what the job left queued or running
+    (:func:`cancel_unfinished`) and raises :class:`~emews.errors.Interrupted`.
     The job runs in its own session, so a terminal's Ctrl-C reaches it once, through here, and
     it gets SIGINT too if this process dies. A job that ends before its study did (a rank
     died or was killed) raises an :class:`~emews.errors.EmewsError` saying how to resume.
@@ -61,6 +64,7 @@ def spawn(expdir, cfg, lock):
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     if received or code in (128 + signal.SIGINT, 128 + signal.SIGTERM):
+        cancel_unfinished(expdir, cfg.system["storage"])
         raise interrupted(expdir, received[0] if received else code - 128)
     if code == 0:
         return result_of(expdir)
@@ -72,6 +76,22 @@ def spawn(expdir, cfg, lock):
     raise EmewsError(f"the MPI job ended with status {code} before the study did (a rank died "
                      f"or was killed); {stored_count(expdir)} evaluations are stored; resume "
                      f"with: emews run --resume {expdir}")
+
+
+def cancel_unfinished(expdir, storage):
+    """Cancel, as interrupted, the evaluations an interrupted job left ``queued`` or ``running``.
+
+    mpiexec passes the signal to every rank. The workers kill their model runs and exit at
+    once, and mpiexec then kills the ranks still alive: rank 0 too, maybe before it has
+    recorded its cancellations. What it recorded stays as it is.
+    """
+    store = study_store(expdir, storage, create=False)
+    try:
+        store.cancel([row["id"] for row in store.rows(Status.QUEUED, Status.RUNNING)],
+                     Interrupted.REASON)
+        store.commit()
+    finally:
+        store.close()
 
 
 def default_mpiexec():
