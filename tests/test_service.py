@@ -670,6 +670,36 @@ def test_a_wait_for_news_sleeps_on_the_socket_and_wakes_at_a_notify(postgres_url
         queue.close()
 
 
+def test_a_wait_for_news_works_on_a_socket_numbered_past_1024(postgres_url):
+    """A pool job's process may hold more than 1024 files (HPC nodes raise the limit): a wait
+    on a socket numbered past 1024 works (``select.select`` refuses one)."""
+    import resource
+
+    from emews.service.postgres_transport import TaskQueue
+    from emews.store.postgres import TASKS_CHANNEL
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 2048:
+        pytest.skip(f"this process may open {hard} files at most")
+    if soft != resource.RLIM_INFINITY and soft < 2048:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (2048, hard))
+    held = []
+    try:
+        while not held or held[-1] < 1100:
+            held.append(os.open(os.devnull, os.O_RDONLY))
+        queue = TaskQueue(postgres_url, "exp")
+        try:
+            queue.wait(TASKS_CHANNEL, 0)       # listens from now on
+            assert queue.listener.pgconn.socket > 1024
+            assert not queue.wait(TASKS_CHANNEL, 0.01)
+        finally:
+            queue.close()
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
 def test_the_study_vacuums_its_queues_dead_rows_as_it_runs(postgres_url, tmp_path,
                                                            monkeypatch):
     """Each task leaves a dead row in the OUT and IN queues, which every pop reads until a

@@ -205,7 +205,9 @@ def _notified(pgconn, timeout):
     pgconn.consume_input()
     came = _drained(pgconn)
     if not came and timeout > 0:
-        select.select([pgconn.socket], [], [], timeout)
+        poll = select.poll()   # select.select refuses a socket numbered 1024 or more
+        poll.register(pgconn.socket, select.POLLIN)
+        poll.poll(timeout * 1000)
         pgconn.consume_input()
         came = _drained(pgconn)
     return came
