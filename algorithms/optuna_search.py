@@ -15,8 +15,11 @@ pruned one ``PRUNED`` with its curve), so they
 count towards ``n_startup_trials`` and inform the sampler; CMA-ES, which learns only from its
 own generations, is warm-started from them instead (Optuna's ``source_trials``, or ``x0`` at
 the best of a short history) when the first point is asked, unless ``x0``/``sigma0`` are set.
-Optuna's NSGA-II and NSGA-III breed only from generations of their own trials: told points
-never asked for are in the study (and in its front) but do not seed their first generation.
+Optuna's NSGA-II and NSGA-III breed from generations of trials: told points never asked for
+are their first generation (generation 0, in the trial's system attribute where Optuna's
+genetic samplers keep it), so a resumed search breeds its next generation from the best of
+its history, not from random points. This needs an Optuna whose genetic samplers share
+``BaseGASampler``, as Optuna 5's do; older ones do not see told points.
 
 Options: ``sampler`` (``tpe``, ``cmaes``, ``gp``, ``random``, ``qmc``) and the keywords of
 that sampler's constructor that a configuration can set (:data:`SAMPLER_OPTIONS`: not ``seed``,
@@ -188,6 +191,10 @@ class OptunaSearch(Algorithm):
                 params = {p.name: encode(p, point[p.name]) for p in self.space.free}
                 constrained = violations and told is not None
                 pruned = isinstance(value, PrunedResult) and self.objectives == 1
+                system_attrs = {OPTUNA_CONSTRAINTS: violations} if constrained else {}
+                generation = getattr(self.study.sampler, "_get_generation_key", None)
+                if generation is not None:   # NSGA-II or -III: it breeds from the history
+                    system_attrs[generation()] = 0
                 self.study.add_trial(create_trial(
                     params=params, distributions=self.distributions, values=told,
                     intermediate_values={step: v for step, v in value.curve.items()
@@ -195,7 +202,7 @@ class OptunaSearch(Algorithm):
                     state=TrialState.PRUNED if pruned else
                     TrialState.FAIL if told is None else TrialState.COMPLETE,
                     user_attrs={VIOLATIONS: violations} if constrained else None,
-                    system_attrs={OPTUNA_CONSTRAINTS: violations} if constrained else None))
+                    system_attrs=system_attrs or None))
 
     def _values(self, value):
         """The trial's values for a told ``value``; ``None`` for a failure (a non-finite

@@ -96,6 +96,30 @@ def test_told_history_keeps_its_violations():
     assert [t.number for t in algorithm.study.best_trials] == [1]
 
 
+@pytest.mark.skipif(not hasattr(optuna.samplers.NSGAIISampler, "_get_generation_key"),
+                    reason="this Optuna's genetic samplers do not share BaseGASampler")
+@pytest.mark.parametrize("sampler", ["nsga2", "nsga3"])
+def test_a_told_history_is_the_first_generation_nsga_breeds_from(sampler):
+    """A resumed search is told its history: NSGA's next generation breeds from its best
+    (here its front, which fills the population), not from random points."""
+    def plane(point):
+        return Objectives([point["x"], 1 - point["x"] + point["y"]])
+
+    algorithm = OptunaSearch(SQUARE, seed=3, sampler=sampler, objectives=2, population_size=4)
+    best = [{"x": x, "y": 0.0} for x in (0.1, 0.4, 0.6, 0.9)]
+    dominated = [{"x": x, "y": 0.8} for x in (0.2, 0.3, 0.7, 0.8)]
+    history = best + dominated
+    algorithm.tell(history, [plane(p) for p in history])
+    asked = algorithm.ask(4)
+    study, nsga = algorithm.study, algorithm.study.sampler
+    children = [t for t in study.get_trials() if t.number >= len(history)]
+    assert [nsga.get_trial_generation(study, t) for t in children] == [1] * 4
+    parents = nsga.get_parent_population(study, 1)
+    assert sorted((t.params["x"], t.params["y"]) for t in parents) == \
+        sorted((p["x"], p["y"]) for p in best)
+    assert all(SQUARE.contains(p) for p in asked)
+
+
 def test_cmaes_refuses_several_objectives_in_one_line():
     with pytest.raises(ConfigError, match=r"^\[algorithm\]\.sampler: CmaEsSampler searches one "
                                           r"objective only, and this study has 2 \(choose one "
