@@ -10,11 +10,12 @@ if [ ! -x "$VENV/bin/uv" ]; then
     "$VENV/bin/python" -m pip install -q --disable-pip-version-check uv || return 1
 fi
 stamp="$VENV/.emews-installed"
-want="$(cat "$ROOT/setup.cfg" "$ROOT/pyproject.toml" | sha256sum | cut -c1-16) $EXTRAS $ROOT"
+overrides="$ROOT/scripts/uv-overrides.txt"
+want="$(cat "$ROOT/setup.cfg" "$ROOT/pyproject.toml" "$overrides" | sha256sum | cut -c1-16) $EXTRAS $ROOT"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     echo "emews: installing into $VENV (extras: $EXTRAS)" >&2
-    "$VENV/bin/uv" pip install -q --python "$VENV/bin/python" -e "$ROOT${EXTRAS:+[$EXTRAS]}" \
-        || return 1
+    "$VENV/bin/uv" pip install -q --python "$VENV/bin/python" --override "$overrides" \
+        -e "$ROOT${EXTRAS:+[$EXTRAS]}" || return 1
     echo "$want" > "$stamp"
 fi
 export PATH="$VENV/bin:$PATH"

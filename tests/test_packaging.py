@@ -1,5 +1,6 @@
 """The distribution: what a `pip install .` puts in site-packages, and its entry points."""
 
+import importlib.metadata
 import subprocess
 import sys
 import zipfile
@@ -54,3 +55,13 @@ def test_the_keras_model_names_the_extra_when_keras_is_missing():
               "try:\n    nt3.keras_module()\nexcept ImportError as exc:\n    print(exc)\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert done.stdout.strip().endswith("pip install 'emews-hpo[keras]'"), done.stderr
+
+
+def test_the_virtualenv_has_tensorflow_cpu_and_not_tensorflow_too():
+    """tf-keras requires ``tensorflow``, whose files are those of the keras extra's
+    ``tensorflow-cpu``: scripts/venv.sh keeps it out (scripts/uv-overrides.txt)."""
+    pytest.importorskip("tf_keras", reason="the keras extra is not installed")
+    for name in ("tensorflow-cpu", "tf-keras"):
+        assert importlib.metadata.distribution(name).version
+    with pytest.raises(importlib.metadata.PackageNotFoundError):
+        importlib.metadata.distribution("tensorflow")
