@@ -192,9 +192,9 @@ class OptunaSearch(Algorithm):
                 constrained = violations and told is not None
                 pruned = isinstance(value, PrunedResult) and self.objectives == 1
                 system_attrs = {OPTUNA_CONSTRAINTS: violations} if constrained else {}
-                generation = getattr(self.study.sampler, "_get_generation_key", None)
-                if generation is not None:   # NSGA-II or -III: it breeds from the history
-                    system_attrs[generation()] = 0
+                generation_key = getattr(self.study.sampler, "_get_generation_key", None)
+                if generation_key is not None:   # NSGA-II or -III: it breeds from the history
+                    system_attrs[generation_key()] = 0
                 self.study.add_trial(create_trial(
                     params=params, distributions=self.distributions, values=told,
                     intermediate_values={step: v for step, v in value.curve.items()

@@ -79,7 +79,7 @@ def spawn(expdir, cfg, lock):
 
 
 def cancel_unfinished(expdir, storage):
-    """Cancel, as interrupted, the evaluations an interrupted job left ``queued`` or ``running``.
+    """Cancel what an interrupted job left ``queued`` or ``running``, with the interrupt's reason.
 
     mpiexec passes the signal to every rank. The workers kill their model runs and exit at
     once, and mpiexec then kills the ranks still alive: rank 0 too, maybe before it has
