@@ -30,6 +30,7 @@ from .cli_help import Version, add_completion_parser, add_examples, complete, pr
 from .errors import ConfigError, EmewsError, Interrupted, MEAborted, Reported
 
 EXIT_BAD_INPUT, EXIT_FAILED = 2, 1
+LOG_WIDTH = 100_000   # `emews show` into a pipe or a log: no row is wrapped or folded
 
 SHORTCUTS = {"procs": "system.procs", "budget": "study.budget", "seed": "study.seed",
              "algorithm": "study.algorithm", "mode": "study.mode", "impl": "study.impl",
@@ -381,7 +382,8 @@ def _show(args):
         return _emit(show.points_as_csv(rows) if points else show.as_csv(study, rows))
     if args.json:
         return _emit((show.points_as_json(rows) if points else show.as_json(study, rows)) + "\n")
-    console = Console(highlight=False)
+    # a pipe or a log: rows whole, however wide (a terminal: its width, cells folded)
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else LOG_WIDTH)
     if points:
         show.print_points(study, rows, console)
     else:

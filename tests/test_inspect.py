@@ -136,6 +136,21 @@ def test_show_lists_the_best_with_every_metric_and_filters_safely(metrics_study)
     assert all(set(r) >= {"x", "lr", "n", "act", "val_loss", "loss"} for r in as_json)
 
 
+def test_show_into_a_pipe_keeps_each_row_on_one_line(metrics_study):
+    rows, _, _ = store_rows(metrics_study)
+    env = dict(os.environ, PYTHONPATH=str(SUPPORT), COLUMNS="40")   # a narrow batch log
+    shown = subprocess.run([sys.executable, "-m", "emews", "show", str(metrics_study)],
+                           env=env, capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    shown_rows = [line for line in shown.stdout.splitlines() if line.startswith("│ ")]
+    by_id = {row["id"]: row for row in rows}
+    assert len(shown_rows) == 10   # --top's default
+    for line in shown_rows:
+        row = by_id[int(line.split()[1])]
+        values = [f"{row['result']:.6g}", f"{row['params']['lr']:.6g}", row["params"]["act"]]
+        assert all(f" {value} " in line for value in values), (values, line)
+
+
 def test_show_failed_lists_the_failures_with_their_reasons(flaky_study):
     rows, _, _ = store_rows(flaky_study)
     failed = [r for r in rows if r["status"] == "failed"]

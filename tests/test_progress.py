@@ -90,3 +90,13 @@ def test_progress_keeps_the_front_in_each_objectives_direction():
     constrained.update([(None, 0, Outcome(v, objectives=[v], feasible=v < 5)) for v in
                         (1.0, 3.0, 7.0)])
     assert "best 3 | " in constrained.line()
+
+
+def test_a_log_gets_each_progress_line_whole_however_long(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "40")   # a batch job's log: rich would wrap at its width
+    stream = io.StringIO()
+    progress = Progress(budget=100000, interval=3600.0, stream=stream, pruned=473, failed=12,
+                        done=497)
+    progress.show()
+    assert len(progress.line()) > 40
+    assert stream.getvalue() == progress.line() + "\n"

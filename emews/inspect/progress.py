@@ -132,7 +132,7 @@ class Progress:
             self.bar.stop()
             self.bar = None
             return
-        self.console.print(self.line(), markup=False)
+        self.console.print(self.line(), markup=False, soft_wrap=True)   # a log: one line
 
     def close(self):
         """Stop the live bar (safe to call twice)."""
