@@ -141,6 +141,27 @@ def test_a_log_axis_is_for_positive_values_over_more_than_two_decades():
     assert not spans_decades([])
 
 
+def test_the_report_draws_each_parameter_on_its_declared_scale(tmp_path):
+    from emews.inspect.report import Coordinates
+
+    space = [{"name": "dropout", "type": "float", "lower": 0.0, "upper": 1.0},
+             {"name": "lr", "type": "float", "lower": 1e-5, "upper": 1e-1, "log": True},
+             {"name": "width", "type": "int", "lower": 1, "upper": 4096}]
+    (tmp_path / "space.json").write_text(json.dumps(space))
+    (tmp_path / "config.json").write_text(json.dumps(
+        {"study": {"space": str(tmp_path / "space.json")}}))
+    store = SQLiteStore(tmp_path / "results.db")
+    points = [{"dropout": 0.0005, "lr": 0.05, "width": 2},
+              {"dropout": 0.99, "lr": 0.02, "width": 4000}]
+    store.add([(i, json.dumps(p), f"RUN{i:06d}", 1, i) for i, p in enumerate(points)])
+    store.finish([(i, 1, Outcome(0.5), 1, "done") for i in range(len(points))])
+    store.close()
+    coordinates = Coordinates(load(tmp_path))
+    assert spans_decades([p["dropout"] for p in points])   # over decades, and declared linear
+    assert not coordinates.is_log("dropout") and not coordinates.is_log("width")
+    assert coordinates.is_log("lr")                        # declared log, within one decade
+
+
 def test_a_killed_study_is_stopped_with_a_way_to_resume(tmp_path):
     store = SQLiteStore(tmp_path / "results.db")
     store.add([(0, '{"x": 1}', "RUN000000", 1, 0), (1, '{"x": 2}', "RUN000001", 2, 1)])

@@ -102,10 +102,11 @@ class Coordinates:
         return sorted({str(v) for v in self.values[name]})
 
     def is_log(self, name):
-        """Whether parameter ``name`` is on a log scale (in its space, or spans decades)."""
+        """Whether parameter ``name`` is on a log scale: as its space declares it, or, with no
+        space to read, when its values span decades."""
         param = self.params.get(name)
-        if param is not None and getattr(param, "log", False):
-            return True
+        if param is not None:
+            return bool(getattr(param, "log", False))
         return all(_numeric(v) for v in self.values[name]) and \
             plot.spans_decades(self.values[name])
 
