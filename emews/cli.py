@@ -71,7 +71,7 @@ def parser():
     serve.add_argument("--resume", metavar="EXPDIR", help="serve the study in EXPDIR again")
     serve.add_argument("--bind", help="interface to listen on (default 127.0.0.1; any other "
                        "needs CURVE keys, made in EXPDIR/keys)")
-    serve.add_argument("--port", type=int, help="port (default: a free one)")
+    serve.add_argument("--port", type=port_number, help="port (default: a free one)")
     serve.add_argument("--lease", type=float, help="seconds a pool holds a task between "
                        "heartbeats (default 60)")
     serve.add_argument("--budget", type=int, help="maximum number of evaluations")
@@ -100,12 +100,12 @@ def parser():
         steer = commands.add_parser(verb, help=f"{text}, in a running study")
         steer.add_argument("expdir")
         steer.set_defaults(state=state)
-    show = _one_line(commands.add_parser("show", help="print a study's best evaluations "
-                                         "(or failures) with all their metrics",
-                                         description="Best first: by the value; in a study "
-                                         "of several objectives, feasible ones first, by the "
-                                         "first objective in its direction (--pareto: the "
-                                         "front)."))
+    show = commands.add_parser("show", help="print a study's best evaluations "
+                               "(or failures) with all their metrics",
+                               description="Best first: by the value; in a study "
+                               "of several objectives, feasible ones first, by the "
+                               "first objective in its direction (--pareto: the "
+                               "front).")
     show.add_argument("expdir")
     show.add_argument("--top", type=_positive_int, default=10,
                       help="how many to print (default 10; CSV and JSON: all)")
@@ -117,29 +117,30 @@ def parser():
                            'act == relu" (OP: < <= > >= == !=)')
     show.add_argument("--csv", action="store_true", help="print CSV instead of a table")
     show.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    draw = _one_line(commands.add_parser("plot", help="plot a study's convergence and worker "
-                                         "timeline"))
+    draw = commands.add_parser("plot", help="plot a study's convergence and worker "
+                               "timeline")
     draw.add_argument("expdir")
     draw.add_argument("-o", "--output", help="PNG file (default: EXPDIR/convergence.png)")
     draw.add_argument("--metric", help="plot this metric instead of the objective")
-    status = _one_line(commands.add_parser("status", help="where a study stands (running or "
-                                           "finished)"))
+    status = commands.add_parser("status", help="where a study stands (running or "
+                                 "finished)")
     status.add_argument("expdir")
     status.add_argument("--json", action="store_true", help="print JSON")
-    report = _one_line(commands.add_parser("report", help="write a self-contained HTML report "
-                                           "with figures"))
+    report = commands.add_parser("report", help="write a self-contained HTML report "
+                                 "with figures")
     report.add_argument("expdir")
     report.add_argument("-o", "--output", help="HTML file (default: EXPDIR/report.html)")
-    export = _one_line(commands.add_parser("export", help="export a study to Optuna, CSV or "
-                                           "Parquet"))
+    export = commands.add_parser("export", help="export a study to Optuna, CSV or "
+                                 "Parquet")
     export.add_argument("expdir")
     export.add_argument("--to", required=True, nargs=2, metavar=("FORMAT", "TARGET"),
                         help="optuna URL (sqlite:///study.db), csv FILE or parquet FILE")
     export.add_argument("--study-name", help="the Optuna study's name (default: EXPDIR's name)")
-    board = _one_line(commands.add_parser("dashboard", help="serve optuna-dashboard on a study "
-                                          "while it runs (read-only)"))
+    board = commands.add_parser("dashboard", help="serve optuna-dashboard on a study "
+                                "while it runs (read-only)")
     board.add_argument("paths", nargs="+", metavar="EXPDIR|DATA_DIR/NAME")
-    board.add_argument("--port", type=int, default=8080, help="0: a free one (default: 8080)")
+    board.add_argument("--port", type=port_number, default=8080,
+                       help="0: a free one (default: 8080)")
     board.add_argument("--host", default="127.0.0.1", help="address to listen on (default: "
                        "127.0.0.1); every request needs the printed URL's token")
     supervisor = commands.add_parser("supervisor", help="run a study as CANDLE/Supervisor's "
@@ -155,10 +156,9 @@ def parser():
 
     add_parsers(commands)  # submit, site
     swift_t = commands.add_parser("swift-t", help="build Swift/T with this Python embedded")
-    swift_t_build = _one_line(swift_t.add_subparsers(dest="swift_t_command", required=True)
-                              .add_parser("build", help="build STC and Turbine against the "
-                                          "system's MPICH; prints the PATH entries on its last "
-                                          "line"))
+    swift_t_build = swift_t.add_subparsers(dest="swift_t_command", required=True) \
+        .add_parser("build", help="build STC and Turbine against the system's MPICH; prints "
+                    "the PATH entries on its last line")
     swift_t_build.add_argument("--source", metavar="TARBALL|DIR", help="Swift/T's source "
                                "(default: download the pinned release)")
     swift_t_build.add_argument("--prefix", metavar="DIR", help="where to install (default: "
@@ -167,6 +167,7 @@ def parser():
                                help="as root too, only name the missing packages")
     add_completion_parser(commands)
     add_examples(top)
+    _one_line_each(commands)
     return top
 
 
@@ -330,6 +331,26 @@ def _steer(args):
     request(args.expdir, args.state)
     print(f"emews: asked {args.expdir} to be {args.state}")
     return 0
+
+
+def port_number(text):
+    """A TCP port given on the command line: an integer from 0 (a free one) to 65535."""
+    try:
+        port = int(text)
+    except ValueError:
+        port = None
+    if port is None or not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a port number from 0 to 65535, got {text!r}")
+    return port
+
+
+def _one_line_each(commands):
+    """Every command's parser, and its own commands', with :func:`_one_line` errors."""
+    for subparser in commands.choices.values():
+        _one_line(subparser)
+        for action in subparser._actions:   # argparse keeps a parser's commands there only
+            if isinstance(action, argparse._SubParsersAction):
+                _one_line_each(action)
 
 
 def _one_line(subparser):

@@ -107,3 +107,20 @@ def test_help_imports_no_completion_machinery():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60)
     assert done.stdout.splitlines()[-1] == "False False"
+
+
+@pytest.mark.parametrize("argv, rule", [
+    (["dashboard", "EXP001", "--port", "99999"], "argument --port: must be a port number from "
+     "0 to 65535, got '99999'"),
+    (["serve", "study.toml", "--port", "http"], "argument --port: must be a port number from "
+     "0 to 65535, got 'http'"),
+    (["run", "study.toml", "--budget", "ten"], "argument --budget: invalid int value: 'ten'"),
+    (["pool", "EXP001", "--walltime"], "argument --walltime: expected one argument"),
+    (["site", "show"], "the following arguments are required: name"),
+    (["swift-t", "build", "--prefixx", "/opt"], "unrecognized arguments: --prefixx /opt"),
+])
+def test_every_command_s_usage_error_is_one_line(emews_cli, argv, rule):
+    done = emews_cli(*argv)
+    assert done.returncode == 2 and done.stdout == ""
+    words = " ".join(argv[:2] if argv[0] in ("site", "swift-t") else argv[:1])
+    assert done.stderr == f"emews: error: emews {words}: {rule}\n"
