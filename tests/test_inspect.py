@@ -282,6 +282,21 @@ def test_export_to_optuna_keeps_the_metrics(metrics_study, tmp_path):
     assert [t.user_attrs["metrics"] for t in trials] == [r["metrics"] for r in rows]
 
 
+@pytest.mark.parametrize("module", ["pandas", "pyarrow"])
+def test_export_to_parquet_without_its_extra_names_the_command_and_the_extra(
+        metrics_study, tmp_path, module):
+    blocker = tmp_path / "blocker"
+    blocker.mkdir()
+    (blocker / f"{module}.py").write_text(f"raise ImportError(name={module!r})\n")
+    env = dict(os.environ, PYTHONPATH=f"{blocker}:{SUPPORT}")
+    done = subprocess.run([sys.executable, "-m", "emews", "export", str(metrics_study), "--to",
+                           "parquet", str(tmp_path / "e.parquet")], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and not (tmp_path / "e.parquet").exists()
+    assert done.stderr.splitlines() == [f"emews: error: emews export --to parquet: needs "
+                                        f"{module}: pip install 'emews-hpo[export]'"]
+
+
 def test_export_to_csv_and_parquet_and_load_from_python(metrics_study, tmp_path):
     import pandas
 

@@ -32,9 +32,8 @@ def export(study, to, target, study_name=None):
     if to == "csv":
         _write(target, lambda path: _write_csv(study, path))
     else:
-        frame = study.trials_dataframe()
         _parquet_engine()
-        _write(target, frame.to_parquet)
+        _write(target, study.trials_dataframe().to_parquet)
     return f"wrote {len(study.rows)} evaluations to {target}"
 
 
@@ -57,11 +56,13 @@ def _write_csv(study, path):
 
 
 def _parquet_engine():
+    """Refuse, naming the command and its extra, a Parquet export without pandas or pyarrow."""
     try:
+        import pandas  # noqa: F401 - the table
         import pyarrow  # noqa: F401 - pandas writes Parquet through it
-    except ImportError:
-        raise ConfigError("--to parquet", "needs pyarrow: pip install 'emews-hpo[export]'",
-                          None, show_value=False) from None
+    except ImportError as missing:
+        raise ConfigError("emews export --to parquet", f"needs {missing.name}: pip install "
+                          "'emews-hpo[export]'", None, show_value=False) from None
 
 
 def _space(study):
