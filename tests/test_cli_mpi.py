@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import query_store, stored_rows
+from conftest import SUPPORT, query_store, stored_rows
 
 pytestmark = pytest.mark.mpi
 MPIEXEC = str(Path(sys.executable).parent / "mpiexec")
@@ -79,8 +79,12 @@ def test_a_dying_me_ends_every_rank_with_its_traceback(emews_cli, study, tmp_pat
 
 @pytest.mark.parametrize("change, fragment", [
     ({"study": {"algorithm": "annealing"}}, "[study].algorithm: must be one of"),
-    ({"study": {"objective": "no_such_module:train"}}, "[study].objective: must be an importable"),
-    ({"study": {"objective": "toy_models:no_such_function"}}, "[study].objective"),
+    ({"study": {"objective": "no_such_module:train"}}, "[study].objective: must be an importable "
+     "'module:attribute' path (no module 'no_such_module' in {tmp_path}, {support}), got "
+     "'no_such_module:train'"),
+    ({"study": {"objective": "toy_models:no_such_function"}}, "[study].objective: must be an "
+     "importable 'module:attribute' path (module 'toy_models' ({support}/toy_models.py) has no "
+     "attribute 'no_such_function'), got 'toy_models:no_such_function'"),
     ({"study": {"budget": 0}}, "[study].budget: must be positive, got 0"),
     ({"study": {"space": "missing.json"}}, "missing.json: the search-space file must be readable"),
     ({"system": {"pool": "cloud"}}, "[system].pool: must be one of ['mpi', 'inprocess']"),
@@ -93,7 +97,7 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(emews_cli, study, tmp_
         tables[table].update(values)
     done = emews_cli("run", study(**tables))
     assert done.returncode == 2
-    assert fragment in done.stderr
+    assert fragment.format(tmp_path=tmp_path, support=SUPPORT) in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and done.stderr.startswith("emews: error:")
     assert not (tmp_path / "experiments").exists()
 

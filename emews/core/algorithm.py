@@ -9,11 +9,16 @@ path (``package.module:Class`` or ``package.module.Class``). A dotted path to a 
 ``run()`` function is a classic EQ/Py ME module and runs unchanged.
 """
 
+import copyreg
 import importlib
 import inspect
+import io
 import json
 import math
+import os
 import pickle
+import sys
+import threading
 import time
 import zlib
 from dataclasses import dataclass
@@ -117,12 +122,23 @@ def pack_state(algorithm, data, pickled=False):
     when ``pickled`` (library objects such as an optimizer), and compressed with zlib. A
     one-line JSON header names the algorithm's class and the format. Loading a pickle can run
     code: a state is trusted like any other checkpoint file the study writes, and is never read
-    from anywhere else.
+    from anywhere else. A thread lock inside a library object is saved as a new, released one
+    (Optuna 5.1's genetic samplers hold one and do not say how to pickle it).
     """
     header = {"algorithm": type(algorithm).__qualname__, "format": "pickle" if pickled else "json"}
-    body = pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL) if pickled else \
-        json.dumps(data, separators=(",", ":")).encode()
+    body = _pickled(data) if pickled else json.dumps(data, separators=(",", ":")).encode()
     return json.dumps(header).encode() + b"\n" + zlib.compress(body)
+
+
+def _pickled(data):
+    """``data`` pickled, each thread lock in it as a new lock of its kind."""
+    buffer = io.BytesIO()
+    pickler = pickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
+    pickler.dispatch_table = {**copyreg.dispatch_table,
+                              type(threading.Lock()): lambda lock: (threading.Lock, ()),
+                              type(threading.RLock()): lambda lock: (threading.RLock, ())}
+    pickler.dump(data)
+    return buffer.getvalue()
 
 
 def unpack_state(algorithm, state):
@@ -296,16 +312,19 @@ def load(name, where="[study].algorithm"):
 
 
 def import_dotted(path, where, rule="must be an importable 'module:attribute' path"):
-    """Import ``module:attr``, ``module.attr`` or a module; errors name ``where``."""
+    """Import ``module:attr``, ``module.attr`` or a module; errors name ``where``, and what
+    was missing: the module (with the directories searched), or the attribute."""
     module_name, _, attr = path.partition(":")
     candidates = [(module_name, attr)] if attr else [(path, "")]
     if not attr and "." in path:
         candidates.append(tuple(path.rsplit(".", 1)))
+    missing = None
     for module_name, attr in candidates:
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:
             if exc.name and module_name.startswith(exc.name):
+                missing = missing or f"no module {exc.name!r} in {_searched()}"
                 continue
             raise PluginError(where, f"importing {module_name!r} failed ({exc})", path,
                               show_value=False) from None
@@ -316,7 +335,18 @@ def import_dotted(path, where, rule="must be an importable 'module:attribute' pa
             return module
         if hasattr(module, attr):
             return getattr(module, attr)
-    raise PluginError(where, rule, path)
+        missing = f"module {module_name!r} ({getattr(module, '__file__', None)}) has no " \
+                  f"attribute {attr!r}"   # found the module: the precise part that is missing
+    raise PluginError(where, f"{rule} ({missing})", path)
+
+
+def _searched():
+    """The directories a user's module is looked for in: the Python path without the
+    interpreter's own library and its installed packages."""
+    own = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    mine = [os.path.abspath(p or ".") for p in sys.path
+            if not any(os.path.realpath(p or ".").startswith(prefix) for prefix in own)]
+    return ", ".join(dict.fromkeys(mine)) or "no directory of its own"
 
 
 @dataclass(frozen=True)
