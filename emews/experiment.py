@@ -6,6 +6,7 @@ classic EQ/Py module reads them at the handshake), ``results.db`` (the store) an
 ``final.json``.
 """
 
+import contextlib
 import json
 import re
 from pathlib import Path
@@ -29,10 +30,18 @@ def create(data_dir, workflow, numbering="emews", expid=None):
     """
     if numbering not in NUMBERINGS:
         raise ValueError(f"numbering must be one of {list(NUMBERINGS)}: {numbering!r}")
-    parent = Path(data_dir) / workflow
-    parent.mkdir(parents=True, exist_ok=True)
+    _check_directory_name("[study].name", workflow)
     if expid is not None:
-        return _named(parent, expid)
+        _check_directory_name("[study].expid", expid)
+    parent = Path(data_dir) / workflow
+    with _filesystem_errors(parent):
+        parent.mkdir(parents=True, exist_ok=True)
+        if expid is not None:
+            return _named(parent, expid)
+        return _numbered(parent, numbering)
+
+
+def _numbered(parent, numbering):
     if numbering == "supervisor":
         number = 0
     else:
@@ -50,9 +59,25 @@ def create(data_dir, workflow, numbering="emews", expid=None):
         return path
 
 
+def _check_directory_name(field, name):
+    """Refuse a name that is not one directory's: empty, ``.``/``..``, with a ``/``, or over
+    the file systems' 255 bytes."""
+    if not name or "/" in name or name in (".", "..") or len(name.encode()) > 255:
+        raise ConfigError(field, "must name one directory (not empty, '.' or '..', no '/', at "
+                          "most 255 bytes)", name if len(name) <= 40 else name[:40] + "...")
+
+
+@contextlib.contextmanager
+def _filesystem_errors(path):
+    """An OS error making the experiment directory under ``path`` as one ConfigError line."""
+    try:
+        yield
+    except OSError as exc:
+        raise ConfigError(str(exc.filename or path), "the experiment directory must be "
+                          f"creatable there ({exc.strerror})", None, show_value=False) from None
+
+
 def _named(parent, expid):
-    if not expid or "/" in expid or expid in (".", ".."):
-        raise ConfigError("[study].expid", "must name a directory (no /)", expid)
     path = parent / expid
     if (path / "config.json").exists():
         raise ConfigError(str(path), "holds a study already: name another EXPID, or -a for "
