@@ -74,3 +74,45 @@ def test_status_of_a_running_study_from_a_second_process(tmp_path):
         expdir / "results.db") == 6
     assert info["stop_reason"] == "evaluation budget of 6 reached"
     assert info["remaining"] is None and info["eta_seconds"] is None
+
+
+def running_count(db):
+    """Evaluations the store holds as running, read with the test's own connection."""
+    connection = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
+    try:
+        return connection.execute("SELECT COUNT(*) FROM evaluations WHERE status = 'running'"
+                                  ).fetchone()[0]
+    finally:
+        connection.close()
+
+
+@pytest.mark.slow
+def test_status_of_a_resumed_study_says_it_runs_not_its_old_end(tmp_path, monkeypatch):
+    from conftest import wait_until
+
+    (tmp_path / "space.json").write_text(json.dumps(SPACE))
+    (tmp_path / "study.toml").write_text(
+        '[system]\npool = "inprocess"\nprocs = 2\n[study]\nspace = "space.json"\nbudget = 4\n'
+        'objective = "dashboard_models:gated"\nseed = 1\n')
+    gate = tmp_path / "gate"
+    gate.touch()   # the first run's evaluations all return at once
+    monkeypatch.setenv("DASHBOARD_GATE", str(gate))
+    first = emews("run", "study.toml", cwd=tmp_path)
+    assert first.wait(timeout=120) == 0, first.communicate()
+    (expdir,) = (tmp_path / "experiments" / "study").glob("EXP*")
+    gate.unlink()  # the resumed run's points with x > 0 hold until the gate is back
+    resumed = emews("run", "--resume", expdir, "--budget", 40, cwd=tmp_path)
+    try:
+        wait_until(lambda: running_count(expdir / "results.db") == 1, "a held evaluation")
+        status = emews("status", expdir, "--json", cwd=tmp_path)
+        info = json.loads(status.communicate(timeout=120)[0])
+        text = emews("status", expdir, cwd=tmp_path).communicate(timeout=120)[0]
+        assert info["state"] == "running" and info["stop_reason"] is None
+        assert info["budget"] == 40 and info["remaining"] == 40 - info["finished"]
+        assert f"study: {expdir} (running)" in text and "stop" not in text
+    finally:
+        gate.touch()
+    assert resumed.wait(timeout=240) == 0, resumed.communicate()
+    info = json.loads(emews("status", expdir, "--json", cwd=tmp_path).communicate(timeout=120)[0])
+    assert info["state"] == "finished" and info["finished"] == 40
+    assert info["stop_reason"] == "evaluation budget of 40 reached"

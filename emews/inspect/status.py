@@ -26,15 +26,15 @@ def summary(study, now=None):
     counts.update(collections.Counter(row["status"] for row in study.rows))
     finished = sum(counts[status] for status in FINAL)
     best = study.best
-    final = study.final or {}
+    state = "running" if study.is_running() else (
+        "finished" if study.final is not None else "stopped")
+    final = study.final if state == "finished" else {}   # a resumed run's end is not yet known
     times = [(row["started"], row["finished"]) for row in study.rows
              if row["status"] in FINAL and row["started"] and row["finished"]]
     rate = None
     if times:
         span = max(f for _, f in times) - min(s for s, _ in times)
         rate = len(times) / span * 60 if span > 0 else None
-    state = "finished" if study.final is not None else (
-        "running" if study.is_running() else "stopped")
     budget = study.budget
     remaining = max(budget - finished, 0) if budget and state != "finished" else None
     eta = remaining / rate * 60 if remaining is not None and rate and state == "running" \

@@ -135,9 +135,8 @@ class Study:
         return read_curves(self.expdir)
 
     def is_running(self):
-        """Whether the run that holds the study's lock is alive (on this host)."""
-        if self.final is not None:
-            return False
+        """Whether the run that holds the study's lock is alive (on this host): a study that
+        recorded its end runs again when it is resumed."""
         try:
             holder = json.loads((self.expdir / "lock").read_text() or "{}")
         except (OSError, ValueError):
