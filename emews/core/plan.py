@@ -12,7 +12,7 @@ benchmark that builds a master needs to say is only what differs).
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..pools.base import Finished
 from .algorithm import Stopper
@@ -20,6 +20,10 @@ from .control import Control
 from .criteria import Criteria
 from .failure import FailurePolicy
 from .pruners import Pruner
+
+Point = dict[str, Any]
+"""A point's parameters, decoded (as the store's rows give them)."""
+
 
 class ProgressDisplay(Protocol):
     """What the master tells a display of the study's progress after each turn that brought
@@ -64,8 +68,8 @@ class MasterPlan:
     first_seq: int = 0
     policy: FailurePolicy = field(default_factory=FailurePolicy)
     limits: Stopper = field(default_factory=Stopper)
-    requeue: tuple[tuple[int, str, int], ...] = ()
-    known: tuple[tuple[int, str, float, float | None], ...] = ()
+    requeue: tuple[tuple[int, Point, int], ...] = ()
+    known: tuple[tuple[int, Point, float, float | None], ...] = ()
     control: Control = field(default_factory=Control)
     pruner: Pruner = field(default_factory=Pruner)
     criteria: Criteria = field(default_factory=minimize_value)

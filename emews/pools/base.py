@@ -5,8 +5,9 @@ slots are free, and ``collect`` to get finished tasks back::
 
     master --submit([Task, ...])--> pool --> workers run Objective.evaluate
     master <--collect()-- [(task, rank, Outcome), ...]
-    master.judge(task, rank, Report) -> prune?   called by collect, for each report a running
-                                                 model makes (emews.report), which waits for it
+    judge(task, rank, Report) -> prune?   bound by the master (Pool.bind_judge), called by
+                                          collect for each report a running model makes
+                                          (emews.report), which waits for its verdict
 
 :class:`emews.pools.mpi.MPIPool` spreads tasks over MPI ranks; :class:`InProcessPool` runs them on
 threads of the calling process (notebooks, ``mpiexec -n 1``). Every pool hands its outcomes back
