@@ -1,9 +1,18 @@
 """The contracts and the public API carry type annotations, and mypy checks them (the CI
-check of their types: ``[tool.mypy]`` in pyproject.toml says how strictly)."""
+check of their types: ``[tool.mypy]`` in pyproject.toml says how strictly); every pool keeps
+the signatures of the pool contract (unannotated, so mypy does not look at them)."""
 
+import inspect
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
+
+from emews.pools.base import InProcessPool, Pool
+from emews.pools.mpi import MPIPool
+from emews.pools.packed import PackedPool
+from emews.service.core import RemotePool
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -38,3 +47,18 @@ def test_the_settings_refuse_an_unannotated_or_mistyped_function(tmp_path):
     assert status == 1, output
     assert "probe.py:1: error: Function is missing a type annotation" in output
     assert "probe.py:6: error: Incompatible return value type" in output
+
+
+def shape(function):
+    """A function's parameters without their annotations: ``(name, kind, default)``."""
+    return [(p.name, p.kind, p.default) for p in inspect.signature(function).parameters.values()]
+
+
+@pytest.mark.parametrize("pool", [InProcessPool, MPIPool, PackedPool, RemotePool],
+                         ids=lambda pool: pool.__name__)
+def test_every_pool_keeps_the_signatures_of_the_pool_contract(pool):
+    methods = {name: method for name, method in vars(Pool).items()
+               if inspect.isfunction(method) and not name.startswith("_")}
+    assert {"submit", "collect", "free_slots", "bind_judge"} <= methods.keys()
+    for name, method in methods.items():
+        assert shape(getattr(pool, name)) == shape(method), f"{pool.__name__}.{name}"
