@@ -69,8 +69,9 @@ class SimulatedSlots(Pool):
     """The inner pool: each task runs for its given time on a virtual clock."""
 
     def __init__(self, slots, durations):
-        self.slots, self.durations = slots, durations
-        self.now, self.running, self.due = 0.0, {}, []
+        super().__init__(slots)
+        self.durations = durations
+        self.now, self.due = 0.0, []
         self.sequence = itertools.count()
         self.intervals = []        # (started, finished, slots held, task id)
 
@@ -81,6 +82,9 @@ class SimulatedSlots(Pool):
             self.running[task.id] = task
             self.intervals.append((self.now, finish, task.resources.ranks, task.id))
         return [(task, slot + 1) for task, slot in zip(tasks, slots)]
+
+    def free_slots(self):
+        return self.slots - sum(task.resources.ranks for task in self.running.values())
 
     def collect(self, block=True):
         if not self.due:

@@ -33,6 +33,7 @@ from pathlib import Path
 
 from emews.core import eqpy
 from emews.core.master import Master
+from emews.core.plan import MasterPlan
 from emews.evaluate import Outcome
 from emews.pools.base import Pool
 from emews.store import SQLiteStore
@@ -61,11 +62,10 @@ class SimulatedPool(Pool):
     """``workers`` simulated workers; a task takes ``duration(params)`` virtual seconds."""
 
     def __init__(self, workers, duration):
-        self.slots = workers
+        super().__init__(workers)
         self.duration = duration
         self.clock = VirtualClock()
         self.idle = list(range(workers, 0, -1))
-        self.running = {}
         self.due = []              # heap of (finish, sequence, task, rank, start, value)
         self.sequence = itertools.count()
         self.intervals = []               # (queued, started, finished) of every task
@@ -73,7 +73,7 @@ class SimulatedPool(Pool):
     def free_slots(self):
         return len(self.idle)
 
-    def submit(self, tasks):
+    def submit(self, tasks, slots=None):
         now = self.clock.now()
         assigned = []
         for task in tasks:
@@ -108,7 +108,7 @@ def simulate(workers, tasks, duration, mode="async", trace=False):
         store = SQLiteStore(Path(tmp) / "results.db")
         settings = {"algorithm": "random", "space": str(space), "seed": 0, "mode": mode,
                     "slots": workers, "stop": {"budget": tasks}}
-        master = Master(pool, store, mode)
+        master = Master(pool, store, MasterPlan(mode))
         if trace:
             tracemalloc.start()
         started, cpu = time.perf_counter(), time.process_time()

@@ -36,6 +36,7 @@ from .core.algorithm import Algorithm, Stopper
 from .core.control import Control
 from .core.failure import FailurePolicy
 from .core.master import Master
+from .core.plan import MasterPlan
 from .core.replicas import Gathered
 from .core.resume import resume_unfinished, search_seed, start
 from .errors import ConfigError, EmewsError, Interrupted
@@ -259,13 +260,14 @@ def run_master(expdir, cfg, pool, algorithm=None, store=None):
             limits.restore(begin.restored)
         else:
             limits.record(begin.counted)
-        master = Master(pool, store, begin.settings["mode"], progress,
-                        first_id=store.next_id(), policy=policy, limits=limits,
-                        requeue=[(row["id"], row["params"], row["attempt"]) for row in requeue],
-                        known=begin.known,
-                        first_seq=begin.settings["put_base"] if begin.restored is not None
-                        else store.next_seq(),
-                        control=control, pruner=cfg.make_pruner(), criteria=cfg.criteria)
+        master = Master(pool, store, MasterPlan(
+            mode=begin.settings["mode"], first_id=store.next_id(),
+            first_seq=begin.settings["put_base"] if begin.restored is not None
+            else store.next_seq(),
+            policy=policy, limits=limits,
+            requeue=tuple((row["id"], row["params"], row["attempt"]) for row in requeue),
+            known=tuple(begin.known), control=control, pruner=cfg.make_pruner(),
+            criteria=cfg.criteria, progress=progress))
         master.resume_reports(store.reports(), [(row["id"], row["attempt"])
                                                 for row in store.rows(Status.DONE)],
                               [(row["id"], row["attempt"]) for row in store.attempts()

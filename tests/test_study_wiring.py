@@ -10,6 +10,7 @@ import emews
 from emews.core import eqpy, me
 from emews.core.algorithm import Stopper
 from emews.core.master import Master
+from emews.core.plan import MasterPlan
 from emews.evaluate import Objective
 from emews.pools.base import InProcessPool
 from emews.status import Status
@@ -93,7 +94,7 @@ def test_the_me_driver_goes_by_the_masters_count_not_its_settings(tmp_path, monk
     settings = {"algorithm": "random", "space": str(tmp_path / "space.json"), "seed": 1,
                 "mode": mode, "slots": pool.slots, "stop": {"budget": 40}}
     limits = Stopper(budget=5)
-    master = Master(pool, store, mode, limits=limits)
+    master = Master(pool, store, MasterPlan(mode, limits=limits))
     eqpy.init(functools.partial(me.run, settings, None, me.MasterLimits(limits.verdict())))
     try:
         final = json.loads(master.run(None))

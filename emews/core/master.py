@@ -50,14 +50,13 @@ import math
 import time
 
 from . import eqpy
-from .algorithm import PrunedResult, Stopper, point_key
-from .control import Control
-from .criteria import Criteria
+from .algorithm import PrunedResult, point_key
 from ..errors import MEAborted, ProtocolError, StudyAborted
-from .failure import Decision, FailurePolicy
-from .pruners import Pruner
-from ..pools.base import Backoff, Task
+from .failure import Decision
+from .plan import MasterPlan
+from ..pools.base import Backoff, Pool, Task
 from ..status import Status
+from ..store.base import Store
 
 CANCEL_GRACE = 30.0
 CONTROL_POLL = 0.2   # seconds between looks at control.json while paused with nothing running
@@ -66,51 +65,35 @@ ME_WAIT = 5e-4       # the first wait for the ME's answer: most come sooner (no 
 
 
 class Master:
-    """Runs one study's message loop on rank 0.
-
-    ``limits`` is a :class:`~emews.core.algorithm.Stopper` holding the study's stopping rules (with
-    the evaluations of earlier runs already counted). A resumed study passes what earlier runs
-    left: ``requeue`` lists the points they left unfinished, as ``(id, params, attempt)``: when
-    the ME proposes one of them again, it runs as that point's next attempt instead of a new
-    point; ``known`` lists finished points the ME has not been told of, as ``(id, params,
-    value, counted)``: when it proposes one again (a search restored from its checkpoint does),
-    it gets the stored ``value`` at once, and the limits count ``counted`` (NaN for a failure;
-    ``None``: counted already).
-    ``first_seq`` numbers the ME's proposals (the ``seq`` column). ``pruner`` judges the
-    models' reports (:meth:`resume_reports` gives it those of earlier runs). ``criteria``
-    (:class:`~emews.core.criteria.Criteria`) says what the study optimizes: in a study of
-    several objectives or with constraints, each result is judged (its objectives all there,
-    its feasibility) before it is stored, and a done one is told as an
-    :class:`~emews.core.algorithm.Objectives`.
+    """Runs one study's message loop on rank 0: evaluates the ME's points on ``pool`` and
+    keeps them in ``store``, as ``plan`` (a :class:`~emews.core.plan.MasterPlan`: the mode,
+    the failure policy, the limits, what a resumed study left ...) says. The plan's ``pruner``
+    judges the models' reports (:meth:`resume_reports` gives it those of earlier runs).
     """
 
-    def __init__(self, pool, store, mode="batch", progress=None, first_id=0, policy=None,
-                 limits=None, requeue=(), known=(), first_seq=0, control=None, pruner=None,
-                 criteria=None):
-        self.pool, self.store, self.mode, self.progress = pool, store, mode, progress
-        self.criteria = criteria or Criteria(("value",), ("minimize",))
-        self.policy = policy or FailurePolicy()
-        self.limits = limits or Stopper()
-        self.pruner = pruner or Pruner()
+    def __init__(self, pool: Pool, store: Store, plan: MasterPlan) -> None:
+        self.pool, self.store, self.mode, self.progress = pool, store, plan.mode, plan.progress
+        self.criteria, self.policy = plan.criteria, plan.policy
+        self.limits, self.pruner = plan.limits, plan.pruner
         self.last_steps = {}               # (id, attempt) -> the last step it reported
         self.curves = {}                   # (id, attempt) of a running task -> {step: value}
-        pool.judge = self._judge
-        self.next_id, self.first_seq = first_id, first_seq
+        pool.bind_judge(self._judge)
+        self.next_id, self.first_seq = plan.first_id, plan.first_seq
         self.put = 0                       # points received from the ME, in its order
         self.index = {}                    # task id -> the ME's number for the point
         self.waiting = collections.OrderedDict()  # task id -> Task, in the order to hand out
         self.unreported = {}               # task id -> value the ME has not been told yet
         self.reported = []                 # ids the last turn gave a final result
         self.stop_reason = None
-        self.control = control or Control()
+        self.control = plan.control
         self.state, self.control_due = "running", 0.0
         self.requeue = collections.defaultdict(collections.deque)
         self.requeued_keys = {}            # id -> point key, of the entries of requeue
-        for i, params, attempt in requeue:
+        for i, params, attempt in plan.requeue:
             self.requeue[point_key(params)].append((i, attempt))
             self.requeued_keys[i] = point_key(params)
         self.known = collections.defaultdict(collections.deque)
-        for i, params, value, counted in known:
+        for i, params, value, counted in plan.known:
             self.known[point_key(params)].append((i, value, counted))
 
     def resume_reports(self, reports, done, interrupted=()):

@@ -5,8 +5,9 @@ slots are free, and ``collect`` to get finished tasks back::
 
     master --submit([Task, ...])--> pool --> workers run Objective.evaluate
     master <--collect()-- [(task, rank, Outcome), ...]
-    master.judge(task, rank, Report) -> prune?   called by collect, for each report a running
-                                                 model makes (emews.report), which waits for it
+    judge(task, rank, Report) -> prune?   bound by the master (Pool.bind_judge), called by
+                                          collect for each report a running model makes
+                                          (emews.report), which waits for its verdict
 
 :class:`emews.pools.mpi.MPIPool` spreads tasks over MPI ranks; :class:`InProcessPool` runs them on
 threads of the calling process (notebooks, ``mpiexec -n 1``). Every pool hands its outcomes back
@@ -14,14 +15,17 @@ through their one wire form (:meth:`~emews.evaluate.Outcome.to_wire`), so that w
 keeps never depends on the pool.
 """
 
+import abc
 import concurrent.futures as cf
 import functools
 import queue
 import socket
 import threading
 import time
-from typing import NamedTuple
+from collections.abc import Callable, Hashable
+from typing import Any, NamedTuple
 
+from ..evaluate.objective import Objective
 from ..evaluate.outcome import Outcome, Report
 
 LONGEST_WAIT = 0.05   # seconds: the longest sleep of a Backoff with a share
@@ -39,60 +43,80 @@ class Task(NamedTuple):
     resources: object = None
 
 
-class Pool:
+Judge = Callable[[Task, int, Report], "bool | None"]
+"""``judge(task, rank, report)``: whether to stop the run that made ``report`` (``None``: the
+verdict comes later, by :meth:`Pool.answer`)."""
+
+Finished = tuple[Task, int, Outcome]
+"""What :meth:`Pool.collect` gives back of a finished task: ``(task, rank, outcome)``."""
+
+
+def go_on(task: Task, rank: int, report: Report) -> bool:
+    """The judge of a pool no master judges through: keep nothing, stop nothing."""
+    return False
+
+
+class Pool(abc.ABC):
     """The pool contract (see the module docstring).
 
-    ``slots`` is how many tasks run at once; ``running`` is a dict whose values are the
-    submitted, unfinished tasks (its length is what the master reads). ``judge(task, rank,
-    report)`` (set by the master) takes the reports of running tasks during :meth:`collect` and
-    answers whether to stop the run; a pool calls it on the master's thread only.
+    ``slots`` is how many tasks run at once; ``running`` maps something of the pool's own (a
+    task id, a future) to each submitted, unfinished task (its length is what the master
+    reads). :attr:`judge` (bound by :meth:`bind_judge`) takes the reports of running tasks
+    during :meth:`collect` and answers whether to stop the run; a pool calls it on the
+    master's thread only.
     """
 
-    slots = 1
+    def __init__(self, slots: int) -> None:
+        self.slots = max(int(slots), 1)
+        self.running: dict[Hashable, Task] = {}
+        self.judge: Judge = go_on
 
-    @staticmethod
-    def judge(task, rank, report):
-        """Keep nothing, stop nothing (until the master sets its own)."""
-        return False
+    def bind_judge(self, judge: Judge) -> None:
+        """Have ``judge`` take the reports of the running tasks from now on (the master's)."""
+        self.judge = judge
 
-    def free_slots(self):
+    @abc.abstractmethod
+    def free_slots(self) -> int:
         """How many more tasks can be submitted now."""
-        raise NotImplementedError
 
-    def hosts(self):
+    def hosts(self) -> list[str]:
         """The host of each slot, in slot order (here: this host)."""
         return [socket.gethostname()] * self.slots
 
-    def submit(self, tasks, slots=None):
+    @abc.abstractmethod
+    def submit(self, tasks: list[Task], slots: list[int] | None = None) -> list[tuple[Task, int]]:
         """Start ``tasks`` (at most :meth:`free_slots`); return ``(task, rank)`` assignments.
         ``slots`` (from :class:`~emews.pools.packed.PackedPool`) names the slot each task
         runs on (its index in the pool's slots); by default the pool picks."""
-        raise NotImplementedError
 
-    def started(self):
+    def started(self) -> list[tuple[int, int]]:
         """``(task id, rank)`` of the tasks a pool started after their :meth:`submit` (those
         it queued: :class:`~emews.pools.packed.PackedPool`); each is told once."""
         return []
 
-    def collect(self, block=True):
+    @abc.abstractmethod
+    def collect(self, block: bool = True) -> list[Finished]:
         """Finished tasks as ``(task, rank, outcome)``; with ``block``, wait for at least one,
         or until a report was judged (see :attr:`judge`)."""
-        raise NotImplementedError
 
-    def running_tasks(self):
-        """The submitted, unfinished tasks (``running`` maps something to each)."""
+    def answer(self, task_id: int, stop: bool) -> None:
+        """Give the verdict ``stop`` to the run of task ``task_id`` that waits on a report
+        whose judge answered ``None``; a pool whose judges always answer at once has none."""
+
+    def running_tasks(self) -> list[Task]:
+        """The submitted, unfinished tasks."""
         return list(self.running.values())
 
-    def hold(self):
+    def hold(self) -> list[Task]:
         """Take back the submitted tasks that no worker has started yet (``emews pause`` or
         ``stop``) and return them; they are no longer running. A pool that hands its tasks
         straight to its workers holds none back."""
         return []
 
-    def cancel(self):
+    def cancel(self) -> None:
         """Ask every running evaluation to stop; their outcomes still come back by collect."""
 
-    def close(self, status=0):
+    def close(self, status: int = 0) -> None:
         """Stop the workers (they exit with ``status``); safe to call twice."""
 
 
@@ -105,20 +129,21 @@ class Backoff:
     up late by about that share of its time at most.
     """
 
-    def __init__(self, maximum=0.002, first=0.0, share=0.0):
+    def __init__(self, maximum: float = 0.002, first: float = 0.0, share: float = 0.0) -> None:
         self.maximum, self.first, self.share = maximum, first, share
-        self.delay, self.since = first, None
+        self.delay: float = first
+        self.since: float | None = None
 
-    def reset(self):
+    def reset(self) -> None:
         """Progress was made: wait ``first`` (poll at once by default) next time."""
         self.delay, self.since = self.first, None
 
     @property
-    def longest(self):
+    def longest(self) -> bool:
         """True once the waits have grown to ``maximum`` (nothing came for a while)."""
         return self.delay >= self.maximum
 
-    def wait(self, waiter=time.sleep):
+    def wait(self, waiter: Callable[[float], Any] = time.sleep) -> Any:
         """Wait (releasing the GIL) for the current delay, then lengthen it.
 
         ``waiter(delay)`` does the waiting (a sleep, or a queue's ``get`` that ends early);
@@ -128,10 +153,16 @@ class Backoff:
             self.since = time.monotonic()
         result = waiter(self.delay)
         limit = self.maximum
-        if self.share:
+        if self.share and self.since is not None:
             limit = max(limit, min(self.share * (time.monotonic() - self.since), LONGEST_WAIT))
         self.delay = min(max(self.delay * 2, 1e-5), limit)
         return result
+
+
+Verdicts = queue.SimpleQueue["bool | None"]
+Event = cf.Future[Outcome] | tuple[Task, Report, Verdicts]
+"""What comes to an :class:`InProcessPool`'s master thread: a finished future, or a report of
+a worker thread, with the queue its verdict goes back by."""
 
 
 class InProcessPool(Pool):
@@ -141,18 +172,17 @@ class InProcessPool(Pool):
     one queue (``events``); a reporting thread waits for its answer there.
     """
 
-    def __init__(self, objective, workers=1):
+    def __init__(self, objective: Objective, workers: int = 1) -> None:
+        super().__init__(workers)
         self.objective = objective
-        self.slots = max(int(workers), 1)
         self.executor = cf.ThreadPoolExecutor(self.slots, thread_name_prefix="emews-worker")
-        self.running = {}
         self.cancelled = threading.Event()
-        self.events = queue.SimpleQueue()   # finished futures, and (task, report, answer)
+        self.events: queue.SimpleQueue[Event] = queue.SimpleQueue()
 
-    def free_slots(self):
+    def free_slots(self) -> int:
         return self.slots - len(self.running)
 
-    def submit(self, tasks, slots=None):
+    def submit(self, tasks: list[Task], slots: list[int] | None = None) -> list[tuple[Task, int]]:
         for task in tasks:
             future = self.executor.submit(self.objective.evaluate, task.params, task.run_id,
                                           self.cancelled.is_set,
@@ -162,17 +192,18 @@ class InProcessPool(Pool):
             future.add_done_callback(self.events.put)
         return [(task, 0) for task in tasks]
 
-    def _report(self, task, report: Report):
+    def _report(self, task: Task, report: Report) -> bool | None:
         """On a worker thread: hand ``report`` to the master's thread and wait for its
         answer."""
-        answer = queue.SimpleQueue()
+        answer: Verdicts = queue.SimpleQueue()
         self.events.put((task, report, answer))
         return answer.get()
 
-    def collect(self, block=True):
+    def collect(self, block: bool = True) -> list[Finished]:
         """Finished tasks; with ``block``, wait for one, or for reports (judged here: the
         master then commits them, without waiting for a result)."""
-        finished, judged = [], False
+        finished: list[Finished] = []
+        judged = False
         while self.running or finished:
             try:
                 event = self.events.get(block=block and not finished and not judged)
@@ -187,9 +218,9 @@ class InProcessPool(Pool):
                                  Outcome.received(event.result().to_wire())))
         return finished
 
-    def cancel(self):
+    def cancel(self) -> None:
         self.cancelled.set()
 
-    def close(self, status=0):
+    def close(self, status: int = 0) -> None:
         self.executor.shutdown(wait=True)
         self.objective.close()

@@ -49,8 +49,7 @@ class MPIPool(Pool):
             raise ValueError("an MPI pool needs at least 2 ranks")
         self.idle = collections.deque(r for _ in range(max(int(slots_per_worker), 1))
                                       for r in workers)
-        self.slots = len(self.idle)
-        self.running = {}
+        super().__init__(len(self.idle))
         self.ranks = {}
         self.backoff = Backoff(share=RESULT_WAIT_SHARE)
         self.closed = False

@@ -61,28 +61,25 @@ class PackedPool(Pool):
     """Packs tasks of mixed sizes (``demand``) onto ``inner``'s slots with ``packer``."""
 
     def __init__(self, inner, demand, packer):
+        super().__init__(inner.slots)   # running: task id -> Task, queued here or in inner
         self.inner, self.demand, self.packer = inner, demand, packer
-        self.slots = inner.slots
-        self.running = {}        # task id -> Task: queued here or running in inner
         self.pending = {}        # task id -> (Task, Request), in their order
         self.placements = {}     # task id -> Placement
         self.refused = []        # (task, rank, outcome) to hand back by the next collect
         self.late = []           # (task id, lead rank) started after their submit
 
-    @property
-    def judge(self):
-        return self.inner.judge
-
-    @judge.setter
-    def judge(self, judge):
-        self.inner.judge = judge
+    def bind_judge(self, judge):
+        """The inner pool's workers report: it judges them with ``judge``."""
+        self.inner.bind_judge(judge)
 
     def free_slots(self):
         """The free slots not yet promised to tasks queued here."""
         promised = sum(request.ranks for _, request in self.pending.values())
         return max(len(self.packer.hosts) - self.packer.in_use() - promised, 0)
 
-    def submit(self, tasks):
+    def submit(self, tasks, slots=None):
+        """Queue ``tasks`` and start what fits; the packer picks their slots (``slots`` is
+        not for a packing pool: it places its tasks itself)."""
         for task in tasks:
             try:
                 request = self.demand.of(json.loads(task.params))

@@ -41,15 +41,17 @@ class RemotePool(Pool):
     how many tasks the study expects its pools to hold at once (what the ME plans for)."""
 
     def __init__(self, link, slots):
-        self.link, self.slots = link, max(int(slots), 1)
-        self.running = {}         # task id -> Task
+        super().__init__(slots)   # running: task id -> Task
+        self.link = link
         self.interrupted = set()  # task ids whose lease expired
         self.finished = set()     # task ids with a first result
 
     def free_slots(self):
         return self.link.demand(len(self.running))
 
-    def submit(self, tasks):
+    def submit(self, tasks, slots=None):
+        """Lease ``tasks`` to the pools (which of their workers runs each is theirs to pick,
+        whatever ``slots`` says)."""
         self.link.send(tasks)
         self.running.update((task.id, task) for task in tasks)
         return [(task, 0) for task in tasks]
@@ -131,7 +133,7 @@ class Attachment:
     def __init__(self, link, pool, lease, walltime=None):
         self.link, self.pool, self.lease = link, pool, float(lease)
         self.reports = []                  # (task, rank, Report) to send with the next trade
-        pool.judge = self._forward
+        pool.bind_judge(self._forward)
         self.deadline = None if walltime is None else time.monotonic() + walltime
         self.draining = self.stopped = self.cancelled = False
         self.reason = None

@@ -12,11 +12,17 @@ an expired lease interrupts its task, a pool drains) is decided once, in :mod:`.
 """
 
 from abc import ABC, abstractmethod
-from typing import NamedTuple
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
-from ..evaluate import Outcome
+from ..evaluate.outcome import Outcome, Report
+from ..pools.base import Finished, Task
+from ..store.base import Store
 
 DRAIN, CANCEL, STOP = "drain", "cancel", "stop"   # what the study may tell its pools
+
+Word = tuple[str, str]
+"""What the study tells a pool: ``(DRAIN | CANCEL | STOP, reason)``."""
 
 
 class Received(NamedTuple):
@@ -34,51 +40,51 @@ class Received(NamedTuple):
 class ServiceLink(ABC):
     """The study's side: hands leased tasks to the pools and brings their results back."""
 
-    def share(self, store):
+    def share(self, store: Store) -> None:
         """Carry this link's exchanges in the commits of the study's ``store``, where the
         transport can (its own database); by default it does not."""
 
     @abstractmethod
-    def demand(self, running):
+    def demand(self, running: int) -> int:
         """How many more tasks the pools take now, with ``running`` tasks out."""
 
     @abstractmethod
-    def send(self, tasks):
+    def send(self, tasks: Sequence[Task]) -> None:
         """Hand ``tasks`` (:class:`~emews.pools.base.Task`, at most :meth:`demand`) to the
         pools, each under a lease."""
 
     @abstractmethod
-    def receive(self):
+    def receive(self) -> tuple[list[Received], bool]:
         """Without waiting: ``(results, heard)``, the :class:`Received` results that came, and
         whether anything came at all (a pool that attached or asked for work is news too)."""
 
     @abstractmethod
-    def wait(self, timeout):
+    def wait(self, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for news; return whether some came."""
 
-    def reports(self):
+    def reports(self) -> list[tuple[int, int, int, Report]]:
         """The reports (``emews.report``) that came with the last :meth:`receive`, as
         ``(task id, attempt, rank, Report)``; their models wait for :meth:`answer`. A
         transport that carries none has none."""
         return []
 
-    def answer(self, verdicts):
+    def answer(self, verdicts: Sequence[tuple[int, bool]]) -> None:
         """Send ``(task id, stop)`` verdicts on the reports of :meth:`reports`."""
 
     @abstractmethod
-    def expired(self):
+    def expired(self) -> list[tuple[int, str]]:
         """Tasks whose lease ran out since the last call, released: ``[(task id, holder)]``."""
 
     @abstractmethod
-    def withdraw(self, ids):
+    def withdraw(self, ids: Sequence[int]) -> list[int]:
         """Take back the tasks of ``ids`` that no pool has started; return their ids."""
 
     @abstractmethod
-    def cancel(self):
+    def cancel(self) -> None:
         """Tell the pools to cancel what they run and to drain."""
 
     @abstractmethod
-    def close(self):
+    def close(self) -> None:
         """Tell the pools that the study ended; release the transport (safe to call twice)."""
 
 
@@ -86,39 +92,40 @@ class PoolLink(ABC):
     """A pool job's side: learns the study, trades results for tasks, renews its leases."""
 
     @abstractmethod
-    def introduce(self):
+    def introduce(self) -> dict[str, Any]:
         """The study this pool serves: ``{"config": dict, "expdir": str, "lease": seconds}``."""
 
     @abstractmethod
-    def trade(self, finished, free, ask, renew):
+    def trade(self, finished: Sequence[Finished], free: int, ask: bool, renew: bool
+              ) -> list[Task]:
         """One exchange with the study, in one round trip where the transport allows: report
         ``finished`` (``(task, rank, outcome)``), renew this pool's leases if ``renew``, and
         return up to ``free`` tasks to run (new ones only if ``ask``)."""
 
     @abstractmethod
-    def wait(self, timeout):
+    def wait(self, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for news from the study; return whether some came."""
 
     carries_reports = False   # whether reports reach the study (else: answered "go on")
 
-    def report(self, entries):
+    def report(self, entries: Sequence[tuple[Task, int, Report]]) -> None:
         """Send ``(task, rank, Report)`` reports to the study (see :attr:`carries_reports`)."""
 
-    def verdicts(self):
+    def verdicts(self) -> list[tuple[int, bool]]:
         """The study's ``(task id, stop)`` answers to reports, that came since the last
         call."""
         return []
 
     @abstractmethod
-    def word(self):
+    def word(self) -> Word | None:
         """What the study last told this pool: ``None``, or ``(DRAIN | CANCEL | STOP,
         reason)``."""
 
-    def owed(self):
+    def owed(self) -> int:
         """Tasks held but not yet run, plus results not yet confirmed: a draining pool leaves
         only when none are left."""
         return 0
 
     @abstractmethod
-    def close(self):
+    def close(self) -> None:
         """Say goodbye and release the transport (safe to call twice)."""

@@ -60,19 +60,30 @@ import json
 import math
 import time
 import typing
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
 
 from ..errors import StoreError
+from ..evaluate.outcome import Outcome, Report
 from ..status import FINAL, Status
 
 LOG_TAIL_BYTES = 64 * 1024
+
+Row = dict[str, Any]
+"""A point, an attempt or a report as the reads give it: column -> value, JSON decoded."""
+Write = tuple[str, Sequence[Sequence[Any]], str]
+"""A buffered write: ``(statement, rows, action)``, the statement run once per row."""
+Finished = tuple[int, int | None, Outcome, int, Status]
+"""A finished attempt: ``(id, rank, outcome, attempt, status)`` (see :meth:`Store.finish`)."""
 
 class Snapshot(typing.NamedTuple):
     """A store's contents at one instant, without log tails: ``rows`` and ``attempts`` as
     :meth:`Store.rows` and :meth:`Store.attempts` give them, ``meta`` as :meth:`Store.all_meta`."""
 
-    rows: list
-    attempts: list
-    meta: dict
+    rows: list[Row]
+    attempts: list[Row]
+    meta: dict[str, Any]
 
 
 class Store(abc.ABC):
@@ -84,20 +95,20 @@ class Store(abc.ABC):
     once for every backend.
     """
 
-    db = None
+    db: Any = None
 
-    def __init__(self, path):
+    def __init__(self, path: str | Path) -> None:
         self.path = str(path)
-        self.writes = []            # (statement, rows, action) buffered since the last commit
+        self.writes: list[Write] = []    # buffered since the last commit
 
     # --- lifecycle ---------------------------------------------------------------------------
 
     @property
-    def pending(self):
+    def pending(self) -> bool:
         """Whether writes wait for the next :meth:`commit`."""
         return bool(self.writes)
 
-    def commit(self):
+    def commit(self) -> None:
         """Make every buffered write durable and visible, all of them in one transaction.
 
         On a database failure the transaction is rolled back, dropped, and a
@@ -113,7 +124,7 @@ class Store(abc.ABC):
             raise
         self.writes = []
 
-    def close(self):
+    def close(self) -> None:
         """Commit and close (safe to call twice)."""
         if self.db is not None:
             self.commit()
@@ -121,50 +132,51 @@ class Store(abc.ABC):
             self.db = None
 
     @abc.abstractmethod
-    def _execute(self, writes):
+    def _execute(self, writes: list[Write]) -> None:
         """Run ``writes`` (``(statement, rows, action)``, each statement once per row) in
         one transaction and commit it; roll it back on any exception, and raise a
         :class:`~emews.errors.StoreError` naming ``action`` for a database failure."""
 
     @abc.abstractmethod
-    def _disconnect(self):
+    def _disconnect(self) -> None:
         """Close the connection."""
 
-    def _write(self, sql, rows, action="record evaluations"):
+    def _write(self, sql: str, rows: Sequence[Sequence[Any]],
+               action: str = "record evaluations") -> None:
         """Buffer ``sql``, to run once per row of ``rows`` at the next commit."""
         if rows:
             self.writes.append((sql, rows, action))
 
-    def _read(self, sql, args=()):
+    def _read(self, sql: str, args: Sequence[Any] = ()) -> list[Mapping[str, Any]]:
         """The rows ``sql`` selects, after committing what is buffered (read-after-write)."""
         self.commit()
         return self._query(sql, args)
 
     @abc.abstractmethod
-    def _query(self, sql, args):
+    def _query(self, sql: str, args: Sequence[Any]) -> list[Mapping[str, Any]]:
         """The rows ``sql`` selects, as mappings (a failure: one-line StoreError)."""
 
     # --- writes (buffered until commit) ------------------------------------------------------
 
     @abc.abstractmethod
-    def add(self, rows):
+    def add(self, rows: Sequence[tuple[int, str, str, int | None, int]]) -> None:
         """Insert new points: ``(id, params_json, run_id, rank, seq)`` tuples.
 
         A point with a rank was handed to that worker at once (``running``, started now); one
         whose rank is ``None`` waits for a free worker (``queued``).
         """
 
-    def mark_running(self, rows):
+    def mark_running(self, rows: Iterable[tuple[int, int]]) -> None:
         """Points handed to a worker: ``(id, rank)`` tuples; each is ``running`` on that rank,
         started now."""
         now = time.time()
         self._mark_running([(rank, now, i) for i, rank in rows])
 
     @abc.abstractmethod
-    def _mark_running(self, rows):
+    def _mark_running(self, rows: list[tuple[int, float, int]]) -> None:
         """Buffer ``status='running', rank, started`` for ``(rank, started, id)`` rows."""
 
-    def finish(self, rows):
+    def finish(self, rows: Iterable[Finished]) -> None:
         """Finished attempts: ``(id, rank, outcome, attempt, status)`` tuples.
 
         ``status`` is the point's state from now on (``done``, ``failed``, ``cancelled``, or
@@ -174,25 +186,25 @@ class Store(abc.ABC):
         self._finish(*finished_rows(rows))
 
     @abc.abstractmethod
-    def _finish(self, attempts, points):
+    def _finish(self, attempts: list[tuple[Any, ...]], points: list[tuple[Any, ...]]) -> None:
         """Buffer the attempt rows and point updates of :func:`finished_rows`."""
 
     @abc.abstractmethod
-    def record_duplicates(self, rows):
+    def record_duplicates(self, rows: Sequence[tuple[int, int, Outcome, int]]) -> None:
         """Results that came after a point's first one: ``(id, rank, outcome, attempt)``
         tuples, kept in ``attempts`` as ``duplicate``; the point keeps its first result."""
 
-    def requeue(self, rows):
+    def requeue(self, rows: Iterable[tuple[int, int, str]]) -> None:
         """Points to run again as a new attempt: ``(id, attempt, run_id)`` tuples; each is
         ``queued`` again, without rank or times."""
         self._requeue([(attempt, run_id, time.time(), i) for i, attempt, run_id in rows])
 
     @abc.abstractmethod
-    def _requeue(self, rows):
+    def _requeue(self, rows: list[tuple[int, str, float, int]]) -> None:
         """Buffer ``status='queued', attempt, run_id, queued`` for ``(attempt, run_id,
         queued, id)`` rows (rank, started and finished cleared)."""
 
-    def cancel(self, ids, reason):
+    def cancel(self, ids: Sequence[int], reason: str) -> None:
         """Points whose evaluation was called off: those still ``queued`` or ``running``
         become ``cancelled`` with ``reason`` as their error, and the attempt is kept in
         ``attempts`` (with the rank and start it had); finished points are left alone."""
@@ -200,10 +212,10 @@ class Store(abc.ABC):
             self._cancel([(reason, time.time(), i) for i in ids])
 
     @abc.abstractmethod
-    def _cancel(self, rows):
+    def _cancel(self, rows: list[tuple[str, float, int]]) -> None:
         """Buffer the cancellation of ``(reason, finished, id)`` rows (see :meth:`cancel`)."""
 
-    def interrupt_unfinished(self):
+    def interrupt_unfinished(self) -> list[Row]:
         """Mark what an earlier run left ``queued``, ``running`` or ``cancelled`` as
         ``interrupted`` (to be run again; a running one's attempt is kept in ``attempts``),
         committed at once; return those rows (as :meth:`rows` does), each with
@@ -217,28 +229,29 @@ class Store(abc.ABC):
         return rows
 
     @abc.abstractmethod
-    def _interrupt(self, now):
+    def _interrupt(self, now: float) -> None:
         """Buffer what :meth:`interrupt_unfinished` writes (``now``: the attempts' finish)."""
 
     @abc.abstractmethod
-    def _interruptions(self):
+    def _interruptions(self) -> dict[int, int]:
         """``{id: number of interrupted attempts}``."""
 
-    def add_reports(self, rows):
+    def add_reports(self, rows: Iterable[tuple[int, int, Report]]) -> None:
         """Reports of running attempts: ``(id, attempt, report)`` tuples (``report`` an
         :class:`~emews.evaluate.outcome.Report`), kept in the order given."""
         self._add_reports([(i, attempt, r.step, finite_or_none(r.value),
                             metrics_json(r.metrics), r.time) for i, attempt, r in rows])
 
     @abc.abstractmethod
-    def _add_reports(self, rows):
+    def _add_reports(self, rows: list[tuple[int, int, int, float | None, str | None, float]]
+                     ) -> None:
         """Buffer ``(id, attempt, step, value, metrics_json, time)`` rows of reports."""
 
     @abc.abstractmethod
-    def set_meta(self, key, value):
+    def set_meta(self, key: str, value: Any) -> None:
         """Store a JSON-serializable value under ``key`` (replacing any)."""
 
-    def save_checkpoint(self, name, state, driver):
+    def save_checkpoint(self, name: str, state: bytes | None, driver: dict[str, Any]) -> None:
         """Replace the checkpoint ``name``: the algorithm's ``state`` (bytes or ``None``) and
         the driver's own (a JSON-serializable dict). Committed at once (with what else is
         buffered)."""
@@ -246,49 +259,50 @@ class Store(abc.ABC):
         self.commit()
 
     @abc.abstractmethod
-    def _save_checkpoint(self, name, state, driver_json):
+    def _save_checkpoint(self, name: str, state: bytes | None, driver_json: str) -> None:
         """Buffer the replacement of checkpoint ``name``."""
 
     # --- reads (each commits what is buffered first) ----------------------------------------
 
     @abc.abstractmethod
-    def checkpoint(self, name):
+    def checkpoint(self, name: str) -> tuple[bytes | None, dict[str, Any]] | None:
         """``(state, driver)`` of checkpoint ``name`` (``state`` as bytes), or ``None``."""
 
     @abc.abstractmethod
-    def meta(self, key, default=None):
+    def meta(self, key: str, default: Any = None) -> Any:
         """The value stored under ``key``, or ``default``."""
 
     @abc.abstractmethod
-    def all_meta(self):
+    def all_meta(self) -> dict[str, Any]:
         """Every ``key -> value`` stored with :meth:`set_meta`."""
 
     @abc.abstractmethod
-    def rows(self, *statuses):
+    def rows(self, *statuses: Status) -> list[Row]:
         """Points as dicts (``params`` and ``metrics`` decoded, ``{}`` without metrics), by
         id; only those in ``statuses`` when given."""
 
     @abc.abstractmethod
-    def attempts(self, point_id=None):
+    def attempts(self, point_id: int | None = None) -> list[Row]:
         """Every finished attempt (of one point when ``point_id`` is given) as dicts
         (``metrics`` decoded), by id and attempt (a point's ``done`` attempt before a
         ``duplicate`` of it; see the module docstring)."""
 
     @abc.abstractmethod
-    def reports(self, eval_id=None):
+    def reports(self, eval_id: int | None = None) -> list[Row]:
         """Every report (of one point when ``eval_id`` is given) as dicts ``{"id", "attempt",
         "step", "value", "metrics", "time"}`` (``value`` ``None`` for a NaN or infinite one,
         ``metrics`` decoded), in the order they were received; ``[]`` from a store that
         predates reports."""
 
     @abc.abstractmethod
-    def curves(self):
+    def curves(self) -> dict[int, dict[int, float]]:
         """Every point's learning curve: ``{id: {step: value}}``, the reports of its latest
         attempt (NaN for a value that was not finite), read without their metrics (what a
         view of many curves needs); ``{}`` from a store that predates reports."""
 
     @abc.abstractmethod
-    def report_values(self, after=0):
+    def report_values(self, after: int = 0
+                      ) -> list[tuple[int, int, int, int, float | None]]:
         """The reports numbered after ``after`` (their column ``n``, which grows with each
         report: the study writes them alone) as ``(n, id, attempt, step, value)`` tuples in
         that order, without their metrics (``value`` ``None`` for a NaN or infinite one): a
@@ -296,47 +310,49 @@ class Store(abc.ABC):
         that predates reports."""
 
     @abc.abstractmethod
-    def counts(self):
+    def counts(self) -> dict[str, int]:
         """``{status: number of points}`` (statuses that no point has are left out)."""
 
-    def finished_count(self):
+    def finished_count(self) -> int:
         """How many points have a final result (``done`` or ``failed``)."""
         return sum(n for status, n in self.counts().items() if status in FINAL)
 
     @abc.abstractmethod
-    def best(self):
+    def best(self) -> Row | None:
         """The ``done`` point with the lowest result (the lowest id among equals) as
         :meth:`rows` gives it, or ``None``."""
 
     @abc.abstractmethod
-    def failure_reasons(self, limit=3):
+    def failure_reasons(self, limit: int = 3) -> list[tuple[str, int]]:
         """The most common errors of ``failed`` points, ``[(reason, count), ...]``, most
         common first, equals by reason; ``no reason recorded`` for a failure without one."""
 
     @abc.abstractmethod
-    def next_id(self):
+    def next_id(self) -> int:
         """The id the next new point gets (one more than the highest; 0 at first)."""
 
     @abc.abstractmethod
-    def next_seq(self):
+    def next_seq(self) -> int:
         """The place in the ME's order of the next point it proposes."""
 
     @abc.abstractmethod
-    def snapshot(self):
+    def snapshot(self) -> Snapshot:
         """A :class:`Snapshot`: rows, attempts and meta, read in one transaction."""
 
 
 NO_REASON = "no reason recorded"
 
 
-def finished_rows(rows):
+def finished_rows(rows: Iterable[Finished]
+                  ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     """``(attempts, points)`` of finished attempts ``(id, rank, outcome, attempt, status)``:
     the rows for the table of attempts (``(id, attempt, status, result, error, log_tail, rank,
     started, finished, metrics, objectives, feasible, id)``; none for the attempt that made
     its point ``done``: the point's row is that attempt, a row fewer per task) and the updates
     of the points (``(status, result, error, log_tail, rank, started, finished, attempt,
     metrics, objectives, feasible, id)``)."""
-    attempts, points = [], []
+    attempts: list[tuple[Any, ...]] = []
+    points: list[tuple[Any, ...]] = []
     for i, rank, outcome, attempt, status in rows:
         value = None if math.isnan(outcome.value) else outcome.value
         log_tail, error = bounded(outcome.log_tail), bounded(outcome.error)
@@ -351,7 +367,7 @@ def finished_rows(rows):
     return attempts, points
 
 
-def duplicate_rows(rows):
+def duplicate_rows(rows: Iterable[tuple[int, int, Outcome, int]]) -> list[tuple[Any, ...]]:
     """The ``attempts`` rows (as :func:`finished_rows` makes them) of late results
     ``(id, rank, outcome, attempt)``."""
     return [(i, attempt, Status.DUPLICATE.value, None if math.isnan(o.value) else o.value,
@@ -360,7 +376,7 @@ def duplicate_rows(rows):
             for i, rank, o, attempt in rows]
 
 
-def decoded(row, *decode):
+def decoded(row: Mapping[str, Any], *decode: str) -> Row:
     """A row as a dict, its JSON columns ``decode`` (default: ``params`` and ``metrics``)
     decoded; a missing or empty ``metrics`` (a store that predates them) becomes ``{}``.
     A row of points or attempts has ``objectives`` (a list, or ``None``) and ``feasible``
@@ -376,21 +392,22 @@ def decoded(row, *decode):
     return row
 
 
-def curves_of(reports):
+def curves_of(reports: Iterable[tuple[int, int, float | None]]
+              ) -> dict[int, dict[int, float]]:
     """``{id: {step: value}}`` of ``reports``: ``(id, step, value)`` tuples in the order
     received (a ``None`` value: NaN)."""
-    curves = {}
+    curves: dict[int, dict[int, float]] = {}
     for point_id, step, value in reports:
         curves.setdefault(point_id, {})[step] = math.nan if value is None else value
     return curves
 
 
-def finite_or_none(value):
+def finite_or_none(value: float) -> float | None:
     """``value``, or ``None`` for NaN and the infinities (SQL's NULL)."""
     return value if math.isfinite(value) else None
 
 
-def metrics_json(metrics):
+def metrics_json(metrics: Mapping[str, float] | None) -> str | None:
     """``metrics`` (name -> number) as a JSON object, non-finite values as null; ``None`` when
     there are none."""
     if not metrics:
@@ -399,14 +416,14 @@ def metrics_json(metrics):
                        for name, value in metrics.items()})
 
 
-def vector_json(values):
+def vector_json(values: Sequence[float] | None) -> str | None:
     """An objective vector as a JSON list, non-finite values as null; ``None`` when empty."""
     if not values:
         return None
     return json.dumps([value if math.isfinite(value) else None for value in values])
 
 
-def bounded(text, limit=LOG_TAIL_BYTES):
+def bounded(text: str | None, limit: int = LOG_TAIL_BYTES) -> str | None:
     """``text`` cut to its last ``limit`` bytes of UTF-8, with anything unencodable (lone
     surrogates) replaced, so that it can always be stored."""
     if text is None:

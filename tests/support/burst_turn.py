@@ -38,6 +38,7 @@ def main(directory, budget):
     from emews.core import eqpy
     from emews.core.algorithm import Stopper
     from emews.core.master import Master
+    from emews.core.plan import MasterPlan
     from emews.evaluate import Objective
     from emews.pools.mpi import MPIPool, serve
     from emews.store import SQLiteStore
@@ -64,7 +65,7 @@ def main(directory, budget):
         "algorithm": "burst_turn:TellRecorder", "space": str(directory / "space.json"),
         "options": {"record": str(directory / "told.jsonl")}, "seed": 1, "mode": "async",
         "slots": pool.slots, "stop": {"budget": budget}}))
-    master = Master(pool, store, mode="async", limits=Stopper(budget=budget))
+    master = Master(pool, store, MasterPlan("async", limits=Stopper(budget=budget)))
     eqpy.init("emews.core.me")
     try:
         master.run(str(settings))
