@@ -9,13 +9,14 @@
 
 import functools
 import os
+import shutil
 import signal
 import subprocess
 import sys
 
 from ..errors import ConfigError, EmewsError, Interrupted, Reported
 from ..evaluate.deathsig import set_death_signal
-from ..evaluate.launcher import find_mpiexec
+from ..evaluate.launcher import default_mpiexec
 from ..inspect.progress import TERMINAL_VARIABLE
 from ..result import final_recorded, interrupted, result_of, stored_count
 from ..status import Status
@@ -42,7 +43,7 @@ def spawn(expdir, cfg, lock):
     died or was killed) raises an :class:`~emews.errors.EmewsError` saying how to resume.
     """
     mpiexec = cfg.system["mpiexec"] or default_mpiexec()
-    command = [mpiexec, *cfg.system["mpiexec_args"], "-n", str(cfg.system["procs"]),
+    command = [runnable(mpiexec), *cfg.system["mpiexec_args"], "-n", str(cfg.system["procs"]),
                sys.executable, "-m", "emews", "run", "--execute", str(expdir)]
     env = dict(os.environ, **{TOKEN_VARIABLE: lock.token, SPAWNED_VARIABLE: "1"})
     if sys.stdout.isatty():
@@ -94,10 +95,10 @@ def cancel_unfinished(expdir, storage):
         store.close()
 
 
-def default_mpiexec():
-    """The ``mpiexec`` beside this Python interpreter (the mpich wheel's), else on PATH."""
-    found = find_mpiexec()
-    if not found:
+def runnable(mpiexec):
+    """``mpiexec`` when it names a program (a path, or a name on PATH); else a ConfigError
+    naming ``[system].mpiexec``."""
+    if shutil.which(mpiexec) is None:
         raise ConfigError("[system].mpiexec", "no mpiexec found beside the Python interpreter or "
-                          "on PATH; install the 'mpich' wheel", None, show_value=False)
-    return found
+                          "on PATH (install the 'mpich' wheel, or set it to one)", mpiexec)
+    return mpiexec
