@@ -46,7 +46,7 @@ import sys
 import threading
 import traceback
 
-from .vector import Objectives
+from .vector import Objectives, json_numbers
 
 EQPY_ABORT = "EQPY_ABORT"
 DONE = "DONE"
@@ -223,8 +223,7 @@ def format_value(value):
     """Format one result as the wire writes it (``NaN`` for a failure; a JSON list for an
     :class:`~emews.core.vector.Objectives`)."""
     if isinstance(value, Objectives):
-        return json.dumps([v if math.isfinite(v) else None for v in value.values],
-                          separators=(",", ":"))
+        return json.dumps(json_numbers(value.values), separators=(",", ":"))
     value = float(value)
     return "NaN" if math.isnan(value) else repr(value)
 

@@ -27,6 +27,7 @@ import numpy as np
 from .algorithm import Algorithm, pack_state, point_key, unpack_state
 from ..errors import ConfigError
 from ..status import FINAL, Status
+from .vector import finite_or_none
 
 OBJECTIVES = ("mean", "worst")
 SEED_PARAM = "rng_seed"
@@ -99,7 +100,7 @@ def summarize(rows, seed_param, objective, replicas):
                         "value": aggregate(values, objective) if complete else math.nan,
                         "ids": ids})
     summary.sort(key=lambda s: (not s["complete"], math.isnan(s["value"]), s["value"]))
-    return [{**s, "value": None if math.isnan(s["value"]) else s["value"]} for s in summary]
+    return [{**s, "value": finite_or_none(s["value"])} for s in summary]
 
 
 class Gathered:

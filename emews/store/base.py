@@ -61,6 +61,7 @@ import math
 import time
 import typing
 
+from ..core.vector import finite_or_none, json_numbers
 from ..errors import StoreError
 from ..status import FINAL, Status
 
@@ -385,25 +386,19 @@ def curves_of(reports):
     return curves
 
 
-def finite_or_none(value):
-    """``value``, or ``None`` for NaN and the infinities (SQL's NULL)."""
-    return value if math.isfinite(value) else None
-
-
 def metrics_json(metrics):
     """``metrics`` (name -> number) as a JSON object, non-finite values as null; ``None`` when
     there are none."""
     if not metrics:
         return None
-    return json.dumps({name: value if math.isfinite(value) else None
-                       for name, value in metrics.items()})
+    return json.dumps(json_numbers(metrics))
 
 
 def vector_json(values):
     """An objective vector as a JSON list, non-finite values as null; ``None`` when empty."""
     if not values:
         return None
-    return json.dumps([value if math.isfinite(value) else None for value in values])
+    return json.dumps(json_numbers(values))
 
 
 def bounded(text, limit=LOG_TAIL_BYTES):
