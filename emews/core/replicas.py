@@ -103,6 +103,14 @@ def summarize(rows, seed_param, objective, replicas):
     return [{**s, "value": finite_or_none(s["value"])} for s in summary]
 
 
+def best_point(rows, settings):
+    """The best point of a study's ``rows`` under its replica ``settings`` (:func:`settings_of`):
+    the first entry of :func:`summarize` whose search was told a value, or ``None``."""
+    return next((s for s in summarize(rows, settings["replica_seed_param"],
+                                      settings["replica_objective"], settings["replicas"])
+                 if s["value"] is not None), None)
+
+
 class Gathered:
     """Replica values gathered per point (its parameters without ``seed_param``) until all
     ``replicas`` of it are in; ``groups`` maps a point's key to its point and values so far."""
