@@ -23,6 +23,9 @@ from ..status import Status
 from ..store import study_store
 from ..store.lock import TOKEN_VARIABLE
 
+# what an MPI library's launcher sets (Hydra, PMIx, Open MPI's): not the ranks that
+# emews.evaluate.launcher.RANK_VARIABLES reads, which a scheduler may set in a batch script's own
+# shell too (SLURM_PROCID, FLUX_TASK_RANK), where ``emews run`` must still start its own job
 MPI_ENVIRONMENT = ("PMI_RANK", "PMI_SIZE", "PMIX_RANK", "OMPI_COMM_WORLD_SIZE")
 SPAWNED_VARIABLE = "EMEWS_SPAWNED"   # set for a job that ``emews run`` started: it reports
 
