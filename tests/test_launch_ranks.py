@@ -278,6 +278,8 @@ def test_without_an_mpiexec_a_study_launch_refuses_in_one_line_naming_the_settin
     (tmp_path / "mpiexec").write_text("#!/bin/sh\n")
     (tmp_path / "mpiexec").chmod(0o755)
     assert spawn.runnable(default_mpiexec()) == default_mpiexec() == str(tmp_path / "mpiexec")
+    with pytest.raises(ConfigError, match=r"^\[system\]\.mpiexec: .*got '/no/mpiexec'$"):
+        spawn.runnable("/no/mpiexec")   # a configured one that is not there
     job_python = tmp_path / "job" / "bin" / "python"
     assert default_mpiexec(str(job_python)) == "mpiexec"
     job_python.parent.mkdir(parents=True)
