@@ -26,7 +26,7 @@ from ..errors import ConfigError
 from ..status import Status
 from .algorithm import Objectives
 from .pareto import minimized
-from .vector import finite_or_none, json_numbers
+from .vector import finite_or_none, json_numbers, nan_for_none
 
 DIRECTIONS = ("minimize", "maximize")
 OPERATORS = ("<=", ">=", "<", ">")
@@ -160,12 +160,9 @@ def as_json(value):
 def from_json(value):
     """The told value that :func:`as_json` wrote."""
     if isinstance(value, dict):
-        return Objectives(_numbers(value["values"]), _numbers(value.get("violations", ())))
+        return Objectives(nan_for_none(value["values"]),
+                          nan_for_none(value.get("violations", ())))
     return math.nan if value is None else float(value)
-
-
-def _numbers(values):
-    return [math.nan if v is None else v for v in values]
 
 
 def _failed(outcome, reason):

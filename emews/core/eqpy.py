@@ -46,7 +46,7 @@ import sys
 import threading
 import traceback
 
-from .vector import Objectives, json_numbers
+from .vector import Objectives, json_numbers, nan_for_none
 
 EQPY_ABORT = "EQPY_ABORT"
 DONE = "DONE"
@@ -234,7 +234,7 @@ def parse_value(text):
     if isinstance(text, str) and text.lstrip().startswith("["):
         try:
             values = json.loads(text)
-            return Objectives([math.nan if v is None else float(v) for v in values])
+            return Objectives(nan_for_none(values))
         except (TypeError, ValueError):
             return math.nan
     try:

@@ -52,3 +52,9 @@ def json_numbers(data):
     if isinstance(data, (list, tuple)):
         return [json_numbers(value) for value in data]
     return data
+
+
+def nan_for_none(values):
+    """``values`` as floats, each ``None`` (null, as :func:`json_numbers` writes a non-finite
+    number) as NaN."""
+    return [math.nan if value is None else float(value) for value in values]
