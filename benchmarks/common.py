@@ -7,14 +7,10 @@ from pathlib import Path
 
 import numpy as np
 
-MPI_ENVIRONMENT = ("PMI_RANK", "PMI_SIZE", "PMIX_RANK", "OMPI_COMM_WORLD_SIZE")
+from emews.evaluate.launcher import default_mpiexec
+from emews.launch.spawn import MPI_ENVIRONMENT
+
 REPO = Path(__file__).resolve().parent.parent
-
-
-def mpiexec():
-    """The ``mpiexec`` beside this Python (the ``mpich`` wheel's), else the one on PATH."""
-    beside = Path(sys.executable).parent / "mpiexec"
-    return str(beside) if beside.exists() else "mpiexec"
 
 
 def mpiexec_python(ranks, args, timeout=1800):
@@ -22,7 +18,7 @@ def mpiexec_python(ranks, args, timeout=1800):
     env = {k: v for k, v in os.environ.items() if k not in MPI_ENVIRONMENT}
     env.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
                PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])))
-    command = [mpiexec(), "-n", str(ranks), sys.executable, *args]
+    command = [default_mpiexec(), "-n", str(ranks), sys.executable, *args]
     done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True,
                           timeout=timeout)
     if done.returncode != 0:

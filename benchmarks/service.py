@@ -37,7 +37,9 @@ import time
 import urllib.parse
 from pathlib import Path
 
-from .common import MPI_ENVIRONMENT, REPO, mpiexec
+from emews.evaluate.launcher import default_mpiexec
+
+from .common import MPI_ENVIRONMENT, REPO
 
 WORKERS_PER_POOL = 2
 SPACE = [{"name": "x", "type": "float", "lower": -1.0, "upper": 1.0}]
@@ -131,7 +133,7 @@ def _study(directory, name, n, pools, slots, storage):
             _wait_for(lambda: store.meta("master"), service, "the study's master")
             control.request(expdir, "paused")   # until every pool has attached
             for _ in range(pools):
-                start(mpiexec(), "-n", WORKERS_PER_POOL + 1, sys.executable, "-m", "emews",
+                start(default_mpiexec(), "-n", WORKERS_PER_POOL + 1, sys.executable, "-m", "emews",
                       "pool", expdir)
             _wait_for(lambda: len(_attached(expdir)) >= pools, service, "the pools to attach")
             began = time.time()

@@ -14,11 +14,11 @@ from pathlib import Path
 
 from .core.criteria import Criteria
 from .core.pareto import front_rows
-from .core.replicas import summarize
+from .core.replicas import best_point, settings_of
 from .errors import Interrupted
 from .experiment import load_experiment
 from .status import Status
-from .store import study_store
+from .store import read_once
 
 
 @dataclass
@@ -71,12 +71,10 @@ def best(store, study):
     """``(point, value)`` of the best finished evaluation, or ``(None, None)``; a study with
     ``replicas`` > 1 is judged per point, by the value its search was told (a point whose
     replicas a limit cut short was never told, and is not a candidate)."""
-    if study.get("replicas", 1) > 1:
-        summary = [s for s in summarize(store.rows(Status.DONE, Status.FAILED),
-                                        study["replica_seed_param"], study["replica_objective"],
-                                        study["replicas"])
-                   if s["value"] is not None]
-        return (summary[0]["point"], summary[0]["value"]) if summary else (None, None)
+    settings = settings_of(study)
+    if settings is not None:
+        found = best_point(store.rows(), settings)
+        return (found["point"], found["value"]) if found else (None, None)
     found = store.best()
     return (found["params"], found["result"]) if found else (None, None)
 
@@ -98,11 +96,7 @@ def result_from(expdir, store, final):
 def read(expdir, reading):
     """``reading(store)`` on the store of the experiment in ``expdir``, opened read-only for
     it alone (never written through, never migrated)."""
-    store = study_store(expdir, load_experiment(expdir).system["storage"], readonly=True)
-    try:
-        return reading(store)
-    finally:
-        store.close()
+    return read_once(expdir, load_experiment(expdir).system["storage"], reading)
 
 
 def result_of(expdir):

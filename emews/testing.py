@@ -25,7 +25,7 @@ from .core.algorithm import Objectives, PrunedResult, load, point_key
 from .errors import MEAborted
 from .core.me import build_algorithm, ready_points
 from .space import Space
-from .store import study_store
+from .store import read_once
 
 SPACE = [
     {"name": "x", "type": "float", "lower": -2.0, "upper": 2.0},
@@ -110,11 +110,7 @@ def drive(settings, objective, completion_seed=0):
 def experiment_rows(data_dir):
     """The evaluations (store rows, by id) of the one experiment under ``data_dir``."""
     (expdir,) = [exp for study in Path(data_dir).iterdir() for exp in study.iterdir()]
-    store = study_store(expdir, readonly=True)
-    try:
-        return store.rows()
-    finally:
-        store.close()
+    return read_once(expdir, None, lambda store: store.rows())
 
 
 class Conformance:

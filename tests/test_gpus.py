@@ -1,8 +1,13 @@
 """One GPU per worker: the device from the node-local rank, CANDLE_CUDA_OFFSET and GPUs per node."""
 
+import io
+
 import pytest
 
+from emews.evaluate.launcher import (BINDING_VARIABLE, GPUS_VARIABLE, gpu_binding, launcher_rank,
+                                     local_rank, rank_environ)
 from emews.launch import gpus
+from emews.pools.packed import visible_devices
 
 
 @pytest.mark.parametrize("rank, per_node, offset, expected", [
@@ -32,3 +37,43 @@ def test_without_a_launcher_the_global_rank_is_used_and_no_gpus_set_nothing():
     untouched = {"CUDA_VISIBLE_DEVICES": "0,1"}
     assert gpus.assign(1, 0, environ=untouched) is None
     assert untouched == {"CUDA_VISIBLE_DEVICES": "0,1"}
+
+
+# every launcher's variable, as the one reader (emews.evaluate.launcher) knows it: Hydra (mpich),
+# Open MPI, PMIx, Slurm, Flux, IBM's jsrun, Cray's ALPS and PALS
+RANKS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID", "FLUX_TASK_RANK",
+         "JSM_NAMESPACE_RANK", "ALPS_APP_PE", "PALS_RANKID")
+LOCAL_RANKS = ("MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK", "PMIX_LOCAL_RANK",
+               "SLURM_LOCALID", "FLUX_TASK_LOCAL_ID", "JSM_NAMESPACE_LOCAL_RANK",
+               "PALS_LOCAL_RANKID")
+
+
+@pytest.mark.parametrize("name", RANKS)
+def test_each_launcher_s_rank_variable_is_read(name):
+    assert launcher_rank({name: "6"}) == 6
+    assert launcher_rank({name: "x", "UNRELATED_RANK": "2"}, default=None) is None
+    assert rank_environ({name: "6"})["RANK"] == "6"
+
+
+@pytest.mark.parametrize("name", LOCAL_RANKS)
+def test_each_launcher_s_local_rank_variable_is_read_by_the_worker_s_gpu_too(name):
+    assert local_rank({name: "3"}) == 3
+    assert local_rank({}, default=7) == 7
+    environ = {name: "3"}
+    assert gpus.assign(9, 2, environ=environ, stream=io.StringIO()) == "1"
+
+
+@pytest.mark.parametrize("binding", ["CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
+                                     "ZE_AFFINITY_MASK"])
+def test_each_device_variable_is_one_the_site_the_worker_and_a_container_know(binding):
+    from emews.evaluate import container
+    from emews.launch.site import GPU_BINDINGS
+
+    assert binding in GPU_BINDINGS and gpu_binding({BINDING_VARIABLE: binding}) == binding
+    environ = {BINDING_VARIABLE: binding, binding: "4,5"}
+    assert visible_devices(environ) == ["4", "5"]
+    assert gpus.assign(1, 2, environ=environ, stream=io.StringIO()) == "5"
+    assert rank_environ({BINDING_VARIABLE: binding, GPUS_VARIABLE: "2,3",
+                           "PMI_RANK": "1", "WORLD_SIZE": "2"})[binding] == "3"
+    assert binding in container.DEVICE_VARIABLES
+    assert gpu_binding({}) == "CUDA_VISIBLE_DEVICES"

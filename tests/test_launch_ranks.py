@@ -263,15 +263,25 @@ def test_ctrl_c_of_the_worker_stops_every_process_of_its_evaluation(tmp_path):
 
 def test_without_an_mpiexec_a_study_launch_refuses_in_one_line_naming_the_setting(
         tmp_path, monkeypatch):
-    """One finder serves both: the study's launch (``emews.launch.spawn``) refuses, naming
-    ``[system].mpiexec``; an evaluation's launcher falls back on a bare ``mpiexec``."""
+    """One finder serves all: the study's launch (``emews.launch.spawn``) refuses what it
+    finds when it is no program, naming ``[system].mpiexec``; an evaluation's launcher falls
+    back on a bare ``mpiexec``; a batch job's Python gets the one beside it, else the bare name
+    (its node's PATH resolves it), never this node's PATH."""
     from emews.launch import spawn
 
     monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))  # nothing beside it
     monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(ConfigError, match=r"\[system\]\.mpiexec.*no mpiexec found"):
-        spawn.default_mpiexec()
     assert default_mpiexec() == "mpiexec"
+    with pytest.raises(ConfigError, match=r"^\[system\]\.mpiexec: no mpiexec found.*"
+                                          r"got 'mpiexec'$"):
+        spawn.runnable(default_mpiexec())
     (tmp_path / "mpiexec").write_text("#!/bin/sh\n")
     (tmp_path / "mpiexec").chmod(0o755)
-    assert spawn.default_mpiexec() == default_mpiexec() == str(tmp_path / "mpiexec")
+    assert spawn.runnable(default_mpiexec()) == default_mpiexec() == str(tmp_path / "mpiexec")
+    with pytest.raises(ConfigError, match=r"^\[system\]\.mpiexec: .*got '/no/mpiexec'$"):
+        spawn.runnable("/no/mpiexec")   # a configured one that is not there
+    job_python = tmp_path / "job" / "bin" / "python"
+    assert default_mpiexec(str(job_python)) == "mpiexec"
+    job_python.parent.mkdir(parents=True)
+    (job_python.parent / "mpiexec").write_text("#!/bin/sh\n")
+    assert default_mpiexec(str(job_python)) == str(job_python.parent / "mpiexec")

@@ -270,3 +270,32 @@ def test_a_point_whose_replicas_a_limit_cut_short_has_no_value_and_is_never_the_
     final = final_record('{"stop_reason": "time limit of 60.0 s reached"}', store, settings)
     store.close()
     assert (final["best_point"], final["best_value"]) == ({"x": 1.0}, pytest.approx(0.6))
+
+
+def test_a_point_with_a_pruned_replica_was_told_so_the_record_and_inspect_name_it_the_best(
+        tmp_path):
+    """A pruned replica is told to its search (NaN, as a failed one is), so its point is
+    complete: its value is its other replicas' mean, and the final record and
+    ``emews.inspect`` name the same best point (one function judges it for both)."""
+    from emews.evaluate import Outcome
+    from emews.result import final_record
+    from emews.store import SQLiteStore
+
+    store = SQLiteStore(tmp_path / "results.db")
+    rows = [({"x": 1.0}, 1, 0.50, "done"), ({"x": 1.0}, 2, 0.05, "pruned"),
+            ({"x": 1.0}, 3, 0.60, "done"),
+            ({"x": 2.0}, 4, 0.90, "done"), ({"x": 2.0}, 5, 0.80, "done"),
+            ({"x": 2.0}, 6, 1.00, "done")]
+    store.add([(i, json.dumps({**point, "rng_seed": seed}), f"RUN{i:06d}", 1, i)
+               for i, (point, seed, _, _) in enumerate(rows)])
+    store.finish([(i, 1, Outcome(value, status, None, "", 0.0, 1.0, {}), 1, status)
+                  for i, (_, _, value, status) in enumerate(rows)])
+    store.commit()
+    settings = {"replicas": 3, "replica_seed_param": "rng_seed", "replica_objective": "mean"}
+    final = final_record("{}", store, settings)
+    store.close()
+    assert (final["best_point"], final["best_value"]) == ({"x": 1.0}, pytest.approx(0.55))
+    (tmp_path / "config.json").write_text(json.dumps({"study": settings}))
+    best = load(tmp_path).best
+    assert (best["params"], best["result"], best["failed"]) == ({"x": 1.0}, pytest.approx(0.55),
+                                                                1)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from emews.evaluate.launcher import BINDING_VARIABLE
 from emews.launch import gpus
 from emews.launch import site as sites
 
@@ -238,7 +239,7 @@ def test_chain_needs_a_scheduler_with_dependencies(emews_cli, quadratic):
     ("ZE_AFFINITY_MASK", "ZE_AFFINITY_MASK=1"),
 ])
 def test_gpu_binding_sets_the_site_s_variable_and_says_so(binding, expected, capsys):
-    environ = {"SLURM_LOCALID": "3", gpus.BINDING_VARIABLE: binding}
+    environ = {"SLURM_LOCALID": "3", BINDING_VARIABLE: binding}
     assert gpus.assign(7, 2, environ=environ) == "1"
     assert environ[binding] == "1"
     out = capsys.readouterr().out

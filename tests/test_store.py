@@ -11,7 +11,7 @@ import pytest
 
 from emews.errors import ConfigError, StoreError
 from emews.evaluate import Outcome
-from emews.store import SQLiteStore, StudyLock, bounded
+from emews.store import SQLiteStore, StudyLock, bounded, read_once
 from emews.store import schema
 from emews.store.filesystem import NETWORK_FILESYSTEMS, journal_mode
 
@@ -215,3 +215,27 @@ def test_a_turn_of_many_rows_writes_each_row_as_its_own_statement_would(tmp_path
     assert (rows[-1]["status"], rows[-1]["result"], rows[-1]["error"]) == ("failed", None, "boom")
     assert [(a["id"], a["attempt"], a["run_id"], a["result"]) for a in attempts] == [
         (i, 1, f"RUN{i:06d}", None if i == n - 1 else i / 10) for i in range(n)]
+
+
+def test_read_once_reads_a_study_s_store_read_only_and_closes_it(tmp_path):
+    """The one read-once reader (``emews.result``, ``emews.inspect``, ``emews.testing``): a
+    missing store is refused, never made; a reading sees the store, which is closed after."""
+    with pytest.raises(ConfigError, match="there is no such file"):
+        read_once(tmp_path, None, lambda store: store.rows())
+    assert not (tmp_path / "results.db").exists()
+    writer = SQLiteStore(tmp_path / "results.db")
+    writer.add([(0, json.dumps({"x": 1.0}), "RUN000000", 1, 0)])
+    writer.commit()
+    seen = []
+
+    def reading(store):
+        seen.append(store)
+        with pytest.raises(StoreError):   # read-only
+            store.set_meta("written", True)
+            store.commit()
+        return store.next_id()
+
+    assert read_once(tmp_path, None, reading) == 1
+    assert seen[0].db is None             # closed
+    assert writer.meta("written") is None
+    writer.close()

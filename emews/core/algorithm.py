@@ -29,6 +29,7 @@ import numpy as np
 from . import eqpy  # noqa: F401 - binds the name ``eqpy`` for classic ME modules
 from . import pareto
 from .vector import Objectives  # noqa: F401 - part of the contract (the wire decodes it too)
+from .vector import finite_or_none
 from ..errors import ConfigError, PluginError
 from ..validation import FLAG, Choice, Maybe, Number, Table, Text, check
 
@@ -449,7 +450,7 @@ class Stopper:
         """What the rules have counted so far (JSON-serializable; :meth:`restore` takes it)."""
         counts = {"evaluations": self.evaluations, "iterations": self.iterations,
                   "last_improvement": self.last_improvement, "steps": self.steps,
-                  "best": None if math.isinf(self.best) else self.best}
+                  "best": finite_or_none(self.best)}
         if self.front:
             counts.update(front=self.front, hypervolume=self.hypervolume,
                           reference_point=self.reference_point,

@@ -26,6 +26,7 @@ from ..errors import ConfigError
 from ..status import Status
 from .algorithm import Objectives
 from .pareto import minimized
+from .vector import finite_or_none, json_numbers, nan_for_none
 
 DIRECTIONS = ("minimize", "maximize")
 OPERATORS = ("<=", ">=", "<", ">")
@@ -152,14 +153,15 @@ def as_json(value):
     "violations": [...]}`` for an :class:`~emews.core.algorithm.Objectives`
     (:func:`from_json` reads it back)."""
     if isinstance(value, Objectives):
-        return {"values": list(value.values), "violations": list(value.violations)}
-    return None if math.isnan(value) else value
+        return json_numbers({"values": value.values, "violations": value.violations})
+    return finite_or_none(value)
 
 
 def from_json(value):
     """The told value that :func:`as_json` wrote."""
     if isinstance(value, dict):
-        return Objectives(value["values"], value.get("violations", ()))
+        return Objectives(nan_for_none(value["values"]),
+                          nan_for_none(value.get("violations", ())))
     return math.nan if value is None else float(value)
 
 

@@ -46,7 +46,7 @@ import sys
 import threading
 import traceback
 
-from .vector import Objectives
+from .vector import Objectives, json_numbers, nan_for_none
 
 EQPY_ABORT = "EQPY_ABORT"
 DONE = "DONE"
@@ -223,8 +223,7 @@ def format_value(value):
     """Format one result as the wire writes it (``NaN`` for a failure; a JSON list for an
     :class:`~emews.core.vector.Objectives`)."""
     if isinstance(value, Objectives):
-        return json.dumps([v if math.isfinite(v) else None for v in value.values],
-                          separators=(",", ":"))
+        return json.dumps(json_numbers(value.values), separators=(",", ":"))
     value = float(value)
     return "NaN" if math.isnan(value) else repr(value)
 
@@ -235,7 +234,7 @@ def parse_value(text):
     if isinstance(text, str) and text.lstrip().startswith("["):
         try:
             values = json.loads(text)
-            return Objectives([math.nan if v is None else float(v) for v in values])
+            return Objectives(nan_for_none(values))
         except (TypeError, ValueError):
             return math.nan
     try:

@@ -38,6 +38,7 @@ from . import eqpy
 from .algorithm import Stopper, load, point_key
 from .criteria import from_json
 from .replicas import wrap as with_replicas
+from .vector import finite_or_none
 from ..space import Space
 
 
@@ -201,7 +202,7 @@ class Search:
         (:meth:`~emews.core.algorithm.Stopper.counts`), the points proposed and the best."""
         return {"put": self.put_base + self.next_index, **self.limits.counts(),
                 "best_point": self.best_point,
-                "best_value": None if math.isinf(self.best_value) else self.best_value}
+                "best_value": finite_or_none(self.best_value)}
 
     def restore(self, state, driver):
         """Continue from a checkpoint: the algorithm's ``state`` and :meth:`driver_state`."""
@@ -300,7 +301,7 @@ class Search:
         """The final message: best point and value, counts and the reason for stopping."""
         counts = self.limits.counts()
         return {"best_point": self.best_point,
-                "best_value": None if math.isinf(self.best_value) else self.best_value,
+                "best_value": finite_or_none(self.best_value),
                 "evaluations": counts["evaluations"], "iterations": counts["iterations"],
                 "stop_reason": reason}
 

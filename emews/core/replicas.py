@@ -27,6 +27,7 @@ import numpy as np
 from .algorithm import Algorithm, pack_state, point_key, unpack_state
 from ..errors import ConfigError
 from ..status import FINAL, Status
+from .vector import finite_or_none
 
 OBJECTIVES = ("mean", "worst")
 SEED_PARAM = "rng_seed"
@@ -99,7 +100,15 @@ def summarize(rows, seed_param, objective, replicas):
                         "value": aggregate(values, objective) if complete else math.nan,
                         "ids": ids})
     summary.sort(key=lambda s: (not s["complete"], math.isnan(s["value"]), s["value"]))
-    return [{**s, "value": None if math.isnan(s["value"]) else s["value"]} for s in summary]
+    return [{**s, "value": finite_or_none(s["value"])} for s in summary]
+
+
+def best_point(rows, settings):
+    """The best point of a study's ``rows`` under its replica ``settings`` (:func:`settings_of`):
+    the first entry of :func:`summarize` whose search was told a value, or ``None``."""
+    return next((s for s in summarize(rows, settings["replica_seed_param"],
+                                      settings["replica_objective"], settings["replicas"])
+                 if s["value"] is not None), None)
 
 
 class Gathered:

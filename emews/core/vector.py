@@ -1,6 +1,7 @@
 """The value told of an evaluation in a study of several objectives or with constraints:
 :class:`Objectives` (part of the algorithm contract, :mod:`emews.core.algorithm`; here, apart,
-so that the EQ/Py wire (:mod:`emews.core.eqpy`) decodes it too)."""
+so that the EQ/Py wire (:mod:`emews.core.eqpy`) decodes it too); and numbers as JSON holds
+them (:func:`finite_or_none`, :func:`json_numbers`: NaN and the infinities as null)."""
 
 import math
 
@@ -33,3 +34,27 @@ class Objectives(float):
 
     def __repr__(self):
         return f"Objectives({list(self.values)!r}, violations={list(self.violations)!r})"
+
+
+def finite_or_none(value):
+    """``value``, or ``None`` for NaN and the infinities (JSON's null, and SQL's NULL)."""
+    return value if math.isfinite(value) else None
+
+
+def json_numbers(data):
+    """``data`` with each float in it, nested in lists, tuples and dicts, as
+    :func:`finite_or_none` has it (tuples become lists): what strict JSON holds
+    (``json.dumps(..., allow_nan=False)``; PostgreSQL's ``jsonb`` refuses ``NaN``)."""
+    if isinstance(data, float):
+        return finite_or_none(data)
+    if isinstance(data, dict):
+        return {key: json_numbers(value) for key, value in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [json_numbers(value) for value in data]
+    return data
+
+
+def nan_for_none(values):
+    """``values`` as floats, each ``None`` (null, as :func:`json_numbers` writes a non-finite
+    number) as NaN."""
+    return [math.nan if value is None else float(value) for value in values]

@@ -55,6 +55,7 @@ from ..errors import ConfigError
 from ..validation import check
 from .app import run_model_shell
 from .base import EvaluationFailed, Implementation
+from .launcher import DEVICE_VARIABLES
 from .results import read_log_result
 
 DATA, RUN = "/candle_data_dir", "/emews_run"
@@ -63,10 +64,8 @@ IMAGE_SETTING = "[model].image (CANDLE_IMAGE)"
 RUNTIME_SETTING = "[model].container_runtime (CANDLE_CONTAINER_RUNTIME)"
 GPUS_SETTING = "[model].container_gpus (CANDLE_CONTAINER_GPUS)"
 NO_IMAGE = ("", "NONE", "None")  # Supervisor's workflow.sh: ${CANDLE_IMAGE:=NONE}
-DEVICE_VARIABLES = {"nvidia": "CUDA_VISIBLE_DEVICES", "amd": "ROCR_VISIBLE_DEVICES"}
+KIND_VARIABLES = {"nvidia": "CUDA_VISIBLE_DEVICES", "amd": "ROCR_VISIBLE_DEVICES"}
 NODE_DEVICES = {"nvidia": "/dev/nvidiactl", "amd": "/dev/kfd"}  # a node's GPUs, by kind
-# the worker's devices when no GPU flags are given (Intel's GPUs need none: Aurora)
-DEVICE_VARIABLES_ANY = ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK")
 
 
 @dataclass(frozen=True)
@@ -250,7 +249,7 @@ def gpu_kind(setting, environ):
     worker's device variable, else from the node's device files (:data:`NODE_DEVICES`)."""
     check(GPUS_SETTING, SCHEMA["model"]["container_gpus"].rule, setting)
     if setting == "auto":
-        setting = next((kind for kind, name in DEVICE_VARIABLES.items() if environ.get(name)),
+        setting = next((kind for kind, name in KIND_VARIABLES.items() if environ.get(name)),
                        None) or next((kind for kind, path in NODE_DEVICES.items()
                                       if os.path.exists(path)), "none")
     return None if setting == "none" else setting
@@ -308,7 +307,8 @@ class ContainerCommand:
             os.makedirs(os.path.join(run_dir, os.path.basename(CHECKPOINTS)), exist_ok=True)
         kind = gpu_kind(self.gpus, environ)
         if devices is None:
-            names = [DEVICE_VARIABLES[kind]] if kind else DEVICE_VARIABLES_ANY
+            # without GPU flags, any device variable (Intel's GPUs need none: Aurora)
+            names = [KIND_VARIABLES[kind]] if kind else DEVICE_VARIABLES
             devices = next((environ[name] for name in names if environ.get(name)), "")
         launch = Launch(self.image, self.action,
                         tuple((str(host), guest) for _, host, guest in binds),

@@ -35,6 +35,7 @@ LAUNCH_VARIABLE = "EMEWS_LAUNCH"         # the site's [launch] table, as JSON
 BINDING_VARIABLE = "EMEWS_GPU_BINDING"   # the site's gpu_binding (emews.launch.gpus)
 GPUS_VARIABLE = "EMEWS_EVAL_GPUS"        # the evaluation's devices, comma-separated
 DEVICE_VARIABLES = ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK")
+DEFAULT_BINDING = DEVICE_VARIABLES[0]    # without a site's gpu_binding
 
 TEMPLATES = {  # launcher: (command, hosts, gpus)
     "mpiexec": (["{mpiexec}", "-n", "{ranks}"], ["-hosts", "{hostcounts}"], []),
@@ -66,11 +67,11 @@ class Launcher:
     command: list = field(default_factory=list)
     hosts: list = field(default_factory=list)
     gpus: list = field(default_factory=list)
-    gpu_variable: str = "CUDA_VISIBLE_DEVICES"
+    gpu_variable: str = DEFAULT_BINDING
 
     @classmethod
     def of(cls, kind, command=None, hosts=None, gpus=None, args=(), launcher_command=None,
-           gpu_variable="CUDA_VISIBLE_DEVICES"):
+           gpu_variable=DEFAULT_BINDING):
         """The launcher ``kind`` with its default templates, each replaced when given;
         ``args`` are appended to the command, ``launcher_command`` replaces its first word."""
         default = TEMPLATES[kind]
@@ -84,7 +85,7 @@ class Launcher:
     @classmethod
     def from_environ(cls, environ=os.environ):
         """The launcher the batch script named (``EMEWS_LAUNCH``), else ``mpiexec``."""
-        binding = environ.get(BINDING_VARIABLE) or "CUDA_VISIBLE_DEVICES"
+        binding = gpu_binding(environ)
         text = environ.get(LAUNCH_VARIABLE)
         if not text:
             return cls.of("mpiexec", gpu_variable=binding)
@@ -162,16 +163,23 @@ def free_port():
         return sock.getsockname()[1]
 
 
-def find_mpiexec():
-    """The ``mpiexec`` beside this Python interpreter (the mpich wheel's), else on PATH, else
-    ``None``."""
-    beside = Path(sys.executable).parent / "mpiexec"
-    return str(beside) if beside.exists() else shutil.which("mpiexec")
+def default_mpiexec(python=None):
+    """The ``mpiexec`` beside ``python`` (the ``mpich`` wheel's in its virtualenv); without
+    ``python``, beside this interpreter, else the one on PATH; else a bare ``mpiexec``.
+
+    A batch job's Python (``python`` given) gets no PATH lookup here: the job's node resolves
+    the bare name, after its site's modules are loaded. Where none is found the bare name fails
+    to start, saying so (:func:`emews.launch.spawn.spawn` refuses it before it starts)."""
+    beside = Path(python or sys.executable).parent / "mpiexec"
+    if beside.is_absolute() and beside.exists():
+        return str(beside)
+    return (python is None and shutil.which("mpiexec")) or "mpiexec"
 
 
-def default_mpiexec():
-    """:func:`find_mpiexec`'s, or a bare ``mpiexec`` (whose failure to start says it)."""
-    return find_mpiexec() or "mpiexec"
+def gpu_binding(environ=os.environ):
+    """The variable that carries a process's GPU: the site's binding (``EMEWS_GPU_BINDING``:
+    one of :data:`DEVICE_VARIABLES`, ``launcher`` or ``none``), else ``CUDA_VISIBLE_DEVICES``."""
+    return environ.get(BINDING_VARIABLE) or DEFAULT_BINDING
 
 
 def _first(environ, names, default):
@@ -179,6 +187,18 @@ def _first(environ, names, default):
         if str(environ.get(name, "")).isdigit():
             return int(environ[name])
     return default
+
+
+def launcher_rank(environ=os.environ, default=0):
+    """This process's rank among the job's, as its launcher tells it (the first of
+    :data:`RANK_VARIABLES` set to a number), else ``default``."""
+    return _first(environ, RANK_VARIABLES, default)
+
+
+def local_rank(environ=os.environ, default=0):
+    """This process's rank on its node, as its launcher tells it (the first of
+    :data:`LOCAL_RANK_VARIABLES` set to a number), else ``default``."""
+    return _first(environ, LOCAL_RANK_VARIABLES, default)
 
 
 def devices_of(rank, ranks, gpus):
@@ -194,11 +214,11 @@ def devices_of(rank, ranks, gpus):
 def rank_environ(environ=os.environ):
     """This process's own variables (``RANK``, ``LOCAL_RANK``, ``LOCAL_WORLD_SIZE``, its GPU),
     read from what its launcher set; a dict to add to ``environ``."""
-    rank = _first(environ, RANK_VARIABLES, 0)
+    rank = launcher_rank(environ)
     world = int(environ.get("WORLD_SIZE") or 1)
-    env = {"RANK": str(rank), "LOCAL_RANK": str(_first(environ, LOCAL_RANK_VARIABLES, rank)),
+    env = {"RANK": str(rank), "LOCAL_RANK": str(local_rank(environ, rank)),
            "LOCAL_WORLD_SIZE": str(_first(environ, LOCAL_SIZE_VARIABLES, world))}
-    variable = environ.get(BINDING_VARIABLE) or "CUDA_VISIBLE_DEVICES"
+    variable = gpu_binding(environ)
     gpus = [g for g in environ.get(GPUS_VARIABLE, "").split(",") if g]
     if gpus and variable in DEVICE_VARIABLES:
         env[variable] = ",".join(devices_of(rank, world, gpus))

@@ -30,6 +30,7 @@ import functools
 import math
 from typing import Callable, NamedTuple
 
+from ..core.vector import finite_or_none
 from ..status import POOL_OUTCOMES, Status
 
 
@@ -47,7 +48,7 @@ class Kind(NamedTuple):
 
 
 def _number_out(value):
-    return float(value) if math.isfinite(value) else None
+    return finite_or_none(float(value))
 
 
 def _number_in(value):

@@ -7,8 +7,8 @@ evaluations: each point's replicas grouped, with their mean, std and count, best
 import csv
 import io
 import json
-import math
 
+from ..core.vector import json_numbers
 from .query import select
 from .status import one_line
 
@@ -97,8 +97,7 @@ def as_json(study, rows):
     if curves:
         for record in records:
             curve = curves.get(record["id"], {})
-            record["curve"] = [[step, value if math.isfinite(value) else None]
-                               for step, value in sorted(curve.items())]
+            record["curve"] = json_numbers(sorted(curve.items()))
     return json.dumps(records, indent=2, allow_nan=False, default=str)
 
 

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from ..errors import ConfigError
-from ..store import study_store
+from ..store import read_once
 from ..store.base import curves_of
 
 
@@ -72,8 +72,4 @@ def best_row(expdir):
 
 
 def _read_once(expdir, reading):
-    store = study_store(expdir, storage_url(expdir), create=False, readonly=True)
-    try:
-        return reading(store)
-    finally:
-        store.close()
+    return read_once(expdir, storage_url(expdir), reading)

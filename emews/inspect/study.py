@@ -11,7 +11,7 @@ import socket
 
 from ..core.criteria import Criteria
 from ..core.pareto import front_rows
-from ..core.replicas import settings_of, summarize
+from ..core.replicas import best_point, settings_of, summarize
 from ..errors import ConfigError
 from ..status import Status
 from .source import experiment_dir, read, read_curves
@@ -98,7 +98,7 @@ class Study:
         as ``final.json`` names it: its entry of :attr:`points`, with its ``params`` (the
         point) and its ``result`` (the value its search was told) as a row has them."""
         if self.replicas is not None:
-            best = next((p for p in self.points if p["value"] is not None), None)
+            best = best_point(self.rows, self.replicas)
             return None if best is None else {**best, "params": best["point"],
                                               "result": best["value"]}
         done = self.done

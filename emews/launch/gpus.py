@@ -15,16 +15,7 @@ prints the devices it was given, so its ``out-R.txt`` records them.
 import os
 import sys
 
-LOCAL_RANK_VARIABLES = ("MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK", "PMIX_LOCAL_RANK",
-                        "PALS_LOCAL_RANKID", "SLURM_LOCALID")
-
-
-def local_rank(rank, environ=os.environ):
-    """This process's rank on its node, as the MPI launcher tells it, else ``rank``."""
-    for name in LOCAL_RANK_VARIABLES:
-        if environ.get(name, "").isdigit():
-            return int(environ[name])
-    return rank
+from ..evaluate.launcher import DEVICE_VARIABLES, gpu_binding, local_rank
 
 
 def device_for(rank, gpus_per_node, offset=0, visible=None):
@@ -40,10 +31,6 @@ def device_for(rank, gpus_per_node, offset=0, visible=None):
     return devices[index % len(devices)] if devices else str(index)
 
 
-BINDING_VARIABLE = "EMEWS_GPU_BINDING"
-DEVICE_VARIABLES = ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK")
-
-
 def assign(rank, gpus_per_node, offset=None, environ=os.environ, binding=None, stream=None):
     """Set the binding's variable in ``environ`` for the worker of global ``rank``.
 
@@ -53,10 +40,10 @@ def assign(rank, gpus_per_node, offset=None, environ=os.environ, binding=None, s
     """
     if offset is None:
         offset = int(environ.get("CANDLE_CUDA_OFFSET") or 0)
-    binding = binding or environ.get(BINDING_VARIABLE) or "CUDA_VISIBLE_DEVICES"
+    binding = binding or gpu_binding(environ)
     device = None
     if binding in DEVICE_VARIABLES:
-        device = device_for(local_rank(rank, environ), gpus_per_node, offset,
+        device = device_for(local_rank(environ, rank), gpus_per_node, offset,
                             environ.get(binding))
         if device is not None:
             environ[binding] = device

@@ -14,6 +14,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..evaluate.launcher import default_mpiexec
 from .site import walltime_seconds
 
 PREFIX = {"slurm": "#SBATCH", "pbs": "#PBS", "lsf": "#BSUB", "flux": "# flux:"}
@@ -197,7 +198,7 @@ def launch_command(job):
     site = job.site
     procs, ppn = str(job.procs), str(job.ppn)
     if site.launcher == "mpiexec":
-        command = [site.launcher_command or _mpiexec(job.python), "-n", procs]
+        command = [site.launcher_command or default_mpiexec(job.python), "-n", procs]
         command += [site.ppn_flag, ppn] if site.ppn_flag else []
     elif site.launcher == "srun":
         command = [site.launcher_command or "srun", "-n", procs, f"--ntasks-per-node={ppn}"]
@@ -214,9 +215,3 @@ def launch_command(job):
                 str(job.expdir), *drain]
     return [*command, *site.launcher_args, job.python, "-m", "emews", "run", "--resume",
             str(job.expdir)]
-
-
-def _mpiexec(python):
-    """The ``mpiexec`` beside the job's Python (the ``mpich`` wheel's), else from PATH."""
-    beside = Path(python).parent / "mpiexec"
-    return str(beside) if beside.is_absolute() and beside.exists() else "mpiexec"

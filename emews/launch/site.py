@@ -46,13 +46,12 @@ from pathlib import Path
 
 from ..config import CONTAINER_RUNTIMES
 from ..errors import ConfigError
-from ..evaluate.launcher import Launcher
+from ..evaluate.launcher import DEVICE_VARIABLES, Launcher
 from ..validation import Choice, Mapping, Number, Strings, Text, check_keys, read_toml
 
 SCHEDULERS = ("local", "slurm", "pbs", "lsf", "flux")
 LAUNCHERS = ("mpiexec", "srun", "jsrun", "aprun", "flux")
-GPU_BINDINGS = ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK", "launcher",
-                "none")
+GPU_BINDINGS = (*DEVICE_VARIABLES, "launcher", "none")
 USER_SITES = Path("~/.config/emews/sites")
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")

@@ -9,19 +9,23 @@
 
 import functools
 import os
+import shutil
 import signal
 import subprocess
 import sys
 
 from ..errors import ConfigError, EmewsError, Interrupted, Reported
 from ..evaluate.deathsig import set_death_signal
-from ..evaluate.launcher import find_mpiexec
+from ..evaluate.launcher import default_mpiexec
 from ..inspect.progress import TERMINAL_VARIABLE
 from ..result import final_recorded, interrupted, result_of, stored_count
 from ..status import Status
 from ..store import study_store
 from ..store.lock import TOKEN_VARIABLE
 
+# what an MPI library's launcher sets (Hydra, PMIx, Open MPI's): not the ranks that
+# emews.evaluate.launcher.RANK_VARIABLES reads, which a scheduler may set in a batch script's own
+# shell too (SLURM_PROCID, FLUX_TASK_RANK), where ``emews run`` must still start its own job
 MPI_ENVIRONMENT = ("PMI_RANK", "PMI_SIZE", "PMIX_RANK", "OMPI_COMM_WORLD_SIZE")
 SPAWNED_VARIABLE = "EMEWS_SPAWNED"   # set for a job that ``emews run`` started: it reports
 
@@ -42,7 +46,7 @@ def spawn(expdir, cfg, lock):
     died or was killed) raises an :class:`~emews.errors.EmewsError` saying how to resume.
     """
     mpiexec = cfg.system["mpiexec"] or default_mpiexec()
-    command = [mpiexec, *cfg.system["mpiexec_args"], "-n", str(cfg.system["procs"]),
+    command = [runnable(mpiexec), *cfg.system["mpiexec_args"], "-n", str(cfg.system["procs"]),
                sys.executable, "-m", "emews", "run", "--execute", str(expdir)]
     env = dict(os.environ, **{TOKEN_VARIABLE: lock.token, SPAWNED_VARIABLE: "1"})
     if sys.stdout.isatty():
@@ -94,10 +98,10 @@ def cancel_unfinished(expdir, storage):
         store.close()
 
 
-def default_mpiexec():
-    """The ``mpiexec`` beside this Python interpreter (the mpich wheel's), else on PATH."""
-    found = find_mpiexec()
-    if not found:
+def runnable(mpiexec):
+    """``mpiexec`` when it names a program (a path, or a name on PATH); else a ConfigError
+    naming ``[system].mpiexec``."""
+    if shutil.which(mpiexec) is None:
         raise ConfigError("[system].mpiexec", "no mpiexec found beside the Python interpreter or "
-                          "on PATH; install the 'mpich' wheel", None, show_value=False)
-    return found
+                          "on PATH (install the 'mpich' wheel, or set it to one)", mpiexec)
+    return mpiexec

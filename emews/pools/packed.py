@@ -25,7 +25,7 @@ import time
 from ..errors import ConfigError
 from ..evaluate.base import Resources
 from ..evaluate.outcome import Outcome
-from ..launch.gpus import BINDING_VARIABLE
+from ..evaluate.launcher import gpu_binding
 from ..status import Status
 from ..validation import Invalid
 from .base import Pool
@@ -53,7 +53,7 @@ def with_packing(pool, cfg):
 def visible_devices(environ=os.environ):
     """The GPU ids the job was given (the site binding's variable, by default
     ``CUDA_VISIBLE_DEVICES``), or ``None``: ``0 .. gpus_per_node - 1``."""
-    listed = environ.get(environ.get(BINDING_VARIABLE) or "CUDA_VISIBLE_DEVICES") or ""
+    listed = environ.get(gpu_binding(environ)) or ""
     return [device.strip() for device in listed.split(",") if device.strip()] or None
 
 

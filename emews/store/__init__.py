@@ -10,7 +10,7 @@ from .lock import StudyLock
 from .sqlite import SQLiteStore
 
 __all__ = ["SQLiteStore", "Snapshot", "Store", "StudyLock", "bounded", "open_store",
-           "study_store"]
+           "read_once", "study_store"]
 
 
 def open_store(location, create=True, readonly=False):
@@ -32,3 +32,14 @@ def study_store(expdir, storage=None, create=True, readonly=False):
     if storage:
         return open_store(f"{storage}#{Path(expdir).resolve()}", create, readonly)
     return SQLiteStore(Path(expdir) / "results.db", create, readonly)
+
+
+def read_once(expdir, storage, reading):
+    """``reading(store)`` on the store of the experiment in ``expdir`` (``storage``: as
+    :func:`study_store` takes it), opened read-only for this read alone (never written through,
+    never migrated; a study the store does not hold is refused) and closed."""
+    store = study_store(expdir, storage, readonly=True)
+    try:
+        return reading(store)
+    finally:
+        store.close()

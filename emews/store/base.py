@@ -64,6 +64,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..core.vector import finite_or_none, json_numbers
 from ..errors import StoreError
 from ..evaluate.outcome import Outcome, Report
 from ..status import FINAL, Status
@@ -402,25 +403,19 @@ def curves_of(reports: Iterable[tuple[int, int, float | None]]
     return curves
 
 
-def finite_or_none(value: float) -> float | None:
-    """``value``, or ``None`` for NaN and the infinities (SQL's NULL)."""
-    return value if math.isfinite(value) else None
-
-
 def metrics_json(metrics: Mapping[str, float] | None) -> str | None:
     """``metrics`` (name -> number) as a JSON object, non-finite values as null; ``None`` when
     there are none."""
     if not metrics:
         return None
-    return json.dumps({name: value if math.isfinite(value) else None
-                       for name, value in metrics.items()})
+    return json.dumps(json_numbers(metrics))
 
 
 def vector_json(values: Sequence[float] | None) -> str | None:
     """An objective vector as a JSON list, non-finite values as null; ``None`` when empty."""
     if not values:
         return None
-    return json.dumps([value if math.isfinite(value) else None for value in values])
+    return json.dumps(json_numbers(values))
 
 
 def bounded(text: str | None, limit: int = LOG_TAIL_BYTES) -> str | None:
