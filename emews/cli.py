@@ -228,12 +228,14 @@ def _run(args):
     result = run(args.config or None, overrides, args.resume)
     if result is not None and result.all_failed:
         if not os.environ.get("EMEWS_SPAWNED"):
+            from .inspect.status import tracebacks
             from .result import failure_reasons
 
             common = "; ".join(f"{reason} ({count}x)"
                                for reason, count in failure_reasons(result.expdir))
             print(f"emews: error: every evaluation failed ({result.evaluations}); the most "
-                  f"common reasons: {common}", file=sys.stderr)
+                  f"common reasons: {common}; tracebacks: {tracebacks(result.expdir)}",
+                  file=sys.stderr)
         return EXIT_FAILED
     return 0
 

@@ -259,7 +259,8 @@ def test_a_study_whose_every_evaluation_failed_exits_1_with_the_reason(study, em
     assert done.returncode == 1
     assert done.stderr.strip().splitlines()[-1] == (
         "emews: error: every evaluation failed (3); the most common reasons: FileNotFoundError: "
-        "no training data at /nonexistent/train.csv (3x)")
+        f"no training data at /nonexistent/train.csv (3x); tracebacks: "
+        f"{only_expdir(tmp_path)}/out/out-R.txt (R: the rank that ran the evaluation)")
     final = json.loads((only_expdir(tmp_path) / "final.json").read_text())
     assert final["best_point"] is None and final["best_value"] is None
 

@@ -52,8 +52,8 @@ def reader(store, opened):
     return opened(readonly=True)
 
 
-def points(n, rank=None):
-    return [(i, f'{{"x": {i}}}', f"RUN{i:06d}", rank, 100 + i) for i in range(n)]
+def points(n, rank=None, first=0):
+    return [(i, f'{{"x": {i}}}', f"RUN{i:06d}", rank, 100 + i) for i in range(first, first + n)]
 
 
 def done(value, **kwargs):
@@ -245,6 +245,11 @@ def test_counts_best_failure_reasons_and_finished_count(store):
     assert store.best()["id"] == 1                      # the lowest result, then the lowest id
     assert store.failure_reasons() == [("b", 2), ("a", 1), ("no reason recorded", 1)]
     assert store.failure_reasons(limit=1) == [("b", 2)]
+    store.add(points(3, rank=1, first=7))   # alike errors, but for their numbers, are one
+    store.finish([(7, 1, failed("bad x -1.5 at epoch 3"), 1, Status.FAILED),
+                  (8, 1, failed("bad x 2.5e-05 at epoch 12"), 1, Status.FAILED),
+                  (9, 1, failed("bad x -1.5 at epoch 3"), 1, Status.FAILED)])
+    assert store.failure_reasons() == [("bad x -1.5 at epoch 3", 3), ("b", 2), ("a", 1)]
 
 
 def test_reports_are_kept_per_point_and_attempt_in_order_seen_after_commit(store, reader):

@@ -4,12 +4,14 @@ the state of its batch jobs (``emews submit``) as their scheduler tells it."""
 import collections
 import json
 import time
+from pathlib import Path
 
 from ..launch.jobs import states as job_states
 from ..pools.requests import Demand
 from ..service.keys import POOLS_FILE
 from ..status import FINAL, Status
 from ..store import schema
+from ..store.base import NO_REASON, common_reasons
 from ..validation import Invalid
 
 TOP_FAILURES = 5
@@ -39,7 +41,8 @@ def summary(study, now=None):
     remaining = max(budget - finished, 0) if budget and state != "finished" else None
     eta = remaining / rate * 60 if remaining is not None and rate and state == "running" \
         else None
-    reasons = collections.Counter(row["error"] or "no reason recorded" for row in study.failed)
+    reasons = common_reasons(collections.Counter(row["error"] or NO_REASON
+                                                 for row in study.failed).items(), TOP_FAILURES)
     pools = _pools(study.expdir) if state == "running" else []
     front = study.pareto
     jobs, jobs_note = job_states(study.expdir)
@@ -49,8 +52,7 @@ def summary(study, now=None):
         "budget": budget, "remaining": remaining,
         "best": _best(study, best) if front is None else None,
         "stop_reason": final.get("stop_reason"),
-        "failures": [{"reason": reason, "count": count}
-                     for reason, count in reasons.most_common(TOP_FAILURES)],
+        "failures": [{"reason": reason, "count": count} for reason, count in reasons],
         "rate_per_minute": rate, "eta_seconds": eta, "pools": pools,
         "slots": _slots(study, pools),
         "jobs": jobs, "jobs_note": jobs_note,
@@ -103,7 +105,14 @@ def render(info):
         lines.append(f"jobs: {info['jobs_note']}")
     for failure in info["failures"]:
         lines.append(f"failed {failure['count']}x: {one_line(failure['reason'])}")
+    if info["failures"]:
+        lines.append(f"tracebacks: {tracebacks(info['expdir'])}")
     return lines
+
+
+def tracebacks(expdir):
+    """Where the failed evaluations' tracebacks are: each rank's output file."""
+    return f"{Path(expdir) / 'out'}/out-R.txt (R: the rank that ran the evaluation)"
 
 
 def _front(criteria, front):

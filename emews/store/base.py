@@ -58,6 +58,7 @@ Where the backends differ, and nothing else may differ:
 import abc
 import json
 import math
+import re
 import time
 import typing
 from collections.abc import Iterable, Mapping, Sequence
@@ -323,10 +324,17 @@ class Store(abc.ABC):
         """The ``done`` point with the lowest result (the lowest id among equals) as
         :meth:`rows` gives it, or ``None``."""
 
-    @abc.abstractmethod
     def failure_reasons(self, limit: int = 3) -> list[tuple[str, int]]:
         """The most common errors of ``failed`` points, ``[(reason, count), ...]``, most
-        common first, equals by reason; ``no reason recorded`` for a failure without one."""
+        common first; alike errors (the same text but for its numbers: ``bad x -1.5`` and
+        ``bad x 0.25``) count as one, shown by their most common text; ``no reason recorded``
+        for a failure without one."""
+        return common_reasons(self.failure_messages(), limit)
+
+    @abc.abstractmethod
+    def failure_messages(self) -> list[tuple[str, int]]:
+        """Each distinct error of ``failed`` points with how many have it, in no order
+        (``no reason recorded`` for a failure without one)."""
 
     @abc.abstractmethod
     def next_id(self) -> int:
@@ -342,6 +350,23 @@ class Store(abc.ABC):
 
 
 NO_REASON = "no reason recorded"
+NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")   # what alike errors differ by
+
+
+def common_reasons(messages: Iterable[tuple[str, int]], limit: int) -> list[tuple[str, int]]:
+    """The ``limit`` most common of failure ``messages`` (``(text, count)`` pairs), alike
+    ones (the same text but for its numbers) as one, shown by their most common text."""
+    groups: dict[str, list[tuple[str, int]]] = {}
+    for text, count in messages:
+        groups.setdefault(NUMBER.sub("#", text), []).append((text, count))
+    merged = [(min(alike, key=_most_common)[0], sum(count for _, count in alike))
+              for alike in groups.values()]
+    return sorted(merged, key=_most_common)[:limit]
+
+
+def _most_common(entry: tuple[str, int]) -> tuple[int, str]:
+    """The order of failure reasons: the most common first, then by text."""
+    return -entry[1], entry[0]
 
 
 def finished_rows(rows: Iterable[Finished]

@@ -534,11 +534,11 @@ class PostgresStore(Store):
                           "LIMIT 1", (self.exp_id,))
         return decoded(rows[0]) if rows else None
 
-    def failure_reasons(self, limit=3):
+    def failure_messages(self):
         return [(row["reason"], row["n"]) for row in self._read(
             f"SELECT COALESCE(error, '{NO_REASON}') AS reason, COUNT(*) AS n "
-            f"FROM emews_evaluations WHERE exp_id=%s AND status='{Status.FAILED}' GROUP BY 1 "
-            "ORDER BY 2 DESC, 1 LIMIT %s", (self.exp_id, limit))]
+            f"FROM emews_evaluations WHERE exp_id=%s AND status='{Status.FAILED}' GROUP BY 1",
+            (self.exp_id,))]
 
     def next_id(self):
         return self._read("SELECT COALESCE(MAX(id) + 1, 0) AS n FROM emews_evaluations "

@@ -275,10 +275,10 @@ class SQLiteStore(Store):
                           "IS NOT NULL ORDER BY result, id LIMIT 1")
         return decoded(rows[0]) if rows else None
 
-    def failure_reasons(self, limit=3):
+    def failure_messages(self):
         return [tuple(row) for row in self._read(
             f"SELECT COALESCE(error, '{NO_REASON}'), COUNT(*) FROM evaluations WHERE "
-            f"status='{Status.FAILED}' GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT ?", (limit,))]
+            f"status='{Status.FAILED}' GROUP BY 1")]
 
     def next_id(self):
         return self._read("SELECT COALESCE(MAX(id) + 1, 0) FROM evaluations")[0][0]
