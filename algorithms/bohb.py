@@ -44,8 +44,7 @@ import math
 
 import numpy as np
 
-from emews.core.algorithm import (Algorithm, PrunedResult, check_number, pack_state, point_key,
-                                  unpack_state)
+from emews.plugin import Algorithm, PrunedResult, check_number, pack_state, point_key, unpack_state
 
 FINAL = math.inf   # the level of finished runs: above every step
 

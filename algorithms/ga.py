@@ -66,11 +66,9 @@ import math
 import random
 from pathlib import Path
 
-from emews.core.algorithm import (Algorithm, PrunedResult, check_choice, check_number,
-                                  check_text, is_failure, optional_import, pack_state,
-                                  point_key, pruned_value, unpack_state)
-from emews.errors import ConfigError
-from emews.space import Categorical, Logical, Ordered
+from emews.plugin import (Algorithm, Categorical, ConfigError, Logical, Ordered, PrunedResult,
+                          check_choice, check_number, check_text, is_failure, optional_import,
+                          pack_state, point_key, pruned_value, unpack_state)
 
 from .sweep import read_upf
 

@@ -74,10 +74,9 @@ import math
 
 import numpy as np
 
-from emews.core.algorithm import (Algorithm, PrunedResult, check_choice, check_number,
-                                  failure_value, optional_import, pack_state, point_key,
-                                  pruned_value, unpack_state)
-from emews.space import Categorical, Logical, Ordered
+from emews.plugin import (Algorithm, Categorical, Logical, Ordered, PrunedResult, check_choice,
+                          check_number, failure_value, optional_import, pack_state, point_key,
+                          pruned_value, unpack_state)
 
 from .parego import ObjectiveHistory
 

@@ -59,12 +59,10 @@ import importlib.util
 import inspect
 import warnings
 
-from emews.core.algorithm import (Algorithm, PrunedResult, check_choice, check_number,
-                                  check_option, is_failure, optional_import, pack_state,
-                                  point_key, unpack_state)
-from emews.errors import ConfigError
-from emews.space import Categorical, Logical, Ordered
-from emews.validation import FLAG, Choice, Invalid, Number, Rule
+from emews.plugin import (FLAG, Algorithm, Categorical, Choice, ConfigError, Invalid, Logical,
+                          Number, Ordered, PrunedResult, Rule, check_choice, check_number,
+                          check_option, is_failure, optional_import, pack_state, point_key,
+                          unpack_state)
 
 SAMPLERS = {"tpe": "TPESampler", "cmaes": "CmaEsSampler", "gp": "GPSampler",
             "random": "RandomSampler", "qmc": "QMCSampler", "nsga2": "NSGAIISampler",

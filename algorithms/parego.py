@@ -24,7 +24,7 @@ import math
 
 import numpy as np
 
-from emews.core.algorithm import failure_value
+from emews.plugin import failure_value
 
 RHO = 0.05
 WEIGHT_VECTORS = 11   # the fewest in the evenly spaced set (Knowles's s = 10 for 2 objectives)

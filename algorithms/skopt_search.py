@@ -97,12 +97,10 @@ from skopt.learning.gaussian_process.kernels import WhiteKernel
 from skopt.acquisition import gaussian_ei, gaussian_lcb, gaussian_pi
 from skopt.learning import gaussian_process as skopt_gp
 
-from emews.core.algorithm import (Algorithm, PrunedResult, check_choice, check_flag,
-                                  check_keywords, check_number, check_option, check_table,
-                                  failure_value, is_failure, optional_import, pack_state,
-                                  point_key, pruned_value, unpack_state)
-from emews.errors import ConfigError
-from emews.validation import Invalid, Number, Rule
+from emews.plugin import (Algorithm, ConfigError, Invalid, Number, PrunedResult, Rule, check_choice,
+                          check_flag, check_keywords, check_number, check_option, check_table,
+                          failure_value, is_failure, optional_import, pack_state, point_key,
+                          pruned_value, unpack_state)
 
 from .log_ei import local_search, trust_radius
 from .parego import ObjectiveHistory

@@ -43,10 +43,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from emews.core.criteria import objective_names
-from emews.errors import ConfigError
-from emews.evaluate import RETURN_EPOCHS, EvaluationFailed, current_run
-from emews.evaluate.results import extract
+from emews.plugin import (RETURN_EPOCHS, ConfigError, EvaluationFailed, current_run, extract,
+                          objective_names)
 
 from .keras_reports import reporting_epochs
 
