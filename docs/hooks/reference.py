@@ -96,18 +96,24 @@ def markdown_doc(obj):
 
 
 def signature(name, obj):
-    """How ``name`` is written: an import for a module, ``class name(bases)`` for an enum, the
-    call (``self`` and annotations left out) for a class or function, else ``name = value`` (a
-    string, a tuple) or ``name: type``."""
+    """How ``name`` is written: an import for a module, ``class name(bases)`` for an enum,
+    ``class name`` for a class built without arguments, the call (``self``, ``cls`` and
+    annotations left out) for a class or function, else ``name = value`` (a string, a tuple)
+    or ``name: type``."""
     if inspect.ismodule(obj):
         parent, _, child = name.rpartition(".")
         return f"from {parent} import {child}"
     if isinstance(obj, enum.EnumType):
         return f"class {name}({', '.join(base.__name__ for base in obj.__bases__)})"
     if callable(obj):
-        call = inspect.signature(obj.__init__ if inspect.isclass(obj) else obj)
+        if inspect.isclass(obj):   # its __init__, or its __new__ where it has no __init__
+            made = obj.__init__ if inspect.isfunction(obj.__init__) else obj.__new__
+            if not inspect.isfunction(made):
+                return f"class {name}"
+            obj = made
+        call = inspect.signature(obj)
         parameters = [p.replace(annotation=p.empty) for p in call.parameters.values()
-                      if p.name != "self"]
+                      if p.name not in ("self", "cls")]
         return f"{name}{call.replace(parameters=parameters, return_annotation=call.empty)}"
     return f"{name} = {obj!r}" if isinstance(obj, (str, tuple)) \
         else f"{name}: {type(obj).__name__}"
