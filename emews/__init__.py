@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 __all__ = ["Algorithm", "Pruned", "Result", "Status", "Study", "checkpoint_dir", "comm", "eqpy",
            "load", "plugin", "report", "run"]
-SUBMODULES = ("eqpy", "plugin")
+_SUBMODULES = ("eqpy", "plugin")
 
 _LAZY = {"Algorithm": "emews.core.algorithm", "Status": "emews.status",   # name: its module
          "Result": "emews.result", "Study": "emews.inspect.study",
@@ -70,10 +70,10 @@ def load(expdir: "str | os.PathLike") -> "Study":
     return load_study(expdir)
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> Any:
     """The public classes and functions (``emews.Algorithm``, ``emews.Result``, ...) and the
     submodules ``emews.eqpy`` and ``emews.plugin``, imported on first use."""
-    if name in SUBMODULES:
+    if name in _SUBMODULES:
         return importlib.import_module(f"emews.{name}")
     if name not in _LAZY:
         raise AttributeError(f"module 'emews' has no attribute {name!r}")
@@ -82,5 +82,5 @@ def __getattr__(name):
     return value
 
 
-def __dir__():
+def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
