@@ -28,9 +28,9 @@ _LAZY = {"Algorithm": "emews.core.algorithm", "Status": "emews.status",   # name
          "checkpoint_dir": "emews.evaluate.base", "comm": "emews.evaluate.base"}
 
 
-def run(config: "str | os.PathLike | list | dict | None",
+def run(config: "str | os.PathLike[str] | list[str | os.PathLike[str]] | dict[str, Any] | None",
         overrides: "dict[str, Any] | None" = None,
-        resume: "str | os.PathLike | None" = None) -> "Result":
+        resume: "str | os.PathLike[str] | None" = None) -> "Result":
     """Run a study from Python or a notebook; return its result.
 
     ``config`` is a TOML path, a list of paths (later ones win), or a dict shaped like the TOML
@@ -45,10 +45,11 @@ def run(config: "str | os.PathLike | list | dict | None",
     """
     from .study import run as run_study
 
-    return run_study(config, overrides, resume)
+    result: Result = run_study(config, overrides, resume)
+    return result
 
 
-def load(expdir: "str | os.PathLike") -> "Study":
+def load(expdir: "str | os.PathLike[str]") -> "Study":
     """The study in experiment directory ``expdir``, running or finished, read-only.
 
     The :class:`Study` has ``best`` (the best row: id, result, params, metrics, rank, started, ...;
@@ -67,7 +68,8 @@ def load(expdir: "str | os.PathLike") -> "Study":
     """
     from .inspect import load as load_study
 
-    return load_study(expdir)
+    study: Study = load_study(expdir)
+    return study
 
 
 def __getattr__(name: str) -> Any:

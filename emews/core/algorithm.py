@@ -178,7 +178,7 @@ class PrunedResult(float):
         value = None if self.step is None else self.curve[self.step]
         return math.nan if value is None else float(value)
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type["PrunedResult"], tuple[dict[int, float | None]]]:
         return PrunedResult, (self.curve,)
 
 
@@ -245,19 +245,19 @@ def check_number(name: str, value: Any, minimum: float | None = None,
 
 def check_flag(name: str, value: Any) -> bool:
     """``value`` of option ``name`` when it is ``true`` or ``false``; else a ConfigError."""
-    return check_option(name, value, FLAG)
+    return cast(bool, check_option(name, value, FLAG))
 
 
 def check_text(name: str, value: Any) -> str:
     """``value`` of option ``name`` when it is a non-empty string (a path); else a ConfigError."""
-    return check_option(name, value, Text(nonempty=True))
+    return cast(str, check_option(name, value, Text(nonempty=True)))
 
 
 def check_table(name: str, value: Any, rules: Mapping[str, Rule]) -> dict[str, Any]:
     """``value`` of option ``name`` when it is a table whose keys all have a rule in ``rules``
     (:mod:`emews.validation` rules) that accepts their value; else a ConfigError naming the
     key (``[algorithm].NAME.KEY``)."""
-    return check_option(name, value, Table(rules, name))
+    return cast(dict[str, Any], check_option(name, value, Table(rules, name)))
 
 
 def check_keywords(target: Callable[..., Any], options: Mapping[str, Any],
