@@ -17,7 +17,7 @@ What the model learns from, by budget (a step of the curves, or the final result
 * a finished run: its final value, at the final level and at every step below it (it
   passed every rung, and its curve falls, so its final value ranks it at least as well as
   its value at a lower step would);
-* a pruned run (a :class:`~emews.core.algorithm.PrunedResult`): its reported value at each
+* a pruned run (a :class:`~emews.plugin.PrunedResult`): its reported value at each
   step of its curve;
 * a failure, or a NaN report: the worst there is, at every level.
 
@@ -25,7 +25,7 @@ As BOHB, the model is fitted on the highest level with at least ``min_points_in_
 observations (the final one first): the best ``top_n_percent`` of them (at least
 ``min_points_in_model``) make the good density l(x), the rest (at least
 ``min_points_in_model``) the bad density g(x). Each is a product of Gaussian kernels in the
-unit coordinates of :meth:`emews.space.Space.to_unit` (integers, ordered and categorical
+unit coordinates of :meth:`emews.plugin.Space.to_unit` (integers, ordered and categorical
 values at the centre of equal bins: one kernel type for all, where BOHB uses Aitchison-Aitken
 kernels for categories), with the normal-reference bandwidth per coordinate, at least
 ``min_bandwidth``. A proposal is the best l/g of ``num_samples`` candidates drawn around
@@ -44,8 +44,7 @@ import math
 
 import numpy as np
 
-from emews.core.algorithm import (Algorithm, PrunedResult, check_number, pack_state, point_key,
-                                  unpack_state)
+from emews.plugin import Algorithm, PrunedResult, check_number, pack_state, point_key, unpack_state
 
 FINAL = math.inf   # the level of finished runs: above every step
 

@@ -35,7 +35,7 @@ Design choices:
   is, so selection drops them first and the GA never crashes on them.
 * A run the pruner stopped ranks below every finished one and above the failures, and among
   the pruned ones by its curve, as Optuna's TPE ranks pruned trials: its fitness is
-  :func:`emews.core.algorithm.pruned_value` of its last reported value, set again after each
+  :func:`emews.plugin.pruned_value` of its last reported value, set again after each
   tell as the finished values change (its last value itself while none has finished).
 * A point the GA has a value for is never sent out again (an unchanged clone or a repeated
   child takes the recorded value), so no budget is spent twice on one point.
@@ -66,11 +66,9 @@ import math
 import random
 from pathlib import Path
 
-from emews.core.algorithm import (Algorithm, PrunedResult, check_choice, check_number,
-                                  check_text, is_failure, optional_import, pack_state,
-                                  point_key, pruned_value, unpack_state)
-from emews.errors import ConfigError
-from emews.space import Categorical, Logical, Ordered
+from emews.plugin import (Algorithm, Categorical, ConfigError, Logical, Ordered, PrunedResult,
+                          check_choice, check_number, check_text, is_failure, optional_import,
+                          pack_state, point_key, pruned_value, unpack_state)
 
 from .sweep import read_upf
 

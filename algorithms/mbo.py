@@ -12,7 +12,7 @@
 
 Design choices (mlrMBO's defaults unless said otherwise):
 
-* Coordinates: every free parameter in [0, 1] by :meth:`emews.space.Space.to_unit` (numbers on
+* Coordinates: every free parameter in [0, 1] by :meth:`emews.plugin.Space.to_unit` (numbers on
   their own or log scale; integers, ordered and categorical values at the centre of equal
   bins). A tree can isolate any category with two splits, so no one-hot encoding is needed.
 * Initial design: ``design_size`` points (default 4 per free parameter) of a Latin hypercube
@@ -35,9 +35,9 @@ Design choices (mlrMBO's defaults unless said otherwise):
   it was last grown, where mlrMBO grows it at every proposal; in between, results told since
   (and the points in flight, with the lie) are dropped into its leaves, which updates their
   means and the jackknife without new splits.
-* Failures and non-finite results are imputed as :func:`emews.core.algorithm.failure_value` (the
+* Failures and non-finite results are imputed as :func:`emews.plugin.failure_value` (the
   worst value plus a tenth of the range), so the model steers away from them. A run the pruner
-  stopped is imputed as :func:`emews.core.algorithm.pruned_value` of its last reported value
+  stopped is imputed as :func:`emews.plugin.pruned_value` of its last reported value
   (within the worst finished value and the failures' value; its last value itself while none
   has finished), imputed again at every fit as the finished values change.
 * Infill criteria: ``cb`` (lower confidence bound mean - lambda * se; ``cb_lambda`` defaults to
@@ -74,10 +74,9 @@ import math
 
 import numpy as np
 
-from emews.core.algorithm import (Algorithm, PrunedResult, check_choice, check_number,
-                                  failure_value, optional_import, pack_state, point_key,
-                                  pruned_value, unpack_state)
-from emews.space import Categorical, Logical, Ordered
+from emews.plugin import (Algorithm, Categorical, Logical, Ordered, PrunedResult, check_choice,
+                          check_number, failure_value, optional_import, pack_state, point_key,
+                          pruned_value, unpack_state)
 
 from .parego import ObjectiveHistory
 

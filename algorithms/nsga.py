@@ -55,7 +55,7 @@ import math
 
 import numpy as np
 
-from emews.core.algorithm import check_number
+from emews.plugin import check_number
 
 from .ga import GA, SteadyStateGA
 

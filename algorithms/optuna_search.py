@@ -7,7 +7,7 @@ already account for. TPE runs as Optuna 5 runs it by default, on Optuna 4 as wel
 ``constant_liar`` (running trials count as bad ones, so that the points in flight differ) and
 ``multivariate`` (Optuna 4's defaults were ``false`` for both); either can be set. A failed or
 non-finite result ends its trial as ``FAIL``, which every sampler skips; a run the study's
-pruner stopped (a :class:`~emews.core.algorithm.PrunedResult`) ends it as ``PRUNED``, with the
+pruner stopped (a :class:`~emews.plugin.PrunedResult`) ends it as ``PRUNED``, with the
 run's learning curve as its intermediate values (``trial.report``; for a trial asked before a
 restore, without them), as Optuna's own pruners leave a trial. Told points that were
 never asked for (a resumed run's history) become finished trials (``study.add_trial``; a
@@ -40,7 +40,7 @@ with ``objectives=k`` and runs a study of k directions, all ``minimize`` (the dr
 already negated those to maximize). Every sampler but CMA-ES takes several objectives: TPE is
 Optuna's multi-objective TPE, ``gp`` its multi-objective GP (on an Optuna whose ``GPSampler``
 has them), ``nsga2`` and ``nsga3`` Optuna's ``NSGAIISampler`` and ``NSGAIIISampler``. A told
-:class:`~emews.core.algorithm.Objectives` becomes the trial's values; one that does not carry
+:class:`~emews.plugin.Objectives` becomes the trial's values; one that does not carry
 one finite value per objective ends its trial as ``FAIL``. Constraints: a told value's
 ``violations`` are stored in the trial's user attribute ``constraints`` before the trial is
 told, and every sampler that takes a ``constraints_func`` (TPE, NSGA-II, NSGA-III, and GP on
@@ -59,12 +59,10 @@ import importlib.util
 import inspect
 import warnings
 
-from emews.core.algorithm import (Algorithm, PrunedResult, check_choice, check_number,
-                                  check_option, is_failure, optional_import, pack_state,
-                                  point_key, unpack_state)
-from emews.errors import ConfigError
-from emews.space import Categorical, Logical, Ordered
-from emews.validation import FLAG, Choice, Invalid, Number, Rule
+from emews.plugin import (FLAG, Algorithm, Categorical, Choice, ConfigError, Invalid, Logical,
+                          Number, Ordered, PrunedResult, Rule, check_choice, check_number,
+                          check_option, is_failure, optional_import, pack_state, point_key,
+                          unpack_state)
 
 SAMPLERS = {"tpe": "TPESampler", "cmaes": "CmaEsSampler", "gp": "GPSampler",
             "random": "RandomSampler", "qmc": "QMCSampler", "nsga2": "NSGAIISampler",
@@ -79,7 +77,7 @@ PROBABILITY = Number(minimum=0, maximum=1)
 WARM_START_TRIALS = 10   # WS-CMA-ES keeps the best tenth of the source trials: at least one
 COUNT = Number(integer=True, minimum=0)
 POSITIVE = Number(above=0)
-# option -> rule (emews.validation), per sampler; CMA-ES also takes x0 (a StartPoint)
+# option -> rule (emews.plugin.Rule), per sampler; CMA-ES also takes x0 (a StartPoint)
 SAMPLER_OPTIONS = {
     "tpe": {"n_startup_trials": COUNT, "n_ei_candidates": Number(integer=True, minimum=1),
             "multivariate": FLAG, "group": FLAG, "constant_liar": FLAG, "consider_prior": FLAG,

@@ -10,11 +10,11 @@ to [0, 1] by the smallest and largest value told so far, and each told point is 
 augmented Chebyshev value ``max_j(w_j f_j) + rho * sum_j(w_j f_j)`` (``rho`` = 0.05, ParEGO's):
 the surrogate fitted to those values looks for a point of the front in the direction ``w``.
 
-A point that breaks a constraint (:attr:`emews.core.algorithm.Objectives.feasible` False) is
+A point that breaks a constraint (:attr:`emews.plugin.Objectives.feasible` False) is
 penalized: its value is ``1 + rho`` (no feasible point's value exceeds it) plus its total
 violation, each constraint's violation divided by the largest seen for that constraint, so it
 ranks below every feasible point and, among infeasible ones, the nearer to feasibility the
-better. A failure (``NaN``) is given :func:`emews.core.algorithm.failure_value` of the others,
+better. A failure (``NaN``) is given :func:`emews.plugin.failure_value` of the others,
 as the one-objective searches do.
 """
 
@@ -24,7 +24,7 @@ import math
 
 import numpy as np
 
-from emews.core.algorithm import failure_value
+from emews.plugin import failure_value
 
 RHO = 0.05
 WEIGHT_VECTORS = 11   # the fewest in the evenly spaced set (Knowles's s = 10 for 2 objectives)
@@ -50,7 +50,7 @@ class ObjectiveHistory:
         self.violations = [list(v) for v in violations]
 
     def add(self, value):
-        """Record one told value: an :class:`~emews.core.algorithm.Objectives`, or a plain
+        """Record one told value: an :class:`~emews.plugin.Objectives`, or a plain
         number, which in a study of several objectives is a failure (``NaN``) and is
         recorded as one whatever it is."""
         values = getattr(value, "values", None)
@@ -123,7 +123,7 @@ class ObjectiveHistory:
         return (table / scale).sum(axis=1)
 
     def to_json(self):
-        """Plain data for a state (see :func:`emews.core.algorithm.pack_state`)."""
+        """Plain data for a state (see :func:`emews.plugin.pack_state`)."""
         return {"objectives": self.objectives, "vectors": self.vectors,
                 "violations": self.violations}
 

@@ -1,6 +1,6 @@
 """Random search: independent uniform (log-uniform on log scales) draws from the space."""
 
-from emews.core.algorithm import Algorithm, pack_state, unpack_state
+from emews.plugin import Algorithm, pack_state, unpack_state
 
 
 class RandomSearch(Algorithm):

@@ -73,10 +73,10 @@ in 200 results, where one-objective defaults make over a hundred); each can stil
 
 Types: integers and floats (log scales as skopt's ``log-uniform`` prior), ordered values as an
 integer position, categorical and logical values as skopt categories. A failed or non-finite
-result is told as :func:`emews.core.algorithm.failure_value` of the values seen so far (the worst
+result is told as :func:`emews.plugin.failure_value` of the values seen so far (the worst
 plus a tenth of their range; held back until there is a finite value), so the surrogate learns
 to avoid the region without being thrown off by infinities. A run the pruner stopped is told
-as :func:`emews.core.algorithm.pruned_value` of its last reported value and the finished
+as :func:`emews.plugin.pruned_value` of its last reported value and the finished
 values (below every finished run, above the failures), told again at each tell as the
 finished values change (its entry of the optimizer's values is replaced before the refit).
 Told points that
@@ -97,12 +97,10 @@ from skopt.learning.gaussian_process.kernels import WhiteKernel
 from skopt.acquisition import gaussian_ei, gaussian_lcb, gaussian_pi
 from skopt.learning import gaussian_process as skopt_gp
 
-from emews.core.algorithm import (Algorithm, PrunedResult, check_choice, check_flag,
-                                  check_keywords, check_number, check_option, check_table,
-                                  failure_value, is_failure, optional_import, pack_state,
-                                  point_key, pruned_value, unpack_state)
-from emews.errors import ConfigError
-from emews.validation import Invalid, Number, Rule
+from emews.plugin import (Algorithm, ConfigError, Invalid, Number, PrunedResult, Rule, check_choice,
+                          check_flag, check_keywords, check_number, check_option, check_table,
+                          failure_value, is_failure, optional_import, pack_state, point_key,
+                          pruned_value, unpack_state)
 
 from .log_ei import local_search, trust_radius
 from .parego import ObjectiveHistory

@@ -2,7 +2,7 @@
 of values (categories as their positions). Shared by :mod:`skopt_search` and the quality
 benchmark's scikit-optimize peers."""
 
-from emews.space import Categorical, Logical, Ordered
+from emews.plugin import Categorical, Logical, Ordered
 
 
 def dimension(param):

@@ -25,10 +25,8 @@ import json
 import math
 from pathlib import Path
 
-from emews.core.algorithm import (Algorithm, check_choice, check_number, check_text, pack_state,
-                                  point_key, unpack_state)
-from emews.errors import ConfigError
-from emews.space import Categorical, Constant, Logical
+from emews.plugin import (Algorithm, Categorical, ConfigError, Constant, Logical, check_choice,
+                          check_number, check_text, pack_state, point_key, unpack_state)
 
 STRATEGIES = ("all_perm", "step", "random")
 

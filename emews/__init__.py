@@ -1,31 +1,43 @@
 """emews-hpo: hyperparameter optimization on MPI pools, EMEWS style.
 
 The public API is the names in ``__all__``, documented on one page of the docs (Python API):
-:func:`run`, :func:`load`, :class:`Algorithm`, :class:`Status`, :mod:`eqpy`, and for models
-:func:`report`, :class:`Pruned`, :func:`checkpoint_dir` and :func:`comm`. Everything else
-under ``emews.`` may move between releases. Importing ``emews`` stays cheap (``emews --help``
-imports it): ``Algorithm``, ``Status``, ``report``, ``Pruned``, ``checkpoint_dir`` and ``comm``
-are imported on first use, and ``eqpy`` is a submodule.
+:func:`run` (which returns a :class:`Result`), :func:`load` (a :class:`Study`),
+:class:`Algorithm`, :class:`Status`, :mod:`eqpy`, for models :func:`report`, :class:`Pruned`,
+:func:`checkpoint_dir` and :func:`comm`, and :mod:`plugin`, everything a plugin (a search
+algorithm, a model) imports. Everything else under ``emews.`` may move between releases.
+Importing ``emews`` stays cheap (``emews --help`` imports it): the classes and functions are
+imported on first use, and ``eqpy`` and ``plugin`` are submodules.
 """
 
 import importlib
+import os
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .inspect.study import Study
+    from .result import Result
 
 __version__ = "0.1.0"
-__all__ = ["Algorithm", "Pruned", "Status", "checkpoint_dir", "comm", "eqpy", "load", "report",
-           "run"]
+__all__ = ["Algorithm", "Pruned", "Result", "Status", "Study", "checkpoint_dir", "comm", "eqpy",
+           "load", "plugin", "report", "run"]
+_SUBMODULES = ("eqpy", "plugin")
 
 _LAZY = {"Algorithm": "emews.core.algorithm", "Status": "emews.status",   # name: its module
+         "Result": "emews.result", "Study": "emews.inspect.study",
          "report": "emews.evaluate.reporting", "Pruned": "emews.evaluate.reporting",
          "checkpoint_dir": "emews.evaluate.base", "comm": "emews.evaluate.base"}
 
 
-def run(config, overrides=None, resume=None):
+def run(config: "str | os.PathLike[str] | list[str | os.PathLike[str]] | dict[str, Any] | None",
+        overrides: "dict[str, Any] | None" = None,
+        resume: "str | os.PathLike[str] | None" = None) -> "Result":
     """Run a study from Python or a notebook; return its result.
 
     ``config`` is a TOML path, a list of paths (later ones win), or a dict shaped like the TOML
     file. ``overrides`` maps ``"table.key"`` to values (they win over everything). ``resume``
-    names an experiment directory to continue (``config`` may then be ``None``). The result has
-    ``best_point``, ``best_value``, ``expdir``, ``stop_reason``, ``evaluations`` and ``failed``::
+    names an experiment directory to continue (``config`` may then be ``None``). The
+    :class:`Result` has ``best_point``, ``best_value``, ``expdir``, ``stop_reason``,
+    ``evaluations`` and ``failed``::
 
         import emews
         result = emews.run("study.toml", overrides={"study.budget": 50})
@@ -33,13 +45,14 @@ def run(config, overrides=None, resume=None):
     """
     from .study import run as run_study
 
-    return run_study(config, overrides, resume)
+    result: Result = run_study(config, overrides, resume)
+    return result
 
 
-def load(expdir):
+def load(expdir: "str | os.PathLike[str]") -> "Study":
     """The study in experiment directory ``expdir``, running or finished, read-only.
 
-    The study has ``best`` (the best row: id, result, params, metrics, rank, started, ...;
+    The :class:`Study` has ``best`` (the best row: id, result, params, metrics, rank, started, ...;
     with replicas, the best point: result, params, and its replicas' mean, std, count and ids),
     ``points`` (with replicas: each point's replicas summarized, best first), ``done`` (rows
     with a value, best first), ``failed`` (by id), ``param_names``,
@@ -55,14 +68,15 @@ def load(expdir):
     """
     from .inspect import load as load_study
 
-    return load_study(expdir)
+    study: Study = load_study(expdir)
+    return study
 
 
-def __getattr__(name):
-    """``emews.Algorithm``, ``emews.Status``, ``emews.report``, ``emews.Pruned``,
-    ``emews.checkpoint_dir``, ``emews.comm`` and ``emews.eqpy``, imported on first use."""
-    if name == "eqpy":
-        return importlib.import_module("emews.eqpy")
+def __getattr__(name: str) -> Any:
+    """The public classes and functions (``emews.Algorithm``, ``emews.Result``, ...) and the
+    submodules ``emews.eqpy`` and ``emews.plugin``, imported on first use."""
+    if name in _SUBMODULES:
+        return importlib.import_module(f"emews.{name}")
     if name not in _LAZY:
         raise AttributeError(f"module 'emews' has no attribute {name!r}")
     value = getattr(importlib.import_module(_LAZY[name]), name)
@@ -70,5 +84,5 @@ def __getattr__(name):
     return value
 
 
-def __dir__():
+def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))

@@ -27,7 +27,7 @@ import configparser
 import os
 import time
 
-from emews.errors import ConfigError
+from emews.plugin import ConfigError
 
 SECTION = "Global_Params"
 COMMON_DEFAULTS = {"experiment_id": "EXP000", "run_id": "RUN000", "rng_seed": 7102,

@@ -20,8 +20,8 @@ import json
 import sys
 import threading
 
-from emews.evaluate.outcome import Report
-from emews.evaluate.reporting import LINE, Pruned, in_run, report
+from emews import Pruned, report
+from emews.plugin import REPORT_LINE, Report, in_run
 
 KERAS_MODULES = ("keras", "tf_keras")
 _fit_lock = threading.Lock()
@@ -47,7 +47,7 @@ def send(one):
     if in_run():
         report(one.value, one.step, **one.metrics)
     else:
-        print(LINE + json.dumps(one.to_wire()), flush=True)
+        print(REPORT_LINE + json.dumps(one.to_wire()), flush=True)
 
 
 def callback_class(keras):

@@ -25,7 +25,7 @@
 # MODEL_NAME MODEL_ACTION.sh CUDA_DEVICE /candle_data_dir --params_file /emews_run/params.json
 # --experiment_id EXPID --run_id RUNID (emews.evaluate.container). After a success, result.txt
 # holds the number, and run_command.txt and ../output.csv are written (python3 -m
-# emews.models.record_run). A failure, or no number (None, nan, inf), exits 1, unless
+# emews.evaluate record-run). A failure, or no number (None, nan, inf), exits 1, unless
 # IGNORE_ERRORS is set non-zero: then it exits 0 without result.txt (Supervisor's NaN).
 set -eu
 
@@ -92,7 +92,7 @@ if [[ $MODEL_TYPE == SINGULARITY ]]; then
   export USER=${USER:-$(id -un)}  # ch-run refuses to start without it
   # the runtime's argument list, one NUL-terminated word each (emews.evaluate.container)
   mapfile -d '' -t MODEL_CMD < <(
-    python3 -m emews.models.container_command "$MODEL_NAME" "$MODEL_ACTION" "$CVD" \
+    python3 -m emews.evaluate container-command "$MODEL_NAME" "$MODEL_ACTION" "$CVD" \
             "$RUN_DIR" "$EXPID" "$RUNID")
   wait $! || { log "MODEL ERROR! no container command (see above)"; exit 1; }
 else
@@ -106,7 +106,7 @@ fi
 log "MODEL_CMD: ${MODEL_CMD[*]}"
 
 if "${TIMEOUT_CMD[@]}" "${MODEL_CMD[@]}" &&
-   python3 -m emews.models.record_run "$RUN_DIR" "$RUNID" -- "${MODEL_CMD[@]}"; then
+   python3 -m emews.evaluate record-run "$RUN_DIR" "$RUNID" -- "${MODEL_CMD[@]}"; then
   log "END: SUCCESS"
   exit 0
 else

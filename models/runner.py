@@ -20,7 +20,7 @@ Two ways in, one path through:
 
 * ``py``: :func:`train` is an objective (``params -> value``); ``emews.evaluate`` calls it in
   the worker's nanny, a warm child interpreter (with ``isolate = false``, in the worker
-  itself), and it reads its run from ``emews.evaluate.current_run()``.
+  itself), and it reads its run from ``emews.plugin.current_run()``.
 * ``app`` and ``container``: ``python -m emews.models.runner --params_file FILE ...`` (see
   :func:`main`), which the Model Shell starts.
 
@@ -29,7 +29,7 @@ Settings are Supervisor's environment variables: ``MODEL_NAME``, ``FRAMEWORK`` (
 ``MODEL_RETURN_EPOCH`` (last, min or max), ``CANDLE_DEFAULT_MODEL_FILE``,
 ``BENCHMARK_TIMEOUT`` (seconds, handed to the model as ``params['timeout']``: a soft stop)
 and ``CANDLE_DATA_DIR``. When candle_lib cannot be imported, :mod:`emews.models.candle_compat`
-stands in for it as ``candle``. Every problem is an :class:`~emews.evaluate.EvaluationFailed`
+stands in for it as ``candle``. Every problem is an :class:`~emews.plugin.EvaluationFailed`
 with one line naming the setting or file, the rule and the value.
 """
 
@@ -43,10 +43,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from emews.core.criteria import objective_names
-from emews.errors import ConfigError
-from emews.evaluate import RETURN_EPOCHS, EvaluationFailed, current_run
-from emews.evaluate.results import extract
+from emews.plugin import (RETURN_EPOCHS, ConfigError, EvaluationFailed, current_run, extract,
+                          objective_names)
 
 from .keras_reports import reporting_epochs
 

@@ -362,7 +362,7 @@ def test_the_seven_argument_model_sh_names_a_bad_runtime(charliecloud_image, tmp
     run_dir = tmp_path / "data" / charliecloud_image.name / "Output" / "EXP000" / "RUN5"
     log = (run_dir / "model.log").read_text()
     assert done.returncode == 1
-    assert "emews.models.container_command: error: [model].container_runtime " \
+    assert "emews.evaluate container-command: error: [model].container_runtime " \
            "(CANDLE_CONTAINER_RUNTIME): must be one of" in log
     assert "MODEL ERROR! no container command" in log and not (run_dir / "result.txt").exists()
 

@@ -1,6 +1,8 @@
-"""The public API (``emews.__all__``): what users import, one module behind every name of
-eqpy, a cheap ``import emews``, and the one reference page that documents exactly those names."""
+"""The public API (``emews.__all__``, ``emews.plugin``): what users and plugins import, one
+module behind every name of eqpy, a cheap ``import emews``, the one reference page that
+documents exactly those names, and the shipped algorithms and models importing nothing else."""
 
+import ast
 import importlib
 import importlib.util
 import re
@@ -22,11 +24,18 @@ def test_import_emews_imports_no_part_of_the_product_until_a_name_is_used():
 
 def test_every_public_name_is_reachable_from_the_package():
     from emews.core.algorithm import Algorithm
+    from emews.inspect.study import Study
+    from emews.result import Result
     from emews.status import Status
 
-    assert sorted(emews.__all__) == ["Algorithm", "Pruned", "Status", "checkpoint_dir", "comm",
-                                     "eqpy", "load", "report", "run"]
+    assert sorted(emews.__all__) == ["Algorithm", "Pruned", "Result", "Status", "Study",
+                                     "checkpoint_dir", "comm", "eqpy", "load", "plugin",
+                                     "report", "run"]
     assert emews.Algorithm is Algorithm and emews.Status is Status
+    assert emews.Result is Result and emews.Study is Study
+    assert emews.plugin is importlib.import_module("emews.plugin")
+    assert all(hasattr(emews.plugin, name) for name in emews.plugin.__all__)
+    assert emews.plugin.Algorithm is Algorithm
     from emews.evaluate.reporting import Pruned, report
 
     assert emews.report is report and emews.Pruned is Pruned
@@ -47,6 +56,7 @@ def test_eqpy_is_one_module_under_every_name_so_its_queues_are_shared():
 def test_a_classic_me_written_with_from_emews_import_eqpy_runs_a_study(toy_config):
     result = emews.run(toy_config(algorithm="public_api_me", budget=10))
     study = emews.load(result.expdir)
+    assert isinstance(result, emews.Result) and isinstance(study, emews.Study)
     rows = sorted((row["params"]["x"], row["result"], row["status"]) for row in study.done)
     assert rows == [(x / 2.0, (x / 2.0) ** 2 + 1, emews.Status.DONE) for x in range(-2, 3)]
     assert result.best_value == 1.0 and result.stop_reason == "grid evaluated"
@@ -69,3 +79,60 @@ def test_the_python_api_page_documents_exactly_the_public_names():
         assert entry in emews.__all__   # members appear under their public name only
     assert "emews.run(config, overrides=None, resume=None)" in written
     assert "emews.eqpy.OUT_put(string_params)" in written
+
+
+def public_names():
+    """``{module: names}`` that a plugin may import: ``emews``'s ``__all__``, ``emews.plugin``'s
+    and the classic EQ/Py names of ``emews.eqpy``."""
+    import emews.plugin
+
+    return {"emews": set(emews.__all__), "emews.plugin": set(emews.plugin.__all__),
+            "emews.eqpy": set(reference_hook().EQPY_NAMES)}
+
+
+def private_imports(path, package):
+    """``FILE:LINE: NAME`` for each import in the Python file ``path`` (of the plugin package
+    ``package``, ``emews.algorithms`` or ``emews.models``) of a name that is not public: any
+    ``emews.X`` module but ``emews``, ``emews.plugin``, ``emews.eqpy`` and the package itself,
+    or a name those modules do not export."""
+    public, found = public_names(), []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            imported = [(alias.name, None) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")[:len(package.split(".")) - node.level + 1]
+            module = ".".join(base + [node.module or ""] if node.level else [node.module])
+            imported = [(module.rstrip("."), alias.name) for alias in node.names]
+        else:
+            continue
+        for module, name in imported:
+            if module != "emews" and not module.startswith("emews.") or \
+                    module == package or module.startswith(package + "."):
+                continue
+            if module not in public or name is not None and name not in public[module]:
+                where = module if name is None else f"{module}.{name}"
+                found.append(f"{path.relative_to(REPO) if path.is_relative_to(REPO) else path}"
+                             f":{node.lineno}: {where}")
+    return found
+
+
+def test_the_shipped_algorithms_and_models_import_only_public_names():
+    found = [line for folder, package in (("algorithms", "emews.algorithms"),
+                                          ("models", "emews.models"))
+             for path in sorted((REPO / folder).glob("*.py"))
+             for line in private_imports(path, package)]
+    assert found == []
+
+
+def test_a_private_import_is_found_naming_the_file_line_and_name(tmp_path):
+    plugin = tmp_path / "search.py"
+    plugin.write_text("import math\nimport emews\nfrom emews import run, plugin\n"
+                      "from emews.plugin import Algorithm, Space\n"
+                      "from emews.algorithms.ga import GA\nfrom .sweep import read_upf\n"
+                      "from emews.core.algorithm import Algorithm\nimport emews.space\n"
+                      "def later():\n    from emews import config\n"
+                      "    from ..validation import Rule\n    from emews.plugin import Stopper\n")
+    assert private_imports(plugin, "emews.algorithms") == [
+        f"{plugin}:7: emews.core.algorithm.Algorithm", f"{plugin}:8: emews.space",
+        f"{plugin}:10: emews.config", f"{plugin}:11: emews.validation.Rule",
+        f"{plugin}:12: emews.plugin.Stopper"]

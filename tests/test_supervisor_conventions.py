@@ -162,7 +162,7 @@ def test_the_result_reader_of_model_sh_rejects_nan_and_writes_files(tmp_path):
     run_dir.mkdir(parents=True)
     (run_dir / "params.json").write_text('{"lr": 0.1, "dense": "8 4"}')
     (run_dir / "model.log").write_text("noise\nIMPROVE_RESULT nan\n")
-    command = [sys.executable, "-m", "emews.models.record_run", str(run_dir), "RUN4", "--",
+    command = [sys.executable, "-m", "emews.evaluate", "record-run", str(run_dir), "RUN4", "--",
                "python3", "-u", "x.py"]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     assert done.returncode == 1

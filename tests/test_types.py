@@ -17,6 +17,8 @@ from emews.service.core import RemotePool
 ROOT = Path(__file__).resolve().parents[1]
 
 TYPED_MODULES = (
+    "emews",                     # the public API: run, load, and what it exports
+    "emews.plugin",              # what a plugin needs: the Algorithm contract, spaces, options
     "emews.pools.base",          # the Pool contract, Task, InProcessPool
     "emews.store.base",          # the Store contract
     "emews.service.transport",   # the Transport contract: ServiceLink, PoolLink

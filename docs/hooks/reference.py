@@ -96,18 +96,27 @@ def markdown_doc(obj):
 
 
 def signature(name, obj):
-    """How ``name`` is written: an import for a module, ``class name(bases)`` for an enum, the
-    call (``self`` left out) for a class or function, else ``name = value`` or ``name: type``."""
+    """How ``name`` is written: an import for a module, ``class name(bases)`` for an enum,
+    ``class name`` for a class built without arguments, the call (``self``, ``cls`` and
+    annotations left out) for a class or function, else ``name = value`` (a string, a tuple)
+    or ``name: type``."""
     if inspect.ismodule(obj):
         parent, _, child = name.rpartition(".")
         return f"from {parent} import {child}"
     if isinstance(obj, enum.EnumType):
         return f"class {name}({', '.join(base.__name__ for base in obj.__bases__)})"
     if callable(obj):
-        call = inspect.signature(obj.__init__ if inspect.isclass(obj) else obj)
-        parameters = [p for p in call.parameters.values() if p.name != "self"]
-        return f"{name}{call.replace(parameters=parameters)}"
-    return f"{name} = {obj!r}" if isinstance(obj, str) else f"{name}: {type(obj).__name__}"
+        if inspect.isclass(obj):   # its __init__, or its __new__ where it has no __init__
+            made = obj.__init__ if inspect.isfunction(obj.__init__) else obj.__new__
+            if not inspect.isfunction(made):
+                return f"class {name}"
+            obj = made
+        call = inspect.signature(obj)
+        parameters = [p.replace(annotation=p.empty) for p in call.parameters.values()
+                      if p.name not in ("self", "cls")]
+        return f"{name}{call.replace(parameters=parameters, return_annotation=call.empty)}"
+    return f"{name} = {obj!r}" if isinstance(obj, (str, tuple)) \
+        else f"{name}: {type(obj).__name__}"
 
 
 def entry(heading, name, obj):
@@ -117,13 +126,17 @@ def entry(heading, name, obj):
 
 
 def members(name, obj):
-    """The entries under a public name: an enum's members, a class's public methods, the
-    EQ/Py names of ``eqpy``."""
+    """The entries under a public name: an enum's members, a class's public methods, a
+    module's ``__all__`` (the EQ/Py names of ``eqpy``); a name of ``emews.__all__`` among them
+    points to its own section."""
     if isinstance(obj, enum.EnumType):
         return ["| member | value |\n|---|---|\n" + "\n".join(
             f"| `{name}.{m.name}` | `{m.value!r}` |" for m in obj)]
     if inspect.ismodule(obj):
-        return [entry("###", f"{name}.{n}", getattr(obj, n)) for n in EQPY_NAMES]
+        return [f"### `{name}.{n}`\n\nThe same as `emews.{n}`."
+                if getattr(emews, n, None) is getattr(obj, n) and n in emews.__all__
+                else entry("###", f"{name}.{n}", getattr(obj, n))
+                for n in getattr(obj, "__all__", EQPY_NAMES)]
     if inspect.isclass(obj):
         return [entry("###", f"{name}.{n}", v) for n, v in vars(obj).items()
                 if inspect.isfunction(v) and not n.startswith("_")]

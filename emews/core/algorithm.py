@@ -21,8 +21,11 @@ import sys
 import threading
 import time
 import zlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import entry_points
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Self, TypeAlias, cast
 
 import numpy as np
 
@@ -31,9 +34,14 @@ from . import pareto
 from .vector import Objectives  # noqa: F401 - part of the contract (the wire decodes it too)
 from .vector import finite_or_none
 from ..errors import ConfigError, PluginError
-from ..validation import FLAG, Choice, Maybe, Number, Table, Text, check
+from ..validation import FLAG, Choice, Maybe, Number, Rule, Table, Text, check
+
+if TYPE_CHECKING:
+    from ..space import Space
 
 ENTRY_POINT_GROUP = "emews.algorithms"
+
+Point: TypeAlias = dict[str, Any]   # a point: parameter name -> native value
 
 
 class Algorithm:
@@ -78,12 +86,12 @@ class Algorithm:
     ``objectives=k`` added to its options; every other refuses such a study in one line.
     """
 
-    needs_space = True
-    finite = False
-    ready_share = 0.0
-    multiobjective = False
+    needs_space: bool = True
+    finite: bool = False
+    ready_share: float = 0.0
+    multiobjective: bool = False
 
-    def __new__(cls, *args, **options):
+    def __new__(cls, *args: Any, **options: Any) -> Self:
         """Refuse an option ``__init__`` does not take (a ConfigError, not a TypeError);
         ``objectives`` is the study's to give, never listed as an option."""
         check_keywords(cls.__init__, {k: v for k, v in options.items()
@@ -91,32 +99,32 @@ class Algorithm:
                        exclude=("self", "space", "seed", "objectives"), owner=cls.__name__)
         return super().__new__(cls)
 
-    def __init__(self, space, seed=None):
+    def __init__(self, space: "Space | None", seed: int | None = None) -> None:
         self.space = space
         self.seed = seed
         self.rng = np.random.default_rng(seed)
 
-    def ask(self, n):
+    def ask(self, n: int) -> list[Point]:
         """Return up to ``n`` new points."""
         raise NotImplementedError
 
-    def tell(self, points, values):
+    def tell(self, points: list[Point], values: list[float]) -> None:
         """Learn from finished evaluations (``NaN`` marks a failure)."""
 
-    def done(self):
+    def done(self) -> bool:
         """True when the algorithm will propose nothing more."""
         return False
 
-    def state(self):
+    def state(self) -> bytes | None:
         """Everything that decides the next proposals, as bytes; ``None``: no checkpoints."""
         return None
 
-    def restore(self, state):
+    def restore(self, state: bytes) -> None:
         """Continue from ``state()`` of an instance built with the same space, seed, options."""
         raise NotImplementedError(f"{type(self).__name__} saves no state to restore")
 
 
-def pack_state(algorithm, data, pickled=False):
+def pack_state(algorithm: Algorithm, data: Any, pickled: bool = False) -> bytes:
     """``data`` framed as the bytes that ``algorithm.state()`` returns.
 
     ``data`` is written as JSON (plain data: ``NaN`` and infinities allowed), or with pickle
@@ -131,7 +139,7 @@ def pack_state(algorithm, data, pickled=False):
     return json.dumps(header).encode() + b"\n" + zlib.compress(body)
 
 
-def _pickled(data):
+def _pickled(data: Any) -> bytes:
     """``data`` pickled, each thread lock in it as a new lock of its kind."""
     buffer = io.BytesIO()
     pickler = pickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
@@ -142,7 +150,7 @@ def _pickled(data):
     return buffer.getvalue()
 
 
-def unpack_state(algorithm, state):
+def unpack_state(algorithm: Algorithm, state: bytes) -> Any:
     """The data that :func:`pack_state` framed; a ConfigError if another algorithm saved it."""
     header, _, body = bytes(state).partition(b"\n")
     try:
@@ -161,7 +169,7 @@ def unpack_state(algorithm, state):
     return pickle.loads(body) if saved.get("format") == "pickle" else json.loads(body)
 
 
-def point_key(point):
+def point_key(point: Point) -> str:
     """A canonical string for a point, to recognise the same point twice."""
     return json.dumps(point, sort_keys=True)
 
@@ -172,28 +180,31 @@ class PrunedResult(float):
     An algorithm that knows of pruning may learn from the curve (Optuna's pruned trials); any
     other takes it as a failure."""
 
-    def __new__(cls, curve=None):
+    curve: dict[int, float | None]
+    step: int | None
+
+    def __new__(cls, curve: Mapping[int, float | None] | None = None) -> Self:
         self = super().__new__(cls, math.nan)
         self.curve = dict(sorted((curve or {}).items()))
         self.step = max(self.curve, default=None)
         return self
 
     @property
-    def last(self):
+    def last(self) -> float:
         """The value the run last reported (``NaN`` when it reported none, or a NaN)."""
-        return math.nan if self.step is None or self.curve[self.step] is None \
-            else float(self.curve[self.step])
+        value = None if self.step is None else self.curve[self.step]
+        return math.nan if value is None else float(value)
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type["PrunedResult"], tuple[dict[int, float | None]]]:
         return PrunedResult, (self.curve,)
 
 
-def is_failure(value):
+def is_failure(value: float) -> bool:
     """True for results that carry no usable value: ``NaN``, ``inf`` and ``-inf``."""
     return not math.isfinite(value)
 
 
-def failure_value(values):
+def failure_value(values: Iterable[float]) -> float | None:
     """What a failure counts as for a surrogate model: the worst finite value plus a tenth of
     the finite values' range (plus 1 when they are all equal); ``None`` when none is finite."""
     finite = [v for v in values if math.isfinite(v)]
@@ -203,7 +214,7 @@ def failure_value(values):
     return worst + (0.1 * spread if spread > 0 else 1.0)
 
 
-def pruned_value(last, finished):
+def pruned_value(last: float, finished: Iterable[float]) -> float | None:
     """What a pruned run counts as for a model of the results (``gp``, ``mbo``, the GA): its
     ``last`` reported value, moved into ``[worst finished value, failure_value(finished)]``:
     below every finished run and above every failure, as Optuna's TPE ranks pruned trials
@@ -216,10 +227,10 @@ def pruned_value(last, finished):
     finite = [v for v in finished if math.isfinite(v)]
     if not finite:
         return float(last)
-    return min(max(float(last), max(finite)), failure_value(finite))
+    return min(max(float(last), max(finite)), cast(float, failure_value(finite)))
 
 
-def optional_import(module, extra):
+def optional_import(module: str, extra: str) -> ModuleType:
     """Import an optional library; when it is missing, name the pip extra that brings it."""
     try:
         return importlib.import_module(module)
@@ -229,43 +240,45 @@ def optional_import(module, extra):
                           module, show_value=False) from None
 
 
-def check_option(name, value, rule):
+def check_option(name: str, value: Any, rule: Rule) -> Any:
     """``value`` of option ``name`` as ``rule`` (an :mod:`emews.validation` rule) accepts it;
     else a ConfigError naming ``[algorithm].NAME``, the rule and the value."""
     return check(f"[algorithm].{name}", rule, value)
 
 
-def check_choice(name, value, choices):
+def check_choice(name: str, value: Any, choices: Iterable[Any]) -> Any:
     """``value`` of option ``name`` when it is one of ``choices``; else a ConfigError."""
     return check_option(name, value, Choice(tuple(choices)))
 
 
-def check_number(name, value, minimum=None, maximum=None, integer=False, allow_none=False,
-                 above=None):
+def check_number(name: str, value: Any, minimum: float | None = None,
+                 maximum: float | None = None, integer: bool = False, allow_none: bool = False,
+                 above: float | None = None) -> Any:
     """``value`` of option ``name`` when it is a finite number within the bounds (``minimum``
     and ``maximum`` inclusive, ``above`` exclusive); else a ConfigError."""
     rule = Number(integer, minimum, maximum, above)
     return check_option(name, value, Maybe(rule) if allow_none else rule)
 
 
-def check_flag(name, value):
+def check_flag(name: str, value: Any) -> bool:
     """``value`` of option ``name`` when it is ``true`` or ``false``; else a ConfigError."""
-    return check_option(name, value, FLAG)
+    return cast(bool, check_option(name, value, FLAG))
 
 
-def check_text(name, value):
+def check_text(name: str, value: Any) -> str:
     """``value`` of option ``name`` when it is a non-empty string (a path); else a ConfigError."""
-    return check_option(name, value, Text(nonempty=True))
+    return cast(str, check_option(name, value, Text(nonempty=True)))
 
 
-def check_table(name, value, rules):
+def check_table(name: str, value: Any, rules: Mapping[str, Rule]) -> dict[str, Any]:
     """``value`` of option ``name`` when it is a table whose keys all have a rule in ``rules``
     (:mod:`emews.validation` rules) that accepts their value; else a ConfigError naming the
     key (``[algorithm].NAME.KEY``)."""
-    return check_option(name, value, Table(rules, name))
+    return cast(dict[str, Any], check_option(name, value, Table(rules, name)))
 
 
-def check_keywords(target, options, exclude=(), owner=None):
+def check_keywords(target: Callable[..., Any], options: Mapping[str, Any],
+                   exclude: Sequence[str] = (), owner: str | None = None) -> None:
     """Raise a ConfigError for an option that ``target`` (a callable) does not take.
 
     A ``target`` that takes ``**kwargs`` takes every name. ``owner`` names ``target`` in the

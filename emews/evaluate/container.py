@@ -38,7 +38,7 @@ devices are the only GPUs its container sees, numbered from 0, and the argument 
 Apptainer, Charliecloud and Shifter also pass the host's environment in; podman passes only
 what it is told. Parameters never reach a command line: they are in ``params.json``.
 
-``python -m emews.models.container_command IMAGE ACTION DEVICES RUN_DIR EXPID RUNID`` prints
+``python -m emews.evaluate container-command IMAGE ACTION DEVICES RUN_DIR EXPID RUNID`` prints
 the argument list (NUL-separated) for Supervisor's 7-argument ``model.sh`` call (:func:`main`).
 """
 
@@ -338,14 +338,14 @@ class Container(Implementation):
 
 
 def main(argv=None):
-    """``python -m emews.models.container_command IMAGE ACTION DEVICES RUN_DIR EXPID RUNID``: print
+    """``python -m emews.evaluate container-command IMAGE ACTION DEVICES RUN_DIR EXPID RUNID``: print
     the runtime's argument list, each word followed by NUL (model.sh reads it with
     ``mapfile -d ''``). The runtime, GPUs (default ``nvidia``, Supervisor's ``--nv``) and
     extra options come from the environment, as for :class:`ContainerCommand`, and so does
     the point's checkpoint directory, where emews names one (``EMEWS_CHECKPOINT_DIR``)."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 6:
-        print("usage: python -m emews.models.container_command IMAGE ACTION DEVICES RUN_DIR "
+        print("usage: python -m emews.evaluate container-command IMAGE ACTION DEVICES RUN_DIR "
               "EXPID RUNID", file=sys.stderr)
         return 2
     image, action, devices, run_dir, exp_id, run_id = args
@@ -355,7 +355,7 @@ def main(argv=None):
         command = container.command(run_dir, env.get("CANDLE_DATA_DIR") or ".", exp_id,
                                     run_id, env, devices, env.get("EMEWS_CHECKPOINT_DIR"))
     except (ConfigError, EvaluationFailed) as exc:
-        print(f"emews.models.container_command: error: {exc}", file=sys.stderr)
+        print(f"emews.evaluate container-command: error: {exc}", file=sys.stderr)
         return 1
     sys.stdout.write("".join(f"{word}\0" for word in command))
     return 0

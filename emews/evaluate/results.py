@@ -273,7 +273,7 @@ def append_output_csv(run_dir, params, run_id, value):
 
 
 def main(argv=None):
-    """``python -m emews.models.record_run RUN_DIR RUN_ID -- COMMAND...``: read the result of
+    """``python -m emews.evaluate record-run RUN_DIR RUN_ID -- COMMAND...``: read the result of
     a run (``result.txt``, else ``model.log``'s ``IMPROVE_RESULT``), rewrite ``result.txt`` as
     the number, and write :func:`record_run`'s files. The Model Shell's Supervisor call uses it.
     Exit status 1 (the reason on stderr) when there is no number."""
@@ -281,7 +281,7 @@ def main(argv=None):
 
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) < 3 or args[2] != "--":
-        print("usage: python -m emews.models.record_run RUN_DIR RUN_ID -- COMMAND...",
+        print("usage: python -m emews.evaluate record-run RUN_DIR RUN_ID -- COMMAND...",
               file=sys.stderr)
         return 2
     run_dir, run_id, command = Path(args[0]), args[1], args[3:]
@@ -291,7 +291,7 @@ def main(argv=None):
         params = json.loads((run_dir / "params.json").read_text(encoding="utf-8"))
     except EvaluationFailed as exc:
         (run_dir / "result.txt").unlink(missing_ok=True)
-        print(f"emews.models.record_run: error: {exc}", file=sys.stderr, flush=True)
+        print(f"emews.evaluate record-run: error: {exc}", file=sys.stderr, flush=True)
         return 1
     (run_dir / "result.txt").write_text(f"{value!r}\n")
     print(f"IMPROVE_RESULT: {value!r}", flush=True)
