@@ -319,7 +319,7 @@ def test_a_killed_swift_t_study_resumes_with_each_evaluation_once_and_the_budget
     assert all(math.isclose(row["result"], row["params"]["x"] ** 2) for row in rows)
     assert [(a["id"], a["attempt"], a["status"]) for a in attempts] == \
         [(row["id"], row["attempt"], "done") for row in rows]
-    resumed = json.loads((expdir / "settings-resume.json").read_text())
+    resumed = json.loads((expdir / "settings.json").read_text())
     assert [point for point, _ in resumed["history"]] == [row["params"] for row in before[:4]]
     assert resumed["pending"] == [row["params"] for row in before[4:]]
     final = json.loads((expdir / "final.json").read_text())
