@@ -1,32 +1,25 @@
-"""What workflow.swift's python_persist calls run: the store on the ME's rank, the outcome on a
-worker's. workflow.sh puts this directory on PYTHONPATH.
+"""What workflow.swift's python_persist calls run: the study's master on the ME's rank, the
+outcome on a worker's. workflow.sh puts this directory on PYTHONPATH.
 
-The resident ME rank (one interpreter, kept by python_persist, holding emews.core.eqpy's queues and
-the ME's thread) keeps the experiment's store, ``$TURBINE_OUTPUT/results.db``, as the master of
-``emews run`` does::
+The resident ME rank (one interpreter, kept by python_persist) runs the master of ``emews run``
+(:func:`emews.study.run_master`: the ME's thread, the store, the failure policy, the pruner,
+the limits, the resume and the final record) on a thread of its own, from the study that
+``prepare.py`` recorded in ``config.json``. Its pool is a :class:`SwiftPool`, which workflow.swift
+serves::
 
-    next_message()     the ME's next message, answered or turned into what Swift/T needs:
-                         "Params"        answered here with the settings file (no round trip)
-                         points          each point added to the store (queued) with its id and
-                                         run id RUNnnnnnn (emews run's numbering, from 0); returns
-                                         "EVAL;RUNID;POINT;RUNID;POINT..." (a point that a killed
-                                         run left ``interrupted``, which a resumed ME proposes
-                                         first, keeps its row: its next attempt, RUNnnnnnn-2)
-                         DONE + final    final.json written, the store's meta "final"; "DONE"
-                         EQPY_ABORT      the traceback printed here; "ABORT"
-    tell(results)      the outcomes of a batch stored and committed (done or failed, with
-                       params, result, rank, times, error and log tail; several objectives
-                       judged as emews run's master does) with the reports each run made, then
-                       the values given to the ME (several objectives: JSON lists, see
-                       emews.core.eqpy)
+    next_message()     the next batch of tasks the master hands the workers, as
+                       "EVAL;RUNID;POINT;RUNID;POINT..." (retries among them, RUNnnnnnn-2, ...);
+                       "DONE" when the study has ended (final.json written), "ABORT" when the
+                       ME or the study failed (the reason printed here)
+    tell(results)      the outcomes of that batch, in order, handed back to the master
 
 A worker rank calls :func:`evaluate` for one point; its stdout and stderr go to
 ``out/out-RANK.txt`` from its first evaluation on; it returns the outcome as one JSON object,
 its wire form (:meth:`emews.evaluate.Outcome.to_wire`) with the worker's ``rank`` and the
 run's ``reports`` (``emews.report`` calls and ``EMEWS_REPORT`` lines, each a
 :class:`~emews.evaluate.outcome.Report`'s wire form). Under Swift/T a running task cannot hear
-from the ME's rank, so the reports are stored with the outcome and never stop a run: every
-report is answered "go on", and no run is pruned.
+from the ME's rank: every report is answered "go on", and the master's pruner judges them
+when the outcome comes back (a run it stops is stored ``pruned`` at that step).
 
 Everything that goes back to Swift/T is JSON written with ``ensure_ascii=True`` with ``;``
 escaped: Tcl cannot hold a character beyond U+FFFF (an emoji comes back as broken UTF-8), and
@@ -45,7 +38,6 @@ import time
 import traceback
 from pathlib import Path
 
-import emews.core.eqpy as eqpy
 from emews import config as configuration
 from emews.errors import MEAborted
 from emews.evaluate import Outcome, from_env

@@ -76,8 +76,8 @@ def check_algorithm(settings, path):
 
 
 def with_objectives(settings, path):
-    """The settings, their algorithm's options with ``objectives=k`` for a study of ``k > 1``
-    objectives (``MODEL_RETURN`` a comma-separated list), as emews run builds it; the
+    """The settings (changed), their algorithm's options with ``objectives=k`` for a study of
+    ``k > 1`` objectives (``MODEL_RETURN`` a comma-separated list), as emews run builds it; the
     objectives' settings (``directions``, ``constraints``) checked, errors naming ``path``."""
     try:
         k = len(Criteria.from_study({"model_return": os.environ.get("MODEL_RETURN",
@@ -137,8 +137,8 @@ def main(argv):
         return 2
     data_dir, workflow, settings_path = argv
     try:
-        settings = with_objectives(read_settings(settings_path), settings_path)
-        check_algorithm(settings, settings_path)
+        settings = read_settings(settings_path)
+        check_algorithm(with_objectives(dict(settings), settings_path), settings_path)
         evaluate.from_env()
     except EmewsError as exc:
         print(f"workflow.sh: {exc}", file=sys.stderr)

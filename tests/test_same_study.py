@@ -4,7 +4,6 @@ the search the same values (apart from ranks and times), as both run the one mas
 
 import json
 import os
-import signal
 import subprocess
 import sys
 

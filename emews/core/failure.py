@@ -15,6 +15,7 @@ outcome into what the store keeps, what the algorithm is told and what the limit
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from .algorithm import PrunedResult
 from ..errors import ConfigError
@@ -69,8 +70,7 @@ class FailurePolicy:
         return Decision("fail", math.nan if self.penalty is None else self.penalty, reason)
 
 
-@dataclass(frozen=True)
-class Classified:
+class Classified(NamedTuple):
     """What an outcome comes to: the ``outcome`` as judged by the study's criteria, the
     ``status`` its attempt is stored with (``queued`` when it runs again), the policy's
     ``action`` (``done``, ``pruned``, ``retry``, ``fail`` or ``abort``), what the algorithm is
