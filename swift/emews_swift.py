@@ -1,32 +1,25 @@
-"""What workflow.swift's python_persist calls run: the store on the ME's rank, the outcome on a
-worker's. workflow.sh puts this directory on PYTHONPATH.
+"""What workflow.swift's python_persist calls run: the study's master on the ME's rank, the
+outcome on a worker's. workflow.sh puts this directory on PYTHONPATH.
 
-The resident ME rank (one interpreter, kept by python_persist, holding emews.core.eqpy's queues and
-the ME's thread) keeps the experiment's store, ``$TURBINE_OUTPUT/results.db``, as the master of
-``emews run`` does::
+The resident ME rank (one interpreter, kept by python_persist) runs the master of ``emews run``
+(:func:`emews.study.run_master`: the ME's thread, the store, the failure policy, the pruner,
+the limits, the resume and the final record) on a thread of its own, from the study that
+``prepare.py`` recorded in ``config.json``. Its pool is a :class:`SwiftPool`, which workflow.swift
+serves::
 
-    next_message()     the ME's next message, answered or turned into what Swift/T needs:
-                         "Params"        answered here with the settings file (no round trip)
-                         points          each point added to the store (queued) with its id and
-                                         run id RUNnnnnnn (emews run's numbering, from 0); returns
-                                         "EVAL;RUNID;POINT;RUNID;POINT..." (a point that a killed
-                                         run left ``interrupted``, which a resumed ME proposes
-                                         first, keeps its row: its next attempt, RUNnnnnnn-2)
-                         DONE + final    final.json written, the store's meta "final"; "DONE"
-                         EQPY_ABORT      the traceback printed here; "ABORT"
-    tell(results)      the outcomes of a batch stored and committed (done or failed, with
-                       params, result, rank, times, error and log tail; several objectives
-                       judged as emews run's master does) with the reports each run made, then
-                       the values given to the ME (several objectives: JSON lists, see
-                       emews.core.eqpy)
+    next_message()     the next batch of tasks the master hands the workers, as
+                       "EVAL;RUNID;POINT;RUNID;POINT..." (retries among them, RUNnnnnnn-2, ...);
+                       "DONE" when the study has ended (final.json written), "ABORT" when the
+                       ME or the study failed (the reason printed here)
+    tell(results)      the outcomes of that batch, in order, handed back to the master
 
 A worker rank calls :func:`evaluate` for one point; its stdout and stderr go to
 ``out/out-RANK.txt`` from its first evaluation on; it returns the outcome as one JSON object,
 its wire form (:meth:`emews.evaluate.Outcome.to_wire`) with the worker's ``rank`` and the
 run's ``reports`` (``emews.report`` calls and ``EMEWS_REPORT`` lines, each a
 :class:`~emews.evaluate.outcome.Report`'s wire form). Under Swift/T a running task cannot hear
-from the ME's rank, so the reports are stored with the outcome and never stop a run: every
-report is answered "go on", and no run is pruned.
+from the ME's rank: every report is answered "go on", and the master's pruner judges them
+when the outcome comes back (a run it stops is stored ``pruned`` at that step).
 
 Everything that goes back to Swift/T is JSON written with ``ensure_ascii=True`` with ``;``
 escaped: Tcl cannot hold a character beyond U+FFFF (an emoji comes back as broken UTF-8), and
@@ -34,27 +27,29 @@ escaped: Tcl cannot hold a character beyond U+FFFF (an emoji comes back as broke
 """
 
 import atexit
-import collections
+import importlib
 import json
-import math
 import os
+import queue
 import socket
 import sys
+import threading
 import time
+import traceback
 from pathlib import Path
 
-import emews.core.eqpy as eqpy
-from emews import experiment
-from emews.core.algorithm import point_key
-from emews.core.criteria import Criteria
-from emews.core.master import run_id
+from emews import config as configuration
+from emews.errors import MEAborted
 from emews.evaluate import Outcome, from_env
 from emews.evaluate.base import Resources
+from emews.evaluate.launcher import launcher_rank
 from emews.evaluate.outcome import BadOutcome, Report
+from emews.evaluate.reporting import Pruned
+from emews.experiment import read_json
+from emews.pools.base import Pool
 from emews.pools.mpi import redirect_output
-from emews.result import final_record
-from emews.status import FINAL, Status
-from emews.store import SQLiteStore
+from emews.status import Status
+from emews.study import run_master
 from emews.validation import env_flag
 
 
@@ -81,11 +76,9 @@ def _under_turbine():
 
 _registered = False
 
-_store = None
-_batch = []          # (id, attempt) of the points being evaluated, in order
-_requeue = {}        # point key -> deque of (id, attempt) that a killed run left interrupted
+_pool = None         # the ME's rank: the SwiftPool its master hands tasks to
+_batch = []          # the tasks of the batch workflow.swift evaluates, in order
 _objective = None
-_study = None         # config.json's [study]: what the study optimizes, its replicas
 
 
 def expdir():
@@ -105,133 +98,136 @@ def tcl_safe(text):
 
 def rank():
     """This process's MPI rank, from the launcher's environment (``None`` when unknown)."""
-    for name in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID"):
-        if os.environ.get(name, "").isdigit():
-            return int(os.environ[name])
-    return None
+    return launcher_rank(default=None)
 
 
 # --- the ME's rank -----------------------------------------------------------------------------
 
-def store():
-    global _store
-    if _store is None:
-        _store = SQLiteStore(expdir() / "results.db")
-        _store.set_meta("started", time.time())
-        _store.set_meta("master", {"host": socket.gethostname(), "pid": os.getpid(),
-                                   "driver": "swift-t"})
-        _store.commit()
-        for row in _store.rows("interrupted"):   # workflow.sh --resume: prepare.py marked them
-            _requeue.setdefault(point_key(row["params"]), collections.deque()).append(
-                (row["id"], row["attempt"]))
-    return _store
+class SwiftPool(Pool):
+    """The master's pool under Swift/T: the job's workers, reached through workflow.swift.
+
+    :meth:`collect` hands the tasks submitted since the last batch to workflow.swift (through
+    ``batches``, which :func:`next_message` reads), and takes back their outcomes (through
+    ``outcomes``, which :func:`tell` fills) with the reports each run made. Swift/T queues every
+    task it is given and balances them over its workers, so slots are never short, and no task
+    is known to start before its outcome comes back (its row stays ``queued``). A running task
+    cannot hear from this rank: its reports are judged when its outcome comes back, in order,
+    and the first that the pruner stops makes it ``pruned`` at that step (the rest of its
+    reports left out), as the model would have stopped there under ``emews run``.
+    """
+
+    def __init__(self, slots):
+        super().__init__(slots)              # running: task id -> Task, not yet come back
+        self.unsent = []                     # submitted, not yet handed to workflow.swift
+        self.batches = queue.SimpleQueue()   # to workflow.swift: task lists, then "DONE"/"ABORT"
+        self.outcomes = queue.SimpleQueue()  # from workflow.swift: a batch's (task, wire) pairs
+
+    def free_slots(self):
+        return sys.maxsize
+
+    def submit(self, tasks, slots=None):
+        for task in tasks:
+            self.running[task.id] = task
+        self.unsent += tasks
+        return []
+
+    def collect(self, block=True):
+        """Finished tasks; with ``block``, first hand workflow.swift the tasks not yet sent
+        (the master has committed their rows by then: while workflow.swift runs them, this
+        rank's Python runs only inside :func:`next_message` and :func:`tell`), then wait for
+        their batch to come back."""
+        if block and self.unsent:
+            self.batches.put(self.unsent)
+            self.unsent = []
+        try:
+            batch = self.outcomes.get(block=block and bool(self.running))
+        except queue.Empty:
+            return []
+        finished = []
+        for task, data in batch:
+            del self.running[task.id]
+            worker = data.get("rank") if isinstance(data, dict) else None
+            worker = worker if type(worker) is int else None
+            finished.append((task, worker, self._judged(task, worker, data)))
+        return finished
+
+    def _judged(self, task, worker, data):
+        """The outcome of ``data`` (a worker's wire form), pruned at the first of its reports
+        that the master's pruner stops."""
+        reports = _reports(data)
+        outcome = Outcome.received(data)
+        for report in reports:
+            if self.judge(task, worker, report):
+                pruned = Outcome(report.value, Status.PRUNED, str(Pruned(report.value,
+                                                                          report.step)))
+                pruned.started, pruned.finished = outcome.started, outcome.finished
+                return pruned
+        return outcome
 
 
-def study():
-    """The study's ``[study]`` table as ``prepare.py`` recorded it (``config.json``)."""
-    global _study
-    if _study is None:
-        _study = json.loads((expdir() / "config.json").read_text())["study"]
-    return _study
+def study_config():
+    """The study as ``prepare.py`` recorded it in ``config.json`` (the driver's own keys,
+    ``driver`` and ``workflow``, left out)."""
+    recorded = read_json(expdir() / "config.json")
+    return configuration.load([{table: values for table, values in recorded.items()
+                                if table not in ("driver", "workflow")}], environ={})
 
 
-def _point_json(text):
-    """The point as the store keeps it (a JSON object), and as the worker gets it (ASCII)."""
+def _run_study(pool):
+    """The ME's rank: run the study's master on ``pool`` (what ``emews run`` runs, with the ME
+    thread, the store and the final record), then tell workflow.swift how it ended."""
+    end = "ABORT"
     try:
-        point = json.loads(text)
+        package = os.environ.get("EMEWS_ME")
+        try:
+            algorithm = importlib.import_module(package) if package else None
+        except Exception:   # noqa: BLE001 - a classic ME that does not import: as EQPY_ABORT
+            raise MEAborted(traceback.format_exc()) from None
+        run_master(expdir(), study_config(), pool, algorithm)
+        end = "DONE"
+    except MEAborted as exc:
+        print("workflow.swift: the model-exploration algorithm failed (EQPY_ABORT):\n"
+              f"{exc.traceback}", flush=True)
+    except BaseException:   # noqa: BLE001 - the job must end, with the reason
+        print(f"workflow.swift: the study failed:\n{traceback.format_exc()}", flush=True)
+    finally:
+        pool.batches.put(end)
+
+
+def _point(text):
+    """The point as the worker gets it (ASCII JSON, or a classic ME's text that is not JSON)."""
+    try:
+        return wire(json.loads(text))
     except ValueError:
-        point = text  # a classic ME's point that is not JSON: kept as a JSON string
-        return json.dumps(point), tcl_safe(text)
-    return json.dumps(point, ensure_ascii=False), wire(point)
-
-
-def _begin_batch(message):
-    db = store()
-    point_id, seq = db.next_id(), db.next_seq()
-    parts, rows, again = ["EVAL"], [], []
-    _batch.clear()
-    for text in eqpy.split_points(message):
-        stored, sent = _point_json(text)
-        waiting = _requeue.get(point_key(json.loads(stored)))
-        if waiting:
-            i, attempt = waiting.popleft()
-            attempt += 1
-            again.append((i, attempt, run_id(i, attempt)))
-        else:
-            i, attempt, point_id, seq = point_id, 1, point_id + 1, seq + 1
-            rows.append((i, stored, run_id(i), None, seq - 1))
-        _batch.append((i, attempt))
-        parts += [run_id(i, attempt), sent]
-    db.add(rows)
-    db.requeue(again)
-    db.commit()
-    return ";".join(parts)
-
-
-def _finish(final_text):
-    db = store()
-    settings = json.loads(Path(os.environ.get("EMEWS_SETTINGS")
-                               or expdir() / "settings.json").read_text())
-    final = final_record(final_text, db, {**study(), **(settings.get("replicas") or {})})
-    db.set_meta("final", final)
-    db.commit()
-    db.close()
-    experiment.write_json(expdir() / "final.json", final)
+        return tcl_safe(text)
 
 
 def next_message():
-    """Wait for the ME's next message; return what workflow.swift acts on (see above)."""
+    """What workflow.swift does next: ``EVAL;RUNID;POINT;RUNID;POINT...`` (a batch to
+    evaluate), ``DONE`` or ``ABORT``. The first call starts the study's master (see
+    :func:`_run_study`) on a thread of this rank."""
+    global _pool
     _under_turbine()
-    while True:
-        message = eqpy.output_q_get()
-        if message == eqpy.PARAMS:
-            eqpy.input_q.put(os.environ.get("EMEWS_SETTINGS")
-                             or str(expdir() / "settings.json"))
-        elif message in eqpy.END_MESSAGES:
-            _finish(eqpy.output_q_get())
-            return "DONE"
-        elif message == eqpy.EQPY_ABORT:
-            trace = eqpy.output_q_get()
-            print(f"workflow.swift: the model-exploration algorithm failed (EQPY_ABORT):\n{trace}",
-                  flush=True)
-            if _store is not None:
-                _store.set_meta("final", {"stop_reason": "the ME failed (EQPY_ABORT)"})
-                _store.close()
-            return "ABORT"
-        else:
-            return _begin_batch(message)
+    if _pool is None:
+        _pool = SwiftPool(int(os.environ.get("RESIDENT_WORK_RANKS", "1")))
+        threading.Thread(target=_run_study, args=(_pool,), name="emews-master",
+                         daemon=True).start()
+    item = _pool.batches.get()
+    if isinstance(item, str):
+        return item
+    _batch[:] = item
+    return ";".join(["EVAL", *(part for task in item for part in (task.run_id,
+                                                                  _point(task.params)))])
 
 
 def tell(results):
-    """Store the outcomes of the batch (JSON objects joined by ';', in order), commit, then
-    answer the ME with their values."""
+    """Hand the outcomes of the batch (JSON objects joined by ';', in order) to the master."""
     outcomes = [json.loads(part) for part in results.split(";")] if results else []
     if len(outcomes) != len(_batch):
         raise RuntimeError(f"emews_swift.tell: {len(outcomes)} results for a batch of "
                            f"{len(_batch)} points")
-    rows, reports, criteria = [], [], Criteria.from_study(study())
-    for (point_id, attempt), wire in zip(_batch, outcomes):
-        reports += [(point_id, attempt, report) for report in _reports(wire)]
-        outcome = criteria.judge(Outcome.received(wire))
-        status = outcome.status if outcome.status in FINAL else Status.FAILED
-        rank = wire.get("rank") if isinstance(wire, dict) else None
-        rows.append((point_id, rank if type(rank) is int else None, outcome, attempt, status))
-    db = store()
-    db.add_reports(reports)
-    db.finish(rows)
-    db.commit()
-    eqpy.input_q.put(";".join(eqpy.format_value(_told(criteria, outcome, status))
-                              for _, _, outcome, _, status in rows))
+    _pool.outcomes.put(list(zip(_batch, outcomes)))
     return ""
-
-
-def _told(criteria, outcome, status):
-    """What the ME is told of an outcome: its value, NaN for a failure, an Objectives in a
-    study of several objectives or constraints."""
-    if status != Status.DONE:
-        return math.nan
-    return criteria.told(outcome.objectives, outcome.metrics) if criteria.vector \
-        else outcome.value
 
 
 def _reports(wire):

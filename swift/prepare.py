@@ -8,25 +8,29 @@ Usage (workflow.sh runs it)::
 Checks that the settings name a known algorithm with options that fit it, a readable search
 space and batch mode (the only mode workflow.swift speaks), and that the objective the
 environment describes (CANDLE_MODEL_IMPL, EMEWS_OBJECTIVE, EMEWS_APP, ...) can be built. Then
-makes ``DATA_DIR/WORKFLOW/EXPnnn/`` (with ``out/``), writes the settings there as
-``settings.json`` (a relative ``space`` path made absolute, relative to the settings file), the
-study as ``config.json`` (as ``emews run`` does, for ``emews show``) and an empty store,
-``results.db``, and prints that directory.
-With ``--resume`` (``workflow.sh --resume EXPDIR``) it continues a killed (or finished)
-study in ``EXPDIR`` instead, as ``emews run --resume`` does: what the killed run left unfinished
-is marked ``interrupted`` in the store, and ``settings-resume.json`` (the ME's settings, which
-``EMEWS_SETTINGS`` names) tells the ME every finished evaluation (``history``, so that the
-budget counts them) and has it propose the interrupted points first (``pending``), each of
-which ``emews_swift`` runs again under its own row; a seeded search gets a new seed, so that it
-does not propose its first points again.
+makes ``DATA_DIR/WORKFLOW/EXPnnn/`` (with ``out/``), writes the study there as ``config.json``,
+the configuration ``emews run`` records (a space given inline in ``space.json``), and an empty
+store, ``results.db``, and prints that directory. The ME's rank runs the study's master from
+``config.json`` as ``emews run`` does (``emews_swift``).
+
+The settings are emews.core.me's (``algorithm``, ``options``, ``space``, ``seed``,
+``batch_size``, ``stop``, ``directions``, ``constraints``) and the study's: ``failure`` (the
+``[failure]`` table: retries, on_failure, penalty), ``pruner`` (``[study] pruner``) and
+``pruner_options`` (the ``[pruner]`` table).
+
+With ``--resume`` (``workflow.sh --resume EXPDIR``) it checks that ``EXPDIR`` holds a study
+of workflow.sh and prints it: the master then resumes it as ``emews run --resume`` does
+(:mod:`emews.core.resume`).
 Bad input: one line naming the file or field, the rule and the value, and exit status 2.
 """
 
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 
+from emews import config as configuration
 from emews import evaluate, experiment
 from emews.core.algorithm import load
 from emews.core.criteria import Criteria
@@ -72,11 +76,13 @@ def check_algorithm(settings, path):
 
 
 def with_objectives(settings, path):
-    """The settings, their algorithm's options with ``objectives=k`` for a study of ``k > 1``
-    objectives (``MODEL_RETURN`` a comma-separated list), as emews run builds it; the
+    """The settings (changed), their algorithm's options with ``objectives=k`` for a study of
+    ``k > 1`` objectives (``MODEL_RETURN`` a comma-separated list), as emews run builds it; the
     objectives' settings (``directions``, ``constraints``) checked, errors naming ``path``."""
     try:
-        k = len(Criteria.from_study(study_config(settings)["study"]).names)
+        k = len(Criteria.from_study({"model_return": os.environ.get("MODEL_RETURN",
+                                                                    "val_loss"),
+                                     **settings}).names)
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc.where}", str(exc)[len(exc.where) + 2:], None,
                           show_value=False) from None
@@ -85,49 +91,35 @@ def with_objectives(settings, path):
     return settings
 
 
-def study_config(settings):
-    """config.json: the study as emews run records it, for emews show, status and report; and
-    this workflow.sh, which ``emews run --resume`` runs again (``--resume``)."""
-    env = os.environ
-    study = {"algorithm": settings["algorithm"], "options": settings.get("options", {}),
-             "mode": "batch", "seed": settings.get("seed"),
-             "batch_size": settings.get("batch_size"),
-             "impl": env.get("CANDLE_MODEL_IMPL", "py"), "objective": env.get("EMEWS_OBJECTIVE"),
-             "model_name": env.get("MODEL_NAME", "model"),
-             "model_return": env.get("MODEL_RETURN", "val_loss"),
-             **{key: settings[key] for key in ("directions", "constraints") if key in settings},
+def study_config(settings, space, path):
+    """config.json: the study as emews run records it (``space``: the space's file), for the
+    master on the ME's rank and emews show, status and report; and this workflow.sh, which
+    ``emews run --resume`` runs again (``--resume``). Errors name ``path``."""
+    study = {"algorithm": settings["algorithm"], "space": space, "mode": "batch",
+             "seed": settings.get("seed"), "batch_size": settings.get("batch_size"),
+             "objective": os.environ.get("EMEWS_OBJECTIVE"),
+             **{key: settings[key] for key in ("directions", "constraints", "pruner")
+                if key in settings},
              **settings.get("stop", {})}
-    if isinstance(settings.get("space"), str):
-        study["space"] = settings["space"]
-    return {"study": study, "driver": "swift-t",
+    data = {"study": study, "algorithm": settings.get("options", {}),
+            "failure": settings.get("failure", {}), "pruner": settings.get("pruner_options", {})}
+    try:
+        cfg = configuration.load([data])
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc.where}", str(exc)[len(exc.where) + 2:], None,
+                          show_value=False) from None
+    return {**cfg.as_dict(), "driver": "swift-t",
             "workflow": str(Path(__file__).resolve().parent / "workflow.sh")}
 
 
 def resume(expdir):
-    """Mark what a killed run left unfinished ``interrupted``; write the ME's settings for the
-    resumed run, ``settings-resume.json``; return the experiment directory."""
+    """Check that ``expdir`` holds a study of workflow.sh (and that the objective can be built);
+    return it."""
     expdir = Path(expdir).resolve()
-    if not (expdir / "results.db").is_file():
+    if not (expdir / "results.db").is_file() or not (expdir / "config.json").is_file():
         raise ConfigError(str(expdir), "--resume needs an experiment directory of workflow.sh "
-                          "(holding settings.json and results.db)", None, show_value=False)
-    settings = read_settings(expdir / "settings.json")
-    check_algorithm(settings, expdir / "settings.json")
+                          "(holding config.json and results.db)", None, show_value=False)
     evaluate.from_env()
-    store = SQLiteStore(expdir / "results.db", create=False)
-    try:
-        interrupted = store.interrupt_unfinished()
-        finished = store.rows("done", "failed")
-        resumes = store.meta("resumes", 0) + 1
-        store.set_meta("resumes", resumes)
-        store.commit()
-    finally:
-        store.close()
-    settings["history"] = [[row["params"], row["result"] if row["status"] == "done" else None]
-                           for row in finished]
-    settings["pending"] = [row["params"] for row in interrupted]
-    if settings.get("seed") is not None:
-        settings["seed"] += 7919 * resumes   # as emews run --resume: no replayed proposals
-    experiment.write_json(expdir / "settings-resume.json", settings)
     return expdir
 
 
@@ -145,15 +137,24 @@ def main(argv):
         return 2
     data_dir, workflow, settings_path = argv
     try:
-        settings = with_objectives(read_settings(settings_path), settings_path)
-        check_algorithm(settings, settings_path)
+        settings = read_settings(settings_path)
+        check_algorithm(with_objectives(dict(settings), settings_path), settings_path)
         evaluate.from_env()
     except EmewsError as exc:
         print(f"workflow.sh: {exc}", file=sys.stderr)
         return 2
+    space = settings.get("space")
     expdir = experiment.create(data_dir, workflow)
-    experiment.write_json(expdir / "settings.json", settings)
-    experiment.write_json(expdir / "config.json", study_config(settings))
+    try:
+        if not isinstance(space, str):
+            space = str(expdir / "space.json")
+            experiment.write_json(space, settings.get("space"))
+        experiment.write_json(expdir / "config.json", study_config(settings, space,
+                                                                   settings_path))
+    except EmewsError as exc:
+        shutil.rmtree(expdir)
+        print(f"workflow.sh: {exc}", file=sys.stderr)
+        return 2
     SQLiteStore(expdir / "results.db").close()  # emews show works on it from the start
     print(expdir)
     return 0

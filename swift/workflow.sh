@@ -19,6 +19,8 @@
 # --resume continues a killed (or finished) study in EXPDIR, with the site and config files it
 # copied there (the environment still wins): every finished evaluation is told to the ME, and
 # the points the killed job left unfinished run again, each under its own row of results.db.
+# The ME's rank runs the master of emews run (failure policy, pruner, limits, resume, final
+# record) on the job's workers.
 set -euo pipefail
 
 THIS=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -67,15 +69,13 @@ export EMEWS_RANKS_PER_EVAL=${EMEWS_RANKS_PER_EVAL:-1}
 [[ $CANDLE_MODEL_IMPL =~ ^[a-z]+$ ]] && [ -f "$THIS/model_$CANDLE_MODEL_IMPL.swift" ] ||
     die "CANDLE_MODEL_IMPL: must be one of py, app, container, echo, got '$CANDLE_MODEL_IMPL'"
 
-# Checks the settings and the objective, then makes the experiment directory (or, resuming,
-# prepares the store and the ME's settings for the rest of the study).
+# Checks the settings and the objective, then makes the experiment directory (resuming: checks
+# it; the master on the ME's rank resumes the study as emews run --resume does).
 if [ -n "$RESUME" ]; then
     EXPDIR=$("${PYTHON:-python3}" "$THIS/prepare.py" --resume "$RESUME")
-    export EMEWS_SETTINGS=$EXPDIR/settings-resume.json
 else
     EXPDIR=$("${PYTHON:-python3}" "$THIS/prepare.py" "$CANDLE_DATA_DIR" "$MODEL_NAME" \
              "$SETTINGS")
-    export EMEWS_SETTINGS=$EXPDIR/settings.json
     cp "$SITE" "$EXPDIR/site.sh"
     [ -z "$CONFIG" ] || cp "$CONFIG" "$EXPDIR/config.sh"
 fi
@@ -87,11 +87,11 @@ export ADLB_SERVERS=1 TURBINE_RESIDENT_WORK_WORKERS=1 RESIDENT_WORK_RANKS=$(( PR
 
 # Every setting reaches workflow.swift through the environment (never its command line: Turbine
 # splits its argv as a Tcl list, which breaks on quotes and spaces), passed with -e so that it
-# reaches the job on a scheduler too; the settings themselves are the file settings.json.
+# reaches the job on a scheduler too; the study itself is the file config.json.
 ENV_ARGS=()
 # What Turbine, the embedded Python and emews.evaluate read (emews.config's [model] table).
 for name in TURBINE_OUTPUT ADLB_SERVERS TURBINE_RESIDENT_WORK_WORKERS RESIDENT_WORK_RANKS \
-            EMEWS_EXP_ID EMEWS_ME EMEWS_SETTINGS EMEWS_ISOLATE PYTHONMALLOC \
+            EMEWS_EXP_ID EMEWS_ME EMEWS_ISOLATE PYTHONMALLOC \
             EMEWS_RANKS_PER_EVAL EMEWS_LAUNCH EMEWS_GPU_BINDING \
             PYTHONPATH OMP_NUM_THREADS OPENBLAS_NUM_THREADS \
             MODEL_NAME MODEL_RETURN MODEL_RETURN_EPOCH CANDLE_MODEL_IMPL CANDLE_MODEL_TYPE \

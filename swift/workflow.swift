@@ -1,16 +1,15 @@
 /*
    workflow.swift: the EMEWS inversion-of-control loop, in batch mode.
 
-   The model-exploration algorithm (ME, by default emews.core.me running an ask/tell algorithm)
-   runs in a daemon thread on the resident rank RESIDENT_WORK_RANKS and thinks it is in
-   control. emews_swift.next_message(), on that rank, reads its messages (emews_swift.py):
+   The study's master (emews run's, with the model-exploration algorithm, ME, in its thread:
+   by default emews.core.me running an ask/tell algorithm) runs in a daemon thread on the
+   resident rank RESIDENT_WORK_RANKS, which the first emews_swift.next_message() starts. Each
+   call hands over what the master's pool has for the workers (emews_swift.py):
 
-     "Params"      answered there with the settings file ($TURBINE_OUTPUT/settings.json)
-     points        added to the store, results.db, and handed here as
-                   "EVAL;RUNID;POINT;RUNID;POINT...": evaluate them all, in parallel, on the
-                   workers; emews_tell() stores the outcomes and answers the ME, in order
-     "DONE"        (or "FINAL") final.json and the store's final meta are written there: end
-     "EQPY_ABORT"  the ME failed: its traceback is printed there ("ABORT"); fail the job
+     "EVAL;RUNID;POINT;RUNID;POINT..."  evaluate them all, in parallel, on the workers;
+                   emews_swift.tell() hands the outcomes, in order, back to the master
+     "DONE"        the study ended (final.json and the store's final meta written there): end
+     "ABORT"       the ME or the study failed: the reason is printed there; fail the job
 
    No argument: every setting comes from the environment (workflow.sh sets them all):
    TURBINE_OUTPUT (the experiment directory), RESIDENT_WORK_RANKS, MODEL_NAME, EMEWS_EXP_ID,
@@ -31,7 +30,6 @@ import python_literal;
 import emews_objective;
 
 string exp_id = getenv("EMEWS_EXP_ID");
-string me_package = getenv("EMEWS_ME");
 string workflow_model_name = getenv("MODEL_NAME");
 int me_rank = string2int(getenv("RESIDENT_WORK_RANKS"));
 int ranks_per_eval = string2int(getenv("EMEWS_RANKS_PER_EVAL"));
@@ -48,17 +46,7 @@ emews_swift.tell(%s)
 
 main
 {
-  location ME = locationFromRank(me_rank);
-  string package = me_package;
-  if (package == "") { start(ME, "emews.core.me"); } else { start(ME, package); }
-}
-
-/* Start the ME package on its rank, answer it until it ends. */
-start(location ME, string package)
-{
-  EQPy_init_package(ME, package) =>
-    loop(ME) =>
-    EQPy_stop(ME);
+  loop(locationFromRank(me_rank));
 }
 
 /* Answer the ME's messages until it is done or has failed. */
@@ -79,7 +67,7 @@ start(location ME, string package)
     }
     else
     {
-      assert(false, "workflow.swift: EQPY_ABORT: the ME's traceback is above") =>
+      assert(false, "workflow.swift: the study failed: the reason is above") =>
         more = false;
     }
   }

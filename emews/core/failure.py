@@ -8,11 +8,16 @@ Set in ``[failure]``: ``retries`` (run a failed point again up to that many time
 ``on_failure``: ``fail`` tells the algorithm the point failed, as ``penalty`` when one is set
 (for algorithms that need a number) and as NaN otherwise; ``abort`` ends the study. Whatever
 the decision, the store keeps every finished attempt's status, reason and log tail.
+
+:func:`classify` is where every driver (``emews run``, ``emews serve``, Swift/T) turns an
+outcome into what the store keeps, what the algorithm is told and what the limits count.
 """
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
+from .algorithm import PrunedResult
 from ..errors import ConfigError
 from ..status import Status
 
@@ -63,3 +68,44 @@ class FailurePolicy:
         if self.on_failure == "abort":
             return Decision("abort", reason=reason)
         return Decision("fail", math.nan if self.penalty is None else self.penalty, reason)
+
+
+class Classified(NamedTuple):
+    """What an outcome comes to: the ``outcome`` as judged by the study's criteria, the
+    ``status`` its attempt is stored with (``queued`` when it runs again), the policy's
+    ``action`` (``done``, ``pruned``, ``retry``, ``fail`` or ``abort``), what the algorithm is
+    ``told``, what the limits count (``counted``: NaN unless done) and the ``reason`` of a
+    failure."""
+
+    outcome: object
+    status: str
+    action: str
+    told: object = math.nan
+    counted: object = math.nan
+    reason: str | None = None
+
+
+def classify(outcome, attempt, policy, criteria, curve=None):
+    """Classify ``outcome``, the result of attempt number ``attempt`` (from 1), under the
+    failure ``policy`` and the study's ``criteria``
+    (:class:`~emews.core.criteria.Criteria`).
+
+    A pruned run is final (never retried) and told as a
+    :class:`~emews.core.algorithm.PrunedResult` with its ``curve`` (step -> value); an
+    interrupted one (a lost lease) runs again whatever the policy; a done one is told its value,
+    or an :class:`~emews.core.algorithm.Objectives` in a study of several objectives or
+    constraints.
+    """
+    outcome = criteria.judge(outcome)
+    if outcome.status == Status.PRUNED:
+        return Classified(outcome, Status.PRUNED, "pruned", PrunedResult(curve))
+    decision = policy.decide(outcome, attempt)
+    if outcome.status == Status.INTERRUPTED:
+        decision = Decision("retry")
+    if decision.action == "done":
+        told = criteria.told(outcome.objectives, outcome.metrics) if criteria.vector \
+            else decision.value
+        return Classified(outcome, Status.DONE, "done", told, told)
+    status = Status.QUEUED if decision.action == "retry" else Status.FAILED
+    return Classified(outcome, status, decision.action, decision.value, math.nan,
+                      decision.reason)

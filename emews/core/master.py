@@ -50,9 +50,9 @@ import math
 import time
 
 from . import eqpy
-from .algorithm import PrunedResult, point_key
+from .algorithm import point_key
 from ..errors import MEAborted, ProtocolError, StudyAborted
-from .failure import Decision
+from .failure import classify
 from .plan import MasterPlan
 from ..pools.base import Backoff, Pool, Task
 from ..status import Status
@@ -131,6 +131,7 @@ class Master:
         while True:
             if message == eqpy.EQPY_ABORT:
                 traceback = eqpy.output_q_get()
+                self.store.set_meta("final", {"stop_reason": "the ME failed (EQPY_ABORT)"})
                 self.cancel_all("cancelled: the model-exploration algorithm failed")
                 raise MEAborted(traceback)
             if message in eqpy.END_MESSAGES:
@@ -311,34 +312,20 @@ class Master:
                     continue
             if task.id in self.waiting:  # a late result of a requeued task: the first wins
                 del self.waiting[task.id]
-            outcome = self.criteria.judge(outcome)
-            curve = self.curves.pop((task.id, task.attempt), None)
-            if outcome.status == Status.PRUNED:  # final: never retried, told its curve
-                rows.append((task.id, rank, outcome, task.attempt, Status.PRUNED))
-                final.append((task, rank, outcome))
-                self.unreported[task.id] = PrunedResult(curve)
-                self.reported.append(task.id)
-                values.append(math.nan)
-                continue
-            decision = self.policy.decide(outcome, task.attempt)
-            if outcome.status == Status.INTERRUPTED:  # a lost lease: run again, not a failure
-                decision = Decision("retry")
-            action, value = decision.action, decision.value
-            if action == "retry":
-                rows.append((task.id, rank, outcome, task.attempt, Status.QUEUED))
+            verdict = classify(outcome, task.attempt, self.policy, self.criteria,
+                               self.curves.pop((task.id, task.attempt), None))
+            rows.append((task.id, rank, verdict.outcome, task.attempt, verdict.status))
+            if verdict.action == "retry":
                 attempt = task.attempt + 1
                 retried.append(Task(task.id, task.params, run_id(task.id, attempt), attempt))
                 continue
-            abort = abort or (decision.reason if action == "abort" else None)
-            rows.append((task.id, rank, outcome, task.attempt,
-                         Status.DONE if action == "done" else Status.FAILED))
-            if action == "done":
+            abort = abort or (verdict.reason if verdict.action == "abort" else None)
+            if verdict.action == "done":
                 self.pruner.completed((task.id, task.attempt))
-                value = self._told(outcome, value)
-            final.append((task, rank, outcome))
-            self.unreported[task.id] = value
+            final.append((task, rank, verdict.outcome))
+            self.unreported[task.id] = verdict.told
             self.reported.append(task.id)
-            values.append(value if action == "done" else math.nan)
+            values.append(verdict.counted)
         self.store.finish(rows)
         self._wait_again(retried)
         self.limits.record(values)
@@ -415,26 +402,13 @@ class Master:
         self.requeue[key] = collections.deque(e for e in self.requeue[key] if e[0] != task.id)
         if not self.requeue[key]:
             del self.requeue[key]
-        outcome = self.criteria.judge(outcome)
-        decision = self.policy.decide(outcome, task.attempt)
-        told = self._told(outcome, decision.value) if decision.action == "done" \
-            else decision.value
-        value = told if decision.action == "done" else float("nan")
-        status = Status.DONE if decision.action == "done" else Status.FAILED
-        if outcome.status == Status.PRUNED:
-            told, value, status = math.nan, math.nan, Status.PRUNED
-        self.store.finish([(task.id, rank, outcome, task.attempt, status)])
-        self.known[key].append((task.id, told, None))  # counted here, not again
-        self.limits.record([value])
+        verdict = classify(outcome, task.attempt, self.policy, self.criteria)
+        final = verdict.action in ("done", "pruned", "fail")   # never run again from here
+        self.store.finish([(task.id, rank, verdict.outcome, task.attempt,
+                            verdict.status if final else Status.FAILED)])
+        self.known[key].append((task.id, verdict.told if final else math.nan, None))
+        self.limits.record([verdict.counted])   # counted here, not again
         return None
-
-    def _told(self, outcome, value):
-        """What the ME is told of a done ``outcome`` whose policy value is ``value``: that
-        value, or in a study of several objectives or constraints an
-        :class:`~emews.core.algorithm.Objectives`."""
-        if not self.criteria.vector:
-            return value
-        return self.criteria.told(outcome.objectives, outcome.metrics)
 
     def _cancel_waiting(self, reason):
         if self.waiting:
@@ -455,13 +429,13 @@ class Master:
             if not finished:
                 backoff.wait()
                 continue
-            finished = [(task, rank, self.criteria.judge(outcome))
+            verdicts = [(task, rank, classify(outcome, task.attempt, self.policy,
+                                              self.criteria))
                         for task, rank, outcome in finished]
-            self.store.finish([(task.id, rank, outcome, task.attempt,
-                                outcome.status if outcome.status in (Status.DONE,
-                                                                     Status.PRUNED)
+            self.store.finish([(task.id, rank, verdict.outcome, task.attempt,
+                                verdict.status if verdict.action in ("done", "pruned")
                                 else Status.CANCELLED)
-                               for task, rank, outcome in finished])
+                               for task, rank, verdict in verdicts])
             self.store.commit()
 
 
