@@ -12,6 +12,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from .config import Study
 from .core.criteria import Criteria
 from .core.pareto import front_rows
 from .core.replicas import summarize
@@ -52,11 +53,11 @@ def final_record(text, store, study=None):
     except (TypeError, ValueError):
         final = None
     final = final if isinstance(final, dict) else {"message": text}
-    criteria = Criteria.from_study(study or {})
+    criteria = Criteria.from_study(study or Study())
     if criteria.vector:
         final = {k: v for k, v in final.items() if k not in ("best_point", "best_value")}
         return dict(final, pareto=pareto(store, criteria.directions))
-    point, value = best(store, study or {})
+    point, value = best(store, study)
     return dict(final, best_point=point, best_value=value)
 
 
@@ -67,14 +68,14 @@ def pareto(store, directions):
             for row in front_rows(store.rows(Status.DONE), directions)]
 
 
-def best(store, study):
+def best(store, study=None):
     """``(point, value)`` of the best finished evaluation, or ``(None, None)``; a study with
     ``replicas`` > 1 is judged per point, by the value its search was told (a point whose
     replicas a limit cut short was never told, and is not a candidate)."""
-    if study.get("replicas", 1) > 1:
+    if study is not None and study.replicas > 1:
         summary = [s for s in summarize(store.rows(Status.DONE, Status.FAILED),
-                                        study["replica_seed_param"], study["replica_objective"],
-                                        study["replicas"])
+                                        study.replica_seed_param, study.replica_objective,
+                                        study.replicas)
                    if s["value"] is not None]
         return (summary[0]["point"], summary[0]["value"]) if summary else (None, None)
     found = store.best()
@@ -89,7 +90,7 @@ def result_from(expdir, store, final):
     elif "best_point" in final:
         point, value = final["best_point"], final["best_value"]
     else:
-        point, value = best(store, {})
+        point, value = best(store)
     failed = counts.get(Status.FAILED, 0)
     return Result(point, value, Path(expdir), final.get("stop_reason"),
                   counts.get(Status.DONE, 0) + failed, failed, final.get("pareto"))
@@ -98,7 +99,7 @@ def result_from(expdir, store, final):
 def read(expdir, reading):
     """``reading(store)`` on the store of the experiment in ``expdir``, opened read-only for
     it alone (never written through, never migrated)."""
-    store = study_store(expdir, load_experiment(expdir).system["storage"], readonly=True)
+    store = study_store(expdir, load_experiment(expdir).system.storage, readonly=True)
     try:
         return reading(store)
     finally:

@@ -29,7 +29,6 @@ import threading
 import time
 from pathlib import Path
 
-from . import config as configuration
 from . import experiment
 from .core import eqpy, me
 from .core.algorithm import Algorithm, Stopper
@@ -37,6 +36,7 @@ from .core.control import Control
 from .core.failure import FailurePolicy
 from .core.master import Master
 from .core.replicas import Gathered
+from .config import Config
 from .core.resume import resume_unfinished, search_seed, start
 from .errors import ConfigError, EmewsError, Interrupted
 from .experiment import load_experiment
@@ -67,7 +67,7 @@ def run(config, overrides=None, resume=None):
     prepared = prepare_run(config, overrides, resume)
     try:
         cfg = load_experiment(prepared.expdir)
-        if cfg.system["pool"] == "mpi" and cfg.system["procs"] > 1:
+        if cfg.system.pool == "mpi" and cfg.system.procs > 1:
             return spawn(prepared.expdir, cfg, prepared.lock)
         return execute(prepared.expdir, None, prepared.algorithm)
     finally:
@@ -85,12 +85,12 @@ def serve(config, overrides=None, resume=None):
     prepared = prepare_run(config, overrides, resume)
     try:
         cfg = load_experiment(prepared.expdir)
-        slots = max(cfg.system["procs"] - 1, 1) * cfg.system["slots_per_worker"]
+        slots = max(cfg.system.procs - 1, 1) * cfg.system.slots_per_worker
         link, where = service_link(Path(prepared.expdir).resolve(), cfg, slots)
         print(f"emews: serving {prepared.expdir} {where}; attach pools with: mpiexec -n N "
               f"emews pool {prepared.expdir}", flush=True)
         pool = RemotePool(link, slots)
-        store = study_store(prepared.expdir, cfg.system["storage"], create=False)
+        store = study_store(prepared.expdir, cfg.system.storage, create=False)
         link.share(store)   # PostgreSQL: the store's commit and the queue's exchange as one
         try:
             return run_master(prepared.expdir, cfg, pool, prepared.algorithm, store)
@@ -135,11 +135,11 @@ def pool_job(target, walltime=None, give_up=600.0, keys=None, workdir=None, eqsq
     study = comm.bcast(study)
     if study is None:
         raise SystemExit(1)
-    cfg = configuration.load([study["config"]], environ={})
+    cfg = Config.from_dict(study["config"])
     python_path(cfg)
     if comm.Get_rank() > 0:
         return run_worker(Path(study["expdir"]), cfg, comm, comm.Get_rank(), study["label"])
-    pool = MPIPool(comm, cfg.system["slots_per_worker"])
+    pool = MPIPool(comm, cfg.system.slots_per_worker)
     try:
         pool = with_packing(pool, cfg)
         return Attachment(link, pool, study["lease"], walltime).run()
@@ -197,10 +197,10 @@ def execute(expdir, comm, algorithm=None):
     if size > 1:
         from .pools.mpi import MPIPool
 
-        pool = MPIPool(comm, cfg.system["slots_per_worker"])
+        pool = MPIPool(comm, cfg.system.slots_per_worker)
     else:
-        pool = InProcessPool(make_objective(cfg, expdir), max(cfg.system["procs"] - 1, 1)
-                             if cfg.system["pool"] == "inprocess" else 1)
+        pool = InProcessPool(make_objective(cfg, expdir), max(cfg.system.procs - 1, 1)
+                             if cfg.system.pool == "inprocess" else 1)
     status = 1
     try:
         pool = with_packing(pool, cfg)
@@ -222,7 +222,7 @@ def run_master(expdir, cfg, pool, algorithm=None, store=None):
     """
     study = cfg.study
     if store is None:
-        store = study_store(expdir, cfg.system["storage"], create=False)
+        store = study_store(expdir, cfg.system.storage, create=False)
     progress = None
     previous = signal.signal(signal.SIGTERM, _raise_interrupted) \
         if threading.current_thread() is threading.main_thread() else None
@@ -241,19 +241,19 @@ def run_master(expdir, cfg, pool, algorithm=None, store=None):
         store.commit()
         counts = store.counts()
         _, best = best_found(store, study)
-        progress = Progress(study["budget"], cfg.system["progress_interval"],
+        progress = Progress(study.budget, cfg.system.progress_interval,
                             done=sum(counts.get(status, 0) for status in FINAL),
                             failed=counts.get(Status.FAILED, 0),
                             pruned=counts.get(Status.PRUNED, 0),
                             best=math.inf if best is None else best,
-                            max_time=study["max_time"],
+                            max_time=study.max_time,
                             directions=cfg.criteria.directions if cfg.criteria.vector else None,
                             pareto=[entry["values"] for entry in
                                     pareto(store, cfg.criteria.directions)]
                             if cfg.criteria.vector else (),
-                            replicas=Gathered(study["replicas"], study["replica_objective"],
-                                              study["replica_seed_param"])
-                            if study["replicas"] > 1 else None)
+                            replicas=Gathered(study.replicas, study.replica_objective,
+                                              study.replica_seed_param)
+                            if study.replicas > 1 else None)
         limits = Stopper(**cfg.stop)
         if begin.restored is not None:
             limits.restore(begin.restored)

@@ -27,6 +27,7 @@ from ..status import Status
 from .algorithm import Objectives
 from .pareto import minimized
 
+OBJECTIVE = "val_loss"   # the value a study optimizes by default ([study] model_return)
 DIRECTIONS = ("minimize", "maximize")
 OPERATORS = ("<=", ">=", "<", ">")
 CONSTRAINT = re.compile(r"\s*([A-Za-z_][\w.\-]*)\s*(<=|>=|<|>)\s*(\S+)\s*")
@@ -85,14 +86,14 @@ class Criteria:
 
     @classmethod
     def from_study(cls, study, where=lambda key: f"[study].{key}"):
-        """The criteria of a ``[study]`` table (as :func:`emews.config.load` resolved it);
-        a ConfigError naming ``where(key)``, the rule and the value for a bad one."""
-        names = study.get("objectives") or objective_names(study.get("model_return")
-                                                           or "val_loss")
+        """The criteria of a study's :class:`~emews.config.Study` (as :func:`emews.config.load`
+        resolved it); a ConfigError naming ``where(key)``, the rule and the value for a bad
+        one."""
+        names = study.objectives or objective_names(study.model_return)
         if len(set(names)) < len(names) or not all(n.strip() and "," not in n for n in names):
             raise ConfigError(where("objectives"), "must name each objective once (names "
                               "without commas)", names)
-        directions = study.get("directions")
+        directions = study.directions
         if directions is None:
             directions = ["minimize"] * len(names)
         if len(directions) != len(names):
@@ -103,7 +104,7 @@ class Criteria:
                 raise ConfigError(where("directions"), f"must each be one of "
                                   f"{', '.join(DIRECTIONS)}", direction)
         constraints = tuple(Constraint.parse(text, where("constraints"))
-                            for text in study.get("constraints") or ())
+                            for text in study.constraints or ())
         return cls(tuple(names), tuple(directions), constraints)
 
     @property

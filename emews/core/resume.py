@@ -53,8 +53,8 @@ def search_seed(cfg, store):
     """The seed this run's search is built with: the study's, moved on by
     :data:`SEED_STEP` for each resume (a resumed search must not replay its proposals), except
     for a search restored from its checkpoint, which goes on as it was."""
-    seed = cfg.study["seed"]
-    if seed is None or restorable(store, cfg.study["mode"]):
+    seed = cfg.study.seed
+    if seed is None or restorable(store, cfg.study.mode):
         return seed
     return seed + SEED_STEP * resumes(store)
 
@@ -104,13 +104,13 @@ def start(cfg, store, slots, classic, requeue, policy):
     again first (``pending``).
     """
     study, criteria = cfg.study, cfg.criteria
-    mode = "batch" if classic else study["mode"]
+    mode = "batch" if classic else study.mode
     restore = not classic and restorable(store, mode)
     finished = store.rows(*FINAL)
-    settings = {"algorithm": study["algorithm"], "options": cfg.algorithm_options,
-                "space": study["space"], "seed": study["seed"], "mode": mode, "slots": slots,
-                "batch_size": study["batch_size"], "stop": cfg.stop, "history": [],
-                "replicas": {k: study[k] for k in REPLICA_KEYS},
+    settings = {"algorithm": study.algorithm, "options": cfg.algorithm_options,
+                "space": study.space, "seed": study.seed, "mode": mode, "slots": slots,
+                "batch_size": study.batch_size, "stop": cfg.stop, "history": [],
+                "replicas": {k: getattr(study, k) for k in REPLICA_KEYS},
                 "pending": [], "checkpoint": {"store": store.path, "name": CHECKPOINT,
                                               "restore": restore}}
     if restore:

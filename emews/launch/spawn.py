@@ -41,8 +41,8 @@ def spawn(expdir, cfg, lock):
     it gets SIGINT too if this process dies. A job that ends before its study did (a rank
     died or was killed) raises an :class:`~emews.errors.EmewsError` saying how to resume.
     """
-    mpiexec = cfg.system["mpiexec"] or default_mpiexec()
-    command = [mpiexec, *cfg.system["mpiexec_args"], "-n", str(cfg.system["procs"]),
+    mpiexec = cfg.system.mpiexec or default_mpiexec()
+    command = [mpiexec, *cfg.system.mpiexec_args, "-n", str(cfg.system.procs),
                sys.executable, "-m", "emews", "run", "--execute", str(expdir)]
     env = dict(os.environ, **{TOKEN_VARIABLE: lock.token, SPAWNED_VARIABLE: "1"})
     if sys.stdout.isatty():
@@ -64,7 +64,7 @@ def spawn(expdir, cfg, lock):
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     if received or code in (128 + signal.SIGINT, 128 + signal.SIGTERM):
-        cancel_unfinished(expdir, cfg.system["storage"])
+        cancel_unfinished(expdir, cfg.system.storage)
         raise interrupted(expdir, received[0] if received else code - 128)
     if code == 0:
         return result_of(expdir)
