@@ -242,8 +242,19 @@ class Config:
 
     @classmethod
     def read(cls, path):
-        """The configuration in a ``config.json`` file (:meth:`from_dict` of its content)."""
-        return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+        """The configuration in a ``config.json`` file, read as :meth:`from_dict` reads it
+        (errors name the file)."""
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ConfigError(str(path), "the study's configuration must be readable",
+                              exc.strerror) from None
+        except ValueError as exc:
+            raise ConfigError(str(path), f"must be JSON ({exc})", None, show_value=False) \
+                from None
+        if not isinstance(data, dict):
+            raise ConfigError(str(path), "must hold a JSON object", type(data).__name__)
+        return load([data], environ={}, label=str(path))
 
     def make_pruner(self):
         """The study's :class:`~emews.core.pruners.Pruner` (``[study] pruner`` with the
@@ -276,10 +287,11 @@ class Config:
         return stop
 
 
-def load(sources=(), overrides=None, environ=None):
+def load(sources=(), overrides=None, environ=None, label="config"):
     """Build a :class:`Config` from files or a dict, the environment and overrides.
 
-    ``sources``: a path, a list of paths, or a dict shaped like the TOML file.
+    ``sources``: a path, a list of paths, or a dict shaped like the TOML file (named ``label``
+    in error messages).
     ``overrides``: ``{"table.key": value}`` from the command line.
     """
     environ = os.environ if environ is None else environ
@@ -289,17 +301,17 @@ def load(sources=(), overrides=None, environ=None):
     origin, bases = {}, {}
     base_dir = Path.cwd()
     for source in sources:
-        data, label, base = _read(source)
+        data, name, base = _read(source, label)
         base_dir = base if not isinstance(source, dict) else base_dir
         for table, values in data.items():
             if table not in tables:
-                raise ConfigError(f"{label}: [{table}]", "must be one of the tables "
+                raise ConfigError(f"{name}: [{table}]", "must be one of the tables "
                                   f"{sorted(tables)}", table, show_value=False)
             if not isinstance(values, dict):
-                raise ConfigError(f"{label}: {table}", "must be a table", values)
+                raise ConfigError(f"{name}: {table}", "must be a table", values)
             for key, value in values.items():
                 tables[table][key] = value
-                origin[(table, key)] = f"{label}: [{table}].{key}"
+                origin[(table, key)] = f"{name}: [{table}].{key}"
                 bases[(table, key)] = base
     for table, schema in SCHEMA.items():
         for key, setting in schema.items():
@@ -396,9 +408,9 @@ def _check_criteria(config):
                           f"per objective ({len(criteria.names)})", study.reference_point)
 
 
-def _read(source):
+def _read(source, label):
     if isinstance(source, dict):
-        return source, "config", Path.cwd()
+        return source, label, Path.cwd()
     path = Path(source)
     return read_toml(path, "the configuration file"), str(path), path.resolve().parent
 

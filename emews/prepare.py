@@ -22,7 +22,7 @@ from . import experiment
 from .core.algorithm import load
 from .core.me import build_algorithm
 from .core.replicas import check as check_replicas
-from .core.resume import REPLICA_KEYS, search_seed
+from .core.resume import search_seed, search_settings
 from .errors import ConfigError
 from .experiment import load_experiment
 from .pools.requests import Demand
@@ -39,12 +39,15 @@ IDENTITY = (("study", "algorithm"), ("study", "space"), ("study", "objective"),
 
 
 class Prepared(NamedTuple):
-    """A prepared experiment: its directory, its held lock, and the algorithm built for its
-    next run (an :class:`~emews.core.algorithm.Algorithm`, or a classic EQ/Py module)."""
+    """A prepared experiment: its directory, its held lock, the algorithm built for its
+    next run (an :class:`~emews.core.algorithm.Algorithm`, or a classic EQ/Py module) and its
+    :class:`~emews.config.Config` as ``config.json`` now holds it (``None``: read it there).
+    A run in this process goes on with these objects: it reads back neither file."""
 
     expdir: Path
     lock: StudyLock
     algorithm: object
+    spec: configuration.Config | None = None
 
 
 def prepare(config, overrides=None, resume=None):
@@ -71,7 +74,7 @@ def prepare_run(config, overrides=None, resume=None):
     store = study_store(expdir, cfg.system.storage)
     store.set_meta("space_digest", space_digest(cfg))
     store.close()
-    return Prepared(expdir, lock, algorithm)
+    return Prepared(expdir, lock, algorithm, cfg)
 
 
 def _prepare_resume(expdir, config, overrides):
@@ -100,7 +103,7 @@ def _prepare_resume(expdir, config, overrides):
     except BaseException:
         lock.release()
         raise
-    return Prepared(expdir, lock, algorithm)
+    return Prepared(expdir, lock, algorithm, cfg)
 
 
 def resume_changes(stored, cfg, digest):
@@ -150,14 +153,6 @@ def keep_password_out(cfg):
     if not cfg.system.storage:
         return cfg
     return replace(cfg, system=replace(cfg.system, storage=hide_password(cfg.system.storage)))
-
-
-def search_settings(cfg, seed):
-    """What :func:`emews.core.me.build_algorithm` builds the study's algorithm from."""
-    study = cfg.study
-    return {"algorithm": study.algorithm, "options": cfg.algorithm_options,
-            "space": study.space,
-            "seed": seed, "replicas": {k: getattr(study, k) for k in REPLICA_KEYS}}
 
 
 def validate(cfg, seed=None):

@@ -96,40 +96,43 @@ def result_from(expdir, store, final):
                   counts.get(Status.DONE, 0) + failed, failed, final.get("pareto"))
 
 
-def read(expdir, reading):
+def read(expdir, reading, spec=None):
     """``reading(store)`` on the store of the experiment in ``expdir``, opened read-only for
-    it alone (never written through, never migrated)."""
-    store = study_store(expdir, load_experiment(expdir).system.storage, readonly=True)
+    it alone (never written through, never migrated). ``spec`` is the study's
+    :class:`~emews.config.Config` (``None``: read from its ``config.json``)."""
+    spec = load_experiment(expdir) if spec is None else spec
+    store = study_store(expdir, spec.system.storage, readonly=True)
     try:
         return reading(store)
     finally:
         store.close()
 
 
-def result_of(expdir):
-    """The :class:`Result` of a finished experiment, read from its store."""
-    return read(expdir, lambda store: result_from(expdir, store, store.meta("final", {})))
+def result_of(expdir, spec=None):
+    """The :class:`Result` of a finished experiment, read from its store (``spec``:
+    :func:`read`'s)."""
+    return read(expdir, lambda store: result_from(expdir, store, store.meta("final", {})), spec)
 
 
-def final_recorded(expdir):
+def final_recorded(expdir, spec=None):
     """True when the study in ``expdir`` recorded its final record (it ended, well or not)."""
-    return read(expdir, lambda store: store.meta("final") is not None)
+    return read(expdir, lambda store: store.meta("final") is not None, spec)
 
 
-def stored_count(expdir):
+def stored_count(expdir, spec=None):
     """How many evaluations of ``expdir`` have a final result in its store."""
-    return read(expdir, lambda store: store.finished_count())
+    return read(expdir, lambda store: store.finished_count(), spec)
 
 
-def failure_reasons(expdir):
+def failure_reasons(expdir, spec=None):
     """The most common failure reasons of ``expdir``: ``[(reason, count), ...]``."""
-    return read(expdir, lambda store: store.failure_reasons())
+    return read(expdir, lambda store: store.failure_reasons(), spec)
 
 
-def interrupted(expdir, signum):
+def interrupted(expdir, signum, spec=None):
     """The :class:`~emews.errors.Interrupted` error of ``expdir``, with its stored count."""
     error = Interrupted(signum)
-    error.expdir, error.stored = Path(expdir), stored_count(expdir)
+    error.expdir, error.stored = Path(expdir), stored_count(expdir, spec)
     return error
 
 

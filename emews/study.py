@@ -44,7 +44,7 @@ from .inspect.progress import Progress
 from .launch.spawn import spawn, under_mpiexec
 from .pools.base import InProcessPool
 from .pools.packed import with_packing
-from .prepare import build, prepare_run
+from .prepare import Prepared, build, prepare_run
 from .result import (best as best_found, final_record, interrupted, pareto, print_summary,
                      result_from)
 from .status import FINAL, Status
@@ -66,10 +66,10 @@ def run(config, overrides=None, resume=None):
         return _run_under_mpiexec(lambda: prepare_run(config, overrides, resume))
     prepared = prepare_run(config, overrides, resume)
     try:
-        cfg = load_experiment(prepared.expdir)
+        cfg = prepared.spec
         if cfg.system.pool == "mpi" and cfg.system.procs > 1:
             return spawn(prepared.expdir, cfg, prepared.lock)
-        return execute(prepared.expdir, None, prepared.algorithm)
+        return execute(prepared.expdir, None, prepared.algorithm, cfg)
     finally:
         prepared.lock.release()
 
@@ -84,7 +84,7 @@ def serve(config, overrides=None, resume=None):
 
     prepared = prepare_run(config, overrides, resume)
     try:
-        cfg = load_experiment(prepared.expdir)
+        cfg = prepared.spec
         slots = max(cfg.system.procs - 1, 1) * cfg.system.slots_per_worker
         link, where = service_link(Path(prepared.expdir).resolve(), cfg, slots)
         print(f"emews: serving {prepared.expdir} {where}; attach pools with: mpiexec -n N "
@@ -150,19 +150,19 @@ def pool_job(target, walltime=None, give_up=600.0, keys=None, workdir=None, eqsq
 
 def execute_prepared(expdir):
     """Execute an experiment that ``emews run`` prepared and spawned this job for."""
-    return _run_under_mpiexec(lambda: (Path(expdir), StudyLock(expdir).acquire(), None))
+    return _run_under_mpiexec(lambda: Prepared(Path(expdir), StudyLock(expdir).acquire(), None))
 
 
 def _run_under_mpiexec(open_experiment):
-    """Rank 0 opens the experiment (``open_experiment() -> (expdir, lock, algorithm)``) and
-    tells the others where it is, or that it failed: then every rank exits non-zero."""
+    """Rank 0 opens the experiment (``open_experiment() -> Prepared``) and tells the others
+    where it is, or that it failed: then every rank exits non-zero."""
     from mpi4py import MPI
 
     comm = MPI.COMM_WORLD
-    expdir, lock, algorithm, error = None, None, None, None
+    expdir, lock, algorithm, spec, error = None, None, None, None, None
     if comm.Get_rank() == 0:
         try:
-            expdir, lock, algorithm = open_experiment()
+            expdir, lock, algorithm, spec = open_experiment()
         except BaseException as exc:  # noqa: BLE001 - every rank must learn of any failure
             error = exc
     expdir, status = comm.bcast((expdir, exit_status(error) if error else 0), root=0)
@@ -171,7 +171,7 @@ def _run_under_mpiexec(open_experiment):
     if status:
         raise SystemExit(status)
     try:
-        return execute(expdir, comm, algorithm)
+        return execute(expdir, comm, algorithm, spec)
     finally:
         if lock is not None:
             lock.release()
@@ -182,14 +182,15 @@ def exit_status(error):
     return 2 if isinstance(error, ConfigError) else 1
 
 
-def execute(expdir, comm, algorithm=None):
+def execute(expdir, comm, algorithm=None, spec=None):
     """Execute the experiment in ``expdir`` on ``comm`` (``None``: in this process only), with
-    the ``algorithm`` prepared for this run (``None``: rank 0 builds it).
+    the ``algorithm`` prepared for this run (``None``: rank 0 builds it) and its
+    :class:`~emews.config.Config` ``spec`` (``None``: read from its ``config.json``).
 
     The caller holds the study's lock.
     """
     expdir = Path(expdir)
-    cfg = load_experiment(expdir)
+    cfg = load_experiment(expdir) if spec is None else spec
     rank = comm.Get_rank() if comm is not None else 0
     size = comm.Get_size() if comm is not None else 1
     if rank > 0:
@@ -277,7 +278,7 @@ def run_master(expdir, cfg, pool, algorithm=None, store=None):
         except (KeyboardInterrupt, Interrupted) as exc:
             master.cancel_all(Interrupted.REASON)
             signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
-            raise interrupted(expdir, signum) from None
+            raise interrupted(expdir, signum, cfg) from None
         progress.show()
         final = final_record(final, store, study)
         store.set_meta("final", final)

@@ -65,16 +65,16 @@ def spawn(expdir, cfg, lock):
             signal.signal(sig, handler)
     if received or code in (128 + signal.SIGINT, 128 + signal.SIGTERM):
         cancel_unfinished(expdir, cfg.system.storage)
-        raise interrupted(expdir, received[0] if received else code - 128)
+        raise interrupted(expdir, received[0] if received else code - 128, cfg)
     if code == 0:
-        return result_of(expdir)
-    if final_recorded(expdir):
-        result = result_of(expdir)
+        return result_of(expdir, cfg)
+    if final_recorded(expdir, cfg):
+        result = result_of(expdir, cfg)
         if result.all_failed:
             return result  # the caller reports it
         raise Reported(code)
     raise EmewsError(f"the MPI job ended with status {code} before the study did (a rank died "
-                     f"or was killed); {stored_count(expdir)} evaluations are stored; resume "
+                     f"or was killed); {stored_count(expdir, cfg)} evaluations are stored; resume "
                      f"with: emews run --resume {expdir}")
 
 
