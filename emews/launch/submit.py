@@ -21,7 +21,7 @@ from pathlib import Path
 
 from .. import config as configuration
 from .. import experiment
-from ..prepare import prepare, validate
+from ..prepare import prepare_run, validate
 from ..errors import ConfigError, EmewsError
 from ..pools.requests import Demand
 from ..space import Space
@@ -76,13 +76,12 @@ def submit(config, site_name, overrides=None, resume=None, chain=0, dry_run=Fals
     executor = _psij() if site.scheduler != "local" else None
     if pools:  # the served study is not prepared again: the service holds its lock
         expdir, lock = Path(resume).resolve(), None
-        cfg = experiment.load_experiment(expdir)
-        cfg.system.update({k.split(".", 1)[1]: v for k, v in overrides.items()
-                           if k.startswith("system.")})
+        cfg = configuration.load([experiment.load_experiment(expdir).as_dict()],
+                                 {k: v for k, v in overrides.items() if k.startswith("system.")},
+                                 environ={})
     else:
-        expdir, lock = prepare(config, overrides, resume)
+        expdir, lock, _, cfg = prepare_run(config, overrides, resume)
     try:
-        cfg = cfg if pools else experiment.load_experiment(expdir)
         record = _read_record(expdir)
         first = len(record["jobs"])
         jobs = [_job(cfg, site, expdir, first + i, pools > 0) for i in range(max(pools,
