@@ -254,7 +254,22 @@ class Config:
                 from None
         if not isinstance(data, dict):
             raise ConfigError(str(path), "must hold a JSON object", type(data).__name__)
+        if "driver" in data:
+            return cls.from_record(data, str(path))
         return load([data], environ={}, label=str(path))
+
+    @classmethod
+    def from_record(cls, data, label="config"):
+        """The configuration of a study that Swift/T's ``swift/prepare.py`` recorded (its
+        ``config.json``: a ``study`` table holding the algorithm's ``options``; until it
+        records its study as a spec): the settings of the spec it holds, checked (the
+        options' ``objectives``, their number, is the spec's to derive)."""
+        study = data.get("study") or {}
+        options = study.get("options") or {}
+        return load([{"study": {key: value for key, value in study.items()
+                                if key in SCHEMA["study"]},
+                      "algorithm": {key: value for key, value in options.items()
+                                    if key != "objectives"}}], environ={}, label=label)
 
     def make_pruner(self):
         """The study's :class:`~emews.core.pruners.Pruner` (``[study] pruner`` with the
