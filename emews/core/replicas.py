@@ -47,8 +47,8 @@ def wrap(algorithm, settings):
 def settings_of(study):
     """The replica settings (``replicas``, ``replica_objective``, ``replica_seed_param``) of a
     study's :class:`~emews.config.Study` when it evaluates each point more than once, else
-    ``None``."""
-    if study.replicas <= 1:
+    (or without a ``study``) ``None``."""
+    if study is None or study.replicas <= 1:
         return None
     return {key: getattr(study, key)
             for key in ("replicas", "replica_objective", "replica_seed_param")}
