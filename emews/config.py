@@ -16,6 +16,14 @@ cfg-sys, and study settings, in the spirit of cfg-prm; tables from a later file 
     [pruner]                 # the options of [study] pruner (median, asha, hyperband, ...)
 
 Precedence: command line, then environment, then config file, then defaults.
+
+:func:`load` reads and checks them once into a :class:`Config`: frozen, one dataclass per table
+(:class:`System`, :class:`Study`, :class:`Model`, :class:`Failure`, :class:`PrunerOptions`,
+:class:`Service`, each default written once, in its field; ``[algorithm]`` a read-only mapping),
+read as attributes (``spec.study.budget``). Its JSON form (``config.json``,
+:meth:`Config.as_dict`) reads back into an equal object (:meth:`Config.read`): a process that
+starts later (an MPI rank, a resume) reads it so; the process that prepared the study goes on
+with the object.
 """
 
 import json
@@ -219,7 +227,8 @@ class Config:
     study: Study = field(default_factory=Study)
     algorithm: Mapping = field(default_factory=lambda: MappingProxyType({}))
     base_dir: Path = field(default_factory=Path.cwd, compare=False)
-    origin: Mapping = field(default_factory=dict, compare=False, repr=False)
+    origin: Mapping = field(default_factory=lambda: MappingProxyType({}), compare=False,
+                            repr=False)
     model: Model = field(default_factory=Model)
     failure: Failure = field(default_factory=Failure)
     service: Service = field(default_factory=Service)
