@@ -16,15 +16,26 @@ cfg-sys, and study settings, in the spirit of cfg-prm; tables from a later file 
     [pruner]                 # the options of [study] pruner (median, asha, hyperband, ...)
 
 Precedence: command line, then environment, then config file, then defaults.
+
+:func:`load` reads and checks them once into a :class:`Config`: frozen, one dataclass per table
+(:class:`System`, :class:`Study`, :class:`Model`, :class:`Failure`, :class:`PrunerOptions`,
+:class:`Service`, each default written once, in its field; ``[algorithm]`` a read-only mapping),
+read as attributes (``spec.study.budget``). Its JSON form (``config.json``,
+:meth:`Config.as_dict`) reads back into an equal object (:meth:`Config.read`): a process that
+starts later (an MPI rank, a resume) reads it so; the process that prepared the study goes on
+with the object.
 """
 
+import json
 import os
 import tomllib
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from types import MappingProxyType
 
 from .core import pruners
-from .core.criteria import Criteria, objective_names
+from .core.criteria import OBJECTIVE, Criteria, objective_names
 from .core.pareto import minimized
 from .core.failure import ACTIONS as FAILURE_ACTIONS
 from .pools import requests
@@ -64,123 +75,164 @@ class Setting:
         return KINDS[self.kind]
 
 
+def _setting(kind, default=None, env=None, choices=(), minimum=None):
+    """A field of a table's dataclass: its default, and its :class:`Setting` as metadata."""
+    setting = Setting(kind, default, env, choices, minimum)
+    if isinstance(default, list):
+        return field(default_factory=list, metadata={"setting": setting})
+    return field(default=default, metadata={"setting": setting})
+
+
 def _positive(kind, default=None, env=None):
-    return Setting(kind, default, env, minimum=1 if kind == "int" else 0)
+    return _setting(kind, default, env, minimum=1 if kind == "int" else 0)
 
 
-SCHEMA = {
-    "system": {
-        "procs": _positive("int", 4, "PROCS"),
-        "pool": Setting("str", "mpi", choices=("mpi", "inprocess")),
-        "slots_per_worker": _positive("int", 1),
-        "mpiexec": Setting("path"),
-        "mpiexec_args": Setting("list", []),
-        "python_path": Setting("list", []),
-        "ppn": _positive("int", None, "PPN"),
-        "walltime": Setting("str", None, "WALLTIME"),
-        "drain_margin": Setting("str", None, "EMEWS_DRAIN_MARGIN"),  # a walltime; else 10 %
-        "queue": Setting("str", None, "QUEUE"),
-        "project": Setting("str", None, "PROJECT"),
-        "progress_interval": _positive("float", 2.0),
-        "langs_app": Setting("path", None, "EMEWS_LANGS_APP"),
-        "gpus_per_node": Setting("int", 0, "GPUS_PER_NODE", minimum=0),
-        "cuda_offset": Setting("int", 0, "CANDLE_CUDA_OFFSET", minimum=0),
-        "storage": Setting("str", None, "EMEWS_STORAGE"),  # a postgresql:// URL; else SQLite
-    },
-    "study": {
-        "name": Setting("str"),
-        "algorithm": Setting("str", "random"),
-        "space": Setting("path"),
-        "mode": Setting("str", "async", choices=("async", "batch")),
-        "batch_size": _positive("int"),
-        "seed": Setting("int"),
-        "replicas": _positive("int", 1),
-        "replica_objective": Setting("str", "mean", choices=("mean", "worst")),
-        "replica_seed_param": Setting("str", "rng_seed"),
-        "budget": _positive("int"),
-        "max_iterations": _positive("int"),
-        "tol": Setting("float", 0.0, minimum=0),
-        "patience": _positive("int"),
-        "target": Setting("float"),
-        "max_time": _positive("float"),
-        "step_budget": _positive("int"),
-        "pruner": Setting("str", "none", choices=pruners.PRUNERS),
-        "no_limit": Setting("bool", False),
-        "impl": Setting("str", "py", "CANDLE_MODEL_IMPL", choices=IMPLEMENTATIONS),
-        "objective": Setting("str"),
-        "app": Setting("list"),
-        "model_name": Setting("str", "model", "MODEL_NAME"),
-        "model_return": Setting("str", "val_loss", "MODEL_RETURN"),  # "a,b": objectives
-        "objectives": Setting("list"),
-        "directions": Setting("list"),
-        "constraints": Setting("list", []),
-        "reference_point": Setting("numbers"),
-        "timeout": Setting("float", None, "SH_TIMEOUT", minimum=-1),  # empty, 0, -1: none
-        "isolate": Setting("bool", True),
-        "data_dir": Setting("path", "experiments", "CANDLE_DATA_DIR"),
-        "experiment_numbering": Setting("str", "emews", choices=("emews", "supervisor")),
-        "expid": Setting("str"),   # the experiment directory's name (emews supervisor's EXPID)
-        "ranks_per_eval": Setting("int | $param"),   # emews.pools.requests
-        "gpus_per_eval": Setting("number | $param"),
-        "nodes_per_eval": Setting("int | $param"),
-    },
-    "model": {  # a CANDLE model's settings; each is handed to the model as its variable
-        "framework": Setting("str", "keras2", "FRAMEWORK"),
-        "python_dir": Setting("path", None, "MODEL_PYTHON_DIR"),
-        "python_script": Setting("str", None, "MODEL_PYTHON_SCRIPT"),
-        "return_epoch": Setting("str", "last", "MODEL_RETURN_EPOCH", choices=RETURN_EPOCHS),
-        "default_model": Setting("path", None, "CANDLE_DEFAULT_MODEL_FILE"),
-        "benchmark_timeout": _positive("float", None, "BENCHMARK_TIMEOUT"),
-        "app_pythonpath": Setting("str", None, "APP_PYTHONPATH"),
-        "type": Setting("str", "BENCHMARK", "CANDLE_MODEL_TYPE",
-                        choices=("BENCHMARK", "SINGULARITY")),
-        "image": Setting("path", None, "CANDLE_IMAGE"),
-        "action": Setting("str", "train", "MODEL_ACTION"),
-        "container_runtime": Setting("str", None, "CANDLE_CONTAINER_RUNTIME",
-                                     choices=CONTAINER_RUNTIMES),
-        "container_gpus": Setting("str", "auto", "CANDLE_CONTAINER_GPUS",
-                                  choices=CONTAINER_GPUS),
-        "container_args": Setting("list", []),
-    },
-    "failure": {
-        "retries": Setting("int", 0, minimum=0),
-        "on_failure": Setting("str", "fail", choices=FAILURE_ACTIONS),
-        "penalty": Setting("float"),
-    },
-    "pruner": {  # the options of [study] pruner (emews.core.pruners says which take which)
-        "min_resource": _positive("int"),
-        "max_resource": _positive("int"),
-        "reduction_factor": Setting("int", None, minimum=2),
-        "percentile": Setting("float", None, minimum=0),
-        "n_startup_trials": Setting("int", None, minimum=0),
-        "n_warmup_steps": Setting("int", None, minimum=0),
-        "interval_steps": _positive("int"),
-        "n_min_trials": _positive("int"),
-    },
-    "service": {  # emews serve: where pools attach, and how long a pool's task lease lasts
-        "bind": Setting("str", "127.0.0.1"),
-        "port": Setting("int", 0, minimum=0),
-        "lease": _positive("float", 60.0),
-    },
-}
+@dataclass(frozen=True)
+class System:
+    """``[system]``: how to run the study."""
+
+    procs: int = _positive("int", 4, "PROCS")   # MPI ranks: rank 0 the master, the others work
+    pool: str = _setting("str", "mpi", choices=("mpi", "inprocess"))
+    slots_per_worker: int = _positive("int", 1)
+    mpiexec: str | None = _setting("path")
+    mpiexec_args: list = _setting("list", [])
+    python_path: list = _setting("list", [])
+    ppn: int | None = _positive("int", None, "PPN")
+    walltime: str | None = _setting("str", None, "WALLTIME")
+    drain_margin: str | None = _setting("str", None, "EMEWS_DRAIN_MARGIN")  # else 10 %
+    queue: str | None = _setting("str", None, "QUEUE")
+    project: str | None = _setting("str", None, "PROJECT")
+    progress_interval: float = _positive("float", 2.0)
+    langs_app: str | None = _setting("path", None, "EMEWS_LANGS_APP")
+    gpus_per_node: int = _setting("int", 0, "GPUS_PER_NODE", minimum=0)
+    cuda_offset: int = _setting("int", 0, "CANDLE_CUDA_OFFSET", minimum=0)
+    storage: str | None = _setting("str", None, "EMEWS_STORAGE")  # postgresql://; else SQLite
+
+
+@dataclass(frozen=True)
+class Study:
+    """``[study]``: what to run, what it optimizes, and when it stops."""
+
+    name: str | None = _setting("str")
+    algorithm: str = _setting("str", "random")
+    space: str | None = _setting("path")
+    mode: str = _setting("str", "async", choices=("async", "batch"))
+    batch_size: int | None = _positive("int")
+    seed: int | None = _setting("int")
+    replicas: int = _positive("int", 1)
+    replica_objective: str = _setting("str", "mean", choices=("mean", "worst"))
+    replica_seed_param: str = _setting("str", "rng_seed")
+    budget: int | None = _positive("int")
+    max_iterations: int | None = _positive("int")
+    tol: float = _setting("float", 0.0, minimum=0)
+    patience: int | None = _positive("int")
+    target: float | None = _setting("float")
+    max_time: float | None = _positive("float")
+    step_budget: int | None = _positive("int")
+    pruner: str = _setting("str", "none", choices=pruners.PRUNERS)
+    no_limit: bool = _setting("bool", False)
+    impl: str = _setting("str", "py", "CANDLE_MODEL_IMPL", choices=IMPLEMENTATIONS)
+    objective: str | None = _setting("str")
+    app: list | None = _setting("list")
+    model_name: str = _setting("str", "model", "MODEL_NAME")
+    model_return: str = _setting("str", OBJECTIVE, "MODEL_RETURN")  # "a,b": objectives
+    objectives: list | None = _setting("list")
+    directions: list | None = _setting("list")
+    constraints: list = _setting("list", [])
+    reference_point: list | None = _setting("numbers")
+    timeout: float | None = _setting("float", None, "SH_TIMEOUT", minimum=-1)  # 0, -1: none
+    isolate: bool = _setting("bool", True)
+    data_dir: str = _setting("path", "experiments", "CANDLE_DATA_DIR")
+    experiment_numbering: str = _setting("str", "emews", choices=("emews", "supervisor"))
+    expid: str | None = _setting("str")   # the experiment directory's name (Supervisor's EXPID)
+    ranks_per_eval: int | str | None = _setting("int | $param")   # emews.pools.requests
+    gpus_per_eval: float | str | None = _setting("number | $param")
+    nodes_per_eval: int | str | None = _setting("int | $param")
+
+
+@dataclass(frozen=True)
+class Model:
+    """``[model]``: a CANDLE model's settings; each is handed to the model as its variable."""
+
+    framework: str = _setting("str", "keras2", "FRAMEWORK")
+    python_dir: str | None = _setting("path", None, "MODEL_PYTHON_DIR")
+    python_script: str | None = _setting("str", None, "MODEL_PYTHON_SCRIPT")
+    return_epoch: str = _setting("str", "last", "MODEL_RETURN_EPOCH", choices=RETURN_EPOCHS)
+    default_model: str | None = _setting("path", None, "CANDLE_DEFAULT_MODEL_FILE")
+    benchmark_timeout: float | None = _positive("float", None, "BENCHMARK_TIMEOUT")
+    app_pythonpath: str | None = _setting("str", None, "APP_PYTHONPATH")
+    type: str = _setting("str", "BENCHMARK", "CANDLE_MODEL_TYPE",
+                         choices=("BENCHMARK", "SINGULARITY"))
+    image: str | None = _setting("path", None, "CANDLE_IMAGE")
+    action: str = _setting("str", "train", "MODEL_ACTION")
+    container_runtime: str | None = _setting("str", None, "CANDLE_CONTAINER_RUNTIME",
+                                             choices=CONTAINER_RUNTIMES)
+    container_gpus: str = _setting("str", "auto", "CANDLE_CONTAINER_GPUS",
+                                   choices=CONTAINER_GPUS)
+    container_args: list = _setting("list", [])
+
+
+@dataclass(frozen=True)
+class Failure:
+    """``[failure]``: retries, then ``on_failure`` ("fail", told the penalty, or "abort")."""
+
+    retries: int = _setting("int", 0, minimum=0)
+    on_failure: str = _setting("str", "fail", choices=FAILURE_ACTIONS)
+    penalty: float | None = _setting("float")
+
+
+@dataclass(frozen=True)
+class PrunerOptions:
+    """``[pruner]``: the options of ``[study] pruner`` (:mod:`emews.core.pruners` says which
+    pruner takes which)."""
+
+    min_resource: int | None = _positive("int")
+    max_resource: int | None = _positive("int")
+    reduction_factor: int | None = _setting("int", None, minimum=2)
+    percentile: float | None = _setting("float", None, minimum=0)
+    n_startup_trials: int | None = _setting("int", None, minimum=0)
+    n_warmup_steps: int | None = _setting("int", None, minimum=0)
+    interval_steps: int | None = _positive("int")
+    n_min_trials: int | None = _positive("int")
+
+
+@dataclass(frozen=True)
+class Service:
+    """``[service]`` (emews serve): where pools attach, how long a pool's task lease lasts."""
+
+    bind: str = _setting("str", "127.0.0.1")
+    port: int = _setting("int", 0, minimum=0)
+    lease: float = _positive("float", 60.0)
+
+
+TABLES = {"system": System, "study": Study, "model": Model, "failure": Failure,
+          "pruner": PrunerOptions, "service": Service}
+SCHEMA = {table: {f.name: f.metadata["setting"] for f in fields(cls)}
+          for table, cls in TABLES.items()}
 STOP_KEYS = ("budget", "max_iterations", "tol", "patience", "target", "max_time", "step_budget",
              "reference_point")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Config:
-    """A resolved configuration: ``system``, ``study``, ``algorithm``, ``model``, ``failure``,
-    ``pruner`` and ``service`` tables."""
+    """A study's resolved, checked and frozen specification: one object per table
+    (``system``, ``study``, ``model``, ``failure``, ``pruner``, ``service``; ``algorithm`` is a
+    read-only mapping of the algorithm's free-form options).
 
-    system: dict
-    study: dict
-    algorithm: dict = field(default_factory=dict)
-    base_dir: Path = field(default_factory=Path.cwd)
-    origin: dict = field(default_factory=dict)
-    model: dict = field(default_factory=dict)
-    failure: dict = field(default_factory=dict)
-    service: dict = field(default_factory=dict)
-    pruner: dict = field(default_factory=dict)
+    :func:`load` builds it; :meth:`as_dict` is its JSON form (``config.json``), which
+    :meth:`from_dict` and :meth:`read` read back into an equal object.
+    """
+
+    system: System = field(default_factory=System)
+    study: Study = field(default_factory=Study)
+    algorithm: Mapping = field(default_factory=lambda: MappingProxyType({}))
+    base_dir: Path = field(default_factory=Path.cwd, compare=False)
+    origin: Mapping = field(default_factory=lambda: MappingProxyType({}), compare=False,
+                            repr=False)
+    model: Model = field(default_factory=Model)
+    failure: Failure = field(default_factory=Failure)
+    service: Service = field(default_factory=Service)
+    pruner: PrunerOptions = field(default_factory=PrunerOptions)
 
     def where(self, table, key):
         """Where a setting came from, for error messages (``file: [table].key``)."""
@@ -188,14 +240,50 @@ class Config:
 
     def as_dict(self):
         """The configuration as run (JSON-serializable, paths absolute)."""
-        return {"system": self.system, "study": self.study, "algorithm": self.algorithm,
-                "model": self.model, "failure": self.failure, "service": self.service,
-                "pruner": self.pruner}
+        return {table: asdict(getattr(self, table)) for table in TABLES} | {
+            "algorithm": dict(self.algorithm)}
+
+    @classmethod
+    def from_dict(cls, data):
+        """The configuration :meth:`as_dict` gave, read back (checked again; the environment
+        does not apply: it was resolved when the study was prepared)."""
+        return load([data], environ={})
+
+    @classmethod
+    def read(cls, path):
+        """The configuration in a ``config.json`` file, read as :meth:`from_dict` reads it
+        (errors name the file)."""
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ConfigError(str(path), "the study's configuration must be readable",
+                              exc.strerror) from None
+        except ValueError as exc:
+            raise ConfigError(str(path), f"must be JSON ({exc})", None, show_value=False) \
+                from None
+        if not isinstance(data, dict):
+            raise ConfigError(str(path), "must hold a JSON object", type(data).__name__)
+        if "driver" in data:
+            return cls.from_record(data, str(path))
+        return load([data], environ={}, label=str(path))
+
+    @classmethod
+    def from_record(cls, data, label="config"):
+        """The configuration of a study that Swift/T's ``swift/prepare.py`` recorded (its
+        ``config.json``: a ``study`` table holding the algorithm's ``options``; until it
+        records its study as a spec): the settings of the spec it holds, checked (the
+        options' ``objectives``, their number, is the spec's to derive)."""
+        study = data.get("study") or {}
+        options = study.get("options") or {}
+        return load([{"study": {key: value for key, value in study.items()
+                                if key in SCHEMA["study"]},
+                      "algorithm": {key: value for key, value in options.items()
+                                    if key != "objectives"}}], environ={}, label=label)
 
     def make_pruner(self):
         """The study's :class:`~emews.core.pruners.Pruner` (``[study] pruner`` with the
         ``[pruner]`` options)."""
-        return pruners.make(self.study["pruner"], self.pruner,
+        return pruners.make(self.study.pruner, asdict(self.pruner),
                             where=lambda key: self.where("pruner", key))
 
     @property
@@ -215,17 +303,19 @@ class Config:
     def stop(self):
         """The stopping rules (keyword arguments of :class:`emews.core.algorithm.Stopper`; the
         reference point with each objective to minimize)."""
-        stop = {k: self.study[k] for k in STOP_KEYS if self.study[k] is not None}
+        stop = {k: getattr(self.study, k) for k in STOP_KEYS
+                if getattr(self.study, k) is not None}
         if "reference_point" in stop:
             stop["reference_point"] = minimized(stop["reference_point"],
                                                 self.criteria.directions)
         return stop
 
 
-def load(sources=(), overrides=None, environ=None):
+def load(sources=(), overrides=None, environ=None, label="config"):
     """Build a :class:`Config` from files or a dict, the environment and overrides.
 
-    ``sources``: a path, a list of paths, or a dict shaped like the TOML file.
+    ``sources``: a path, a list of paths, or a dict shaped like the TOML file (named ``label``
+    in error messages).
     ``overrides``: ``{"table.key": value}`` from the command line.
     """
     environ = os.environ if environ is None else environ
@@ -235,17 +325,17 @@ def load(sources=(), overrides=None, environ=None):
     origin, bases = {}, {}
     base_dir = Path.cwd()
     for source in sources:
-        data, label, base = _read(source)
+        data, name, base = _read(source, label)
         base_dir = base if not isinstance(source, dict) else base_dir
         for table, values in data.items():
             if table not in tables:
-                raise ConfigError(f"{label}: [{table}]", "must be one of the tables "
+                raise ConfigError(f"{name}: [{table}]", "must be one of the tables "
                                   f"{sorted(tables)}", table, show_value=False)
             if not isinstance(values, dict):
-                raise ConfigError(f"{label}: {table}", "must be a table", values)
+                raise ConfigError(f"{name}: {table}", "must be a table", values)
             for key, value in values.items():
                 tables[table][key] = value
-                origin[(table, key)] = f"{label}: [{table}].{key}"
+                origin[(table, key)] = f"{name}: [{table}].{key}"
                 bases[(table, key)] = base
     for table, schema in SCHEMA.items():
         for key, setting in schema.items():
@@ -261,77 +351,90 @@ def load(sources=(), overrides=None, environ=None):
         tables[table][key] = value
         origin[(table, key)] = f"command line: {dotted}"
         bases[(table, key)] = Path.cwd()
-    config = Config({}, {}, {}, base_dir, origin)
+    def where(table, key):
+        return origin.get((table, key), f"[{table}].{key}")
+
+    values = {}
     for table, schema in SCHEMA.items():
         unknown = sorted(set(tables[table]) - set(schema))
         if unknown:
             key = unknown[0]
-            raise ConfigError(config.where(table, key), f"is not a setting of [{table}]; "
+            raise ConfigError(where(table, key), f"is not a setting of [{table}]; "
                               f"known: {', '.join(sorted(schema))}", key, show_value=False)
-        for key, setting in schema.items():
-            value = tables[table].get(key, setting.default)
-            from_env = origin.get((table, key), "").startswith("environment")
-            getattr(config, table)[key] = _check(setting, value, config.where(table, key),
-                                                 bases.get((table, key), Path.cwd()), from_env)
-    config.algorithm = _resolve_files(tables["algorithm"], bases, config)
-    config.make_pruner()   # its options checked together: contradictions are refused now
-    _resolve_objectives(config)
-    if config.study["name"] is None:
+        values[table] = {
+            key: _check(setting, tables[table].get(key, setting.default), where(table, key),
+                        bases.get((table, key), Path.cwd()),
+                        origin.get((table, key), "").startswith("environment"))
+            for key, setting in schema.items()}
+    study, system = values["study"], values["system"]
+    _resolve_objectives(study, where)
+    if study["name"] is None:
         first = next((s for s in sources if not isinstance(s, dict)), None)
-        config.study["name"] = Path(first).stem if first is not None else "study"
-    config.system["python_path"] = _python_path(config, bases, sources)
-    if config.study["app"] is not None:
-        config.study["app"] = [_maybe_file(arg, bases.get(("study", "app"), base_dir))
-                               for arg in config.study["app"]]
+        study["name"] = Path(first).stem if first is not None else "study"
+    system["python_path"] = _python_path(system["python_path"], base_dir, bases, sources)
+    if study["app"] is not None:
+        study["app"] = [_maybe_file(arg, bases.get(("study", "app"), base_dir))
+                        for arg in study["app"]]
+    config = Config(algorithm=MappingProxyType(_resolve_files(tables["algorithm"], bases,
+                                                              base_dir)),
+                    base_dir=base_dir, origin=MappingProxyType(origin),
+                    **{table: TABLES[table](**values[table]) for table in TABLES})
+    config.make_pruner()   # its options checked together: contradictions are refused now
+    _check_criteria(config)
     return config
 
 
-def _resolve_objectives(config):
+def _resolve_objectives(study, where):
     """``MODEL_RETURN``'s list form (``"val_loss,params"``) as ``[study] objectives``, and
-    ``model_return`` as the first objective; then the criteria checked, and what does not go
-    with several objectives refused (one line each)."""
-    study = config.study
+    ``model_return`` as the first objective (in the ``[study]`` values, before they are
+    frozen)."""
     if "," in study["model_return"]:
         names = objective_names(study["model_return"])
         if study["objectives"] is not None and study["objectives"] != names:
-            raise ConfigError(config.where("study", "objectives"), "must be the same list as "
+            raise ConfigError(where("study", "objectives"), "must be the same list as "
                               f"[study].model_return (MODEL_RETURN) {names}, or left out",
                               study["objectives"])
         study["objectives"] = names
     if study["objectives"]:
         study["model_return"] = study["objectives"][0]
+
+
+def _check_criteria(config):
+    """The criteria checked, and what does not go with several objectives refused (one line
+    each)."""
+    study = config.study
     criteria = config.criteria
     if not criteria.vector:
-        if study["reference_point"] is not None:
+        if study.reference_point is not None:
             raise ConfigError(config.where("study", "reference_point"), "applies to a study of "
-                              "several objectives or constraints only", study["reference_point"])
+                              "several objectives or constraints only", study.reference_point)
         return
     several = f"a study of several objectives or constraints ({', '.join(criteria.names)})"
     for table, key, rule in (
             ("study", "target", "has no single value to reach"),
             ("failure", "penalty", "tells a failure as NaN (a penalty is one number)")):
-        if getattr(config, table)[key] is not None:
+        if getattr(getattr(config, table), key) is not None:
             raise ConfigError(config.where(table, key), f"cannot be used in {several}: it "
-                              f"{rule}", getattr(config, table)[key])
-    if study["pruner"] != "none":
+                              f"{rule}", getattr(getattr(config, table), key))
+    if study.pruner != "none":
         raise ConfigError(config.where("study", "pruner"), f"must be 'none' in {several}: a "
-                          "pruner compares one value", study["pruner"])
-    if study["replicas"] > 1:
+                          "pruner compares one value", study.pruner)
+    if study.replicas > 1:
         raise ConfigError(config.where("study", "replicas"), f"must be 1 in {several}: "
-                          "replicas are gathered into one value", study["replicas"])
+                          "replicas are gathered into one value", study.replicas)
     if "objectives" in config.algorithm:
         raise ConfigError(config.where("algorithm", "objectives"), "is set from [study] "
                           "objectives (their number), not in [algorithm]",
                           config.algorithm["objectives"])
-    if study["reference_point"] is not None and \
-            len(study["reference_point"]) != len(criteria.names):
+    if study.reference_point is not None and \
+            len(study.reference_point) != len(criteria.names):
         raise ConfigError(config.where("study", "reference_point"), "must give one number "
-                          f"per objective ({len(criteria.names)})", study["reference_point"])
+                          f"per objective ({len(criteria.names)})", study.reference_point)
 
 
-def _read(source):
+def _read(source, label):
     if isinstance(source, dict):
-        return source, "config", Path.cwd()
+        return source, label, Path.cwd()
     path = Path(source)
     return read_toml(path, "the configuration file"), str(path), path.resolve().parent
 
@@ -348,21 +451,21 @@ def _check(setting, value, where, base, from_env):
     return value
 
 
-def _resolve_files(options, bases, config):
+def _resolve_files(options, bases, base_dir):
     """Algorithm options whose name ends in ``file`` are paths relative to their config file."""
     resolved = dict(options)
     for key, value in options.items():
         if key.endswith("file") and isinstance(value, str) and not os.path.isabs(value):
-            resolved[key] = str((bases.get(("algorithm", key), config.base_dir) / value).resolve())
+            resolved[key] = str((bases.get(("algorithm", key), base_dir) / value).resolve())
     return resolved
 
 
-def _python_path(config, bases, sources):
+def _python_path(listed, base_dir, bases, sources):
     """Directories to import user modules from: those listed, then the first file's directory."""
-    base = bases.get(("system", "python_path"), config.base_dir)
-    paths = [str((base / p).resolve()) for p in config.system["python_path"]]
-    if any(not isinstance(s, dict) for s in sources) and str(config.base_dir) not in paths:
-        paths.append(str(config.base_dir))
+    base = bases.get(("system", "python_path"), base_dir)
+    paths = [str((base / p).resolve()) for p in listed]
+    if any(not isinstance(s, dict) for s in sources) and str(base_dir) not in paths:
+        paths.append(str(base_dir))
     return paths
 
 

@@ -11,7 +11,7 @@ import json
 import re
 from pathlib import Path
 
-from . import config as configuration
+from .config import Config
 from .errors import ConfigError
 
 EXP_PATTERN = re.compile(r"EXP(\d+)$")
@@ -102,6 +102,6 @@ def read_json(path):
 def load_experiment(expdir):
     """The configuration as run, from ``EXPDIR/config.json`` (already resolved: the
     environment does not apply again)."""
-    return configuration.load([read_json(Path(expdir) / "config.json")], environ={})
+    return Config.read(Path(expdir) / "config.json")
 
 

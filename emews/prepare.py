@@ -13,6 +13,7 @@ here until the caller releases it.
 
 import hashlib
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple
 
@@ -21,7 +22,7 @@ from . import experiment
 from .core.algorithm import load
 from .core.me import build_algorithm
 from .core.replicas import check as check_replicas
-from .core.resume import REPLICA_KEYS, search_seed
+from .core.resume import search_seed, search_settings
 from .errors import ConfigError
 from .experiment import load_experiment
 from .pools.requests import Demand
@@ -38,12 +39,15 @@ IDENTITY = (("study", "algorithm"), ("study", "space"), ("study", "objective"),
 
 
 class Prepared(NamedTuple):
-    """A prepared experiment: its directory, its held lock, and the algorithm built for its
-    next run (an :class:`~emews.core.algorithm.Algorithm`, or a classic EQ/Py module)."""
+    """A prepared experiment: its directory, its held lock, the algorithm built for its
+    next run (an :class:`~emews.core.algorithm.Algorithm`, or a classic EQ/Py module) and its
+    :class:`~emews.config.Config` as ``config.json`` now holds it (``None``: read it there).
+    A run in this process goes on with these objects: it reads back neither file."""
 
     expdir: Path
     lock: StudyLock
     algorithm: object
+    spec: configuration.Config | None = None
 
 
 def prepare(config, overrides=None, resume=None):
@@ -62,15 +66,15 @@ def prepare_run(config, overrides=None, resume=None):
         return _prepare_resume(Path(resume), config, overrides)
     cfg = configuration.load(config or [], overrides)
     algorithm = validate(cfg)
-    keep_password_out(cfg)
-    expdir = experiment.create(cfg.study["data_dir"], cfg.study["name"],
-                               cfg.study["experiment_numbering"], cfg.study["expid"])
+    cfg = keep_password_out(cfg)
+    expdir = experiment.create(cfg.study.data_dir, cfg.study.name,
+                               cfg.study.experiment_numbering, cfg.study.expid)
     lock = StudyLock(expdir).acquire()
     experiment.write_json(expdir / "config.json", cfg.as_dict())
-    store = study_store(expdir, cfg.system["storage"])
+    store = study_store(expdir, cfg.system.storage)
     store.set_meta("space_digest", space_digest(cfg))
     store.close()
-    return Prepared(expdir, lock, algorithm)
+    return Prepared(expdir, lock, algorithm, cfg)
 
 
 def _prepare_resume(expdir, config, overrides):
@@ -80,14 +84,14 @@ def _prepare_resume(expdir, config, overrides):
     lock = StudyLock(expdir).acquire()
     try:
         stored = load_experiment(expdir)
-        store = study_store(expdir, stored.system["storage"], create=False)
+        store = study_store(expdir, stored.system.storage, create=False)
         try:
             sources = [stored.as_dict()]
             if config:
                 sources += config if isinstance(config, list) else [config]
             cfg = configuration.load(sources, overrides)
             algorithm = validate(cfg, search_seed(cfg, store))
-            keep_password_out(cfg)
+            cfg = keep_password_out(cfg)
             changes = resume_changes(stored, cfg, store.meta("space_digest"))
             if changes:
                 store.set_meta("changes", store.meta("changes", []) + [
@@ -99,7 +103,7 @@ def _prepare_resume(expdir, config, overrides):
     except BaseException:
         lock.release()
         raise
-    return Prepared(expdir, lock, algorithm)
+    return Prepared(expdir, lock, algorithm, cfg)
 
 
 def resume_changes(stored, cfg, digest):
@@ -115,20 +119,22 @@ def resume_changes(stored, cfg, digest):
                           None, show_value=False)
 
     for table, key in IDENTITY:
-        if stored.study[key] != cfg.study[key]:
-            refuse(f"[{table}].{key}", stored.study[key], cfg.study[key])
+        old, new = getattr(getattr(stored, table), key), getattr(getattr(cfg, table), key)
+        if old != new:
+            refuse(f"[{table}].{key}", old, new)
     if stored.criteria != cfg.criteria:
         refuse("[study] objectives, directions and constraints", stored.criteria, cfg.criteria)
     if digest is not None and space_digest(cfg) != digest:
         refuse("the search space's content", digest[:12], space_digest(cfg)[:12])
+    before, after = stored.as_dict(), cfg.as_dict()
     for table in ("algorithm", "model"):
-        old, new = getattr(stored, table), getattr(cfg, table)
+        old, new = before[table], after[table]
         for key in sorted(set(old) | set(new)):
             if old.get(key) != new.get(key):
                 refuse(f"[{table}].{key}", old.get(key), new.get(key))
     changes = {}
     for table in ("system", "study", "failure", "service"):
-        old, new = getattr(stored, table), getattr(cfg, table)
+        old, new = before[table], after[table]
         for key in sorted(set(old) | set(new)):
             if old.get(key) != new.get(key):
                 changes[f"{table}.{key}"] = [old.get(key), new.get(key)]
@@ -137,23 +143,16 @@ def resume_changes(stored, cfg, digest):
 
 def space_digest(cfg):
     """A SHA-256 of the search-space file's bytes (``None`` without a space)."""
-    path = cfg.study["space"]
+    path = cfg.study.space
     return hashlib.sha256(Path(path).read_bytes()).hexdigest() if path else None
 
 
 def keep_password_out(cfg):
-    """Take the password out of ``[system].storage`` before it is written anywhere (see
-    :func:`~emews.store.postgres.hide_password`)."""
-    if cfg.system["storage"]:
-        cfg.system["storage"] = hide_password(cfg.system["storage"])
-
-
-def search_settings(cfg, seed):
-    """What :func:`emews.core.me.build_algorithm` builds the study's algorithm from."""
-    study = cfg.study
-    return {"algorithm": study["algorithm"], "options": cfg.algorithm_options,
-            "space": study["space"],
-            "seed": seed, "replicas": {k: study[k] for k in REPLICA_KEYS}}
+    """``cfg`` with the password taken out of ``[system].storage``, before it is written
+    anywhere (see :func:`~emews.store.postgres.hide_password`)."""
+    if not cfg.system.storage:
+        return cfg
+    return replace(cfg, system=replace(cfg.system, storage=hide_password(cfg.system.storage)))
 
 
 def validate(cfg, seed=None):
@@ -164,42 +163,42 @@ def validate(cfg, seed=None):
     """
     study = cfg.study
     python_path(cfg)
-    storage = cfg.system["storage"]
+    storage = cfg.system.storage
     if storage and not is_url(storage):
         raise ConfigError(cfg.where("system", "storage"), "must be a postgresql:// URL (or "
                           "empty for the experiment's SQLite results.db)", storage)
-    space = Space.from_file(study["space"]) if study["space"] else None
+    space = Space.from_file(study.space) if study.space else None
     for key in ("seed", "space"):
         if key in cfg.algorithm:
             raise ConfigError(cfg.where("algorithm", key), "is a setting of [study], not of "
                               "[algorithm]", cfg.algorithm[key])
-    algorithm = load(study["algorithm"], cfg.where("study", "algorithm"))
+    algorithm = load(study.algorithm, cfg.where("study", "algorithm"))
     names = cfg.criteria.names
     if isinstance(algorithm, type) and len(names) > 1 and not algorithm.multiobjective:
         raise ConfigError(cfg.where("study", "algorithm"), f"searches one objective only; the "
                           f"study has {len(names)} ({', '.join(names)}): choose one that "
-                          "searches several (multiobjective = True)", study["algorithm"])
+                          "searches several (multiobjective = True)", study.algorithm)
     if isinstance(algorithm, type):
         if space is None and algorithm.needs_space:
             raise ConfigError(cfg.where("study", "space"), "the algorithm needs a search-space "
                               "file", None)
-        if study["replicas"] > 1:
-            check_replicas(space, study["replica_seed_param"],
+        if study.replicas > 1:
+            check_replicas(space, study.replica_seed_param,
                            cfg.where("study", "replica_seed_param"))
-            if study["budget"] is not None and study["budget"] % study["replicas"]:
+            if study.budget is not None and study.budget % study.replicas:
                 raise ConfigError(cfg.where("study", "budget"), "must be a multiple of "
-                                  f"[study].replicas ({study['replicas']}), so that the budget "
-                                  "cuts no point's replicas short", study["budget"])
+                                  f"[study].replicas ({study.replicas}), so that the budget "
+                                  "cuts no point's replicas short", study.budget)
         try:
             algorithm = build_algorithm(search_settings(
-                cfg, study["seed"] if seed is None else seed), algorithm, space)
+                cfg, study.seed if seed is None else seed), algorithm, space)
         except TypeError as exc:
             raise ConfigError("[algorithm]", f"options do not fit {algorithm.__name__} ({exc})",
                               cfg.algorithm, show_value=False) from None
-    elif study["replicas"] > 1:
+    elif study.replicas > 1:
         raise ConfigError(cfg.where("study", "replicas"), "needs an ask/tell algorithm (a "
-                          "classic EQ/Py module proposes its points itself)", study["replicas"])
-    if not study["no_limit"] and not any(study[key] is not None for key in LIMITS) \
+                          "classic EQ/Py module proposes its points itself)", study.replicas)
+    if not study.no_limit and not any(getattr(study, key) is not None for key in LIMITS) \
             and not getattr(algorithm, "finite", False):
         raise ConfigError("[study]", "needs a stopping rule (one of "
                           f"{', '.join(LIMITS)}), or --no-limit to run until stopped", None,
@@ -215,13 +214,13 @@ def check_demand(cfg, space):
     demand = Demand.from_config(cfg)
     if demand.trivial:
         return
-    if cfg.system["slots_per_worker"] != 1:
+    if cfg.system.slots_per_worker != 1:
         raise ConfigError(cfg.where("system", "slots_per_worker"), "must be 1 when [study] "
                           "ranks_per_eval, gpus_per_eval or nodes_per_eval is set",
-                          cfg.system["slots_per_worker"])
-    procs = cfg.system["procs"]
+                          cfg.system.slots_per_worker)
+    procs = cfg.system.procs
     try:
-        demand.refuse_beyond(space, max(procs - 1, 1), cfg.system["gpus_per_node"],
+        demand.refuse_beyond(space, max(procs - 1, 1), cfg.system.gpus_per_node,
                              f"[system] procs = {procs}")
     except Invalid as invalid:
         raise ConfigError(invalid.field, invalid.rule, invalid.value) from None
@@ -230,7 +229,7 @@ def check_demand(cfg, space):
 def build(cfg, seed):
     """The study's algorithm built with ``seed`` (as :func:`validate` builds it, unchecked),
     or the classic EQ/Py module it names."""
-    found = load(cfg.study["algorithm"], cfg.where("study", "algorithm"))
+    found = load(cfg.study.algorithm, cfg.where("study", "algorithm"))
     if not isinstance(found, type):
         return found
     return build_algorithm(search_settings(cfg, seed), found)

@@ -9,9 +9,11 @@
 
 import json
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from .config import Config, Study
 from .core.criteria import Criteria
 from .core.pareto import front_rows
 from .core.replicas import best_point, settings_of
@@ -52,11 +54,13 @@ def final_record(text, store, study=None):
     except (TypeError, ValueError):
         final = None
     final = final if isinstance(final, dict) else {"message": text}
-    criteria = Criteria.from_study(study or {})
+    if isinstance(study, Mapping):   # Swift/T's emews_swift.py: its record's [study] table
+        study = Config.from_record({"study": study}).study
+    criteria = Criteria.from_study(study or Study())
     if criteria.vector:
         final = {k: v for k, v in final.items() if k not in ("best_point", "best_value")}
         return dict(final, pareto=pareto(store, criteria.directions))
-    point, value = best(store, study or {})
+    point, value = best(store, study)
     return dict(final, best_point=point, best_value=value)
 
 
@@ -67,7 +71,7 @@ def pareto(store, directions):
             for row in front_rows(store.rows(Status.DONE), directions)]
 
 
-def best(store, study):
+def best(store, study=None):
     """``(point, value)`` of the best finished evaluation, or ``(None, None)``; a study with
     ``replicas`` > 1 is judged per point, by the value its search was told (a point whose
     replicas a limit cut short was never told, and is not a candidate)."""
@@ -87,42 +91,45 @@ def result_from(expdir, store, final):
     elif "best_point" in final:
         point, value = final["best_point"], final["best_value"]
     else:
-        point, value = best(store, {})
+        point, value = best(store)
     failed = counts.get(Status.FAILED, 0)
     return Result(point, value, Path(expdir), final.get("stop_reason"),
                   counts.get(Status.DONE, 0) + failed, failed, final.get("pareto"))
 
 
-def read(expdir, reading):
+def read(expdir, reading, spec=None):
     """``reading(store)`` on the store of the experiment in ``expdir``, opened read-only for
-    it alone (never written through, never migrated)."""
-    return read_once(expdir, load_experiment(expdir).system["storage"], reading)
+    it alone (never written through, never migrated). ``spec`` is the study's
+    :class:`~emews.config.Config` (``None``: read from its ``config.json``)."""
+    spec = load_experiment(expdir) if spec is None else spec
+    return read_once(expdir, spec.system.storage, reading)
 
 
-def result_of(expdir):
-    """The :class:`Result` of a finished experiment, read from its store."""
-    return read(expdir, lambda store: result_from(expdir, store, store.meta("final", {})))
+def result_of(expdir, spec=None):
+    """The :class:`Result` of a finished experiment, read from its store (``spec``:
+    :func:`read`'s)."""
+    return read(expdir, lambda store: result_from(expdir, store, store.meta("final", {})), spec)
 
 
-def final_recorded(expdir):
+def final_recorded(expdir, spec=None):
     """True when the study in ``expdir`` recorded its final record (it ended, well or not)."""
-    return read(expdir, lambda store: store.meta("final") is not None)
+    return read(expdir, lambda store: store.meta("final") is not None, spec)
 
 
-def stored_count(expdir):
+def stored_count(expdir, spec=None):
     """How many evaluations of ``expdir`` have a final result in its store."""
-    return read(expdir, lambda store: store.finished_count())
+    return read(expdir, lambda store: store.finished_count(), spec)
 
 
-def failure_reasons(expdir):
+def failure_reasons(expdir, spec=None):
     """The most common failure reasons of ``expdir``: ``[(reason, count), ...]``."""
-    return read(expdir, lambda store: store.failure_reasons())
+    return read(expdir, lambda store: store.failure_reasons(), spec)
 
 
-def interrupted(expdir, signum):
+def interrupted(expdir, signum, spec=None):
     """The :class:`~emews.errors.Interrupted` error of ``expdir``, with its stored count."""
     error = Interrupted(signum)
-    error.expdir, error.stored = Path(expdir), stored_count(expdir)
+    error.expdir, error.stored = Path(expdir), stored_count(expdir, spec)
     return error
 
 

@@ -29,7 +29,6 @@ import threading
 import time
 from pathlib import Path
 
-from . import config as configuration
 from . import experiment
 from .core import eqpy, me
 from .core.algorithm import Algorithm, Stopper
@@ -38,6 +37,7 @@ from .core.failure import FailurePolicy
 from .core.master import Master
 from .core.plan import MasterPlan
 from .core.replicas import Gathered
+from .config import Config
 from .core.resume import resume_unfinished, search_seed, start
 from .errors import ConfigError, EmewsError, Interrupted
 from .experiment import load_experiment
@@ -45,7 +45,7 @@ from .inspect.progress import Progress
 from .launch.spawn import spawn, under_mpiexec
 from .pools.base import InProcessPool
 from .pools.packed import with_packing
-from .prepare import build, prepare_run
+from .prepare import Prepared, build, prepare_run
 from .result import (best as best_found, final_record, interrupted, pareto, print_summary,
                      result_from)
 from .status import FINAL, Status
@@ -67,10 +67,10 @@ def run(config, overrides=None, resume=None):
         return _run_under_mpiexec(lambda: prepare_run(config, overrides, resume))
     prepared = prepare_run(config, overrides, resume)
     try:
-        cfg = load_experiment(prepared.expdir)
-        if cfg.system["pool"] == "mpi" and cfg.system["procs"] > 1:
+        cfg = prepared.spec
+        if cfg.system.pool == "mpi" and cfg.system.procs > 1:
             return spawn(prepared.expdir, cfg, prepared.lock)
-        return execute(prepared.expdir, None, prepared.algorithm)
+        return execute(prepared.expdir, None, prepared.algorithm, cfg)
     finally:
         prepared.lock.release()
 
@@ -85,13 +85,13 @@ def serve(config, overrides=None, resume=None):
 
     prepared = prepare_run(config, overrides, resume)
     try:
-        cfg = load_experiment(prepared.expdir)
-        slots = max(cfg.system["procs"] - 1, 1) * cfg.system["slots_per_worker"]
+        cfg = prepared.spec
+        slots = max(cfg.system.procs - 1, 1) * cfg.system.slots_per_worker
         link, where = service_link(Path(prepared.expdir).resolve(), cfg, slots)
         print(f"emews: serving {prepared.expdir} {where}; attach pools with: mpiexec -n N "
               f"emews pool {prepared.expdir}", flush=True)
         pool = RemotePool(link, slots)
-        store = study_store(prepared.expdir, cfg.system["storage"], create=False)
+        store = study_store(prepared.expdir, cfg.system.storage, create=False)
         link.share(store)   # PostgreSQL: the store's commit and the queue's exchange as one
         try:
             return run_master(prepared.expdir, cfg, pool, prepared.algorithm, store)
@@ -136,11 +136,11 @@ def pool_job(target, walltime=None, give_up=600.0, keys=None, workdir=None, eqsq
     study = comm.bcast(study)
     if study is None:
         raise SystemExit(1)
-    cfg = configuration.load([study["config"]], environ={})
+    cfg = Config.from_dict(study["config"])
     python_path(cfg)
     if comm.Get_rank() > 0:
         return run_worker(Path(study["expdir"]), cfg, comm, comm.Get_rank(), study["label"])
-    pool = MPIPool(comm, cfg.system["slots_per_worker"])
+    pool = MPIPool(comm, cfg.system.slots_per_worker)
     try:
         pool = with_packing(pool, cfg)
         return Attachment(link, pool, study["lease"], walltime).run()
@@ -151,19 +151,19 @@ def pool_job(target, walltime=None, give_up=600.0, keys=None, workdir=None, eqsq
 
 def execute_prepared(expdir):
     """Execute an experiment that ``emews run`` prepared and spawned this job for."""
-    return _run_under_mpiexec(lambda: (Path(expdir), StudyLock(expdir).acquire(), None))
+    return _run_under_mpiexec(lambda: Prepared(Path(expdir), StudyLock(expdir).acquire(), None))
 
 
 def _run_under_mpiexec(open_experiment):
-    """Rank 0 opens the experiment (``open_experiment() -> (expdir, lock, algorithm)``) and
-    tells the others where it is, or that it failed: then every rank exits non-zero."""
+    """Rank 0 opens the experiment (``open_experiment() -> Prepared``) and tells the others
+    where it is, or that it failed: then every rank exits non-zero."""
     from mpi4py import MPI
 
     comm = MPI.COMM_WORLD
-    expdir, lock, algorithm, error = None, None, None, None
+    expdir, lock, algorithm, spec, error = None, None, None, None, None
     if comm.Get_rank() == 0:
         try:
-            expdir, lock, algorithm = open_experiment()
+            expdir, lock, algorithm, spec = open_experiment()
         except BaseException as exc:  # noqa: BLE001 - every rank must learn of any failure
             error = exc
     expdir, status = comm.bcast((expdir, exit_status(error) if error else 0), root=0)
@@ -172,7 +172,7 @@ def _run_under_mpiexec(open_experiment):
     if status:
         raise SystemExit(status)
     try:
-        return execute(expdir, comm, algorithm)
+        return execute(expdir, comm, algorithm, spec)
     finally:
         if lock is not None:
             lock.release()
@@ -183,14 +183,15 @@ def exit_status(error):
     return 2 if isinstance(error, ConfigError) else 1
 
 
-def execute(expdir, comm, algorithm=None):
+def execute(expdir, comm, algorithm=None, spec=None):
     """Execute the experiment in ``expdir`` on ``comm`` (``None``: in this process only), with
-    the ``algorithm`` prepared for this run (``None``: rank 0 builds it).
+    the ``algorithm`` prepared for this run (``None``: rank 0 builds it) and its
+    :class:`~emews.config.Config` ``spec`` (``None``: read from its ``config.json``).
 
     The caller holds the study's lock.
     """
     expdir = Path(expdir)
-    cfg = load_experiment(expdir)
+    cfg = load_experiment(expdir) if spec is None else spec
     rank = comm.Get_rank() if comm is not None else 0
     size = comm.Get_size() if comm is not None else 1
     if rank > 0:
@@ -198,10 +199,10 @@ def execute(expdir, comm, algorithm=None):
     if size > 1:
         from .pools.mpi import MPIPool
 
-        pool = MPIPool(comm, cfg.system["slots_per_worker"])
+        pool = MPIPool(comm, cfg.system.slots_per_worker)
     else:
-        pool = InProcessPool(make_objective(cfg, expdir), max(cfg.system["procs"] - 1, 1)
-                             if cfg.system["pool"] == "inprocess" else 1)
+        pool = InProcessPool(make_objective(cfg, expdir), max(cfg.system.procs - 1, 1)
+                             if cfg.system.pool == "inprocess" else 1)
     status = 1
     try:
         pool = with_packing(pool, cfg)
@@ -223,7 +224,7 @@ def run_master(expdir, cfg, pool, algorithm=None, store=None):
     """
     study = cfg.study
     if store is None:
-        store = study_store(expdir, cfg.system["storage"], create=False)
+        store = study_store(expdir, cfg.system.storage, create=False)
     progress = None
     previous = signal.signal(signal.SIGTERM, _raise_interrupted) \
         if threading.current_thread() is threading.main_thread() else None
@@ -242,19 +243,19 @@ def run_master(expdir, cfg, pool, algorithm=None, store=None):
         store.commit()
         counts = store.counts()
         _, best = best_found(store, study)
-        progress = Progress(study["budget"], cfg.system["progress_interval"],
+        progress = Progress(study.budget, cfg.system.progress_interval,
                             done=sum(counts.get(status, 0) for status in FINAL),
                             failed=counts.get(Status.FAILED, 0),
                             pruned=counts.get(Status.PRUNED, 0),
                             best=math.inf if best is None else best,
-                            max_time=study["max_time"],
+                            max_time=study.max_time,
                             directions=cfg.criteria.directions if cfg.criteria.vector else None,
                             pareto=[entry["values"] for entry in
                                     pareto(store, cfg.criteria.directions)]
                             if cfg.criteria.vector else (),
-                            replicas=Gathered(study["replicas"], study["replica_objective"],
-                                              study["replica_seed_param"])
-                            if study["replicas"] > 1 else None)
+                            replicas=Gathered(study.replicas, study.replica_objective,
+                                              study.replica_seed_param)
+                            if study.replicas > 1 else None)
         limits = Stopper(**cfg.stop)
         if begin.restored is not None:
             limits.restore(begin.restored)
@@ -279,7 +280,7 @@ def run_master(expdir, cfg, pool, algorithm=None, store=None):
         except (KeyboardInterrupt, Interrupted) as exc:
             master.cancel_all(Interrupted.REASON)
             signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
-            raise interrupted(expdir, signum) from None
+            raise interrupted(expdir, signum, cfg) from None
         progress.show()
         final = final_record(final, store, study)
         store.set_meta("final", final)

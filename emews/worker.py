@@ -17,7 +17,7 @@ from .launch import gpus
 
 def python_path(cfg):
     """Make ``[system].python_path`` importable (by default the configuration's directory)."""
-    for directory in reversed(cfg.system["python_path"]):
+    for directory in reversed(cfg.system.python_path):
         if directory not in sys.path:
             sys.path.insert(0, directory)
 
@@ -33,8 +33,8 @@ def run_worker(expdir, cfg, comm, rank, label=None):
     from .pools.mpi import redirect_output, serve
 
     redirect_output(expdir / "out" / f"out-{label + '-' if label else ''}{rank}.txt")
-    if cfg.study["gpus_per_eval"] is None:   # else each evaluation's resources name its GPUs
-        gpus.assign(rank, cfg.system["gpus_per_node"], cfg.system["cuda_offset"])
+    if cfg.study.gpus_per_eval is None:   # else each evaluation's resources name its GPUs
+        gpus.assign(rank, cfg.system.gpus_per_node, cfg.system.cuda_offset)
     status = serve(comm, make_objective(cfg, expdir))
     if status:
         raise SystemExit(status)

@@ -10,8 +10,8 @@ def test_defaults_fill_what_no_file_sets(tmp_path):
     path = tmp_path / "s.toml"
     path.write_text('[study]\nalgorithm = "random"\n')
     cfg = config.load(path, environ={})
-    assert cfg.system["procs"] == 4 and cfg.study["mode"] == "async"
-    assert cfg.study["name"] == "s"
+    assert cfg.system.procs == 4 and cfg.study.mode == "async"
+    assert cfg.study.name == "s"
 
 
 def test_precedence_command_line_then_environment_then_file_then_default(tmp_path):
@@ -19,17 +19,17 @@ def test_precedence_command_line_then_environment_then_file_then_default(tmp_pat
     path.write_text("[system]\nprocs = 3\n[study]\nmodel_return = \"loss\"\nbudget = 9\n")
     env = {"PROCS": "5", "MODEL_RETURN": "val_accuracy"}
     cfg = config.load(path, {"system.procs": 7}, environ=env)
-    assert cfg.system["procs"] == 7
-    assert cfg.study["model_return"] == "val_accuracy"
-    assert cfg.study["budget"] == 9
-    assert cfg.study["tol"] == 0.0
+    assert cfg.system.procs == 7
+    assert cfg.study.model_return == "val_accuracy"
+    assert cfg.study.budget == 9
+    assert cfg.study.tol == 0.0
 
 
 def test_system_and_study_may_sit_in_two_files(tmp_path):
     (tmp_path / "sys.toml").write_text("[system]\nprocs = 6\n")
     (tmp_path / "prm.toml").write_text('[study]\nalgorithm = "sweep"\n[algorithm]\nfile = "p.jsonl"\n')
     cfg = config.load([tmp_path / "sys.toml", tmp_path / "prm.toml"], environ={})
-    assert cfg.system["procs"] == 6 and cfg.study["algorithm"] == "sweep"
+    assert cfg.system.procs == 6 and cfg.study.algorithm == "sweep"
     assert cfg.algorithm["file"] == str(tmp_path / "p.jsonl")
 
 
@@ -37,7 +37,7 @@ def test_relative_paths_are_relative_to_the_file_that_names_them(tmp_path):
     (tmp_path / "sub").mkdir()
     path = tmp_path / "sub" / "s.toml"
     path.write_text('[study]\nspace = "space.json"\n')
-    assert config.load(path, environ={}).study["space"] == str(tmp_path / "sub" / "space.json")
+    assert config.load(path, environ={}).study.space == str(tmp_path / "sub" / "space.json")
 
 
 @pytest.mark.parametrize("text, fragment", [

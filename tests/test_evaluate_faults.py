@@ -123,8 +123,8 @@ def test_sh_timeout_none_values_from_the_environment(monkeypatch, value):
 @pytest.mark.parametrize("value, expected", [(0, 0.0), (-1, -1.0), ("", None), (2.5, 2.5)])
 def test_the_config_accepts_supervisors_no_timeout_values(value, expected):
     cfg = configuration.load({"study": {"timeout": value}})
-    assert cfg.study["timeout"] == expected
-    assert Objective("echo", timeout=cfg.study["timeout"]).timeout == \
+    assert cfg.study.timeout == expected
+    assert Objective("echo", timeout=cfg.study.timeout).timeout == \
         (expected if expected and expected > 0 else None)
 
 

@@ -249,6 +249,7 @@ def test_a_point_whose_replicas_a_limit_cut_short_has_no_value_and_is_never_the_
     """A time limit or ``emews stop`` can end a study between a point's replicas: that point
     was never told to its search, so it gets no value and cannot be the study's best, however
     lucky its finished replicas were."""
+    from emews.config import Study
     from emews.core.replicas import summarize
     from emews.evaluate import Outcome
     from emews.result import final_record
@@ -266,8 +267,8 @@ def test_a_point_whose_replicas_a_limit_cut_short_has_no_value_and_is_never_the_
         ({"x": 1.0}, True, 3), ({"x": 2.0}, False, 2)]
     assert summary[0]["value"] == pytest.approx(0.6) and summary[1]["value"] is None
     assert summary[1]["mean"] == pytest.approx(0.015)          # what did finish, for the record
-    settings = {"replicas": 3, "replica_seed_param": "rng_seed", "replica_objective": "mean"}
-    final = final_record('{"stop_reason": "time limit of 60.0 s reached"}', store, settings)
+    study = Study(replicas=3, replica_seed_param="rng_seed", replica_objective="mean")
+    final = final_record('{"stop_reason": "time limit of 60.0 s reached"}', store, study)
     store.close()
     assert (final["best_point"], final["best_value"]) == ({"x": 1.0}, pytest.approx(0.6))
 

@@ -332,8 +332,8 @@ def test_supervisor_numbering_starts_at_exp000_and_fills_the_first_gap(tmp_path)
 def test_experiment_numbering_setting(tmp_path):
     toml = tmp_path / "study.toml"
     toml.write_text('[study]\nexperiment_numbering = "supervisor"\n')
-    assert configuration.load([toml], environ={}).study["experiment_numbering"] == "supervisor"
-    assert configuration.load([], environ={}).study["experiment_numbering"] == "emews"
+    assert configuration.load([toml], environ={}).study.experiment_numbering == "supervisor"
+    assert configuration.load([], environ={}).study.experiment_numbering == "emews"
     toml.write_text('[study]\nexperiment_numbering = "swift"\n')
     with pytest.raises(ConfigError, match="experiment_numbering.*must be one of"):
         configuration.load([toml], environ={})

@@ -20,7 +20,9 @@ several objectives or any constraint.
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 from ..errors import ConfigError
 from ..status import Status
@@ -28,6 +30,7 @@ from .algorithm import Objectives
 from .pareto import minimized
 from .vector import finite_or_none, json_numbers, nan_for_none
 
+OBJECTIVE = "val_loss"   # the value a study optimizes by default ([study] model_return)
 DIRECTIONS = ("minimize", "maximize")
 OPERATORS = ("<=", ">=", "<", ">")
 CONSTRAINT = re.compile(r"\s*([A-Za-z_][\w.\-]*)\s*(<=|>=|<|>)\s*(\S+)\s*")
@@ -86,14 +89,18 @@ class Criteria:
 
     @classmethod
     def from_study(cls, study, where=lambda key: f"[study].{key}"):
-        """The criteria of a ``[study]`` table (as :func:`emews.config.load` resolved it);
-        a ConfigError naming ``where(key)``, the rule and the value for a bad one."""
-        names = study.get("objectives") or objective_names(study.get("model_return")
-                                                           or "val_loss")
+        """The criteria of a study's :class:`~emews.config.Study` (as :func:`emews.config.load`
+        resolved it); a ConfigError naming ``where(key)``, the rule and the value for a bad
+        one. (A ``[study]`` table as a dict is Swift/T's record, ``swift/``, until it records
+        its study as a spec.)"""
+        if isinstance(study, Mapping):
+            study = SimpleNamespace(**{"objectives": None, "model_return": OBJECTIVE,
+                                       "directions": None, "constraints": None, **study})
+        names = study.objectives or objective_names(study.model_return)
         if len(set(names)) < len(names) or not all(n.strip() and "," not in n for n in names):
             raise ConfigError(where("objectives"), "must name each objective once (names "
                               "without commas)", names)
-        directions = study.get("directions")
+        directions = study.directions
         if directions is None:
             directions = ["minimize"] * len(names)
         if len(directions) != len(names):
@@ -104,7 +111,7 @@ class Criteria:
                 raise ConfigError(where("directions"), f"must each be one of "
                                   f"{', '.join(DIRECTIONS)}", direction)
         constraints = tuple(Constraint.parse(text, where("constraints"))
-                            for text in study.get("constraints") or ())
+                            for text in study.constraints or ())
         return cls(tuple(names), tuple(directions), constraints)
 
     @property

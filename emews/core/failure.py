@@ -53,10 +53,8 @@ class FailurePolicy:
 
     @classmethod
     def from_config(cls, table):
-        """The policy of a ``[failure]`` table (missing keys take their defaults)."""
-        table = table or {}
-        return cls(table.get("retries") or 0, table.get("on_failure") or "fail",
-                   table.get("penalty"))
+        """The policy of a study's :class:`~emews.config.Failure` (its ``[failure]`` table)."""
+        return cls(table.retries, table.on_failure, table.penalty)
 
     def decide(self, outcome, attempt):
         """What to do with ``outcome``, the result of attempt number ``attempt`` (from 1)."""

@@ -47,11 +47,12 @@ def wrap(algorithm, settings):
 
 def settings_of(study):
     """The replica settings (``replicas``, ``replica_objective``, ``replica_seed_param``) of a
-    study's ``[study]`` table (as ``config.json`` holds it) when it evaluates each point more
-    than once, else ``None``."""
-    if (study or {}).get("replicas", 1) <= 1:
+    study's :class:`~emews.config.Study` when it evaluates each point more than once, else
+    (or without a ``study``) ``None``."""
+    if study is None or study.replicas <= 1:
         return None
-    return {key: study[key] for key in ("replicas", "replica_objective", "replica_seed_param")}
+    return {key: getattr(study, key)
+            for key in ("replicas", "replica_objective", "replica_seed_param")}
 
 
 def check(space, seed_param, where="[study].replica_seed_param"):

@@ -53,10 +53,22 @@ def search_seed(cfg, store):
     """The seed this run's search is built with: the study's, moved on by
     :data:`SEED_STEP` for each resume (a resumed search must not replay its proposals), except
     for a search restored from its checkpoint, which goes on as it was."""
-    seed = cfg.study["seed"]
-    if seed is None or restorable(store, cfg.study["mode"]):
+    seed = cfg.study.seed
+    if seed is None or restorable(store, cfg.study.mode):
         return seed
     return seed + SEED_STEP * resumes(store)
+
+
+def search_settings(cfg, seed):
+    """The ME's settings of the study ``cfg`` (a :class:`~emews.config.Config`; the keys of
+    :mod:`emews.core.me`) for a search built with ``seed``: what
+    :func:`emews.core.me.build_algorithm` builds it from, its mode, batch size and stopping
+    rules. :func:`start` adds where a run of it starts from."""
+    study = cfg.study
+    return {"algorithm": study.algorithm, "options": cfg.algorithm_options,
+            "space": study.space, "seed": seed, "mode": study.mode,
+            "batch_size": study.batch_size, "stop": cfg.stop,
+            "replicas": {key: getattr(study, key) for key in REPLICA_KEYS}}
 
 
 def told_value(row, policy, criteria=None):
@@ -103,16 +115,13 @@ def start(cfg, store, slots, classic, requeue, policy):
     the search is told every finished point (``history``) and proposes the unfinished ones
     again first (``pending``).
     """
-    study, criteria = cfg.study, cfg.criteria
-    mode = "batch" if classic else study["mode"]
+    criteria = cfg.criteria
+    mode = "batch" if classic else cfg.study.mode
     restore = not classic and restorable(store, mode)
     finished = store.rows(*FINAL)
-    settings = {"algorithm": study["algorithm"], "options": cfg.algorithm_options,
-                "space": study["space"], "seed": study["seed"], "mode": mode, "slots": slots,
-                "batch_size": study["batch_size"], "stop": cfg.stop, "history": [],
-                "replicas": {k: study[k] for k in REPLICA_KEYS},
-                "pending": [], "checkpoint": {"store": store.path, "name": CHECKPOINT,
-                                              "restore": restore}}
+    settings = dict(search_settings(cfg, cfg.study.seed), mode=mode, slots=slots, history=[],
+                    pending=[], checkpoint={"store": store.path, "name": CHECKPOINT,
+                                            "restore": restore})
     if restore:
         _, driver = store.checkpoint(CHECKPOINT)
         settings["put_base"] = driver["put"]

@@ -22,6 +22,7 @@ import traceback
 from pathlib import Path
 
 from ..config import IMPLEMENTATIONS, RETURN_EPOCHS, SCHEMA
+from ..core.criteria import OBJECTIVE
 from ..errors import ConfigError
 from ..status import Status
 from . import process
@@ -61,7 +62,7 @@ class Objective:
     """
 
     def __init__(self, impl="py", objective=None, app=None, model_name="model",
-                 model_return="val_loss", timeout=None, expdir=".", exp_id="EXP000",
+                 model_return=OBJECTIVE, timeout=None, expdir=".", exp_id="EXP000",
                  model_env=None, isolate=True, grace=process.KILL_GRACE):
         self.model_env = {key: str(value) for key, value in (model_env or {}).items()}
         if impl in ("py", "app") and self.model_env.get("CANDLE_MODEL_TYPE") == "SINGULARITY":
@@ -92,16 +93,16 @@ class Objective:
     def from_config(cls, cfg, expdir):
         """The objective a resolved :class:`~emews.config.Config` describes, for ``expdir``."""
         study = cfg.study
-        env = {setting.env: cfg.model[key] for key, setting in SCHEMA["model"].items()
-               if setting.env and cfg.model.get(key) is not None}
-        env.update(CANDLE_CONTAINER_ARGS=json.dumps(cfg.model["container_args"]),
-                   CANDLE_DATA_DIR=study["data_dir"])
-        if cfg.system["langs_app"]:
-            env["EMEWS_LANGS_APP"] = cfg.system["langs_app"]
-        return cls(impl=study["impl"], objective=study["objective"], app=study["app"],
-                   model_name=study["model_name"], model_return=",".join(cfg.criteria.names),
-                   timeout=study["timeout"], expdir=expdir, exp_id=Path(expdir).name,
-                   model_env=env, isolate=study.get("isolate", True))
+        env = {setting.env: getattr(cfg.model, key) for key, setting in SCHEMA["model"].items()
+               if setting.env and getattr(cfg.model, key) is not None}
+        env.update(CANDLE_CONTAINER_ARGS=json.dumps(cfg.model.container_args),
+                   CANDLE_DATA_DIR=study.data_dir)
+        if cfg.system.langs_app:
+            env["EMEWS_LANGS_APP"] = cfg.system.langs_app
+        return cls(impl=study.impl, objective=study.objective, app=study.app,
+                   model_name=study.model_name, model_return=",".join(cfg.criteria.names),
+                   timeout=study.timeout, expdir=expdir, exp_id=Path(expdir).name,
+                   model_env=env, isolate=study.isolate)
 
     def evaluate(self, params_json, run_id, cancelled=None, report=None, resources=None):
         """Evaluate one point; never raises.

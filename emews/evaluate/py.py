@@ -15,6 +15,7 @@ import threading
 import traceback
 
 from ..core.algorithm import import_dotted
+from ..core.criteria import OBJECTIVE
 from ..errors import ConfigError
 from .base import EvaluationFailed, Implementation, _current_run
 from .group import run_group
@@ -23,7 +24,7 @@ from .reporting import Pruned, reporting
 from .results import decode_tail, extract
 
 
-def call_objective(function, params, context, model_return="val_loss", epoch="last",
+def call_objective(function, params, context, model_return=OBJECTIVE, epoch="last",
                    send=None):
     """``function(params)`` as the run ``context`` (see ``current_run()``), its reports going
     to ``send`` (see :mod:`.reporting`): the value to minimize (a :class:`~.results.Value`
@@ -65,7 +66,7 @@ class Py(Implementation):
     """A ``module:function`` objective (imported here too, so that a bad path is a
     :class:`~emews.errors.ConfigError` before anything runs)."""
 
-    def __init__(self, path, model_return="val_loss", epoch="last", isolate=True,
+    def __init__(self, path, model_return=OBJECTIVE, epoch="last", isolate=True,
                  grace=None):
         self.function = import_dotted(path, "[study].objective")
         if not callable(self.function):

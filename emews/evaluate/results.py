@@ -12,14 +12,14 @@ import math
 import os
 from pathlib import Path
 
-from ..core.criteria import objective_names
+from ..core.criteria import OBJECTIVE, objective_names
 from .base import EvaluationFailed
 
 TAIL_BYTES = 64 * 1024
 RESULT_SEARCH_BYTES = 1024 * 1024  # how far from the end of a log IMPROVE_RESULT is looked for
 
 
-def extract_value(result, model_return="val_loss", epoch="last"):
+def extract_value(result, model_return=OBJECTIVE, epoch="last"):
     """The number to minimize from what a model returned (number, dict or Keras History).
 
     From a per-epoch list, ``epoch`` picks the ``last`` value, or the ``min`` or ``max``.
@@ -54,7 +54,7 @@ class Value(float):
         return self
 
 
-def extract(result, model_return="val_loss", epoch="last"):
+def extract(result, model_return=OBJECTIVE, epoch="last"):
     """What a model returned as a :class:`Value`: the value of each objective that
     ``model_return`` names (one, or a comma-separated list: see :func:`extract_value`), and
     the final metrics (a :class:`Value` as it is: the CANDLE runner's). A missing or

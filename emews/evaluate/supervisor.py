@@ -8,6 +8,7 @@ import json
 import os
 
 from ..config import SCHEMA
+from ..core.criteria import OBJECTIVE
 from ..errors import ConfigError
 from ..validation import env_flag
 from .objective import Objective
@@ -39,7 +40,7 @@ def from_env(expdir=None, isolate=None):
     return Objective(impl=environ.get("CANDLE_MODEL_IMPL", "py"),
                      objective=environ.get("EMEWS_OBJECTIVE"), app=app,
                      model_name=environ.get("MODEL_NAME", "model"),
-                     model_return=environ.get("MODEL_RETURN", "val_loss"),
+                     model_return=environ.get("MODEL_RETURN", OBJECTIVE),
                      timeout=timeout, expdir=expdir or environ.get("TURBINE_OUTPUT", "."),
                      model_env={name: environ[name] for name in names if name in environ},
                      isolate=env_flag("EMEWS_ISOLATE", True) if isolate is None else isolate)

@@ -66,7 +66,7 @@ def _parquet_engine():
 
 
 def _space(study):
-    path = study.config.get("study", {}).get("space")
+    path = study.config.study.space
     if not path:
         raise ConfigError(str(study.expdir / "config.json"), "must name the study's search "
                           "space ([study].space) to export to Optuna", None, show_value=False)

@@ -39,13 +39,12 @@ from optuna.study._frozen import FrozenStudy
 from optuna.trial import FrozenTrial, TrialState
 
 from ..core.algorithm import point_key
-from ..core.criteria import Criteria
 from ..core.replicas import settings_of, summarize
 from ..errors import ConfigError, EmewsError
 from ..space import Categorical, Constant, Float, Int, Logical, Space
 from ..status import FINAL, Status
-from .source import (best_row, experiment_dir, read_curves, read_report_values,
-                     read_rows)
+from .source import (best_row, experiment_dir, read_curves, read_report_values, read_rows,
+                     stored_config)
 
 STATES = {Status.QUEUED: TrialState.RUNNING, Status.RUNNING: TrialState.RUNNING,
           Status.DONE: TrialState.COMPLETE, Status.FAILED: TrialState.FAIL,
@@ -260,15 +259,11 @@ class _Experiment:
 
     def __init__(self, expdir, name):
         self.expdir, self.name = expdir.resolve(), name
-        try:
-            config = json.loads((expdir / "config.json").read_text())
-        except (OSError, ValueError):
-            config = {}
-        study = config.get("study") or {}
-        self.criteria = Criteria.from_study(study)
+        config = stored_config(expdir)
+        self.criteria = config.criteria
         self.objective = self.criteria.names[0]
-        self.space_file = study.get("space")
-        self.replicas = settings_of(study)   # with replicas: one trial per point
+        self.space_file = config.study.space
+        self.replicas = settings_of(config.study)   # with replicas: one trial per point
         self._dists = None
 
     def dists(self, rows):

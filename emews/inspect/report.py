@@ -73,9 +73,10 @@ class Coordinates:
 
     def __init__(self, study):
         self.names = study.param_names
+        path = study.config.study.space
         try:
-            space = Space.from_file(study.config["study"]["space"])
-        except (KeyError, TypeError, ConfigError):
+            space = Space.from_file(path) if path else None
+        except ConfigError:
             space = None
         self.params = {p.name: p for p in space.params} if space is not None else {}
         self.values = {name: [r["params"].get(name) for r in study.rows] for name in self.names}
@@ -189,7 +190,7 @@ def hypervolume_curve(study, points=200):
     vectors = [pareto.minimized(r["objectives"], directions)
                if r["status"] == Status.DONE and r["objectives"] else None for r in finished]
     feasible = [v is not None and r["feasible"] is not False for v, r in zip(vectors, finished)]
-    given = (study.config.get("study") or {}).get("reference_point")
+    given = study.config.study.reference_point
     reference = pareto.minimized(given, directions) if given else pareto.reference_point(
         [v for v, ok in zip(vectors, feasible) if ok])
     if reference is None:
@@ -214,7 +215,7 @@ def _hypervolume(plt, study, coordinates):
     axes.set(xlabel="evaluations finished", ylabel="hypervolume",
              title="hypervolume of the feasible front so far")
     figure.tight_layout()
-    given = (study.config.get("study") or {}).get("reference_point")
+    given = study.config.study.reference_point
     source = "the study's <code>reference_point</code>" if given else (
         "derived from every feasible result (the worst of each objective plus a tenth of its "
         "range)")

@@ -157,7 +157,7 @@ def print_points(study, points, console):
     columns of :func:`point_table`)."""
     from rich.table import Table
 
-    settings = study.config["study"]
+    settings = study.config.study
     every = study.points
     if not points:
         console.print(f"{study.expdir}: no point with a finished replica to show ({len(every)} "
@@ -165,7 +165,7 @@ def print_points(study, points, console):
         return
     short = sum(not entry["complete"] for entry in every)
     table = Table(title=f"{study.expdir}: best {len(points)} points by the "
-                        f"{settings['replica_objective']} of {settings['replicas']} replicas "
+                        f"{settings.replica_objective} of {settings.replicas} replicas "
                         f"({len(every)} points"
                         + (f"; {short} cut short by a limit, with no value)" if short else ")"))
     header, rows = point_table(points)

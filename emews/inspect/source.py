@@ -5,10 +5,11 @@ An experiment directory holds ``results.db``, or names its PostgreSQL database i
 closes it (:meth:`emews.store.Store.snapshot`, ``rows``, ``best``).
 """
 
-import json
 from pathlib import Path
 
+from ..config import Config
 from ..errors import ConfigError
+from ..experiment import load_experiment
 from ..store import read_once
 from ..store.base import curves_of
 
@@ -25,12 +26,15 @@ def experiment_dir(expdir):
     return path
 
 
+def stored_config(expdir):
+    """The :class:`~emews.config.Config` of the study in ``expdir``, from its ``config.json``
+    (the defaults when it has none)."""
+    return load_experiment(expdir) if (Path(expdir) / "config.json").is_file() else Config()
+
+
 def storage_url(expdir):
     """The study's ``[system].storage`` (a ``postgresql://`` URL), or ``None``."""
-    try:
-        return json.loads((Path(expdir) / "config.json").read_text())["system"]["storage"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+    return stored_config(expdir).system.storage
 
 
 def read(expdir):

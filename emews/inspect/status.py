@@ -159,7 +159,7 @@ def _slots(study, pools):
     (``[study] ranks_per_eval``, ...: :mod:`emews.pools.requests`), and how many the pool has
     (its attached pools' workers, else ``procs - 1``); ``None`` for a study whose every
     evaluation is one slot without GPUs."""
-    demand = Demand(study.config.get("study", {}))
+    demand = Demand.from_config(study.config)
     if demand.trivial:
         return None
     held, gpus, running = 0, 0.0, 0
@@ -173,7 +173,7 @@ def _slots(study, pools):
             continue
         held, gpus = held + request.ranks, gpus + float(request.gpus)
     pool = sum(p.get("workers", 0) for p in pools) or \
-        max(study.config.get("system", {}).get("procs", 2) - 1, 1)
+        max(study.config.system.procs - 1, 1)
     return {"in_use": held, "pool": pool, "gpus": gpus, "evaluations": running}
 
 

@@ -9,12 +9,11 @@ import json
 import os
 import socket
 
-from ..core.criteria import Criteria
 from ..core.pareto import front_rows
 from ..core.replicas import best_point, settings_of, summarize
 from ..errors import ConfigError
 from ..status import Status
-from .source import experiment_dir, read, read_curves
+from .source import experiment_dir, read, read_curves, stored_config
 
 
 def load(expdir):
@@ -27,26 +26,24 @@ class Study:
 
     ``rows`` are the points (dicts with ``params`` and ``metrics`` decoded), ``attempts``
     every finished attempt, ``meta`` the store's meta table, ``config`` the study's
-    ``config.json`` (``{}`` when missing).
+    :class:`~emews.config.Config` as its ``config.json`` holds it (the defaults when there is
+    none).
     """
 
     def __init__(self, expdir):
         self.expdir = experiment_dir(expdir)
-        try:
-            self.config = json.loads((self.expdir / "config.json").read_text())
-        except (OSError, ValueError):
-            self.config = {}
+        self.config = stored_config(self.expdir)
         self.rows, self.attempts, self.meta = read(self.expdir)
 
     @property
     def objective(self):
         """The name of the value minimized (``MODEL_RETURN``)."""
-        return self.config.get("study", {}).get("model_return") or "val_loss"
+        return self.config.study.model_return
 
     @property
     def budget(self):
         """The evaluation budget, or ``None``."""
-        return self.config.get("study", {}).get("budget")
+        return self.config.study.budget
 
     @property
     def final(self):
@@ -75,7 +72,7 @@ class Study:
     def replicas(self):
         """The study's replica settings (``replicas``, ``replica_objective``,
         ``replica_seed_param``) when it evaluates each point more than once, else ``None``."""
-        return settings_of(self.config.get("study"))
+        return settings_of(self.config.study)
 
     @property
     def points(self):
@@ -86,11 +83,11 @@ class Study:
         ``failed`` replicas, whether all of them finished (``complete``), the ``value`` the
         search was told (``replica_objective``; ``None`` for a point a limit cut short) and the
         ``ids`` of its replicas' rows."""
-        settings = self.replicas
-        if settings is None:
+        study = self.config.study
+        if study.replicas <= 1:
             return []
-        return summarize(self.rows, settings["replica_seed_param"],
-                         settings["replica_objective"], settings["replicas"])
+        return summarize(self.rows, study.replica_seed_param, study.replica_objective,
+                         study.replicas)
 
     @property
     def best(self):
@@ -108,7 +105,7 @@ class Study:
     def criteria(self):
         """The study's :class:`~emews.core.criteria.Criteria`: its objectives (one:
         ``model_return``), their directions and its constraints."""
-        return Criteria.from_study(self.config.get("study") or {})
+        return self.config.criteria
 
     @property
     def pareto(self):

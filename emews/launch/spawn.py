@@ -45,8 +45,8 @@ def spawn(expdir, cfg, lock):
     it gets SIGINT too if this process dies. A job that ends before its study did (a rank
     died or was killed) raises an :class:`~emews.errors.EmewsError` saying how to resume.
     """
-    mpiexec = cfg.system["mpiexec"] or default_mpiexec()
-    command = [runnable(mpiexec), *cfg.system["mpiexec_args"], "-n", str(cfg.system["procs"]),
+    mpiexec = cfg.system.mpiexec or default_mpiexec()
+    command = [runnable(mpiexec), *cfg.system.mpiexec_args, "-n", str(cfg.system.procs),
                sys.executable, "-m", "emews", "run", "--execute", str(expdir)]
     env = dict(os.environ, **{TOKEN_VARIABLE: lock.token, SPAWNED_VARIABLE: "1"})
     if sys.stdout.isatty():
@@ -68,17 +68,17 @@ def spawn(expdir, cfg, lock):
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     if received or code in (128 + signal.SIGINT, 128 + signal.SIGTERM):
-        cancel_unfinished(expdir, cfg.system["storage"])
-        raise interrupted(expdir, received[0] if received else code - 128)
+        cancel_unfinished(expdir, cfg.system.storage)
+        raise interrupted(expdir, received[0] if received else code - 128, cfg)
     if code == 0:
-        return result_of(expdir)
-    if final_recorded(expdir):
-        result = result_of(expdir)
+        return result_of(expdir, cfg)
+    if final_recorded(expdir, cfg):
+        result = result_of(expdir, cfg)
         if result.all_failed:
             return result  # the caller reports it
         raise Reported(code)
     raise EmewsError(f"the MPI job ended with status {code} before the study did (a rank died "
-                     f"or was killed); {stored_count(expdir)} evaluations are stored; resume "
+                     f"or was killed); {stored_count(expdir, cfg)} evaluations are stored; resume "
                      f"with: emews run --resume {expdir}")
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from .. import config as configuration
 from .. import experiment
-from ..prepare import prepare, validate
+from ..prepare import prepare_run, validate
 from ..errors import ConfigError, EmewsError
 from ..pools.requests import Demand
 from ..space import Space
@@ -76,13 +76,12 @@ def submit(config, site_name, overrides=None, resume=None, chain=0, dry_run=Fals
     executor = _psij() if site.scheduler != "local" else None
     if pools:  # the served study is not prepared again: the service holds its lock
         expdir, lock = Path(resume).resolve(), None
-        cfg = experiment.load_experiment(expdir)
-        cfg.system.update({k.split(".", 1)[1]: v for k, v in overrides.items()
-                           if k.startswith("system.")})
+        cfg = configuration.load([experiment.load_experiment(expdir).as_dict()],
+                                 {k: v for k, v in overrides.items() if k.startswith("system.")},
+                                 environ={})
     else:
-        expdir, lock = prepare(config, overrides, resume)
+        expdir, lock, _, cfg = prepare_run(config, overrides, resume)
     try:
-        cfg = cfg if pools else experiment.load_experiment(expdir)
         record = _read_record(expdir)
         first = len(record["jobs"])
         jobs = [_job(cfg, site, expdir, first + i, pools > 0) for i in range(max(pools,
@@ -116,7 +115,7 @@ def submit(config, site_name, overrides=None, resume=None, chain=0, dry_run=Fals
 
 def _with_site_defaults(config, site, overrides, resume):
     """Add the site's values for the settings the study leaves unset (:data:`SITE_DEFAULTS`)."""
-    sources = [experiment.read_json(Path(resume) / "config.json")] if resume else []
+    sources = [experiment.load_experiment(resume).as_dict()] if resume else []
     if config:
         sources += config if isinstance(config, list) else [config]
     cfg = configuration.load(sources, overrides) if not resume else None
@@ -144,7 +143,7 @@ def _plan(config, site, overrides, resume, chain, pools=0):
     else:
         cfg = configuration.load(config or [], overrides)
         validate(cfg)
-        expdir = Path(cfg.study["data_dir"]) / cfg.study["name"] / "EXPnnn"
+        expdir = Path(cfg.study.data_dir) / cfg.study.name / "EXPnnn"
     first = len(_read_record(expdir)["jobs"]) if resume else 0
     jobs = []
     for index in range(first, first + max(pools, chain + 1)):
@@ -155,22 +154,22 @@ def _plan(config, site, overrides, resume, chain, pools=0):
 
 def _job(cfg, site, expdir, index, pool=False):
     system = cfg.system
-    procs = system["procs"]
-    ppn = min(system["ppn"] or site.ppn or procs, procs)
-    walltime, margin = system["walltime"], system["drain_margin"]
+    procs = system.procs
+    ppn = min(system.ppn or site.ppn or procs, procs)
+    walltime, margin = system.walltime, system.drain_margin
     if walltime is not None:
         seconds = sites.walltime_seconds(walltime, cfg.where("system", "walltime"))
     if margin is not None:
         where = cfg.where("system", "drain_margin")
         margin = sites.walltime_seconds(margin, where)
         if walltime is None or margin >= seconds:
-            raise ConfigError(where, "must be shorter than the walltime", system["drain_margin"])
+            raise ConfigError(where, "must be shorter than the walltime", system.drain_margin)
     for key in ("queue", "project"):
-        value = system.get(key)
+        value = getattr(system, key)
         if value is not None and not sites.WORD.match(value):
             raise ConfigError(cfg.where("system", key), sites.WORD_RULE, value)
-    return scripts.Job(site, Path(expdir), cfg.study["name"], procs, ppn, walltime,
-                       system["queue"], system.get("project"), index, pool=pool, margin=margin,
+    return scripts.Job(site, Path(expdir), cfg.study.name, procs, ppn, walltime,
+                       system.queue, system.project, index, pool=pool, margin=margin,
                        eval_nodes=eval_nodes(cfg, site))
 
 
@@ -181,8 +180,8 @@ def eval_nodes(cfg, site):
     demand = Demand.from_config(cfg)
     if demand.trivial:
         return 1
-    gpus_per_node = cfg.system["gpus_per_node"] or site.gpus_per_node
-    space = Space.from_file(cfg.study["space"]) if cfg.study["space"] else None
+    gpus_per_node = cfg.system.gpus_per_node or site.gpus_per_node
+    space = Space.from_file(cfg.study.space) if cfg.study.space else None
     try:
         requests = demand.extremes(space)
     except Invalid as invalid:

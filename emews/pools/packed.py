@@ -41,7 +41,7 @@ def with_packing(pool, cfg):
     demand = Demand.from_config(cfg)
     if demand.trivial:
         return pool
-    packer = Packer(pool.hosts(), cfg.system["gpus_per_node"], visible_devices())
+    packer = Packer(pool.hosts(), cfg.system.gpus_per_node, visible_devices())
     if not demand.parameters:
         try:
             packer.check(demand.of({}))

@@ -94,7 +94,8 @@ class Demand:
     @classmethod
     def from_config(cls, cfg):
         """The demand of a resolved :class:`~emews.config.Config`."""
-        return cls(cfg.study, lambda name: cfg.where("study", name))
+        return cls({name: getattr(cfg.study, name) for name in SETTINGS},
+                   lambda name: cfg.where("study", name))
 
     @property
     def trivial(self):

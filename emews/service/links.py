@@ -22,13 +22,13 @@ from .keys import POOLS_FILE, read_service_file, write_service_file
 def service_link(expdir, cfg, slots):
     """The study's side of its transport for ``slots`` slots, and where it listens (for the
     banner): ``(link, where)``. ``cfg`` is the study's configuration."""
-    lease = cfg.service["lease"]
-    if cfg.system["storage"]:
+    lease = cfg.service.lease
+    if cfg.system.storage:
         from .postgres_transport import PostgresService
 
-        link = PostgresService(cfg.system["storage"], str(expdir), slots, lease, cfg.as_dict(),
+        link = PostgresService(cfg.system.storage, str(expdir), slots, lease, cfg.as_dict(),
                                expdir)
-        write_service_file(expdir, f"{cfg.system['storage']}#{expdir}", None)
+        write_service_file(expdir, f"{cfg.system.storage}#{expdir}", None)
         return link, "through its database"
     require_zmq()
     from .zmq_transport import ZmqService, bind

@@ -56,7 +56,7 @@ class AttachedPool:
 
 
 def bind(expdir, settings):
-    """A ROUTER socket bound as ``settings`` (the study's ``[service]``) say, with CURVE off
+    """A ROUTER socket bound as ``settings`` (the study's :class:`~emews.config.Service`) say, with CURVE off
     loopback, recorded in ``service.json``: ``(socket, authenticator or None, address)``."""
     from zmq.auth import load_certificate
     from zmq.auth.thread import ThreadAuthenticator
@@ -67,19 +67,19 @@ def bind(expdir, settings):
     sock.setsockopt(zmq.MAXMSGSIZE, protocol.MAX_MESSAGE)
     authenticator, keys = None, None
     try:
-        if not is_loopback(settings["bind"]):
+        if not is_loopback(settings.bind):
             keys = make_keys(expdir)
             authenticator = ThreadAuthenticator(context)
             authenticator.start()
             authenticator.configure_curve(domain="*", location=str(keys))
             public, secret = load_certificate(str(keys / "service.key_secret"))
             sock.curve_publickey, sock.curve_secretkey, sock.curve_server = public, secret, True
-        port = settings["port"] or _previous_port(expdir)
+        port = settings.port or _previous_port(expdir)
         if port:
-            sock.bind(f"tcp://{settings['bind']}:{port}")
+            sock.bind(f"tcp://{settings.bind}:{port}")
         else:
-            port = sock.bind_to_random_port(f"tcp://{settings['bind']}")
-        host = settings["bind"] if settings["bind"] not in ("0.0.0.0", "*") else \
+            port = sock.bind_to_random_port(f"tcp://{settings.bind}")
+        host = settings.bind if settings.bind not in ("0.0.0.0", "*") else \
             socket.gethostname()
         address = f"tcp://{host}:{port}"
         write_service_file(expdir, address, keys)

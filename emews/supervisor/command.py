@@ -41,6 +41,7 @@ import sys
 from pathlib import Path
 
 from .. import experiment
+from ..config import Study
 from ..core.control import REASONS
 from ..errors import ConfigError
 from . import cfg as cfgfiles
@@ -196,8 +197,8 @@ def prepare_study(call, files):
         tables["system"]["langs_app"] = str(files["langs-app"])
     tables["study"]["data_dir"] = str(Path(tables["study"].get("data_dir")
                                            or call.environ.get("CANDLE_DATA_DIR")
-                                           or "experiments").resolve())
-    tables["study"].setdefault("name", tables["study"].get("model_name", "model"))
+                                           or Study.data_dir).resolve())
+    tables["study"].setdefault("name", tables["study"].get("model_name", Study.model_name))
     return study, notes
 
 
