@@ -19,6 +19,8 @@ ROOT = Path(__file__).resolve().parents[1]
 TYPED_MODULES = (
     "emews",                     # the public API: run, load, and what it exports
     "emews.plugin",              # what a plugin needs: the Algorithm contract, spaces, options
+    "emews.core.algorithm",      # the Algorithm contract, its stopping rules and helpers
+    "emews.core.vector",         # Objectives, told in a study of several objectives
     "emews.pools.base",          # the Pool contract, Task, InProcessPool
     "emews.store.base",          # the Store contract
     "emews.service.transport",   # the Transport contract: ServiceLink, PoolLink

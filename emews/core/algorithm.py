@@ -296,12 +296,12 @@ def check_keywords(target: Callable[..., Any], options: Mapping[str, Any],
                               f"{owner or target.__qualname__} ({listing})", options[name])
 
 
-def available():
+def available() -> list[str]:
     """Names of the algorithms registered under the ``emews.algorithms`` entry point."""
     return sorted(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))
 
 
-def load(name, where="[study].algorithm"):
+def load(name: str, where: str = "[study].algorithm") -> Any:
     """Resolve an algorithm name or dotted path to an :class:`Algorithm` subclass or a module.
 
     A module is returned only when it is a classic EQ/Py ME module (it has ``run()``).
@@ -325,13 +325,15 @@ def load(name, where="[study].algorithm"):
     raise PluginError(where, "must name an Algorithm subclass or an EQ/Py module with run()", name)
 
 
-def import_dotted(path, where, rule="must be an importable 'module:attribute' path"):
+def import_dotted(path: str, where: str,
+                  rule: str = "must be an importable 'module:attribute' path") -> Any:
     """Import ``module:attr``, ``module.attr`` or a module; errors name ``where``, and what
     was missing: the module (with the directories searched), or the attribute."""
     module_name, _, attr = path.partition(":")
     candidates = [(module_name, attr)] if attr else [(path, "")]
     if not attr and "." in path:
-        candidates.append(tuple(path.rsplit(".", 1)))
+        package, _, name = path.rpartition(".")
+        candidates.append((package, name))
     missing = None
     for module_name, attr in candidates:
         try:
@@ -354,7 +356,7 @@ def import_dotted(path, where, rule="must be an importable 'module:attribute' pa
     raise PluginError(where, f"{rule} ({missing})", path)
 
 
-def _searched():
+def _searched() -> str:
     """The directories a user's module is looked for in: the Python path without the
     interpreter's own library and its installed packages."""
     own = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
@@ -372,7 +374,7 @@ class Verdict:
 
     allowed: int | None
     reason: str | None
-    counts: dict
+    counts: dict[str, Any]
 
 
 DESIGN = 10   # at most this many first vectors derive a Stopper's reference point
@@ -406,34 +408,36 @@ class Stopper:
     target: float | None = None
     max_time: float | None = None
     step_budget: int | None = None
-    reference_point: list | None = None
+    reference_point: list[float] | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self.steps = 0
         self.evaluations = 0
         self.iterations = 0
         self.best = math.inf
         self.last_improvement = 0
         self.started = time.monotonic()
-        self.front, self.hypervolume = [], 0.0     # of told Objectives, with patience
-        self.design = []                           # the first vectors, until a reference
+        self.front: list[list[float]] = []         # of told Objectives, with patience
+        self.hypervolume = 0.0
+        self.design: list[list[float]] = []        # the first vectors, until a reference
 
-    def record(self, values):
+    def record(self, values: Iterable[float]) -> None:
         """Count finished evaluations and track the best value (the front's hypervolume,
         for told :class:`Objectives` with ``patience``)."""
         for value in values:
             self.evaluations += 1
             if isinstance(value, Objectives) and self.patience is not None:
-                self._record_vector(value)
+                self._record_vector(value, self.patience)
                 continue
             if not math.isnan(value) and value < self.best - self.tol:
                 self.last_improvement = self.evaluations
             if not math.isnan(value) and value < self.best:
                 self.best = value
 
-    def _record_vector(self, value):
-        """Add a told vector to the front; an improvement while the first design is told,
-        then when the hypervolume grows by more than ``tol``."""
+    def _record_vector(self, value: Objectives, patience: int) -> None:
+        """Add a told vector to the front; an improvement while the first design (of
+        ``min(patience, DESIGN)`` vectors) is told, then when the hypervolume grows by more
+        than ``tol``."""
         if not math.isnan(value) and value < self.best:
             self.best = value
         if not pareto.usable([value.values], [value.feasible]):
@@ -443,7 +447,7 @@ class Stopper:
         if self.reference_point is None:
             self.last_improvement = self.evaluations
             self.design.append(list(value.values))
-            if len(self.design) < min(self.patience, DESIGN):
+            if len(self.design) < min(patience, DESIGN):
                 return
             self.reference_point = pareto.reference_point(self.design)
         volume = pareto.hypervolume(self.front, self.reference_point)
@@ -451,17 +455,17 @@ class Stopper:
             self.last_improvement = self.evaluations
         self.hypervolume = max(volume, self.hypervolume)
 
-    def record_steps(self, steps):
+    def record_steps(self, steps: int) -> None:
         """Count ``steps`` more trained (a report's step beyond its run's last one)."""
         self.steps += steps
 
-    def remaining(self):
+    def remaining(self) -> int | None:
         """How many more evaluations the budget allows (``None``: no budget)."""
         return None if self.budget is None else max(self.budget - self.evaluations, 0)
 
-    def counts(self):
+    def counts(self) -> dict[str, Any]:
         """What the rules have counted so far (JSON-serializable; :meth:`restore` takes it)."""
-        counts = {"evaluations": self.evaluations, "iterations": self.iterations,
+        counts: dict[str, Any] = {"evaluations": self.evaluations, "iterations": self.iterations,
                   "last_improvement": self.last_improvement, "steps": self.steps,
                   "best": finite_or_none(self.best)}
         if self.front:
@@ -470,7 +474,7 @@ class Stopper:
                           design=list(self.design))
         return counts
 
-    def restore(self, counts):
+    def restore(self, counts: dict[str, Any]) -> None:
         """Go on from :meth:`counts` (of a checkpoint)."""
         self.evaluations, self.iterations = counts["evaluations"], counts["iterations"]
         self.last_improvement = counts["last_improvement"]
@@ -480,14 +484,14 @@ class Stopper:
             self.front, self.hypervolume = counts["front"], counts["hypervolume"]
             self.reference_point, self.design = counts["reference_point"], counts["design"]
 
-    def verdict(self, in_flight=0, reason=None):
+    def verdict(self, in_flight: int = 0, reason: str | None = None) -> Verdict:
         """The :class:`Verdict` for a driver with ``in_flight`` points not yet counted;
         ``reason`` (a stop already decided) wins over the rules'."""
         remaining = self.remaining()
         return Verdict(None if remaining is None else max(remaining - in_flight, 0),
                        reason or self.reason(), self.counts())
 
-    def reason(self, iterations=True):
+    def reason(self, iterations: bool = True) -> str | None:
         """Why the search must stop now, or ``None``; with ``iterations=False``, a finished
         iteration does not count (the current one may go on). (Asked several times per master
         turn: only the rule that fires builds its message.)"""

@@ -4,6 +4,8 @@ so that the EQ/Py wire (:mod:`emews.core.eqpy`) decodes it too); and numbers as 
 them (:func:`finite_or_none`, :func:`json_numbers`: NaN and the infinities as null)."""
 
 import math
+from collections.abc import Iterable
+from typing import Any, Self
 
 
 class Objectives(float):
@@ -17,31 +19,34 @@ class Objectives(float):
     ``NaN``, never as an :class:`Objectives`.
     """
 
-    def __new__(cls, values, violations=()):
-        values = tuple(float(v) for v in values)
-        self = super().__new__(cls, values[0] if values else math.nan)
-        self.values = values
+    values: tuple[float, ...]
+    violations: tuple[float, ...]
+
+    def __new__(cls, values: Iterable[float], violations: Iterable[float] = ()) -> Self:
+        numbers = tuple(float(v) for v in values)
+        self = super().__new__(cls, numbers[0] if numbers else math.nan)
+        self.values = numbers
         self.violations = tuple(float(v) for v in violations)
         return self
 
     @property
-    def feasible(self):
+    def feasible(self) -> bool:
         """True when the point breaks no constraint."""
         return all(v <= 0.0 for v in self.violations)
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type["Objectives"], tuple[tuple[float, ...], tuple[float, ...]]]:
         return Objectives, (self.values, self.violations)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Objectives({list(self.values)!r}, violations={list(self.violations)!r})"
 
 
-def finite_or_none(value):
+def finite_or_none(value: float) -> float | None:
     """``value``, or ``None`` for NaN and the infinities (JSON's null, and SQL's NULL)."""
     return value if math.isfinite(value) else None
 
 
-def json_numbers(data):
+def json_numbers(data: Any) -> Any:
     """``data`` with each float in it, nested in lists, tuples and dicts, as
     :func:`finite_or_none` has it (tuples become lists): what strict JSON holds
     (``json.dumps(..., allow_nan=False)``; PostgreSQL's ``jsonb`` refuses ``NaN``)."""
@@ -54,7 +59,7 @@ def json_numbers(data):
     return data
 
 
-def nan_for_none(values):
+def nan_for_none(values: Iterable[float | None]) -> list[float]:
     """``values`` as floats, each ``None`` (null, as :func:`json_numbers` writes a non-finite
     number) as NaN."""
     return [math.nan if value is None else float(value) for value in values]
