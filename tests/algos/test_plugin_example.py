@@ -18,7 +18,6 @@ sys.path.insert(0, str(EXAMPLE))
 class TestExamplePlugin(Conformance):
     algorithm = "emews_plugin_example:BestPerturbation"
     options = {"step": 0.2}
-    learns_from_pruned = False   # the 20-line example takes a pruned run as a failure (NaN)
 
 
 def test_the_readme_shows_the_whole_plugin_in_at_most_20_lines():
