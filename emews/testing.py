@@ -107,6 +107,15 @@ def drive(settings, objective, completion_seed=0):
     return run
 
 
+def first_difference(expected, got):
+    """Where two lists (points, or rounds of points) first differ, in words: the message of a
+    failed assertion."""
+    for index, (want, have) in enumerate(zip(expected, got)):
+        if want != have:
+            return f"#{index} was {have}, expected {want}"
+    return f"{len(got)} items, expected {len(expected)}"
+
+
 def experiment_rows(data_dir):
     """The evaluations (store rows, by id) of the one experiment under ``data_dir``."""
     (expdir,) = [exp for study in Path(data_dir).iterdir() for exp in study.iterdir()]
@@ -162,20 +171,35 @@ class Conformance:
     def check_points(self, points):
         space = Space.from_ga_json(self.space)
         for point in points:
-            assert space.contains(point), f"{point} is not a point of the space"
-            assert json.loads(json.dumps(point)) == point
+            assert set(point) == set(space.names), (
+                f"{self.algorithm} proposed {point}, with the parameters {sorted(point)}; "
+                f"expected those of the space, {sorted(space.names)}")
+            wrong = [f"{p.name} = {point[p.name]!r}, not a value of {p}"
+                     for p in space.params if not p.contains(point[p.name])]
+            assert not wrong, f"{self.algorithm} proposed {point}, where {'; '.join(wrong)}"
+            again = json.loads(json.dumps(point, default=repr))
+            assert again == point, (
+                f"{self.algorithm} proposed {point}, which JSON reads back as {again}: a "
+                f"point's values must be plain Python (int, float, str, bool), not NumPy's")
 
     # --- bounds and types -------------------------------------------------------------------
+
+    def check_count(self, run, what):
+        """The run evaluated as many points as its final message counts, within the budget."""
+        assert len(run.points) == run.final["evaluations"] <= self.budget, (
+            f"{what}: {len(run.points)} points evaluated, {run.final['evaluations']} counted "
+            f"by the final message; expected the same number, at most the budget of "
+            f"{self.budget}")
 
     def test_points_respect_bounds_and_types_in_batch_mode(self):
         run = drive(self.settings("batch"), self.objective)
         self.check_points(run.points)
-        assert len(run.points) == run.final["evaluations"] <= self.budget
+        self.check_count(run, "a batch run")
 
     def test_points_respect_bounds_and_types_in_async_mode(self):
         run = drive(self.settings("async"), self.objective)
         self.check_points(run.points)
-        assert len(run.points) == run.final["evaluations"] <= self.budget
+        self.check_count(run, "an async run")
 
     # --- failures ---------------------------------------------------------------------------
 
@@ -189,7 +213,8 @@ class Conformance:
         for mode in ("batch", "async"):
             run = drive(self.settings(mode), unreliable)
             self.check_points(run.points)
-            assert run.final["evaluations"] == len(run.points) > 0
+            self.check_count(run, f"an {mode} run told NaN, inf and -inf")
+            assert run.points, f"an {mode} run told NaN, inf and -inf proposed no points"
 
     def test_takes_pruned_runs_as_their_own_outcome_never_the_best(self):
         counted = iter(range(10 ** 6))
@@ -203,14 +228,21 @@ class Conformance:
         for mode in ("batch", "async"):
             run = drive(self.settings(mode), pruned_half)
             self.check_points(run.points)
-            assert run.final["evaluations"] == len(run.points) > 0
+            self.check_count(run, f"an {mode} run with every other run pruned")
+            assert run.points, f"an {mode} run with every other run pruned proposed no points"
             finished = [v for v in run.values if not isinstance(v, PrunedResult)]
-            assert run.final["best_value"] == min(finished)   # a curve is never a result
+            assert run.final["best_value"] == min(finished), (   # a curve is never a result
+                f"an {mode} run with every other run pruned ended with the best value "
+                f"{run.final['best_value']}; expected {min(finished)}, the best finished run's "
+                f"(a pruned run's curve is never a result)")
 
     def test_survives_only_failures(self):
         run = drive(self.settings("async"), lambda point: math.nan)
         self.check_points(run.points)
-        assert run.final["best_point"] is None and run.final["evaluations"] == len(run.points)
+        self.check_count(run, "a run where every evaluation failed")
+        assert run.final["best_point"] is None, (
+            f"a run where every evaluation failed named {run.final['best_point']} the best "
+            f"point; expected none")
 
     # --- determinism ------------------------------------------------------------------------
 
@@ -218,10 +250,15 @@ class Conformance:
         for mode in ("batch", "async"):
             first = drive(self.settings(mode, seed=3), self.objective)
             again = drive(self.settings(mode, seed=3), self.objective)
-            assert first.points == again.points and first.values == again.values
+            assert first.points == again.points and first.values == again.values, (
+                f"two {mode} runs under seed 3 differ: the second's point "
+                f"{first_difference(first.points, again.points)} (draw every random number "
+                f"from self.rng, or a generator seeded with the seed)")
         if self.seeded:
             other = drive(self.settings("batch", seed=4), self.objective)
-            assert other.points != first.points
+            assert other.points != first.points, (
+                f"runs under seeds 3 and 4 proposed the same points, {other.points}: the seed "
+                f"is not used (set seeded = False for an algorithm that uses no randomness)")
 
     # --- the end ----------------------------------------------------------------------------
 
@@ -229,7 +266,8 @@ class Conformance:
         settings = self.settings()
         settings["options"].update(self.finite_options or {})
         algorithm = build_algorithm(settings)
-        assert algorithm.ask(0) == []
+        asked = algorithm.ask(0)
+        assert asked == [], f"ask(0) returned {asked}; expected []"
         for _ in range(200 if self.finite_options is not None else 3):
             if algorithm.done():
                 break
@@ -237,8 +275,13 @@ class Conformance:
             self.check_points(points)
             algorithm.tell(points, [self.objective(p) for p in points])
         if self.finite_options is not None:
-            assert algorithm.done()
-            assert algorithm.ask(self.slots) == [] and algorithm.done()
+            assert algorithm.done(), (
+                f"done() is still False after 200 rounds of ask({self.slots}) and tell under "
+                f"the finite options {self.finite_options}")
+            asked = algorithm.ask(self.slots)
+            assert asked == [] and algorithm.done(), (
+                f"once done, ask({self.slots}) returned {asked} and done() then said "
+                f"{algorithm.done()}; expected [] and True")
         algorithm.tell([], [])
         self.check_points(algorithm.ask(1))
 
@@ -250,17 +293,28 @@ class Conformance:
             # in flight at most: the slots, and in async mode the points the driver keeps ready
             most = self.slots + (ready_points(load(self.algorithm), self.slots)
                                  if mode == "async" else 0)
+            def check(run, rule, reason, fewest, most, whole=True):
+                """The run stopped on ``rule`` for ``reason`` (or one that starts with it,
+                unless ``whole``), after ``fewest`` to ``most`` points."""
+                got = run.final["stop_reason"]
+                said = got == reason if whole else got.startswith(reason)
+                assert said and fewest <= len(run.points) <= most, (
+                    f"an {mode} run with {rule} stopped after {len(run.points)} points: "
+                    f"{got!r}; expected {reason!r}, after {fewest} to {most} points (does "
+                    f"ask(n) return n points, or [] only once done() is True?)")
+
             run = drive(self.settings(mode, stop={"max_iterations": 2}), flat)
-            assert run.final["stop_reason"] == "iteration limit of 2 reached"
-            assert run.final["iterations"] == 2 and 2 <= len(run.points) <= 2 * most
+            check(run, "max_iterations = 2", "iteration limit of 2 reached", 2, 2 * most)
+            assert run.final["iterations"] == 2, (
+                f"an {mode} run with max_iterations = 2 counts {run.final['iterations']} "
+                f"iterations; expected 2")
             run = drive(self.settings(mode, stop={"patience": 4, "budget": 40}), flat)
-            assert run.final["stop_reason"].startswith("converged: no improvement larger than 0")
-            assert 5 <= len(run.points) < 5 + most
+            check(run, "patience = 4 on a flat objective",
+                  "converged: no improvement larger than 0", 5, 4 + most, whole=False)
             run = drive(self.settings(mode, stop={"target": 1e9, "budget": 40}), self.objective)
-            assert run.final["stop_reason"] == "target value 1000000000.0 reached"
-            assert 0 < len(run.points) <= most
+            check(run, "target = 1e9", "target value 1000000000.0 reached", 1, most)
             run = drive(self.settings(mode, stop={"max_time": 0}), self.objective)
-            assert run.final["stop_reason"] == "time limit of 0 s reached" and run.points == []
+            check(run, "max_time = 0", "time limit of 0 s reached", 0, 0)
 
     # --- resume -----------------------------------------------------------------------------
 
@@ -271,9 +325,28 @@ class Conformance:
         resumed = drive(self.settings("async", seed=1 + 7919, history=history,
                                       pending=pending), self.objective)
         keys = [point_key(p) for p in resumed.points]
-        assert all(point_key(p) in keys for p in pending)
-        assert resumed.final["evaluations"] == self.budget == len(resumed.points) + 4
-        assert not {point_key(p) for p, _ in history} & set(keys)
+        lost = [p for p in pending if point_key(p) not in keys]
+        assert not lost, f"the resumed run never evaluated the points left running: {lost}"
+        assert resumed.final["evaluations"] == self.budget == len(resumed.points) + 4, (
+            f"resumed after 4 evaluations, a run of budget {self.budget} evaluated "
+            f"{len(resumed.points)} more points and counts {resumed.final['evaluations']} in "
+            f"all; expected {self.budget - 4} more, {self.budget} in all")
+        repeated = [p for p, _ in history if point_key(p) in keys]
+        assert not repeated, (
+            f"the resumed run proposed again points of the history it was told: {repeated}; "
+            f"a point told (a resumed study's history too) must never be proposed again")
+
+    def check_learned(self, algorithm, history, told_as, switch):
+        """After ``history`` was told (``told_as``), the next points lie nearer the corner."""
+        proposed = algorithm.ask(4)
+        assert proposed, f"ask(4) returned no points after 30 points were told {told_as}"
+        told = sum(map(distance_to_corner, history)) / len(history)
+        asked = sum(map(distance_to_corner, proposed)) / len(proposed)
+        assert asked < 0.6 * told, (
+            f"after 30 points of the unit square were told {told_as}, ask(4) proposed "
+            f"{proposed}: {asked:.3f} from {CORNER} on average, the told ones {told:.3f}; "
+            f"expected under {0.6 * told:.3f}, 0.6 times that (set {switch} = False for an "
+            f"algorithm that does not learn from them)")
 
     def test_warm_start_informs_the_next_points(self):
         if not self.learns:
@@ -283,11 +356,8 @@ class Conformance:
         settings = self.settings(seed=2) | {"space": PLANE}
         algorithm = build_algorithm(settings)
         algorithm.tell(history, [distance_to_corner(p) for p in history])
-        proposed = algorithm.ask(4)
-        assert proposed
-        told = sum(map(distance_to_corner, history)) / len(history)
-        asked = sum(map(distance_to_corner, proposed)) / len(proposed)
-        assert asked < 0.6 * told, (asked, told)
+        self.check_learned(algorithm, history, f"with their distance to {CORNER} as the value",
+                           "learns")
 
     def test_learns_from_the_curves_of_pruned_runs(self):
         """Runs that were all pruned (early in an ASHA study, most are) leave their curves to
@@ -300,11 +370,8 @@ class Conformance:
         algorithm = build_algorithm(self.settings(seed=2) | {"space": PLANE})
         algorithm.tell(history, [PrunedResult({1: distance_to_corner(p) + 1.0,
                                                3: distance_to_corner(p)}) for p in history])
-        proposed = algorithm.ask(4)
-        assert proposed
-        told = sum(map(distance_to_corner, history)) / len(history)
-        asked = sum(map(distance_to_corner, proposed)) / len(proposed)
-        assert asked < 0.6 * told, (asked, told)
+        self.check_learned(algorithm, history, "as pruned runs (PrunedResult), each curve's "
+                           f"last value its distance to {CORNER}", "learns_from_pruned")
 
     # --- checkpoints ------------------------------------------------------------------------
 
@@ -340,14 +407,19 @@ class Conformance:
         original = self.checkpointed(settings)
         self.rounds(original, before)
         state = original.state()
-        assert isinstance(state, bytes)
+        assert isinstance(state, bytes), (
+            f"state() returned a {type(state).__name__}; expected bytes, or None when the "
+            f"algorithm cannot be checkpointed")
         expected = self.rounds(original, after)
         assert any(expected), "the rounds after the checkpoint proposed nothing"
         restored = self.restored(settings, state)
         proposed = self.rounds(restored, after // 2)
         again = self.restored(settings, restored.state())   # a restored instance's own state
         proposed += self.rounds(again, after - after // 2)
-        assert proposed == expected
+        assert proposed == expected, (
+            f"restored from its state, it proposed other points than the original did: round "
+            f"{first_difference(expected, proposed)} (the state must hold everything that "
+            f"decides the next proposals, the random generator's state included)")
 
     def test_a_restored_state_repeats_the_next_ask(self):
         settings = self.settings(seed=6)
@@ -355,7 +427,11 @@ class Conformance:
         self.rounds(original, self.state_rounds[0])
         state = original.state()
         asked = original.ask(self.slots)
-        assert asked and self.restored(settings, state).ask(self.slots) == asked
+        assert asked, f"ask({self.slots}) returned no points after {self.state_rounds[0]} rounds"
+        again = self.restored(settings, state).ask(self.slots)
+        assert again == asked, (
+            f"restored from its state, its ask({self.slots}) returned {again}; expected "
+            f"{asked}, what the original asked next (taking a state must change nothing)")
 
     def test_a_state_keeps_the_points_in_flight(self):
         settings, (before, after) = self.settings(seed=7), self.state_rounds
@@ -373,7 +449,12 @@ class Conformance:
             algorithm.tell(told, [self.objective(p) for p in told])
             return [more] + self.rounds(algorithm, after)
 
-        assert running and finish(self.restored(settings, state)) == finish(original)
+        assert running, "no points were in flight when the state was taken"
+        proposed, expected = finish(self.restored(settings, state)), finish(original)
+        assert proposed == expected, (
+            f"restored from a state taken with {len(running)} points in flight, it proposed "
+            f"other points than the original did: round {first_difference(expected, proposed)} "
+            f"(the state must hold the points asked and not yet told)")
 
     # --- several objectives -----------------------------------------------------------------
 
@@ -397,10 +478,21 @@ class Conformance:
         for mode in ("batch", "async"):
             run = drive(self.multiobjective_settings(mode), self.unreliable_vectors())
             self.check_points(run.points)
-            assert run.final["evaluations"] == len(run.points) == self.budget
-            assert any(isinstance(v, Objectives) and not v.feasible for v in run.values)
+            self.check_spent(run, f"an {mode} run of {self.objectives} objectives")
+            assert any(isinstance(v, Objectives) and not v.feasible for v in run.values), (
+                f"an {mode} run of {self.objectives} objectives proposed no infeasible point "
+                f"(x > 1), so the check of infeasible results did not run: {run.points}")
             again = drive(self.multiobjective_settings(mode), self.unreliable_vectors())
-            assert again.points == run.points
+            assert again.points == run.points, (
+                f"two {mode} runs of {self.objectives} objectives under one seed differ: the "
+                f"second's point {first_difference(run.points, again.points)}")
+
+    def check_spent(self, run, what):
+        """The run spent its whole budget, and its final message counts every point."""
+        assert run.final["evaluations"] == len(run.points) == self.budget, (
+            f"{what}: {len(run.points)} points evaluated, {run.final['evaluations']} counted by "
+            f"the final message; expected the whole budget of {self.budget} (does ask(n) "
+            f"return [] before the budget is spent?)")
 
     def test_keeps_proposing_when_no_point_is_feasible(self):
         def infeasible(point):
@@ -410,7 +502,7 @@ class Conformance:
         for mode in ("batch", "async"):
             run = drive(self.multiobjective_settings(mode), infeasible)
             self.check_points(run.points)
-            assert run.final["evaluations"] == len(run.points) == self.budget
+            self.check_spent(run, f"an {mode} run where no point is feasible")
 
     def test_a_restored_state_continues_exactly_with_vectors(self):
         settings, (before, after) = self.multiobjective_settings(seed=8), self.state_rounds
@@ -420,4 +512,6 @@ class Conformance:
         expected = self.rounds(original, after, self.vector_objective)
         assert any(expected), "the rounds after the checkpoint proposed nothing"
         proposed = self.rounds(self.restored(settings, state), after, self.vector_objective)
-        assert proposed == expected
+        assert proposed == expected, (
+            f"restored from its state in a study of {self.objectives} objectives, it proposed "
+            f"other points than the original did: round {first_difference(expected, proposed)}")
