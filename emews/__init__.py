@@ -30,21 +30,25 @@ _LAZY = {"Algorithm": "emews.core.algorithm", "Status": "emews.status",   # name
 
 def run(config: "str | os.PathLike[str] | list[str | os.PathLike[str]] | dict[str, Any] | None",
         overrides: "dict[str, Any] | None" = None,
-        resume: "str | os.PathLike[str] | None" = None) -> "Result":
+        resume: "str | os.PathLike[str] | None" = None, quiet: bool = False) -> "Result":
     """Run a study from Python or a notebook; return its result.
 
     ``config`` is a TOML path, a list of paths (later ones win), or a dict shaped like the TOML
     file. ``overrides`` maps ``"table.key"`` to values (they win over everything). ``resume``
-    names an experiment directory to continue (``config`` may then be ``None``). The
-    :class:`Result` has ``best_point``, ``best_value``, ``expdir``, ``stop_reason``,
-    ``evaluations`` and ``failed``::
+    names an experiment directory to continue (``config`` may then be ``None``). ``quiet``
+    (``[system] quiet``) prints neither progress nor the summary at the end: a script or a
+    notebook prints what it wants of the :class:`Result`, which has ``best_point``,
+    ``best_value``, ``expdir``, ``stop_reason``, ``evaluations`` (done, failed and pruned),
+    ``failed`` and ``pruned``::
 
         import emews
-        result = emews.run("study.toml", overrides={"study.budget": 50})
+        result = emews.run("study.toml", overrides={"study.budget": 50}, quiet=True)
         result.best_point, result.best_value, result.expdir
     """
     from .study import run as run_study
 
+    if quiet:
+        overrides = {**(overrides or {}), "system.quiet": True}
     result: Result = run_study(config, overrides, resume)
     return result
 

@@ -103,6 +103,7 @@ class System:
     queue: str | None = _setting("str", None, "QUEUE")
     project: str | None = _setting("str", None, "PROJECT")
     progress_interval: float = _positive("float", 2.0)
+    quiet: bool = _setting("bool", False)
     langs_app: str | None = _setting("path", None, "EMEWS_LANGS_APP")
     gpus_per_node: int = _setting("int", 0, "GPUS_PER_NODE", minimum=0)
     cuda_offset: int = _setting("int", 0, "CANDLE_CUDA_OFFSET", minimum=0)

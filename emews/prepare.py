@@ -32,7 +32,7 @@ from .store.postgres import hide_password, is_url
 from .validation import Invalid
 from .worker import make_objective, python_path
 
-LIMITS = ("budget", "max_iterations", "patience", "target", "max_time")
+LIMITS = ("budget", "max_iterations", "patience", "target", "max_time", "step_budget")
 IDENTITY = (("study", "algorithm"), ("study", "space"), ("study", "objective"),
             ("study", "impl"), ("study", "app"), ("study", "model_name"),
             ("study", "model_return"))

@@ -27,7 +27,9 @@ from .store import read_once
 class Result:
     """What a study found: its best point and value, or, in a study of several objectives or
     with constraints, its Pareto front (``pareto``: ``{"point", "values"}`` dicts, the values
-    raw, in the order of the objectives; ``best_point`` and ``best_value`` are then ``None``)."""
+    raw, in the order of the objectives; ``best_point`` and ``best_value`` are then ``None``).
+    ``evaluations`` counts every finished evaluation: done, ``failed`` and ``pruned`` ones
+    (``final.json``'s ``evaluations``)."""
 
     best_point: dict | None
     best_value: float | None
@@ -36,6 +38,7 @@ class Result:
     evaluations: int = 0
     failed: int = 0
     pareto: list | None = None
+    pruned: int = 0
 
     @property
     def all_failed(self):
@@ -47,13 +50,16 @@ def final_record(text, store, study=None):
     """The study's final record: the ME's final message ``text`` (a JSON object, else kept as
     its ``message``) with the best point and value as ``store`` has them (never a failed one;
     with ``study`` settings of more than one replica, the point whose replicas' mean or worst
-    value is best). A ``study`` of several objectives or with constraints gets its Pareto
-    front instead (:func:`pareto`)."""
+    value is best), and ``evaluations``, the finished ones it holds (done, failed and pruned:
+    those that ended after the ME's last word, or after a limit ended the study, too). A
+    ``study`` of several objectives or with constraints gets its Pareto front instead
+    (:func:`pareto`)."""
     try:
         final = json.loads(text)
     except (TypeError, ValueError):
         final = None
     final = final if isinstance(final, dict) else {"message": text}
+    final = dict(final, evaluations=store.finished_count())
     if isinstance(study, Mapping):   # Swift/T's emews_swift.py: its record's [study] table
         study = Config.from_record({"study": study}).study
     criteria = Criteria.from_study(study or Study())
@@ -92,9 +98,10 @@ def result_from(expdir, store, final):
         point, value = final["best_point"], final["best_value"]
     else:
         point, value = best(store)
-    failed = counts.get(Status.FAILED, 0)
+    failed, pruned = counts.get(Status.FAILED, 0), counts.get(Status.PRUNED, 0)
     return Result(point, value, Path(expdir), final.get("stop_reason"),
-                  counts.get(Status.DONE, 0) + failed, failed, final.get("pareto"))
+                  counts.get(Status.DONE, 0) + failed + pruned, failed, final.get("pareto"),
+                  pruned)
 
 
 def read(expdir, reading, spec=None):
@@ -136,8 +143,9 @@ def interrupted(expdir, signum, spec=None):
 def print_summary(result, stream=None):
     """Print the stop reason, the counts and the best point."""
     stream = stream or sys.stdout
+    pruned = f", {result.pruned} pruned" if result.pruned else ""
     lines = [f"emews: stopped: {result.stop_reason or 'the ME sent DONE'}",
-             f"emews: {result.evaluations} evaluations ({result.failed} failed)"]
+             f"emews: {result.evaluations} evaluations ({result.failed} failed{pruned})"]
     if result.pareto is not None:
         lines.append(f"emews: Pareto front of {len(result.pareto)} point"
                      f"{'' if len(result.pareto) == 1 else 's'} (final.json: pareto)")

@@ -241,21 +241,7 @@ def run_master(expdir, cfg, pool, algorithm=None, store=None):
         store.set_meta("started", time.time())
         store.set_meta("master", {"host": socket.gethostname(), "pid": os.getpid()})
         store.commit()
-        counts = store.counts()
-        _, best = best_found(store, study)
-        progress = Progress(study.budget, cfg.system.progress_interval,
-                            done=sum(counts.get(status, 0) for status in FINAL),
-                            failed=counts.get(Status.FAILED, 0),
-                            pruned=counts.get(Status.PRUNED, 0),
-                            best=math.inf if best is None else best,
-                            max_time=study.max_time,
-                            directions=cfg.criteria.directions if cfg.criteria.vector else None,
-                            pareto=[entry["values"] for entry in
-                                    pareto(store, cfg.criteria.directions)]
-                            if cfg.criteria.vector else (),
-                            replicas=Gathered(study.replicas, study.replica_objective,
-                                              study.replica_seed_param)
-                            if study.replicas > 1 else None)
+        progress = _progress(cfg, store)
         limits = Stopper(**cfg.stop)
         if begin.restored is not None:
             limits.restore(begin.restored)
@@ -281,7 +267,8 @@ def run_master(expdir, cfg, pool, algorithm=None, store=None):
             master.cancel_all(Interrupted.REASON)
             signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
             raise interrupted(expdir, signum, cfg) from None
-        progress.show()
+        if progress is not None:
+            progress.show()
         final = final_record(final, store, study)
         store.set_meta("final", final)
         store.commit()
@@ -294,8 +281,30 @@ def run_master(expdir, cfg, pool, algorithm=None, store=None):
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
         store.close()
-    print_summary(result)
+    if not cfg.system.quiet:
+        print_summary(result)
     return result
+
+
+def _progress(cfg, store):
+    """The study's :class:`~emews.inspect.progress.Progress`, going on from what ``store``
+    holds; ``None`` in a study with ``[system] quiet``."""
+    if cfg.system.quiet:
+        return None
+    study, counts = cfg.study, store.counts()
+    _, best = best_found(store, study)
+    return Progress(study.budget, cfg.system.progress_interval,
+                    done=sum(counts.get(status, 0) for status in FINAL),
+                    failed=counts.get(Status.FAILED, 0),
+                    pruned=counts.get(Status.PRUNED, 0),
+                    best=math.inf if best is None else best,
+                    max_time=study.max_time, step_budget=study.step_budget,
+                    directions=cfg.criteria.directions if cfg.criteria.vector else None,
+                    pareto=[entry["values"] for entry in pareto(store, cfg.criteria.directions)]
+                    if cfg.criteria.vector else (),
+                    replicas=Gathered(study.replicas, study.replica_objective,
+                                      study.replica_seed_param)
+                    if study.replicas > 1 else None)
 
 
 def _raise_interrupted(signum, frame):

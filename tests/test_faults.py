@@ -243,8 +243,8 @@ def test_a_study_needs_a_stopping_rule_unless_no_limit(study, emews_cli, tmp_pat
     refused = emews_cli("run", path)
     assert refused.returncode == 2
     assert refused.stderr.strip() == ("emews: error: [study]: needs a stopping rule (one of "
-                                      "budget, max_iterations, patience, target, max_time), or "
-                                      "--no-limit to run until stopped")
+                                      "budget, max_iterations, patience, target, max_time, "
+                                      "step_budget), or --no-limit to run until stopped")
     assert not (tmp_path / "experiments").exists()
     allowed = emews_cli("run", path, "--no-limit", "--set", "study.algorithm='classic_me'")
     assert allowed.returncode == 0, allowed.stderr

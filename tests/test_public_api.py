@@ -77,7 +77,7 @@ def test_the_python_api_page_documents_exactly_the_public_names():
     assert re.findall(r"^## `emews\.(\w+)`$", written, re.MULTILINE) == emews.__all__
     for entry in re.findall(r"^### `emews\.(\w+)\.\w+`$", written, re.MULTILINE):
         assert entry in emews.__all__   # members appear under their public name only
-    assert "emews.run(config, overrides=None, resume=None)" in written
+    assert "emews.run(config, overrides=None, resume=None, quiet=False)" in written
     assert "emews.eqpy.OUT_put(string_params)" in written
 
 

@@ -104,6 +104,8 @@ class Master:
         for row in reports:
             self.last_steps[(row["id"], row["attempt"])] = row["step"]
         self.limits.steps = sum(self.last_steps.values())
+        if self.progress is not None:
+            self.progress.resume(self.limits.steps)
         interrupted = set(interrupted)
         self.pruner.replay([row for row in reports
                             if (row["id"], row["attempt"]) not in interrupted], done)
@@ -335,7 +337,9 @@ class Master:
         self.store.mark_running(self._submit_waiting())
         self.store.commit()
         if self.progress is not None:
-            self.progress.update(final, running=len(self.pool.running) + len(self.waiting))
+            queued = self.pool.queued()
+            self.progress.update(final, running=len(self.pool.running) - queued,
+                                 queued=len(self.waiting) + queued, steps=self.limits.steps)
         if abort:
             reason = f"the failure policy aborted the study: {abort}"
             self.store.set_meta("final", {"stop_reason": reason})

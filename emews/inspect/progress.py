@@ -1,5 +1,6 @@
-"""Progress while a study runs: evaluations done of the budget, best so far, failures, busy
-workers and an ETA. In a study with replicas the best is a point's, as its search is told it
+"""Progress while a study runs: evaluations done of the budget, best so far, failures, pruned
+runs, evaluations running on workers and queued for one, and an ETA (of the limit that ends the
+study first: the evaluation budget, the step budget or the time limit). In a study with replicas the best is a point's, as its search is told it
 (once all its replicas are in), never a lucky replica's. In a study of several objectives the
 line gives the size of its Pareto front so far instead (``front N``: the feasible,
 non-dominated done evaluations); with constraints on one objective, the best feasible value in
@@ -32,13 +33,15 @@ class Progress:
     objective vectors on its front when the run starts."""
 
     def __init__(self, budget=None, interval=2.0, done=0, failed=0, best=math.inf, stream=None,
-                 max_time=None, pruned=0, replicas=None, directions=None, pareto=()):
+                 max_time=None, pruned=0, replicas=None, directions=None, pareto=(),
+                 step_budget=None):
         self.budget, self.interval, self.max_time = budget, interval, max_time
+        self.step_budget, self.steps, self.steps_at_start = step_budget, 0, 0
         self.replicas = replicas   # a study with replicas: its Gathered (emews.core.replicas)
         self.done, self.failed, self.best, self.pruned = done, failed, best, pruned
         self.done_at_start = done
         self.directions, self.pareto = directions, list(pareto)
-        self.running = 0
+        self.running = self.queued = 0
         force = True if os.environ.get(TERMINAL_VARIABLE) == "1" else None
         self.console = Console(file=stream or sys.stdout, highlight=False, force_terminal=force)
         self.started = self.last = time.monotonic()
@@ -57,10 +60,16 @@ class Progress:
         bar.start()
         return bar
 
-    def update(self, finished, running=0):
-        """Count ``(task, rank, outcome)`` results; update the bar (at most every
-        :data:`BAR_EVERY` s: the master calls this every turn), or print if the interval
-        passed."""
+    def resume(self, steps):
+        """Go on from the ``steps`` that earlier runs of the study reported (this
+        run's step rate counts only its own)."""
+        self.steps = self.steps_at_start = steps
+
+    def update(self, finished, running=0, queued=0, steps=None):
+        """Count ``(task, rank, outcome)`` results, with ``running`` evaluations on workers,
+        ``queued`` ones waiting for a slot and ``steps`` reported so far (``None``: as
+        before); update the bar (at most every :data:`BAR_EVERY` s: the master calls this
+        every turn), or print if the interval passed."""
         for task, _, outcome in finished:
             self.done += 1
             value = outcome.value if outcome.status == Status.DONE else math.nan
@@ -77,7 +86,8 @@ class Progress:
                 value = math.nan if told is None else told[1]
             if value < self.best:   # NaN never compares smaller
                 self.best = value
-        self.running = running
+        self.running, self.queued = running, queued
+        self.steps = self.steps if steps is None else steps
         now = time.monotonic()
         if self.bar is not None:
             if now - self.last >= BAR_EVERY:
@@ -102,12 +112,17 @@ class Progress:
         return "best " + ("-" if math.isinf(self.best) else f"{self.best:.6g}")
 
     def eta(self):
-        """Seconds left, from the budget at the rate so far or from ``max_time``; or None."""
+        """Seconds left until the first limit ends the study, or None: the evaluation budget
+        at this run's rate of evaluations, the step budget at its rate of steps, or
+        ``max_time``."""
         elapsed = time.monotonic() - self.started
         left = []
         new = self.done - self.done_at_start
         if self.budget and new:
             left.append(max(self.budget - self.done, 0) * elapsed / new)
+        trained = self.steps - self.steps_at_start
+        if self.step_budget and trained:
+            left.append(max(self.step_budget - self.steps, 0) * elapsed / trained)
         if self.max_time:
             left.append(max(self.max_time - elapsed, 0.0))
         return min(left) if left else None
@@ -115,8 +130,9 @@ class Progress:
     def _details(self):
         eta = self.eta()
         pruned = f" | pruned {self.pruned}" if self.pruned else ""
+        queued = f" | queued {self.queued}" if self.queued else ""
         return (f"{self._found()} | failed {self.failed}{pruned} | running {self.running}"
-                + ("" if eta is None else f" | ETA {_duration(eta)}"))
+                + queued + ("" if eta is None else f" | ETA {_duration(eta)}"))
 
     def line(self):
         """The status line as text."""

@@ -3,6 +3,7 @@ the state of its batch jobs (``emews submit``) as their scheduler tells it."""
 
 import collections
 import json
+import math
 import time
 from pathlib import Path
 
@@ -19,8 +20,8 @@ TOP_FAILURES = 5
 
 def summary(study, now=None):
     """The study's state as JSON-able data: counts by state, best, stop reason, the most
-    common failure reasons, the evaluation rate (finished evaluations per minute between the
-    first start and the last finish) and, with a budget, the evaluations remaining and (while
+    common failure reasons, the evaluation rate (finished evaluations per minute of the time
+    some evaluation ran: the time a stopped study waited for its resume does not count) and, with a budget, the evaluations remaining and (while
     it runs) an ETA, and the batch jobs ``emews submit`` queued for it with their scheduler's
     state (``jobs_note``: why the states are unknown, when the scheduler could not be asked)."""
     now = time.time() if now is None else now
@@ -35,7 +36,7 @@ def summary(study, now=None):
              if row["status"] in FINAL and row["started"] and row["finished"]]
     rate = None
     if times:
-        span = max(f for _, f in times) - min(s for s, _ in times)
+        span = busy(times)
         rate = len(times) / span * 60 if span > 0 else None
     budget = study.budget
     remaining = max(budget - finished, 0) if budget and state != "finished" else None
@@ -108,6 +109,16 @@ def render(info):
     if info["failures"]:
         lines.append(f"tracebacks: {tracebacks(info['expdir'])}")
     return lines
+
+
+def busy(spans):
+    """How long something ran: the length of the union of ``(start, end)`` ``spans``."""
+    total, reached = 0.0, -math.inf
+    for start, end in sorted(spans):
+        if end > reached:
+            total += end - max(start, reached)
+            reached = end
+    return total
 
 
 def tracebacks(expdir):

@@ -94,6 +94,12 @@ class Pool(abc.ABC):
         it queued: :class:`~emews.pools.packed.PackedPool`); each is told once."""
         return []
 
+    def queued(self) -> int:
+        """How many submitted tasks wait in the pool for a slot, not started yet (they are
+        in :attr:`running` too): those a packing pool queued; 0 for a pool that starts each
+        task at once."""
+        return 0
+
     @abc.abstractmethod
     def collect(self, block: bool = True) -> list[Finished]:
         """Finished tasks as ``(task, rank, outcome)``; with ``block``, wait for at least one,

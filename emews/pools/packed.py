@@ -119,6 +119,9 @@ class PackedPool(Pool):
         self.refused.append((task, 0, Outcome(math.nan, status, reason, started=now,
                                               finished=now)))
 
+    def queued(self):
+        return len(self.pending)
+
     def started(self):
         late, self.late = self.late, []
         return late

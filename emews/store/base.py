@@ -316,7 +316,7 @@ class Store(abc.ABC):
         """``{status: number of points}`` (statuses that no point has are left out)."""
 
     def finished_count(self) -> int:
-        """How many points have a final result (``done`` or ``failed``)."""
+        """How many points have a final result (``done``, ``failed`` or ``pruned``)."""
         return sum(n for status, n in self.counts().items() if status in FINAL)
 
     @abc.abstractmethod
