@@ -34,22 +34,39 @@ value of what it returned (:func:`extract`, :func:`objective_names`, the epochs
 :data:`REPORT_LINE` and a :class:`Report`'s wire form (JSON) on its output.
 """
 
-from .config import RETURN_EPOCHS
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .core.algorithm import (Algorithm, Objectives, PrunedResult, check_choice, check_flag,
                              check_keywords, check_number, check_option, check_table, check_text,
                              failure_value, is_failure, optional_import, pack_state, point_key,
                              pruned_value, unpack_state)
 from .core.criteria import objective_names
 from .errors import ConfigError
-from .evaluate.base import EvaluationFailed, RunContext, current_run
-from .evaluate.outcome import Report
-from .evaluate.reporting import LINE as REPORT_LINE
-from .evaluate.reporting import in_run
-from .evaluate.results import extract
 from .space import (Categorical, Constant, Float, Int, Logical, Ordered, Space, TransformedFloat,
                     TransformedInt)
-from .testing import Conformance
 from .validation import FLAG, Choice, Invalid, Number, Rule
+
+if TYPE_CHECKING:
+    from .config import RETURN_EPOCHS
+    from .evaluate.base import EvaluationFailed, RunContext, current_run
+    from .evaluate.outcome import Report
+    from .evaluate.reporting import LINE as REPORT_LINE
+    from .evaluate.reporting import in_run
+    from .evaluate.results import extract
+    from .testing import Conformance
+
+# A model's names and the conformance suite, imported on first use: an algorithm that imports
+# this module loads neither the evaluation machinery nor the stores the suite drives.
+_LAZY = {"RETURN_EPOCHS": ("emews.config", "RETURN_EPOCHS"),
+         "EvaluationFailed": ("emews.evaluate.base", "EvaluationFailed"),
+         "RunContext": ("emews.evaluate.base", "RunContext"),
+         "current_run": ("emews.evaluate.base", "current_run"),
+         "Report": ("emews.evaluate.outcome", "Report"),
+         "REPORT_LINE": ("emews.evaluate.reporting", "LINE"),
+         "in_run": ("emews.evaluate.reporting", "in_run"),
+         "extract": ("emews.evaluate.results", "extract"),
+         "Conformance": ("emews.testing", "Conformance")}
 
 __all__ = [
     # search algorithms: the contract
@@ -67,3 +84,17 @@ __all__ = [
     "current_run", "RunContext", "EvaluationFailed", "in_run", "extract", "objective_names",
     "RETURN_EPOCHS", "Report", "REPORT_LINE",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """The names of :data:`_LAZY`, imported on first use."""
+    if name not in _LAZY:
+        raise AttributeError(f"module 'emews.plugin' has no attribute {name!r}")
+    module, attribute = _LAZY[name]
+    value = getattr(importlib.import_module(module), attribute)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
