@@ -228,7 +228,7 @@ def _run(args):
     result = run(args.config or None, overrides, args.resume)
     if result is not None and result.all_failed:
         if not os.environ.get("EMEWS_SPAWNED"):
-            from .inspect.status import tracebacks
+            from .inspect.summary import tracebacks
             from .result import failure_reasons
 
             common = "; ".join(f"{reason} ({count}x)"
@@ -387,7 +387,7 @@ def _show(args):
 
     from .inspect import load
     from .inspect import show
-    from .inspect.status import render, summary
+    from .inspect.summary import render, summary
 
     if args.csv and args.json:
         raise ConfigError("emews show", "takes --csv or --json, not both", None,
@@ -437,7 +437,7 @@ def _status(args):
     import json
 
     from .inspect import load
-    from .inspect.status import render, summary
+    from .inspect.summary import render, summary
 
     info = summary(load(args.expdir))
     return _emit((json.dumps(info, indent=2) if args.json else "\n".join(render(info))) + "\n")

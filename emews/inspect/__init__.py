@@ -5,7 +5,7 @@
 
     EXPDIR/results.db, or its PostgreSQL database
         --(a read-only store's snapshot: study.py)--> Study
-        status.py   counts, best, stop reason, failures, rate, ETA
+        summary.py  counts, best, stop reason, failures, rate, ETA
         show.py     best evaluations / failures, --where (query.py), CSV, JSON
         plot.py     convergence and workers' timeline (PNG)
         report.py   report.html with its figures embedded
