@@ -24,7 +24,7 @@ def test_import_emews_imports_no_part_of_the_product_until_a_name_is_used():
 
 def test_every_public_name_is_reachable_from_the_package():
     from emews.core.algorithm import Algorithm
-    from emews.inspect.study import Study
+    from emews.inspect.snapshot import Study
     from emews.result import Result
     from emews.status import Status
 

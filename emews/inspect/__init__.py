@@ -4,7 +4,7 @@
 ::
 
     EXPDIR/results.db, or its PostgreSQL database
-        --(a read-only store's snapshot: study.py)--> Study
+        --(a read-only store's snapshot: snapshot.py)--> Study
         summary.py  counts, best, stop reason, failures, rate, ETA
         show.py     best evaluations / failures, --where (query.py), CSV, JSON
         plot.py     convergence and workers' timeline (PNG)
@@ -14,6 +14,6 @@
 Nothing here writes to the store: a running study goes on undisturbed.
 """
 
-from .study import Study, load
+from .snapshot import Study, load
 
 __all__ = ["Study", "load"]
