@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from . import experiment
-from .core import eqpy, me
+from .core import me, queues
 from .core.algorithm import Algorithm, Stopper
 from .core.control import Control
 from .core.failure import FailurePolicy
@@ -259,7 +259,7 @@ def run_master(expdir, cfg, pool, algorithm=None, store=None):
                                                 for row in store.rows(Status.DONE)],
                               [(row["id"], row["attempt"]) for row in store.attempts()
                                if row["status"] == Status.INTERRUPTED])
-        eqpy.init(algorithm if classic else functools.partial(
+        queues.init(algorithm if classic else functools.partial(
             me.run, begin.settings, algorithm, me.MasterLimits(limits.verdict())))
         try:
             final = master.run(str(expdir / "settings.json"))
@@ -277,7 +277,7 @@ def run_master(expdir, cfg, pool, algorithm=None, store=None):
     finally:
         if progress is not None:
             progress.close()
-        eqpy.stop()  # an ME still waiting (the study ended without its DONE) gives up
+        queues.stop()  # an ME still waiting (the study ended without its DONE) gives up
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
         store.close()

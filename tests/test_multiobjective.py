@@ -150,7 +150,7 @@ def test_a_classic_eqpy_module_reads_lists_or_the_first_objective(toy_config):
 
 
 def test_a_text_answer_of_lists_decodes_to_objectives_whose_float_is_the_first():
-    from emews.core import eqpy
+    from emews import eqpy
 
     text = eqpy.encode_tagged([(0, Objectives([0.5, -3.0])), (1, math.nan), (2, 0.25)])
     assert text == "0:[0.5,-3.0];1:NaN;2:0.25"

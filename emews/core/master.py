@@ -49,7 +49,7 @@ import json
 import math
 import time
 
-from . import eqpy
+from . import queues
 from .algorithm import point_key
 from ..errors import MEAborted, ProtocolError, StudyAborted
 from .failure import classify
@@ -127,17 +127,17 @@ class Master:
         :class:`~emews.errors.StudyAborted` when the failure policy ends the study.
         """
         message = self._next_message()
-        if message == eqpy.PARAMS:
-            eqpy.input_q.put(settings)
+        if message == queues.PARAMS:
+            queues.input_q.put(settings)
             message = self._next_message()
         while True:
-            if message == eqpy.EQPY_ABORT:
-                traceback = eqpy.output_q_get()
+            if message == queues.EQPY_ABORT:
+                traceback = queues.output_q_get()
                 self.store.set_meta("final", {"stop_reason": "the ME failed (EQPY_ABORT)"})
                 self.cancel_all("cancelled: the model-exploration algorithm failed")
                 raise MEAborted(traceback)
-            if message in eqpy.END_MESSAGES:
-                final = eqpy.output_q_get()
+            if message in queues.END_MESSAGES:
+                final = queues.output_q_get()
                 self._drain()
                 return final
             self._steered()
@@ -146,7 +146,7 @@ class Master:
             if answer is None:
                 self._drain()
                 return json.dumps({"stop_reason": self.stop_reason})
-            eqpy.input_q.put(answer)  # every value in it was committed by its turn
+            queues.input_q.put(answer)  # every value in it was committed by its turn
             message = self._next_message()
 
     def _next_message(self):
@@ -159,8 +159,8 @@ class Master:
         while True:
             if not self.pool.running and not self.waiting:
                 self.store.commit()
-                return eqpy.output_q_get()
-            message = backoff.wait(eqpy.output_q_poll)
+                return queues.output_q_get()
+            message = backoff.wait(queues.output_q_poll)
             if message is not None:
                 return message
             if self._turn(block=False):
@@ -173,7 +173,7 @@ class Master:
         there are free slots; return their ids. Their rows are written with the next commit."""
         ids, tasks, seqs = [], [], {}
         allowed = self._allowed()
-        points = eqpy.split_points(message)
+        points = queues.split_points(message)
         if points:  # a round that proposed points (an empty message waits for results)
             self.limits.iterations += 1
         for params in points:
@@ -356,7 +356,7 @@ class Master:
                     return None  # some points were never started: a limit was reached
                 self._wait_for_results()
                 left.difference_update(self.reported)
-            return eqpy.Answer([self.unreported.pop(i) for i in ids], verdict=self.verdict())
+            return queues.Answer([self.unreported.pop(i) for i in ids], verdict=self.verdict())
         while not self.unreported:
             if not self.pool.running and not self.waiting:
                 if self.stop_reason or self._allowed() <= 0:
@@ -367,7 +367,7 @@ class Master:
             self._wait_for_results()
         pairs = [(self.index.pop(i), value) for i, value in sorted(self.unreported.items())]
         self.unreported.clear()
-        return eqpy.Answer(pairs, tagged=True, verdict=self.verdict())
+        return queues.Answer(pairs, tagged=True, verdict=self.verdict())
 
     def verdict(self):
         """The limits' :class:`~emews.core.algorithm.Verdict` for the ME (the points the pool

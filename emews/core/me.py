@@ -34,7 +34,7 @@ import collections
 import json
 import math
 
-from . import eqpy
+from . import queues
 from .algorithm import Stopper, load, point_key
 from .criteria import from_json
 from .replicas import wrap as with_replicas
@@ -49,8 +49,8 @@ def run(settings=None, algorithm=None, limits=None):
     and the master's ``limits`` (:class:`MasterLimits`): then there is no handshake.
     """
     if settings is None:
-        eqpy.OUT_put(eqpy.PARAMS)
-        settings = json.loads(_read_settings(eqpy.IN_get()))
+        queues.OUT_put(queues.PARAMS)
+        settings = json.loads(_read_settings(queues.IN_get()))
     search = Search.from_settings(settings, algorithm, limits)
     try:
         reason = search.run_async() if settings.get("mode", "batch") == "async" \
@@ -58,8 +58,8 @@ def run(settings=None, algorithm=None, limits=None):
     finally:
         if search.checkpoint is not None:
             search.checkpoint.close()
-    eqpy.OUT_put(eqpy.DONE)
-    eqpy.OUT_put(json.dumps(search.final_message(reason)))
+    queues.OUT_put(queues.DONE)
+    queues.OUT_put(json.dumps(search.final_message(reason)))
 
 
 def _read_settings(message):
@@ -256,7 +256,7 @@ class Search:
         return True
 
     def _put(self, points):
-        eqpy.OUT_put(eqpy.encode_points(points))
+        queues.OUT_put(queues.encode_points(points))
         indices = range(self.next_index, self.next_index + len(points))
         self.next_index += len(points)
         return indices
@@ -268,7 +268,7 @@ class Search:
             if not points:
                 return "the algorithm proposed no points"
             self._put(points)
-            self.tell(points, self._results(eqpy.IN_get_answer()))
+            self.tell(points, self._results(queues.IN_get_answer()))
             if self.checkpoint is not None:
                 self.checkpoint.save(self)
         return reason
@@ -288,11 +288,11 @@ class Search:
             if not points and not in_flight:
                 return reason or "the algorithm proposed no points"
             in_flight.update(zip(self._put(points), points))
-            pairs = self._results(eqpy.IN_get_answer(tagged=True))
+            pairs = self._results(queues.IN_get_answer(tagged=True))
             self.tell([in_flight.pop(i) for i, _ in pairs], [v for _, v in pairs])
 
     def _results(self, answer):
-        """The values of an :class:`~emews.core.eqpy.Answer` (as floats, NaN for a failure;
+        """The values of an :class:`~emews.core.queues.Answer` (as floats, NaN for a failure;
         ``(index, value)`` pairs when tagged), after hearing its verdict."""
         self.limits.heard(answer.verdict)
         return answer.floats()
