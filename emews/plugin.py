@@ -45,7 +45,7 @@ from .evaluate.base import EvaluationFailed, RunContext, current_run
 from .evaluate.outcome import Report
 from .evaluate.reporting import LINE as REPORT_LINE
 from .evaluate.reporting import in_run
-from .evaluate.results import extract
+from .evaluate.model_output import extract
 from .space import (Categorical, Constant, Float, Int, Logical, Ordered, Space, TransformedFloat,
                     TransformedInt)
 from .testing import Conformance

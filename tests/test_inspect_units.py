@@ -18,7 +18,7 @@ import pytest
 import emews
 from emews.errors import ConfigError
 from emews.evaluate import Objective, Outcome
-from emews.evaluate.results import final_metrics
+from emews.evaluate.model_output import final_metrics
 from emews.inspect import load
 from emews.inspect.plot import spans_decades
 from emews.inspect.query import parse, select

@@ -247,7 +247,7 @@ def test_the_algorithm_is_told_objectives_and_a_resume_tells_the_history_alike(t
 def test_an_app_runs_objectives_are_its_last_labelled_result_lines(tmp_path):
     """A Model Shell run's log (RUN_DIR/model.log, as model.sh leaves it) and result.txt."""
     from emews.evaluate.base import EvaluationFailed
-    from emews.evaluate.results import read_app_result
+    from emews.evaluate.model_output import read_app_result
 
     log = tmp_path / "model.log"
     log.write_text("epoch 1\nIMPROVE_RESULT loss 0.5\nIMPROVE_RESULT params 100\n"
