@@ -4,7 +4,7 @@ It is itself an EQ/Py ME module (``run()``), so the Python master and Swift/T's 
 it the same way. In the master's process, the master hands it its settings, the algorithm
 (built once per run) and its limits as objects (:func:`run` with arguments); driven by text
 (Swift/T, :func:`emews.testing.drive`), it reads the settings file (JSON, written by hand or by
-Swift/T's ``prepare.py``) after the ``Params`` handshake. Then it loops in one of two modes:
+Swift/T's ``prepare_study.py``) after the ``Params`` handshake. Then it loops in one of two modes:
 
 * ``batch``: ask a batch, put it, wait for all of its results, tell them;
 * ``async``: keep every slot busy, and :func:`ready_points` points more: the master queues
