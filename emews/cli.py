@@ -27,7 +27,8 @@ import os
 from pathlib import Path
 
 from .cli_help import Version, add_completion_parser, add_examples, complete, print_completion
-from .errors import ConfigError, EmewsError, Interrupted, MEAborted, Reported
+from .errors import (ConfigError, EmewsError, FailureAlreadyReported, Interrupted,
+                     MEAborted)
 
 EXIT_BAD_INPUT, EXIT_FAILED = 2, 1
 LOG_WIDTH = 100_000   # `emews show` into a pipe or a log: no row is wrapped or folded
@@ -194,7 +195,7 @@ def main(argv=None):
     except KeyboardInterrupt:
         print("emews: interrupted", file=sys.stderr)
         return 130
-    except Reported as exc:
+    except FailureAlreadyReported as exc:
         return exc.status
     except ConfigError as exc:
         print(f"emews: error: {exc}", file=sys.stderr)

@@ -140,7 +140,7 @@ class Master:
                 final = queues.output_q_get()
                 self._drain()
                 return final
-            self._steered()
+            self._held_back()
             self.stop_reason = self.stop_reason or self.limits.reason()
             answer = None if self.stop_reason else self._answer(self._enqueue(message))
             if answer is None:
@@ -231,7 +231,7 @@ class Master:
 
     def _submit_waiting(self):
         """Hand waiting tasks to free slots; return ``(task id, rank)`` pairs."""
-        if not self.waiting or self.stop_reason or self._steered():
+        if not self.waiting or self.stop_reason or self._held_back():
             return []
         free = self.pool.free_slots()
         if not free:
@@ -240,7 +240,7 @@ class Master:
                  for _ in range(min(free, len(self.waiting)))]
         return [(task.id, rank) for task, rank in self.pool.submit(tasks)]
 
-    def _steered(self):
+    def _held_back(self):
         """True while ``emews pause`` or ``emews stop`` holds back new work (``control.json``
         is looked at once per :data:`CONTROL_EVERY` at most)."""
         now = time.monotonic()
@@ -378,7 +378,7 @@ class Master:
     def _wait_for_results(self):
         if not self.pool.running and not self.waiting:
             raise ProtocolError("the ME is waiting for results but no evaluation is in flight")
-        if self._steered() and not self.pool.running:  # paused with nothing running
+        if self._held_back() and not self.pool.running:  # paused with nothing running
             self.store.commit()
             time.sleep(CONTROL_POLL)
         self._turn(block=True)
