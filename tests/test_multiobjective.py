@@ -130,7 +130,7 @@ def test_the_algorithm_is_told_values_to_minimize_and_violations():
                         (Constraint("size", "<=", 10.0),))
     judged = criteria.judge(Outcome(0.5, objectives=[0.5, 0.9], metrics={"size": 12.0}))
     assert judged.status == "done" and judged.feasible is False
-    told = criteria.told(judged.objectives, judged.metrics)
+    told = criteria.search_value(judged.objectives, judged.metrics)
     assert isinstance(told, Objectives) and told.values == (0.5, -0.9)
     assert told.violations == (2.0,) and float(told) == 0.5 and not told.feasible
     lacking = criteria.judge(Outcome(0.5, objectives=[0.5, 0.9]))

@@ -92,9 +92,9 @@ class Master:
         for i, params, attempt in plan.requeue:
             self.requeue[point_key(params)].append((i, attempt))
             self.requeued_keys[i] = point_key(params)
-        self.known = collections.defaultdict(collections.deque)
-        for i, params, value, counted in plan.known:
-            self.known[point_key(params)].append((i, value, counted))
+        self.stored_answers = collections.defaultdict(collections.deque)
+        for i, params, value, counted in plan.stored_answers:
+            self.stored_answers[point_key(params)].append((i, value, counted))
 
     def resume_reports(self, reports, done, interrupted=()):
         """Go on from what earlier runs of the study stored: their ``reports`` (in order) and
@@ -178,9 +178,9 @@ class Master:
             self.limits.iterations += 1
         for params in points:
             index, self.put = self.put, self.put + 1
-            known = self._pop(self.known, params)
-            if known is not None:
-                i, value, counted = known
+            stored = self._pop(self.stored_answers, params)
+            if stored is not None:
+                i, value, counted = stored
                 self.unreported[i] = value
                 if counted is not None:
                     self.limits.record([counted])
@@ -325,9 +325,9 @@ class Master:
             if verdict.action == "done":
                 self.pruner.completed((task.id, task.attempt))
             final.append((task, rank, verdict.outcome))
-            self.unreported[task.id] = verdict.told
+            self.unreported[task.id] = verdict.search_value
             self.reported.append(task.id)
-            values.append(verdict.counted)
+            values.append(verdict.limit_value)
         self.store.finish(rows)
         self._wait_again(retried)
         self.limits.record(values)
@@ -410,8 +410,9 @@ class Master:
         final = verdict.action in ("done", "pruned", "fail")   # never run again from here
         self.store.finish([(task.id, rank, verdict.outcome, task.attempt,
                             verdict.status if final else Status.FAILED)])
-        self.known[key].append((task.id, verdict.told if final else math.nan, None))
-        self.limits.record([verdict.counted])   # counted here, not again
+        self.stored_answers[key].append((task.id, verdict.search_value if final else math.nan,
+                                         None))
+        self.limits.record([verdict.limit_value])   # counted here, not again
         return None
 
     def _cancel_waiting(self, reason):

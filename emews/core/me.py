@@ -105,8 +105,8 @@ class OwnLimits:
         remaining = self.stopper.remaining()
         return None if remaining is None else remaining - in_flight
 
-    def told(self, values):
-        """Count told results."""
+    def count_results(self, values):
+        """Count the results the search was told."""
         self.stopper.record(values)
 
     def proposed(self):
@@ -121,7 +121,7 @@ class OwnLimits:
         """Go on from a checkpoint's counts."""
         self.stopper.restore(counts)
 
-    def heard(self, verdict):
+    def take_verdict(self, verdict):
         """An answer's verdict: nothing to do, the driver counts itself."""
 
 
@@ -141,7 +141,7 @@ class MasterLimits:
         """How many more points may be proposed: the master counted what is in flight."""
         return self.verdict.allowed
 
-    def told(self, values):
+    def count_results(self, values):
         """Nothing: the master counted the results before it answered."""
 
     def proposed(self):
@@ -154,7 +154,7 @@ class MasterLimits:
     def restore(self, counts):
         """Nothing: the master restored its own counts from the checkpoint."""
 
-    def heard(self, verdict):
+    def take_verdict(self, verdict):
         """Take the verdict of an answer (a text answer carries none)."""
         if verdict is not None:
             self.verdict = verdict
@@ -215,7 +215,7 @@ class Search:
     def tell(self, points, values):
         """Pass results to the algorithm and the limits; keep the best point."""
         self.algorithm.tell(points, values)
-        self.limits.told(values)
+        self.limits.count_results(values)
         for point, value in zip(points, values):
             if not math.isnan(value) and value < self.best_value:
                 self.best_point, self.best_value = point, value
@@ -294,7 +294,7 @@ class Search:
     def _results(self, answer):
         """The values of an :class:`~emews.core.queues.Answer` (as floats, NaN for a failure;
         ``(index, value)`` pairs when tagged), after hearing its verdict."""
-        self.limits.heard(answer.verdict)
+        self.limits.take_verdict(answer.verdict)
         return answer.floats()
 
     def final_message(self, reason):
