@@ -8,7 +8,7 @@
         --> Criteria.from_study() --> the evaluator extracts each objective (a list, in order)
                                   --> the master: judge(outcome) marks it feasible or not,
                                       search_value(outcome) -> Objectives(to minimize,
-                                                                          violations)
+                                      violations): the value the algorithm is told
 
 A constraint is read by a tiny parser (a name, an operator, a number; never evaluated) and
 applies to a metric the run reported (its ``metrics``) or to one of its objectives. How far a
