@@ -31,7 +31,7 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from emews.core import eqpy
+from emews import eqpy
 from emews.core.master import Master
 from emews.core.plan import MasterPlan
 from emews.evaluate import Outcome

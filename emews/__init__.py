@@ -14,7 +14,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .inspect.study import Study
+    from .inspect.snapshot import Study
     from .result import Result
 
 __version__ = "0.1.0"
@@ -23,7 +23,7 @@ __all__ = ["Algorithm", "Pruned", "Result", "Status", "Study", "checkpoint_dir",
 _SUBMODULES = ("eqpy", "plugin")
 
 _LAZY = {"Algorithm": "emews.core.algorithm", "Status": "emews.status",   # name: its module
-         "Result": "emews.result", "Study": "emews.inspect.study",
+         "Result": "emews.result", "Study": "emews.inspect.snapshot",
          "report": "emews.evaluate.reporting", "Pruned": "emews.evaluate.reporting",
          "checkpoint_dir": "emews.evaluate.base", "comm": "emews.evaluate.base"}
 

@@ -27,7 +27,8 @@ import os
 from pathlib import Path
 
 from .cli_help import Version, add_completion_parser, add_examples, complete, print_completion
-from .errors import ConfigError, EmewsError, Interrupted, MEAborted, Reported
+from .errors import (ConfigError, EmewsError, FailureAlreadyReported, Interrupted,
+                     MEAborted)
 
 EXIT_BAD_INPUT, EXIT_FAILED = 2, 1
 LOG_WIDTH = 100_000   # `emews show` into a pipe or a log: no row is wrapped or folded
@@ -194,7 +195,7 @@ def main(argv=None):
     except KeyboardInterrupt:
         print("emews: interrupted", file=sys.stderr)
         return 130
-    except Reported as exc:
+    except FailureAlreadyReported as exc:
         return exc.status
     except ConfigError as exc:
         print(f"emews: error: {exc}", file=sys.stderr)
@@ -228,7 +229,7 @@ def _run(args):
     result = run(args.config or None, overrides, args.resume)
     if result is not None and result.all_failed:
         if not os.environ.get("EMEWS_SPAWNED"):
-            from .inspect.status import tracebacks
+            from .inspect.summary import tracebacks
             from .result import failure_reasons
 
             common = "; ".join(f"{reason} ({count}x)"
@@ -387,7 +388,7 @@ def _show(args):
 
     from .inspect import load
     from .inspect import show
-    from .inspect.status import render, summary
+    from .inspect.summary import render, summary
 
     if args.csv and args.json:
         raise ConfigError("emews show", "takes --csv or --json, not both", None,
@@ -437,7 +438,7 @@ def _status(args):
     import json
 
     from .inspect import load
-    from .inspect.status import render, summary
+    from .inspect.summary import render, summary
 
     info = summary(load(args.expdir))
     return _emit((json.dumps(info, indent=2) if args.json else "\n".join(render(info))) + "\n")

@@ -270,7 +270,7 @@ class Config:
 
     @classmethod
     def from_record(cls, data, label="config"):
-        """The configuration of a study that Swift/T's ``swift/prepare.py`` recorded (its
+        """The configuration of a study that Swift/T's ``swift/prepare_study.py`` recorded (its
         ``config.json``: a ``study`` table holding the algorithm's ``options``; until it
         records its study as a spec): the settings of the spec it holds, checked (the
         options' ``objectives``, their number, is the spec's to derive)."""

@@ -1,8 +1,8 @@
-"""``from emews import eqpy``: the EQ/Py queues (:mod:`emews.core.eqpy`) under the name EMEWS
+"""``from emews import eqpy``: the EQ/Py queues (:mod:`emews.core.queues`) under the name EMEWS
 users know. This module replaces itself with that one, so both names reach the same queues."""
 
 import sys
 
-from .core import eqpy
+from .core import queues
 
-sys.modules[__name__] = eqpy
+sys.modules[__name__] = queues

@@ -59,7 +59,7 @@ class Interrupted(EmewsError):
         super().__init__(f"interrupted by signal {signum}")
 
 
-class Reported(EmewsError):
+class FailureAlreadyReported(EmewsError):
     """A run that failed and has already said why (a spawned job's rank 0 did); ``status`` is
     its exit status."""
 

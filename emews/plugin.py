@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from .evaluate.outcome import Report
     from .evaluate.reporting import LINE as REPORT_LINE
     from .evaluate.reporting import in_run
-    from .evaluate.results import extract
+    from .evaluate.model_output import extract
     from .testing import Conformance
 
 # A model's names and the conformance suite, imported on first use: an algorithm that imports
@@ -65,7 +65,7 @@ _LAZY = {"RETURN_EPOCHS": ("emews.config", "RETURN_EPOCHS"),
          "Report": ("emews.evaluate.outcome", "Report"),
          "REPORT_LINE": ("emews.evaluate.reporting", "LINE"),
          "in_run": ("emews.evaluate.reporting", "in_run"),
-         "extract": ("emews.evaluate.results", "extract"),
+         "extract": ("emews.evaluate.model_output", "extract"),
          "Conformance": ("emews.testing", "Conformance")}
 
 __all__ = [

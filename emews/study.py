@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from . import experiment
-from .core import eqpy, me
+from .core import me, queues
 from .core.algorithm import Algorithm, Stopper
 from .core.control import Control
 from .core.failure import FailurePolicy
@@ -38,7 +38,7 @@ from .core.master import Master
 from .core.plan import MasterPlan
 from .core.replicas import Gathered
 from .config import Config
-from .core.resume import resume_unfinished, search_seed, start
+from .core.resume import resume_unfinished, search_seed, starting_state
 from .errors import ConfigError, EmewsError, Interrupted
 from .experiment import load_experiment
 from .inspect.progress import Progress
@@ -235,32 +235,33 @@ def run_master(expdir, cfg, pool, algorithm=None, store=None):
         classic = not isinstance(algorithm, Algorithm)
         policy = FailurePolicy.from_config(cfg.failure)
         requeue = resume_unfinished(store)
-        begin = start(cfg, store, pool.slots, classic, requeue, policy)
-        experiment.write_json(expdir / "settings.json", begin.settings)
+        starting = starting_state(cfg, store, pool.slots, classic, requeue, policy)
+        experiment.write_json(expdir / "settings.json", starting.settings)
         control = Control.of_job(expdir)   # a new run starts running: before it says it runs
         store.set_meta("started", time.time())
         store.set_meta("master", {"host": socket.gethostname(), "pid": os.getpid()})
         store.commit()
         progress = _progress(cfg, store)
         limits = Stopper(**cfg.stop)
-        if begin.restored is not None:
-            limits.restore(begin.restored)
+        if starting.restored is not None:
+            limits.restore(starting.restored)
         else:
-            limits.record(begin.counted)
+            limits.record(starting.earlier_values)
         master = Master(pool, store, MasterPlan(
-            mode=begin.settings["mode"], first_id=store.next_id(),
-            first_seq=begin.settings["put_base"] if begin.restored is not None
+            mode=starting.settings["mode"], first_id=store.next_id(),
+            first_seq=starting.settings["put_base"] if starting.restored is not None
             else store.next_seq(),
             policy=policy, limits=limits,
             requeue=tuple((row["id"], row["params"], row["attempt"]) for row in requeue),
-            known=tuple(begin.known), control=control, pruner=cfg.make_pruner(),
+            stored_answers=tuple(starting.stored_answers), control=control,
+            pruner=cfg.make_pruner(),
             criteria=cfg.criteria, progress=progress))
         master.resume_reports(store.reports(), [(row["id"], row["attempt"])
                                                 for row in store.rows(Status.DONE)],
                               [(row["id"], row["attempt"]) for row in store.attempts()
                                if row["status"] == Status.INTERRUPTED])
-        eqpy.init(algorithm if classic else functools.partial(
-            me.run, begin.settings, algorithm, me.MasterLimits(limits.verdict())))
+        queues.init(algorithm if classic else functools.partial(
+            me.run, starting.settings, algorithm, me.MasterLimits(limits.verdict())))
         try:
             final = master.run(str(expdir / "settings.json"))
         except (KeyboardInterrupt, Interrupted) as exc:
@@ -277,7 +278,7 @@ def run_master(expdir, cfg, pool, algorithm=None, store=None):
     finally:
         if progress is not None:
             progress.close()
-        eqpy.stop()  # an ME still waiting (the study ended without its DONE) gives up
+        queues.stop()  # an ME still waiting (the study ended without its DONE) gives up
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
         store.close()

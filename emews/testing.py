@@ -20,7 +20,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .core import eqpy
+from .core import queues
 from .core.algorithm import Objectives, PrunedResult, load, point_key
 from .errors import MEAborted
 from .core.me import build_algorithm, ready_points
@@ -81,28 +81,28 @@ class Run:
 
 def drive(settings, objective, completion_seed=0):
     """Run :mod:`emews.core.me` with ``settings``, evaluating ``objective(point)`` on this thread."""
-    thread = eqpy.init("emews.core.me")
+    thread = queues.init("emews.core.me")
     order = random.Random(completion_seed)
     batch = settings.get("mode", "batch") == "batch"
     run, in_flight, next_index = Run(), [], 0
-    message = eqpy.output_q_get()
-    if message == eqpy.PARAMS:
-        eqpy.input_q.put(json.dumps(settings))
-        message = eqpy.output_q_get()
-    while message not in eqpy.END_MESSAGES:
-        if message == eqpy.EQPY_ABORT:
-            raise MEAborted(eqpy.output_q_get())
-        points = eqpy.decode_points(message)
+    message = queues.output_q_get()
+    if message == queues.PARAMS:
+        queues.input_q.put(json.dumps(settings))
+        message = queues.output_q_get()
+    while message not in queues.END_MESSAGES:
+        if message == queues.EQPY_ABORT:
+            raise MEAborted(queues.output_q_get())
+        points = queues.decode_points(message)
         if batch:
-            answer = eqpy.Answer([run.evaluate(objective, p) for p in points])
+            answer = queues.Answer([run.evaluate(objective, p) for p in points])
         else:
             in_flight += list(enumerate(points, next_index))
             next_index += len(points)
             index, point = in_flight.pop(order.randrange(len(in_flight)))
-            answer = eqpy.Answer([(index, run.evaluate(objective, point))], tagged=True)
-        eqpy.input_q.put(answer)
-        message = eqpy.output_q_get()
-    run.final = json.loads(eqpy.output_q_get())
+            answer = queues.Answer([(index, run.evaluate(objective, point))], tagged=True)
+        queues.input_q.put(answer)
+        message = queues.output_q_get()
+    run.final = json.loads(queues.output_q_get())
     thread.join()
     return run
 

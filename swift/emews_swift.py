@@ -4,7 +4,7 @@ outcome on a worker's. workflow.sh puts this directory on PYTHONPATH.
 The resident ME rank (one interpreter, kept by python_persist) runs the master of ``emews run``
 (:func:`emews.study.run_master`: the ME's thread, the store, the failure policy, the pruner,
 the limits, the resume and the final record) on a thread of its own, from the study that
-``prepare.py`` recorded in ``config.json``. Its pool is a :class:`SwiftPool`, which workflow.swift
+``prepare_study.py`` recorded in ``config.json``. Its pool is a :class:`SwiftPool`, which workflow.swift
 serves::
 
     next_message()     the next batch of tasks the master hands the workers, as
@@ -166,7 +166,7 @@ class SwiftPool(Pool):
 
 
 def study_config():
-    """The study as ``prepare.py`` recorded it in ``config.json`` (the driver's own keys,
+    """The study as ``prepare_study.py`` recorded it in ``config.json`` (the driver's own keys,
     ``driver`` and ``workflow``, left out)."""
     recorded = read_json(expdir() / "config.json")
     return configuration.load([{table: values for table, values in recorded.items()

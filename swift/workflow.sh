@@ -72,9 +72,9 @@ export EMEWS_RANKS_PER_EVAL=${EMEWS_RANKS_PER_EVAL:-1}
 # Checks the settings and the objective, then makes the experiment directory (resuming: checks
 # it; the master on the ME's rank resumes the study as emews run --resume does).
 if [ -n "$RESUME" ]; then
-    EXPDIR=$("${PYTHON:-python3}" "$THIS/prepare.py" --resume "$RESUME")
+    EXPDIR=$("${PYTHON:-python3}" "$THIS/prepare_study.py" --resume "$RESUME")
 else
-    EXPDIR=$("${PYTHON:-python3}" "$THIS/prepare.py" "$CANDLE_DATA_DIR" "$MODEL_NAME" \
+    EXPDIR=$("${PYTHON:-python3}" "$THIS/prepare_study.py" "$CANDLE_DATA_DIR" "$MODEL_NAME" \
              "$SETTINGS")
     cp "$SITE" "$EXPDIR/site.sh"
     [ -z "$CONFIG" ] || cp "$CONFIG" "$EXPDIR/config.sh"

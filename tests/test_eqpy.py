@@ -7,7 +7,7 @@ import types
 
 import pytest
 
-from emews.core import eqpy
+from emews import eqpy
 
 from conftest import SUPPORT
 

@@ -18,7 +18,7 @@ import pytest
 from emews import config as configuration
 from emews.errors import ConfigError
 from emews.evaluate import Objective, from_env
-from emews.evaluate.results import TAIL_BYTES, tail
+from emews.evaluate.model_output import TAIL_BYTES, tail
 
 from conftest import SUPPORT, alive, wait_until
 

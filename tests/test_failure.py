@@ -50,26 +50,29 @@ ONE = Criteria(("value",), ("minimize",))
 def test_classify_turns_an_outcome_into_its_status_told_value_and_count():
     policy = FailurePolicy(retries=1, penalty=9.0)
     done = classify(Outcome(0.5), 1, policy, ONE)
-    assert (done.status, done.action, done.told, done.counted) == ("done", "done", 0.5, 0.5)
+    assert (done.status, done.action, done.search_value, done.limit_value) == (
+        "done", "done", 0.5, 0.5)
     retry = classify(FAILED, 1, policy, ONE)
     assert (retry.status, retry.action, retry.reason) == ("queued", "retry",
                                                            "RuntimeError: boom")
     failed = classify(FAILED, 2, policy, ONE)
-    assert (failed.status, failed.action, failed.told) == ("failed", "fail", 9.0)
-    assert math.isnan(failed.counted)
+    assert (failed.status, failed.action, failed.search_value) == ("failed", "fail", 9.0)
+    assert math.isnan(failed.limit_value)
     aborted = classify(FAILED, 2, FailurePolicy(1, "abort"), ONE)
     assert (aborted.status, aborted.action) == ("failed", "abort")
     pruned = classify(Outcome(0.7, "pruned", "pruned at step 2"), 1, policy, ONE,
                       {2: 0.7, 1: 0.9})
     assert (pruned.status, pruned.action) == ("pruned", "pruned")
-    assert isinstance(pruned.told, PrunedResult) and pruned.told.curve == {1: 0.9, 2: 0.7}
-    assert math.isnan(pruned.counted)
+    assert isinstance(pruned.search_value, PrunedResult)
+    assert pruned.search_value.curve == {1: 0.9, 2: 0.7}
+    assert math.isnan(pruned.limit_value)
     lost = classify(Outcome(math.nan, "interrupted", "lease lost"), 5, policy, ONE)
     assert (lost.status, lost.action) == ("queued", "retry")   # whatever the attempt
     two = Criteria(("loss", "size"), ("minimize", "maximize"))
     vector = classify(Outcome(1.0, objectives=[1.0, 3.0]), 1, policy, two)
-    assert isinstance(vector.told, Objectives) and vector.told.values == (1.0, -3.0)
-    assert vector.counted is vector.told
+    assert isinstance(vector.search_value, Objectives)
+    assert vector.search_value.values == (1.0, -3.0)
+    assert vector.limit_value is vector.search_value
 
 
 @pytest.mark.parametrize("kwargs, where", [({"retries": -1}, "[failure].retries"),

@@ -18,7 +18,7 @@ from emews.core import pruners
 from emews.errors import ConfigError
 from emews.evaluate import Objective
 from emews.inspect.show import as_json
-from emews.inspect.status import render, summary
+from emews.inspect.summary import render, summary
 from emews.status import Status
 from emews.store import SQLiteStore, study_store
 from support.postgres import postgres_server, postgres_url  # noqa: F401 - fixtures

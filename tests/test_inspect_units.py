@@ -18,11 +18,11 @@ import pytest
 import emews
 from emews.errors import ConfigError
 from emews.evaluate import Objective, Outcome
-from emews.evaluate.results import final_metrics
+from emews.evaluate.model_output import final_metrics
 from emews.inspect import load
 from emews.inspect.plot import spans_decades
 from emews.inspect.query import parse, select
-from emews.inspect.status import render, summary
+from emews.inspect.summary import render, summary
 from emews.store import SQLiteStore, schema
 
 SUPPORT = Path(__file__).parent / "support"

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from emews.core import eqpy
+from emews import eqpy
 from emews.core.criteria import as_json, from_json
 from emews.core.vector import Objectives, finite_or_none, json_numbers
 from emews.evaluate.outcome import Outcome, Report

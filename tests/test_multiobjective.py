@@ -130,7 +130,7 @@ def test_the_algorithm_is_told_values_to_minimize_and_violations():
                         (Constraint("size", "<=", 10.0),))
     judged = criteria.judge(Outcome(0.5, objectives=[0.5, 0.9], metrics={"size": 12.0}))
     assert judged.status == "done" and judged.feasible is False
-    told = criteria.told(judged.objectives, judged.metrics)
+    told = criteria.search_value(judged.objectives, judged.metrics)
     assert isinstance(told, Objectives) and told.values == (0.5, -0.9)
     assert told.violations == (2.0,) and float(told) == 0.5 and not told.feasible
     lacking = criteria.judge(Outcome(0.5, objectives=[0.5, 0.9]))
@@ -150,7 +150,7 @@ def test_a_classic_eqpy_module_reads_lists_or_the_first_objective(toy_config):
 
 
 def test_a_text_answer_of_lists_decodes_to_objectives_whose_float_is_the_first():
-    from emews.core import eqpy
+    from emews import eqpy
 
     text = eqpy.encode_tagged([(0, Objectives([0.5, -3.0])), (1, math.nan), (2, 0.25)])
     assert text == "0:[0.5,-3.0];1:NaN;2:0.25"
@@ -247,7 +247,7 @@ def test_the_algorithm_is_told_objectives_and_a_resume_tells_the_history_alike(t
 def test_an_app_runs_objectives_are_its_last_labelled_result_lines(tmp_path):
     """A Model Shell run's log (RUN_DIR/model.log, as model.sh leaves it) and result.txt."""
     from emews.evaluate.base import EvaluationFailed
-    from emews.evaluate.results import read_app_result
+    from emews.evaluate.model_output import read_app_result
 
     log = tmp_path / "model.log"
     log.write_text("epoch 1\nIMPROVE_RESULT loss 0.5\nIMPROVE_RESULT params 100\n"

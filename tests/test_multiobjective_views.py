@@ -15,7 +15,7 @@ from emews.evaluate import Outcome
 from emews.inspect import load
 from emews.inspect.export import export
 from emews.inspect.optuna_view import StoreView
-from emews.inspect.status import summary
+from emews.inspect.summary import summary
 from emews.store import SQLiteStore
 
 from conftest import stored_rows

@@ -24,7 +24,7 @@ def test_import_emews_imports_no_part_of_the_product_until_a_name_is_used():
 
 def test_every_public_name_is_reachable_from_the_package():
     from emews.core.algorithm import Algorithm
-    from emews.inspect.study import Study
+    from emews.inspect.snapshot import Study
     from emews.result import Result
     from emews.status import Status
 
@@ -50,7 +50,7 @@ def test_eqpy_is_one_module_under_every_name_so_its_queues_are_shared():
     from emews import eqpy
 
     classic = importlib.import_module("eqpy")    # the name classic ME modules import
-    assert eqpy is emews.eqpy is sys.modules["emews.core.eqpy"] is classic
+    assert eqpy is emews.eqpy is sys.modules["emews.core.queues"] is classic
 
 
 def test_a_classic_me_written_with_from_emews_import_eqpy_runs_a_study(toy_config):

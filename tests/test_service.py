@@ -491,18 +491,18 @@ def test_a_pool_that_takes_a_dead_pools_name_does_not_keep_its_tasks_alive(postg
     service = PostgresService(postgres_url, "exp", 4, 0.5, {}, tmp_path)
     dead, again = PostgresPool(postgres_url, "exp", name="node:7"), None
     try:
-        dead.introduce()
+        dead.learn_study()
         service.send([Task(0, json.dumps({"x": 0.5}), "r0")])
         assert service.receive() == ([], False)     # it goes out with the look for results
-        assert [task.params for task in dead.trade([], 1, True, False)] == ['{"x": 0.5}']
+        assert [task.params for task in dead.report_and_take([], 1, True, False)] == ['{"x": 0.5}']
         dead.close()
         again = PostgresPool(postgres_url, "exp", name="node:7")
-        again.introduce()
+        again.learn_study()
         assert again.name == "node.2:7"
         expired = []
 
         def released():
-            again.trade([], 0, False, True)    # the live pool renews its lease
+            again.report_and_take([], 0, False, True)    # the live pool renews its lease
             expired.extend(service.expired())
             return expired
 
@@ -524,11 +524,11 @@ def test_a_task_taken_back_before_it_went_out_never_reaches_the_queue(postgres_u
     service = PostgresService(postgres_url, "exp", 4, 60.0, {}, tmp_path)
     pool = PostgresPool(postgres_url, "exp")
     try:
-        pool.introduce()
+        pool.learn_study()
         service.send([Task(i, json.dumps({"x": i}), f"r{i}") for i in range(2)])
         assert service.withdraw([1]) == [1]
         service.receive()
-        assert [task.params for task in pool.trade([], 4, True, False)] == ['{"x": 0}']
+        assert [task.params for task in pool.report_and_take([], 4, True, False)] == ['{"x": 0}']
         assert service.withdraw([0]) == []     # popped: no longer the study's to take back
     finally:
         pool.close()
@@ -557,10 +557,10 @@ def test_a_store_in_the_studys_database_carries_its_exchange_in_its_commit(postg
     store.add([(t.id, t.params, t.run_id, None, t.id) for t in tasks])
     service.send(tasks)
     store.commit()
-    popped = pool.trade([], 4, True, False)
+    popped = pool.report_and_take([], 4, True, False)
     assert sorted(task.params for task in popped) == ['{"x": 0}', '{"x": 1}']
-    pool.trade([(task, 1, Outcome(0.25 * json.loads(task.params)["x"])) for task in popped],
-               0, False, False)
+    pool.report_and_take([(task, 1, Outcome(0.25 * json.loads(task.params)["x"]))
+                          for task in popped], 0, False, False)
     assert waiting_results() == 2
     store.set_meta("turn", 1)
     store.commit()
@@ -576,8 +576,8 @@ def test_a_store_in_the_studys_database_carries_its_exchange_in_its_commit(postg
     service.send([third])
     store.commit()
     assert pool.wait(30)                   # the commit's NOTIFY
-    [task] = pool.trade([], 4, True, False)
-    pool.trade([(task, 2, Outcome(0.5))], 0, False, False)
+    [task] = pool.report_and_take([], 4, True, False)
+    pool.report_and_take([(task, 2, Outcome(0.5))], 0, False, False)
     store.set_meta("turn", 2)
     store.commit()
     assert waiting_results() == 0
@@ -598,7 +598,7 @@ def shared_links(postgres_url, tmp_path):
     pool = PostgresPool(postgres_url, "exp")
     try:
         service.share(store)
-        pool.introduce()
+        pool.learn_study()
         yield store, service, pool
     finally:
         for link in (pool, service):
@@ -632,13 +632,14 @@ def test_a_result_a_killed_service_took_but_never_stored_reaches_the_next_one(po
     store.add([(t.id, t.params, t.run_id, 1, t.id) for t in tasks])
     service.send(tasks)
     store.commit()
-    popped = {json.loads(task.params)["x"]: task for task in pool.trade([], 4, True, False)}
-    pool.trade([(popped[0], 1, Outcome(0.5))], 0, False, False)
+    popped = {json.loads(task.params)["x"]: task
+              for task in pool.report_and_take([], 4, True, False)}
+    pool.report_and_take([(popped[0], 1, Outcome(0.5))], 0, False, False)
     store.set_meta("turn", 0)
     store.commit()                             # takes task 0's result
     [result] = service.receive()[0]
     store.finish([(0, 1, result.outcome, 1, "done")])
-    pool.trade([(popped[1], 1, Outcome(0.25))], 0, False, False)
+    pool.report_and_take([(popped[1], 1, Outcome(0.25))], 0, False, False)
     store.commit()                             # stores it, takes task 1's result ...
     service.queue.close()                      # ... and the service dies (SIGKILL)
     assert next_service_receives(postgres_url, tmp_path) == [(1, 1, 0.25)]

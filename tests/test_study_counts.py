@@ -9,7 +9,7 @@ import time
 import pytest
 
 import emews
-from emews.inspect.status import summary
+from emews.inspect.summary import summary
 from emews.status import FINAL, Status
 
 from conftest import stored_rows

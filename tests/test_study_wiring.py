@@ -7,7 +7,8 @@ import json
 import pytest
 
 import emews
-from emews.core import eqpy, me
+from emews import eqpy
+from emews.core import me
 from emews.core.algorithm import Stopper
 from emews.core.master import Master
 from emews.core.plan import MasterPlan

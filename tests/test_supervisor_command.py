@@ -353,7 +353,7 @@ def test_a_named_expid_that_holds_a_study_is_refused_and_left_as_it_was(home):
 def test_a_numpy_per_epoch_val_loss_is_read_as_its_list_as_oned_returns_it():
     import numpy
 
-    from emews.evaluate.results import extract_value
+    from emews.evaluate.model_output import extract_value
 
     assert extract_value({"val_loss": numpy.array([2.0, 1.0])}) == 1.0
     assert extract_value({"val_loss": numpy.array([2.0, 1.0])}, epoch="max") == 2.0

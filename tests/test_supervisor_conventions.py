@@ -30,7 +30,7 @@ from emews import experiment
 from emews.errors import ConfigError
 from emews.evaluate import EvaluationFailed, Objective
 from emews.evaluate.app import model_shell
-from emews.evaluate.results import parse_result, read_app_result, read_improve_result
+from emews.evaluate.model_output import parse_result, read_app_result, read_improve_result
 from emews.models import candle_compat, runner
 
 SUPPORT = Path(__file__).parent / "support" / "supervisor_models"

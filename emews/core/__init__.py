@@ -5,7 +5,7 @@
     algorithm (Algorithm ABC, plugins, stopping rules)
         ^ asks/tells
     me.py      the ME driver on its own thread
-        |  OUT_put / IN_get            (eqpy.py: the EQ/Py wire, two queues)
+        |  OUT_put / IN_get            (queues.py: the EQ/Py wire, two queues)
     master.py  rank 0: hands points to a pool, commits results before the ME sees them;
         |          the one counter of the study's limits, its verdict in every answer
         |  failure.py  retry / skip / abort per failed evaluation

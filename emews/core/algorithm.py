@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Self, TypeAlias, cast
 
 import numpy as np
 
-from . import eqpy  # noqa: F401 - binds the name ``eqpy`` for classic ME modules
+from . import queues  # noqa: F401 - binds the name ``eqpy`` for classic ME modules
 from . import pareto
 from .vector import Objectives  # noqa: F401 - part of the contract (the wire decodes it too)
 from .vector import finite_or_none

@@ -7,7 +7,8 @@
             constraints = ["params <= 2e6"]          NAME OP NUMBER, OP one of <= >= < >
         --> Criteria.from_study() --> the evaluator extracts each objective (a list, in order)
                                   --> the master: judge(outcome) marks it feasible or not,
-                                      told(outcome) -> Objectives(to minimize, violations)
+                                      search_value(outcome) -> Objectives(to minimize,
+                                      violations): the value the algorithm is told
 
 A constraint is read by a tiny parser (a name, an operator, a number; never evaluated) and
 applies to a metric the run reported (its ``metrics``) or to one of its objectives. How far a
@@ -145,7 +146,7 @@ class Criteria:
             outcome.feasible = all(c.violation(known[c.name]) <= 0.0 for c in self.constraints)
         return outcome
 
-    def told(self, objectives, metrics):
+    def search_value(self, objectives, metrics):
         """What the algorithm is told of a judged ``done`` run (its raw ``objectives`` and its
         ``metrics``, as an outcome or a stored row holds them): an
         :class:`~emews.core.algorithm.Objectives` (each objective to minimize, each

@@ -71,15 +71,15 @@ class FailurePolicy:
 class Classified(NamedTuple):
     """What an outcome comes to: the ``outcome`` as judged by the study's criteria, the
     ``status`` its attempt is stored with (``queued`` when it runs again), the policy's
-    ``action`` (``done``, ``pruned``, ``retry``, ``fail`` or ``abort``), what the algorithm is
-    ``told``, what the limits count (``counted``: NaN unless done) and the ``reason`` of a
-    failure."""
+    ``action`` (``done``, ``pruned``, ``retry``, ``fail`` or ``abort``), the value the algorithm
+    is told (``search_value``), the value the limits count (``limit_value``: NaN unless done)
+    and the ``reason`` of a failure."""
 
     outcome: object
     status: str
     action: str
-    told: object = math.nan
-    counted: object = math.nan
+    search_value: object = math.nan
+    limit_value: object = math.nan
     reason: str | None = None
 
 
@@ -101,9 +101,9 @@ def classify(outcome, attempt, policy, criteria, curve=None):
     if outcome.status == Status.INTERRUPTED:
         decision = Decision("retry")
     if decision.action == "done":
-        told = criteria.told(outcome.objectives, outcome.metrics) if criteria.vector \
+        value = criteria.search_value(outcome.objectives, outcome.metrics) if criteria.vector \
             else decision.value
-        return Classified(outcome, Status.DONE, "done", told, told)
+        return Classified(outcome, Status.DONE, "done", value, value)
     status = Status.QUEUED if decision.action == "retry" else Status.FAILED
     return Classified(outcome, status, decision.action, decision.value, math.nan,
                       decision.reason)

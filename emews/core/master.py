@@ -49,7 +49,7 @@ import json
 import math
 import time
 
-from . import eqpy
+from . import queues
 from .algorithm import point_key
 from ..errors import MEAborted, ProtocolError, StudyAborted
 from .failure import classify
@@ -92,9 +92,9 @@ class Master:
         for i, params, attempt in plan.requeue:
             self.requeue[point_key(params)].append((i, attempt))
             self.requeued_keys[i] = point_key(params)
-        self.known = collections.defaultdict(collections.deque)
-        for i, params, value, counted in plan.known:
-            self.known[point_key(params)].append((i, value, counted))
+        self.stored_answers = collections.defaultdict(collections.deque)
+        for i, params, value, counted in plan.stored_answers:
+            self.stored_answers[point_key(params)].append((i, value, counted))
 
     def resume_reports(self, reports, done, interrupted=()):
         """Go on from what earlier runs of the study stored: their ``reports`` (in order) and
@@ -127,26 +127,26 @@ class Master:
         :class:`~emews.errors.StudyAborted` when the failure policy ends the study.
         """
         message = self._next_message()
-        if message == eqpy.PARAMS:
-            eqpy.input_q.put(settings)
+        if message == queues.PARAMS:
+            queues.input_q.put(settings)
             message = self._next_message()
         while True:
-            if message == eqpy.EQPY_ABORT:
-                traceback = eqpy.output_q_get()
+            if message == queues.EQPY_ABORT:
+                traceback = queues.output_q_get()
                 self.store.set_meta("final", {"stop_reason": "the ME failed (EQPY_ABORT)"})
                 self.cancel_all("cancelled: the model-exploration algorithm failed")
                 raise MEAborted(traceback)
-            if message in eqpy.END_MESSAGES:
-                final = eqpy.output_q_get()
+            if message in queues.END_MESSAGES:
+                final = queues.output_q_get()
                 self._drain()
                 return final
-            self._steered()
+            self._held_back()
             self.stop_reason = self.stop_reason or self.limits.reason()
             answer = None if self.stop_reason else self._answer(self._enqueue(message))
             if answer is None:
                 self._drain()
                 return json.dumps({"stop_reason": self.stop_reason})
-            eqpy.input_q.put(answer)  # every value in it was committed by its turn
+            queues.input_q.put(answer)  # every value in it was committed by its turn
             message = self._next_message()
 
     def _next_message(self):
@@ -159,8 +159,8 @@ class Master:
         while True:
             if not self.pool.running and not self.waiting:
                 self.store.commit()
-                return eqpy.output_q_get()
-            message = backoff.wait(eqpy.output_q_poll)
+                return queues.output_q_get()
+            message = backoff.wait(queues.output_q_poll)
             if message is not None:
                 return message
             if self._turn(block=False):
@@ -173,14 +173,14 @@ class Master:
         there are free slots; return their ids. Their rows are written with the next commit."""
         ids, tasks, seqs = [], [], {}
         allowed = self._allowed()
-        points = eqpy.split_points(message)
+        points = queues.split_points(message)
         if points:  # a round that proposed points (an empty message waits for results)
             self.limits.iterations += 1
         for params in points:
             index, self.put = self.put, self.put + 1
-            known = self._pop(self.known, params)
-            if known is not None:
-                i, value, counted = known
+            stored = self._pop(self.stored_answers, params)
+            if stored is not None:
+                i, value, counted = stored
                 self.unreported[i] = value
                 if counted is not None:
                     self.limits.record([counted])
@@ -231,7 +231,7 @@ class Master:
 
     def _submit_waiting(self):
         """Hand waiting tasks to free slots; return ``(task id, rank)`` pairs."""
-        if not self.waiting or self.stop_reason or self._steered():
+        if not self.waiting or self.stop_reason or self._held_back():
             return []
         free = self.pool.free_slots()
         if not free:
@@ -240,7 +240,7 @@ class Master:
                  for _ in range(min(free, len(self.waiting)))]
         return [(task.id, rank) for task, rank in self.pool.submit(tasks)]
 
-    def _steered(self):
+    def _held_back(self):
         """True while ``emews pause`` or ``emews stop`` holds back new work (``control.json``
         is looked at once per :data:`CONTROL_EVERY` at most)."""
         now = time.monotonic()
@@ -325,9 +325,9 @@ class Master:
             if verdict.action == "done":
                 self.pruner.completed((task.id, task.attempt))
             final.append((task, rank, verdict.outcome))
-            self.unreported[task.id] = verdict.told
+            self.unreported[task.id] = verdict.search_value
             self.reported.append(task.id)
-            values.append(verdict.counted)
+            values.append(verdict.limit_value)
         self.store.finish(rows)
         self._wait_again(retried)
         self.limits.record(values)
@@ -356,7 +356,7 @@ class Master:
                     return None  # some points were never started: a limit was reached
                 self._wait_for_results()
                 left.difference_update(self.reported)
-            return eqpy.Answer([self.unreported.pop(i) for i in ids], verdict=self.verdict())
+            return queues.Answer([self.unreported.pop(i) for i in ids], verdict=self.verdict())
         while not self.unreported:
             if not self.pool.running and not self.waiting:
                 if self.stop_reason or self._allowed() <= 0:
@@ -367,7 +367,7 @@ class Master:
             self._wait_for_results()
         pairs = [(self.index.pop(i), value) for i, value in sorted(self.unreported.items())]
         self.unreported.clear()
-        return eqpy.Answer(pairs, tagged=True, verdict=self.verdict())
+        return queues.Answer(pairs, tagged=True, verdict=self.verdict())
 
     def verdict(self):
         """The limits' :class:`~emews.core.algorithm.Verdict` for the ME (the points the pool
@@ -378,7 +378,7 @@ class Master:
     def _wait_for_results(self):
         if not self.pool.running and not self.waiting:
             raise ProtocolError("the ME is waiting for results but no evaluation is in flight")
-        if self._steered() and not self.pool.running:  # paused with nothing running
+        if self._held_back() and not self.pool.running:  # paused with nothing running
             self.store.commit()
             time.sleep(CONTROL_POLL)
         self._turn(block=True)
@@ -410,8 +410,9 @@ class Master:
         final = verdict.action in ("done", "pruned", "fail")   # never run again from here
         self.store.finish([(task.id, rank, verdict.outcome, task.attempt,
                             verdict.status if final else Status.FAILED)])
-        self.known[key].append((task.id, verdict.told if final else math.nan, None))
-        self.limits.record([verdict.counted])   # counted here, not again
+        self.stored_answers[key].append((task.id, verdict.search_value if final else math.nan,
+                                         None))
+        self.limits.record([verdict.limit_value])   # counted here, not again
         return None
 
     def _cancel_waiting(self, reason):

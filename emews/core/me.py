@@ -4,7 +4,7 @@ It is itself an EQ/Py ME module (``run()``), so the Python master and Swift/T's 
 it the same way. In the master's process, the master hands it its settings, the algorithm
 (built once per run) and its limits as objects (:func:`run` with arguments); driven by text
 (Swift/T, :func:`emews.testing.drive`), it reads the settings file (JSON, written by hand or by
-Swift/T's ``prepare.py``) after the ``Params`` handshake. Then it loops in one of two modes:
+Swift/T's ``prepare_study.py``) after the ``Params`` handshake. Then it loops in one of two modes:
 
 * ``batch``: ask a batch, put it, wait for all of its results, tell them;
 * ``async``: keep every slot busy, and :func:`ready_points` points more: the master queues
@@ -34,7 +34,7 @@ import collections
 import json
 import math
 
-from . import eqpy
+from . import queues
 from .algorithm import Stopper, load, point_key
 from .criteria import from_json
 from .replicas import wrap as with_replicas
@@ -49,8 +49,8 @@ def run(settings=None, algorithm=None, limits=None):
     and the master's ``limits`` (:class:`MasterLimits`): then there is no handshake.
     """
     if settings is None:
-        eqpy.OUT_put(eqpy.PARAMS)
-        settings = json.loads(_read_settings(eqpy.IN_get()))
+        queues.OUT_put(queues.PARAMS)
+        settings = json.loads(_read_settings(queues.IN_get()))
     search = Search.from_settings(settings, algorithm, limits)
     try:
         reason = search.run_async() if settings.get("mode", "batch") == "async" \
@@ -58,8 +58,8 @@ def run(settings=None, algorithm=None, limits=None):
     finally:
         if search.checkpoint is not None:
             search.checkpoint.close()
-    eqpy.OUT_put(eqpy.DONE)
-    eqpy.OUT_put(json.dumps(search.final_message(reason)))
+    queues.OUT_put(queues.DONE)
+    queues.OUT_put(json.dumps(search.final_message(reason)))
 
 
 def _read_settings(message):
@@ -105,8 +105,8 @@ class OwnLimits:
         remaining = self.stopper.remaining()
         return None if remaining is None else remaining - in_flight
 
-    def told(self, values):
-        """Count told results."""
+    def count_results(self, values):
+        """Count the results the search was told."""
         self.stopper.record(values)
 
     def proposed(self):
@@ -121,7 +121,7 @@ class OwnLimits:
         """Go on from a checkpoint's counts."""
         self.stopper.restore(counts)
 
-    def heard(self, verdict):
+    def take_verdict(self, verdict):
         """An answer's verdict: nothing to do, the driver counts itself."""
 
 
@@ -141,7 +141,7 @@ class MasterLimits:
         """How many more points may be proposed: the master counted what is in flight."""
         return self.verdict.allowed
 
-    def told(self, values):
+    def count_results(self, values):
         """Nothing: the master counted the results before it answered."""
 
     def proposed(self):
@@ -154,7 +154,7 @@ class MasterLimits:
     def restore(self, counts):
         """Nothing: the master restored its own counts from the checkpoint."""
 
-    def heard(self, verdict):
+    def take_verdict(self, verdict):
         """Take the verdict of an answer (a text answer carries none)."""
         if verdict is not None:
             self.verdict = verdict
@@ -215,7 +215,7 @@ class Search:
     def tell(self, points, values):
         """Pass results to the algorithm and the limits; keep the best point."""
         self.algorithm.tell(points, values)
-        self.limits.told(values)
+        self.limits.count_results(values)
         for point, value in zip(points, values):
             if not math.isnan(value) and value < self.best_value:
                 self.best_point, self.best_value = point, value
@@ -256,7 +256,7 @@ class Search:
         return True
 
     def _put(self, points):
-        eqpy.OUT_put(eqpy.encode_points(points))
+        queues.OUT_put(queues.encode_points(points))
         indices = range(self.next_index, self.next_index + len(points))
         self.next_index += len(points)
         return indices
@@ -268,7 +268,7 @@ class Search:
             if not points:
                 return "the algorithm proposed no points"
             self._put(points)
-            self.tell(points, self._results(eqpy.IN_get_answer()))
+            self.tell(points, self._results(queues.IN_get_answer()))
             if self.checkpoint is not None:
                 self.checkpoint.save(self)
         return reason
@@ -288,13 +288,13 @@ class Search:
             if not points and not in_flight:
                 return reason or "the algorithm proposed no points"
             in_flight.update(zip(self._put(points), points))
-            pairs = self._results(eqpy.IN_get_answer(tagged=True))
+            pairs = self._results(queues.IN_get_answer(tagged=True))
             self.tell([in_flight.pop(i) for i, _ in pairs], [v for _, v in pairs])
 
     def _results(self, answer):
-        """The values of an :class:`~emews.core.eqpy.Answer` (as floats, NaN for a failure;
+        """The values of an :class:`~emews.core.queues.Answer` (as floats, NaN for a failure;
         ``(index, value)`` pairs when tagged), after hearing its verdict."""
-        self.limits.heard(answer.verdict)
+        self.limits.take_verdict(answer.verdict)
         return answer.floats()
 
     def final_message(self, reason):

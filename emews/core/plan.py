@@ -3,7 +3,8 @@
 ::
 
     emews.study.run_master: the store, the failure policy, the resumed state ...
-        --> MasterPlan(mode, first_id, first_seq, policy, limits, requeue, known, ...)
+        --> MasterPlan(mode, first_id, first_seq, policy, limits, requeue, stored_answers,
+                   ...)
         --> Master(pool, store, plan)
 
 Every field has the default of a fresh study with nothing configured (what a test or a
@@ -51,10 +52,10 @@ class MasterPlan:
 
     A resumed study passes what earlier runs left: ``requeue`` lists the points they left
     unfinished, as ``(id, params, attempt)``: when the ME proposes one of them again, it runs
-    as that point's next attempt instead of a new point; ``known`` lists finished points the ME
-    has not been told of, as ``(id, params, value, counted)``: when it proposes one again (a
-    search restored from its checkpoint does), it gets the stored ``value`` at once, and the
-    limits count ``counted`` (NaN for a failure; ``None``: counted already).
+    as that point's next attempt instead of a new point; ``stored_answers`` lists finished
+    points the ME has not been told of, as ``(id, params, value, counted)``: when it proposes
+    one again (a search restored from its checkpoint does), it gets the stored ``value`` at
+    once, and the limits count ``counted`` (NaN for a failure; ``None``: counted already).
 
     ``control`` is how ``emews pause`` and ``stop`` reach the master (by default: never).
     ``pruner`` judges the models' reports. ``criteria`` says what the study optimizes: in a
@@ -69,7 +70,7 @@ class MasterPlan:
     policy: FailurePolicy = field(default_factory=FailurePolicy)
     limits: Stopper = field(default_factory=Stopper)
     requeue: tuple[tuple[int, Point, int], ...] = ()
-    known: tuple[tuple[int, Point, float, float | None], ...] = ()
+    stored_answers: tuple[tuple[int, Point, float, float | None], ...] = ()
     control: Control = field(default_factory=Control)
     pruner: Pruner = field(default_factory=Pruner)
     criteria: Criteria = field(default_factory=minimize_value)

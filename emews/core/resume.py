@@ -4,9 +4,10 @@
 
     store --resume_unfinished()--> the points a killed run left unfinished (to run again);
                                    those interrupted MAX_INTERRUPTIONS times: failed for good
-          --start()-----------> Start: the ME's settings (history, pending, checkpoint, seed),
-                                the finished points a restored search proposes again (known),
-                                and what the master's limits count from
+          --starting_state()--> StartingState: the ME's settings (history, pending,
+                                checkpoint, seed), the finished points a restored search
+                                proposes again (stored_answers), and what the master's limits
+                                count from (restored, earlier_values)
 
 A fresh study is a resumed one whose store is empty: the same path, with nothing in it.
 """
@@ -63,7 +64,7 @@ def search_settings(cfg, seed):
     """The ME's settings of the study ``cfg`` (a :class:`~emews.config.Config`; the keys of
     :mod:`emews.core.me`) for a search built with ``seed``: what
     :func:`emews.core.me.build_algorithm` builds it from, its mode, batch size and stopping
-    rules. :func:`start` adds where a run of it starts from."""
+    rules. :func:`starting_state` adds where a run of it starts from."""
     study = cfg.study
     return {"algorithm": study.algorithm, "options": cfg.algorithm_options,
             "space": study.space, "seed": seed, "mode": study.mode,
@@ -89,31 +90,31 @@ def counted_value(row, criteria=None):
     if row["status"] != Status.DONE:
         return math.nan
     if criteria is not None and criteria.vector and row["objectives"]:
-        return criteria.told(row["objectives"], row["metrics"])
+        return criteria.search_value(row["objectives"], row["metrics"])
     return row["result"]
 
 
 @dataclass
-class Start:
+class StartingState:
     """Where a run starts: the ME's ``settings`` (the keys of :mod:`emews.core.me`),
-    ``known`` finished points a search restored from its checkpoint proposes again (``(id,
-    params, told value, counted value)``, answered from the store), ``restored`` (the
-    checkpoint's counts of the limits, or ``None``) and ``counted``: the values of earlier
-    runs the limits count first, in the order the search is told them."""
+    ``stored_answers``: the finished points a search restored from its checkpoint proposes
+    again (``(id, params, told value, counted value)``, answered from the store),
+    ``restored`` (the checkpoint's counts of the limits, or ``None``) and ``earlier_values``:
+    the values of earlier runs the limits count first, in the order the search is told them."""
 
     settings: dict
-    known: list = field(default_factory=list)
+    stored_answers: list = field(default_factory=list)
     restored: dict | None = None
-    counted: list = field(default_factory=list)
+    earlier_values: list = field(default_factory=list)
 
 
-def start(cfg, store, slots, classic, requeue, policy):
-    """The :class:`Start` of this run.
+def starting_state(cfg, store, slots, classic, requeue, policy):
+    """The :class:`StartingState` of this run.
 
     A search restored from its checkpoint is told nothing: the points it proposed after the
-    checkpoint are ``known``, answered from the store when it proposes them again. Otherwise
-    the search is told every finished point (``history``) and proposes the unfinished ones
-    again first (``pending``).
+    checkpoint are its ``stored_answers``, answered from the store when it proposes them
+    again. Otherwise the search is told every finished point (``history``) and proposes the
+    unfinished ones again first (``pending``).
     """
     criteria = cfg.criteria
     mode = "batch" if classic else cfg.study.mode
@@ -126,11 +127,13 @@ def start(cfg, store, slots, classic, requeue, policy):
         _, driver = store.checkpoint(CHECKPOINT)
         settings["put_base"] = driver["put"]
         after = [row for row in finished if row["seq"] is not None and row["seq"] >= driver["put"]]
-        return Start(settings, [(row["id"], row["params"], told_value(row, policy, criteria),
-                                 counted_value(row, criteria)) for row in after], driver)
+        answers = [(row["id"], row["params"], told_value(row, policy, criteria),
+                    counted_value(row, criteria)) for row in after]
+        return StartingState(settings, answers, driver)
     settings["history"] = [[row["params"], as_json(told_value(row, policy, criteria))]
                            for row in finished]
     settings["pending"] = [row["params"] for row in requeue]
     settings["seed"] = search_seed(cfg, store)
     store.set_meta("resumes", resumes(store))
-    return Start(settings, counted=[counted_value(row, criteria) for row in finished])
+    return StartingState(settings,
+                         earlier_values=[counted_value(row, criteria) for row in finished])

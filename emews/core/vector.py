@@ -1,6 +1,6 @@
 """The value told of an evaluation in a study of several objectives or with constraints:
 :class:`Objectives` (part of the algorithm contract, :mod:`emews.core.algorithm`; here, apart,
-so that the EQ/Py wire (:mod:`emews.core.eqpy`) decodes it too); and numbers as JSON holds
+so that the EQ/Py wire (:mod:`emews.core.queues`) decodes it too); and numbers as JSON holds
 them (:func:`finite_or_none`, :func:`json_numbers`: NaN and the infinities as null)."""
 
 import math

@@ -13,8 +13,8 @@
     outcome.py     Outcome and its one wire form (to_wire / from_wire), for every transport
     process.py     model process groups: environment, timeout, cancel, kill, signals
       deathsig.py  PR_SET_PDEATHSIG for a child (a tiny exec shim)
-    results.py     values and bounded log tails
-    supervisor.py  from_env, candle_model_train (Supervisor's and Swift/T's way in)
+    model_output.py    values and bounded log tails
+    env_objective.py   from_env, candle_model_train (Supervisor's and Swift/T's way in)
 
 ``CANDLE_MODEL_IMPL`` (or ``[study].impl``) chooses the implementation. Parameters never pass
 through a shell: they are in ``RUN_DIR/params.json`` and every command is an argument list.
@@ -26,8 +26,8 @@ from ..config import CONTAINER_RUNTIMES, IMPLEMENTATIONS, RETURN_EPOCHS
 from .base import EvaluationFailed, RunContext, current_run
 from .objective import Objective
 from .outcome import BadOutcome, Outcome
-from .results import extract_value
-from .supervisor import candle_model_train, from_env
+from .model_output import extract_value
+from .env_objective import candle_model_train, from_env
 
 __all__ = ["Objective", "Outcome", "BadOutcome", "RunContext", "current_run", "EvaluationFailed",
            "extract_value", "candle_model_train", "from_env", "IMPLEMENTATIONS",

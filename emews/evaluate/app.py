@@ -13,7 +13,7 @@ once, the site's launcher starts K processes, each gets its rank's variables and
 
 As Supervisor's model.sh does after a successful run, it leaves ``RUN_DIR/run_command.txt``
 (the command) and appends the point's values, the run id and the result to
-``EXPDIR/run/output.csv`` (see :func:`emews.evaluate.results.record_run`).
+``EXPDIR/run/output.csv`` (see :func:`emews.evaluate.model_output.record_run`).
 """
 
 import importlib.resources
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from . import launcher, process
 from .base import EvaluationFailed, Implementation
-from .results import append_output_csv, read_app_result, tail, write_run_command
+from .model_output import append_output_csv, read_app_result, tail, write_run_command
 
 MODEL_RUNNER = "emews.models.runner"
 # each rank: its own variables, then the command; run as a file (it needs only the standard

@@ -56,7 +56,7 @@ from ..validation import check
 from .app import run_model_shell
 from .base import EvaluationFailed, Implementation
 from .launcher import DEVICE_VARIABLES
-from .results import read_log_result
+from .model_output import read_log_result
 
 DATA, RUN = "/candle_data_dir", "/emews_run"
 PARAMS, CHECKPOINTS = f"{RUN}/params.json", f"{RUN}/checkpoints"

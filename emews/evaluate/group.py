@@ -35,7 +35,7 @@ from .isolated import _emews_root
 from .launcher import Launcher, python, remote_hosts
 from .outcome import BadOutcome, Report
 from .reporting import Pruned
-from .results import Value, tail
+from .model_output import Value, tail
 
 BOOT = ("import sys; sys.path.append(sys.argv[1]); from emews.evaluate.group_rank import main; "
         "sys.exit(main(sys.argv[2:]))")

@@ -31,7 +31,7 @@ from . import channel, process
 from .base import EvaluationFailed
 from .outcome import BadOutcome, Report
 from .reporting import Pruned
-from .results import TAIL_BYTES, Value, decode_tail
+from .model_output import TAIL_BYTES, Value, decode_tail
 
 # How the child starts: a fixed program; the directory that holds this emews (appended to
 # sys.path, in case emews is importable here only through the parent's own sys.path), the

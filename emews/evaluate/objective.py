@@ -33,7 +33,7 @@ from .echo import Echo
 from .outcome import Outcome
 from .py import Py
 from .reporting import Pruned
-from .results import decode_tail, safe_text
+from .model_output import decode_tail, safe_text
 
 MODEL_RUNNER = "emews.models.runner"
 

@@ -133,7 +133,7 @@ def wait(process, watch, log=None):
     the report lines of ``log`` go to it (:class:`~.reporting.LogReports`); when one stops the
     run, its group is killed and :class:`~.reporting.Pruned` raised."""
     from .reporting import LogReports, Pruned
-    from .results import tail
+    from .model_output import tail
 
     reports = LogReports(log, watch.report) if watch.report and log is not None else None
     while True:

@@ -21,7 +21,7 @@ from .base import EvaluationFailed, Implementation, _current_run
 from .group import run_group
 from .isolated import Nanny
 from .reporting import Pruned, reporting
-from .results import decode_tail, extract
+from .model_output import decode_tail, extract
 
 
 def call_objective(function, params, context, model_return=OBJECTIVE, epoch="last",

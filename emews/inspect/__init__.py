@@ -4,8 +4,8 @@
 ::
 
     EXPDIR/results.db, or its PostgreSQL database
-        --(a read-only store's snapshot: study.py)--> Study
-        status.py   counts, best, stop reason, failures, rate, ETA
+        --(a read-only store's snapshot: snapshot.py)--> Study
+        summary.py  counts, best, stop reason, failures, rate, ETA
         show.py     best evaluations / failures, --where (query.py), CSV, JSON
         plot.py     convergence and workers' timeline (PNG)
         report.py   report.html with its figures embedded
@@ -14,6 +14,6 @@
 Nothing here writes to the store: a running study goes on undisturbed.
 """
 
-from .study import Study, load
+from .snapshot import Study, load
 
 __all__ = ["Study", "load"]

@@ -161,7 +161,8 @@ def frozen_trial(row, dists, number=0, trial_id=0, expdir=None, curve=None, crit
         state = TrialState.FAIL   # done without a value (a NaN): Optuna's FAIL
     system = {}
     if vector and criteria.constraints and value is not None:
-        system["constraints"] = list(criteria.told(value, row["metrics"] or {}).violations)
+        judged = criteria.search_value(value, row["metrics"] or {})
+        system["constraints"] = list(judged.violations)
     params = {name: row["params"][name] for name in dists if name in (row["params"] or {})}
     attrs = {"emews_id": row["id"], "run_id": row["run_id"], "status": row["status"],
              "rank": row["rank"], "attempt": row["attempt"], "error": row["error"],

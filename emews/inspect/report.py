@@ -24,7 +24,7 @@ from ..errors import ConfigError
 from ..space import Space
 from ..status import FINAL, Status
 from . import plot
-from .status import one_line, render, summary
+from .summary import one_line, render, summary
 
 MIN_FOR_IMPORTANCE = 8
 

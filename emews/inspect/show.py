@@ -10,7 +10,7 @@ import json
 
 from ..core.vector import json_numbers
 from .query import select
-from .status import one_line
+from .summary import one_line
 
 POINT_KEYS = ("value", "mean", "std", "count", "failed", "complete", "ids")  # and params
 

@@ -14,7 +14,7 @@ import signal
 import subprocess
 import sys
 
-from ..errors import ConfigError, EmewsError, Interrupted, Reported
+from ..errors import ConfigError, EmewsError, FailureAlreadyReported, Interrupted
 from ..evaluate.deathsig import set_death_signal
 from ..evaluate.launcher import default_mpiexec
 from ..inspect.progress import TERMINAL_VARIABLE
@@ -76,7 +76,7 @@ def spawn(expdir, cfg, lock):
         result = result_of(expdir, cfg)
         if result.all_failed:
             return result  # the caller reports it
-        raise Reported(code)
+        raise FailureAlreadyReported(code)
     raise EmewsError(f"the MPI job ended with status {code} before the study did (a rank died "
                      f"or was killed); {stored_count(expdir, cfg)} evaluations are stored; resume "
                      f"with: emews run --resume {expdir}")

@@ -132,7 +132,7 @@ class Attachment:
 
     def __init__(self, link, pool, lease, walltime=None):
         self.link, self.pool, self.lease = link, pool, float(lease)
-        self.reports = []                  # (task, rank, Report) to send with the next trade
+        self.reports = []                  # (task, rank, Report) to send with the next exchange
         pool.bind_judge(self._forward)
         self.deadline = None if walltime is None else time.monotonic() + walltime
         self.draining = self.stopped = self.cancelled = False
@@ -154,7 +154,8 @@ class Attachment:
             if self.reports:
                 self.link.report(self.reports)
                 self.reports = []
-            tasks = self.link.trade(finished, self.pool.free_slots(), not self.draining, renew)
+            tasks = self.link.report_and_take(finished, self.pool.free_slots(), not self.draining,
+                                              renew)
             for task_id, stop in self.link.verdicts():
                 self.pool.answer(task_id, stop)
             # a task this pool still runs for an earlier service of the study (which requeued
@@ -162,7 +163,7 @@ class Attachment:
             tasks = [task for task in tasks if task.id not in self.pool.running]
             if tasks:
                 self.pool.submit(tasks)
-            self._obey(self.link.word())
+            self._obey(self.link.instruction())
             if self._should_leave():
                 return self.reason
             if finished or tasks:
@@ -172,7 +173,7 @@ class Attachment:
                     min(delay, RUNNING_POLL) if self.pool.running else delay))
 
     def _forward(self, task, rank, report):
-        """A worker's report: sent to the study with the next trade, its verdict given to the
+        """A worker's report: sent to the study with the next exchange, its verdict given to the
         worker when it comes (``None``: later); at once "go on" where the link carries no
         reports."""
         if not self.link.carries_reports:
@@ -180,10 +181,10 @@ class Attachment:
         self.reports.append((task, rank, report))
         return None
 
-    def _obey(self, word):
-        if word is None:
+    def _obey(self, instruction):
+        if instruction is None:
             return
-        action, reason = word
+        action, reason = instruction
         if action == STOP:   # a study that cancelled this pool first ends: it was cancelled
             self.stopped = True
             self.reason = self.reason if self.cancelled else reason

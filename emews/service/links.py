@@ -49,7 +49,7 @@ def attach(target, keys, give_up, workdir, eqsql, task_type, workers):
     ``eqsql`` and ``task_type`` are :func:`emews.study.pool_job`'s."""
     link = _pool_link(target, keys, give_up, workdir, eqsql, task_type, workers)
     try:
-        study = dict(link.introduce())
+        study = dict(link.learn_study())
     except BaseException:
         link.close()
         raise

@@ -12,8 +12,8 @@ The tables are :mod:`emews.store.postgres`'s. A task is held by the pool that po
 ``emews_leases`` per pool, its deadline on the database server's clock, renewed by the pool;
 when it runs out, the pool's tasks are released (``worker_pool`` cleared) and the study runs
 them again. A task moves through its rows in place, written once per state, and a lease costs
-no write per task. A pool reports its results, renews its lease and pops new
-tasks in one transaction, one round trip (:meth:`TaskQueue.trade`); the study pushes a batch of
+no write per task. A pool reports its results, renews its lease and pops new tasks in one
+transaction, one round trip (:meth:`TaskQueue.report_and_pop`); the study pushes a batch of
 tasks in one round trip too, and looks for results when a NOTIFY says that some came. Where
 the study's store is in the same database, the tasks it sends and its look for results ride on
 the store's commit (:meth:`PostgresService.share`): one transaction and one round trip per turn
@@ -80,7 +80,7 @@ class PostgresService(ServiceLink):
         if isinstance(store, PostgresStore) and \
                 (store.url, store.exp_id) == (self.queue.url, self.queue.exp_id):
             self.store = store
-            store.carry(self)
+            store.share_commits(self)
 
     def statements(self):
         """What a commit of the shared store carries (see :meth:`share`)."""
@@ -90,7 +90,7 @@ class PostgresService(ServiceLink):
         statements, self.read = self.queue.exchange(self.unsent)
         return statements
 
-    def carried(self, cursors):
+    def committed(self, cursors):
         """The results of :meth:`statements`, committed with the store's writes."""
         self.unsent = self.unsent[self.riding:]
         self._looked(self.read(cursors))
@@ -241,7 +241,7 @@ class PostgresPool(PoolLink):
         self.news = True                     # the queue may hold tasks: look
         self.queue.wait(TASKS_CHANNEL, 0)    # listen from now on
 
-    def introduce(self):
+    def learn_study(self):
         if self.queue.exp_id is None:
             config, expdir = dict(self.config), str(self.workdir or "")
         else:
@@ -254,15 +254,15 @@ class PostgresPool(PoolLink):
         self.name = self.queue.claim(self.name, self.lease)
         return {"config": config, "expdir": expdir, "lease": self.lease}
 
-    def trade(self, finished, free, ask, renew):
+    def report_and_take(self, finished, free, ask, renew):
         if time.monotonic() - self.popped >= POLL_MAX:
             self.news = True                 # a NOTIFY lost with a reconnect: look anyway
         n = free if ask and self.news else 0
         if n:
             self.popped, self.news = time.monotonic(), False
-        popped = self.queue.trade([(task.id, result_json(outcome, task.attempt, rank))
-                                   for task, rank, outcome in finished],
-                                  self.name, self.lease, n, renew)
+        popped = self.queue.report_and_pop(
+            [(task.id, result_json(outcome, task.attempt, rank)) for task, rank, outcome in finished],
+            self.name, self.lease, n, renew)
         self.news |= n > 0 and len(popped) == n    # a full batch: there may be more
         tasks = []
         for eq_id, payload, run_id, attempt in popped:
@@ -293,7 +293,7 @@ class PostgresPool(PoolLink):
         self.pending = [n for n in self.pending if n not in done]
         return [(eq_id, stop) for _, eq_id, stop in answered]
 
-    def word(self):
+    def instruction(self):
         if self.queue.exp_id is not None and time.monotonic() - self.looked >= STUDY_CHECK:
             self.looked = time.monotonic()
             study = self.queue.study()
@@ -313,7 +313,7 @@ class TaskQueue:
 
     The study's side pushes tasks and pops results (:meth:`push`, :meth:`results`,
     :meth:`expired`); a pool's side reports results, pops tasks and renews its leases in one
-    round trip (:meth:`trade`).
+    round trip (:meth:`report_and_pop`).
     """
 
     def __init__(self, url, exp_id=None, task_type=0):
@@ -410,8 +410,8 @@ class TaskQueue:
 
     def incoming(self, tasks=()):
         """In one round trip: push ``tasks`` (as :meth:`push` does), pop the study's results
-        off the IN queue, and the late ones (see :meth:`trade`), ``[(point id, json_in,
-        late), ...]``; and read its reports that wait for a verdict and were not read before,
+        off the IN queue, and the late ones (see :meth:`report_and_pop`), ``[(point id,
+        json_in, late), ...]``; and read its reports that wait for a verdict and were not read before,
         ``[(n, point id, attempt, rank, report JSON), ...]`` in order."""
         statements, read = self.exchange(tasks)
         with self._guard("queue tasks and read results and reports"):
@@ -539,7 +539,7 @@ class TaskQueue:
                                    "verdict IS NOT NULL RETURNING n, eq_task_id, verdict",
                                    (list(numbers),)).fetchall()
 
-    def trade(self, results, pool, lease, n, renew=False):
+    def report_and_pop(self, results, pool, lease, n, renew=False):
         """A pool's exchange, in one transaction and one round trip: store ``pool``'s
         ``results`` (``[(eq_task_id, json_in), ...]``) and push them onto the IN queue, take up
         to ``n`` tasks off the OUT queue (``FOR UPDATE SKIP LOCKED``), marked running, held by

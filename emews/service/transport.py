@@ -21,7 +21,7 @@ from ..store.base import Store
 
 DRAIN, CANCEL, STOP = "drain", "cancel", "stop"   # what the study may tell its pools
 
-Word = tuple[str, str]
+Instruction = tuple[str, str]
 """What the study tells a pool: ``(DRAIN | CANCEL | STOP, reason)``."""
 
 
@@ -89,15 +89,16 @@ class ServiceLink(ABC):
 
 
 class PoolLink(ABC):
-    """A pool job's side: learns the study, trades results for tasks, renews its leases."""
+    """A pool job's side: learns the study, reports results and takes tasks, renews its
+    leases."""
 
     @abstractmethod
-    def introduce(self) -> dict[str, Any]:
+    def learn_study(self) -> dict[str, Any]:
         """The study this pool serves: ``{"config": dict, "expdir": str, "lease": seconds}``."""
 
     @abstractmethod
-    def trade(self, finished: Sequence[Finished], free: int, ask: bool, renew: bool
-              ) -> list[Task]:
+    def report_and_take(self, finished: Sequence[Finished], free: int, ask: bool, renew: bool
+                        ) -> list[Task]:
         """One exchange with the study, in one round trip where the transport allows: report
         ``finished`` (``(task, rank, outcome)``), renew this pool's leases if ``renew``, and
         return up to ``free`` tasks to run (new ones only if ``ask``)."""
@@ -117,7 +118,7 @@ class PoolLink(ABC):
         return []
 
     @abstractmethod
-    def word(self) -> Word | None:
+    def instruction(self) -> Instruction | None:
         """What the study last told this pool: ``None``, or ``(DRAIN | CANCEL | STOP,
         reason)``."""
 

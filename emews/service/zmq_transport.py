@@ -313,14 +313,14 @@ class ZmqPool(PoolLink):
         answers, self.answers = self.answers, []
         return answers
 
-    def introduce(self):
+    def learn_study(self):
         self._hello()
         while self.study is None:
             self._check_alive()
             self._listen(0.05)
         return self.study
 
-    def trade(self, finished, free, ask, renew):
+    def report_and_take(self, finished, free, ask, renew):
         self._listen(0)
         for task, rank, outcome in finished:
             self.unacked[task.id] = [task.id, task.attempt, rank, outcome.to_wire()]
@@ -336,7 +336,7 @@ class ZmqPool(PoolLink):
     def wait(self, timeout):
         return self._listen(timeout)
 
-    def word(self):
+    def instruction(self):
         return self.said
 
     def owed(self):

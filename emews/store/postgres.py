@@ -264,10 +264,11 @@ class PostgresStore(Store):
     ``create=False`` (and ``readonly``) refuses a study the database does not hold.
 
     A study served through this database lets its queue's exchange ride on each commit
-    (:meth:`carry`): one transaction and one round trip for both, per turn of the master.
+    (:meth:`share_commits`): one transaction and one round trip for both, per turn of the
+    master.
     """
 
-    rider = None
+    sharer = None   # what adds its statements to each commit (see :meth:`share_commits`)
 
     def __init__(self, url, exp_id, create=True, readonly=False):
         from psycopg.rows import dict_row
@@ -291,31 +292,31 @@ class PostgresStore(Store):
         with self._guard("close the store"):
             self.db.close()
 
-    def carry(self, rider):
-        """Let ``rider`` add its statements to every commit that has writes, after them, in
-        the same transaction and round trip: ``rider.statements()`` gives ``(sql, params)``
-        pairs, and ``rider.carried(cursors)`` takes their results once committed (not called
+    def share_commits(self, sharer):
+        """Let ``sharer`` add its statements to every commit that has writes, after them, in
+        the same transaction and round trip: ``sharer.statements()`` gives ``(sql, params)``
+        pairs, and ``sharer.committed(cursors)`` takes their results once committed (not called
         when the commit fails). The study's queue
-        (:class:`~emews.service.postgres_transport.PostgresService`) rides so."""
-        self.rider = rider
+        (:class:`~emews.service.postgres_transport.PostgresService`) shares them so."""
+        self.sharer = sharer
 
     def _execute(self, writes):
         import psycopg
 
         statements = [(sql, row) for sql, rows, _ in writes for row in rows]
-        riding = self.rider.statements() if self.rider is not None else []
+        shared = self.sharer.statements() if self.sharer is not None else []
         try:
-            cursors = run_batch(self.db, statements + riding)
+            cursors = run_batch(self.db, statements + shared)
         except psycopg.Error as exc:
             raise StoreError(f"{redacted(self.url)}: cannot {self._failing(writes)}: "
                              f"{str(exc).strip().splitlines()[0]}") from None
-        if riding:
-            self.rider.carried(cursors[len(statements):])
+        if shared:
+            self.sharer.committed(cursors[len(statements):])
 
     def _failing(self, writes):
         """What the write of ``writes`` that fails was for (their batch failed, and nothing of
         it was kept): each runs again, alone, in a transaction rolled back at the end; where
-        none fails, the rider's exchange did."""
+        none fails, the sharer's exchange did."""
         import psycopg
 
         action = "commit results"
@@ -325,7 +326,7 @@ class PostgresStore(Store):
                     cur.executemany(sql, rows)
         except psycopg.Error:
             return action
-        return "exchange tasks and results with the pools" if self.rider else action
+        return "exchange tasks and results with the pools" if self.sharer else action
 
     def _write_columns(self, sql, rows, types, *after, action="record evaluations"):
         """Buffer ``sql`` to run once for all of ``rows``: its parameters are the rows'

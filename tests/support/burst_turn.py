@@ -35,7 +35,7 @@ class TellRecorder(RandomSearch):
 def main(directory, budget):
     from mpi4py import MPI
 
-    from emews.core import eqpy
+    from emews import eqpy
     from emews.core.algorithm import Stopper
     from emews.core.master import Master
     from emews.core.plan import MasterPlan

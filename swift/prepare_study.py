@@ -2,8 +2,8 @@
 
 Usage (workflow.sh runs it)::
 
-    python prepare.py DATA_DIR WORKFLOW SETTINGS_JSON
-    python prepare.py --resume EXPDIR
+    python prepare_study.py DATA_DIR WORKFLOW SETTINGS_JSON
+    python prepare_study.py --resume EXPDIR
 
 Checks that the settings name a known algorithm with options that fit it, a readable search
 space and batch mode (the only mode workflow.swift speaks), and that the objective the
@@ -132,7 +132,7 @@ def main(argv):
             return 2
         return 0
     if len(argv) != 3:
-        print("usage: python prepare.py DATA_DIR WORKFLOW SETTINGS_JSON | --resume EXPDIR",
+        print("usage: python prepare_study.py DATA_DIR WORKFLOW SETTINGS_JSON | --resume EXPDIR",
               file=sys.stderr)
         return 2
     data_dir, workflow, settings_path = argv

@@ -1,7 +1,7 @@
 """Supervisor's way in: an objective from environment variables, and ``candle_model_train``.
 
 Swift/T's embedded Python (``swift/emews_objective.swift``) calls :func:`candle_model_train`
-once per point; ``swift/prepare.py`` calls :func:`from_env` to check the settings first.
+once per point; ``swift/prepare_study.py`` calls :func:`from_env` to check the settings first.
 """
 
 import json
