@@ -33,7 +33,7 @@ from .validation import Invalid
 from .worker import make_objective, python_path
 
 LIMITS = ("budget", "max_iterations", "patience", "target", "max_time", "step_budget")
-IDENTITY = (("study", "algorithm"), ("study", "space"), ("study", "objective"),
+IDENTITY = (("study", "algorithm"), ("study", "objective"),
             ("study", "impl"), ("study", "app"), ("study", "model_name"),
             ("study", "model_return"))
 
@@ -70,7 +70,7 @@ def prepare_run(config, overrides=None, resume=None):
     expdir = experiment.create(cfg.study.data_dir, cfg.study.name,
                                cfg.study.experiment_numbering, cfg.study.expid)
     lock = StudyLock(expdir).acquire()
-    experiment.write_json(expdir / "config.json", cfg.as_dict())
+    experiment.write_json(expdir / "config.json", cfg.as_dict(expdir))
     store = study_store(expdir, cfg.system.storage)
     store.set_meta("space_digest", space_digest(cfg))
     store.close()
@@ -99,7 +99,7 @@ def _prepare_resume(expdir, config, overrides):
                 store.commit()
         finally:
             store.close()
-        experiment.write_json(expdir / "config.json", cfg.as_dict())
+        experiment.write_json(expdir / "config.json", cfg.as_dict(expdir))
     except BaseException:
         lock.release()
         raise
@@ -110,7 +110,8 @@ def resume_changes(stored, cfg, digest):
     """What a resume changes: ``{"table.key": [old, new]}``.
 
     Raises a ConfigError naming the first difference that would make the resumed study a
-    different study: the space (its file or its content), the algorithm or its options, the
+    different study: the space (its content; its file where no digest was stored: a moved
+    file with the same content is the same space), the algorithm or its options, the
     objective, what it optimizes (objectives, directions, constraints), or the model.
     """
     def refuse(what, old, new):
@@ -124,6 +125,8 @@ def resume_changes(stored, cfg, digest):
             refuse(f"[{table}].{key}", old, new)
     if stored.criteria != cfg.criteria:
         refuse("[study] objectives, directions and constraints", stored.criteria, cfg.criteria)
+    if digest is None and stored.study.space != cfg.study.space:
+        refuse("[study].space", stored.study.space, cfg.study.space)
     if digest is not None and space_digest(cfg) != digest:
         refuse("the search space's content", digest[:12], space_digest(cfg)[:12])
     before, after = stored.as_dict(), cfg.as_dict()
