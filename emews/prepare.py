@@ -12,6 +12,7 @@ here until the caller releases it.
 """
 
 import hashlib
+import shutil
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -195,6 +196,8 @@ def validate(cfg, seed=None):
         try:
             algorithm = build_algorithm(search_settings(
                 cfg, study.seed if seed is None else seed), algorithm, space)
+        except ConfigError as exc:
+            raise in_file(cfg, exc) from None
         except TypeError as exc:
             raise ConfigError("[algorithm]", f"options do not fit {algorithm.__name__} ({exc})",
                               cfg.algorithm, show_value=False) from None
@@ -207,8 +210,28 @@ def validate(cfg, seed=None):
                           f"{', '.join(LIMITS)}), or --no-limit to run until stopped", None,
                           show_value=False)
     check_demand(cfg, space)
-    make_objective(cfg, Path("."))
+    mpiexec = cfg.system.mpiexec
+    if mpiexec and cfg.system.pool == "mpi" and cfg.system.procs > 1 \
+            and shutil.which(mpiexec) is None:
+        raise ConfigError(cfg.where("system", "mpiexec"), "must name a program that exists",
+                          mpiexec)
+    try:
+        make_objective(cfg, Path("."))
+    except ConfigError as exc:
+        raise in_file(cfg, exc) from None
     return algorithm
+
+
+def in_file(cfg, exc):
+    """``exc``, a ConfigError naming a setting as ``[table].key`` (or ``[table].key.more``),
+    naming the file or variable that set it too (``s.toml: [table].key``)."""
+    table, _, rest = exc.where.removeprefix("[").partition("]")
+    key, dot, more = rest.removeprefix(".").partition(".")
+    if not exc.where.startswith("[") or (table, key) not in cfg.origin:
+        return exc
+    shown = str(exc).endswith(f", got {exc.value!r}")
+    return ConfigError(cfg.where(table, key) + dot + more, exc.rule, exc.value,
+                       show_value=shown)
 
 
 def check_demand(cfg, space):
