@@ -65,6 +65,7 @@ class Setting:
     env: str | None = None
     choices: tuple = ()
     minimum: float | None = None
+    maximum: float | None = None
 
     @property
     def rule(self):
@@ -72,13 +73,14 @@ class Setting:
         if self.choices:
             return Choice(self.choices)
         if self.minimum is not None:
-            return Number(integer=self.kind == "int", minimum=self.minimum, words=True)
+            return Number(integer=self.kind == "int", minimum=self.minimum,
+                          maximum=self.maximum, words=True)
         return KINDS[self.kind]
 
 
-def _setting(kind, default=None, env=None, choices=(), minimum=None):
+def _setting(kind, default=None, env=None, choices=(), minimum=None, maximum=None):
     """A field of a table's dataclass: its default, and its :class:`Setting` as metadata."""
-    setting = Setting(kind, default, env, choices, minimum)
+    setting = Setting(kind, default, env, choices, minimum, maximum)
     if isinstance(default, list):
         return field(default_factory=list, metadata={"setting": setting})
     return field(default=default, metadata={"setting": setting})
@@ -203,7 +205,7 @@ class Service:
     """``[service]`` (emews serve): where pools attach, how long a pool's task lease lasts."""
 
     bind: str = _setting("str", "127.0.0.1")
-    port: int = _setting("int", 0, minimum=0)
+    port: int = _setting("int", 0, minimum=0, maximum=65535)   # 0: any free one
     lease: float = _positive("float", 60.0)
 
 

@@ -230,8 +230,8 @@ def in_file(cfg, exc):
     if not exc.where.startswith("[") or (table, key) not in cfg.origin:
         return exc
     shown = str(exc).endswith(f", got {exc.value!r}")
-    return ConfigError(cfg.where(table, key) + dot + more, exc.rule, exc.value,
-                       show_value=shown)
+    return type(exc)(cfg.where(table, key) + dot + more, exc.rule, exc.value,
+                     show_value=shown)
 
 
 def check_demand(cfg, space):

@@ -2,6 +2,7 @@
 error:`` line naming the file or field, the rule and the value, exit status 2, no traceback,
 and nothing written where it should not be."""
 
+import hashlib
 import json
 import os
 import shutil
@@ -243,3 +244,94 @@ def test_a_mistake_is_one_line_exit_status_2_and_writes_nothing(tmp_path, name):
                                 cwd=tmp_path))
     assert line == expected.format(tmp=tmp_path, support=SUPPORT)
     assert sorted(tmp_path.iterdir()) == before
+
+
+COMMANDS = {   # name: (the arguments, the error line), in a directory with s.toml, space.json
+    "serve on a port past 65535": (
+        ["serve", "s.toml", "--set", "service.port=99999"],
+        "command line: service.port: must be from 0 to 65535, got 99999"),
+    "serve on a negative port": (
+        ["serve", "s.toml", "--set", "service.port=-1"],
+        "command line: service.port: must be from 0 to 65535, got -1"),
+    "run without a study": (["run"], "emews run: needs a CONFIG file or --resume EXPDIR"),
+    "the status of a missing study": (
+        ["status", "nosuch/EXP001"],
+        "nosuch/EXP001: must be an experiment directory (EXPDIR/results.db); no such directory"),
+    "show a missing study": (
+        ["show", "nosuch/EXP001"],
+        "nosuch/EXP001: must be an experiment directory (EXPDIR/results.db); no such directory"),
+    "a report of a missing study": (
+        ["report", "nosuch/EXP001"],
+        "nosuch/EXP001: must be an experiment directory (EXPDIR/results.db); no such directory"),
+    "stop a missing study": (
+        ["stop", "nosuch/EXP001"], "nosuch/EXP001: must be an experiment directory (holding "
+        "config.json)"),
+    "resume a missing study": (
+        ["run", "--resume", "nosuch/EXP001"],
+        "nosuch/EXP001: --resume needs an experiment directory holding config.json"),
+    "resume a directory that holds no study": (
+        ["run", "--resume", "."], ".: --resume needs an experiment directory holding config.json"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_a_command_s_mistake_is_one_line_exit_status_2_and_writes_nothing(study, tmp_path,
+                                                                           name):
+    argv, expected = COMMANDS[name]
+    study(name="s.toml", **GOOD)
+    before = sorted(tmp_path.iterdir())
+    assert one_error_line(emews(*argv, cwd=tmp_path)) == expected
+    assert sorted(tmp_path.iterdir()) == before
+
+
+RESUMES = {   # name: (the arguments after --resume EXPDIR, the error line)
+    "another algorithm": (
+        ["--set", "study.algorithm='ga'"], "--resume: [study].algorithm: must be the same as in "
+        "the stored study (stored 'random', now 'ga'); start a new study to change it"),
+    "another space": (
+        ["--space", "other.json"], "--resume: the search space's content: must be the same as in "
+        "the stored study (stored '{old}', now '{new}'); start a new study to change it"),
+    "a misspelled setting": (
+        ["--set", "study.budjet=3"], f"command line: study.budjet: is not a setting of [study]; "
+        f"known: {KNOWN}; did you mean 'budget'?"),
+    "a budget as a word": (
+        ["--budget", "ten"], "emews run: argument --budget: invalid int value: 'ten'"),
+    "a negative budget": (
+        ["--budget", "-1"], "command line: study.budget: must be positive, got -1"),
+    "another objective": (
+        ["--set", "study.objective='toy_models:flaky'"], "--resume: [study].objective: must be "
+        "the same as in the stored study (stored 'toy_models:quadratic', now "
+        "'toy_models:flaky'); start a new study to change it"),
+}
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    """A finished study of 2 evaluations: its experiment directory (a copy for each test)."""
+    home = tmp_path_factory.mktemp("finished")
+    (home / "s.toml").write_text('[system]\nprocs = 2\npool = "inprocess"\n[study]\n' + BASE)
+    (home / "space.json").write_text(json.dumps(SPACE + [
+        {"name": "n", "type": "int", "lower": 0, "upper": 3},
+        {"name": "act", "type": "categorical", "values": ["relu", "tanh"]}]))
+    done = emews("run", "s.toml", cwd=home)
+    assert done.returncode == 0, done.stderr
+    return home
+
+
+@pytest.mark.parametrize("name", sorted(RESUMES))
+def test_a_resume_s_mistake_is_one_line_and_loses_nothing(finished, tmp_path, name):
+    argv, expected = RESUMES[name]
+    home = tmp_path / "home"
+    shutil.copytree(finished, home)
+    (home / "other.json").write_text(json.dumps([dict(SPACE[0], upper=3.0)]))
+    expdir = home / "experiments/s/EXP001"
+    def files():   # but the lock, which each command takes
+        return {path: path.read_bytes() for path in sorted(expdir.rglob("*"))
+                if path.is_file() and path.name != "lock"}
+
+    before = files()
+    line = one_error_line(emews("run", "--resume", expdir, *argv, cwd=home))
+    digest = [hashlib.sha256((home / name).read_bytes()).hexdigest()[:12]
+              for name in ("space.json", "other.json")]
+    assert line == expected.format(old=digest[0], new=digest[1])
+    assert files() == before and expdir / "results.db" in before
