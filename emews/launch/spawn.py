@@ -100,19 +100,28 @@ def relay(pipe, fd, received):
     """Copy the job's output from ``pipe`` to this process's ``fd`` as it comes, until the
     job closes it; once an interrupt was ``received``, leave out MPICH's own lines about it
     (:data:`MPI_NOISE`: its Ctrl-C notes and the banner on the ranks it killed to end the
-    job), whole lines only."""
+    job), whole lines only. Output that ``fd`` no longer takes (a closed pipe) is dropped:
+    the job is never blocked on it."""
     pending = b""
+
+    def write(data):
+        nonlocal fd
+        try:
+            if fd is not None and data:
+                os.write(fd, data)
+        except OSError:
+            fd = None
+
     while chunk := os.read(pipe.fileno(), 65536):
         pending += chunk
         *lines, pending = pending.split(b"\n")
-        kept = [line + b"\n" for line in lines if not (received and MPI_NOISE.match(line))]
-        if pending and not received:   # a progress line drawn with \r, as it comes
-            kept.append(pending)
+        write(b"".join(line + b"\n" for line in lines
+                       if not (received and MPI_NOISE.match(line))))
+        if not received:   # a progress line drawn with \r, as it comes
+            write(pending)
             pending = b""
-        if kept:
-            os.write(fd, b"".join(kept))
-    if pending and not MPI_NOISE.match(pending):
-        os.write(fd, pending)
+    if not MPI_NOISE.match(pending):
+        write(pending)
     pipe.close()
 
 
