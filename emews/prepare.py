@@ -12,6 +12,7 @@ here until the caller releases it.
 """
 
 import hashlib
+import os
 import shutil
 import time
 from dataclasses import replace
@@ -210,6 +211,10 @@ def validate(cfg, seed=None):
                           f"{', '.join(LIMITS)}), or --no-limit to run until stopped", None,
                           show_value=False)
     check_demand(cfg, space)
+    if study.impl == "app" and study.app and os.path.isabs(study.app[0]) \
+            and not os.path.exists(study.app[0]):
+        raise ConfigError(cfg.where("study", "app"), "must start with a program that exists",
+                          study.app[0])
     mpiexec = cfg.system.mpiexec
     if mpiexec and cfg.system.pool == "mpi" and cfg.system.procs > 1 \
             and shutil.which(mpiexec) is None:

@@ -172,6 +172,11 @@ MISTAKES = {   # name: (the study file's text, its space file's, the arguments, 
     "a missing mpiexec": (
         '[system]\nmpiexec = "/no/such/mpiexec"\n[study]\n' + BASE, SPACE, [],
         "s.toml: [system].mpiexec: must name a program that exists, got '/no/such/mpiexec'"),
+    "a missing app program": (
+        "[study]\n" + BASE.replace('objective = "toy_models:quadratic"',
+                                   'impl = "app"\napp = ["/no/such/prog", "--epochs", "3"]'),
+        SPACE, [], "s.toml: [study].app: must start with a program that exists, got "
+        "'/no/such/prog'"),
     "a reference point for one objective": (
         "[study]\n" + BASE + "reference_point = [1.0]\n", SPACE, [],
         "s.toml: [study].reference_point: applies to a study of several objectives or "
