@@ -352,7 +352,8 @@ def load(sources=(), overrides=None, environ=None, label="config"):
         for table, values in data.items():
             if table not in tables:
                 raise ConfigError(f"{name}: [{table}]", "must be one of the tables "
-                                  f"{sorted(tables)}", table, show_value=False)
+                                  f"{sorted(tables)}{_guess(table, tables)}", table,
+                                  show_value=False)
             if not isinstance(values, dict):
                 raise ConfigError(f"{name}: {table}", "must be a table", values)
             for key, value in values.items():
@@ -381,10 +382,8 @@ def load(sources=(), overrides=None, environ=None, label="config"):
         unknown = sorted(set(tables[table]) - set(schema))
         if unknown:
             key = unknown[0]
-            close = difflib.get_close_matches(str(key), schema, n=1)
-            guess = f"; did you mean '{close[0]}'?" if close else ""
             raise ConfigError(where(table, key), f"is not a setting of [{table}]; "
-                              f"known: {', '.join(sorted(schema))}{guess}", key,
+                              f"known: {', '.join(sorted(schema))}{_guess(key, schema)}", key,
                               show_value=False)
         values[table] = {
             key: _check(setting, tables[table].get(key, setting.default), where(table, key),
@@ -407,6 +406,13 @@ def load(sources=(), overrides=None, environ=None, label="config"):
     config.make_pruner()   # its options checked together: contradictions are refused now
     _check_criteria(config)
     return config
+
+
+def _guess(name, known):
+    """``; did you mean 'budget'?`` for the known name nearest to a misspelled ``name``
+    (else nothing)."""
+    close = difflib.get_close_matches(str(name), known, n=1, cutoff=0.7)
+    return f"; did you mean '{close[0]}'?" if close else ""
 
 
 def _resolve_objectives(study, where):

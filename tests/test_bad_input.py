@@ -121,6 +121,10 @@ MISTAKES = {   # name: (the study file's text, its space file's, the arguments, 
         "[study]\n" + BASE + "[stuff]\na = 1\n", SPACE, [],
         "s.toml: [stuff]: must be one of the tables ['algorithm', 'failure', 'model', 'pruner', "
         "'service', 'study', 'system']"),
+    "a misspelled table": (
+        "[studdy]\n" + BASE, SPACE, [],
+        "s.toml: [studdy]: must be one of the tables ['algorithm', 'failure', 'model', "
+        "'pruner', 'service', 'study', 'system']; did you mean 'study'?"),
     "a table twice": (
         "[study]\n" + BASE + "[study\n", SPACE, [],
         "s.toml: must be valid TOML (Cannot declare ('study',) twice (at line 5, column 7))"),
