@@ -26,6 +26,7 @@ starts later (an MPI rank, a resume) reads it so; the process that prepared the 
 with the object.
 """
 
+import difflib
 import json
 import os
 import tomllib
@@ -64,6 +65,7 @@ class Setting:
     env: str | None = None
     choices: tuple = ()
     minimum: float | None = None
+    maximum: float | None = None
 
     @property
     def rule(self):
@@ -71,13 +73,14 @@ class Setting:
         if self.choices:
             return Choice(self.choices)
         if self.minimum is not None:
-            return Number(integer=self.kind == "int", minimum=self.minimum, words=True)
+            return Number(integer=self.kind == "int", minimum=self.minimum,
+                          maximum=self.maximum, words=True)
         return KINDS[self.kind]
 
 
-def _setting(kind, default=None, env=None, choices=(), minimum=None):
+def _setting(kind, default=None, env=None, choices=(), minimum=None, maximum=None):
     """A field of a table's dataclass: its default, and its :class:`Setting` as metadata."""
-    setting = Setting(kind, default, env, choices, minimum)
+    setting = Setting(kind, default, env, choices, minimum, maximum)
     if isinstance(default, list):
         return field(default_factory=list, metadata={"setting": setting})
     return field(default=default, metadata={"setting": setting})
@@ -202,7 +205,7 @@ class Service:
     """``[service]`` (emews serve): where pools attach, how long a pool's task lease lasts."""
 
     bind: str = _setting("str", "127.0.0.1")
-    port: int = _setting("int", 0, minimum=0)
+    port: int = _setting("int", 0, minimum=0, maximum=65535)   # 0: any free one
     lease: float = _positive("float", 60.0)
 
 
@@ -239,10 +242,25 @@ class Config:
         """Where a setting came from, for error messages (``file: [table].key``)."""
         return self.origin.get((table, key), f"[{table}].{key}")
 
-    def as_dict(self):
-        """The configuration as run (JSON-serializable, paths absolute)."""
-        return {table: asdict(getattr(self, table)) for table in TABLES} | {
+    def as_dict(self, relative_to=None):
+        """The configuration as run (JSON-serializable, paths absolute).
+
+        With ``relative_to`` (the experiment directory that keeps it as ``config.json``), the
+        paths in the project, the directory holding the data directory, are written relative
+        to that directory instead, so that a moved or copied project resumes: :meth:`read`
+        resolves them against where the file is then.
+        """
+        data = {table: asdict(getattr(self, table)) for table in TABLES} | {
             "algorithm": dict(self.algorithm)}
+        if relative_to is None:
+            return data
+        project = Path(self.study.data_dir).parent
+
+        def relative(path):
+            inside = os.path.isabs(path) and Path(path).is_relative_to(project)
+            return os.path.relpath(path, Path(relative_to).resolve()) if inside else path
+
+        return _map_paths(data, relative)
 
     @classmethod
     def from_dict(cls, data):
@@ -266,7 +284,10 @@ class Config:
             raise ConfigError(str(path), "must hold a JSON object", type(data).__name__)
         if "driver" in data:
             return cls.from_record(data, str(path))
-        return load([data], environ={}, label=str(path))
+        base = Path(path).resolve().parent
+        return load([_map_paths(data, lambda value: value if os.path.isabs(value)
+                                else str((base / value).resolve()))],
+                    environ={}, label=str(path))
 
     @classmethod
     def from_record(cls, data, label="config"):
@@ -331,7 +352,8 @@ def load(sources=(), overrides=None, environ=None, label="config"):
         for table, values in data.items():
             if table not in tables:
                 raise ConfigError(f"{name}: [{table}]", "must be one of the tables "
-                                  f"{sorted(tables)}", table, show_value=False)
+                                  f"{sorted(tables)}{_guess(table, tables)}", table,
+                                  show_value=False)
             if not isinstance(values, dict):
                 raise ConfigError(f"{name}: {table}", "must be a table", values)
             for key, value in values.items():
@@ -361,7 +383,8 @@ def load(sources=(), overrides=None, environ=None, label="config"):
         if unknown:
             key = unknown[0]
             raise ConfigError(where(table, key), f"is not a setting of [{table}]; "
-                              f"known: {', '.join(sorted(schema))}", key, show_value=False)
+                              f"known: {', '.join(sorted(schema))}{_guess(key, schema)}", key,
+                              show_value=False)
         values[table] = {
             key: _check(setting, tables[table].get(key, setting.default), where(table, key),
                         bases.get((table, key), Path.cwd()),
@@ -383,6 +406,13 @@ def load(sources=(), overrides=None, environ=None, label="config"):
     config.make_pruner()   # its options checked together: contradictions are refused now
     _check_criteria(config)
     return config
+
+
+def _guess(name, known):
+    """``; did you mean 'budget'?`` for the known name nearest to a misspelled ``name``
+    (else nothing)."""
+    close = difflib.get_close_matches(str(name), known, n=1, cutoff=0.7)
+    return f"; did you mean '{close[0]}'?" if close else ""
 
 
 def _resolve_objectives(study, where):
@@ -468,6 +498,37 @@ def _python_path(listed, base_dir, bases, sources):
     if any(not isinstance(s, dict) for s in sources) and str(base_dir) not in paths:
         paths.append(str(base_dir))
     return paths
+
+
+def _map_paths(data, convert):
+    """``data``, a configuration's JSON form, with ``convert`` applied to each relative or
+    absolute path it names: the path settings, ``[system] python_path``, the ``[algorithm]``
+    options ending in ``file`` and the arguments of ``[study] app`` that are files (absolute,
+    or existing once converted); other values as they are."""
+    tables = {table: dict(values) if isinstance(values, dict) else values
+              for table, values in data.items()}
+
+    def each(value):
+        return convert(value) if isinstance(value, str) else value
+
+    for table, schema in SCHEMA.items():
+        values = tables.get(table)
+        if not isinstance(values, dict):
+            continue
+        for key, setting in schema.items():
+            if setting.kind == "path" and key in values:
+                values[key] = each(values[key])
+    system, study, algorithm = (tables.get(name) for name in ("system", "study", "algorithm"))
+    if isinstance(system, dict) and isinstance(system.get("python_path"), list):
+        system["python_path"] = [each(p) for p in system["python_path"]]
+    if isinstance(study, dict) and isinstance(study.get("app"), list):
+        study["app"] = [new if new == arg or os.path.isabs(arg) or os.path.exists(new)
+                        else arg for arg, new in zip(study["app"], map(each, study["app"]))]
+    if isinstance(algorithm, dict):
+        for key, value in algorithm.items():
+            if key.endswith("file"):
+                algorithm[key] = each(value)
+    return tables
 
 
 def _maybe_file(arg, base):

@@ -12,6 +12,8 @@ here until the caller releases it.
 """
 
 import hashlib
+import os
+import shutil
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -33,7 +35,7 @@ from .validation import Invalid
 from .worker import make_objective, python_path
 
 LIMITS = ("budget", "max_iterations", "patience", "target", "max_time", "step_budget")
-IDENTITY = (("study", "algorithm"), ("study", "space"), ("study", "objective"),
+IDENTITY = (("study", "algorithm"), ("study", "objective"),
             ("study", "impl"), ("study", "app"), ("study", "model_name"),
             ("study", "model_return"))
 
@@ -70,7 +72,7 @@ def prepare_run(config, overrides=None, resume=None):
     expdir = experiment.create(cfg.study.data_dir, cfg.study.name,
                                cfg.study.experiment_numbering, cfg.study.expid)
     lock = StudyLock(expdir).acquire()
-    experiment.write_json(expdir / "config.json", cfg.as_dict())
+    experiment.write_json(expdir / "config.json", cfg.as_dict(expdir))
     store = study_store(expdir, cfg.system.storage)
     store.set_meta("space_digest", space_digest(cfg))
     store.close()
@@ -99,7 +101,7 @@ def _prepare_resume(expdir, config, overrides):
                 store.commit()
         finally:
             store.close()
-        experiment.write_json(expdir / "config.json", cfg.as_dict())
+        experiment.write_json(expdir / "config.json", cfg.as_dict(expdir))
     except BaseException:
         lock.release()
         raise
@@ -110,7 +112,8 @@ def resume_changes(stored, cfg, digest):
     """What a resume changes: ``{"table.key": [old, new]}``.
 
     Raises a ConfigError naming the first difference that would make the resumed study a
-    different study: the space (its file or its content), the algorithm or its options, the
+    different study: the space (its content; its file where no digest was stored: a moved
+    file with the same content is the same space), the algorithm or its options, the
     objective, what it optimizes (objectives, directions, constraints), or the model.
     """
     def refuse(what, old, new):
@@ -124,6 +127,8 @@ def resume_changes(stored, cfg, digest):
             refuse(f"[{table}].{key}", old, new)
     if stored.criteria != cfg.criteria:
         refuse("[study] objectives, directions and constraints", stored.criteria, cfg.criteria)
+    if digest is None and stored.study.space != cfg.study.space:
+        refuse("[study].space", stored.study.space, cfg.study.space)
     if digest is not None and space_digest(cfg) != digest:
         refuse("the search space's content", digest[:12], space_digest(cfg)[:12])
     before, after = stored.as_dict(), cfg.as_dict()
@@ -192,6 +197,8 @@ def validate(cfg, seed=None):
         try:
             algorithm = build_algorithm(search_settings(
                 cfg, study.seed if seed is None else seed), algorithm, space)
+        except ConfigError as exc:
+            raise in_file(cfg, exc) from None
         except TypeError as exc:
             raise ConfigError("[algorithm]", f"options do not fit {algorithm.__name__} ({exc})",
                               cfg.algorithm, show_value=False) from None
@@ -204,8 +211,32 @@ def validate(cfg, seed=None):
                           f"{', '.join(LIMITS)}), or --no-limit to run until stopped", None,
                           show_value=False)
     check_demand(cfg, space)
-    make_objective(cfg, Path("."))
+    if study.impl == "app" and study.app and os.path.isabs(study.app[0]) \
+            and not os.path.exists(study.app[0]):
+        raise ConfigError(cfg.where("study", "app"), "must start with a program that exists",
+                          study.app[0])
+    mpiexec = cfg.system.mpiexec
+    if mpiexec and cfg.system.pool == "mpi" and cfg.system.procs > 1 \
+            and shutil.which(mpiexec) is None:
+        raise ConfigError(cfg.where("system", "mpiexec"), "must name a program that exists",
+                          mpiexec)
+    try:
+        make_objective(cfg, Path("."))
+    except ConfigError as exc:
+        raise in_file(cfg, exc) from None
     return algorithm
+
+
+def in_file(cfg, exc):
+    """``exc``, a ConfigError naming a setting as ``[table].key`` (or ``[table].key.more``),
+    naming the file or variable that set it too (``s.toml: [table].key``)."""
+    table, _, rest = exc.where.removeprefix("[").partition("]")
+    key, dot, more = rest.removeprefix(".").partition(".")
+    if not exc.where.startswith("[") or (table, key) not in cfg.origin:
+        return exc
+    shown = str(exc).endswith(f", got {exc.value!r}")
+    return type(exc)(cfg.where(table, key) + dot + more, exc.rule, exc.value,
+                     show_value=shown)
 
 
 def check_demand(cfg, space):

@@ -179,6 +179,8 @@ class Number(Rule):
             (">=", self.minimum), (">", self.above), ("<=", self.maximum)) if bound is not None)
 
     def _bound_words(self):
+        if self.minimum is not None and self.maximum is not None and self.above is None:
+            return f"must be from {self.minimum:g} to {self.maximum:g}"
         if self.minimum is not None and (self.above is not None or self.maximum is not None):
             return f"must be{self._bounds()}"
         if self.minimum is not None:

@@ -168,6 +168,23 @@ def test_an_interrupt_cancels_what_runs_when_mpiexec_kills_rank_0_before_it_coul
 
 
 @pytest.mark.slow
+def test_an_interrupt_shows_emews_s_line_and_none_of_mpich_s(study, start, gate, tmp_path):
+    """mpiexec kills rank 0 (stopped here, so that it must) and MPICH prints its banner, "YOUR
+    APPLICATION TERMINATED ... Killed (signal 9)", and its Ctrl-C notes: none of them reach
+    the user, and emews's own line is the last the command prints, before it exits."""
+    job, expdir = start_two_gated_runs(study, start, gate, tmp_path)
+    master = json.loads(rows_of(expdir, "SELECT value FROM meta WHERE key='master'")[0]["value"])
+    os.kill(master["pid"], signal.SIGSTOP)
+    job.send_signal(signal.SIGINT)
+    stdout, stderr = job.communicate(timeout=120)
+    assert job.returncode == 128 + signal.SIGINT
+    assert stderr.splitlines() == [f"emews: interrupted; 0 evaluations stored; resume with: "
+                                   f"emews run --resume {expdir}"], stderr
+    for noise in ("YOUR APPLICATION TERMINATED", "BAD TERMINATION", "[mpiexec@"):
+        assert noise not in stdout, stdout
+
+
+@pytest.mark.slow
 def test_a_resume_that_changes_the_study_is_refused_and_keeps_every_row(study, emews_cli,
                                                                        tmp_path):
     path = study(system={"procs": 2}, study={"budget": 3, "objective": "toy_models:quadratic"})

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from emews.experiment import load_experiment
+
 SUPPORT = Path(__file__).parent / "support"
 if str(SUPPORT) not in sys.path:
     sys.path.insert(0, str(SUPPORT))
@@ -87,8 +89,8 @@ def test_the_ga_test_script_with_the_one_line_workflow_sh_succeeds_and_leaves_th
         assert row["status"] == "done" and 0 <= row["params"]["x"] <= 4
         assert row["params"]["epochs"] == 3 and row["result"] == pytest.approx(row["params"]["x"])
     config = json.loads((expdir / "config.json").read_text())
-    assert config["study"]["space"] == str(home / "workflows" / "GA" / "data"
-                                           / "sup_param_space_ga.json")
+    assert load_experiment(expdir).study.space == str(home / "workflows" / "GA" / "data"
+                                                      / "sup_param_space_ga.json")
     assert config["study"]["algorithm"] == "ga" and config["model"]["type"] == "BENCHMARK"
     assert config["model"]["image"] is None and config["system"]["procs"] == 3
     assert config["study"]["expid"] == "EXP000"
@@ -190,8 +192,8 @@ def test_the_supervisor_tools_form_runs_a_merged_cfg_file_found_in_the_current_d
     config = json.loads((expdir / "config.json").read_text())
     assert config["system"]["procs"] == 3 and config["algorithm"]["population_size"] == 4
     assert config["failure"]["on_failure"] == "fail"          # IGNORE_ERRORS=1
-    assert config["study"]["space"] == str(home / "workflows" / "GA" / "data"
-                                           / "sup_param_space_ga.json")
+    assert load_experiment(expdir).study.space == str(home / "workflows" / "GA" / "data"
+                                                      / "sup_param_space_ga.json")
 
 
 def dry_run(home, *args, **env):

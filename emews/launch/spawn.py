@@ -9,10 +9,12 @@
 
 import functools
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 
 from ..errors import ConfigError, EmewsError, FailureAlreadyReported, Interrupted
 from ..evaluate.deathsig import set_death_signal
@@ -28,6 +30,11 @@ from ..store.lock import TOKEN_VARIABLE
 # shell too (SLURM_PROCID, FLUX_TASK_RANK), where ``emews run`` must still start its own job
 MPI_ENVIRONMENT = ("PMI_RANK", "PMI_SIZE", "PMIX_RANK", "OMPI_COMM_WORLD_SIZE")
 SPAWNED_VARIABLE = "EMEWS_SPAWNED"   # set for a job that ``emews run`` started: it reports
+# MPICH's (Hydra's) lines about an interrupted job: not shown under emews's own line
+MPI_NOISE = re.compile(rb"\s*$|\[mpiexec@[^]]*\] |=+$|=   |YOUR APPLICATION TERMINATED WITH "
+                       rb"|This typically refers to a problem with your application|Please see "
+                       rb"the FAQ page for debugging suggestions")
+RELAY_GRACE = 10   # seconds the job's output may go on after it ended (a process it left)
 
 
 def under_mpiexec():
@@ -52,9 +59,14 @@ def spawn(expdir, cfg, lock):
     if sys.stdout.isatty():
         env[TERMINAL_VARIABLE] = "1"
     process = subprocess.Popen(command, env=env, start_new_session=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                preexec_fn=functools.partial(set_death_signal, os.getpid(),
                                                             signal.SIGINT))
     received = []
+    relays = [threading.Thread(target=relay, args=(pipe, fd, received), daemon=True)
+              for pipe, fd in ((process.stdout, 1), (process.stderr, 2))]
+    for thread in relays:
+        thread.start()
 
     def pass_on(signum, frame):
         if not received:
@@ -64,6 +76,8 @@ def spawn(expdir, cfg, lock):
     previous = {sig: signal.signal(sig, pass_on) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         code = process.wait()
+        for thread in relays:   # the job's last lines, before this reports on it
+            thread.join(RELAY_GRACE)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -80,6 +94,35 @@ def spawn(expdir, cfg, lock):
     raise EmewsError(f"the MPI job ended with status {code} before the study did (a rank died "
                      f"or was killed); {stored_count(expdir, cfg)} evaluations are stored; resume "
                      f"with: emews run --resume {expdir}")
+
+
+def relay(pipe, fd, received):
+    """Copy the job's output from ``pipe`` to this process's ``fd`` as it comes, until the
+    job closes it; once an interrupt was ``received``, leave out MPICH's own lines about it
+    (:data:`MPI_NOISE`: its Ctrl-C notes and the banner on the ranks it killed to end the
+    job), whole lines only. Output that ``fd`` no longer takes (a closed pipe) is dropped:
+    the job is never blocked on it."""
+    pending = b""
+
+    def write(data):
+        nonlocal fd
+        try:
+            if fd is not None and data:
+                os.write(fd, data)
+        except OSError:
+            fd = None
+
+    while chunk := os.read(pipe.fileno(), 65536):
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        write(b"".join(line + b"\n" for line in lines
+                       if not (received and MPI_NOISE.match(line))))
+        if not received:   # a progress line drawn with \r, as it comes
+            write(pending)
+            pending = b""
+    if not MPI_NOISE.match(pending):
+        write(pending)
+    pipe.close()
 
 
 def cancel_unfinished(expdir, storage):
