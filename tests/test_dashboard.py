@@ -101,7 +101,6 @@ def test_the_view_gives_each_row_as_optuna_would_show_it(tmp_path):
         assert trial.user_attrs["rank"] == row["rank"]
         assert trial.user_attrs["error"] == row["error"]
         assert trial.user_attrs["metrics"] == row["metrics"]
-        assert trial.user_attrs["run_dir"] == str(expdir.resolve() / "run" / row["run_id"])
         start = row["started"] if row["started"] is not None else row["queued"]
         assert trial.datetime_start.timestamp() == pytest.approx(start)
         if trial.state.is_finished():
@@ -113,6 +112,23 @@ def test_the_view_gives_each_row_as_optuna_would_show_it(tmp_path):
     best = view.get_best_trial(0)
     assert best.number == 2 and best.value == 0.0625
     assert view.get_trial(view.get_trial_id_from_study_id_trial_number(0, 1)).number == 1
+
+
+def test_the_views_objective_is_named_as_the_study_names_it(tmp_path):
+    expdir = write_study(tmp_path / "EXP001")   # its model returns val_loss
+    view = StoreView([expdir])
+    study = optuna.load_study(study_name="EXP001", storage=view)
+    assert study.metric_names == ["val_loss"]   # the dashboard's axis: not "Objective 0"
+
+
+def test_a_trial_has_a_run_dir_only_where_its_run_directory_exists(tmp_path):
+    expdir = write_study(tmp_path / "EXP001")   # a py model's study: no run directories
+    assert ["run_dir" in t.user_attrs for t in StoreView([expdir]).get_all_trials(0)] == [
+        False] * 6
+    (expdir / "run" / "RUN000002").mkdir(parents=True)   # an app model's run of evaluation 2
+    trials = StoreView([expdir]).get_all_trials(0)
+    assert trials[2].user_attrs["run_dir"] == str(expdir.resolve() / "run" / "RUN000002")
+    assert [n for n, t in enumerate(trials) if "run_dir" in t.user_attrs] == [2]
 
 
 def test_pruned_maps_to_pruned_and_learning_curves_are_the_one_hook_for_fidelity(tmp_path):

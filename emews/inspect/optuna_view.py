@@ -149,7 +149,8 @@ def frozen_trial(row, dists, number=0, trial_id=0, expdir=None, curve=None, crit
     feasible trial's are all ``<= 0``); params with ``dists`` (those not in ``dists`` are
     left out); start (``started``, or ``queued`` while it waits) and end times; user
     attributes ``emews_id``, ``run_id``, ``run_dir`` (with ``expdir``, the experiment's
-    resolved directory), ``status``, ``rank``, ``attempt``, ``error`` and ``metrics``;
+    resolved directory, where that run's directory exists: a ``py`` model has none),
+    ``status``, ``rank``, ``attempt``, ``error`` and ``metrics``;
     ``curve``: its intermediate values (see :func:`learning_curves`). A study with replicas
     has :func:`point_trials` instead.
     """
@@ -167,8 +168,9 @@ def frozen_trial(row, dists, number=0, trial_id=0, expdir=None, curve=None, crit
     attrs = {"emews_id": row["id"], "run_id": row["run_id"], "status": row["status"],
              "rank": row["rank"], "attempt": row["attempt"], "error": row["error"],
              "metrics": row["metrics"]}
-    if expdir is not None and row["run_id"]:
-        attrs["run_dir"] = os.path.join(expdir, "run", row["run_id"])
+    run_dir = _run_dir(expdir, row)
+    if run_dir is not None:
+        attrs["run_dir"] = run_dir
     start = row["started"] if row["started"] is not None else row.get("queued")
     end = (row["finished"] if row["finished"] is not None else start) if state.is_finished() \
         else None
@@ -197,7 +199,7 @@ def point_trials(rows, replicas, dists, study_id=0, expdir=None):
     failed, or a limit cut the point short). Params without the seed; start and end times
     the first start and last finish of its replicas; user attributes ``emews_ids`` (its
     replicas' evaluations), ``mean``, ``std``, ``count``, ``failed``, ``complete`` and, with
-    ``expdir``, ``run_dirs``.
+    ``expdir``, ``run_dirs`` (those that exist).
     """
     seed = replicas["replica_seed_param"]
     waiting = {point_key({k: v for k, v in row["params"].items() if k != seed})
@@ -214,8 +216,8 @@ def point_trials(rows, replicas, dists, study_id=0, expdir=None):
         attrs = {"emews_ids": point["ids"],
                  **{key: point[key] for key in ("mean", "std", "count", "failed", "complete")}}
         if expdir is not None:
-            attrs["run_dirs"] = [os.path.join(expdir, "run", r["run_id"]) for r in done
-                                 if r["run_id"]]
+            attrs["run_dirs"] = [d for d in map(functools.partial(_run_dir, expdir), done)
+                                 if d is not None]
         starts = [r["started"] for r in done if r["started"] is not None]
         ends = [r["finished"] for r in done if r["finished"] is not None]
         trials.append(FrozenTrial(
@@ -226,6 +228,15 @@ def point_trials(rows, replicas, dists, study_id=0, expdir=None):
             datetime_start=_time(min(starts, default=None)),
             datetime_complete=_time(max(ends, default=None)) if state.is_finished() else None))
     return trials
+
+
+def _run_dir(expdir, row):
+    """The run directory of ``row`` under ``expdir``, or ``None`` where there is none (no
+    ``expdir``, no run id, or a model that writes none: ``py`` models run in the worker)."""
+    if expdir is None or not row["run_id"]:
+        return None
+    path = os.path.join(expdir, "run", row["run_id"])
+    return path if os.path.isdir(path) else None
 
 
 def _time(stamp):
@@ -372,9 +383,9 @@ class StoreView(BaseStorage):
 
     @staticmethod
     def _system_attrs(study):
-        """Optuna's names of the objectives (``Study.metric_names``, the dashboard's labels)
-        in a study of several; nothing else."""
-        return {METRIC_NAMES: list(study.criteria.names)} if study.criteria.vector else {}
+        """Optuna's names of the study's objectives (``Study.metric_names``, the dashboard's
+        axis labels: ``val_loss``, not "Objective 0"); nothing else."""
+        return {METRIC_NAMES: list(study.criteria.names)}
 
     # --- trials
 
