@@ -2,11 +2,13 @@
 and live, checked against the store's rows; the served dashboard loaded by a real headless
 Chromium while the study runs."""
 
+import concurrent.futures
 import hashlib
 import json
 import math
 import os
 import re
+import select
 import shutil
 import signal
 import socket
@@ -357,10 +359,14 @@ def test_bad_input_is_one_line(tmp_path):
 class Dashboard:
     """``emews dashboard`` running: its URL, and GET / any-method requests with the token."""
 
-    def __init__(self, *paths):
+    def __init__(self, *paths, program=("-m", "emews")):
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "emews", "dashboard", *map(str, paths), "--port", "0"],
+            [sys.executable, *map(str, program), "dashboard", *map(str, paths), "--port", "0"],
             env=environment(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if not select.select([self.process.stdout], [], [], 120)[0]:
+            self.process.kill()
+            self.process.communicate()
+            pytest.fail("emews dashboard printed no URL within 120 s")
         first = self.process.stdout.readline()   # printed once it listens
         match = re.search(r"(http://127\.0\.0\.1:\d+)/dashboard\?token=(\S+)", first)
         assert match, (first, self.process.stderr.read() if not first else "")
@@ -385,6 +391,48 @@ class Dashboard:
         self.process.send_signal(signal.SIGINT)
         out, err = self.process.communicate(timeout=60)
         return self.process.returncode, out, err
+
+
+HELD_IMPORT = """
+import importlib.abc
+import sys
+
+from emews.cli import main
+
+
+class Held(importlib.abc.MetaPathFinder):
+    \"\"\"optuna-dashboard's import, held until the test writes to the FIFO.\"\"\"
+
+    def find_spec(self, name, path, target=None):
+        if name == "optuna_dashboard._app":
+            with open({fifo!r}) as fifo:
+                fifo.read()
+
+
+sys.meta_path.insert(0, Held())
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.slow
+def test_the_url_comes_at_once_and_serves_once_optuna_dashboard_is_imported(tmp_path):
+    expdir = write_study(tmp_path / "EXP001")
+    fifo = tmp_path / "hold"
+    os.mkfifo(fifo)
+    script = tmp_path / "held.py"
+    script.write_text(HELD_IMPORT.format(fifo=str(fifo)))
+    dashboard = Dashboard(expdir, program=[script])   # its URL, while the import is held
+    try:
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            first = pool.submit(dashboard.request, "/api/studies")   # waits for the import
+            with open(fifo, "w") as hold:
+                hold.write("go")
+            status, listed = first.result(timeout=120)
+        assert status == 200 and [s["study_name"] for s in listed["study_summaries"]] == [
+            "EXP001"]
+    finally:
+        code, out, err = dashboard.stop()
+    assert code == 0 and "dashboard stopped" in out, (code, out, err)
 
 
 def chromium_text(url, profile):

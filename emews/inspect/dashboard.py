@@ -21,6 +21,7 @@ of CPU); ``to_optuna()`` and ``emews export`` keep whole curves.
 
 import hmac
 import http.cookies
+import importlib.util
 import json
 import os
 import secrets
@@ -41,26 +42,30 @@ CURVE_POINTS = 20   # each learning curve as served: thinned to this many points
 def serve(paths, host="127.0.0.1", port=8080, out=sys.stdout):
     """Serve optuna-dashboard on the studies of ``paths`` (each an ``EXPDIR`` or a
     ``DATA_DIR/NAME``) at ``host:port`` (``port`` 0: a free one) until Ctrl-C or SIGTERM;
-    return 0. Call it from the main thread (it sets those signals' handlers)."""
+    return 0. Call it from the main thread (it sets those signals' handlers). The URL is
+    printed as soon as the server listens, before optuna-dashboard's import (seconds), which
+    requests made meanwhile wait for."""
     from .optuna_view import StoreView
+    from .source import best_row
 
     view = StoreView(paths, curve_points=CURVE_POINTS)
     studies = view.get_all_studies()
     for study in studies:   # every store opened once now: a bad one is a one-line error here
-        view.get_n_trials(study._study_id)
-    try:
-        from optuna_dashboard import wsgi
-    except ImportError:
+        best_row(study.user_attrs["emews_expdir"])
+    if importlib.util.find_spec("optuna_dashboard") is None:
         raise ConfigError("emews dashboard", "needs optuna-dashboard: pip install "
-                          "'emews-hpo[dashboard]'", None, show_value=False) from None
+                          "'emews-hpo[dashboard]'", None, show_value=False)
     token = os.environ.get(TOKEN_ENV) or secrets.token_urlsafe(24)
-    server = _server(host, port, TokenGate(wsgi(view), token))
+    server = _server(host, port, None)   # its app is set once optuna-dashboard is imported
     url = f"http://{host}:{server.server_port}/dashboard?token={token}"
     for stop in (signal.SIGINT, signal.SIGTERM):   # even where a shell started it ignoring them
         signal.signal(stop, _interrupt)
     print(f"emews: dashboard of {len(studies)} stud{'y' if len(studies) == 1 else 'ies'} "
-          f"(read-only) at {url}\nemews: Ctrl-C stops it", file=out, flush=True)
+          f"(read-only) at {url}\nemews: Ctrl-C stops it", file=out, flush=True)   # at once
     try:
+        from optuna_dashboard import wsgi   # seconds: after the URL, which works meanwhile
+
+        server.set_app(TokenGate(wsgi(view), token))
         server.serve_forever()
     except KeyboardInterrupt:
         print("emews: dashboard stopped", file=out, flush=True)
