@@ -1,16 +1,20 @@
-"""MkDocs hook: the reference pages are generated from the code, so they cannot drift.
+"""The reference pages, generated from the code into the pages themselves, so that they read
+the same in the repository and on the site; a test (tests/test_docs_reference.py) fails when
+they drift. ``python docs/hooks/reference.py`` writes them again: each page's text after its
+:data:`MARKER` line is generated.
 
-``{{ settings }}`` becomes every configuration setting (from :data:`emews.config.SCHEMA`, with
+``settings.md`` gets every configuration setting (from :data:`emews.config.SCHEMA`, with
 its meaning from ``docs/settings.toml``), one heading each so that the site's search finds
-it; ``{{ cli }}`` the help of every ``emews`` command (from :func:`emews.cli.parser`);
-``{{ api }}`` the public Python API: each name in ``emews.__all__``, with its signature and
-docstring; ``{{ include PATH }}`` the Markdown file PATH of the repository (without its title:
+it; ``cli.md`` the help of every ``emews`` command (from :func:`emews.cli.parser`);
+``python.md`` the public Python API: each name in ``emews.__all__``, with its signature and
+docstring. As an MkDocs hook, it makes ``{{ include PATH }}`` the Markdown file PATH of the repository (without its title:
 the page has its own; its links to the repository's files written as their paths), so that a
 README beside the code is the one text of its page.
 """
 
 import argparse
 import enum
+import functools
 import inspect
 import re
 import tomllib
@@ -24,6 +28,8 @@ from emews.config import SCHEMA
 DOCS = Path(__file__).resolve().parent.parent
 REPO = DOCS.parent
 MEANINGS = DOCS / "settings.toml"
+MARKER = "<!-- generated from the code: `python docs/hooks/reference.py` writes what follows -->"
+HELP_WIDTH = 100   # the commands' help as a terminal this wide shows it, wherever it is made
 
 
 def meanings():
@@ -80,6 +86,7 @@ def cli_reference():
     commands = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
     sections = []
     for name, sub in commands.choices.items():
+        sub.formatter_class = functools.partial(sub.formatter_class, width=HELP_WIDTH)
         sections.append(f"## emews {name}\n\n```text\n{sub.format_help().strip()}\n```")
     return "\n\n".join(sections)
 
@@ -153,13 +160,26 @@ def api_reference():
     return "\n\n".join(sections)
 
 
+PAGES = {"settings.md": settings_reference, "cli.md": cli_reference, "python.md": api_reference}
+"""The generated pages of ``docs/src``, each with what makes its text after :data:`MARKER`."""
+
+
+def regenerated(page):
+    """The text that ``docs/src/PAGE`` (one of :data:`PAGES`) should hold: its own text
+    through its :data:`MARKER` line, then the reference made now."""
+    text = (DOCS / "src" / page).read_text(encoding="utf-8")
+    head, marker, _ = text.partition(MARKER)
+    if not marker:
+        raise ValueError(f"docs/src/{page}: has no line {MARKER!r} to generate after")
+    return f"{head}{MARKER}\n\n{PAGES[page]()}\n"
+
+
 def on_page_markdown(markdown, page, config, files):
-    """Fill the placeholders of the reference pages."""
-    if "{{ settings }}" in markdown:
-        markdown = markdown.replace("{{ settings }}", settings_reference())
-    markdown = re.sub(r"\{\{ include (\S+) \}\}", lambda m: include(m.group(1)), markdown)
-    if "{{ cli }}" in markdown:
-        markdown = markdown.replace("{{ cli }}", cli_reference())
-    if "{{ api }}" in markdown:
-        markdown = markdown.replace("{{ api }}", api_reference())
-    return markdown
+    """Fill the ``{{ include PATH }}`` placeholders."""
+    return re.sub(r"\{\{ include (\S+) \}\}", lambda m: include(m.group(1)), markdown)
+
+
+if __name__ == "__main__":
+    for name in PAGES:
+        (DOCS / "src" / name).write_text(regenerated(name), encoding="utf-8")
+        print(f"wrote docs/src/{name}")
