@@ -7,9 +7,9 @@ they drift. ``python docs/hooks/reference.py`` writes them again: each page's te
 its meaning from ``docs/settings.toml``), one heading each so that the site's search finds
 it; ``cli.md`` the help of every ``emews`` command (from :func:`emews.cli.parser`);
 ``python.md`` the public Python API: each name in ``emews.__all__``, with its signature and
-docstring. As an MkDocs hook, it makes ``{{ include PATH }}`` the Markdown file PATH of the repository (without its title:
-the page has its own; its links to the repository's files written as their paths), so that a
-README beside the code is the one text of its page.
+docstring. As an MkDocs hook, it makes ``{{ include PATH }}`` the Markdown file PATH of the
+repository (without its title: the page has its own; its links to the repository's files
+written as their paths), so that a README beside the code is the one text of its page.
 """
 
 import argparse
