@@ -213,6 +213,8 @@ TABLES = {"system": System, "study": Study, "model": Model, "failure": Failure,
           "pruner": PrunerOptions, "service": Service}
 SCHEMA = {table: {f.name: f.metadata["setting"] for f in fields(cls)}
           for table, cls in TABLES.items()}
+# what Swift/T's workflow.sh adds to the config.json it records (swift/prepare_study.py)
+DRIVER_KEYS = ("driver", "workflow")
 STOP_KEYS = ("budget", "max_iterations", "tol", "patience", "target", "max_time", "step_budget",
              "reference_point")
 
@@ -282,25 +284,11 @@ class Config:
                 from None
         if not isinstance(data, dict):
             raise ConfigError(str(path), "must hold a JSON object", type(data).__name__)
-        if "driver" in data:
-            return cls.from_record(data, str(path))
+        data = {key: value for key, value in data.items() if key not in DRIVER_KEYS}
         base = Path(path).resolve().parent
         return load([_map_paths(data, lambda value: value if os.path.isabs(value)
                                 else str((base / value).resolve()))],
                     environ={}, label=str(path))
-
-    @classmethod
-    def from_record(cls, data, label="config"):
-        """The configuration of a study that Swift/T's ``swift/prepare_study.py`` recorded (its
-        ``config.json``: a ``study`` table holding the algorithm's ``options``; until it
-        records its study as a spec): the settings of the spec it holds, checked (the
-        options' ``objectives``, their number, is the spec's to derive)."""
-        study = data.get("study") or {}
-        options = study.get("options") or {}
-        return load([{"study": {key: value for key, value in study.items()
-                                if key in SCHEMA["study"]},
-                      "algorithm": {key: value for key, value in options.items()
-                                    if key != "objectives"}}], environ={}, label=label)
 
     def make_pruner(self):
         """The study's :class:`~emews.core.pruners.Pruner` (``[study] pruner`` with the

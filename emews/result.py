@@ -9,11 +9,10 @@
 
 import json
 import sys
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import Config, Study
+from .config import Study
 from .core.criteria import Criteria
 from .core.pareto import front_rows
 from .core.replicas import best_point, settings_of
@@ -60,8 +59,6 @@ def final_record(text, store, study=None):
         final = None
     final = final if isinstance(final, dict) else {"message": text}
     final = dict(final, evaluations=store.finished_count())
-    if isinstance(study, Mapping):   # Swift/T's emews_swift.py: its record's [study] table
-        study = Config.from_record({"study": study}).study
     criteria = Criteria.from_study(study or Study())
     if criteria.vector:
         final = {k: v for k, v in final.items() if k not in ("best_point", "best_value")}

@@ -45,7 +45,6 @@ from emews.evaluate.base import Resources
 from emews.evaluate.launcher import launcher_rank
 from emews.evaluate.outcome import BadOutcome, Report
 from emews.evaluate.reporting import Pruned
-from emews.experiment import read_json
 from emews.pools.base import Pool
 from emews.pools.mpi import redirect_output
 from emews.status import Status
@@ -166,11 +165,8 @@ class SwiftPool(Pool):
 
 
 def study_config():
-    """The study as ``prepare_study.py`` recorded it in ``config.json`` (the driver's own keys,
-    ``driver`` and ``workflow``, left out)."""
-    recorded = read_json(expdir() / "config.json")
-    return configuration.load([{table: values for table, values in recorded.items()
-                                if table not in ("driver", "workflow")}], environ={})
+    """The study as ``prepare_study.py`` recorded it in ``config.json``."""
+    return configuration.Config.read(expdir() / "config.json")
 
 
 def _run_study(pool):

@@ -13,6 +13,7 @@ import pytest
 
 import emews
 from emews.algorithms.random_search import RandomSearch
+from emews.config import Study
 from emews.core.algorithm import point_key
 from emews.core.replicas import Replicas, wrap
 from emews.errors import ConfigError
@@ -249,7 +250,6 @@ def test_a_point_whose_replicas_a_limit_cut_short_has_no_value_and_is_never_the_
     """A time limit or ``emews stop`` can end a study between a point's replicas: that point
     was never told to its search, so it gets no value and cannot be the study's best, however
     lucky its finished replicas were."""
-    from emews.config import Study
     from emews.core.replicas import summarize
     from emews.evaluate import Outcome
     from emews.result import final_record
@@ -293,7 +293,7 @@ def test_a_point_with_a_pruned_replica_was_told_so_the_record_and_inspect_name_i
                   for i, (_, _, value, status) in enumerate(rows)])
     store.commit()
     settings = {"replicas": 3, "replica_seed_param": "rng_seed", "replica_objective": "mean"}
-    final = final_record("{}", store, settings)
+    final = final_record("{}", store, Study(**settings))
     store.close()
     assert (final["best_point"], final["best_value"]) == ({"x": 1.0}, pytest.approx(0.55))
     (tmp_path / "config.json").write_text(json.dumps({"study": settings}))

@@ -202,9 +202,9 @@ def prepare_study(call, files):
     return study, notes
 
 
-def make_expdir(call, study):
-    """The experiment directory of ``call.expid`` (``-a``: the next free EXPnnn), made now."""
-    data_dir, name = study["study"]["data_dir"], study["study"]["name"]
+def make_expdir(call, data_dir, name):
+    """The experiment directory of ``call.expid`` (``-a``: the next free EXPnnn) under
+    ``data_dir/name``, made now."""
     if call.expid == "-a":
         return experiment.create(data_dir, name, "supervisor")
     return experiment.create(data_dir, name, expid=call.expid)
@@ -218,13 +218,12 @@ def link(expdir, cwd):
     path.symlink_to(expdir)
 
 
-def child_environment(environ, study):
-    """The environment of ``emews run``: the study's, less the variables whose values the
-    study already holds (they were read first; Supervisor's spelling of some would not load)."""
+def child_environment(environ, expid):
+    """The environment of ``emews run`` of experiment ``expid``: the study's, less the
+    variables whose values the study already holds (they were read first; Supervisor's
+    spelling of some would not load)."""
     held = {var for var in cfgfiles.COMMON if var in cfgfiles.FROM_ENVIRONMENT}
-    child = {k: v for k, v in environ.items() if k not in held}
-    child["EXPID"] = study["study"]["expid"]
-    return child
+    return {**{k: v for k, v in environ.items() if k not in held}, "EXPID": expid}
 
 
 def run_here(expdir, environ, notes):
@@ -283,18 +282,20 @@ def main(arguments, workflow=None, dry_run=False):
             print(f"# Site {site.name} ({files['sched']}): scheduler {site.scheduler}, "
                   f"launcher {site.launcher}, batch {site.batch}")
         return 0
-    expdir = make_expdir(call, study)
-    study["study"]["expid"] = expdir.name
+    tables = study["study"]   # the study being written: the TOML file's [study] table
+    expdir = make_expdir(call, tables["data_dir"], tables["name"])
+    tables["expid"] = expdir.name
     (expdir / STUDY_FILE).write_text(cfgfiles.render(study, notes, call.files))
     link(expdir, Path.cwd())
     if site is not None:   # the job sources env-SITE.sh where it runs (the site's setup)
         from ..launch.submit import submit
 
         os.environ.clear()
-        os.environ.update(child_environment(call.environ, study))
+        os.environ.update(child_environment(call.environ, expdir.name))
         submit(str(expdir / STUDY_FILE), site)
         return 0
-    status = run_here(expdir, child_environment(study_environment(call, files), study), notes)
+    status = run_here(expdir, child_environment(study_environment(call, files), expdir.name),
+                      notes)
     if status == 2 and not (expdir / "config.json").exists():   # bad input: nothing was run
         shutil.rmtree(expdir)
         (Path.cwd() / LINK).unlink()
