@@ -30,9 +30,10 @@ uniform coordinates give every value the same chance.
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from . import conditions
 from .supervisor import asproblem, randomsettings, rparamset
 from .errors import ConfigError
 
@@ -69,9 +70,11 @@ ELEMENT_TYPES = {"string": str, "str": str, "int": lambda v: _number(v, int),
 
 @dataclass(frozen=True)
 class Param:
-    """One dimension of a search space."""
+    """One dimension of a search space; with a ``condition`` (:mod:`emews.conditions`) it
+    exists in a point only when the condition holds on the point's other values."""
 
     name: str
+    condition: conditions.Condition | None = field(default=None, kw_only=True, repr=False)
     kind = "param"
 
     def sample(self, rng):
@@ -283,7 +286,12 @@ class Constant(Param):
 
 @dataclass(frozen=True)
 class Space:
-    """An ordered collection of parameters; ``where`` (the file) names it in errors."""
+    """An ordered collection of parameters; ``where`` (the file) names it in errors.
+
+    Points hold only the active parameters (see :mod:`emews.conditions`): :meth:`sample`,
+    :meth:`from_unit` and :meth:`point` leave inactive ones out, and :meth:`contains` refuses a
+    point that sets one or lacks an active one.
+    """
 
     params: tuple = field(default_factory=tuple)
     where: str = field(default="search space", compare=False, repr=False)
@@ -293,6 +301,44 @@ class Space:
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise ConfigError(self.where, "parameter names must be unique", duplicates)
+        for param in self.params:
+            if param.condition is not None:
+                self._check_condition(param)
+        object.__setattr__(self, "_order", self._parents_first())
+        object.__setattr__(self, "_unconditional", not self.conditional)
+
+    def _check_condition(self, param):
+        where = f"{self.where}: {param.name}.condition"
+        by_name = {p.name: p for p in self.params}
+        for leaf in conditions.leaves(param.condition):
+            parent = by_name.get(leaf.parent)
+            if parent is None:
+                raise ConfigError(where, "must test parameters of the space", leaf.parent)
+            if parent is param:
+                raise ConfigError(where, "a parameter cannot depend on itself", leaf.parent)
+            if isinstance(leaf, conditions.Compare):
+                if not isinstance(parent, Float):
+                    raise ConfigError(where, f"{leaf.op} compares numbers, and "
+                                      f"{parent.name} is {parent.kind}", leaf.value)
+                continue
+            outside = [v for v in leaf.values if not parent.contains(v)]
+            if outside:
+                raise ConfigError(where, f"must use values that {parent.name} takes",
+                                  outside[0])
+
+    def _parents_first(self):
+        """The parameters ordered so that each comes after those its condition tests."""
+        order, placed, pending = [], set(), list(self.params)
+        while pending:
+            ready = [p for p in pending if p.condition is None
+                     or p.condition.parents() <= placed]
+            if not ready:
+                raise ConfigError(self.where, "conditions must not form a cycle",
+                                  sorted(p.name for p in pending))
+            order += ready
+            placed |= {p.name for p in ready}
+            pending = [p for p in pending if p.name not in placed]
+        return tuple(order)
 
     @property
     def names(self):
@@ -304,33 +350,58 @@ class Space:
         """The parameters that are not constants."""
         return [p for p in self.params if not isinstance(p, Constant)]
 
+    @property
+    def conditional(self):
+        """True when some parameter has a condition."""
+        return any(p.condition is not None for p in self.params)
+
     def __getitem__(self, name):
         return next(p for p in self.params if p.name == name)
 
     def __len__(self):
         return len(self.params)
 
+    def active(self, values):
+        """The names active in a point whose values are ``values`` (which may hold inactive
+        values, and may lack active ones), in the space's order."""
+        if self._unconditional:
+            return self.names
+        present, active = {}, set()
+        for param in self._order:
+            if param.condition is None or param.condition.holds(present):
+                active.add(param.name)
+                if param.name in values:
+                    present[param.name] = values[param.name]
+        return [name for name in self.names if name in active]
+
+    def restrict(self, values):
+        """The point of ``values``'s active parameters (inactive values left out)."""
+        return {name: values[name] for name in self.active(values) if name in values}
+
     def sample(self, rng, n=1):
-        """Draw ``n`` points uniformly at random."""
-        return [{p.name: p.sample(rng) for p in self.params} for _ in range(n)]
+        """Draw ``n`` points uniformly at random (each parameter's value, then the active)."""
+        return [self.restrict({p.name: p.sample(rng) for p in self.params}) for _ in range(n)]
 
     def contains(self, point):
-        """True when ``point`` has exactly this space's names, each with a legal value."""
-        return set(point) == set(self.names) and all(p.contains(point[p.name]) for p in self.params)
+        """True when ``point`` has exactly the names active in it, each with a legal value."""
+        return (set(point) == set(self.active(point))
+                and all(self[name].contains(value) for name, value in point.items()))
 
-    def to_unit(self, point):
-        """The point's free parameters as a list of floats in [0, 1]."""
-        return [p.to_unit(point[p.name]) for p in self.free]
+    def to_unit(self, point, inactive=0.5):
+        """The point's free parameters as a list of floats in [0, 1]; a parameter the point
+        leaves out (inactive) gets ``inactive``."""
+        return [p.to_unit(point[p.name]) if p.name in point else inactive for p in self.free]
 
     def from_unit(self, unit):
         """A point from free-parameter coordinates in [0, 1] (constants filled in)."""
         return self.point([p.from_unit(u) for p, u in zip(self.free, unit)])
 
     def point(self, values):
-        """The point whose free parameters take ``values``, in order (constants filled in)."""
+        """The point whose free parameters take ``values``, in order (constants filled in,
+        inactive parameters left out)."""
         point = {p.name: p.value for p in self.params if isinstance(p, Constant)}
         point.update({p.name: value for p, value in zip(self.free, values)})
-        return {name: point[name] for name in self.names}
+        return self.restrict({name: point[name] for name in self.names})
 
     @classmethod
     def from_file(cls, path):
@@ -369,8 +440,12 @@ class Space:
         if not isinstance(data, list) or not data:
             raise ConfigError(where, "must be a non-empty JSON list of parameters",
                               type(data).__name__)
-        return cls(tuple(_ga_param(entry, f"{where}: parameter #{i}")
-                         for i, entry in enumerate(data)), where)
+        params = [_ga_param(entry, f"{where}: parameter #{i}") for i, entry in enumerate(data)]
+        params = [replace(param, condition=conditions.parse(
+                      entry["condition"], f"{where}: parameter #{i} ({param.name}).condition"))
+                  if "condition" in entry else param
+                  for i, (param, entry) in enumerate(zip(params, data))]
+        return cls(tuple(params), where)
 
 
 def _ga_param(entry, where):
