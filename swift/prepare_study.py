@@ -33,9 +33,10 @@ from pathlib import Path
 from emews import config as configuration
 from emews import evaluate, experiment
 from emews.core.algorithm import load
-from emews.core.criteria import Criteria
 from emews.errors import ConfigError, EmewsError
+from emews.space import Space
 from emews.core.me import build_algorithm
+from emews.core.resume import search_settings
 from emews.store import SQLiteStore
 
 
@@ -62,39 +63,16 @@ def read_settings(path):
     return settings
 
 
-def check_algorithm(settings, path):
-    """Build the algorithm once, as emews.core.me will; errors name the settings file."""
-    load(settings["algorithm"], f"{path}: algorithm")
-    try:
-        build_algorithm(settings)
-    except ConfigError as exc:
-        raise ConfigError(f"{path}: {exc.where}", str(exc)[len(exc.where) + 2:], None,
-                          show_value=False) from None
-    except TypeError as exc:
-        raise ConfigError(f"{path}: options", f"must fit the algorithm "
-                          f"{settings['algorithm']!r} ({exc})", None, show_value=False) from None
+def in_settings(exc, path):
+    """``exc`` naming the settings file ``path`` first."""
+    return ConfigError(f"{path}: {exc.where}", str(exc)[len(exc.where) + 2:], None,
+                       show_value=False)
 
 
-def with_objectives(settings, path):
-    """The settings (changed), their algorithm's options with ``objectives=k`` for a study of
-    ``k > 1`` objectives (``MODEL_RETURN`` a comma-separated list), as emews run builds it; the
-    objectives' settings (``directions``, ``constraints``) checked, errors naming ``path``."""
-    try:
-        k = len(Criteria.from_study({"model_return": os.environ.get("MODEL_RETURN",
-                                                                    "val_loss"),
-                                     **settings}).names)
-    except ConfigError as exc:
-        raise ConfigError(f"{path}: {exc.where}", str(exc)[len(exc.where) + 2:], None,
-                          show_value=False) from None
-    if k > 1:
-        settings["options"] = {**settings.get("options", {}), "objectives": k}
-    return settings
-
-
-def study_config(settings, space, path):
-    """config.json: the study as emews run records it (``space``: the space's file), for the
-    master on the ME's rank and emews show, status and report; and this workflow.sh, which
-    ``emews run --resume`` runs again (``--resume``). Errors name ``path``."""
+def study_spec(settings, space, path):
+    """The study as emews run specifies it (``space``: the space's file), read from the
+    settings and the environment (``MODEL_RETURN``, ``EMEWS_OBJECTIVE``); errors name
+    ``path``."""
     study = {"algorithm": settings["algorithm"], "space": space, "mode": "batch",
              "seed": settings.get("seed"), "batch_size": settings.get("batch_size"),
              "objective": os.environ.get("EMEWS_OBJECTIVE"),
@@ -104,10 +82,28 @@ def study_config(settings, space, path):
     data = {"study": study, "algorithm": settings.get("options", {}),
             "failure": settings.get("failure", {}), "pruner": settings.get("pruner_options", {})}
     try:
-        cfg = configuration.load([data])
+        return configuration.load([data])
     except ConfigError as exc:
-        raise ConfigError(f"{path}: {exc.where}", str(exc)[len(exc.where) + 2:], None,
-                          show_value=False) from None
+        raise in_settings(exc, path) from None
+
+
+def check_algorithm(cfg, space, path):
+    """Build the algorithm once, as the study's master will, on ``space`` (``None``: the
+    spec's file); errors name the settings file."""
+    algorithm = load(cfg.study.algorithm, f"{path}: algorithm")
+    try:
+        build_algorithm(search_settings(cfg, cfg.study.seed), algorithm, space)
+    except ConfigError as exc:
+        raise in_settings(exc, path) from None
+    except TypeError as exc:
+        raise ConfigError(f"{path}: options", f"must fit the algorithm "
+                          f"{cfg.study.algorithm!r} ({exc})", None, show_value=False) from None
+
+
+def study_config(cfg):
+    """config.json: the study ``cfg`` as emews run records it, for the master on the ME's
+    rank and emews show, status and report; and this workflow.sh, which ``emews run
+    --resume`` runs again (``--resume``)."""
     return {**cfg.as_dict(), "driver": "swift-t",
             "workflow": str(Path(__file__).resolve().parent / "workflow.sh")}
 
@@ -138,19 +134,21 @@ def main(argv):
     data_dir, workflow, settings_path = argv
     try:
         settings = read_settings(settings_path)
-        check_algorithm(with_objectives(dict(settings), settings_path), settings_path)
+        space = settings.get("space")
+        inline = Space.from_ga_json(space, settings_path) if isinstance(space, list) else None
+        check_algorithm(study_spec(settings, space if inline is None else "space.json", settings_path),
+                        inline, settings_path)
         evaluate.from_env()
     except EmewsError as exc:
         print(f"workflow.sh: {exc}", file=sys.stderr)
         return 2
-    space = settings.get("space")
     expdir = experiment.create(data_dir, workflow)
     try:
-        if not isinstance(space, str):
+        if inline is not None:
             space = str(expdir / "space.json")
-            experiment.write_json(space, settings.get("space"))
-        experiment.write_json(expdir / "config.json", study_config(settings, space,
-                                                                   settings_path))
+            experiment.write_json(space, settings["space"])
+        experiment.write_json(expdir / "config.json",
+                              study_config(study_spec(settings, space, settings_path)))
     except EmewsError as exc:
         shutil.rmtree(expdir)
         print(f"workflow.sh: {exc}", file=sys.stderr)

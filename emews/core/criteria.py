@@ -21,9 +21,7 @@ several objectives or any constraint.
 
 import math
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
-from types import SimpleNamespace
 
 from ..errors import ConfigError
 from ..status import Status
@@ -92,11 +90,7 @@ class Criteria:
     def from_study(cls, study, where=lambda key: f"[study].{key}"):
         """The criteria of a study's :class:`~emews.config.Study` (as :func:`emews.config.load`
         resolved it); a ConfigError naming ``where(key)``, the rule and the value for a bad
-        one. (A ``[study]`` table as a dict is Swift/T's record, ``swift/``, until it records
-        its study as a spec.)"""
-        if isinstance(study, Mapping):
-            study = SimpleNamespace(**{"objectives": None, "model_return": OBJECTIVE,
-                                       "directions": None, "constraints": None, **study})
+        one."""
         names = study.objectives or objective_names(study.model_return)
         if len(set(names)) < len(names) or not all(n.strip() and "," not in n for n in names):
             raise ConfigError(where("objectives"), "must name each objective once (names "
