@@ -66,7 +66,8 @@ import math
 import random
 from pathlib import Path
 
-from emews.plugin import (Algorithm, Categorical, ConfigError, Logical, Ordered, PrunedResult,
+from emews.plugin import (Algorithm, Categorical, ConfigError, Constant, Logical, Ordered,
+                          PrunedResult,
                           check_choice, check_number, check_text, is_failure, optional_import,
                           pack_state, point_key, pruned_value, unpack_state)
 
@@ -110,7 +111,7 @@ class GA(Algorithm):
                                      space) if population_file is not None else []
         self.individual = self._individual_class()
         self.toolbox = base.Toolbox()
-        self.toolbox.register("mate", tools.cxUniform, indpb=crossover_indpb)
+        self.toolbox.register("mate", self._mate, indpb=crossover_indpb)
         self.toolbox.register("mutate", self._mutate, indpb=mutation_indpb)
         self.toolbox.register("select", tools.selTournament, tournsize=tournament_size)
         self.random_state = random.Random(seed).getstate()
@@ -261,8 +262,8 @@ class GA(Algorithm):
     # --- generations ------------------------------------------------------------------------
 
     def _individual(self, point):
-        """A DEAP individual: the point's free values, in order."""
-        return self.individual(point[p.name] for p in self.space.free)
+        """A DEAP individual: the point's free values, in order (``None`` for inactive ones)."""
+        return self.individual(point.get(p.name) for p in self.space.free)
 
     def _reuse_or_wait(self, individual, key):
         """Give ``individual`` a recorded value, or attach it to the same point in flight.
@@ -341,11 +342,39 @@ class GA(Algorithm):
             self.random_state = random.getstate()
             random.setstate(outside)
 
+    def _mate(self, first, second, indpb):
+        """DEAP's uniform crossover, each child then made a point of the space (:meth:`_repair`)."""
+        from deap import tools
+
+        tools.cxUniform(first, second, indpb)
+        return self._repair(first), self._repair(second)
+
     def _mutate(self, individual, indpb):
+        """Mutation by type of each set gene (an inactive one, ``None``, is left out)."""
         for i, param in enumerate(self.space.free):
-            if random.random() < indpb:
+            if individual[i] is not None and random.random() < indpb:
                 individual[i] = mutate_gene(param, individual[i])
-        return (individual,)
+        return (self._repair(individual),)
+
+    def _repair(self, individual):
+        """Make a bred individual's genes a point of a conditional space: the genes of
+        parameters inactive in it are unset (``None``), so they never leak into a point and
+        two children that differ only there are one point; a parameter that crossover or
+        mutation made active without a value (its parent's value came from the other
+        parent) gets one drawn at random."""
+        if not self.space.conditional:
+            return individual
+        free = self.space.free
+        values = {p.name: p.value for p in self.space.params if isinstance(p, Constant)}
+        values.update((p.name, gene) for p, gene in zip(free, individual) if gene is not None)
+        while True:
+            active = self.space.active(values)
+            unset = [p for p in free if p.name in active and p.name not in values]
+            if not unset:
+                break
+            values.update((p.name, p.sample(self.rng)) for p in unset)
+        individual[:] = [values[p.name] if p.name in active else None for p in free]
+        return individual
 
 
 class SteadyStateGA(GA):
