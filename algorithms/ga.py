@@ -477,7 +477,10 @@ def mutate_gene(param, value):
 
 
 def read_population(path, space):
-    """Initial individuals: Supervisor's CSV (header of parameter names) or JSON lines."""
+    """Initial individuals: Supervisor's CSV (header of parameter names) or JSON lines.
+
+    In a CSV row of a conditional space, an inactive parameter's cell may be empty; a value
+    it holds is left out of the point."""
     if path.suffix.lower() != ".csv":
         return read_upf(path, space)
     try:
@@ -498,12 +501,19 @@ def read_population(path, space):
         if not any(cell.strip() for cell in row):
             continue
         cells = dict(zip(header, (cell.strip() for cell in row)))
-        values = []
+        values = {p.name: p.value for p in space.params if isinstance(p, Constant)}
         for param in space.free:
+            if not cells.get(param.name):
+                continue   # an inactive parameter's empty cell (an active one's is refused)
             try:
-                values.append(param.parse(cells.get(param.name, "")))
+                values[param.name] = param.parse(cells[param.name])
             except ValueError as exc:
                 raise ConfigError(f"{path}:{number}", f"column {param.name}: {exc}",
                                   cells.get(param.name)) from None
-        points.append(space.point(values))
+        point = space.restrict(values)
+        unset = [name for name in space.active(point) if name not in point]
+        if unset:
+            raise ConfigError(f"{path}:{number}", f"column {unset[0]}: must have a value (empty "
+                              f"only where the parameter is inactive)", "")
+        points.append(point)
     return points
