@@ -31,6 +31,12 @@ Design choices:
   ``ordered`` (on the position, at least one position by default), clamped to the bounds; a
   different value drawn at random for ``categorical``; a flip for ``logical``. Crossover is
   DEAP's uniform crossover, which keeps every gene's type.
+* On a conditional space (:mod:`emews.conditions`) an individual's gene of a parameter
+  inactive in it is unset (``None``): crossover and mutation (which leaves unset genes alone)
+  are followed by a repair that unsets the genes made inactive and draws at random the genes
+  of parameters made active without a value (an SGD optimizer from one parent, its momentum
+  from another parent that had none). So an inactive value never leaks into a point, and
+  two children that differ only in inactive genes are one point, proposed once.
 * A failed result (NaN) and any other non-finite value get the fitness ``+inf``: the worst there
   is, so selection drops them first and the GA never crashes on them.
 * A run the pruner stopped ranks below every finished one and above the failures, and among

@@ -264,7 +264,8 @@ class OptunaSearch(Algorithm):
         With at least ``WARM_START_TRIALS`` told trials, Optuna's warm-starting CMA-ES
         (``source_trials``) estimates the start distribution from the best of them; with
         fewer, the search is centred on the best one (``x0``). CMA-ES models only the numeric
-        parameters and wants source trials with exactly those, so they are cut down to them.
+        parameters (of a conditional space, those every trial has) and wants source trials with
+        exactly those, so they are cut down to them.
         """
         from optuna.distributions import CategoricalDistribution
         from optuna.trial import TrialState, create_trial
@@ -273,9 +274,12 @@ class OptunaSearch(Algorithm):
         numeric = {name: d for name, d in self.distributions.items()
                    if not isinstance(d, CategoricalDistribution)}
         told = self.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+        # of a conditional space, the numeric parameters every told trial has
+        numeric = {name: d for name, d in numeric.items() if all(name in t.params for t in told)}
         if not told or not numeric:
             return
-        def cut(params):   # a trial's numeric parameters (those active in it)
+
+        def cut(params):
             return {name: value for name, value in params.items() if name in numeric}
 
         if len(told) >= WARM_START_TRIALS:
