@@ -41,7 +41,8 @@ PLANE = [{"name": "x", "type": "float", "lower": 0.0, "upper": 1.0},
          {"name": "y", "type": "float", "lower": 0.0, "upper": 1.0}]
 CORNER = (0.85, 0.85)
 # a conditional space (emews.conditions): momentum only for SGD, nesterov only with a momentum
-# over 0.5, width3 only with 3 layers or more (lr and dropout in every point, so that points rarely repeat)
+# over 0.5, width3 only with 3 layers or more (lr and dropout in every point, so that points
+# rarely repeat)
 CONDITIONAL = [
     {"name": "optimizer", "type": "categorical", "values": ["sgd", "adam"]},
     {"name": "lr", "type": "float", "lower": 1e-4, "upper": 1e-1, "log": True},
