@@ -72,8 +72,7 @@ import math
 import random
 from pathlib import Path
 
-from emews.plugin import (Algorithm, Categorical, ConfigError, Constant, Logical, Ordered,
-                          PrunedResult,
+from emews.plugin import (Algorithm, Categorical, ConfigError, Logical, Ordered, PrunedResult,
                           check_choice, check_number, check_text, is_failure, optional_import,
                           pack_state, point_key, pruned_value, unpack_state)
 
@@ -371,15 +370,9 @@ class GA(Algorithm):
         if not self.space.conditional:
             return individual
         free = self.space.free
-        values = {p.name: p.value for p in self.space.params if isinstance(p, Constant)}
-        values.update((p.name, gene) for p, gene in zip(free, individual) if gene is not None)
-        while True:
-            active = self.space.active(values)
-            unset = [p for p in free if p.name in active and p.name not in values]
-            if not unset:
-                break
-            values.update((p.name, p.sample(self.rng)) for p in unset)
-        individual[:] = [values[p.name] if p.name in active else None for p in free]
+        point = self.space.complete({p.name: gene for p, gene in zip(free, individual)
+                                     if gene is not None}, lambda p: p.sample(self.rng))
+        individual[:] = [point.get(p.name) for p in free]
         return individual
 
 
@@ -507,7 +500,7 @@ def read_population(path, space):
         if not any(cell.strip() for cell in row):
             continue
         cells = dict(zip(header, (cell.strip() for cell in row)))
-        values = {p.name: p.value for p in space.params if isinstance(p, Constant)}
+        values = {}
         for param in space.free:
             if not cells.get(param.name):
                 continue   # an inactive parameter's empty cell (an active one's is refused)
@@ -516,10 +509,11 @@ def read_population(path, space):
             except ValueError as exc:
                 raise ConfigError(f"{path}:{number}", f"column {param.name}: {exc}",
                                   cells.get(param.name)) from None
-        point = space.restrict(values)
-        unset = [name for name in space.active(point) if name not in point]
-        if unset:
-            raise ConfigError(f"{path}:{number}", f"column {unset[0]}: must have a value (empty "
-                              f"only where the parameter is inactive)", "")
-        points.append(point)
+        points.append(space.complete(values, lambda param: _empty(param, f"{path}:{number}")))
     return points
+
+
+def _empty(param, where):
+    """Refuse the empty cell of a parameter active in its row."""
+    raise ConfigError(where, f"column {param.name}: must have a value (empty only where the "
+                      f"parameter is inactive)", "")

@@ -67,8 +67,7 @@ import importlib.util
 import inspect
 import warnings
 
-from emews.plugin import (FLAG, Algorithm, Categorical, Choice, ConfigError, Constant, Invalid,
-                          Logical,
+from emews.plugin import (FLAG, Algorithm, Categorical, Choice, ConfigError, Invalid, Logical,
                           Number, Ordered, PrunedResult, Rule, check_choice, check_number,
                           check_option, is_failure, optional_import, pack_state, point_key,
                           unpack_state)
@@ -216,15 +215,8 @@ class OptunaSearch(Algorithm):
     def _suggest(self, trial):
         """The point of a new trial, sampled define-by-run: each parameter suggested (with
         its distribution) only once it is active, parents before their children."""
-        values = {p.name: p.value for p in self.space.params if isinstance(p, Constant)}
-        while True:
-            active = self.space.active(values)
-            new = [p for p in self.space.free if p.name in active and p.name not in values]
-            if not new:
-                return self.space.restrict(values)
-            for param in new:
-                values[param.name] = decode(param, suggest(trial, param.name,
-                                                           self.distributions[param.name]))
+        return self.space.complete({}, lambda param: decode(
+            param, suggest(trial, param.name, self.distributions[param.name])))
 
     def _values(self, value):
         """The trial's values for a told ``value``; ``None`` for a failure (a non-finite
