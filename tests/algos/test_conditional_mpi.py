@@ -29,7 +29,8 @@ SEARCHES = [
 ]
 
 
-@pytest.mark.parametrize("name, options", SEARCHES)
+@pytest.mark.parametrize("name, options", SEARCHES, ids=[getattr(search, "values", search)[0]
+                                                         for search in SEARCHES])
 def test_a_search_on_the_mpi_pool_stores_only_active_parameters(emews_cli, study, tmp_path,
                                                                 name, options):
     tables = {"algorithm.params": TABLE} if name == "sweep" else {}
