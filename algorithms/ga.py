@@ -31,6 +31,12 @@ Design choices:
   ``ordered`` (on the position, at least one position by default), clamped to the bounds; a
   different value drawn at random for ``categorical``; a flip for ``logical``. Crossover is
   DEAP's uniform crossover, which keeps every gene's type.
+* On a conditional space (:mod:`emews.conditions`) an individual's gene of a parameter
+  inactive in it is unset (``None``): crossover and mutation (which leaves unset genes alone)
+  are followed by a repair that unsets the genes made inactive and draws at random the genes
+  of parameters made active without a value (an SGD optimizer from one parent, its momentum
+  from another parent that had none). So an inactive value never leaks into a point, and
+  two children that differ only in inactive genes are one point, proposed once.
 * A failed result (NaN) and any other non-finite value get the fitness ``+inf``: the worst there
   is, so selection drops them first and the GA never crashes on them.
 * A run the pruner stopped ranks below every finished one and above the failures, and among
@@ -110,7 +116,7 @@ class GA(Algorithm):
                                      space) if population_file is not None else []
         self.individual = self._individual_class()
         self.toolbox = base.Toolbox()
-        self.toolbox.register("mate", tools.cxUniform, indpb=crossover_indpb)
+        self.toolbox.register("mate", self._mate, indpb=crossover_indpb)
         self.toolbox.register("mutate", self._mutate, indpb=mutation_indpb)
         self.toolbox.register("select", tools.selTournament, tournsize=tournament_size)
         self.random_state = random.Random(seed).getstate()
@@ -261,8 +267,8 @@ class GA(Algorithm):
     # --- generations ------------------------------------------------------------------------
 
     def _individual(self, point):
-        """A DEAP individual: the point's free values, in order."""
-        return self.individual(point[p.name] for p in self.space.free)
+        """A DEAP individual: the point's free values, in order (``None`` for inactive ones)."""
+        return self.individual(point.get(p.name) for p in self.space.free)
 
     def _reuse_or_wait(self, individual, key):
         """Give ``individual`` a recorded value, or attach it to the same point in flight.
@@ -341,11 +347,33 @@ class GA(Algorithm):
             self.random_state = random.getstate()
             random.setstate(outside)
 
+    def _mate(self, first, second, indpb):
+        """DEAP's uniform crossover, each child then made a point of the space (:meth:`_repair`)."""
+        from deap import tools
+
+        tools.cxUniform(first, second, indpb)
+        return self._repair(first), self._repair(second)
+
     def _mutate(self, individual, indpb):
+        """Mutation by type of each set gene (an inactive one, ``None``, is left out)."""
         for i, param in enumerate(self.space.free):
-            if random.random() < indpb:
+            if individual[i] is not None and random.random() < indpb:
                 individual[i] = mutate_gene(param, individual[i])
-        return (individual,)
+        return (self._repair(individual),)
+
+    def _repair(self, individual):
+        """Make a bred individual's genes a point of a conditional space: the genes of
+        parameters inactive in it are unset (``None``), so they never leak into a point and
+        two children that differ only there are one point; a parameter that crossover or
+        mutation made active without a value (its parent's value came from the other
+        parent) gets one drawn at random."""
+        if not self.space.conditional:
+            return individual
+        free = self.space.free
+        point = self.space.complete({p.name: gene for p, gene in zip(free, individual)
+                                     if gene is not None}, lambda p: p.sample(self.rng))
+        individual[:] = [point.get(p.name) for p in free]
+        return individual
 
 
 class SteadyStateGA(GA):
@@ -448,7 +476,10 @@ def mutate_gene(param, value):
 
 
 def read_population(path, space):
-    """Initial individuals: Supervisor's CSV (header of parameter names) or JSON lines."""
+    """Initial individuals: Supervisor's CSV (header of parameter names) or JSON lines.
+
+    In a CSV row of a conditional space, an inactive parameter's cell may be empty; a value
+    it holds is left out of the point."""
     if path.suffix.lower() != ".csv":
         return read_upf(path, space)
     try:
@@ -469,12 +500,20 @@ def read_population(path, space):
         if not any(cell.strip() for cell in row):
             continue
         cells = dict(zip(header, (cell.strip() for cell in row)))
-        values = []
+        values = {}
         for param in space.free:
+            if not cells.get(param.name):
+                continue   # an inactive parameter's empty cell (an active one's is refused)
             try:
-                values.append(param.parse(cells.get(param.name, "")))
+                values[param.name] = param.parse(cells[param.name])
             except ValueError as exc:
                 raise ConfigError(f"{path}:{number}", f"column {param.name}: {exc}",
                                   cells.get(param.name)) from None
-        points.append(space.point(values))
+        points.append(space.complete(values, lambda param: _empty(param, f"{path}:{number}")))
     return points
+
+
+def _empty(param, where):
+    """Refuse the empty cell of a parameter active in its row."""
+    raise ConfigError(where, f"column {param.name}: must have a value (empty only where the "
+                      f"parameter is inactive)", "")

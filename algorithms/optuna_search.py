@@ -52,6 +52,14 @@ would have recorded them.
 
 Types: floats and integers with their log scales, ordered values as an integer position (so
 samplers see their order), categorical and logical values as Optuna categories.
+
+Conditional spaces (:mod:`emews.conditions`) are sampled define-by-run, as an Optuna objective
+would: a trial is asked with no distributions and each parameter is suggested only once it is
+active, parents before their children, so a trial holds (and a told point that was never
+asked for is added with) only its active parameters and their distributions. TPE's
+``multivariate`` models the parameters every trial has, with ``group = true`` each group
+of parameters that occur together; CMA-ES models the numeric parameters every trial has and
+samples the others independently.
 """
 
 import importlib.metadata
@@ -155,8 +163,8 @@ class OptunaSearch(Algorithm):
         for _ in range(n):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                trial = self.study.ask(self.distributions)
-            point = self.space.point([decode(p, trial.params[p.name]) for p in self.space.free])
+                trial = self.study.ask()
+                point = self._suggest(trial)
             self.trials.setdefault(point_key(point), []).append(trial.number)
             self.live[trial.number] = trial
             points.append(point)
@@ -186,7 +194,8 @@ class OptunaSearch(Algorithm):
                                                          violations)
                     self.study.tell(trial, told)
             elif self.space.contains(point):
-                params = {p.name: encode(p, point[p.name]) for p in self.space.free}
+                params = {p.name: encode(p, point[p.name]) for p in self.space.free
+                          if p.name in point}   # its active parameters
                 constrained = violations and told is not None
                 pruned = isinstance(value, PrunedResult) and self.objectives == 1
                 system_attrs = {OPTUNA_CONSTRAINTS: violations} if constrained else {}
@@ -194,13 +203,20 @@ class OptunaSearch(Algorithm):
                 if generation_key is not None:   # NSGA-II or -III: it breeds from the history
                     system_attrs[generation_key()] = 0
                 self.study.add_trial(create_trial(
-                    params=params, distributions=self.distributions, values=told,
+                    params=params, distributions={name: self.distributions[name]
+                                                  for name in params}, values=told,
                     intermediate_values={step: v for step, v in value.curve.items()
                                          if v is not None} if pruned else None,
                     state=TrialState.PRUNED if pruned else
                     TrialState.FAIL if told is None else TrialState.COMPLETE,
                     user_attrs={VIOLATIONS: violations} if constrained else None,
                     system_attrs=system_attrs or None))
+
+    def _suggest(self, trial):
+        """The point of a new trial, sampled define-by-run: each parameter suggested (with
+        its distribution) only once it is active, parents before their children."""
+        return self.space.complete({}, lambda param: decode(
+            param, suggest(trial, param.name, self.distributions[param.name])))
 
     def _values(self, value):
         """The trial's values for a told ``value``; ``None`` for a failure (a non-finite
@@ -240,7 +256,8 @@ class OptunaSearch(Algorithm):
         With at least ``WARM_START_TRIALS`` told trials, Optuna's warm-starting CMA-ES
         (``source_trials``) estimates the start distribution from the best of them; with
         fewer, the search is centred on the best one (``x0``). CMA-ES models only the numeric
-        parameters and wants source trials with exactly those, so they are cut down to them.
+        parameters (of a conditional space, those every trial has) and wants source trials with
+        exactly those, so they are cut down to them.
         """
         from optuna.distributions import CategoricalDistribution
         from optuna.trial import TrialState, create_trial
@@ -249,14 +266,20 @@ class OptunaSearch(Algorithm):
         numeric = {name: d for name, d in self.distributions.items()
                    if not isinstance(d, CategoricalDistribution)}
         told = self.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+        # of a conditional space, the numeric parameters every told trial has
+        numeric = {name: d for name, d in numeric.items() if all(name in t.params for t in told)}
         if not told or not numeric:
             return
+
+        def cut(params):
+            return {name: value for name, value in params.items() if name in numeric}
+
         if len(told) >= WARM_START_TRIALS:
-            warm = {"source_trials": [create_trial(params={k: t.params[k] for k in numeric},
-                                                   distributions=numeric, value=t.value)
-                                      for t in told]}
+            warm = {"source_trials": [create_trial(
+                params=cut(t.params), distributions=cut(t.distributions), value=t.value)
+                for t in told]}
         else:
-            warm = {"x0": {k: min(told, key=lambda t: t.value).params[k] for k in numeric}}
+            warm = {"x0": cut(min(told, key=lambda t: t.value).params)}
         self.study.sampler = self._sampler(**warm)
 
 
@@ -316,6 +339,17 @@ def distributions(space):
     """Optuna's distribution of each free parameter of ``space``, by name (ordered values by
     position: see :func:`encode`)."""
     return {param.name: _distribution(param) for param in space.free}
+
+
+def suggest(trial, name, distribution):
+    """Optuna's suggestion on ``trial`` of the parameter ``name`` from ``distribution``."""
+    from optuna.distributions import CategoricalDistribution, IntDistribution
+
+    if isinstance(distribution, CategoricalDistribution):
+        return trial.suggest_categorical(name, distribution.choices)
+    method = trial.suggest_int if isinstance(distribution, IntDistribution) else \
+        trial.suggest_float
+    return method(name, distribution.low, distribution.high, log=distribution.log)
 
 
 def _distribution(param):

@@ -17,7 +17,11 @@ The points come from one of three sources:
   (categorical, ordered, logical or constant), in ``all_perm`` order (the space's last parameter
   varying fastest; a logical one takes ``true`` then ``false``, as ParamHelpers lists it).
 
-When a search space is given, every point must belong to it.
+When a search space is given, every point must belong to it. On a conditional space
+(:mod:`emews.conditions`) the ``params`` table and the grid give only valid combinations: each
+point holds only the parameters active in it, and combinations that differ only in inactive
+values are one point (the first); ``random`` draws ``n`` of those. A ``file``'s points must
+already hold only their active parameters.
 """
 
 import itertools
@@ -62,7 +66,7 @@ class Sweep(Algorithm):
                                       strategy if name == "strategy" else n)
             self.points = read_upf(Path(check_text("file", file)), space)
         else:
-            self.points = permutations(params, strategy, n, self.rng)
+            self.points = permutations(params, strategy, n, self.rng, space)
             for number, point in enumerate(self.points):
                 if space is not None and not space.contains(point):
                     raise ConfigError("[algorithm].params", f"point {number} must be a point of "
@@ -94,9 +98,14 @@ class Sweep(Algorithm):
         self.position, self.evaluated = data["position"], set(data["evaluated"])
 
 
-def permutations(params, strategy="all_perm", n=None, rng=None):
+def permutations(params, strategy="all_perm", n=None, rng=None, space=None):
     """The points of a table of values per parameter, by a SmartSim permutation strategy
-    (``all_perm``, ``step`` or ``random``, which draws ``n`` with ``rng``)."""
+    (``all_perm``, ``step`` or ``random``, which draws ``n`` with ``rng``).
+
+    On a conditional ``space`` (:mod:`emews.conditions`) only the valid combinations count:
+    each point holds its active parameters only, and of points that differ only in inactive
+    values the first is kept (``random`` draws ``n`` of these distinct points).
+    """
     check_choice("strategy", strategy, STRATEGIES)
     if not isinstance(params, dict) or not params:
         raise ConfigError("[algorithm].params", "must be a table of lists of values, one list "
@@ -114,13 +123,30 @@ def permutations(params, strategy="all_perm", n=None, rng=None):
         if len(lengths) > 1:
             raise ConfigError("[algorithm].params", "strategy = \"step\" needs lists of the same "
                               "length", {k: len(v) for k, v in params.items()})
-        return [dict(zip(names, values)) for values in zip(*lists)]
-    if strategy == "all_perm":
-        return [dict(zip(names, values)) for values in itertools.product(*lists)]
+        return valid([dict(zip(names, values)) for values in zip(*lists)], space)
+    if strategy == "all_perm" or (space is not None and space.conditional):
+        points = valid([dict(zip(names, values)) for values in itertools.product(*lists)],
+                       space)
+        if strategy == "all_perm":
+            return points
+        check_number("n", n, minimum=1, maximum=len(points), integer=True)
+        return [points[index] for index in rng.choice(len(points), size=n, replace=False)]
     total = math.prod(len(v) for v in lists)
     check_number("n", n, minimum=1, maximum=total, integer=True)
     return [dict(zip(names, _combination(lists, index)))
             for index in rng.choice(total, size=n, replace=False)]
+
+
+def valid(points, space):
+    """``points`` with only the values active in each on ``space`` (when it is given and
+    conditional), the first of those that are then equal kept, in order."""
+    if space is None or not space.conditional:
+        return points
+    kept = {}
+    for point in points:
+        point = space.restrict(point)
+        kept.setdefault(point_key(point), point)
+    return list(kept.values())
 
 
 def _combination(lists, index):

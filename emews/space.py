@@ -378,6 +378,18 @@ class Space:
         """The point of ``values``'s active parameters (inactive values left out)."""
         return {name: values[name] for name in self.active(values) if name in values}
 
+    def complete(self, values, draw):
+        """The point of ``values`` with each active free parameter they lack given
+        ``draw(param)``, parents before their children (constants filled in, inactive values
+        left out): how a search fills in what a conditional point newly needs."""
+        values = {p.name: p.value for p in self.params if isinstance(p, Constant)} | values
+        while True:
+            active = self.active(values)
+            lacking = [p for p in self.free if p.name in active and p.name not in values]
+            if not lacking:
+                return self.restrict(values)
+            values.update((p.name, draw(p)) for p in lacking)
+
     def sample(self, rng, n=1):
         """Draw ``n`` points uniformly at random (each parameter's value, then the active)."""
         return [self.restrict({p.name: p.sample(rng) for p in self.params}) for _ in range(n)]

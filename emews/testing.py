@@ -40,6 +40,21 @@ SPACE = [
 PLANE = [{"name": "x", "type": "float", "lower": 0.0, "upper": 1.0},
          {"name": "y", "type": "float", "lower": 0.0, "upper": 1.0}]
 CORNER = (0.85, 0.85)
+# a conditional space (emews.conditions): momentum only for SGD, nesterov only with a momentum
+# over 0.5, width3 only with 3 layers or more (lr and dropout in every point, so that points
+# rarely repeat)
+CONDITIONAL = [
+    {"name": "optimizer", "type": "categorical", "values": ["sgd", "adam"]},
+    {"name": "lr", "type": "float", "lower": 1e-4, "upper": 1e-1, "log": True},
+    {"name": "dropout", "type": "float", "lower": 0.0, "upper": 0.5},
+    {"name": "momentum", "type": "float", "lower": 0.0, "upper": 0.99,
+     "condition": {"optimizer": ["sgd"]}},
+    {"name": "nesterov", "type": "logical", "condition": {"momentum": {">": 0.5}}},
+    {"name": "depth", "type": "int", "lower": 1, "upper": 4},
+    {"name": "width3", "type": "int", "lower": 8, "upper": 256, "log": True,
+     "condition": {"depth": {">=": 3}}},
+    {"name": "epochs", "type": "constant", "value": 3},
+]
 
 
 def bowl(point):
@@ -56,6 +71,21 @@ def two_bowls(point):
     second = ((point["x"] - 1.5) ** 2 + (math.log10(point["lr"]) + 1.5) ** 2
               + point["units"] / 64 + abs(point["n"] - 4))
     return Objectives([bowl(point), second], violations=[max(point["x"] - 1.0, 0.0)])
+
+
+def branches(point):
+    """A function of the points of :data:`CONDITIONAL` that reads each parameter only where
+    it is active; smallest for SGD with a high Nesterov momentum, 3 layers of 64 units, lr = 0.003
+    and a dropout of 0.2.
+    (It reads absent parameters as defaults, so that a plugin's wrong point reaches
+    :meth:`Conformance.check_points`, which names what is wrong.)"""
+    value = (abs(point.get("depth", 1) - 3) + (math.log10(point.get("lr", 0.1)) + 2.5) ** 2
+             + abs(point.get("dropout", 0.5) - 0.2))
+    value += abs(math.log2(point.get("width3", 8)) - 6) / 2 if point.get("depth", 1) >= 3 else 1.0
+    if point.get("optimizer") == "sgd":
+        return value + (point.get("momentum", 0.0) - 0.9) ** 2 + (0.0 if point.get("nesterov")
+                                                                  else 0.3)
+    return value + 0.5
 
 
 def distance_to_corner(point):
@@ -122,6 +152,23 @@ def experiment_rows(data_dir):
     return read_once(expdir, None, lambda store: store.rows())
 
 
+def activity_errors(space, point, active):
+    """What is wrong with the parameters of ``point`` in ``space`` (a :class:`Space`), where
+    ``active`` are the names active in it, in words: the message of a failed assertion."""
+    errors = [f"which sets {name}, not a parameter of the space"
+              for name in point if name not in space.names]
+    for param in space.params:
+        condition = "" if param.condition is None else \
+            f"its condition {json.dumps(param.condition.to_json())}"
+        if param.name in active and param.name not in point:
+            errors.append(f"which lacks {param.name}, active there"
+                          + (f" ({condition} holds)" if condition else ""))
+        elif param.name in point and param.name not in active:
+            errors.append(f"which sets {param.name} = {point[param.name]!r}, inactive there "
+                          f"({condition} does not hold)")
+    return errors
+
+
 class Conformance:
     """The ask/tell contract, checked through the real driver (subclass it as ``Test...``).
 
@@ -133,6 +180,13 @@ class Conformance:
     by default ``learns``), ``seeded`` (False for ones that use no randomness) and ``state_rounds`` (the
     ask/tell rounds of ``slots`` points before and after a checkpoint is taken; the
     checkpoint tests are skipped for an algorithm whose ``state()`` returns ``None``).
+
+    **Conditional spaces.** Every algorithm is also run on ``conditional_space``
+    (:data:`CONDITIONAL` by default, told :func:`branches`) with ``conditional_options`` (by
+    default ``options``): in batch and async mode, resumed from a history, and restored from
+    its state. Each point it proposes must hold exactly the parameters active in it (see
+    :mod:`emews.conditions`): never a child without its parent's value, never an inactive
+    value.
 
     **Several objectives.** An algorithm whose class says ``multiobjective = True`` is also
     checked the way a study of ``objectives`` objectives (class attribute, 2) runs it: built
@@ -161,6 +215,9 @@ class Conformance:
     objectives = 2
     vector_objective = staticmethod(two_bowls)
     several_objectives = True
+    conditional_space = CONDITIONAL
+    conditional_objective = staticmethod(branches)
+    conditional_options = None
 
     def settings(self, mode="batch", seed=1, stop=None, **extra):
         """Driver settings for a run of this algorithm."""
@@ -168,14 +225,24 @@ class Conformance:
                 "seed": seed, "mode": mode, "slots": self.slots,
                 "stop": stop or {"budget": self.budget}, **extra}
 
-    def check_points(self, points):
-        space = Space.from_ga_json(self.space)
+    def conditional_settings(self, mode="batch", seed=1, **extra):
+        """Driver settings for a run on :attr:`conditional_space`."""
+        options = self.options if self.conditional_options is None else self.conditional_options
+        return self.settings(mode, seed, **extra) | {"space": self.conditional_space,
+                                                     "options": dict(options)}
+
+    def check_points(self, points, space=None):
+        """Each point holds exactly the parameters active in it, each with a legal value of
+        plain Python; ``space`` is a GA JSON list (by default :attr:`space`)."""
+        space = Space.from_ga_json(space or self.space)
         for point in points:
-            assert set(point) == set(space.names), (
-                f"{self.algorithm} proposed {point}, with the parameters {sorted(point)}; "
-                f"expected those of the space, {sorted(space.names)}")
-            wrong = [f"{p.name} = {point[p.name]!r}, not a value of {p}"
-                     for p in space.params if not p.contains(point[p.name])]
+            active = space.active(point)
+            assert set(point) == set(active), (
+                f"{self.algorithm} proposed {point}, "
+                f"{'; '.join(activity_errors(space, point, active))}; expected the parameters "
+                f"active there, {active} (a point holds only its active parameters)")
+            wrong = [f"{name} = {value!r}, not a value of {space[name]}"
+                     for name, value in point.items() if not space[name].contains(value)]
             assert not wrong, f"{self.algorithm} proposed {point}, where {'; '.join(wrong)}"
             again = json.loads(json.dumps(point, default=repr))
             assert again == point, (
@@ -319,11 +386,18 @@ class Conformance:
     # --- resume -----------------------------------------------------------------------------
 
     def test_resumes_without_repeating_its_history(self):
-        first = drive(self.settings(stop={"budget": 6}), self.objective)
+        self.check_resume(self.settings, self.objective, self.space)
+
+    def check_resume(self, settings, objective, space):
+        """A run of ``settings`` (a method such as :meth:`settings`) resumed after 4 of its
+        first 6 points were told, the other 2 left running, evaluates those 2, proposes
+        points of ``space`` and none told again."""
+        first = drive(settings(stop={"budget": 6}), objective)
         history = [[p, v] for p, v in zip(first.points[:4], first.values[:4])]
         pending = first.points[4:]
-        resumed = drive(self.settings("async", seed=1 + 7919, history=history,
-                                      pending=pending), self.objective)
+        resumed = drive(settings("async", seed=1 + 7919, history=history, pending=pending),
+                        objective)
+        self.check_points(resumed.points, space)
         keys = [point_key(p) for p in resumed.points]
         lost = [p for p in pending if point_key(p) not in keys]
         assert not lost, f"the resumed run never evaluated the points left running: {lost}"
@@ -390,32 +464,38 @@ class Conformance:
         algorithm.restore(state)
         return algorithm
 
-    def rounds(self, algorithm, count, objective=None):
+    def rounds(self, algorithm, count, objective=None, space=None):
         """``count`` rounds of ask(slots) and tell (batch mode) of ``objective`` (default:
-        the class's); the points of each round."""
+        the class's); the points of each round, checked as points of ``space`` (a GA JSON
+        list, default :attr:`space`)."""
         objective = objective or self.objective
         asked = []
         for _ in range(count):
             points = algorithm.ask(self.slots)
-            self.check_points(points)
+            self.check_points(points, space)
             algorithm.tell(points, [objective(p) for p in points])
             asked.append(points)
         return asked
 
     def test_a_restored_state_continues_the_search_exactly(self):
-        settings, (before, after) = self.settings(seed=5), self.state_rounds
+        self.check_restored(self.settings(seed=5), self.objective, self.space)
+
+    def check_restored(self, settings, objective, space):
+        """An instance restored from a state (and one restored from its own state) proposes
+        what the original proposed after the state was taken."""
+        before, after = self.state_rounds
         original = self.checkpointed(settings)
-        self.rounds(original, before)
+        self.rounds(original, before, objective, space)
         state = original.state()
         assert isinstance(state, bytes), (
             f"state() returned a {type(state).__name__}; expected bytes, or None when the "
             f"algorithm cannot be checkpointed")
-        expected = self.rounds(original, after)
+        expected = self.rounds(original, after, objective, space)
         assert any(expected), "the rounds after the checkpoint proposed nothing"
         restored = self.restored(settings, state)
-        proposed = self.rounds(restored, after // 2)
+        proposed = self.rounds(restored, after // 2, objective, space)
         again = self.restored(settings, restored.state())   # a restored instance's own state
-        proposed += self.rounds(again, after - after // 2)
+        proposed += self.rounds(again, after - after // 2, objective, space)
         assert proposed == expected, (
             f"restored from its state, it proposed other points than the original did: round "
             f"{first_difference(expected, proposed)} (the state must hold everything that "
@@ -455,6 +535,23 @@ class Conformance:
             f"restored from a state taken with {len(running)} points in flight, it proposed "
             f"other points than the original did: round {first_difference(expected, proposed)} "
             f"(the state must hold the points asked and not yet told)")
+
+    # --- conditional spaces -----------------------------------------------------------------
+
+    def test_conditional_points_hold_exactly_their_active_parameters(self):
+        for mode in ("batch", "async"):
+            run = drive(self.conditional_settings(mode), self.conditional_objective)
+            self.check_points(run.points, self.conditional_space)
+            self.check_count(run, f"an {mode} run on a conditional space")
+            assert run.points, f"an {mode} run on a conditional space proposed no points"
+
+    def test_conditional_space_resumes_without_repeating_its_history(self):
+        self.check_resume(self.conditional_settings, self.conditional_objective,
+                          self.conditional_space)
+
+    def test_a_restored_state_continues_exactly_on_a_conditional_space(self):
+        self.check_restored(self.conditional_settings(seed=5), self.conditional_objective,
+                            self.conditional_space)
 
     # --- several objectives -----------------------------------------------------------------
 

@@ -91,3 +91,20 @@ def test_a_cycle_is_refused_naming_its_parameters():
     with pytest.raises(ConfigError, match=r"space.json: conditions must not form a cycle, "
                                           r"got \['a', 'b'\]"):
         Space.from_ga_json(entries, "space.json")
+
+
+def test_complete_draws_what_a_point_newly_needs_parents_first():
+    space = Space.from_ga_json(SPACE, "s.json")
+    drawn = []
+
+    def draw(param):
+        drawn.append(param.name)
+        return {"momentum": 0.9, "nesterov": True, "width3": 64}[param.name]
+
+    values = {"optimizer": "sgd", "depth": 3, "nesterov": False}   # nesterov's parent lacking
+    point = space.complete(values, draw)
+    assert drawn == ["momentum", "width3"]   # nesterov was set: kept, now that it is active
+    assert point == {"optimizer": "sgd", "momentum": 0.9, "nesterov": False, "depth": 3,
+                     "width3": 64, "seed": 7}
+    adam = space.complete({"optimizer": "adam", "momentum": 0.2, "depth": 1}, draw)
+    assert adam == {"optimizer": "adam", "depth": 1, "seed": 7} and len(drawn) == 2

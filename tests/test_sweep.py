@@ -132,3 +132,35 @@ def test_a_sweep_of_a_space_with_a_float_range_is_refused_in_one_line(emews_cli,
     assert "space.json: lr" in line and "a float range has none" in line
     assert "give [algorithm].params its values" in line
     assert not (tmp_path / "experiments").exists()
+
+
+CONDITIONAL_GRID = [   # momentum only for SGD, nesterov only with momentum 0.9, width3 only
+    {"name": "optimizer", "type": "categorical", "values": ["sgd", "adam"]},   # at depth 3
+    {"name": "momentum", "type": "ordered", "element_type": "float", "values": [0.5, 0.9],
+     "condition": {"optimizer": ["sgd"]}},
+    {"name": "nesterov", "type": "logical", "condition": {"momentum": [0.9]}},
+    {"name": "depth", "type": "ordered", "element_type": "int", "values": [1, 3]},
+    {"name": "width3", "type": "ordered", "element_type": "int", "values": [16, 64],
+     "condition": {"depth": [3]}}]
+
+
+def test_the_grid_of_a_conditional_space_holds_each_valid_combination_once():
+    from emews.space import Space
+
+    space = Space.from_ga_json(CONDITIONAL_GRID)
+    depths = [{"depth": 1}, {"depth": 3, "width3": 16}, {"depth": 3, "width3": 64}]
+    branches = [{"optimizer": "sgd", "momentum": 0.5}]
+    branches += [{"optimizer": "sgd", "momentum": 0.9, "nesterov": b} for b in (True, False)]
+    branches += [{"optimizer": "adam"}]
+    grid = [branch | depth for branch in branches for depth in depths]
+    assert Sweep(space).ask(100) == grid   # 12 of the 32 combinations, in all_perm order
+    drawn = Sweep(space, seed=1, params=space_table(), strategy="random", n=12).ask(100)
+    assert sorted(map(json.dumps, drawn)) == sorted(map(json.dumps, grid))
+    with pytest.raises(ConfigError, match=r"\[algorithm\]\.n: must be an integer >= 1 <= 12"):
+        Sweep(space, params=space_table(), strategy="random", n=13)
+
+
+def space_table():
+    """A table of every value of :data:`CONDITIONAL_GRID`'s parameters, inactive ones too."""
+    return {"optimizer": ["sgd", "adam"], "momentum": [0.5, 0.9], "nesterov": [True, False],
+            "depth": [1, 3], "width3": [16, 64]}

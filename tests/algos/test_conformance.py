@@ -14,9 +14,17 @@ class TestRandomSearch(Conformance):
     learns = False
 
 
+# values of every parameter of the conditional space, inactive ones included: the sweep keeps
+# the 48 valid combinations of its 128
+CONDITIONAL_TABLE = {"optimizer": ["sgd", "adam"], "lr": [1e-3, 1e-2], "dropout": [0.1, 0.3],
+                     "momentum": [0.3, 0.9], "nesterov": [True, False], "depth": [2, 3],
+                     "width3": [16, 64], "epochs": [3]}
+
+
 class TestSweep(Conformance):
     algorithm = "sweep"
     options = {"file": SWEEP_FILE}
+    conditional_options = {"params": CONDITIONAL_TABLE}
     finite_options = {}
     learns = False
     seeded = False
@@ -29,6 +37,7 @@ TABLE = {"x": [-1.5, 0.0, 1.5], "lr": [1e-3, 1e-2], "units": [4, 32], "n": [0, 5
 class TestSweepTable(Conformance):
     algorithm = "sweep"
     options = {"params": TABLE, "strategy": "random", "n": 20}
+    conditional_options = {"params": CONDITIONAL_TABLE, "strategy": "random", "n": 20}
     finite_options = {}
     learns = False
 
@@ -57,6 +66,12 @@ class TestSkoptGP(Conformance):
     options = {"n_initial_points": 4, "acq_optimizer": "sampling",
                "acq_optimizer_kwargs": {"n_points": 500}}
     budget = 9
+
+    # gp told points of a conditional space is condbo's part of issue 49: the lead removes
+    # this override once that branch is merged
+    @pytest.mark.xfail(strict=False, reason="gp on a conditional space: condbo's part")
+    def test_conditional_space_resumes_without_repeating_its_history(self):
+        super().test_conditional_space_resumes_without_repeating_its_history()
 
 
 class TestOptunaTPE(Conformance):
@@ -112,10 +127,15 @@ class TestOptunaNSGA2(Conformance):
     algorithm = "optuna"
     options = {"sampler": "nsga2", "population_size": 4}
     learns = False   # Optuna's NSGA samplers breed from their own generations only
+    # an adam point of the conditional space has 4 free parameters: Optuna's default mutation
+    # (a chance of 1/4 each) leaves a child equal to a told parent too often for the check
+    # that a resumed run proposes no told point again
+    conditional_options = options | {"mutation_prob": 0.5}
 
 
 class TestOptunaNSGA3(TestOptunaNSGA2):
     options = {"sampler": "nsga3", "population_size": 4}
+    conditional_options = options | {"mutation_prob": 0.5}
 
 
 class TestBOHB(Conformance):

@@ -63,6 +63,21 @@ class Echo(Algorithm):
         self.first = self.first or (points[0] if points else None)
 
 
+class Flattened(Algorithm):
+    """Proposes a value of every parameter, inactive ones too."""
+
+    def ask(self, n):
+        return [{p.name: p.sample(self.rng) for p in self.space.params} for _ in range(n)]
+
+
+class Orphan(Algorithm):
+    """Proposes momentum without the optimizer it depends on."""
+
+    def ask(self, n):
+        points = [dict(p, optimizer="sgd", momentum=0.2) for p in self.space.sample(self.rng, n)]
+        return [{k: v for k, v in p.items() if k != "optimizer"} for p in points]
+
+
 def suite(name):
     """An instance of the conformance suite for one of the classes above."""
     return type(f"Test{name}", (Conformance,), {"algorithm": f"{__name__}:{name}"})()
@@ -83,6 +98,13 @@ def suite(name):
      r"told as pruned runs \(PrunedResult\).*ask\(4\) proposed \[.*\]: 0\.\d+ from \(0.85, "
      r"0.85\) on average, the told ones 0\.\d+; expected under 0\.\d+.* \(set "
      r"learns_from_pruned = False"),
+    ("Flattened", "test_conditional_points_hold_exactly_their_active_parameters",
+     r":Flattened proposed \{'optimizer': .*\}, which sets width3 = \d+, inactive there \(its "
+     r"condition \{\"depth\": \{\">=\": 3\}\} does not hold\); expected the parameters "
+     r"active there, \['optimizer', 'lr', "),
+    ("Orphan", "test_conditional_points_hold_exactly_their_active_parameters",
+     r":Orphan proposed \{.*\}, which lacks optimizer, active there; which sets momentum = "
+     r"0\.2, inactive there \(its condition \{\"optimizer\": \[\"sgd\"\]\} does not hold\)"),
 ])
 def test_a_failed_check_says_what_the_plugin_did(name, check, message):
     with pytest.raises(AssertionError, match=message):

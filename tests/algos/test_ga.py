@@ -7,11 +7,13 @@ import pytest
 
 from emews.core.algorithm import point_key
 from emews.algorithms.ga import FAILED_FITNESS, GA, SteadyStateGA, mutate_gene
+from emews.algorithms.nsga import NSGA2
 from emews.errors import ConfigError
 from emews.space import Categorical, Float, Int, Logical, Ordered, Space
-from emews.testing import SPACE, bowl
+from emews.testing import CONDITIONAL, SPACE, bowl, branches
 
 MIXED = Space.from_ga_json(SPACE)
+BRANCHES = Space.from_ga_json(CONDITIONAL)
 
 
 def test_mutation_by_type_keeps_values_legal():
@@ -161,3 +163,63 @@ def test_a_restored_ga_ends_where_the_original_does(cls):
     expected = finish(ga)
     assert ga.done() and expected[1] == []
     assert finish(restored) == expected and restored.done()
+
+
+def genes(space, point):
+    """The genes of ``point`` as the GA holds them: ``None`` for an inactive parameter."""
+    return [point.get(p.name) for p in space.free]
+
+
+@pytest.mark.parametrize("cls", [GA, SteadyStateGA, NSGA2])
+def test_on_a_conditional_space_inactive_genes_are_unset_and_never_proposed(cls):
+    ga, sent = cls(BRANCHES, seed=7, population_size=8), []
+    for _ in range(30):
+        points = ga.ask(4)
+        assert all(BRANCHES.contains(p) for p in points), points
+        sent += points
+        ga.tell(points, [branches(p) for p in points])
+    keys = {point_key(p) for p in sent}
+    assert len(sent) == len(keys) > 60   # no two differ only in inactive genes
+    assert {p["optimizer"] for p in sent} == {"sgd", "adam"}
+    assert any("nesterov" in p for p in sent) and any("width3" in p for p in sent)
+    bred = ga.population + (ga.offspring or []) + ga.queue
+    assert len(bred) >= 8
+    for individual in bred:   # a child of parents of other branches holds only its own genes
+        assert list(individual) == genes(BRANCHES, BRANCHES.point(individual)), individual
+
+
+def test_a_mutation_that_activates_a_parameter_draws_its_gene_and_unsets_the_others():
+    ga = GA(BRANCHES, seed=1, population_size=4)
+    adam = {"optimizer": "adam", "lr": 0.01, "dropout": 0.1, "depth": 3, "width3": 64,
+            "epochs": 3}
+    sgd = {"optimizer": "sgd", "lr": 0.01, "dropout": 0.1, "momentum": 0.9, "nesterov": True,
+           "depth": 1, "epochs": 3}
+    random.seed(3)
+    for _ in range(20):   # every gene mutated: adam becomes sgd with a momentum drawn
+        mutated, = ga._mutate(ga._individual(adam), indpb=1.0)
+        point = BRANCHES.point(mutated)
+        assert point["optimizer"] == "sgd" and 0 <= point["momentum"] <= 0.99
+        assert list(mutated) == genes(BRANCHES, point)
+        mutated, = ga._mutate(ga._individual(sgd), indpb=1.0)   # and sgd adam: no momentum
+        point = BRANCHES.point(mutated)
+        assert "momentum" not in point and list(mutated) == genes(BRANCHES, point)
+        assert mutated[BRANCHES.free.index(BRANCHES["momentum"])] is None
+    first, second = ga._mate(ga._individual(adam), ga._individual(sgd), indpb=0.5)
+    for child in (first, second):
+        assert list(child) == genes(BRANCHES, BRANCHES.point(child))
+
+
+def test_a_population_file_of_a_conditional_space_leaves_inactive_cells_empty(tmp_path):
+    csv = tmp_path / "init.csv"
+    csv.write_text("optimizer,lr,dropout,momentum,nesterov,depth,width3\n"
+                   "adam,0.01,0.1,0.9,,2,64\nsgd,0.01,0.2,0.3,,3,16\n")
+    first = GA(BRANCHES, seed=0, population_size=4, population_file=str(csv)).ask(4)
+    assert first[:2] == [{"optimizer": "adam", "lr": 0.01, "dropout": 0.1, "depth": 2,
+                          "epochs": 3},
+                         {"optimizer": "sgd", "lr": 0.01, "dropout": 0.2, "momentum": 0.3,
+                          "depth": 3, "width3": 16, "epochs": 3}]
+    csv.write_text("optimizer,lr,dropout,momentum,nesterov,depth,width3\n"
+                   "sgd,0.01,0.1,,,2,\n")
+    with pytest.raises(ConfigError, match=r"init.csv:2: column momentum: must have a value "
+                                          r"\(empty only where the parameter is inactive\)"):
+        GA(BRANCHES, population_file=str(csv))

@@ -18,7 +18,8 @@ from packaging.version import Version
 REPO = Path(__file__).resolve().parents[2]
 PLUGIN_TESTS = ["tests/algos/test_bayes.py", "tests/algos/test_resume.py",
                 "tests/algos/test_conformance.py", "tests/algos/test_options.py",
-                "tests/algos/test_optuna_objectives.py"]
+                "tests/algos/test_optuna_objectives.py",
+                "tests/algos/test_optuna_conditional.py"]
 
 
 def optuna_lower_bound():

@@ -1,4 +1,5 @@
-"""A finished study continued with ``--resume`` and a larger budget: no point evaluated twice."""
+"""A finished study continued with ``--resume`` and a larger budget: no point evaluated twice
+(and, of a conditional space, every point with exactly its active parameters)."""
 
 import json
 
@@ -7,7 +8,8 @@ import pytest
 import emews
 from emews.core.algorithm import point_key
 from emews.models import analytic
-from emews.testing import experiment_rows
+from emews.space import Space
+from emews.testing import CONDITIONAL, experiment_rows
 
 
 @pytest.mark.parametrize("algorithm, options", [
@@ -34,3 +36,25 @@ def test_a_resumed_study_continues_without_repeating_points(tmp_path, algorithm,
     assert resumed.stop_reason == "evaluation budget of 22 reached"
     assert len({point_key(r["params"]) for r in rows}) == 22
     assert resumed.best_value <= first.best_value
+
+
+@pytest.mark.parametrize("algorithm, options", [
+    ("ga", {"population_size": 6}), ("nsga2_async", {"population_size": 6}),
+    ("optuna", {"sampler": "tpe", "n_startup_trials": 5}), ("random", {}),
+])
+@pytest.mark.slow
+def test_a_resumed_conditional_study_keeps_to_active_parameters(tmp_path, algorithm, options):
+    (tmp_path / "space.json").write_text(json.dumps(CONDITIONAL))
+    config = {"system": {"pool": "inprocess", "procs": 3, "progress_interval": 0.0},
+              "study": {"name": "resume", "algorithm": algorithm, "budget": 8, "seed": 2,
+                        "space": str(tmp_path / "space.json"), "data_dir": str(tmp_path / "data"),
+                        "objective": "emews.testing:branches"},
+              "algorithm": options}
+    first = emews.run(config)
+    resumed = emews.run(None, overrides={"study.budget": 18}, resume=first.expdir)
+    rows = experiment_rows(tmp_path / "data")
+    assert first.evaluations == 8 and resumed.evaluations == len(rows) == 18
+    assert len({point_key(r["params"]) for r in rows}) == 18
+    space = Space.from_ga_json(CONDITIONAL)
+    assert all(space.contains(r["params"]) for r in rows), [r["params"] for r in rows]
+    assert {r["params"]["optimizer"] for r in rows[8:]} == {"sgd", "adam"}
