@@ -528,7 +528,15 @@ def _constant(entry, name, where):
 
 
 def _r_param(spec):
-    """A parameter from one parsed ``make*Param`` call (see :mod:`emews.supervisor.rparamset`)."""
+    """A parameter from one parsed ``make*Param`` call (see :mod:`emews.supervisor.rparamset`),
+    with its ``requires`` as its condition."""
+    param = _r_values_param(spec)
+    if "requires" in spec.args:
+        param = replace(param, condition=spec.args["requires"][0])
+    return param
+
+
+def _r_values_param(spec):
     where = f"{spec.where}: {spec.name}"
     if spec.kind == "logical":
         return Logical(spec.name)
