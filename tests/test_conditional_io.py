@@ -2,7 +2,11 @@
 JSON (``emews space import``), forbidden clauses, and the inspection side (show, export, report)
 and a resume, where an inactive parameter is absent."""
 
+import json
+
+import numpy as np
 import pytest
+from test_bad_input import emews as run_emews, one_error_line
 
 from emews.conditions import AllOf, AnyOf, Compare, In, Not
 from emews.errors import ConfigError
@@ -48,7 +52,6 @@ def test_requires_is_read_into_a_condition(tmp_path, requires, condition):
 
 
 def test_a_space_with_requires_gives_points_with_exactly_their_active_parameters(tmp_path):
-    import numpy as np
 
     space = Space.from_file(r_space(tmp_path, 'quote(optimizer == "sgd" && depth >= 3)'))
     points = space.sample(np.random.default_rng(1), 200)
@@ -112,3 +115,169 @@ def test_a_cycle_of_requires_is_one_line(tmp_path):
     with pytest.raises(ConfigError) as error:
         Space.from_file(path)
     assert str(error.value) == f"{path}: conditions must not form a cycle, got ['a', 'b']"
+
+
+# --- forbidden clauses and the object form --------------------------------------------------
+PARAMETERS = [
+    {"name": "optimizer", "type": "categorical", "values": ["sgd", "adam"]},
+    {"name": "momentum", "type": "float", "lower": 0, "upper": 0.99,
+     "condition": {"optimizer": ["sgd"]}},
+    {"name": "depth", "type": "int", "lower": 1, "upper": 4},
+]
+
+
+def test_a_point_where_a_forbidden_clause_holds_is_outside_and_never_drawn():
+
+    space = Space.from_ga_json({"parameters": PARAMETERS, "forbidden": [
+        {"optimizer": ["adam"], "depth": [4]}, {"momentum": {">": 0.5}}]}, "s.json")
+    assert space.forbidden == (AllOf((In("optimizer", ("adam",)), In("depth", (4,)))),
+                               Compare("momentum", ">", 0.5))
+    assert not space.contains({"optimizer": "adam", "depth": 4})
+    assert space.contains({"optimizer": "adam", "depth": 3})
+    assert not space.contains({"optimizer": "sgd", "momentum": 0.6, "depth": 1})
+    assert space.contains({"optimizer": "sgd", "momentum": 0.4, "depth": 4})  # unknown: allowed
+    points = space.sample(np.random.default_rng(2), 400)
+    assert all(space.contains(point) for point in points)
+    assert {(p["optimizer"], p["depth"]) for p in points} == {
+        (o, d) for o in ("sgd", "adam") for d in (1, 2, 3, 4)} - {("adam", 4)}
+    assert Space.from_ga_json(space.to_json(), "again.json") == space
+
+
+def test_forbidden_clauses_on_what_the_space_lacks_are_one_line():
+    cases = [({"opt": ["adam"]}, "s.json: forbidden[0]: must test parameters of the space, "
+              "got 'opt'"),
+             ({"optimizer": ["nadam"]}, "s.json: forbidden[0]: must use values that optimizer "
+              "takes, got 'nadam'"),
+             ([], "s.json: forbidden[0]: a condition must be a non-empty JSON object of parent "
+              "parameter: [values] (or $all, $any, $not), got []")]
+    for clause, message in cases:
+        with pytest.raises(ConfigError) as error:
+            Space.from_ga_json({"parameters": PARAMETERS, "forbidden": [clause]}, "s.json")
+        assert str(error.value) == message
+    with pytest.raises(ConfigError, match=r"^s.json: forbidden: must leave points to draw"):
+        Space.from_ga_json({"parameters": PARAMETERS[:1], "forbidden": [
+            {"optimizer": ["sgd", "adam"]}]}, "s.json").sample(np.random.default_rng(0))
+
+
+# --- emews space import --from configspace -------------------------------------------------
+def configspace_example():
+    """A ConfigSpace space with every kind of hyperparameter, condition and forbidden clause
+    that the import reads."""
+    from ConfigSpace import (AndConjunction, Categorical, ConfigurationSpace, Constant,
+                             EqualsCondition, Float, ForbiddenAndConjunction,
+                             ForbiddenEqualsClause, ForbiddenInClause, GreaterThanCondition,
+                             InCondition, Integer, LessThanCondition, NotEqualsCondition,
+                             OrConjunction, OrdinalHyperparameter)
+
+    space = ConfigurationSpace(seed=3)
+    optimizer = Categorical("optimizer", ["sgd", "adam", "rmsprop"])
+    lr = Float("lr", (1e-5, 1e-1), log=True)
+    momentum = Float("momentum", (0.0, 0.99))
+    depth = Integer("depth", (1, 4))
+    width3 = Integer("width3", (8, 256), log=True)
+    size = OrdinalHyperparameter("size", ["s", "m", "l"])
+    decay = Float("decay", (0.0, 1.0))
+    warmup = Categorical("warmup", [True, False])
+    space.add([optimizer, lr, momentum, depth, width3, size, decay, warmup,
+               Constant("seed", 7)])
+    space.add([EqualsCondition(momentum, optimizer, "sgd"),
+               AndConjunction(GreaterThanCondition(width3, depth, 2),
+                              InCondition(width3, optimizer, ["sgd", "adam"])),
+               OrConjunction(NotEqualsCondition(decay, optimizer, "adam"),
+                             LessThanCondition(decay, lr, 1e-3))])
+    space.add([ForbiddenAndConjunction(ForbiddenEqualsClause(optimizer, "adam"),
+                                       ForbiddenInClause(size, ["l"])),
+               ForbiddenEqualsClause(depth, 4)])
+    return space
+
+
+def native(configuration):
+    """A ConfigSpace configuration as a point of plain Python values."""
+    return {name: getattr(value, "item", lambda v=value: v)()
+            for name, value in dict(configuration).items()}
+
+
+def test_a_configspace_file_imports_with_its_conditions_and_forbidden_clauses(tmp_path):
+    from ConfigSpace import Configuration
+
+    theirs = configspace_example()
+    theirs.to_json(tmp_path / "cs.json")
+    done = run_emews("space", "import", "--from", "configspace", "cs.json", "-o", "space.json",
+                     cwd=tmp_path)
+    assert done.returncode == 0 and done.stdout == "emews: wrote space.json\n", done.stderr
+    ours = Space.from_file(tmp_path / "space.json")
+    printed = run_emews("space", "import", "--from", "configspace", "cs.json", cwd=tmp_path)
+    assert json.loads(printed.stdout) == json.loads((tmp_path / "space.json").read_text())
+    assert {p.name: p.condition for p in ours.params if p.condition} == {
+        "momentum": In("optimizer", ("sgd",)),
+        "width3": AllOf((Compare("depth", ">", 2), In("optimizer", ("sgd", "adam")))),
+        "decay": AnyOf((Not(In("optimizer", ("adam",))), Compare("lr", "<", 1e-3)))}
+    assert ours.forbidden == (AllOf((In("optimizer", ("adam",)), In("size", ("l",)))),
+                              In("depth", (4,)))
+    assert (ours["lr"].log, ours["width3"].log, ours["size"].values) == (True, True,
+                                                                         ("s", "m", "l"))
+    drawn_by_them = [native(c) for c in theirs.sample_configuration(300)]
+    assert all(ours.contains(point) for point in drawn_by_them)
+    drawn_by_us = ours.sample(np.random.default_rng(4), 300)
+    for point in drawn_by_us:
+        Configuration(theirs, values=point)   # raises for an inactive value or a forbidden one
+    assert {len(point) for point in drawn_by_us} == {len(p) for p in drawn_by_them}
+    assert Space.from_ga_json(ours.to_json(), "again") == ours
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda d: d["hyperparameters"].append({"type": "normal_float", "name": "z", "mu": 0,
+                                            "sigma": 1, "lower": -1, "upper": 1}),
+     "cs.json: hyperparameters[9] (z).type: must be one of uniform_float, uniform_int, "
+     "categorical, ordinal, constant, got 'normal_float'"),
+    (lambda d: momentum(d).update(parent="opt"),
+     "cs.json: momentum.condition: must test parameters of the space, got 'opt'"),
+    (lambda d: momentum(d).update(value="nadam"),
+     "cs.json: momentum.condition: must use values that optimizer takes, got 'nadam'"),
+    (lambda d: d["conditions"].append({"type": "GT", "child": "optimizer",
+                                       "parent": "momentum", "value": 0.5}),
+     "cs.json: conditions must not form a cycle, got ['decay', 'momentum', 'optimizer', "
+     "'width3']"),
+    (lambda d: d["forbiddens"].append({"type": "RELATION", "left": "lr", "right": "decay"}),
+     "cs.json: forbiddens[2].type: must be one of EQUALS, IN, AND, got 'RELATION'"),
+    (lambda d: d["forbiddens"].append({"type": "EQUALS", "name": "size", "value": "xl"}),
+     "cs.json: forbidden[2]: must use values that size takes, got 'xl'"),
+])
+def test_a_bad_configspace_file_is_one_line_and_writes_nothing(tmp_path, change, message):
+    data = json.loads(_configspace_json(tmp_path))
+    change(data)
+    (tmp_path / "cs.json").write_text(json.dumps(data))
+    done = run_emews("space", "import", "--from", "configspace", "cs.json", "-o", "out.json",
+                     cwd=tmp_path)
+    assert one_error_line(done) == message
+    assert not (tmp_path / "out.json").exists()
+
+
+def momentum(data):
+    """The condition of momentum in ConfigSpace's JSON ``data``."""
+    return next(c for c in data["conditions"] if c["child"] == "momentum")
+
+
+def _configspace_json(tmp_path):
+    configspace_example().to_json(tmp_path / "example.json")
+    return (tmp_path / "example.json").read_text()
+
+
+@pytest.mark.parametrize("requires, message", [
+    ('quote(opt == "sgd")', "space.R: x.condition: must test parameters of the space, got "
+     "'opt'"),
+    ('quote(optimizer == "nadam")', "space.R: x.condition: must use values that optimizer "
+     "takes, got 'nadam'"),
+    ("quote(x > 0.5)", "space.R: x.condition: a parameter cannot depend on itself, got 'x'"),
+    ("quote(system('ls'))", "space.R:5:48: x.requires: must be quote(...) or expression(...) "
+     "of tests on other parameters (==, !=, <, <=, >, >= a literal; %in% c(...) of literals; a "
+     "logical parameter alone) joined by &&, ||, &, |, ! and parentheses; R code is never "
+     "evaluated, got \"quote(system('ls'))\""),
+])
+def test_a_bad_requires_is_one_line_through_emews_run(tmp_path, requires, message):
+    r_space(tmp_path, requires)
+    (tmp_path / "s.toml").write_text('[study]\nobjective = "toy_models:quadratic"\nbudget = 2\n'
+                                     'space = "space.R"\n')
+    before = sorted(tmp_path.iterdir())
+    assert one_error_line(run_emews("run", "s.toml", cwd=tmp_path)) == f"{tmp_path}/{message}"
+    assert sorted(tmp_path.iterdir()) == before
