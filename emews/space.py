@@ -409,6 +409,31 @@ class Space:
                 and all(self[name].contains(value) for name, value in point.items())
                 and not self.is_forbidden(point))
 
+    def parse(self, cells):
+        """The point written as CSV ``cells`` (``{name: text}``, as ``emews export --to csv``
+        writes a row): an empty or missing cell is a parameter the point leaves out (inactive;
+        a constant's is its value). ``ValueError`` names the column of an illegal cell, or
+        says why the point is outside the space."""
+        point = {}
+        for param in self.params:
+            text = (cells.get(param.name) or "").strip()
+            if text:
+                try:
+                    point[param.name] = param.parse(text)
+                except ValueError as exc:
+                    raise ValueError(f"column {param.name}: {exc}") from None
+            elif isinstance(param, Constant):
+                point[param.name] = param.value
+        point = {name: value for name, value in point.items()
+                 if name in self.active(point) or not isinstance(self[name], Constant)}
+        active = self.active(point)
+        if set(point) != set(active):
+            raise ValueError(f"the point must set exactly its active parameters "
+                             f"({', '.join(active)}), and sets {', '.join(point)}")
+        if self.is_forbidden(point):
+            raise ValueError("a forbidden clause holds on the point")
+        return point
+
     def to_unit(self, point, inactive=0.5):
         """The point's free parameters as a list of floats in [0, 1]; a parameter the point
         leaves out (inactive) gets ``inactive``."""

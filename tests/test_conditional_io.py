@@ -11,6 +11,7 @@ from test_bad_input import emews as run_emews, one_error_line
 from emews.conditions import AllOf, AnyOf, Compare, In, Not
 from emews.errors import ConfigError
 from emews.space import Space
+from emews.store import read_once
 
 R_SET = """param.set <- makeParamSet(
   makeDiscreteParam("optimizer", values = c("sgd", "adam", "rmsprop")),
@@ -281,3 +282,151 @@ def test_a_bad_requires_is_one_line_through_emews_run(tmp_path, requires, messag
     before = sorted(tmp_path.iterdir())
     assert one_error_line(run_emews("run", "s.toml", cwd=tmp_path)) == f"{tmp_path}/{message}"
     assert sorted(tmp_path.iterdir()) == before
+
+
+# --- a conditional study: the model, the store, show, export, report, resume ---------------
+CONDITIONAL = [
+    {"name": "optimizer", "type": "categorical", "values": ["sgd", "adam"]},
+    {"name": "lr", "type": "float", "lower": 1e-4, "upper": 1e-1, "log": True},
+    {"name": "momentum", "type": "float", "lower": 0, "upper": 0.99,
+     "condition": {"optimizer": ["sgd"]}},
+    {"name": "beta", "type": "float", "lower": 0, "upper": 1,
+     "condition": {"optimizer": ["adam"]}},
+    {"name": "warmup", "type": "logical", "condition": {"beta": {">": 0.5}}},
+]
+STUDY = ('[system]\nprocs = 2\npool = "inprocess"\n[study]\n'
+         'objective = "conditional_models:branches"\nbudget = 12\nseed = 5\n'
+         'space = "space.json"\nmodel_return = "loss"\n')
+
+
+@pytest.fixture(scope="module")
+def resumed(tmp_path_factory):
+    """A conditional study of 12 evaluations, resumed to 24: its experiment directory."""
+    home = tmp_path_factory.mktemp("conditional")
+    (home / "s.toml").write_text(STUDY)
+    (home / "space.json").write_text(json.dumps({"parameters": CONDITIONAL, "forbidden": [
+        {"optimizer": ["sgd"], "momentum": {"<": 0.1}}]}))
+    done = run_emews("run", "s.toml", cwd=home)
+    assert done.returncode == 0, done.stderr
+    expdir = home / "experiments/s/EXP001"
+    first = read_once(expdir, None, lambda store: store.rows())
+    done = run_emews("run", "--resume", expdir, "--budget", "24", cwd=home)
+    assert done.returncode == 0, done.stderr
+    return expdir, first
+
+
+def test_a_resumed_conditional_study_stores_only_active_parameters_and_repeats_no_point(
+        resumed):
+    expdir, first = resumed
+    space = Space.from_file(expdir.parent.parent.parent / "space.json")
+    rows = read_once(expdir, None, lambda store: store.rows())
+    assert len(first) == 12 and len(rows) == 24 and {row["status"] for row in rows} == {"done"}
+    assert [(r["id"], r["params"], r["result"]) for r in rows[:12]] == [
+        (r["id"], r["params"], r["result"]) for r in first]
+    for row in rows:
+        assert space.contains(row["params"]), row["params"]
+        assert row["metrics"]["received"] == len(row["params"])   # the model got just those
+    keys = [json.dumps(row["params"], sort_keys=True) for row in rows]
+    assert len(set(keys)) == 24
+    assert {len(row["params"]) for row in rows} == {3, 4}
+
+
+def test_show_and_csv_export_leave_an_inactive_parameter_empty_and_read_back(resumed,
+                                                                             tmp_path):
+    import csv
+
+    expdir, _ = resumed
+    space = Space.from_file(expdir.parent.parent.parent / "space.json")
+    rows = {row["id"]: row for row in read_once(expdir, None, lambda store: store.rows())}
+    done = run_emews("export", expdir, "--to", "csv", tmp_path / "e.csv", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    shown = run_emews("show", expdir, "--csv", cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    for text in ((tmp_path / "e.csv").read_text(), shown.stdout):
+        records = list(csv.DictReader(text.splitlines()))
+        assert len(records) == 24
+        for record in records:
+            point = rows[int(record["id"])]["params"]
+            assert {n for n in space.names if record[n] != ""} == set(point)
+            assert space.parse(record) == point
+    table = run_emews("show", expdir, "--top", "24", cwd=tmp_path)
+    assert table.returncode == 0, table.stderr
+    header = next(line for line in table.stdout.splitlines() if line.startswith("┃ "))
+    header = [cell.strip() for cell in header.strip("┃ ").split("┃")]
+    lines = [line for line in table.stdout.splitlines() if line.startswith("│ ")]
+    assert len(lines) == 24
+    for line in lines:
+        cells = dict(zip(header, (cell.strip() for cell in line.strip("│ ").split("│"))))
+        point = rows[int(cells["id"])]["params"]
+        assert {n for n in space.names if cells[n] != "-"} == set(point)
+
+
+def test_a_csv_row_with_an_inactive_value_or_without_an_active_one_is_refused():
+    space = Space.from_ga_json(CONDITIONAL, "s.json")
+    assert space.parse({"optimizer": "sgd", "lr": "0.01", "momentum": "0.5", "beta": "",
+                        "warmup": ""}) == {"optimizer": "sgd", "lr": 0.01, "momentum": 0.5}
+    for cells, message in [
+            ({"optimizer": "sgd", "lr": "0.01", "momentum": "0.5", "beta": "0.2"},
+             "the point must set exactly its active parameters (optimizer, lr, momentum), and "
+             "sets optimizer, lr, momentum, beta"),
+            ({"optimizer": "adam", "lr": "0.01", "beta": "0.7"},
+             "the point must set exactly its active parameters (optimizer, lr, beta, warmup), "
+             "and sets optimizer, lr, beta"),
+            ({"optimizer": "adam", "lr": "2", "beta": "0.1"},
+             "column lr: '2' is outside [0.0001, 0.1]")]:
+        with pytest.raises(ValueError) as error:
+            space.parse(cells)
+        assert str(error.value) == message
+
+
+@pytest.mark.slow
+def test_the_optuna_export_leaves_an_inactive_parameter_out_of_params_and_distributions(
+        resumed, tmp_path):
+    import optuna
+
+    expdir, _ = resumed
+    rows = {row["id"]: row for row in read_once(expdir, None, lambda store: store.rows())}
+    url = f"sqlite:///{tmp_path / 'o.db'}"
+    done = run_emews("export", expdir, "--to", "optuna", url, "--study-name", "c", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    trials = optuna.load_study(study_name="c", storage=url).trials
+    assert len(trials) == 24
+    for trial in trials:
+        point = rows[trial.user_attrs["emews_id"]]["params"]
+        assert trial.params == point and set(trial.distributions) == set(point)
+        assert trial.distributions["lr"] == optuna.distributions.FloatDistribution(
+            1e-4, 1e-1, log=True)
+        if "warmup" in point:
+            assert trial.distributions["warmup"] == optuna.distributions.CategoricalDistribution(
+                [False, True])
+
+
+@pytest.mark.slow
+def test_the_report_leaves_an_inactive_parameter_out_of_its_figures(resumed, tmp_path):
+    import math
+
+    from emews.inspect import load
+    from emews.inspect import report
+
+    expdir, _ = resumed
+    study = load(expdir)
+    coordinates = report.Coordinates(study)
+    plt = report.plot.pyplot()
+    figure, _ = report._params(plt, study, coordinates)
+    done = study.done
+    for axes in figure.axes:
+        name = axes.get_xlabel()
+        if name:
+            assert len(axes.collections[0].get_offsets()) == sum(name in r["params"]
+                                                                 for r in done)
+    figure, _ = report._parallel(plt, study, coordinates)
+    names = coordinates.varying()
+    best = done[:math.ceil(len(done) / 4)]
+    lines = figure.axes[0].get_lines()[:len(best)]
+    drawn = sorted(tuple(not math.isnan(y) for y in line.get_ydata()[:-1]) for line in lines)
+    assert drawn == sorted(tuple(n in r["params"] for n in names) for r in best)
+    assert any(not all(flags) for flags in drawn)
+    ranked = report.importance(study, coordinates)
+    assert {name for name, _, _ in ranked} == set(names)
+    done = run_emews("report", expdir, "-o", tmp_path / "r.html", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
