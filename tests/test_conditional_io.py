@@ -2,7 +2,11 @@
 JSON (``emews space import``), forbidden clauses, and the inspection side (show, export, report)
 and a resume, where an inactive parameter is absent."""
 
+import csv
 import json
+import shutil
+import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,6 +17,7 @@ from emews.errors import ConfigError
 from emews.space import Space
 from emews.store import read_once
 
+SUPERVISOR = Path(__file__).parent / "support" / "supervisor"
 R_SET = """param.set <- makeParamSet(
   makeDiscreteParam("optimizer", values = c("sgd", "adam", "rmsprop")),
   makeIntegerParam("depth", lower = 1, upper = 4),
@@ -333,8 +338,6 @@ def test_a_resumed_conditional_study_stores_only_active_parameters_and_repeats_n
 
 def test_show_and_csv_export_leave_an_inactive_parameter_empty_and_read_back(resumed,
                                                                              tmp_path):
-    import csv
-
     expdir, _ = resumed
     space = Space.from_file(expdir.parent.parent.parent / "space.json")
     rows = {row["id"]: row for row in read_once(expdir, None, lambda store: store.rows())}
@@ -430,3 +433,40 @@ def test_the_report_leaves_an_inactive_parameter_out_of_its_figures(resumed, tmp
     assert {name for name, _, _ in ranked} == set(names)
     done = run_emews("report", expdir, "-o", tmp_path / "r.html", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("Rscript") is None,
+                    reason="Rscript is not on PATH; CI installs r-base-core and "
+                           "r-cran-paramhelpers from .ci/apt-packages")
+def test_requires_gives_the_activity_r_paramhelpers_gives(tmp_path):
+    """Our points, each with one parameter added, taken away or redrawn, are in our space exactly
+    when R's ParamHelpers finds them feasible (each parameter set exactly when its requires is
+    TRUE, NA counting as not)."""
+    path = SUPERVISOR / "requires_forms.R"
+    space = Space.from_file(path)
+    rng = np.random.default_rng(6)
+    points = []
+    for point in space.sample(rng, 60):
+        points.append(point)
+        for param in space.params:   # one parameter toggled, or set to another value
+            toggled, redrawn = dict(point), {**point, param.name: param.sample(rng)}
+            if param.name in toggled:
+                del toggled[param.name]
+            else:
+                toggled[param.name] = param.sample(rng)
+            points += [toggled, redrawn]
+    with open(tmp_path / "points.csv", "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(space.names)
+        for point in points:
+            writer.writerow(["NA" if name not in point else str(point[name]).upper()
+                             if isinstance(point[name], bool) else point[name]
+                             for name in space.names])
+    done = subprocess.run(["Rscript", str(SUPERVISOR / "paramhelpers_requires.R"), str(path),
+                           str(tmp_path / "points.csv")],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    ours = [f"feasible {str(space.contains(point)).upper()} " for point in points]
+    assert done.stdout.splitlines() == ours
+    assert 60 < ours.count("feasible TRUE ") < len(ours) - 60 * 8   # redrawn ones both ways
