@@ -470,3 +470,15 @@ def test_requires_gives_the_activity_r_paramhelpers_gives(tmp_path):
     ours = [f"feasible {str(space.contains(point)).upper()} " for point in points]
     assert done.stdout.splitlines() == ours
     assert 60 < ours.count("feasible TRUE ") < len(ours) - 60 * 8   # redrawn ones both ways
+
+
+def test_the_dashboard_leaves_an_inactive_parameter_out_of_each_trial(resumed):
+    from emews.inspect.optuna_view import StoreView
+
+    expdir, _ = resumed
+    rows = {row["id"]: row for row in read_once(expdir, None, lambda store: store.rows())}
+    trials = StoreView([expdir]).get_all_trials(0)
+    assert len(trials) == 24
+    for trial in trials:
+        point = rows[trial.user_attrs["emews_id"]]["params"]
+        assert trial.params == point and set(trial.distributions) == set(point)
