@@ -424,9 +424,9 @@ class Space:
                     raise ValueError(f"column {param.name}: {exc}") from None
             elif isinstance(param, Constant):
                 point[param.name] = param.value
+        active = self.active(point)   # an inactive constant's filled-in value goes again
         point = {name: value for name, value in point.items()
-                 if name in self.active(point) or not isinstance(self[name], Constant)}
-        active = self.active(point)
+                 if name in active or not isinstance(self[name], Constant)}
         if set(point) != set(active):
             raise ValueError(f"the point must set exactly its active parameters "
                              f"({', '.join(active)}), and sets {', '.join(point)}")

@@ -149,6 +149,13 @@ def test_a_point_where_a_forbidden_clause_holds_is_outside_and_never_drawn():
     assert Space.from_ga_json(space.to_json(), "again.json") == space
 
 
+@pytest.mark.parametrize("path", sorted(SUPERVISOR.glob("*.json")), ids=lambda p: p.name)
+def test_a_space_without_conditions_writes_back_the_same_space(path):
+    space = Space.from_file(path)
+    assert isinstance(space.to_json(), list)
+    assert Space.from_ga_json(json.loads(json.dumps(space.to_json())), "again") == space
+
+
 def test_forbidden_clauses_on_what_the_space_lacks_are_one_line():
     cases = [({"opt": ["adam"]}, "s.json: forbidden[0]: must test parameters of the space, "
               "got 'opt'"),
