@@ -359,6 +359,12 @@ def test_show_and_csv_export_leave_an_inactive_parameter_empty_and_read_back(res
             point = rows[int(record["id"])]["params"]
             assert {n for n in space.names if record[n] != ""} == set(point)
             assert space.parse(record) == point
+    shown = run_emews("show", expdir, "--json", cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    records = json.loads(shown.stdout)
+    assert len(records) == 24
+    for record in records:
+        assert {n for n in space.names if n in record} == set(rows[record["id"]]["params"])
     table = run_emews("show", expdir, "--top", "24", cwd=tmp_path)
     assert table.returncode == 0, table.stderr
     header = next(line for line in table.stdout.splitlines() if line.startswith("┃ "))
