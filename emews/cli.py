@@ -17,6 +17,8 @@ CANDLE/Supervisor's ``supervisor`` tool or a workflow's ``workflow.sh`` does.
 ``emews swift-t build`` builds Swift/T with this Python embedded and prints its PATH entries.
 ``emews report EXPDIR`` writes a self-contained HTML report; ``emews export`` writes the
 evaluations to Optuna, CSV or Parquet.
+``emews space import --from configspace FILE`` prints a ConfigSpace JSON file's space (its
+conditions and forbidden clauses) in emews' JSON format (``-o OUT``: into a file).
 ``emews completion bash|zsh`` prints the shell completion script; ``emews --version``.
 """
 
@@ -153,6 +155,14 @@ def parser():
     supervisor.add_argument("arguments", nargs=argparse.REMAINDER, metavar="ARG",
                             help="SITE WORKFLOW CFG, or workflow.sh's SITE CFG, SITE EXPID "
                                  "CFG_SYS CFG_PRM [MODEL_NAME [CANDLE_MODEL_TYPE CANDLE_IMAGE]]")
+    space_import = commands.add_parser("space", help="search-space files").add_subparsers(
+        dest="space_command", required=True).add_parser(
+        "import", help="print another tool's search space in emews' JSON format")
+    space_import.add_argument("--from", dest="source", required=True, choices=("configspace",),
+                              help="the format: configspace (ConfigSpace's JSON, with its "
+                                   "conditions and forbidden clauses)")
+    space_import.add_argument("file", help="the file to read")
+    space_import.add_argument("-o", "--output", help="JSON file to write (default: stdout)")
     from .launch.commands import add_parsers
 
     add_parsers(commands)  # submit, site
@@ -185,7 +195,7 @@ def main(argv=None):
                 "dashboard": _dashboard,
                 "report": _report, "export": _export, "submit": run_submit,
                 "site": run_site, "supervisor": _supervisor,
-                "swift-t": _swift_t,
+                "swift-t": _swift_t, "space": _space,
                 "completion": print_completion}[args.command](args)
     except Interrupted as exc:
         if not os.environ.get("EMEWS_SPAWNED"):  # the command that spawned the job says it
@@ -448,6 +458,23 @@ def _report(args):
     from .inspect import load
 
     print(f"emews: wrote {load(args.expdir).report(args.output)}")
+    return 0
+
+
+def _space(args):
+    import json
+
+    from .configspace import read
+
+    text = json.dumps(read(args.file).to_json(), indent=2) + "\n"
+    if args.output is None:
+        return _emit(text)
+    try:
+        Path(args.output).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"emews space import -o {args.output}", "the output file must be "
+                          "writable", exc.strerror) from None
+    print(f"emews: wrote {args.output}")
     return 0
 
 

@@ -41,6 +41,7 @@ EXAMPLES = {
                   "emews supervisor polaris EXP001 cfg-sys-1.sh cfg-prm-1.sh   # workflow.sh's",
     "swift-t": "emews swift-t build --prefix ~/swift-t    # prints the PATH entries last\n"
                "emews swift-t build --source swift-t.tar.gz   # offline, from a copy of its source",
+    "space": "emews space import --from configspace configspace.json -o space.json",
     "completion": "eval \"$(emews completion bash)\"           # in ~/.bashrc\n"
                   "emews completion zsh > ~/.zfunc/_emews     # or eval it in ~/.zshrc",
 }

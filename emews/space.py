@@ -290,11 +290,14 @@ class Space:
 
     Points hold only the active parameters (see :mod:`emews.conditions`): :meth:`sample`,
     :meth:`from_unit` and :meth:`point` leave inactive ones out, and :meth:`contains` refuses a
-    point that sets one or lacks an active one.
+    point that sets one or lacks an active one. ``forbidden`` holds conditions (ConfigSpace's
+    forbidden clauses): a point where one holds is outside the space, and :meth:`sample` draws
+    again.
     """
 
     params: tuple = field(default_factory=tuple)
     where: str = field(default="search space", compare=False, repr=False)
+    forbidden: tuple = field(default=(), kw_only=True)
 
     def __post_init__(self):
         names = [p.name for p in self.params]
@@ -303,14 +306,17 @@ class Space:
             raise ConfigError(self.where, "parameter names must be unique", duplicates)
         for param in self.params:
             if param.condition is not None:
-                self._check_condition(param)
+                self._check_condition(param.condition, f"{self.where}: {param.name}.condition",
+                                      param)
+        for i, clause in enumerate(self.forbidden):
+            self._check_condition(clause, f"{self.where}: forbidden[{i}]")
         object.__setattr__(self, "_order", self._parents_first())
         object.__setattr__(self, "_unconditional", not self.conditional)
 
-    def _check_condition(self, param):
-        where = f"{self.where}: {param.name}.condition"
+    def _check_condition(self, condition, where, param=None):
+        """Refuse a condition (of ``param``, else a forbidden clause) on what is not there."""
         by_name = {p.name: p for p in self.params}
-        for leaf in conditions.leaves(param.condition):
+        for leaf in conditions.leaves(condition):
             parent = by_name.get(leaf.parent)
             if parent is None:
                 raise ConfigError(where, "must test parameters of the space", leaf.parent)
@@ -391,13 +397,54 @@ class Space:
             values.update((p.name, draw(p)) for p in lacking)
 
     def sample(self, rng, n=1):
-        """Draw ``n`` points uniformly at random (each parameter's value, then the active)."""
-        return [self.restrict({p.name: p.sample(rng) for p in self.params}) for _ in range(n)]
+        """Draw ``n`` points uniformly at random (each parameter's value, then the active),
+        drawing again where a forbidden clause holds."""
+        return [self._allowed_draw(rng) for _ in range(n)]
+
+    def _allowed_draw(self, rng):
+        for _ in range(MAX_DRAWS):
+            point = self.restrict({p.name: p.sample(rng) for p in self.params})
+            if not self.is_forbidden(point):
+                return point
+        raise ConfigError(f"{self.where}: forbidden", f"must leave points to draw (none of "
+                          f"{MAX_DRAWS} random points was allowed)",
+                          [clause.to_json() for clause in self.forbidden])
+
+    def is_forbidden(self, point):
+        """True when one of the forbidden clauses holds on ``point``."""
+        return any(clause.holds(point) for clause in self.forbidden)
 
     def contains(self, point):
-        """True when ``point`` has exactly the names active in it, each with a legal value."""
+        """True when ``point`` has exactly the names active in it, each with a legal value,
+        and no forbidden clause holds on it."""
         return (set(point) == set(self.active(point))
-                and all(self[name].contains(value) for name, value in point.items()))
+                and all(self[name].contains(value) for name, value in point.items())
+                and not self.is_forbidden(point))
+
+    def parse(self, cells):
+        """The point written as CSV ``cells`` (``{name: text}``, as ``emews export --to csv``
+        writes a row): an empty or missing cell is a parameter the point leaves out (inactive;
+        a constant's is its value). ``ValueError`` names the column of an illegal cell, or
+        says why the point is outside the space."""
+        point = {}
+        for param in self.params:
+            text = (cells.get(param.name) or "").strip()
+            if text:
+                try:
+                    point[param.name] = param.parse(text)
+                except ValueError as exc:
+                    raise ValueError(f"column {param.name}: {exc}") from None
+            elif isinstance(param, Constant):
+                point[param.name] = param.value
+        active = self.active(point)   # an inactive constant's filled-in value goes again
+        point = {name: value for name, value in point.items()
+                 if name in active or not isinstance(self[name], Constant)}
+        if set(point) != set(active):
+            raise ValueError(f"the point must set exactly its active parameters "
+                             f"({', '.join(active)}), and sets {', '.join(point)}")
+        if self.is_forbidden(point):
+            raise ValueError("a forbidden clause holds on the point")
+        return point
 
     def to_unit(self, point, inactive=0.5):
         """The point's free parameters as a list of floats in [0, 1]; a parameter the point
@@ -448,7 +495,21 @@ class Space:
 
     @classmethod
     def from_ga_json(cls, data, where="search space"):
-        """Build a space from Supervisor's GA parameter-set list (already parsed JSON)."""
+        """Build a space from Supervisor's GA parameter-set list (already parsed JSON), or from
+        the object ``{"parameters": [that list], "forbidden": [conditions]}``."""
+        forbidden = ()
+        if isinstance(data, dict) and "parameters" in data:
+            unknown = sorted(set(data) - {"parameters", "forbidden"})
+            if unknown:
+                raise ConfigError(where, "a space object has the keys parameters and "
+                                  "forbidden", unknown[0])
+            clauses = data.get("forbidden", [])
+            if not isinstance(clauses, list):
+                raise ConfigError(f"{where}: forbidden", "must be a JSON list of conditions",
+                                  clauses)
+            forbidden = tuple(conditions.parse(clause, f"{where}: forbidden[{i}]")
+                              for i, clause in enumerate(clauses))
+            data = data["parameters"]
         if not isinstance(data, list) or not data:
             raise ConfigError(where, "must be a non-empty JSON list of parameters",
                               type(data).__name__)
@@ -457,7 +518,37 @@ class Space:
                       entry["condition"], f"{where}: parameter #{i} ({param.name}).condition"))
                   if "condition" in entry else param
                   for i, (param, entry) in enumerate(zip(params, data))]
-        return cls(tuple(params), where)
+        return cls(tuple(params), where, forbidden=forbidden)
+
+    def to_json(self):
+        """The JSON form that :meth:`from_ga_json` reads back into an equal space: the list of
+        parameters, or ``{"parameters": [...], "forbidden": [...]}`` when some are forbidden."""
+        params = [_ga_entry(param) for param in self.params]
+        if not self.forbidden:
+            return params
+        return {"parameters": params,
+                "forbidden": [clause.to_json() for clause in self.forbidden]}
+
+
+MAX_DRAWS = 1000
+
+
+def _ga_entry(param):
+    """``param``'s entry in the JSON form (see :meth:`Space.to_json`)."""
+    entry = {"name": param.name, "type": param.kind}
+    if isinstance(param, Float):
+        entry.update(lower=param.lower, upper=param.upper)
+        if param.log:
+            entry["log"] = True
+    elif isinstance(param, Categorical):
+        entry["values"] = list(param.values)
+    elif isinstance(param, Constant):
+        entry["value"] = param.value
+    if getattr(param, "sigma", None) is not None:
+        entry["sigma"] = param.sigma
+    if param.condition is not None:
+        entry["condition"] = param.condition.to_json()
+    return entry
 
 
 def _ga_param(entry, where):
@@ -540,7 +631,15 @@ def _constant(entry, name, where):
 
 
 def _r_param(spec):
-    """A parameter from one parsed ``make*Param`` call (see :mod:`emews.supervisor.rparamset`)."""
+    """A parameter from one parsed ``make*Param`` call (see :mod:`emews.supervisor.rparamset`),
+    with its ``requires`` as its condition."""
+    param = _r_values_param(spec)
+    if "requires" in spec.args:
+        param = replace(param, condition=spec.args["requires"][0])
+    return param
+
+
+def _r_values_param(spec):
     where = f"{spec.where}: {spec.name}"
     if spec.kind == "logical":
         return Logical(spec.name)

@@ -230,6 +230,20 @@ MISTAKES = {   # name: (the study file's text, its space file's, the arguments, 
     "a negative bound on a log scale": (
         "[study]\n" + BASE, [dict(SPACE[0], lower=-1, log=True)], [],
         "{tmp}/space.json: parameter #0 (x).lower: must be > 0 on a log scale, got -1.0"),
+    "a condition on an unknown parameter": (
+        "[study]\n" + BASE, SPACE + [dict(SPACE[0], name="m", condition={"opt": ["sgd"]})], [],
+        "{tmp}/space.json: m.condition: must test parameters of the space, got 'opt'"),
+    "conditions in a cycle": (
+        "[study]\n" + BASE, [dict(SPACE[0], name="a", condition={"b": {">": 0}}),
+                             dict(SPACE[0], name="b", condition={"a": {">": 0}})], [],
+        "{tmp}/space.json: conditions must not form a cycle, got ['a', 'b']"),
+    "a condition on a value the parent lacks": (
+        "[study]\n" + BASE, [{"name": "opt", "type": "categorical", "values": ["sgd", "adam"]},
+                             dict(SPACE[0], condition={"opt": ["nadam"]})], [],
+        "{tmp}/space.json: x.condition: must use values that opt takes, got 'nadam'"),
+    "a forbidden clause on an unknown parameter": (
+        "[study]\n" + BASE, {"parameters": SPACE, "forbidden": [{"y": [1]}]}, [],
+        "{tmp}/space.json: forbidden[0]: must test parameters of the space, got 'y'"),
     "a --set without a value": (
         "[study]\n" + BASE, SPACE, ["--set", "study.budget"],
         "command line: --set study.budget: must be TABLE.KEY=VALUE"),

@@ -20,8 +20,7 @@ def blocks(language):
 
 
 def test_the_example_space_loads_with_every_documented_type():
-    (example,) = blocks("json")
-    entries = json.loads(example)
+    entries = json.loads(blocks("json")[0])
     space = Space.from_ga_json(entries, where="spaces.md")
     table = PAGE.split("## The parameter types")[1].split("|---|---|---|\n")[1].split("\n\n")[0]
     documented = re.findall(r"^\| `(\w+)` \|", table, re.M)
@@ -57,3 +56,29 @@ def test_the_documented_mistake_is_the_line_emews_run_prints(tmp_path):
                           env={"PYTHONPATH": str(SUPPORT), "PATH": "/usr/bin:/bin"})
     assert done.returncode == 2
     assert done.stderr.replace(str(tmp_path / "space.json"), "space.json") == shown
+
+
+def test_the_conditional_examples_load_as_the_page_says(tmp_path):
+    section = PAGE.split("## Conditional parameters")[1].split("\n## ")[0]
+    conditional, forbidding = (json.loads(block) for block in blocks("json")[1:])
+    space = Space.from_ga_json(conditional, where="spaces.md")
+    point = json.loads(re.search(r"`(\{\"optimizer\": \"adam\".*?\})`", section).group(1))
+    assert space.contains(point)
+    assert not space.contains({**point, "momentum": 0.5})
+    forbidden = Space.from_ga_json(forbidding, where="spaces.md")
+    assert len(forbidden.forbidden) == 2
+    assert not forbidden.contains({"optimizer": "sgd", "batch_size": 16, "lr": 0.001})
+    (r_text,) = blocks("r")
+    (tmp_path / "space.R").write_text(r_text)
+    from_r = Space.from_file(tmp_path / "space.R")
+    assert [p.condition for p in from_r.params] == [p.condition for p in space.params
+                                                   if p.name != "nesterov"]
+    mistake = re.search(r"`(space\.json: width3\.condition: .*?)`", section).group(1)
+    (tmp_path / "space.json").write_text(json.dumps(
+        [conditional[0], dict(conditional[4], condition={"optimizer": ["nadam"]})]))
+    try:
+        Space.from_file(tmp_path / "space.json")
+    except Exception as error:
+        assert str(error) == f"{tmp_path / mistake}"
+    else:
+        raise AssertionError("a value the parent never takes was accepted")

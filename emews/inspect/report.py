@@ -11,7 +11,7 @@ A study of several objectives adds its Pareto front (a scatter, or a pair plot f
 and its hypervolume over evaluations (:func:`hypervolume_curve`).
 Parameter importance is the permutation importance (scikit-learn's ``permutation_importance``)
 of a random forest (``RandomForestRegressor``) fitted to the parameters (each mapped to [0, 1]
-on its scale) and the objective.
+on its scale; a parameter a point leaves out, inactive, to -1, apart) and the objective.
 """
 
 import base64
@@ -27,6 +27,7 @@ from . import plot
 from .summary import one_line, render, summary
 
 MIN_FOR_IMPORTANCE = 8
+INACTIVE = -1.0   # the forest's coordinate of a parameter a point leaves out: apart from [0, 1]
 
 
 def write_report(study, output=None):
@@ -69,7 +70,9 @@ def write_report(study, output=None):
 
 class Coordinates:
     """Each parameter's values mapped to [0, 1]: on the search space's scale when the space
-    file can be read (log scales, category order), else min-max or sorted categories."""
+    file can be read (log scales, category order), else min-max or sorted categories. A
+    parameter a point leaves out (inactive in a conditional space) has no coordinate: it is
+    left out of the figures, never drawn at a default."""
 
     def __init__(self, study):
         self.names = study.param_names
@@ -79,15 +82,18 @@ class Coordinates:
         except ConfigError:
             space = None
         self.params = {p.name: p for p in space.params} if space is not None else {}
-        self.values = {name: [r["params"].get(name) for r in study.rows] for name in self.names}
+        self.values = {name: [r["params"][name] for r in study.rows if name in r["params"]]
+                       for name in self.names}
 
     def varying(self):
         """The parameters that take more than one value."""
-        return [n for n in self.names
-                if len({repr(v) for v in self.values[n] if v is not None}) > 1]
+        return [n for n in self.names if len({repr(v) for v in self.values[n]}) > 1]
 
-    def unit(self, name, value):
-        """``value`` of parameter ``name`` on [0, 1]."""
+    def unit(self, name, value, absent=math.nan):
+        """``value`` of parameter ``name`` on [0, 1]; ``absent`` where ``value`` is ``None``
+        (the point leaves the parameter out)."""
+        if value is None:
+            return absent
         param = self.params.get(name)
         if param is not None and param.contains(value):
             return param.to_unit(value)
@@ -247,7 +253,7 @@ def _parallel(plt, study, coordinates):
         shade = 0.5 if hi == lo else (row["result"] - lo) / (hi - lo)
         ys = [coordinates.unit(n, row["params"].get(n)) for n in names]
         ys.append(1 - shade)
-        axes.plot(range(len(names) + 1), ys, color=colours(1 - shade), alpha=0.8)
+        axes.plot(range(len(names) + 1), ys, color=colours(1 - shade), alpha=0.8, marker=".")
     axes.set_xticks(range(len(names) + 1), names + [study.objective])
     axes.set_ylim(-0.05, 1.05)
     for x in range(len(names) + 1):
@@ -257,7 +263,8 @@ def _parallel(plt, study, coordinates):
     figure.tight_layout()
     return figure, ("Each line is one of the best quarter of the evaluations; each axis spans "
                     "its parameter's range (log scales as searched); the last axis is "
-                    f"{study.objective}, best at the top.")
+                    f"{study.objective}, best at the top. A line breaks at a parameter its "
+                    "point leaves out (inactive).")
 
 
 def _params(plt, study, coordinates):
@@ -266,9 +273,9 @@ def _params(plt, study, coordinates):
     columns = min(3, max(len(names), 1))
     rows = max(1, math.ceil(len(names) / columns))
     figure, grid = plt.subplots(rows, columns, figsize=(4 * columns, 3.2 * rows), squeeze=False)
-    values = [r["result"] for r in done]
     for axes, name in zip(grid.flat, names):
-        xs = [r["params"].get(name) for r in done]
+        active = [r for r in done if name in r["params"]]
+        xs, values = [r["params"][name] for r in active], [r["result"] for r in active]
         if all(_numeric(x) for x in xs):
             axes.scatter(xs, values, s=12)
             if coordinates.is_log(name):
@@ -283,7 +290,8 @@ def _params(plt, study, coordinates):
     for axes in list(grid.flat)[len(names):]:
         axes.set_axis_off()
     figure.tight_layout()
-    return figure, f"{len(done)} evaluations with a value."
+    return figure, (f"{len(done)} evaluations with a value; each panel shows those in which "
+                    "its parameter is active.")
 
 
 def importance(study, coordinates, seed=0):
@@ -301,7 +309,8 @@ def importance(study, coordinates, seed=0):
     except ImportError:
         raise ConfigError("emews report", "needs scikit-learn for parameter importance: pip "
                           "install 'emews-hpo[plot]'", None, show_value=False) from None
-    x = np.array([[coordinates.unit(n, r["params"].get(n)) for n in names] for r in done])
+    x = np.array([[coordinates.unit(n, r["params"].get(n), INACTIVE) for n in names]
+                  for r in done])
     y = np.array([r["result"] for r in done])
     forest = RandomForestRegressor(n_estimators=100, random_state=seed).fit(x, y)
     result = permutation_importance(forest, x, y, n_repeats=10, random_state=seed)

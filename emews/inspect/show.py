@@ -87,10 +87,14 @@ def as_csv(study, rows):
 
 
 def as_json(study, rows):
-    """``rows`` as a JSON list of records, one key per parameter and metric; where the models
-    reported (``emews.report``), each record's ``curve`` too: ``[[step, value], ...]``
-    (``null`` for a value that was not finite)."""
+    """``rows`` as a JSON list of records, one key per parameter (those a point leaves out,
+    inactive, absent) and metric; where the models reported (``emews.report``), each record's
+    ``curve`` too: ``[[step, value], ...]`` (``null`` for a value that was not finite)."""
     records, curves = study.table(rows), study.curves()
+    for record, row in zip(records, rows):
+        for name in study.param_names:
+            if name not in row["params"]:
+                del record[name]
     if study.criteria.vector:   # each objective's raw value, in the order of the objectives
         for record, row in zip(records, rows):
             record["values"] = row["objectives"]

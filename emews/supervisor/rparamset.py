@@ -24,9 +24,22 @@ and only by it::
     power   := atom ("^" unary)?                  # right-associative, above unary minus, as in R
     atom    := NUMBER | NAME | "(" body ")" | ("exp" | "round" | "as.integer") "(" body ")"
 
-where NAME is the function's argument. ``requires`` and every other argument, and any other
-trafo (``function(x) system("...")``), are refused with an error that names the file, the line
-and column, the parameter, the rule and the text. :func:`parse` returns plain
+where NAME is the function's argument. ``requires`` (any parameter: it is active only when
+the expression is true, see :mod:`emews.conditions`) is parsed into a condition by this
+grammar, and only by it (ParamHelpers takes a ``quote`` or an ``expression``)::
+
+    requires := ("quote" | "expression") "(" either ")"
+    either   := both (("||" | "|") both)*
+    both     := negation (("&&" | "&") negation)*
+    negation := "!" negation | "(" either ")" | test
+    test     := PARAM (("==" | "!=" | "<" | "<=" | ">" | ">=") literal | "%in%" values)?
+    values   := literal | "c" "(" literal ("," literal)* ")"
+
+where PARAM names another parameter (alone, a logical one that is ``TRUE``) and a literal is a
+number, a string, ``TRUE`` or ``FALSE``. Every other argument, any other trafo
+(``function(x) system("...")``) and any other requires (``quote(f(x))``, ``quote(a <- 1)``) are
+refused with an error that names the file, the line and column, the parameter, the rule and the
+text. :func:`parse` returns plain
 :class:`ParamSpec` records; :mod:`emews.space` turns them into parameters.
 """
 
@@ -35,13 +48,14 @@ import operator
 import re
 from dataclasses import dataclass
 
+from .. import conditions
 from ..errors import ConfigError
 
 MAKERS = {  # maker: (kind, positional arguments, named-only arguments)
-    "makeNumericParam": ("float", ("id", "lower", "upper"), ("default", "trafo")),
-    "makeIntegerParam": ("int", ("id", "lower", "upper"), ("default", "trafo")),
-    "makeDiscreteParam": ("categorical", ("id", "values"), ("default",)),
-    "makeLogicalParam": ("logical", ("id",), ("default",)),
+    "makeNumericParam": ("float", ("id", "lower", "upper"), ("default", "trafo", "requires")),
+    "makeIntegerParam": ("int", ("id", "lower", "upper"), ("default", "trafo", "requires")),
+    "makeDiscreteParam": ("categorical", ("id", "values"), ("default", "requires")),
+    "makeLogicalParam": ("logical", ("id",), ("default", "requires")),
 }
 IGNORED = ("default",)
 TRAFO_RULE = ("must be function(x) built from numbers, x, + - * / ^, parentheses, exp(), round() "
@@ -54,7 +68,7 @@ TOKEN = re.compile(r"""
   | (?P<number>(?:0[xX][0-9a-fA-F]+|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)L?)
   | (?P<string>"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')
   | (?P<name>[A-Za-z.][A-Za-z0-9._]*|`[^`]*`)
-  | (?P<op><<-|<-|->|==|<=|>=|!=|&&|\|\||[-+*/^(),=\[\]{}:;$~!&|<>@?%])
+  | (?P<op>%[^%\n]*%|<<-|<-|->|==|<=|>=|!=|&&|\|\||[-+*/^(),=\[\]{}:;$~!&|<>@?%])
 """, re.VERBOSE)
 ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"', "'": "'", "0": "\0"}
 
@@ -196,7 +210,8 @@ class _Parser:
             if name in args:
                 raise ConfigError(self.where(token), f"{maker}: argument {name!r} is given "
                                   "twice", name)
-            value = self.argument_span() if name == "trafo" else self.value()
+            spans = ("trafo", "requires")
+            value = self.argument_span() if name in spans else self.value()
             args[name] = (value, self.where(token))
         if "id" not in args:
             raise ConfigError(self.where(start), f"{maker} needs an id (the parameter name)",
@@ -209,6 +224,9 @@ class _Parser:
         if "trafo" in args:
             (first, end), at = args["trafo"]
             args["trafo"] = (_TrafoParser(self, first, end, name).trafo(), at)
+        if "requires" in args:
+            (first, end), at = args["requires"]
+            args["requires"] = (_RequiresParser(self, first, end, name).requires(), at)
         return ParamSpec(kind, name, args, self.where(start))
 
     def argument_span(self):
@@ -332,22 +350,26 @@ def _power(base, exponent):
     return math.pow(base, exponent)
 
 
-class _TrafoParser:
-    """Recursive descent over the tokens of one ``trafo`` argument (grammar at the top)."""
+class _ArgumentParser:
+    """Recursive descent over the tokens of one argument of a ``make*Param`` call."""
+
+    RULE = ""
+    ARGUMENT = ""
 
     def __init__(self, parser, first, end, name):
         self.parser, self.name = parser, name
-        self.tokens, self.position, self.argument = parser.tokens[first:end], 0, None
+        self.tokens, self.position = parser.tokens[first:end], 0
         self.text = parser.source(first, end) if end > first else ""
         self.last = parser.tokens[end - 1] if end > first else parser.tokens[first]
 
     def fail(self):
         token = self.peek() or self.last
-        raise ConfigError(f"{self.parser.where(token)}: {self.name}.trafo", TRAFO_RULE,
+        raise ConfigError(f"{self.parser.where(token)}: {self.name}.{self.ARGUMENT}", self.RULE,
                           self.text)
 
-    def peek(self):
-        return self.tokens[self.position] if self.position < len(self.tokens) else None
+    def peek(self, offset=0):
+        index = self.position + offset
+        return self.tokens[index] if index < len(self.tokens) else None
 
     def accept(self, *texts):
         token = self.peek()
@@ -359,6 +381,17 @@ class _TrafoParser:
     def expect(self, text):
         if self.accept(text) is None:
             self.fail()
+
+
+class _TrafoParser(_ArgumentParser):
+    """The ``trafo`` argument, by the grammar at the top of the module."""
+
+    RULE = TRAFO_RULE
+    ARGUMENT = "trafo"
+
+    def __init__(self, parser, first, end, name):
+        super().__init__(parser, first, end, name)
+        self.argument = None
 
     def trafo(self):
         self.expect("function")
@@ -417,4 +450,96 @@ class _TrafoParser:
             tree = self.sum()
             self.expect(")")
             return (token.text, tree)
+        return self.fail()
+
+
+REQUIRES_RULE = ("must be quote(...) or expression(...) of tests on other parameters (==, !=, <, "
+                 "<=, >, >= a literal; %in% c(...) of literals; a logical parameter alone) "
+                 "joined by &&, ||, &, |, ! and parentheses; R code is never evaluated")
+COMPARISON_OPERATORS = ("==", "!=", "<", "<=", ">", ">=")
+
+
+class _RequiresParser(_ArgumentParser):
+    """The ``requires`` argument, by the grammar at the top of the module, into an
+    :mod:`emews.conditions` condition."""
+
+    RULE = REQUIRES_RULE
+    ARGUMENT = "requires"
+
+    def requires(self):
+        if self.accept("quote", "expression") is None:
+            self.fail()
+        self.expect("(")
+        condition = self.either()
+        self.expect(")")
+        if self.peek() is not None:
+            self.fail()
+        return condition
+
+    def either(self):
+        terms = [self.both()]
+        while self.accept("||", "|") is not None:
+            terms.append(self.both())
+        return terms[0] if len(terms) == 1 else conditions.AnyOf(tuple(terms))
+
+    def both(self):
+        terms = [self.negation()]
+        while self.accept("&&", "&") is not None:
+            terms.append(self.negation())
+        return conditions.every(terms)
+
+    def negation(self):
+        if self.accept("!") is not None:
+            return conditions.Not(self.negation())
+        if self.accept("(") is not None:
+            condition = self.either()
+            self.expect(")")
+            return condition
+        return self.test()
+
+    def test(self):
+        token = self.peek()
+        following = self.peek(1)
+        if (token is None or token.kind != "name" or token.text in CONSTANTS
+                or (following is not None and following.text == "(")):
+            self.fail()
+        self.position += 1
+        parent = token.text.strip("`")
+        operator_token = self.accept(*COMPARISON_OPERATORS, "%in%")
+        if operator_token is None:
+            return conditions.In(parent, (True,))
+        if operator_token.text == "%in%":
+            return conditions.In(parent, self.values())
+        value = self.literal()
+        if operator_token.text in ("==", "!="):
+            test = conditions.In(parent, (value,))
+            return test if operator_token.text == "==" else conditions.Not(test)
+        if isinstance(value, (str, bool)):
+            self.position -= 1
+            self.fail()
+        return conditions.Compare(parent, operator_token.text, value)
+
+    def values(self):
+        if self.peek() is None or self.peek().text != "c":
+            return (self.literal(),)
+        self.position += 1
+        self.expect("(")
+        values = [self.literal()]
+        while self.accept(",") is not None:
+            values.append(self.literal())
+        self.expect(")")
+        return tuple(values)
+
+    def literal(self):
+        sign = -1 if self.accept("-") is not None else 1
+        token = self.peek()
+        if token is not None and token.kind == "number":
+            self.position += 1
+            return sign * _number(token.text)
+        if sign == 1 and token is not None and token.kind == "string":
+            self.position += 1
+            return _string(token.text)
+        if sign == 1 and token is not None and isinstance(CONSTANTS.get(token.text), bool):
+            self.position += 1
+            return CONSTANTS[token.text]
         return self.fail()

@@ -52,8 +52,10 @@ def test_the_reader_is_chosen_by_content_when_the_extension_says_nothing(tmp_pat
 
 
 @pytest.mark.parametrize("text, where, fragment", [
+    ('p <- makeParamSet(makeIntegerParam("b", lower=5, upper=10, requires = quote(f(a))))',
+     ":1:77", "b.requires: must be quote(...) or expression(...) of tests on other parameters"),
     ('p <- makeParamSet(makeIntegerParam("b", lower=5, upper=10, requires = quote(a == 1)))',
-     ":1:60", "argument 'requires' is not supported"),
+     "", "b.condition: must test parameters of the space, got 'a'"),
     ('makeParamSet(makeNumericParam("lr", lower = exp(-5), upper = 1))', ":1:45",
      "must be a literal"),
     ('makeParamSet(makeNumericParam("lr", lower = 0))', ":1:14", "lr.upper: is required"),
