@@ -9,8 +9,10 @@ covers it where one does. A block neither run nor marked fails
 
 A page's blocks run in order in a project directory of the page's own, so a later block uses
 the files earlier ones wrote (a study file, then the command that runs it). The directory
-starts with a ``my_model.py`` whose ``train`` returns a number for any point (the pages'
-"your model"; a page's own ``# my_model.py`` block replaces it), and ``HOME`` is in it.
+starts with a ``my_model.py`` whose ``train`` gives metrics for any point (the pages' "your
+model"; a page's own ``# my_model.py`` block replaces it), and ``HOME`` is in it. A page that
+reads a study it does not make (:data:`GIVEN`: the running example of the page) finds it there,
+made first, small and in process, with the parameters and metrics its commands name.
 
 * ``toml``: written to the file its first line names (``# study.toml``; ``~/`` is the
   project's home), else ``study.toml``, and read as emews reads it (a study file with
@@ -49,12 +51,29 @@ FENCE = re.compile(r"^(\s*)(```+)\s*([\w+-]*)")
 NOT_RUN = re.compile(r"^<!-- not run: (\S.*) -->$")
 NAMED = re.compile(r"^# (~/)?([\w./-]+\.(?:toml|py))\b")
 BUDGET, PROCS = 4, 2
-MY_MODEL = '''"""Your model, as the pages mean it: a number for any point."""
+MY_MODEL = '''"""Your model, as the pages mean it: metrics for any point."""
 
 
 def train(params):
-    return sum(float(v) for v in params.values() if isinstance(v, (int, float)))
+    x = sum(float(v) for v in params.values() if isinstance(v, (int, float)))
+    return {"val_loss": x, "loss": x, "accuracy": 1 / (1 + abs(x))}
 '''
+GIVEN = {"inspecting.md": "EXP003", "dashboard.md": "EXP003", "fidelity.md": "EXP001"}
+GIVEN_STUDY = """[system]
+pool = "inprocess"
+procs = 2
+[study]
+name = "study"
+expid = "{expid}"
+space = "given_space.json"
+objective = "my_model:train"
+budget = 4
+seed = 1
+"""
+GIVEN_SPACE = """[{"name": "lr", "type": "float", "lower": 0.0001, "upper": 0.1, "log": true},
+ {"name": "units", "type": "int", "lower": 16, "upper": 128},
+ {"name": "act", "type": "categorical", "values": ["relu", "tanh"]}]
+"""
 
 
 @dataclass
@@ -107,10 +126,16 @@ def test_every_not_run_mark_is_on_a_block():
         assert marks == sum(b.not_run is not None for b in blocks(page)), page
 
 
-def project(tmp_path):
-    """The page's project directory, with its home and the default model."""
+def project(tmp_path, page):
+    """The page's project directory, with its home, the default model and the study the page
+    reads (:data:`GIVEN`)."""
     (tmp_path / "home").mkdir()
     (tmp_path / "my_model.py").write_text(MY_MODEL)
+    if page.name in GIVEN:
+        (tmp_path / "given_space.json").write_text(GIVEN_SPACE)
+        (tmp_path / "given.toml").write_text(GIVEN_STUDY.format(expid=GIVEN[page.name]))
+        run_command([sys.executable, "-m", "emews", "run", "given.toml"], "the given study",
+                    tmp_path)
     return tmp_path
 
 
@@ -165,7 +190,8 @@ def run_bash(block, where):
 def run_command(argv, block, where):
     done = subprocess.run(argv, cwd=where, env=environment(where), capture_output=True,
                           text=True, timeout=600)
-    assert done.returncode == 0, f"{block}:\n{block.text}\n{done.stdout}\n{done.stderr}"
+    assert done.returncode == 0, f"{block}:\n{getattr(block, 'text', '')}\n{done.stdout}\n" \
+        f"{done.stderr}"
 
 
 RUNNERS = {"toml": run_toml, "json": run_json, "python": run_python, "bash": run_bash}
@@ -187,7 +213,7 @@ def assert_experiments_finished(where):
 @pytest.mark.parametrize("page", [p for p in PAGES if runnable(p)],
                          ids=lambda p: str(p.relative_to(REPO)))
 def test_the_page_s_blocks_run_in_order(page, tmp_path):
-    where = project(tmp_path)
+    where = project(tmp_path, page)
     for block in runnable(page):
         RUNNERS[RUN[block.language]](block, where)
     assert_experiments_finished(where)
