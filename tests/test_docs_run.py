@@ -22,7 +22,8 @@ made first, small and in process, with the parameters and metrics its commands n
 * ``json``: written to ``space.json`` and loaded as a search space.
 * ``python``: a block whose first line names a file (``# my_model.py``) is written there and
   imported; any other runs as a script.
-* ``bash``: runs under ``bash -e`` with the ``emews`` command on ``PATH``.
+* ``bash``: runs under ``bash -e`` with the ``emews`` command on ``PATH``; of a ``console``
+  block, the lines after a ``$`` prompt do (the others are their output).
 
 Every command must exit with status 0, and after the page every experiment it made holds
 only finished evaluations, done.
@@ -45,7 +46,7 @@ from emews.store import SQLiteStore
 
 REPO = Path(__file__).parent.parent
 PAGES = [REPO / "README.md", *sorted((REPO / "docs" / "src").glob("*.md"))]
-RUN = {"bash": "bash", "sh": "bash", "console": "bash", "toml": "toml", "python": "python",
+RUN = {"bash": "bash", "sh": "bash", "console": "console", "toml": "toml", "python": "python",
        "json": "json"}
 FENCE = re.compile(r"^(\s*)(```+)\s*([\w+-]*)")
 NOT_RUN = re.compile(r"^<!-- not run: (\S.*) -->$")
@@ -120,6 +121,17 @@ def test_every_block_runs_or_says_why_not():
         ", ".join(unmarked)
 
 
+def test_a_block_is_run_unless_marked_and_only_some_languages_run(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("Output:\n\n```text\nok\n```\n\n<!-- not run: a cluster's -->\n"
+                    "```bash\nsbatch job.sh\n```\n\n  ```bash\n  emews --version\n  ```\n")
+    found = blocks(page)
+    assert [(b.language, b.not_run, b.text) for b in found] == [
+        ("text", None, "ok\n"), ("bash", "a cluster's", "sbatch job.sh\n"),
+        ("bash", None, "emews --version\n")]
+    assert runnable(page) == found[2:]
+
+
 def test_every_not_run_mark_is_on_a_block():
     for page in PAGES:
         marks = len(re.findall(r"^<!-- not run: ", page.read_text(), re.MULTILINE))
@@ -134,8 +146,8 @@ def project(tmp_path, page):
     if page.name in GIVEN:
         (tmp_path / "given_space.json").write_text(GIVEN_SPACE)
         (tmp_path / "given.toml").write_text(GIVEN_STUDY.format(expid=GIVEN[page.name]))
-        run_command([sys.executable, "-m", "emews", "run", "given.toml"], "the given study",
-                    tmp_path)
+        run_command([sys.executable, "-m", "emews", "run", "given.toml"], tmp_path,
+                    "the study the page reads")
     return tmp_path
 
 
@@ -180,21 +192,28 @@ def run_python(block, where):
         code = f"import {Path(named[2]).stem}"
     else:
         code = block.text
-    run_command([sys.executable, "-c", code], block, where)
+    run_command([sys.executable, "-c", code], where, block)
 
 
 def run_bash(block, where):
-    run_command(["bash", "-e", "-c", block.text], block, where)
+    run_command(["bash", "-e", "-c", block.text], where, block)
 
 
-def run_command(argv, block, where):
+def run_console(block, where):
+    commands = [line[2:] for line in block.text.splitlines() if line.startswith("$ ")]
+    run_command(["bash", "-e", "-c", "\n".join(commands)], where, block)
+
+
+def run_command(argv, where, what):
+    """Run ``argv`` in the project ``where``; it must succeed (``what`` names it if not)."""
     done = subprocess.run(argv, cwd=where, env=environment(where), capture_output=True,
                           text=True, timeout=600)
-    assert done.returncode == 0, f"{block}:\n{getattr(block, 'text', '')}\n{done.stdout}\n" \
-        f"{done.stderr}"
+    shown = f"{what}:\n{what.text}" if isinstance(what, Block) else what
+    assert done.returncode == 0, f"{shown}\n{done.stdout}\n{done.stderr}"
 
 
-RUNNERS = {"toml": run_toml, "json": run_json, "python": run_python, "bash": run_bash}
+RUNNERS = {"toml": run_toml, "json": run_json, "python": run_python, "bash": run_bash,
+           "console": run_console}
 
 
 def assert_experiments_finished(where):
