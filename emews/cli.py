@@ -55,7 +55,7 @@ def parser():
     run.add_argument("--budget", type=int, help="maximum number of evaluations")
     run.add_argument("--seed", type=int)
     run.add_argument("--algorithm", help="registered name or dotted path")
-    run.add_argument("--mode", choices=("async", "batch"))
+    run.add_argument("--mode", choices=("async", "batch", "sequential"))
     run.add_argument("--impl", help="CANDLE_MODEL_IMPL: py, app, echo, ...")
     run.add_argument("--space", help="search-space file")
     run.add_argument("--name", help="workflow name (the experiment's parent directory)")

@@ -120,7 +120,7 @@ class Study:
     name: str | None = _setting("str")
     algorithm: str = _setting("str", "random")
     space: str | None = _setting("path")
-    mode: str = _setting("str", "async", choices=("async", "batch"))
+    mode: str = _setting("str", "async", choices=("async", "batch", "sequential"))
     batch_size: int | None = _positive("int")
     seed: int | None = _setting("int")
     replicas: int = _positive("int", 1)

@@ -107,7 +107,7 @@ MISTAKES = {   # name: (the study file's text, its space file's, the arguments, 
         "s.toml: [study].budget: must be an integer, got 2.5"),
     "an unknown mode": (
         "[study]\n" + BASE + 'mode = "sometimes"\n', SPACE, [],
-        "s.toml: [study].mode: must be one of ['async', 'batch'], got 'sometimes'"),
+        "s.toml: [study].mode: must be one of ['async', 'batch', 'sequential'], got 'sometimes'"),
     "procs as a word": (
         '[system]\nprocs = "four"\n[study]\n' + BASE, SPACE, [],
         "s.toml: [system].procs: must be an integer, got 'four'"),

@@ -43,7 +43,7 @@ def test_relative_paths_are_relative_to_the_file_that_names_them(tmp_path):
 @pytest.mark.parametrize("text, fragment", [
     ("[study]\nbudget = -3\n", "s.toml: [study].budget: must be positive, got -3"),
     ("[study]\nbudjet = 3\n", "s.toml: [study].budjet: is not a setting of [study]"),
-    ('[study]\nmode = "sometimes"\n', "[study].mode: must be one of ['async', 'batch']"),
+    ('[study]\nmode = "sometimes"\n', "[study].mode: must be one of ['async', 'batch', 'sequential']"),
     ("[system]\nprocs = \"four\"\n", "[system].procs: must be an integer, got 'four'"),
     ("[stuff]\na = 1\n", "s.toml: [stuff]: must be one of the tables"),
     ("[study\n", "s.toml: must be valid TOML"),

@@ -13,7 +13,7 @@ from conftest import stored_rows
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("mode", ["async", "batch"])
+@pytest.mark.parametrize("mode", ["async", "batch", "sequential"])
 def test_a_study_evaluates_its_budget_and_reports_the_best(toy_config, mode, capsys):
     result = emews.run(toy_config(mode=mode))
     evaluations = stored_rows(result.expdir)

@@ -28,6 +28,7 @@ from emews.config import SCHEMA
 DOCS = Path(__file__).resolve().parent.parent
 REPO = DOCS.parent
 MEANINGS = DOCS / "settings.toml"
+NOT_RUN = "<!-- not run: "   # a code block the docs' test does not run (tests/test_docs_run.py)
 MARKER = "<!-- generated from the code: `python docs/hooks/reference.py` writes what follows -->"
 HELP_WIDTH = 100   # the commands' help as a terminal this wide shows it, wherever it is made
 
@@ -87,7 +88,9 @@ def cli_reference():
     sections = []
     for name, sub in commands.choices.items():
         sub.formatter_class = functools.partial(sub.formatter_class, width=HELP_WIDTH)
-        sections.append(f"## emews {name}\n\n```text\n{sub.format_help().strip()}\n```")
+        sections.append(f"## emews {name}\n\n{NOT_RUN}the command's help, kept current by "
+                        f"tests/test_docs_reference.py -->\n```text\n"
+                        f"{sub.format_help().strip()}\n```")
     return "\n\n".join(sections)
 
 
@@ -129,7 +132,8 @@ def signature(name, obj):
 def entry(heading, name, obj):
     """One documented name: a heading, its signature as code, its docstring."""
     doc = markdown_doc(obj) if callable(obj) or inspect.ismodule(obj) else ""
-    return f"{heading} `{name}`\n\n```python\n{signature(name, obj)}\n```\n\n{doc}".rstrip()
+    return (f"{heading} `{name}`\n\n{NOT_RUN}a signature -->\n```python\n"
+            f"{signature(name, obj)}\n```\n\n{doc}").rstrip()
 
 
 def members(name, obj):

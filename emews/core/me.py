@@ -4,13 +4,17 @@ It is itself an EQ/Py ME module (``run()``), so the Python master and Swift/T's 
 it the same way. In the master's process, the master hands it its settings, the algorithm
 (built once per run) and its limits as objects (:func:`run` with arguments); driven by text
 (Swift/T, :func:`emews.testing.drive`), it reads the settings file (JSON, written by hand or by
-Swift/T's ``prepare_study.py``) after the ``Params`` handshake. Then it loops in one of two modes:
+Swift/T's ``prepare_study.py``) after the ``Params`` handshake. Then it loops in one of three
+modes:
 
 * ``batch``: ask a batch, put it, wait for all of its results, tell them;
 * ``async``: keep every slot busy, and :func:`ready_points` points more: the master queues
   them and hands a freed worker one at once, while the ME tells the result and thinks about
   the next points, so a slow proposal does not make a worker wait. The algorithm sees the ready
-  points as in flight (asked, not told), so its pending-point strategy keeps them apart.
+  points as in flight (asked, not told), so its pending-point strategy keeps them apart. With
+  one slot, no point is kept ready: the search is sequential;
+* ``sequential``: ``async`` with one slot, however many the pool has: one point in flight,
+  and the next one asked only once its result is told (each proposal uses every result).
 
 When the search stops is counted in one place. Under the Python master, the master counts the
 study's limits (:class:`~emews.core.algorithm.Stopper`) and tells the driver with each answer
@@ -53,8 +57,8 @@ def run(settings=None, algorithm=None, limits=None):
         settings = json.loads(_read_settings(queues.IN_get()))
     search = Search.from_settings(settings, algorithm, limits)
     try:
-        reason = search.run_async() if settings.get("mode", "batch") == "async" \
-            else search.run_batch()
+        reason = search.run_batch() if settings.get("mode", "batch") == "batch" \
+            else search.run_async()
     finally:
         if search.checkpoint is not None:
             search.checkpoint.close()
@@ -72,9 +76,11 @@ def _read_settings(message):
 
 def ready_points(algorithm, slots):
     """How many points the async driver keeps ready beyond ``slots``: the algorithm's
-    ``ready_share`` of them, rounded up. A fixed number, so that a seeded async search
-    proposes the same points whenever its results come back in the same order."""
-    return math.ceil(slots * algorithm.ready_share)
+    ``ready_share`` of them, rounded up; none with one slot, so that a study of one worker is
+    sequential (each point proposed after every result is told). A fixed number, so that a
+    seeded async search proposes the same points whenever its results come back in the same
+    order."""
+    return 0 if slots == 1 else math.ceil(slots * algorithm.ready_share)
 
 
 def build_algorithm(settings, cls=None, space=None):
@@ -182,12 +188,14 @@ class Search:
         """Build a search from a settings dict (with the ``algorithm`` already built for it,
         and the master's ``limits``, when given); restore it from its checkpoint, or tell it
         a resumed run's history."""
+        mode = settings.get("mode", "batch")
         search = cls(algorithm or build_algorithm(settings),
                      limits or OwnLimits(Stopper(**settings.get("stop", {}))),
-                     settings.get("slots", 1), settings.get("batch_size"),
+                     1 if mode == "sequential" else settings.get("slots", 1),
+                     settings.get("batch_size"),
                      settings.get("pending", ()))
         where = settings.get("checkpoint")
-        if where and settings.get("mode", "batch") == "batch":
+        if where and mode == "batch":
             search.checkpoint = Checkpoint(where["store"], where["name"])
             if where.get("restore"):
                 search.restore(*search.checkpoint.load())

@@ -44,7 +44,7 @@ class MasterPlan:
     """The master's orders for one run of a study.
 
     ``mode``: ``batch`` (a message of points is answered once all of them are evaluated) or
-    ``async`` (answered with whatever result is ready). ``first_id`` is the id of the first new
+    ``async`` and ``sequential`` (answered with whatever result is ready). ``first_id`` is the id of the first new
     point, ``first_seq`` numbers the ME's proposals (the ``seq`` column). ``policy`` is the
     failure policy, ``limits`` the :class:`~emews.core.algorithm.Stopper` holding the study's
     stopping rules (with the evaluations of earlier runs already counted; the master goes on
