@@ -14,6 +14,7 @@ from emews.core.master import Master
 from emews.core.plan import MasterPlan
 from emews.evaluate import Objective
 from emews.pools.base import InProcessPool
+from emews.result import final_record
 from emews.status import Status
 from emews.store import SQLiteStore
 
@@ -98,15 +99,16 @@ def test_the_me_driver_goes_by_the_masters_count_not_its_settings(tmp_path, monk
     master = Master(pool, store, MasterPlan(mode, limits=limits))
     eqpy.init(functools.partial(me.run, settings, None, me.MasterLimits(limits.verdict())))
     try:
-        final = json.loads(master.run(None))
+        final = final_record(master.run(None), store)
     finally:
         eqpy.stop()
         pool.close()
     rows = store.rows()
     store.close()
+    # the final record, whether the ME's DONE or the master's own stop ended the run first
     assert final["stop_reason"] == "evaluation budget of 5 reached"
     assert [row["status"] for row in rows] == [Status.DONE] * 5
-    assert final["evaluations"] == 5  # the ME's final message, with the master's count
+    assert final["evaluations"] == 5
 
 
 @pytest.mark.parametrize("mode", ["batch", "async"])
