@@ -87,11 +87,15 @@ def serve(config, overrides=None, resume=None):
     try:
         cfg = prepared.spec
         slots = max(cfg.system.procs - 1, 1) * cfg.system.slots_per_worker
-        link, where = service_link(Path(prepared.expdir).resolve(), cfg, slots)
+        store = study_store(prepared.expdir, cfg.system.storage, create=False)
+        try:
+            link, where = service_link(store, Path(prepared.expdir).resolve(), cfg, slots)
+        except BaseException:
+            store.close()
+            raise
         print(f"emews: serving {prepared.expdir} {where}; attach pools with: mpiexec -n N "
               f"emews pool {prepared.expdir}", flush=True)
         pool = RemotePool(link, slots)
-        store = study_store(prepared.expdir, cfg.system.storage, create=False)
         link.share(store)   # PostgreSQL: the store's commit and the queue's exchange as one
         try:
             return run_master(prepared.expdir, cfg, pool, prepared.algorithm, store)
@@ -105,9 +109,10 @@ def pool_job(target, walltime=None, give_up=600.0, keys=None, workdir=None, eqsq
              task_type=0):
     """``mpiexec -n N emews pool TARGET``: rank 0 attaches to the study, the others work.
 
-    ``target`` is the study's experiment directory (its ``service.json`` says where the study
-    is served: a zmq address, or a PostgreSQL database) or the service's address,
-    ``tcp://HOST:PORT``, with ``keys`` (a directory holding the pool key pair and the
+    ``target`` is the study's experiment directory (its store says where the study is served:
+    a zmq address, or a PostgreSQL database), the service's address, ``tcp://HOST:PORT``, or
+    the study's PostgreSQL store, ``URL#EXP_ID`` (from a host that reaches the database but not
+    the experiment directory), with ``keys`` (a directory holding the pool key pair and the
     service's public key) off loopback. With ``eqsql`` (a database URL), ``target`` is a study
     configuration (a dict shaped like the TOML file) and the job serves EQ-SQL tasks of
     ``task_type``. Run directories and worker output go to the experiment directory when it is
@@ -237,7 +242,7 @@ def run_master(expdir, cfg, pool, algorithm=None, store=None):
         requeue = resume_unfinished(store)
         starting = starting_state(cfg, store, pool.slots, classic, requeue, policy)
         experiment.write_json(expdir / "settings.json", starting.settings)
-        control = Control.of_job(expdir)   # a new run starts running: before it says it runs
+        control = Control.of_job(store)   # a new run starts running: before it says it runs
         store.set_meta("started", time.time())
         store.set_meta("master", {"host": socket.gethostname(), "pid": os.getpid()})
         store.commit()

@@ -7,7 +7,7 @@ import math
 import time
 from pathlib import Path
 
-from ..launch.jobs import states as job_states
+from ..launch.jobs import JOBS, states as job_states
 from ..pools.requests import Demand
 from ..service.keys import POOLS_FILE
 from ..status import FINAL, Status
@@ -46,7 +46,7 @@ def summary(study, now=None):
                                                  for row in study.failed).items(), TOP_FAILURES)
     pools = _pools(study.expdir) if state == "running" else []
     front = study.pareto
-    jobs, jobs_note = job_states(study.expdir)
+    jobs, jobs_note = job_states(study.meta.get(JOBS))
     return {
         "expdir": str(study.expdir), "state": state, "objective": study.objective,
         "counts": counts, "evaluations": len(study.rows), "finished": finished,

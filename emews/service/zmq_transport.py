@@ -25,7 +25,7 @@ from ..errors import EmewsError
 from ..experiment import write_json
 from ..pools.base import Task
 from . import protocol
-from .keys import is_loopback, make_keys, read_service_file, write_service_file
+from .keys import SERVICE, is_loopback, make_keys, record_service
 from .transport import CANCEL, STOP, PoolLink, Received, ServiceLink
 
 log = logging.getLogger("emews.service")
@@ -55,9 +55,10 @@ class AttachedPool:
                 "last_heard": time.time() - (time.monotonic() - self.last_seen)}
 
 
-def bind(expdir, settings):
+def bind(store, expdir, settings):
     """A ROUTER socket bound as ``settings`` (the study's :class:`~emews.config.Service`) say, with CURVE off
-    loopback, recorded in ``service.json``: ``(socket, authenticator or None, address)``."""
+    loopback, recorded in the study's ``store`` (:func:`~emews.service.keys.record_service`):
+    ``(socket, authenticator or None, address)``."""
     from zmq.auth import load_certificate
     from zmq.auth.thread import ThreadAuthenticator
 
@@ -74,7 +75,7 @@ def bind(expdir, settings):
             authenticator.configure_curve(domain="*", location=str(keys))
             public, secret = load_certificate(str(keys / "service.key_secret"))
             sock.curve_publickey, sock.curve_secretkey, sock.curve_server = public, secret, True
-        port = settings.port or _previous_port(expdir)
+        port = settings.port or _previous_port(store)
         if port:
             sock.bind(f"tcp://{settings.bind}:{port}")
         else:
@@ -82,7 +83,7 @@ def bind(expdir, settings):
         host = settings.bind if settings.bind not in ("0.0.0.0", "*") else \
             socket.gethostname()
         address = f"tcp://{host}:{port}"
-        write_service_file(expdir, address, keys)
+        record_service(store, expdir, address, keys)
     except BaseException:
         sock.close(0)
         if authenticator is not None:
@@ -91,11 +92,12 @@ def bind(expdir, settings):
     return sock, authenticator, address
 
 
-def _previous_port(expdir):
-    """The port an earlier service of this study listened on (its pools reconnect there)."""
+def _previous_port(store):
+    """The port an earlier service of this study listened on (its pools reconnect there), as
+    its ``store`` recorded it; 0 when none did."""
     try:
-        return int(read_service_file(expdir)["address"].rsplit(":", 1)[1])
-    except (EmewsError, KeyError, ValueError):
+        return int(store.meta(SERVICE)["address"].rsplit(":", 1)[1])
+    except (TypeError, KeyError, ValueError):
         return 0
 
 
