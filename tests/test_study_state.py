@@ -47,14 +47,13 @@ def side_file_reads():
         WATCHING[0] = False
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=[None, "postgres_url"], ids=["sqlite", "postgresql"])
 def storage(request):
     """The study's ``[system] storage``: ``None`` (its ``results.db``) or a fresh PostgreSQL
     database's URL."""
-    if request.param == "sqlite":
-        return None
-    pytest.importorskip("psycopg", reason="pip install 'emews-hpo[postgres]'")
-    return request.getfixturevalue("postgres_url")
+    if request.param:
+        pytest.importorskip("psycopg", reason="pip install 'emews-hpo[postgres]'")
+    return request.param and request.getfixturevalue(request.param)
 
 
 @pytest.fixture
