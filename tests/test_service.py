@@ -461,6 +461,24 @@ def test_pause_takes_unpopped_tasks_back_unpause_hands_them_out_stop_ends_the_st
     assert pool.communicate(timeout=60)[0].endswith("emews: pool left: the study ended\n")
 
 
+def test_on_postgresql_a_pool_and_a_stop_reach_the_study_by_its_store_alone(study, jobs,
+                                                                            postgres_url,
+                                                                            emews_cli):
+    """The study's state is in its database: ``emews pool URL#EXP_ID`` attaches and ``emews
+    stop URL#EXP_ID`` ends the study, neither naming its experiment directory."""
+    server, expdir = jobs.serve(config(study, 60, postgres_url))
+    target = f"{postgres_url}#{expdir.resolve()}"
+    pool = jobs.pool(target)
+    wait_until(lambda: len(stored(expdir, postgres_url, "done")) >= 3, "three results")
+    assert emews_cli("stop", target).returncode == 0
+    out, err = server.communicate(timeout=180)
+    assert server.returncode == 0, err
+    assert "stopped on request (emews stop)" in out
+    assert 3 <= len(stored(expdir, postgres_url, "done")) < 60
+    pool.communicate(timeout=60)
+    assert pool.returncode == 0
+
+
 def test_a_pool_of_one_rank_is_refused_with_one_line(tmp_path):
     """Rank 0 only attaches: a pool job without a worker rank says so before connecting."""
     env = {k: v for k, v in os.environ.items() if k not in ("PMI_RANK", "PMI_SIZE", "PMIX_RANK")}
