@@ -21,6 +21,7 @@ from conftest import (NO_READY, alive, assert_exact_budget_and_lost_leases_rerun
 from support.postgres import postgres_server, postgres_url  # noqa: F401 - fixtures
 
 from emews.errors import ConfigError
+from emews.experiment import read_store
 from emews.store import study_store
 
 pytestmark = [pytest.mark.mpi, pytest.mark.slow]
@@ -358,6 +359,11 @@ def test_an_abort_cancels_what_the_pools_run(study, jobs, gate, storage):
         "emews: pool left: the study was cancelled\n")
 
 
+def described_pools(expdir):
+    """The pools that a study served on zmq describes in its store ([] before it has)."""
+    return (read_store(expdir, lambda store: store.meta("pools")) or {"pools": []})["pools"]
+
+
 def holder(expdir, storage):
     """The pid of the rank 0 of the pool that holds the study's one running task."""
     if storage:
@@ -367,8 +373,7 @@ def holder(expdir, storage):
             (name,) = conn.execute("SELECT worker_pool FROM eq_tasks WHERE eq_status=1"
                                    ).fetchone()
     else:
-        (name,) = [p["pool"] for p in json.loads((expdir / "pools.json").read_text())["pools"]
-                   if p["tasks"]]
+        (name,) = [p["pool"] for p in described_pools(expdir) if p["tasks"]]
     return int(name.rpartition(":")[2])   # HOST:PID
 
 
@@ -378,9 +383,8 @@ def test_a_late_result_of_a_requeued_task_is_recorded_once_as_a_duplicate(
                                        objective="fault_me:gated"))   # one task at a time
     stalled = jobs.pool(expdir, 2)
     wait_until(lambda: len(list(gate.glob("pid-*"))) == 1, "the first pool's evaluation")
-    pools = expdir / "pools.json"
-    wait_until(lambda: storage or pools.exists() and any(
-        p["tasks"] for p in json.loads(pools.read_text())["pools"]), "the task held, in pools.json")
+    wait_until(lambda: storage or any(p["tasks"] for p in described_pools(expdir)),
+               "the task held, as the service describes its pools")
     master = holder(expdir, storage)
     os.kill(master, signal.SIGSTOP)   # it stalls (its worker runs on): its lease expires
     try:

@@ -18,7 +18,7 @@ from ..experiment import read_store, write_json
 
 SERVICE = "service"             # the store's meta key
 SERVICE_FILE = "service.json"   # its export
-POOLS_FILE = "pools.json"      # the attached pools, kept by the running service
+POOLS = "pools"                 # the store's meta key: the attached pools (zmq), for emews status
 
 
 def is_loopback(host):

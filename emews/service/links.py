@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..store.postgres import is_url
 from . import require_zmq
-from .keys import POOLS_FILE, record_service, service_of
+from .keys import record_service, service_of
 
 
 def service_link(store, expdir, cfg, slots):
@@ -38,7 +38,7 @@ def service_link(store, expdir, cfg, slots):
     from .zmq_transport import ZmqService, bind
 
     sock, authenticator, address = bind(store, expdir, cfg.service)
-    return ZmqService(sock, lease, expdir / POOLS_FILE,
+    return ZmqService(sock, lease, store,
                       {"config": cfg.as_dict(), "expdir": str(expdir)}, authenticator), \
         f"at {address}"
 

@@ -22,14 +22,13 @@ from pathlib import Path
 import zmq
 
 from ..errors import EmewsError
-from ..experiment import write_json
 from ..pools.base import Task
 from . import protocol
-from .keys import SERVICE, is_loopback, make_keys, record_service
+from .keys import POOLS, SERVICE, is_loopback, make_keys, record_service
 from .transport import CANCEL, STOP, PoolLink, Received, ServiceLink
 
 log = logging.getLogger("emews.service")
-DESCRIBE_EVERY = 2.0   # seconds between rewrites of the pools file
+DESCRIBE_EVERY = 2.0   # seconds between descriptions of the pools in the store
 
 
 class AttachedPool:
@@ -103,14 +102,15 @@ def _previous_port(store):
 
 class ZmqService(ServiceLink):
     """The service's side on a bound ROUTER ``socket`` (see :func:`bind`); ``lease`` is the
-    lease in seconds; ``pools_file`` is where the attached pools are described for ``emews
-    status`` (rewritten every few seconds); ``study`` (``config``, ``expdir``) is what a pool is
+    lease in seconds; ``store`` is the study's, where the attached pools are described for
+    ``emews status`` (its meta ``pools``, every few seconds, committed with the master's next
+    turn); ``study`` (``config``, ``expdir``) is what a pool is
     told when it says hello; ``authenticator`` is stopped on :meth:`close`."""
 
-    def __init__(self, socket, lease, pools_file=None, study=None, authenticator=None):
+    def __init__(self, socket, lease, store=None, study=None, authenticator=None):
         self.socket, self.lease, self.authenticator = socket, float(lease), authenticator
         self.study = dict(study or {"config": {}, "expdir": ""}, lease=self.lease)
-        self.pools_file, self.described = pools_file, 0.0
+        self.store, self.described = store, 0.0
         self.pools = {}
         self.holder = {}                   # task id -> (identity, lease deadline)
         self.earliest = math.inf           # no lease in holder ends before this
@@ -262,8 +262,6 @@ class ZmqService(ServiceLink):
         if self.socket.closed:
             return
         self._acknowledge()
-        if self.pools_file is not None:
-            self.pools_file.unlink(missing_ok=True)
         for identity in list(self.pools):
             self._send(identity, "stop", reason="the study ended")
         self.pools.clear()
@@ -275,12 +273,13 @@ class ZmqService(ServiceLink):
         self.socket.send_multipart([identity, protocol.encode(op, **fields)])
 
     def _describe(self, every=DESCRIBE_EVERY):
-        """Rewrite ``pools_file`` when ``every`` seconds have passed since the last time."""
-        if self.pools_file is None or time.monotonic() - self.described < every:
+        """Describe the pools in the store when ``every`` seconds have passed since the last
+        time."""
+        if self.store is None or time.monotonic() - self.described < every:
             return
         self.described = time.monotonic()
-        write_json(self.pools_file, {"time": time.time(), "lease": self.lease,
-                                     "pools": [p.describe() for p in self.pools.values()]})
+        self.store.set_meta(POOLS, {"time": time.time(), "lease": self.lease,
+                                    "pools": [p.describe() for p in self.pools.values()]})
 
 
 class ZmqPool(PoolLink):
