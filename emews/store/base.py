@@ -24,6 +24,8 @@ visible as the points (a study on PostgreSQL: to every host that reaches the dat
              unpause or stop asked                  transaction)          (committed_meta)
     service  {"address", "host", "pid", "keys"}:    emews serve, once     emews pool, submit
              where emews serve listens                                    --pools, a next serve
+    pools    {"time", "lease", "pools"}: the pools  emews serve (zmq),    emews status
+             attached to a study served on zmq      with its turns
     submit   {"expdir", "site", "jobs"}: the batch  emews submit (its     emews status
              jobs emews submit queued               own transaction)
 
