@@ -2,8 +2,10 @@
 
 Each holds ``out/`` (one ``out-R.txt`` per rank), ``run/`` (one directory per run that needs
 one), ``config.json`` (the configuration as run), ``settings.json`` (the ME's settings: a
-classic EQ/Py module reads them at the handshake), ``results.db`` (the store) and, at the end,
-``final.json`` (an export of the store's final record: :mod:`emews.store.base`).
+classic EQ/Py module reads them at the handshake), ``results.db`` (the store: the points and
+the study's state, :mod:`emews.store.base`) and exports of that state for users, never read
+back: ``final.json`` at the end, ``service.json`` of a served study, ``submit.json`` of
+submitted jobs.
 """
 
 import contextlib
@@ -93,11 +95,6 @@ def write_json(path, data):
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(json.dumps(data, indent=2, default=str) + "\n")
     tmp.replace(path)
-
-
-def read_json(path):
-    """Read a JSON file written by :func:`write_json`."""
-    return json.loads(Path(path).read_text())
 
 
 def load_experiment(expdir):
