@@ -84,8 +84,7 @@ def submit(config, site_name, overrides=None, resume=None, chain=0, dry_run=Fals
     else:
         expdir, lock, _, cfg = prepare_run(config, overrides, resume)
     try:
-        store = experiment.open_store(expdir, cfg)
-        record = store.meta(JOBS) or {"expdir": str(expdir), "jobs": []}
+        record = _recorded(expdir, cfg)
         first = len(record["jobs"])
         jobs = [_job(cfg, site, expdir, first + i, pools > 0) for i in range(max(pools,
                                                                                 chain + 1))]
@@ -94,6 +93,7 @@ def submit(config, site_name, overrides=None, resume=None, chain=0, dry_run=Fals
     finally:
         if lock is not None:
             lock.release()  # the job's own ``emews run --resume`` takes it
+    store = experiment.open_store(expdir, cfg)
     try:
         _submit_all(jobs, record, site, executor, store, stream)
     finally:
@@ -159,8 +159,7 @@ def _plan(config, site, overrides, resume, chain, pools=0):
         cfg = configuration.load(config or [], overrides)
         validate(cfg)
         expdir = Path(cfg.study.data_dir) / cfg.study.name / "EXPnnn"
-    first = len((experiment.read_store(expdir, lambda store: store.meta(JOBS), stored)
-                 or {"jobs": []})["jobs"]) if resume else 0
+    first = len(_recorded(expdir, stored)["jobs"]) if resume else 0
     jobs = []
     for index in range(first, first + max(pools, chain + 1)):
         jobs.append(_job(cfg, site, expdir, index, pools > 0))
@@ -283,3 +282,10 @@ def _run_locally(job):
                                    stdin=subprocess.DEVNULL, cwd=job.expdir,
                                    start_new_session=True, env=dict(os.environ))
     return {"id": str(process.pid), "scheduler_output": str(job.stdout)}
+
+
+def _recorded(expdir, spec):
+    """The jobs ``emews submit`` queued for the study in ``expdir`` so far, as its store
+    records them (``spec``: the study's :class:`~emews.config.Config`)."""
+    return experiment.read_store(expdir, lambda store: store.meta(JOBS), spec) or \
+        {"expdir": str(expdir), "jobs": []}
