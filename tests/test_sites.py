@@ -16,6 +16,7 @@ import pytest
 
 from emews.evaluate.launcher import BINDING_VARIABLE
 from emews.launch import gpus
+from emews.experiment import read_store
 from emews.launch import site as sites
 from emews.store import SQLiteStore
 
@@ -282,7 +283,8 @@ def test_submit_to_the_local_site_runs_the_study_detached(emews_cli, study, tmp_
     done = emews_cli("submit", config, "--site", str(site))
     assert done.returncode == 0, done.stderr
     expdir = tmp_path / "experiments" / "study" / "EXP001"
-    record = json.loads((expdir / "submit.json").read_text())
+    record = json.loads((expdir / "submit.json").read_text())   # the export of the store's row
+    assert read_store(expdir, lambda store: store.meta("submit")) == record
     (job,) = record["jobs"]
     assert f"emews: submitted job {job['id']} (local, site gpu-box)" in done.stdout
     wait_until(lambda: _gone(int(job["id"])), 120, "the local job to end")
