@@ -27,10 +27,15 @@ READS = []          # side files opened for reading while WATCHING
 WATCHING = [False]
 
 
+CONNECTS = []       # SQLite databases connected to while WATCHING
+
+
 def _audit(event, args):
     if WATCHING[0] and event == "open" and isinstance(args[0], (str, bytes)) \
             and str(args[0]).endswith(SIDE_FILES) and "r" in str(args[1] or "r"):
         READS.append(str(args[0]))
+    if WATCHING[0] and event == "sqlite3.connect":
+        CONNECTS.append(str(args[0]))
 
 
 sys.addaudithook(_audit)   # every open() of this process, for real; it cannot be removed
@@ -40,6 +45,7 @@ sys.addaudithook(_audit)   # every open() of this process, for real; it cannot b
 def side_file_reads():
     """The side files this process opens for reading within the block (a list)."""
     READS.clear()
+    CONNECTS.clear()
     WATCHING[0] = True
     try:
         yield READS
@@ -141,3 +147,11 @@ def test_the_submitted_jobs_are_a_row_and_emews_status_reads_them_there(finished
     assert info["jobs"] == [{"id": "f1", "kind": "study", "state": "UNKNOWN"}]
     assert info["jobs_note"] == "emews status cannot ask flux for job states"
     assert states(None) == ([], None)
+
+
+def test_a_run_in_this_process_opens_its_store_once_fresh_or_resumed(toy_config):
+    """The prepared study owns its store: the connection that prepared it runs it."""
+    with side_file_reads():
+        result = emews.run(toy_config(budget=3))
+        emews.run(None, {"study.budget": 5}, resume=result.expdir)
+    assert CONNECTS == [str(result.expdir / "results.db")] * 2

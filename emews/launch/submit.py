@@ -81,20 +81,21 @@ def submit(config, site_name, overrides=None, resume=None, chain=0, dry_run=Fals
         cfg = configuration.load([experiment.load_experiment(expdir).as_dict()],
                                  {k: v for k, v in overrides.items() if k.startswith("system.")},
                                  environ={})
+        store = experiment.open_store(expdir, cfg)
     else:
-        expdir, lock, _, cfg = prepare_run(config, overrides, resume)
+        prepared = prepare_run(config, overrides, resume)
+        expdir, lock, cfg, store = prepared.expdir, prepared.lock, prepared.spec, prepared.store
     try:
-        record = _recorded(expdir, cfg)
-        first = len(record["jobs"])
-        jobs = [_job(cfg, site, expdir, first + i, pools > 0) for i in range(max(pools,
-                                                                                chain + 1))]
-        if site.langs_app and not site.langs_app_file:
-            (expdir / "langs-app.sh").write_text(scripts.langs_app(site))
-    finally:
-        if lock is not None:
-            lock.release()  # the job's own ``emews run --resume`` takes it
-    store = experiment.open_store(expdir, cfg)
-    try:
+        try:
+            record = _recorded(store, expdir)
+            first = len(record["jobs"])
+            jobs = [_job(cfg, site, expdir, first + i, pools > 0)
+                    for i in range(max(pools, chain + 1))]
+            if site.langs_app and not site.langs_app_file:
+                (expdir / "langs-app.sh").write_text(scripts.langs_app(site))
+        finally:
+            if lock is not None:
+                lock.release()  # the job's own ``emews run --resume`` takes it
         _submit_all(jobs, record, site, executor, store, stream)
     finally:
         store.close()
@@ -159,7 +160,8 @@ def _plan(config, site, overrides, resume, chain, pools=0):
         cfg = configuration.load(config or [], overrides)
         validate(cfg)
         expdir = Path(cfg.study.data_dir) / cfg.study.name / "EXPnnn"
-    first = len(_recorded(expdir, stored)["jobs"]) if resume else 0
+    first = len(experiment.read_store(expdir, lambda store: _recorded(store, expdir),
+                                      stored)["jobs"]) if resume else 0
     jobs = []
     for index in range(first, first + max(pools, chain + 1)):
         jobs.append(_job(cfg, site, expdir, index, pools > 0))
@@ -284,8 +286,7 @@ def _run_locally(job):
     return {"id": str(process.pid), "scheduler_output": str(job.stdout)}
 
 
-def _recorded(expdir, spec):
-    """The jobs ``emews submit`` queued for the study in ``expdir`` so far, as its store
-    records them (``spec``: the study's :class:`~emews.config.Config`)."""
-    return experiment.read_store(expdir, lambda store: store.meta(JOBS), spec) or \
-        {"expdir": str(expdir), "jobs": []}
+def _recorded(store, expdir):
+    """The jobs ``emews submit`` queued for the study in ``expdir`` so far, as its ``store``
+    records them."""
+    return store.meta(JOBS) or {"expdir": str(expdir), "jobs": []}
