@@ -121,10 +121,11 @@ def failure_reasons(expdir, spec=None):
     return read_store(expdir, lambda store: store.failure_reasons(), spec)
 
 
-def interrupted(expdir, signum, spec=None):
-    """The :class:`~emews.errors.Interrupted` error of ``expdir``, with its stored count."""
+def interrupted(expdir, signum, stored):
+    """The :class:`~emews.errors.Interrupted` error of ``expdir``, with the count of
+    evaluations ``stored``."""
     error = Interrupted(signum)
-    error.expdir, error.stored = Path(expdir), stored_count(expdir, spec)
+    error.expdir, error.stored = Path(expdir), stored
     return error
 
 

@@ -272,7 +272,7 @@ def run_master(expdir, cfg, pool, algorithm=None, store=None):
         except (KeyboardInterrupt, Interrupted) as exc:
             master.cancel_all(Interrupted.REASON)
             signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
-            raise interrupted(expdir, signum, cfg) from None
+            raise interrupted(expdir, signum, store.finished_count()) from None
         if progress is not None:
             progress.show()
         final = final_record(final, store, study)
