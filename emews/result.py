@@ -103,7 +103,8 @@ def result_from(expdir, store, final):
 def result_of(expdir, spec=None):
     """The :class:`Result` of a finished experiment, read from its store (``spec``:
     :func:`~emews.experiment.read_store`'s)."""
-    return read_store(expdir, lambda store: result_from(expdir, store, store.meta("final", {})), spec)
+    return read_store(expdir, lambda store: result_from(expdir, store, store.meta("final", {})),
+                      spec)
 
 
 def final_recorded(expdir, spec=None):

@@ -1,8 +1,9 @@
 """The batch jobs of a study and their state as the scheduler tells it (``emews status``).
 
 ``emews submit`` records each job in the study's store (meta ``submit``: its id, and whether it
-runs the study or a pool), and exports the record to ``EXPDIR/submit.json``. :func:`states` asks the scheduler that holds them, with its own query
-command, and keeps the scheduler's name for each state::
+runs the study or a pool), and exports the record to ``EXPDIR/submit.json``. :func:`states`
+asks the scheduler that holds them, with its own query command, and keeps the scheduler's name
+for each state::
 
     slurm  squeue -h -t all -j ID,... -o "%i %T"   then sacct for jobs squeue no longer holds
     pbs    qstat -x -f ID ...                       job_state (PBS Pro's letters, named)
