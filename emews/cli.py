@@ -81,8 +81,9 @@ def parser():
     serve.add_argument("--set", action="append", default=[], metavar="TABLE.KEY=VALUE")
     attach = commands.add_parser("pool", help="attach this MPI job's ranks to a served study, "
                                  "or to an EQ-SQL queue with --eqsql (under mpiexec)")
-    attach.add_argument("target", help="the served study's experiment directory, or the "
-                        "service's address tcp://HOST:PORT; with --eqsql, the TOML file of "
+    attach.add_argument("target", help="the served study's experiment directory, the "
+                        "service's address tcp://HOST:PORT, or the study's PostgreSQL store "
+                        "URL#EXP_ID; with --eqsql, the TOML file of "
                         "the model that evaluates the tasks ([study] objective, impl, ...)")
     attach.add_argument("--eqsql", metavar="URL", help="serve the tasks that EQ-SQL clients "
                         "(eqsql) submit to the PostgreSQL database at URL, until EQ_STOP")
@@ -101,7 +102,8 @@ def parser():
                               ("running", "unpause", "hand out work again"),
                               ("stopped", "stop", "finish what runs, then end the study")):
         steer = commands.add_parser(verb, help=f"{text}, in a running study")
-        steer.add_argument("expdir")
+        steer.add_argument("expdir", help="the study's experiment directory, or its "
+                           "PostgreSQL store URL#EXP_ID")
         steer.set_defaults(state=state)
     show = commands.add_parser("show", help="print a study's best evaluations "
                                "(or failures) with all their metrics",

@@ -2,8 +2,10 @@
 
 Each holds ``out/`` (one ``out-R.txt`` per rank), ``run/`` (one directory per run that needs
 one), ``config.json`` (the configuration as run), ``settings.json`` (the ME's settings: a
-classic EQ/Py module reads them at the handshake), ``results.db`` (the store) and, at the end,
-``final.json``.
+classic EQ/Py module reads them at the handshake), ``results.db`` (the store: the points and
+the study's state, :mod:`emews.store.base`) and exports of that state for users, never read
+back: ``final.json`` at the end, ``service.json`` of a served study, ``submit.json`` of
+submitted jobs.
 """
 
 import contextlib
@@ -13,6 +15,7 @@ from pathlib import Path
 
 from .config import Config
 from .errors import ConfigError
+from .store import read_once, study_store
 
 EXP_PATTERN = re.compile(r"EXP(\d+)$")
 
@@ -94,14 +97,26 @@ def write_json(path, data):
     tmp.replace(path)
 
 
-def read_json(path):
-    """Read a JSON file written by :func:`write_json`."""
-    return json.loads(Path(path).read_text())
-
-
 def load_experiment(expdir):
     """The configuration as run, from ``EXPDIR/config.json`` (already resolved: the
     environment does not apply again)."""
     return Config.read(Path(expdir) / "config.json")
+
+
+def open_store(expdir, spec=None):
+    """The store of the experiment in ``expdir`` (which must hold it), for a command that
+    writes the study's state (:mod:`emews.store.base`: ``emews pause``, ``emews submit``);
+    ``spec`` is the study's :class:`~emews.config.Config` (``None``: read from its
+    ``config.json``)."""
+    spec = load_experiment(expdir) if spec is None else spec
+    return study_store(expdir, spec.system.storage, create=False)
+
+
+def read_store(expdir, reading, spec=None):
+    """``reading(store)`` on the store of the experiment in ``expdir``, opened read-only for
+    it alone (never written through, never migrated) and closed; ``spec`` is the study's
+    :class:`~emews.config.Config` (``None``: read from its ``config.json``)."""
+    spec = load_experiment(expdir) if spec is None else spec
+    return read_once(expdir, spec.system.storage, reading)
 
 

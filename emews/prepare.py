@@ -7,8 +7,8 @@
     prepare(resume=EXPnnn)     the stored config.json + CONFIG + overrides, validated; what
                                changed is recorded in the store, a different study refused
 
-Nothing is written before the whole configuration is checked. The study's lock is held from
-here until the caller releases it.
+Nothing is written before the whole configuration is checked. The study's lock is held, and
+its store open, from here until the caller releases them (:meth:`Prepared.release`).
 """
 
 import hashlib
@@ -29,7 +29,7 @@ from .errors import ConfigError
 from .experiment import load_experiment
 from .pools.requests import Demand
 from .space import Space
-from .store import StudyLock, study_store
+from .store import Store, StudyLock, study_store
 from .store.postgres import hide_password, is_url
 from .validation import Invalid
 from .worker import make_objective, python_path
@@ -41,15 +41,24 @@ IDENTITY = (("study", "algorithm"), ("study", "objective"),
 
 
 class Prepared(NamedTuple):
-    """A prepared experiment: its directory, its held lock, the algorithm built for its
-    next run (an :class:`~emews.core.algorithm.Algorithm`, or a classic EQ/Py module) and its
-    :class:`~emews.config.Config` as ``config.json`` now holds it (``None``: read it there).
-    A run in this process goes on with these objects: it reads back neither file."""
+    """A prepared experiment, the one object of its study in this process: its directory, its
+    held lock, the algorithm built for its next run (an
+    :class:`~emews.core.algorithm.Algorithm`, or a classic EQ/Py module), its
+    :class:`~emews.config.Config` as ``config.json`` now holds it (``None``: read it there) and
+    its open store (``None``: opened where the study runs). A run in this process goes on with
+    these objects: it reads back neither file and opens the store no second time."""
 
     expdir: Path
     lock: StudyLock
     algorithm: object
     spec: configuration.Config | None = None
+    store: Store | None = None
+
+    def release(self):
+        """Close the store (safe when the run closed it already) and release the lock."""
+        if self.store is not None:
+            self.store.close()
+        self.lock.release()
 
 
 def prepare(config, overrides=None, resume=None):
@@ -57,7 +66,9 @@ def prepare(config, overrides=None, resume=None):
 
     Returns ``(expdir, lock)``: the study's lock is held until the caller releases it.
     """
-    return prepare_run(config, overrides, resume)[:2]
+    prepared = prepare_run(config, overrides, resume)
+    prepared.store.close()
+    return prepared.expdir, prepared.lock
 
 
 def prepare_run(config, overrides=None, resume=None):
@@ -75,8 +86,8 @@ def prepare_run(config, overrides=None, resume=None):
     experiment.write_json(expdir / "config.json", cfg.as_dict(expdir))
     store = study_store(expdir, cfg.system.storage)
     store.set_meta("space_digest", space_digest(cfg))
-    store.close()
-    return Prepared(expdir, lock, algorithm, cfg)
+    store.commit()
+    return Prepared(expdir, lock, algorithm, cfg, store)
 
 
 def _prepare_resume(expdir, config, overrides):
@@ -84,28 +95,28 @@ def _prepare_resume(expdir, config, overrides):
         raise ConfigError(str(expdir), "--resume needs an experiment directory holding "
                           "config.json", str(expdir), show_value=False)
     lock = StudyLock(expdir).acquire()
+    store = None
     try:
         stored = load_experiment(expdir)
         store = study_store(expdir, stored.system.storage, create=False)
-        try:
-            sources = [stored.as_dict()]
-            if config:
-                sources += config if isinstance(config, list) else [config]
-            cfg = configuration.load(sources, overrides)
-            algorithm = validate(cfg, search_seed(cfg, store))
-            cfg = keep_password_out(cfg)
-            changes = resume_changes(stored, cfg, store.meta("space_digest"))
-            if changes:
-                store.set_meta("changes", store.meta("changes", []) + [
-                    {"time": time.time(), "changes": changes}])
-                store.commit()
-        finally:
-            store.close()
+        sources = [stored.as_dict()]
+        if config:
+            sources += config if isinstance(config, list) else [config]
+        cfg = configuration.load(sources, overrides)
+        algorithm = validate(cfg, search_seed(cfg, store))
+        cfg = keep_password_out(cfg)
+        changes = resume_changes(stored, cfg, store.meta("space_digest"))
+        if changes:
+            store.set_meta("changes", store.meta("changes", []) + [
+                {"time": time.time(), "changes": changes}])
+            store.commit()
         experiment.write_json(expdir / "config.json", cfg.as_dict(expdir))
     except BaseException:
+        if store is not None:
+            store.close()
         lock.release()
         raise
-    return Prepared(expdir, lock, algorithm, cfg)
+    return Prepared(expdir, lock, algorithm, cfg, store)
 
 
 def resume_changes(stored, cfg, digest):

@@ -17,9 +17,8 @@ from .core.criteria import Criteria
 from .core.pareto import front_rows
 from .core.replicas import best_point, settings_of
 from .errors import Interrupted
-from .experiment import load_experiment
+from .experiment import read_store
 from .status import Status
-from .store import read_once
 
 
 @dataclass
@@ -101,39 +100,33 @@ def result_from(expdir, store, final):
                   pruned)
 
 
-def read(expdir, reading, spec=None):
-    """``reading(store)`` on the store of the experiment in ``expdir``, opened read-only for
-    it alone (never written through, never migrated). ``spec`` is the study's
-    :class:`~emews.config.Config` (``None``: read from its ``config.json``)."""
-    spec = load_experiment(expdir) if spec is None else spec
-    return read_once(expdir, spec.system.storage, reading)
-
-
 def result_of(expdir, spec=None):
     """The :class:`Result` of a finished experiment, read from its store (``spec``:
-    :func:`read`'s)."""
-    return read(expdir, lambda store: result_from(expdir, store, store.meta("final", {})), spec)
+    :func:`~emews.experiment.read_store`'s)."""
+    return read_store(expdir, lambda store: result_from(expdir, store, store.meta("final", {})),
+                      spec)
 
 
 def final_recorded(expdir, spec=None):
     """True when the study in ``expdir`` recorded its final record (it ended, well or not)."""
-    return read(expdir, lambda store: store.meta("final") is not None, spec)
+    return read_store(expdir, lambda store: store.meta("final") is not None, spec)
 
 
 def stored_count(expdir, spec=None):
     """How many evaluations of ``expdir`` have a final result in its store."""
-    return read(expdir, lambda store: store.finished_count(), spec)
+    return read_store(expdir, lambda store: store.finished_count(), spec)
 
 
 def failure_reasons(expdir, spec=None):
     """The most common failure reasons of ``expdir``: ``[(reason, count), ...]``."""
-    return read(expdir, lambda store: store.failure_reasons(), spec)
+    return read_store(expdir, lambda store: store.failure_reasons(), spec)
 
 
-def interrupted(expdir, signum, spec=None):
-    """The :class:`~emews.errors.Interrupted` error of ``expdir``, with its stored count."""
+def interrupted(expdir, signum, stored):
+    """The :class:`~emews.errors.Interrupted` error of ``expdir``, with the count of
+    evaluations ``stored``."""
     error = Interrupted(signum)
-    error.expdir, error.stored = Path(expdir), stored_count(expdir, spec)
+    error.expdir, error.stored = Path(expdir), stored
     return error
 
 

@@ -69,10 +69,11 @@ def run(config, overrides=None, resume=None):
     try:
         cfg = prepared.spec
         if cfg.system.pool == "mpi" and cfg.system.procs > 1:
+            prepared.store.close()   # the spawned job's rank 0 runs the study on it
             return spawn(prepared.expdir, cfg, prepared.lock)
-        return execute(prepared.expdir, None, prepared.algorithm, cfg)
+        return execute(prepared.expdir, None, prepared.algorithm, cfg, prepared.store)
     finally:
-        prepared.lock.release()
+        prepared.release()
 
 
 def serve(config, overrides=None, resume=None):
@@ -87,27 +88,28 @@ def serve(config, overrides=None, resume=None):
     try:
         cfg = prepared.spec
         slots = max(cfg.system.procs - 1, 1) * cfg.system.slots_per_worker
-        link, where = service_link(Path(prepared.expdir).resolve(), cfg, slots)
+        store = prepared.store
+        link, where = service_link(store, Path(prepared.expdir).resolve(), cfg, slots)
         print(f"emews: serving {prepared.expdir} {where}; attach pools with: mpiexec -n N "
               f"emews pool {prepared.expdir}", flush=True)
         pool = RemotePool(link, slots)
-        store = study_store(prepared.expdir, cfg.system.storage, create=False)
         link.share(store)   # PostgreSQL: the store's commit and the queue's exchange as one
         try:
             return run_master(prepared.expdir, cfg, pool, prepared.algorithm, store)
         finally:
             pool.close()
     finally:
-        prepared.lock.release()
+        prepared.release()
 
 
 def pool_job(target, walltime=None, give_up=600.0, keys=None, workdir=None, eqsql=None,
              task_type=0):
     """``mpiexec -n N emews pool TARGET``: rank 0 attaches to the study, the others work.
 
-    ``target`` is the study's experiment directory (its ``service.json`` says where the study
-    is served: a zmq address, or a PostgreSQL database) or the service's address,
-    ``tcp://HOST:PORT``, with ``keys`` (a directory holding the pool key pair and the
+    ``target`` is the study's experiment directory (its store says where the study is served:
+    a zmq address, or a PostgreSQL database), the service's address, ``tcp://HOST:PORT``, or
+    the study's PostgreSQL store, ``URL#EXP_ID`` (from a host that reaches the database but not
+    the experiment directory), with ``keys`` (a directory holding the pool key pair and the
     service's public key) off loopback. With ``eqsql`` (a database URL), ``target`` is a study
     configuration (a dict shaped like the TOML file) and the job serves EQ-SQL tasks of
     ``task_type``. Run directories and worker output go to the experiment directory when it is
@@ -160,22 +162,24 @@ def _run_under_mpiexec(open_experiment):
     from mpi4py import MPI
 
     comm = MPI.COMM_WORLD
-    expdir, lock, algorithm, spec, error = None, None, None, None, None
+    prepared, error = None, None
     if comm.Get_rank() == 0:
         try:
-            expdir, lock, algorithm, spec = open_experiment()
+            prepared = open_experiment()
         except BaseException as exc:  # noqa: BLE001 - every rank must learn of any failure
             error = exc
-    expdir, status = comm.bcast((expdir, exit_status(error) if error else 0), root=0)
+    expdir, status = comm.bcast((prepared.expdir if prepared else None,
+                                 exit_status(error) if error else 0), root=0)
     if error is not None:
         raise error
     if status:
         raise SystemExit(status)
+    if prepared is None:   # ranks 1..
+        return execute(expdir, comm)
     try:
-        return execute(expdir, comm, algorithm, spec)
+        return execute(expdir, comm, prepared.algorithm, prepared.spec, prepared.store)
     finally:
-        if lock is not None:
-            lock.release()
+        prepared.release()
 
 
 def exit_status(error):
@@ -183,10 +187,11 @@ def exit_status(error):
     return 2 if isinstance(error, ConfigError) else 1
 
 
-def execute(expdir, comm, algorithm=None, spec=None):
+def execute(expdir, comm, algorithm=None, spec=None, store=None):
     """Execute the experiment in ``expdir`` on ``comm`` (``None``: in this process only), with
-    the ``algorithm`` prepared for this run (``None``: rank 0 builds it) and its
-    :class:`~emews.config.Config` ``spec`` (``None``: read from its ``config.json``).
+    the ``algorithm`` prepared for this run (``None``: rank 0 builds it), its
+    :class:`~emews.config.Config` ``spec`` (``None``: read from its ``config.json``) and its
+    open ``store`` (``None``: rank 0 opens it; closed at the end).
 
     The caller holds the study's lock.
     """
@@ -206,7 +211,7 @@ def execute(expdir, comm, algorithm=None, spec=None):
     status = 1
     try:
         pool = with_packing(pool, cfg)
-        result = run_master(expdir, cfg, pool, algorithm)
+        result = run_master(expdir, cfg, pool, algorithm, store)
         status = 0
     finally:
         pool.close(status)
@@ -237,7 +242,7 @@ def run_master(expdir, cfg, pool, algorithm=None, store=None):
         requeue = resume_unfinished(store)
         starting = starting_state(cfg, store, pool.slots, classic, requeue, policy)
         experiment.write_json(expdir / "settings.json", starting.settings)
-        control = Control.of_job(expdir)   # a new run starts running: before it says it runs
+        control = Control.of_job(store)   # a new run starts running: before it says it runs
         store.set_meta("started", time.time())
         store.set_meta("master", {"host": socket.gethostname(), "pid": os.getpid()})
         store.commit()
@@ -267,7 +272,7 @@ def run_master(expdir, cfg, pool, algorithm=None, store=None):
         except (KeyboardInterrupt, Interrupted) as exc:
             master.cancel_all(Interrupted.REASON)
             signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
-            raise interrupted(expdir, signum, cfg) from None
+            raise interrupted(expdir, signum, store.finished_count()) from None
         if progress is not None:
             progress.show()
         final = final_record(final, store, study)

@@ -19,6 +19,7 @@ import pytest
 
 from conftest import NO_READY, SUPPORT, wait_until
 from emews.errors import Interrupted
+from emews.store import SQLiteStore
 
 
 pytestmark = pytest.mark.mpi
@@ -396,7 +397,9 @@ def test_pool_jobs_are_submitted_for_a_served_study_only(study, emews_cli, tmp_p
                         "--dry-run")
     assert refused.returncode == 2 and "--pools: needs --resume EXPDIR of a study that emews " \
         "serve runs" in refused.stderr
-    (expdir / "service.json").write_text('{"address": "tcp://127.0.0.1:1"}')
+    store = SQLiteStore(expdir / "results.db", create=False)   # as emews serve records it
+    store.set_meta("service", {"address": "tcp://127.0.0.1:1"})
+    store.close()
     shown = emews_cli("submit", "--resume", expdir, "--site", "slurm", "--pools", "2",
                       "--walltime", "00:10:00", "--dry-run")
     assert shown.returncode == 0, shown.stderr

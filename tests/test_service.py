@@ -21,6 +21,7 @@ from conftest import (NO_READY, alive, assert_exact_budget_and_lost_leases_rerun
 from support.postgres import postgres_server, postgres_url  # noqa: F401 - fixtures
 
 from emews.errors import ConfigError
+from emews.experiment import read_store
 from emews.store import study_store
 
 pytestmark = [pytest.mark.mpi, pytest.mark.slow]
@@ -358,6 +359,11 @@ def test_an_abort_cancels_what_the_pools_run(study, jobs, gate, storage):
         "emews: pool left: the study was cancelled\n")
 
 
+def described_pools(expdir):
+    """The pools that a study served on zmq describes in its store ([] before it has)."""
+    return (read_store(expdir, lambda store: store.meta("pools")) or {"pools": []})["pools"]
+
+
 def holder(expdir, storage):
     """The pid of the rank 0 of the pool that holds the study's one running task."""
     if storage:
@@ -367,8 +373,7 @@ def holder(expdir, storage):
             (name,) = conn.execute("SELECT worker_pool FROM eq_tasks WHERE eq_status=1"
                                    ).fetchone()
     else:
-        (name,) = [p["pool"] for p in json.loads((expdir / "pools.json").read_text())["pools"]
-                   if p["tasks"]]
+        (name,) = [p["pool"] for p in described_pools(expdir) if p["tasks"]]
     return int(name.rpartition(":")[2])   # HOST:PID
 
 
@@ -378,9 +383,8 @@ def test_a_late_result_of_a_requeued_task_is_recorded_once_as_a_duplicate(
                                        objective="fault_me:gated"))   # one task at a time
     stalled = jobs.pool(expdir, 2)
     wait_until(lambda: len(list(gate.glob("pid-*"))) == 1, "the first pool's evaluation")
-    pools = expdir / "pools.json"
-    wait_until(lambda: storage or pools.exists() and any(
-        p["tasks"] for p in json.loads(pools.read_text())["pools"]), "the task held, in pools.json")
+    wait_until(lambda: storage or any(p["tasks"] for p in described_pools(expdir)),
+               "the task held, as the service describes its pools")
     master = holder(expdir, storage)
     os.kill(master, signal.SIGSTOP)   # it stalls (its worker runs on): its lease expires
     try:
@@ -459,6 +463,24 @@ def test_pause_takes_unpopped_tasks_back_unpause_hands_them_out_stop_ends_the_st
     assert set(counts) <= {"done", "cancelled"}   # what ran finished; nothing else started
     assert one(QUEUED_OUT) == 0 and one(POPPED) == counts["done"]
     assert pool.communicate(timeout=60)[0].endswith("emews: pool left: the study ended\n")
+
+
+def test_on_postgresql_a_pool_and_a_stop_reach_the_study_by_its_store_alone(study, jobs,
+                                                                            postgres_url,
+                                                                            emews_cli):
+    """The study's state is in its database: ``emews pool URL#EXP_ID`` attaches and ``emews
+    stop URL#EXP_ID`` ends the study, neither naming its experiment directory."""
+    server, expdir = jobs.serve(config(study, 60, postgres_url))
+    target = f"{postgres_url}#{expdir.resolve()}"
+    pool = jobs.pool(target)
+    wait_until(lambda: len(stored(expdir, postgres_url, "done")) >= 3, "three results")
+    assert emews_cli("stop", target).returncode == 0
+    out, err = server.communicate(timeout=180)
+    assert server.returncode == 0, err
+    assert "stopped on request (emews stop)" in out
+    assert 3 <= len(stored(expdir, postgres_url, "done")) < 60
+    pool.communicate(timeout=60)
+    assert pool.returncode == 0
 
 
 def test_a_pool_of_one_rank_is_refused_with_one_line(tmp_path):

@@ -16,7 +16,9 @@ import pytest
 
 from emews.evaluate.launcher import BINDING_VARIABLE
 from emews.launch import gpus
+from emews.experiment import read_store
 from emews.launch import site as sites
+from emews.store import SQLiteStore
 
 SITES = sites.shipped_sites()
 
@@ -281,7 +283,8 @@ def test_submit_to_the_local_site_runs_the_study_detached(emews_cli, study, tmp_
     done = emews_cli("submit", config, "--site", str(site))
     assert done.returncode == 0, done.stderr
     expdir = tmp_path / "experiments" / "study" / "EXP001"
-    record = json.loads((expdir / "submit.json").read_text())
+    record = json.loads((expdir / "submit.json").read_text())   # the export of the store's row
+    assert read_store(expdir, lambda store: store.meta("submit")) == record
     (job,) = record["jobs"]
     assert f"emews: submitted job {job['id']} (local, site gpu-box)" in done.stdout
     wait_until(lambda: _gone(int(job["id"])), 120, "the local job to end")
@@ -378,16 +381,18 @@ def test_psij_submits_the_same_resources_and_runs_the_rendered_script(name, expe
 
 @pytest.fixture
 def submitted(emews_cli, quadratic, tmp_path):
-    """``record(scheduler, ids)``: a finished study (run here, in-process) whose
-    ``submit.json`` records jobs ``ids`` as ``emews submit`` does on ``scheduler``."""
+    """``record(scheduler, ids)``: a finished study (run here, in-process) whose store
+    records jobs ``ids`` as ``emews submit`` does on ``scheduler``."""
 
     def record(scheduler, ids):
         done = emews_cli("run", quadratic, "--set", "system.pool='inprocess'")
         assert done.returncode == 0, done.stderr
         (expdir,) = (tmp_path / "experiments").glob("*/EXP*")
-        (expdir / "submit.json").write_text(json.dumps({
+        store = SQLiteStore(expdir / "results.db", create=False)
+        store.set_meta("submit", {
             "expdir": str(expdir), "site": {"name": scheduler, "scheduler": scheduler},
-            "jobs": [{"index": k, "kind": kind, "id": i} for k, (i, kind) in enumerate(ids)]}))
+            "jobs": [{"index": k, "kind": kind, "id": i} for k, (i, kind) in enumerate(ids)]})
+        store.close()
         return expdir
 
     return record

@@ -30,7 +30,7 @@ def prepared(study, tmp_path, monkeypatch):
                  service={"lease": 5})
     done = prepare_run(path, {"study.tol": 0.5})
     yield done
-    done.lock.release()
+    done.release()
 
 
 def test_a_spec_is_frozen_and_typed(prepared):
@@ -56,7 +56,7 @@ def test_a_spec_survives_the_round_trip_to_a_spawned_rank_and_a_resume(prepared)
         assert resumed.spec == spec
         assert load_experiment(expdir) == spec   # written again by the resume, unchanged
     finally:
-        resumed.lock.release()
+        resumed.release()
     prepared.lock.acquire()
 
 
@@ -67,7 +67,7 @@ def test_a_resume_that_changes_a_setting_gets_a_spec_with_the_change(prepared):
         assert resumed.spec == dataclasses.replace(
             prepared.spec, study=dataclasses.replace(prepared.spec.study, budget=6))
     finally:
-        resumed.lock.release()
+        resumed.release()
     prepared.lock.acquire()
 
 

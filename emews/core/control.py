@@ -2,84 +2,90 @@
 
 ::
 
-    emews pause EXPDIR  --writes-->  EXPDIR/control.json  <--read each turn--  Master
+    emews pause EXPDIR  --writes-->  the store's meta "control"  <--read each turn--  Master
 
-The commands write the wanted state (``running``, ``paused`` or ``stopped``) into
-``control.json``; the master looks at the file's modification time each turn (a ``stat``, no
-read unless it changed). Paused, it hands out no new work (running evaluations finish and are
-stored); stopped, it also ends the study once they have, with the reason recorded.
+The commands write the wanted state (``running``, ``paused`` or ``stopped``) into the study's
+store (:mod:`emews.store.base`: a study on PostgreSQL can be steered from any host that reaches
+its database, ``emews pause URL#EXP_ID``); the master reads it at most every few ms, without
+committing its own writes (:meth:`~emews.store.Store.committed_meta`). Paused, it hands out no
+new work (running evaluations finish and are stored); stopped, it also ends the study once they
+have, with the reason recorded.
 
 A batch job written by ``emews submit`` sets ``EMEWS_DRAIN_AT`` (seconds since the epoch) a
 margin before its walltime ends: from then on the study is stopped the same way, so that every
 result is stored before the scheduler kills the job, and the next job resumes it.
 """
 
-import json
 import os
 import time
 from pathlib import Path
 
 from ..errors import ConfigError
-from ..experiment import write_json
+from ..experiment import open_store
+from ..store import open_store as open_location
+from ..store.postgres import is_url
 
 STATES = ("running", "paused", "stopped")
-CONTROL_FILE = "control.json"
+CONTROL = "control"     # the store's meta key
 DRAIN_VARIABLE = "EMEWS_DRAIN_AT"
 REASONS = {"stopped": "stopped on request (emews stop)",
            "walltime": "the job's walltime is about to run out; the next job resumes the study"}
 
 
-def request(expdir, state):
-    """Ask the study in ``expdir`` to be ``state``."""
-    expdir = Path(expdir)
-    if not (expdir / "config.json").is_file():
-        raise ConfigError(str(expdir), "must be an experiment directory (holding config.json)",
-                          str(expdir), show_value=False)
+def request(target, state):
+    """Ask the study ``target`` (its experiment directory, or its PostgreSQL store's
+    ``URL#EXP_ID``) to be ``state``."""
     if state not in STATES:
         raise ConfigError("state", f"must be one of {list(STATES)}", state)
-    write_json(expdir / CONTROL_FILE, {"state": state, "time": time.time()})
+    if is_url(target):
+        store = open_location(target, create=False)
+    elif (Path(target) / "config.json").is_file():
+        store = open_store(target)
+    else:
+        raise ConfigError(str(target), "must be an experiment directory (holding config.json)",
+                          str(target), show_value=False)
+    try:
+        store.set_meta(CONTROL, {"state": state, "time": time.time()})
+    finally:
+        store.close()
 
 
 class Control:
-    """The master's view of ``control.json`` (``None`` path: always running)."""
+    """The master's view of what ``emews pause``, ``unpause`` and ``stop`` asked of the study
+    in ``store`` (``None``: always running); a new run starts running."""
 
-    def __init__(self, expdir=None, drain_at=None):
-        self.path = None if expdir is None else Path(expdir) / CONTROL_FILE
+    def __init__(self, store=None, drain_at=None):
+        self.store = store
         self.seen = None
         self.state = "running"
         self.reason = None
         self.drain_at = drain_at
-        if self.path is not None:
-            self.path.unlink(missing_ok=True)  # a new run starts running
+        if store is not None:
+            self.seen = {"state": "running", "time": time.time()}
+            store.set_meta(CONTROL, self.seen)   # committed with the run's start
 
     @classmethod
-    def of_job(cls, expdir):
-        """The control of a study run in ``expdir``, draining at ``EMEWS_DRAIN_AT`` if set."""
+    def of_job(cls, store):
+        """The control of a study run on ``store``, draining at ``EMEWS_DRAIN_AT`` if set."""
         drain_at = os.environ.get(DRAIN_VARIABLE)
         try:
             drain_at = float(drain_at) if drain_at else None
         except ValueError:
             raise ConfigError(DRAIN_VARIABLE, "must be seconds since the epoch",
                               drain_at) from None
-        return cls(expdir, drain_at)
+        return cls(store, drain_at)
 
     def current(self):
         """The state asked for last (``stopped`` from the drain time on)."""
         if self.drain_at is not None and time.time() >= self.drain_at:
             self.state, self.reason = "stopped", REASONS["walltime"]
             return self.state
-        if self.path is None:
+        if self.store is None:
             return self.state
-        try:
-            stamp = os.stat(self.path).st_mtime_ns
-        except FileNotFoundError:
-            return self.state
-        if stamp != self.seen:
-            self.seen = stamp
-            try:
-                state = json.loads(self.path.read_text()).get("state")
-            except (OSError, ValueError):
-                state = None
+        asked = self.store.committed_meta(CONTROL)
+        if asked != self.seen:
+            self.seen = asked
+            state = asked.get("state") if isinstance(asked, dict) else None
             self.state = state if state in STATES else self.state
             self.reason = REASONS.get(self.state)
         return self.state

@@ -36,7 +36,7 @@ more can be answered. Each answer carries its verdict on them
 
 ``emews pause``, ``unpause`` and ``stop`` (:mod:`emews.core.control`) hold back new work (and
 take back what a pool queued but has not started: ``Pool.hold``), hand it out again, or end
-the study once what runs has finished (``control.json`` is looked at every
+the study once what runs has finished (the store's ``control`` is looked at every
 20 ms at most, so a request takes effect within that).
 
 In ``batch`` mode the master answers a message of points once all of them are evaluated, with
@@ -59,8 +59,8 @@ from ..status import Status
 from ..store.base import Store
 
 CANCEL_GRACE = 30.0
-CONTROL_POLL = 0.2   # seconds between looks at control.json while paused with nothing running
-CONTROL_EVERY = 0.02  # at most one look at control.json per this many seconds while work flows
+CONTROL_POLL = 0.2   # seconds between looks at control while paused with nothing running
+CONTROL_EVERY = 0.02  # at most one look at control per this many seconds while work flows
 ME_WAIT = 5e-4       # the first wait for the ME's answer: most come sooner (no wasted wake-up)
 
 
@@ -241,7 +241,7 @@ class Master:
         return [(task.id, rank) for task, rank in self.pool.submit(tasks)]
 
     def _held_back(self):
-        """True while ``emews pause`` or ``emews stop`` holds back new work (``control.json``
+        """True while ``emews pause`` or ``emews stop`` holds back new work (``control``
         is looked at once per :data:`CONTROL_EVERY` at most)."""
         now = time.monotonic()
         if now >= self.control_due:

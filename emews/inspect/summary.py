@@ -2,14 +2,13 @@
 the state of its batch jobs (``emews submit``) as their scheduler tells it."""
 
 import collections
-import json
 import math
 import time
 from pathlib import Path
 
-from ..launch.jobs import states as job_states
+from ..launch.jobs import JOBS, states as job_states
 from ..pools.requests import Demand
-from ..service.keys import POOLS_FILE
+from ..service.keys import POOLS
 from ..status import FINAL, Status
 from ..store import schema
 from ..store.base import NO_REASON, common_reasons
@@ -44,9 +43,9 @@ def summary(study, now=None):
         else None
     reasons = common_reasons(collections.Counter(row["error"] or NO_REASON
                                                  for row in study.failed).items(), TOP_FAILURES)
-    pools = _pools(study.expdir) if state == "running" else []
+    pools = _pools(study.meta.get(POOLS)) if state == "running" else []
     front = study.pareto
-    jobs, jobs_note = job_states(study.expdir)
+    jobs, jobs_note = job_states(study.meta.get(JOBS))
     return {
         "expdir": str(study.expdir), "state": state, "objective": study.objective,
         "counts": counts, "evaluations": len(study.rows), "finished": finished,
@@ -188,15 +187,12 @@ def _slots(study, pools):
     return {"in_use": held, "pool": pool, "gpus": gpus, "evaluations": running}
 
 
-def _pools(expdir, now=None):
-    """The pools attached to a served study (``emews serve``), from its pools file."""
-    path = expdir / POOLS_FILE
-    try:
-        pools = json.loads(path.read_text())["pools"]
-    except (OSError, ValueError, KeyError):
-        return []
+def _pools(described, now=None):
+    """The pools attached to a served study (``emews serve`` on zmq), as the service
+    ``described`` them in its store (``None``: none)."""
     now = time.time() if now is None else now
-    return [dict(pool, last_heard_s=max(now - pool["last_heard"], 0.0)) for pool in pools]
+    return [dict(pool, last_heard_s=max(now - pool["last_heard"], 0.0))
+            for pool in (described or {}).get("pools", [])]
 
 
 def _duration(seconds):

@@ -13,7 +13,8 @@
     psij-python JobExecutor(scheduler): a batch job that runs ``bash EXPDIR/job-K.sh``
          |  (--chain N: N more jobs, each depending on the one before)
          v
-    EXPDIR/submit.json: job ids, scripts, the scheduler's output files
+    the study's store (meta "submit", exported to EXPDIR/submit.json): job ids, scripts,
+         |  the scheduler's output files
          |  jobs.states(): each job's state, asked of the scheduler (squeue/sacct, qstat, bjobs)
          v
     emews status EXPDIR: one line per job (id, study or pool, state)

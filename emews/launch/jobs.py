@@ -1,8 +1,9 @@
 """The batch jobs of a study and their state as the scheduler tells it (``emews status``).
 
-``emews submit`` records each job in ``EXPDIR/submit.json`` (its id, and whether it runs the
-study or a pool). :func:`states` asks the scheduler that holds them, with its own query
-command, and keeps the scheduler's name for each state::
+``emews submit`` records each job in the study's store (meta ``submit``: its id, and whether it
+runs the study or a pool), and exports the record to ``EXPDIR/submit.json``. :func:`states`
+asks the scheduler that holds them, with its own query command, and keeps the scheduler's name
+for each state::
 
     slurm  squeue -h -t all -j ID,... -o "%i %T"   then sacct for jobs squeue no longer holds
     pbs    qstat -x -f ID ...                       job_state (PBS Pro's letters, named)
@@ -19,8 +20,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from .. import experiment
 
+JOBS = "submit"              # the store's meta key
+JOBS_FILE = "submit.json"    # its export in the experiment directory
 QUERY_TIMEOUT = 30  # seconds a scheduler's query command may take
 UNKNOWN = "UNKNOWN"
 PBS_STATES = {"B": "BEGUN", "E": "EXITING", "F": "FINISHED", "H": "HELD", "M": "MOVED",
@@ -32,12 +34,11 @@ class QueryFailed(Exception):
     """The scheduler could not be asked (its command is missing, fails or does not answer)."""
 
 
-def states(expdir):
-    """The jobs ``emews submit`` recorded for ``expdir``, each ``{"id", "kind", "state"}``
-    (``kind``: ``study`` or ``pool``), and one line that says why their states are unknown
-    (``None`` when the scheduler answered). No ``submit.json``: no jobs."""
-    path = Path(expdir) / "submit.json"
-    record = experiment.read_json(path) if path.is_file() else {}
+def states(record):
+    """The jobs of ``record`` (what ``emews submit`` recorded in the study's store; ``None``:
+    none), each ``{"id", "kind", "state"}`` (``kind``: ``study`` or ``pool``), and one line that
+    says why their states are unknown (``None`` when the scheduler answered)."""
+    record = record or {}
     scheduler = record.get("site", {}).get("scheduler", "local")
     jobs = [{"id": str(entry["id"]), "kind": entry.get("kind", "study")}
             for entry in record.get("jobs", [])]

@@ -83,7 +83,8 @@ def spawn(expdir, cfg, lock):
             signal.signal(sig, handler)
     if received or code in (128 + signal.SIGINT, 128 + signal.SIGTERM):
         cancel_unfinished(expdir, cfg.system.storage)
-        raise interrupted(expdir, received[0] if received else code - 128, cfg)
+        raise interrupted(expdir, received[0] if received else code - 128,
+                          stored_count(expdir, cfg))
     if code == 0:
         return result_of(expdir, cfg)
     if final_recorded(expdir, cfg):

@@ -26,7 +26,8 @@ from ..errors import ConfigError, EmewsError
 from ..pools.requests import Demand
 from ..space import Space
 from ..validation import Invalid
-from ..service.keys import SERVICE_FILE
+from ..service.keys import served_at
+from .jobs import JOBS, JOBS_FILE
 from . import script as scripts
 from . import site as sites
 
@@ -52,8 +53,9 @@ def submit(config, site_name, overrides=None, resume=None, chain=0, dry_run=Fals
     With ``pools`` = K, submit K pool jobs (``emews pool``) for the study ``resume`` that
     ``emews serve`` runs elsewhere, instead of the study itself.
 
-    ``overrides`` maps ``"table.key"`` to values (the command line). Returns the record written
-    to ``EXPDIR/submit.json`` (with ``dry_run``: the rendered scripts, and nothing is made).
+    ``overrides`` maps ``"table.key"`` to values (the command line). Returns the record of the
+    jobs, kept in the study's store (meta ``submit``) and exported to ``EXPDIR/submit.json``
+    (with ``dry_run``: the rendered scripts, and nothing is made).
     """
     stream = stream or sys.stdout
     site = site_name if isinstance(site_name, sites.Site) else sites.load(site_name)
@@ -63,9 +65,9 @@ def submit(config, site_name, overrides=None, resume=None, chain=0, dry_run=Fals
         raise ConfigError("--chain", f"needs a scheduler with job dependencies "
                           f"{sorted(scripts.DEPENDENCY)}; site {site.name} has "
                           f"{site.scheduler!r}", chain, show_value=False)
-    if pools and (chain or not resume or not (Path(resume) / SERVICE_FILE).is_file()):
+    if pools and (chain or not resume or served_at(resume) is None):
         raise ConfigError("--pools", "needs --resume EXPDIR of a study that emews serve runs "
-                          "(its service.json), and no --chain", pools, show_value=False)
+                          "(its store records where), and no --chain", pools, show_value=False)
     overrides = _with_site_defaults(config, site, dict(overrides or {}), resume)
     planned = _plan(config, site, overrides, resume, chain, pools)  # bad input: before anything is made
     if dry_run:
@@ -79,18 +81,32 @@ def submit(config, site_name, overrides=None, resume=None, chain=0, dry_run=Fals
         cfg = configuration.load([experiment.load_experiment(expdir).as_dict()],
                                  {k: v for k, v in overrides.items() if k.startswith("system.")},
                                  environ={})
+        store = experiment.open_store(expdir, cfg)
     else:
-        expdir, lock, _, cfg = prepare_run(config, overrides, resume)
+        prepared = prepare_run(config, overrides, resume)
+        expdir, lock, cfg, store = prepared.expdir, prepared.lock, prepared.spec, prepared.store
     try:
-        record = _read_record(expdir)
-        first = len(record["jobs"])
-        jobs = [_job(cfg, site, expdir, first + i, pools > 0) for i in range(max(pools,
-                                                                                chain + 1))]
-        if site.langs_app and not site.langs_app_file:
-            (expdir / "langs-app.sh").write_text(scripts.langs_app(site))
+        try:
+            record = _recorded(store, expdir)
+            first = len(record["jobs"])
+            jobs = [_job(cfg, site, expdir, first + i, pools > 0)
+                    for i in range(max(pools, chain + 1))]
+            if site.langs_app and not site.langs_app_file:
+                (expdir / "langs-app.sh").write_text(scripts.langs_app(site))
+        finally:
+            if lock is not None:
+                lock.release()  # the job's own ``emews run --resume`` takes it
+        _submit_all(jobs, record, site, executor, store, stream)
     finally:
-        if lock is not None:
-            lock.release()  # the job's own ``emews run --resume`` takes it
+        store.close()
+    print(f"emews: experiment directory {expdir}", file=stream, flush=True)
+    return record
+
+
+def _submit_all(jobs, record, site, executor, store, stream):
+    """Submit ``jobs`` in turn (each after the one before, but pools), each recorded in
+    ``record`` as it is submitted: in the study's ``store`` (committed at once), then in its
+    export ``EXPDIR/submit.json``."""
     record["site"] = {"name": site.name, "path": str(site.path), "scheduler": site.scheduler}
     after = None
     for job in jobs:
@@ -102,15 +118,15 @@ def submit(config, site_name, overrides=None, resume=None, chain=0, dry_run=Fals
         if site.scheduler == "local":
             entry.update(_run_locally(job))
         else:
-            entry.update(_submit_psij(executor, job, expdir))
+            entry.update(_submit_psij(executor, job, job.expdir))
         after = entry["id"]
         record["jobs"].append(entry)
-        experiment.write_json(expdir / "submit.json", record)
+        store.set_meta(JOBS, record)
+        store.commit()
+        experiment.write_json(job.expdir / JOBS_FILE, record)
         print(f"emews: submitted job {entry['id']} ({site.scheduler}, site {site.name})"
               + (f" after job {job.after}" if job.after else "") + f": {job.script}",
               file=stream, flush=True)
-    print(f"emews: experiment directory {expdir}", file=stream, flush=True)
-    return record
 
 
 def _with_site_defaults(config, site, overrides, resume):
@@ -144,7 +160,8 @@ def _plan(config, site, overrides, resume, chain, pools=0):
         cfg = configuration.load(config or [], overrides)
         validate(cfg)
         expdir = Path(cfg.study.data_dir) / cfg.study.name / "EXPnnn"
-    first = len(_read_record(expdir)["jobs"]) if resume else 0
+    first = len(experiment.read_store(expdir, lambda store: _recorded(store, expdir),
+                                      stored)["jobs"]) if resume else 0
     jobs = []
     for index in range(first, first + max(pools, chain + 1)):
         jobs.append(_job(cfg, site, expdir, index, pools > 0))
@@ -269,6 +286,7 @@ def _run_locally(job):
     return {"id": str(process.pid), "scheduler_output": str(job.stdout)}
 
 
-def _read_record(expdir):
-    path = Path(expdir) / "submit.json"
-    return experiment.read_json(path) if path.is_file() else {"expdir": str(expdir), "jobs": []}
+def _recorded(store, expdir):
+    """The jobs ``emews submit`` queued for the study in ``expdir`` so far, as its ``store``
+    records them."""
+    return store.meta(JOBS) or {"expdir": str(expdir), "jobs": []}

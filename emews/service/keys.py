@@ -3,8 +3,9 @@
 The service binds to 127.0.0.1 unless told otherwise. Any other interface needs CURVE: the
 service's and the pools' key pairs are generated into ``EXPDIR/keys/`` (secret keys readable by
 the owner only), the service accepts only the pools' public key, and a pool presents its key
-pair. ``service.json`` in the experiment directory says where the service listens and where the
-keys are.
+pair. The study's store says where the service listens and where the keys are (its meta
+``service``: :mod:`emews.store.base`), and ``service.json`` in the experiment directory, its
+export for users, says it too.
 """
 
 import ipaddress
@@ -12,11 +13,12 @@ import os
 import socket
 from pathlib import Path
 
-from ..errors import ConfigError
-from ..experiment import read_json, write_json
+from ..errors import ConfigError, EmewsError
+from ..experiment import read_store, write_json
 
-SERVICE_FILE = "service.json"
-POOLS_FILE = "pools.json"      # the attached pools, kept by the running service
+SERVICE = "service"             # the store's meta key
+SERVICE_FILE = "service.json"   # its export
+POOLS = "pools"                 # the store's meta key: the attached pools (zmq), for emews status
 
 
 def is_loopback(host):
@@ -43,19 +45,31 @@ def make_keys(expdir):
     return keys
 
 
-def write_service_file(expdir, address, keys):
-    """Record where the service listens (and its keys, if any) for pools and commands."""
+def record_service(store, expdir, address, keys):
+    """Record where the service listens (and its keys, if any) for pools and commands: in the
+    study's ``store`` (committed at once), then in its export ``service.json``."""
     data = {"address": address, "host": socket.gethostname(), "pid": os.getpid(),
             "keys": str(keys) if keys else None}
+    store.set_meta(SERVICE, data)
+    store.commit()
     write_json(Path(expdir) / SERVICE_FILE, data)
     return data
 
 
-def read_service_file(expdir):
-    """What ``service.json`` says; a ConfigError when there is none."""
-    path = Path(expdir) / SERVICE_FILE
+def served_at(expdir):
+    """Where the study in ``expdir`` is served, as its store records it (``None``: it never
+    was, or ``expdir`` holds no study)."""
     try:
-        return read_json(path)
-    except (OSError, ValueError):
-        raise ConfigError(str(path), "must exist: start the study with `emews serve` first",
-                          None, show_value=False) from None
+        return read_store(expdir, lambda store: store.meta(SERVICE))
+    except EmewsError:
+        return None
+
+
+def service_of(expdir):
+    """Where the study in ``expdir`` is served; a ConfigError when it never was."""
+    service = served_at(expdir)
+    if service is None:
+        raise ConfigError(str(expdir), "must be a study that `emews serve` runs (its store "
+                          "records no service): start it with `emews serve` first", None,
+                          show_value=False)
+    return service

@@ -2,10 +2,13 @@
 
 ::
 
-    service_link(expdir, cfg, slots)   [system] storage set: PostgresService (its database)
-                                       else: ZmqService, bound as [service] says
-    attach(target, ...)                an EXPDIR (its service.json), tcp://HOST:PORT, or an
-                                       EQ-SQL database: the pool's link, and the study it serves
+    service_link(store, expdir, cfg, slots)
+                           [system] storage set: PostgresService (its database)
+                           else: ZmqService, bound as [service] says; where it listens goes
+                           to the study's store (meta "service") and its export service.json
+    attach(target, ...)    an EXPDIR (its store says where it is served), tcp://HOST:PORT,
+                           a PostgreSQL store's URL#EXP_ID, or an EQ-SQL database: the
+                           pool's link, and the study it serves
 
 The commands ``emews serve`` and ``emews pool`` (:mod:`emews.study`) wire these to the
 master, the MPI pool and the workers.
@@ -16,25 +19,26 @@ from pathlib import Path
 
 from ..store.postgres import is_url
 from . import require_zmq
-from .keys import POOLS_FILE, read_service_file, write_service_file
+from .keys import record_service, service_of
 
 
-def service_link(expdir, cfg, slots):
+def service_link(store, expdir, cfg, slots):
     """The study's side of its transport for ``slots`` slots, and where it listens (for the
-    banner): ``(link, where)``. ``cfg`` is the study's configuration."""
+    banner): ``(link, where)``. ``cfg`` is the study's configuration, ``store`` its store (which
+    records where it listens)."""
     lease = cfg.service.lease
     if cfg.system.storage:
         from .postgres_transport import PostgresService
 
         link = PostgresService(cfg.system.storage, str(expdir), slots, lease, cfg.as_dict(),
                                expdir)
-        write_service_file(expdir, f"{cfg.system.storage}#{expdir}", None)
+        record_service(store, expdir, f"{cfg.system.storage}#{expdir}", None)
         return link, "through its database"
     require_zmq()
     from .zmq_transport import ZmqService, bind
 
-    sock, authenticator, address = bind(expdir, cfg.service)
-    return ZmqService(sock, lease, expdir / POOLS_FILE,
+    sock, authenticator, address = bind(store, expdir, cfg.service)
+    return ZmqService(sock, lease, store,
                       {"config": cfg.as_dict(), "expdir": str(expdir)}, authenticator), \
         f"at {address}"
 
@@ -68,8 +72,8 @@ def _pool_link(target, keys, give_up, workdir, eqsql, task_type, workers):
 
         return PostgresPool(eqsql, None, task_type, config=target, workdir=workdir)
     address = str(target)
-    if not address.startswith("tcp://"):
-        service = read_service_file(target)
+    if not address.startswith("tcp://") and not is_url(address):
+        service = service_of(target)
         address, keys = service["address"], keys or service.get("keys")
     if is_url(address):
         from .postgres_transport import PostgresPool

@@ -22,14 +22,13 @@ from pathlib import Path
 import zmq
 
 from ..errors import EmewsError
-from ..experiment import write_json
 from ..pools.base import Task
 from . import protocol
-from .keys import is_loopback, make_keys, read_service_file, write_service_file
+from .keys import POOLS, SERVICE, is_loopback, make_keys, record_service
 from .transport import CANCEL, STOP, PoolLink, Received, ServiceLink
 
 log = logging.getLogger("emews.service")
-DESCRIBE_EVERY = 2.0   # seconds between rewrites of the pools file
+DESCRIBE_EVERY = 2.0   # seconds between descriptions of the pools in the store
 
 
 class AttachedPool:
@@ -55,9 +54,10 @@ class AttachedPool:
                 "last_heard": time.time() - (time.monotonic() - self.last_seen)}
 
 
-def bind(expdir, settings):
+def bind(store, expdir, settings):
     """A ROUTER socket bound as ``settings`` (the study's :class:`~emews.config.Service`) say, with CURVE off
-    loopback, recorded in ``service.json``: ``(socket, authenticator or None, address)``."""
+    loopback, recorded in the study's ``store`` (:func:`~emews.service.keys.record_service`):
+    ``(socket, authenticator or None, address)``."""
     from zmq.auth import load_certificate
     from zmq.auth.thread import ThreadAuthenticator
 
@@ -74,7 +74,7 @@ def bind(expdir, settings):
             authenticator.configure_curve(domain="*", location=str(keys))
             public, secret = load_certificate(str(keys / "service.key_secret"))
             sock.curve_publickey, sock.curve_secretkey, sock.curve_server = public, secret, True
-        port = settings.port or _previous_port(expdir)
+        port = settings.port or _previous_port(store)
         if port:
             sock.bind(f"tcp://{settings.bind}:{port}")
         else:
@@ -82,7 +82,7 @@ def bind(expdir, settings):
         host = settings.bind if settings.bind not in ("0.0.0.0", "*") else \
             socket.gethostname()
         address = f"tcp://{host}:{port}"
-        write_service_file(expdir, address, keys)
+        record_service(store, expdir, address, keys)
     except BaseException:
         sock.close(0)
         if authenticator is not None:
@@ -91,24 +91,26 @@ def bind(expdir, settings):
     return sock, authenticator, address
 
 
-def _previous_port(expdir):
-    """The port an earlier service of this study listened on (its pools reconnect there)."""
+def _previous_port(store):
+    """The port an earlier service of this study listened on (its pools reconnect there), as
+    its ``store`` recorded it; 0 when none did."""
     try:
-        return int(read_service_file(expdir)["address"].rsplit(":", 1)[1])
-    except (EmewsError, KeyError, ValueError):
+        return int(store.meta(SERVICE)["address"].rsplit(":", 1)[1])
+    except (TypeError, KeyError, ValueError):
         return 0
 
 
 class ZmqService(ServiceLink):
     """The service's side on a bound ROUTER ``socket`` (see :func:`bind`); ``lease`` is the
-    lease in seconds; ``pools_file`` is where the attached pools are described for ``emews
-    status`` (rewritten every few seconds); ``study`` (``config``, ``expdir``) is what a pool is
+    lease in seconds; ``store`` is the study's, where the attached pools are described for
+    ``emews status`` (its meta ``pools``, every few seconds, committed with the master's next
+    turn); ``study`` (``config``, ``expdir``) is what a pool is
     told when it says hello; ``authenticator`` is stopped on :meth:`close`."""
 
-    def __init__(self, socket, lease, pools_file=None, study=None, authenticator=None):
+    def __init__(self, socket, lease, store=None, study=None, authenticator=None):
         self.socket, self.lease, self.authenticator = socket, float(lease), authenticator
         self.study = dict(study or {"config": {}, "expdir": ""}, lease=self.lease)
-        self.pools_file, self.described = pools_file, 0.0
+        self.store, self.described = store, 0.0
         self.pools = {}
         self.holder = {}                   # task id -> (identity, lease deadline)
         self.earliest = math.inf           # no lease in holder ends before this
@@ -260,8 +262,6 @@ class ZmqService(ServiceLink):
         if self.socket.closed:
             return
         self._acknowledge()
-        if self.pools_file is not None:
-            self.pools_file.unlink(missing_ok=True)
         for identity in list(self.pools):
             self._send(identity, "stop", reason="the study ended")
         self.pools.clear()
@@ -273,12 +273,13 @@ class ZmqService(ServiceLink):
         self.socket.send_multipart([identity, protocol.encode(op, **fields)])
 
     def _describe(self, every=DESCRIBE_EVERY):
-        """Rewrite ``pools_file`` when ``every`` seconds have passed since the last time."""
-        if self.pools_file is None or time.monotonic() - self.described < every:
+        """Describe the pools in the store when ``every`` seconds have passed since the last
+        time."""
+        if self.store is None or time.monotonic() - self.described < every:
             return
         self.described = time.monotonic()
-        write_json(self.pools_file, {"time": time.time(), "lease": self.lease,
-                                     "pools": [p.describe() for p in self.pools.values()]})
+        self.store.set_meta(POOLS, {"time": time.time(), "lease": self.lease,
+                                    "pools": [p.describe() for p in self.pools.values()]})
 
 
 class ZmqPool(PoolLink):

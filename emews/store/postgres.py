@@ -469,8 +469,8 @@ class PostgresStore(Store):
         state = rows[0]["state"]
         return (bytes(state) if state is not None else None), json.loads(rows[0]["driver"])
 
-    def meta(self, key, default=None):
-        rows = self._read("SELECT value FROM emews_meta WHERE exp_id=%s AND key=%s",
+    def committed_meta(self, key, default=None):
+        rows = self._query("SELECT value FROM emews_meta WHERE exp_id=%s AND key=%s",
                           (self.exp_id, key))
         return default if not rows else json.loads(rows[0]["value"])
 

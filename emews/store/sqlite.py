@@ -221,8 +221,8 @@ class SQLiteStore(Store):
         rows = self._read("SELECT state, driver FROM checkpoints WHERE name=?", (name,))
         return (rows[0]["state"], json.loads(rows[0]["driver"])) if rows else None
 
-    def meta(self, key, default=None):
-        rows = self._read("SELECT value FROM meta WHERE key=?", (key,))
+    def committed_meta(self, key, default=None):
+        rows = self._query("SELECT value FROM meta WHERE key=?", (key,))
         return default if not rows else json.loads(rows[0]["value"])
 
     def all_meta(self):

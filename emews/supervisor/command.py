@@ -43,7 +43,7 @@ from pathlib import Path
 from .. import experiment
 from ..config import Study
 from ..core.control import REASONS
-from ..errors import ConfigError
+from ..errors import ConfigError, EmewsError
 from . import cfg as cfgfiles
 
 USAGE = ("SITE WORKFLOW CFG (the supervisor tool), or workflow.sh's SITE CFG, SITE EXPID "
@@ -257,13 +257,18 @@ def _both(data, output):
     output.flush()
 
 
+NO_END = "it recorded no end (no final record in its store)"
+
+
 def _own_rule(expdir, output):
-    """0 when the finished study ended by its own rule; else 1, said on both outputs."""
+    """0 when the finished study ended by its own rule (its store's final record says so);
+    else 1, said on both outputs."""
     try:
-        reason = experiment.read_json(expdir / "final.json").get("stop_reason")
-    except (OSError, ValueError):
-        reason = "it recorded no end (final.json)"
-    if reason in (*REASONS.values(), "it recorded no end (final.json)"):
+        final = experiment.read_store(expdir, lambda store: store.meta("final"))
+    except EmewsError:
+        final = None   # no study, or no store: it never started
+    reason = final.get("stop_reason") if final is not None else NO_END
+    if reason in (*REASONS.values(), NO_END):
         _both(f"emews supervisor: the study did not end by its own rule: {reason}\n".encode(),
               output)
         return 1
