@@ -2,9 +2,9 @@
 
 ::
 
-    prepare(CONFIG)            load + validate (space, algorithm built, objective imported)
+    prepare_run(CONFIG)        load + validate (space, algorithm built, objective imported)
                                -> EXPnnn/ config.json, the store with the space's digest
-    prepare(resume=EXPnnn)     the stored config.json + CONFIG + overrides, validated; what
+    prepare_run(resume=EXPnnn) the stored config.json + CONFIG + overrides, validated; what
                                changed is recorded in the store, a different study refused
 
 Nothing is written before the whole configuration is checked. The study's lock is held, and
@@ -61,20 +61,11 @@ class Prepared(NamedTuple):
         self.lock.release()
 
 
-def prepare(config, overrides=None, resume=None):
-    """Validate the configuration and make (or reopen) the experiment directory.
-
-    Returns ``(expdir, lock)``: the study's lock is held until the caller releases it.
-    """
-    prepared = prepare_run(config, overrides, resume)
-    prepared.store.close()
-    return prepared.expdir, prepared.lock
-
-
 def prepare_run(config, overrides=None, resume=None):
-    """:func:`prepare`, returning the :class:`Prepared` experiment with the algorithm that
-    validation built, with the seed of the experiment's next run (a run in this process
-    uses it: the algorithm is built once)."""
+    """Validate the configuration and make (or reopen) the experiment directory: the
+    :class:`Prepared` experiment, holding its lock and open store until its ``release()``,
+    with the algorithm that validation built, with the seed of the experiment's next run (a
+    run in this process uses it: the algorithm is built once)."""
     if resume is not None:
         return _prepare_resume(Path(resume), config, overrides)
     cfg = configuration.load(config or [], overrides)

@@ -6,7 +6,7 @@
          |  site.load(): validated Site (scheduler, launcher, environment, GPUs, langs-app)
          v
     emews submit CONFIG --site NAME
-         |  submit.submit(): prepare() -> EXPDIR (lock released before the job starts)
+         |  submit.submit(): prepare_run() -> EXPDIR (lock released before the job starts)
          |  script.render(): EXPDIR/job-K.sh = directives + the site's environment
          |                   + <launcher> -n PROCS python -m emews run --resume EXPDIR
          v
