@@ -24,6 +24,7 @@ from .core import queues
 from .core.algorithm import Objectives, PrunedResult, load, point_key
 from .errors import MEAborted
 from .core.me import build_algorithm, ready_points
+from .core.segments import SEGMENT
 from .space import Space
 from .store import read_once
 
@@ -171,6 +172,7 @@ class Conformance:
     def check_points(self, points):
         space = Space.from_ga_json(self.space)
         for point in points:
+            point = {k: v for k, v in point.items() if k != SEGMENT}  # pbt's segment record
             assert set(point) == set(space.names), (
                 f"{self.algorithm} proposed {point}, with the parameters {sorted(point)}; "
                 f"expected those of the space, {sorted(space.names)}")

@@ -1,0 +1,160 @@
+"""Population-based training (algorithms/pbt.py) on a real mpiexec pool: the checkpoint
+handoff (emews/evaluate/handoff.py), the lineage and the best member's schedule
+(``emews show --lineage``, ``--schedule``), a kill mid-segment and the resume."""
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+import emews
+from emews.core.segments import SEGMENT
+from emews.inspect import show
+from emews.models import pbt_toy
+
+from conftest import SUPPORT, wait_until
+
+STALL_AT = 5   # tests/support/pbt_models.py: where stalled_toy waits to be killed
+POPULATION = {"population_size": 4, "perturbation_interval": 3, "max_steps": 12,
+              "quantile": 0.25}
+
+
+def pbt_study(study, procs=4, mode="async", objective="pbt_models:toy", **options):
+    return study(space=pbt_toy.SPACE,
+                 system={"procs": procs, "progress_interval": 0.0},
+                 study={"budget": 16, "objective": objective, "seed": 2, "algorithm": "pbt",
+                        "mode": mode},
+                 algorithm={**POPULATION, **options})
+
+
+def expdir_of(tmp_path, name="study"):
+    (expdir,) = (tmp_path / "experiments" / name).iterdir()
+    return expdir
+
+
+def checkpoint(expdir, segment):
+    """The bytes of ``theta.json`` in a segment's checkpoint directory (its segment link)."""
+    return (expdir / "checkpoints" / "segments" / segment / pbt_toy.CHECKPOINT).read_bytes()
+
+
+def run_dir(expdir, study, segment):
+    (row,) = [r for r in study.rows if r["id"] == segment["id"]]
+    return expdir / "run" / row["run_id"]
+
+
+@pytest.mark.slow
+@pytest.mark.mpi
+def test_a_population_on_a_real_mpiexec_pool(emews_cli, study, tmp_path):
+    done = emews_cli("run", pbt_study(study))
+    assert done.returncode == 0, done.stderr
+    expdir = expdir_of(tmp_path)
+    loaded = emews.load(expdir)
+    segments = show.lineage(loaded)
+    assert SEGMENT not in loaded.param_names
+    assert {s["status"] for s in segments} == {"done"}
+    assert sorted({s["member"] for s in segments}) == [0, 1, 2, 3]
+    curves = loaded.curves()
+    by_name = {s["name"]: s for s in segments}
+    exploits = [s for s in segments if s["donor"] is not None]
+    assert exploits, "no member exploited another"
+    for segment in segments:
+        directory = run_dir(expdir, loaded, segment)
+        start = segment["donor"] or segment["parent"]
+        # exploit copies exactly the donor's checkpoint (else the member's own goes on)
+        found = (directory / "start.json").read_bytes()
+        assert found == (checkpoint(expdir, start) if start else b""), segment
+        # what the member reports matches the stored lineage
+        started_at = json.loads(found)["step"] if found else 0
+        assert started_at == segment["start"] == (by_name[start]["until"] if start else 0)
+        assert int((directory / "until.txt").read_text()) == segment["until"]
+        assert sorted(curves[segment["id"]]) == list(range(segment["start"] + 1,
+                                                           segment["until"] + 1))
+        assert segment["until"] - segment["start"] == 3
+        # explore stays within the space
+        assert set(segment["params"]) == {"h0", "h1"}
+        assert all(0.0 <= v <= 1.0 for v in segment["params"].values()), segment
+        if segment["donor"] is not None:
+            assert segment["params"] != by_name[segment["donor"]]["params"]
+    assert all(max(s["until"] for s in segments if s["member"] == m) == 12 for m in range(4))
+    members = {m: (expdir / "run" / f"member{m}.log").read_text().splitlines()
+               for m in range(4)}
+    assert sum(len(lines) for lines in members.values()) == len(segments)
+    assert sum("exploit" in line for lines in members.values() for line in lines) \
+        == len(exploits)
+
+    # the best member's schedule, replayed as one training, gives its curve
+    shown = emews_cli("show", expdir, "--schedule")
+    assert shown.returncode == 0, shown.stderr
+    schedule = json.loads(shown.stdout)
+    best = min(segments, key=lambda s: s["value"])
+    assert (schedule["id"], schedule["until"], schedule["value"]) == (best["id"], 12,
+                                                                      best["value"])
+    chain, segment = [], best
+    while segment is not None:
+        chain.append(segment)
+        segment = by_name.get(segment["donor"] or segment["parent"])
+    assert schedule["schedule"] == {str(s["start"]): s["params"] for s in reversed(chain)}
+    stored = {step: value for s in chain for step, value in curves[s["id"]].items()}
+    assert pbt_toy.replay(schedule) == stored
+    assert stored[12] == best["value"]
+
+    table = emews_cli("show", expdir, "--lineage")
+    assert table.returncode == 0, table.stderr
+    assert f"lineage of {len(segments)} segments, 4 members" in table.stdout
+    listed = json.loads(emews_cli("show", expdir, "--lineage", "--json").stdout)
+    assert [(s["id"], s["name"], s["parent"], s["donor"]) for s in listed] == \
+        [(s["id"], s["name"], s["parent"], s["donor"]) for s in segments]
+
+
+@pytest.mark.slow
+@pytest.mark.mpi
+def test_a_killed_study_resumes_to_the_same_population(emews_cli, study, tmp_path):
+    """Killed while a member is mid-segment, a batch study resumes: that member goes on from
+    its last checkpoint, and the population ends as an uninterrupted study's."""
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    path = pbt_study(study, procs=5, mode="batch", objective="pbt_models:stalled_toy")
+    env = dict(os.environ, PYTHONPATH=str(SUPPORT), EMEWS_TEST_GATE=str(gate))
+    job = subprocess.Popen([sys.executable, "-m", "emews", "run", path], cwd=tmp_path, env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           start_new_session=True)
+    try:
+        wait_until(lambda: (gate / "stalled").exists(), "a member stalled at step 5")
+        os.killpg(job.pid, signal.SIGKILL)
+        job.communicate(timeout=120)
+    finally:
+        if job.poll() is None:
+            os.killpg(job.pid, signal.SIGKILL)
+            job.communicate()
+        pid = int((tmp_path / "toy.pid").read_text())
+        try:
+            os.kill(pid, signal.SIGKILL)   # the stalled model, if mpiexec left it
+        except ProcessLookupError:
+            pass
+    expdir = expdir_of(tmp_path)
+    resumed = emews_cli("run", "--resume", expdir, env={"EMEWS_TEST_GATE": str(gate)})
+    assert resumed.returncode == 0, resumed.stderr
+
+    reference = study(name="reference.toml", space=pbt_toy.SPACE,
+                      system={"procs": 5, "progress_interval": 0.0},
+                      study={"budget": 16, "objective": "pbt_models:toy", "seed": 2,
+                             "algorithm": "pbt", "mode": "batch", "name": "reference"},
+                      algorithm=POPULATION)
+    assert emews_cli("run", reference).returncode == 0
+    keys = ("member", "name", "parent", "donor", "start", "until", "params", "value")
+    got = show.lineage(emews.load(expdir))
+    want = show.lineage(emews.load(expdir_of(tmp_path, "reference")))
+    assert [{k: s[k] for k in keys} for s in got] == [{k: s[k] for k in keys} for s in want]
+    # the member killed mid-segment went on from its checkpoint at step 5 (pbt_models'
+    # STALL_AT), not from its segment's start: its run again reported steps 6 on only
+    loaded = emews.load(expdir)
+    started = {s["name"]: json.loads((run_dir(expdir, loaded, s) / "start.json").read_text()
+                                     or '{"step": 0}')["step"] for s in got}
+    (killed,) = [s for s in got if started[s["name"]] != s["start"]]
+    assert (killed["start"], started[killed["name"]]) == (3, STALL_AT)
+    (row,) = [r for r in loaded.rows if r["id"] == killed["id"]]
+    assert row["attempt"] == 2 and sorted(loaded.curves()[killed["id"]]) == [6]
