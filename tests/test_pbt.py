@@ -6,7 +6,6 @@ import json
 import math
 import os
 import signal
-import subprocess
 import sys
 
 import pytest
@@ -16,7 +15,7 @@ from emews.core.segments import SEGMENT
 from emews.inspect import show
 from emews.models import pbt_toy
 
-from conftest import SUPPORT, wait_until
+from conftest import wait_until
 
 STALL_AT = 5   # tests/support/pbt_models.py: where stalled_toy waits to be killed
 POPULATION = {"population_size": 4, "perturbation_interval": 3, "max_steps": 12,
@@ -112,29 +111,18 @@ def test_a_population_on_a_real_mpiexec_pool(emews_cli, study, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.mpi
-def test_a_killed_study_resumes_to_the_same_population(emews_cli, study, tmp_path):
+def test_a_killed_study_resumes_to_the_same_population(emews_cli, study, tmp_path, jobs,
+                                                        no_leftovers):
     """Killed while a member is mid-segment, a batch study resumes: that member goes on from
     its last checkpoint, and the population ends as an uninterrupted study's."""
     gate = tmp_path / "gate"
     gate.mkdir()
     path = pbt_study(study, procs=5, mode="batch", objective="pbt_models:stalled_toy")
-    env = dict(os.environ, PYTHONPATH=str(SUPPORT), EMEWS_TEST_GATE=str(gate))
-    job = subprocess.Popen([sys.executable, "-m", "emews", "run", path], cwd=tmp_path, env=env,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                           start_new_session=True)
-    try:
-        wait_until(lambda: (gate / "stalled").exists(), "a member stalled at step 5")
-        os.killpg(job.pid, signal.SIGKILL)
-        job.communicate(timeout=120)
-    finally:
-        if job.poll() is None:
-            os.killpg(job.pid, signal.SIGKILL)
-            job.communicate()
-        pid = int((tmp_path / "toy.pid").read_text())
-        try:
-            os.kill(pid, signal.SIGKILL)   # the stalled model, if mpiexec left it
-        except ProcessLookupError:
-            pass
+    jobs.env["EMEWS_TEST_GATE"] = str(gate)
+    job = jobs.start(sys.executable, "-m", "emews", "run", path)
+    wait_until(lambda: (gate / "stalled").exists(), "a member stalled at step 5")
+    os.killpg(job.pid, signal.SIGKILL)
+    job.communicate(timeout=120)
     expdir = expdir_of(tmp_path)
     resumed = emews_cli("run", "--resume", expdir, env={"EMEWS_TEST_GATE": str(gate)})
     assert resumed.returncode == 0, resumed.stderr

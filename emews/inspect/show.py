@@ -51,7 +51,11 @@ def points_as_json(points):
 
 def points_as_csv(points):
     """``points`` as CSV text, with the columns of :func:`point_table`."""
-    header, rows = point_table(points)
+    return _csv(*point_table(points))
+
+
+def _csv(header, rows):
+    """A header and rows of cells as CSV text."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(header)
@@ -174,7 +178,11 @@ def print_points(study, points, console):
                         f"{settings.replica_objective} of {settings.replicas} replicas "
                         f"({len(every)} points"
                         + (f"; {short} cut short by a limit, with no value)" if short else ")"))
-    header, rows = point_table(points)
+    _print_cells(table, *point_table(points), console)
+
+
+def _print_cells(table, header, rows, console):
+    """Fill the rich ``table`` with a header and rows of cells; print it."""
     for column in header:
         table.add_column(column, overflow="fold")
     for row in rows:
@@ -233,12 +241,7 @@ def as_json_text(data):
 
 def lineage_as_csv(segments):
     """``segments`` as CSV text, with the columns of :func:`lineage_table`."""
-    header, rows = lineage_table(segments)
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(header)
-    writer.writerows(rows)
-    return out.getvalue()
+    return _csv(*lineage_table(segments))
 
 
 def print_lineage(study, segments, console):
@@ -252,9 +255,4 @@ def print_lineage(study, segments, console):
     members = len({s["member"] for s in segments})
     table = Table(title=f"{study.expdir}: lineage of {len(segments)} segments, {members} "
                         f"members")
-    header, rows = lineage_table(segments)
-    for column in header:
-        table.add_column(column, overflow="fold")
-    for row in rows:
-        table.add_row(*(_cell(c) for c in row))
-    console.print(table)
+    _print_cells(table, *lineage_table(segments), console)
