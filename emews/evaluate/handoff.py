@@ -63,31 +63,29 @@ def prepare(context, record):
 def _start(root, record, log):
     """The directory the segment starts from (``None``: its member's first, from nothing),
     after one line in the member's ``log`` saying which."""
-    own = record["parent"]
+    own, name = record["parent"], record["name"]
+    line = f"{name}: goes on from {own}" if own else f"{name}: starts from nothing"
     if record["donor"] is not None:
         donor = root / "segments" / record["donor"]
         problem = _unreadable(donor)
         if problem is None:
-            log(f"{record['name']}: exploit: starts from {record['donor']}'s checkpoint "
+            log(f"{name}: exploit: starts from {record['donor']}'s checkpoint "
                 f"({os.readlink(donor)}), step {record['start']}")
             return donor.resolve()
-        log(f"{record['name']}: the donor {record['donor']}'s checkpoint {problem}: goes on "
-            f"from its own, {own}")
-    if own is None:
-        log(f"{record['name']}: starts from nothing")
-        return None
-    problem = _unreadable(root / "segments" / own)
-    if problem is not None:
-        raise EvaluationFailed(f"segment {record['name']}: the member's own checkpoint "
-                               f"{own} {problem}")
-    log(f"{record['name']}: goes on from {own}")
-    return (root / "segments" / own).resolve()
+        line = f"{name}: the donor {record['donor']}'s checkpoint {problem}: goes on from " \
+               f"its own, {own}"
+    if own is not None and (problem := _unreadable(root / "segments" / own)) is not None:
+        raise EvaluationFailed(f"segment {name}: the member's own checkpoint {own} {problem}")
+    log(line)
+    return None if own is None else (root / "segments" / own).resolve()
 
 
 def _unreadable(link):
     """Why the checkpoint directory ``link`` names cannot be copied, or ``None``."""
-    if not link.is_dir():
+    if not link.exists():
         return "is missing"
+    if not link.is_dir():
+        return "is not a directory"
     for path in [link, *link.rglob("*")]:
         if not os.access(path, os.R_OK | (os.X_OK if path.is_dir() else 0)):
             return f"cannot be read ({path.name})"
