@@ -11,15 +11,86 @@ import sys
 import pytest
 
 import emews
-from emews.core.segments import SEGMENT
+from emews.core.algorithm import load
+from emews.core.segments import SEGMENT, split
+from emews.errors import ConfigError
 from emews.inspect import show
 from emews.models import pbt_toy
+from emews.space import Space
 
-from conftest import wait_until
+from conftest import SUPPORT, wait_until
+
+TC1_SMALL = SUPPORT / "supervisor" / "tc1_params_small.json"
 
 STALL_AT = 5   # tests/support/pbt_models.py: where stalled_toy waits to be killed
 POPULATION = {"population_size": 4, "perturbation_interval": 3, "max_steps": 12,
               "quantile": 0.25}
+
+
+def rounds(pbt, count, value):
+    """``count`` rounds: every idle member's next segment asked, and told ``value(params)``;
+    the points of each round."""
+    asked = []
+    for _ in range(count):
+        points = pbt.ask(pbt.size)
+        pbt.tell(points, [value(split(p)[0]) for p in points])
+        asked.append(points)
+    return asked
+
+
+def test_the_bottom_quantile_exploits_the_top_and_explores_by_perturbation():
+    space = Space.from_file(TC1_SMALL)   # Supervisor's pbt workflow's space
+    pbt = load("pbt")(space, seed=3, population_size=5, quantile=0.2,
+                      resample_probability=0.0, perturbation_interval=2)
+    first, second = rounds(pbt, 2, lambda p: p["lr"])
+    assert [split(p)[1]["name"] for p in first] == [f"m{m}s0" for m in range(5)]
+    values = {split(p)[1]["member"]: split(p)[0]["lr"] for p in first}
+    worst, best = max(values, key=values.get), min(values, key=values.get)
+    for params, record in map(split, second):
+        assert space.contains(params)
+        assert (record["start"], record["until"], record["parent"]) == (
+            2, 4, f"m{record['member']}s0")
+        donor = split(first[best])[0]
+        if record["member"] != worst:
+            assert record["donor"] is None and params == split(first[record["member"]])[0]
+            continue
+        assert record["donor"] == f"m{best}s0"
+        for name in ("drop", "lr"):   # x 0.8 or x 1.2, within the bounds
+            assert params[name] in {min(max(donor[name] * f, space[name].lower),
+                                        space[name].upper) for f in (0.8, 1.2)}
+        assert {k: params[k] for k in ("conv", "feature_subsample", "activation", "optimizer",
+                                       "batch_size", "epochs")} == \
+            {k: donor[k] for k in ("conv", "feature_subsample", "activation", "optimizer",
+                                   "batch_size", "epochs")}
+
+
+def test_a_users_explore_stays_within_the_space(monkeypatch):
+    monkeypatch.syspath_prepend(str(SUPPORT))
+    space = Space.from_file(TC1_SMALL)
+    halving = load("pbt")(space, seed=1, population_size=4, explore="pbt_models:halve_lr")
+    for points in rounds(halving, 5, lambda p: p["drop"] + p["lr"]):
+        assert all(space.contains(split(p)[0]) for p in points)
+    exploits = [split(p) for p in rounds(halving, 1, lambda p: p["lr"])[0]
+                if split(p)[1]["donor"] is not None]
+    assert exploits
+    for params, record in exploits:
+        donor = halving.members[int(record["donor"][1:].split("s")[0])]["params"]
+        assert params == {**donor, "lr": max(donor["lr"] / 2, 1e-4)}
+    broken = load("pbt")(space, seed=1, population_size=4, explore="pbt_models:out_of_space")
+    with pytest.raises(ValueError, match="pbt_models:out_of_space returned .* not a point "
+                                         "of the search space"):
+        rounds(broken, 3, lambda p: p["lr"])
+    with pytest.raises(ConfigError, match=r"\[algorithm\].explore"):
+        load("pbt")(space, explore="perturbation")
+
+
+@pytest.mark.slow   # scikit-learn's GP: seconds to import on a busy machine
+def test_pb2_learns_from_the_gains_and_stays_within_the_space():
+    space = Space.from_file(TC1_SMALL)
+    pb2 = load("pbt")(space, seed=1, population_size=4, explore="pb2", max_steps=20)
+    for points in rounds(pb2, 5, lambda p: p["drop"] + p["lr"]):
+        assert all(space.contains(split(p)[0]) for p in points)
+    assert len(pb2.pb2) == 12 and pb2.done()   # a gain for every segment after the first
 
 
 def pbt_study(study, procs=4, mode="async", objective="pbt_models:toy", **options):

@@ -131,6 +131,7 @@ class TestPBT(Conformance):
     finite_options = {"max_steps": 6}
 
 
+@pytest.mark.slow   # scikit-learn's GP: seconds to import on a busy machine
 class TestPB2(Conformance):
     algorithm = "pbt"
     options = {"population_size": 4, "perturbation_interval": 2, "explore": "pb2"}

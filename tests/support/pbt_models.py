@@ -6,7 +6,9 @@ problem (``emews.models.pbt_toy``), each run leaving in its run directory what i
   then trains;
 * :func:`stalled_toy`: as :func:`toy`, but the first run to reach step ``STALL_AT`` (by any
   attempt) writes ``stalled`` and its pid (``toy.pid``) beside the gate directory named by
-  ``EMEWS_TEST_GATE``, and waits there for ever: a test kills the study mid-segment.
+  ``EMEWS_TEST_GATE``, and waits there for ever: a test kills the study mid-segment;
+* :func:`halve_lr` and :func:`out_of_space`: a user's explore (``explore = "module:function"``),
+  one that keeps to the space and one that breaks it.
 """
 
 import os
@@ -45,3 +47,14 @@ def stalled_toy(params):
         return toy(params)
     finally:
         pbt_toy.emews.report = real_report
+
+
+def halve_lr(params, space, rng):
+    """A user's explore (``explore = "pbt_models:halve_lr"``): the donor's ``lr`` halved,
+    kept within its bounds."""
+    return {**params, "lr": max(params["lr"] / 2, space["lr"].lower)}
+
+
+def out_of_space(params, space, rng):
+    """A user's explore that breaks the space."""
+    return {**params, "lr": -1.0}
