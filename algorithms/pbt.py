@@ -19,7 +19,9 @@ Every member trains ``perturbation_interval`` steps a segment (up to ``max_steps
 given). A member is ready for its next segment as soon as its last one is told: in an
 ``async`` study members never wait for each other (Ray Tune's PBT); in a ``batch`` study of
 ``population_size`` slots every member trains one segment per round (Ray Tune's
-``synch=True``), and a killed study resumes exactly from the search's checkpoint.
+``synch=True``), and a killed study resumes exactly from the search's checkpoint. A resumed
+async study tells the search its finished segments (the members are rebuilt from them) and
+the ones that were running (:meth:`running`: their members get no other segment meanwhile).
 
 When a member's segment is told, it is ranked with the other members by their latest values:
 one in the bottom ``quantile`` (at most half of the population) exploits a member of the top
@@ -109,6 +111,14 @@ class PBT(Algorithm):
             else:
                 self._told(record, params, value)
 
+    def running(self, points):
+        """A resumed study's segments that were running: their members are busy."""
+        for point in points:
+            record = point.get(SEGMENT)
+            if record is not None:
+                member = self._member_of(record, point)
+                member["running"] = {"name": record["name"], "start_score": None}
+
     def done(self):
         return (self.max_steps is not None and len(self.members) == self.size
                 and None not in self.members
@@ -170,14 +180,7 @@ class PBT(Algorithm):
 
     def _told(self, record, params, value):
         """A segment's result: its member moves on (finished) or stays (failed)."""
-        m = record["member"]
-        self.members += [None] * (m + 1 - len(self.members))
-        member = self.members[m]
-        if member is None:   # a segment of a resumed study's history
-            member = self.members[m] = _member(params)
-        index = int(re.fullmatch(r"m\d+s(\d+)", record["name"]).group(1)) \
-            if re.fullmatch(r"m\d+s\d+", record["name"]) else member["index"]
-        member["index"] = max(member["index"], index + 1)
+        member = self._member_of(record, params)
         start_score = None
         if member["running"] is not None and member["running"]["name"] == record["name"]:
             start_score = member["running"]["start_score"]
@@ -189,6 +192,19 @@ class PBT(Algorithm):
                                          start_score - score]])[-PB2_DATA:]
             member.update(params=params, segment=record["name"], step=record["until"])
         member["score"] = score
+
+    def _member_of(self, record, params):
+        """The member of a segment ``record``, made from it (with ``params``) when it is new
+        (a segment of a resumed study's history), its count of segments past the record's."""
+        m = record["member"]
+        self.members += [None] * (m + 1 - len(self.members))
+        if self.members[m] is None:
+            self.members[m] = _member({k: v for k, v in params.items() if k != SEGMENT})
+        member = self.members[m]
+        counted = re.fullmatch(r"m\d+s(\d+)", record["name"])
+        if counted:
+            member["index"] = max(member["index"], int(counted.group(1)) + 1)
+        return member
 
     # --- explore ----------------------------------------------------------------------------
 

@@ -180,15 +180,12 @@ def test_a_population_on_a_real_mpiexec_pool(emews_cli, study, tmp_path):
         [(s["id"], s["name"], s["parent"], s["donor"]) for s in segments]
 
 
-@pytest.mark.slow
-@pytest.mark.mpi
-def test_a_killed_study_resumes_to_the_same_population(emews_cli, study, tmp_path, jobs,
-                                                        no_leftovers):
-    """Killed while a member is mid-segment, a batch study resumes: that member goes on from
-    its last checkpoint, and the population ends as an uninterrupted study's."""
+def kill_mid_segment(study, tmp_path, jobs, emews_cli, mode):
+    """A study of ``stalled_toy`` killed while a member is mid-segment, then resumed; its
+    experiment directory."""
     gate = tmp_path / "gate"
     gate.mkdir()
-    path = pbt_study(study, procs=5, mode="batch", objective="pbt_models:stalled_toy")
+    path = pbt_study(study, procs=5, mode=mode, objective="pbt_models:stalled_toy")
     jobs.env["EMEWS_TEST_GATE"] = str(gate)
     job = jobs.start(sys.executable, "-m", "emews", "run", path)
     wait_until(lambda: (gate / "stalled").exists(), "a member stalled at step 5")
@@ -197,7 +194,34 @@ def test_a_killed_study_resumes_to_the_same_population(emews_cli, study, tmp_pat
     expdir = expdir_of(tmp_path)
     resumed = emews_cli("run", "--resume", expdir, env={"EMEWS_TEST_GATE": str(gate)})
     assert resumed.returncode == 0, resumed.stderr
+    return expdir
 
+
+def check_killed_member_went_on_from_its_checkpoint(expdir):
+    """The member killed mid-segment went on from its checkpoint at step 5 (pbt_models'
+    STALL_AT), not from its segment's start: its run again reported steps 6 on only; so did
+    any other run that was killed (each from where it was), and no other."""
+    loaded = emews.load(expdir)
+    attempts = {r["id"]: r["attempt"] for r in loaded.rows}
+    curves = loaded.curves()
+    killed = []
+    for s in show.lineage(loaded):
+        found = (run_dir(expdir, loaded, s) / "start.json").read_text()
+        started = json.loads(found)["step"] if found else 0
+        assert sorted(curves.get(s["id"], {})) == list(range(started + 1, s["until"] + 1))
+        if started != s["start"]:   # killed after its last step: reports nothing again
+            assert attempts[s["id"]] == 2 and s["start"] < started <= s["until"], s
+            killed.append((s["start"], started))
+    assert (3, STALL_AT) in killed
+
+
+@pytest.mark.slow
+@pytest.mark.mpi
+def test_a_killed_batch_study_resumes_to_the_same_population(emews_cli, study, tmp_path, jobs,
+                                                              no_leftovers):
+    """Killed while a member is mid-segment, a batch study resumes from the search's state:
+    the population ends as an uninterrupted study's."""
+    expdir = kill_mid_segment(study, tmp_path, jobs, emews_cli, "batch")
     reference = study(name="reference.toml", space=pbt_toy.SPACE,
                       system={"procs": 5, "progress_interval": 0.0},
                       study={"budget": 16, "objective": "pbt_models:toy", "seed": 2,
@@ -208,12 +232,25 @@ def test_a_killed_study_resumes_to_the_same_population(emews_cli, study, tmp_pat
     got = show.lineage(emews.load(expdir))
     want = show.lineage(emews.load(expdir_of(tmp_path, "reference")))
     assert [{k: s[k] for k in keys} for s in got] == [{k: s[k] for k in keys} for s in want]
-    # the member killed mid-segment went on from its checkpoint at step 5 (pbt_models'
-    # STALL_AT), not from its segment's start: its run again reported steps 6 on only
-    loaded = emews.load(expdir)
-    started = {s["name"]: json.loads((run_dir(expdir, loaded, s) / "start.json").read_text()
-                                     or '{"step": 0}')["step"] for s in got}
-    (killed,) = [s for s in got if started[s["name"]] != s["start"]]
-    assert (killed["start"], started[killed["name"]]) == (3, STALL_AT)
-    (row,) = [r for r in loaded.rows if r["id"] == killed["id"]]
-    assert row["attempt"] == 2 and sorted(loaded.curves()[killed["id"]]) == [6]
+    check_killed_member_went_on_from_its_checkpoint(expdir)
+
+
+@pytest.mark.slow
+@pytest.mark.mpi
+def test_a_killed_async_study_resumes_its_population_each_member_once(
+        emews_cli, study, tmp_path, jobs, no_leftovers):
+    """Killed while a member is mid-segment, an async study resumes from its history: the
+    members whose segments were running are not given a second one; every member's segments
+    follow each other, to max_steps."""
+    expdir = kill_mid_segment(study, tmp_path, jobs, emews_cli, "async")
+    segments = show.lineage(emews.load(expdir))
+    assert len({s["name"] for s in segments}) == len(segments) <= 16
+    by_name = {s["name"]: s for s in segments}
+    for m in range(4):
+        mine = sorted((s for s in segments if s["member"] == m), key=lambda s: s["id"])
+        assert [s["name"] for s in mine] == [f"m{m}s{i}" for i in range(len(mine))]
+        assert [s["parent"] for s in mine] == [None] + [s["name"] for s in mine[:-1]]
+        assert all(s["start"] == (by_name[s["donor"] or s["parent"]]["until"]
+                                  if s["parent"] else 0) for s in mine)
+        assert mine[-1]["until"] == 12
+    check_killed_member_went_on_from_its_checkpoint(expdir)
