@@ -170,12 +170,14 @@ class PBT(Algorithm):
 
     def _quantiles(self):
         """``(bottom, top)``: the members of the bottom and the top quantile by their latest
-        values (only members told a value are ranked; at most half in each)."""
+        values (only members told a value are ranked; at most half in each); a donor of the
+        top has a checkpoint and has not reached ``max_steps``."""
         ranked = sorted((m for m, member in enumerate(self.members)
                          if member is not None and member["score"] is not None),
                         key=lambda m: (self.members[m]["score"], m))
         k = min(math.ceil(len(ranked) * self.quantile), len(ranked) // 2)
-        top = [m for m in ranked[:k] if self.members[m]["segment"] is not None]
+        top = [m for m in ranked[:k] if self.members[m]["segment"] is not None
+               and not self._finished(self.members[m])]   # a donor with steps left to train
         return (ranked[len(ranked) - k:] if k else []), top
 
     def _told(self, record, params, value):

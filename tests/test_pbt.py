@@ -64,6 +64,18 @@ def test_the_bottom_quantile_exploits_the_top_and_explores_by_perturbation():
                                    "batch_size", "epochs")}
 
 
+def test_a_member_never_exploits_a_donor_that_has_finished_training():
+    pbt = load("pbt")(Space.from_ga_json(pbt_toy.SPACE), seed=1, population_size=4,
+                      perturbation_interval=2, max_steps=4)
+    first = pbt.ask(4)
+    pbt.tell(first, [0.5, 1.0, 1.1, 1.2])   # member 0 the best
+    second = pbt.ask(4)
+    pbt.tell(second[:1], [0.1])              # member 0 has trained to max_steps
+    pbt.tell(second[3:], [math.nan])         # member 3 failed: the worst, still at step 2
+    (again,) = [split(p)[1] for p in pbt.ask(4)]
+    assert (again["member"], again["donor"], again["start"], again["until"]) == (3, None, 2, 4)
+
+
 def test_a_users_explore_stays_within_the_space(monkeypatch):
     monkeypatch.syspath_prepend(str(SUPPORT))
     space = Space.from_file(TC1_SMALL)
@@ -121,7 +133,27 @@ def run_dir(expdir, study, segment):
 def test_a_population_on_a_real_mpiexec_pool(emews_cli, study, tmp_path):
     done = emews_cli("run", pbt_study(study))
     assert done.returncode == 0, done.stderr
-    expdir = expdir_of(tmp_path)
+    check_population(expdir_of(tmp_path), emews_cli)
+
+
+@pytest.mark.slow
+@pytest.mark.mpi
+def test_a_population_on_a_served_studys_pool(emews_cli, study, jobs):
+    """The same on the pool of a served study (emews serve; mpiexec emews pool EXPDIR), which
+    shares the experiment directory's filesystem."""
+    server, expdir = jobs.serve(pbt_study(study, procs=5))
+    pool = jobs.pool(expdir, 5)
+    out, err = server.communicate(timeout=300)
+    assert server.returncode == 0, err
+    pool.communicate(timeout=60)
+    assert pool.returncode == 0
+    check_population(expdir, emews_cli)
+
+
+def check_population(expdir, emews_cli):
+    """A finished population of the toy: exploit copied exactly the donor's checkpoint,
+    explore kept to the space, the stored lineage is what the members saw and reported, and
+    the best member's schedule replayed gives its curve."""
     loaded = emews.load(expdir)
     segments = show.lineage(loaded)
     assert SEGMENT not in loaded.param_names
