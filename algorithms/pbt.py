@@ -183,12 +183,13 @@ class PBT(Algorithm):
     def _told(self, record, params, value):
         """A segment's result: its member moves on (finished) or stays (failed)."""
         member = self._member_of(record, params)
+        latest = member["segment"] is None or _index(record["name"]) > _index(member["segment"])
         start_score = None
         if member["running"] is not None and member["running"]["name"] == record["name"]:
-            start_score = member["running"]["start_score"]
+            start_score, latest = member["running"]["start_score"], True
             member["running"] = None
         score = _score(value)
-        if math.isfinite(value) and record["until"] >= member["step"]:
+        if math.isfinite(value) and latest:   # (a resumed history's older segment: not)
             if start_score is not None and math.isfinite(start_score):
                 self.pb2 = (self.pb2 + [[self._unit(params), record["until"],
                                          start_score - score]])[-PB2_DATA:]
@@ -203,9 +204,7 @@ class PBT(Algorithm):
         if self.members[m] is None:
             self.members[m] = _member({k: v for k, v in params.items() if k != SEGMENT})
         member = self.members[m]
-        counted = re.fullmatch(r"m\d+s(\d+)", record["name"])
-        if counted:
-            member["index"] = max(member["index"], int(counted.group(1)) + 1)
+        member["index"] = max(member["index"], _index(record["name"]) + 1)
         return member
 
     # --- explore ----------------------------------------------------------------------------
@@ -276,6 +275,12 @@ class PBT(Algorithm):
 def _member(params):
     return {"params": params, "segment": None, "index": 0, "step": 0, "score": None,
             "running": None}
+
+
+def _index(name):
+    """The count of segment ``name`` in its member (``m3s5``: 5; -1 for another name)."""
+    counted = re.fullmatch(r"m\d+s(\d+)", name)
+    return int(counted.group(1)) if counted else -1
 
 
 def _score(value):

@@ -76,6 +76,25 @@ def test_a_member_never_exploits_a_donor_that_has_finished_training():
     assert (again["member"], again["donor"], again["start"], again["until"]) == (3, None, 2, 4)
 
 
+def test_a_member_ahead_that_exploits_one_behind_goes_on_from_the_donors_step():
+    pbt = load("pbt")(Space.from_ga_json(pbt_toy.SPACE), seed=1, population_size=4,
+                      perturbation_interval=2, quantile=0.25)
+    first = pbt.ask(4)
+    pbt.tell(first, [0.5, 0.6, 0.7, 0.1])
+    second = pbt.ask(4)
+    for value in (0.05, 0.04, 0.035):   # member 3 alone trains on, to step 8 (async)
+        pbt.tell(second[3:] if value == 0.05 else [ahead], [value])
+        (ahead,) = pbt.ask(4)
+        assert split(ahead)[1]["member"] == 3
+    pbt.tell(second[:3], [0.01, 0.02, 0.03])   # the others reach step 4, better than it
+    assert pbt.members[3]["step"] == 8
+    pbt.tell([ahead], [0.5])   # its next segment, from 8 to 10: the worst, it exploits
+    exploit = [split(p)[1] for p in pbt.ask(4) if split(p)[1]["member"] == 3][0]
+    assert (exploit["donor"], exploit["start"], exploit["until"]) == ("m0s1", 4, 6)
+    pbt.tell([{"h0": 0.5, "h1": 0.5, SEGMENT: exploit}], [0.001])
+    assert pbt.members[3]["step"] == 6 and pbt.members[3]["segment"] == exploit["name"]
+
+
 def test_a_users_explore_stays_within_the_space(monkeypatch):
     monkeypatch.syspath_prepend(str(SUPPORT))
     space = Space.from_file(TC1_SMALL)
