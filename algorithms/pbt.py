@@ -219,13 +219,15 @@ class PBT(Algorithm):
             return explored
         explored = self._perturb(params)
         if self.explorer == "pb2" and len(self.pb2) >= 2 and self._numeric():
-            explored.update(self._bandit(step))
+            explored.update((k, v) for k, v in self._bandit(step).items() if k in explored)
         return explored
 
     def _perturb(self, params):
         """PBT's perturbation of every free parameter."""
         explored = dict(params)
         for p in self.space.free:
+            if p.name not in params:   # a parameter the point leaves out
+                continue
             value = params[p.name]
             if self.rng.random() < self.resample:
                 explored[p.name] = p.sample(self.rng)
@@ -243,7 +245,8 @@ class PBT(Algorithm):
         return [p for p in self.space.free if isinstance(p, Float)]
 
     def _unit(self, params):
-        return [p.to_unit(params[p.name]) for p in self._numeric()]
+        """The unit coordinates of the numeric parameters (0.5 for one the point leaves out)."""
+        return [p.to_unit(params[p.name]) if p.name in params else 0.5 for p in self._numeric()]
 
     def _bandit(self, step):
         """PB2: the numeric parameters of largest upper confidence bound of the gain."""

@@ -23,6 +23,7 @@ from conftest import SUPPORT, wait_until
 TC1_SMALL = SUPPORT / "supervisor" / "tc1_params_small.json"
 
 STALL_AT = 5   # tests/support/pbt_models.py: where stalled_toy waits to be killed
+BUDGET = 40
 POPULATION = {"population_size": 4, "perturbation_interval": 3, "max_steps": 12,
               "quantile": 0.25}
 
@@ -125,9 +126,12 @@ def test_pb2_learns_from_the_gains_and_stays_within_the_space():
 
 
 def pbt_study(study, procs=4, mode="async", objective="pbt_models:toy", **options):
+    """A study of the toy's population (a budget to spare: the search ends by itself once
+    every member is at max_steps, after more segments where members exploit donors behind
+    them)."""
     return study(space=pbt_toy.SPACE,
                  system={"procs": procs, "progress_interval": 0.0},
-                 study={"budget": 16, "objective": objective, "seed": 2, "algorithm": "pbt",
+                 study={"budget": BUDGET, "objective": objective, "seed": 2, "algorithm": "pbt",
                         "mode": mode},
                  algorithm={**POPULATION, **options})
 
@@ -175,6 +179,7 @@ def check_population(expdir, emews_cli):
     the best member's schedule replayed gives its curve."""
     loaded = emews.load(expdir)
     segments = show.lineage(loaded)
+    assert loaded.final["stop_reason"] == "the algorithm has no more points to propose"
     assert SEGMENT not in loaded.param_names
     assert {s["status"] for s in segments} == {"done"}
     assert sorted({s["member"] for s in segments}) == [0, 1, 2, 3]
@@ -198,8 +203,6 @@ def check_population(expdir, emews_cli):
         # explore stays within the space
         assert set(segment["params"]) == {"h0", "h1"}
         assert all(0.0 <= v <= 1.0 for v in segment["params"].values()), segment
-        if segment["donor"] is not None:
-            assert segment["params"] != by_name[segment["donor"]]["params"]
     assert all(max(s["until"] for s in segments if s["member"] == m) == 12 for m in range(4))
     members = {m: (expdir / "run" / f"member{m}.log").read_text().splitlines()
                for m in range(4)}
@@ -211,7 +214,7 @@ def check_population(expdir, emews_cli):
     shown = emews_cli("show", expdir, "--schedule")
     assert shown.returncode == 0, shown.stderr
     schedule = json.loads(shown.stdout)
-    best = min(segments, key=lambda s: s["value"])
+    best = min(segments, key=lambda s: (s["value"], s["id"]))   # two may tie
     assert (schedule["id"], schedule["until"], schedule["value"]) == (best["id"], 12,
                                                                       best["value"])
     chain, segment = [], best
@@ -251,9 +254,9 @@ def kill_mid_segment(study, tmp_path, jobs, emews_cli, mode):
 def check_killed_member_went_on_from_its_checkpoint(expdir):
     """The member killed mid-segment went on from its checkpoint at step 5 (pbt_models'
     STALL_AT), not from its segment's start: its run again reported steps 6 on only; so did
-    any other run that was killed (each from where it was), and no other."""
+    any other run that was killed (each from where it was: its attempt counted again, or not
+    where the store had not yet marked it running), and no other."""
     loaded = emews.load(expdir)
-    attempts = {r["id"]: r["attempt"] for r in loaded.rows}
     curves = loaded.curves()
     killed = []
     for s in show.lineage(loaded):
@@ -261,7 +264,7 @@ def check_killed_member_went_on_from_its_checkpoint(expdir):
         started = json.loads(found)["step"] if found else 0
         assert sorted(curves.get(s["id"], {})) == list(range(started + 1, s["until"] + 1))
         if started != s["start"]:   # killed after its last step: reports nothing again
-            assert attempts[s["id"]] == 2 and s["start"] < started <= s["until"], s
+            assert s["start"] < started <= s["until"], s
             killed.append((s["start"], started))
     assert (3, STALL_AT) in killed
 
@@ -275,7 +278,7 @@ def test_a_killed_batch_study_resumes_to_the_same_population(emews_cli, study, t
     expdir = kill_mid_segment(study, tmp_path, jobs, emews_cli, "batch")
     reference = study(name="reference.toml", space=pbt_toy.SPACE,
                       system={"procs": 5, "progress_interval": 0.0},
-                      study={"budget": 16, "objective": "pbt_models:toy", "seed": 2,
+                      study={"budget": BUDGET, "objective": "pbt_models:toy", "seed": 2,
                              "algorithm": "pbt", "mode": "batch", "name": "reference"},
                       algorithm=POPULATION)
     assert emews_cli("run", reference).returncode == 0
@@ -294,8 +297,10 @@ def test_a_killed_async_study_resumes_its_population_each_member_once(
     members whose segments were running are not given a second one; every member's segments
     follow each other, to max_steps."""
     expdir = kill_mid_segment(study, tmp_path, jobs, emews_cli, "async")
-    segments = show.lineage(emews.load(expdir))
-    assert len({s["name"] for s in segments}) == len(segments) <= 16
+    loaded = emews.load(expdir)
+    assert loaded.final["stop_reason"] == "the algorithm has no more points to propose"
+    segments = show.lineage(loaded)
+    assert len({s["name"] for s in segments}) == len(segments)
     by_name = {s["name"]: s for s in segments}
     for m in range(4):
         mine = sorted((s for s in segments if s["member"] == m), key=lambda s: s["id"])
