@@ -24,8 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import (dispatch, faults, fidelity, launch, multiobjective, overhead, packing, proposal,
-               quality, report, service, simulate, utilization)
+from . import (dispatch, faults, fidelity, launch, multiobjective, overhead, packing, pbt,
+               proposal, quality, report, service, simulate, utilization)
 from .sizes import SIZES
 
 HERE = Path(__file__).resolve().parent
@@ -33,7 +33,7 @@ PARTS = {"dispatch": dispatch.run, "utilization": utilization.run,
          "simulation": simulate.run, "overhead": overhead.run, "quality": quality.run,
          "faults": faults.run, "service": service.run, "proposal": proposal.run,
          "packing": packing.run, "launch": launch.run, "fidelity": fidelity.run,
-         "multiobjective": multiobjective.run}
+         "multiobjective": multiobjective.run, "pbt": pbt.run}
 
 
 def parser():

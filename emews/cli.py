@@ -117,6 +117,10 @@ def parser():
     show.add_argument("--failed", action="store_true", help="the failures and their reasons")
     show.add_argument("--pareto", action="store_true", help="the Pareto front (a study of "
                       "several objectives or constraints)")
+    show.add_argument("--lineage", action="store_true", help="the segments of a "
+                      "population-based study (algorithm pbt): member, parent, donor, steps")
+    show.add_argument("--schedule", action="store_true", help="the best member's "
+                      "hyperparameters from each step on, as JSON to replay as one training")
     show.add_argument("--where", metavar="FILTER",
                       help='NAME OP VALUE clauses joined by "and", e.g. "lr < 0.01 and '
                            'act == relu" (OP: < <= > >= == !=)')
@@ -406,6 +410,10 @@ def _show(args):
         raise ConfigError("emews show", "takes --csv or --json, not both", None,
                           show_value=False)
     study = load(args.expdir)
+    if args.schedule:
+        return _emit(show.as_json_text(show.schedule(study)))
+    if args.lineage:
+        return _lineage(args, study)
     if args.pareto and (args.failed or study.pareto is None):
         raise ConfigError("emews show --pareto", "needs a study of several objectives or "
                           "constraints, without --failed", f"{args.expdir} ([study] objectives "
@@ -426,6 +434,22 @@ def _show(args):
         show.print_table(study, rows, args.failed, console, args.pareto)
     for line in render(summary(study))[1:]:
         console.print(line, markup=False)
+    return 0
+
+
+def _lineage(args, study):
+    """``emews show --lineage``: as CSV, JSON or a table."""
+    from rich.console import Console
+
+    from .inspect import show
+
+    segments = show.lineage(study)
+    if args.csv:
+        return _emit(show.lineage_as_csv(segments))
+    if args.json:
+        return _emit(show.as_json_text(segments))
+    show.print_lineage(study, segments, Console(highlight=False, width=None if
+                                                sys.stdout.isatty() else LOG_WIDTH))
     return 0
 
 

@@ -12,9 +12,10 @@ For a search algorithm:
   values it is told (a float to minimize, ``NaN`` for a failure, :class:`PrunedResult` for a
   run the pruner stopped, :class:`Objectives` in a study of several objectives or with
   constraints), its state's frame (:func:`pack_state`, :func:`unpack_state`) and
-  :func:`point_key`; what failures and pruned runs count as for a model of the results
+  :func:`point_key`; a population-based search's segment record (:data:`SEGMENT`, see
+  :mod:`emews.core.segments`); what failures and pruned runs count as for a model of the results
   (:func:`is_failure`, :func:`failure_value`, :func:`pruned_value`); :func:`optional_import`
-  for an optional library;
+  for an optional library, :func:`import_dotted` for a function an option names;
 * the search space: :class:`Space` and its parameters (:class:`Float`, :class:`Int`,
   :class:`Categorical`, :class:`Ordered`, :class:`Logical`, :class:`Constant`, and mlrMBO's
   :class:`TransformedInt` and :class:`TransformedFloat`);
@@ -39,9 +40,10 @@ from typing import TYPE_CHECKING, Any
 
 from .core.algorithm import (Algorithm, Objectives, PrunedResult, check_choice, check_flag,
                              check_keywords, check_number, check_option, check_table, check_text,
-                             failure_value, is_failure, optional_import, pack_state, point_key,
-                             pruned_value, unpack_state)
+                             failure_value, import_dotted, is_failure, optional_import,
+                             pack_state, point_key, pruned_value, unpack_state)
 from .core.criteria import objective_names
+from .core.segments import SEGMENT
 from .errors import ConfigError
 from .space import (Categorical, Constant, Float, Int, Logical, Ordered, Space, TransformedFloat,
                     TransformedInt)
@@ -71,7 +73,8 @@ _LAZY = {"RETURN_EPOCHS": ("emews.config", "RETURN_EPOCHS"),
 __all__ = [
     # search algorithms: the contract
     "Algorithm", "PrunedResult", "Objectives", "pack_state", "unpack_state", "point_key",
-    "is_failure", "failure_value", "pruned_value", "optional_import",
+    "is_failure", "failure_value", "pruned_value", "optional_import", "import_dotted",
+    "SEGMENT",
     # the search space
     "Space", "Float", "Int", "Categorical", "Ordered", "Logical", "Constant", "TransformedInt",
     "TransformedFloat",

@@ -24,6 +24,7 @@ from .core import queues
 from .core.algorithm import Objectives, PrunedResult, load, point_key
 from .errors import MEAborted
 from .core.me import build_algorithm, ready_points
+from .core.segments import SEGMENT
 from .space import Space
 from .store import read_once
 
@@ -236,6 +237,7 @@ class Conformance:
         plain Python; ``space`` is a GA JSON list (by default :attr:`space`)."""
         space = Space.from_ga_json(space or self.space)
         for point in points:
+            point = {k: v for k, v in point.items() if k != SEGMENT}  # pbt's segment record
             active = space.active(point)
             assert set(point) == set(active), (
                 f"{self.algorithm} proposed {point}, "

@@ -131,9 +131,9 @@ MISTAKES = {   # name: (the study file's text, its space file's, the arguments, 
     "an unknown algorithm": (
         "[study]\n" + BASE + 'algorithm = "nosuch"\n', SPACE, [],
         "s.toml: [study].algorithm: must be one of ['bohb', 'ga', 'ga_async', 'gp', 'mbo', "
-        "'nsga2', 'nsga2_async', 'nsga3', 'nsga3_async', 'optuna', 'random', 'sweep'], a dotted "
-        "path such as 'package.module:Class', or an EQ/Py module (no module 'nosuch' in {tmp}, "
-        "{support}), got 'nosuch'"),
+        "'nsga2', 'nsga2_async', 'nsga3', 'nsga3_async', 'optuna', 'pbt', 'random', 'sweep'], a "
+        "dotted path such as 'package.module:Class', or an EQ/Py module (no module 'nosuch' in "
+        "{tmp}, {support}), got 'nosuch'"),
     "an unknown algorithm option": (
         "[study]\n" + BASE + "[algorithm]\nnosuchoption = 1\n", SPACE, [],
         "s.toml: [algorithm].nosuchoption: is not an option of RandomSearch (it takes none), got 1"),

@@ -265,6 +265,15 @@ def test_the_checkpoint_directory_is_bound_inside_the_run_directory(tmp_path):
                            "--bind=/x/checkpoints/R7:/emews_run/checkpoints"]
     assert "--set-env=EMEWS_CHECKPOINT_DIR=/emews_run/checkpoints" in command
     assert (tmp_path / "checkpoints").is_dir()
+    assert not any("EMEWS_TRAIN_UNTIL" in word for word in command)
+
+
+def test_a_segment_of_population_based_training_is_told_its_step_to_train_to(tmp_path):
+    # the segment's start checkpoint is already in its checkpoint directory (handoff.py)
+    command = ContainerCommand(RUNTIMES["charliecloud"], "/i/m.sqfs").command(
+        tmp_path, "/d", "E1", "R7", {}, "", checkpoint_dir="/x/checkpoints/R7",
+        train_until="25")
+    assert "--set-env=EMEWS_TRAIN_UNTIL=25" in command
 
 
 def test_a_missing_image_is_one_line_naming_the_setting(tmp_path):

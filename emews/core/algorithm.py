@@ -60,6 +60,8 @@ class Algorithm:
       carries every objective, each to minimize, and how far each constraint is broken.
     * ``done()`` is True when the algorithm has nothing more to propose; ``ask`` then returns
       ``[]``.
+    * ``running(points)``, optional: after a resumed run's history, the points that were
+      running when it was killed, which the driver proposes again first.
     * ``state()`` returns ``bytes`` holding everything that decides what the algorithm proposes
       next (random generator states, populations, a surrogate's training data, the points asked
       and not yet told, counters), or ``None`` when it cannot be checkpointed (the default): the
@@ -114,6 +116,12 @@ class Algorithm:
     def done(self) -> bool:
         """True when the algorithm will propose nothing more."""
         return False
+
+    def running(self, points: list[Point]) -> None:
+        """Points of a resumed run (not restored from a state) that were running when it was
+        killed: the driver proposes them again before it asks for new ones, and tells their
+        results like any other's. By default nothing is done (``pbt`` marks their members
+        busy, so that no member trains twice at once)."""
 
     def state(self) -> bytes | None:
         """Everything that decides the next proposals, as bytes; ``None``: no checkpoints."""

@@ -27,7 +27,8 @@ Settings keys: ``algorithm``, ``options``, ``space`` (a space-file path or a GA 
 :class:`~emews.core.algorithm.Stopper`), ``history`` (``[point, value]`` pairs of a resumed run,
 ``null`` for a failure, ``{"values": [...], "violations": [...]}`` for several objectives or
 constraints: :func:`emews.core.criteria.as_json`),
-``pending`` (points that were running when that run was killed) and ``checkpoint``
+``pending`` (points that were running when that run was killed: the algorithm is told of them
+with ``running``, and they are proposed again first) and ``checkpoint``
 (``store``, ``name``, ``restore``): in batch mode the driver saves the algorithm's state and its
 own in the study's store after every tell, and a resumed study restores them (``put_base`` is
 then the number of points proposed before the checkpoint), so that a seeded search proposes
@@ -203,6 +204,8 @@ class Search:
         if history:
             points, values = zip(*history)
             search.tell(list(points), [from_json(v) for v in values])
+        if search.pending:
+            search.algorithm.running(list(search.pending))
         return search
 
     def driver_state(self):

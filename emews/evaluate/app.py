@@ -74,7 +74,7 @@ class App(Implementation):
         self.model_env = model_env
 
     def run(self, params, params_json, context, watch):
-        log = run_model_shell(self.command, params_json, context, self.model_env, watch)
+        log = run_model_shell(self.command, params_json, context, context.env, watch)
         value = read_app_result(context.run_dir, log, self.model_env.get("MODEL_RETURN"))
         append_output_csv(context.run_dir, params if isinstance(params, dict) else {},
                           context.run_id, value)

@@ -55,6 +55,7 @@ from ..errors import ConfigError
 from ..validation import check
 from .app import run_model_shell
 from .base import EvaluationFailed, Implementation
+from .handoff import TRAIN_UNTIL
 from .launcher import DEVICE_VARIABLES
 from .model_output import read_log_result
 
@@ -255,11 +256,13 @@ def gpu_kind(setting, environ):
     return None if setting == "none" else setting
 
 
-def guest_environment(exp_id, run_id, checkpoints=False):
-    """The variables set inside the container (paths as the container sees them)."""
+def guest_environment(exp_id, run_id, checkpoints=False, train_until=None):
+    """The variables set inside the container (paths as the container sees them), and a
+    segment's step to train to (population-based training: :mod:`.handoff`)."""
     return {"CANDLE_DATA_DIR": DATA, "EMEWS_RUN_DIR": RUN, "EMEWS_PARAMS_FILE": PARAMS,
             "EXP_ID": exp_id, "RUN_ID": run_id,
-            **({"EMEWS_CHECKPOINT_DIR": CHECKPOINTS} if checkpoints else {})}
+            **({"EMEWS_CHECKPOINT_DIR": CHECKPOINTS} if checkpoints else {}),
+            **({TRAIN_UNTIL: str(train_until)} if train_until is not None else {})}
 
 
 @dataclass(frozen=True)
@@ -291,10 +294,11 @@ class ContainerCommand:
         return cls(runtime, image, env.get("MODEL_ACTION") or "train", gpus, tuple(extra))
 
     def command(self, run_dir, data_dir, exp_id, run_id, environ=None, devices=None,
-                checkpoint_dir=None):
+                checkpoint_dir=None, train_until=None):
         """The argument list for one run. ``devices`` (default: the worker's device
         variable in ``environ``) is the action script's first argument; ``checkpoint_dir``
-        (the point's) is bound at :data:`CHECKPOINTS`, its mount point made in ``run_dir``."""
+        (the point's) is bound at :data:`CHECKPOINTS`, its mount point made in ``run_dir``;
+        ``train_until`` is a segment's step to train to."""
         environ = os.environ if environ is None else environ
         binds = [("CANDLE_DATA_DIR", data_dir, DATA), ("run directory", run_dir, RUN)]
         if checkpoint_dir is not None:
@@ -312,7 +316,8 @@ class ContainerCommand:
             devices = next((environ[name] for name in names if environ.get(name)), "")
         launch = Launch(self.image, self.action,
                         tuple((str(host), guest) for _, host, guest in binds),
-                        guest_environment(exp_id, run_id, checkpoint_dir is not None), kind,
+                        guest_environment(exp_id, run_id, checkpoint_dir is not None,
+                                          train_until), kind,
                         tuple(d.strip() for d in str(devices).split(",") if d.strip()),
                         exp_id, run_id, self.extra)
         return self.runtime.command(launch)
@@ -329,8 +334,9 @@ class Container(Implementation):
         data_dir = self.model_env.get("CANDLE_DATA_DIR") or str(self.expdir)
         command = self.container.command(context.run_dir, os.path.abspath(data_dir),
                                          context.exp_id, context.run_id,
-                                         checkpoint_dir=context.checkpoint_dir)
-        env = self.model_env
+                                         checkpoint_dir=context.checkpoint_dir,
+                                         train_until=context.env.get(TRAIN_UNTIL))
+        env = context.env
         if not os.environ.get("USER"):  # ch-run refuses to start without it
             env = dict(env, USER=pwd.getpwuid(os.getuid()).pw_name)
         log = run_model_shell(command, params_json, context, env, watch)
@@ -353,7 +359,8 @@ def main(argv=None):
     try:
         container = ContainerCommand.from_env(env, gpus_default="nvidia")
         command = container.command(run_dir, env.get("CANDLE_DATA_DIR") or ".", exp_id,
-                                    run_id, env, devices, env.get("EMEWS_CHECKPOINT_DIR"))
+                                    run_id, env, devices, env.get("EMEWS_CHECKPOINT_DIR"),
+                                    env.get(TRAIN_UNTIL))
     except (ConfigError, EvaluationFailed) as exc:
         print(f"emews.evaluate container-command: error: {exc}", file=sys.stderr)
         return 1

@@ -4,6 +4,7 @@
 
     evaluate(params_json, run_id, cancelled)
       -> RunContext(exp_id, run_id, model_name, expdir, model_env)
+      -> a segment of population-based training: its start checkpoint (.handoff)
       -> implementation.run(params, params_json, context, Watch(timeout, grace, cancelled))
            py: .py (a nanny child, or this interpreter)   app: .app (the Model Shell)
            container: .container                           echo: .echo
@@ -23,6 +24,7 @@ from pathlib import Path
 
 from ..config import IMPLEMENTATIONS, RETURN_EPOCHS, SCHEMA
 from ..core.criteria import OBJECTIVE
+from ..core.segments import split
 from ..errors import ConfigError
 from ..status import Status
 from . import process
@@ -30,6 +32,7 @@ from .app import App
 from .base import Cancelled, EvaluationFailed, Resources, RunContext
 from .container import Container
 from .echo import Echo
+from .handoff import prepare
 from .outcome import Outcome
 from .py import Py
 from .reporting import Pruned
@@ -117,9 +120,12 @@ class Objective:
         """
         started = time.time()
         try:
-            params = json.loads(params_json)
+            params, segment = split(json.loads(params_json))
             context = RunContext(self.exp_id, run_id, self.model_name, self.expdir,
                                  dict(self.model_env), resources or Resources())
+            if segment is not None:   # population-based training: its start checkpoint
+                params_json = json.dumps(params)
+                prepare(context, segment)
             watch = process.Watch(self.timeout, self.grace, cancelled, report)
             value = self.implementation.run(params, params_json, context, watch)
             outcome = Outcome(float(value), metrics=dict(getattr(value, "metrics", {})),

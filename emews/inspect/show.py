@@ -2,13 +2,19 @@
 reasons, or (``--pareto``) the Pareto front of a study of several objectives; as a table, CSV
 or JSON. A study with replicas shows its points instead of its
 evaluations: each point's replicas grouped, with their mean, std and count, best first as
-``final.json`` judges them."""
+``final.json`` judges them. A population-based study (``algorithm = "pbt"``) shows its
+lineage (``--lineage``: each segment's member, parent and donor) and the schedule of its best
+member (``--schedule``: the hyperparameters from each step on, which :func:`schedule` follows
+back through parents and donors)."""
 
 import csv
 import io
 import json
 
+from ..core.segments import FIELDS, split
 from ..core.vector import json_numbers
+from ..errors import ConfigError
+from ..status import Status
 from .query import select
 from .summary import one_line
 
@@ -45,7 +51,11 @@ def points_as_json(points):
 
 def points_as_csv(points):
     """``points`` as CSV text, with the columns of :func:`point_table`."""
-    header, rows = point_table(points)
+    return _csv(*point_table(points))
+
+
+def _csv(header, rows):
+    """A header and rows of cells as CSV text."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(header)
@@ -172,9 +182,81 @@ def print_points(study, points, console):
                         f"{settings.replica_objective} of {settings.replicas} replicas "
                         f"({len(every)} points"
                         + (f"; {short} cut short by a limit, with no value)" if short else ")"))
-    header, rows = point_table(points)
+    _print_cells(table, *point_table(points), console)
+
+
+def _print_cells(table, header, rows, console):
+    """Fill the rich ``table`` with a header and rows of cells; print it."""
     for column in header:
         table.add_column(column, overflow="fold")
     for row in rows:
         table.add_row(*(_cell(c) for c in row))
     console.print(table)
+
+
+LINEAGE = ("id", *FIELDS, "status", "value")   # and params
+
+
+def lineage(study):
+    """The segments of a population-based study (:mod:`emews.core.segments`), by member and
+    start step: each one's id, member, name, parent, donor, start and until steps, status,
+    value and hyperparameters."""
+    segments = []
+    for row in study.rows:
+        params, record = split(row["params"])
+        if record is not None:
+            segments.append({"id": row["id"], **{key: record[key] for key in FIELDS},
+                             "status": row["status"], "value": row["result"],
+                             "params": params})
+    return sorted(segments, key=lambda s: (s["member"], s["start"], s["id"]))
+
+
+def schedule(study):
+    """The schedule of the best finished segment: ``{"id", "member", "name", "value",
+    "until", "schedule": {step: params}}``, the hyperparameters it was trained with from each
+    step on, followed back from it through the segment each one started from (its donor, or
+    its parent), to replay as one training. A ConfigError for a study with no finished
+    segment."""
+    done = [s for s in lineage(study) if s["status"] == Status.DONE and s["value"] is not None]
+    if not done:
+        raise ConfigError("emews show --schedule", "needs a population-based study with a "
+                          "finished segment", str(study.expdir), show_value=False)
+    by_name = {s["name"]: s for s in sorted(done, key=lambda s: s["id"])}   # a rerun's wins
+    best = min(done, key=lambda s: (s["value"], s["id"]))
+    chain, segment = [], best
+    while segment is not None:
+        chain.append(segment)
+        segment = by_name.get(segment["donor"] or segment["parent"])
+    return {**{key: best[key] for key in ("id", "member", "name", "value", "until")},
+            "schedule": {str(s["start"]): s["params"] for s in reversed(chain)}}
+
+
+def lineage_table(segments):
+    """``segments`` (of :func:`lineage`) as a header and rows of cells: the columns of
+    :data:`LINEAGE`, then the hyperparameters (JSON)."""
+    return [*LINEAGE, "params"], [[*(s[c] for c in LINEAGE), json.dumps(s["params"])]
+                                  for s in segments]
+
+
+def as_json_text(data):
+    """``data`` (the lineage, a schedule) as indented JSON text, ending in a newline."""
+    return json.dumps(data, indent=2, allow_nan=False, default=str) + "\n"
+
+
+def lineage_as_csv(segments):
+    """``segments`` as CSV text, with the columns of :func:`lineage_table`."""
+    return _csv(*lineage_table(segments))
+
+
+def print_lineage(study, segments, console):
+    """Print ``segments`` (of :func:`lineage`) as a table on a rich ``console``."""
+    from rich.table import Table
+
+    if not segments:
+        console.print(f"{study.expdir}: no segments (not a population-based study: "
+                      f"algorithm = \"pbt\")", markup=False)
+        return
+    members = len({s["member"] for s in segments})
+    table = Table(title=f"{study.expdir}: lineage of {len(segments)} segments, {members} "
+                        f"members")
+    _print_cells(table, *lineage_table(segments), console)

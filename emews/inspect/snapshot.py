@@ -10,6 +10,7 @@ import os
 import socket
 
 from ..core.pareto import front_rows
+from ..core.segments import SEGMENT
 from ..core.replicas import best_point, settings_of, summarize
 from ..errors import ConfigError
 from ..status import Status
@@ -118,8 +119,9 @@ class Study:
 
     @property
     def param_names(self):
-        """Parameter names, in the order they first appear."""
-        return _names(r["params"] for r in self.rows)
+        """Parameter names, in the order they first appear (a segment's record, of a
+        population-based study, is not one: ``emews show --lineage`` shows it)."""
+        return [n for n in _names(r["params"] for r in self.rows) if n != SEGMENT]
 
     @property
     def metric_names(self):

@@ -143,3 +143,16 @@ class TestBOHB(Conformance):
     # a third of BOHB's proposals are random by default: too many for the suite's check of
     # the next 4 points learning from the history
     options = {"min_points_in_model": 3, "random_fraction": 0.1}
+
+
+class TestPBT(Conformance):
+    algorithm = "pbt"
+    options = {"population_size": 4, "perturbation_interval": 2}
+    finite_options = {"max_steps": 6}
+
+
+@pytest.mark.slow   # scikit-learn's GP: seconds to import on a busy machine
+class TestPB2(Conformance):
+    algorithm = "pbt"
+    options = {"population_size": 4, "perturbation_interval": 2, "explore": "pb2"}
+    finite_options = {"max_steps": 6}
