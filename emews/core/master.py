@@ -14,7 +14,7 @@ commit), then hands the ME every result it has not seen in one message, and take
 message as many points as there are free slots (and the points it keeps ready). Rows written
 while the ME thinks ride on the next turn's commit, or are committed on their own once nothing
 has come for a few ms. A point is stored with the first commit after the ME proposed it
-(``queued``, or ``running`` when a worker got it at once).
+(``queued``, or ``running`` when a worker got it by then).
 
 The master never waits on the ME alone: while the ME thinks, it keeps collecting results,
 storing them at once and refilling free workers from points already proposed. Each result goes
@@ -193,11 +193,10 @@ class Master:
             self.index[i] = index
             ids.append(i)
         self.waiting.update((task.id, task) for task in tasks)
-        ranks = dict(self._submit_waiting())
-        self.store.add([(t.id, t.params, t.run_id, ranks.pop(t.id, None), seqs[t.id])
+        self.store.add([(t.id, t.params, t.run_id, None, seqs[t.id])
                         for t in tasks if t.attempt == 1])
         self.store.requeue([(t.id, t.attempt, t.run_id) for t in tasks if t.attempt > 1])
-        self.store.mark_running(ranks.items())
+        self.store.mark_running(self._submit_waiting())
         return ids
 
     @staticmethod
