@@ -300,12 +300,10 @@ class Master:
             if self._can_hand_out():  # a remote pool asked for work
                 self.store.mark_running(self._submit_waiting())
             return 0
-        rows, final, values, retried, abort = [], [], [], [], None
-        self.store.record_duplicates([(task.id, rank, outcome, task.attempt)
-                                      for task, rank, outcome in finished
-                                      if outcome.status == Status.DUPLICATE])
+        rows, final, values, retried, duplicates, abort = [], [], [], [], [], None
         for task, rank, outcome in finished:
             if outcome.status == Status.DUPLICATE:
+                duplicates.append((task.id, rank, outcome, task.attempt))
                 continue
             if task.params is None:
                 task = self._adopt(task, rank, outcome)
@@ -327,6 +325,7 @@ class Master:
             self.unreported[task.id] = verdict.search_value
             self.reported.append(task.id)
             values.append(verdict.limit_value)
+        self.store.record_duplicates(duplicates)
         self.store.finish(rows)
         self._wait_again(retried)
         self.limits.record(values)
