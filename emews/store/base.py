@@ -177,8 +177,8 @@ class Store(abc.ABC):
         """
         now = time.time()
         for i, params, run_id, rank, seq in rows:
-            row = [i, params, Status.QUEUED if rank is None else Status.RUNNING, run_id, now,
-                   rank, None if rank is None else now, seq]   # as _add takes it
+            row: list[Any] = [i, params, Status.QUEUED if rank is None else Status.RUNNING,
+                              run_id, now, rank, None if rank is None else now, seq]  # as _add
             self.added.append(row)
             if rank is None:
                 self.queued[i] = row
@@ -192,7 +192,7 @@ class Store(abc.ABC):
         """Points handed to a worker: ``(id, rank)`` tuples; each is ``running`` on that rank,
         started now (a point added since the last commit is inserted so)."""
         now = time.time()
-        marks = []
+        marks: list[tuple[int, float, int]] = []
         for i, rank in rows:
             row = self.queued.pop(i, None)
             if row is None:
