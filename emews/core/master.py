@@ -171,7 +171,7 @@ class Master:
     def _enqueue(self, message):
         """Queue the message's points (as many as the limits allow), handing out as many as
         there are free slots; return their ids. Their rows are written with the next commit."""
-        ids, tasks, seqs = [], [], {}
+        ids, tasks = [], []
         allowed = self._allowed()
         points = queues.split_points(message)
         if points:  # a round that proposed points (an empty message waits for results)
@@ -189,11 +189,11 @@ class Master:
             else:
                 task = self._task(params)
                 tasks.append(task)
-                i, seqs[task.id] = task.id, self.first_seq + index
+                i = task.id
             self.index[i] = index
             ids.append(i)
         self.waiting.update((task.id, task) for task in tasks)
-        self.store.add([(t.id, t.params, t.run_id, None, seqs[t.id])
+        self.store.add([(t.id, t.params, t.run_id, None, self.first_seq + self.index[t.id])
                         for t in tasks if t.attempt == 1])
         self.store.requeue([(t.id, t.attempt, t.run_id) for t in tasks if t.attempt > 1])
         self.store.mark_running(self._submit_waiting())
