@@ -24,8 +24,7 @@ from ..status import Status
 ACTIONS = ("fail", "abort")
 
 
-@dataclass(frozen=True)
-class Decision:
+class Decision(NamedTuple):
     """``action`` is ``done``, ``retry``, ``fail`` or ``abort``; ``value`` is what the
     algorithm is told (``done`` and ``fail``); ``reason`` explains a failure."""
 

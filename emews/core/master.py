@@ -14,7 +14,7 @@ commit), then hands the ME every result it has not seen in one message, and take
 message as many points as there are free slots (and the points it keeps ready). Rows written
 while the ME thinks ride on the next turn's commit, or are committed on their own once nothing
 has come for a few ms. A point is stored with the first commit after the ME proposed it
-(``queued``, or ``running`` when a worker got it at once).
+(``queued``, or ``running`` when a worker got it by then).
 
 The master never waits on the ME alone: while the ME thinks, it keeps collecting results,
 storing them at once and refilling free workers from points already proposed. Each result goes
@@ -171,7 +171,7 @@ class Master:
     def _enqueue(self, message):
         """Queue the message's points (as many as the limits allow), handing out as many as
         there are free slots; return their ids. Their rows are written with the next commit."""
-        ids, tasks, seqs = [], [], {}
+        ids, tasks = [], []
         allowed = self._allowed()
         points = queues.split_points(message)
         if points:  # a round that proposed points (an empty message waits for results)
@@ -189,15 +189,14 @@ class Master:
             else:
                 task = self._task(params)
                 tasks.append(task)
-                i, seqs[task.id] = task.id, self.first_seq + index
+                i = task.id
             self.index[i] = index
             ids.append(i)
         self.waiting.update((task.id, task) for task in tasks)
-        ranks = dict(self._submit_waiting())
-        self.store.add([(t.id, t.params, t.run_id, ranks.pop(t.id, None), seqs[t.id])
+        self.store.add([(t.id, t.params, t.run_id, None, self.first_seq + self.index[t.id])
                         for t in tasks if t.attempt == 1])
         self.store.requeue([(t.id, t.attempt, t.run_id) for t in tasks if t.attempt > 1])
-        self.store.mark_running(ranks.items())
+        self.store.mark_running(self._submit_waiting())
         return ids
 
     @staticmethod
@@ -301,12 +300,10 @@ class Master:
             if self._can_hand_out():  # a remote pool asked for work
                 self.store.mark_running(self._submit_waiting())
             return 0
-        rows, final, values, retried, abort = [], [], [], [], None
-        self.store.record_duplicates([(task.id, rank, outcome, task.attempt)
-                                      for task, rank, outcome in finished
-                                      if outcome.status == Status.DUPLICATE])
+        rows, final, values, retried, duplicates, abort = [], [], [], [], [], None
         for task, rank, outcome in finished:
             if outcome.status == Status.DUPLICATE:
+                duplicates.append((task.id, rank, outcome, task.attempt))
                 continue
             if task.params is None:
                 task = self._adopt(task, rank, outcome)
@@ -328,6 +325,7 @@ class Master:
             self.unreported[task.id] = verdict.search_value
             self.reported.append(task.id)
             values.append(verdict.limit_value)
+        self.store.record_duplicates(duplicates)
         self.store.finish(rows)
         self._wait_again(retried)
         self.limits.record(values)

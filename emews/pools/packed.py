@@ -107,9 +107,7 @@ class PackedPool(Pool):
             started.append((task._replace(resources=resources), placement.slots[0]))
         if not started:
             return []
-        assigned = self.inner.submit([task for task, _ in started],
-                                     [slot for _, slot in started])
-        return [(task, rank) for task, rank in assigned]
+        return self.inner.submit([task for task, _ in started], [slot for _, slot in started])
 
     def _refuse(self, task, status, reason):
         """Hand ``task`` back, never run, by the next collect (it counts as running till

@@ -40,7 +40,9 @@ Visibility:
 * A write (``add`` ... ``set_meta``) is buffered: no reader, not even this store's own
   connection, sees it before :meth:`Store.commit` (or a read through this store, which
   commits first). The commit runs every buffered write, in order, in one transaction: a
-  reader sees all of a turn or none of it.
+  reader sees all of a turn or none of it. The points added since the last commit are
+  inserted first, each as it stands by then: one handed to a worker meanwhile is inserted
+  ``running`` (no write of its own for that).
 * A read through a store sees every write made through it before (it commits them).
 * ``save_checkpoint`` and ``interrupt_unfinished`` commit at once.
 * A failed commit stores nothing of its transaction and drops it (a :class:`StoreError`
@@ -123,13 +125,15 @@ class Store(abc.ABC):
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
         self.writes: list[Write] = []    # buffered since the last commit
+        self.added: list[list[Any]] = []     # rows of the points added since then (see add)
+        self.queued: dict[int, list[Any]] = {}   # id -> its row of added, while queued
 
     # --- lifecycle ---------------------------------------------------------------------------
 
     @property
     def pending(self) -> bool:
         """Whether writes wait for the next :meth:`commit`."""
-        return bool(self.writes)
+        return bool(self.writes or self.added)
 
     def commit(self) -> None:
         """Make every buffered write durable and visible, all of them in one transaction.
@@ -138,6 +142,11 @@ class Store(abc.ABC):
         :class:`~emews.errors.StoreError` names the write that failed; interrupted by anything
         else (a signal), it is rolled back and stays buffered.
         """
+        if self.added:
+            writes, self.writes = self.writes, []
+            self._add(self.added)
+            self.writes += writes
+            self.added, self.queued = [], {}
         if not self.writes:
             return
         try:
@@ -181,19 +190,38 @@ class Store(abc.ABC):
 
     # --- writes (buffered until commit) ------------------------------------------------------
 
-    @abc.abstractmethod
-    def add(self, rows: Sequence[tuple[int, str, str, int | None, int]]) -> None:
+    def add(self, rows: Iterable[tuple[int, str, str, int | None, int]]) -> None:
         """Insert new points: ``(id, params_json, run_id, rank, seq)`` tuples.
 
         A point with a rank was handed to that worker at once (``running``, started now); one
         whose rank is ``None`` waits for a free worker (``queued``).
         """
+        now = time.time()
+        for i, params, run_id, rank, seq in rows:
+            row: list[Any] = [i, params, Status.QUEUED if rank is None else Status.RUNNING,
+                              run_id, now, rank, None if rank is None else now, seq]  # as _add
+            self.added.append(row)
+            if rank is None:
+                self.queued[i] = row
+
+    @abc.abstractmethod
+    def _add(self, rows: list[list[Any]]) -> None:
+        """Buffer the insert of ``[id, params, status, run_id, queued, rank, started, seq]``
+        rows."""
 
     def mark_running(self, rows: Iterable[tuple[int, int]]) -> None:
         """Points handed to a worker: ``(id, rank)`` tuples; each is ``running`` on that rank,
-        started now."""
+        started now (a point added since the last commit is inserted so)."""
         now = time.time()
-        self._mark_running([(rank, now, i) for i, rank in rows])
+        marks: list[tuple[int, float, int]] = []
+        for i, rank in rows:
+            row = self.queued.pop(i, None)
+            if row is None:
+                marks.append((rank, now, i))
+            else:
+                row[2], row[5], row[6] = Status.RUNNING, rank, now
+        if marks:
+            self._mark_running(marks)
 
     @abc.abstractmethod
     def _mark_running(self, rows: list[tuple[int, float, int]]) -> None:

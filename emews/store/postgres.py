@@ -35,7 +35,6 @@ queue's side of them is :class:`emews.service.postgres_transport.TaskQueue`.
 import contextlib
 import json
 import os
-import time
 import urllib.parse
 
 from ..errors import ConfigError, StoreError
@@ -278,7 +277,7 @@ class PostgresStore(Store):
         self.db = connect(url)
         self.db.autocommit = True
         self.db.row_factory = dict_row
-        self.added, self.statistics_at = 0, STATISTICS_FROM
+        self.inserted, self.statistics_at = 0, STATISTICS_FROM
         if (readonly or not create) and not self._read(
                 "SELECT 1 FROM emews_meta WHERE exp_id=%s LIMIT 1", (self.exp_id,)):
             self.db.close()
@@ -347,19 +346,16 @@ class PostgresStore(Store):
 
     # --- writes (buffered until commit) ------------------------------------------------------
 
-    def add(self, rows):
-        now = time.time()
+    def _add(self, rows):
         self._write_columns(
             "INSERT INTO emews_evaluations (id, params, status, run_id, queued, rank, started, "
             "seq, exp_id) SELECT r.*, x.exp_id FROM unnest(%b::integer[], %b::text[], "
             "%b::text[], %b::text[], %b::float8[], %b::integer[], %b::float8[], "
             "%b::integer[]) AS r CROSS JOIN (SELECT %s::text) AS x(exp_id)",
-            [(i, params, Status.QUEUED if rank is None else Status.RUNNING, run_id, now, rank,
-              None if rank is None else now, seq) for i, params, run_id, rank, seq in rows],
-            (int, str, str, str, float, int, float, int), self.exp_id)
-        self.added += len(rows)
-        if self.added >= self.statistics_at:   # see STATISTICS_FROM
-            self.statistics_at = 2 * self.added
+            rows, (int, str, str, str, float, int, float, int), self.exp_id)
+        self.inserted += len(rows)
+        if self.inserted >= self.statistics_at:   # see STATISTICS_FROM
+            self.statistics_at = 2 * self.inserted
             self._write("ANALYZE emews_evaluations", [None])
 
     def _mark_running(self, rows):

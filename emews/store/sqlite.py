@@ -23,7 +23,6 @@ import json
 import os
 import re
 import sqlite3
-import time
 import urllib.parse
 from pathlib import Path
 
@@ -158,13 +157,9 @@ class SQLiteStore(Store):
 
     # --- writes (buffered until commit: one transaction) --------------------------------------
 
-    def add(self, rows):
-        now = time.time()
+    def _add(self, rows):
         self._write_values("INSERT INTO evaluations (id, params, status, run_id, queued, rank, "
-                           "started, seq) VALUES ", "(?, ?, ?, ?, ?, ?, ?, ?)",
-                           [(i, params, Status.QUEUED if rank is None else Status.RUNNING,
-                             run_id, now, rank, None if rank is None else now, seq)
-                            for i, params, run_id, rank, seq in rows])
+                           "started, seq) VALUES ", "(?, ?, ?, ?, ?, ?, ?, ?)", rows)
 
     def _mark_running(self, rows):
         self._update_evaluations(f"status='{Status.RUNNING}', rank=?, started=?", rows)
