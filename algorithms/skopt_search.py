@@ -470,15 +470,20 @@ class ImputingSpace(SkoptSpace):
         ends = np.cumsum([d.transformed_size for d in self.dimensions])
         self.columns = [slice(end - d.transformed_size, end)
                         for d, end in zip(self.dimensions, ends)]
+        tested = set().union(*(p.condition.parents() for p in space.params if p.condition))
+        self.parents = [j for j, p in enumerate(space.free) if p.name in tested]
 
     def transform(self, X):
         Xt = np.array(super().transform(X), dtype=float)
-        free = self.conditional.free
+        free, inactive = self.conditional.free, {}   # parents' coordinates -> inactive columns
         for row, x in enumerate(X):
-            point = self.conditional.point([decode(p, v) for p, v in zip(free, x)])
-            for param, columns in zip(free, self.columns):
-                if param.name not in point:
-                    Xt[row, columns] = INACTIVE
+            key = tuple(x[j] for j in self.parents)
+            if key not in inactive:
+                point = self.conditional.point([decode(p, v) for p, v in zip(free, x)])
+                inactive[key] = [columns for param, columns in zip(free, self.columns)
+                                 if param.name not in point]
+            for columns in inactive[key]:
+                Xt[row, columns] = INACTIVE
         return Xt
 
     def inverse_transform(self, Xt):

@@ -55,6 +55,9 @@ REPORT_FIELDS = {
                         "comparisons", "targets", "async_forms", "missing"),
                        ("problem", "contender", "mode", "seed", "evaluations", "seconds",
                         "hypervolume", "hypervolume_half")),
+    "conditional": (("budget", "seeds", "problems", "contenders", "ours", "skipped", "failed",
+                     "regret_floor", "alpha", "summary", "comparisons", "targets", "runs"),
+                    ("problem", "contender", "seed", "evaluations", "best", "seconds")),
 }
 PEERS_DISPATCH = ("libEnsemble, persistent generator, async return", "Dask distributed, submit",
                   "Dask distributed, map")
