@@ -216,9 +216,10 @@ def configspace(space):
 
 
 def _value(param, value):
-    """A ConfigSpace value as the space's type (numpy numbers to Python's)."""
-    return int(value) if param.kind == "int" else float(value) if param.kind == "float" else \
-        value
+    """A ConfigSpace value as the space's own (numpy numbers and strings to Python's)."""
+    if param.kind in ("int", "float"):
+        return int(value) if param.kind == "int" else float(value)
+    return next(v for v in param.values if v == value)
 
 
 class DefineByRun:
