@@ -36,6 +36,13 @@ random. Defaults are BOHB's (hpbandster's): ``min_points_in_model`` the free par
 ``min_bandwidth`` 1e-3. A candidate equal to a point already told or in flight is replaced by
 a random one.
 
+Inactive parameters (a conditional space) are absent from a told point (their coordinates
+NaN), and imputed as hpbandster's BOHB does: in the good and in the bad set apart, each
+absent coordinate takes that coordinate of a random point of the set where it is present (a
+uniform draw where none is). The candidates are then drawn and rated on every coordinate,
+and each proposal is the point its coordinates make (:meth:`emews.plugin.Space.from_unit`
+leaves the parameters it makes inactive out).
+
 ``state()`` is plain JSON: the generator's state, every told point (unit coordinates) with its
 curve and its final value, and the points in flight.
 """
@@ -92,7 +99,7 @@ class BOHB(Algorithm):
                     del self.in_flight[key]
             elif not self.space.contains(point):
                 continue
-            unit = [float(u) for u in self.space.to_unit(point)]
+            unit = [float(u) for u in self.space.to_unit(point, inactive=math.nan)]
             if isinstance(value, PrunedResult):
                 curve = [[int(step), _finite(v)] for step, v in value.curve.items()]
                 self.told.append([unit, None, curve])
@@ -137,7 +144,7 @@ class BOHB(Algorithm):
 
     def _propose(self):
         """A point: the best l/g of sampled candidates, or a random one."""
-        known = {point_key(self.space.from_unit(u)) for u, _, _ in self.told} | set(self.in_flight)
+        known = {point_key(self._point(u)) for u, _, _ in self.told} | set(self.in_flight)
         fitted = self.observations() if self.space.free else None
         explore = self.rng.random() < self.random_fraction
         if fitted is None or explore:
@@ -150,14 +157,33 @@ class BOHB(Algorithm):
         good, bad = X[order[:n_good]], X[order[n_good:n_good + n_bad]]
         if len(bad) == 0:
             bad = X[order[-self.min_points:]]
+        good, bad = self._imputed(good), self._imputed(bad)
         good_bw, bad_bw = self._bandwidths(good), self._bandwidths(bad)
         centres = good[self.rng.integers(len(good), size=self.num_samples)]
         candidates = _truncated_normal(self.rng, centres, good_bw * self.bandwidth_factor)
         score = _log_density(candidates, good, good_bw) - _log_density(candidates, bad, bad_bw)
-        point = self.space.from_unit(candidates[int(np.argmax(score))])
+        point = self._point(candidates[int(np.argmax(score))])
         if point_key(point) in known:
             return self.space.sample(self.rng)[0]
         return point
+
+    def _imputed(self, X):
+        """``X`` with each absent (NaN) coordinate that of a random row where it is present,
+        or uniform where none is."""
+        absent = np.isnan(X)
+        if not absent.any():
+            return X
+        X = X.copy()
+        for j in np.flatnonzero(absent.any(axis=0)):
+            present = X[~absent[:, j], j]
+            count = int(absent[:, j].sum())
+            X[absent[:, j], j] = (self.rng.choice(present, count) if len(present)
+                                  else self.rng.random(count))
+        return X
+
+    def _point(self, unit):
+        """The point of unit coordinates ``unit`` (absent ones, NaN, taken as inactive)."""
+        return self.space.from_unit(np.where(np.isnan(unit), 0.5, unit))
 
     def _bandwidths(self, X):
         """The normal-reference bandwidth of each coordinate (at least ``min_bandwidth``)."""

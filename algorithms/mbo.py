@@ -15,6 +15,12 @@ Design choices (mlrMBO's defaults unless said otherwise):
 * Coordinates: every free parameter in [0, 1] by :meth:`emews.plugin.Space.to_unit` (numbers on
   their own or log scale; integers, ordered and categorical values at the centre of equal
   bins). A tree can isolate any category with two splits, so no one-hot encoding is needed.
+* Inactive parameters (a conditional space): as mlrMBO imputes an inactive numeric value out
+  of its range and an inactive discrete one as a level of its own, the surrogate sees an
+  inactive parameter's coordinate as ``INACTIVE`` (-1, one range below every value), apart
+  from every active value. Focus search samples every coordinate, and the criterion rates
+  each candidate as the point it makes (:meth:`emews.plugin.Space.from_unit` leaves its
+  inactive parameters out), so a proposal holds only active parameters.
 * Initial design: ``design_size`` points (default 4 per free parameter) of a Latin hypercube
   (SciPy's, improved for centred discrepancy, where mlrMBO uses a maximin LHS); every value of
   an integer or categorical parameter gets an equal share.
@@ -85,6 +91,7 @@ LIES = {"min": np.min, "mean": np.mean, "max": np.max}
 MULTIPOINT = ("qlcb", "cl")
 SE_METHODS = ("jackknife", "bootstrap")
 SPLITS = ("random", "best")
+INACTIVE = -1.0   # the coordinate of an inactive parameter, below every value's
 
 
 class MBO(Algorithm):
@@ -160,7 +167,7 @@ class MBO(Algorithm):
             self.iterations += 1
             points += self._propose(min(wanted, self.propose_points or wanted))
         for point in points:
-            self.in_flight.setdefault(point_key(point), []).append(self.space.to_unit(point))
+            self.in_flight.setdefault(point_key(point), []).append(_unit(self.space, point))
         return points
 
     def tell(self, points, values):
@@ -171,7 +178,7 @@ class MBO(Algorithm):
                 if not self.in_flight[key]:
                     del self.in_flight[key]
             elif self.space.contains(point):
-                unit = self.space.to_unit(point)
+                unit = _unit(self.space, point)
             else:
                 continue
             if isinstance(value, PrunedResult) and math.isfinite(value.last):
@@ -310,7 +317,7 @@ class MBO(Algorithm):
         point's instead when they are those of a row of ``X`` (a known point)."""
         unit = self.focus.minimize(criterion, self.rng)
         if _seen(unit, X):
-            unit = np.array(self.space.to_unit(self.space.sample(self.rng)[0]))
+            unit = np.array(_unit(self.space, self.space.sample(self.rng)[0]))
         return unit
 
 
@@ -428,17 +435,18 @@ class FocusSearch:
         self.choices = [_choices(p) for p in space.free]   # None for numeric parameters
 
     def minimize(self, criterion, rng):
-        """The unit coordinates of the best point found."""
+        """The unit coordinates of the best point found (its inactive ones ``INACTIVE``)."""
         best, best_value = None, np.inf
         for _ in range(self.restarts):
             lower, upper = np.zeros(len(self.choices)), np.ones(len(self.choices))
             allowed = [None if c is None else list(c) for c in self.choices]
             for _ in range(self.maxit):
                 X = self._sample(lower, upper, allowed, rng)
-                values = criterion(X)
+                rated = self._imputed(X)
+                values = criterion(rated)
                 i = int(np.argmin(values))
                 if values[i] < best_value:
-                    best, best_value = X[i], values[i]
+                    best, best_value = rated[i], values[i]
                 width = (upper - lower) / 4
                 lower, upper = np.maximum(lower, X[i] - width), np.minimum(upper, X[i] + width)
                 for j, options in enumerate(allowed):
@@ -455,6 +463,18 @@ class FocusSearch:
             elif param.kind in ("int", "ordered"):   # snap to the values' bin centres
                 X[:, j] = [param.to_unit(param.from_unit(u)) for u in X[:, j]]
         return X
+
+
+    def _imputed(self, X):
+        """``X`` with the coordinates of the parameters inactive in each row ``INACTIVE``."""
+        if not self.space.conditional:
+            return X
+        return np.array([_unit(self.space, self.space.from_unit(row)) for row in X])
+
+
+def _unit(space, point):
+    """The unit coordinates of ``point``, those of its inactive parameters ``INACTIVE``."""
+    return space.to_unit(point, inactive=INACTIVE)
 
 
 def _choices(param):

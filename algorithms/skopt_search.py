@@ -82,6 +82,17 @@ finished values change (its entry of the optimizer's values is replaced before t
 Told points that
 were never asked for (a resumed run's history) are told the same way; they count towards
 ``n_initial_points``.
+
+Inactive parameters (a conditional space): as mlrMBO imputes an inactive value out of its
+range, the surrogate sees every coordinate of an inactive parameter (one-hot columns too) as
+``INACTIVE`` (-1, one range below the [0, 1] its values take), apart from every active value:
+the optimizer's space (:class:`ImputingSpace`) imputes them in every transform, of the told
+points and of the candidates alike. A told point's inactive parameters hold a placeholder
+value in the optimizer's data, which the transform ignores. The acquisition function is
+optimized over sampled candidates only (``acq_optimizer = "auto"`` is ``"sampling"``, and
+``"lbfgs"`` is refused): each candidate is rated as the point it makes, whose inactive
+parameters are left out, where L-BFGS would move the coordinates of inactive parameters as
+if they counted.
 """
 
 import collections
@@ -96,6 +107,7 @@ from sklearn.gaussian_process import GaussianProcessRegressor
 from skopt.learning.gaussian_process.kernels import WhiteKernel
 from skopt.acquisition import gaussian_ei, gaussian_lcb, gaussian_pi
 from skopt.learning import gaussian_process as skopt_gp
+from skopt.space import Space as SkoptSpace
 
 from emews.plugin import (Algorithm, ConfigError, Invalid, Number, PrunedResult, Rule, check_choice,
                           check_flag, check_keywords, check_number, check_option, check_table,
@@ -116,6 +128,7 @@ ONE_OBJECTIVE = {"refit_growth": 0.1, "refit_all_below": 100, "skopt": {}}
 # ParEGO (several objectives): see the module's notes
 WARM_STARTS = 5    # ParEGO: local searches start at the told points best under the weights
 SEVERAL_OBJECTIVES = {"refit_growth": 0.25, "refit_all_below": 0, "skopt": {"acq_func": "EI"}}
+INACTIVE = -1.0   # a transformed coordinate of an inactive parameter, below every value's
 
 
 class SkoptSearch(Algorithm):
@@ -145,10 +158,17 @@ class SkoptSearch(Algorithm):
         check_keywords(skopt.Optimizer, skopt_options, exclude=(
             "dimensions", "random_state", "n_random_starts", "space_constraint"))
         _check_skopt_options(skopt_options, objectives)
+        if space.conditional:   # candidates only (see the module's notes)
+            if skopt_options.get("acq_optimizer") == "lbfgs":
+                raise ConfigError("[algorithm].acq_optimizer", "\"lbfgs\" needs a space "
+                                  "without conditions (or use \"sampling\")", "lbfgs")
+            skopt_options["acq_optimizer"] = "sampling"
         self.sample_beside = skopt_options.get("acq_optimizer", "auto") == "auto"
         skopt_options.setdefault("model_queue_size", 1)
         self.optimizer = skopt.Optimizer([dimension(p) for p in space.free],
                                          random_state=seed, **skopt_options)
+        if space.conditional:
+            self.optimizer.space = ImputingSpace(self.optimizer.space.dimensions, space)
         self.in_flight = collections.defaultdict(list)   # point key -> skopt coordinates
         self.held_back = []                              # failures told before any value
         self.finished = []                               # values of the runs that finished
@@ -303,7 +323,7 @@ class SkoptSearch(Algorithm):
             return x
         if not self.space.contains(point):
             return None
-        return [encode(p, point[p.name]) for p in self.space.free]
+        return _encoded(self.space, point)
 
     def _planner(self, running, fit=True, sampled=True, values=None):
         """A copy of the optimizer (its told values replaced by ``values`` when given), told
@@ -437,6 +457,45 @@ class SkoptSearch(Algorithm):
         settings = self.kernel_estimator.get_params(deep=False)
         self.optimizer.base_estimator_ = ReusingGP(**dict(settings, kernel=kernel,
                                                           optimizer=None))
+
+
+class ImputingSpace(SkoptSpace):
+    """skopt's space of a conditional ``space`` whose transform sets every coordinate of a
+    parameter inactive in a row to ``INACTIVE``; its inverse reads such coordinates as the
+    bound nearest (a placeholder, left out of the point the row makes)."""
+
+    def __init__(self, dimensions, space):
+        super().__init__(dimensions)
+        self.conditional = space
+        ends = np.cumsum([d.transformed_size for d in self.dimensions])
+        self.columns = [slice(end - d.transformed_size, end)
+                        for d, end in zip(self.dimensions, ends)]
+        tested = set().union(*(p.condition.parents() for p in space.params if p.condition))
+        self.parents = [j for j, p in enumerate(space.free) if p.name in tested]
+
+    def transform(self, X):
+        Xt = np.array(super().transform(X), dtype=float)
+        free, inactive = self.conditional.free, {}   # parents' coordinates -> inactive columns
+        for row, x in enumerate(X):
+            key = tuple(x[j] for j in self.parents)
+            if key not in inactive:
+                point = self.conditional.point([decode(p, v) for p, v in zip(free, x)])
+                inactive[key] = [columns for param, columns in zip(free, self.columns)
+                                 if param.name not in point]
+            for columns in inactive[key]:
+                Xt[row, columns] = INACTIVE
+        return Xt
+
+    def inverse_transform(self, Xt):
+        low, high = np.asarray(self.transformed_bounds, dtype=float).T
+        return super().inverse_transform(np.clip(Xt, low, high))
+
+
+def _encoded(space, point):
+    """The skopt coordinates of ``point``, a placeholder (the middle value) for each inactive
+    parameter."""
+    return [encode(p, point[p.name] if p.name in point else p.from_unit(0.5))
+            for p in space.free]
 
 
 class KernelEstimate:

@@ -24,8 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import (dispatch, faults, fidelity, launch, multiobjective, overhead, packing, pbt,
-               proposal, quality, report, service, simulate, utilization)
+from . import (conditional, dispatch, faults, fidelity, launch, multiobjective, overhead,
+               packing, pbt, proposal, quality, report, service, simulate, utilization)
 from .sizes import SIZES
 
 HERE = Path(__file__).resolve().parent
@@ -33,7 +33,8 @@ PARTS = {"dispatch": dispatch.run, "utilization": utilization.run,
          "simulation": simulate.run, "overhead": overhead.run, "quality": quality.run,
          "faults": faults.run, "service": service.run, "proposal": proposal.run,
          "packing": packing.run, "launch": launch.run, "fidelity": fidelity.run,
-         "multiobjective": multiobjective.run, "pbt": pbt.run}
+         "multiobjective": multiobjective.run, "pbt": pbt.run,
+         "conditional": conditional.run}
 
 
 def parser():
@@ -51,8 +52,8 @@ def parser():
                      "benchmarks/results, or a temporary directory for --smoke)")
     top.add_argument("--readme", help="Markdown file regenerated from README.in.md and the "
                      "records (default: benchmarks/README.md, none for --smoke)")
-    top.add_argument("--jobs", type=int, help="parallel runs in the quality part "
-                     "and the multiobjective part (default: one per core)")
+    top.add_argument("--jobs", type=int, help="parallel runs in the quality, "
+                     "multiobjective and conditional parts (default: one per core)")
     top.add_argument("--no-new-runs", action="store_false", dest="new_runs",
                      help="the multiobjective part of the runs in its cache only (an "
                      "interrupted run so far; run it again without this to go on)")
@@ -88,7 +89,9 @@ def main(argv=None):
                    "multiobjective": {"jobs": args.jobs, "new_runs": args.new_runs,
                                       "cache_directory": out / "multiobjective-runs"},
                    "faults": {"out": out / "faults.md"},
-                   "fidelity": {"curves_directory": out / "fidelity-curves"}}.get(
+                   "fidelity": {"curves_directory": out / "fidelity-curves"},
+                   "conditional": {"jobs": args.jobs,
+                                   "cache_directory": out / "conditional-runs"}}.get(
             name, {})
         figures = PARTS[name](sizes, **options)
         report.add_part(record, name, figures, time.perf_counter() - part_started)

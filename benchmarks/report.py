@@ -23,13 +23,13 @@ from importlib import metadata
 from pathlib import Path
 
 from .common import REPO
-from . import fidelity, launch, multiobjective, pbt, proposal, quality
+from . import conditional, fidelity, launch, multiobjective, pbt, proposal, quality
 from .sizes import SIZES
 
 TEMPLATE = Path(__file__).resolve().parent / "README.in.md"
 SIZES_MARK, RESULTS_MARK = "<!-- sizes -->", "<!-- results -->"
 PACKAGES = ("emews-hpo", "numpy", "scipy", "mpi4py", "mpich", "optuna", "scikit-optimize",
-            "scikit-learn", "deap", "libensemble", "dask", "distributed", "torch")
+            "scikit-learn", "deap", "libensemble", "dask", "distributed", "torch", "smac")
 GENERATED_PATHS = ("benchmarks/results/", "benchmarks/README.md")
 
 
@@ -413,7 +413,8 @@ RENDERERS = {"dispatch": _dispatch, "utilization": _utilization, "quality": qual
              "overhead": _overhead, "simulation": _simulation, "faults": _faults,
              "service": _service, "proposal": proposal.markdown, "packing": _packing,
              "launch": launch.markdown, "fidelity": fidelity.markdown,
-             "multiobjective": multiobjective.markdown, "pbt": pbt.markdown}
+             "multiobjective": multiobjective.markdown, "pbt": pbt.markdown,
+             "conditional": conditional.markdown}
 
 
 # --- targets -------------------------------------------------------------------------------
@@ -443,6 +444,8 @@ def targets(parts):
         found += fidelity.targets(parts["fidelity"])
     if "multiobjective" in parts:
         found += multiobjective.targets(parts["multiobjective"])
+    if "conditional" in parts:
+        found += conditional.targets(parts["conditional"])
     if "service" in parts:
         found += [(f"{r['contender']} ≥ {SERVICE_TARGET:g}× EQ-SQL's per-task path",
                    f"{r['ratio_to_eqsql']:.1f}×", r["ratio_to_eqsql"] >= SERVICE_TARGET)

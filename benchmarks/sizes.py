@@ -13,6 +13,8 @@ PEERS = ("optuna TPE", "optuna GP", "skopt gp_minimize", "skopt forest_minimize"
 MO_OURS = ("nsga2", "nsga3", "gp", "mbo")
 MO_PEERS = ("optuna NSGA-II", "optuna MO TPE", "optuna MO GP", "random")
 MO_PROBLEMS = ("zdt1", "zdt2", "zdt3", "dtlz2", "digits")
+CONDITIONAL_OURS = ("random", "ga", "gp", "mbo", "bohb", "optuna")
+CONDITIONAL_PEERS = ("optuna TPE define-by-run", "SMAC3")
 PROBLEMS = ("branin", "hartmann6", "ackley5", "rosenbrock4", "levy6", "digits")
 
 
@@ -90,6 +92,12 @@ class Sizes:
     pbt_population: int = 8
     pbt_steps: int = 40
     pbt_interval: int = 4
+    # part 14: conditional spaces against their flattened selves (issue 49)
+    conditional_seeds: int = 10
+    conditional_budget: int = 40
+    conditional_problems: tuple = ("branches", "models")
+    conditional_ours: tuple = CONDITIONAL_OURS
+    conditional_peers: tuple = CONDITIONAL_PEERS
 
 
 FULL = Sizes("full")
@@ -118,5 +126,6 @@ SMOKE = Sizes("smoke", dispatch_tasks=300, dispatch_repeats=1, dispatch_pingpong
               mo_seeds=2, mo_budget=8, mo_digits_budget=4,
               mo_problems=("zdt1", "dtlz2", "digits"), mo_ours=("mbo",),
               mo_peers=("optuna MO TPE", "random"), mo_workers=3, mo_digits_epochs=2,
-              pbt_seeds=2, pbt_population=4, pbt_steps=8, pbt_interval=2)
+              pbt_seeds=2, pbt_population=4, pbt_steps=8, pbt_interval=2,
+              conditional_seeds=2, conditional_budget=6, conditional_ours=("random", "mbo"))
 SIZES = {sizes.name: sizes for sizes in (FULL, REDUCED, SMOKE)}

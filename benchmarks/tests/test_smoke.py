@@ -57,6 +57,9 @@ REPORT_FIELDS = {
                         "hypervolume", "hypervolume_half")),
     "pbt": (("runs", "seeds", "population", "steps", "interval", "comparisons"),
             ("contender", "log10_loss", "q25", "q75")),
+    "conditional": (("budget", "seeds", "problems", "contenders", "ours", "skipped", "failed",
+                     "regret_floor", "alpha", "summary", "comparisons", "targets", "runs"),
+                    ("problem", "contender", "seed", "evaluations", "best", "seconds")),
 }
 PEERS_DISPATCH = ("libEnsemble, persistent generator, async return", "Dask distributed, submit",
                   "Dask distributed, map")
