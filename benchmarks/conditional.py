@@ -1,4 +1,4 @@
-"""Part 13, conditional search spaces (issue 49): each of our searches on a conditional space
+"""Part 14, conditional search spaces (issue 49): each of our searches on a conditional space
 against the same search on its flattened space, and against peers given the same conditions.
 
 Problems (:func:`problem`):

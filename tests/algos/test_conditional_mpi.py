@@ -9,9 +9,6 @@ from emews.testing import CONDITIONAL, experiment_rows
 
 pytestmark = [pytest.mark.mpi, pytest.mark.slow]
 
-# gp, mbo and bohb are the condbo engineer's part of issue 49: they pass once that branch is
-# merged, and the lead then removes this mark
-CONDBO = pytest.mark.xfail(strict=False, reason="gp, mbo and bohb: condbo's part of issue 49")
 # every parameter's values, inactive ones included: the sweep keeps the valid combinations
 TABLE = {"optimizer": ["sgd", "adam"], "lr": [1e-3, 1e-2], "dropout": [0.1, 0.3],
          "momentum": [0.3, 0.9], "nesterov": [True, False], "depth": [2, 3],
@@ -23,9 +20,9 @@ SEARCHES = [
     ("optuna", {"sampler": "tpe", "n_startup_trials": 4}),
     ("random", {}),
     ("sweep", {"strategy": "random", "n": 30}),
-    pytest.param("gp", {"n_initial_points": 4, "acq_optimizer": "sampling"}, marks=CONDBO),
-    pytest.param("mbo", {"design_size": 4, "n_trees": 20}, marks=CONDBO),
-    pytest.param("bohb", {"min_points_in_model": 3}, marks=CONDBO),
+    ("gp", {"n_initial_points": 4, "acq_optimizer": "sampling"}),
+    ("mbo", {"design_size": 4, "n_trees": 20}),
+    ("bohb", {"min_points_in_model": 3}),
 ]
 
 

@@ -67,12 +67,6 @@ class TestSkoptGP(Conformance):
                "acq_optimizer_kwargs": {"n_points": 500}}
     budget = 9
 
-    # gp told points of a conditional space is condbo's part of issue 49: the lead removes
-    # this override once that branch is merged
-    @pytest.mark.xfail(strict=False, reason="gp on a conditional space: condbo's part")
-    def test_conditional_space_resumes_without_repeating_its_history(self):
-        super().test_conditional_space_resumes_without_repeating_its_history()
-
 
 class TestOptunaTPE(Conformance):
     algorithm = "optuna"
