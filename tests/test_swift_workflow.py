@@ -352,6 +352,29 @@ def test_an_echo_study_under_swift_t_stores_the_sum_of_squares(tmp_path, swift_t
 
 
 @pytest.mark.slow
+def test_the_me_rank_builds_the_algorithm_once_with_the_studys_seed(tmp_path, swift_t):
+    record = tmp_path / "builds.jsonl"
+    settings = {"algorithm": "recording_algorithm:CountingRandom", "space": SPACE, "seed": 3,
+                "batch_size": 2, "options": {"builds": str(record)}, "stop": {"budget": 4}}
+    done = workflow_sh(tmp_path, settings, path_entries=swift_t,
+                       CANDLE_DATA_DIR=str(tmp_path / "data"), CANDLE_MODEL_IMPL="echo",
+                       MODEL_NAME="e", PROCS="4")
+    assert done.returncode == 0, done.stdout + done.stderr
+    expdir = only_experiment(tmp_path / "data" / "e")
+    rows, _, _ = stored(expdir)
+    assert [row["status"] for row in rows] == ["done"] * 4
+    store = SQLiteStore(expdir / "results.db", create=False)
+    try:
+        master = store.meta("master")["pid"]
+    finally:
+        store.close()
+    # prepare_study.py checks the options by building it once; the ME's rank builds it once
+    built = [json.loads(line) for line in record.read_text().splitlines()]
+    assert [entry["seed"] for entry in built] == [3, 3]
+    assert built[0]["pid"] != master and built[1]["pid"] == master
+
+
+@pytest.mark.slow
 def test_a_study_of_two_objectives_under_swift_t_stores_them_and_its_front(tmp_path, swift_t):
     """MODEL_RETURN as a list: each worker's outcome carries both objectives through
     workflow.swift; the ME's rank judges the constraint, stores them, and final.json holds the
