@@ -7,8 +7,13 @@
     prepare_run(resume=EXPnnn) the stored config.json + CONFIG + overrides, validated; what
                                changed is recorded in the store, a different study refused
 
-Nothing is written before the whole configuration is checked. The study's lock is held, and
-its store open, from here until the caller releases them (:meth:`Prepared.release`).
+    reopen(EXPnnn)             a process started for a prepared study (the spawned job's rank
+                               0, Swift/T's ME rank): the stored config.json, the algorithm
+                               built with the seed of the study's next run
+
+Each returns the :class:`OpenStudy`, the one object of its study in the process. Nothing is
+written before the whole configuration is checked. The study's lock is held, and its store
+open, from here until the caller releases them (:meth:`OpenStudy.release`).
 """
 
 import hashlib
@@ -40,32 +45,30 @@ IDENTITY = (("study", "algorithm"), ("study", "objective"),
             ("study", "model_return"))
 
 
-class Prepared(NamedTuple):
-    """A prepared experiment, the one object of its study in this process: its directory, its
-    held lock, the algorithm built for its next run (an
-    :class:`~emews.core.algorithm.Algorithm`, or a classic EQ/Py module), its
-    :class:`~emews.config.Config` as ``config.json`` now holds it (``None``: read it there) and
-    its open store (``None``: opened where the study runs). A run in this process goes on with
-    these objects: it reads back neither file and opens the store no second time."""
+class OpenStudy(NamedTuple):
+    """The one object of a study in this process: its experiment directory, its held lock, its
+    :class:`~emews.config.Config` as ``config.json`` holds it, its open store and the algorithm
+    built for its next run (an :class:`~emews.core.algorithm.Algorithm`, or a classic EQ/Py
+    module). Made by :func:`prepare_run` or :func:`reopen`; a run in this process goes on with
+    these objects: it reads back neither file, opens the store no second time and builds no
+    second algorithm."""
 
     expdir: Path
     lock: StudyLock
+    spec: configuration.Config
+    store: Store
     algorithm: object
-    spec: configuration.Config | None = None
-    store: Store | None = None
 
     def release(self):
-        """Close the store (safe when the run closed it already) and release the lock."""
-        if self.store is not None:
-            self.store.close()
+        """Close the store (safe when it was closed already) and release the lock."""
+        self.store.close()
         self.lock.release()
 
 
 def prepare_run(config, overrides=None, resume=None):
     """Validate the configuration and make (or reopen) the experiment directory: the
-    :class:`Prepared` experiment, holding its lock and open store until its ``release()``,
-    with the algorithm that validation built, with the seed of the experiment's next run (a
-    run in this process uses it: the algorithm is built once)."""
+    :class:`OpenStudy`, holding its lock and open store until its ``release()``, with the
+    algorithm that validation built, with the seed of the experiment's next run."""
     if resume is not None:
         return _prepare_resume(Path(resume), config, overrides)
     cfg = configuration.load(config or [], overrides)
@@ -78,18 +81,28 @@ def prepare_run(config, overrides=None, resume=None):
     store = study_store(expdir, cfg.system.storage)
     store.set_meta("space_digest", space_digest(cfg))
     store.commit()
-    return Prepared(expdir, lock, algorithm, cfg, store)
+    return OpenStudy(expdir, lock, cfg, store, algorithm)
+
+
+def reopen(expdir, algorithm=None):
+    """The prepared study in ``expdir``, opened by a process started to run it (the job that
+    ``emews run`` spawned, at rank 0; Swift/T's ME rank) as a resume opens it: its lock
+    (inherited from a launcher that holds it), its ``config.json``, its store, and its
+    algorithm built with the seed of its next run, or ``algorithm`` (a classic EQ/Py module
+    that Swift/T's ``EMEWS_ME`` names)."""
+    def built(stored, store):
+        python_path(stored)
+        return stored, algorithm or build(stored, search_seed(stored, store))
+
+    return _opened(Path(expdir), built)
 
 
 def _prepare_resume(expdir, config, overrides):
     if not (expdir / "config.json").is_file():
         raise ConfigError(str(expdir), "--resume needs an experiment directory holding "
                           "config.json", str(expdir), show_value=False)
-    lock = StudyLock(expdir).acquire()
-    store = None
-    try:
-        stored = load_experiment(expdir)
-        store = study_store(expdir, stored.system.storage, create=False)
+
+    def resumed(stored, store):
         sources = [stored.as_dict()]
         if config:
             sources += config if isinstance(config, list) else [config]
@@ -102,12 +115,27 @@ def _prepare_resume(expdir, config, overrides):
                 {"time": time.time(), "changes": changes}])
             store.commit()
         experiment.write_json(expdir / "config.json", cfg.as_dict(expdir))
+        return cfg, algorithm
+
+    return _opened(expdir, resumed)
+
+
+def _opened(expdir, finish):
+    """The :class:`OpenStudy` of the study stored in ``expdir``: its lock taken, its
+    ``config.json`` read, its store opened, then ``finish(stored spec, store) -> (spec,
+    algorithm)``; on any failure the store is closed and the lock released."""
+    lock = StudyLock(expdir).acquire()
+    store = None
+    try:
+        stored = load_experiment(expdir)
+        store = study_store(expdir, stored.system.storage, create=False)
+        spec, algorithm = finish(stored, store)
     except BaseException:
         if store is not None:
             store.close()
         lock.release()
         raise
-    return Prepared(expdir, lock, algorithm, cfg, store)
+    return OpenStudy(expdir, lock, spec, store, algorithm)
 
 
 def resume_changes(stored, cfg, digest):

@@ -3,15 +3,18 @@
 ::
 
     emews run CONFIG       prepare_run() (emews.prepare): validate everything, make EXPnnn/,
-         |                 write config.json; the algorithm is built there, once
+         |                 write config.json; the algorithm is built there, once: the
+         |                 study (OpenStudy: directory, lock, spec, store, algorithm)
          |                 then, started alone with pool = "mpi" and procs > 1:
          +--> mpiexec -n PROCS python -m emews run --execute EXPnnn   (emews.launch.spawn)
-         |                 or, under mpiexec / in-process:
-         +--> execute(EXPnnn): rank 0 = run_master(): master + ME thread + pool + store
-                               ranks 1.. = run_worker() (emews.worker)
+         |                 whose rank 0 reopen()s the study, or, under mpiexec / in-process:
+         +--> execute(study): rank 0 = run_master(study, pool): master + ME thread + pool
+                              ranks 1.. = run_worker() (emews.worker)
 
-    emews serve CONFIG     serve(): prepare_run(), then run_master() on a RemotePool whose
-                           transport (zmq or PostgreSQL: emews.service.links) pool jobs attach to
+    emews serve CONFIG     serve(): prepare_run(), then run_master(study, pool) on a RemotePool
+                           whose
+                           transport (zmq or PostgreSQL: emews.service.links) pool jobs
+                           attach to
     mpiexec -n N emews pool EXPDIR
                            pool_job(): rank 0 attaches (emews.service.core.Attachment) and
                            hands tasks to ranks 1.. = run_worker()
@@ -38,18 +41,17 @@ from .core.master import Master
 from .core.plan import MasterPlan
 from .core.replicas import Gathered
 from .config import Config
-from .core.resume import resume_unfinished, search_seed, starting_state
+from .core.resume import resume_unfinished, starting_state
 from .errors import ConfigError, EmewsError, Interrupted
 from .experiment import load_experiment
 from .inspect.progress import Progress
 from .launch.spawn import spawn, under_mpiexec
 from .pools.base import InProcessPool
 from .pools.packed import with_packing
-from .prepare import Prepared, build, prepare_run
+from .prepare import prepare_run, reopen
 from .result import (best as best_found, final_record, interrupted, pareto, print_summary,
                      result_from)
 from .status import FINAL, Status
-from .store import StudyLock, study_store
 from .worker import make_objective, python_path, run_worker
 
 __all__ = ["run", "serve", "pool_job", "execute", "execute_prepared", "run_master",
@@ -65,15 +67,15 @@ def run(config, overrides=None, resume=None):
     """
     if under_mpiexec():
         return _run_under_mpiexec(lambda: prepare_run(config, overrides, resume))
-    prepared = prepare_run(config, overrides, resume)
+    study = prepare_run(config, overrides, resume)
     try:
-        cfg = prepared.spec
+        cfg = study.spec
         if cfg.system.pool == "mpi" and cfg.system.procs > 1:
-            prepared.store.close()   # the spawned job's rank 0 runs the study on it
-            return spawn(prepared.expdir, cfg, prepared.lock)
-        return execute(prepared.expdir, None, prepared.algorithm, cfg, prepared.store)
+            study.store.close()   # the spawned job's rank 0 runs the study on it
+            return spawn(study.expdir, cfg, study.lock)
+        return execute(study)
     finally:
-        prepared.release()
+        study.release()
 
 
 def serve(config, overrides=None, resume=None):
@@ -84,22 +86,21 @@ def serve(config, overrides=None, resume=None):
     from .service.core import RemotePool
     from .service.links import service_link
 
-    prepared = prepare_run(config, overrides, resume)
+    study = prepare_run(config, overrides, resume)
     try:
-        cfg = prepared.spec
+        cfg = study.spec
         slots = max(cfg.system.procs - 1, 1) * cfg.system.slots_per_worker
-        store = prepared.store
-        link, where = service_link(store, Path(prepared.expdir).resolve(), cfg, slots)
-        print(f"emews: serving {prepared.expdir} {where}; attach pools with: mpiexec -n N "
-              f"emews pool {prepared.expdir}", flush=True)
+        link, where = service_link(study.store, Path(study.expdir).resolve(), cfg, slots)
+        print(f"emews: serving {study.expdir} {where}; attach pools with: mpiexec -n N "
+              f"emews pool {study.expdir}", flush=True)
         pool = RemotePool(link, slots)
-        link.share(store)   # PostgreSQL: the store's commit and the queue's exchange as one
+        link.share(study.store)   # PostgreSQL: the store's commit and the queue's exchange as one
         try:
-            return run_master(prepared.expdir, cfg, pool, prepared.algorithm, store)
+            return run_master(study, pool)
         finally:
             pool.close()
     finally:
-        prepared.release()
+        study.release()
 
 
 def pool_job(target, walltime=None, give_up=600.0, keys=None, workdir=None, eqsql=None,
@@ -153,33 +154,35 @@ def pool_job(target, walltime=None, give_up=600.0, keys=None, workdir=None, eqsq
 
 def execute_prepared(expdir):
     """Execute an experiment that ``emews run`` prepared and spawned this job for."""
-    return _run_under_mpiexec(lambda: Prepared(Path(expdir), StudyLock(expdir).acquire(), None))
+    return _run_under_mpiexec(lambda: reopen(expdir))
 
 
-def _run_under_mpiexec(open_experiment):
-    """Rank 0 opens the experiment (``open_experiment() -> Prepared``) and tells the others
-    where it is, or that it failed: then every rank exits non-zero."""
+def _run_under_mpiexec(open_study):
+    """Rank 0 opens the study (``open_study() -> OpenStudy``) and tells the others where it
+    is, or that it failed: then every rank exits non-zero. The others read its
+    ``config.json`` and work."""
     from mpi4py import MPI
 
     comm = MPI.COMM_WORLD
-    prepared, error = None, None
+    study, error = None, None
     if comm.Get_rank() == 0:
         try:
-            prepared = open_experiment()
+            study = open_study()
         except BaseException as exc:  # noqa: BLE001 - every rank must learn of any failure
             error = exc
-    expdir, status = comm.bcast((prepared.expdir if prepared else None,
+    expdir, status = comm.bcast((study.expdir if study else None,
                                  exit_status(error) if error else 0), root=0)
     if error is not None:
         raise error
     if status:
         raise SystemExit(status)
-    if prepared is None:   # ranks 1..
-        return execute(expdir, comm)
+    if study is None:   # ranks 1..
+        expdir = Path(expdir)
+        return run_worker(expdir, load_experiment(expdir), comm, comm.Get_rank())
     try:
-        return execute(expdir, comm, prepared.algorithm, prepared.spec, prepared.store)
+        return execute(study, comm)
     finally:
-        prepared.release()
+        study.release()
 
 
 def exit_status(error):
@@ -187,56 +190,40 @@ def exit_status(error):
     return 2 if isinstance(error, ConfigError) else 1
 
 
-def execute(expdir, comm, algorithm=None, spec=None, store=None):
-    """Execute the experiment in ``expdir`` on ``comm`` (``None``: in this process only), with
-    the ``algorithm`` prepared for this run (``None``: rank 0 builds it), its
-    :class:`~emews.config.Config` ``spec`` (``None``: read from its ``config.json``) and its
-    open ``store`` (``None``: rank 0 opens it; closed at the end).
-
-    The caller holds the study's lock.
-    """
-    expdir = Path(expdir)
-    cfg = load_experiment(expdir) if spec is None else spec
-    rank = comm.Get_rank() if comm is not None else 0
-    size = comm.Get_size() if comm is not None else 1
-    if rank > 0:
-        return run_worker(expdir, cfg, comm, rank)
-    if size > 1:
+def execute(study, comm=None):
+    """Run ``study`` (the :class:`~emews.prepare.OpenStudy` of this process) on rank 0 of
+    ``comm``, whose other ranks work (``None``, or one rank: a pool in this process); returns
+    a Result."""
+    cfg = study.spec
+    if comm is not None and comm.Get_size() > 1:
         from .pools.mpi import MPIPool
 
         pool = MPIPool(comm, cfg.system.slots_per_worker)
     else:
-        pool = InProcessPool(make_objective(cfg, expdir), max(cfg.system.procs - 1, 1)
+        pool = InProcessPool(make_objective(cfg, study.expdir), max(cfg.system.procs - 1, 1)
                              if cfg.system.pool == "inprocess" else 1)
     status = 1
     try:
         pool = with_packing(pool, cfg)
-        result = run_master(expdir, cfg, pool, algorithm, store)
+        result = run_master(study, pool)
         status = 0
     finally:
         pool.close(status)
     return result
 
 
-def run_master(expdir, cfg, pool, algorithm=None, store=None):
-    """Rank 0: the ME thread and the master on ``pool``, with the store; returns a Result.
-
-    ``algorithm`` is the one prepared for this run (:func:`emews.prepare.prepare_run`);
-    ``None``: it is built here. ``store`` is the study's, opened by the caller (``None``:
-    opened here); it is closed here. An ask/tell algorithm runs in the ME driver, which gets its
+def run_master(study, pool):
+    """Rank 0: the ME thread and the master of ``study`` (the
+    :class:`~emews.prepare.OpenStudy` of this process, whose store and algorithm they use) on
+    ``pool``; returns a Result. An ask/tell algorithm runs in the ME driver, which gets its
     settings, the algorithm and the master's limits as objects; a classic EQ/Py module reads
     ``settings.json`` at the handshake.
     """
-    study = cfg.study
-    if store is None:
-        store = study_store(expdir, cfg.system.storage, create=False)
+    expdir, cfg, store, algorithm = study.expdir, study.spec, study.store, study.algorithm
     progress = None
     previous = signal.signal(signal.SIGTERM, _raise_interrupted) \
         if threading.current_thread() is threading.main_thread() else None
     try:
-        python_path(cfg)
-        if algorithm is None:
-            algorithm = build(cfg, search_seed(cfg, store))
         classic = not isinstance(algorithm, Algorithm)
         policy = FailurePolicy.from_config(cfg.failure)
         requeue = resume_unfinished(store)
@@ -275,7 +262,7 @@ def run_master(expdir, cfg, pool, algorithm=None, store=None):
             raise interrupted(expdir, signum, store.finished_count()) from None
         if progress is not None:
             progress.show()
-        final = final_record(final, store, study)
+        final = final_record(final, store, cfg.study)
         store.set_meta("final", final)
         store.commit()
         result = result_from(expdir, store, final)
@@ -286,7 +273,6 @@ def run_master(expdir, cfg, pool, algorithm=None, store=None):
         queues.stop()  # an ME still waiting (the study ended without its DONE) gives up
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
-        store.close()
     if not cfg.system.quiet:
         print_summary(result)
     return result

@@ -3,9 +3,10 @@ outcome on a worker's. workflow.sh puts this directory on PYTHONPATH.
 
 The resident ME rank (one interpreter, kept by python_persist) runs the master of ``emews run``
 (:func:`emews.study.run_master`: the ME's thread, the store, the failure policy, the pruner,
-the limits, the resume and the final record) on a thread of its own, from the study that
-``prepare_study.py`` recorded in ``config.json``. Its pool is a :class:`SwiftPool`, which workflow.swift
-serves::
+the limits, the resume and the final record) on a thread of its own, on the study that
+``prepare_study.py`` recorded in ``config.json``, opened as the job that ``emews run`` spawns
+opens it (:func:`emews.prepare.reopen`: its lock, spec, store and algorithm). Its pool is a
+:class:`SwiftPool`, which workflow.swift serves::
 
     next_message()     the next batch of tasks the master hands the workers, as
                        "EVAL;RUNID;POINT;RUNID;POINT..." (retries among them, RUNnnnnnn-2, ...);
@@ -38,7 +39,6 @@ import time
 import traceback
 from pathlib import Path
 
-from emews import config as configuration
 from emews.errors import MEAborted
 from emews.evaluate import Outcome, from_env
 from emews.evaluate.base import Resources
@@ -47,6 +47,7 @@ from emews.evaluate.outcome import BadOutcome, Report
 from emews.evaluate.reporting import Pruned
 from emews.pools.base import Pool
 from emews.pools.mpi import redirect_output
+from emews.prepare import reopen
 from emews.status import Status
 from emews.study import run_master
 from emews.validation import env_flag
@@ -164,11 +165,6 @@ class SwiftPool(Pool):
         return outcome
 
 
-def study_config():
-    """The study as ``prepare_study.py`` recorded it in ``config.json``."""
-    return configuration.Config.read(expdir() / "config.json")
-
-
 def _run_study(pool):
     """The ME's rank: run the study's master on ``pool`` (what ``emews run`` runs, with the ME
     thread, the store and the final record), then tell workflow.swift how it ended."""
@@ -176,10 +172,14 @@ def _run_study(pool):
     try:
         package = os.environ.get("EMEWS_ME")
         try:
-            algorithm = importlib.import_module(package) if package else None
+            classic = importlib.import_module(package) if package else None
         except Exception:   # noqa: BLE001 - a classic ME that does not import: as EQPY_ABORT
             raise MEAborted(traceback.format_exc()) from None
-        run_master(expdir(), study_config(), pool, algorithm)
+        study = reopen(expdir(), classic)
+        try:
+            run_master(study, pool)
+        finally:
+            study.release()
         end = "DONE"
     except MEAborted as exc:
         print("workflow.swift: the model-exploration algorithm failed (EQPY_ABORT):\n"

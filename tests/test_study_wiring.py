@@ -3,6 +3,9 @@ limits are counted by the master alone (the ME driver proposes and stops by its 
 
 import functools
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -18,13 +21,22 @@ from emews.result import final_record
 from emews.status import Status
 from emews.store import SQLiteStore
 
-from conftest import TOY_SPACE, stored_rows
+from conftest import MPIEXEC, SUPPORT, TOY_SPACE, stored_rows
 
 COUNTING = "recording_algorithm:CountingRandom"
 
 
 def builds(path):
     return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def master_pid(expdir):
+    """The process id of the study's master, as it recorded itself in the store."""
+    store = SQLiteStore(expdir / "results.db", create=False)
+    try:
+        return store.meta("master")["pid"]
+    finally:
+        store.close()
 
 
 def test_an_inprocess_run_builds_its_algorithm_once_with_the_seed_it_runs(toy_config,
@@ -50,6 +62,22 @@ def test_a_spawned_run_builds_its_algorithm_once_in_each_process(study, emews_cl
     pids = [b["pid"] for b in builds(record)]
     # the launcher's validation and the job's rank 0 (whose ME uses what it built)
     assert len(pids) == len(set(pids)) == 2
+
+
+@pytest.mark.mpi
+def test_a_run_under_an_explicit_mpiexec_builds_its_algorithm_once_on_rank_0(study, tmp_path):
+    record = tmp_path / "builds.jsonl"
+    path = study(study={"algorithm": COUNTING, "budget": 4, "seed": 4,
+                        "objective": "toy_models:quadratic"},
+                 algorithm={"builds": str(record)})
+    done = subprocess.run([MPIEXEC, "-n", "3", sys.executable, "-m", "emews", "run", str(path)],
+                          cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(SUPPORT)),
+                          capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr
+    (expdir,) = (tmp_path / "experiments" / "study").iterdir()
+    assert [row["status"] for row in stored_rows(expdir)] == [Status.DONE] * 4
+    # rank 0 validates and runs with one algorithm; the other ranks build none
+    assert builds(record) == [{"pid": master_pid(expdir), "seed": 4}]
 
 
 @pytest.mark.slow

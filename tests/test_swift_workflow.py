@@ -71,6 +71,16 @@ def stored(expdir):
         store.close()
 
 
+def echo_study(tmp_path, swift_t, settings, procs):
+    """Run workflow.sh on a study of the echo model with ``procs`` ranks; its experiment
+    directory (it must succeed)."""
+    done = workflow_sh(tmp_path, settings, path_entries=swift_t,
+                       CANDLE_DATA_DIR=str(tmp_path / "data"), CANDLE_MODEL_IMPL="echo",
+                       MODEL_NAME="e", PROCS=str(procs))
+    assert done.returncode == 0, done.stdout + done.stderr
+    return only_experiment(tmp_path / "data" / "e")
+
+
 def assert_shown(expdir):
     shown = subprocess.run([sys.executable, "-m", "emews", "show", str(expdir)],
                            capture_output=True, text=True, timeout=120)
@@ -338,17 +348,32 @@ def test_an_echo_study_under_swift_t_stores_the_sum_of_squares(tmp_path, swift_t
     budget = 6
     settings = {"algorithm": "random", "space": SPACE, "seed": 2, "batch_size": 3,
                 "stop": {"budget": budget}}
-    done = workflow_sh(tmp_path, settings, path_entries=swift_t,
-                       CANDLE_DATA_DIR=str(tmp_path / "data"), CANDLE_MODEL_IMPL="echo",
-                       MODEL_NAME="e", PROCS="5")
-    assert done.returncode == 0, done.stdout + done.stderr
-    expdir = only_experiment(tmp_path / "data" / "e")
+    expdir = echo_study(tmp_path, swift_t, settings, procs=5)
     rows, _, _ = stored(expdir)
     assert_finished_rows(rows, {0, 1, 2}, budget)
     assert {row["status"] for row in rows} == {"done"}
     assert all(math.isclose(row["result"], row["params"]["x"] ** 2) for row in rows)
     final = json.loads((expdir / "final.json").read_text())
     assert final["evaluations"] == budget and final["best_value"] == min(r["result"] for r in rows)
+
+
+@pytest.mark.slow
+def test_the_me_rank_builds_the_algorithm_once_with_the_studys_seed(tmp_path, swift_t):
+    record = tmp_path / "builds.jsonl"
+    settings = {"algorithm": "recording_algorithm:CountingRandom", "space": SPACE, "seed": 3,
+                "batch_size": 2, "options": {"builds": str(record)}, "stop": {"budget": 4}}
+    expdir = echo_study(tmp_path, swift_t, settings, procs=4)
+    rows, _, _ = stored(expdir)
+    assert [row["status"] for row in rows] == ["done"] * 4
+    store = SQLiteStore(expdir / "results.db", create=False)
+    try:
+        master = store.meta("master")["pid"]
+    finally:
+        store.close()
+    # prepare_study.py checks the options by building it once; the ME's rank builds it once
+    built = [json.loads(line) for line in record.read_text().splitlines()]
+    assert [entry["seed"] for entry in built] == [3, 3]
+    assert built[0]["pid"] != master and built[1]["pid"] == master
 
 
 @pytest.mark.slow
