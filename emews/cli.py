@@ -258,15 +258,15 @@ def _run(args):
 
 
 def _swift_t_workflow(expdir):
-    """The ``workflow.sh`` that ran the study in ``expdir`` under Swift/T (its config.json
-    names it), else ``None``."""
-    import json
+    """The ``workflow.sh`` that ran the study in ``expdir`` under Swift/T (its store's
+    ``driver`` row names it), else ``None``."""
+    from .experiment import read_store
 
     try:
-        config = json.loads((Path(expdir) / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return config.get("workflow") if config.get("driver") == "swift-t" else None
+        driver = read_store(expdir, lambda store: store.meta("driver"))
+    except EmewsError:
+        return None   # not a study: emews run --resume says why
+    return driver["workflow"] if driver and driver.get("name") == "swift-t" else None
 
 
 def _resume_swift_t(args, workflow):

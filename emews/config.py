@@ -213,8 +213,6 @@ TABLES = {"system": System, "study": Study, "model": Model, "failure": Failure,
           "pruner": PrunerOptions, "service": Service}
 SCHEMA = {table: {f.name: f.metadata["setting"] for f in fields(cls)}
           for table, cls in TABLES.items()}
-# what Swift/T's workflow.sh adds to the config.json it records (swift/prepare_study.py)
-DRIVER_KEYS = ("driver", "workflow")
 STOP_KEYS = ("budget", "max_iterations", "tol", "patience", "target", "max_time", "step_budget",
              "reference_point")
 
@@ -284,7 +282,6 @@ class Config:
                 from None
         if not isinstance(data, dict):
             raise ConfigError(str(path), "must hold a JSON object", type(data).__name__)
-        data = {key: value for key, value in data.items() if key not in DRIVER_KEYS}
         base = Path(path).resolve().parent
         return load([_map_paths(data, lambda value: value if os.path.isabs(value)
                                 else str((base / value).resolve()))],

@@ -9,8 +9,9 @@ Checks that the settings name a known algorithm with options that fit it, a read
 space and batch mode (the only mode workflow.swift speaks), and that the objective the
 environment describes (CANDLE_MODEL_IMPL, EMEWS_OBJECTIVE, EMEWS_APP, ...) can be built. Then
 makes ``DATA_DIR/WORKFLOW/EXPnnn/`` (with ``out/``), writes the study there as ``config.json``,
-the configuration ``emews run`` records (a space given inline in ``space.json``), and an empty
-store, ``results.db``, and prints that directory. The ME's rank runs the study's master from
+the configuration ``emews run`` records (a space given inline in ``space.json``), and a store,
+``results.db``, empty but for its ``driver`` row (this workflow.sh, which ``emews run
+--resume`` runs again), and prints that directory. The ME's rank runs the study's master from
 ``config.json`` as ``emews run`` does (``emews_swift``).
 
 The settings are emews.core.me's (``algorithm``, ``options``, ``space``, ``seed``,
@@ -38,6 +39,9 @@ from emews.space import Space
 from emews.core.me import build_algorithm
 from emews.core.resume import search_settings
 from emews.store import SQLiteStore
+
+
+DRIVER = {"name": "swift-t", "workflow": str(Path(__file__).resolve().parent / "workflow.sh")}
 
 
 def read_settings(path):
@@ -100,14 +104,6 @@ def check_algorithm(cfg, space, path):
                           f"{cfg.study.algorithm!r} ({exc})", None, show_value=False) from None
 
 
-def study_config(cfg):
-    """config.json: the study ``cfg`` as emews run records it, for the master on the ME's
-    rank and emews show, status and report; and this workflow.sh, which ``emews run
-    --resume`` runs again (``--resume``)."""
-    return {**cfg.as_dict(), "driver": "swift-t",
-            "workflow": str(Path(__file__).resolve().parent / "workflow.sh")}
-
-
 def resume(expdir):
     """Check that ``expdir`` holds a study of workflow.sh (and that the objective can be built);
     return it."""
@@ -136,8 +132,8 @@ def main(argv):
         settings = read_settings(settings_path)
         space = settings.get("space")
         inline = Space.from_ga_json(space, settings_path) if isinstance(space, list) else None
-        check_algorithm(study_spec(settings, space if inline is None else "space.json", settings_path),
-                        inline, settings_path)
+        checked = study_spec(settings, space if inline is None else "space.json", settings_path)
+        check_algorithm(checked, inline, settings_path)
         evaluate.from_env()
     except EmewsError as exc:
         print(f"workflow.sh: {exc}", file=sys.stderr)
@@ -148,12 +144,15 @@ def main(argv):
             space = str(expdir / "space.json")
             experiment.write_json(space, settings["space"])
         experiment.write_json(expdir / "config.json",
-                              study_config(study_spec(settings, space, settings_path)))
+                              study_spec(settings, space, settings_path).as_dict())
     except EmewsError as exc:
         shutil.rmtree(expdir)
         print(f"workflow.sh: {exc}", file=sys.stderr)
         return 2
-    SQLiteStore(expdir / "results.db").close()  # emews show works on it from the start
+    store = SQLiteStore(expdir / "results.db")  # emews show works on it from the start
+    store.set_meta("driver", DRIVER)  # emews run --resume runs this workflow.sh again
+    store.commit()
+    store.close()
     print(expdir)
     return 0
 
