@@ -55,8 +55,8 @@ REPORT_FIELDS = {
                         "comparisons", "targets", "async_forms", "missing"),
                        ("problem", "contender", "mode", "seed", "evaluations", "seconds",
                         "hypervolume", "hypervolume_half")),
-    "pbt": (("runs", "seeds", "population", "steps", "interval", "comparisons"),
-            ("contender", "log10_loss", "q25", "q75")),
+    "pbt": (("runs", "seeds", "population", "steps", "interval", "problems", "comparisons"),
+            ("problem", "contender", "log10_loss", "q25", "q75")),
 }
 PEERS_DISPATCH = ("libEnsemble, persistent generator, async return", "Dask distributed, submit",
                   "Dask distributed, map")
