@@ -87,11 +87,13 @@ class Sizes:
     mo_modes: tuple = ("sequential", "async")
     mo_workers: int = 8
     mo_digits_epochs: int | None = 10     # the space's own 30 cost 3x the CPU (0.15 s a fit)
-    # part 13: population-based training on the PBT paper's toy problem (issue 48)
+    # part 13: population-based training on the PBT paper's toy problem and digits (issue 48)
     pbt_seeds: int = 10
     pbt_population: int = 8
     pbt_steps: int = 40
     pbt_interval: int = 4
+    pbt_problems: tuple = ("toy", "digits")
+    pbt_digits_epochs: int = 20
     # part 14: conditional spaces against their flattened selves (issue 49)
     conditional_seeds: int = 10
     conditional_budget: int = 40
@@ -127,5 +129,6 @@ SMOKE = Sizes("smoke", dispatch_tasks=300, dispatch_repeats=1, dispatch_pingpong
               mo_problems=("zdt1", "dtlz2", "digits"), mo_ours=("mbo",),
               mo_peers=("optuna MO TPE", "random"), mo_workers=3, mo_digits_epochs=2,
               pbt_seeds=2, pbt_population=4, pbt_steps=8, pbt_interval=2,
-              conditional_seeds=2, conditional_budget=6, conditional_ours=("random", "mbo"))
+              conditional_seeds=2, conditional_budget=6, conditional_ours=("random", "mbo"),
+              pbt_digits_epochs=4)
 SIZES = {sizes.name: sizes for sizes in (FULL, REDUCED, SMOKE)}

@@ -209,6 +209,22 @@ def console_messages(stderr):
     return [line for line in stderr.splitlines() if ":CONSOLE" in line]
 
 
+def image_widths(page, tmp_path):
+    """The natural width of each image of the report ``page`` once Chromium has loaded it
+    (0: not decoded), and Chromium's console lines (a probe logs ``probed``)."""
+    probe = page.replace("</body>", "<script>window.addEventListener('load', () => {"
+                         "const p = document.createElement('pre'); p.id = 'widths';"
+                         "p.textContent = [...document.images].map(i => i.naturalWidth)"
+                         ".join(','); document.body.appendChild(p);"
+                         "console.log('probed'); });</script></body>")
+    (tmp_path / "probe.html").write_text(probe)
+    probed = chromium("--dump-dom", "--virtual-time-budget=5000",
+                      (tmp_path / "probe.html").as_uri())
+    assert probed.returncode == 0, probed.stderr[-2000:]
+    widths = probed.stdout.split('<pre id="widths">')[1].split("<")[0].split(",")
+    return [int(w) for w in widths], console_messages(probed.stderr)
+
+
 def test_the_report_is_one_self_contained_page_that_chromium_renders(flaky_study, tmp_path):
     import numpy
     from matplotlib import image
@@ -228,17 +244,9 @@ def test_the_report_is_one_self_contained_page_that_chromium_renders(flaky_study
     assert loaded.returncode == 0 and "Parameter importance" in loaded.stdout
     assert console_messages(loaded.stderr) == []
     # The same page with a probe: every image decoded (and console lines are seen at all).
-    probe = page.replace("</body>", "<script>window.addEventListener('load', () => {"
-                         "const p = document.createElement('pre'); p.id = 'widths';"
-                         "p.textContent = [...document.images].map(i => i.naturalWidth)"
-                         ".join(','); document.body.appendChild(p);"
-                         "console.log('probed'); });</script></body>")
-    (tmp_path / "probe.html").write_text(probe)
-    probed = chromium("--dump-dom", "--virtual-time-budget=5000",
-                      (tmp_path / "probe.html").as_uri())
-    widths = probed.stdout.split('<pre id="widths">')[1].split("<")[0].split(",")
-    assert len(widths) == 5 and all(int(w) > 0 for w in widths)
-    assert any("probed" in line for line in console_messages(probed.stderr))
+    widths, console = image_widths(page, tmp_path)
+    assert len(widths) == 5 and all(w > 0 for w in widths)
+    assert any("probed" in line for line in console)
     shot = chromium("--screenshot=" + str(tmp_path / "shot.png"), "--window-size=1200,2400",
                     (tmp_path / "r.html").as_uri())
     assert shot.returncode == 0

@@ -171,7 +171,7 @@ def test_cfg_files_of_a_workflow_emews_does_not_run_are_refused(tmp_path):
     (tmp_path / "cp-leaveout" / "test").mkdir(parents=True)
     with pytest.raises(ConfigError, match="is a cfg file of Supervisor's cp-leaveout workflow; "
                                           "emews runs those of GA, mlrMBO, grid, random, uq-noise, "
-                                          "async-search and upf"):
+                                          "async-search, pbt and upf"):
         read(GA[0], shutil.copy(GA[1], tmp_path / "cp-leaveout" / "test"), {"MODEL_NAME": "sup"})
     with pytest.raises(ConfigError, match="must be a cfg file of Supervisor's GA workflow"):
         read(GA[0], shutil.copy(GA[0], tmp_path / "prm.sh"), {"MODEL_NAME": "sup"})

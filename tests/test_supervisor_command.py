@@ -146,6 +146,65 @@ def test_the_uq_noise_workflow_sweeps_its_noise_levels_on_an_mpiexec_pool(home):
 
 
 @pytest.mark.slow
+def test_the_pbt_workflow_trains_a_population_of_tc1_on_an_mpiexec_pool(home):
+    # pbt_run.sh SITE EXP_ID PARAMS_FILE, its SITE.cfg explicit; tc1 on synthetic data
+    import hashlib
+
+    import emews
+    from emews.inspect import show
+    from emews.space import Space
+
+    params_file = SUPPORT / "supervisor" / "tc1_params_small.json"
+    done = supervisor(home, "local", "-a", str(home / "workflows" / "pbt" / "scripts" /
+                                              "local.cfg"), str(params_file), PROCS="4",
+                      MODEL_PYTHON_DIR=str(MODELS),
+                      EMEWS_PROJECT_ROOT=str(home / "workflows" / "pbt"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "EXP_DIR = '../experiments/-a' is not used" in done.stdout
+    expdir = linked(home)
+    assert expdir == home / "data" / "tc1" / "EXP000"      # tc1, as its local_submit.cfg
+    config = json.loads((expdir / "config.json").read_text())
+    assert config["study"]["algorithm"] == "pbt" and config["study"]["mode"] == "async"
+    assert config["study"]["space"] == str(params_file.resolve())
+    assert {k: config["algorithm"][k] for k in ("population_size", "max_steps",
+                                                "perturbation_interval", "quantile",
+                                                "factors", "resample_probability")} == {
+        "population_size": 3, "max_steps": 5, "perturbation_interval": 2, "quantile": 0.2,
+        "factors": [0.8, 1.2], "resample_probability": 0.0}   # PROCS - 1; epochs; tc1_pbt.py
+    study = emews.load(expdir)
+    segments = show.lineage(study)
+    by_name = {s["name"]: s for s in segments}
+    curves = study.curves()
+    space = Space.from_file(params_file)
+    assert study.final["stop_reason"] == "the algorithm has no more points to propose"
+    assert {s["status"] for s in segments} == {"done"} and len(segments) == len(study.rows)
+    assert sorted({s["member"] for s in segments}) == [0, 1, 2]
+    assert all(max(s["until"] for s in segments if s["member"] == m) == 5 for m in range(3))
+    assert any(s["donor"] for s in segments), "no member exploited another"
+    for segment in segments:
+        (row,) = [r for r in study.rows if r["id"] == segment["id"]]
+        started = json.loads((expdir / "run" / row["run_id"] / "started.json").read_text())
+        start = segment["donor"] or segment["parent"]
+        # the checkpoint the model found is exactly its start segment's (donor's on exploit)
+        found = (expdir / "checkpoints" / "segments" / start / "tc1.npz").read_bytes() \
+            if start else None
+        assert started == {"epoch": segment["start"],
+                           "sha256": found and hashlib.sha256(found).hexdigest()}, segment
+        assert segment["start"] == (by_name[start]["until"] if start else 0)
+        assert segment["until"] == min(segment["start"] + 2, 5)
+        # its reports are the epochs it trained; its value the last of them
+        assert sorted(curves[segment["id"]]) == list(range(segment["start"] + 1,
+                                                           segment["until"] + 1))
+        assert segment["value"] == curves[segment["id"]][segment["until"]]
+        assert space.contains(segment["params"]), segment
+        if segment["donor"]:   # explore: the donor's lr and drop times 0.8 or 1.2 (in bounds)
+            donor = by_name[segment["donor"]]["params"]
+            for name, (lower, upper) in (("lr", (0.0001, 0.01)), ("drop", (0.0, 0.9))):
+                assert segment["params"][name] in [min(max(donor[name] * f, lower), upper)
+                                                   for f in (0.8, 1.2)], (name, segment)
+
+
+@pytest.mark.slow
 def test_a_study_that_does_not_end_by_its_own_rule_fails_the_test_script(home):
     # drained at once (its walltime is over): the study stops, but not by its own rule
     done = bash(home, "random/test/test.sh", "local", PROCS="3", CANDLE_MODEL_IMPL="echo",
@@ -275,19 +334,34 @@ def test_site_files_are_sourced_as_they_are_for_the_study_and_the_model_shell(ho
      "[MODEL_NAME [CANDLE_MODEL_TYPE CANDLE_IMAGE]]; got 6 arguments"),
     (["local", "cp-leaveout", "cfg.sh"], {}, "emews supervisor: names Supervisor's workflow "
      "'cp-leaveout', which does not fit emews's ask/tell model (see the supervisor docs); "
-     "emews runs GA, mlrMBO, grid, random, uq-noise, async-search and upf"),
+     "emews runs GA, mlrMBO, grid, random, uq-noise, async-search, pbt and upf"),
     (["local", "-a", "s.sh", "p.sh", "m"], {}, "emews supervisor: needs the workflow"),
     (["local", "GA", "no-such.sh"], {}, "emews supervisor CFG: must be a readable file, or one "
      "found on SUPERVISOR_PATH"),
     (["frontier", "GA", "cfg-1.sh"], {}, "emews supervisor SITE: must have Supervisor's "
      "env-SITE.sh or sched-SITE.sh on SUPERVISOR_PATH"),
-], ids=["count", "unsupported", "no-workflow", "no-cfg", "no-site-files"])
+    (["local", "-a", "pbt/scripts/local.cfg", "lr.json"], {"EMEWS_PROJECT_ROOT": "pbt"},
+     "{workflows}/lr.json: epochs: must be a constant whole number of 1 or more (the epochs each member "
+     "of the pbt workflow trains)"),
+    (["local", "-a", "pbt/scripts/local.cfg", "tc1_params_small.json"],
+     {"EMEWS_PROJECT_ROOT": "pbt", "PROCS": "2"}, "{workflows}/pbt/scripts/local.cfg: PROCS: must be 3 or "
+     "more for the pbt workflow (a population of PROCS - 1, at least 2), got 2"),
+], ids=["count", "unsupported", "no-workflow", "no-cfg", "no-site-files", "pbt-no-epochs",
+        "pbt-procs"])
 def test_bad_use_is_one_line_exit_status_2_and_makes_nothing(home, args, env, message):
     (home / "run" / "cfg-1.sh").write_text(MERGED)
+    shutil.copy(SUPPORT / "supervisor" / "tc1_params_small.json", home / "workflows")
+    (home / "workflows" / "lr.json").write_text(json.dumps(
+        [{"name": "lr", "type": "float", "lower": 0.001, "upper": 0.1}]))
+    args = [str(home / "workflows" / a) if a.endswith((".cfg", ".json")) else a
+            for a in args]   # the tree's files
+    env = {k: str(home / "workflows" / v) if k == "EMEWS_PROJECT_ROOT" else v
+           for k, v in env.items()}
     done = supervisor(home, *args, SUPERVISOR_HOME=str(home), **env)
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.strip() == done.stderr.strip().splitlines()[0]
-    assert done.stderr.startswith(f"emews: error: {message}")
+    workflows = home / "workflows"
+    assert done.stderr.startswith(f"emews: error: {message.format(workflows=workflows)}")
     assert not (home / "data").exists() and not (home / "run" / "turbine-output").exists()
 
 

@@ -40,6 +40,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from ..core.algorithm import point_key
 from ..core.replicas import settings_of, summarize
+from ..core.segments import split
 from ..errors import ConfigError, EmewsError
 from ..space import Categorical, Constant, Float, Int, Logical, Space
 from ..status import FINAL, Status
@@ -88,10 +89,11 @@ def observed_distributions(rows):
     """Distributions read off the parameter values of ``rows``, for a study whose search-space
     file is gone (an experiment copied off its machine): integers as an
     :class:`IntDistribution`, other numbers as a :class:`FloatDistribution`, each over the
-    values seen, anything else as a :class:`CategoricalDistribution` of the values seen."""
+    values seen, anything else as a :class:`CategoricalDistribution` of the values seen (a
+    population-based study's segment record is not a parameter: see :func:`frozen_trial`)."""
     values = {}
     for row in rows:
-        for name, value in (row["params"] or {}).items():
+        for name, value in split(row["params"] or {})[0].items():
             values.setdefault(name, []).append(value)
     result = {}
     for name, seen in values.items():
@@ -150,8 +152,10 @@ def frozen_trial(row, dists, number=0, trial_id=0, expdir=None, curve=None, crit
     left out); start (``started``, or ``queued`` while it waits) and end times; user
     attributes ``emews_id``, ``run_id``, ``run_dir`` (with ``expdir``, the experiment's
     resolved directory, where that run's directory exists: a ``py`` model has none),
-    ``status``, ``rank``, ``attempt``, ``error`` and ``metrics``;
-    ``curve``: its intermediate values (see :func:`learning_curves`). A study with replicas
+    ``status``, ``rank``, ``attempt``, ``error`` and ``metrics``, and a population-based study's
+    ``segment`` (its record, :mod:`emews.core.segments`: member, name, parent, donor, start
+    and until steps); ``curve``: its intermediate values (see :func:`learning_curves`: a
+    segment's, the steps it trained). A study with replicas
     has :func:`point_trials` instead.
     """
     state = STATES[row["status"]]
@@ -168,6 +172,9 @@ def frozen_trial(row, dists, number=0, trial_id=0, expdir=None, curve=None, crit
     attrs = {"emews_id": row["id"], "run_id": row["run_id"], "status": row["status"],
              "rank": row["rank"], "attempt": row["attempt"], "error": row["error"],
              "metrics": row["metrics"]}
+    record = split(row["params"] or {})[1]
+    if record is not None:
+        attrs["segment"] = record
     run_dir = _run_dir(expdir, row)
     if run_dir is not None:
         attrs["run_dir"] = run_dir

@@ -8,7 +8,10 @@
 
 The page needs no network: its images are base64 ``data:`` URIs and its style is inline.
 A study of several objectives adds its Pareto front (a scatter, or a pair plot for three or more)
-and its hypervolume over evaluations (:func:`hypervolume_curve`).
+and its hypervolume over evaluations (:func:`hypervolume_curve`). A population-based study
+(``algorithm = "pbt"``) adds the population's curves (each member's segments joined, its
+exploits marked) and each member's hyperparameter schedule over steps, the best member's
+(``emews show --schedule``) drawn over them.
 Parameter importance is the permutation importance (scikit-learn's ``permutation_importance``)
 of a random forest (``RandomForestRegressor``) fitted to the parameters (each mapped to [0, 1]
 on its scale; a parameter a point leaves out, inactive, to -1, apart) and the objective.
@@ -24,6 +27,7 @@ from ..errors import ConfigError
 from ..space import Space
 from ..status import FINAL, Status
 from . import plot
+from .show import lineage, schedule
 from .summary import one_line, render, summary
 
 MIN_FOR_IMPORTANCE = 8
@@ -54,6 +58,13 @@ def write_report(study, output=None):
     if curves:   # the models reported (emews.report)
         figures.insert(1, ("curves", "Learning curves",
                            lambda plt, study, _: _curves(plt, study, curves)))
+    segments = lineage(study)
+    if segments:   # a population-based study (algorithm = "pbt")
+        figures[1:1] = [
+            ("population", "The population's curves",
+             lambda plt, study, _: _population(plt, study, segments, curves)),
+            ("schedules", "Each member's hyperparameter schedule",
+             lambda plt, study, coordinates: _schedules(plt, study, segments, coordinates))]
     sections = []
     for name, title, draw in figures:
         figure, note = draw(plt, study, coordinates)
@@ -145,6 +156,93 @@ def _curves(plt, study, curves):
     return figure, (f"What {len(curves)} evaluations reported at each step "
                     f"(<code>emews.report</code>); the {pruned} that the pruner stopped in "
                     "grey, ending with an x.")
+
+
+def _by_member(segments):
+    """``{member: its segments in the order they were proposed}``."""
+    members = {}
+    for segment in sorted(segments, key=lambda s: s["id"]):
+        members.setdefault(segment["member"], []).append(segment)
+    return members
+
+
+def _population(plt, study, segments, curves):
+    """Each member's reported values by step, one colour a member (label ``member M``): its
+    segments' curves joined, each from the value its start checkpoint had (the end of its
+    parent, or on exploit of its donor: marked with a triangle)."""
+    figure, axes = plt.subplots(figsize=(8, 4.5))
+    ended = {s["name"]: curves.get(s["id"], {}).get(s["until"]) for s in segments}
+    exploits = 0
+    for member, own in sorted(_by_member(segments).items()):
+        steps, values = [], []
+        for segment in own:
+            curve = curves.get(segment["id"], {})
+            start = ended.get(segment["donor"] or segment["parent"])
+            if start is not None:
+                steps.append(segment["start"])
+                values.append(start)
+            steps += sorted(curve)
+            values += [curve[s] for s in sorted(curve)]
+            steps.append(math.nan)   # a break between segments
+            values.append(math.nan)
+        line, = axes.plot(steps, values, linewidth=1.2, label=f"member {member}")
+        jumps = [(s["start"], ended[s["donor"]]) for s in own
+                 if s["donor"] is not None and ended.get(s["donor"]) is not None]
+        exploits += len(jumps)
+        if jumps:
+            axes.plot(*zip(*jumps), linestyle="none", marker="^", color=line.get_color())
+    axes.set(xlabel="step", ylabel=study.objective,
+             title="reported values by step, one colour a member")
+    axes.legend(fontsize="small")
+    figure.tight_layout()
+    return figure, (f"{len(segments)} segments of {len(_by_member(segments))} members: each "
+                    "member's reports by step, each segment from the value of the checkpoint "
+                    f"it started from; a triangle at each of the {exploits} exploits, where a "
+                    "member took a donor's checkpoint (<code>emews show --lineage</code>).")
+
+
+def _schedules(plt, study, segments, coordinates):
+    """One panel a varying hyperparameter (titled with its name): each member's value over
+    the steps of its segments (label ``member M``), and the best member's schedule (label
+    ``best``, black, dashed)."""
+    names = coordinates.varying() or coordinates.names
+    members = _by_member(segments)
+    done = [s for s in segments if s["status"] == Status.DONE and s["value"] is not None]
+    best = schedule(study) if done else None
+    columns = min(2, max(len(names), 1))
+    rows = max(1, math.ceil(len(names) / columns))
+    figure, grid = plt.subplots(rows, columns, figsize=(6 * columns, 3.4 * rows), squeeze=False)
+    for axes, name in zip(grid.flat, names):
+        def position(value, name=name):
+            return value if _numeric(value) or value is None else \
+                coordinates.labels(name).index(str(value))
+
+        for member, own in sorted(members.items()):
+            steps = [step for s in own for step in (s["start"], s["until"], math.nan)]
+            values = [v for s in own for v in [position(s["params"].get(name))] * 2 + [math.nan]]
+            axes.plot(steps, [math.nan if v is None else v for v in values], linewidth=1.4,
+                      label=f"member {member}")
+        if best is not None:
+            starts = sorted(int(step) for step in best["schedule"])
+            values = [position(best["schedule"][str(step)].get(name)) for step in starts]
+            axes.step(starts + [best["until"]], values + values[-1:], where="post",
+                      color="k", linestyle="--", linewidth=1.0, label="best")
+        if not all(_numeric(v) for v in coordinates.values[name]):
+            labels = coordinates.labels(name)
+            axes.set_yticks(range(len(labels)), labels)
+        elif coordinates.is_log(name):
+            axes.set_yscale("log")
+        axes.set(xlabel="step", ylabel=name, title=name)
+    grid.flat[0].legend(fontsize="small")
+    for axes in list(grid.flat)[len(names):]:
+        axes.set_axis_off()
+    figure.tight_layout()
+    note = "" if best is None else (
+        f" Dashed: the schedule of the best segment, {_e(best['name'])} (member "
+        f"{best['member']}), followed back through the segments it started from "
+        "(<code>emews show --schedule</code>), to replay as one training.")
+    return figure, ("Each member's hyperparameters over the steps each of its segments "
+                    "trained (a member that exploits takes its donor's, perturbed)." + note)
 
 
 def _front(plt, study, coordinates):

@@ -41,11 +41,18 @@ naming the file, with bash's exit status and the last line it printed (an ``echo
          "samples": {"num": [N]}})            its determineParameters.py draws them; budget N
     uq-noise: its workflow.swift's grid       algorithm "sweep", async mode: x_noise_level and
                                               y_noise_level 0, 3, ..., 30, epochs 1
+    pbt: SITE.cfg (PROCS, PPN, EXP_DIR) and   algorithm "pbt", async mode, as its
+        its parameter file (data/tc1_params_  python/tc1_pbt.py: population PROCS - 1 (its
+        *.json) instead of a cfg-prm file     rank 0 is a datastore), ready every 2 epochs,
+                                              quantile 0.2, explore by factors 0.8 and 1.2;
+                                              max_steps the file's constant epochs; model
+                                              tc1 (its local_submit.cfg's) unless MODEL_NAME
 
 The workflow is the one named (``emews supervisor``'s), else the cfg-prm file's
 (``workflows/GA``, ``mlrMBO``, ...), else the one whose variables the files set; a second file
 whose name does not end in ``.sh`` is the UPF of Supervisor's upf workflow (``workflow.sh SITE
-EXPID CFG_SYS UPF``). With one cfg file (the ``supervisor`` tool's form: flat, structured with
+EXPID CFG_SYS UPF``), or the pbt workflow's parameter file (``pbt_run.sh SITE EXP_ID
+PARAMS_FILE``: ``emews supervisor SITE EXP_ID SITE.cfg PARAMS_FILE``, the workflow pbt). With one cfg file (the ``supervisor`` tool's form: flat, structured with
 ``source_cfg``/``find_cfg``, or sys and prm settings merged) that file is all the settings;
 upf's names its UPF file in ``UPF``. While the files are sourced, Supervisor's helpers
 ``source_cfg``, ``find_cfg``, ``sv_path_append`` and ``sv_path_prepend`` work as in its
@@ -59,6 +66,7 @@ that the files' own text refers to (a helper such as ``POP_DEFAULT``) is no sett
 """
 
 import json
+import math
 import os
 import re
 import subprocess
@@ -141,6 +149,7 @@ WORKFLOWS = {
         "RANDOM_SEED": ("study", "seed", "int"),
         "N_JOBS": ("algorithm", "n_jobs", "int"),
     }),
+    "pbt": ("pbt", {}),
 }
 # Supervisor's async-search.py: skopt's Optimizer on its python/as_problem.py, asked whenever
 # results come back
@@ -157,8 +166,15 @@ UQ_NOISE = {"x_noise_level": [3.0 * level for level in range(11)],
             "y_noise_level": [3.0 * level for level in range(11)], "epochs": [1]}
 UQ_NOISE_IGNORES = ("CACHE_DIR", "XCORR_DATA_DIR")   # its cfg-prm-1.sh, left from cp-leaveout
 SETTINGS_FILE = {"grid": GRID_FILE, "random": GRID_FILE}   # both read data/settings.json
+# Supervisor's pbt workflow, python/tc1_pbt.py: TC1PBTWorker.ready (every 2 epochs),
+# truncation_select (bottom and top 20 %), update (lr * 0.8 or 1.2); its rank 0 is a datastore
+PBT = {"perturbation_interval": 2, "quantile": 0.2, "explore": "perturb",
+       "resample_probability": 0.0, "factors": [0.8, 1.2]}
+PBT_MODEL = "tc1"   # its scripts/local_submit.cfg: tc1_pbt.py PARAMS_FILE EXP_DIR tc1 EXP_ID
+PBT_IGNORES = {"EXP_DIR": "emews makes the experiment directory (CANDLE_DATA_DIR/MODEL_NAME/"
+                          "EXPnnn)"}
 OTHER_WORKFLOWS = ("cp1", "cp-leaveout", "one-shot", "dense-noise", "csg", "cmp-cv",
-                   "simple_uq", "pbt", "xcorr", "cross-study", "async-horovod", "async-local",
+                   "simple_uq", "xcorr", "cross-study", "async-horovod", "async-local",
                    "test-horovod")
 UNUSED = {  # set by Supervisor's files, and changing nothing under emews
     "NUM_BUFFER": "emews's async driver hands each free worker a point itself",
@@ -282,7 +298,8 @@ def read(cfg_sys, cfg_prm=None, environ=None, name=None):
     namespace = Settings(environ)
     namespace.read(cfg_sys)
     if cfg_prm is not None and not str(cfg_prm).endswith(".sh"):
-        name, algorithm, variables = "upf", "sweep", {}
+        name, algorithm, variables = ("pbt", "pbt", {}) if name == "pbt" else \
+            ("upf", "sweep", {})
     else:
         if cfg_prm is not None:
             namespace.read(cfg_prm)
@@ -296,6 +313,8 @@ def read(cfg_sys, cfg_prm=None, environ=None, name=None):
     if name == "uq-noise":
         unused.update((var, "Supervisor's uq-noise workflow does not read it")
                       for var in UQ_NOISE_IGNORES)
+    if name == "pbt":
+        unused.update(PBT_IGNORES)
     mapping = {var: to for var, to in {**COMMON, **variables}.items() if var not in unused}
     known = {*mapping, *unused, "IGNORE_ERRORS"}
     notes = [f"{var} = {namespace.values[var]!r} is not used: {why}"
@@ -316,6 +335,8 @@ def read(cfg_sys, cfg_prm=None, environ=None, name=None):
         options = {"params": dict(UQ_NOISE)}
     elif name == "async-search":
         options = dict(ASYNC_SEARCH)
+    elif name == "pbt":
+        options = dict(PBT)
     study = {"system": {}, "study": {"algorithm": algorithm,
                                      "mode": "batch" if name in ("GA", "mlrMBO") else "async",
                                      "experiment_numbering": "supervisor"},
@@ -338,6 +359,11 @@ def read(cfg_sys, cfg_prm=None, environ=None, name=None):
     if ignore not in (None, ""):
         where = f"{namespace.where.get('IGNORE_ERRORS', 'environment variable')}: IGNORE_ERRORS"
         study["failure"]["on_failure"] = "abort" if convert(ignore, "int", where) == 0 else "fail"
+    if name == "pbt":
+        if cfg_prm is not None:
+            study["study"]["space"] = str(Path(cfg_prm).resolve())
+        pbt_settings(study, cfg_prm or cfg_sys,
+                     f"{namespace.where.get('PROCS', 'environment variable')}: PROCS")
     if "model_name" in study["study"]:
         study["study"]["name"] = study["study"]["model_name"]
         if study["model"].get("type") == "SINGULARITY":  # workflow.sh: basename $MODEL_NAME .sif
@@ -348,6 +374,37 @@ def read(cfg_sys, cfg_prm=None, environ=None, name=None):
         raise ConfigError(str(cfg_sys), "must name the UPF file of Supervisor's upf workflow "
                           "(UPF=FILE)", None, show_value=False)
     return {table: values for table, values in study.items() if values}, notes
+
+
+def pbt_settings(study, where, procs_where):
+    """Complete the study of Supervisor's pbt workflow as its ``python/tc1_pbt.py`` runs: a
+    member on each process but the first (``PROCS - 1``), each trained to the parameter
+    file's constant ``epochs``, the model tc1 unless ``MODEL_NAME`` names another; a budget of
+    twice the segments that takes (an async member may go back to a donor's step: the search
+    ends by itself once every member has trained them all)."""
+    from ..space import Constant, Space
+
+    space_file = study["study"].get("space")
+    if not space_file:
+        raise ConfigError(str(where), "must come with the pbt workflow's parameter file "
+                          "(emews supervisor SITE EXP_ID SITE.cfg PARAMS_FILE, or "
+                          "PARAM_SET_FILE)", None, show_value=False)
+    epochs = {p.name: p for p in Space.from_file(space_file).params}.get("epochs")
+    if not isinstance(epochs, Constant) or not isinstance(epochs.value, int) \
+            or isinstance(epochs.value, bool) or epochs.value < 1:
+        raise ConfigError(f"{space_file}: epochs", "must be a constant whole number of 1 or "
+                          "more (the epochs each member of the pbt workflow trains)",
+                          getattr(epochs, "value", None), show_value=epochs is not None)
+    procs = study["system"].get("procs")
+    if procs is None or procs < 3:
+        raise ConfigError(procs_where, "must be 3 or more for the pbt workflow (a "
+                          "population of PROCS - 1, at least 2)", procs)
+    options = study["algorithm"]
+    options["population_size"], options["max_steps"] = procs - 1, epochs.value
+    segments = options["population_size"] * math.ceil(epochs.value /
+                                                       options["perturbation_interval"])
+    study["study"].setdefault("budget", 2 * segments)
+    study["study"].setdefault("model_name", PBT_MODEL)
 
 
 def find(name, search):

@@ -10,6 +10,9 @@ site files stay as they are. The arguments are told apart by their count, as Sup
                                                        cfg files name the model)
     SITE EXPID CFG_SYS CFG_PRM MODEL_NAME              workflow.sh, 5 arguments
     SITE EXPID CFG_SYS CFG_PRM MODEL_NAME CANDLE_MODEL_TYPE CANDLE_IMAGE        7 arguments
+    SITE EXP_ID SITE.cfg PARAMS_FILE                   the pbt workflow's pbt_run.sh SITE EXP_ID
+                                                       PARAMS_FILE, its site's cfg made explicit
+                                                       (EXP_ID exported, as pbt_run.sh does)
 
 What follows, in Supervisor's order::
 
@@ -92,6 +95,8 @@ def parse(arguments, workflow=None, environ=None, cwd=None):
         expid = environ.get("EXPID") or "-a"
     else:
         expid, cfg_sys, cfg_prm, *model = rest
+        if workflow == "pbt":
+            environ["EXP_ID"] = expid   # pbt_run.sh: export EXP_ID=$2 (its SITE.cfg reads it)
         if model:
             environ["MODEL_NAME"] = model[0]
         if len(model) == 3:

@@ -1,0 +1,45 @@
+"""Part 13 (population-based training) at smoke size, both problems: the toy of the PBT paper
+and the digits network whose learning-rate schedule matters."""
+
+import json
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from benchmarks import pbt
+from benchmarks.sizes import SMOKE
+
+from .test_smoke import REPO
+
+
+def test_a_digits_epoch_leaves_the_checkpoint_it_started_from_as_it_was():
+    digits = pbt.PROBLEMS["digits"]()
+    start = digits.start()
+    copy = [np.copy(a) for a in start[1:]]
+    after = digits.step(start, {"lr": 0.3})
+    assert after[0] == 1 and all(np.array_equal(a, b) for a, b in zip(start[1:], copy))
+    assert digits.loss(after) < digits.loss(start)   # it learns
+    assert digits.step(start, {"lr": 0.3})[1].tolist() == after[1].tolist()   # the same epoch
+
+
+@pytest.mark.slow   # both problems, every contender: seconds on a busy machine
+def test_the_smoke_run_scores_every_contender_on_both_problems(tmp_path):
+    args = ["pbt", "--smoke", "--out", str(tmp_path), "--readme", str(tmp_path / "README.md")]
+    done = subprocess.run([sys.executable, "-m", "benchmarks", *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    (path,) = tmp_path.glob("*.json")
+    part = json.loads(path.read_text())["parts"]["pbt"]
+    assert part["problems"] == ["toy", "digits"]
+    assert part["steps"] == {"toy": SMOKE.pbt_steps, "digits": SMOKE.pbt_digits_epochs}
+    assert sorted((r["problem"], r["contender"]) for r in part["runs"]) == sorted(
+        (problem, name) for problem in ("toy", "digits") for name in pbt.CONTENDERS)
+    assert all(math.isfinite(r["log10_loss"]) and r["q25"] <= r["log10_loss"] <= r["q75"]
+               for r in part["runs"])
+    assert {problem: sorted(compared) for problem, compared in part["comparisons"].items()} \
+        == {problem: sorted(set(pbt.CONTENDERS) - {"pbt"}) for problem in ("toy", "digits")}
+    readme = (tmp_path / "README.md").read_text()
+    assert "| digits | pbt |" in readme and "| digits | random + asha |" in readme
