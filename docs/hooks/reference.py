@@ -13,7 +13,6 @@ written as their paths), so that a README beside the code is the one text of its
 """
 
 import argparse
-import enum
 import functools
 import inspect
 import re
@@ -106,15 +105,12 @@ def markdown_doc(obj):
 
 
 def signature(name, obj):
-    """How ``name`` is written: an import for a module, ``class name(bases)`` for an enum,
-    ``class name`` for a class built without arguments, the call (``self``, ``cls`` and
-    annotations left out) for a class or function, else ``name = value`` (a string, a tuple)
-    or ``name: type``."""
+    """How ``name`` is written: an import for a module, ``class name`` for a class built
+    without arguments, the call (``self``, ``cls`` and annotations left out) for a class or
+    function, else ``name = value`` (a string, a tuple) or ``name: type``."""
     if inspect.ismodule(obj):
         parent, _, child = name.rpartition(".")
         return f"from {parent} import {child}"
-    if isinstance(obj, enum.EnumType):
-        return f"class {name}({', '.join(base.__name__ for base in obj.__bases__)})"
     if callable(obj):
         if inspect.isclass(obj):   # its __init__, or its __new__ where it has no __init__
             made = obj.__init__ if inspect.isfunction(obj.__init__) else obj.__new__
@@ -137,12 +133,14 @@ def entry(heading, name, obj):
 
 
 def members(name, obj):
-    """The entries under a public name: an enum's members, a class's public methods, a
-    module's ``__all__`` (the EQ/Py names of ``eqpy``); a name of ``emews.__all__`` among them
-    points to its own section."""
-    if isinstance(obj, enum.EnumType):
+    """The entries under a public name: a class's constants (``UPPER_CASE``) or its public
+    methods, a module's ``__all__`` (the EQ/Py names of ``eqpy``); a name of ``emews.__all__``
+    among them points to its own section."""
+    constants = {n: v for n, v in vars(obj).items() if n.isupper()} \
+        if inspect.isclass(obj) else {}
+    if constants:
         return ["| member | value |\n|---|---|\n" + "\n".join(
-            f"| `{name}.{m.name}` | `{m.value!r}` |" for m in obj)]
+            f"| `{name}.{n}` | `{v!r}` |" for n, v in constants.items())]
     if inspect.ismodule(obj):
         return [f"### `{name}.{n}`\n\nThe same as `emews.{n}`."
                 if getattr(emews, n, None) is getattr(obj, n) and n in emews.__all__

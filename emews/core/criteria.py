@@ -19,6 +19,7 @@ keeps each run's objectives and feasibility, the algorithm is told an
 several objectives or any constraint.
 """
 
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -109,9 +110,10 @@ class Criteria:
                             for text in study.constraints or ())
         return cls(tuple(names), tuple(directions), constraints)
 
-    @property
+    @functools.cached_property
     def vector(self):
-        """True for a study of several objectives, or with constraints."""
+        """True for a study of several objectives, or with constraints (read once per result:
+        cached)."""
         return len(self.names) > 1 or bool(self.constraints)
 
     def judge(self, outcome):

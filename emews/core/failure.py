@@ -57,7 +57,7 @@ class FailurePolicy:
 
     def decide(self, outcome, attempt):
         """What to do with ``outcome``, the result of attempt number ``attempt`` (from 1)."""
-        if outcome.status == Status.DONE and not math.isnan(outcome.value):
+        if succeeded(outcome):
             return Decision("done", outcome.value)
         reason = outcome.error or "the evaluation produced no value"
         if attempt <= self.retries:
@@ -65,6 +65,11 @@ class FailurePolicy:
         if self.on_failure == "abort":
             return Decision("abort", reason=reason)
         return Decision("fail", math.nan if self.penalty is None else self.penalty, reason)
+
+
+def succeeded(outcome):
+    """Whether ``outcome`` is a result: ``done``, with a number (not NaN)."""
+    return outcome.status == Status.DONE and not math.isnan(outcome.value)
 
 
 class Classified(NamedTuple):
@@ -94,15 +99,14 @@ def classify(outcome, attempt, policy, criteria, curve=None):
     constraints.
     """
     outcome = criteria.judge(outcome)
+    if succeeded(outcome):   # the common case first, without a Decision
+        value = criteria.search_value(outcome.objectives, outcome.metrics) if criteria.vector \
+            else outcome.value
+        return Classified(outcome, Status.DONE, "done", value, value)
     if outcome.status == Status.PRUNED:
         return Classified(outcome, Status.PRUNED, "pruned", PrunedResult(curve))
-    decision = policy.decide(outcome, attempt)
-    if outcome.status == Status.INTERRUPTED:
-        decision = Decision("retry")
-    if decision.action == "done":
-        value = criteria.search_value(outcome.objectives, outcome.metrics) if criteria.vector \
-            else decision.value
-        return Classified(outcome, Status.DONE, "done", value, value)
+    decision = Decision("retry") if outcome.status == Status.INTERRUPTED \
+        else policy.decide(outcome, attempt)
     status = Status.QUEUED if decision.action == "retry" else Status.FAILED
     return Classified(outcome, status, decision.action, decision.value, math.nan,
                       decision.reason)

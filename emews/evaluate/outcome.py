@@ -69,7 +69,7 @@ def _text_in(value):
 
 def _status_in(value):
     if value in POOL_OUTCOMES:
-        return str(value)
+        return value
     raise ValueError(value)
 
 

@@ -99,7 +99,7 @@ Row = dict[str, Any]
 """A point, an attempt or a report as the reads give it: column -> value, JSON decoded."""
 Write = tuple[str, Sequence[Sequence[Any]], str]
 """A buffered write: ``(statement, rows, action)``, the statement run once per row."""
-Finished = tuple[int, int | None, Outcome, int, Status]
+Finished = tuple[int, int | None, Outcome, int, str]
 """A finished attempt: ``(id, rank, outcome, attempt, status)`` (see :meth:`Store.finish`)."""
 
 class Snapshot(typing.NamedTuple):
@@ -335,7 +335,7 @@ class Store(abc.ABC):
         """Every ``key -> value`` stored with :meth:`set_meta`."""
 
     @abc.abstractmethod
-    def rows(self, *statuses: Status) -> list[Row]:
+    def rows(self, *statuses: str) -> list[Row]:
         """Points as dicts (``params`` and ``metrics`` decoded, ``{}`` without metrics), by
         id; only those in ``statuses`` when given."""
 
@@ -452,7 +452,7 @@ def finished_rows(rows: Iterable[Finished]
 def duplicate_rows(rows: Iterable[tuple[int, int, Outcome, int]]) -> list[tuple[Any, ...]]:
     """The ``attempts`` rows (as :func:`finished_rows` makes them) of late results
     ``(id, rank, outcome, attempt)``."""
-    return [(i, attempt, Status.DUPLICATE.value, None if math.isnan(o.value) else o.value,
+    return [(i, attempt, Status.DUPLICATE, None if math.isnan(o.value) else o.value,
              bounded(o.error), bounded(o.log_tail), rank, o.started, o.finished, None,
              vector_json(o.objectives), o.feasible, i)
             for i, rank, o, attempt in rows]

@@ -32,11 +32,10 @@ attempts succeed at once: keeping them in ``evaluations`` alone spares each task
 A store written by an older emews is migrated when it is opened; a newer one is refused.
 """
 
-from ..status import Status
+from ..status import STATUSES, Status   # STATUSES: of an attempt (``attempts.status``)
 
 VERSION = 7
-STATUSES = tuple(Status)            # of an attempt (``attempts.status``)
-POINT_STATUSES = tuple(s for s in Status if s != Status.DUPLICATE)   # of a point
+POINT_STATUSES = tuple(s for s in STATUSES if s != Status.DUPLICATE)   # of a point
 
 
 
