@@ -24,8 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import (dispatch, faults, fidelity, launch, multiobjective, overhead, packing, proposal,
-               quality, report, service, simulate, utilization)
+from . import (dispatch, faults, fidelity, launch, multiobjective, overhead, packing, peers,
+               proposal, quality, report, service, simulate, utilization)
 from .sizes import SIZES
 
 HERE = Path(__file__).resolve().parent
@@ -33,7 +33,7 @@ PARTS = {"dispatch": dispatch.run, "utilization": utilization.run,
          "simulation": simulate.run, "overhead": overhead.run, "quality": quality.run,
          "faults": faults.run, "service": service.run, "proposal": proposal.run,
          "packing": packing.run, "launch": launch.run, "fidelity": fidelity.run,
-         "multiobjective": multiobjective.run}
+         "multiobjective": multiobjective.run, "peers": peers.run}
 
 
 def parser():
@@ -51,8 +51,8 @@ def parser():
                      "benchmarks/results, or a temporary directory for --smoke)")
     top.add_argument("--readme", help="Markdown file regenerated from README.in.md and the "
                      "records (default: benchmarks/README.md, none for --smoke)")
-    top.add_argument("--jobs", type=int, help="parallel runs in the quality part "
-                     "and the multiobjective part (default: one per core)")
+    top.add_argument("--jobs", type=int, help="parallel runs in the quality, multiobjective "
+                     "and peers parts (default: one per core)")
     top.add_argument("--no-new-runs", action="store_false", dest="new_runs",
                      help="the multiobjective part of the runs in its cache only (an "
                      "interrupted run so far; run it again without this to go on)")
@@ -88,7 +88,8 @@ def main(argv=None):
                    "multiobjective": {"jobs": args.jobs, "new_runs": args.new_runs,
                                       "cache_directory": out / "multiobjective-runs"},
                    "faults": {"out": out / "faults.md"},
-                   "fidelity": {"curves_directory": out / "fidelity-curves"}}.get(
+                   "fidelity": {"curves_directory": out / "fidelity-curves"},
+                   "peers": {"jobs": args.jobs, "cache_directory": out / "peers-runs"}}.get(
             name, {})
         figures = PARTS[name](sizes, **options)
         report.add_part(record, name, figures, time.perf_counter() - part_started)

@@ -23,7 +23,7 @@ from importlib import metadata
 from pathlib import Path
 
 from .common import REPO
-from . import fidelity, launch, multiobjective, proposal, quality
+from . import fidelity, launch, multiobjective, peers, proposal, quality
 from .sizes import SIZES
 
 TEMPLATE = Path(__file__).resolve().parent / "README.in.md"
@@ -413,7 +413,7 @@ RENDERERS = {"dispatch": _dispatch, "utilization": _utilization, "quality": qual
              "overhead": _overhead, "simulation": _simulation, "faults": _faults,
              "service": _service, "proposal": proposal.markdown, "packing": _packing,
              "launch": launch.markdown, "fidelity": fidelity.markdown,
-             "multiobjective": multiobjective.markdown}
+             "multiobjective": multiobjective.markdown, "peers": peers.markdown}
 
 
 # --- targets -------------------------------------------------------------------------------

@@ -7,12 +7,16 @@ problem but fewer seeds and a smaller quality budget, to fit in about 20 minutes
 
 from dataclasses import dataclass, replace
 
+from .bayesmark_tasks import TASKS
+
 OURS = ("random", "ga", "gp", "optuna", "mbo")
 QUALITY_OURS = ("random", "gp", "mbo")      # random is also the issue's random peer
 PEERS = ("optuna TPE", "optuna GP", "skopt gp_minimize", "skopt forest_minimize")
 MO_OURS = ("nsga2", "nsga3", "gp", "mbo")
 MO_PEERS = ("optuna NSGA-II", "optuna MO TPE", "optuna MO GP", "random")
 MO_PROBLEMS = ("zdt1", "zdt2", "zdt3", "dtlz2", "digits")
+PEERS_OURS = ("random", "gp", "mbo", "optuna", "ga")
+PEERS_PEERS = ("optuna TPE", "optuna GP", "optuna CMA-ES", "SMAC3 HPO")
 PROBLEMS = ("branin", "hartmann6", "ackley5", "rosenbrock4", "levy6", "digits")
 
 
@@ -85,6 +89,14 @@ class Sizes:
     mo_modes: tuple = ("sequential", "async")
     mo_workers: int = 8
     mo_digits_epochs: int | None = 10     # the space's own 30 cost 3x the CPU (0.15 s a fit)
+    # part 13: the field's optimizers on Bayesmark's tasks (issue 45)
+    peers_seeds: int = 10
+    peers_rounds: int = 16
+    peers_batch: int = 8              # Bayesmark's: 16 rounds of 8 suggestions
+    peers_tasks: tuple = TASKS
+    peers_ours: tuple = PEERS_OURS
+    peers_peers: tuple = PEERS_PEERS
+    peers_modes: tuple = ("batch",)
 
 
 FULL = Sizes("full")
@@ -112,5 +124,6 @@ SMOKE = Sizes("smoke", dispatch_tasks=300, dispatch_repeats=1, dispatch_pingpong
               fidelity_pool_points=6,
               mo_seeds=2, mo_budget=8, mo_digits_budget=4,
               mo_problems=("zdt1", "dtlz2", "digits"), mo_ours=("mbo",),
-              mo_peers=("optuna MO TPE", "random"), mo_workers=3, mo_digits_epochs=2)
+              mo_peers=("optuna MO TPE", "random"), mo_workers=3, mo_digits_epochs=2,
+              peers_seeds=1, peers_rounds=2, peers_batch=4, peers_tasks=("kNN-iris-acc", "linear-diabetes-mse"))
 SIZES = {sizes.name: sizes for sizes in (FULL, REDUCED, SMOKE)}
