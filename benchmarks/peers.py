@@ -99,11 +99,12 @@ class VenvPeer:
     def __init__(self, name, space, seed, budget, venv_directory):
         from . import peer_server
 
-        self.space = space
+        self.space, self.name = space, name
+        self.log = tempfile.TemporaryFile("w+")      # what the peer prints
         self.process = subprocess.Popen(
             [str(venv_python(name, venv_directory)), peer_server.__file__, VENV_PEERS[name][0],
              str(seed), str(budget)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, text=True)
+            stderr=self.log, text=True)
         self._call({"space": [p for p in space.to_json() if p["type"] != "constant"]})
 
     def _call(self, request):
@@ -111,7 +112,9 @@ class VenvPeer:
         self.process.stdin.flush()
         line = self.process.stdout.readline()
         if not line:
-            raise RuntimeError(f"the peer's process exited with status {self.process.wait()}")
+            self.log.seek(0)
+            raise RuntimeError(f"{self.name}'s process exited with status "
+                               f"{self.process.wait()}:\n{self.log.read()[-4000:]}")
         return json.loads(line)
 
     def ask(self, n):
@@ -126,6 +129,7 @@ class VenvPeer:
     def close(self):
         self.process.stdin.close()
         self.process.wait()
+        self.log.close()
 
 
 # --- one run -------------------------------------------------------------------------------------
