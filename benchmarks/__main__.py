@@ -89,7 +89,8 @@ def main(argv=None):
                                       "cache_directory": out / "multiobjective-runs"},
                    "faults": {"out": out / "faults.md"},
                    "fidelity": {"curves_directory": out / "fidelity-curves"},
-                   "peers": {"jobs": args.jobs, "cache_directory": out / "peers-runs"}}.get(
+                   "peers": {"jobs": args.jobs, "cache_directory": out / "peers-runs",
+                             "install": not smoke}}.get(
             name, {})
         figures = PARTS[name](sizes, **options)
         report.add_part(record, name, figures, time.perf_counter() - part_started)

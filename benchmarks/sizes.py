@@ -105,7 +105,10 @@ REDUCED = replace(FULL, name="reduced", dispatch_tasks=5_000, quality_seeds=10,
                   fidelity_problems=("exp3", "pow3", "pow6", "digits"),   # Keras: CPU hours
                   fidelity_budget=20,
                   mo_seeds=5, mo_ours=("nsga2", "nsga3"), mo_digits_budget=30,
-                  mo_digits_epochs=5)
+                  mo_digits_epochs=5, peers_seeds=2,
+                  peers_tasks=("kNN-iris-acc", "DT-breast-acc", "linear-breast-nll",
+                               "DT-digits-acc", "lasso-wine-acc", "kNN-diabetes-mse",
+                               "DT-diabetes-mae", "linear-diabetes-mse"))
 SMOKE = Sizes("smoke", dispatch_tasks=300, dispatch_repeats=1, dispatch_pingpongs=200,
               utilization_workers=3, utilization_tasks=12, utilization_algorithms=("random",),
               utilization_max_time=30.0, quality_seeds=2, quality_budget=6,

@@ -55,6 +55,9 @@ REPORT_FIELDS = {
                         "comparisons", "targets", "async_forms", "missing"),
                        ("problem", "contender", "mode", "seed", "evaluations", "seconds",
                         "hypervolume", "hypervolume_half")),
+    "peers": (("rounds", "batch", "seeds", "modes", "tasks", "contenders", "ours", "missing",
+               "versions", "summary", "runs"),
+              ("problem", "contender", "mode", "seed", "evaluations", "best_by_round")),
 }
 PEERS_DISPATCH = ("libEnsemble, persistent generator, async return", "Dask distributed, submit",
                   "Dask distributed, map")
