@@ -8,7 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from benchmarks import bayesmark_tasks, peers
+from benchmarks import bayesmark_tasks, peers, peers_runs
 from benchmarks.sizes import SMOKE
 
 
@@ -83,7 +83,7 @@ def test_a_smoke_run_has_every_contender_that_installs_here_and_names_the_missin
 @pytest.mark.slow
 def test_smac3_runs_in_its_own_virtualenv_on_its_ask_tell_interface(tmp_path):
     """Installs SMAC3 once under the suite's cache of virtualenvs."""
-    assert peers.install("SMAC3 HPO") is None
+    assert peers_runs.install("SMAC3 HPO") is None
     sizes = replace(SMOKE, peers_ours=("random",), peers_peers=("SMAC3 HPO",),
                     peers_tasks=("kNN-iris-acc",))
     part = peers.run(sizes, jobs=1, cache_directory=tmp_path, install=False)
@@ -93,3 +93,14 @@ def test_smac3_runs_in_its_own_virtualenv_on_its_ask_tell_interface(tmp_path):
     lines = [json.loads(line) for line in next(tmp_path.glob("*.jsonl")).read_text().splitlines()]
     code = {line["contender"]: line["code"] for line in lines}
     assert "benchmarks/peer_server.py" in code["SMAC3 HPO"]
+
+
+def test_the_best_of_ours_is_compared_with_each_peer_paired_by_seed():
+    scores = {"batch": {"t": {"random": {s: 0.0 for s in range(10)},
+                              "gp": {s: 80.0 + s for s in range(10)},
+                              "peer": {s: 20.0 + 2 * s for s in range(10)},
+                              "even": {s: 80.0 + s + (-1) ** s for s in range(10)}}}}
+    found = {c["peer"]: c for c in peers.comparisons(scores, ["random", "gp"])}
+    assert set(found) == {"peer", "even"} and found["peer"]["which"] == "gp"
+    assert found["peer"]["verdict"] == "better" and found["even"]["verdict"] == "tie"
+    assert -found["peer"]["median_difference"] == pytest.approx(55.5)

@@ -56,7 +56,7 @@ REPORT_FIELDS = {
                        ("problem", "contender", "mode", "seed", "evaluations", "seconds",
                         "hypervolume", "hypervolume_half")),
     "peers": (("rounds", "batch", "seeds", "modes", "tasks", "contenders", "ours", "missing",
-               "versions", "summary", "runs"),
+               "versions", "alpha", "summary", "comparisons", "runs"),
               ("problem", "contender", "mode", "seed", "evaluations", "best_by_round")),
 }
 PEERS_DISPATCH = ("libEnsemble, persistent generator, async return", "Dask distributed, submit",
