@@ -62,13 +62,16 @@ def test_a_smoke_run_has_every_contender_that_installs_here_and_names_the_missin
     assert sorted(part["contenders"]) == sorted(expected)
     assert "not installed" in part["missing"]["SMAC3 HPO"]
     assert ("optuna GP" in part["missing"]) != torch
-    budget = sizes.peers_rounds * sizes.peers_batch
-    assert len(part["runs"]) == len(sizes.peers_tasks) * len(expected) * sizes.peers_seeds
+    assert sizes.peers_modes == ("batch", "sequential")
+    assert len(part["runs"]) == len(sizes.peers_tasks) * len(expected) * 2 * sizes.peers_seeds
+    rounds = {"batch": (sizes.peers_rounds, sizes.peers_rounds * sizes.peers_batch),
+              "sequential": (sizes.peers_sequential_budget, sizes.peers_sequential_budget)}
     for r in part["runs"]:
-        assert r["evaluations"] == budget and len(r["best_by_round"]) == sizes.peers_rounds
+        assert (len(r["best_by_round"]), r["evaluations"]) == rounds[r["mode"]]
         assert r["best_by_round"] == sorted(r["best_by_round"], reverse=True)
     table = peers.markdown(part)
     assert "| SMAC3 HPO (missing) |" in table and "| random (ours) | 0.0 | 0.0 | 0.0 |" in table
+    assert "#### sequential" in table and "#### batch" in table
     # Run again: everything comes from the cache, one line per run.
     cache = next((tmp_path / "runs").glob("*.jsonl"))
     assert len(cache.read_text().splitlines()) == len(part["runs"])

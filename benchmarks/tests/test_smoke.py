@@ -55,8 +55,8 @@ REPORT_FIELDS = {
                         "comparisons", "targets", "async_forms", "missing"),
                        ("problem", "contender", "mode", "seed", "evaluations", "seconds",
                         "hypervolume", "hypervolume_half")),
-    "peers": (("rounds", "batch", "seeds", "modes", "tasks", "contenders", "ours", "missing",
-               "versions", "alpha", "summary", "comparisons", "runs"),
+    "peers": (("rounds", "batch", "sequential_budget", "seeds", "modes", "tasks", "contenders",
+               "ours", "missing", "versions", "alpha", "summary", "comparisons", "runs"),
               ("problem", "contender", "mode", "seed", "evaluations", "best_by_round")),
 }
 PEERS_DISPATCH = ("libEnsemble, persistent generator, async return", "Dask distributed, submit",
