@@ -107,7 +107,7 @@ REDUCED = replace(FULL, name="reduced", dispatch_tasks=5_000, quality_seeds=10,
                   fidelity_budget=20,
                   mo_seeds=5, mo_ours=("nsga2", "nsga3"), mo_digits_budget=30,
                   mo_digits_epochs=5, peers_seeds=2, peers_modes=("batch",),
-                  peers_tasks=("kNN-iris-acc", "DT-breast-acc", "DT-digits-acc",
+                  peers_tasks=("SVM-iris-acc", "DT-breast-acc", "DT-digits-acc",
                                "lasso-wine-acc", "linear-diabetes-mse"))
 SMOKE = Sizes("smoke", dispatch_tasks=300, dispatch_repeats=1, dispatch_pingpongs=200,
               utilization_workers=3, utilization_tasks=12, utilization_algorithms=("random",),
@@ -129,5 +129,5 @@ SMOKE = Sizes("smoke", dispatch_tasks=300, dispatch_repeats=1, dispatch_pingpong
               mo_problems=("zdt1", "dtlz2", "digits"), mo_ours=("mbo",),
               mo_peers=("optuna MO TPE", "random"), mo_workers=3, mo_digits_epochs=2,
               peers_seeds=1, peers_rounds=2, peers_batch=4, peers_sequential_budget=4,
-              peers_tasks=("kNN-iris-acc", "linear-diabetes-mse"))
+              peers_tasks=("SVM-iris-acc", "linear-diabetes-mse"))
 SIZES = {sizes.name: sizes for sizes in (FULL, REDUCED, SMOKE)}

@@ -52,6 +52,7 @@ def test_random_search_scores_0_on_average_and_the_best_value_100():
     assert scores["peer"][2] < 0                                     # worse than random's mean
 
 
+@pytest.mark.slow          # about 25 s alone: 28 runs, each a fresh process
 def test_a_smoke_run_has_every_contender_that_installs_here_and_names_the_missing(tmp_path,
                                                                                    capsys):
     sizes = SMOKE
@@ -88,7 +89,7 @@ def test_smac3_runs_in_its_own_virtualenv_on_its_ask_tell_interface(tmp_path):
     """Installs SMAC3 once under the suite's cache of virtualenvs."""
     assert peers_runs.install("SMAC3 HPO") is None
     sizes = replace(SMOKE, peers_ours=("random",), peers_peers=("SMAC3 HPO",),
-                    peers_tasks=("kNN-iris-acc",))
+                    peers_tasks=("SVM-iris-acc",))
     part = peers.run(sizes, jobs=1, cache_directory=tmp_path, install=False)
     assert part["contenders"] == ["random", "SMAC3 HPO"] and not part["missing"]
     smac = [r for r in part["runs"] if r["contender"] == "SMAC3 HPO"]
