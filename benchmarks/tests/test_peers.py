@@ -89,7 +89,7 @@ def test_smac3_runs_in_its_own_virtualenv_on_its_ask_tell_interface(tmp_path):
     """Installs SMAC3 once under the suite's cache of virtualenvs."""
     assert peers_runs.install("SMAC3 HPO") is None
     sizes = replace(SMOKE, peers_ours=("random",), peers_peers=("SMAC3 HPO",),
-                    peers_tasks=("SVM-iris-acc",))
+                    peers_tasks=("SVM-iris-acc",), peers_modes=("batch",))
     part = peers.run(sizes, jobs=1, cache_directory=tmp_path, install=False)
     assert part["contenders"] == ["random", "SMAC3 HPO"] and not part["missing"]
     smac = [r for r in part["runs"] if r["contender"] == "SMAC3 HPO"]
