@@ -151,7 +151,7 @@ def markdown(part):
         rows += [(f"{c} (missing)", *("–" for _ in groups)) for c in part["missing"]]
         sections.append(f"#### {mode}\n\n" + _table(("contender", *groups[:-1], "mean"), rows))
     rows = [(c["mode"], c["problem"], f"best of ours ({c['which']})", c["peer"],
-             f"{-c['median_difference']:+.1f}", f"{c['p_better']:.3g}", f"{c['p_worse']:.3g}",
+             f"{0.0 - c['median_difference']:+.1f}", f"{c['p_better']:.3g}", f"{c['p_worse']:.3g}",
              c["verdict"]) for c in part["comparisons"]]
     sections.append(comparisons_table("Paired comparisons of the normalized score per task, "
                                       "ours minus the peer's", part["alpha"], rows))
