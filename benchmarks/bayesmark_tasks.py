@@ -76,7 +76,8 @@ def space(task):
     from emews.space import Categorical, Constant, Float, Int, Space
 
     model, dataset, _ = parse(task)
-    made = {"int": lambda n, lo, hi: Int(n, lo, hi), "logint": lambda n, lo, hi: Int(n, lo, hi, log=True),
+    made = {"int": lambda n, lo, hi: Int(n, lo, hi),
+            "logint": lambda n, lo, hi: Int(n, lo, hi, log=True),
             "real": lambda n, lo, hi: Float(n, lo, hi),
             "log": lambda n, lo, hi: Float(n, lo, hi, log=True),
             "bool": lambda n: Categorical(n, (True, False))}

@@ -4,20 +4,21 @@ and its normalized score.
 
 ::
 
-    contender ──► one run (task, mode, seed) ──► cache line (results/peers-runs/*.jsonl)
+    contender ──► one run (task, mode, seed) ──► a line of results/peers-runs/*.jsonl
       ours:   emews.run, in-process pool, the task's objective
       Optuna: its own study.ask / study.tell, in this virtualenv   ┐ the quality part's loop
       others: peer_server.py in a virtualenv of its own (JSON lines) ┘ (quality_runs.evaluate)
 
 Protocol (Bayesmark's): ``rounds`` rounds of ``batch`` suggestions (16 x 8 at full size), each
 round evaluated whole before the next is asked (``batch`` mode); ``sequential`` asks one at a
-time, for a smaller budget (40: the issue's, as the costliest peers take seconds a suggestion). Ours run through the public API, ``emews.run`` with
-``pool = "inprocess"`` and ``batch`` workers, their defaults; a peer runs with the defaults
-its documentation recommends (:mod:`benchmarks.peers_runs`, :mod:`benchmarks.peer_server`).
+time, for a smaller budget (40: the issue's, as the costliest peers take seconds a
+suggestion). Ours run through the public API, ``emews.run`` with ``pool = "inprocess"`` and
+``batch`` workers, their defaults; a peer runs with the defaults its documentation
+recommends (:mod:`benchmarks.peers_runs`, :mod:`benchmarks.peer_server`).
 
 Score (Bayesmark's normalized score): per task and mode, ``100 x (random's mean - best) /
-(random's mean - the best value any run found)``, ``random`` being our random search: 0 is
-random search on average, 100 the best value any method found. Each run's best value after
+(random's mean - the best value any run found in the mode)``, ``random`` being our random
+search: 0 is random search on average, 100 the best value any method found. Each run's best value after
 each round is kept (``best_by_round``), for curves of regret against budget.
 
 The cache holds one JSON line per (contender, task, mode, seed), with the digests of the code
@@ -151,8 +152,8 @@ def markdown(part):
         rows += [(f"{c} (missing)", *("–" for _ in groups)) for c in part["missing"]]
         sections.append(f"#### {mode}\n\n" + _table(("contender", *groups[:-1], "mean"), rows))
     rows = [(c["mode"], c["problem"], f"best of ours ({c['which']})", c["peer"],
-             f"{0.0 - c['median_difference']:+.1f}", f"{c['p_better']:.3g}", f"{c['p_worse']:.3g}",
-             c["verdict"]) for c in part["comparisons"]]
+             f"{0.0 - c['median_difference']:+.1f}", f"{c['p_better']:.3g}",
+             f"{c['p_worse']:.3g}", c["verdict"]) for c in part["comparisons"]]
     sections.append(comparisons_table("Paired comparisons of the normalized score per task, "
                                       "ours minus the peer's", part["alpha"], rows))
     missing = "; ".join(f"{c}: {why}" for c, why in part["missing"].items())
