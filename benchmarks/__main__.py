@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from . import (conditional, dispatch, faults, fidelity, launch, multiobjective, overhead,
-               packing, pbt, proposal, quality, report, service, simulate, utilization)
+               packing, pbt, peers, proposal, quality, report, service, simulate, utilization)
 from .sizes import SIZES
 
 HERE = Path(__file__).resolve().parent
@@ -34,7 +34,7 @@ PARTS = {"dispatch": dispatch.run, "utilization": utilization.run,
          "faults": faults.run, "service": service.run, "proposal": proposal.run,
          "packing": packing.run, "launch": launch.run, "fidelity": fidelity.run,
          "multiobjective": multiobjective.run, "pbt": pbt.run,
-         "conditional": conditional.run}
+         "conditional": conditional.run, "peers": peers.run}
 
 
 def parser():
@@ -53,7 +53,7 @@ def parser():
     top.add_argument("--readme", help="Markdown file regenerated from README.in.md and the "
                      "records (default: benchmarks/README.md, none for --smoke)")
     top.add_argument("--jobs", type=int, help="parallel runs in the quality, "
-                     "multiobjective and conditional parts (default: one per core)")
+                     "multiobjective, conditional and peers parts (default: one per core)")
     top.add_argument("--no-new-runs", action="store_false", dest="new_runs",
                      help="the multiobjective part of the runs in its cache only (an "
                      "interrupted run so far; run it again without this to go on)")
@@ -91,7 +91,9 @@ def main(argv=None):
                    "faults": {"out": out / "faults.md"},
                    "fidelity": {"curves_directory": out / "fidelity-curves"},
                    "conditional": {"jobs": args.jobs,
-                                   "cache_directory": out / "conditional-runs"}}.get(
+                                   "cache_directory": out / "conditional-runs"},
+                   "peers": {"jobs": args.jobs, "cache_directory": out / "peers-runs",
+                             "install": not smoke}}.get(
             name, {})
         figures = PARTS[name](sizes, **options)
         report.add_part(record, name, figures, time.perf_counter() - part_started)

@@ -87,7 +87,9 @@ class OptunaPeer:
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         samplers = {"tpe": lambda: optuna.samplers.TPESampler(seed=seed, constant_liar=True),
-                    "gp": lambda: optuna.samplers.GPSampler(seed=seed)}
+                    "gp": lambda: optuna.samplers.GPSampler(seed=seed),
+                    "cmaes": lambda: optuna.samplers.CmaEsSampler(
+                        seed=seed, warn_independent_sampling=False)}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")      # Optuna 4: constant_liar is experimental
             self.study = optuna.create_study(sampler=samplers[sampler]())

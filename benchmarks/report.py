@@ -23,7 +23,7 @@ from importlib import metadata
 from pathlib import Path
 
 from .common import REPO
-from . import conditional, fidelity, launch, multiobjective, pbt, proposal, quality
+from . import conditional, fidelity, launch, multiobjective, pbt, peers, proposal, quality
 from .sizes import SIZES
 
 TEMPLATE = Path(__file__).resolve().parent / "README.in.md"
@@ -414,7 +414,7 @@ RENDERERS = {"dispatch": _dispatch, "utilization": _utilization, "quality": qual
              "service": _service, "proposal": proposal.markdown, "packing": _packing,
              "launch": launch.markdown, "fidelity": fidelity.markdown,
              "multiobjective": multiobjective.markdown, "pbt": pbt.markdown,
-             "conditional": conditional.markdown}
+             "conditional": conditional.markdown, "peers": peers.markdown}
 
 
 # --- targets -------------------------------------------------------------------------------

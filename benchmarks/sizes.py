@@ -7,6 +7,8 @@ problem but fewer seeds and a smaller quality budget, to fit in about 20 minutes
 
 from dataclasses import dataclass, replace
 
+from .bayesmark_tasks import TASKS
+
 OURS = ("random", "ga", "gp", "optuna", "mbo")
 QUALITY_OURS = ("random", "gp", "mbo")      # random is also the issue's random peer
 PEERS = ("optuna TPE", "optuna GP", "skopt gp_minimize", "skopt forest_minimize")
@@ -15,6 +17,8 @@ MO_PEERS = ("optuna NSGA-II", "optuna MO TPE", "optuna MO GP", "random")
 MO_PROBLEMS = ("zdt1", "zdt2", "zdt3", "dtlz2", "digits")
 CONDITIONAL_OURS = ("random", "ga", "gp", "mbo", "bohb", "optuna")
 CONDITIONAL_PEERS = ("optuna TPE define-by-run", "SMAC3")
+PEERS_OURS = ("random", "gp", "mbo", "optuna", "ga")
+PEERS_PEERS = ("optuna TPE", "optuna GP", "optuna CMA-ES", "SMAC3 HPO")
 PROBLEMS = ("branin", "hartmann6", "ackley5", "rosenbrock4", "levy6", "digits")
 
 
@@ -100,6 +104,15 @@ class Sizes:
     conditional_problems: tuple = ("branches", "models")
     conditional_ours: tuple = CONDITIONAL_OURS
     conditional_peers: tuple = CONDITIONAL_PEERS
+    # part 15: the field's optimizers on Bayesmark's tasks (issue 45)
+    peers_seeds: int = 10
+    peers_rounds: int = 16
+    peers_batch: int = 8              # Bayesmark's: 16 rounds of 8 suggestions
+    peers_tasks: tuple = TASKS
+    peers_ours: tuple = PEERS_OURS
+    peers_peers: tuple = PEERS_PEERS
+    peers_modes: tuple = ("batch", "sequential")
+    peers_sequential_budget: int = 40
 
 
 FULL = Sizes("full")
@@ -108,7 +121,9 @@ REDUCED = replace(FULL, name="reduced", dispatch_tasks=5_000, quality_seeds=10,
                   fidelity_problems=("exp3", "pow3", "pow6", "digits"),   # Keras: CPU hours
                   fidelity_budget=20,
                   mo_seeds=5, mo_ours=("nsga2", "nsga3"), mo_digits_budget=30,
-                  mo_digits_epochs=5)
+                  mo_digits_epochs=5, peers_seeds=2, peers_modes=("batch",),
+                  peers_tasks=("SVM-iris-acc", "DT-breast-acc", "DT-digits-acc",
+                               "lasso-wine-acc", "linear-diabetes-mse"))
 SMOKE = Sizes("smoke", dispatch_tasks=300, dispatch_repeats=1, dispatch_pingpongs=200,
               utilization_workers=3, utilization_tasks=12, utilization_algorithms=("random",),
               utilization_max_time=30.0, quality_seeds=2, quality_budget=6,
@@ -130,5 +145,7 @@ SMOKE = Sizes("smoke", dispatch_tasks=300, dispatch_repeats=1, dispatch_pingpong
               mo_peers=("optuna MO TPE", "random"), mo_workers=3, mo_digits_epochs=2,
               pbt_seeds=2, pbt_population=4, pbt_steps=8, pbt_interval=2,
               conditional_seeds=2, conditional_budget=6, conditional_ours=("random", "mbo"),
-              pbt_digits_epochs=4)
+              pbt_digits_epochs=4,
+              peers_seeds=1, peers_rounds=2, peers_batch=4, peers_sequential_budget=4,
+              peers_tasks=("SVM-iris-acc", "linear-diabetes-mse"))
 SIZES = {sizes.name: sizes for sizes in (FULL, REDUCED, SMOKE)}

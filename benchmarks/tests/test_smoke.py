@@ -60,6 +60,9 @@ REPORT_FIELDS = {
     "conditional": (("budget", "seeds", "problems", "contenders", "ours", "skipped", "failed",
                      "regret_floor", "alpha", "summary", "comparisons", "targets", "runs"),
                     ("problem", "contender", "seed", "evaluations", "best", "seconds")),
+    "peers": (("rounds", "batch", "sequential_budget", "seeds", "modes", "tasks", "contenders",
+               "ours", "missing", "versions", "alpha", "summary", "comparisons", "runs"),
+              ("problem", "contender", "mode", "seed", "evaluations", "best_by_round")),
 }
 PEERS_DISPATCH = ("libEnsemble, persistent generator, async return", "Dask distributed, submit",
                   "Dask distributed, map")

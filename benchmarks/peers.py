@@ -1,0 +1,163 @@
+"""Part 15, the field's strongest optimizers on the field's own benchmark (issue 45): ours and
+the peers on Bayesmark's tasks (:mod:`benchmarks.bayesmark_tasks`), with Bayesmark's protocol
+and its normalized score.
+
+::
+
+    contender ──► one run (task, mode, seed) ──► a line of results/peers-runs/*.jsonl
+      ours:   emews.run, in-process pool, the task's objective
+      Optuna: its own study.ask / study.tell, in this virtualenv   ┐ the quality part's loop
+      others: peer_server.py in a virtualenv of its own (JSON lines) ┘ (quality_runs.evaluate)
+
+Protocol (Bayesmark's): ``rounds`` rounds of ``batch`` suggestions (16 x 8 at full size), each
+round evaluated whole before the next is asked (``batch`` mode); ``sequential`` asks one at a
+time, for a smaller budget (40: the issue's, as the costliest peers take seconds a
+suggestion). Ours run through the public API, ``emews.run`` with ``pool = "inprocess"`` and
+``batch`` workers, their defaults; a peer runs with the defaults its documentation
+recommends (:mod:`benchmarks.peers_runs`, :mod:`benchmarks.peer_server`).
+
+Score (Bayesmark's normalized score): per task and mode, ``100 x (random's mean - best) /
+(random's mean - the best value any run found in the mode)``, ``random`` being our random
+search: 0 is random search on average, 100 the best value any method found. Each run's best value after
+each round is kept (``best_by_round``), for curves of regret against budget.
+
+The cache holds one JSON line per (contender, task, mode, seed), with the digests of the code
+of ours that the run imported (:func:`benchmarks.quality.cached_runs`); it is kept in the
+repository, so a run stopped anywhere, even in a fresh clone, goes on where it stopped.
+"""
+
+from pathlib import Path
+
+import numpy as np
+
+from . import bayesmark_tasks
+from .peers_runs import VENV_DIRECTORY, VENV_PEERS, one_run, unavailable_here
+from .quality import ALPHA, available, cached_runs, compare, run_cache, run_missing
+
+CACHE_DIRECTORY = Path(__file__).resolve().parent / "results" / "peers-runs"
+REFERENCE = "random"
+PRELOAD = ("numpy", "scipy.optimize", "sklearn.model_selection", "sklearn.ensemble", "optuna")
+
+
+# --- the part ------------------------------------------------------------------------------------
+
+def run(sizes, jobs=None, cache_directory=CACHE_DIRECTORY, venv_directory=VENV_DIRECTORY,
+        install=True):
+    """Every contender on every task in every mode with every seed, the runs in the cache
+    taken from it; normalized scores per task, task group and mode. A peer of its own
+    virtualenv is installed first when ``install`` (else it must be there already); one that
+    cannot be is reported as missing."""
+    ours = list(sizes.peers_ours)
+    contenders, missing = available([*ours, *sizes.peers_peers],
+                                    unavailable_here(venv_directory, install), "peers")
+    runs = [(t, c, m, s) for t in sizes.peers_tasks for c in contenders
+            for m in sizes.peers_modes for s in range(sizes.peers_seeds)]
+    cache = run_cache(sizes, cache_directory, [sizes.peers_rounds, sizes.peers_batch,
+                                               {n: VENV_PEERS[n][1] for n in VENV_PEERS},
+                                               sizes.peers_sequential_budget])
+    shape = {"batch": (sizes.peers_rounds, sizes.peers_batch),     # (rounds, points a round)
+             "sequential": (sizes.peers_sequential_budget, 1)}
+    known = cached_runs(cache)
+    results = [{k: v for k, v in known[r].items() if k != "code"} for r in runs if r in known]
+    print(f"[peers] {len(results)} of {len(runs)} runs from the cache {cache}", flush=True)
+    todo = [(*r, *shape[r[2]], tuple(ours), str(venv_directory))
+            for r in runs if r not in known]
+    results += run_missing(one_run, todo, cache, jobs, "peers", PRELOAD)
+    scores = normalized_scores(results)
+    ours_here = [c for c in ours if c in contenders]
+    return {"rounds": sizes.peers_rounds, "batch": sizes.peers_batch,
+            "sequential_budget": sizes.peers_sequential_budget,
+            "seeds": sizes.peers_seeds, "modes": list(sizes.peers_modes),
+            "tasks": list(sizes.peers_tasks), "contenders": contenders,
+            "ours": ours_here, "missing": missing,
+            "versions": {n: VENV_PEERS[n][1] for n in VENV_PEERS}, "alpha": ALPHA,
+            "summary": summarize(scores), "comparisons": comparisons(scores, ours_here),
+            "runs": results}
+
+
+def normalized_scores(results):
+    """``{mode: {task: {contender: {seed: score}}}}``, Bayesmark's normalized score of each
+    run's best value at the budget: random search's mean scores 0, the best value any run
+    found 100, both in that mode (whose budget is its own)."""
+    finals = [(r["mode"], r["problem"], r["contender"], r["seed"], r["best_by_round"][-1])
+              for r in results]
+    best = {}
+    for mode, task, _, _, value in finals:
+        best[mode, task] = min(best.get((mode, task), np.inf), value)
+    reference = {}
+    for mode, task, name, _, value in finals:
+        if name == REFERENCE:
+            reference.setdefault((mode, task), []).append(value)
+    scores = {}
+    for mode, task, name, seed, value in finals:
+        if (mode, task) not in reference:
+            continue
+        mean = float(np.mean(reference[mode, task]))
+        span = mean - best[mode, task]
+        scores.setdefault(mode, {}).setdefault(task, {}).setdefault(name, {})[seed] = (
+            100.0 * (mean - value) / span if span > 0 else 0.0)
+    return scores
+
+
+def summarize(scores):
+    """Per mode: each contender's mean normalized score per task, per task group and overall."""
+    summary = {}
+    for mode, by_task in scores.items():
+        table = {task: {c: float(np.mean(list(s.values()))) for c, s in by.items()}
+                 for task, by in by_task.items()}
+        groups = {}
+        for task in table:
+            groups.setdefault(bayesmark_tasks.group(task), []).append(task)
+        groups["all"] = list(table)
+        contenders = list(dict.fromkeys(c for by in table.values() for c in by))
+        summary[mode] = {"tasks": table, "groups": {
+            g: {c: float(np.mean([table[t][c] for t in tasks if c in table[t]]))
+                for c in contenders} for g, tasks in groups.items()}}
+    return summary
+
+
+def comparisons(scores, ours):
+    """The best of ours on each task and mode (highest mean score) against each peer, paired by
+    seed (:func:`benchmarks.quality.compare`, on the scores negated: lower is better there)."""
+    found = []
+    for mode, by_task in scores.items():
+        for task, by in by_task.items():
+            present = [c for c in ours if c in by]
+            if not present:
+                continue
+            best = max(present, key=lambda c: np.mean(list(by[c].values())))
+            for peer in (c for c in by if c not in ours):
+                verdict = compare({s: -v for s, v in by[best].items()},
+                                  {s: -v for s, v in by[peer].items()})
+                found.append({"mode": mode, "problem": task, "which": best, "peer": peer,
+                              **verdict})
+    return found
+
+
+def markdown(part):
+    """The part's section of the README: the normalized score per mode and task group."""
+    from .quality import _table, comparisons_table
+
+    title = (f"### 15. Peers on Bayesmark's tasks: {len(part['tasks'])} tasks, "
+             f"{part['seeds']} seeds; batch: {part['rounds']} rounds of {part['batch']}, "
+             f"sequential: {part['sequential_budget']} evaluations; normalized score (0: "
+             f"random search's mean, 100: the best any run found in the mode; higher is better)")
+    sections = [title]
+    groups = ("classifiers", "regressors", "all")
+    for mode in part["modes"]:
+        summary = part["summary"].get(mode, {"groups": {}})
+        rows = [(c + (" (ours)" if c in part["ours"] else ""),
+                 *(f"{summary['groups'][g][c]:.1f}" if c in summary["groups"].get(g, {})
+                   else "–" for g in groups)) for c in part["contenders"]]
+        rows += [(f"{c} (missing)", *("–" for _ in groups)) for c in part["missing"]]
+        sections.append(f"#### {mode}\n\n" + _table(("contender", *groups[:-1], "mean"), rows))
+    rows = [(c["mode"], c["problem"], f"best of ours ({c['which']})", c["peer"],
+             f"{0.0 - c['median_difference']:+.1f}", f"{c['p_better']:.3g}",
+             f"{c['p_worse']:.3g}", c["verdict"]) for c in part["comparisons"]]
+    sections.append(comparisons_table("Paired comparisons of the normalized score per task, "
+                                      "ours minus the peer's", part["alpha"], rows))
+    missing = "; ".join(f"{c}: {why}" for c, why in part["missing"].items())
+    peers = ", ".join(f"{n} ({' '.join(v)})" for n, v in part["versions"].items())
+    sections.append(f"Tasks: {', '.join(part['tasks'])}. Peers of their own virtualenvs: "
+                    f"{peers}." + (f" Missing: {missing}." if missing else ""))
+    return "\n\n".join(sections)

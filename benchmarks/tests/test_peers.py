@@ -1,0 +1,110 @@
+"""The peers part (issue 45): Bayesmark's tasks, a smoke run with every contender that installs
+here, the normalized score, and SMAC3 in a virtualenv of its own (slow: it installs SMAC3)."""
+
+import importlib.util
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from benchmarks import bayesmark_tasks, peers, peers_runs
+from benchmarks.sizes import SMOKE
+
+
+def test_the_tasks_cover_bayesmarks_models_datasets_and_metrics():
+    parsed = [bayesmark_tasks.parse(t) for t in bayesmark_tasks.TASKS]
+    assert len(parsed) >= 12 and len({d for _, d, _ in parsed}) >= 4
+    assert {bayesmark_tasks.group(t) for t in bayesmark_tasks.TASKS} == {"classifiers",
+                                                                         "regressors"}
+    assert {m for _, _, m in parsed} == {"acc", "nll", "mse", "mae"}
+    svm = {p.name: p for p in bayesmark_tasks.space("SVM-wine-nll").free}
+    assert (svm["C"].lower, svm["C"].upper, svm["C"].log) == (1.0, 1e3, True)
+    assert (svm["gamma"].lower, svm["gamma"].upper) == (1e-4, 1e-3)
+    with pytest.raises(ValueError, match="'SVM-boston-mse' is not a Bayesmark task"):
+        bayesmark_tasks.parse("SVM-boston-mse")
+
+
+def test_a_tasks_loss_is_its_cross_validated_metric_on_bayesmarks_split():
+    from sklearn.datasets import load_iris
+    from sklearn.model_selection import cross_val_score, train_test_split
+    from sklearn.neighbors import KNeighborsClassifier
+
+    x, y = load_iris(return_X_y=True)
+    x, _, y, _ = train_test_split(x, y, test_size=0.2, random_state=0, shuffle=True)
+    accuracy = cross_val_score(KNeighborsClassifier(n_neighbors=7, p=2), x, y, cv=5).mean()
+    point = {"n_neighbors": 7, "p": 2, "task": "kNN-iris-acc"}
+    assert bayesmark_tasks.objective(point) == pytest.approx(1.0 - accuracy)
+    assert bayesmark_tasks.objective({**point, "task": "kNN-iris-nll"}) > 0
+
+
+def test_random_search_scores_0_on_average_and_the_best_value_100():
+    rng = np.random.default_rng(3)
+    runs = [{"mode": "batch", "problem": "t", "contender": "random", "seed": s,
+             "best_by_round": [5.0, v]} for s, v in enumerate(rng.uniform(2, 4, 10))]
+    runs += [{"mode": "batch", "problem": "t", "contender": "peer", "seed": s,
+              "best_by_round": [5.0, v]} for s, v in enumerate([1.0, 3.0, 6.0])]
+    scores = peers.normalized_scores(runs)["batch"]["t"]
+    random_mean = np.mean([r["best_by_round"][-1] for r in runs[:10]])
+    assert np.mean(list(scores["random"].values())) == pytest.approx(0.0, abs=1e-9)
+    assert scores["peer"][0] == pytest.approx(100.0)                 # the best any run found
+    assert scores["peer"][1] == pytest.approx(100 * (random_mean - 3) / (random_mean - 1))
+    assert scores["peer"][2] < 0                                     # worse than random's mean
+
+
+@pytest.mark.slow          # about 25 s alone: 28 runs, each a fresh process
+def test_a_smoke_run_has_every_contender_that_installs_here_and_names_the_missing(tmp_path,
+                                                                                   capsys):
+    sizes = SMOKE
+    part = peers.run(sizes, jobs=2, cache_directory=tmp_path / "runs",
+                     venv_directory=tmp_path / "venvs", install=False)
+    torch = importlib.util.find_spec("torch") is not None
+    expected = [*sizes.peers_ours, "optuna TPE", "optuna CMA-ES", *(["optuna GP"] * torch)]
+    assert sorted(part["contenders"]) == sorted(expected)
+    assert "not installed" in part["missing"]["SMAC3 HPO"]
+    assert ("optuna GP" in part["missing"]) != torch
+    assert sizes.peers_modes == ("batch", "sequential")
+    assert len(part["runs"]) == len(sizes.peers_tasks) * len(expected) * 2 * sizes.peers_seeds
+    rounds = {"batch": (sizes.peers_rounds, sizes.peers_rounds * sizes.peers_batch),
+              "sequential": (sizes.peers_sequential_budget, sizes.peers_sequential_budget)}
+    for r in part["runs"]:
+        assert (len(r["best_by_round"]), r["evaluations"]) == rounds[r["mode"]]
+        assert r["best_by_round"] == sorted(r["best_by_round"], reverse=True)
+    table = peers.markdown(part)
+    assert "| SMAC3 HPO (missing) |" in table and "| random (ours) | 0.0 | 0.0 | 0.0 |" in table
+    assert "#### sequential" in table and "#### batch" in table
+    # Run again: everything comes from the cache, one line per run.
+    cache = next((tmp_path / "runs").glob("*.jsonl"))
+    assert len(cache.read_text().splitlines()) == len(part["runs"])
+    capsys.readouterr()
+    again = peers.run(sizes, jobs=2, cache_directory=tmp_path / "runs",
+                      venv_directory=tmp_path / "venvs", install=False)
+    n = len(part["runs"])
+    assert f"{n} of {n} runs from the cache" in capsys.readouterr().out
+    assert again["summary"] == part["summary"]
+
+
+@pytest.mark.slow
+def test_smac3_runs_in_its_own_virtualenv_on_its_ask_tell_interface(tmp_path):
+    """Installs SMAC3 once under the suite's cache of virtualenvs."""
+    assert peers_runs.install("SMAC3 HPO") is None
+    sizes = replace(SMOKE, peers_ours=("random",), peers_peers=("SMAC3 HPO",),
+                    peers_tasks=("SVM-iris-acc",), peers_modes=("batch",))
+    part = peers.run(sizes, jobs=1, cache_directory=tmp_path, install=False)
+    assert part["contenders"] == ["random", "SMAC3 HPO"] and not part["missing"]
+    smac = [r for r in part["runs"] if r["contender"] == "SMAC3 HPO"]
+    assert len(smac) == 1 and smac[0]["evaluations"] == sizes.peers_rounds * sizes.peers_batch
+    lines = [json.loads(line) for line in next(tmp_path.glob("*.jsonl")).read_text().splitlines()]
+    code = {line["contender"]: line["code"] for line in lines}
+    assert "benchmarks/peer_server.py" in code["SMAC3 HPO"]
+
+
+def test_the_best_of_ours_is_compared_with_each_peer_paired_by_seed():
+    scores = {"batch": {"t": {"random": {s: 0.0 for s in range(10)},
+                              "gp": {s: 80.0 + s for s in range(10)},
+                              "peer": {s: 20.0 + 2 * s for s in range(10)},
+                              "even": {s: 80.0 + s + (-1) ** s for s in range(10)}}}}
+    found = {c["peer"]: c for c in peers.comparisons(scores, ["random", "gp"])}
+    assert set(found) == {"peer", "even"} and found["peer"]["which"] == "gp"
+    assert found["peer"]["verdict"] == "better" and found["even"]["verdict"] == "tie"
+    assert -found["peer"]["median_difference"] == pytest.approx(55.5)
