@@ -237,7 +237,7 @@ class DefineByRun:
         self.running = []
 
     def ask(self, n):
-        from emews.algorithms.optuna_search import decode
+        from emews.algorithms.optuna_search import decode, suggest
 
         points = []
         for _ in range(n):
@@ -246,7 +246,7 @@ class DefineByRun:
                 if param.condition is not None and not param.condition.holds(point):
                     continue
                 if param.name in self.distributions:
-                    point[param.name] = decode(param, _suggest(
+                    point[param.name] = decode(param, suggest(
                         trial, param.name, self.distributions[param.name]))
                 else:
                     point[param.name] = param.value
@@ -264,17 +264,6 @@ class DefineByRun:
                 self.study.tell(trial, value)
             else:
                 self.study.tell(trial, state=TrialState.FAIL)
-
-
-def _suggest(trial, name, distribution):
-    """``trial``'s value of ``name`` by Optuna's define-by-run ``suggest_*``."""
-    from optuna.distributions import CategoricalDistribution, IntDistribution
-
-    if isinstance(distribution, CategoricalDistribution):
-        return trial.suggest_categorical(name, distribution.choices)
-    suggest = trial.suggest_int if isinstance(distribution, IntDistribution) else \
-        trial.suggest_float
-    return suggest(name, distribution.low, distribution.high, log=distribution.log)
 
 
 def contender(name, space, seed, budget):
