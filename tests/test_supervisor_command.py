@@ -180,7 +180,9 @@ def test_the_pbt_workflow_trains_a_population_of_tc1_on_an_mpiexec_pool(home):
     assert {s["status"] for s in segments} == {"done"} and len(segments) == len(study.rows)
     assert sorted({s["member"] for s in segments}) == [0, 1, 2]
     assert all(max(s["until"] for s in segments if s["member"] == m) == 5 for m in range(3))
-    assert any(s["donor"] for s in segments), "no member exploited another"
+    # whether a member exploits another here depends on the order the three finish their
+    # segments (async, as Supervisor's); tests/test_pbt.py checks exploitation in a
+    # deterministic order: here every exploit that happened is checked below
     for segment in segments:
         (row,) = [r for r in study.rows if r["id"] == segment["id"]]
         started = json.loads((expdir / "run" / row["run_id"] / "started.json").read_text())
