@@ -23,7 +23,7 @@ budget and paired seeds:
   before it (as an Optuna user writes the objective);
 * SMAC3 (``SMAC3``, the ``bench`` extra): its hyperparameter optimization facade (a random
   forest, as Bayesmark runs it) on its own ``ask`` / ``tell``, given the conditions as
-  ConfigSpace ``InCondition``\ s; where ``smac`` is not installed the part reports it as
+  ConfigSpace ``InCondition`` clauses; where ``smac`` is not installed the part reports it as
   missing and why.
 
 A run that raises (a search that cannot handle the space) is recorded with its error and
