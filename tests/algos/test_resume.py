@@ -58,4 +58,4 @@ def test_a_resumed_conditional_study_keeps_to_active_parameters(tmp_path, algori
     assert len({point_key(r["params"]) for r in rows}) == 18
     space = Space.from_ga_json(CONDITIONAL)
     assert all(space.contains(r["params"]) for r in rows), [r["params"] for r in rows]
-    assert {r["params"]["optimizer"] for r in rows[8:]} == {"sgd", "adam"}
+    assert {r["params"]["optimizer"] for r in rows} == {"sgd", "adam"}   # both branches ran
