@@ -22,16 +22,10 @@ from emews.testing import CONDITIONAL, experiment_rows
 ])
 @pytest.mark.slow
 def test_a_resumed_study_continues_without_repeating_points(tmp_path, algorithm, options):
-    (tmp_path / "space.json").write_text(json.dumps(analytic.space("mixed")))
-    config = {"system": {"pool": "inprocess", "procs": 3, "progress_interval": 0.0},
-              "study": {"name": "resume", "algorithm": algorithm, "budget": 10, "seed": 2,
-                        "space": str(tmp_path / "space.json"), "data_dir": str(tmp_path / "data"),
-                        "objective": "emews.models.analytic:mixed"},
-              "algorithm": options}
-    first = emews.run(config)
+    first, resumed, rows = run_and_resume(tmp_path, analytic.space("mixed"),
+                                          "emews.models.analytic:mixed", algorithm, options,
+                                          procs=3, budgets=(10, 22))
     assert first.evaluations == 10
-    resumed = emews.run(None, overrides={"study.budget": 22}, resume=first.expdir)
-    rows = experiment_rows(tmp_path / "data")
     assert resumed.evaluations == len(rows) == 22
     assert resumed.stop_reason == "evaluation budget of 22 reached"
     assert len({point_key(r["params"]) for r in rows}) == 22
@@ -44,18 +38,25 @@ def test_a_resumed_study_continues_without_repeating_points(tmp_path, algorithm,
 ])
 @pytest.mark.slow
 def test_a_resumed_conditional_study_keeps_to_active_parameters(tmp_path, algorithm, options):
-    (tmp_path / "space.json").write_text(json.dumps(CONDITIONAL))
     # one worker: the results come back in one order, so the seeded searches are reproducible
-    config = {"system": {"pool": "inprocess", "procs": 2, "progress_interval": 0.0},
-              "study": {"name": "resume", "algorithm": algorithm, "budget": 8, "seed": 2,
-                        "space": str(tmp_path / "space.json"), "data_dir": str(tmp_path / "data"),
-                        "objective": "emews.testing:branches"},
-              "algorithm": options}
-    first = emews.run(config)
-    resumed = emews.run(None, overrides={"study.budget": 18}, resume=first.expdir)
-    rows = experiment_rows(tmp_path / "data")
+    first, resumed, rows = run_and_resume(tmp_path, CONDITIONAL, "emews.testing:branches",
+                                          algorithm, options, procs=2, budgets=(8, 18))
     assert first.evaluations == 8 and resumed.evaluations == len(rows) == 18
     assert len({point_key(r["params"]) for r in rows}) == 18
     space = Space.from_ga_json(CONDITIONAL)
     assert all(space.contains(r["params"]) for r in rows), [r["params"] for r in rows]
     assert {r["params"]["optimizer"] for r in rows} == {"sgd", "adam"}   # both branches ran
+
+
+def run_and_resume(tmp_path, space, objective, algorithm, options, procs, budgets):
+    """A study of ``budgets[0]`` evaluations on the in-process pool, resumed to ``budgets[1]``:
+    the two results and every stored row."""
+    (tmp_path / "space.json").write_text(json.dumps(space))
+    config = {"system": {"pool": "inprocess", "procs": procs, "progress_interval": 0.0},
+              "study": {"name": "resume", "algorithm": algorithm, "budget": budgets[0],
+                        "seed": 2, "space": str(tmp_path / "space.json"),
+                        "data_dir": str(tmp_path / "data"), "objective": objective},
+              "algorithm": options}
+    first = emews.run(config)
+    resumed = emews.run(None, overrides={"study.budget": budgets[1]}, resume=first.expdir)
+    return first, resumed, experiment_rows(tmp_path / "data")
