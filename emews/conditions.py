@@ -111,37 +111,36 @@ class Not(Condition):
 
 
 @dataclass(frozen=True)
-class AllOf(Condition):
+class _Terms(Condition):
+    """A combination of ``terms``: ``DECIDES`` (a term's value that decides it) wins, else
+    unknown when a term is unknown, else the other value; ``KEY`` names it in JSON."""
+
+    terms: tuple
+    DECIDES = None
+    KEY = None
+
+    def truth(self, point):
+        values = [term.truth(point) for term in self.terms]
+        return self.DECIDES if self.DECIDES in values else None if None in values \
+            else not self.DECIDES
+
+    def parents(self):
+        return frozenset().union(*(term.parents() for term in self.terms))
+
+    def to_json(self):
+        return {self.KEY: [term.to_json() for term in self.terms]}
+
+
+class AllOf(_Terms):
     """Every term is true: false when one is false, else unknown when one is unknown."""
 
-    terms: tuple
-
-    def truth(self, point):
-        values = [term.truth(point) for term in self.terms]
-        return False if False in values else None if None in values else True
-
-    def parents(self):
-        return frozenset().union(*(term.parents() for term in self.terms))
-
-    def to_json(self):
-        return {"$all": [term.to_json() for term in self.terms]}
+    DECIDES, KEY = False, "$all"
 
 
-@dataclass(frozen=True)
-class AnyOf(Condition):
+class AnyOf(_Terms):
     """Some term is true: true when one is true, else unknown when one is unknown."""
 
-    terms: tuple
-
-    def truth(self, point):
-        values = [term.truth(point) for term in self.terms]
-        return True if True in values else None if None in values else False
-
-    def parents(self):
-        return frozenset().union(*(term.parents() for term in self.terms))
-
-    def to_json(self):
-        return {"$any": [term.to_json() for term in self.terms]}
+    DECIDES, KEY = True, "$any"
 
 
 def every(terms):
