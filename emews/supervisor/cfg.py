@@ -223,10 +223,6 @@ class Settings:
         self.referenced = set()
         self.paths = []
 
-    def get(self, name):
-        """The value of ``name`` after the files (``None``: unset)."""
-        return self.values.get(name)
-
     def read(self, path):
         """Source ``path`` after the files read so far."""
         try:
@@ -266,7 +262,7 @@ def check_workflow(name, where):
 def workflow(cfg_prm, namespace, name=None):
     """``(Supervisor's workflow name, emews algorithm, its variables)`` for these files:
     ``name``'s if given, else the project directory's, else the one whose variables they set."""
-    project = name or Path(namespace.get("EMEWS_PROJECT_ROOT")).name
+    project = name or Path(namespace.values.get("EMEWS_PROJECT_ROOT")).name
     if name or project in WORKFLOWS:
         check_workflow(project, str(cfg_prm))
         return (project, *WORKFLOWS.get(project, ("sweep", {})))
@@ -325,7 +321,7 @@ def read(cfg_sys, cfg_prm=None, environ=None, name=None):
                               f"files of Supervisor's {name} workflow "
                               f"({', '.join(sorted(known - set(unused)))})",
                               namespace.values[var])
-    project = Path(namespace.get("EMEWS_PROJECT_ROOT"))
+    project = Path(namespace.values.get("EMEWS_PROJECT_ROOT"))
     options = {}
     if name == "upf" and cfg_prm is not None:
         options = {"file": str(Path(cfg_prm).resolve())}
@@ -346,16 +342,16 @@ def read(cfg_sys, cfg_prm=None, environ=None, name=None):
     if name == "random":
         study["study"]["space"] = str(project / GRID_FILE)
         study["study"]["budget"] = random_samples(project / GRID_FILE)
-    search = namespace.get("SUPERVISOR_PATH") or ""
+    search = namespace.values.get("SUPERVISOR_PATH") or ""
     for var, (table, key, kind) in mapping.items():
         value = environ.get(var) if var in FROM_ENVIRONMENT and environ.get(var) else \
-            namespace.get(var) or (GA_DEFAULTS.get(var) if name == "GA" else None)
+            namespace.values.get(var) or (GA_DEFAULTS.get(var) if name == "GA" else None)
         if value not in (None, "") and (var, value) not in NO_IMAGE:
             where = namespace.where.get(var, f"environment variable {var}")
             converted = convert(value, kind, f"{where}: {var}", search)
             if converted is not None:
                 study[table][key] = converted
-    ignore = namespace.get("IGNORE_ERRORS")
+    ignore = namespace.values.get("IGNORE_ERRORS")
     if ignore not in (None, ""):
         where = f"{namespace.where.get('IGNORE_ERRORS', 'environment variable')}: IGNORE_ERRORS"
         study["failure"]["on_failure"] = "abort" if convert(ignore, "int", where) == 0 else "fail"
