@@ -352,15 +352,23 @@ def _steer(args):
     return 0
 
 
-def port_number(text):
-    """A TCP port given on the command line: an integer from 0 (a free one) to 65535."""
-    try:
-        port = int(text)
-    except ValueError:
-        port = None
-    if port is None or not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"must be a port number from 0 to 65535, got {text!r}")
-    return port
+def _integer(rule, lowest, highest=None):
+    """An argparse type: an integer from ``lowest`` to ``highest``, else ``rule`` and the text
+    given in the error."""
+    def integer(text):
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < lowest or (highest is not None and value > highest):
+            raise argparse.ArgumentTypeError(f"{rule}, got {text!r}")
+        return value
+
+    return integer
+
+
+port_number = _integer("must be a port number from 0 to 65535", 0, 65535)   # 0: a free one
+_positive_int = _integer("must be a positive integer", 1)
 
 
 def _one_line_each(commands):
@@ -387,16 +395,6 @@ def _one_line(subparser):
 
     subparser.error, subparser.parse_known_args = error, parse_known_args
     return subparser
-
-
-def _positive_int(text):
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    return value
 
 
 def _show(args):
