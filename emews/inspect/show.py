@@ -133,17 +133,14 @@ def print_table(study, rows, failed, console, pareto=False):
                *([] if failed else [study.metric_column(m) for m in metrics if
                                     m not in objectives]),
                "rank", "seconds", *(["error"] if failed else [])]
-    for column in columns:
-        table.add_column(column, overflow="fold")
-    for record, row in zip(study.table(rows), rows):
-        cells = [record["id"], *([] if failed else _values(row, objectives)),
-                 *(record[p] for p in params),
-                 *([] if failed else [record[study.metric_column(m)] for m in metrics
-                                      if m not in objectives]),
-                 record["rank"], _seconds(record["seconds"]),
-                 *([one_line(row["error"])] if failed else [])]
-        table.add_row(*(_cell(c) for c in cells))
-    console.print(table)
+    cells = [[record["id"], *([] if failed else _values(row, objectives)),
+              *(record[p] for p in params),
+              *([] if failed else [record[study.metric_column(m)] for m in metrics
+                                   if m not in objectives]),
+              record["rank"], _seconds(record["seconds"]),
+              *([one_line(row["error"])] if failed else [])]
+             for record, row in zip(study.table(rows), rows)]
+    _print_cells(table, columns, cells, console)
 
 
 def _values(row, objectives):
