@@ -202,14 +202,6 @@ def prepare_study(call, files):
     return study, notes
 
 
-def make_expdir(call, data_dir, name):
-    """The experiment directory of ``call.expid`` (``-a``: the next free EXPnnn) under
-    ``data_dir/name``, made now."""
-    if call.expid == "-a":
-        return experiment.create(data_dir, name, "supervisor")
-    return experiment.create(data_dir, name, expid=call.expid)
-
-
 def link(expdir, cwd):
     """``cwd/turbine-output``: a symlink to ``expdir``, as Supervisor's workflow.sh leaves."""
     path = Path(cwd) / LINK
@@ -288,7 +280,9 @@ def main(arguments, workflow=None, dry_run=False):
                   f"launcher {site.launcher}, batch {site.batch}")
         return 0
     tables = study["study"]   # the study being written: the TOML file's [study] table
-    expdir = make_expdir(call, tables["data_dir"], tables["name"])
+    # EXPID -a: the next free EXPnnn, as Supervisor numbers them
+    expdir = experiment.create(tables["data_dir"], tables["name"], "supervisor",
+                               None if call.expid == "-a" else call.expid)
     tables["expid"] = expdir.name
     (expdir / STUDY_FILE).write_text(cfgfiles.render(study, notes, call.files))
     link(expdir, Path.cwd())
