@@ -213,15 +213,10 @@ def main(argv=None):
         return 130
     except FailureAlreadyReported as exc:
         return exc.status
-    except ConfigError as exc:
-        print(f"emews: error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except MEAborted as exc:
-        print(f"emews: error: {exc}\n{exc.traceback}", file=sys.stderr)
-        return EXIT_FAILED
-    except EmewsError as exc:
-        print(f"emews: error: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+    except EmewsError as exc:   # an aborted ME's traceback follows its line
+        trace = f"\n{exc.traceback}" if isinstance(exc, MEAborted) else ""
+        print(f"emews: error: {exc}{trace}", file=sys.stderr)
+        return EXIT_BAD_INPUT if isinstance(exc, ConfigError) else EXIT_FAILED
 
 
 def _run(args):
