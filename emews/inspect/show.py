@@ -105,8 +105,7 @@ def as_json(study, rows):
         for name in study.param_names:
             if name not in row["params"]:
                 del record[name]
-    if study.criteria.vector:   # each objective's raw value, in the order of the objectives
-        for record, row in zip(records, rows):
+        if study.criteria.vector:   # each objective's raw value, in the order of the objectives
             record["values"] = row["objectives"]
     if curves:
         for record in records:

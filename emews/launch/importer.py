@@ -310,8 +310,7 @@ def _environment_changes(changed, environment, unmapped, before, prefix=""):
                 environment.setdefault("prepend", {})[name] = added
             if not whole:
                 unmapped.append((prefix + name, value))
-            continue
-        if "x" in attributes and "a" not in attributes and name not in HANDLED \
+        elif "x" in attributes and "a" not in attributes and name not in HANDLED \
                 and not problem(sites.SCHEMA["environment"]["variables"], {name: value}):
             environment.setdefault("variables", {})[name] = value
         else:
