@@ -65,6 +65,7 @@ that change nothing under emews (:data:`UNUSED`) are named in the study's notes.
 that the files' own text refers to (a helper such as ``POP_DEFAULT``) is no setting.
 """
 
+import copy
 import json
 import math
 import os
@@ -170,6 +171,8 @@ SETTINGS_FILE = {"grid": GRID_FILE, "random": GRID_FILE}   # both read data/sett
 # truncation_select (bottom and top 20 %), update (lr * 0.8 or 1.2); its rank 0 is a datastore
 PBT = {"perturbation_interval": 2, "quantile": 0.2, "explore": "perturb",
        "resample_probability": 0.0, "factors": [0.8, 1.2]}
+# the [algorithm] options of the workflows that fix them (grid's and upf's come from files)
+FIXED_OPTIONS = {"uq-noise": {"params": UQ_NOISE}, "async-search": ASYNC_SEARCH, "pbt": PBT}
 PBT_MODEL = "tc1"   # its scripts/local_submit.cfg: tc1_pbt.py PARAMS_FILE EXP_DIR tc1 EXP_ID
 PBT_IGNORES = {"EXP_DIR": "emews makes the experiment directory (CANDLE_DATA_DIR/MODEL_NAME/"
                           "EXPnnn)"}
@@ -322,17 +325,11 @@ def read(cfg_sys, cfg_prm=None, environ=None, name=None):
                               f"({', '.join(sorted(known - set(unused)))})",
                               namespace.values[var])
     project = Path(namespace.values.get("EMEWS_PROJECT_ROOT"))
-    options = {}
+    options = copy.deepcopy(FIXED_OPTIONS.get(name, {}))
     if name == "upf" and cfg_prm is not None:
         options = {"file": str(Path(cfg_prm).resolve())}
     elif name == "grid":
         options = {"params": grid(project / GRID_FILE)}
-    elif name == "uq-noise":
-        options = {"params": dict(UQ_NOISE)}
-    elif name == "async-search":
-        options = dict(ASYNC_SEARCH)
-    elif name == "pbt":
-        options = dict(PBT)
     study = {"system": {}, "study": {"algorithm": algorithm,
                                      "mode": "batch" if name in ("GA", "mlrMBO") else "async",
                                      "experiment_numbering": "supervisor"},
