@@ -395,18 +395,19 @@ def _one_line(subparser):
 def _show(args):
     from rich.console import Console
 
-    from .inspect import load
-    from .inspect import show
+    from .inspect import load, show
     from .inspect.summary import render, summary
 
     if args.csv and args.json:
         raise ConfigError("emews show", "takes --csv or --json, not both", None,
                           show_value=False)
     study = load(args.expdir)
+    # a pipe or a log: rows whole, however wide (a terminal: its width, cells folded)
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else LOG_WIDTH)
     if args.schedule:
         return _emit(show.as_json_text(show.schedule(study)))
     if args.lineage:
-        return _lineage(args, study)
+        return _lineage(args, study, console)
     if args.pareto and (args.failed or study.pareto is None):
         raise ConfigError("emews show --pareto", "needs a study of several objectives or "
                           "constraints, without --failed", f"{args.expdir} ([study] objectives "
@@ -419,8 +420,6 @@ def _show(args):
         return _emit(show.points_as_csv(rows) if points else show.as_csv(study, rows))
     if args.json:
         return _emit((show.points_as_json(rows) if points else show.as_json(study, rows)) + "\n")
-    # a pipe or a log: rows whole, however wide (a terminal: its width, cells folded)
-    console = Console(highlight=False, width=None if sys.stdout.isatty() else LOG_WIDTH)
     if points:
         show.print_points(study, rows, console)
     else:
@@ -430,10 +429,8 @@ def _show(args):
     return 0
 
 
-def _lineage(args, study):
-    """``emews show --lineage``: as CSV, JSON or a table."""
-    from rich.console import Console
-
+def _lineage(args, study, console):
+    """``emews show --lineage``: as CSV, JSON or a table on ``console``."""
     from .inspect import show
 
     segments = show.lineage(study)
@@ -441,8 +438,7 @@ def _lineage(args, study):
         return _emit(show.lineage_as_csv(segments))
     if args.json:
         return _emit(show.as_json_text(segments))
-    show.print_lineage(study, segments, Console(highlight=False, width=None if
-                                                sys.stdout.isatty() else LOG_WIDTH))
+    show.print_lineage(study, segments, console)
     return 0
 
 
