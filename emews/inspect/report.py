@@ -90,10 +90,9 @@ class Coordinates:
         self.names = study.param_names
         path = study.config.study.space
         try:
-            space = Space.from_file(path) if path else None
-        except ConfigError:
-            space = None
-        self.params = {p.name: p for p in space.params} if space is not None else {}
+            self.params = {p.name: p for p in Space.from_file(path).params} if path else {}
+        except ConfigError:   # no space file to read (gone, or moved with the experiment)
+            self.params = {}
         self.values = {name: [r["params"][name] for r in study.rows if name in r["params"]]
                        for name in self.names}
 

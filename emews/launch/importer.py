@@ -190,9 +190,7 @@ def translate(name, files, job, app, sched=None):
         changed.update(_changes(sched["stages"][0], _last(sched["stages"])))
         job = dict(job, calls=job["calls"] + sched["calls"])
     machine = _value(changed.pop("MACHINE", None)) or ""
-    word = machine.replace("-m", "", 1).strip() if machine.strip().startswith("-m") else \
-        machine.strip()
-    scheduler = SCHEDULER_NAMES.get(word)
+    scheduler = SCHEDULER_NAMES.get(machine.strip().removeprefix("-m").strip())
     if scheduler is None:
         unmapped.append(("MACHINE", machine))
         scheduler = "local"
