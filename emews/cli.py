@@ -213,15 +213,10 @@ def main(argv=None):
         return 130
     except FailureAlreadyReported as exc:
         return exc.status
-    except ConfigError as exc:
-        print(f"emews: error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except MEAborted as exc:
-        print(f"emews: error: {exc}\n{exc.traceback}", file=sys.stderr)
-        return EXIT_FAILED
-    except EmewsError as exc:
-        print(f"emews: error: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+    except EmewsError as exc:   # an aborted ME's traceback follows its line
+        trace = f"\n{exc.traceback}" if isinstance(exc, MEAborted) else ""
+        print(f"emews: error: {exc}{trace}", file=sys.stderr)
+        return EXIT_BAD_INPUT if isinstance(exc, ConfigError) else EXIT_FAILED
 
 
 def _run(args):
@@ -352,15 +347,23 @@ def _steer(args):
     return 0
 
 
-def port_number(text):
-    """A TCP port given on the command line: an integer from 0 (a free one) to 65535."""
-    try:
-        port = int(text)
-    except ValueError:
-        port = None
-    if port is None or not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"must be a port number from 0 to 65535, got {text!r}")
-    return port
+def _integer(rule, lowest, highest=None):
+    """An argparse type: an integer from ``lowest`` to ``highest``, else ``rule`` and the text
+    given in the error."""
+    def integer(text):
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < lowest or (highest is not None and value > highest):
+            raise argparse.ArgumentTypeError(f"{rule}, got {text!r}")
+        return value
+
+    return integer
+
+
+port_number = _integer("must be a port number from 0 to 65535", 0, 65535)   # 0: a free one
+_positive_int = _integer("must be a positive integer", 1)
 
 
 def _one_line_each(commands):
@@ -389,31 +392,22 @@ def _one_line(subparser):
     return subparser
 
 
-def _positive_int(text):
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    return value
-
-
 def _show(args):
     from rich.console import Console
 
-    from .inspect import load
-    from .inspect import show
+    from .inspect import load, show
     from .inspect.summary import render, summary
 
     if args.csv and args.json:
         raise ConfigError("emews show", "takes --csv or --json, not both", None,
                           show_value=False)
     study = load(args.expdir)
+    # a pipe or a log: rows whole, however wide (a terminal: its width, cells folded)
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else LOG_WIDTH)
     if args.schedule:
         return _emit(show.as_json_text(show.schedule(study)))
     if args.lineage:
-        return _lineage(args, study)
+        return _lineage(args, study, console)
     if args.pareto and (args.failed or study.pareto is None):
         raise ConfigError("emews show --pareto", "needs a study of several objectives or "
                           "constraints, without --failed", f"{args.expdir} ([study] objectives "
@@ -426,8 +420,6 @@ def _show(args):
         return _emit(show.points_as_csv(rows) if points else show.as_csv(study, rows))
     if args.json:
         return _emit((show.points_as_json(rows) if points else show.as_json(study, rows)) + "\n")
-    # a pipe or a log: rows whole, however wide (a terminal: its width, cells folded)
-    console = Console(highlight=False, width=None if sys.stdout.isatty() else LOG_WIDTH)
     if points:
         show.print_points(study, rows, console)
     else:
@@ -437,10 +429,8 @@ def _show(args):
     return 0
 
 
-def _lineage(args, study):
-    """``emews show --lineage``: as CSV, JSON or a table."""
-    from rich.console import Console
-
+def _lineage(args, study, console):
+    """``emews show --lineage``: as CSV, JSON or a table on ``console``."""
     from .inspect import show
 
     segments = show.lineage(study)
@@ -448,8 +438,7 @@ def _lineage(args, study):
         return _emit(show.lineage_as_csv(segments))
     if args.json:
         return _emit(show.as_json_text(segments))
-    show.print_lineage(study, segments, Console(highlight=False, width=None if
-                                                sys.stdout.isatty() else LOG_WIDTH))
+    show.print_lineage(study, segments, console)
     return 0
 
 

@@ -181,9 +181,7 @@ class Number(Rule):
     def _bound_words(self):
         if self.minimum is not None and self.maximum is not None and self.above is None:
             return f"must be from {self.minimum:g} to {self.maximum:g}"
-        if self.minimum is not None and (self.above is not None or self.maximum is not None):
-            return f"must be{self._bounds()}"
-        if self.minimum is not None:
+        if self.minimum is not None and self.above is None and self.maximum is None:
             return {1: "must be positive", 0: "must not be negative"}.get(
                 self.minimum, f"must be at least {self.minimum:g}")
         return f"must be{self._bounds()}"

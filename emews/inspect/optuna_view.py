@@ -112,18 +112,16 @@ def learning_curves(expdir, points=None):
     """The learning curves of the study in ``expdir``: ``{evaluation id: {step: value}}``,
     each as Optuna's ``FrozenTrial.intermediate_values`` holds it (one read for the whole
     study: :func:`~.source.read_curves`); with ``points``, each :func:`thinned` to them."""
-    curves = read_curves(expdir)
-    if points is None:
-        return curves
-    return {i: thinned(curve, points) for i, curve in curves.items()}
+    return {i: thinned(curve, points) for i, curve in read_curves(expdir).items()}
 
 
 def thinned(curve, points):
     """``curve`` (``{step: value}``) cut to at most ``points`` (3 or more) of its steps, for
     a view of many curves at once: its first and last steps, the step of its lowest value,
     and steps evenly spaced between them (the same steps for curves of the same steps); the
-    whole curve when it has no more steps than that."""
-    if len(curve) <= points:
+    whole curve when it has no more steps than that, or ``points`` is ``None`` (no curve:
+    ``None``)."""
+    if points is None or curve is None or len(curve) <= points:
         return curve
     steps = sorted(curve)
     best = min((step for step in steps if curve[step] == curve[step]),   # NaN != NaN
@@ -351,9 +349,6 @@ class StoreView(BaseStorage):
             raise KeyError(f"no study with id {study_id}")
         return studies[study_id]
 
-    def _rows(self, study_id):
-        return read_rows(self._study(study_id).expdir)
-
     # --- studies
 
     def get_all_studies(self):
@@ -421,12 +416,9 @@ class StoreView(BaseStorage):
             key = (row["id"], row["attempt"])
             old = kept.trials.get(row["id"])
             if old is None or old[0] != row or key in changed:
-                curve = kept.curves.get(key)
-                if curve and self.curve_points is not None:
-                    curve = thinned(curve, self.curve_points)
                 old = kept.trials[row["id"]] = row, frozen_trial(
                     row, dists, row["id"], study_id << TRIAL_BITS | row["id"], study.expdir,
-                    curve, study.criteria)
+                    thinned(kept.curves.get(key), self.curve_points), study.criteria)
             trials.append(old[1])
         return trials
 
@@ -448,9 +440,7 @@ class StoreView(BaseStorage):
         if best is None:
             raise ValueError("no trial is completed yet")   # as Optuna's storages say it
         number = best["id"]
-        curve = read_curves(study.expdir, best).get(number)
-        if self.curve_points is not None and curve:
-            curve = thinned(curve, self.curve_points)
+        curve = thinned(read_curves(study.expdir, best).get(number), self.curve_points)
         return frozen_trial(best, study.dists([]), number, study_id << TRIAL_BITS | number,
                             study.expdir, curve)
 

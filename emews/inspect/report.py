@@ -68,6 +68,7 @@ def write_report(study, output=None):
     sections = []
     for name, title, draw in figures:
         figure, note = draw(plt, study, coordinates)
+        figure.tight_layout()
         path = plot.save(figure, output.with_name(f"{output.stem}_{name}.png"), plt)
         sections.append((title, path, note))
     page = _page(study, sections)
@@ -89,10 +90,9 @@ class Coordinates:
         self.names = study.param_names
         path = study.config.study.space
         try:
-            space = Space.from_file(path) if path else None
-        except ConfigError:
-            space = None
-        self.params = {p.name: p for p in space.params} if space is not None else {}
+            self.params = {p.name: p for p in Space.from_file(path).params} if path else {}
+        except ConfigError:   # no space file to read (gone, or moved with the experiment)
+            self.params = {}
         self.values = {name: [r["params"][name] for r in study.rows if name in r["params"]]
                        for name in self.names}
 
@@ -136,7 +136,6 @@ def _numeric(value):
 def _convergence(plt, study, coordinates):
     figure, axes = plt.subplots(figsize=(8, 4.5))
     plot.draw_convergence(axes, study)
-    figure.tight_layout()
     scale = "log" if axes.get_yscale() == "log" else "linear"
     return figure, f"Every evaluation and the best so far ({scale} axis)."
 
@@ -152,7 +151,6 @@ def _curves(plt, study, curves):
         axes.plot(steps, [curve[s] for s in steps], color="0.7" if stopped else None,
                   marker="x" if stopped else None, linewidth=0.8 if stopped else 1.4)
     axes.set(xlabel="step", ylabel=study.objective, title="reported values, by evaluation")
-    figure.tight_layout()
     return figure, (f"What {len(curves)} evaluations reported at each step "
                     f"(<code>emews.report</code>); the {pruned} that the pruner stopped in "
                     "grey, ending with an x.")
@@ -194,7 +192,6 @@ def _population(plt, study, segments, curves):
     axes.set(xlabel="step", ylabel=study.objective,
              title="reported values by step, one colour a member")
     axes.legend(fontsize="small")
-    figure.tight_layout()
     return figure, (f"{len(segments)} segments of {len(_by_member(segments))} members: each "
                     "member's reports by step, each segment from the value of the checkpoint "
                     f"it started from; a triangle at each of the {exploits} exploits, where a "
@@ -236,7 +233,6 @@ def _schedules(plt, study, segments, coordinates):
     grid.flat[0].legend(fontsize="small")
     for axes in list(grid.flat)[len(names):]:
         axes.set_axis_off()
-    figure.tight_layout()
     note = "" if best is None else (
         f" Dashed: the schedule of the best segment, {_e(best['name'])} (member "
         f"{best['member']}), followed back through the segments it started from "
@@ -276,7 +272,6 @@ def _front(plt, study, coordinates):
                           criteria.directions[1] else "pre", color="C0", linewidth=0.8)
             axes.set(xlabel=names[i], ylabel=names[j])
     grid[0][0].legend(fontsize="small")
-    figure.tight_layout()
     return figure, (f"{len(done)} done evaluations by their objectives (raw values); the "
                     f"{len(on_front)} on the front are the feasible ones that no other "
                     "dominates" + ("" if k == 2 else "; one panel per pair of objectives") + ".")
@@ -318,7 +313,6 @@ def _hypervolume(plt, study, coordinates):
     axes.plot(*zip(*curve), color="C0")
     axes.set(xlabel="evaluations finished", ylabel="hypervolume",
              title="hypervolume of the feasible front so far")
-    figure.tight_layout()
     given = study.config.study.reference_point
     source = "the study's <code>reference_point</code>" if given else (
         "derived from every feasible result (the worst of each objective plus a tenth of its "
@@ -331,7 +325,6 @@ def _hypervolume(plt, study, coordinates):
 def _timeline(plt, study, coordinates):
     figure, axes = plt.subplots(figsize=(8, 4))
     plot.draw_timeline(axes, study)
-    figure.tight_layout()
     return figure, f"{len(study.failed)} failed evaluations marked in red with an x."
 
 
@@ -358,7 +351,6 @@ def _parallel(plt, study, coordinates):
         axes.axvline(x, color="grey", linewidth=0.8)
     axes.set(ylabel="position on the parameter's scale (0-1)",
              title=f"best {len(best)} of {len(done)} evaluations (best drawn last)")
-    figure.tight_layout()
     return figure, ("Each line is one of the best quarter of the evaluations; each axis spans "
                     "its parameter's range (log scales as searched); the last axis is "
                     f"{study.objective}, best at the top. A line breaks at a parameter its "
@@ -387,7 +379,6 @@ def _params(plt, study, coordinates):
         axes.set(xlabel=name, ylabel=study.objective)
     for axes in list(grid.flat)[len(names):]:
         axes.set_axis_off()
-    figure.tight_layout()
     return figure, (f"{len(done)} evaluations with a value; each panel shows those in which "
                     "its parameter is active.")
 
@@ -430,7 +421,6 @@ def _importance(plt, study, coordinates):
               color="C2")
     axes.set(xlabel="mean drop of the forest's R^2 when the parameter is shuffled",
              title="permutation importance (random forest)")
-    figure.tight_layout()
     return figure, ("Permutation importance (scikit-learn <code>permutation_importance</code>, "
                     "10 repeats) of a random forest (<code>RandomForestRegressor</code>, 100 "
                     f"trees) fitted to {len(study.done)} evaluations: how much worse the "

@@ -105,8 +105,7 @@ def as_json(study, rows):
         for name in study.param_names:
             if name not in row["params"]:
                 del record[name]
-    if study.criteria.vector:   # each objective's raw value, in the order of the objectives
-        for record, row in zip(records, rows):
+        if study.criteria.vector:   # each objective's raw value, in the order of the objectives
             record["values"] = row["objectives"]
     if curves:
         for record in records:
@@ -133,17 +132,14 @@ def print_table(study, rows, failed, console, pareto=False):
                *([] if failed else [study.metric_column(m) for m in metrics if
                                     m not in objectives]),
                "rank", "seconds", *(["error"] if failed else [])]
-    for column in columns:
-        table.add_column(column, overflow="fold")
-    for record, row in zip(study.table(rows), rows):
-        cells = [record["id"], *([] if failed else _values(row, objectives)),
-                 *(record[p] for p in params),
-                 *([] if failed else [record[study.metric_column(m)] for m in metrics
-                                      if m not in objectives]),
-                 record["rank"], _seconds(record["seconds"]),
-                 *([one_line(row["error"])] if failed else [])]
-        table.add_row(*(_cell(c) for c in cells))
-    console.print(table)
+    cells = [[record["id"], *([] if failed else _values(row, objectives)),
+              *(record[p] for p in params),
+              *([] if failed else [record[study.metric_column(m)] for m in metrics
+                                   if m not in objectives]),
+              record["rank"], _seconds(record["seconds"]),
+              *([one_line(row["error"])] if failed else [])]
+             for record, row in zip(study.table(rows), rows)]
+    _print_cells(table, columns, cells, console)
 
 
 def _values(row, objectives):

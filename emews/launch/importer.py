@@ -21,11 +21,13 @@ still has its variables written (an EXIT trap). Python compares the snapshots:
 A setting it cannot map is written as a comment in the site file and named on the terminal.
 """
 
+import json
 import os
 import shlex
 import subprocess
 import sys
 import tempfile
+import tomllib
 from pathlib import Path
 
 from ..errors import ConfigError
@@ -92,7 +94,7 @@ def import_site(directory, name, output=None, ppn=1, force=False, stream=None):
                           show_value=False)
     site, unmapped, notes = read_files(name, files, _environment(directory, ppn), directory)
     text = render_toml(site, unmapped, notes, files)
-    sites.from_dict(_toml_load(text), output)  # what we write must be a valid site
+    sites.from_dict(tomllib.loads(text), output)  # what we write must be a valid site
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(text)
     print(f"emews: wrote site {output}", file=stream)
@@ -142,35 +144,24 @@ def run_bash(files, environ, cwd):
         stages = []
         for stage in range(len(files) + 1):
             path = out.with_name(f"vars.{stage}")
-            stages.append(_parse_variables(path.read_bytes()) if path.exists() else None)
-        calls_file = out.with_name("vars.calls")
-        calls = _parse_calls(calls_file.read_bytes()) if calls_file.exists() else []
+            stages.append({name: (attributes, values) for name, attributes, values
+                           in _records(path)} if path.exists() else None)
+        calls = [(int(stage), command, args)
+                 for stage, command, args in _records(out.with_name("vars.calls"))]
     return {"stages": stages, "calls": calls, "status": done.returncode,
             "stderr": done.stderr}
 
 
-def _fields(data):
-    return iter(data.decode("utf-8", "replace").split("\0"))
-
-
-def _parse_variables(data):
-    fields, variables = _fields(data), {}
-    for name in fields:
-        if not name:
-            break
-        attributes, count = next(fields), int(next(fields))
-        variables[name] = (attributes, [next(fields) for _ in range(count)])
-    return variables
-
-
-def _parse_calls(data):
-    fields, calls = _fields(data), []
-    for stage in fields:
-        if not stage:
-            break
-        command, count = next(fields), int(next(fields))
-        calls.append((int(stage), command, [next(fields) for _ in range(count)]))
-    return calls
+def _records(path):
+    """The driver's NUL-separated records in ``path`` (none when it is missing): each a
+    variable's ``(name, attributes, values)`` or a call's ``(stage, command, args)``."""
+    fields = iter(path.read_bytes().decode("utf-8", "replace").split("\0")
+                  if path.exists() else ())
+    for first in fields:
+        if not first:
+            return
+        second, count = next(fields), int(next(fields))
+        yield first, second, [next(fields) for _ in range(count)]
 
 
 def _changes(before, after):
@@ -199,9 +190,7 @@ def translate(name, files, job, app, sched=None):
         changed.update(_changes(sched["stages"][0], _last(sched["stages"])))
         job = dict(job, calls=job["calls"] + sched["calls"])
     machine = _value(changed.pop("MACHINE", None)) or ""
-    word = machine.replace("-m", "", 1).strip() if machine.strip().startswith("-m") else \
-        machine.strip()
-    scheduler = SCHEDULER_NAMES.get(word)
+    scheduler = SCHEDULER_NAMES.get(machine.strip().removeprefix("-m").strip())
     if scheduler is None:
         unmapped.append(("MACHINE", machine))
         scheduler = "local"
@@ -319,8 +308,7 @@ def _environment_changes(changed, environment, unmapped, before, prefix=""):
                 environment.setdefault("prepend", {})[name] = added
             if not whole:
                 unmapped.append((prefix + name, value))
-            continue
-        if "x" in attributes and "a" not in attributes and name not in HANDLED \
+        elif "x" in attributes and "a" not in attributes and name not in HANDLED \
                 and not problem(sites.SCHEMA["environment"]["variables"], {name: value}):
             environment.setdefault("variables", {})[name] = value
         else:
@@ -341,12 +329,6 @@ def _prepended(value, old):
     return added, whole
 
 
-def _toml_load(text):
-    import tomllib
-
-    return tomllib.loads(text)
-
-
 def _toml(value):
     if isinstance(value, list):
         return "[" + ", ".join(_toml(v) for v in value) + "]"
@@ -354,8 +336,6 @@ def _toml(value):
         return "{ " + ", ".join(f"{_key(k)} = {_toml(v)}" for k, v in value.items()) + " }"
     if isinstance(value, int):
         return str(value)
-    import json
-
     return json.dumps(value, ensure_ascii=False)
 
 

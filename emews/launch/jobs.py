@@ -44,15 +44,12 @@ def states(record):
             for entry in record.get("jobs", [])]
     if not jobs:
         return [], None
-    query = QUERIES.get(scheduler)
-    note = None
-    if query is None:
-        found, note = {}, f"emews status cannot ask {scheduler} for job states"
-    else:
+    found, note = {}, f"emews status cannot ask {scheduler} for job states"
+    if scheduler in QUERIES:
         try:
-            found = query([job["id"] for job in jobs])
+            found, note = QUERIES[scheduler]([job["id"] for job in jobs]), None
         except QueryFailed as exc:
-            found, note = {}, f"cannot ask {scheduler} for the states of the jobs: {exc}"
+            note = f"cannot ask {scheduler} for the states of the jobs: {exc}"
     for job in jobs:
         job["state"] = found.get(job["id"], UNKNOWN)
     return jobs, note

@@ -23,6 +23,11 @@ DEPENDENCY = {  # scheduler: (directive option, value of "run after job ID ends 
     "pbs": ("W", "depend=afterany:{}"),
     "lsf": ("w", "ended({})"),
 }
+# scheduler: its directives of the walltime, the queue, the project and any other option
+FORMS = {"slurm": ("--time={}", "--partition={}", "--account={}", "--{}={}"),
+         "pbs": ("-l walltime={}", "-q {}", "-A {}", "-{} {}"),
+         "lsf": ("-W {}", "-q {}", "-P {}", "-{} {}"),
+         "flux": ("-t {}m", "-q {}", "--bank={}", "--{}={}")}
 SAFE = re.compile(r"[A-Za-z0-9_.@+:/=,%-]+$")
 SUBMIT_COMMAND = {"slurm": "sbatch", "pbs": "qsub", "lsf": "bsub", "flux": "flux"}
 
@@ -90,12 +95,9 @@ def render(job):
     lines += ["# emews"]
     lines += [f"export EMEWS_GPU_BINDING={shlex.quote(site.gpu_binding)}"]
     lines += [f"export EMEWS_LAUNCH={shlex.quote(site.eval_launcher().as_json())}"]
-    if site.langs_app_file:
-        lines.append(f"export EMEWS_LANGS_APP=${{EMEWS_LANGS_APP:-"
-                     f"{shlex.quote(site.langs_app_file)}}}")
-    elif site.langs_app:
-        lines.append(f"export EMEWS_LANGS_APP=${{EMEWS_LANGS_APP:-"
-                     f"{shlex.quote(str(Path(job.expdir) / 'langs-app.sh'))}}}")
+    langs_app = site.langs_app_file or (site.langs_app and str(Path(job.expdir) / "langs-app.sh"))
+    if langs_app:
+        lines.append(f"export EMEWS_LANGS_APP=${{EMEWS_LANGS_APP:-{shlex.quote(langs_app)}}}")
     seconds = walltime_seconds(job.walltime) if job.walltime else None
     if seconds and not job.pool:  # the study drains (takes no new work) this long before the walltime ends
         lines.append(f"export EMEWS_DRAIN_AT=$(( $(date +%s) + {seconds - job.drain(seconds)}"
@@ -141,34 +143,22 @@ def directives(job):
         option, value = DEPENDENCY[site.scheduler]
         extra[option] = value.format(job.after)
     seconds = walltime_seconds(job.walltime) if job.walltime else None
-    out, err = q(str(job.stdout)), q(str(job.stderr))
-    if site.scheduler == "slurm":
-        lines = [f"--job-name={q(job.job_name)}", f"--nodes={job.nodes}",
-                 f"--ntasks-per-node={job.ppn}", f"--output={out}", f"--error={err}"]
-        lines += [f"--time={_hms(seconds)}"] if seconds else []
-        lines += [f"--partition={q(job.queue)}"] if job.queue else []
-        lines += [f"--account={q(job.project)}"] if job.project else []
-        return lines + [f"--{k}={q(v)}" for k, v in _pairs(extra)]
-    if site.scheduler == "pbs":
-        lines = [f"-N {q(job.job_name[:15])}",
-                 f"-l select={job.nodes}:ncpus={job.ppn}:mpiprocs={job.ppn}",
-                 f"-o {out}", f"-e {err}"]
-        lines += [f"-l walltime={_hms(seconds)}"] if seconds else []
-        lines += [f"-q {q(job.queue)}"] if job.queue else []
-        lines += [f"-A {q(job.project)}"] if job.project else []
-        return lines + [f"-{k} {q(v)}" for k, v in _pairs(extra)]
-    if site.scheduler == "lsf":
-        lines = [f"-J {q(job.job_name)}", f"-nnodes {job.nodes}", f"-o {out}", f"-e {err}"]
-        lines += [f"-W {math.ceil(seconds / 60)}"] if seconds else []
-        lines += [f"-q {q(job.queue)}"] if job.queue else []
-        lines += [f"-P {q(job.project)}"] if job.project else []
-        return lines + [f"-{k} {q(v)}" for k, v in _pairs(extra)]
-    lines = [f"--job-name={q(job.job_name)}", f"-N {job.nodes}", f"-n {job.procs}",
-             f"--output={out}", f"--error={err}"]
-    lines += [f"-t {math.ceil(seconds / 60)}m"] if seconds else []
-    lines += [f"-q {q(job.queue)}"] if job.queue else []
-    lines += [f"--bank={q(job.project)}"] if job.project else []
-    return lines + [f"--{k}={q(v)}" for k, v in _pairs(extra)]
+    name, out, err = q(job.job_name), q(str(job.stdout)), q(str(job.stderr))
+    lines = {"slurm": [f"--job-name={name}", f"--nodes={job.nodes}",
+                       f"--ntasks-per-node={job.ppn}", f"--output={out}", f"--error={err}"],
+             "pbs": [f"-N {q(job.job_name[:15])}",
+                     f"-l select={job.nodes}:ncpus={job.ppn}:mpiprocs={job.ppn}",
+                     f"-o {out}", f"-e {err}"],
+             "lsf": [f"-J {name}", f"-nnodes {job.nodes}", f"-o {out}", f"-e {err}"],
+             "flux": [f"--job-name={name}", f"-N {job.nodes}", f"-n {job.procs}",
+                      f"--output={out}", f"--error={err}"]}[site.scheduler]
+    walltime, queue, project, option = FORMS[site.scheduler]
+    if seconds:   # Slurm and PBS take HH:MM:SS, LSF and Flux minutes
+        lines.append(walltime.format(_hms(seconds) if site.scheduler in ("slurm", "pbs")
+                                     else math.ceil(seconds / 60)))
+    lines += [queue.format(q(job.queue))] if job.queue else []
+    lines += [project.format(q(job.project))] if job.project else []
+    return lines + [option.format(k, q(v)) for k, v in _pairs(extra)]
 
 
 def _directive_value(value):
@@ -208,10 +198,9 @@ def launch_command(job):
         command = [site.launcher_command or "flux", "run", "-n", procs, "-N", str(job.nodes)]
     else:
         command = [site.launcher_command or "aprun", "-n", procs, "-N", ppn]
+    emews = ["run", "--resume", str(job.expdir)]
     if job.pool:
         seconds = walltime_seconds(job.walltime) if job.walltime else None
-        drain = ["--walltime", str(seconds - job.drain(seconds))] if seconds else []
-        return [*command, *site.launcher_args, job.python, "-m", "emews", "pool",
-                str(job.expdir), *drain]
-    return [*command, *site.launcher_args, job.python, "-m", "emews", "run", "--resume",
-            str(job.expdir)]
+        emews = ["pool", str(job.expdir)] + \
+            (["--walltime", str(seconds - job.drain(seconds))] if seconds else [])
+    return [*command, *site.launcher_args, job.python, "-m", "emews", *emews]

@@ -131,19 +131,14 @@ def _submit_all(jobs, record, site, executor, store, stream):
 
 def _with_site_defaults(config, site, overrides, resume):
     """Add the site's values for the settings the study leaves unset (:data:`SITE_DEFAULTS`)."""
-    sources = [experiment.load_experiment(resume).as_dict()] if resume else []
-    if config:
-        sources += config if isinstance(config, list) else [config]
-    cfg = configuration.load(sources, overrides) if not resume else None
+    if resume and not config:
+        return overrides   # a resumed study keeps what it was prepared with
+    cfg = None if resume else configuration.load(config or [], overrides)
     for name, value_of in SITE_DEFAULTS.items():
         value = value_of(site)
-        if value is None or name in overrides:
-            continue
-        if cfg is not None and tuple(name.split(".")) in cfg.origin:
-            continue
-        if resume and not config:
-            continue  # a resumed study keeps what it was prepared with
-        overrides[name] = value
+        if value is not None and name not in overrides and \
+                (cfg is None or tuple(name.split(".")) not in cfg.origin):
+            overrides[name] = value
     return overrides
 
 

@@ -117,12 +117,6 @@ class PostgresService(ServiceLink):
     def send(self, tasks):
         self.unsent += tasks
 
-    def _flush(self):
-        """Push the tasks sent since the last round trip."""
-        if self.unsent:
-            tasks, self.unsent = self.unsent, []
-            self.queue.push(tasks)
-
     def receive(self):
         self.incoming = []
         if time.monotonic() - self.vacuumed >= VACUUM_EVERY:
@@ -153,7 +147,9 @@ class PostgresService(ServiceLink):
                            for n in self.waiting.pop(point_id, [])])
 
     def wait(self, timeout):
-        self._flush()
+        if self.unsent:   # the tasks sent since the last round trip go out before the wait
+            tasks, self.unsent = self.unsent, []
+            self.queue.push(tasks)
         self.news |= self.queue.wait(RESULTS_CHANNEL, timeout)
         return self.news
 

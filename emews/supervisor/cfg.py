@@ -65,6 +65,7 @@ that change nothing under emews (:data:`UNUSED`) are named in the study's notes.
 that the files' own text refers to (a helper such as ``POP_DEFAULT``) is no setting.
 """
 
+import copy
 import json
 import math
 import os
@@ -170,6 +171,8 @@ SETTINGS_FILE = {"grid": GRID_FILE, "random": GRID_FILE}   # both read data/sett
 # truncation_select (bottom and top 20 %), update (lr * 0.8 or 1.2); its rank 0 is a datastore
 PBT = {"perturbation_interval": 2, "quantile": 0.2, "explore": "perturb",
        "resample_probability": 0.0, "factors": [0.8, 1.2]}
+# the [algorithm] options of the workflows that fix them (grid's and upf's come from files)
+FIXED_OPTIONS = {"uq-noise": {"params": UQ_NOISE}, "async-search": ASYNC_SEARCH, "pbt": PBT}
 PBT_MODEL = "tc1"   # its scripts/local_submit.cfg: tc1_pbt.py PARAMS_FILE EXP_DIR tc1 EXP_ID
 PBT_IGNORES = {"EXP_DIR": "emews makes the experiment directory (CANDLE_DATA_DIR/MODEL_NAME/"
                           "EXPnnn)"}
@@ -223,10 +226,6 @@ class Settings:
         self.referenced = set()
         self.paths = []
 
-    def get(self, name):
-        """The value of ``name`` after the files (``None``: unset)."""
-        return self.values.get(name)
-
     def read(self, path):
         """Source ``path`` after the files read so far."""
         try:
@@ -266,7 +265,7 @@ def check_workflow(name, where):
 def workflow(cfg_prm, namespace, name=None):
     """``(Supervisor's workflow name, emews algorithm, its variables)`` for these files:
     ``name``'s if given, else the project directory's, else the one whose variables they set."""
-    project = name or Path(namespace.get("EMEWS_PROJECT_ROOT")).name
+    project = name or Path(namespace.values.get("EMEWS_PROJECT_ROOT")).name
     if name or project in WORKFLOWS:
         check_workflow(project, str(cfg_prm))
         return (project, *WORKFLOWS.get(project, ("sweep", {})))
@@ -325,18 +324,12 @@ def read(cfg_sys, cfg_prm=None, environ=None, name=None):
                               f"files of Supervisor's {name} workflow "
                               f"({', '.join(sorted(known - set(unused)))})",
                               namespace.values[var])
-    project = Path(namespace.get("EMEWS_PROJECT_ROOT"))
-    options = {}
+    project = Path(namespace.values.get("EMEWS_PROJECT_ROOT"))
+    options = copy.deepcopy(FIXED_OPTIONS.get(name, {}))
     if name == "upf" and cfg_prm is not None:
         options = {"file": str(Path(cfg_prm).resolve())}
     elif name == "grid":
         options = {"params": grid(project / GRID_FILE)}
-    elif name == "uq-noise":
-        options = {"params": dict(UQ_NOISE)}
-    elif name == "async-search":
-        options = dict(ASYNC_SEARCH)
-    elif name == "pbt":
-        options = dict(PBT)
     study = {"system": {}, "study": {"algorithm": algorithm,
                                      "mode": "batch" if name in ("GA", "mlrMBO") else "async",
                                      "experiment_numbering": "supervisor"},
@@ -346,16 +339,16 @@ def read(cfg_sys, cfg_prm=None, environ=None, name=None):
     if name == "random":
         study["study"]["space"] = str(project / GRID_FILE)
         study["study"]["budget"] = random_samples(project / GRID_FILE)
-    search = namespace.get("SUPERVISOR_PATH") or ""
+    search = namespace.values.get("SUPERVISOR_PATH") or ""
     for var, (table, key, kind) in mapping.items():
         value = environ.get(var) if var in FROM_ENVIRONMENT and environ.get(var) else \
-            namespace.get(var) or (GA_DEFAULTS.get(var) if name == "GA" else None)
+            namespace.values.get(var) or (GA_DEFAULTS.get(var) if name == "GA" else None)
         if value not in (None, "") and (var, value) not in NO_IMAGE:
             where = namespace.where.get(var, f"environment variable {var}")
             converted = convert(value, kind, f"{where}: {var}", search)
             if converted is not None:
                 study[table][key] = converted
-    ignore = namespace.get("IGNORE_ERRORS")
+    ignore = namespace.values.get("IGNORE_ERRORS")
     if ignore not in (None, ""):
         where = f"{namespace.where.get('IGNORE_ERRORS', 'environment variable')}: IGNORE_ERRORS"
         study["failure"]["on_failure"] = "abort" if convert(ignore, "int", where) == 0 else "fail"

@@ -107,11 +107,11 @@ def parse(arguments, workflow=None, environ=None, cwd=None):
 
 def _tool_paths(environ, workflow, cwd):
     """What Supervisor's ``supervisor`` tool and the workflow's ``supervisor`` script set."""
-    _path_prepend(environ, str(cwd))
+    _path_add(environ, str(cwd), first=True)
     home = environ.get("SUPERVISOR_HOME")
     if home and (Path(home) / "workflows" / workflow).is_dir():
         environ["EMEWS_PROJECT_ROOT"] = str(Path(home) / "workflows" / workflow)
-        _path_append(environ, str(Path(home) / "workflows" / workflow / "test"))
+        _path_add(environ, str(Path(home) / "workflows" / workflow / "test"))
 
 
 def _workflow_paths(environ):
@@ -119,19 +119,15 @@ def _workflow_paths(environ):
     project = environ.get("EMEWS_PROJECT_ROOT")
     if project:
         environ.setdefault("WORKFLOWS_ROOT", str(Path(project).parent))
-        _path_append(environ, str(Path(project) / "data"))
+        _path_add(environ, str(Path(project) / "data"))
     if environ.get("WORKFLOWS_ROOT"):
-        _path_append(environ, str(Path(environ["WORKFLOWS_ROOT"]) / "common" / "sh"))
+        _path_add(environ, str(Path(environ["WORKFLOWS_ROOT"]) / "common" / "sh"))
 
 
-def _path_prepend(environ, directory):
-    environ["SUPERVISOR_PATH"] = ":".join(filter(None, [directory,
-                                                        environ.get("SUPERVISOR_PATH")]))
-
-
-def _path_append(environ, directory):
-    environ["SUPERVISOR_PATH"] = ":".join(filter(None, [environ.get("SUPERVISOR_PATH"),
-                                                        directory]))
+def _path_add(environ, directory, first=False):
+    """``directory`` added to SUPERVISOR_PATH: last, or ``first``."""
+    parts = [environ.get("SUPERVISOR_PATH"), directory]
+    environ["SUPERVISOR_PATH"] = ":".join(filter(None, parts[::-1] if first else parts))
 
 
 def _cfg(name, environ, cwd, what):
@@ -194,9 +190,8 @@ def scheduled_site(call, files):
 def prepare_study(call, files):
     """The study (a dict shaped like the TOML file) and its notes, with the site's langs-app
     file, and the data directory and name made explicit."""
-    study, notes = cfgfiles.read(*call.files[:2], environ=call.environ, name=call.workflow) \
-        if len(call.files) == 2 else cfgfiles.read(call.files[0], None, call.environ,
-                                                   call.workflow)
+    cfg_prm = call.files[1] if len(call.files) == 2 else None
+    study, notes = cfgfiles.read(call.files[0], cfg_prm, call.environ, call.workflow)
     tables = {table: study.setdefault(table, {}) for table in ("system", "study")}
     if "langs-app" in files and not call.environ.get("EMEWS_LANGS_APP"):
         tables["system"]["langs_app"] = str(files["langs-app"])
@@ -205,14 +200,6 @@ def prepare_study(call, files):
                                            or Study.data_dir).resolve())
     tables["study"].setdefault("name", tables["study"].get("model_name", Study.model_name))
     return study, notes
-
-
-def make_expdir(call, data_dir, name):
-    """The experiment directory of ``call.expid`` (``-a``: the next free EXPnnn) under
-    ``data_dir/name``, made now."""
-    if call.expid == "-a":
-        return experiment.create(data_dir, name, "supervisor")
-    return experiment.create(data_dir, name, expid=call.expid)
 
 
 def link(expdir, cwd):
@@ -293,7 +280,9 @@ def main(arguments, workflow=None, dry_run=False):
                   f"launcher {site.launcher}, batch {site.batch}")
         return 0
     tables = study["study"]   # the study being written: the TOML file's [study] table
-    expdir = make_expdir(call, tables["data_dir"], tables["name"])
+    # EXPID -a: the next free EXPnnn, as Supervisor numbers them
+    expdir = experiment.create(tables["data_dir"], tables["name"], "supervisor",
+                               None if call.expid == "-a" else call.expid)
     tables["expid"] = expdir.name
     (expdir / STUDY_FILE).write_text(cfgfiles.render(study, notes, call.files))
     link(expdir, Path.cwd())

@@ -57,7 +57,6 @@ MAKERS = {  # maker: (kind, positional arguments, named-only arguments)
     "makeDiscreteParam": ("categorical", ("id", "values"), ("default", "requires")),
     "makeLogicalParam": ("logical", ("id",), ("default", "requires")),
 }
-IGNORED = ("default",)
 TRAFO_RULE = ("must be function(x) built from numbers, x, + - * / ^, parentheses, exp(), round() "
               "and as.integer(); R code is never evaluated")
 CONSTANTS = {"TRUE": True, "FALSE": False, "T": True, "F": False, "Inf": float("inf")}
@@ -210,8 +209,7 @@ class _Parser:
             if name in args:
                 raise ConfigError(self.where(token), f"{maker}: argument {name!r} is given "
                                   "twice", name)
-            spans = ("trafo", "requires")
-            value = self.argument_span() if name in spans else self.value()
+            value = self.argument_span() if name in ("trafo", "requires") else self.value()
             args[name] = (value, self.where(token))
         if "id" not in args:
             raise ConfigError(self.where(start), f"{maker} needs an id (the parameter name)",
@@ -219,8 +217,7 @@ class _Parser:
         name, name_where = args.pop("id")
         if not isinstance(name, str) or not name:
             raise ConfigError(name_where, f"{maker}: the id must be a non-empty string", name)
-        for ignored in IGNORED:
-            args.pop(ignored, None)
+        args.pop("default", None)   # accepted, and ignored: it does not change the search
         if "trafo" in args:
             (first, end), at = args["trafo"]
             args["trafo"] = (_TrafoParser(self, first, end, name).trafo(), at)
@@ -388,10 +385,6 @@ class _TrafoParser(_ArgumentParser):
 
     RULE = TRAFO_RULE
     ARGUMENT = "trafo"
-
-    def __init__(self, parser, first, end, name):
-        super().__init__(parser, first, end, name)
-        self.argument = None
 
     def trafo(self):
         self.expect("function")
