@@ -34,7 +34,7 @@ A store written by an older emews is migrated when it is opened; a newer one is 
 
 from ..status import STATUSES, Status   # STATUSES: of an attempt (``attempts.status``)
 
-VERSION = 7
+VERSION = 8
 POINT_STATUSES = tuple(s for s in STATUSES if s != Status.DUPLICATE)   # of a point
 
 
@@ -178,11 +178,21 @@ ALTER TABLE evaluations ADD COLUMN feasible INTEGER;
 ALTER TABLE attempt_log ADD COLUMN objectives TEXT;
 ALTER TABLE attempt_log ADD COLUMN feasible INTEGER;
 {ATTEMPTS_VIEW};
+"""
+# Version 7: no status 'paused' (a CHECK: the table is made again).
+FROM_7 = f"""
+DROP VIEW attempts;
+ALTER TABLE evaluations RENAME TO evaluations_v7;
+{EVALUATIONS};
+INSERT INTO evaluations SELECT * FROM evaluations_v7;
+DROP TABLE evaluations_v7;
+{ATTEMPTS_VIEW};
 PRAGMA user_version = {VERSION};
 """
-MIGRATIONS = {1: FROM_1 + FROM_4 + FROM_5 + FROM_6, 2: FROM_2 + FROM_4 + FROM_5 + FROM_6,
-              3: FROM_3 + FROM_4 + FROM_5 + FROM_6, 4: FROM_4 + FROM_5 + FROM_6,
-              5: FROM_5 + FROM_6, 6: FROM_6}
+MIGRATIONS = {1: FROM_1 + FROM_4 + FROM_5 + FROM_6 + FROM_7,
+              2: FROM_2 + FROM_4 + FROM_5 + FROM_6 + FROM_7,
+              3: FROM_3 + FROM_4 + FROM_5 + FROM_6 + FROM_7, 4: FROM_4 + FROM_5 + FROM_6 + FROM_7,
+              5: FROM_5 + FROM_6 + FROM_7, 6: FROM_6 + FROM_7, 7: FROM_7}
 
 
 def version_of(db):
