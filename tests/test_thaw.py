@@ -2,7 +2,9 @@
 from their checkpoints, on a real mpiexec pool, with py and app models."""
 
 import json
+import os
 import random
+import signal
 import sys
 from pathlib import Path
 
@@ -17,6 +19,8 @@ from emews.store import SQLiteStore
 SUPPORT = Path(__file__).parent / "support"
 sys.path.insert(0, str(SUPPORT))
 from freeze_models import STEPS, value_at  # noqa: E402 - beside the tests
+from conftest import wait_until  # noqa: E402
+from test_fidelity import gated_runs  # noqa: E402
 
 ASHA = {"min_resource": 3, "max_resource": STEPS, "reduction_factor": 3, "pause": True}
 # one worker: A reaches each rung first and goes on; B (slow to learn, the best at the end)
@@ -63,41 +67,46 @@ def test_asha_with_pause_pauses_what_it_would_stop_and_stops_nan():
         pruners.make("asha", {"pause": True})
 
 
-def run_study(emews_cli, study, tmp_path, objective, impl="py", budget=3, points=None):
-    """Run a sweep of ``points`` (FAST, SLOW, WORST) on one mpiexec worker under asha with
-    pause; return its store (read only)."""
+def sweep(study, tmp_path, objective, impl="py"):
+    """The study file of a sweep of FAST, SLOW and WORST on one mpiexec worker under asha
+    with pause."""
     (tmp_path / "points.jsonl").write_text("".join(
-        json.dumps({**p, "act": "relu"}) + "\n" for p in points or [FAST, SLOW, WORST]))
+        json.dumps({**p, "act": "relu"}) + "\n" for p in [FAST, SLOW, WORST]))
     model = {"impl": impl, "app": [sys.executable, str(SUPPORT / "freeze_app.py")]} \
         if impl == "app" else {"objective": objective}
-    path = study(system={"procs": 2, "progress_interval": 60},
-                 study={"algorithm": "sweep", "budget": budget, "pruner": "asha", **model},
+    return study(system={"procs": 2, "progress_interval": 60},
+                 study={"algorithm": "sweep", "budget": 3, "pruner": "asha", **model},
                  algorithm={"file": "points.jsonl"}, pruner=ASHA)
-    done = emews_cli("run", path)
+
+
+def run_study(emews_cli, study, tmp_path, objective, impl="py"):
+    """Run :func:`sweep`; return its experiment directory and store (read only)."""
+    done = emews_cli("run", sweep(study, tmp_path, objective, impl))
     assert done.returncode == 0, done.stderr
     (expdir,) = (tmp_path / "experiments" / "study").iterdir()
     return expdir, SQLiteStore(expdir / "results.db", readonly=True)
 
 
-def check_thawed(expdir, store):
+def check_thawed(expdir, store, attempts=((1, Status.PAUSED, 3), (2, Status.DONE, STEPS))):
     """SLOW was paused at step 3 and thawed from its checkpoint: its curve goes on at step 4,
     no step repeated or lost, and it ends with the value an unpaused run reaches; WORST stays
-    paused; FAST ran through."""
+    paused; FAST ran through. ``attempts``: SLOW's, as ``(attempt, status, last step)``."""
     rows = {(r["params"]["x"], r["params"]["n"]): r for r in store.rows()}
     fast, slow, worst = (rows[(p["x"], p["n"])] for p in (FAST, SLOW, WORST))
     assert fast["status"] == Status.DONE and fast["attempt"] == 1
     assert fast["result"] == pytest.approx(value_at(FAST, STEPS))
-    assert slow["status"] == Status.DONE and slow["attempt"] == 2
+    assert slow["status"] == Status.DONE and slow["attempt"] == len(attempts)
     assert slow["result"] == pytest.approx(value_at(SLOW, STEPS))
     assert slow["result"] < fast["result"]
     assert store.best()["id"] == slow["id"]
     assert worst["status"] == Status.PAUSED and worst["result"] == pytest.approx(
         value_at(WORST, 3))
     assert [(a["attempt"], a["status"]) for a in store.attempts(slow["id"])] == [
-        (1, Status.PAUSED), (2, Status.DONE)]
+        (attempt, status) for attempt, status, _ in attempts]
     reports = store.reports(slow["id"])
-    assert [(r["attempt"], r["step"]) for r in reports] == [(1, s) for s in (1, 2, 3)] + [
-        (2, s) for s in range(4, STEPS + 1)]
+    assert [r["step"] for r in reports] == list(range(1, STEPS + 1))   # none repeated or lost
+    assert [max(r["step"] for r in reports if r["attempt"] == attempt)
+            for attempt, _, _ in attempts] == [last for _, _, last in attempts]
     assert all(r["value"] == pytest.approx(value_at(SLOW, r["step"])) for r in reports)
     return slow
 
@@ -122,5 +131,60 @@ def test_a_paused_app_run_is_thawed_from_its_checkpoint(emews_cli, study, tmp_pa
     expdir, store = run_study(emews_cli, study, tmp_path, None, impl="app")
     try:
         check_thawed(expdir, store)
+    finally:
+        store.close()
+
+
+@pytest.mark.slow
+@pytest.mark.mpi
+def test_a_model_without_checkpoints_is_thawed_from_step_0_and_this_is_recorded(
+        emews_cli, study, tmp_path):
+    expdir, store = run_study(emews_cli, study, tmp_path, "freeze_models:forgetful")
+    try:
+        (slow,) = [r for r in store.rows() if r["params"]["n"] == SLOW["n"]]
+        assert slow["status"] == Status.DONE and slow["attempt"] == 2
+        assert slow["result"] == pytest.approx(value_at(SLOW, STEPS))
+        assert [r["step"] for r in store.reports(slow["id"]) if r["attempt"] == 2] == list(
+            range(1, STEPS + 1))
+        assert store.meta("thaw_restarts") == [
+            {"id": slow["id"], "attempt": 2, "run_id": slow["run_id"]}]
+        log = (expdir / "run" / f"member{slow['id']}.log").read_text()
+        assert f"{slow['run_id']} thaw{slow['id']}-2: starts from nothing" in log
+    finally:
+        store.close()
+
+
+@pytest.mark.slow
+@pytest.mark.mpi
+def test_a_study_killed_while_it_thaws_resumes_its_paused_runs(study, tmp_path):
+    # FAST's 27 reports, SLOW's and WORST's 3 each, then SLOW's thaw trains steps 4 to 6 and
+    # waits before step 7: the study is killed there, with SLOW thawing and WORST paused
+    path = sweep(study, tmp_path, "freeze_models:gated")
+    run, gate = gated_runs(tmp_path, stall=36)
+    killed = run(path)
+    wait_until(lambda: len(list(gate.glob("report-*"))) > 36, "the thaw's wait before step 7")
+    (expdir,) = (tmp_path / "experiments" / "study").iterdir()
+    store = SQLiteStore(expdir / "results.db", readonly=True)
+    try:
+        (slow,) = [r for r in store.rows() if r["params"]["n"] == SLOW["n"]]
+        wait_until(lambda: [(r["attempt"], r["step"]) for r in store.reports(slow["id"])][-1]
+                   == (2, 6), "the thaw's report of step 6 in the store")
+        os.killpg(killed.pid, signal.SIGKILL)
+        killed.communicate()
+        rows = [(r["params"]["n"], r["status"], r["attempt"]) for r in store.rows()]
+        assert rows[1] in ((3, Status.RUNNING, 2), (3, Status.CANCELLED, 2))  # as it died
+        assert rows[::2] == [(0, Status.DONE, 1), (0, Status.PAUSED, 1)]
+    finally:
+        store.close()
+
+    (gate / "go").touch()
+    resumed = run("--resume", expdir)
+    assert resumed.communicate(timeout=300)[0] is not None and resumed.returncode == 0
+    store = SQLiteStore(expdir / "results.db", readonly=True)
+    try:
+        slow = check_thawed(expdir, store, attempts=[
+            (1, Status.PAUSED, 3), (2, Status.PAUSED, 6), (3, Status.DONE, STEPS)])
+        assert (expdir / "run" / slow["run_id"] / "trained.txt").read_text().split() == [
+            str(s) for s in range(7, STEPS + 1)]
     finally:
         store.close()

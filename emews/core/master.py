@@ -117,15 +117,34 @@ class Master:
         """Go on from what earlier runs of the study stored: their ``reports`` (in order) and
         ``done`` runs (``(id, attempt)``) go to the pruner, but those of ``interrupted`` runs,
         whose points run again from their start (so that the rungs are as an uninterrupted
-        study's); every step counts against ``step_budget``."""
+        study's; a thaw goes to it as the run it goes on); every step counts against
+        ``step_budget``. The paused runs can be thawed again."""
+        for row in self.store.attempts():   # in order: a thaw of a thaw goes on the first run
+            if row["status"] == Status.PAUSED:
+                run = (row["id"], row["attempt"])
+                self.continues[(row["id"], row["attempt"] + 1)] = self.continues.get(run, run)
+        first = {}
         for row in reports:
+            first.setdefault((row["id"], row["attempt"]), row["step"])
             self.last_steps[(row["id"], row["attempt"])] = row["step"]
-        self.limits.steps = sum(self.last_steps.values())
+        self.limits.steps = sum(last - self._base(run, first[run])
+                                for run, last in self.last_steps.items())
         if self.progress is not None:
             self.progress.resume(self.limits.steps)
         interrupted = set(interrupted)
-        self.pruner.replay([row for row in reports
-                            if (row["id"], row["attempt"]) not in interrupted], done)
+        self.pruner.replay([dict(row, attempt=self.continues.get(run, run)[1])
+                            for row in reports if (run := (row["id"], row["attempt"]))
+                            not in interrupted], [self.continues.get(run, run) for run in done])
+        if self.thaws is not None:
+            for row in self.store.rows(Status.PAUSED):
+                self.thaws.pause(row["id"], row["attempt"], json.dumps(row["params"]),
+                                 {r["step"]: r["value"] for r in reports if r["id"] == row["id"]})
+
+    def _base(self, run, step):
+        """The step that ``run`` (a thaw, reporting ``step`` first) went on from: its
+        previous attempt's last; 0 for a run that is no thaw, or that trained from step 0 again."""
+        base = self.last_steps.get((run[0], run[1] - 1), 0) if run in self.continues else 0
+        return base if step > base else 0
 
     def _judge(self, task, rank, report):
         """A report of a running ``task``: stored, its steps counted; whether to stop it."""
