@@ -121,8 +121,21 @@ def test_a_paused_py_run_is_thawed_from_its_checkpoint(emews_cli, study, tmp_pat
                    for run_id in (f"RUN{slow['id']:06d}", slow["run_id"])]
         assert trained == [["1", "2", "3"], [str(s) for s in range(4, STEPS + 1)]]
         assert store.meta("thaw_restarts") is None
+        (worst,) = store.rows(Status.PAUSED)
     finally:
         store.close()
+    status = emews_cli("status", expdir)
+    assert status.returncode == 0, status.stderr
+    assert "evaluations: 3 finished of a budget of 3 (done 2, paused 1)" in status.stdout
+    assert "paused: 1 runs, their checkpoints kept" in status.stdout
+    shown = emews_cli("show", expdir, "--paused", "--json")
+    assert shown.returncode == 0, shown.stderr
+    (run,) = json.loads(shown.stdout)
+    assert (run["id"], run["run_id"], run["step"]) == (worst["id"], worst["run_id"], 3)
+    assert run["value"] == pytest.approx(value_at(WORST, 3))
+    assert value_at(WORST, STEPS) < run["predicted"] < value_at(WORST, 3)   # it learns on
+    table = emews_cli("show", expdir, "--paused")
+    assert "1 paused runs, the most promising first" in table.stdout, table.stderr
 
 
 @pytest.mark.slow

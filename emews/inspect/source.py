@@ -62,6 +62,13 @@ def read_curves(expdir, row=None):
         if r["attempt"] == row["attempt"]))
 
 
+def read_point_curve(expdir, point):
+    """The learning curve of evaluation ``point`` over all its attempts (``{step: value}``:
+    a paused run's and its thaws'), read as :func:`read_curves` reads."""
+    return _read_once(expdir, lambda store: curves_of(
+        (r["id"], r["step"], r["value"]) for r in store.reports(point)).get(point, {}))
+
+
 def read_report_values(expdir, after=0):
     """The reports of the study in ``expdir`` numbered after ``after``, as
     :meth:`emews.store.Store.report_values` gives them, read in one read-only store opened for
