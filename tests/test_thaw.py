@@ -136,6 +136,11 @@ def test_a_paused_py_run_is_thawed_from_its_checkpoint(emews_cli, study, tmp_pat
     assert value_at(WORST, STEPS) < run["predicted"] < value_at(WORST, 3)   # it learns on
     table = emews_cli("show", expdir, "--paused")
     assert "1 paused runs, the most promising first" in table.stdout, table.stderr
+    report = emews_cli("report", expdir)
+    assert report.returncode == 0, report.stderr
+    page = (expdir / "report.html").read_text()
+    assert "Paused and thawed runs" in page and "The curves of the 2 runs the pruner paused" in page
+    assert (expdir / "report_thaws.png").stat().st_size > 0
 
 
 @pytest.mark.slow

@@ -21,7 +21,7 @@ from ..core.vector import json_numbers
 from ..errors import ConfigError
 from ..status import Status
 from .query import select
-from .source import read_point_curve
+from .source import read_thaws
 from .summary import one_line
 
 POINT_KEYS = ("value", "mean", "std", "count", "failed", "complete", "ids")  # and params
@@ -252,10 +252,11 @@ def paused(study):
     id, the step it was paused at, its value there, the value its curve predicts at
     ``[pruner] max_resource`` (``None`` where there is none) and its hyperparameters."""
     horizon = study.config.pruner.max_resource
+    thaws = read_thaws(study.expdir)
     runs = []
     for row in study.rows:
         if row["status"] == Status.PAUSED:
-            curve = read_point_curve(study.expdir, row["id"])
+            curve = {step: v for part in thaws.get(row["id"], []) for step, v in part.items()}
             predicted = predict(curve, horizon) if horizon else math.inf
             runs.append({"id": row["id"], "run_id": row["run_id"],
                          "step": max(curve, default=None), "value": row["result"],
