@@ -32,10 +32,8 @@ Freeze-thaw (``[pruner] pause = true``, :mod:`emews.core.thaw`): a run the prune
 back ``paused``, told to the ME and counted as a pruned one, its checkpoint kept. Once the ME
 gets no more points (its budget spent, or it ended), the drain fills free slots with the paused
 runs whose curves predict a better final value than the best so far, each as its point's next
-attempt: a segment (:mod:`emews.core.segments`) that goes on in the point's own checkpoint
-directory from the step its curve reached (:mod:`emews.evaluate.handoff`), and continues its
-curve for the pruner. Their results are stored (and their steps and values counted by the limits) but not
-told to the ME, which has stopped.
+attempt, which goes on from its checkpoint and continues its curve for the pruner. Their
+results are stored (their steps and values counted by the limits), not told to the ME.
 
 The master is the one place that counts the study's limits (budget, iterations, patience,
 target, time) for any ME, a classic EQ/Py module included: it never starts more evaluations
@@ -66,8 +64,7 @@ from ..errors import MEAborted, ProtocolError, StudyAborted
 from .failure import classify
 from .plan import MasterPlan
 from .pruners import PAUSE
-from .segments import SEGMENT
-from .thaw import Thaws
+from .thaw import Thaws, room
 from ..pools.base import Backoff, Pool, Task
 from ..status import Status
 from ..store.base import Store
@@ -89,9 +86,8 @@ class Master:
         self.pool, self.store, self.mode, self.progress = pool, store, plan.mode, plan.progress
         self.criteria, self.policy = plan.criteria, plan.policy
         self.limits, self.pruner = plan.limits, plan.pruner
-        self.thaws = Thaws(self.pruner.max_resource) if self.pruner.pause else None
+        self.thaws = Thaws(self.pruner.max_resource if self.pruner.pause else None)
         self.pausing = set()               # (id, attempt) the pruner paused, until it returns
-        self.continues = {}                # (id, attempt) of a thaw -> the run it goes on
         self.last_steps = {}               # (id, attempt) -> the last step it reported
         self.curves = {}                   # (id, attempt) of a running task -> {step: value}
         pool.bind_judge(self._judge)
@@ -119,10 +115,8 @@ class Master:
         whose points run again from their start (so that the rungs are as an uninterrupted
         study's; a thaw goes to it as the run it goes on); every step counts against
         ``step_budget``. The paused runs can be thawed again."""
-        for row in self.store.attempts():   # in order: a thaw of a thaw goes on the first run
-            if row["status"] == Status.PAUSED:
-                run = (row["id"], row["attempt"])
-                self.continues[(row["id"], row["attempt"] + 1)] = self.continues.get(run, run)
+        thaws = self.thaws
+        thaws.resume(self.store.attempts(), self.store.rows(Status.PAUSED), reports)
         first = {}
         for row in reports:
             first.setdefault((row["id"], row["attempt"]), row["step"])
@@ -132,31 +126,28 @@ class Master:
         if self.progress is not None:
             self.progress.resume(self.limits.steps)
         interrupted = set(interrupted)
-        self.pruner.replay([dict(row, attempt=self.continues.get(run, run)[1])
-                            for row in reports if (run := (row["id"], row["attempt"]))
-                            not in interrupted], [self.continues.get(run, run) for run in done])
-        if self.thaws is not None:
-            for row in self.store.rows(Status.PAUSED):
-                self.thaws.pause(row["id"], row["attempt"], json.dumps(row["params"]),
-                                 {r["step"]: r["value"] for r in reports if r["id"] == row["id"]})
+        self.pruner.replay([dict(row, attempt=thaws.run_of(run)[1]) for row in reports
+                            if (run := (row["id"], row["attempt"])) not in interrupted],
+                           [thaws.run_of(run) for run in done])
 
     def _base(self, run, step):
         """The step that ``run`` (a thaw, reporting ``step`` first) went on from: its
         previous attempt's last; 0 for a run that is no thaw, or that trained from step 0 again."""
-        base = self.last_steps.get((run[0], run[1] - 1), 0) if run in self.continues else 0
+        base = self.last_steps.get((run[0], run[1] - 1), 0) if run in self.thaws.continues \
+            else 0
         return base if step > base else 0
 
     def _judge(self, task, rank, report):
         """A report of a running ``task``: stored, its steps counted; whether to stop it."""
         run = (task.id, task.attempt)
         self.store.add_reports([(task.id, task.attempt, report)])
-        if run in self.continues and run not in self.curves and \
+        if run in self.thaws.continues and run not in self.curves and \
                 report.step <= self.last_steps.get(run, 0):
             self._restarted(task, report.step)
         self.limits.record_steps(max(report.step - self.last_steps.get(run, 0), 0))
         self.last_steps[run] = report.step
         self.curves.setdefault(run, {})[report.step] = report.value
-        verdict = self.pruner.report(self.continues.get(run, run), report.step, report.value)
+        verdict = self.pruner.report(self.thaws.run_of(run), report.step, report.value)
         if verdict == PAUSE:
             self.pausing.add(run)
         return bool(verdict)
@@ -374,13 +365,12 @@ class Master:
             if verdict.action == "retry":
                 attempt = task.attempt + 1
                 retried.append(Task(task.id, task.params, run_id(task.id, attempt), attempt))
-                if run in self.continues:
-                    self.continues[(task.id, attempt)] = self.continues.pop(run)
+                self.thaws.retried(run, attempt)
                 continue
             abort = abort or (verdict.reason if verdict.action == "abort" else None)
             if verdict.action == "done":
-                self.pruner.completed(self.continues.get(run, run))
-            if run in self.continues:   # a thaw: the ME was told of its point when it paused
+                self.pruner.completed(self.thaws.run_of(run))
+            if run in self.thaws.continues:   # a thaw: the ME was told of it when it paused
                 self._thawed(verdict)
                 continue
             final.append((task, rank, verdict.outcome))
@@ -428,36 +418,21 @@ class Master:
     def _thaw(self):
         """Fill free slots with the paused runs worth thawing (the drain: see the module
         docstring); return how many started."""
-        if self.thaws is None or self._held_back() or not self._may_thaw():
+        if not self.thaws.paused or self._held_back() or not room(self.limits):
             return 0
         tasks = []
         for _ in range(self.pool.free_slots()):
-            taken = self.thaws.take(self.limits.best)
-            if taken is None:
+            thaw = self.thaws.next_thaw(self.limits.best)
+            if thaw is None:
                 break
-            i, paused = taken
-            attempt, step = paused.attempt + 1, max(paused.curve, default=0)
-            record = {"member": i, "name": f"thaw{i}-{attempt}", "parent": None, "donor": None,
-                      "start": step, "until": self.thaws.horizon}
-            task = Task(i, json.dumps({**json.loads(paused.params), SEGMENT: record}),
-                        run_id(i, attempt), attempt)
-            self.continues[(i, attempt)] = self.continues.get((i, paused.attempt),
-                                                              (i, paused.attempt))
+            i, attempt, params, step = thaw
+            tasks.append(Task(i, params, run_id(i, attempt), attempt))
             self.last_steps[(i, attempt)] = step
-            tasks.append(task)
         if tasks:
             self.store.requeue([(t.id, t.attempt, t.run_id) for t in tasks])
             self.store.mark_running([(task.id, rank) for task, rank in self.pool.submit(tasks)])
             self.store.commit()
         return len(tasks)
-
-    def _may_thaw(self):
-        """Whether the limits leave room for thaws: no target reached, time or steps left."""
-        limits = self.limits
-        return not (limits.target is not None and limits.best <= limits.target
-                    or limits.max_time is not None
-                    and time.monotonic() - limits.started >= limits.max_time
-                    or limits.step_budget is not None and limits.steps >= limits.step_budget)
 
     def _answer(self, ids):
         """The answer to a message of points, or ``None`` when a limit means there is none."""

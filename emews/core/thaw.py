@@ -19,11 +19,16 @@ learning before one that has flattened (``tests/test_thaw.py`` measures both on 
 curves).
 """
 
+import json
 import math
+import time
 import warnings
 from dataclasses import dataclass, field
 
 import numpy
+
+from ..status import Status
+from .segments import SEGMENT
 
 MIN_POINTS = 3     # steps a curve needs before a parametric fit is tried
 
@@ -86,11 +91,19 @@ class Paused:
 
 @dataclass
 class Thaws:
-    """The study's paused runs, and which one to thaw next (predicted at ``horizon``)."""
+    """The study's paused runs, which one to thaw next (predicted at ``horizon``; ``None``: a
+    study that pauses nothing, and thaws nothing), and which runs thaws go on (``continues``:
+    ``(id, attempt)`` of a thaw -> the run it goes on, the pruner's name for both)."""
 
-    horizon: int
+    horizon: int | None = None
     paused: dict = field(default_factory=dict)    # point id -> Paused
     thawing: dict = field(default_factory=dict)   # point id -> its curve, while it is thawed
+    continues: dict = field(default_factory=dict)
+
+    def run_of(self, run):
+        """The run ``run`` (``(id, attempt)``) goes on: the first of its point's paused
+        run and its thaws; itself, when it is no thaw."""
+        return self.continues.get(run, run)
 
     def pause(self, point, attempt, params, curve):
         """Point ``point`` was paused by its attempt ``attempt``, which reported ``curve``
@@ -108,3 +121,46 @@ class Thaws:
             return None
         self.thawing[point] = self.paused[point].curve
         return point, self.paused.pop(point)
+
+    def next_thaw(self, best=math.inf):
+        """The next thaw (see :meth:`take`): ``(id, attempt, params, step)``, its point, the
+        attempt it is, its parameters (JSON text) and the step its point's curve reached;
+        ``None`` when there is none. It is a segment (:mod:`emews.core.segments`) from that
+        step to ``horizon``, in its point's own checkpoint directory."""
+        taken = self.take(best) if self.horizon is not None else None
+        if taken is None:
+            return None
+        point, run = taken
+        attempt, step = run.attempt + 1, max(run.curve, default=0)
+        record = {"member": point, "name": f"thaw{point}-{attempt}", "parent": None,
+                  "donor": None, "start": step, "until": self.horizon}
+        self.continues[(point, attempt)] = self.run_of((point, run.attempt))
+        return point, attempt, json.dumps({**json.loads(run.params), SEGMENT: record}), step
+
+    def retried(self, run, attempt):
+        """The thaw ``run`` failed and runs again as ``attempt``: that goes on in its place."""
+        if run in self.continues:
+            self.continues[(run[0], attempt)] = self.continues.pop(run)
+
+    def resume(self, attempts, paused, reports):
+        """Take back what earlier runs of the study stored: which runs thaws go on (from the
+        ``paused`` ``attempts``, in order), and the ``paused`` points (rows) with their curves
+        (``reports``)."""
+        for row in attempts:
+            if row["status"] == Status.PAUSED:
+                run = (row["id"], row["attempt"])
+                self.continues[(row["id"], row["attempt"] + 1)] = self.run_of(run)
+        if self.horizon is not None:
+            for row in paused:
+                self.pause(row["id"], row["attempt"], json.dumps(row["params"]),
+                           {r["step"]: r["value"] for r in reports if r["id"] == row["id"]})
+
+
+def room(limits):
+    """Whether a study's ``limits`` (a :class:`~emews.core.algorithm.Stopper`) leave room for
+    thaws: no ``target`` reached, time and steps left (``budget`` is spent in the drain)."""
+    return not (limits.target is not None and limits.best <= limits.target
+                or limits.max_time is not None
+                and time.monotonic() - limits.started >= limits.max_time
+                or limits.step_budget is not None and limits.steps >= limits.step_budget)
+
