@@ -65,6 +65,17 @@ def test_asha_with_pause_pauses_what_it_would_stop_and_stops_nan():
     assert asha.report((2, 1), 3, float("nan")) is True
     with pytest.raises(ConfigError, match=r"\[pruner\].max_resource: must be given with pause"):
         pruners.make("asha", {"pause": True})
+    with pytest.raises(ConfigError, match=r"\[pruner\].pause: does not apply to pruner 'median'"):
+        pruners.make("median", {"pause": True})
+
+
+def test_hyperband_with_pause_pauses_in_every_bracket_that_stops_runs():
+    hyperband = pruners.make("hyperband", ASHA)     # brackets from steps 3 and 9; 27 stops none
+    points = {b: [i for i in range(100) if hyperband.bracket_of(i) == b][:2] for b in (0, 1)}
+    for bracket, step in ((0, 3), (1, 9)):
+        first, second = points[bracket]
+        assert hyperband.report((first, 1), step, 1.0) is False
+        assert hyperband.report((second, 1), step, 2.0) == pruners.PAUSE
 
 
 def sweep(study, tmp_path, objective, impl="py"):
