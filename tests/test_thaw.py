@@ -136,6 +136,7 @@ def check_thawed(expdir, store, attempts=((1, Status.PAUSED, RUNG), (2, Status.D
     assert store.best()["id"] == slow["id"]
     assert worst["status"] == Status.PAUSED and worst["result"] == pytest.approx(
         value_at(WORST, RUNG))
+    assert worst["error"] == f"paused at step {RUNG}"
     assert [(a["attempt"], a["status"]) for a in store.attempts(slow["id"])] == [
         (attempt, status) for attempt, status, _ in attempts]
     reports = store.reports(slow["id"])

@@ -405,8 +405,8 @@ class Master:
         if verdict.action != "pruned":
             return verdict
         self.thaws.pause(task.id, task.attempt, task.params, curve or {})
-        outcome = dataclasses.replace(verdict.outcome, status=Status.PAUSED,
-                                      error=verdict.outcome.error.replace("pruned", "paused"))
+        error = (verdict.outcome.error or "pruned").replace("pruned", "paused", 1)
+        outcome = dataclasses.replace(verdict.outcome, status=Status.PAUSED, error=error)
         return verdict._replace(outcome=outcome, status=Status.PAUSED)
 
     def _thawed(self, verdict):
