@@ -412,10 +412,12 @@ def _show(args):
         raise ConfigError("emews show", "takes --csv or --json, not both", None,
                           show_value=False)
     study = load(args.expdir)
+    # a pipe or a log: rows whole, however wide (a terminal: its width, cells folded)
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else LOG_WIDTH)
     if args.schedule:
         return _emit(show.as_json_text(show.schedule(study)))
     if args.lineage or args.paused:
-        return _listing(args, study)
+        return _listing(args, study, console)
     if args.pareto and (args.failed or study.pareto is None):
         raise ConfigError("emews show --pareto", "needs a study of several objectives or "
                           "constraints, without --failed", f"{args.expdir} ([study] objectives "
@@ -428,8 +430,6 @@ def _show(args):
         return _emit(show.points_as_csv(rows) if points else show.as_csv(study, rows))
     if args.json:
         return _emit((show.points_as_json(rows) if points else show.as_json(study, rows)) + "\n")
-    # a pipe or a log: rows whole, however wide (a terminal: its width, cells folded)
-    console = Console(highlight=False, width=None if sys.stdout.isatty() else LOG_WIDTH)
     if points:
         show.print_points(study, rows, console)
     else:
@@ -439,10 +439,8 @@ def _show(args):
     return 0
 
 
-def _listing(args, study):
-    """``emews show --lineage`` or ``--paused``: as CSV, JSON or a table."""
-    from rich.console import Console
-
+def _listing(args, study, console):
+    """``emews show --lineage`` or ``--paused``: as CSV, JSON or a table on ``console``."""
     from .inspect import show
 
     rows = show.paused(study) if args.paused else show.lineage(study)
@@ -450,8 +448,7 @@ def _listing(args, study):
         return _emit(show.lineage_as_csv(rows, show.PAUSED if args.paused else show.LINEAGE))
     if args.json:
         return _emit(show.as_json_text(rows))
-    (show.print_paused if args.paused else show.print_lineage)(
-        study, rows, Console(highlight=False, width=None if sys.stdout.isatty() else LOG_WIDTH))
+    (show.print_paused if args.paused else show.print_lineage)(study, rows, console)
     return 0
 
 

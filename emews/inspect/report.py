@@ -189,7 +189,6 @@ def _thaws(plt, study, thaws):
             axes.plot([last, horizon], [whole[last], predict(whole, horizon)], ":",
                       color=color)
     axes.set(xlabel="step", ylabel=study.objective, title="paused runs, by evaluation")
-    figure.tight_layout()
     return figure, (f"The curves of the {len(thaws)} runs the pruner paused: an open circle "
                     "where a run paused, a triangle where its thaw went on from its "
                     "checkpoint, and for a run still paused a dotted line to the final value "
