@@ -14,6 +14,7 @@ import pytest
 from emews.core import pruners
 from emews.core.thaw import Thaws, predict
 from emews.errors import ConfigError
+from emews.result import result_of
 from emews.status import Status
 from emews.store import SQLiteStore
 
@@ -161,6 +162,9 @@ def test_a_paused_py_run_is_thawed_from_its_checkpoint(emews_cli, study, tmp_pat
         (worst,) = store.rows(Status.PAUSED)
     finally:
         store.close()
+    result = result_of(expdir)
+    assert (result.evaluations, result.pruned) == (3, 1)   # WORST, paused, is counted
+    assert json.loads((expdir / "final.json").read_text())["evaluations"] == 3
     status = emews_cli("status", expdir)
     assert status.returncode == 0, status.stderr
     assert "evaluations: 3 finished of a budget of 3 (done 2, paused 1)" in status.stdout
