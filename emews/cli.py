@@ -119,6 +119,8 @@ def parser():
                       "several objectives or constraints)")
     show.add_argument("--lineage", action="store_true", help="the segments of a "
                       "population-based study (algorithm pbt): member, parent, donor, steps")
+    show.add_argument("--paused", action="store_true", help="the paused runs ([pruner] "
+                      "pause): step, value, and the final value their curves predict")
     show.add_argument("--schedule", action="store_true", help="the best member's "
                       "hyperparameters from each step on, as JSON to replay as one training")
     show.add_argument("--where", metavar="FILTER",
@@ -406,8 +408,8 @@ def _show(args):
     console = Console(highlight=False, width=None if sys.stdout.isatty() else LOG_WIDTH)
     if args.schedule:
         return _emit(show.as_json_text(show.schedule(study)))
-    if args.lineage:
-        return _lineage(args, study, console)
+    if args.lineage or args.paused:
+        return _listing(args, study, console)
     if args.pareto and (args.failed or study.pareto is None):
         raise ConfigError("emews show --pareto", "needs a study of several objectives or "
                           "constraints, without --failed", f"{args.expdir} ([study] objectives "
@@ -429,16 +431,16 @@ def _show(args):
     return 0
 
 
-def _lineage(args, study, console):
-    """``emews show --lineage``: as CSV, JSON or a table on ``console``."""
+def _listing(args, study, console):
+    """``emews show --lineage`` or ``--paused``: as CSV, JSON or a table on ``console``."""
     from .inspect import show
 
-    segments = show.lineage(study)
+    rows = show.paused(study) if args.paused else show.lineage(study)
     if args.csv:
-        return _emit(show.lineage_as_csv(segments))
+        return _emit(show.lineage_as_csv(rows, show.PAUSED if args.paused else show.LINEAGE))
     if args.json:
-        return _emit(show.as_json_text(segments))
-    show.print_lineage(study, segments, console)
+        return _emit(show.as_json_text(rows))
+    (show.print_paused if args.paused else show.print_lineage)(study, rows, console)
     return 0
 
 

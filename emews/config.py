@@ -198,6 +198,7 @@ class PrunerOptions:
     n_warmup_steps: int | None = _setting("int", None, minimum=0)
     interval_steps: int | None = _positive("int")
     n_min_trials: int | None = _positive("int")
+    pause: bool | None = _setting("bool")
 
 
 @dataclass(frozen=True)

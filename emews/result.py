@@ -26,8 +26,8 @@ class Result:
     """What a study found: its best point and value, or, in a study of several objectives or
     with constraints, its Pareto front (``pareto``: ``{"point", "values"}`` dicts, the values
     raw, in the order of the objectives; ``best_point`` and ``best_value`` are then ``None``).
-    ``evaluations`` counts every finished evaluation: done, ``failed`` and ``pruned`` ones
-    (``final.json``'s ``evaluations``)."""
+    ``evaluations`` counts every finished evaluation: done, ``failed`` and ``pruned`` ones, and
+    those paused (freeze-thaw: ``pruned`` counts them too; ``final.json``'s ``evaluations``)."""
 
     best_point: dict | None
     best_value: float | None
@@ -94,7 +94,8 @@ def result_from(expdir, store, final):
         point, value = final["best_point"], final["best_value"]
     else:
         point, value = best(store)
-    failed, pruned = counts.get(Status.FAILED, 0), counts.get(Status.PRUNED, 0)
+    failed = counts.get(Status.FAILED, 0)
+    pruned = counts.get(Status.PRUNED, 0) + counts.get(Status.PAUSED, 0)
     return Result(point, value, Path(expdir), final.get("stop_reason"),
                   counts.get(Status.DONE, 0) + failed + pruned, failed, final.get("pareto"),
                   pruned)

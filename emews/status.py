@@ -9,6 +9,9 @@
     interrupted   a killed run left it unfinished; a resume evaluates it again
     pruned        the pruner stopped it at a report (``emews.report``): final, never run again,
                   counted against the budget, never the best; its result is the last reported
+    paused        the pruner paused it at a report (``[pruner] pause``): as pruned, but its
+                  checkpoint is kept and the master may thaw it, as its next attempt, until
+                  the study ends (``queued`` again); not final: a resumed study may thaw it
     duplicate     a second result for an attempt that already had one (kept, never counted)
 
 Each state is its text (``Status.DONE == "done"``), as it is stored and sent: plain ``str``
@@ -30,12 +33,15 @@ class Status:
     INTERRUPTED: Final = "interrupted"
     DUPLICATE: Final = "duplicate"
     PRUNED: Final = "pruned"
+    PAUSED: Final = "paused"
 
 
 STATUSES = (Status.QUEUED, Status.RUNNING, Status.DONE, Status.FAILED, Status.CANCELLED,
-            Status.INTERRUPTED, Status.DUPLICATE, Status.PRUNED)    # every one, in that order
+            Status.INTERRUPTED, Status.DUPLICATE, Status.PRUNED, Status.PAUSED)
+                                                        # every one, in that order
 
 
 FINAL = frozenset({Status.DONE, Status.FAILED, Status.PRUNED})   # a point needing no more attempts
+TOLD = FINAL | {Status.PAUSED}     # a point the search was told of (a paused one as pruned)
 POOL_OUTCOMES = frozenset({Status.DONE, Status.FAILED, Status.CANCELLED, Status.PRUNED})
                                                         # what a pool returns

@@ -51,7 +51,7 @@ from .pools.packed import with_packing
 from .prepare import prepare_run, reopen
 from .result import (best as best_found, final_record, interrupted, pareto, print_summary,
                      result_from)
-from .status import FINAL, Status
+from .status import TOLD, Status
 from .worker import make_objective, python_path, run_worker
 
 __all__ = ["run", "serve", "pool_job", "execute", "execute_prepared", "run_master",
@@ -286,7 +286,7 @@ def _progress(cfg, store):
     study, counts = cfg.study, store.counts()
     _, best = best_found(store, study)
     return Progress(study.budget, cfg.system.progress_interval,
-                    done=sum(counts.get(status, 0) for status in FINAL),
+                    done=sum(counts.get(status, 0) for status in TOLD),
                     failed=counts.get(Status.FAILED, 0),
                     pruned=counts.get(Status.PRUNED, 0),
                     best=math.inf if best is None else best,

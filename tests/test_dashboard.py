@@ -140,6 +140,9 @@ def test_pruned_maps_to_pruned_and_learning_curves_are_the_one_hook_for_fidelity
     assert trial.state == optuna.trial.TrialState.PRUNED and trial.value is None
     assert trial.intermediate_values == {1: 0.5, 2: 0.25}
     assert set(STATES) >= {"queued", "running", "done", "failed", "cancelled", "pruned"}
+    paused = frozen_trial(dict(row, status="paused"), {}, curve={1: 0.5})   # freeze-thaw
+    assert paused.state == optuna.trial.TrialState.PRUNED and paused.intermediate_values == {
+        1: 0.5}
     assert learning_curves(expdir) == {}   # no model reported
     store = SQLiteStore(expdir / "results.db", create=False)
     store.add_reports([(0, 1, Report(1, 0.5)), (4, 1, Report(1, math.nan)),

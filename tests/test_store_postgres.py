@@ -22,7 +22,7 @@ from support.postgres import postgres_server, postgres_url  # noqa: F401 - fixtu
 psycopg = pytest.importorskip("psycopg", reason="pip install 'emews-hpo[postgres]'")
 
 from emews.evaluate import Outcome  # noqa: E402
-from emews.store import open_store, study_store  # noqa: E402
+from emews.store import open_store, schema, study_store  # noqa: E402
 from emews.store.postgres import COMPLETE, PostgresStore  # noqa: E402
 
 
@@ -99,6 +99,29 @@ def test_a_database_from_before_objective_vectors_gains_their_columns_and_keeps_
     store.finish([(1, 1, Outcome(0.25, objectives=[0.25, 4.0], feasible=False), 1, "done")])
     assert [(a["id"], a["objectives"], a["feasible"]) for a in store.attempts()] == [
         (0, None, None), (1, [0.25, 4.0], False)]
+    store.close()
+
+
+def test_a_database_from_before_paused_points_gains_the_status_and_keeps_its_rows(
+        postgres_url):
+    """A database whose statuses' check predates ``paused`` (results.db's schema 7) takes
+    paused points once a store opens it."""
+    store = PostgresStore(postgres_url, "exp-7")
+    store.add([(0, '{"x": 1}', "RUN000000", 1, 0), (1, '{"x": 2}', "RUN000001", 1, 1)])
+    store.finish([(0, 1, Outcome(0.5, "pruned", "pruned at step 3"), 1, "pruned")])
+    store.set_meta("space_digest", "d")
+    store.close()
+    before = ", ".join(f"'{s}'" for s in schema.POINT_STATUSES if s != "paused")
+    with psycopg.connect(postgres_url) as conn:
+        conn.execute("ALTER TABLE emews_evaluations DROP CONSTRAINT "
+                     "emews_evaluations_status_check")
+        conn.execute("ALTER TABLE emews_evaluations ADD CONSTRAINT "
+                     f"emews_evaluations_status_check CHECK (status IN ({before}))")
+    store = PostgresStore(postgres_url, "exp-7", create=False)
+    store.finish([(1, 1, Outcome(0.75, "paused", "paused at step 3"), 1, "paused")])
+    store.commit()
+    assert [(r["id"], r["status"], r["result"]) for r in store.rows()] == [
+        (0, "pruned", 0.5), (1, "paused", 0.75)]
     store.close()
 
 

@@ -28,6 +28,13 @@ and put to the study's pruner (:mod:`emews.core.pruners`), whose verdict goes ba
 a stopped run comes back ``pruned`` (final: never retried, counted, never the best; the ME is
 told a :class:`~emews.core.algorithm.PrunedResult`: NaN, with the run's curve).
 
+Freeze-thaw (``[pruner] pause = true``, :mod:`emews.core.thaw`): a run the pruner pauses comes
+back ``paused``, told to the ME and counted as a pruned one, its checkpoint kept. Once the ME
+gets no more points (its budget spent, or it ended), the drain fills free slots with the paused
+runs whose curves predict a better final value than the best so far, each as its point's next
+attempt, which goes on from its checkpoint and continues its curve for the pruner. Their
+results are stored (their steps and values counted by the limits), not told to the ME.
+
 The master is the one place that counts the study's limits (budget, iterations, patience,
 target, time) for any ME, a classic EQ/Py module included: it never starts more evaluations
 than the budget allows and ends the study with the reason once a limit is reached and nothing
@@ -45,8 +52,10 @@ result that is ready (tagged with the point's number in the ME's order).
 """
 
 import collections
+import dataclasses
 import json
 import math
+import sys
 import time
 
 from . import queues
@@ -54,6 +63,8 @@ from .algorithm import point_key
 from ..errors import MEAborted, ProtocolError, StudyAborted
 from .failure import classify
 from .plan import MasterPlan
+from .pruners import PAUSE
+from .thaw import Thaws, room
 from ..pools.base import Backoff, Pool, Task
 from ..status import Status
 from ..store.base import Store
@@ -75,6 +86,8 @@ class Master:
         self.pool, self.store, self.mode, self.progress = pool, store, plan.mode, plan.progress
         self.criteria, self.policy = plan.criteria, plan.policy
         self.limits, self.pruner = plan.limits, plan.pruner
+        self.thaws = Thaws(self.pruner.max_resource if self.pruner.pause else None)
+        self.pausing = set()               # (id, attempt) the pruner paused, until it returns
         self.last_steps = {}               # (id, attempt) -> the last step it reported
         self.curves = {}                   # (id, attempt) of a running task -> {step: value}
         pool.bind_judge(self._judge)
@@ -100,24 +113,56 @@ class Master:
         """Go on from what earlier runs of the study stored: their ``reports`` (in order) and
         ``done`` runs (``(id, attempt)``) go to the pruner, but those of ``interrupted`` runs,
         whose points run again from their start (so that the rungs are as an uninterrupted
-        study's); every step counts against ``step_budget``."""
+        study's; a thaw goes to it as the run it goes on); every step counts against
+        ``step_budget``. The paused runs can be thawed again."""
+        thaws = self.thaws
+        thaws.resume(self.store.attempts(), self.store.rows(Status.PAUSED), reports)
+        first = {}
         for row in reports:
+            first.setdefault((row["id"], row["attempt"]), row["step"])
             self.last_steps[(row["id"], row["attempt"])] = row["step"]
-        self.limits.steps = sum(self.last_steps.values())
+        self.limits.steps = sum(last - self._base(run, first[run])
+                                for run, last in self.last_steps.items())
         if self.progress is not None:
             self.progress.resume(self.limits.steps)
         interrupted = set(interrupted)
-        self.pruner.replay([row for row in reports
-                            if (row["id"], row["attempt"]) not in interrupted], done)
+        self.pruner.replay([dict(row, attempt=thaws.run_of(run)[1]) for row in reports
+                            if (run := (row["id"], row["attempt"])) not in interrupted],
+                           [thaws.run_of(run) for run in done])
+
+    def _base(self, run, step):
+        """The step that ``run`` (a thaw, reporting ``step`` first) went on from: its
+        previous attempt's last; 0 for a run that is no thaw, or that trained from step 0 again."""
+        base = self.last_steps.get((run[0], run[1] - 1), 0) if run in self.thaws.continues \
+            else 0
+        return base if step > base else 0
 
     def _judge(self, task, rank, report):
         """A report of a running ``task``: stored, its steps counted; whether to stop it."""
         run = (task.id, task.attempt)
         self.store.add_reports([(task.id, task.attempt, report)])
+        if run in self.thaws.continues and run not in self.curves and \
+                report.step <= self.last_steps.get(run, 0):
+            self._restarted(task, report.step)
         self.limits.record_steps(max(report.step - self.last_steps.get(run, 0), 0))
         self.last_steps[run] = report.step
         self.curves.setdefault(run, {})[report.step] = report.value
-        return self.pruner.report(run, report.step, report.value)
+        verdict = self.pruner.report(self.thaws.run_of(run), report.step, report.value)
+        if verdict == PAUSE:
+            self.pausing.add(run)
+        return bool(verdict)
+
+    def _restarted(self, task, step):
+        """A thawed run reported a step its point had reached before: it kept no checkpoint
+        and trains from step 0 again; its steps count again from there, and the store's meta
+        ``thaw_restarts`` lists it (one line to stderr says so)."""
+        self.last_steps[(task.id, task.attempt)] = 0
+        self.limits.record_steps(step)
+        restarts = self.store.meta("thaw_restarts", [])
+        self.store.set_meta("thaw_restarts", restarts + [{"id": task.id, "attempt": task.attempt,
+                                                          "run_id": task.run_id}])
+        print(f"emews: thawed {task.run_id} kept no checkpoint: it trains again from step 0",
+              file=sys.stderr)
 
     def run(self, settings):
         """Serve the ME until it sends ``DONE`` (or a limit ends the study); return the final
@@ -311,16 +356,23 @@ class Master:
                     continue
             if task.id in self.waiting:  # a late result of a requeued task: the first wins
                 del self.waiting[task.id]
-            verdict = classify(outcome, task.attempt, self.policy, self.criteria,
-                               self.curves.pop((task.id, task.attempt), None))
+            run = (task.id, task.attempt)
+            curve = self.curves.pop(run, None)
+            verdict = classify(outcome, task.attempt, self.policy, self.criteria, curve)
+            if run in self.pausing:
+                verdict = self._paused(task, verdict, curve)
             rows.append((task.id, rank, verdict.outcome, task.attempt, verdict.status))
             if verdict.action == "retry":
                 attempt = task.attempt + 1
                 retried.append(Task(task.id, task.params, run_id(task.id, attempt), attempt))
+                self.thaws.retried(run, attempt)
                 continue
             abort = abort or (verdict.reason if verdict.action == "abort" else None)
             if verdict.action == "done":
-                self.pruner.completed((task.id, task.attempt))
+                self.pruner.completed(self.thaws.run_of(run))
+            if run in self.thaws.continues:   # a thaw: the ME was told of it when it paused
+                self._thawed(verdict)
+                continue
             final.append((task, rank, verdict.outcome))
             self.unreported[task.id] = verdict.search_value
             self.reported.append(task.id)
@@ -344,6 +396,43 @@ class Master:
             self.cancel_all("cancelled: " + reason)
             raise StudyAborted(reason)
         return len(finished)
+
+    def _paused(self, task, verdict, curve):
+        """The verdict on a run the pruner paused, whose attempt reported ``curve``: ``paused``
+        (the attempt too, ``paused at step N``), its point's whole curve kept for a thaw; or
+        ``verdict`` itself, when the run ended otherwise before it stopped."""
+        self.pausing.discard((task.id, task.attempt))
+        if verdict.action != "pruned":
+            return verdict
+        self.thaws.pause(task.id, task.attempt, task.params, curve or {})
+        error = (verdict.outcome.error or "pruned").replace("pruned", "paused", 1)
+        outcome = dataclasses.replace(verdict.outcome, status=Status.PAUSED, error=error)
+        return verdict._replace(outcome=outcome, status=Status.PAUSED)
+
+    def _thawed(self, verdict):
+        """A thawed run's final result: its value counts for the limits' best (its point
+        was counted as an evaluation when it paused)."""
+        if verdict.action == "done" and not math.isnan(verdict.limit_value):
+            self.limits.best = min(self.limits.best, verdict.limit_value)
+
+    def _thaw(self):
+        """Fill free slots with the paused runs worth thawing (the drain: see the module
+        docstring); return how many started."""
+        if not self.thaws.paused or self._held_back() or not room(self.limits):
+            return 0
+        tasks = []
+        for _ in range(self.pool.free_slots()):
+            thaw = self.thaws.next_thaw(self.limits.best)
+            if thaw is None:
+                break
+            i, attempt, params, step = thaw
+            tasks.append(Task(i, params, run_id(i, attempt), attempt))
+            self.last_steps[(i, attempt)] = step
+        if tasks:
+            self.store.requeue([(t.id, t.attempt, t.run_id) for t in tasks])
+            self.store.mark_running([(task.id, rank) for task, rank in self.pool.submit(tasks)])
+            self.store.commit()
+        return len(tasks)
 
     def _answer(self, ids):
         """The answer to a message of points, or ``None`` when a limit means there is none."""
@@ -385,8 +474,9 @@ class Master:
         """At the end: finish (and store) whatever is still running; cancel what never
         started."""
         self._cancel_waiting("cancelled: the study ended before it started")
-        while self.pool.running:
+        while self._thaw() or self.pool.running:
             self._turn(block=True)
+        self._cancel_waiting("cancelled: the study ended before it started")  # thaws' retries
         self.unreported.clear()
         self.store.commit()
 

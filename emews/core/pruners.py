@@ -30,7 +30,13 @@
   ``sum`` consecutive point ids, that many go to bracket ``b``, spread evenly
   (:meth:`Hyperband.bracket_of`; Optuna spreads them by a hash of the trial number).
 
-A NaN or infinite value is the worst there is: such a run is stopped at its first judged step.
+With ``pause = true`` (``asha`` and ``hyperband``), a run that a rung would stop is paused
+instead (:data:`PAUSE`): it stops, its checkpoint is kept, and the master may thaw it later
+from there (:mod:`emews.core.thaw`). A thawed run goes on as the same run: the rungs it passed
+are not judged again, and the next one judges it as any other run reaching it.
+
+A NaN or infinite value is the worst there is: such a run is stopped at its first judged step
+(pruned, never paused).
 Every decision follows from the reports in the order the master received them; a resumed study
 replays the stored ones (:meth:`Pruner.replay`) and decides as the killed run would have.
 """
@@ -46,19 +52,26 @@ OPTIONS = {   # the [pruner] options each pruner takes
     "median": ("n_startup_trials", "n_warmup_steps", "interval_steps", "n_min_trials"),
     "percentile": ("percentile", "n_startup_trials", "n_warmup_steps", "interval_steps",
                    "n_min_trials"),
-    "asha": ("min_resource", "max_resource", "reduction_factor"),
-    "hyperband": ("min_resource", "max_resource", "reduction_factor"),
+    "asha": ("min_resource", "max_resource", "reduction_factor", "pause"),
+    "hyperband": ("min_resource", "max_resource", "reduction_factor", "pause"),
 }
+PAUSE = "pause"   # a pruner's verdict on a run to pause rather than stop (true as a stop is)
 
 
 class Pruner:
     """Stops nothing (``pruner = "none"``); the base of the others.
 
-    A run is ``(point id, attempt)``: a retried attempt starts its curve afresh.
+    A run is ``(point id, attempt)``: a retried attempt starts its curve afresh (a thawed one
+    is judged as the run it goes on). ``pause``: whether it pauses runs rather than stopping
+    them; ``max_resource``: the step a run ends at (``None``: the model decides).
     """
 
+    pause = False
+    max_resource = None
+
     def report(self, run, step, value):
-        """``run`` reported ``value`` at ``step``: True when it must stop."""
+        """``run`` reported ``value`` at ``step``: True when it must stop, :data:`PAUSE`
+        when it must stop and may be thawed later."""
         return False
 
     def completed(self, run):
@@ -131,6 +144,7 @@ class Asha(Pruner):
     min_resource: int = 1
     max_resource: int | None = None
     reduction_factor: int = 3
+    pause: bool = False
 
     def __post_init__(self):
         self.rungs = {}       # rung index -> values reached there, in order
@@ -148,9 +162,10 @@ class Asha(Pruner):
             values.append(_worst(value))
             k += 1
             self.next_rung[run] = k
-            if not math.isfinite(value) or not promotable(_worst(value), values,
-                                                          self.reduction_factor):
+            if not math.isfinite(value):
                 return True
+            if not promotable(value, values, self.reduction_factor):
+                return PAUSE if self.pause else True
         return False
 
 
@@ -168,12 +183,13 @@ class Hyperband(Pruner):
     min_resource: int = 1
     max_resource: int = 1
     reduction_factor: int = 3
+    pause: bool = False
 
     def __post_init__(self):
         eta, count = self.reduction_factor, 1
         while self.min_resource * eta ** count <= self.max_resource:
             count += 1
-        self.brackets = [Asha(self.min_resource * eta ** b, self.max_resource, eta)
+        self.brackets = [Asha(self.min_resource * eta ** b, self.max_resource, eta, self.pause)
                          for b in range(count)]
         self.shares = [math.ceil(count * eta ** s / (s + 1)) for s in range(count - 1, -1, -1)]
         self.cycle = spread(self.shares)
@@ -221,6 +237,9 @@ def make(name="none", options=None, where=lambda key: f"[pruner].{key}"):
         if name == "hyperband" and maximum is None:
             raise ConfigError(where("max_resource"), "must be given for pruner 'hyperband' "
                               "(the step a run ends at)", None, show_value=False)
+        if options.get("pause") and maximum is None:
+            raise ConfigError(where("max_resource"), "must be given with pause = true (the "
+                              "step a thawed run is predicted at)", None, show_value=False)
         if maximum is not None and minimum > maximum:
             raise ConfigError(where("min_resource"), f"must not be above max_resource "
                               f"({maximum})", minimum)

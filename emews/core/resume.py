@@ -3,7 +3,8 @@
 ::
 
     store --resume_unfinished()--> the points a killed run left unfinished (to run again);
-                                   those interrupted MAX_INTERRUPTIONS times: failed for good
+                                   those interrupted MAX_INTERRUPTIONS times: failed for good;
+                                   a thaw of a paused run: paused again, where it got to
           --starting_state()--> StartingState: the ME's settings (history, pending,
                                 checkpoint, seed), the finished points a restored search
                                 proposes again (stored_answers), and what the master's limits
@@ -13,11 +14,12 @@ A fresh study is a resumed one whose store is empty: the same path, with nothing
 """
 
 import math
+import time
 from dataclasses import dataclass, field
 
 from ..evaluate import Outcome
 from .criteria import as_json
-from ..status import FINAL, Status
+from ..status import TOLD, Status
 
 CHECKPOINT = "me"                    # the ME driver's checkpoint in the store
 MAX_INTERRUPTIONS = 3                # a point interrupted this often is not run again
@@ -27,8 +29,16 @@ SEED_STEP = 7919                     # a resumed search's seed moves on by this 
 
 def resume_unfinished(store):
     """Mark what a killed run left unfinished ``interrupted``; fail for good the points that
-    were interrupted :data:`MAX_INTERRUPTIONS` times; return the others, to run again."""
+    were interrupted :data:`MAX_INTERRUPTIONS` times; pause again the thaws of paused runs
+    (the search was told of their points), with the last value they reported; return the
+    others, to run again."""
     rows = store.interrupt_unfinished()
+    thaws = {(row["id"], row["attempt"] + 1) for row in store.attempts()
+             if row["status"] == Status.PAUSED}
+    repaused = [row for row in rows if (row["id"], row["attempt"]) in thaws]
+    store.finish([(row["id"], row["rank"], _repaused(store, row), row["attempt"],
+                   Status.PAUSED) for row in repaused])
+    rows = [row for row in rows if (row["id"], row["attempt"]) not in thaws]
     given_up = [row for row in rows if row["interruptions"] >= MAX_INTERRUPTIONS]
     store.finish([(row["id"], row["rank"], Outcome(
         math.nan, Status.FAILED, f"interrupted {row['interruptions']} times (its worker or "
@@ -36,6 +46,16 @@ def resume_unfinished(store):
         for row in given_up])
     store.commit()
     return [row for row in rows if row["interruptions"] < MAX_INTERRUPTIONS]
+
+
+def _repaused(store, row):
+    """The outcome of the thaw ``row`` that a killed run interrupted: paused at its last
+    report."""
+    reports = [r for r in store.reports(row["id"]) if r["attempt"] == row["attempt"]]
+    value = math.nan if not reports or reports[-1]["value"] is None else reports[-1]["value"]
+    step = reports[-1]["step"] if reports else "its start"
+    return Outcome(value, Status.PAUSED, f"paused at step {step} (its thaw was interrupted)",
+                   started=row["started"] or 0.0, finished=time.time())
 
 
 def restorable(store, mode):
@@ -79,7 +99,7 @@ def told_value(row, policy, criteria=None):
     else NaN)."""
     if row["status"] == Status.DONE:
         return counted_value(row, criteria)
-    if row["status"] == Status.PRUNED:
+    if row["status"] in (Status.PRUNED, Status.PAUSED):
         return math.nan
     return math.nan if policy.penalty is None else policy.penalty
 
@@ -119,7 +139,7 @@ def starting_state(cfg, store, slots, classic, requeue, policy):
     criteria = cfg.criteria
     mode = "batch" if classic else cfg.study.mode
     restore = not classic and restorable(store, mode)
-    finished = store.rows(*FINAL)
+    finished = store.rows(*TOLD)
     settings = dict(search_settings(cfg, cfg.study.seed), mode=mode, slots=slots, history=[],
                     pending=[], checkpoint={"store": store.path, "name": CHECKPOINT,
                                             "restore": restore})

@@ -1,4 +1,5 @@
-"""The checkpoint handoff of population-based training: a segment's start checkpoint.
+"""The checkpoint handoff of population-based training and freeze-thaw: a segment's start
+checkpoint.
 
 A point that is a segment (:mod:`emews.core.segments`) runs as any other, in its own
 checkpoint directory, ``EXPDIR/checkpoints/RUN_ID`` (its first attempt's run id); before the
@@ -19,8 +20,15 @@ filesystem of ``EXPDIR``.
 
 A donor's checkpoint that is missing or cannot be read is one line in the member's log, and
 the segment starts from the member's own previous checkpoint instead. The model is told the
-step to train to in ``EMEWS_TRAIN_UNTIL`` (in ``RunContext.env`` for a ``py`` model, in its
-environment for ``app`` and container models).
+step to train to in ``EMEWS_TRAIN_UNTIL`` and the step its start checkpoint holds (the
+segment's ``start``) in ``EMEWS_TRAIN_FROM`` (in ``RunContext.env`` for a ``py`` model, in its
+environment for ``app`` models).
+
+A thawed run (:mod:`emews.core.thaw`) is a segment of its paused point: its next attempt, whose
+directory, ``EXPDIR/checkpoints/RUN_ID``, is the point's own and exists already (nothing is
+copied); ``EMEWS_TRAIN_FROM`` is the last step the study stored of its curve. A model that
+saved a checkpoint past it (an ``app`` trains on until its signal comes) goes back to that step
+when it keeps one per step, else its steps in between are trained but never reported.
 """
 
 import errno
@@ -34,12 +42,13 @@ from ..core.segments import checked
 from .base import EvaluationFailed
 
 TRAIN_UNTIL = "EMEWS_TRAIN_UNTIL"
+TRAIN_FROM = "EMEWS_TRAIN_FROM"
 FICLONE = 0x40049409     # linux/fs.h: _IOW(0x94, 9, int)
 
 
 def prepare(context, record):
-    """Give the run of segment ``record`` its start checkpoint and its step to train to
-    (``context.env[TRAIN_UNTIL]``); raise :class:`EvaluationFailed` when its own start
+    """Give the run of segment ``record`` its start checkpoint, its step to train to
+    (``context.env[TRAIN_UNTIL]``) and the step it starts from (``TRAIN_FROM``); raise :class:`EvaluationFailed` when its own start
     checkpoint is missing."""
     try:
         record = checked(record)
@@ -58,6 +67,7 @@ def prepare(context, record):
         os.replace(partial, directory)
     _link(root / "segments" / record["name"], directory)
     context.env[TRAIN_UNTIL] = str(record["until"])
+    context.env[TRAIN_FROM] = str(record["start"])
 
 
 def _start(root, record, log):

@@ -3,7 +3,7 @@
 Optuna: one trial per evaluation, as :func:`emews.inspect.optuna_view.frozen_trial` maps it
 (the same mapping ``emews dashboard`` serves): its parameters with distributions built from the
 study's search-space file, its value, state (``done``: COMPLETE; ``failed``, ``cancelled``,
-``interrupted``: FAIL; ``pruned``: PRUNED; ``queued``, ``running``: RUNNING), its learning
+``interrupted``: FAIL; ``pruned``, ``paused``: PRUNED; ``queued``, ``running``: RUNNING), its learning
 curve as intermediate values (``emews.report``'s steps and values) and user attributes
 (``emews_id``, ``run_id``, ``run_dir``, ``status``, ``rank``, ``attempt``, ``error``,
 ``metrics``). A study of several objectives (or with constraints) is a multi-objective

@@ -50,7 +50,7 @@ from .source import (best_row, experiment_dir, read_curves, read_report_values, 
 STATES = {Status.QUEUED: TrialState.RUNNING, Status.RUNNING: TrialState.RUNNING,
           Status.DONE: TrialState.COMPLETE, Status.FAILED: TrialState.FAIL,
           Status.CANCELLED: TrialState.FAIL, Status.INTERRUPTED: TrialState.FAIL,
-          Status.PRUNED: TrialState.PRUNED}
+          Status.PRUNED: TrialState.PRUNED, Status.PAUSED: TrialState.PRUNED}
 """Optuna's state of a trial, by our point's status (Optuna's ``ask`` makes a trial RUNNING at
 once, as our ME's proposal is ``queued`` at once)."""
 

@@ -73,7 +73,7 @@ class Progress:
         for task, _, outcome in finished:
             self.done += 1
             value = outcome.value if outcome.status == Status.DONE else math.nan
-            if outcome.status == Status.PRUNED:
+            if outcome.status in (Status.PRUNED, Status.PAUSED):   # a paused one as pruned
                 self.pruned += 1
             elif outcome.status != Status.DONE:
                 self.failed += 1

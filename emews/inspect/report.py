@@ -11,7 +11,9 @@ A study of several objectives adds its Pareto front (a scatter, or a pair plot f
 and its hypervolume over evaluations (:func:`hypervolume_curve`). A population-based study
 (``algorithm = "pbt"``) adds the population's curves (each member's segments joined, its
 exploits marked) and each member's hyperparameter schedule over steps, the best member's
-(``emews show --schedule``) drawn over them.
+(``emews show --schedule``) drawn over them. A study that paused runs (freeze-thaw) adds their
+curves, each attempt's part joined, where it paused and where it was thawed marked, and the
+curve model's prediction for those still paused.
 Parameter importance is the permutation importance (scikit-learn's ``permutation_importance``)
 of a random forest (``RandomForestRegressor``) fitted to the parameters (each mapped to [0, 1]
 on its scale; a parameter a point leaves out, inactive, to -1, apart) and the objective.
@@ -23,10 +25,12 @@ import math
 from pathlib import Path
 
 from ..core import pareto
+from ..core.thaw import predict
 from ..errors import ConfigError
 from ..space import Space
 from ..status import FINAL, Status
 from . import plot
+from .source import read_thaws
 from .show import lineage, schedule
 from .summary import one_line, render, summary
 
@@ -58,6 +62,10 @@ def write_report(study, output=None):
     if curves:   # the models reported (emews.report)
         figures.insert(1, ("curves", "Learning curves",
                            lambda plt, study, _: _curves(plt, study, curves)))
+    thaws = read_thaws(study.expdir)
+    if thaws:   # runs were paused (freeze-thaw)
+        figures.insert(2, ("thaws", "Paused and thawed runs",
+                           lambda plt, study, _: _thaws(plt, study, thaws)))
     segments = lineage(study)
     if segments:   # a population-based study (algorithm = "pbt")
         figures[1:1] = [
@@ -154,6 +162,35 @@ def _curves(plt, study, curves):
     return figure, (f"What {len(curves)} evaluations reported at each step "
                     f"(<code>emews.report</code>); the {pruned} that the pruner stopped in "
                     "grey, ending with an x.")
+
+
+def _thaws(plt, study, thaws):
+    """The curves of the runs that were paused (``thaws``: of
+    :func:`~emews.inspect.source.read_thaws`): each attempt's part, an open circle where it
+    paused, a triangle where its thaw went on, and, for a run still paused, a dotted line to
+    the value its curve predicts at ``max_resource`` (:func:`emews.core.thaw.predict`)."""
+    figure, axes = plt.subplots(figsize=(8, 4.5))
+    status = {row["id"]: row["status"] for row in study.rows}
+    horizon = study.config.pruner.max_resource
+    for n, (point_id, parts) in enumerate(sorted(thaws.items())):
+        color = f"C{n % 10}"
+        for k, part in enumerate(parts):
+            steps = sorted(part)
+            axes.plot(steps, [part[s] for s in steps], color=color, linewidth=1.2)
+            if k:
+                axes.plot(steps[0], part[steps[0]], ">", color=color)
+            if k < len(parts) - 1 or status.get(point_id) == Status.PAUSED:
+                axes.plot(steps[-1], part[steps[-1]], "o", color=color, fillstyle="none")
+        if status.get(point_id) == Status.PAUSED and horizon:
+            whole = {s: v for part in parts for s, v in part.items()}
+            last = max(whole)
+            axes.plot([last, horizon], [whole[last], predict(whole, horizon)], ":",
+                      color=color)
+    axes.set(xlabel="step", ylabel=study.objective, title="paused runs, by evaluation")
+    return figure, (f"The curves of the {len(thaws)} runs the pruner paused: an open circle "
+                    "where a run paused, a triangle where its thaw went on from its "
+                    "checkpoint, and for a run still paused a dotted line to the final value "
+                    "its curve predicts (the median of pow3, exp3 and log-linear fits).")
 
 
 def _by_member(segments):

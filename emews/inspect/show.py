@@ -5,17 +5,23 @@ evaluations: each point's replicas grouped, with their mean, std and count, best
 ``final.json`` judges them. A population-based study (``algorithm = "pbt"``) shows its
 lineage (``--lineage``: each segment's member, parent and donor) and the schedule of its best
 member (``--schedule``: the hyperparameters from each step on, which :func:`schedule` follows
-back through parents and donors)."""
+back through parents and donors). A study that pauses runs (``[pruner] pause = true``) shows
+them (``--paused``: each one's step and value there, and the final value its curve predicts,
+by which the drain thaws them)."""
 
 import csv
 import io
 import json
 
+import math
+
 from ..core.segments import FIELDS, split
+from ..core.thaw import predict
 from ..core.vector import json_numbers
 from ..errors import ConfigError
 from ..status import Status
 from .query import select
+from .source import read_thaws
 from .summary import one_line
 
 POINT_KEYS = ("value", "mean", "std", "count", "failed", "complete", "ids")  # and params
@@ -227,11 +233,32 @@ def schedule(study):
             "schedule": {str(s["start"]): s["params"] for s in reversed(chain)}}
 
 
-def lineage_table(segments):
-    """``segments`` (of :func:`lineage`) as a header and rows of cells: the columns of
-    :data:`LINEAGE`, then the hyperparameters (JSON)."""
-    return [*LINEAGE, "params"], [[*(s[c] for c in LINEAGE), json.dumps(s["params"])]
+def lineage_table(segments, columns=LINEAGE):
+    """``segments`` (of :func:`lineage`, or runs of :func:`paused` with ``columns=PAUSED``) as
+    a header and rows of cells: the ``columns``, then the hyperparameters (JSON)."""
+    return [*columns, "params"], [[*(s[c] for c in columns), json.dumps(s["params"])]
                                   for s in segments]
+
+
+PAUSED = ("id", "run_id", "step", "value", "predicted")   # and params
+
+
+def paused(study):
+    """The paused runs (:mod:`emews.core.thaw`), the most promising first: each one's id, run
+    id, the step it was paused at, its value there, the value its curve predicts at
+    ``[pruner] max_resource`` (``None`` where there is none) and its hyperparameters."""
+    horizon = study.config.pruner.max_resource
+    thaws = read_thaws(study.expdir)
+    runs = []
+    for row in study.rows:
+        if row["status"] == Status.PAUSED:
+            curve = {step: v for part in thaws.get(row["id"], []) for step, v in part.items()}
+            predicted = predict(curve, horizon) if horizon else math.inf
+            runs.append({"id": row["id"], "run_id": row["run_id"],
+                         "step": max(curve, default=None), "value": row["result"],
+                         "predicted": predicted if math.isfinite(predicted) else None,
+                         "params": row["params"]})
+    return sorted(runs, key=lambda r: (r["predicted"] is None, r["predicted"] or 0, r["id"]))
 
 
 def as_json_text(data):
@@ -239,9 +266,9 @@ def as_json_text(data):
     return json.dumps(data, indent=2, allow_nan=False, default=str) + "\n"
 
 
-def lineage_as_csv(segments):
+def lineage_as_csv(segments, columns=LINEAGE):
     """``segments`` as CSV text, with the columns of :func:`lineage_table`."""
-    return _csv(*lineage_table(segments))
+    return _csv(*lineage_table(segments, columns))
 
 
 def print_lineage(study, segments, console):
@@ -256,3 +283,14 @@ def print_lineage(study, segments, console):
     table = Table(title=f"{study.expdir}: lineage of {len(segments)} segments, {members} "
                         f"members")
     _print_cells(table, *lineage_table(segments), console)
+
+
+def print_paused(study, runs, console):
+    """Print ``runs`` (of :func:`paused`) as a table on a rich ``console``."""
+    from rich.table import Table
+
+    if not runs:
+        console.print(f"{study.expdir}: no paused runs", markup=False)
+        return
+    table = Table(title=f"{study.expdir}: {len(runs)} paused runs, the most promising first")
+    _print_cells(table, *lineage_table(runs, PAUSED), console)

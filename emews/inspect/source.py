@@ -5,12 +5,14 @@ An experiment directory holds ``results.db``, or names its PostgreSQL database i
 closes it (:meth:`emews.store.Store.snapshot`, ``rows``, ``best``).
 """
 
+import math
 from pathlib import Path
 
 from ..config import Config
 from ..errors import ConfigError
 from ..experiment import load_experiment
 from ..store import read_once
+from ..status import Status
 from ..store.base import curves_of
 
 
@@ -60,6 +62,21 @@ def read_curves(expdir, row=None):
     return _read_once(expdir, lambda store: curves_of(
         (r["id"], r["step"], r["value"]) for r in store.reports(row["id"])
         if r["attempt"] == row["attempt"]))
+
+
+def read_thaws(expdir):
+    """The curves of the evaluations that were paused (freeze-thaw): ``{id: [{step: value},
+    ...]}``, each attempt's reports (NaN where a value was not finite) in attempt order, read
+    as :func:`read_curves` reads."""
+    def reading(store):
+        paused = {row["id"] for row in store.attempts() if row["status"] == Status.PAUSED}
+        attempts = {}
+        for r in store.reports():
+            if r["id"] in paused:
+                curve = attempts.setdefault(r["id"], {}).setdefault(r["attempt"], {})
+                curve[r["step"]] = math.nan if r["value"] is None else r["value"]
+        return {i: [parts[k] for k in sorted(parts)] for i, parts in attempts.items()}
+    return _read_once(expdir, reading)
 
 
 def read_report_values(expdir, after=0):

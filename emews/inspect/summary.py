@@ -9,7 +9,7 @@ from pathlib import Path
 from ..launch.jobs import JOBS, states as job_states
 from ..pools.requests import Demand
 from ..service.keys import POOLS
-from ..status import FINAL, Status
+from ..status import FINAL, TOLD, Status
 from ..store import schema
 from ..store.base import NO_REASON, common_reasons
 from ..validation import Invalid
@@ -26,7 +26,7 @@ def summary(study, now=None):
     now = time.time() if now is None else now
     counts = {status: 0 for status in schema.POINT_STATUSES}
     counts.update(collections.Counter(row["status"] for row in study.rows))
-    finished = sum(counts[status] for status in FINAL)
+    finished = sum(counts[status] for status in TOLD)   # a paused one counts, as pruned
     best = study.best
     state = "running" if study.is_running() else (
         "finished" if study.final is not None else "stopped")
@@ -81,6 +81,9 @@ def render(info):
                      f"{best['id']}) at {best['params']}")
     else:
         lines.append(f"best {info['objective']}: - (no evaluation has a value yet)")
+    if info["counts"].get(Status.PAUSED):
+        lines.append(f"paused: {info['counts'][Status.PAUSED]} runs, their checkpoints kept "
+                     "(emews show --paused: the most promising first)")
     if info["rate_per_minute"] is not None:
         lines.append(f"rate: {info['rate_per_minute']:.3g} evaluations per minute")
     if info["eta_seconds"] is not None:

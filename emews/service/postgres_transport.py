@@ -36,7 +36,7 @@ from ..errors import EmewsError
 from ..evaluate import BadOutcome, Outcome
 from ..evaluate.outcome import Report
 from ..pools.base import Task
-from ..status import FINAL, Status
+from ..status import TOLD, Status
 from ..store.postgres import (COMPLETE, EQ_STOP, QUEUED, REQUEUED, RESULTS_CHANNEL, RUNNING,
                               TASKS_CHANNEL, PostgresStore, connect, guarded, redacted,
                               run_batch)
@@ -363,7 +363,7 @@ class TaskQueue:
             # results that a killed service took off the IN queue but never stored (it died
             # between the commit that took them and the one that would have stored them)
             self.db.execute(UNRECORDED, {"exp": self.exp_id, "complete": COMPLETE,
-                                         "final": sorted(str(s) for s in FINAL)})
+                                         "final": sorted(str(s) for s in TOLD)})
 
     def end_study(self):
         """Tell the pools that the study ended; take its unstarted tasks off the queue."""

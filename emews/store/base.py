@@ -91,7 +91,7 @@ from typing import Any
 from ..core.vector import finite_or_none, json_numbers
 from ..errors import StoreError
 from ..evaluate.outcome import Outcome, Report
-from ..status import FINAL, Status
+from ..status import TOLD, Status
 
 LOG_TAIL_BYTES = 64 * 1024
 
@@ -372,8 +372,9 @@ class Store(abc.ABC):
         """``{status: number of points}`` (statuses that no point has are left out)."""
 
     def finished_count(self) -> int:
-        """How many points have a final result (``done``, ``failed`` or ``pruned``)."""
-        return sum(n for status, n in self.counts().items() if status in FINAL)
+        """How many points have a result the search was told (``done``, ``failed``, ``pruned``
+        or ``paused``)."""
+        return sum(n for status, n in self.counts().items() if status in TOLD)
 
     @abc.abstractmethod
     def best(self) -> Row | None:

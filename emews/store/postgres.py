@@ -105,10 +105,15 @@ CREATE INDEX IF NOT EXISTS emews_reports_point ON emews_reports (exp_id, id);
 CREATE TABLE IF NOT EXISTS emews_report_queue (
     n bigserial PRIMARY KEY, eq_task_id integer NOT NULL, attempt integer NOT NULL,
     rank integer NOT NULL, report text NOT NULL, verdict boolean);
+"""
+# Made again on a database whose check predates a status (the 'pruned', then 'paused').
+STATUS_SCHEMA = """
 ALTER TABLE emews_evaluations DROP CONSTRAINT IF EXISTS emews_evaluations_status_check;
 ALTER TABLE emews_evaluations ADD CONSTRAINT emews_evaluations_status_check
     CHECK (status IN ({statuses}));
 """.format(statuses=", ".join(f"'{s}'" for s in schema.POINT_STATUSES))
+HAS_STATUSES = ("SELECT 1 FROM pg_constraint WHERE conname = 'emews_evaluations_status_check' "
+                f"AND pg_get_constraintdef(oid) LIKE '%''{schema.POINT_STATUSES[-1]}''%'")
 # Added later, with the pools' leases: a task's pool and lease were emews_tasks.pool and
 # .deadline, two indexed columns written twice per task (made on a database that predates it).
 LEASES_SCHEMA = """
@@ -165,6 +170,8 @@ def connect(url):
                     conn.execute(EQSQL_INDEXES)
             if conn.execute("SELECT to_regclass('emews_report_queue')").fetchone()[0] is None:
                 conn.execute(REPORTS_SCHEMA)
+            if conn.execute(HAS_STATUSES).fetchone() is None:
+                conn.execute(STATUS_SCHEMA)
             if conn.execute("SELECT to_regclass('emews_leases')").fetchone()[0] is None:
                 conn.execute(LEASES_SCHEMA)
             if conn.execute(HAS_VECTOR).fetchone() is None:

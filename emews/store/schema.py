@@ -34,7 +34,7 @@ A store written by an older emews is migrated when it is opened; a newer one is 
 
 from ..status import STATUSES, Status   # STATUSES: of an attempt (``attempts.status``)
 
-VERSION = 7
+VERSION = 8
 POINT_STATUSES = tuple(s for s in STATUSES if s != Status.DUPLICATE)   # of a point
 
 
@@ -159,17 +159,23 @@ DELETE FROM attempt_log WHERE status = 'done' AND EXISTS (SELECT 1 FROM evaluati
     WHERE e.id = attempt_log.id AND e.attempt = attempt_log.attempt AND e.status = 'done');
 {ATTEMPTS_VIEW_6};
 """
-# Version 5: no reports, and no status 'pruned' (a CHECK: the table is made again).
-FROM_5 = f"""
+
+
+def remade(table, view, version):
+    """SQL that makes ``evaluations`` of schema ``version`` again as ``table`` (its statuses'
+    CHECK changed), its rows kept, with the view ``attempts`` over it as ``view``."""
+    return f"""
 DROP VIEW attempts;
-ALTER TABLE evaluations RENAME TO evaluations_v5;
-{EVALUATIONS_6};
-INSERT INTO evaluations SELECT * FROM evaluations_v5;
-DROP TABLE evaluations_v5;
-{ATTEMPTS_VIEW_6};
-{REPORTS};
-{REPORTS_INDEX};
+ALTER TABLE evaluations RENAME TO evaluations_v{version};
+{table};
+INSERT INTO evaluations SELECT * FROM evaluations_v{version};
+DROP TABLE evaluations_v{version};
+{view};
 """
+
+
+# Version 5: no reports, and no status 'pruned'.
+FROM_5 = remade(EVALUATIONS_6, ATTEMPTS_VIEW_6, 5) + f"{REPORTS};\n{REPORTS_INDEX};\n"
 # Version 6: no objective vectors, no feasibility.
 FROM_6 = f"""
 DROP VIEW attempts;
@@ -178,11 +184,13 @@ ALTER TABLE evaluations ADD COLUMN feasible INTEGER;
 ALTER TABLE attempt_log ADD COLUMN objectives TEXT;
 ALTER TABLE attempt_log ADD COLUMN feasible INTEGER;
 {ATTEMPTS_VIEW};
-PRAGMA user_version = {VERSION};
 """
-MIGRATIONS = {1: FROM_1 + FROM_4 + FROM_5 + FROM_6, 2: FROM_2 + FROM_4 + FROM_5 + FROM_6,
-              3: FROM_3 + FROM_4 + FROM_5 + FROM_6, 4: FROM_4 + FROM_5 + FROM_6,
-              5: FROM_5 + FROM_6, 6: FROM_6}
+# Version 7: no status 'paused'.
+FROM_7 = remade(EVALUATIONS, ATTEMPTS_VIEW, 7) + f"PRAGMA user_version = {VERSION};\n"
+MIGRATIONS = {1: FROM_1 + FROM_4 + FROM_5 + FROM_6 + FROM_7,
+              2: FROM_2 + FROM_4 + FROM_5 + FROM_6 + FROM_7,
+              3: FROM_3 + FROM_4 + FROM_5 + FROM_6 + FROM_7, 4: FROM_4 + FROM_5 + FROM_6 + FROM_7,
+              5: FROM_5 + FROM_6 + FROM_7, 6: FROM_6 + FROM_7, 7: FROM_7}
 
 
 def version_of(db):

@@ -1,0 +1,250 @@
+"""Freeze-thaw (emews/core/thaw.py): the pruner pauses runs, the drain thaws the promising ones
+from their checkpoints, on a real mpiexec pool, with py and app models."""
+
+import json
+import math
+import os
+import random
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+from emews.core import pruners
+from emews.core.thaw import Thaws, predict
+from emews.errors import ConfigError
+from emews.result import result_of
+from emews.status import Status
+from emews.store import SQLiteStore
+
+SUPPORT = Path(__file__).parent / "support"
+sys.path.insert(0, str(SUPPORT))
+from freeze_models import STEPS, value_at  # noqa: E402 - beside the tests
+from conftest import wait_until  # noqa: E402
+from test_fidelity import gated_runs  # noqa: E402
+
+ASHA = {"min_resource": 9, "max_resource": STEPS, "reduction_factor": 3, "pause": True}
+RUNG = 9   # the one rung
+# one worker: FAST reaches the rung first and goes on; SLOW (slow to learn, the best at the
+# end) and WORST are paused there; SLOW's curve predicts a final value below FAST's, WORST's not
+FAST, SLOW, WORST = {"x": 0.6, "n": 0}, {"x": 0.2, "n": 3}, {"x": 1.5, "n": 0}
+
+
+def crossing_curves(shape, steps, count=60):
+    """``count`` noisy curves of the fidelity benchmark's kind (``exp``: ``a + exp(-(t - 1) /
+    tau)``, ``pow``: ``a + t ** -alpha``; the slow ones end lowest), cut at ``steps``, with
+    their noise-free values at step 27."""
+    rng = random.Random(1)
+    for _ in range(count):
+        a, speed = 0.1 + rng.random() * 0.5, rng.random()
+        value = (lambda t: a + math.exp(-(t - 1) / (1 + 6 * speed))) if shape == "exp" else \
+            (lambda t: a + t ** -(0.3 + 1.2 * (1 - speed)))
+        yield {t: value(t) + rng.gauss(0, 0.01) for t in range(1, steps + 1)}, value(27)
+
+
+def rank_correlation(xs, ys):
+    """Spearman's rank correlation of ``xs`` and ``ys`` (no ties)."""
+    rx, ry = ([sorted(v).index(x) for x in v] for v in (xs, ys))
+    n = len(xs)
+    return 1 - 6 * sum((a - b) ** 2 for a, b in zip(rx, ry)) / (n * (n * n - 1))
+
+
+@pytest.mark.parametrize("shape", ["exp", "pow"])
+def test_the_curve_ensemble_ranks_final_values_as_well_as_the_last_value_and_nearer(shape):
+    curves = list(crossing_curves(shape, 9))
+    truths = [truth for _, truth in curves]
+    ensemble = [predict(curve, 27) for curve, _ in curves]
+    last = [curve[9] for curve, _ in curves]
+    assert rank_correlation(ensemble, truths) >= rank_correlation(last, truths) > 0.8
+    error = [sum(abs(p - t) for p, t in zip(v, truths)) for v in (ensemble, last)]
+    assert error[0] < 0.6 * error[1]
+    # fitted to 3 points (as many as pow3's and exp3's parameters), a curve is its last value
+    assert all(predict(curve, 27) == curve[3] for curve, _ in crossing_curves(shape, 3))
+
+
+def test_a_short_or_broken_curve_is_predicted_by_its_last_value():
+    assert predict({1: 1.0, 2: 0.5}, 27) == 0.5
+    assert predict({1: None, 2: float("nan")}, 27) == float("inf")
+    assert predict({3: 0.4, 1: 1.0, 2: 0.5}, 3) == 0.4      # at its horizon already
+
+
+def test_thaws_take_the_best_predicted_run_while_it_beats_the_best_value():
+    thaws = Thaws(STEPS)
+    for point, params in enumerate([FAST, SLOW, WORST]):
+        thaws.pause(point, 1, json.dumps(params),
+                    {s: value_at(params, s) for s in range(1, RUNG + 1)})
+    assert thaws.take(best=0.0) is None                          # none predicted below 0
+    point, paused = thaws.take(best=value_at(FAST, STEPS))
+    assert point == 1 and paused.attempt == 1 and max(paused.curve) == RUNG
+    assert thaws.take(best=value_at(FAST, STEPS)) is None        # FAST's own, and WORST
+    thaws.pause(1, 2, paused.params, {10: value_at(SLOW, 10)})  # paused again: whole curve
+    assert sorted(thaws.paused[1].curve) == list(range(1, 11)) and thaws.paused[1].attempt == 2
+
+
+def test_asha_with_pause_pauses_what_it_would_stop_and_stops_nan():
+    asha = pruners.make("asha", ASHA)
+    assert asha.report((0, 1), RUNG, 1.0) is False
+    assert asha.report((1, 1), RUNG, 2.0) == pruners.PAUSE
+    assert asha.report((2, 1), RUNG, float("nan")) is True
+    with pytest.raises(ConfigError, match=r"\[pruner\].max_resource: must be given with pause"):
+        pruners.make("asha", {"pause": True})
+    with pytest.raises(ConfigError, match=r"\[pruner\].pause: does not apply to pruner 'median'"):
+        pruners.make("median", {"pause": True})
+
+
+def test_hyperband_with_pause_pauses_in_every_bracket_that_stops_runs():
+    hyperband = pruners.make("hyperband", dict(ASHA, min_resource=3))   # 3, 9 (27: none)
+    points = {b: [i for i in range(100) if hyperband.bracket_of(i) == b][:2] for b in (0, 1)}
+    for bracket, step in ((0, 3), (1, 9)):
+        first, second = points[bracket]
+        assert hyperband.report((first, 1), step, 1.0) is False
+        assert hyperband.report((second, 1), step, 2.0) == pruners.PAUSE
+
+
+def sweep(study, tmp_path, objective, impl="py"):
+    """The study file of a sweep of FAST, SLOW and WORST on one mpiexec worker under asha
+    with pause."""
+    (tmp_path / "points.jsonl").write_text("".join(
+        json.dumps({**p, "act": "relu"}) + "\n" for p in [FAST, SLOW, WORST]))
+    model = {"impl": impl, "app": [sys.executable, str(SUPPORT / "freeze_app.py")]} \
+        if impl == "app" else {"objective": objective}
+    return study(system={"procs": 2, "progress_interval": 60},
+                 study={"algorithm": "sweep", "budget": 3, "pruner": "asha", **model},
+                 algorithm={"file": "points.jsonl"}, pruner=ASHA)
+
+
+def run_study(emews_cli, study, tmp_path, objective, impl="py"):
+    """Run :func:`sweep`; return its experiment directory and store (read only)."""
+    done = emews_cli("run", sweep(study, tmp_path, objective, impl))
+    assert done.returncode == 0, done.stderr
+    (expdir,) = (tmp_path / "experiments" / "study").iterdir()
+    return expdir, SQLiteStore(expdir / "results.db", readonly=True)
+
+
+def check_thawed(expdir, store, attempts=((1, Status.PAUSED, RUNG), (2, Status.DONE, STEPS))):
+    """SLOW was paused at the rung and thawed from its checkpoint: its curve goes on at the next
+    step,
+    no step repeated or lost, and it ends with the value an unpaused run reaches; WORST stays
+    paused; FAST ran through. ``attempts``: SLOW's, as ``(attempt, status, last step)``."""
+    rows = {(r["params"]["x"], r["params"]["n"]): r for r in store.rows()}
+    fast, slow, worst = (rows[(p["x"], p["n"])] for p in (FAST, SLOW, WORST))
+    assert fast["status"] == Status.DONE and fast["attempt"] == 1
+    assert fast["result"] == pytest.approx(value_at(FAST, STEPS))
+    assert slow["status"] == Status.DONE and slow["attempt"] == len(attempts)
+    assert slow["result"] == pytest.approx(value_at(SLOW, STEPS))
+    assert slow["result"] < fast["result"]
+    assert store.best()["id"] == slow["id"]
+    assert worst["status"] == Status.PAUSED and worst["result"] == pytest.approx(
+        value_at(WORST, RUNG))
+    assert worst["error"] == f"paused at step {RUNG}"
+    assert [(a["attempt"], a["status"]) for a in store.attempts(slow["id"])] == [
+        (attempt, status) for attempt, status, _ in attempts]
+    reports = store.reports(slow["id"])
+    assert [r["step"] for r in reports] == list(range(1, STEPS + 1))   # none repeated or lost
+    assert [max(r["step"] for r in reports if r["attempt"] == attempt)
+            for attempt, _, _ in attempts] == [last for _, _, last in attempts]
+    assert all(r["value"] == pytest.approx(value_at(SLOW, r["step"])) for r in reports)
+    return slow
+
+
+@pytest.mark.slow
+@pytest.mark.mpi
+def test_a_paused_py_run_is_thawed_from_its_checkpoint(emews_cli, study, tmp_path):
+    expdir, store = run_study(emews_cli, study, tmp_path, "freeze_models:checkpointed")
+    try:
+        slow = check_thawed(expdir, store)
+        trained = [(expdir / "run" / run_id / "trained.txt").read_text().split()
+                   for run_id in (f"RUN{slow['id']:06d}", slow["run_id"])]
+        assert trained == [[str(s) for s in range(1, RUNG + 1)],
+                           [str(s) for s in range(RUNG + 1, STEPS + 1)]]
+        assert store.meta("thaw_restarts") is None
+        (worst,) = store.rows(Status.PAUSED)
+    finally:
+        store.close()
+    result = result_of(expdir)
+    assert (result.evaluations, result.pruned) == (3, 1)   # WORST, paused, is counted
+    assert json.loads((expdir / "final.json").read_text())["evaluations"] == 3
+    status = emews_cli("status", expdir)
+    assert status.returncode == 0, status.stderr
+    assert "evaluations: 3 finished of a budget of 3 (done 2, paused 1)" in status.stdout
+    assert "paused: 1 runs, their checkpoints kept" in status.stdout
+    shown = emews_cli("show", expdir, "--paused", "--json")
+    assert shown.returncode == 0, shown.stderr
+    (run,) = json.loads(shown.stdout)
+    assert (run["id"], run["run_id"], run["step"]) == (worst["id"], worst["run_id"], RUNG)
+    assert run["value"] == pytest.approx(value_at(WORST, RUNG))
+    assert value_at(WORST, STEPS) < run["predicted"] < value_at(WORST, RUNG)   # it learns on
+    table = emews_cli("show", expdir, "--paused")
+    assert "1 paused runs, the most promising first" in table.stdout, table.stderr
+    report = emews_cli("report", expdir)
+    assert report.returncode == 0, report.stderr
+    page = (expdir / "report.html").read_text()
+    assert "Paused and thawed runs" in page and "The curves of the 2 runs the pruner paused" in page
+    assert (expdir / "report_thaws.png").stat().st_size > 0
+
+
+@pytest.mark.slow
+@pytest.mark.mpi
+def test_a_paused_app_run_is_thawed_from_its_checkpoint(emews_cli, study, tmp_path):
+    expdir, store = run_study(emews_cli, study, tmp_path, None, impl="app")
+    try:
+        check_thawed(expdir, store)
+    finally:
+        store.close()
+
+
+@pytest.mark.slow
+@pytest.mark.mpi
+def test_a_model_without_checkpoints_is_thawed_from_step_0_and_this_is_recorded(
+        emews_cli, study, tmp_path):
+    expdir, store = run_study(emews_cli, study, tmp_path, "freeze_models:forgetful")
+    try:
+        (slow,) = [r for r in store.rows() if r["params"]["n"] == SLOW["n"]]
+        assert slow["status"] == Status.DONE and slow["attempt"] == 2
+        assert slow["result"] == pytest.approx(value_at(SLOW, STEPS))
+        assert [r["step"] for r in store.reports(slow["id"]) if r["attempt"] == 2] == list(
+            range(1, STEPS + 1))
+        assert store.meta("thaw_restarts") == [
+            {"id": slow["id"], "attempt": 2, "run_id": slow["run_id"]}]
+        log = (expdir / "run" / f"member{slow['id']}.log").read_text()
+        assert f"{slow['run_id']} thaw{slow['id']}-2: starts from nothing" in log
+    finally:
+        store.close()
+
+
+@pytest.mark.slow
+@pytest.mark.mpi
+def test_a_study_killed_while_it_thaws_resumes_its_paused_runs(study, tmp_path):
+    # FAST's 27 reports, SLOW's and WORST's 9 each, then SLOW's thaw trains steps 10 to 12
+    # and waits before step 13: the study is killed there, with SLOW thawing and WORST paused
+    path = sweep(study, tmp_path, "freeze_models:gated")
+    stall = STEPS + 2 * RUNG + 3
+    run, gate = gated_runs(tmp_path, stall=stall)
+    killed = run(path)
+    wait_until(lambda: len(list(gate.glob("report-*"))) > stall, "the thaw's wait at step 13")
+    (expdir,) = (tmp_path / "experiments" / "study").iterdir()
+    store = SQLiteStore(expdir / "results.db", readonly=True)
+    try:
+        (slow,) = [r for r in store.rows() if r["params"]["n"] == SLOW["n"]]
+        wait_until(lambda: [(r["attempt"], r["step"]) for r in store.reports(slow["id"])][-1]
+                   == (2, 12), "the thaw's report of step 12 in the store")
+        os.killpg(killed.pid, signal.SIGKILL)
+        killed.communicate()
+        rows = [(r["params"]["n"], r["status"], r["attempt"]) for r in store.rows()]
+        assert rows[1] in ((3, Status.RUNNING, 2), (3, Status.CANCELLED, 2))  # as it died
+        assert rows[::2] == [(0, Status.DONE, 1), (0, Status.PAUSED, 1)]
+    finally:
+        store.close()
+
+    (gate / "go").touch()
+    resumed = run("--resume", expdir)
+    assert resumed.communicate(timeout=300)[0] is not None and resumed.returncode == 0
+    store = SQLiteStore(expdir / "results.db", readonly=True)
+    try:
+        slow = check_thawed(expdir, store, attempts=[
+            (1, Status.PAUSED, RUNG), (2, Status.PAUSED, 12), (3, Status.DONE, STEPS)])
+        assert (expdir / "run" / slow["run_id"] / "trained.txt").read_text().split() == [
+            str(s) for s in range(13, STEPS + 1)]
+    finally:
+        store.close()
