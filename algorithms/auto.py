@@ -32,8 +32,8 @@ never repeats a point.
 from dataclasses import asdict, dataclass
 from importlib.metadata import entry_points
 
-from emews.plugin import (Algorithm, ConfigError, Number, check_choice, check_number,
-                          check_table, pack_state, point_key, unpack_state)
+from emews.plugin import (Algorithm, ConfigError, Number, check_choice, check_flag,
+                          check_number, check_table, pack_state, point_key, unpack_state)
 
 # What the rule switches on, each from a measurement (docs/src/algorithms.md, "auto"):
 THRESHOLDS = {
@@ -86,9 +86,8 @@ def plan(free, objectives=1, constraints=0, budget=None, in_flight=1, pruner="no
     stages = [Stage(0, "gp", OPTIONS["gp"], f"{free} free parameters, {in_flight} in "
                     f"flight{several}")]
     if budget is None or budget > limit["gp_max_told"]:
-        stages.append(Stage(limit["gp_max_told"], "optuna", tpe, f"{limit['gp_max_told']} "
-                            "points told (gp_max_told): gp's proposals grow slow, TPE's "
-                            "stay fast (table 8)"))
+        stages.append(Stage(limit["gp_max_told"], "optuna", tpe, "gp's proposals grow slow "
+                            "past gp_max_told points told, TPE's stay fast (table 8)"))
     return stages
 
 
@@ -102,16 +101,17 @@ def in_flight_of(mode, slots, batch_size=None):
 class Auto(Algorithm):
     """Runs the search that :func:`plan` chooses for the study, switching as it grows.
 
-    ``budget``, ``mode``, ``slots``, ``batch_size``, ``constraints`` and ``pruner`` are the
-    study's, set from ``[study]`` and ``[system]``; ``thresholds`` (a table of
+    ``budget``, ``mode``, ``slots``, ``batch_size``, ``constraints``, ``pruner`` and
+    ``quiet`` (print no line) are the study's, set from ``[study]`` and ``[system]``; ``thresholds`` (a table of
     :data:`THRESHOLDS`' keys) may be set in ``[algorithm]``. Its state is the stage's
     search's, with every told point.
     """
 
     multiobjective = True
+    ready_share = 0.5   # gp's (async: half as many points ready as slots); TPE's liar suits it
 
     def __init__(self, space, seed=None, objectives=1, budget=None, mode="async", slots=1,
-                 batch_size=None, constraints=0, pruner="none", thresholds=None):
+                 batch_size=None, constraints=0, pruner="none", quiet=False, thresholds=None):
         super().__init__(space, seed)
         self.objectives = check_number("objectives", objectives, 1, integer=True)
         check_choice("mode", mode, MODES)
@@ -125,16 +125,12 @@ class Auto(Algorithm):
                          check_number("batch_size", batch_size, 1, integer=True,
                                       allow_none=True)),
             pruner, thresholds)
+        self.quiet = check_flag("quiet", quiet)
         self.told = []           # (point, value) of every told point, in the order told
         self.known = {}          # point key -> its told value
         self.in_flight = {}      # point key -> how many of its evaluations are in flight
         self.shadows = {}        # point key -> proposals of the search that were not passed on
         self.stage, self.search, self.announced = None, None, False
-
-    @property
-    def ready_share(self):
-        """The first stage's search's (the driver reads it once)."""
-        return _load(self.stages[0].search).ready_share
 
     def describe(self):
         return {"algorithm": "auto", "stages": [asdict(stage) | {"label": stage.label}
@@ -219,7 +215,8 @@ class Auto(Algorithm):
 
     def _announce(self, what, stage):
         """Print one line: what ``auto`` does now, and why."""
-        print(f"emews: auto {what}: {stage.why}", flush=True)
+        if not self.quiet:
+            print(f"emews: auto {what}: {stage.why}", flush=True)
         self.announced = True
 
 

@@ -310,11 +310,12 @@ class Config:
 
     def _auto_settings(self):
         """What ``auto`` chooses by: the study's budget, mode, batch size, slots (the
-        workers' slots), constraints and pruner."""
+        workers' slots), constraints and pruner, and whether it prints (``quiet``)."""
         study, system = self.study, self.system
         return {"budget": study.budget, "mode": study.mode, "batch_size": study.batch_size,
                 "slots": max(system.procs - 1, 1) * system.slots_per_worker,
-                "constraints": len(self.criteria.constraints), "pruner": study.pruner}
+                "constraints": len(self.criteria.constraints), "pruner": study.pruner,
+                "quiet": system.quiet}
 
     @property
     def stop(self):

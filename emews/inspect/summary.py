@@ -50,6 +50,7 @@ def summary(study, now=None):
         "expdir": str(study.expdir), "state": state, "objective": study.objective,
         "counts": counts, "evaluations": len(study.rows), "finished": finished,
         "budget": budget, "remaining": remaining,
+        "search": _search(study.meta.get("search"), finished),
         "best": _best(study, best) if front is None else None,
         "stop_reason": final.get("stop_reason"),
         "failures": [{"reason": reason, "count": count} for reason, count in reasons],
@@ -68,6 +69,8 @@ def render(info):
     of = f" of a budget of {info['budget']}" if info["budget"] else ""
     lines = [f"study: {info['expdir']} ({info['state']})",
              f"evaluations: {info['finished']} finished{of} ({counts or 'none yet'})"]
+    if info.get("search"):
+        lines.append(_search_line(info["search"]))
     best = info["best"]
     if "pareto" in info:
         lines.extend(_front_lines(info))
@@ -123,6 +126,26 @@ def busy(spans):
 def tracebacks(expdir):
     """Where the failed evaluations' tracebacks are: each rank's output file."""
     return f"{Path(expdir) / 'out'}/out-R.txt (R: the rank that ran the evaluation)"
+
+
+def _search(described, finished):
+    """What the study's search chose to run (meta ``search``: ``auto``'s stages, each from a
+    number of points told), with ``current``, the stage that runs once ``finished`` results
+    are told; ``None`` for a search that runs what it is named."""
+    if not described:
+        return None
+    stages = described["stages"]
+    return dict(described, current=max(i for i, stage in enumerate(stages)
+                                       if stage["start"] <= finished))
+
+
+def _search_line(search):
+    """The line of :func:`_search`'s data: each stage and why, and the one running."""
+    stages = "; ".join(f"{stage['label']} ({stage['why']})" if stage["start"] == 0 else
+                       f"from {stage['start']} told, {stage['label']} ({stage['why']})"
+                       for stage in search["stages"])
+    return (f"search: {search['algorithm']}: {stages}; now "
+            f"{search['stages'][search['current']]['label']}")
 
 
 def _front(criteria, front):
