@@ -196,17 +196,18 @@ class Auto(Algorithm):
     def _follow_plan(self):
         """Enter the stage of the number of points told, if it is not the current one."""
         due = max(i for i, stage in enumerate(self.stages) if stage.start <= len(self.told))
-        if due == self.stage:
-            if not self.announced:
-                self._announce(f"continues with {self.stages[due].label}", self.stages[due])
-            return
-        before, stage = self.stage, self.stages[due]
-        self.stage, self.search = due, self._build(stage)
-        if self.told:
-            self.search.tell([point for point, _ in self.told], [value for _, value in self.told])
-        self._announce(f"chose {stage.label}" if before is None else
-                       f"switches from {self.stages[before].label} to {stage.label} after "
-                       f"{len(self.told)} points told", stage)
+        before, stage, told = self.stage, self.stages[due], len(self.told)
+        if due != before:
+            self.stage, self.search = due, self._build(stage)
+            if self.told:
+                self.search.tell([point for point, _ in self.told],
+                                 [value for _, value in self.told])
+        if due != before and before is not None:
+            self._announce(f"switches from {self.stages[before].label} to {stage.label} after "
+                           f"{told} points told", stage)
+        elif not self.announced:   # a new study, or a resumed one (told or restored)
+            self._announce(f"resumes with {stage.label} after {told} points told" if told
+                           else f"chose {stage.label}", stage)
 
     def _build(self, stage):
         """The search of ``stage``, on this space and seed (and the study's objectives)."""
