@@ -102,9 +102,10 @@ class Auto(Algorithm):
     """Runs the search that :func:`plan` chooses for the study, switching as it grows.
 
     ``budget``, ``mode``, ``slots``, ``batch_size``, ``constraints``, ``pruner`` and
-    ``quiet`` (print no line) are the study's, set from ``[study]`` and ``[system]``; ``thresholds`` (a table of
-    :data:`THRESHOLDS`' keys) may be set in ``[algorithm]``. Its state is the stage's
-    search's, with every told point.
+    ``quiet`` (print no line) are the study's, set from ``[study]`` and ``[system]``;
+    ``thresholds`` (a table of :data:`THRESHOLDS`' keys) may be set in ``[algorithm]``. Its
+    state is the stage's search's, with every told point. A model's learning curves count
+    through the pruner: without one, no run reports a curve that a search sees.
     """
 
     multiobjective = True

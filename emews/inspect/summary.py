@@ -22,7 +22,8 @@ def summary(study, now=None):
     common failure reasons, the evaluation rate (finished evaluations per minute of the time
     some evaluation ran: the time a stopped study waited for its resume does not count) and, with a budget, the evaluations remaining and (while
     it runs) an ETA, and the batch jobs ``emews submit`` queued for it with their scheduler's
-    state (``jobs_note``: why the states are unknown, when the scheduler could not be asked)."""
+    state (``jobs_note``: why the states are unknown, when the scheduler could not be asked),
+    and what its search chose to run (``search``: ``auto``'s stages, :func:`_search`)."""
     now = time.time() if now is None else now
     counts = {status: 0 for status in schema.POINT_STATUSES}
     counts.update(collections.Counter(row["status"] for row in study.rows))

@@ -1,13 +1,11 @@
 """``auto``, the default search: its rule on a table of studies, a study that names no
 algorithm, a study killed under a real mpiexec and resumed, and the conformance suite."""
 
-import json
 import os
 import re
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -16,7 +14,8 @@ from emews.algorithms.auto import THRESHOLDS, Auto
 from emews.plugin import ConfigError, Space, point_key
 from emews.testing import CONDITIONAL, SPACE, Conformance
 
-from conftest import REPO, SUPPORT, wait_until
+from conftest import REPO, wait_until
+from test_fidelity import gated_runs
 
 FLOATS = [{"name": f"x{i}", "type": "float", "lower": 0.0, "upper": 1.0} for i in range(40)]
 GP = ("gp", 0)
@@ -115,16 +114,7 @@ def test_a_killed_auto_study_resumes_with_the_same_stages_and_repeats_no_point(s
                  study={"algorithm": "auto", "budget": BUDGET, "seed": 5,
                         "objective": "fault_me:stall_after"},
                  algorithm={"thresholds.gp_max_told": 8})   # a TOML dotted key
-    gate = tmp_path / "gate"
-    gate.mkdir()
-    env = dict(os.environ, PYTHONPATH=str(SUPPORT), EMEWS_TEST_GATE=str(gate),
-               EMEWS_TEST_STALL_AFTER=str(STALL))
-
-    def emews_run(*args):
-        return subprocess.Popen([sys.executable, "-m", "emews", "run", *map(str, args)],
-                                cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, start_new_session=True)
-
+    emews_run, gate = gated_runs(tmp_path, STALL)   # fault_me's gate works alike
     killed = emews_run(path)
     wait_until(lambda: len(list(gate.glob("call-*"))) > STALL, "a run past the stall point")
     os.killpg(killed.pid, signal.SIGKILL)
