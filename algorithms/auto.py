@@ -6,7 +6,8 @@
     pruner) --plan()--> stages: [Stage(start=0, "gp"), Stage(start=300, "optuna" TPE)]
     ask  --> the stage of the number of told points; entering one builds its search (same
              space and seed), tells it every told point, prints one line
-         --> that search's points, less any already told or in flight
+         --> that search's points, less any told, in flight or forbidden (random ones
+             stand in when none is left)
     tell --> every result is kept, and passed to the stage's search
 
 The rule (:func:`plan`) reads only :data:`THRESHOLDS`, each the point where a measurement of
@@ -26,9 +27,13 @@ at the same counts. :meth:`Auto.describe` is the plan as the study stores it (me
 ``search``, shown by ``emews status`` and ``emews show``). A search entered at a switch never
 saw the points in flight: a point it proposes that was told or is in flight is not proposed
 again (a told one is told to it at once, one in flight once its result comes), so ``auto``
-never repeats a point.
+never repeats a point; nor one outside the space (a forbidden clause holds: told to the
+search as a failure). When a search proposes nothing new, random points stand in; when those
+are all known too (a small discrete space exhausted), ``auto`` proposes none and the study
+ends.
 """
 
+import math
 from dataclasses import asdict, dataclass
 from importlib.metadata import entry_points
 
@@ -44,6 +49,11 @@ THRESHOLDS = {
 # The options each search is built with, beyond the study's space, seed and objectives
 OPTIONS = {"gp": {}, "optuna": {"sampler": "tpe"}}
 MODES = ("async", "batch", "sequential")
+# The study's settings that auto chooses by (emews.config sets them, never [algorithm]): defaults
+STUDY = {"budget": None, "mode": "async", "slots": 1, "batch_size": None, "constraints": 0,
+         "pruner": "none", "quiet": False}
+ROUNDS = 3   # asks of the search for one ask of auto's, before random points stand in
+DRAWS = 100  # random points drawn for each one asked, to find those not yet told
 
 
 @dataclass(frozen=True)
@@ -101,9 +111,9 @@ def in_flight_of(mode, slots, batch_size=None):
 class Auto(Algorithm):
     """Runs the search that :func:`plan` chooses for the study, switching as it grows.
 
-    ``budget``, ``mode``, ``slots``, ``batch_size``, ``constraints``, ``pruner`` and
-    ``quiet`` (print no line) are the study's, set from ``[study]`` and ``[system]``;
-    ``thresholds`` (a table of :data:`THRESHOLDS`' keys) may be set in ``[algorithm]``. Its
+    Its one option is ``thresholds`` (a table of :data:`THRESHOLDS`' keys); ``study`` holds
+    the study's settings of :data:`STUDY` (``quiet``: print no line), which
+    :mod:`emews.config` sets from ``[study]`` and ``[system]``. Its
     state is the stage's search's, with every told point. A model's learning curves count
     through the pruner: without one, no run reports a curve that a search sees.
     """
@@ -111,22 +121,26 @@ class Auto(Algorithm):
     multiobjective = True
     ready_share = 0.5   # gp's (async: half as many points ready as slots); TPE's liar suits it
 
-    def __init__(self, space, seed=None, objectives=1, budget=None, mode="async", slots=1,
-                 batch_size=None, constraints=0, pruner="none", quiet=False, thresholds=None):
+    def __init__(self, space, seed=None, objectives=1, thresholds=None, **study):
         super().__init__(space, seed)
+        for name in study:
+            if name not in STUDY:
+                raise ConfigError(f"[algorithm].{name}", "is not an option of Auto (options: "
+                                  "thresholds)", study[name])
+        study = {**STUDY, **study}
         self.objectives = check_number("objectives", objectives, 1, integer=True)
-        check_choice("mode", mode, MODES)
         rule = Number(integer=True, minimum=0)
         thresholds = check_table("thresholds", thresholds or {}, dict.fromkeys(THRESHOLDS, rule))
         self.stages = plan(
             len(space.free), self.objectives,
-            check_number("constraints", constraints, 0, integer=True),
-            check_number("budget", budget, 1, integer=True, allow_none=True),
-            in_flight_of(mode, check_number("slots", slots, 1, integer=True),
-                         check_number("batch_size", batch_size, 1, integer=True,
+            check_number("constraints", study["constraints"], 0, integer=True),
+            check_number("budget", study["budget"], 1, integer=True, allow_none=True),
+            in_flight_of(check_choice("mode", study["mode"], MODES),
+                         check_number("slots", study["slots"], 1, integer=True),
+                         check_number("batch_size", study["batch_size"], 1, integer=True,
                                       allow_none=True)),
-            pruner, thresholds)
-        self.quiet = check_flag("quiet", quiet)
+            study["pruner"], thresholds)
+        self.quiet = check_flag("quiet", study["quiet"])
         self.told = []           # (point, value) of every told point, in the order told
         self.known = {}          # point key -> its told value
         self.in_flight = {}      # point key -> how many of its evaluations are in flight
@@ -140,19 +154,37 @@ class Auto(Algorithm):
     def ask(self, n):
         self._follow_plan()
         points = []
-        for _ in range(3):   # a search that proposes what is known is asked again
-            for point in self.search.ask(n - len(points)):
-                key = point_key(point)
-                if key in self.known:
-                    self.search.tell([point], [self.known[key]])
-                elif key in self.in_flight:
-                    self.shadows[key] = self.shadows.get(key, 0) + 1
-                else:
-                    self.in_flight[key] = 1
-                    points.append(point)
-            if len(points) == n or self.search.done():
+        for _ in range(ROUNDS):   # a search that proposes what is known is asked again
+            asked = self.search.ask(n - len(points))
+            points += self._new(asked, self.search)
+            if len(points) == n or not asked or self.search.done():
                 break
+        drawn = iter(self.space.sample(self.rng, DRAWS * n) if not points else ())
+        while len(points) < n:   # nothing new from the search: random points, if any is new
+            point = next(drawn, None)
+            if point is None:
+                break
+            points += self._new([point])
         return points
+
+    def _new(self, points, search=None):
+        """The points that are new (not told, not in flight, inside the space: a search may
+        break a forbidden clause), each then in flight. What ``search`` proposed is not lost
+        on it: a forbidden point is told as a failure, a told one its value, and one in flight
+        its result once it comes."""
+        new = []
+        for point in points:
+            key = point_key(point)
+            if key in self.in_flight:
+                if search is not None:
+                    self.shadows[key] = self.shadows.get(key, 0) + 1
+            elif key in self.known or not self.space.contains(point):
+                if search is not None:
+                    search.tell([point], [self.known.get(key, math.nan)])
+            else:
+                self.in_flight[key] = 1
+                new.append(point)
+        return new
 
     def tell(self, points, values):
         told = list(zip(points, values))

@@ -1,6 +1,7 @@
 """``auto``, the default search: its rule on a table of studies, a study that names no
 algorithm, a study killed under a real mpiexec and resumed, and the conformance suite."""
 
+import json
 import os
 import re
 import signal
@@ -12,7 +13,7 @@ import pytest
 import emews
 from emews.algorithms.auto import THRESHOLDS, Auto
 from emews.plugin import ConfigError, Space, point_key
-from emews.testing import CONDITIONAL, SPACE, Conformance
+from emews.testing import CONDITIONAL, SPACE, Conformance, branches, drive
 
 from conftest import REPO, wait_until
 from test_fidelity import gated_runs
@@ -102,6 +103,31 @@ def test_a_study_that_names_its_algorithm_runs_as_before(toy_config, capsys):
     result = emews.run(toy_config(algorithm="random", budget=6))
     assert "search" not in emews.load(result.expdir).meta
     assert "auto" not in capsys.readouterr().out
+
+
+SMALL = [{"name": "a", "type": "categorical", "values": ["p", "q"]},
+         {"name": "b", "type": "ordered", "values": [1, 2, 3]}]
+
+
+@pytest.mark.parametrize("mode", ["sequential", "batch", "async"])
+def test_a_small_discrete_space_is_evaluated_whole_once_then_the_study_ends(mode):
+    run = drive({"algorithm": "auto", "options": {"quiet": True}, "space": SMALL, "seed": 1,
+                 "mode": mode, "slots": 2, "stop": {"budget": 20}},
+                lambda point: {"p": 0, "q": 1}[point["a"]] + point["b"])
+    assert sorted((p["a"], p["b"]) for p in run.points) == [
+        (a, b) for a in "pq" for b in (1, 2, 3)]
+    assert run.final["stop_reason"] == "the algorithm proposed no points"
+
+
+def test_no_point_breaks_a_forbidden_clause(tmp_path):
+    space = tmp_path / "space.json"
+    space.write_text(json.dumps({"parameters": CONDITIONAL, "forbidden": [
+        {"optimizer": ["sgd"], "momentum": {"<": 0.1}}]}))   # gp and TPE propose such points
+    run = drive({"algorithm": "auto", "options": {"quiet": True, "thresholds": {
+        "gp_max_told": 15}}, "space": str(space), "seed": 5, "mode": "sequential",
+        "stop": {"budget": 30}}, branches)
+    assert len(run.points) == 30
+    assert all(Space.from_file(space).contains(point) for point in run.points)
 
 
 BUDGET, STALL = 14, 5
