@@ -93,10 +93,11 @@ def test_a_study_that_names_no_algorithm_runs_auto_and_stores_its_choice(toy_con
     switched = re.search(r"emews: auto switches from gp to optuna \(tpe\) after (\d+) points "
                          r"told", out)
     assert switched and 8 <= int(switched[1]) < 14, out
-    status = subprocess.run([sys.executable, "-m", "emews", "status", str(result.expdir)],
-                            capture_output=True, text=True, check=True).stdout
-    assert "search: auto: gp (3 free parameters, 2 in flight); from 8 told, optuna (tpe)" \
-        in status and status.rstrip().count("now optuna (tpe)") == 1, status
+    for command in ("status", "show"):
+        shown = subprocess.run([sys.executable, "-m", "emews", command, str(result.expdir)],
+                               capture_output=True, text=True, check=True).stdout
+        assert "search: auto: gp (3 free parameters, 2 in flight); from 8 told, optuna " \
+            "(tpe)" in shown and shown.count("; now optuna (tpe)") == 1, shown
 
 
 def test_a_study_that_names_its_algorithm_runs_as_before(toy_config, capsys):
