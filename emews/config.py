@@ -6,7 +6,7 @@ cfg-sys, and study settings, in the spirit of cfg-prm; tables from a later file 
     [system]                 # how to run
     procs = 4                # MPI ranks: rank 0 is the master, the others evaluate
     [study]                  # what to run
-    algorithm = "random"
+    algorithm = "auto"       # the default: chosen by the study's settings (algorithms/auto.py)
     space = "space.json"     # relative paths are relative to the file that names them
     budget = 20
     objective = "emews.models.digits:train"
@@ -118,7 +118,7 @@ class Study:
     """``[study]``: what to run, what it optimizes, and when it stops."""
 
     name: str | None = _setting("str")
-    algorithm: str = _setting("str", "random")
+    algorithm: str = _setting("str", "auto")
     space: str | None = _setting("path")
     mode: str = _setting("str", "async", choices=("async", "batch", "sequential"))
     batch_size: int | None = _positive("int")
@@ -303,9 +303,20 @@ class Config:
     @property
     def algorithm_options(self):
         """The options the study's algorithm is built with: ``[algorithm]``, and
-        ``objectives=k`` in a study of ``k > 1`` objectives."""
+        ``objectives=k`` in a study of ``k > 1`` objectives; ``auto`` is given the settings
+        it chooses by too (:meth:`_auto_settings`)."""
         k = len(self.criteria.names)
-        return dict(self.algorithm, objectives=k) if k > 1 else dict(self.algorithm)
+        options = dict(self.algorithm, objectives=k) if k > 1 else dict(self.algorithm)
+        return options | self._auto_settings() if self.study.algorithm == "auto" else options
+
+    def _auto_settings(self):
+        """What ``auto`` chooses by: the study's budget, mode, batch size, slots (the
+        workers' slots), constraints and pruner, and whether it prints (``quiet``)."""
+        study, system = self.study, self.system
+        return {"budget": study.budget, "mode": study.mode, "batch_size": study.batch_size,
+                "slots": max(system.procs - 1, 1) * system.slots_per_worker,
+                "constraints": len(self.criteria.constraints), "pruner": study.pruner,
+                "quiet": system.quiet}
 
     @property
     def stop(self):
@@ -391,6 +402,11 @@ def load(sources=(), overrides=None, environ=None, label="config"):
                     **{table: TABLES[table](**values[table]) for table in TABLES})
     config.make_pruner()   # its options checked together: contradictions are refused now
     _check_criteria(config)
+    if config.study.algorithm == "auto":
+        for key in config._auto_settings():
+            if key in config.algorithm:
+                raise ConfigError(config.where("algorithm", key), "is set from the study's "
+                                  "settings for auto, not in [algorithm]", config.algorithm[key])
     return config
 
 

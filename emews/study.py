@@ -232,6 +232,8 @@ def run_master(study, pool):
         control = Control.of_job(store)   # a new run starts running: before it says it runs
         store.set_meta("started", time.time())
         store.set_meta("master", {"host": socket.gethostname(), "pid": os.getpid()})
+        if not classic and algorithm.describe() is not None:
+            store.set_meta("search", algorithm.describe())   # what auto chose (emews status)
         store.commit()
         progress = _progress(cfg, store)
         limits = Stopper(**cfg.stop)

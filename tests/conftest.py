@@ -45,6 +45,7 @@ def study(tmp_path):
             {"name": "act", "type": "categorical", "values": ["relu", "tanh"]},
         ]))
         tables.setdefault("study", {}).setdefault("space", "space.json")
+        tables["study"].setdefault("algorithm", "random")   # see toy_config
         path = tmp_path / name
         path.write_text("".join(f"[{table}]\n" + "".join(f"{key} = {toml(value)}\n"
                                                          for key, value in values.items())
@@ -81,13 +82,15 @@ TOY_SPACE = [{"name": "x", "type": "float", "lower": -2.0, "upper": 2.0},
 def toy_config(tmp_path, monkeypatch):
     """``make(**study)``: the config dict of an in-process study of a ``toy_models`` objective
     (tests/support) on :data:`TOY_SPACE`, stored under ``tmp_path``; ``study`` overrides the
-    [study] table's entries (quadratic, budget 12, seed 4)."""
+    [study] table's entries (quadratic, budget 12, seed 4, random search: these studies test
+    the machinery, with a search whose points no result changes; the default search, ``auto``,
+    is tested in tests/algos/test_auto.py)."""
     monkeypatch.syspath_prepend(str(SUPPORT))
     (tmp_path / "space.json").write_text(json.dumps(TOY_SPACE))
 
     def make(**study):
-        base = {"name": "t", "space": str(tmp_path / "space.json"), "budget": 12, "seed": 4,
-                "impl": "py", "objective": "toy_models:quadratic", "data_dir": str(tmp_path)}
+        base = {"name": "t", "algorithm": "random", "space": str(tmp_path / "space.json"),
+                "budget": 12, "seed": 4, "impl": "py", "objective": "toy_models:quadratic", "data_dir": str(tmp_path)}
         return {"system": {"pool": "inprocess", "procs": 3, "progress_interval": 0.0},
                 "study": {**base, **study}}
 

@@ -130,13 +130,14 @@ MISTAKES = {   # name: (the study file's text, its space file's, the arguments, 
         "s.toml: must be valid TOML (Cannot declare ('study',) twice (at line 5, column 7))"),
     "an unknown algorithm": (
         "[study]\n" + BASE + 'algorithm = "nosuch"\n', SPACE, [],
-        "s.toml: [study].algorithm: must be one of ['bohb', 'ga', 'ga_async', 'gp', 'mbo', "
-        "'nsga2', 'nsga2_async', 'nsga3', 'nsga3_async', 'optuna', 'pbt', 'random', 'sweep'], a "
+        "s.toml: [study].algorithm: must be one of ['auto', 'bohb', 'ga', 'ga_async', 'gp', "
+        "'mbo', 'nsga2', 'nsga2_async', 'nsga3', 'nsga3_async', 'optuna', 'pbt', 'random', "
+        "'sweep'], a "
         "dotted path such as 'package.module:Class', or an EQ/Py module (no module 'nosuch' in "
         "{tmp}, {support}), got 'nosuch'"),
     "an unknown algorithm option": (
         "[study]\n" + BASE + "[algorithm]\nnosuchoption = 1\n", SPACE, [],
-        "s.toml: [algorithm].nosuchoption: is not an option of RandomSearch (it takes none), got 1"),
+        "s.toml: [algorithm].nosuchoption: is not an option of Auto (options: thresholds), got 1"),
     "the seed among the algorithm's options": (
         "[study]\n" + BASE + "[algorithm]\nseed = 1\n", SPACE, [],
         "s.toml: [algorithm].seed: is a setting of [study], not of [algorithm], got 1"),
@@ -310,7 +311,7 @@ def test_a_command_s_mistake_is_one_line_exit_status_2_and_writes_nothing(study,
 RESUMES = {   # name: (the arguments after --resume EXPDIR, the error line)
     "another algorithm": (
         ["--set", "study.algorithm='ga'"], "--resume: [study].algorithm: must be the same as in "
-        "the stored study (stored 'random', now 'ga'); start a new study to change it"),
+        "the stored study (stored 'auto', now 'ga'); start a new study to change it"),
     "another space": (
         ["--space", "other.json"], "--resume: the search space's content: must be the same as in "
         "the stored study (stored '{old}', now '{new}'); start a new study to change it"),

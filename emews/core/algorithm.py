@@ -62,6 +62,8 @@ class Algorithm:
       ``[]``.
     * ``running(points)``, optional: after a resumed run's history, the points that were
       running when it was killed, which the driver proposes again first.
+    * ``describe()``, optional: what the search chose to run (JSON-able), which the study
+      stores and ``emews status`` shows (``auto``'s stages); ``None`` by default.
     * ``state()`` returns ``bytes`` holding everything that decides what the algorithm proposes
       next (random generator states, populations, a surrogate's training data, the points asked
       and not yet told, counters), or ``None`` when it cannot be checkpointed (the default): the
@@ -122,6 +124,12 @@ class Algorithm:
         killed: the driver proposes them again before it asks for new ones, and tells their
         results like any other's. By default nothing is done (``pbt`` marks their members
         busy, so that no member trains twice at once)."""
+
+    def describe(self) -> dict[str, Any] | None:
+        """What the search chose to run, as JSON-able data (``auto``: its stages), which the
+        study stores (meta ``search``) and ``emews status`` shows; ``None`` (the default): it
+        runs what its name says."""
+        return None
 
     def state(self) -> bytes | None:
         """Everything that decides the next proposals, as bytes; ``None``: no checkpoints."""

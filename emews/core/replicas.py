@@ -170,6 +170,9 @@ class Replicas(Algorithm):
     def done(self):
         return not self.ready and self.algorithm.done()
 
+    def describe(self):
+        return self.algorithm.describe()
+
     def state(self):
         inner = self.algorithm.state()
         if inner is None:

@@ -22,7 +22,8 @@ def summary(study, now=None):
     common failure reasons, the evaluation rate (finished evaluations per minute of the time
     some evaluation ran: the time a stopped study waited for its resume does not count) and, with a budget, the evaluations remaining and (while
     it runs) an ETA, and the batch jobs ``emews submit`` queued for it with their scheduler's
-    state (``jobs_note``: why the states are unknown, when the scheduler could not be asked)."""
+    state (``jobs_note``: why the states are unknown, when the scheduler could not be asked),
+    and what its search chose to run (``search``: ``auto``'s stages, :func:`_search`)."""
     now = time.time() if now is None else now
     counts = {status: 0 for status in schema.POINT_STATUSES}
     counts.update(collections.Counter(row["status"] for row in study.rows))
@@ -50,6 +51,7 @@ def summary(study, now=None):
         "expdir": str(study.expdir), "state": state, "objective": study.objective,
         "counts": counts, "evaluations": len(study.rows), "finished": finished,
         "budget": budget, "remaining": remaining,
+        "search": _search(study.meta.get("search"), finished),
         "best": _best(study, best) if front is None else None,
         "stop_reason": final.get("stop_reason"),
         "failures": [{"reason": reason, "count": count} for reason, count in reasons],
@@ -68,6 +70,8 @@ def render(info):
     of = f" of a budget of {info['budget']}" if info["budget"] else ""
     lines = [f"study: {info['expdir']} ({info['state']})",
              f"evaluations: {info['finished']} finished{of} ({counts or 'none yet'})"]
+    if info.get("search"):
+        lines.append(_search_line(info["search"]))
     best = info["best"]
     if "pareto" in info:
         lines.extend(_front_lines(info))
@@ -126,6 +130,26 @@ def busy(spans):
 def tracebacks(expdir):
     """Where the failed evaluations' tracebacks are: each rank's output file."""
     return f"{Path(expdir) / 'out'}/out-R.txt (R: the rank that ran the evaluation)"
+
+
+def _search(described, finished):
+    """What the study's search chose to run (meta ``search``: ``auto``'s stages, each from a
+    number of points told), with ``current``, the stage that runs once ``finished`` results
+    are told; ``None`` for a search that runs what it is named."""
+    if not described:
+        return None
+    stages = described["stages"]
+    return dict(described, current=max(i for i, stage in enumerate(stages)
+                                       if stage["start"] <= finished))
+
+
+def _search_line(search):
+    """The line of :func:`_search`'s data: each stage and why, and the one running."""
+    stages = "; ".join(f"{stage['label']} ({stage['why']})" if stage["start"] == 0 else
+                       f"from {stage['start']} told, {stage['label']} ({stage['why']})"
+                       for stage in search["stages"])
+    return (f"search: {search['algorithm']}: {stages}; now "
+            f"{search['stages'][search['current']]['label']}")
 
 
 def _front(criteria, front):

@@ -28,6 +28,8 @@ visible as the points (a study on PostgreSQL: to every host that reaches the dat
              attached to a study served on zmq      with its turns
     submit   {"expdir", "site", "jobs"}: the batch  emews submit (its     emews status
              jobs emews submit queued               own transaction)
+    search   {"algorithm", "stages"}: what the      the master, at each   emews status, show
+             search chose to run (auto's stages)    run's start
 
 ``final.json``, ``service.json`` and ``submit.json`` in the experiment directory are exports of
 these values for users, Supervisor and Swift/T: emews writes them after the store and never
