@@ -213,6 +213,19 @@ def test_a_model_without_checkpoints_is_thawed_from_step_0_and_this_is_recorded(
         store.close()
 
 
+def gated_models(gate):
+    """The pids of the processes whose environment names ``gate`` (the gated models)."""
+    wanted = f"EMEWS_TEST_GATE={gate}".encode()
+    pids = []
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if wanted in environ.read_bytes().split(b"\0"):
+                pids.append(int(environ.parent.name))
+        except OSError:   # gone meanwhile, or not ours to read
+            continue
+    return pids
+
+
 @pytest.mark.slow
 @pytest.mark.mpi
 def test_a_study_killed_while_it_thaws_resumes_its_paused_runs(study, tmp_path):
@@ -231,6 +244,9 @@ def test_a_study_killed_while_it_thaws_resumes_its_paused_runs(study, tmp_path):
                    == (2, 12), "the thaw's report of step 12 in the store")
         os.killpg(killed.pid, signal.SIGKILL)
         killed.communicate()
+        # the models run in sessions of their own and end with their workers, within the
+        # deathsig's grace: none of the killed study's may still train when the gate opens
+        wait_until(lambda: not gated_models(gate), "the killed study's models to end")
         rows = [(r["params"]["n"], r["status"], r["attempt"]) for r in store.rows()]
         assert rows[1] in ((3, Status.RUNNING, 2), (3, Status.CANCELLED, 2))  # as it died
         assert rows[::2] == [(0, Status.DONE, 1), (0, Status.PAUSED, 1)]
