@@ -25,9 +25,10 @@ Compute is counted in steps: every contender trains ``population * steps`` of th
   spent; the best finished run's loss.
 * ``ray pbt``, ``ray pb2`` (those in ``pbt_ray``): Ray Tune's ``PopulationBasedTraining``
   and ``PB2`` through its own ``Tuner``, in a virtualenv of its own
-  (:mod:`benchmarks.pbt_ray`): the same population, steps, perturbation interval and quantile (:data:`QUANTILE`), Ray Tune's defaults for the
-  rest (asynchronous); the best final loss of the trials that reached the steps. Where Ray
-  Tune cannot be installed (or, with ``install`` off, is not), both are reported as missing.
+  (:mod:`benchmarks.pbt_ray`): the same population, steps, perturbation interval and
+  quantile (:data:`QUANTILE`), Ray Tune's defaults for the rest (asynchronous); the best final
+  loss of the trials that reached the steps. Where Ray Tune cannot be installed (or, with
+  ``install`` off, is not), its contenders are reported as missing.
 
 Each seed runs every contender on each problem; the figures are the median log10 loss by
 problem and contender and the paired one-sided Wilcoxon comparisons of ``pbt`` with each other
