@@ -150,6 +150,7 @@ SMOKE = Sizes("smoke", dispatch_tasks=300, dispatch_repeats=1, dispatch_pingpong
               pbt_seeds=2, pbt_population=4, pbt_steps=8, pbt_interval=2,
               conditional_seeds=2, conditional_budget=6, conditional_ours=("random", "mbo"),
               pbt_digits_epochs=4, pbt_pool_workers=2,
+              pbt_ray=(),   # Ray Tune: minutes a fit (benchmarks/tests runs it apart)
               peers_seeds=1, peers_rounds=2, peers_batch=4, peers_sequential_budget=4,
               peers_tasks=("SVM-iris-acc", "linear-diabetes-mse"))
 SIZES = {sizes.name: sizes for sizes in (FULL, REDUCED, SMOKE)}
