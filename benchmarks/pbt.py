@@ -344,7 +344,9 @@ def markdown(part):
     comparisons."""
     steps = ", ".join(f"{name} {count}" for name, count in part["steps"].items())
     missing = "; ".join(f"{name}: {why}" for name, why in part.get("missing", {}).items())
-    lines = [f"{part['seeds']} seeds, {part['population']} members (or runs) x the problem's "
+    lines = [f"### 13. Population-based training: log10 final loss at equal compute, median "
+             f"[IQR] over {part['seeds']} paired seeds", "",
+             f"{part['seeds']} seeds, {part['population']} members (or runs) x the problem's "
              f"steps of compute ({steps}), segments of {part['interval']} steps; log10 of the "
              "final loss (lower is better)." + (f" Missing: {missing}." if missing else ""),
              "",
