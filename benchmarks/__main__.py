@@ -93,7 +93,8 @@ def main(argv=None):
                    "conditional": {"jobs": args.jobs,
                                    "cache_directory": out / "conditional-runs"},
                    "peers": {"jobs": args.jobs, "cache_directory": out / "peers-runs",
-                             "install": not smoke}}.get(
+                             "install": not smoke},
+                   "pbt": {"install": not smoke}}.get(
             name, {})
         figures = PARTS[name](sizes, **options)
         report.add_part(record, name, figures, time.perf_counter() - part_started)

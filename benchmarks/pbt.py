@@ -23,26 +23,48 @@ Compute is counted in steps: every contender trains ``population * steps`` of th
 * ``random + asha``: random ``h``, our ASHA pruner (``min_resource`` 1, ``reduction_factor`` 3,
   ``max_resource`` ``steps``) judging every step's report, runs started until the steps are
   spent; the best finished run's loss.
+* ``ray pbt``, ``ray pb2`` (those in ``pbt_ray``): Ray Tune's ``PopulationBasedTraining``
+  and ``PB2`` through its own ``Tuner``, in a virtualenv of its own
+  (:mod:`benchmarks.pbt_ray`): the same population, steps, perturbation interval and
+  quantile (:data:`QUANTILE`), Ray Tune's defaults for the rest (asynchronous); the best final
+  loss of the trials that reached the steps. Where Ray Tune cannot be installed (or, with
+  ``install`` off, is not), its contenders are reported as missing.
 
 Each seed runs every contender on each problem; the figures are the median log10 loss by
 problem and contender and the paired one-sided Wilcoxon comparisons of ``pbt`` with each other
-contender
-(:func:`benchmarks.quality.compare`). No pool runs here: the algorithms' time is not counted,
-and the real pool's utilization is not measured in this part.
+contender (:func:`benchmarks.quality.compare`). No pool runs there: the algorithms' time is
+not counted.
+
+The pool's utilization (:func:`pool_utilization`) is measured apart: ``emews.run`` of an async
+``pbt`` study of the toy under ``mpiexec -n WORKERS+1``, ``pbt_pool_workers`` workers and as
+many members, ``pbt_steps`` steps in segments of ``pbt_interval``, each segment a ``py`` run of
+:func:`sleeping_toy` (the utilization part's sleep, then the toy's steps from the checkpoint
+the handoff gave it); the utilization counted from the store as the utilization part counts it
+(:func:`benchmarks.common.utilization`).
 """
 
+import argparse
+import json
 import math
+import sys
+import tempfile
+import time
 from dataclasses import dataclass
+from pathlib import Path
 from functools import lru_cache
 from typing import Callable
 
 import numpy as np
 
+from . import pbt_ray, utilization_tasks
+from .common import mpiexec_python, summary, utilization
 from .fidelity import Ours
+from .peers_runs import VENV_DIRECTORY
 from .quality import compare
 
-CONTENDERS = ("pbt", "pb2", "random", "random + asha")
+CONTENDERS = ("pbt", "pb2", "random", "random + asha")   # ours, in this process
 FLOOR = 1e-12
+QUANTILE = 0.2   # every population's: ours' default, Supervisor's
 
 
 @dataclass(frozen=True)
@@ -132,7 +154,7 @@ def population_run(problem, explore, seed, population, steps, interval):
 
     search = load("pbt")(Space.from_ga_json(problem.space), seed=seed,
                          population_size=population, perturbation_interval=interval,
-                         max_steps=steps, explore=explore)
+                         max_steps=steps, explore=explore, quantile=QUANTILE)
     checkpoints, final = {}, math.inf
     while not search.done():
         points, values = search.ask(population), []
@@ -182,36 +204,152 @@ def score(problem, name, seed, population, steps, interval):
                       steps)
 
 
-def run(sizes):
-    """Every contender on every problem and seed; the part's figures."""
+def sleeping_toy(params):
+    """A segment of the toy at a pool's pace (a ``py`` model): sleep the utilization part's
+    lognormal time (:func:`benchmarks.utilization_tasks.duration`), drawn for the segment's run
+    (a member's speed does not depend on its hyperparameters), then train the toy's steps from
+    the segment's checkpoint (:func:`emews.models.pbt_toy.train`)."""
+    from emews.models import pbt_toy
+    from emews.plugin import current_run
+
+    time.sleep(utilization_tasks.duration({"run": current_run().run_id.split("-")[0]}))
+    return pbt_toy.train(params)
+
+
+def pool_utilization(sizes):
+    """An async ``pbt`` study on a real mpiexec pool of ``sizes.pbt_pool_workers`` workers
+    (see the module docstring): its figures."""
+    with tempfile.TemporaryDirectory(prefix="emews-bench-") as tmp:
+        out = Path(tmp) / "figures.json"
+        mpiexec_python(sizes.pbt_pool_workers + 1, [
+            "-m", __name__, str(out), "--dir", tmp, "--steps", str(sizes.pbt_steps),
+            "--interval", str(sizes.pbt_interval)])
+        return json.loads(out.read_text())
+
+
+def _pool_study(directory, steps, interval):
+    """Runs under mpiexec: the study, then (rank 0) its figures from the store."""
+    from mpi4py import MPI
+
+    import emews
+    from emews.models import pbt_toy
+    from emews.plugin import SEGMENT
+    from emews.store import SQLiteStore
+
+    workers = MPI.COMM_WORLD.Get_size() - 1
+    space = Path(directory) / "space.json"
+    space.write_text(json.dumps(pbt_toy.SPACE))
+    result = emews.run({
+        "system": {"progress_interval": 3600.0},
+        "study": {"algorithm": "pbt", "space": str(space), "mode": "async", "seed": 0,
+                  "budget": 4 * workers * steps, "impl": "py",
+                  "objective": "benchmarks.pbt:sleeping_toy", "data_dir": str(directory),
+                  "name": "pbt-pool"},
+        "algorithm": {"population_size": workers, "perturbation_interval": interval,
+                      "max_steps": steps, "quantile": QUANTILE}})
+    if result is None:   # a worker rank
+        return None
+    store = SQLiteStore(result.expdir / "results.db")
+    rows = store.rows("done", "failed")
+    store.close()
+    members = {}
+    for r in rows:
+        members.setdefault(r["params"][SEGMENT]["member"], []).append(r)
+    waits = [b["started"] - a["finished"] for segments in members.values()
+             for a, b in zip(segments, segments[1:])]
+    first_done = min(segments[-1]["finished"] for segments in members.values())
+    training = utilization([(r["queued"], min(r["started"], first_done),
+                             min(r["finished"], first_done)) for r in rows], workers)
+    return {"workers": workers, "population": workers, "segments": len(rows),
+            "member_wait_s": float(np.sum(waits)), **summary(np.asarray(waits), "wait_s"),
+            "finished_from_s": float(first_done - min(r["queued"] for r in rows)),
+            "every_member_training_utilization": training["steady_utilization"],
+            "failed": sum(r["status"] != "done" for r in rows),
+            "exploits": sum(r["params"][SEGMENT]["donor"] is not None for r in rows),
+            "stop_reason": result.stop_reason,
+            "duration": f"lognormal, median {utilization_tasks.MEDIAN_S} s, sigma "
+                        f"{utilization_tasks.SIGMA}",
+            **utilization([(r["queued"], r["started"], r["finished"]) for r in rows], workers)}
+
+
+def main(argv=None):
+    """Run the pool's study (under mpiexec); write its figures."""
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("out")
+    parser.add_argument("--dir", default=".")
+    parser.add_argument("--steps", type=int, required=True)
+    parser.add_argument("--interval", type=int, required=True)
+    args = parser.parse_args(argv)
+    figures = _pool_study(args.dir, args.steps, args.interval)
+    if figures is not None:   # rank 0
+        Path(args.out).write_text(json.dumps(figures))
+
+
+def run(sizes, install=True, venv_directory=VENV_DIRECTORY):
+    """Every contender on every problem and seed; the part's figures. Ray Tune's virtualenv is
+    installed first when ``install`` (else it must be there already); where it cannot be, its
+    contenders are reported as missing."""
     steps = {"toy": sizes.pbt_steps, "digits": sizes.pbt_digits_epochs}
+    why = pbt_ray.unavailable(venv_directory, install)
+    missing = {name: why for name in sizes.pbt_ray} if why else {}
+    contenders = [*CONTENDERS, *(name for name in sizes.pbt_ray if name not in missing)]
+    seeds = range(sizes.pbt_seeds)
     rows, comparisons = [], {}
     for problem_name in sizes.pbt_problems:
         problem = PROBLEMS[problem_name]()
-        by_seed = {name: {seed: math.log10(max(score(problem, name, seed, sizes.pbt_population,
-                                                     steps[problem_name],
-                                                     sizes.pbt_interval), FLOOR))
-                          for seed in range(sizes.pbt_seeds)} for name in CONTENDERS}
+        shape = (sizes.pbt_population, steps[problem_name], sizes.pbt_interval)
+        losses = {name: {seed: score(problem, name, seed, *shape) for seed in seeds}
+                  for name in CONTENDERS}
+        losses.update((name, pbt_ray.scores(problem_name, name, seeds, *shape, QUANTILE,
+                                            venv_directory))
+                      for name in contenders if name in pbt_ray.SCHEDULERS)
+        by_seed = {name: {seed: math.log10(max(loss, FLOOR)) for seed, loss in found.items()}
+                   for name, found in losses.items()}
         rows += [{"problem": problem_name, "contender": name,
                   "log10_loss": float(np.median(list(values.values()))),
                   "q25": float(np.percentile(list(values.values()), 25)),
                   "q75": float(np.percentile(list(values.values()), 75))}
                  for name, values in by_seed.items()]
         comparisons[problem_name] = {name: compare(by_seed["pbt"], by_seed[name])
-                                     for name in CONTENDERS if name != "pbt"}
+                                     for name in contenders if name != "pbt"}
     return {"runs": rows, "seeds": sizes.pbt_seeds, "population": sizes.pbt_population,
             "steps": {name: steps[name] for name in sizes.pbt_problems},
-            "interval": sizes.pbt_interval, "problems": list(sizes.pbt_problems),
-            "comparisons": comparisons}
+            "interval": sizes.pbt_interval, "quantile": QUANTILE,
+            "problems": list(sizes.pbt_problems), "contenders": contenders,
+            "missing": missing, "versions": {"Ray Tune": pbt_ray.RAY["Ray Tune"][1][:3]},
+            "comparisons": comparisons,
+            "pool": pool_utilization(sizes) if sizes.pbt_pool_workers else None}
+
+
+def targets(part):
+    """The issue's target: our ``pbt`` at or above Ray Tune's PBT in final loss, paired over
+    the seeds (at least 10), on every problem."""
+    against = {problem: compared["ray pbt"] for problem, compared in part["comparisons"].items()
+               if "ray pbt" in compared}
+    figure = ", ".join(f"{problem} {c['verdict']} (median difference "
+                       f"{c['median_difference']:+.3f}, p worse {c['p_worse']:.3g}, "
+                       f"{c['pairs']} seeds)" for problem, c in against.items())
+    return [("pbt at or above Ray Tune's PBT in final loss on every problem (≥ 10 seeds)",
+             figure or "not measured: " + part.get("missing", {}).get("ray pbt", "not run"),
+             bool(against) and part["seeds"] >= 10
+             and all(c["verdict"] != "worse" for c in against.values()))] + [
+        (f"pbt: utilization of a real mpiexec pool of {pool['workers']} workers ≥ 95%",
+         f"{pool['utilization']:.1%} (steady {pool['steady_utilization']:.1%}; "
+         f"{pool['every_member_training_utilization']:.1%} while every member trains)",
+         pool["utilization"] >= 0.95) for pool in [part.get("pool")] if pool]
 
 
 def markdown(part):
     """The part's tables: median log10 loss by problem and contender, and pbt's paired
     comparisons."""
     steps = ", ".join(f"{name} {count}" for name, count in part["steps"].items())
-    lines = [f"{part['seeds']} seeds, {part['population']} members (or runs) x the problem's "
+    missing = "; ".join(f"{name}: {why}" for name, why in part.get("missing", {}).items())
+    lines = [f"### 13. Population-based training: log10 final loss at equal compute, median "
+             f"[IQR] over {part['seeds']} paired seeds", "",
+             f"{part['seeds']} seeds, {part['population']} members (or runs) x the problem's "
              f"steps of compute ({steps}), segments of {part['interval']} steps; log10 of the "
-             "final loss (lower is better).", "",
+             "final loss (lower is better)." + (f" Missing: {missing}." if missing else ""),
+             "",
              "| problem | contender | median | q25 | q75 |", "|---|---|---|---|---|"]
     lines += [f"| {r['problem']} | {r['contender']} | {r['log10_loss']:.3f} | {r['q25']:.3f} | "
               f"{r['q75']:.3f} |" for r in part["runs"]]
@@ -221,4 +359,19 @@ def markdown(part):
               f"{c['p_worse']:.3g} | {c['verdict']} |"
               for problem, compared in part["comparisons"].items()
               for name, c in compared.items()]
+    pool = part.get("pool")
+    if pool:
+        lines += ["", f"A real mpiexec pool of {pool['workers']} workers, an async population of "
+                  f"{pool['population']} on the toy (segments: {pool['duration']}, a draw a "
+                  f"segment): {pool['segments']} segments, {pool['exploits']} exploits; "
+                  f"utilization {pool['utilization']:.1%}, steady "
+                  f"{pool['steady_utilization']:.1%}, "
+                  f"{pool['every_member_training_utilization']:.1%} until the first member "
+                  f"finished its training ({pool['finished_from_s']:.1f} s of "
+                  f"{pool['makespan_s']:.1f} s); a member waited {pool['wait_s_p50'] * 1e3:.1f} "
+                  f"ms between its segments (median; {pool['member_wait_s']:.2f} s in all)."]
     return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

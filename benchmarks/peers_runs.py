@@ -28,15 +28,17 @@ VENV_PEERS = {"SMAC3 HPO": ("smac", ("smac==2.4.1",))}
 
 # --- peers in virtualenvs of their own -----------------------------------------------------------
 
-def venv_python(name, directory=VENV_DIRECTORY):
-    """The Python of peer ``name``'s virtualenv under ``directory``."""
-    return Path(directory) / VENV_PEERS[name][0] / "bin" / "python"
+def venv_python(name, directory=VENV_DIRECTORY, peers=VENV_PEERS):
+    """The Python of peer ``name``'s virtualenv under ``directory`` (``peers``: shaped as
+    :data:`VENV_PEERS`)."""
+    return Path(directory) / peers[name][0] / "bin" / "python"
 
 
-def install(name, directory=VENV_DIRECTORY):
+def install(name, directory=VENV_DIRECTORY, peers=VENV_PEERS):
     """Create peer ``name``'s virtualenv and install it (once: a finished install leaves
-    ``installed.json`` with what it installed); return why it failed, or None."""
-    server, requirements = VENV_PEERS[name]
+    ``installed.json`` with what it installed); return why it failed, or None. ``peers``
+    (shaped as :data:`VENV_PEERS`) says what it installs."""
+    server, requirements = peers[name]
     root = Path(directory) / server
     marker = root / "installed.json"
     if marker.is_file() and json.loads(marker.read_text()) == list(requirements):

@@ -446,6 +446,8 @@ def targets(parts):
         found += multiobjective.targets(parts["multiobjective"])
     if "conditional" in parts:
         found += conditional.targets(parts["conditional"])
+    if "pbt" in parts:
+        found += pbt.targets(parts["pbt"])
     if "service" in parts:
         found += [(f"{r['contender']} ≥ {SERVICE_TARGET:g}× EQ-SQL's per-task path",
                    f"{r['ratio_to_eqsql']:.1f}×", r["ratio_to_eqsql"] >= SERVICE_TARGET)

@@ -98,6 +98,8 @@ class Sizes:
     pbt_interval: int = 4
     pbt_problems: tuple = ("toy", "digits")
     pbt_digits_epochs: int = 20
+    pbt_pool_workers: int = 8         # a real mpiexec pool's utilization (0: not measured)
+    pbt_ray: tuple = ("ray pbt", "ray pb2")   # Ray Tune's, in a virtualenv of its own
     # part 14: conditional spaces against their flattened selves (issue 49)
     conditional_seeds: int = 10
     conditional_budget: int = 40
@@ -122,6 +124,8 @@ REDUCED = replace(FULL, name="reduced", dispatch_tasks=5_000, quality_seeds=10,
                   fidelity_budget=20,
                   mo_seeds=5, mo_ours=("nsga2", "nsga3"), mo_digits_budget=30,
                   mo_digits_epochs=5, peers_seeds=2, peers_modes=("batch",),
+                  pbt_population=4, pbt_steps=8, pbt_interval=2, pbt_problems=("toy",),
+                  pbt_ray=("ray pbt",),   # Ray Tune: minutes a fit on a busy machine
                   peers_tasks=("SVM-iris-acc", "DT-breast-acc", "DT-digits-acc",
                                "lasso-wine-acc", "linear-diabetes-mse"))
 SMOKE = Sizes("smoke", dispatch_tasks=300, dispatch_repeats=1, dispatch_pingpongs=200,
@@ -145,7 +149,8 @@ SMOKE = Sizes("smoke", dispatch_tasks=300, dispatch_repeats=1, dispatch_pingpong
               mo_peers=("optuna MO TPE", "random"), mo_workers=3, mo_digits_epochs=2,
               pbt_seeds=2, pbt_population=4, pbt_steps=8, pbt_interval=2,
               conditional_seeds=2, conditional_budget=6, conditional_ours=("random", "mbo"),
-              pbt_digits_epochs=4,
+              pbt_digits_epochs=4, pbt_pool_workers=2,
+              pbt_ray=(),   # Ray Tune: minutes a fit (benchmarks/tests runs it apart)
               peers_seeds=1, peers_rounds=2, peers_batch=4, peers_sequential_budget=4,
               peers_tasks=("SVM-iris-acc", "linear-diabetes-mse"))
 SIZES = {sizes.name: sizes for sizes in (FULL, REDUCED, SMOKE)}

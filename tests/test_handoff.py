@@ -11,7 +11,7 @@ import pytest
 from emews.core.segments import SEGMENT
 from emews.evaluate import Objective
 from emews.evaluate.base import EvaluationFailed, RunContext
-from emews.evaluate.handoff import TRAIN_UNTIL, clone, prepare
+from emews.evaluate.handoff import TRAIN_UNTIL, clone, mark_unshared, prepare
 from emews.models import pbt_toy
 
 from conftest import SUPPORT
@@ -118,6 +118,23 @@ def test_a_missing_own_checkpoint_or_a_bad_record_fails_the_run_in_one_line(toy,
     with pytest.raises(EvaluationFailed, match="whole number of 0 or more, got -1"):
         prepare(RunContext("EXP001", "RUN000003", "toy", tmp_path),
                 record("m0s0", until=-1))
+
+
+def test_a_pool_that_cannot_see_the_experiment_directory_fails_every_segment_in_one_line(
+        toy, tmp_path):
+    """A served study's pool on a host without the study's EXPDIR writes to a directory of its
+    own (emews/service/links.py marks it): no segment can start there, not even a first one,
+    whose checkpoint no other pool could find."""
+    mark_unshared(tmp_path, "/elsewhere/EXP001")
+    for run_id, segment in (("RUN000001", {"name": "m0s0"}),
+                            ("RUN000002", {"name": "m0s1", "parent": "m0s0", "start": 3,
+                                           "until": 6})):
+        outcome = toy.evaluate(point(H, **segment), run_id)
+        assert (outcome.status, outcome.error) == (
+            "failed", f"segment {segment['name']}: this pool cannot see the study's experiment "
+            f"directory /elsewhere/EXP001 (it writes to {tmp_path}): checkpoints are handed "
+            f"over through a filesystem that the study and its pools share")
+    assert not (tmp_path / "checkpoints").exists() and not (tmp_path / "run").exists()
 
 
 def test_clone_copies_a_file_exactly(tmp_path):

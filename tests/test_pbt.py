@@ -19,6 +19,8 @@ from emews.models import pbt_toy
 from emews.space import Space
 
 from conftest import SUPPORT, wait_until
+from support.postgres import postgres_server, postgres_url  # noqa: F401 - fixtures
+from test_service import storage  # noqa: F401 - fixture: zmq, or a PostgreSQL database
 
 TC1_SMALL = SUPPORT / "supervisor" / "tc1_params_small.json"
 
@@ -125,12 +127,15 @@ def test_pb2_learns_from_the_gains_and_stays_within_the_space():
     assert len(pb2.pb2) == 12 and pb2.done()   # a gain for every segment after the first
 
 
-def pbt_study(study, procs=4, mode="async", objective="pbt_models:toy", **options):
+def pbt_study(study, procs=4, mode="async", objective="pbt_models:toy", storage=None,
+              **options):
     """A study of the toy's population (a budget to spare: the search ends by itself once
     every member is at max_steps, after more segments where members exploit donors behind
-    them)."""
-    return study(space=pbt_toy.SPACE,
-                 system={"procs": procs, "progress_interval": 0.0},
+    them), its store ``storage`` (a PostgreSQL URL) or the experiment directory's."""
+    system = {"procs": procs, "progress_interval": 0.0}
+    if storage:
+        system["storage"] = storage
+    return study(space=pbt_toy.SPACE, system=system,
                  study={"budget": BUDGET, "objective": objective, "seed": 2, "algorithm": "pbt",
                         "mode": mode},
                  algorithm={**POPULATION, **options})
@@ -161,16 +166,46 @@ def test_a_population_on_a_real_mpiexec_pool(emews_cli, study, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.mpi
-def test_a_population_on_a_served_studys_pool(emews_cli, study, jobs):
-    """The same on the pool of a served study (emews serve; mpiexec emews pool EXPDIR), which
-    shares the experiment directory's filesystem."""
-    server, expdir = jobs.serve(pbt_study(study, procs=5))
+def test_a_population_on_a_served_studys_pool(emews_cli, study, jobs, storage):
+    """The same on the pool of a served study (emews serve; mpiexec emews pool EXPDIR), on
+    both transports (zmq, PostgreSQL), which shares the experiment directory's filesystem."""
+    server, expdir = jobs.serve(pbt_study(study, procs=5, storage=storage))
     pool = jobs.pool(expdir, 5)
     out, err = server.communicate(timeout=300)
     assert server.returncode == 0, err
     pool.communicate(timeout=60)
     assert pool.returncode == 0
     check_population(expdir, emews_cli)
+
+
+@pytest.mark.slow
+@pytest.mark.mpi
+def test_a_served_pool_that_cannot_see_the_experiment_directory_fails_each_segment(
+        study, jobs, postgres_url, tmp_path):
+    """A pool on a host without the study's experiment directory (here: the study's row in its
+    PostgreSQL database names one this host lacks) writes to a directory of its own, where no
+    segment can start: each fails in one line naming the missing directory."""
+    import psycopg
+
+    server, expdir = jobs.serve(pbt_study(study, procs=5, storage=postgres_url))
+    elsewhere = "/elsewhere/EXP001"
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("UPDATE emews_studies SET expdir=%s", (elsewhere,))
+    workdir = tmp_path / "pool"
+    pool = jobs.pool(f"{postgres_url}#{expdir}", 5, "--workdir", workdir)
+    out, err = server.communicate(timeout=300)
+    assert server.returncode == 1, err   # every evaluation failed
+    assert f"{BUDGET} evaluations ({BUDGET} failed)" in out
+    pool.communicate(timeout=60)
+    rows = emews.load(expdir).rows
+    assert len(rows) == BUDGET
+    for row in rows:
+        name = row["params"][SEGMENT]["name"]
+        assert (row["status"], row["error"]) == (
+            "failed", f"segment {name}: this pool cannot see the study's experiment directory "
+            f"{elsewhere} (it writes to {workdir}): checkpoints are handed over through a "
+            f"filesystem that the study and its pools share")
+    assert not (workdir / "checkpoints").exists()
 
 
 def check_population(expdir, emews_cli):

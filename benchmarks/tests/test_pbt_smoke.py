@@ -9,8 +9,9 @@ import sys
 import numpy as np
 import pytest
 
-from benchmarks import pbt
+from benchmarks import pbt, pbt_ray
 from benchmarks.sizes import SMOKE
+from emews.models import pbt_toy
 
 from .test_smoke import REPO
 
@@ -35,11 +36,36 @@ def test_the_smoke_run_scores_every_contender_on_both_problems(tmp_path):
     part = json.loads(path.read_text())["parts"]["pbt"]
     assert part["problems"] == ["toy", "digits"]
     assert part["steps"] == {"toy": SMOKE.pbt_steps, "digits": SMOKE.pbt_digits_epochs}
+    assert part["contenders"] == list(pbt.CONTENDERS)   # Ray Tune's: the test below
     assert sorted((r["problem"], r["contender"]) for r in part["runs"]) == sorted(
-        (problem, name) for problem in ("toy", "digits") for name in pbt.CONTENDERS)
+        (problem, name) for problem in ("toy", "digits") for name in part["contenders"])
     assert all(math.isfinite(r["log10_loss"]) and r["q25"] <= r["log10_loss"] <= r["q75"]
                for r in part["runs"])
     assert {problem: sorted(compared) for problem, compared in part["comparisons"].items()} \
-        == {problem: sorted(set(pbt.CONTENDERS) - {"pbt"}) for problem in ("toy", "digits")}
+        == {problem: sorted(set(part["contenders"]) - {"pbt"}) for problem in ("toy", "digits")}
     readme = (tmp_path / "README.md").read_text()
     assert "| digits | pbt |" in readme and "| digits | random + asha |" in readme
+    # a real mpiexec pool: an async population of as many members as workers, to max_steps
+    pool = part["pool"]
+    assert (pool["workers"], pool["population"], pool["failed"], pool["stop_reason"]) == (
+        SMOKE.pbt_pool_workers, SMOKE.pbt_pool_workers, 0,
+        "the algorithm has no more points to propose")
+    assert pool["segments"] >= SMOKE.pbt_steps // SMOKE.pbt_interval
+    assert 0 < pool["utilization"] <= 1 and 0 < pool["every_member_training_utilization"] <= 1
+    assert pool["member_wait_s"] >= 0
+    assert f"A real mpiexec pool of {SMOKE.pbt_pool_workers} workers" in readme
+
+
+@pytest.mark.slow   # installs Ray Tune in a virtualenv of its own once (minutes), starts Ray
+@pytest.mark.timeout(1800)   # Ray Tune: minutes a fit on a busy machine
+def test_ray_tunes_pbt_and_pb2_train_the_same_problem_in_their_own_virtualenv():
+    why = pbt_ray.unavailable()
+    if why is not None:
+        pytest.skip(f"Ray Tune cannot be installed here (reported as missing): {why}")
+    start = pbt_toy.loss(pbt_toy.START)
+    for name in pbt_ray.SCHEDULERS:
+        found = pbt_ray.scores("toy", name, [3], SMOKE.pbt_population, SMOKE.pbt_steps,
+                               SMOKE.pbt_interval, pbt.QUANTILE)
+        assert list(found) == [3]
+        # a member that reached the steps, trained: the best final loss is below the start's
+        assert all(0.0 <= loss < start for loss in found.values()), (name, found)

@@ -16,7 +16,9 @@ renamed into place): a run killed mid-segment and run again keeps what it saved 
 are cloned (copy-on-write, ``FICLONE``) where the filesystem can, else copied. Each segment
 writes only its own directory, so two members never write the same one, and a finished
 segment's directory, which others copy, never changes. The study and its pools must share the
-filesystem of ``EXPDIR``.
+filesystem of ``EXPDIR``: a pool that cannot see it (``emews pool`` then writes to a directory
+of its own, marked with :func:`mark_unshared`) fails every segment, in one line naming the
+study's directory it cannot see.
 
 A donor's checkpoint that is missing or cannot be read is one line in the member's log, and
 the segment starts from the member's own previous checkpoint instead. The model is told the
@@ -44,6 +46,7 @@ from .base import EvaluationFailed
 TRAIN_UNTIL = "EMEWS_TRAIN_UNTIL"
 TRAIN_FROM = "EMEWS_TRAIN_FROM"
 FICLONE = 0x40049409     # linux/fs.h: _IOW(0x94, 9, int)
+UNSHARED = "unshared-expdir.txt"   # in a pool's own directory: the study's, not seen there
 
 
 def prepare(context, record):
@@ -54,6 +57,12 @@ def prepare(context, record):
         record = checked(record)
     except ValueError as exc:
         raise EvaluationFailed(str(exc)) from None
+    unshared = Path(context.expdir) / UNSHARED
+    if unshared.exists():
+        raise EvaluationFailed(
+            f"segment {record['name']}: this pool cannot see the study's experiment directory "
+            f"{unshared.read_text().strip()} (it writes to {context.expdir}): checkpoints are "
+            f"handed over through a filesystem that the study and its pools share")
     root = Path(context.expdir) / "checkpoints"
     directory = root / context.run_id.split("-")[0]
     if not directory.exists():
@@ -68,6 +77,12 @@ def prepare(context, record):
     _link(root / "segments" / record["name"], directory)
     context.env[TRAIN_UNTIL] = str(record["until"])
     context.env[TRAIN_FROM] = str(record["start"])
+
+
+def mark_unshared(workdir, expdir):
+    """Mark ``workdir``, where a pool that cannot see the study's experiment directory
+    ``expdir`` writes instead, so that its segments fail (see the module docstring)."""
+    (Path(workdir) / UNSHARED).write_text(f"{expdir}\n")
 
 
 def _start(root, record, log):

@@ -17,6 +17,7 @@ master, the MPI pool and the workers.
 import os
 from pathlib import Path
 
+from ..evaluate.handoff import mark_unshared
 from ..store.postgres import is_url
 from . import require_zmq
 from .keys import record_service, service_of
@@ -61,6 +62,7 @@ def attach(target, keys, give_up, workdir, eqsql, task_type, workers):
     if not study["expdir"] or not (expdir / "config.json").is_file():
         expdir = Path(workdir or "emews-pool").resolve()   # not on a filesystem shared with
         (expdir / "out").mkdir(parents=True, exist_ok=True)   # the service
+        mark_unshared(expdir, study["expdir"])   # segments of pbt cannot run here
     study.update(expdir=str(expdir), label=f"pool-{os.getpid()}")
     return link, study
 
