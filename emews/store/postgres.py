@@ -22,10 +22,9 @@
                         study's verdict (a pool takes the row back with its verdict)
 
 A task's ``eq_status`` follows EQ-SQL's codes (:data:`QUEUED` ... :data:`REQUEUED`); its
-``json_in`` is the outcome's wire form (:meth:`~emews.evaluate.Outcome.to_wire`: a JSON object
-whose ``value`` is the objective's value, ``null`` for a failure, with ``status``, ``error``,
-``log_tail``, ``started``, ``finished`` and ``metrics`` where not at their defaults) and the
-task's ``attempt`` and ``rank``. The first result of a task wins: a later one goes to
+``json_in`` is a JSON object: ``value``, the objective's value (``null`` for a failure), the
+task's ``attempt`` and ``rank``, and ``outcome``, the outcome's wire form
+(:meth:`~emews.evaluate.Outcome.to_wire`). The first result of a task wins: a later one goes to
 ``emews_late_results`` instead, for the study's record.
 
 :class:`PostgresStore` is the :class:`~emews.store.base.Store` contract on these tables; the
