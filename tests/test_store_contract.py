@@ -196,6 +196,24 @@ def test_objective_vectors_and_feasibility_are_kept_per_point_and_attempt(store,
                                                                   None]
 
 
+def test_a_point_run_again_drops_the_vectors_of_its_earlier_attempt(store, reader):
+    """A result without objectives (a turn of such results leaves the columns alone) after an
+    attempt that had them: the point holds the latest attempt's, none."""
+    store.add(points(2, rank=1))
+    store.finish([(0, 1, Outcome(math.nan, Status.FAILED, "boom", objectives=[1.0, 2.0],
+                                 feasible=False), 1, Status.QUEUED),
+                  (1, 1, done(0.5, objectives=[0.5, 3.0], feasible=True), 1, Status.DONE)])
+    store.requeue([(0, 2, "RUN000000-2")])
+    store.commit()
+    store.finish([(0, 1, done(0.25), 2, Status.DONE)])
+    store.commit()
+    assert [(r["id"], r["status"], r["result"], r["objectives"], r["feasible"])
+            for r in reader.snapshot().rows] == [(0, "done", 0.25, None, None),
+                                                 (1, "done", 0.5, [0.5, 3.0], True)]
+    assert [(a["id"], a["attempt"], a["objectives"], a["feasible"]) for a in store.attempts()
+            if a["id"] == 0] == [(0, 1, [1.0, 2.0], False), (0, 2, None, None)]
+
+
 def test_log_tails_and_errors_are_bounded_and_always_storable(store):
     store.add(points(1, rank=1))
     huge = "x" * 200_000 + "\udcff end"

@@ -234,11 +234,13 @@ class Store(abc.ABC):
         ``queued`` for a failure that will be retried); the attempt itself keeps the outcome's
         own status in ``attempts``. The point takes the rank and times of the result.
         """
-        self._finish(*finished_rows(rows))
+        self._finish(*finished_rows(list(rows)))
 
     @abc.abstractmethod
-    def _finish(self, attempts: list[tuple[Any, ...]], points: list[tuple[Any, ...]]) -> None:
-        """Buffer the attempt rows and point updates of :func:`finished_rows`."""
+    def _finish(self, attempts: list[tuple[Any, ...]], points: list[tuple[Any, ...]],
+                vectors: bool) -> None:
+        """Buffer the attempt rows and point updates of :func:`finished_rows` (``vectors``:
+        whether the updates hold ``objectives`` and ``feasible``)."""
 
     @abc.abstractmethod
     def record_duplicates(self, rows: Sequence[tuple[int, int, Outcome, int]]) -> None:
@@ -247,13 +249,13 @@ class Store(abc.ABC):
 
     def requeue(self, rows: Iterable[tuple[int, int, str]]) -> None:
         """Points to run again as a new attempt: ``(id, attempt, run_id)`` tuples; each is
-        ``queued`` again, without rank or times."""
+        ``queued`` again, without rank, times, objectives or feasibility."""
         self._requeue([(attempt, run_id, time.time(), i) for i, attempt, run_id in rows])
 
     @abc.abstractmethod
     def _requeue(self, rows: list[tuple[int, str, float, int]]) -> None:
         """Buffer ``status='queued', attempt, run_id, queued`` for ``(attempt, run_id,
-        queued, id)`` rows (rank, started and finished cleared)."""
+        queued, id)`` rows (rank, started, finished, objectives and feasible cleared)."""
 
     def cancel(self, ids: Sequence[int], reason: str) -> None:
         """Points whose evaluation was called off: those still ``queued`` or ``running``
@@ -425,16 +427,20 @@ def _most_common(entry: tuple[str, int]) -> tuple[int, str]:
     return -entry[1], entry[0]
 
 
-def finished_rows(rows: Iterable[Finished]
-                  ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
-    """``(attempts, points)`` of finished attempts ``(id, rank, outcome, attempt, status)``:
-    the rows for the table of attempts (``(id, attempt, status, result, error, log_tail, rank,
-    started, finished, metrics, objectives, feasible, id)``; none for the attempt that made
-    its point ``done``: the point's row is that attempt, a row fewer per task) and the updates
-    of the points (``(status, result, error, log_tail, rank, started, finished, attempt,
-    metrics, objectives, feasible, id)``)."""
+def finished_rows(rows: list[Finished]
+                  ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], bool]:
+    """``(attempts, points, vectors)`` of finished attempts ``(id, rank, outcome, attempt,
+    status)``: the rows for the table of attempts (``(id, attempt, status, result, error,
+    log_tail, rank, started, finished, metrics, objectives, feasible, id)``; none for the
+    attempt that made its point ``done``: the point's row is that attempt, a row fewer per task)
+    and the updates of the points (``(status, result, error, log_tail, rank, started, finished,
+    attempt, metrics, objectives, feasible, id)``, without ``objectives`` and ``feasible`` when
+    no outcome has them, as in a study of one objective: ``vectors`` says which; a point's are
+    ``NULL`` until its result, and cleared when it runs again)."""
     attempts: list[tuple[Any, ...]] = []
     points: list[tuple[Any, ...]] = []
+    vectors = any(outcome.objectives or outcome.feasible is not None
+                  for _, _, outcome, _, _ in rows)
     for i, rank, outcome, attempt, status in rows:
         value = None if math.isnan(outcome.value) else outcome.value
         log_tail, error = bounded(outcome.log_tail), bounded(outcome.error)
@@ -443,10 +449,10 @@ def finished_rows(rows: Iterable[Finished]
             attempts.append((i, attempt, outcome.status, value, error, log_tail, rank,
                              outcome.started, outcome.finished, metrics, objectives,
                              outcome.feasible, i))
-        points.append((status, value, error, log_tail, rank, outcome.started,
-                       outcome.finished, attempt if status != Status.QUEUED else attempt + 1,
-                       metrics, objectives, outcome.feasible, i))
-    return attempts, points
+        point = (status, value, error, log_tail, rank, outcome.started, outcome.finished,
+                 attempt if status != Status.QUEUED else attempt + 1, metrics)
+        points.append((*point, objectives, outcome.feasible, i) if vectors else (*point, i))
+    return attempts, points, vectors
 
 
 def duplicate_rows(rows: Iterable[tuple[int, int, Outcome, int]]) -> list[tuple[Any, ...]]:
