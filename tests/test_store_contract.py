@@ -130,6 +130,30 @@ def test_running_is_written_with_the_next_commit_and_a_result_brings_its_own_tim
         "done", 3, 5.0, 6.0)
 
 
+def test_a_turns_commit_holds_running_back_until_the_next_unless_a_result_comes(store,
+                                                                               reader):
+    store.add(points(4))
+    store.commit()
+    store.mark_running([(0, 1), (1, 2), (2, 3)])
+    store.commit(hold=True)
+    assert [r["status"] for r in reader.rows()] == ["queued"] * 4
+    store.finish([(0, 1, done(0.5, started=5.0, finished=6.0), 1, Status.DONE)])
+    store.requeue([(1, 2, "RUN000001-2")])       # handed back unstarted: queued again
+    store.mark_running([(3, 4)])
+    store.commit(hold=True)                       # the next turn's: writes the one held
+    assert [(r["status"], r["rank"], r["started"]) for r in reader.rows()][:2] == [
+        ("done", 1, 5.0), ("queued", None, None)]
+    assert [(r["status"], r["rank"]) for r in reader.rows()][2:] == [("running", 3),
+                                                                     ("queued", None)]
+    store.cancel([3], "stopped")                  # its attempt keeps its rank
+    store.commit()
+    assert [(a["status"], a["rank"]) for a in store.attempts(3)] == [("cancelled", 4)]
+    store.mark_running([(1, 2)])
+    store.commit()                                # any other commit writes them all
+    assert [(r["status"], r["rank"]) for r in reader.rows()] == [
+        ("done", 1), ("running", 2), ("running", 3), ("cancelled", 4)]
+
+
 def test_two_writes_of_one_point_in_one_turn_keep_the_last_as_one_by_one_would(store):
     store.add(points(2))
     store.commit()

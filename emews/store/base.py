@@ -42,7 +42,10 @@ Visibility:
   commits first). The commit runs every buffered write, in order, in one transaction: a
   reader sees all of a turn or none of it. The points added since the last commit are
   inserted first, each as it stands by then: one handed to a worker meanwhile is inserted
-  ``running`` (no write of its own for that).
+  ``running`` (no write of its own for that). A master turn's commit holds back the
+  ``running`` status of the points handed out in that turn until the next commit (the next
+  turn's, or the one made once nothing has come for a few ms): one whose result comes first
+  goes from ``queued`` to its result in one write.
 * A read through a store sees every write made through it before (it commits them).
 * ``save_checkpoint`` and ``interrupt_unfinished`` commit at once.
 * A failed commit stores nothing of its transaction and drops it (a :class:`StoreError`
@@ -127,18 +130,22 @@ class Store(abc.ABC):
         self.writes: list[Write] = []    # buffered since the last commit
         self.added: list[list[Any]] = []     # rows of the points added since then (see add)
         self.queued: dict[int, list[Any]] = {}   # id -> its row of added, while queued
+        self.marks: dict[int, tuple[int, float]] = {}   # id -> (rank, started): handed out
+        self.held: dict[int, tuple[int, float]] = {}    # since the last commit; held by it
 
     # --- lifecycle ---------------------------------------------------------------------------
 
     @property
     def pending(self) -> bool:
         """Whether writes wait for the next :meth:`commit`."""
-        return bool(self.writes or self.added)
+        return bool(self.writes or self.added or self.marks or self.held)
 
-    def commit(self) -> None:
+    def commit(self, hold: bool = False) -> None:
         """Make every buffered write durable and visible, all of them in one transaction.
 
-        On a database failure the transaction is rolled back, dropped, and a
+        ``hold`` (a master turn's commit) holds back the ``running`` status of the points
+        handed out since the last commit until the next commit: one whose result comes first
+        is written once, from ``queued`` to its result. On a database failure the transaction is rolled back, dropped, and a
         :class:`~emews.errors.StoreError` names the write that failed; interrupted by anything
         else (a signal), it is rolled back and stays buffered.
         """
@@ -147,6 +154,7 @@ class Store(abc.ABC):
             self._add(self.added)
             self.writes += writes
             self.added, self.queued = [], {}
+        self._write_marks(hold)
         if not self.writes:
             return
         try:
@@ -162,6 +170,21 @@ class Store(abc.ABC):
             self.commit()
             self._disconnect()
             self.db = None
+
+    def _write_marks(self, hold: bool = False) -> None:
+        """Buffer the ``running`` status of the points handed out before the last commit, and
+        of those handed out since unless ``hold`` (see :meth:`commit`)."""
+        due = self.held if hold else self.held | self.marks
+        self.held, self.marks = (self.marks if hold else {}), {}
+        if due:
+            self._mark_running([(rank, started, i) for i, (rank, started) in due.items()])
+
+    def _unmark(self, ids: Iterable[int]) -> None:
+        """Drop the ``running`` status not yet written of points ``ids`` (a result brings its
+        own rank and start; a point run again is queued)."""
+        for i in ids:
+            self.marks.pop(i, None)
+            self.held.pop(i, None)
 
     @abc.abstractmethod
     def _execute(self, writes: list[Write]) -> None:
@@ -211,17 +234,15 @@ class Store(abc.ABC):
 
     def mark_running(self, rows: Iterable[tuple[int, int]]) -> None:
         """Points handed to a worker: ``(id, rank)`` tuples; each is ``running`` on that rank,
-        started now (a point added since the last commit is inserted so)."""
+        started now (a point added since the last commit is inserted so; see :meth:`commit`
+        for the others)."""
         now = time.time()
-        marks: list[tuple[int, float, int]] = []
         for i, rank in rows:
             row = self.queued.pop(i, None)
             if row is None:
-                marks.append((rank, now, i))
+                self.marks[i] = (rank, now)
             else:
                 row[2], row[5], row[6] = Status.RUNNING, rank, now
-        if marks:
-            self._mark_running(marks)
 
     @abc.abstractmethod
     def _mark_running(self, rows: list[tuple[int, float, int]]) -> None:
@@ -234,7 +255,9 @@ class Store(abc.ABC):
         ``queued`` for a failure that will be retried); the attempt itself keeps the outcome's
         own status in ``attempts``. The point takes the rank and times of the result.
         """
-        self._finish(*finished_rows(list(rows)))
+        finished = list(rows)
+        self._unmark(row[0] for row in finished)
+        self._finish(*finished_rows(finished))
 
     @abc.abstractmethod
     def _finish(self, attempts: list[tuple[Any, ...]], points: list[tuple[Any, ...]],
@@ -250,7 +273,9 @@ class Store(abc.ABC):
     def requeue(self, rows: Iterable[tuple[int, int, str]]) -> None:
         """Points to run again as a new attempt: ``(id, attempt, run_id)`` tuples; each is
         ``queued`` again, without rank, times, objectives or feasibility."""
-        self._requeue([(attempt, run_id, time.time(), i) for i, attempt, run_id in rows])
+        again = [(attempt, run_id, time.time(), i) for i, attempt, run_id in rows]
+        self._unmark(i for _, _, _, i in again)
+        self._requeue(again)
 
     @abc.abstractmethod
     def _requeue(self, rows: list[tuple[int, str, float, int]]) -> None:
@@ -262,6 +287,7 @@ class Store(abc.ABC):
         become ``cancelled`` with ``reason`` as their error, and the attempt is kept in
         ``attempts`` (with the rank and start it had); finished points are left alone."""
         if ids:
+            self._write_marks()   # before the statements that read who is running
             self._cancel([(reason, time.time(), i) for i in ids])
 
     @abc.abstractmethod
@@ -273,6 +299,7 @@ class Store(abc.ABC):
         ``interrupted`` (to be run again; a running one's attempt is kept in ``attempts``),
         committed at once; return those rows (as :meth:`rows` does), each with
         ``interruptions``: how many of its attempts were interrupted so far."""
+        self._write_marks()   # before the statements that read who is running
         self._interrupt(time.time())
         self.commit()
         rows = self.rows(Status.INTERRUPTED)
