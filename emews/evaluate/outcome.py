@@ -182,10 +182,10 @@ class Outcome(Wire):
         """This outcome as a JSON-able list of its fields in :attr:`ORDER`, those at their
         default at the end left out (see the module docstring)."""
         fields = _ordered(type(self))
-        values = [getattr(self, name) for name, _, _ in fields]
-        while len(values) > 1 and values[-1] == fields[len(values) - 1][2]:
-            values.pop()
-        return [kind.encode(value) for (_, kind, _), value in zip(fields, values)]
+        end = len(fields)
+        while end > 1 and getattr(self, fields[end - 1][0]) == fields[end - 1][2]:
+            end -= 1
+        return [kind.encode(getattr(self, name)) for name, kind, _ in fields[:end]]
 
     @classmethod
     def from_wire(cls, data):
