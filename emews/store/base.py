@@ -144,8 +144,8 @@ class Store(abc.ABC):
         """Make every buffered write durable and visible, all of them in one transaction.
 
         ``hold`` (a master turn's commit) holds back the ``running`` status of the points
-        handed out since the last commit until the next commit: one whose result comes first
-        is written once, from ``queued`` to its result. On a database failure the transaction is rolled back, dropped, and a
+        handed out since the last commit until the next commit (see the module docstring).
+        On a database failure the transaction is rolled back, dropped, and a
         :class:`~emews.errors.StoreError` names the write that failed; interrupted by anything
         else (a signal), it is rolled back and stays buffered.
         """
@@ -234,8 +234,7 @@ class Store(abc.ABC):
 
     def mark_running(self, rows: Iterable[tuple[int, int]]) -> None:
         """Points handed to a worker: ``(id, rank)`` tuples; each is ``running`` on that rank,
-        started now (a point added since the last commit is inserted so; see :meth:`commit`
-        for the others)."""
+        started now (a point added since the last commit is inserted so)."""
         now = time.time()
         for i, rank in rows:
             row = self.queued.pop(i, None)
