@@ -143,7 +143,7 @@ class Wire:
             return cls(**{name: kinds[name].decode(value) for name, value in data.items()
                           if name in kinds})
         except (TypeError, ValueError, ArithmeticError, AttributeError):
-            raise BadOutcome(_fault(cls, data, data.items() if isinstance(data, dict) else None,
+            raise BadOutcome(_fault(cls, data, data if isinstance(data, dict) else None,
                                     "a JSON object")) from None
 
 
@@ -195,9 +195,9 @@ class Outcome(Wire):
             return cls(**{name: kind.decode(value)
                           for (name, kind, _), value in zip(fields, data)})
         except (TypeError, ValueError, ArithmeticError, AttributeError):
-            pairs = (zip([name for name, _, _ in fields], data)
+            named = (dict(zip([name for name, _, _ in fields], data))
                      if isinstance(data, (list, tuple)) else None)
-            raise BadOutcome(_fault(cls, data, pairs, "a JSON list")) from None
+            raise BadOutcome(_fault(cls, data, named, "a JSON list")) from None
 
     @classmethod
     def received(cls, data):
@@ -250,18 +250,16 @@ def _kinds(cls):
     return {name: kind for name, kind, _ in _fields(cls)}
 
 
-def _fault(cls, data, pairs, form):
-    """What breaks the rules in ``data``, which ``cls.from_wire`` refused: ``pairs`` are its
-    ``(name, value)`` pairs (``None`` when ``data`` is not of the ``form`` it must have)."""
+def _fault(cls, data, named, form):
+    """What breaks the rules in ``data``, which ``cls.from_wire`` refused: ``named`` is it as a
+    dict of its fields (``None`` when ``data`` is not of the ``form`` it must have)."""
     what = cls.what
-    if pairs is None:
+    if named is None:
         return f"{_article(what)} {what} must be {form}, got {data!r:.80}"
-    pairs = list(pairs)
-    given = {name for name, _ in pairs}
     for name, _, default in _fields(cls):
-        if default is REQUIRED and name not in given:
+        if default is REQUIRED and name not in named:
             return f"{_article(what)} {what} must have a {name!r}, got {data!r:.80}"
-    for name, value in pairs:
+    for name, value in named.items():
         kind = _kinds(cls).get(name)
         try:
             if kind is not None:
