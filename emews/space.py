@@ -403,7 +403,10 @@ class Space:
 
     def _allowed_draw(self, rng):
         for _ in range(MAX_DRAWS):
-            point = self.restrict({p.name: p.sample(rng) for p in self.params})
+            point = {p.name: p.sample(rng) for p in self.params}
+            if self._unconditional and not self.forbidden:   # every draw is a point
+                return point
+            point = self.restrict(point)
             if not self.is_forbidden(point):
                 return point
         raise ConfigError(f"{self.where}: forbidden", f"must leave points to draw (none of "

@@ -16,8 +16,8 @@ opens it (:func:`emews.prepare.reopen`: its lock, spec, store and algorithm). It
 
 A worker rank calls :func:`evaluate` for one point; its stdout and stderr go to
 ``out/out-RANK.txt`` from its first evaluation on; it returns the outcome as one JSON object,
-its wire form (:meth:`emews.evaluate.Outcome.to_wire`) with the worker's ``rank`` and the
-run's ``reports`` (``emews.report`` calls and ``EMEWS_REPORT`` lines, each a
+``{"outcome", "rank", "reports"}``: its wire form (:meth:`emews.evaluate.Outcome.to_wire`), the
+worker's rank and the run's reports (``emews.report`` calls and ``EMEWS_REPORT`` lines, each a
 :class:`~emews.evaluate.outcome.Report`'s wire form). Under Swift/T a running task cannot hear
 from the ME's rank: every report is answered "go on", and the master's pruner judges them
 when the outcome comes back (a run it stops is stored ``pruned`` at that step).
@@ -155,7 +155,7 @@ class SwiftPool(Pool):
         """The outcome of ``data`` (a worker's wire form), pruned at the first of its reports
         that the master's pruner stops."""
         reports = _reports(data)
-        outcome = Outcome.received(data)
+        outcome = Outcome.received(data.get("outcome") if isinstance(data, dict) else data)
         for report in reports:
             if self.judge(task, worker, report):
                 pruned = Outcome(report.value, Status.PRUNED, str(Pruned(report.value,
@@ -307,4 +307,4 @@ def evaluate(params, exp_id, run_id, model_name, resources=None):
         return False
 
     outcome = _objective.evaluate(params, run_id, resources=resources, report=keep)
-    return wire({**outcome.to_wire(), "rank": rank(), "reports": reports})
+    return wire({"outcome": outcome.to_wire(), "rank": rank(), "reports": reports})

@@ -31,8 +31,7 @@ def test_every_writer_of_numbers_as_json_writes_null(value):
     assert json.loads(vector_json((value, 1.0))) == [None, 1.0]
     assert eqpy.format_value(Objectives([0.5, value])) == "[0.5,null]"
     wire = Outcome(value, metrics={"acc": value}, objectives=[value, 2.0]).to_wire()
-    assert (wire["value"], wire["metrics"], wire["objectives"]) == (None, {"acc": None},
-                                                                     [None, 2.0])
+    assert (wire[0], wire[6], wire[7]) == (None, {"acc": None}, [None, 2.0])
     assert Report(3, value, {"acc": value}).to_wire()["metrics"] == {"acc": None}
     told = as_json(Objectives([0.5, value], [value]))
     assert told == {"values": [0.5, None], "violations": [None]}

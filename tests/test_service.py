@@ -241,10 +241,10 @@ def test_malformed_messages_are_dropped_without_harming_the_study(study, jobs):
     # an attached peer (it said hello) whose results are malformed within
     peer.send(json.dumps({"op": "hello", "pool": "broken", "workers": 1, "host": "x",
                           "pid": 1, "received": 0}).encode())
-    outcome = {"value": 1.0, "started": 0.0, "finished": 0.0}
-    for entry in ([[1], 1, 1, outcome], ["x", 1, 1, outcome], [0, 1, 1, {"value": "abc"}],
-                  [0, 1, 1, {"value": 10 ** 400}], [0, 1, 1, [1.0, "done", None]],
-                  [0, 1, 1, {**outcome, "status": "duplicate"}], [0, 1, 1, outcome, 5]):
+    outcome = [1.0, 0.0, 0.0]   # value, started, finished (Outcome.ORDER)
+    for entry in ([[1], 1, 1, outcome], ["x", 1, 1, outcome], [0, 1, 1, ["abc"]],
+                  [0, 1, 1, [10 ** 400]], [0, 1, 1, {"value": 1.0}],
+                  [0, 1, 1, outcome + ["duplicate"]], [0, 1, 1, outcome, 5]):
         peer.send(json.dumps({"op": "results", "results": [entry]}).encode())
     pool = jobs.pool(expdir)
     out, err = server.communicate(timeout=180)

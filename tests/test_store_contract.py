@@ -130,6 +130,30 @@ def test_running_is_written_with_the_next_commit_and_a_result_brings_its_own_tim
         "done", 3, 5.0, 6.0)
 
 
+def test_a_turns_commit_holds_running_back_until_the_next_unless_a_result_comes(store,
+                                                                               reader):
+    store.add(points(4))
+    store.commit()
+    store.mark_running([(0, 1), (1, 2), (2, 3)])
+    store.commit(hold=True)
+    assert [r["status"] for r in reader.rows()] == ["queued"] * 4
+    store.finish([(0, 1, done(0.5, started=5.0, finished=6.0), 1, Status.DONE)])
+    store.requeue([(1, 2, "RUN000001-2")])       # handed back unstarted: queued again
+    store.mark_running([(3, 4)])
+    store.commit(hold=True)                       # the next turn's: writes the one held
+    assert [(r["status"], r["rank"], r["started"]) for r in reader.rows()][:2] == [
+        ("done", 1, 5.0), ("queued", None, None)]
+    assert [(r["status"], r["rank"]) for r in reader.rows()][2:] == [("running", 3),
+                                                                     ("queued", None)]
+    store.cancel([3], "stopped")                  # its attempt keeps its rank
+    store.commit()
+    assert [(a["status"], a["rank"]) for a in store.attempts(3)] == [("cancelled", 4)]
+    store.mark_running([(1, 2)])
+    store.commit()                                # any other commit writes them all
+    assert [(r["status"], r["rank"]) for r in reader.rows()] == [
+        ("done", 1), ("running", 2), ("running", 3), ("cancelled", 4)]
+
+
 def test_two_writes_of_one_point_in_one_turn_keep_the_last_as_one_by_one_would(store):
     store.add(points(2))
     store.commit()
@@ -194,6 +218,24 @@ def test_objective_vectors_and_feasibility_are_kept_per_point_and_attempt(store,
         (2, 1, "done", None, None)]
     assert [a["feasible"] for a in reader.snapshot().attempts] == [None, True, True, False,
                                                                   None]
+
+
+def test_a_point_run_again_drops_the_vectors_of_its_earlier_attempt(store, reader):
+    """A result without objectives (a turn of such results leaves the columns alone) after an
+    attempt that had them: the point holds the latest attempt's, none."""
+    store.add(points(2, rank=1))
+    store.finish([(0, 1, Outcome(math.nan, Status.FAILED, "boom", objectives=[1.0, 2.0],
+                                 feasible=False), 1, Status.QUEUED),
+                  (1, 1, done(0.5, objectives=[0.5, 3.0], feasible=True), 1, Status.DONE)])
+    store.requeue([(0, 2, "RUN000000-2")])
+    store.commit()
+    store.finish([(0, 1, done(0.25), 2, Status.DONE)])
+    store.commit()
+    assert [(r["id"], r["status"], r["result"], r["objectives"], r["feasible"])
+            for r in reader.snapshot().rows] == [(0, "done", 0.25, None, None),
+                                                 (1, "done", 0.5, [0.5, 3.0], True)]
+    assert [(a["id"], a["attempt"], a["objectives"], a["feasible"]) for a in store.attempts()
+            if a["id"] == 0] == [(0, 1, [1.0, 2.0], False), (0, 2, None, None)]
 
 
 def test_log_tails_and_errors_are_bounded_and_always_storable(store):

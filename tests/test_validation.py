@@ -225,9 +225,9 @@ def test_the_zmq_protocol_checks_every_message_through_the_validation_layer():
         assert str(error.value) == line
     for entry, line in [
             (["4", 2, 1, sent.to_wire()], "a malformed result[0]: must be an integer, got '4'"),
-            ([4, 2, 1, {"value": "abc"}], "a result of task 4: outcome field 'value' must be a "
-                                          "number, or null for NaN, got 'abc'"),
-            ([4, 2, 1, {**sent.to_wire(), "status": Status.DUPLICATE}],
+            ([4, 2, 1, ["abc"]], "a result of task 4: outcome field 'value' must be a "
+                                 "number, or null for NaN, got 'abc'"),
+            ([4, 2, 1, sent.to_wire()[:3] + [Status.DUPLICATE]],
              "a result of task 4: outcome field 'status' must be")]:
         with pytest.raises(protocol.BadMessage) as error:
             protocol.result(entry)

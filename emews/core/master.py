@@ -14,7 +14,8 @@ commit), then hands the ME every result it has not seen in one message, and take
 message as many points as there are free slots (and the points it keeps ready). Rows written
 while the ME thinks ride on the next turn's commit, or are committed on their own once nothing
 has come for a few ms. A point is stored with the first commit after the ME proposed it
-(``queued``, or ``running`` when a worker got it by then).
+(``queued``, or ``running`` when a worker got it by then); one handed out later is marked
+``running`` with the commit after its turn's, unless its result came by then.
 
 The master never waits on the ME alone: while the ME thinks, it keeps collecting results,
 storing them at once and refilling free workers from points already proposed. Each result goes
@@ -385,7 +386,7 @@ class Master:
         if self.stop_reason:
             self._cancel_waiting(f"cancelled: the study stopped ({self.stop_reason})")
         self.store.mark_running(self._submit_waiting())
-        self.store.commit()
+        self.store.commit(hold=True)   # the running status of what it handed out: see Store
         if self.progress is not None:
             queued = self.pool.queued()
             self.progress.update(final, running=len(self.pool.running) - queued,

@@ -17,8 +17,9 @@ transaction, one round trip (:meth:`TaskQueue.report_and_pop`); the study pushes
 tasks in one round trip too, and looks for results when a NOTIFY says that some came. Where
 the study's store is in the same database, the tasks it sends and its look for results ride on
 the store's commit (:meth:`PostgresService.share`): one transaction and one round trip per turn
-of the master. A ``json_in`` is an outcome's wire form with the task's ``attempt`` and
-``rank``; one that an EQ-SQL worker wrote (a bare number, or anything else) counts for the
+of the master. A ``json_in`` is ``{"value", "attempt", "rank", "outcome"}``: the value for
+EQ-SQL's readers, the task's attempt and rank, and the outcome's wire form; one that an EQ-SQL
+worker wrote (a bare number, or anything else) counts for the
 attempt the study holds. The study's state (``running``, ``cancelling``, ``ended``) is how it
 speaks to its pools. With ``exp_id=None`` (``emews pool --eqsql URL CONFIG``) a pool serves
 EQ-SQL tasks of its task type (``eqsql``'s included) until it pops EQ-SQL's ``EQ_STOP``.
@@ -184,10 +185,10 @@ def _received(point_id, payload, late):
         result = json.loads(payload)
     except (TypeError, ValueError):
         result = None
-    if isinstance(result, dict) and "value" in result and type(result.get("attempt")) is int \
+    if isinstance(result, dict) and "outcome" in result and type(result.get("attempt")) is int \
             and type(result.get("rank")) is int:
-        return Received(point_id, result["attempt"], result["rank"], Outcome.received(result),
-                        late)
+        return Received(point_id, result["attempt"], result["rank"],
+                        Outcome.received(result["outcome"]), late)
     if isinstance(result, (int, float)) and not isinstance(result, bool):
         return Received(point_id, None, 0, Outcome(float(result)), late)
     return Received(point_id, None, 0, Outcome(math.nan, Status.FAILED, "the result is not a "
@@ -219,7 +220,8 @@ def _drained(pgconn):
 
 def result_json(outcome, attempt, rank):
     """An outcome as the ``json_in`` of its task (see the module docstring)."""
-    return json.dumps({**outcome.to_wire(), "attempt": attempt, "rank": rank})
+    wire = outcome.to_wire()
+    return json.dumps({"value": wire[0], "attempt": attempt, "rank": rank, "outcome": wire})
 
 
 class PostgresPool(PoolLink):

@@ -17,7 +17,7 @@
                                                                 service was restarted)
     pool  --bye------------------------------->  service
 
-An ``outcome`` is :meth:`~emews.evaluate.Outcome.to_wire`'s dict, as on every transport.
+An ``outcome`` is :meth:`~emews.evaluate.Outcome.to_wire`'s list, as on every transport.
 :func:`decode` checks a message with the validation layer (:func:`emews.validation.message`:
 a JSON object with a known ``op`` and fields of the right types, at most :data:`MAX_MESSAGE`
 bytes); :func:`result` checks each entry of ``results`` (:func:`emews.validation.result`), then

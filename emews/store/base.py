@@ -44,7 +44,10 @@ Visibility:
   commits first). The commit runs every buffered write, in order, in one transaction: a
   reader sees all of a turn or none of it. The points added since the last commit are
   inserted first, each as it stands by then: one handed to a worker meanwhile is inserted
-  ``running`` (no write of its own for that).
+  ``running`` (no write of its own for that). A master turn's commit holds back the
+  ``running`` status of the points handed out in that turn until the next commit (the next
+  turn's, or the one made once nothing has come for a few ms): one whose result comes first
+  goes from ``queued`` to its result in one write.
 * A read through a store sees every write made through it before (it commits them).
 * ``save_checkpoint`` and ``interrupt_unfinished`` commit at once.
 * A failed commit stores nothing of its transaction and drops it (a :class:`StoreError`
@@ -129,17 +132,21 @@ class Store(abc.ABC):
         self.writes: list[Write] = []    # buffered since the last commit
         self.added: list[list[Any]] = []     # rows of the points added since then (see add)
         self.queued: dict[int, list[Any]] = {}   # id -> its row of added, while queued
+        self.marks: dict[int, tuple[int, float]] = {}   # id -> (rank, started): handed out
+        self.held: dict[int, tuple[int, float]] = {}    # since the last commit; held by it
 
     # --- lifecycle ---------------------------------------------------------------------------
 
     @property
     def pending(self) -> bool:
         """Whether writes wait for the next :meth:`commit`."""
-        return bool(self.writes or self.added)
+        return bool(self.writes or self.added or self.marks or self.held)
 
-    def commit(self) -> None:
+    def commit(self, hold: bool = False) -> None:
         """Make every buffered write durable and visible, all of them in one transaction.
 
+        ``hold`` (a master turn's commit) holds back the ``running`` status of the points
+        handed out since the last commit until the next commit (see the module docstring).
         On a database failure the transaction is rolled back, dropped, and a
         :class:`~emews.errors.StoreError` names the write that failed; interrupted by anything
         else (a signal), it is rolled back and stays buffered.
@@ -149,6 +156,7 @@ class Store(abc.ABC):
             self._add(self.added)
             self.writes += writes
             self.added, self.queued = [], {}
+        self._write_marks(hold)
         if not self.writes:
             return
         try:
@@ -164,6 +172,21 @@ class Store(abc.ABC):
             self.commit()
             self._disconnect()
             self.db = None
+
+    def _write_marks(self, hold: bool = False) -> None:
+        """Buffer the ``running`` status of the points handed out before the last commit, and
+        of those handed out since unless ``hold`` (see :meth:`commit`)."""
+        due = self.held if hold else self.held | self.marks
+        self.held, self.marks = (self.marks if hold else {}), {}
+        if due:
+            self._mark_running([(rank, started, i) for i, (rank, started) in due.items()])
+
+    def _unmark(self, ids: Iterable[int]) -> None:
+        """Drop the ``running`` status not yet written of points ``ids`` (a result brings its
+        own rank and start; a point run again is queued)."""
+        for i in ids:
+            self.marks.pop(i, None)
+            self.held.pop(i, None)
 
     @abc.abstractmethod
     def _execute(self, writes: list[Write]) -> None:
@@ -215,15 +238,12 @@ class Store(abc.ABC):
         """Points handed to a worker: ``(id, rank)`` tuples; each is ``running`` on that rank,
         started now (a point added since the last commit is inserted so)."""
         now = time.time()
-        marks: list[tuple[int, float, int]] = []
         for i, rank in rows:
             row = self.queued.pop(i, None)
             if row is None:
-                marks.append((rank, now, i))
+                self.marks[i] = (rank, now)
             else:
                 row[2], row[5], row[6] = Status.RUNNING, rank, now
-        if marks:
-            self._mark_running(marks)
 
     @abc.abstractmethod
     def _mark_running(self, rows: list[tuple[int, float, int]]) -> None:
@@ -236,11 +256,15 @@ class Store(abc.ABC):
         ``queued`` for a failure that will be retried); the attempt itself keeps the outcome's
         own status in ``attempts``. The point takes the rank and times of the result.
         """
-        self._finish(*finished_rows(rows))
+        finished = list(rows)
+        self._unmark(row[0] for row in finished)
+        self._finish(*finished_rows(finished))
 
     @abc.abstractmethod
-    def _finish(self, attempts: list[tuple[Any, ...]], points: list[tuple[Any, ...]]) -> None:
-        """Buffer the attempt rows and point updates of :func:`finished_rows`."""
+    def _finish(self, attempts: list[tuple[Any, ...]], points: list[tuple[Any, ...]],
+                vectors: bool) -> None:
+        """Buffer the attempt rows and point updates of :func:`finished_rows` (``vectors``:
+        whether the updates hold ``objectives`` and ``feasible``)."""
 
     @abc.abstractmethod
     def record_duplicates(self, rows: Sequence[tuple[int, int, Outcome, int]]) -> None:
@@ -249,19 +273,22 @@ class Store(abc.ABC):
 
     def requeue(self, rows: Iterable[tuple[int, int, str]]) -> None:
         """Points to run again as a new attempt: ``(id, attempt, run_id)`` tuples; each is
-        ``queued`` again, without rank or times."""
-        self._requeue([(attempt, run_id, time.time(), i) for i, attempt, run_id in rows])
+        ``queued`` again, without rank, times, objectives or feasibility."""
+        again = [(attempt, run_id, time.time(), i) for i, attempt, run_id in rows]
+        self._unmark(i for _, _, _, i in again)
+        self._requeue(again)
 
     @abc.abstractmethod
     def _requeue(self, rows: list[tuple[int, str, float, int]]) -> None:
         """Buffer ``status='queued', attempt, run_id, queued`` for ``(attempt, run_id,
-        queued, id)`` rows (rank, started and finished cleared)."""
+        queued, id)`` rows (rank, started, finished, objectives and feasible cleared)."""
 
     def cancel(self, ids: Sequence[int], reason: str) -> None:
         """Points whose evaluation was called off: those still ``queued`` or ``running``
         become ``cancelled`` with ``reason`` as their error, and the attempt is kept in
         ``attempts`` (with the rank and start it had); finished points are left alone."""
         if ids:
+            self._write_marks()   # before the statements that read who is running
             self._cancel([(reason, time.time(), i) for i in ids])
 
     @abc.abstractmethod
@@ -273,6 +300,7 @@ class Store(abc.ABC):
         ``interrupted`` (to be run again; a running one's attempt is kept in ``attempts``),
         committed at once; return those rows (as :meth:`rows` does), each with
         ``interruptions``: how many of its attempts were interrupted so far."""
+        self._write_marks()   # before the statements that read who is running
         self._interrupt(time.time())
         self.commit()
         rows = self.rows(Status.INTERRUPTED)
@@ -428,16 +456,20 @@ def _most_common(entry: tuple[str, int]) -> tuple[int, str]:
     return -entry[1], entry[0]
 
 
-def finished_rows(rows: Iterable[Finished]
-                  ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
-    """``(attempts, points)`` of finished attempts ``(id, rank, outcome, attempt, status)``:
-    the rows for the table of attempts (``(id, attempt, status, result, error, log_tail, rank,
-    started, finished, metrics, objectives, feasible, id)``; none for the attempt that made
-    its point ``done``: the point's row is that attempt, a row fewer per task) and the updates
-    of the points (``(status, result, error, log_tail, rank, started, finished, attempt,
-    metrics, objectives, feasible, id)``)."""
+def finished_rows(rows: list[Finished]
+                  ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], bool]:
+    """``(attempts, points, vectors)`` of finished attempts ``(id, rank, outcome, attempt,
+    status)``: the rows for the table of attempts (``(id, attempt, status, result, error,
+    log_tail, rank, started, finished, metrics, objectives, feasible, id)``; none for the
+    attempt that made its point ``done``: the point's row is that attempt, a row fewer per task)
+    and the updates of the points (``(status, result, error, log_tail, rank, started, finished,
+    attempt, metrics, objectives, feasible, id)``, without ``objectives`` and ``feasible`` when
+    no outcome has them, as in a study of one objective: ``vectors`` says which; a point's are
+    ``NULL`` until its result, and cleared when it runs again)."""
     attempts: list[tuple[Any, ...]] = []
     points: list[tuple[Any, ...]] = []
+    vectors = any(outcome.objectives or outcome.feasible is not None
+                  for _, _, outcome, _, _ in rows)
     for i, rank, outcome, attempt, status in rows:
         value = None if math.isnan(outcome.value) else outcome.value
         log_tail, error = bounded(outcome.log_tail), bounded(outcome.error)
@@ -446,10 +478,10 @@ def finished_rows(rows: Iterable[Finished]
             attempts.append((i, attempt, outcome.status, value, error, log_tail, rank,
                              outcome.started, outcome.finished, metrics, objectives,
                              outcome.feasible, i))
-        points.append((status, value, error, log_tail, rank, outcome.started,
-                       outcome.finished, attempt if status != Status.QUEUED else attempt + 1,
-                       metrics, objectives, outcome.feasible, i))
-    return attempts, points
+        point = (status, value, error, log_tail, rank, outcome.started, outcome.finished,
+                 attempt if status != Status.QUEUED else attempt + 1, metrics)
+        points.append((*point, objectives, outcome.feasible, i) if vectors else (*point, i))
+    return attempts, points, vectors
 
 
 def duplicate_rows(rows: Iterable[tuple[int, int, Outcome, int]]) -> list[tuple[Any, ...]]:

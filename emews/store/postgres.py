@@ -22,10 +22,9 @@
                         study's verdict (a pool takes the row back with its verdict)
 
 A task's ``eq_status`` follows EQ-SQL's codes (:data:`QUEUED` ... :data:`REQUEUED`); its
-``json_in`` is the outcome's wire form (:meth:`~emews.evaluate.Outcome.to_wire`: a JSON object
-whose ``value`` is the objective's value, ``null`` for a failure, with ``status``, ``error``,
-``log_tail``, ``started``, ``finished`` and ``metrics`` where not at their defaults) and the
-task's ``attempt`` and ``rank``. The first result of a task wins: a later one goes to
+``json_in`` is a JSON object: ``value``, the objective's value (``null`` for a failure), the
+task's ``attempt`` and ``rank``, and ``outcome``, the outcome's wire form
+(:meth:`~emews.evaluate.Outcome.to_wire`). The first result of a task wins: a later one goes to
 ``emews_late_results`` instead, for the study's record.
 
 :class:`PostgresStore` is the :class:`~emews.store.base.Store` contract on these tables; the
@@ -134,6 +133,13 @@ SCHEMA_LOCK = 0x656d657773   # advisory lock: one schema set-up at a time
 # study's, and looks at every one of them for each write. The writer renews them when it has
 # added this many rows, and again each time their number doubled.
 STATISTICS_FROM = 1000
+# a finished point's columns (name, type) that Store.finish updates, and those of a study of
+# several objectives or constraints besides
+FINISHED_COLUMNS = (("status", str), ("result", float), ("error", str), ("log_tail", str),
+                    ("rank", int), ("started", float), ("finished", float), ("attempt", int),
+                    ("metrics", str))
+VECTOR_COLUMNS = (("objectives", str), ("feasible", bool))
+SQL_TYPES = {str: "text", float: "float8", int: "integer", bool: "boolean"}
 ATTEMPT_COLUMNS = ("status, result, error, log_tail, rank, started, finished, metrics, "
                    "objectives, feasible")
 REPLACE_ATTEMPT = ("ON CONFLICT (exp_id, id, attempt) DO UPDATE SET status=EXCLUDED.status, "
@@ -370,17 +376,13 @@ class PostgresStore(Store):
                             "r(rank, started, id)", "%b::integer[], %b::float8[]", rows,
                             (int, float))
 
-    def _finish(self, attempts, points):
+    def _finish(self, attempts, points, vectors):
         self._upsert_attempts(attempts)
-        self._update_points(
-            "status=r.status, result=r.result, error=r.error, log_tail=r.log_tail, "
-            "rank=r.rank, started=r.started, finished=r.finished, attempt=r.attempt, "
-            "metrics=r.metrics, objectives=r.objectives, feasible=r.feasible",
-            "r(status, result, error, log_tail, rank, started, finished, attempt, metrics, "
-            "objectives, feasible, id)", "%b::text[], %b::float8[], %b::text[], %b::text[], "
-            "%b::integer[], %b::float8[], %b::float8[], %b::integer[], %b::text[], %b::text[], "
-            "%b::boolean[]", points,
-            (str, float, str, str, int, float, float, int, str, str, bool))
+        names = FINISHED_COLUMNS + (VECTOR_COLUMNS if vectors else ())
+        self._update_points(", ".join(f"{name}=r.{name}" for name, _ in names),
+                            f"r({', '.join(name for name, _ in names)}, id)",
+                            ", ".join(f"%b::{SQL_TYPES[kind]}[]" for _, kind in names), points,
+                            tuple(kind for _, kind in names))
 
     def _update_points(self, assignments, alias, arrays, rows, types):
         """Buffer one ``UPDATE`` of the points of ``rows`` (their last value is the point's
@@ -417,7 +419,8 @@ class PostgresStore(Store):
 
     def _requeue(self, rows):
         self._update_points(f"status='{Status.QUEUED}', attempt=r.attempt, run_id=r.run_id, "
-                            "rank=NULL, started=NULL, finished=NULL, queued=r.queued",
+                            "rank=NULL, started=NULL, finished=NULL, objectives=NULL, "
+                            "feasible=NULL, queued=r.queued",
                             "r(attempt, run_id, queued, id)",
                             "%b::integer[], %b::text[], %b::float8[]", rows, (int, str, float))
 

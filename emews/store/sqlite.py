@@ -164,18 +164,19 @@ class SQLiteStore(Store):
     def _mark_running(self, rows):
         self._update_evaluations(f"status='{Status.RUNNING}', rank=?, started=?", rows)
 
-    def _finish(self, attempts, points):
+    def _finish(self, attempts, points, vectors):
         self._write_values(*LOG_ATTEMPTS, attempts)
         self._update_evaluations("status=?, result=?, error=?, log_tail=?, rank=?, started=?, "
-                                 "finished=?, attempt=?, metrics=?, objectives=?, feasible=?",
-                                 points)
+                                 "finished=?, attempt=?, metrics=?"
+                                 + (", objectives=?, feasible=?" if vectors else ""), points)
 
     def record_duplicates(self, rows):
         self._write_values(*LOG_ATTEMPTS, duplicate_rows(rows))
 
     def _requeue(self, rows):
         self._write(f"UPDATE evaluations SET status='{Status.QUEUED}', attempt=?, run_id=?, "
-                    "rank=NULL, started=NULL, finished=NULL, queued=? WHERE id=?", rows)
+                    "rank=NULL, started=NULL, finished=NULL, objectives=NULL, feasible=NULL, "
+                    "queued=? WHERE id=?", rows)
 
     def _cancel(self, rows):
         unfinished = f"status IN ('{Status.QUEUED}', '{Status.RUNNING}')"
