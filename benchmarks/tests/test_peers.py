@@ -8,7 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from benchmarks import bayesmark_tasks, peers, peers_runs
+from benchmarks import bayesmark_tasks, lc_tables, peers, peers_runs
 from benchmarks.sizes import SMOKE
 
 
@@ -61,18 +61,26 @@ def test_a_smoke_run_has_every_contender_that_installs_here_and_names_the_missin
     torch = importlib.util.find_spec("torch") is not None
     expected = [*sizes.peers_ours, "optuna TPE", "optuna CMA-ES", *(["optuna GP"] * torch)]
     assert sorted(part["contenders"]) == sorted(expected)
-    assert "not installed" in part["missing"]["SMAC3 HPO"]
+    assert all("not installed" in part["missing"][n] for n in peers_runs.VENV_PEERS)
     assert ("optuna GP" in part["missing"]) != torch
-    assert sizes.peers_modes == ("batch", "sequential")
-    assert len(part["runs"]) == len(sizes.peers_tasks) * len(expected) * 2 * sizes.peers_seeds
+    assert sizes.peers_modes == ("batch", "sequential", "async")
+    assert {peers_runs.tasks_of(t).group(t) for t in sizes.peers_tasks} == {
+        "classifiers", "regressors", "tables"}
+    assert len(part["runs"]) == len(sizes.peers_tasks) * len(expected) * 3 * sizes.peers_seeds
     rounds = {"batch": (sizes.peers_rounds, sizes.peers_rounds * sizes.peers_batch),
+              "async": (sizes.peers_rounds, sizes.peers_rounds * sizes.peers_batch),
               "sequential": (sizes.peers_sequential_budget, sizes.peers_sequential_budget)}
     for r in part["runs"]:
         assert (len(r["best_by_round"]), r["evaluations"]) == rounds[r["mode"]]
         assert r["best_by_round"] == sorted(r["best_by_round"], reverse=True)
+        assert r["ran_as"] == r["mode"]          # every contender here has an async mode
+    finals = set(lc_tables.load("wine").loss[:, -1])
+    assert all(r["best_by_round"][-1] in finals for r in part["runs"]
+               if r["problem"] == "lc-wine")      # a table's values are its final losses
     table = peers.markdown(part)
-    assert "| SMAC3 HPO (missing) |" in table and "| random (ours) | 0.0 | 0.0 | 0.0 |" in table
-    assert "#### sequential" in table and "#### batch" in table
+    assert all(f"| {n} (missing) |" in table for n in peers_runs.VENV_PEERS)
+    assert "| random (ours) | 0.0 | 0.0 | 0.0 | 0.0 |" in table
+    assert "#### sequential" in table and "#### batch" in table and "#### async" in table
     # Run again: everything comes from the cache, one line per run.
     cache = next((tmp_path / "runs").glob("*.jsonl"))
     assert len(cache.read_text().splitlines()) == len(part["runs"])
