@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from benchmarks import fidelity, lc_tables, peers_runs
+from benchmarks import fidelity, lc_tables
 from benchmarks.quality_runs import evaluate
 
 SHIPPED = [n for n in lc_tables.DATASETS if (lc_tables.TABLES / f"{n}.json.gz").is_file()]
@@ -54,7 +54,7 @@ def test_a_tabular_task_replays_its_table_exactly():
         nudged = {**point, "learning_rate_init": point["learning_rate_init"] * (1 + 1e-9)}
         assert lc_tables.objective(nudged) == table.loss[index, -1]
     for _ in range(25):         # off the table: the nearest configuration's, in unit space
-        point = {**space.sample(rng), "task": "lc-wine"}
+        (point,) = space.sample(rng)
         units = np.array([[p.to_unit(c[p.name]) for p in space.free]
                           for c in table.configurations])
         here = np.array([p.to_unit(point[p.name]) for p in space.free])
@@ -111,19 +111,6 @@ def test_the_async_mode_charges_a_tables_evaluation_its_epochs_seconds():
             handed += 1
     assert searcher.told == expected != sorted(expected)
     assert values == [table.loss[i, -1] for i in expected]
-
-
-def test_a_peer_that_hangs_times_out_naming_the_peer(tmp_path):
-    """A peer's process that never answers (here one that only sleeps) is killed."""
-    python = peers_runs.venv_python("SMAC3 HPO", tmp_path)
-    python.parent.mkdir(parents=True)
-    python.write_text("#!/bin/sh\nexec sleep 600\n")
-    python.chmod(0o755)
-    space = lc_tables.space("lc-wine")
-    with pytest.raises(peers_runs.PeerTimeout) as caught:
-        peers_runs.VenvPeer("SMAC3 HPO", space, 0, 8, tmp_path, timeout=0.5)
-    assert str(caught.value) == ("SMAC3 HPO did not answer 'space' within 0.5 s "
-                                 "(EMEWS_PEERS_TIMEOUT)")
 
 
 def test_the_table_files_are_gzip_json_with_their_settings():

@@ -116,3 +116,16 @@ def test_the_best_of_ours_is_compared_with_each_peer_paired_by_seed():
     assert set(found) == {"peer", "even"} and found["peer"]["which"] == "gp"
     assert found["peer"]["verdict"] == "better" and found["even"]["verdict"] == "tie"
     assert -found["peer"]["median_difference"] == pytest.approx(55.5)
+
+
+def test_a_peer_that_hangs_times_out_naming_the_peer(tmp_path):
+    """A peer's process that never answers (here one that only sleeps) is killed."""
+    python = peers_runs.venv_python("SMAC3 HPO", tmp_path)
+    python.parent.mkdir(parents=True)
+    python.write_text("#!/bin/sh\nexec sleep 600\n")
+    python.chmod(0o755)
+    space = bayesmark_tasks.space("SVM-iris-acc")
+    with pytest.raises(peers_runs.PeerTimeout) as caught:
+        peers_runs.VenvPeer("SMAC3 HPO", space, 0, 8, tmp_path, timeout=0.5)
+    assert str(caught.value) == ("SMAC3 HPO did not answer 'space' within 0.5 s "
+                                 "(EMEWS_PEERS_TIMEOUT)")
