@@ -93,18 +93,26 @@ def test_a_smoke_run_has_every_contender_that_installs_here_and_names_the_missin
 
 
 @pytest.mark.slow
-def test_smac3_runs_in_its_own_virtualenv_on_its_ask_tell_interface(tmp_path):
-    """Installs SMAC3 once under the suite's cache of virtualenvs."""
-    assert peers_runs.install("SMAC3 HPO") is None
-    sizes = replace(SMOKE, peers_ours=("random",), peers_peers=("SMAC3 HPO",),
-                    peers_tasks=("SVM-iris-acc",), peers_modes=("batch",))
+@pytest.mark.parametrize("peer", list(peers_runs.VENV_PEERS))
+def test_a_peer_runs_in_its_own_virtualenv_on_its_ask_tell_interface(peer, tmp_path):
+    """Installs the peer once under the suite's cache of virtualenvs; runs it in the batch
+    and async modes (a peer without an async mode in batch mode there), on a Bayesmark task
+    and a table's."""
+    assert peers_runs.install(peer) is None
+    sizes = replace(SMOKE, peers_ours=("random",), peers_peers=(peer,),
+                    peers_tasks=("SVM-iris-acc", "lc-iris"), peers_modes=("batch", "async"))
     part = peers.run(sizes, jobs=1, cache_directory=tmp_path, install=False)
-    assert part["contenders"] == ["random", "SMAC3 HPO"] and not part["missing"]
-    smac = [r for r in part["runs"] if r["contender"] == "SMAC3 HPO"]
-    assert len(smac) == 1 and smac[0]["evaluations"] == sizes.peers_rounds * sizes.peers_batch
+    assert part["contenders"] == ["random", peer] and not part["missing"]
+    assert not part["failed"]
+    runs = [r for r in part["runs"] if r["contender"] == peer]
+    assert len(runs) == 4
+    assert all(r["evaluations"] == sizes.peers_rounds * sizes.peers_batch for r in runs)
+    assert {r["ran_as"] for r in runs} == (
+        {"batch"} if peer in peers_runs.BATCH_ONLY else {"batch", "async"})
+    assert part["batch_in_async"] == ([peer] if peer in peers_runs.BATCH_ONLY else [])
     lines = [json.loads(line) for line in next(tmp_path.glob("*.jsonl")).read_text().splitlines()]
-    code = {line["contender"]: line["code"] for line in lines}
-    assert "benchmarks/peer_server.py" in code["SMAC3 HPO"]
+    code = [line["code"] for line in lines if line["contender"] == peer]
+    assert all("benchmarks/peer_server.py" in c for c in code)
 
 
 def test_the_best_of_ours_is_compared_with_each_peer_paired_by_seed():
