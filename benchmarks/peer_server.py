@@ -98,9 +98,10 @@ class Hebo:
 
 
 class DeepHyperCbo:
-    """DeepHyper's centralized Bayesian optimization (``CBO``) with its defaults (random
-    forest surrogate, UCB, ``random_state = seed``), on its ``ask`` / ``tell``; it maximizes,
-    so it is told the negated loss, a failure as ``"F"``."""
+    """DeepHyper's centralized Bayesian optimization (``CBO``) with its defaults (extra-trees
+    surrogate, UCB with a decaying kappa, its mixed genetic acquisition optimizer, constant
+    liar ``cl_max`` for pending points; ``random_state = seed``), on its ``ask`` / ``tell``; it
+    maximizes, so it is told the negated loss, a failure as ``"F"``."""
 
     def __init__(self, space, seed, budget):
         from deephyper.hpo import CBO, HpProblem

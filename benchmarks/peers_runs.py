@@ -32,6 +32,7 @@ VENV_PEERS = {"SMAC3 HPO": ("smac", ("smac==2.4.1",)),
 BATCH_ONLY = frozenset({"HEBO"})
 # How long a peer's process may take to answer one request (EMEWS_PEERS_TIMEOUT, seconds).
 TIMEOUT = float(os.environ.get("EMEWS_PEERS_TIMEOUT", 900))
+INSTALL_TIMEOUT = 3600.0     # seconds for a virtualenv's install; longer, and it is missing
 
 
 def tasks_of(task):
@@ -50,7 +51,8 @@ def venv_python(name, directory=VENV_DIRECTORY):
 
 def install(name, directory=VENV_DIRECTORY):
     """Create peer ``name``'s virtualenv and install it (once: a finished install leaves
-    ``installed.json`` with what it installed); return why it failed, or None."""
+    ``installed.json`` with what it installed); return why it failed (or took longer than
+    :data:`INSTALL_TIMEOUT`), or None."""
     server, requirements = VENV_PEERS[name]
     root = Path(directory) / server
     marker = root / "installed.json"
@@ -60,10 +62,15 @@ def install(name, directory=VENV_DIRECTORY):
     for command in ([sys.executable, "-m", "venv", "--clear", str(root)],
                     [str(root / "bin" / "python"), "-m", "pip", "install", "-q",
                      *requirements]):
-        done = subprocess.run(command, capture_output=True, text=True)
+        shown = " ".join(command[-len(requirements) - 3:])
+        try:
+            done = subprocess.run(command, capture_output=True, text=True,
+                                  timeout=INSTALL_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            return f"`{shown}` did not finish within {INSTALL_TIMEOUT:g} s"
         if done.returncode != 0:
             last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
-            return f"`{' '.join(command[-len(requirements) - 3:])}` failed: {last}"
+            return f"`{shown}` failed: {last}"
     marker.write_text(json.dumps(list(requirements)))
     return None
 
