@@ -61,8 +61,8 @@ class Smac:
 
 class Hebo:
     """HEBO (Huawei's winner of the NeurIPS 2020 black-box optimization challenge) with its
-    defaults (``HEBO(space)``: GP with input and output warping, MACE acquisition, NSGA-II on
-    it, Sobol initial points), proposing a batch with ``suggest(n_suggestions=n)``; its
+    defaults (``HEBO(space)``: its GP surrogate on power-transformed values, the MACE
+    acquisition optimized by NSGA-II, Sobol initial points), proposing a batch with ``suggest(n_suggestions=n)``; its
     random generators seeded (numpy, torch, the Sobol scramble). A failure is not observed."""
 
     def __init__(self, space, seed, budget):
