@@ -25,6 +25,11 @@ learning curve (a validation loss per epoch), and a run reads it epoch by epoch:
   curve per configuration (a Keras curve costs seconds: 48, not 480), so that its seeds
   differ in the searches and the worker timelines only. Their regret is against the best
   final value any contender found on that seed.
+* ``lc-wine``, ``lc-iris``, ``lc-breast``, ``lc-diabetes``: the learning-curve tables of
+  :mod:`benchmarks.lc_tables` (1,000 configurations of a scikit-learn MLP, 27 epochs), read
+  from the repository: a configuration replays its nearest one's curve, and its epochs take
+  the table's seconds instead of the drawn durations below. Their regret is against the
+  table's best final value.
 
 Contenders (:data:`CONTENDERS`), each a sampler and a pruner, driven by one loop
 (:func:`simulate`):
@@ -217,8 +222,8 @@ class Problem:
 
     def minimum(self, epochs):
         """The smallest noise-free last value of a parametric problem (``None`` for a table,
-        the table's smallest for a replayed one): the coordinates past ``x0`` at OPTIMUM, ``x0`` the best of a fine grid (it alone sets
-        the speed)."""
+        the table's smallest for a replayed one): the coordinates past ``x0`` at OPTIMUM,
+        ``x0`` the best of a fine grid (it alone sets the speed)."""
         if self.replays:
             return lc_tables.load(self.replays).minimum(epochs)
         if self.table:

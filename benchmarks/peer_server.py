@@ -62,8 +62,9 @@ class Smac:
 class Hebo:
     """HEBO (Huawei's winner of the NeurIPS 2020 black-box optimization challenge) with its
     defaults (``HEBO(space)``: its GP surrogate on power-transformed values, the MACE
-    acquisition optimized by NSGA-II, Sobol initial points), proposing a batch with ``suggest(n_suggestions=n)``; its
-    random generators seeded (numpy, torch, the Sobol scramble). A failure is not observed."""
+    acquisition optimized by NSGA-II, Sobol initial points), proposing a batch with
+    ``suggest(n_suggestions=n)``; its random generators seeded (numpy, torch, the Sobol
+    scramble). A failure is not observed."""
 
     def __init__(self, space, seed, budget):
         import numpy as np
