@@ -25,6 +25,11 @@ learning curve (a validation loss per epoch), and a run reads it epoch by epoch:
   curve per configuration (a Keras curve costs seconds: 48, not 480), so that its seeds
   differ in the searches and the worker timelines only. Their regret is against the best
   final value any contender found on that seed.
+* ``lc-wine``, ``lc-iris``, ``lc-breast``, ``lc-diabetes``: the learning-curve tables of
+  :mod:`benchmarks.lc_tables` (1,000 configurations of a scikit-learn MLP, 27 epochs), read
+  from the repository: a configuration replays its nearest one's curve, and its epochs take
+  the table's seconds instead of the drawn durations below. Their regret is against the
+  table's best final value.
 
 Contenders (:data:`CONTENDERS`), each a sampler and a pruner, driven by one loop
 (:func:`simulate`):
@@ -80,7 +85,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import fidelity_pool
+from . import fidelity_pool, lc_tables
 from .quality import compare
 
 CURVES = Path(__file__).resolve().parent / "results" / "fidelity-curves"
@@ -189,12 +194,18 @@ def _keras_curve(config, seed, epochs):
     return np.array(history.history["val_loss"])
 
 
+def _replayed_curve(config, seed, epochs, name):
+    return lc_tables.load(name).curve(config, epochs)
+
+
 @dataclass(frozen=True)
 class Problem:
     """A problem: its space (GA JSON), its epochs, ``curve(config, seed, epochs)``, and
     whether it is a table of trained curves (kept on disk, trained once per configuration and
     seed, or once per configuration, with seed 0, unless ``seeded``) or parametric (its
-    noise-free curve known: ``curve(config, None, epochs)``)."""
+    noise-free curve known: ``curve(config, None, epochs)``). A problem that ``replays`` a
+    learning-curve table of :mod:`benchmarks.lc_tables` reads its curves from it and charges
+    its epochs the table's seconds, instead of the drawn durations."""
 
     name: str
     space: list
@@ -202,6 +213,7 @@ class Problem:
     epochs: int = 27
     table: bool = False
     seeded: bool = True
+    replays: str | None = None
 
     def truth(self, config, epochs, observed):
         """What a finished run of ``config`` is worth: the noise-free last value of a
@@ -209,9 +221,11 @@ class Problem:
         return observed if self.table else float(self.curve(config, None, epochs)[-1])
 
     def minimum(self, epochs):
-        """The smallest noise-free last value of a parametric problem (``None`` for a table):
-        the coordinates past ``x0`` at OPTIMUM, ``x0`` the best of a fine grid (it alone sets
-        the speed)."""
+        """The smallest noise-free last value of a parametric problem (``None`` for a table,
+        the table's smallest for a replayed one): the coordinates past ``x0`` at OPTIMUM,
+        ``x0`` the best of a fine grid (it alone sets the speed)."""
+        if self.replays:
+            return lc_tables.load(self.replays).minimum(epochs)
         if self.table:
             return None
         others = {f"x{i}": OPTIMUM[i] for i in range(1, len(self.space))}
@@ -225,6 +239,10 @@ PROBLEMS = {
     "pow6": Problem("pow6", _unit_space(6), _pow_curve, 27),
     "digits": Problem("digits", DIGITS_SPACE, _digits_curve, 9, table=True),
     "keras": Problem("keras", KERAS_SPACE, _keras_curve, 9, table=True, seeded=False),
+    **{f"lc-{name}": Problem(f"lc-{name}", lc_tables.SPACE,
+                             functools.partial(_replayed_curve, name=name), lc_tables.EPOCHS,
+                             table=True, seeded=False, replays=name)
+       for name in lc_tables.DATASETS},
 }
 
 
@@ -234,8 +252,8 @@ class Curves:
 
     def __init__(self, problem, epochs, directory=CURVES):
         self.problem, self.epochs, self.memo = problem, epochs, {}
-        self.path = Path(directory) / f"{problem.name}-{epochs}.jsonl" if problem.table \
-            else None
+        self.path = Path(directory) / f"{problem.name}-{epochs}.jsonl" \
+            if problem.table and not problem.replays else None
         if self.path is not None and self.path.exists():
             for line in self.path.read_text().splitlines():
                 row = json.loads(line)
@@ -309,8 +327,10 @@ class OptunaPeer:
 
     def new(self):
         trial = self.study.ask()
-        point = {p["name"]: trial.suggest_float(p["name"], p["lower"], p["upper"])
-                 if p["type"] == "float" else trial.suggest_categorical(p["name"], p["values"])
+        suggest = {"float": trial.suggest_float, "int": trial.suggest_int}
+        point = {p["name"]: suggest[p["type"]](p["name"], p["lower"], p["upper"],
+                                               log=p.get("log", False))
+                 if p["type"] in suggest else trial.suggest_categorical(p["name"], p["values"])
                  for p in self.space}
         self.trials[trial.number] = trial
         return trial.number, point
@@ -375,18 +395,20 @@ def simulate(name, problem, curves, seed, budget, workers):
         if handed >= budget:
             return
         run, point = search.new()
-        live[run] = (point, curves(point, seed), durations[runs])
+        seconds = lc_tables.load(problem.replays).epoch_seconds(point, epochs) \
+            if problem.replays else np.full(epochs, durations[runs])
+        live[run] = (point, curves(point, seed), seconds)
         runs += 1
         handed += 1
-        heapq.heappush(events, (now + live[run][2], worker, run, 1))
+        heapq.heappush(events, (now + seconds[0], worker, run, 1))
 
     for worker in range(workers):
         start(0.0, worker)
     end = 0.0
     while events:
         now, worker, run, epoch = heapq.heappop(events)
-        point, curve, duration = live[run]
-        trained, busy, end = trained + 1, busy + duration, now
+        point, curve, seconds = live[run]
+        trained, busy, end = trained + 1, busy + seconds[epoch - 1], now
         value = float(curve[epoch - 1])
         stop = bool(search.report(run, epoch, value))
         if epoch == epochs:
@@ -400,7 +422,7 @@ def simulate(name, problem, curves, seed, budget, workers):
             pruned += 1
         elif handed < budget:
             handed += 1
-            heapq.heappush(events, (now + duration, worker, run, epoch + 1))
+            heapq.heappush(events, (now + seconds[epoch], worker, run, epoch + 1))
             continue
         else:
             continue      # cut by the budget: the worker stays idle

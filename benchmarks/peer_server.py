@@ -59,7 +59,74 @@ class Smac:
             self.smac.tell(info, TrialValue(cost=value if value is not None else float("inf")))
 
 
-PEERS = {"smac": Smac}
+class Hebo:
+    """HEBO (Huawei's winner of the NeurIPS 2020 black-box optimization challenge) with its
+    defaults (``HEBO(space)``: its GP surrogate on power-transformed values, the MACE
+    acquisition optimized by NSGA-II, Sobol initial points), proposing a batch with
+    ``suggest(n_suggestions=n)``; its random generators seeded (numpy, torch, the Sobol
+    scramble). A failure is not observed."""
+
+    def __init__(self, space, seed, budget):
+        import numpy as np
+        import torch
+        from hebo.design_space.design_space import DesignSpace
+        from hebo.optimizers.hebo import HEBO
+
+        np.random.seed(seed)
+        torch.manual_seed(seed)
+        made = {"float": lambda p: {"type": "pow" if p.get("log") else "num",
+                                    "lb": p["lower"], "ub": p["upper"]},
+                "int": lambda p: {"type": "pow_int" if p.get("log") else "int",
+                                  "lb": p["lower"], "ub": p["upper"]},
+                "categorical": lambda p: {"type": "cat", "categories": p["values"]}}
+        self.space = space
+        self.hebo = HEBO(DesignSpace().parse([{"name": p["name"], **made[p["type"]](p)}
+                                              for p in space]), scramble_seed=seed)
+
+    def ask(self, n):
+        self.asked = self.hebo.suggest(n_suggestions=n)
+        return [{p["name"]: _plain(row[p["name"]]) for p in self.space}
+                for _, row in self.asked.iterrows()]
+
+    def tell(self, told):
+        import numpy as np
+        import pandas as pd
+
+        kept = [(point, value) for point, value in told if value is not None]
+        if kept:
+            frame = pd.DataFrame([point for point, _ in kept])[list(self.asked.columns)]
+            self.hebo.observe(frame, np.array([[value] for _, value in kept]))
+
+
+class DeepHyperCbo:
+    """DeepHyper's centralized Bayesian optimization (``CBO``) with its defaults (extra-trees
+    surrogate, UCB with a decaying kappa, its mixed genetic acquisition optimizer, constant
+    liar ``cl_max`` for pending points; ``random_state = seed``), on its ``ask`` / ``tell``; it
+    maximizes, so it is told the negated loss, a failure as ``"F"``."""
+
+    def __init__(self, space, seed, budget):
+        from deephyper.hpo import CBO, HpProblem
+
+        problem = HpProblem()
+        for p in space:
+            if p["type"] == "categorical":
+                problem.add_hyperparameter(list(p["values"]), p["name"])
+            else:
+                kind = float if p["type"] == "float" else int
+                bounds = (kind(p["lower"]), kind(p["upper"]))
+                problem.add_hyperparameter((*bounds, "log-uniform") if p.get("log") else bounds,
+                                           p["name"])
+        self.names = [p["name"] for p in space]
+        self.cbo = CBO(problem, random_state=seed, log_dir=tempfile.mkdtemp(prefix="cbo-"))
+
+    def ask(self, n):
+        return [{k: _plain(config[k]) for k in self.names} for config in self.cbo.ask(n)]
+
+    def tell(self, told):
+        self.cbo.tell([(point, "F" if value is None else -value) for point, value in told])
+
+
+PEERS = {"smac": Smac, "hebo": Hebo, "deephyper": DeepHyperCbo}
 
 
 def _plain(value):

@@ -1,6 +1,7 @@
 """Part 15, the field's strongest optimizers on the field's own benchmark (issue 45): ours and
-the peers on Bayesmark's tasks (:mod:`benchmarks.bayesmark_tasks`), with Bayesmark's protocol
-and its normalized score.
+the peers on Bayesmark's tasks (:mod:`benchmarks.bayesmark_tasks`) and on learning-curve
+tables (:mod:`benchmarks.lc_tables`, the task group ``tables``: a point is worth its nearest
+configuration's final validation loss), with Bayesmark's protocol and its normalized score.
 
 ::
 
@@ -12,9 +13,16 @@ and its normalized score.
 Protocol (Bayesmark's): ``rounds`` rounds of ``batch`` suggestions (16 x 8 at full size), each
 round evaluated whole before the next is asked (``batch`` mode); ``sequential`` asks one at a
 time, for a smaller budget (40: the issue's, as the costliest peers take seconds a
-suggestion). Ours run through the public API, ``emews.run`` with ``pool = "inprocess"`` and
-``batch`` workers, their defaults; a peer runs with the defaults its documentation
-recommends (:mod:`benchmarks.peers_runs`, :mod:`benchmarks.peer_server`).
+suggestion); ``async`` keeps ``batch`` workers busy on a simulated clock, each evaluation
+taking its table's epochs' seconds (a table's task) or a drawn time (lognormal, as the
+quality part's), the same for every contender; a peer without an asynchronous mode
+(:data:`benchmarks.peers_runs.BATCH_ONLY`) runs in batch mode there, and the table says so.
+Ours run through the public API, ``emews.run`` with ``pool = "inprocess"`` and ``batch``
+workers, their defaults (in the async mode on the ME driver's ``Search``, on the simulated
+clock); a peer runs with the defaults its documentation recommends
+(:mod:`benchmarks.peers_runs`, :mod:`benchmarks.peer_server`). A peer's process that does not
+answer within ``EMEWS_PEERS_TIMEOUT`` seconds is killed; the run is recorded with the error
+and left out of the scores.
 
 Score (Bayesmark's normalized score): per task and mode, ``100 x (random's mean - best) /
 (random's mean - the best value any run found in the mode)``, ``random`` being our random
@@ -30,8 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import bayesmark_tasks
-from .peers_runs import VENV_DIRECTORY, VENV_PEERS, one_run, unavailable_here
+from .peers_runs import VENV_DIRECTORY, VENV_PEERS, one_run, tasks_of, unavailable_here
 from .quality import ALPHA, available, cached_runs, compare, run_cache, run_missing
 
 CACHE_DIRECTORY = Path(__file__).resolve().parent / "results" / "peers-runs"
@@ -56,6 +63,7 @@ def run(sizes, jobs=None, cache_directory=CACHE_DIRECTORY, venv_directory=VENV_D
                                                {n: VENV_PEERS[n][1] for n in VENV_PEERS},
                                                sizes.peers_sequential_budget])
     shape = {"batch": (sizes.peers_rounds, sizes.peers_batch),     # (rounds, points a round)
+             "async": (sizes.peers_rounds, sizes.peers_batch),
              "sequential": (sizes.peers_sequential_budget, 1)}
     known = cached_runs(cache)
     results = [{k: v for k, v in known[r].items() if k != "code"} for r in runs if r in known]
@@ -63,6 +71,8 @@ def run(sizes, jobs=None, cache_directory=CACHE_DIRECTORY, venv_directory=VENV_D
     todo = [(*r, *shape[r[2]], tuple(ours), str(venv_directory))
             for r in runs if r not in known]
     results += run_missing(one_run, todo, cache, jobs, "peers", PRELOAD)
+    failed = [r for r in results if "error" in r]
+    results = [r for r in results if "error" not in r]
     scores = normalized_scores(results)
     ours_here = [c for c in ours if c in contenders]
     return {"rounds": sizes.peers_rounds, "batch": sizes.peers_batch,
@@ -70,6 +80,10 @@ def run(sizes, jobs=None, cache_directory=CACHE_DIRECTORY, venv_directory=VENV_D
             "seeds": sizes.peers_seeds, "modes": list(sizes.peers_modes),
             "tasks": list(sizes.peers_tasks), "contenders": contenders,
             "ours": ours_here, "missing": missing,
+            "failed": [{k: r[k] for k in ("problem", "contender", "mode", "seed", "error")}
+                       for r in failed],
+            "batch_in_async": sorted({r["contender"] for r in results
+                                      if r["mode"] == "async" and r.get("ran_as") == "batch"}),
             "versions": {n: VENV_PEERS[n][1] for n in VENV_PEERS}, "alpha": ALPHA,
             "summary": summarize(scores), "comparisons": comparisons(scores, ours_here),
             "runs": results}
@@ -107,7 +121,7 @@ def summarize(scores):
                  for task, by in by_task.items()}
         groups = {}
         for task in table:
-            groups.setdefault(bayesmark_tasks.group(task), []).append(task)
+            groups.setdefault(tasks_of(task).group(task), []).append(task)
         groups["all"] = list(table)
         contenders = list(dict.fromkeys(c for by in table.values() for c in by))
         summary[mode] = {"tasks": table, "groups": {
@@ -138,15 +152,20 @@ def markdown(part):
     """The part's section of the README: the normalized score per mode and task group."""
     from .quality import _table, comparisons_table
 
-    title = (f"### 15. Peers on Bayesmark's tasks: {len(part['tasks'])} tasks, "
-             f"{part['seeds']} seeds; batch: {part['rounds']} rounds of {part['batch']}, "
-             f"sequential: {part['sequential_budget']} evaluations; normalized score (0: "
-             f"random search's mean, 100: the best any run found in the mode; higher is better)")
+    title = (f"### 15. Peers on Bayesmark's tasks and learning-curve tables: "
+             f"{len(part['tasks'])} tasks, {part['seeds']} seeds; batch: {part['rounds']} "
+             f"rounds of {part['batch']}, async: as many evaluations on {part['batch']} "
+             f"workers, sequential: {part['sequential_budget']} evaluations; normalized score "
+             f"(0: random search's mean, 100: the best any run found in the mode; higher is "
+             f"better)")
     sections = [title]
-    groups = ("classifiers", "regressors", "all")
+    groups = [g for g in ("classifiers", "regressors", "tables")
+              if any(tasks_of(t).group(t) == g for t in part["tasks"])] + ["all"]
     for mode in part["modes"]:
         summary = part["summary"].get(mode, {"groups": {}})
-        rows = [(c + (" (ours)" if c in part["ours"] else ""),
+        batch = part.get("batch_in_async", []) if mode == "async" else []
+        rows = [(c + (" (ours)" if c in part["ours"] else "")
+                 + (" (batch mode: no async mode)" if c in batch else ""),
                  *(f"{summary['groups'][g][c]:.1f}" if c in summary["groups"].get(g, {})
                    else "–" for g in groups)) for c in part["contenders"]]
         rows += [(f"{c} (missing)", *("–" for _ in groups)) for c in part["missing"]]
@@ -158,6 +177,9 @@ def markdown(part):
                                       "ours minus the peer's", part["alpha"], rows))
     missing = "; ".join(f"{c}: {why}" for c, why in part["missing"].items())
     peers = ", ".join(f"{n} ({' '.join(v)})" for n, v in part["versions"].items())
+    failed = "; ".join(f"{f['contender']} on {f['problem']} ({f['mode']}, seed {f['seed']}): "
+                       f"{f['error']}" for f in part.get("failed", []))
     sections.append(f"Tasks: {', '.join(part['tasks'])}. Peers of their own virtualenvs: "
-                    f"{peers}." + (f" Missing: {missing}." if missing else ""))
+                    f"{peers}." + (f" Missing: {missing}." if missing else "")
+                    + (f" Failed runs, left out of the scores: {failed}." if failed else ""))
     return "\n\n".join(sections)

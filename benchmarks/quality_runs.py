@@ -185,9 +185,10 @@ def contender(name, space, seed, budget):
 
 # --- the loop ----------------------------------------------------------------------------------
 
-def evaluate(searcher, objective, budget, mode, workers, seed):
+def evaluate(searcher, objective, budget, mode, workers, seed, seconds=None):
     """Run ``searcher`` on ``objective`` for ``budget`` evaluations in ``mode``; return the values
-    in the order they were told."""
+    in the order they were told. In ``async`` mode an evaluation takes ``seconds(point)`` on
+    the simulated clock, or a drawn time when ``seconds`` is None."""
     values = []
     if mode in ("sequential", "batch"):
         size = 1 if mode == "sequential" else workers
@@ -204,7 +205,8 @@ def evaluate(searcher, objective, budget, mode, workers, seed):
     while True:
         free = min(workers - len(running), budget - issued)
         for point in searcher.ask(free) if free > 0 else []:
-            heapq.heappush(running, (now + durations[issued], issued, point, objective(point)))
+            took = durations[issued] if seconds is None else seconds(point)
+            heapq.heappush(running, (now + took, issued, point, objective(point)))
             issued += 1
         if not running:
             return values

@@ -8,6 +8,8 @@ problem but fewer seeds and a smaller quality budget, to fit in about 20 minutes
 from dataclasses import dataclass, replace
 
 from .bayesmark_tasks import TASKS
+from .lc_tables import DATASETS as TABLES
+from .lc_tables import TASKS as TABLE_TASKS
 
 OURS = ("random", "ga", "gp", "optuna", "mbo")
 QUALITY_OURS = ("random", "gp", "mbo")      # random is also the random peer
@@ -18,7 +20,8 @@ MO_PROBLEMS = ("zdt1", "zdt2", "zdt3", "dtlz2", "digits")
 CONDITIONAL_OURS = ("random", "ga", "gp", "mbo", "bohb", "optuna")
 CONDITIONAL_PEERS = ("optuna TPE define-by-run", "SMAC3")
 PEERS_OURS = ("random", "gp", "mbo", "optuna", "ga")
-PEERS_PEERS = ("optuna TPE", "optuna GP", "optuna CMA-ES", "SMAC3 HPO")
+PEERS_PEERS = ("optuna TPE", "optuna GP", "optuna CMA-ES", "SMAC3 HPO", "HEBO",
+               "DeepHyper CBO")
 PROBLEMS = ("branin", "hartmann6", "ackley5", "rosenbrock4", "levy6", "digits")
 
 
@@ -74,7 +77,8 @@ class Sizes:
     fidelity_budget: int = 60         # epochs: as many as this many whole runs train
     fidelity_sequential: tuple = ("pow3",)   # also on 1 worker: the measured fact
     fidelity_pool_points: int = 150   # a real pool's utilization (0: not measured)
-    fidelity_problems: tuple = ("exp3", "pow3", "pow6", "digits", "keras")
+    fidelity_problems: tuple = ("exp3", "pow3", "pow6", "digits", "keras",
+                                *(f"lc-{name}" for name in TABLES))
     fidelity_contenders: tuple = (
         "random", "random + asha", "random + hyperband", "tpe", "tpe + median", "tpe + asha",
         "tpe + hyperband", "bohb + hyperband", "optuna TPE + MedianPruner",
@@ -110,24 +114,26 @@ class Sizes:
     peers_seeds: int = 10
     peers_rounds: int = 16
     peers_batch: int = 8              # Bayesmark's: 16 rounds of 8 suggestions
-    peers_tasks: tuple = TASKS
+    peers_tasks: tuple = TASKS + TABLE_TASKS
     peers_ours: tuple = PEERS_OURS
     peers_peers: tuple = PEERS_PEERS
-    peers_modes: tuple = ("batch", "sequential")
+    peers_modes: tuple = ("batch", "sequential", "async")
     peers_sequential_budget: int = 40
 
 
 FULL = Sizes("full")
 REDUCED = replace(FULL, name="reduced", dispatch_tasks=5_000, quality_seeds=10,
                   quality_budget=50, utilization_max_time=60.0,
-                  fidelity_problems=("exp3", "pow3", "pow6", "digits"),   # Keras: CPU hours
+                  fidelity_problems=("exp3", "pow3", "pow6", "digits",   # Keras: CPU hours
+                                     "lc-breast", "lc-diabetes"),
                   fidelity_budget=20,
                   mo_seeds=5, mo_ours=("nsga2", "nsga3"), mo_digits_budget=30,
-                  mo_digits_epochs=5, peers_seeds=2, peers_modes=("batch",),
+                  mo_digits_epochs=5, peers_seeds=2, peers_modes=("batch", "async"),
                   pbt_population=4, pbt_steps=8, pbt_interval=2, pbt_problems=("toy",),
                   pbt_ray=("ray pbt",),   # Ray Tune: minutes a fit on a busy machine
                   peers_tasks=("SVM-iris-acc", "DT-breast-acc", "DT-digits-acc",
-                               "lasso-wine-acc", "linear-diabetes-mse"))
+                               "lasso-wine-acc", "linear-diabetes-mse", "lc-breast",
+                               "lc-diabetes"))
 SMOKE = Sizes("smoke", dispatch_tasks=300, dispatch_repeats=1, dispatch_pingpongs=200,
               utilization_workers=3, utilization_tasks=12, utilization_algorithms=("random",),
               utilization_max_time=30.0, quality_seeds=2, quality_budget=6,
@@ -139,7 +145,7 @@ SMOKE = Sizes("smoke", dispatch_tasks=300, dispatch_repeats=1, dispatch_pingpong
               faults_budget=6, service_tasks=200,
               service_slots=4, service_repeats=1, packing_slots=32, packing_tasks_per_slot=3,
               launch_ranks=(1, 2), launch_repeats=1, fidelity_seeds=2, fidelity_budget=4,
-              fidelity_problems=("pow3", "digits"),
+              fidelity_problems=("pow3", "digits", "lc-wine"),
               fidelity_contenders=("random", "random + asha", "tpe + hyperband",
                                    "bohb + hyperband", "optuna TPE + HyperbandPruner"),
               fidelity_workers=3, fidelity_epochs=3, fidelity_sequential=("pow3",),
@@ -152,5 +158,6 @@ SMOKE = Sizes("smoke", dispatch_tasks=300, dispatch_repeats=1, dispatch_pingpong
               pbt_digits_epochs=4, pbt_pool_workers=2,
               pbt_ray=(),   # Ray Tune: minutes a fit (benchmarks/tests runs it apart)
               peers_seeds=1, peers_rounds=2, peers_batch=4, peers_sequential_budget=4,
-              peers_tasks=("SVM-iris-acc", "linear-diabetes-mse"))
+              peers_modes=("batch", "sequential", "async"),
+              peers_tasks=("SVM-iris-acc", "linear-diabetes-mse", "lc-wine"))
 SIZES = {sizes.name: sizes for sizes in (FULL, REDUCED, SMOKE)}

@@ -8,7 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from benchmarks import bayesmark_tasks, peers, peers_runs
+from benchmarks import bayesmark_tasks, lc_tables, peers, peers_runs
 from benchmarks.sizes import SMOKE
 
 
@@ -61,18 +61,26 @@ def test_a_smoke_run_has_every_contender_that_installs_here_and_names_the_missin
     torch = importlib.util.find_spec("torch") is not None
     expected = [*sizes.peers_ours, "optuna TPE", "optuna CMA-ES", *(["optuna GP"] * torch)]
     assert sorted(part["contenders"]) == sorted(expected)
-    assert "not installed" in part["missing"]["SMAC3 HPO"]
+    assert all("not installed" in part["missing"][n] for n in peers_runs.VENV_PEERS)
     assert ("optuna GP" in part["missing"]) != torch
-    assert sizes.peers_modes == ("batch", "sequential")
-    assert len(part["runs"]) == len(sizes.peers_tasks) * len(expected) * 2 * sizes.peers_seeds
+    assert sizes.peers_modes == ("batch", "sequential", "async")
+    assert {peers_runs.tasks_of(t).group(t) for t in sizes.peers_tasks} == {
+        "classifiers", "regressors", "tables"}
+    assert len(part["runs"]) == len(sizes.peers_tasks) * len(expected) * 3 * sizes.peers_seeds
     rounds = {"batch": (sizes.peers_rounds, sizes.peers_rounds * sizes.peers_batch),
+              "async": (sizes.peers_rounds, sizes.peers_rounds * sizes.peers_batch),
               "sequential": (sizes.peers_sequential_budget, sizes.peers_sequential_budget)}
     for r in part["runs"]:
         assert (len(r["best_by_round"]), r["evaluations"]) == rounds[r["mode"]]
         assert r["best_by_round"] == sorted(r["best_by_round"], reverse=True)
+        assert r["ran_as"] == r["mode"]          # every contender here has an async mode
+    finals = set(lc_tables.load("wine").loss[:, -1])
+    assert all(r["best_by_round"][-1] in finals for r in part["runs"]
+               if r["problem"] == "lc-wine")      # a table's values are its final losses
     table = peers.markdown(part)
-    assert "| SMAC3 HPO (missing) |" in table and "| random (ours) | 0.0 | 0.0 | 0.0 |" in table
-    assert "#### sequential" in table and "#### batch" in table
+    assert all(f"| {n} (missing) |" in table for n in peers_runs.VENV_PEERS)
+    assert "| random (ours) | 0.0 | 0.0 | 0.0 | 0.0 |" in table
+    assert "#### sequential" in table and "#### batch" in table and "#### async" in table
     # Run again: everything comes from the cache, one line per run.
     cache = next((tmp_path / "runs").glob("*.jsonl"))
     assert len(cache.read_text().splitlines()) == len(part["runs"])
@@ -85,18 +93,26 @@ def test_a_smoke_run_has_every_contender_that_installs_here_and_names_the_missin
 
 
 @pytest.mark.slow
-def test_smac3_runs_in_its_own_virtualenv_on_its_ask_tell_interface(tmp_path):
-    """Installs SMAC3 once under the suite's cache of virtualenvs."""
-    assert peers_runs.install("SMAC3 HPO") is None
-    sizes = replace(SMOKE, peers_ours=("random",), peers_peers=("SMAC3 HPO",),
-                    peers_tasks=("SVM-iris-acc",), peers_modes=("batch",))
+@pytest.mark.parametrize("peer", list(peers_runs.VENV_PEERS))
+def test_a_peer_runs_in_its_own_virtualenv_on_its_ask_tell_interface(peer, tmp_path):
+    """Installs the peer once under the suite's cache of virtualenvs; runs it in the batch
+    and async modes (a peer without an async mode in batch mode there), on a Bayesmark task
+    and a table's."""
+    assert peers_runs.install(peer) is None
+    sizes = replace(SMOKE, peers_ours=("random",), peers_peers=(peer,),
+                    peers_tasks=("SVM-iris-acc", "lc-iris"), peers_modes=("batch", "async"))
     part = peers.run(sizes, jobs=1, cache_directory=tmp_path, install=False)
-    assert part["contenders"] == ["random", "SMAC3 HPO"] and not part["missing"]
-    smac = [r for r in part["runs"] if r["contender"] == "SMAC3 HPO"]
-    assert len(smac) == 1 and smac[0]["evaluations"] == sizes.peers_rounds * sizes.peers_batch
+    assert part["contenders"] == ["random", peer] and not part["missing"]
+    assert not part["failed"]
+    runs = [r for r in part["runs"] if r["contender"] == peer]
+    assert len(runs) == 4
+    assert all(r["evaluations"] == sizes.peers_rounds * sizes.peers_batch for r in runs)
+    assert {r["ran_as"] for r in runs} == (
+        {"batch"} if peer in peers_runs.BATCH_ONLY else {"batch", "async"})
+    assert part["batch_in_async"] == ([peer] if peer in peers_runs.BATCH_ONLY else [])
     lines = [json.loads(line) for line in next(tmp_path.glob("*.jsonl")).read_text().splitlines()]
-    code = {line["contender"]: line["code"] for line in lines}
-    assert "benchmarks/peer_server.py" in code["SMAC3 HPO"]
+    code = [line["code"] for line in lines if line["contender"] == peer]
+    assert all("benchmarks/peer_server.py" in c for c in code)
 
 
 def test_the_best_of_ours_is_compared_with_each_peer_paired_by_seed():
@@ -108,3 +124,16 @@ def test_the_best_of_ours_is_compared_with_each_peer_paired_by_seed():
     assert set(found) == {"peer", "even"} and found["peer"]["which"] == "gp"
     assert found["peer"]["verdict"] == "better" and found["even"]["verdict"] == "tie"
     assert -found["peer"]["median_difference"] == pytest.approx(55.5)
+
+
+def test_a_peer_that_hangs_times_out_naming_the_peer(tmp_path):
+    """A peer's process that never answers (here one that only sleeps) is killed."""
+    python = peers_runs.venv_python("SMAC3 HPO", tmp_path)
+    python.parent.mkdir(parents=True)
+    python.write_text("#!/bin/sh\nexec sleep 600\n")
+    python.chmod(0o755)
+    space = bayesmark_tasks.space("SVM-iris-acc")
+    with pytest.raises(peers_runs.PeerTimeout) as caught:
+        peers_runs.VenvPeer("SMAC3 HPO", space, 0, 8, tmp_path, timeout=0.5)
+    assert str(caught.value) == ("SMAC3 HPO did not answer 'space' within 0.5 s "
+                                 "(EMEWS_PEERS_TIMEOUT)")
