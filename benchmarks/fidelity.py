@@ -304,7 +304,10 @@ class OptunaPeer:
                   "hyperband": lambda: optuna.pruners.HyperbandPruner(
                       min_resource=1, max_resource=epochs, reduction_factor=3)}[pruner]()
         sampler = optuna.samplers.TPESampler(seed=seed, constant_liar=True, multivariate=True)
-        self.study = optuna.create_study(sampler=sampler, pruner=pruner)
+        # a fixed name: HyperbandPruner puts a trial in a bracket by a hash of the study's
+        # name, which is random by default, and the same seed must make the same run
+        self.study = optuna.create_study(study_name=f"fidelity-{seed}", sampler=sampler,
+                                         pruner=pruner)
         self.space, self.trials = space, {}
 
     def new(self):
