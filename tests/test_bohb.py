@@ -41,6 +41,20 @@ def test_a_nan_report_counts_as_the_worst_at_its_step():
     assert [u[0] for u in bohb.observations()] == pytest.approx([0.3, 0.2, 0.1])
 
 
+def test_the_bandwidth_does_not_shrink_with_a_tight_good_set():
+    """Scott's rule on the unit range, as Optuna's multivariate TPE: a cluster of good points
+    keeps the bandwidth of as many points spread out (the normal-reference one followed the
+    spread and settled the search short of the optimum)."""
+    import numpy as np
+
+    bohb = search()
+    tight = np.array([[0.5 + i / 1000, 0.5] for i in range(4)])
+    spread = np.array([[i / 3, 1 - i / 3] for i in range(4)])
+    assert bohb._bandwidths(tight) == pytest.approx([0.2 * 4 ** (-1 / 6)] * 2)
+    assert bohb._bandwidths(spread) == pytest.approx(bohb._bandwidths(tight))
+    assert search(min_bandwidth=0.5)._bandwidths(tight) == pytest.approx([0.5, 0.5])
+
+
 HYPERBAND = {"min_resource": 1, "max_resource": 9, "reduction_factor": 3}
 
 
