@@ -106,6 +106,9 @@ def test_the_part_at_smoke_size_gives_its_figures_and_targets(tmp_path):
                and 0 < r["utilization"] <= 1 and 0 < r["steady_utilization"] <= 1
                for r in part["pool"])
     assert [t[0][:4] for t in fidelity.targets(part)] == ["ASHA", "the ", "util"]
+    bohb = part["comparisons"]["pow3 sequential"]["bohb"]   # issue 47's pair, on every problem
+    assert (bohb["ours"], bohb["peer"]) == fidelity.BOHB_PAIR and bohb["verdict"]
+    assert "bohb + hyperband vs optuna TPE + HyperbandPruner" in fidelity.markdown(part)
     assert "### 11. Learning curves and pruning" in fidelity.markdown(part)
     kept = (tmp_path / "runs.jsonl").read_text()
     assert fidelity.run(SMOKE, curves_directory=tmp_path) == part   # read back, not rerun
