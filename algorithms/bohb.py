@@ -12,29 +12,47 @@ The budgets are the models' own steps (epochs): the search does not run brackets
 keeps the workers busy with configurations and the pruner stops the bad ones, as ASHA-based
 BOHB variants do. Any pruner works; without one it is a plain TPE-like search.
 
-What the model learns from, by budget (a step of the curves, or the final result):
+What the model learns from: every told run, ranked by the budget it reached first and its
+value there second, as Optuna's TPE ranks pruned trials:
 
-* a finished run: its final value, at the final level and at every step below it (it
-  passed every rung, and its curve falls, so its final value ranks it at least as well as
-  its value at a lower step would);
-* a pruned run (a :class:`~emews.plugin.PrunedResult`): its reported value at each
-  step of its curve;
-* a failure, or a NaN report: the worst there is, at every level.
+* a finished run ranks above every pruned one, by its final value among the finished;
+* a pruned run (a :class:`~emews.plugin.PrunedResult`) ranks by the last step it reported
+  (the rung where the pruner stopped it: a later one ranks higher) and, among the runs
+  stopped at the same step, by its value there (a NaN report the worst of them);
+* a failure ranks below every run.
 
-As BOHB, the model is fitted on the highest level with at least ``min_points_in_model + 2``
-observations (the final one first): the best ``top_n_percent`` of them (at least
+So a value is only ever compared with the values of the same budget: a pruned run's value at
+its rung with those of the runs stopped there, never with a final value.
+
+Once ``min_points_in_model + 2`` runs are told, the best ``top_n_percent`` of them (at least
 ``min_points_in_model``) make the good density l(x), the rest (at least
 ``min_points_in_model``) the bad density g(x). Each is a product of Gaussian kernels in the
 unit coordinates of :meth:`emews.plugin.Space.to_unit` (integers, ordered and categorical
 values at the centre of equal bins: one kernel type for all, where BOHB uses Aitchison-Aitken
-kernels for categories), with the normal-reference bandwidth per coordinate, at least
-``min_bandwidth``. A proposal is the best l/g of ``num_samples`` candidates drawn around
+kernels for categories), with the bandwidth of Optuna's multivariate TPE in every coordinate,
+``0.2 n ** (-1 / (d + 4))`` for ``n`` points in ``d`` coordinates (at least
+``min_bandwidth``). A proposal is the best l/g of ``num_samples`` candidates drawn around
 random good points with the good bandwidths widened by ``bandwidth_factor``; a share
 ``random_fraction`` of the proposals, and every one before a model can be fitted, are drawn at
 random. Defaults are BOHB's (hpbandster's): ``min_points_in_model`` the free parameters + 1,
 ``top_n_percent`` 15, ``num_samples`` 64, ``random_fraction`` 1/3, ``bandwidth_factor`` 3,
 ``min_bandwidth`` 1e-3. A candidate equal to a point already told or in flight is replaced by
 a random one.
+
+Where this departs from BOHB, and why (``benchmarks/fidelity.py``'s problems with
+``hyperband``, against Optuna's TPE with its ``HyperbandPruner``, 20 paired seeds, 20 runs'
+epochs; median log10 regret):
+
+* BOHB fits its model on the largest budget with enough observations alone: with a pruner
+  that lets few runs finish, a handful of finished runs, good against finished runs as bad.
+  Async on 8 workers it was worse on exp3 and pow3 (-1.47 and -1.30 against -1.79 and
+  -1.66, worse by the paired one-sided Wilcoxon test); ranked over every run, a tie on exp3,
+  pow3 and pow6.
+* BOHB's bandwidth is the normal-reference one, which follows the spread of the points: a
+  tight good set made it narrow, and the search settled short of the optimum. On 1 worker it
+  was worse on pow3 and exp3 (-1.56 and -1.50 against -2.07 and -1.80); with this bandwidth
+  -2.14 and -1.86, ties, and async on exp3, pow3 and pow6 -1.62, -1.53 and -0.79 against
+  -1.79, -1.66 and -0.87, ties still.
 
 Inactive parameters (a conditional space) are absent from a told point (their coordinates
 NaN), and imputed as hpbandster's BOHB does: in the good and in the bad set apart, each
@@ -53,12 +71,10 @@ import numpy as np
 
 from emews.plugin import Algorithm, PrunedResult, check_number, pack_state, point_key, unpack_state
 
-FINAL = math.inf   # the level of finished runs: above every step
-
 
 class BOHB(Algorithm):
-    """Multi-fidelity model-based search: TPE-style densities over the results at the
-    highest budget with enough of them (see the module docstring)."""
+    """Multi-fidelity model-based search: TPE-style densities over every told run, ranked by
+    the budget it reached and its value there (see the module docstring)."""
 
     ready_share = 0.25
 
@@ -118,45 +134,25 @@ class BOHB(Algorithm):
     # --- the model --------------------------------------------------------------------------
 
     def observations(self):
-        """``(level, X, y)`` of the highest level with enough observations to fit the model
-        (failures as ``inf``), or ``None`` while there is none."""
-        levels = {}
-        steps = sorted({step for _, _, curve in self.told for step, _ in curve})
-        for unit, final, curve in self.told:
-            failed = final is None and not curve
-            reached = dict(curve)
-            for level in [FINAL] + steps:
-                if level in reached:
-                    value = reached[level]
-                elif curve:          # pruned: known at the steps it reported only
-                    continue
-                else:                # finished (its final value) or failed (the worst)
-                    value = final
-                value = math.inf if failed or value is None else value
-                levels.setdefault(level, ([], []))
-                levels[level][0].append(unit)
-                levels[level][1].append(value)
-        for level in [FINAL] + steps[::-1]:
-            X, y = levels.get(level, ([], []))
-            if len(y) >= self.min_points + 2 and any(math.isfinite(v) for v in y):
-                return level, np.array(X), np.array(y)
-        return None
+        """The unit coordinates of every told run, best first (see the module docstring), or
+        ``None`` while fewer than ``min_points_in_model + 2`` are told."""
+        if len(self.told) < self.min_points + 2:
+            return None
+        return np.array([unit for unit, _, _ in sorted(self.told, key=_rank)])
 
     def _propose(self):
         """A point: the best l/g of sampled candidates, or a random one."""
         known = {point_key(self._point(u)) for u, _, _ in self.told} | set(self.in_flight)
-        fitted = self.observations() if self.space.free else None
+        X = self.observations() if self.space.free else None
         explore = self.rng.random() < self.random_fraction
-        if fitted is None or explore:
+        if X is None or explore:
             return self.space.sample(self.rng)[0]
-        _, X, y = fitted
-        order = np.argsort(y, kind="stable")
-        n = len(y)
+        n = len(X)
         n_good = max(self.min_points, self.top_n_percent * n // 100)
         n_bad = max(self.min_points, (100 - self.top_n_percent) * n // 100)
-        good, bad = X[order[:n_good]], X[order[n_good:n_good + n_bad]]
+        good, bad = X[:n_good], X[n_good:n_good + n_bad]
         if len(bad) == 0:
-            bad = X[order[-self.min_points:]]
+            bad = X[-self.min_points:]
         good, bad = self._imputed(good), self._imputed(bad)
         good_bw, bad_bw = self._bandwidths(good), self._bandwidths(bad)
         centres = good[self.rng.integers(len(good), size=self.num_samples)]
@@ -186,10 +182,24 @@ class BOHB(Algorithm):
         return self.space.from_unit(np.where(np.isnan(unit), 0.5, unit))
 
     def _bandwidths(self, X):
-        """The normal-reference bandwidth of each coordinate (at least ``min_bandwidth``)."""
+        """The bandwidth of every coordinate: ``0.2 n ** (-1 / (d + 4))`` for ``n`` rows and
+        ``d`` coordinates (Scott's rule on the unit range, as Optuna's multivariate TPE), at
+        least ``min_bandwidth``."""
         n, d = X.shape
-        spread = X.std(axis=0, ddof=1) if n > 1 else np.zeros(d)
-        return np.maximum(1.06 * spread * n ** (-1.0 / (d + 4)), self.min_bandwidth)
+        return np.full(d, max(0.2 * n ** (-1.0 / (d + 4)), self.min_bandwidth))
+
+
+def _rank(told):
+    """The sort key of a told run ``[unit, final, curve]``: finished runs first, by their final
+    value, then pruned runs by the last step they reported (the latest first) and their value
+    there, then failures."""
+    _, final, curve = told
+    if final is not None:
+        return (0, 0, final)
+    if not curve:
+        return (2, 0, 0.0)
+    step, value = max(curve, key=lambda reported: reported[0])
+    return (1, -step, math.inf if value is None else value)
 
 
 def _finite(value):

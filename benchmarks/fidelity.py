@@ -71,7 +71,9 @@ of the epochs (its regret at a third of the budget at or below the unpruned one'
 budget: a median paired difference of 0 or less, and not worse by a paired one-sided Wilcoxon
 test at :data:`ALPHA`); the best of ours at or
 below Optuna's best pruner (not worse at the whole budget, paired); utilization at least 0.9
-with pruning on.
+with pruning on. And (issue 47) ``bohb`` with ``hyperband`` at or below Optuna's TPE with its
+``HyperbandPruner`` (:data:`BOHB_PAIR`, paired the same way, on every problem, the
+sequential one too).
 """
 
 import functools
@@ -322,7 +324,10 @@ class OptunaPeer:
                   "hyperband": lambda: optuna.pruners.HyperbandPruner(
                       min_resource=1, max_resource=epochs, reduction_factor=3)}[pruner]()
         sampler = optuna.samplers.TPESampler(seed=seed, constant_liar=True, multivariate=True)
-        self.study = optuna.create_study(sampler=sampler, pruner=pruner)
+        # a fixed name: HyperbandPruner puts a trial in a bracket by a hash of the study's
+        # name, which is random by default, and the same seed must make the same run
+        self.study = optuna.create_study(study_name=f"fidelity-{seed}", sampler=sampler,
+                                         pruner=pruner)
         self.space, self.trials = space, {}
 
     def new(self):
@@ -363,6 +368,7 @@ CONTENDERS = {
     "optuna TPE + SuccessiveHalvingPruner": ("optuna", "tpe", "sha"),
     "optuna TPE + HyperbandPruner": ("optuna", "tpe", "hyperband"),
 }
+BOHB_PAIR = ("bohb + hyperband", "optuna TPE + HyperbandPruner")   # ours, its peer
 UNPRUNED = {"random + asha": "random", "random + hyperband": "random",
             "tpe + asha": "tpe", "tpe + hyperband": "tpe"}   # the target's pairs
 
@@ -568,7 +574,7 @@ def _paired(a, b):
 
 def _comparisons(table):
     """The targets' paired comparisons on one problem."""
-    found = {"third": {}, "ours_vs_optuna": None}
+    found = {"third": {}, "ours_vs_optuna": None, "bohb": None}
     for pruned, unpruned in UNPRUNED.items():
         if pruned in table and unpruned in table:
             found["third"][pruned] = _paired(table[pruned]["by_seed_third"],
@@ -581,6 +587,10 @@ def _comparisons(table):
         best, peer = min(ours, key=key), min(peers, key=key)
         found["ours_vs_optuna"] = dict(_paired(table[best]["by_seed"], table[peer]["by_seed"]),
                                        ours=best, peer=peer)
+    ours, peer = BOHB_PAIR
+    if ours in table and peer in table:     # issue 47: bohb must be at or above this pair
+        found["bohb"] = dict(_paired(table[ours]["by_seed"], table[peer]["by_seed"]),
+                             ours=ours, peer=peer)
     return found
 
 
@@ -634,10 +644,10 @@ def markdown(part):
         for pruned, v in c["third"].items():
             comparison_rows.append((problem, f"{pruned} at 1/3 vs {UNPRUNED[pruned]} at all",
                                     _p(v), v["verdict"]))
-        if c["ours_vs_optuna"]:
-            v = c["ours_vs_optuna"]
-            comparison_rows.append((problem, f"{v['ours']} vs {v['peer']}", _p(v),
-                                    v["verdict"]))
+        for v in (c["ours_vs_optuna"], c.get("bohb")):
+            if v:
+                comparison_rows.append((problem, f"{v['ours']} vs {v['peer']}", _p(v),
+                                        v["verdict"]))
     lines += ["Paired one-sided Wilcoxon tests (first named against second):\n",
               _table(("problem", "comparison", "median difference; p better / worse",
                       "verdict"), comparison_rows), ""]

@@ -21,26 +21,38 @@ def search(**options):
     return load("bohb")(Space.from_ga_json(PLANE), seed=1, **options)
 
 
-def test_the_model_takes_the_highest_level_with_enough_observations():
+def test_the_model_ranks_runs_by_the_budget_they_reached_then_their_value_there():
     bohb = search(min_points_in_model=1)
-    points = [{"x": i / 10, "y": 0.5} for i in range(6)]
-    bohb.tell(points[:3], [PrunedResult({1: 3.0, 3: 2.0}), PrunedResult({1: 1.0}), math.nan])
-    level, X, y = bohb.observations()     # step 1: two curves and the failure (as the worst)
-    assert level == 1 and sorted(y) == [1.0, 3.0, math.inf]
-    bohb.tell(points[3:4], [PrunedResult({1: 2.5, 3: 1.5})])
-    level, X, y = bohb.observations()     # step 3: two curves and the failure
-    assert level == 3 and sorted(y) == [1.5, 2.0, math.inf]
-    bohb.tell(points[4:], [0.5, 0.25])    # finished: at the final level and at every step
-    level, X, y = bohb.observations()
-    assert level == math.inf and sorted(y) == [0.25, 0.5, math.inf]
-    assert [u[0] for u in X[:2]] == pytest.approx([0.2, 0.4])   # only finished and failed
+    points = [{"x": i / 10, "y": 0.5} for i in range(7)]
+    bohb.tell(points[:2], [PrunedResult({1: 3.0, 3: 2.0}), PrunedResult({1: 1.0})])
+    assert bohb.observations() is None                # fewer than min_points_in_model + 2
+    bohb.tell(points[2:], [math.nan, PrunedResult({1: 2.5, 3: 1.5}), 0.5, 0.25,
+                           PrunedResult({1: 0.1})])
+    order = [round(u[0] * 10) for u in bohb.observations()]
+    # finished by value; stopped at step 3 (2.0 at step 3 beats nothing stopped earlier)
+    # before those stopped at step 1, each by its value there; the failure last
+    assert order == [5, 4, 3, 0, 6, 1, 2]
 
 
 def test_a_nan_report_counts_as_the_worst_at_its_step():
     bohb = search(min_points_in_model=1)
     bohb.tell([{"x": 0.1, "y": 0.1}, {"x": 0.2, "y": 0.2}, {"x": 0.3, "y": 0.3}],
-              [PrunedResult({1: math.nan}), PrunedResult({1: 2.0}), PrunedResult({1: 1.0})])
-    assert sorted(bohb.observations()[2]) == [1.0, 2.0, math.inf]
+              [PrunedResult({1: math.nan}), PrunedResult({1: 2.0}), PrunedResult({2: 9.0})])
+    assert [u[0] for u in bohb.observations()] == pytest.approx([0.3, 0.2, 0.1])
+
+
+def test_the_bandwidth_does_not_shrink_with_a_tight_good_set():
+    """Scott's rule on the unit range, as Optuna's multivariate TPE: a cluster of good points
+    keeps the bandwidth of as many points spread out (the normal-reference one followed the
+    spread and settled the search short of the optimum)."""
+    import numpy as np
+
+    bohb = search()
+    tight = np.array([[0.5 + i / 1000, 0.5] for i in range(4)])
+    spread = np.array([[i / 3, 1 - i / 3] for i in range(4)])
+    assert bohb._bandwidths(tight) == pytest.approx([0.2 * 4 ** (-1 / 6)] * 2)
+    assert bohb._bandwidths(spread) == pytest.approx(bohb._bandwidths(tight))
+    assert search(min_bandwidth=0.5)._bandwidths(tight) == pytest.approx([0.5, 0.5])
 
 
 HYPERBAND = {"min_resource": 1, "max_resource": 9, "reduction_factor": 3}

@@ -36,6 +36,16 @@ def test_a_simulated_run_prunes_within_its_epoch_budget(tmp_path):
     assert dict(again, seconds=0) == dict(unpruned, seconds=0)   # the same seed: the same run
 
 
+def test_optunas_hyperband_pruner_makes_the_same_run_for_the_same_seed(tmp_path):
+    """Its brackets come from a hash of the study's name: the name must not be random."""
+    problem = fidelity.PROBLEMS["pow3"]
+    curves = fidelity.Curves(problem, 9, tmp_path)
+    name = "optuna TPE + HyperbandPruner"
+    first, again = (fidelity.simulate(name, problem, curves, 2, 20 * 9, 4) for _ in range(2))
+    assert first["pruned"] > 0
+    assert dict(again, seconds=0) == dict(first, seconds=0)
+
+
 def test_epochs_to_reach_the_unpruned_final_regret_count_the_first_good_enough_run():
     unpruned = {"trajectory": [[27, 0.9, 0.5], [54, 0.8, 0.3]]}
     pruned = {"trajectory": [[10, 0.9, 0.6], [20, 0.85, 0.3], [30, 0.7, 0.2]]}
@@ -96,6 +106,9 @@ def test_the_part_at_smoke_size_gives_its_figures_and_targets(tmp_path):
                and 0 < r["utilization"] <= 1 and 0 < r["steady_utilization"] <= 1
                for r in part["pool"])
     assert [t[0][:4] for t in fidelity.targets(part)] == ["ASHA", "the ", "util"]
+    bohb = part["comparisons"]["pow3 sequential"]["bohb"]   # issue 47's pair, on every problem
+    assert (bohb["ours"], bohb["peer"]) == fidelity.BOHB_PAIR and bohb["verdict"]
+    assert "bohb + hyperband vs optuna TPE + HyperbandPruner" in fidelity.markdown(part)
     assert "### 11. Learning curves and pruning" in fidelity.markdown(part)
     kept = (tmp_path / "runs.jsonl").read_text()
     assert fidelity.run(SMOKE, curves_directory=tmp_path) == part   # read back, not rerun
