@@ -36,8 +36,9 @@ contender (:func:`benchmarks.quality.compare`). No pool runs there: the algorith
 not counted.
 
 The pool's utilization (:func:`pool_utilization`) is measured apart: ``emews.run`` of an async
-``pbt`` study of the toy under ``mpiexec -n WORKERS+1``, ``pbt_pool_workers`` workers and as
-many members, ``pbt_steps`` steps in segments of ``pbt_interval``, each segment a ``py`` run of
+``pbt`` study of the toy under ``mpiexec -n WORKERS+1``, ``pbt_pool_workers`` workers and
+:data:`MEMBERS_PER_WORKER` times as many members (queued for the workers, the member furthest
+behind first), ``pbt_steps`` steps in segments of ``pbt_interval``, each segment a ``py`` run of
 :func:`sleeping_toy` (the utilization part's sleep, then the toy's steps from the checkpoint
 the handoff gave it); the utilization counted from the store as the utilization part counts it
 (:func:`benchmarks.common.utilization`).
@@ -65,6 +66,11 @@ from .quality import compare
 CONTENDERS = ("pbt", "pb2", "random", "random + asha")   # ours, in this process
 FLOOR = 1e-12
 QUANTILE = 0.2   # every population's: ours' default, Supervisor's
+# the pool's members per worker: with as many members as workers, the members that reached
+# max_steps leave their workers idle until the slowest one finishes (71 % utilization at 8
+# workers); twice as many keep the workers busy to the end (94 to 97 %, the rest the drain of
+# the last segments' lognormal times); 3 and 4 times measured lower (92 %, 87 %: one run each)
+MEMBERS_PER_WORKER = 2
 
 
 @dataclass(frozen=True)
@@ -237,15 +243,16 @@ def _pool_study(directory, steps, interval):
     from emews.store import SQLiteStore
 
     workers = MPI.COMM_WORLD.Get_size() - 1
+    population = MEMBERS_PER_WORKER * workers
     space = Path(directory) / "space.json"
     space.write_text(json.dumps(pbt_toy.SPACE))
     result = emews.run({
         "system": {"progress_interval": 3600.0},
         "study": {"algorithm": "pbt", "space": str(space), "mode": "async", "seed": 0,
-                  "budget": 4 * workers * steps, "impl": "py",
+                  "budget": 4 * population * steps, "impl": "py",
                   "objective": "benchmarks.pbt:sleeping_toy", "data_dir": str(directory),
                   "name": "pbt-pool"},
-        "algorithm": {"population_size": workers, "perturbation_interval": interval,
+        "algorithm": {"population_size": population, "perturbation_interval": interval,
                       "max_steps": steps, "quantile": QUANTILE}})
     if result is None:   # a worker rank
         return None
@@ -260,7 +267,7 @@ def _pool_study(directory, steps, interval):
     first_done = min(segments[-1]["finished"] for segments in members.values())
     training = utilization([(r["queued"], min(r["started"], first_done),
                              min(r["finished"], first_done)) for r in rows], workers)
-    return {"workers": workers, "population": workers, "segments": len(rows),
+    return {"workers": workers, "population": population, "segments": len(rows),
             "member_wait_s": float(np.sum(waits)), **summary(np.asarray(waits), "wait_s"),
             "finished_from_s": float(first_done - min(r["queued"] for r in rows)),
             "every_member_training_utilization": training["steady_utilization"],

@@ -45,10 +45,11 @@ def test_the_smoke_run_scores_every_contender_on_both_problems(tmp_path):
         == {problem: sorted(set(part["contenders"]) - {"pbt"}) for problem in ("toy", "digits")}
     readme = (tmp_path / "README.md").read_text()
     assert "| digits | pbt |" in readme and "| digits | random + asha |" in readme
-    # a real mpiexec pool: an async population of as many members as workers, to max_steps
+    # a real mpiexec pool: an async population of MEMBERS_PER_WORKER members a worker, to
+    # max_steps
     pool = part["pool"]
     assert (pool["workers"], pool["population"], pool["failed"], pool["stop_reason"]) == (
-        SMOKE.pbt_pool_workers, SMOKE.pbt_pool_workers, 0,
+        SMOKE.pbt_pool_workers, pbt.MEMBERS_PER_WORKER * SMOKE.pbt_pool_workers, 0,
         "the algorithm has no more points to propose")
     assert pool["segments"] >= SMOKE.pbt_steps // SMOKE.pbt_interval
     assert 0 < pool["utilization"] <= 1 and 0 < pool["every_member_training_utilization"] <= 1
