@@ -71,6 +71,19 @@ planned on a scalarization of its own, so a kernel fresh at every tell buys litt
 defaults are then ``refit_all_below = 0`` and ``refit_growth = 0.25`` (about a dozen estimates
 in 200 results, where one-objective defaults make over a hundred); each can still be set.
 
+A small discrete space (every free parameter categorical, ordered, logical or an integer, at
+most :data:`.finite.LARGEST` points): a proposal that is a known point (told, in flight, or
+earlier in the same ask; skopt's own duplicate check knows only the told ones, and replaces
+them by random points that may be known too) is replaced by a random point not yet tried, an
+ask gets no more points than are left, and once every point is told the algorithm is done:
+the study ends instead of evaluating a point again.
+
+Forbidden clauses of the space: the optimizer's random draws (its initial points and the
+acquisition function's candidates) are made again where one holds, the acquisition is
+optimized over those candidates only (as on a conditional space: ``"lbfgs"`` is refused), and
+an initial point of another generator (``sobol``, ``lhs``, ...) where one holds is replaced by
+a random one.
+
 Types: integers and floats (log scales as skopt's ``log-uniform`` prior), ordered values as an
 integer position, categorical and logical values as skopt categories. A failed or non-finite
 result is told as :func:`emews.plugin.failure_value` of the values seen so far (the worst
@@ -104,6 +117,7 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process import GaussianProcessRegressor
+from sklearn.utils import check_random_state
 from skopt.learning.gaussian_process.kernels import WhiteKernel
 from skopt.acquisition import gaussian_ei, gaussian_lcb, gaussian_pi
 from skopt.learning import gaussian_process as skopt_gp
@@ -114,6 +128,7 @@ from emews.plugin import (Algorithm, ConfigError, Invalid, Number, PrunedResult,
                           failure_value, is_failure, optional_import, pack_state, point_key,
                           pruned_value, unpack_state)
 
+from .finite import Grid
 from .log_ei import local_search, trust_radius
 from .parego import ObjectiveHistory
 from .skopt_space import decode, dimension, encode
@@ -128,6 +143,7 @@ ONE_OBJECTIVE = {"refit_growth": 0.1, "refit_all_below": 100, "skopt": {}}
 # ParEGO (several objectives): see the module's notes
 WARM_STARTS = 5    # ParEGO: local searches start at the told points best under the weights
 SEVERAL_OBJECTIVES = {"refit_growth": 0.25, "refit_all_below": 0, "skopt": {"acq_func": "EI"}}
+DRAWS = 100       # forbidden clauses: rounds of random draws before the space counts as empty
 INACTIVE = -1.0   # a transformed coordinate of an inactive parameter, below every value's
 
 
@@ -158,16 +174,17 @@ class SkoptSearch(Algorithm):
         check_keywords(skopt.Optimizer, skopt_options, exclude=(
             "dimensions", "random_state", "n_random_starts", "space_constraint"))
         _check_skopt_options(skopt_options, objectives)
-        if space.conditional:   # candidates only (see the module's notes)
+        if space.conditional or space.forbidden:   # candidates only (see the module's notes)
             if skopt_options.get("acq_optimizer") == "lbfgs":
                 raise ConfigError("[algorithm].acq_optimizer", "\"lbfgs\" needs a space "
-                                  "without conditions (or use \"sampling\")", "lbfgs")
+                                  "without conditions or forbidden clauses (or use "
+                                  "\"sampling\")", "lbfgs")
             skopt_options["acq_optimizer"] = "sampling"
         self.sample_beside = skopt_options.get("acq_optimizer", "auto") == "auto"
         skopt_options.setdefault("model_queue_size", 1)
         self.optimizer = skopt.Optimizer([dimension(p) for p in space.free],
                                          random_state=seed, **skopt_options)
-        if space.conditional:
+        if space.conditional or space.forbidden:
             self.optimizer.space = ImputingSpace(self.optimizer.space.dimensions, space)
         self.in_flight = collections.defaultdict(list)   # point key -> skopt coordinates
         self.held_back = []                              # failures told before any value
@@ -176,12 +193,15 @@ class SkoptSearch(Algorithm):
         self.kernel_estimator = None                     # the GP whose kernel is re-estimated
         self.estimated_at = 0                            # data size at the last estimate
         self.estimate = None                             # a KernelEstimate under way
+        self.grid = Grid.of(space)                       # a small discrete space's points
         if isinstance(self.optimizer.base_estimator_, skopt_gp.GaussianProcessRegressor):
             self.kernel_estimator = self.optimizer.base_estimator_
             self.optimizer.base_estimator_ = ReusingGP(
                 **self.kernel_estimator.get_params(deep=False))
 
     def ask(self, n):
+        if self.grid is not None:
+            n = min(n, len(self.grid.untried(self.in_flight)))
         if n <= 0:
             return []
         if self.history is not None:
@@ -206,13 +226,28 @@ class SkoptSearch(Algorithm):
         return self._in_flight(xs)
 
     def _in_flight(self, xs):
-        """The points of the skopt coordinates ``xs``, each recorded as in flight."""
+        """The points of the skopt coordinates ``xs``, each recorded as in flight. On a
+        small discrete space, one known (told, in flight, or earlier in ``xs``) is replaced
+        by a random point not yet tried, or left out when none is left."""
         points = []
         for x in xs:
+            if self.space.forbidden and not self.optimizer.space.allows(x):   # an initial
+                # point of skopt's generator: a random one instead
+                x = self.optimizer.space.rvs(random_state=self.optimizer.rng)[0]
             point = self.space.point([decode(p, v) for p, v in zip(self.space.free, x)])
+            if self.grid is not None and (point_key(point) in self.in_flight
+                                          or point_key(point) in self.grid.told):
+                untried = self.grid.untried(self.in_flight)
+                if not untried:
+                    continue
+                point = untried[self.rng.integers(len(untried))]
+                x = _encoded(self.space, point)
             self.in_flight[point_key(point)].append(list(x))
             points.append(point)
         return points
+
+    def done(self):
+        return self.grid is not None and self.grid.exhausted()
 
     def tell(self, points, values):
         if self.history is not None:
@@ -222,6 +257,8 @@ class SkoptSearch(Algorithm):
             x = self._coordinates(point)
             if x is None:
                 continue
+            if self.grid is not None:
+                self.grid.tell(point)
             if isinstance(value, PrunedResult) and math.isfinite(value.last):
                 pruned.append((x, value.last))
             elif is_failure(value):
@@ -256,7 +293,9 @@ class SkoptSearch(Algorithm):
                                  "estimate": None if self.estimate is None else
                                  (self.estimate.size, self.estimate.due),
                                  "rng": self.rng.bit_generator.state,
-                                 "history": self.history}, pickled=True)
+                                 "history": self.history,
+                                 "told": None if self.grid is None else self.grid.told},
+                          pickled=True)
 
     def restore(self, state):
         data = unpack_state(self, state)
@@ -266,6 +305,8 @@ class SkoptSearch(Algorithm):
         self.in_flight = collections.defaultdict(list, data["in_flight"])
         self.rng.bit_generator.state = data["rng"]
         self.history = data.get("history")
+        if self.grid is not None and data.get("told") is not None:
+            self.grid.told = data["told"]
         self.estimated_at = data.get("estimated_at", 0)
         self.estimate = None
         if data.get("estimate") is not None:   # under way when the state was taken: again
@@ -306,6 +347,8 @@ class SkoptSearch(Algorithm):
             if x is not None:
                 xs.append(x)
                 self.history.add(value)
+                if self.grid is not None:
+                    self.grid.tell(point)
         if not xs:
             return
         scalars = [float(v) for v in self.history.scalarize(self.history.equal_weights())]
@@ -462,7 +505,9 @@ class SkoptSearch(Algorithm):
 class ImputingSpace(SkoptSpace):
     """skopt's space of a conditional ``space`` whose transform sets every coordinate of a
     parameter inactive in a row to ``INACTIVE``; its inverse reads such coordinates as the
-    bound nearest (a placeholder, left out of the point the row makes)."""
+    bound nearest (a placeholder, left out of the point the row makes). Its random draws
+    (the initial points and the candidates) are those of points no forbidden clause of
+    ``space`` holds on."""
 
     def __init__(self, dimensions, space):
         super().__init__(dimensions)
@@ -472,6 +517,26 @@ class ImputingSpace(SkoptSpace):
                         for d, end in zip(self.dimensions, ends)]
         tested = set().union(*(p.condition.parents() for p in space.params if p.condition))
         self.parents = [j for j, p in enumerate(space.free) if p.name in tested]
+
+    def allows(self, x):
+        """True when no forbidden clause holds on the point of skopt coordinates ``x``."""
+        try:
+            self.conditional.point([decode(p, v) for p, v in zip(self.conditional.free, x)])
+        except ValueError:
+            return False
+        return True
+
+    def rvs(self, n_samples=1, random_state=None):
+        if not self.conditional.forbidden:
+            return super().rvs(n_samples, random_state)
+        rng = check_random_state(random_state)
+        drawn = []
+        for _ in range(DRAWS):
+            drawn += [x for x in super().rvs(n_samples, rng) if self.allows(x)]
+            if len(drawn) >= n_samples:
+                return drawn[:n_samples]
+        raise ConfigError(f"{self.conditional.where}: forbidden", "must leave points to draw",
+                          n_samples - len(drawn))
 
     def transform(self, X):
         Xt = np.array(super().transform(X), dtype=float)

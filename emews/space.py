@@ -455,15 +455,20 @@ class Space:
         return [p.to_unit(point[p.name]) if p.name in point else inactive for p in self.free]
 
     def from_unit(self, unit):
-        """A point from free-parameter coordinates in [0, 1] (constants filled in)."""
+        """A point from free-parameter coordinates in [0, 1] (constants filled in);
+        ``ValueError`` where a forbidden clause holds on it (as :meth:`point`)."""
         return self.point([p.from_unit(u) for p, u in zip(self.free, unit)])
 
     def point(self, values):
         """The point whose free parameters take ``values``, in order (constants filled in,
-        inactive parameters left out)."""
+        inactive parameters left out). ``ValueError`` where a forbidden clause holds on it:
+        it is outside the space, and a search must not propose it."""
         point = {p.name: p.value for p in self.params if isinstance(p, Constant)}
         point.update({p.name: value for p, value in zip(self.free, values)})
-        return self.restrict({name: point[name] for name in self.names})
+        point = self.restrict({name: point[name] for name in self.names})
+        if self.is_forbidden(point):
+            raise ValueError(f"a forbidden clause holds on the point {point}")
+        return point
 
     @classmethod
     def from_file(cls, path):
