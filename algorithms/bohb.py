@@ -158,10 +158,13 @@ class BOHB(Algorithm):
         centres = good[self.rng.integers(len(good), size=self.num_samples)]
         candidates = _truncated_normal(self.rng, centres, good_bw * self.bandwidth_factor)
         score = _log_density(candidates, good, good_bw) - _log_density(candidates, bad, bad_bw)
-        point = self._point(candidates[int(np.argmax(score))])
-        if point_key(point) in known:
-            return self.space.sample(self.rng)[0]
-        return point
+        for best in np.argsort(-score):   # the best candidate no forbidden clause excludes
+            try:
+                point = self._point(candidates[best])
+            except ValueError:
+                continue
+            return self.space.sample(self.rng)[0] if point_key(point) in known else point
+        return self.space.sample(self.rng)[0]
 
     def _imputed(self, X):
         """``X`` with each absent (NaN) coordinate that of a random row where it is present,

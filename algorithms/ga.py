@@ -140,7 +140,7 @@ class GA(Algorithm):
                     break
                 continue
             individual = self.queue.pop(0)
-            point = self.space.point(individual)
+            point = self._point(individual)
             if self._reuse_or_wait(individual, point_key(point)):
                 continue
             points.append(point)
@@ -270,6 +270,15 @@ class GA(Algorithm):
         """A DEAP individual: the point's free values, in order (``None`` for inactive ones)."""
         return self.individual(point.get(p.name) for p in self.space.free)
 
+    def _point(self, individual):
+        """The point of ``individual``; one that a forbidden clause excludes (bred by crossover
+        or mutation) is first drawn again from the space, in place."""
+        try:
+            return self.space.point(individual)
+        except ValueError:
+            individual[:] = self._individual(self.space.sample(self.rng)[0])
+            return self.space.point(individual)
+
     def _reuse_or_wait(self, individual, key):
         """Give ``individual`` a recorded value, or attach it to the same point in flight.
 
@@ -299,7 +308,7 @@ class GA(Algorithm):
         self.offspring = self._breed() if self.population else self._initial()
         self.generation += 1
         self.queue = [i for i in self.offspring if not i.fitness.valid]
-        fresh = any(point_key(self.space.point(i)) not in self.known for i in self.queue)
+        fresh = any(point_key(self._point(i)) not in self.known for i in self.queue)
         self.stale = 0 if fresh else self.stale + 1
         return True
 
@@ -423,7 +432,7 @@ class SteadyStateGA(GA):
                 individual = self._child()
             else:
                 individual = self._individual(self.space.sample(self.rng)[0])
-            if not self._reuse_or_wait(individual, point_key(self.space.point(individual))):
+            if not self._reuse_or_wait(individual, point_key(self._point(individual))):
                 self.stale = 0
                 return individual
             self.stale += 1

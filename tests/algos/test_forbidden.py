@@ -4,6 +4,8 @@ there."""
 
 import pytest
 
+from emews.algorithms.bohb import BOHB
+from emews.algorithms.ga import GA, SteadyStateGA
 from emews.algorithms.mbo import MBO
 from emews.algorithms.skopt_search import SkoptSearch
 from emews.space import Space
@@ -20,6 +22,14 @@ QUICK = {
     "gp sobol": (SkoptSearch, {"n_initial_points": 5, "initial_point_generator": "sobol",
                                "acq_optimizer_kwargs": {"n_points": 500}}),
     "mbo": (MBO, {"design_size": 5, "n_trees": 30, "focus_points": 200}),
+}
+
+
+# searches that breed or sample points a forbidden clause may exclude: each draws it again
+BREEDERS = {
+    "ga": (GA, {"population_size": 6}),
+    "ga_async": (SteadyStateGA, {"population_size": 6}),
+    "bohb": (BOHB, {"min_points_in_model": 4}),
 }
 
 
@@ -52,3 +62,17 @@ def test_gp_and_mbo_propose_only_allowed_points(name, batch):
     assert [p for p in proposed if not SPACE.contains(p)] == []
     # the search went where it could: kind "a" at x >= 0.5 is the best allowed region
     assert any(p["kind"] == "a" for p in proposed[10:])
+
+
+@pytest.mark.parametrize("name", sorted(BREEDERS))
+@pytest.mark.parametrize("batch", [1, 3])
+def test_ga_and_bohb_propose_only_allowed_points(name, batch):
+    cls, options = BREEDERS[name]
+    algorithm = cls(SPACE, seed=batch, **options)
+    proposed = []
+    while len(proposed) < 40:
+        asked = algorithm.ask(batch)
+        assert asked, f"{name} proposed nothing after {len(proposed)} points"
+        proposed += asked
+        algorithm.tell(asked, [objective(p) for p in asked])
+    assert [p for p in proposed if not SPACE.contains(p)] == []
