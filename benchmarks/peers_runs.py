@@ -33,6 +33,10 @@ BATCH_ONLY = frozenset({"HEBO"})
 # How long a peer's process may take to answer one request (EMEWS_PEERS_TIMEOUT, seconds).
 TIMEOUT = float(os.environ.get("EMEWS_PEERS_TIMEOUT", 900))
 INSTALL_TIMEOUT = 3600.0     # seconds for a virtualenv's install; longer, and it is missing
+# pip's options for a peer's install: HEBO 0.3.6 pins pymoo 0.6.0, which has no wheel for
+# Python 3.11; from source, pip backtracks through matplotlib's releases for tens of minutes
+# before it fails. Wheels only, it fails in seconds, and HEBO is reported missing.
+PIP_OPTIONS = {"HEBO": ("--only-binary=:all:",)}
 
 
 def tasks_of(task):
@@ -63,7 +67,7 @@ def install(name, directory=VENV_DIRECTORY, peers=VENV_PEERS):
     print(f"[peers] installing {name} ({' '.join(requirements)}) in {root}", flush=True)
     for command in ([sys.executable, "-m", "venv", "--clear", str(root)],
                     [str(root / "bin" / "python"), "-m", "pip", "install", "-q",
-                     *requirements]):
+                     *PIP_OPTIONS.get(name, ()), *requirements]):
         shown = " ".join(command[-len(requirements) - 3:])
         try:
             done = subprocess.run(command, capture_output=True, text=True,
