@@ -6,8 +6,8 @@
     pruner) --plan()--> stages: [Stage(start=0, "gp"), Stage(start=300, "optuna" TPE)]
     ask  --> the stage of the number of told points; entering one builds its search (same
              space and seed), tells it every told point, prints one line
-         --> that search's points, less any told, in flight or forbidden (random ones
-             stand in when none is left)
+         --> that search's points, less any told or in flight (random ones stand in
+             when none is left)
     tell --> every result is kept, and passed to the stage's search
 
 The rule (:func:`plan`) reads only :data:`THRESHOLDS`, each the point where a measurement of
@@ -27,13 +27,11 @@ at the same counts. :meth:`Auto.describe` is the plan as the study stores it (me
 ``search``, shown by ``emews status`` and ``emews show``). A search entered at a switch never
 saw the points in flight: a point it proposes that was told or is in flight is not proposed
 again (a told one is told to it at once, one in flight once its result comes), so ``auto``
-never repeats a point; nor one outside the space (a forbidden clause holds: told to the
-search as a failure). When a search proposes nothing new, random points stand in; when those
+never repeats a point. When a search proposes nothing new, random points stand in; when those
 are all known too (a small discrete space exhausted), ``auto`` proposes none and the study
 ends.
 """
 
-import math
 from dataclasses import asdict, dataclass
 from importlib.metadata import entry_points
 
@@ -168,19 +166,18 @@ class Auto(Algorithm):
         return points
 
     def _new(self, points, search=None):
-        """The points that are new (not told, not in flight, inside the space: a search may
-        break a forbidden clause), each then in flight. What ``search`` proposed is not lost
-        on it: a forbidden point is told as a failure, a told one its value, and one in flight
-        its result once it comes."""
+        """The points that are new (not told, not in flight), each then in flight. What
+        ``search`` proposed is not lost on it: a told point is told its value, and one in
+        flight its result once it comes."""
         new = []
         for point in points:
             key = point_key(point)
             if key in self.in_flight:
                 if search is not None:
                     self.shadows[key] = self.shadows.get(key, 0) + 1
-            elif key in self.known or not self.space.contains(point):
+            elif key in self.known:
                 if search is not None:
-                    search.tell([point], [self.known.get(key, math.nan)])
+                    search.tell([point], [self.known[key]])
             else:
                 self.in_flight[key] = 1
                 new.append(point)

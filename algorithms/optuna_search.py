@@ -21,6 +21,9 @@ genetic samplers keep it), so a resumed search breeds its next generation from t
 its history, not from random points. This needs an Optuna whose genetic samplers share
 ``BaseGASampler``, as Optuna 5's do; older ones do not see told points.
 
+A point that a forbidden clause of the space excludes is never proposed: its trial ends as
+``FAIL`` and the sampler is asked again (after :data:`REDRAWS` tries, a random allowed point).
+
 Options: ``sampler`` (``tpe``, ``cmaes``, ``gp``, ``random``, ``qmc``) and the keywords of
 that sampler's constructor that a configuration can set (:data:`SAMPLER_OPTIONS`: not ``seed``,
 which is the study's, nor those that take Python objects or that Optuna has made no-ops), each
@@ -82,6 +85,7 @@ VIOLATIONS = "constraints"   # the user attribute that holds a trial's constrain
 # was never asked for gets it directly, since no sampler's after_trial sees it
 OPTUNA_CONSTRAINTS = "constraints"
 PROBABILITY = Number(minimum=0, maximum=1)
+REDRAWS = 100   # a sampler's tries at a point no forbidden clause excludes, then a random one
 WARM_START_TRIALS = 10   # WS-CMA-ES keeps the best tenth of the source trials: at least one
 COUNT = Number(integer=True, minimum=0)
 POSITIVE = Number(above=0)
@@ -161,10 +165,7 @@ class OptunaSearch(Algorithm):
             self._warm_start_cmaes()
         points = []
         for _ in range(n):
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                trial = self.study.ask()
-                point = self._suggest(trial)
+            trial, point = self._ask_allowed()
             self.trials.setdefault(point_key(point), []).append(trial.number)
             self.live[trial.number] = trial
             points.append(point)
@@ -212,6 +213,26 @@ class OptunaSearch(Algorithm):
                     user_attrs={VIOLATIONS: violations} if constrained else None,
                     system_attrs=system_attrs or None))
 
+    def _ask_allowed(self):
+        """A new trial and its point, one that no forbidden clause excludes. A forbidden
+        point's trial ends as ``FAIL`` (which every sampler skips) and the sampler is asked
+        again, up to :data:`REDRAWS` times; then the trial is a random allowed point (queued
+        with ``enqueue_trial``)."""
+        from optuna.trial import TrialState
+
+        for redraw in range(REDRAWS + 1):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                if redraw == REDRAWS:
+                    drawn = self.space.sample(self.rng)[0]
+                    self.study.enqueue_trial({p.name: encode(p, drawn[p.name])
+                                              for p in self.space.free if p.name in drawn})
+                trial = self.study.ask()
+                point = self._suggest(trial)
+            if not self.space.is_forbidden(point):
+                return trial, point
+            self.study.tell(trial, state=TrialState.FAIL)
+
     def _suggest(self, trial):
         """The point of a new trial, sampled define-by-run: each parameter suggested (with
         its distribution) only once it is active, parents before their children."""
@@ -233,8 +254,8 @@ class OptunaSearch(Algorithm):
 
     def state(self):
         return pack_state(self, {"storage": self.storage, "sampler": self.study.sampler,
-                                 "trials": self.trials, "warm_started": self.warm_started},
-                          pickled=True)
+                                 "trials": self.trials, "warm_started": self.warm_started,
+                                 "rng": self.rng.bit_generator.state}, pickled=True)
 
     def restore(self, state):
         import optuna
@@ -242,6 +263,8 @@ class OptunaSearch(Algorithm):
         data = unpack_state(self, state)
         self.storage, self.trials, self.live = data["storage"], data["trials"], {}
         self.warm_started = data["warm_started"]
+        if "rng" in data:   # a state saved before forbidden points were drawn again has none
+            self.rng.bit_generator.state = data["rng"]
         self.study = optuna.Study(study_name="emews", storage=self.storage,
                                   sampler=data["sampler"])
 

@@ -1,5 +1,5 @@
 """Forbidden clauses: a point where one holds is outside the space, so Space.point and
-Space.from_unit refuse it, and gp and mbo never propose one, even where the objective is best
+Space.from_unit refuse it, and no search proposes one, even where the objective is best
 there."""
 
 import pytest
@@ -7,6 +7,7 @@ import pytest
 from emews.algorithms.bohb import BOHB
 from emews.algorithms.ga import GA, SteadyStateGA
 from emews.algorithms.mbo import MBO
+from emews.algorithms.optuna_search import OptunaSearch
 from emews.algorithms.skopt_search import SkoptSearch
 from emews.space import Space
 
@@ -27,6 +28,8 @@ QUICK = {
 
 # searches that breed or sample points a forbidden clause may exclude: each draws it again
 BREEDERS = {
+    "optuna tpe": (OptunaSearch, {"sampler": "tpe", "n_startup_trials": 4}),
+    "optuna cmaes": (OptunaSearch, {"sampler": "cmaes", "popsize": 4}),
     "ga": (GA, {"population_size": 6}),
     "ga_async": (SteadyStateGA, {"population_size": 6}),
     "bohb": (BOHB, {"min_points_in_model": 4}),
@@ -66,7 +69,7 @@ def test_gp_and_mbo_propose_only_allowed_points(name, batch):
 
 @pytest.mark.parametrize("name", sorted(BREEDERS))
 @pytest.mark.parametrize("batch", [1, 3])
-def test_ga_and_bohb_propose_only_allowed_points(name, batch):
+def test_ga_bohb_and_optuna_propose_only_allowed_points(name, batch):
     cls, options = BREEDERS[name]
     algorithm = cls(SPACE, seed=batch, **options)
     proposed = []
