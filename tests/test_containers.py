@@ -268,12 +268,14 @@ def test_the_checkpoint_directory_is_bound_inside_the_run_directory(tmp_path):
     assert not any("EMEWS_TRAIN_UNTIL" in word for word in command)
 
 
-def test_a_segment_of_population_based_training_is_told_its_step_to_train_to(tmp_path):
-    # the segment's start checkpoint is already in its checkpoint directory (handoff.py)
+def test_a_segment_is_told_its_steps_to_train_from_and_to(tmp_path):
+    # population-based training and freeze-thaw: the segment's start checkpoint is already in
+    # its checkpoint directory (handoff.py)
     command = ContainerCommand(RUNTIMES["charliecloud"], "/i/m.sqfs").command(
         tmp_path, "/d", "E1", "R7", {}, "", checkpoint_dir="/x/checkpoints/R7",
-        train_until="25")
+        segment={"EMEWS_TRAIN_FROM": "20", "EMEWS_TRAIN_UNTIL": "25"})
     assert "--set-env=EMEWS_TRAIN_UNTIL=25" in command
+    assert "--set-env=EMEWS_TRAIN_FROM=20" in command
 
 
 def test_a_missing_image_is_one_line_naming_the_setting(tmp_path):

@@ -55,7 +55,7 @@ from ..errors import ConfigError
 from ..validation import check
 from .app import run_model_shell
 from .base import EvaluationFailed, Implementation
-from .handoff import TRAIN_UNTIL
+from .handoff import segment_variables
 from .launcher import DEVICE_VARIABLES
 from .model_output import read_log_result
 
@@ -256,13 +256,14 @@ def gpu_kind(setting, environ):
     return None if setting == "none" else setting
 
 
-def guest_environment(exp_id, run_id, checkpoints=False, train_until=None):
+def guest_environment(exp_id, run_id, checkpoints=False, segment=None):
     """The variables set inside the container (paths as the container sees them), and a
-    segment's step to train to (population-based training: :mod:`.handoff`)."""
+    segment's steps to train from and to (``segment``: population-based training and
+    freeze-thaw, :mod:`.handoff`)."""
     return {"CANDLE_DATA_DIR": DATA, "EMEWS_RUN_DIR": RUN, "EMEWS_PARAMS_FILE": PARAMS,
             "EXP_ID": exp_id, "RUN_ID": run_id,
             **({"EMEWS_CHECKPOINT_DIR": CHECKPOINTS} if checkpoints else {}),
-            **({TRAIN_UNTIL: str(train_until)} if train_until is not None else {})}
+            **(segment or {})}
 
 
 @dataclass(frozen=True)
@@ -294,11 +295,12 @@ class ContainerCommand:
         return cls(runtime, image, env.get("MODEL_ACTION") or "train", gpus, tuple(extra))
 
     def command(self, run_dir, data_dir, exp_id, run_id, environ=None, devices=None,
-                checkpoint_dir=None, train_until=None):
+                checkpoint_dir=None, segment=None):
         """The argument list for one run. ``devices`` (default: the worker's device
         variable in ``environ``) is the action script's first argument; ``checkpoint_dir``
         (the point's) is bound at :data:`CHECKPOINTS`, its mount point made in ``run_dir``;
-        ``train_until`` is a segment's step to train to."""
+        ``segment`` holds a segment's steps to train from and to (:mod:`.handoff`'s
+        variables)."""
         environ = os.environ if environ is None else environ
         binds = [("CANDLE_DATA_DIR", data_dir, DATA), ("run directory", run_dir, RUN)]
         if checkpoint_dir is not None:
@@ -317,7 +319,7 @@ class ContainerCommand:
         launch = Launch(self.image, self.action,
                         tuple((str(host), guest) for _, host, guest in binds),
                         guest_environment(exp_id, run_id, checkpoint_dir is not None,
-                                          train_until), kind,
+                                          segment), kind,
                         tuple(d.strip() for d in str(devices).split(",") if d.strip()),
                         exp_id, run_id, self.extra)
         return self.runtime.command(launch)
@@ -335,7 +337,7 @@ class Container(Implementation):
         command = self.container.command(context.run_dir, os.path.abspath(data_dir),
                                          context.exp_id, context.run_id,
                                          checkpoint_dir=context.checkpoint_dir,
-                                         train_until=context.env.get(TRAIN_UNTIL))
+                                         segment=segment_variables(context.env))
         env = context.env
         if not os.environ.get("USER"):  # ch-run refuses to start without it
             env = dict(env, USER=pwd.getpwuid(os.getuid()).pw_name)
@@ -360,7 +362,7 @@ def main(argv=None):
         container = ContainerCommand.from_env(env, gpus_default="nvidia")
         command = container.command(run_dir, env.get("CANDLE_DATA_DIR") or ".", exp_id,
                                     run_id, env, devices, env.get("EMEWS_CHECKPOINT_DIR"),
-                                    env.get(TRAIN_UNTIL))
+                                    segment_variables(env))
     except (ConfigError, EvaluationFailed) as exc:
         print(f"emews.evaluate container-command: error: {exc}", file=sys.stderr)
         return 1

@@ -24,7 +24,7 @@ A donor's checkpoint that is missing or cannot be read is one line in the member
 the segment starts from the member's own previous checkpoint instead. The model is told the
 step to train to in ``EMEWS_TRAIN_UNTIL`` and the step its start checkpoint holds (the
 segment's ``start``) in ``EMEWS_TRAIN_FROM`` (in ``RunContext.env`` for a ``py`` model, in its
-environment for ``app`` models).
+environment for ``app`` models, set inside the container for ``container`` models).
 
 A thawed run (:mod:`emews.core.thaw`) is a segment of its paused point: its next attempt, whose
 directory, ``EXPDIR/checkpoints/RUN_ID``, is the point's own and exists already (nothing is
@@ -77,6 +77,12 @@ def prepare(context, record):
     _link(root / "segments" / record["name"], directory)
     context.env[TRAIN_UNTIL] = str(record["until"])
     context.env[TRAIN_FROM] = str(record["start"])
+
+
+def segment_variables(env):
+    """The steps a segment's model is told (``TRAIN_FROM``, ``TRAIN_UNTIL``) as ``env`` holds
+    them: none for a run that is not a segment."""
+    return {name: env[name] for name in (TRAIN_FROM, TRAIN_UNTIL) if name in env}
 
 
 def mark_unshared(workdir, expdir):
