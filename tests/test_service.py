@@ -134,6 +134,27 @@ def test_two_pools_share_the_tasks_and_each_is_evaluated_once(study, jobs, stora
     assert len({pid for pid, _ in evaluated}) == 2   # both pools worked
 
 
+def test_a_failed_evaluation_is_run_again_on_the_pools_up_to_its_retries(study, jobs, storage):
+    """A point's next attempt after a failure goes out again and runs under its own run id (on
+    PostgreSQL, the EQ-SQL task that the failure completed is queued again)."""
+    server, expdir = jobs.serve(study(
+        system={"procs": 3, "progress_interval": 60, **({"storage": storage} if storage else {})},
+        study={"budget": 2, "seed": 4, "objective": "fault_me:always_fails"},
+        failure={"retries": 2}, service={"lease": 3.0}))
+    pool = jobs.pool(expdir)
+    out, err = server.communicate(timeout=180)
+    assert server.returncode == 1, err   # every evaluation failed
+    pool.communicate(timeout=60)
+    store = study_store(expdir, storage, create=False)
+    try:
+        assert sorted((a["id"], a["attempt"], a["status"], a["run_id"]) for a in store.attempts()) \
+            == [(i, k, "failed", f"RUN{i:06d}" + (f"-{k}" if k > 1 else ""))
+                for i in range(2) for k in (1, 2, 3)]
+        assert [(r["status"], r["attempt"]) for r in store.rows()] == [("failed", 3)] * 2
+    finally:
+        store.close()
+
+
 def test_a_pools_request_for_work_is_served_at_once_not_at_its_next_heartbeat(study, jobs,
                                                                                storage):
     """A pool asks for work once (a ``want`` is not sent again); with a lease of an hour its

@@ -1,5 +1,6 @@
 """Freeze-thaw (emews/core/thaw.py): the pruner pauses runs, the drain thaws the promising ones
-from their checkpoints, on a real mpiexec pool, with py and app models."""
+from their checkpoints, on a real mpiexec pool, with py and app models, and on the pool of a
+served study on both transports."""
 
 import json
 import math
@@ -16,13 +17,15 @@ from emews.core.thaw import Thaws, predict
 from emews.errors import ConfigError
 from emews.result import result_of
 from emews.status import Status
-from emews.store import SQLiteStore
+from emews.store import SQLiteStore, study_store
 
 SUPPORT = Path(__file__).parent / "support"
 sys.path.insert(0, str(SUPPORT))
 from freeze_models import STEPS, value_at  # noqa: E402 - beside the tests
 from conftest import wait_until  # noqa: E402
 from test_fidelity import gated_runs  # noqa: E402
+from test_service import storage  # noqa: E402,F401 - fixture: zmq, or a PostgreSQL database
+from support.postgres import postgres_server, postgres_url  # noqa: E402,F401 - fixtures
 
 ASHA = {"min_resource": 9, "max_resource": STEPS, "reduction_factor": 3, "pause": True}
 RUNG = 9   # the one rung
@@ -102,14 +105,15 @@ def test_hyperband_with_pause_pauses_in_every_bracket_that_stops_runs():
         assert hyperband.report((second, 1), step, 2.0) == pruners.PAUSE
 
 
-def sweep(study, tmp_path, objective, impl="py"):
+def sweep(study, tmp_path, objective, impl="py", storage=None):
     """The study file of a sweep of FAST, SLOW and WORST on one mpiexec worker under asha
-    with pause."""
+    with pause (its store ``storage``, a PostgreSQL URL, or the experiment directory's)."""
     (tmp_path / "points.jsonl").write_text("".join(
         json.dumps({**p, "act": "relu"}) + "\n" for p in [FAST, SLOW, WORST]))
     model = {"impl": impl, "app": [sys.executable, str(SUPPORT / "freeze_app.py")]} \
         if impl == "app" else {"objective": objective}
-    return study(system={"procs": 2, "progress_interval": 60},
+    system = {"procs": 2, "progress_interval": 60, **({"storage": storage} if storage else {})}
+    return study(system=system,
                  study={"algorithm": "sweep", "budget": 3, "pruner": "asha", **model},
                  algorithm={"file": "points.jsonl"}, pruner=ASHA)
 
@@ -188,6 +192,25 @@ def test_a_paused_py_run_is_thawed_from_its_checkpoint(emews_cli, study, tmp_pat
 @pytest.mark.mpi
 def test_a_paused_app_run_is_thawed_from_its_checkpoint(emews_cli, study, tmp_path):
     expdir, store = run_study(emews_cli, study, tmp_path, None, impl="app")
+    try:
+        check_thawed(expdir, store)
+    finally:
+        store.close()
+
+
+@pytest.mark.slow
+@pytest.mark.mpi
+def test_a_paused_run_is_thawed_on_a_served_studys_pool(study, tmp_path, jobs, storage):
+    """The same on the one worker of a served study's pool (emews serve; mpiexec emews pool
+    EXPDIR), on both transports: the served study runs the same master, drain and thaws."""
+    server, expdir = jobs.serve(sweep(study, tmp_path, "freeze_models:checkpointed",
+                                      storage=storage))
+    pool = jobs.pool(expdir, 2)
+    out, err = server.communicate(timeout=300)
+    assert server.returncode == 0, err
+    pool.communicate(timeout=60)
+    assert pool.returncode == 0
+    store = study_store(expdir, storage, readonly=True)
     try:
         check_thawed(expdir, store)
     finally:

@@ -320,6 +320,8 @@ class TaskQueue:
         self.db.autocommit = True         # one statement, one round trip
         self.listener = None
         self.eq_ids = {}                  # point id -> eq_task_id (the study's side)
+        self.answered = set()             # point ids whose result the study popped since
+                                          # their task was last pushed (the study's side)
         self.last_report = 0              # the last report row the study read
         self.released = {}                # pool -> the deadline of its lease whose tasks the
                                           # study released (the study's side)
@@ -366,6 +368,10 @@ class TaskQueue:
             # between the commit that took them and the one that would have stored them)
             self.db.execute(UNRECORDED, {"exp": self.exp_id, "complete": COMPLETE,
                                          "final": sorted(str(s) for s in TOLD)})
+            # every other completed task's result is the study's: its next attempt (a retry,
+            # a thaw) is queued whatever came of the last one
+            self.answered = {point for (point,) in self.db.execute(
+                ANSWERED, (self.exp_id, COMPLETE)).fetchall()}
 
     def end_study(self):
         """Tell the pools that the study ended; take its unstarted tasks off the queue."""
@@ -377,7 +383,9 @@ class TaskQueue:
 
     def push(self, tasks):
         """Put tasks (:class:`~emews.pools.base.Task`) on the OUT queue, in one round trip: a
-        new point becomes an EQ-SQL task; another attempt of a point requeues its task."""
+        new point becomes an EQ-SQL task; another attempt of a point requeues its task: with
+        its new parameters once the study has the last attempt's result (a retry, a thaw),
+        else (an expired lease) only if no result came meanwhile (the first one wins)."""
         statements, record = self._pushing(tasks)
         with self._guard("queue tasks"):
             record(run_batch(self.db, statements))
@@ -386,7 +394,9 @@ class TaskQueue:
         """The statements that push ``tasks`` (see :meth:`push`), and what records their
         EQ-SQL ids from the cursors of a batch that begins with them."""
         new = [t for t in tasks if t.id not in self.eq_ids]
-        again = [t for t in tasks if t.id in self.eq_ids]
+        again = [t for t in tasks if t.id in self.eq_ids and t.id not in self.answered]
+        after = [t for t in tasks if t.id in self.eq_ids and t.id in self.answered]
+        self.answered.difference_update(t.id for t in after)
         statements = []
         if new:   # new rows only: no other writer holds them
             statements.append((NEW_TASKS, {
@@ -398,6 +408,12 @@ class TaskQueue:
             statements += [(REQUEUE_EQ, (REQUEUED, eq_ids, COMPLETE)),
                            (REQUEUE_EMEWS, (eq_ids, [t.attempt for t in again],
                                             [t.run_id for t in again])),
+                           (REQUEUE_OUT, (self.task_type, eq_ids))]
+        if after:
+            eq_ids = [self.eq_ids[t.id] for t in after]
+            statements += [(NEXT_ATTEMPT_EQ, (REQUEUED, eq_ids, [t.params for t in after])),
+                           (REQUEUE_EMEWS, (eq_ids, [t.attempt for t in after],
+                                            [t.run_id for t in after])),
                            (REQUEUE_OUT, (self.task_type, eq_ids))]
         statements.append((NOTIFY, (TASKS_CHANNEL,)))
 
@@ -425,6 +441,7 @@ class TaskQueue:
         def read(cursors):
             record(cursors)
             results, reports = cursors[-2].fetchall(), cursors[-1].fetchall()
+            self.answered.update(point_id for point_id, _, late in results if not late)
             if reports:
                 self.last_report = reports[-1][0]
             return results, reports
@@ -588,6 +605,10 @@ NEW_TASKS = (
 # Another attempt of a point: eq_tasks before emews_tasks, in the order every writer locks them.
 REQUEUE_EQ = ("UPDATE eq_tasks SET eq_status=%s, json_in=NULL, worker_pool=NULL "
               "WHERE eq_task_id = ANY(%b::integer[]) AND eq_status <> %s")
+# The next attempt of a point whose last attempt's result the study has (it is complete).
+NEXT_ATTEMPT_EQ = ("UPDATE eq_tasks e SET eq_status=%s, json_out=a.params, json_in=NULL, "
+                   "worker_pool=NULL FROM unnest(%b::integer[], %b::text[]) AS a(eq, params) "
+                   "WHERE e.eq_task_id=a.eq")
 REQUEUE_EMEWS = ("UPDATE emews_tasks t SET attempt=a.attempt, run_id=a.run_id "
                  "FROM unnest(%b::integer[], %b::integer[], %b::text[]) "
                  "AS a(eq, attempt, run_id) WHERE t.eq_task_id=a.eq")
@@ -633,6 +654,10 @@ UNRECORDED = (
     "JOIN emews_evaluations v ON v.exp_id=t.exp_id AND v.id=t.id WHERE t.exp_id=%(exp)s AND "
     "e.eq_status=%(complete)s AND v.status <> ALL(%(final)s) AND NOT EXISTS (SELECT 1 FROM "
     "emews_queue_IN q WHERE q.eq_task_id=e.eq_task_id)")
+# The study's completed tasks that are not on the IN queue: their points' ids.
+ANSWERED = ("SELECT t.id FROM emews_tasks t JOIN eq_tasks e ON e.eq_task_id=t.eq_task_id "
+            "WHERE t.exp_id=%s AND e.eq_status=%s AND NOT EXISTS (SELECT 1 FROM "
+            "emews_queue_IN q WHERE q.eq_task_id=e.eq_task_id)")
 # A task's first result completes it and goes onto the IN queue; a later one is kept aside.
 REPORT = (
     "WITH r AS (SELECT * FROM unnest(%(ids)b::integer[], %(payloads)b::text[]) AS "
