@@ -38,7 +38,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .peers_runs import VENV_DIRECTORY, VENV_PEERS, one_run, tasks_of, unavailable_here
+from .peers_runs import (MULTI_FIDELITY, VENV_DIRECTORY, VENV_PEERS, applicable, one_run,
+                         tasks_of, unavailable_here)
 from .quality import ALPHA, available, cached_runs, compare, run_cache, run_missing
 
 CACHE_DIRECTORY = Path(__file__).resolve().parent / "results" / "peers-runs"
@@ -57,7 +58,7 @@ def run(sizes, jobs=None, cache_directory=CACHE_DIRECTORY, venv_directory=VENV_D
     ours = list(sizes.peers_ours)
     contenders, missing = available([*ours, *sizes.peers_peers],
                                     unavailable_here(venv_directory, install), "peers")
-    runs = [(t, c, m, s) for t in sizes.peers_tasks for c in contenders
+    runs = [(t, c, m, s) for t in sizes.peers_tasks for c in contenders if applicable(c, t)
             for m in sizes.peers_modes for s in range(sizes.peers_seeds)]
     cache = run_cache(sizes, cache_directory, [sizes.peers_rounds, sizes.peers_batch,
                                                {n: VENV_PEERS[n][1] for n in VENV_PEERS},
@@ -114,7 +115,8 @@ def normalized_scores(results):
 
 
 def summarize(scores):
-    """Per mode: each contender's mean normalized score per task, per task group and overall."""
+    """Per mode: each contender's mean normalized score per task, per task group and overall
+    (over the tasks it ran on: a multi-fidelity peer's are the tables')."""
     summary = {}
     for mode, by_task in scores.items():
         table = {task: {c: float(np.mean(list(s.values()))) for c, s in by.items()}
@@ -126,7 +128,8 @@ def summarize(scores):
         contenders = list(dict.fromkeys(c for by in table.values() for c in by))
         summary[mode] = {"tasks": table, "groups": {
             g: {c: float(np.mean([table[t][c] for t in tasks if c in table[t]]))
-                for c in contenders} for g, tasks in groups.items()}}
+                for c in contenders if any(c in table[t] for t in tasks)}
+            for g, tasks in groups.items()}}
     return summary
 
 
@@ -165,8 +168,10 @@ def markdown(part):
         summary = part["summary"].get(mode, {"groups": {}})
         batch = part.get("batch_in_async", []) if mode == "async" else []
         rows = [(c + (" (ours)" if c in part["ours"] else "")
-                 + (" (batch mode: no async mode)" if c in batch else ""),
+                 + (" (batch mode: no async mode)" if c in batch else "")
+                 + (" (multi-fidelity: the tables only)" if c in MULTI_FIDELITY else ""),
                  *(f"{summary['groups'][g][c]:.1f}" if c in summary["groups"].get(g, {})
+                   else "n/a" if c in MULTI_FIDELITY and g not in ("tables", "all")
                    else "–" for g in groups)) for c in part["contenders"]]
         rows += [(f"{c} (missing)", *("–" for _ in groups)) for c in part["missing"]]
         sections.append(f"#### {mode}\n\n" + _table(("contender", *groups[:-1], "mean"), rows))
