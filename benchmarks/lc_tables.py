@@ -319,10 +319,10 @@ def objective(point):
 
 
 def seconds(point):
-    """What evaluating the point takes on a simulated clock: its configuration's epochs (its
-    ``epochs`` first ones, when it has them)."""
+    """What evaluating the point takes on a simulated clock: its configuration's epochs (up to
+    its ``epochs``, when it has them, from its ``resume``, when it continues a training)."""
     return float(load(point["task"].removeprefix("lc-")).epoch_seconds(
-        point, point.get("epochs")).sum())
+        point, point.get("epochs"))[point.get("resume", 0):].sum())
 
 
 # --- the command line ----------------------------------------------------------------------

@@ -9,9 +9,10 @@
     {"tell": [[point, value], ...]}    -> {"ok": true}
 
 ``PEER`` is the contender's name (:data:`PEERS`). A multi-fidelity peer (SMAC3's
-``MultiFidelityFacade``, DEHB) is given its fidelity's range (epochs), and each point it
-proposes carries the epochs to train it for (``"epochs"``); a point is told back as it was
-asked, with them.
+``MultiFidelityFacade``, DEHB, syne-tune's ASHA) is given its fidelity's range (epochs), and each point it
+proposes carries the epochs to train it for (``"epochs"``) and, where it continues a
+configuration's training, those it trained before (``"resume"``); a point is told back as it
+was asked, with them.
 
 This file imports nothing of ours (the virtualenv has only the peer): it runs as a script.
 What the peer prints itself goes to stderr.
@@ -181,8 +182,69 @@ class DeepHyperCbo:
         self.cbo.tell([(point, "F" if value is None else -value) for point, value in told])
 
 
+class SyneTuneAsha:
+    """syne-tune's ``ASHA`` (its ``baselines.ASHA``: asynchronous successive halving, the
+    stopping kind, one bracket, random search, its defaults: grace period the fidelity's
+    minimum, reduction factor 3), on its scheduler's ``suggest`` / ``on_trial_result``. A
+    trial is proposed up to its first rung; one that ASHA lets continue is proposed again,
+    before any new one, from the epochs it reached (``"resume"``) to its next rung, so it
+    takes the next free worker as if it had kept its own; a stopped one is not."""
+
+    def __init__(self, space, seed, budget, fidelity):
+        import numpy as np
+        from syne_tune.config_space import choice, lograndint, loguniform, randint, uniform
+        from syne_tune.optimizer.baselines import ASHA
+
+        np.random.seed(seed)       # ASHA draws a trial's bracket from numpy's global generator
+        made = {"float": lambda p: (loguniform if p.get("log") else uniform)(p["lower"],
+                                                                            p["upper"]),
+                "int": lambda p: (lograndint if p.get("log") else randint)(p["lower"],
+                                                                          p["upper"]),
+                "categorical": lambda p: choice(p["values"])}
+        self.top = fidelity[1]
+        self.asha = ASHA({p["name"]: made[p["type"]](p) for p in space}, metric="loss",
+                         time_attr="epoch", max_t=self.top, grace_period=fidelity[0],
+                         random_seed=seed)
+        self.rungs = sorted({int(m) for m, _ in self.asha.brackets[0].rungs} | {self.top})
+        self.trials, self.running, self.continuing = 0, {}, []
+
+    def ask(self, n):
+        from datetime import datetime
+
+        from syne_tune.backend.trial_status import Trial
+
+        points = []
+        for _ in range(n):
+            if self.continuing:
+                points.append(self.continuing.pop(0))
+                continue
+            config = self.asha.suggest().config
+            trial = Trial(trial_id=self.trials, config=config, creation_time=datetime.now())
+            self.trials += 1
+            self.asha.on_trial_add(trial)
+            point = {**{k: _plain(v) for k, v in config.items()}, "epochs": self.rungs[0],
+                     "resume": 0}
+            self.running.setdefault(_key(point), []).append(trial)
+            points.append(point)
+        return points
+
+    def tell(self, told):
+        from syne_tune.optimizer.scheduler import SchedulerDecision
+
+        for point, value in told:
+            trial = self.running[_key(point)].pop(0)
+            result = {"loss": float("inf") if value is None else value, "epoch": point["epochs"]}
+            if point["epochs"] >= self.top:
+                self.asha.on_trial_complete(trial, result)
+            elif self.asha.on_trial_result(trial, result) == SchedulerDecision.CONTINUE:
+                after = {**point, "resume": point["epochs"],
+                         "epochs": min(r for r in self.rungs if r > point["epochs"])}
+                self.running.setdefault(_key(after), []).append(trial)
+                self.continuing.append(after)
+
+
 PEERS = {"SMAC3 HPO": Smac, "SMAC3 MF": Smac, "DEHB": Dehb, "HEBO": Hebo,
-         "DeepHyper CBO": DeepHyperCbo}
+         "DeepHyper CBO": DeepHyperCbo, "syne-tune ASHA": SyneTuneAsha}
 
 
 def _plain(value):

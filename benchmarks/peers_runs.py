@@ -30,13 +30,25 @@ VENV_PEERS = {"SMAC3 HPO": ("smac", ("smac==2.4.1",)),
               "SMAC3 MF": ("smac", ("smac==2.4.1",)),
               "DEHB": ("dehb", ("dehb==0.1.2",)),
               "HEBO": ("hebo", ("hebo==0.3.6",)),
-              "DeepHyper CBO": ("deephyper", ("deephyper==0.13.2",))}
+              "DeepHyper CBO": ("deephyper", ("deephyper==0.13.2",)),
+              "syne-tune ASHA": ("synetune", ("syne-tune==0.16.0",))}
+# Peers the issue names that cannot run here, and why (reported as missing).
+UNAVAILABLE = {
+    **{f"syne-tune {name}": "not in syne-tune 0.16.0, its current release (its schedulers on "
+                            "Gaussian processes were removed)"
+       for name in ("MOBSTER", "Hyper-Tune", "DyHPO")},
+    "syne-tune BO": "syne-tune 0.16.0's BO is BoTorch's (baselines.BOTorch), which needs "
+                    "PyTorch; PyPI's only Linux build of torch is CUDA's, several GB of NVIDIA "
+                    "libraries, not the CPU build"}
 # Peers without an asynchronous mode (HEBO proposes a batch, knowing nothing of pending
 # points): they run in batch mode there.
 BATCH_ONLY = frozenset({"HEBO"})
 # Multi-fidelity peers: they run on the tasks with a fidelity only, the tables' (from
 # lc_tables.FIDELITY[0] to the table's epochs), and are not applicable to the others.
-MULTI_FIDELITY = frozenset({"SMAC3 MF", "DEHB"})
+MULTI_FIDELITY = frozenset({"SMAC3 MF", "DEHB", "syne-tune ASHA"})
+# What a multi-fidelity peer's point carries besides its parameters: the epochs to train it
+# for, and those it trained before (a continued training: peer_server.SyneTuneAsha).
+FIDELITY_KEYS = ("epochs", "resume")
 # How long a peer's process may take to answer one request (EMEWS_PEERS_TIMEOUT, seconds).
 TIMEOUT = float(os.environ.get("EMEWS_PEERS_TIMEOUT", 900))
 INSTALL_TIMEOUT = 3600.0     # seconds for a virtualenv's install; longer, and it is missing
@@ -99,6 +111,8 @@ def unavailable_here(venv_directory, may_install):
     from .quality_runs import unavailable
 
     def why(name):
+        if name in UNAVAILABLE:
+            return UNAVAILABLE[name]
         if name not in VENV_PEERS:
             return unavailable(name)
         if may_install:
@@ -149,11 +163,11 @@ class VenvPeer:
 
     def ask(self, n):
         return [{**self.space.point([p[q.name] for q in self.space.free]),
-                 **({"epochs": p["epochs"]} if "epochs" in p else {})}
+                 **{k: p[k] for k in FIDELITY_KEYS if k in p}}
                 for p in self._call({"ask": n})["points"]]
 
     def tell(self, points, values):
-        sent = [q.name for q in self.space.free] + ["epochs"]
+        sent = [q.name for q in self.space.free] + list(FIDELITY_KEYS)
         self._call({"tell": [[{k: p[k] for k in sent if k in p}, v if np.isfinite(v) else None]
                              for p, v in zip(points, values)]})
 
@@ -207,22 +221,27 @@ def simulated_order(points, values, workers, seed, seconds=None):
 
 
 class EpochBudget:
-    """A multi-fidelity searcher (each point carries its ``epochs``) under a budget of
-    ``epochs``: it is asked for no more points once the epochs of those asked reach the budget
-    (the last ask may pass it; :func:`one_run` counts no evaluation past it). ``told`` keeps
-    the epochs of each evaluation told, in order."""
+    """A multi-fidelity searcher (each point carries its ``epochs``, and its ``resume``
+    where it continues a training) under a budget of ``epochs`` trained: it is asked for no
+    more points once the epochs of those asked reach the budget (the last ask may pass it;
+    :func:`best_by_round` counts no evaluation past it). ``told`` keeps, of each evaluation
+    told in order, ``(the epochs it reached, the epochs it trained)``."""
 
     def __init__(self, searcher, epochs):
         self.searcher, self.left, self.told = searcher, epochs, []
 
     def ask(self, n):
         points = self.searcher.ask(n) if self.left > 0 else []
-        self.left -= sum(point["epochs"] for point in points)
+        self.left -= sum(_trained(point)[1] for point in points)
         return points
 
     def tell(self, points, values):
-        self.told += [point["epochs"] for point in points]
+        self.told += [_trained(point) for point in points]
         self.searcher.tell(points, values)
+
+
+def _trained(point):
+    return point["epochs"], point["epochs"] - point.get("resume", 0)
 
 
 def run_peer(name, task, mode, seed, budget, batch, venv_directory):
@@ -251,13 +270,15 @@ def run_peer(name, task, mode, seed, budget, batch, venv_directory):
 
 def best_by_round(values, rounds, batch, epochs=None, full=None):
     """The best value after each of ``rounds`` rounds of ``batch`` evaluations, of ``values``
-    in the order they were told. A multi-fidelity run's evaluations (``epochs`` each, of
-    ``full`` a whole evaluation) cost their share of one, and only those of all ``full``
-    epochs count for the best (the value of a configuration trained whole)."""
+    in the order they were told. A multi-fidelity run's evaluations (``epochs``: ``(reached,
+    trained)`` each, :attr:`EpochBudget.told`) cost the share of a whole evaluation (``full``
+    epochs) that they trained, and only those that reached ``full`` count for the best (the
+    value of a configuration trained whole)."""
     finite = [v if v is not None and np.isfinite(v) else np.inf for v in values]
-    cost = np.ones(len(finite)) if epochs is None else np.array(epochs) / full
+    cost = np.ones(len(finite)) if epochs is None else np.array(
+        [trained for _, trained in epochs]) / full
     if epochs is not None:
-        finite = [v if e == full else np.inf for v, e in zip(finite, epochs)]
+        finite = [v if reached == full else np.inf for v, (reached, _) in zip(finite, epochs)]
     spent = np.cumsum(cost)
     best = np.minimum.accumulate([np.inf, *finite])
     return [float(best[np.searchsorted(spent, (r + 1) * batch + 1e-9)]) for r in range(rounds)]
@@ -299,6 +320,6 @@ def one_run(task, name, mode, seed, rounds, batch, ours, venv_directory):
     full = lc_tables.fidelity(task)[1] if epochs is not None else None
     return {"problem": task, "contender": name, "mode": mode, "seed": seed,
             "ran_as": ran_as, "evaluations": len(values),
-            **({"epochs": int(sum(epochs))} if epochs is not None else {}),
+            **({"epochs": sum(trained for _, trained in epochs)} if epochs is not None else {}),
             "best_by_round": best_by_round(values, rounds, batch, epochs, full),
             "seconds": time.perf_counter() - started, "code": code}
