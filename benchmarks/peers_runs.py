@@ -182,7 +182,8 @@ class VenvPeer:
 
 def run_ours(algorithm, task, mode, seed, budget, batch):
     """Our ``algorithm`` on ``task`` through ``emews.run`` with ``batch`` workers: the points
-    and their values in the order they were proposed (failures as inf). The sequential and
+    and their values in the order they were proposed (failures as inf), and the ranks that
+    evaluated them (the store's: 0 in-process, the worker ranks on MPI). The sequential and
     batch modes run on the in-process pool, the async mode on a real ``mpiexec`` pool of
     ``batch`` worker ranks (:func:`simulated_order` then charges each evaluation its time on
     the simulated clock)."""
@@ -202,7 +203,8 @@ def run_ours(algorithm, task, mode, seed, budget, batch):
         done = {row["id"]: row["result"] for row in study.done}
         rows = sorted(study.rows, key=lambda row: row["id"])
     return ([{**row["params"], "task": task} for row in rows],
-            [done.get(row["id"], float("inf")) for row in rows])
+            [done.get(row["id"], float("inf")) for row in rows],
+            sorted({row["rank"] for row in rows}))
 
 
 def simulated_order(points, values, workers, seed, seconds=None):
@@ -290,7 +292,8 @@ def one_run(task, name, mode, seed, rounds, batch, ours, venv_directory):
     multi-fidelity peer: :func:`best_by_round`), the mode it ran in (``ran_as``: a peer of
     :data:`BATCH_ONLY` runs the ``async`` mode in batch mode), the evaluations (and, for a
     multi-fidelity peer, the epochs they trained), the digests of the code it ran and of its
-    table (``code``); a peer that timed out gives ``error`` instead.
+    table (``code``), and for ours the ranks that evaluated (``ranks``); a peer that timed out
+    gives ``error`` instead.
 
     Ours run through ``emews.run``: on the in-process pool in the sequential and batch modes,
     on an ``mpiexec`` pool in the async mode, whose points are then charged their time on the
@@ -299,10 +302,10 @@ def one_run(task, name, mode, seed, rounds, batch, ours, venv_directory):
 
     started, budget = time.perf_counter(), rounds * batch
     ran_as = "batch" if mode == "async" and name in BATCH_ONLY else mode
-    epochs = None
+    epochs = ranks = None
     try:
         if name in ours:
-            points, values = run_ours(name, task, mode, seed, budget, batch)
+            points, values, ranks = run_ours(name, task, mode, seed, budget, batch)
             if mode == "async":
                 values = simulated_order(points, values, batch, seed,
                                          lc_tables.seconds if task in lc_tables.TASKS else None)
@@ -321,5 +324,6 @@ def one_run(task, name, mode, seed, rounds, batch, ours, venv_directory):
     return {"problem": task, "contender": name, "mode": mode, "seed": seed,
             "ran_as": ran_as, "evaluations": len(values),
             **({"epochs": sum(trained for _, trained in epochs)} if epochs is not None else {}),
+            **({"ranks": ranks} if ranks is not None else {}),
             "best_by_round": best_by_round(values, rounds, batch, epochs, full),
             "seconds": time.perf_counter() - started, "code": code}
