@@ -9,10 +9,10 @@
     {"tell": [[point, value], ...]}    -> {"ok": true}
 
 ``PEER`` is the contender's name (:data:`PEERS`). A multi-fidelity peer (SMAC3's
-``MultiFidelityFacade``, DEHB, syne-tune's ASHA) is given its fidelity's range (epochs), and each point it
-proposes carries the epochs to train it for (``"epochs"``) and, where it continues a
-configuration's training, those it trained before (``"resume"``); a point is told back as it
-was asked, with them.
+``MultiFidelityFacade``, DEHB, syne-tune's ASHA) is given its fidelity's range (epochs), and
+each point it proposes carries the epochs to train it for (``"epochs"``) and, where it
+continues a configuration's training, those it trained before (``"resume"``); a point is
+told back as it was asked, with them.
 
 This file imports nothing of ours (the virtualenv has only the peer): it runs as a script.
 What the peer prints itself goes to stderr.
@@ -22,6 +22,20 @@ import json
 import os
 import sys
 import tempfile
+
+
+class Pending:
+    """What a peer handed out with each point asked and not yet told (its trial, its job),
+    by the point; the same point asked twice is told in the order it was asked."""
+
+    def __init__(self):
+        self.handles = {}
+
+    def add(self, point, handle):
+        self.handles.setdefault(_key(point), []).append(handle)
+
+    def take(self, point):
+        return self.handles[_key(point)].pop(0)
 
 
 def _configspace(space, seed):
@@ -61,7 +75,7 @@ class Smac:
                             output_directory=self.output.name, **limits)
         self.smac = facade(scenario, target_function=lambda config, seed=0, budget=None: 0.0,
                            overwrite=True, logging_level=40)
-        self.running = {}
+        self.running = Pending()
 
     def ask(self, n):
         points = []
@@ -70,7 +84,7 @@ class Smac:
             point = {k: _plain(v) for k, v in dict(info.config).items()}
             if info.budget is not None:
                 point["epochs"] = int(round(info.budget))
-            self.running.setdefault(_key(point), []).append(info)
+            self.running.add(point, info)
             points.append(point)
         return points
 
@@ -78,7 +92,7 @@ class Smac:
         from smac.runhistory.dataclasses import TrialValue
 
         for point, value in told:
-            info = self.running[_key(point)].pop(0)
+            info = self.running.take(point)
             self.smac.tell(info, TrialValue(cost=value if value is not None else float("inf")))
 
 
@@ -96,7 +110,7 @@ class Dehb:
         self.dehb = DEHB(cs=_configspace(space, seed), min_fidelity=fidelity[0],
                          max_fidelity=fidelity[1], n_workers=1, seed=seed,
                          output_path=self.output.name, log_level="ERROR")
-        self.running = {}
+        self.running = Pending()
 
     def ask(self, n):
         points = []
@@ -104,13 +118,13 @@ class Dehb:
             job = self.dehb.ask()
             point = {k: _plain(v) for k, v in dict(job["config"]).items()}
             point["epochs"] = int(round(job["fidelity"]))
-            self.running.setdefault(_key(point), []).append(job)
+            self.running.add(point, job)
             points.append(point)
         return points
 
     def tell(self, told):
         for point, value in told:
-            self.dehb.tell(self.running[_key(point)].pop(0),
+            self.dehb.tell(self.running.take(point),
                            {"fitness": float("inf") if value is None else value,
                             "cost": point["epochs"]})
 
@@ -206,7 +220,7 @@ class SyneTuneAsha:
                          time_attr="epoch", max_t=self.top, grace_period=fidelity[0],
                          random_seed=seed)
         self.rungs = sorted({int(m) for m, _ in self.asha.brackets[0].rungs} | {self.top})
-        self.trials, self.running, self.continuing = 0, {}, []
+        self.trials, self.running, self.continuing = 0, Pending(), []
 
     def ask(self, n):
         from datetime import datetime
@@ -224,7 +238,7 @@ class SyneTuneAsha:
             self.asha.on_trial_add(trial)
             point = {**{k: _plain(v) for k, v in config.items()}, "epochs": self.rungs[0],
                      "resume": 0}
-            self.running.setdefault(_key(point), []).append(trial)
+            self.running.add(point, trial)
             points.append(point)
         return points
 
@@ -232,14 +246,14 @@ class SyneTuneAsha:
         from syne_tune.optimizer.scheduler import SchedulerDecision
 
         for point, value in told:
-            trial = self.running[_key(point)].pop(0)
+            trial = self.running.take(point)
             result = {"loss": float("inf") if value is None else value, "epoch": point["epochs"]}
             if point["epochs"] >= self.top:
                 self.asha.on_trial_complete(trial, result)
             elif self.asha.on_trial_result(trial, result) == SchedulerDecision.CONTINUE:
                 after = {**point, "resume": point["epochs"],
                          "epochs": min(r for r in self.rungs if r > point["epochs"])}
-                self.running.setdefault(_key(after), []).append(trial)
+                self.running.add(after, trial)
                 self.continuing.append(after)
 
 

@@ -6,7 +6,8 @@ configuration's final validation loss), with Bayesmark's protocol and its normal
 ::
 
     contender ──► one run (task, mode, seed) ──► a line of results/peers-runs/*.jsonl
-      ours:   emews.run, in-process pool, the task's objective
+      ours:   emews.run, the task's objective: in-process pool (sequential, batch),
+              mpiexec pool, then charged the simulated clock (async)
       Optuna: its own study.ask / study.tell, in this virtualenv   ┐ the quality part's loop
       others: peer_server.py in a virtualenv of its own (JSON lines) ┘ (quality_runs.evaluate)
 
@@ -17,12 +18,16 @@ suggestion); ``async`` keeps ``batch`` workers busy on a simulated clock, each e
 taking its table's epochs' seconds (a table's task) or a drawn time (lognormal, as the
 quality part's), the same for every contender; a peer without an asynchronous mode
 (:data:`benchmarks.peers_runs.BATCH_ONLY`) runs in batch mode there, and the table says so.
-Ours run through the public API, ``emews.run`` with ``pool = "inprocess"`` and ``batch``
-workers, their defaults (in the async mode on the ME driver's ``Search``, on the simulated
-clock); a peer runs with the defaults its documentation recommends
-(:mod:`benchmarks.peers_runs`, :mod:`benchmarks.peer_server`). A peer's process that does not
-answer within ``EMEWS_PEERS_TIMEOUT`` seconds is killed; the run is recorded with the error
-and left out of the scores.
+Ours run through the public API, ``emews.run`` with ``batch`` workers and their defaults:
+``pool = "inprocess"`` in the sequential and batch modes, ``pool = "mpi"`` in the async mode,
+whose points are then charged the simulated clock's time
+(:func:`benchmarks.peers_runs.simulated_order`); a peer runs with the defaults its
+documentation recommends (:mod:`benchmarks.peers_runs`, :mod:`benchmarks.peer_server`). A
+multi-fidelity peer (:data:`benchmarks.peers_runs.MULTI_FIDELITY`) runs on the tables only
+(elsewhere it is not applicable), from 1 epoch to the table's, with the same budget in
+epochs; only its evaluations of all the epochs count for its best value. A peer's process
+that does not answer within ``EMEWS_PEERS_TIMEOUT`` seconds is killed; the run is recorded
+with the error and left out of the scores.
 
 Score (Bayesmark's normalized score): per task and mode, ``100 x (random's mean - best) /
 (random's mean - the best value any run found in the mode)``, ``random`` being our random

@@ -247,10 +247,11 @@ def _trained(point):
 
 
 def run_peer(name, task, mode, seed, budget, batch, venv_directory):
-    """A peer on ``task`` on its own ask/tell interface, driven by the quality part's loop; in ``async`` mode an evaluation of a table's task takes
-    its epochs' seconds on the simulated clock, another a drawn time. The values in the order
-    they were told, and the epochs of each (None but for a multi-fidelity peer, whose budget
-    is ``budget`` times the table's epochs)."""
+    """A peer on ``task`` on its own ask/tell interface, driven by the quality part's loop; in
+    ``async`` mode an evaluation of a table's task takes its epochs' seconds on the simulated
+    clock, another a drawn time. The values in the order they were told, and the epochs of
+    each (:attr:`EpochBudget.told`; None but for a multi-fidelity peer, whose budget is
+    ``budget`` times the table's epochs)."""
     from .quality_runs import OptunaPeer, evaluate
 
     space = tasks_of(task).space(task)

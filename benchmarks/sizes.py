@@ -160,5 +160,6 @@ SMOKE = Sizes("smoke", dispatch_tasks=300, dispatch_repeats=1, dispatch_pingpong
               pbt_ray=(),   # Ray Tune: minutes a fit (benchmarks/tests runs it apart)
               peers_seeds=1, peers_rounds=2, peers_batch=4, peers_sequential_budget=4,
               peers_modes=("batch", "sequential", "async"),
+              peers_ours=("random", "gp"),   # async: an mpiexec pool a run, seconds each
               peers_tasks=("SVM-iris-acc", "linear-diabetes-mse", "lc-wine"))
 SIZES = {sizes.name: sizes for sizes in (FULL, REDUCED, SMOKE)}

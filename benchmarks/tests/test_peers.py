@@ -52,7 +52,9 @@ def test_random_search_scores_0_on_average_and_the_best_value_100():
     assert scores["peer"][2] < 0                                     # worse than random's mean
 
 
-@pytest.mark.slow          # about 25 s alone: 28 runs, each a fresh process
+@pytest.mark.slow          # about a minute alone: 36 runs, each a fresh process, 6 on mpiexec
+@pytest.mark.mpi
+@pytest.mark.timeout(900)
 def test_a_smoke_run_has_every_contender_that_installs_here_and_names_the_missing(tmp_path,
                                                                                    capsys):
     sizes = SMOKE
