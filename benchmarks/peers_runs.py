@@ -43,8 +43,8 @@ UNAVAILABLE = {
 # Peers without an asynchronous mode (HEBO proposes a batch, knowing nothing of pending
 # points): they run in batch mode there.
 BATCH_ONLY = frozenset({"HEBO"})
-# Multi-fidelity peers: they run on the tasks with a fidelity only, the tables' (from
-# lc_tables.FIDELITY[0] to the table's epochs), and are not applicable to the others.
+# Multi-fidelity peers: they run on the tasks with a fidelity only, the tables' (epochs:
+# lc_tables.fidelity), and are not applicable to the others.
 MULTI_FIDELITY = frozenset({"SMAC3 MF", "DEHB", "syne-tune ASHA"})
 # What a multi-fidelity peer's point carries besides its parameters: the epochs to train it
 # for, and those it trained before (a continued training: peer_server.SyneTuneAsha).
@@ -204,7 +204,7 @@ def run_ours(algorithm, task, mode, seed, budget, batch):
         rows = sorted(study.rows, key=lambda row: row["id"])
     return ([{**row["params"], "task": task} for row in rows],
             [done.get(row["id"], float("inf")) for row in rows],
-            sorted({row["rank"] for row in rows}))
+            sorted({row["rank"] for row in rows if row["rank"] is not None}))
 
 
 def simulated_order(points, values, workers, seed, seconds=None):
