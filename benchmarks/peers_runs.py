@@ -38,8 +38,8 @@ UNAVAILABLE = {
                             "Gaussian processes were removed)"
        for name in ("MOBSTER", "Hyper-Tune", "DyHPO")},
     "syne-tune BO": "syne-tune 0.16.0's BO is BoTorch's (baselines.BOTorch), which needs "
-                    "PyTorch; PyPI's only Linux build of torch is CUDA's, several GB of NVIDIA "
-                    "libraries, not the CPU build"}
+                    "PyTorch; PyPI has no CPU build of torch for Linux: its torch 2.14 pulls "
+                    "CUDA 13's NVIDIA libraries and triton, several GB, not installed here"}
 # Peers without an asynchronous mode (HEBO proposes a batch, knowing nothing of pending
 # points): they run in batch mode there.
 BATCH_ONLY = frozenset({"HEBO"})
