@@ -191,19 +191,6 @@ def test_a_real_pools_run_is_charged_the_async_modes_simulated_clock(task):
     assert charged != [objective(p) for p in points]       # not the order they were proposed
 
 
-def test_a_table_charges_a_continued_training_only_the_epochs_it_adds():
-    table = lc_tables.load("wine")
-    point = {**dict(zip([p["name"] for p in lc_tables.SPACE],
-                        table.configurations[7].values())), "task": "lc-wine"}
-    assert table.nearest(point) == 7
-    assert lc_tables.objective(point) == table.loss[7, -1]
-    assert lc_tables.objective({**point, "epochs": 3}) == table.loss[7, 2]
-    assert lc_tables.seconds({**point, "epochs": 9}) == pytest.approx(table.seconds[7, :9].sum())
-    assert lc_tables.seconds({**point, "epochs": 9, "resume": 3}) == pytest.approx(
-        table.seconds[7, 3:9].sum())
-    assert lc_tables.fidelity("lc-wine") == (1, 27)
-
-
 def test_a_multi_fidelity_run_spends_its_rounds_in_epochs_and_counts_whole_trainings():
     values = [5.0, 4.0, 3.0, 2.0, 1.0, 0.5]
     # (reached, trained) of each: a round of 2 evaluations is 2 x 9 = 18 epochs
