@@ -306,15 +306,23 @@ def space(task):
     return Space((*Space.from_ga_json(table.space).params, Constant("task", task)))
 
 
+def fidelity(task):
+    """The fidelity of the task ``lc-NAME`` for a multi-fidelity peer: ``(1, the table's
+    epochs)``, in epochs."""
+    return 1, load(task.removeprefix("lc-")).epochs
+
+
 def objective(point):
-    """A study's objective: the final validation loss of the point's nearest configuration in
-    the table of its ``task``."""
-    return float(load(point["task"].removeprefix("lc-")).curve(point)[-1])
+    """A study's objective: the validation loss of the point's nearest configuration in the
+    table of its ``task`` after its ``epochs`` (a multi-fidelity peer's; else all)."""
+    return float(load(point["task"].removeprefix("lc-")).curve(point, point.get("epochs"))[-1])
 
 
 def seconds(point):
-    """What evaluating the point takes on a simulated clock: its configuration's epochs."""
-    return float(load(point["task"].removeprefix("lc-")).epoch_seconds(point).sum())
+    """What evaluating the point takes on a simulated clock: its configuration's epochs (up to
+    its ``epochs``, when it has them, from its ``resume``, when it continues a training)."""
+    return float(load(point["task"].removeprefix("lc-")).epoch_seconds(
+        point, point.get("epochs"))[point.get("resume", 0):].sum())
 
 
 # --- the command line ----------------------------------------------------------------------

@@ -6,7 +6,8 @@ configuration's final validation loss), with Bayesmark's protocol and its normal
 ::
 
     contender ──► one run (task, mode, seed) ──► a line of results/peers-runs/*.jsonl
-      ours:   emews.run, in-process pool, the task's objective
+      ours:   emews.run, the task's objective: in-process pool (sequential, batch),
+              mpiexec pool, then charged the simulated clock (async)
       Optuna: its own study.ask / study.tell, in this virtualenv   ┐ the quality part's loop
       others: peer_server.py in a virtualenv of its own (JSON lines) ┘ (quality_runs.evaluate)
 
@@ -17,12 +18,16 @@ suggestion); ``async`` keeps ``batch`` workers busy on a simulated clock, each e
 taking its table's epochs' seconds (a table's task) or a drawn time (lognormal, as the
 quality part's), the same for every contender; a peer without an asynchronous mode
 (:data:`benchmarks.peers_runs.BATCH_ONLY`) runs in batch mode there, and the table says so.
-Ours run through the public API, ``emews.run`` with ``pool = "inprocess"`` and ``batch``
-workers, their defaults (in the async mode on the ME driver's ``Search``, on the simulated
-clock); a peer runs with the defaults its documentation recommends
-(:mod:`benchmarks.peers_runs`, :mod:`benchmarks.peer_server`). A peer's process that does not
-answer within ``EMEWS_PEERS_TIMEOUT`` seconds is killed; the run is recorded with the error
-and left out of the scores.
+Ours run through the public API, ``emews.run`` with ``batch`` workers and their defaults:
+``pool = "inprocess"`` in the sequential and batch modes, ``pool = "mpi"`` in the async mode,
+whose points are then charged the simulated clock's time
+(:func:`benchmarks.peers_runs.simulated_order`); a peer runs with the defaults its
+documentation recommends (:mod:`benchmarks.peers_runs`, :mod:`benchmarks.peer_server`). A
+multi-fidelity peer (:data:`benchmarks.peers_runs.MULTI_FIDELITY`) runs on the tables only
+(elsewhere it is not applicable), from 1 epoch to the table's, with the same budget in
+epochs; only its evaluations of all the epochs count for its best value. A peer's process
+that does not answer within ``EMEWS_PEERS_TIMEOUT`` seconds is killed; the run is recorded
+with the error and left out of the scores.
 
 Score (Bayesmark's normalized score): per task and mode, ``100 x (random's mean - best) /
 (random's mean - the best value any run found in the mode)``, ``random`` being our random
@@ -38,7 +43,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .peers_runs import VENV_DIRECTORY, VENV_PEERS, one_run, tasks_of, unavailable_here
+from .peers_runs import (MULTI_FIDELITY, VENV_DIRECTORY, VENV_PEERS, applicable, one_run,
+                         tasks_of, unavailable_here)
 from .quality import ALPHA, available, cached_runs, compare, run_cache, run_missing
 
 CACHE_DIRECTORY = Path(__file__).resolve().parent / "results" / "peers-runs"
@@ -57,7 +63,7 @@ def run(sizes, jobs=None, cache_directory=CACHE_DIRECTORY, venv_directory=VENV_D
     ours = list(sizes.peers_ours)
     contenders, missing = available([*ours, *sizes.peers_peers],
                                     unavailable_here(venv_directory, install), "peers")
-    runs = [(t, c, m, s) for t in sizes.peers_tasks for c in contenders
+    runs = [(t, c, m, s) for t in sizes.peers_tasks for c in contenders if applicable(c, t)
             for m in sizes.peers_modes for s in range(sizes.peers_seeds)]
     cache = run_cache(sizes, cache_directory, [sizes.peers_rounds, sizes.peers_batch,
                                                {n: VENV_PEERS[n][1] for n in VENV_PEERS},
@@ -114,7 +120,8 @@ def normalized_scores(results):
 
 
 def summarize(scores):
-    """Per mode: each contender's mean normalized score per task, per task group and overall."""
+    """Per mode: each contender's mean normalized score per task, per task group and overall
+    (over the tasks it ran on: a multi-fidelity peer's are the tables')."""
     summary = {}
     for mode, by_task in scores.items():
         table = {task: {c: float(np.mean(list(s.values()))) for c, s in by.items()}
@@ -126,7 +133,8 @@ def summarize(scores):
         contenders = list(dict.fromkeys(c for by in table.values() for c in by))
         summary[mode] = {"tasks": table, "groups": {
             g: {c: float(np.mean([table[t][c] for t in tasks if c in table[t]]))
-                for c in contenders} for g, tasks in groups.items()}}
+                for c in contenders if any(c in table[t] for t in tasks)}
+            for g, tasks in groups.items()}}
     return summary
 
 
@@ -165,8 +173,10 @@ def markdown(part):
         summary = part["summary"].get(mode, {"groups": {}})
         batch = part.get("batch_in_async", []) if mode == "async" else []
         rows = [(c + (" (ours)" if c in part["ours"] else "")
-                 + (" (batch mode: no async mode)" if c in batch else ""),
+                 + (" (batch mode: no async mode)" if c in batch else "")
+                 + (" (multi-fidelity: the tables only)" if c in MULTI_FIDELITY else ""),
                  *(f"{summary['groups'][g][c]:.1f}" if c in summary["groups"].get(g, {})
+                   else "n/a" if c in MULTI_FIDELITY and g not in ("tables", "all")
                    else "–" for g in groups)) for c in part["contenders"]]
         rows += [(f"{c} (missing)", *("–" for _ in groups)) for c in part["missing"]]
         sections.append(f"#### {mode}\n\n" + _table(("contender", *groups[:-1], "mean"), rows))

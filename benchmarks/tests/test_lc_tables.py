@@ -43,6 +43,7 @@ def test_a_table_holds_what_the_script_trains(index):
 
 def test_a_tabular_task_replays_its_table_exactly():
     table = lc_tables.load("wine")
+    assert lc_tables.fidelity("lc-wine") == (1, table.epochs)
     space = lc_tables.space("lc-wine")
     assert [p.name for p in space.free] == [p["name"] for p in lc_tables.SPACE]
     rng = np.random.default_rng(0)
@@ -53,6 +54,11 @@ def test_a_tabular_task_replays_its_table_exactly():
         assert lc_tables.seconds(point) == pytest.approx(table.seconds[index].sum())
         nudged = {**point, "learning_rate_init": point["learning_rate_init"] * (1 + 1e-9)}
         assert lc_tables.objective(nudged) == table.loss[index, -1]
+        # a multi-fidelity peer's point: its epochs; a continued training's: those it adds
+        epochs, resume = rng.integers(1, table.epochs + 1), rng.integers(0, 3)
+        assert lc_tables.objective({**point, "epochs": epochs}) == table.loss[index, epochs - 1]
+        assert lc_tables.seconds({**point, "epochs": epochs, "resume": min(resume, epochs)}) \
+            == pytest.approx(table.seconds[index, min(resume, epochs):epochs].sum())
     for _ in range(25):         # off the table: the nearest configuration's, in unit space
         (point,) = space.sample(rng)
         units = np.array([[p.to_unit(c[p.name]) for p in space.free]

@@ -52,7 +52,9 @@ def test_random_search_scores_0_on_average_and_the_best_value_100():
     assert scores["peer"][2] < 0                                     # worse than random's mean
 
 
-@pytest.mark.slow          # about 25 s alone: 28 runs, each a fresh process
+@pytest.mark.slow          # about a minute alone: 36 runs, each a fresh process, 6 on mpiexec
+@pytest.mark.mpi
+@pytest.mark.timeout(900)
 def test_a_smoke_run_has_every_contender_that_installs_here_and_names_the_missing(tmp_path,
                                                                                    capsys):
     sizes = SMOKE
@@ -62,6 +64,7 @@ def test_a_smoke_run_has_every_contender_that_installs_here_and_names_the_missin
     expected = [*sizes.peers_ours, "optuna TPE", "optuna CMA-ES", *(["optuna GP"] * torch)]
     assert sorted(part["contenders"]) == sorted(expected)
     assert all("not installed" in part["missing"][n] for n in peers_runs.VENV_PEERS)
+    assert all(part["missing"][n] == why for n, why in peers_runs.UNAVAILABLE.items())
     assert ("optuna GP" in part["missing"]) != torch
     assert sizes.peers_modes == ("batch", "sequential", "async")
     assert {peers_runs.tasks_of(t).group(t) for t in sizes.peers_tasks} == {
@@ -74,11 +77,16 @@ def test_a_smoke_run_has_every_contender_that_installs_here_and_names_the_missin
         assert (len(r["best_by_round"]), r["evaluations"]) == rounds[r["mode"]]
         assert r["best_by_round"] == sorted(r["best_by_round"], reverse=True)
         assert r["ran_as"] == r["mode"]          # every contender here has an async mode
+        if r["contender"] in sizes.peers_ours:    # async: on an mpiexec pool's worker ranks
+            assert r["ranks"] == ([0] if r["mode"] != "async" else
+                                  sorted(set(r["ranks"]) & set(range(1, sizes.peers_batch + 1))))
+            assert r["ranks"] and (r["mode"] != "async" or 0 not in r["ranks"])
     finals = set(lc_tables.load("wine").loss[:, -1])
     assert all(r["best_by_round"][-1] in finals for r in part["runs"]
                if r["problem"] == "lc-wine")      # a table's values are its final losses
     table = peers.markdown(part)
-    assert all(f"| {n} (missing) |" in table for n in peers_runs.VENV_PEERS)
+    assert all(f"| {n} (missing) |" in table
+               for n in [*peers_runs.VENV_PEERS, *peers_runs.UNAVAILABLE])
     assert "| random (ours) | 0.0 | 0.0 | 0.0 | 0.0 |" in table
     assert "#### sequential" in table and "#### batch" in table and "#### async" in table
     # Run again: everything comes from the cache, one line per run.
@@ -108,8 +116,16 @@ def test_a_peer_runs_in_its_own_virtualenv_on_its_ask_tell_interface(peer, tmp_p
     assert part["contenders"] == ["random", peer] and not part["missing"]
     assert not part["failed"]
     runs = [r for r in part["runs"] if r["contender"] == peer]
-    assert len(runs) == 4
-    assert all(r["evaluations"] == sizes.peers_rounds * sizes.peers_batch for r in runs)
+    tasks = [t for t in sizes.peers_tasks if peers_runs.applicable(peer, t)]
+    assert {r["problem"] for r in runs} == set(tasks) and len(runs) == 2 * len(tasks)
+    budget = sizes.peers_rounds * sizes.peers_batch
+    for r in runs:
+        if peer in peers_runs.MULTI_FIDELITY:     # the tables only; a budget of epochs
+            assert r["epochs"] >= budget * lc_tables.load("iris").epochs > r["evaluations"]
+            finals = set(lc_tables.load("iris").loss[:, -1]) | {np.inf}
+            assert set(r["best_by_round"]) <= finals     # only whole trainings count
+        else:
+            assert r["evaluations"] == budget
     assert {r["ran_as"] for r in runs} == (
         {"batch"} if peer in peers_runs.BATCH_ONLY else {"batch", "async"})
     assert part["batch_in_async"] == ([peer] if peer in peers_runs.BATCH_ONLY else [])
@@ -140,3 +156,59 @@ def test_a_peer_that_hangs_times_out_naming_the_peer(tmp_path):
         peers_runs.VenvPeer("SMAC3 HPO", space, 0, 8, tmp_path, timeout=0.5)
     assert str(caught.value) == ("SMAC3 HPO did not answer 'space' within 0.5 s "
                                  "(EMEWS_PEERS_TIMEOUT)")
+
+
+class Replay:
+    """A searcher that proposes the points of a list in order."""
+
+    def __init__(self, points):
+        self.points, self.told = list(points), []
+
+    def ask(self, n):
+        asked, self.points = self.points[:n], self.points[n:]
+        return asked
+
+    def tell(self, points, values):
+        self.told += points
+
+
+@pytest.mark.parametrize("task", ["lc-wine", "SVM-iris-acc"])
+def test_a_real_pools_run_is_charged_the_async_modes_simulated_clock(task):
+    """Ours in the async mode run on an mpiexec pool; simulated_order gives their values the
+    order in which the async mode's loop (quality_runs.evaluate) finishes the same points on
+    the simulated clock: the table's seconds, or the drawn times."""
+    from benchmarks.quality_runs import evaluate
+
+    space = peers_runs.tasks_of(task).space(task)
+    rng = np.random.default_rng(5)
+    points = [space.point([p.from_unit(u) for p, u in zip(space.free, rng.uniform(size=9))])
+              for _ in range(20)]
+    seconds = lc_tables.seconds if task in lc_tables.TASKS else None
+    objective = peers_runs.tasks_of(task).objective
+    looped = evaluate(Replay(points), objective, len(points), "async", 4, 3, seconds)
+    charged = peers_runs.simulated_order(points, [objective(p) for p in points], 4, 3, seconds)
+    assert charged == looped
+    assert charged != [objective(p) for p in points]       # not the order they were proposed
+
+
+def test_a_multi_fidelity_run_spends_its_rounds_in_epochs_and_counts_whole_trainings():
+    values = [5.0, 4.0, 3.0, 2.0, 1.0, 0.5]
+    # (reached, trained) of each: a round of 2 evaluations is 2 x 9 = 18 epochs
+    epochs = [(3, 3), (9, 9), (9, 6), (3, 3), (9, 9), (9, 9)]
+    assert peers_runs.best_by_round(values, 3, 2, epochs, 9) == [3.0, 1.0, 0.5]
+    assert peers_runs.best_by_round([5.0, 4.0], 2, 1, [(3, 3), (9, 9)], 9) == [np.inf, 4.0]
+    assert peers_runs.best_by_round([3.0, 2.0, 4.0, 1.0], 2, 2) == [2.0, 1.0]
+
+
+def test_multi_fidelity_peers_run_only_where_there_is_a_fidelity_and_the_table_says_so():
+    assert peers_runs.applicable("DEHB", "lc-wine") and not peers_runs.applicable(
+        "DEHB", "SVM-iris-acc")
+    assert peers_runs.applicable("SMAC3 HPO", "SVM-iris-acc")
+    part = {"tasks": ["SVM-iris-acc", "lc-wine"], "seeds": 1, "rounds": 2, "batch": 2,
+            "sequential_budget": 2, "modes": ["batch"], "ours": ["random"],
+            "contenders": ["random", "DEHB"], "missing": {}, "versions": {}, "alpha": 0.05,
+            "comparisons": [], "summary": peers.summarize({"batch": {
+                "SVM-iris-acc": {"random": {0: 0.0}},
+                "lc-wine": {"random": {0: 0.0}, "DEHB": {0: 80.0}}}})}
+    table = peers.markdown(part)
+    assert "| DEHB (multi-fidelity: the tables only) | n/a | 80.0 | 80.0 |" in table
