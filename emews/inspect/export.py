@@ -17,7 +17,7 @@ import urllib.parse
 import warnings
 from pathlib import Path
 
-from ..errors import ConfigError
+from ..errors import ConfigError, missing_extra
 from ..space import Space
 
 FORMATS = ("optuna", "csv", "parquet")
@@ -61,8 +61,7 @@ def _parquet_engine():
         import pandas  # noqa: F401 - the table
         import pyarrow  # noqa: F401 - pandas writes Parquet through it
     except ImportError as missing:
-        raise ConfigError("emews export --to parquet", f"needs {missing.name}: pip install "
-                          "'emews-hpo[export]'", None, show_value=False) from None
+        raise missing_extra("emews export --to parquet", missing.name, "export") from None
 
 
 def _space(study):
@@ -80,8 +79,7 @@ def to_optuna(study, url, study_name=None):
     try:
         import optuna
     except ImportError:
-        raise ConfigError("--to optuna", "needs optuna: pip install 'emews-hpo[export]'", None,
-                          show_value=False) from None
+        raise missing_extra("--to optuna", "optuna", "export") from None
     if "://" not in url:
         raise ConfigError("--to optuna", "TARGET must be a storage URL such as "
                           "sqlite:///study.db", url)

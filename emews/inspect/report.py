@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ..core import pareto
 from ..core.thaw import predict
-from ..errors import ConfigError
+from ..errors import ConfigError, missing_extra
 from ..space import Space
 from ..status import FINAL, Status
 from . import plot
@@ -433,8 +433,8 @@ def importance(study, coordinates, seed=0):
         from sklearn.ensemble import RandomForestRegressor
         from sklearn.inspection import permutation_importance
     except ImportError:
-        raise ConfigError("emews report", "needs scikit-learn for parameter importance: pip "
-                          "install 'emews-hpo[plot]'", None, show_value=False) from None
+        raise missing_extra("emews report", "scikit-learn for parameter importance",
+                            "plot") from None
     x = np.array([[coordinates.unit(n, r["params"].get(n), INACTIVE) for n in names]
                   for r in done])
     y = np.array([r["result"] for r in done])

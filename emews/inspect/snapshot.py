@@ -12,7 +12,7 @@ import socket
 from ..core.pareto import front_rows
 from ..core.segments import SEGMENT
 from ..core.replicas import best_point, settings_of, summarize
-from ..errors import ConfigError
+from ..errors import missing_extra
 from ..status import Status
 from .source import experiment_dir, read, read_curves, stored_config
 
@@ -174,8 +174,8 @@ class Study:
         try:
             import pandas
         except ImportError:
-            raise ConfigError("emews.load(...).trials_dataframe()", "needs pandas: pip install "
-                              "'emews-hpo[export]'", None, show_value=False) from None
+            raise missing_extra("emews.load(...).trials_dataframe()", "pandas",
+                                "export") from None
         return pandas.DataFrame.from_records(self.table(), columns=self.columns())
 
     def columns(self):
