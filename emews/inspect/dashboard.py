@@ -46,12 +46,12 @@ def serve(paths, host="127.0.0.1", port=8080, out=sys.stdout):
     printed as soon as the server listens, before optuna-dashboard's import (seconds), which
     requests made meanwhile wait for."""
     from .optuna_view import StoreView
-    from .source import best_row
+    from .source import read
 
     view = StoreView(paths, curve_points=CURVE_POINTS)
     studies = view.get_all_studies()
     for study in studies:   # every store opened once now: a bad one is a one-line error here
-        best_row(study.user_attrs["emews_expdir"])
+        read(study.user_attrs["emews_expdir"], lambda store: store.best())
     if importlib.util.find_spec("optuna_dashboard") is None:
         raise missing_extra("emews dashboard", "optuna-dashboard", "dashboard")
     token = os.environ.get(TOKEN_ENV) or secrets.token_urlsafe(24)

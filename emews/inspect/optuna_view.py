@@ -44,8 +44,7 @@ from ..core.segments import split
 from ..errors import ConfigError, EmewsError
 from ..space import Categorical, Constant, Float, Int, Logical, Space
 from ..status import FINAL, Status
-from .source import (best_row, experiment_dir, read_curves, read_report_values, read_rows,
-                     stored_config)
+from .source import experiment_dir, read, read_curves, stored_config
 
 STATES = {Status.QUEUED: TrialState.RUNNING, Status.RUNNING: TrialState.RUNNING,
           Status.DONE: TrialState.COMPLETE, Status.FAILED: TrialState.FAIL,
@@ -305,7 +304,7 @@ class _Kept:
         """Read the reports that are new since the last read; the ``(id, attempt)`` of the
         curves they changed."""
         changed, key, curve = set(), None, None
-        reports = read_report_values(expdir, self.last_report)
+        reports = read(expdir, lambda store: store.report_values(self.last_report))
         for _, point_id, attempt, step, value in reports:
             if (point_id, attempt) != key:   # a model's reports mostly come in a row
                 key = point_id, attempt
@@ -393,7 +392,7 @@ class StoreView(BaseStorage):
 
     def get_all_trials(self, study_id, deepcopy=True, states=None):
         study = self._study(study_id)
-        rows = read_rows(study.expdir)
+        rows = read(study.expdir, lambda store: store.rows())
         dists = study.dists(rows)
         if study.replicas is not None:
             trials = point_trials(rows, study.replicas, dists, study_id, study.expdir)
@@ -436,7 +435,7 @@ class StoreView(BaseStorage):
                 or not Path(study.space_file).is_file():
             return super().get_best_trial(study_id)   # points, several objectives (Optuna
             #                                           refuses), or distributions from rows
-        best = best_row(study.expdir)
+        best = read(study.expdir, lambda store: store.best())
         if best is None:
             raise ValueError("no trial is completed yet")   # as Optuna's storages say it
         number = best["id"]
