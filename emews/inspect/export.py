@@ -30,7 +30,9 @@ def export(study, to, target, study_name=None):
         name, trials = to_optuna(study, target, study_name)
         return f"wrote Optuna study {name!r} ({trials} trials) to {target}"
     if to == "csv":
-        _write(target, lambda path: _write_csv(study, path))
+        from .show import as_csv
+
+        _write(target, lambda path: path.write_text(as_csv(study, study.rows), encoding="utf-8"))
     else:
         _parquet_engine()
         _write(target, study.trials_dataframe().to_parquet)
@@ -47,12 +49,6 @@ def _write(target, writer):
     except OSError as exc:
         raise ConfigError(str(target), "must be a writable file path",
                           exc.strerror or str(exc)) from None
-
-
-def _write_csv(study, path):
-    from .show import as_csv
-
-    path.write_text(as_csv(study, study.rows), encoding="utf-8")
 
 
 def _parquet_engine():
@@ -101,8 +97,11 @@ def to_optuna(study, url, study_name=None):
         raise ConfigError(url, "must not already hold a study of that name (choose another "
                           "with --study-name)", name) from None
     except Exception as exc:  # noqa: BLE001 - SQLAlchemy's and the drivers' many errors
-        raise ConfigError(url, "must be an Optuna storage that can be written "
-                          f"({_where(url)})", one_line_of(exc)) from None
+        parsed = urllib.parse.urlparse(url)
+        where = f"file {parsed.path[1:]}" if parsed.scheme == "sqlite" else parsed.scheme
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ConfigError(url, f"must be an Optuna storage that can be written ({where})",
+                          first) from None
     created.set_user_attr("emews_expdir", str(study.expdir))
     created.set_user_attr("objective", study.objective)
     if criteria.vector:
@@ -113,13 +112,3 @@ def to_optuna(study, url, study_name=None):
             created.set_metric_names(list(criteria.names))
     created.add_trials(trials)
     return name, len(trials)
-
-
-def _where(url):
-    parsed = urllib.parse.urlparse(url)
-    return f"file {parsed.path[1:]}" if parsed.scheme == "sqlite" else parsed.scheme
-
-
-def one_line_of(exc):
-    """The first line of an exception's message."""
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
