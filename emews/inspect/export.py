@@ -80,7 +80,7 @@ def to_optuna(study, url, study_name=None):
         raise ConfigError("--to optuna", "TARGET must be a storage URL such as "
                           "sqlite:///study.db", url)
     name = study_name or study.expdir.name
-    from .optuna_view import directions, distributions, frozen_trial, point_trials
+    from .optuna_view import directions, distributions, frozen_trial, point_trials, user_attrs
 
     dists, expdir, criteria = distributions(_space(study)), study.expdir.resolve(), study.criteria
     if study.replicas is not None:
@@ -102,11 +102,9 @@ def to_optuna(study, url, study_name=None):
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise ConfigError(url, f"must be an Optuna storage that can be written ({where})",
                           first) from None
-    created.set_user_attr("emews_expdir", str(study.expdir))
-    created.set_user_attr("objective", study.objective)
+    for key, value in user_attrs(study).items():
+        created.set_user_attr(key, value)
     if criteria.vector:
-        created.set_user_attr("objectives", list(criteria.names))
-        created.set_user_attr("constraints", [str(c) for c in criteria.constraints])
         with warnings.catch_warnings():   # Optuna: "experimental" since 3.2, kept in 5.0
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             created.set_metric_names(list(criteria.names))

@@ -192,6 +192,17 @@ def directions(criteria):
             for d in criteria.directions]
 
 
+def user_attrs(study):
+    """The Optuna study's user attributes of an emews study (a :class:`~.snapshot.Study` or
+    an experiment of a :class:`StoreView`): its directory, objective, and in a study of several
+    objectives or with constraints, their names."""
+    attrs = {"emews_expdir": str(study.expdir), "objective": study.objective}
+    if study.criteria.vector:
+        attrs.update(objectives=list(study.criteria.names),
+                     constraints=[str(c) for c in study.criteria.constraints])
+    return attrs
+
+
 def point_trials(rows, replicas, dists, study_id=0, expdir=None):
     """The Optuna trials of a study with replicas (``replicas``: its settings, as
     :func:`emews.core.replicas.settings_of` gives them): one per point with a finished
@@ -351,18 +362,10 @@ class StoreView(BaseStorage):
     # --- studies
 
     def get_all_studies(self):
-        return [FrozenStudy(study.name, None, self._user_attrs(study),
+        return [FrozenStudy(study.name, None, user_attrs(study),
                             self._system_attrs(study), study_id,
                             directions=directions(study.criteria))
                 for study_id, study in enumerate(self._studies())]
-
-    @staticmethod
-    def _user_attrs(study):
-        attrs = {"emews_expdir": str(study.expdir), "objective": study.objective}
-        if study.criteria.vector:
-            attrs.update(objectives=list(study.criteria.names),
-                         constraints=[str(c) for c in study.criteria.constraints])
-        return attrs
 
     def get_study_id_from_name(self, study_name):
         for study_id, study in enumerate(self._studies()):
@@ -377,7 +380,7 @@ class StoreView(BaseStorage):
         return directions(self._study(study_id).criteria)
 
     def get_study_user_attrs(self, study_id):
-        return self._user_attrs(self._study(study_id))
+        return user_attrs(self._study(study_id))
 
     def get_study_system_attrs(self, study_id):
         return self._system_attrs(self._study(study_id))
