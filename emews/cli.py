@@ -242,11 +242,11 @@ def _run(args):
     result = run(args.config or None, overrides, args.resume)
     if result is not None and result.all_failed:
         if not os.environ.get("EMEWS_SPAWNED"):
+            from .experiment import read_store
             from .inspect.summary import tracebacks
-            from .result import failure_reasons
 
-            common = "; ".join(f"{reason} ({count}x)"
-                               for reason, count in failure_reasons(result.expdir))
+            common = "; ".join(f"{reason} ({count}x)" for reason, count in
+                               read_store(result.expdir, lambda store: store.failure_reasons()))
             print(f"emews: error: every evaluation failed ({result.evaluations}); the most "
                   f"common reasons: {common}; tracebacks: {tracebacks(result.expdir)}",
                   file=sys.stderr)

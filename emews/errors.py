@@ -28,6 +28,12 @@ class PluginError(ConfigError):
     """An algorithm or objective that cannot be found or imported."""
 
 
+def missing_extra(where, needs, extra, error=ConfigError):
+    """The one-line error of an optional dependency that is not installed: ``where`` needs
+    ``needs``, which ``pip install 'emews-hpo[extra]'`` brings (``error``: its class)."""
+    return error(where, f"needs {needs}: pip install 'emews-hpo[{extra}]'", show_value=False)
+
+
 class MEAborted(EmewsError):
     """The model-exploration thread died; ``traceback`` holds its formatted traceback."""
 

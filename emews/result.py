@@ -108,19 +108,9 @@ def result_of(expdir, spec=None):
                       spec)
 
 
-def final_recorded(expdir, spec=None):
-    """True when the study in ``expdir`` recorded its final record (it ended, well or not)."""
-    return read_store(expdir, lambda store: store.meta("final") is not None, spec)
-
-
 def stored_count(expdir, spec=None):
     """How many evaluations of ``expdir`` have a final result in its store."""
     return read_store(expdir, lambda store: store.finished_count(), spec)
-
-
-def failure_reasons(expdir, spec=None):
-    """The most common failure reasons of ``expdir``: ``[(reason, count), ...]``."""
-    return read_store(expdir, lambda store: store.failure_reasons(), spec)
 
 
 def interrupted(expdir, signum, stored):

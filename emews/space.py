@@ -107,11 +107,11 @@ class Float(Param):
     sigma: float | None = None
     log: bool = False
     kind = "float"
+    margin = 0.0   # how far each end's bin reaches past it (an Int's values fill equal bins)
 
     def _scale(self):
-        if self.log:
-            return math.log(self.lower), math.log(self.upper)
-        return float(self.lower), float(self.upper)
+        lo, hi = self.lower - self.margin, self.upper + self.margin
+        return (math.log(lo), math.log(hi)) if self.log else (float(lo), float(hi))
 
     def sample(self, rng):
         return self.from_unit(rng.random())
@@ -145,25 +145,14 @@ class Int(Float):
     """An integer in ``[lower, upper]``, both ends included."""
 
     kind = "int"
+    margin = 0.5
 
     def contains(self, value):
         return (isinstance(value, int) and not isinstance(value, bool)
                 and self.lower <= value <= self.upper)
 
-    def _scale(self):
-        lo, hi = self.lower - 0.5, self.upper + 0.5
-        return (math.log(lo), math.log(hi)) if self.log else (lo, hi)
-
-    def to_unit(self, value):
-        lo, hi = self._scale()
-        x = math.log(value) if self.log else float(value)
-        return (x - lo) / (hi - lo)
-
     def from_unit(self, u):
-        lo, hi = self._scale()
-        x = lo + min(max(float(u), 0.0), 1.0) * (hi - lo)
-        value = math.exp(x) if self.log else x
-        return int(min(max(round(value), self.lower), self.upper))
+        return int(round(super().from_unit(u)))
 
     def parse(self, text):
         value = float(text)
@@ -594,10 +583,7 @@ def _numeric(entry, name, where):
     log = bool(entry.get("log", entry.get("use_log_scale", False)))
     if log and lower <= 0:
         raise ConfigError(f"{where}.lower", "must be > 0 on a log scale", lower)
-    sigma = _ga_sigma(entry, where)
-    if kind == "int":
-        return Int(name, lower, upper, sigma, log)
-    return Float(name, lower, upper, sigma, log)
+    return (Int if kind == "int" else Float)(name, lower, upper, _ga_sigma(entry, where), log)
 
 
 def _ga_sigma(entry, where):

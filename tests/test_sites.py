@@ -322,8 +322,8 @@ def test_without_psij_submit_names_the_extra_to_install(quadratic, tmp_path):
                            "slurm"], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert done.returncode == 2
     assert done.stderr.splitlines() == [
-        "emews: error: emews submit: needs psij-python (No module named psij); install it "
-        "with: pip install 'emews-hpo[submit]'"]
+        "emews: error: emews submit: needs psij-python (No module named psij): pip install "
+        "'emews-hpo[submit]'"]
     assert not (tmp_path / "experiments").exists()
 
 

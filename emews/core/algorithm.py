@@ -33,7 +33,7 @@ from . import queues  # noqa: F401 - binds the name ``eqpy`` for classic ME modu
 from . import pareto
 from .vector import Objectives  # noqa: F401 - part of the contract (the wire decodes it too)
 from .vector import finite_or_none
-from ..errors import ConfigError, PluginError
+from ..errors import ConfigError, PluginError, missing_extra
 from ..validation import FLAG, Choice, Maybe, Number, Rule, Table, Text, check
 
 if TYPE_CHECKING:
@@ -251,9 +251,8 @@ def optional_import(module: str, extra: str) -> ModuleType:
     try:
         return importlib.import_module(module)
     except ImportError as exc:
-        raise PluginError("[study].algorithm", f"needs the optional package {module!r} "
-                          f"({exc}); install it with: pip install 'emews-hpo[{extra}]'",
-                          module, show_value=False) from None
+        raise missing_extra("[study].algorithm", f"the optional package {module!r} ({exc})",
+                            extra, PluginError) from None
 
 
 def check_option(name: str, value: Any, rule: Rule) -> Any:

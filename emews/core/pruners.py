@@ -87,11 +87,6 @@ class Pruner:
             self.completed(run)
 
 
-def _worst(value):
-    """``value`` for ranking: NaN and the infinities last."""
-    return value if math.isfinite(value) else math.inf
-
-
 @dataclass
 class Percentile(Pruner):
     """Optuna's ``PercentilePruner`` (``median``: ``percentile = 50``)."""
@@ -159,7 +154,7 @@ class Asha(Pruner):
         while self.rung_step(k) <= step and (self.max_resource is None
                                              or self.rung_step(k) < self.max_resource):
             values = self.rungs.setdefault(k, [])
-            values.append(_worst(value))
+            values.append(value if math.isfinite(value) else math.inf)   # NaN, inf: last
             k += 1
             self.next_rung[run] = k
             if not math.isfinite(value):

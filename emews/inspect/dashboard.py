@@ -31,7 +31,7 @@ import sys
 import urllib.parse
 import wsgiref.simple_server
 
-from ..errors import ConfigError
+from ..errors import ConfigError, missing_extra
 
 COOKIE = "emews_dashboard_token"
 TOKEN_ENV = "EMEWS_DASHBOARD_TOKEN"   # a token of your own (default: a new random one)
@@ -46,15 +46,14 @@ def serve(paths, host="127.0.0.1", port=8080, out=sys.stdout):
     printed as soon as the server listens, before optuna-dashboard's import (seconds), which
     requests made meanwhile wait for."""
     from .optuna_view import StoreView
-    from .source import best_row
+    from .source import read
 
     view = StoreView(paths, curve_points=CURVE_POINTS)
     studies = view.get_all_studies()
     for study in studies:   # every store opened once now: a bad one is a one-line error here
-        best_row(study.user_attrs["emews_expdir"])
+        read(study.user_attrs["emews_expdir"], lambda store: store.best())
     if importlib.util.find_spec("optuna_dashboard") is None:
-        raise ConfigError("emews dashboard", "needs optuna-dashboard: pip install "
-                          "'emews-hpo[dashboard]'", None, show_value=False)
+        raise missing_extra("emews dashboard", "optuna-dashboard", "dashboard")
     token = os.environ.get(TOKEN_ENV) or secrets.token_urlsafe(24)
     server = _server(host, port, None)   # its app is set once optuna-dashboard is imported
     url = f"http://{host}:{server.server_port}/dashboard?token={token}"

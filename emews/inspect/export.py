@@ -17,7 +17,7 @@ import urllib.parse
 import warnings
 from pathlib import Path
 
-from ..errors import ConfigError
+from ..errors import ConfigError, missing_extra
 from ..space import Space
 
 FORMATS = ("optuna", "csv", "parquet")
@@ -30,7 +30,9 @@ def export(study, to, target, study_name=None):
         name, trials = to_optuna(study, target, study_name)
         return f"wrote Optuna study {name!r} ({trials} trials) to {target}"
     if to == "csv":
-        _write(target, lambda path: _write_csv(study, path))
+        from .show import as_csv
+
+        _write(target, lambda path: path.write_text(as_csv(study, study.rows), encoding="utf-8"))
     else:
         _parquet_engine()
         _write(target, study.trials_dataframe().to_parquet)
@@ -49,20 +51,13 @@ def _write(target, writer):
                           exc.strerror or str(exc)) from None
 
 
-def _write_csv(study, path):
-    from .show import as_csv
-
-    path.write_text(as_csv(study, study.rows), encoding="utf-8")
-
-
 def _parquet_engine():
     """Refuse, naming the command and its extra, a Parquet export without pandas or pyarrow."""
     try:
         import pandas  # noqa: F401 - the table
         import pyarrow  # noqa: F401 - pandas writes Parquet through it
     except ImportError as missing:
-        raise ConfigError("emews export --to parquet", f"needs {missing.name}: pip install "
-                          "'emews-hpo[export]'", None, show_value=False) from None
+        raise missing_extra("emews export --to parquet", missing.name, "export") from None
 
 
 def _space(study):
@@ -80,13 +75,12 @@ def to_optuna(study, url, study_name=None):
     try:
         import optuna
     except ImportError:
-        raise ConfigError("--to optuna", "needs optuna: pip install 'emews-hpo[export]'", None,
-                          show_value=False) from None
+        raise missing_extra("--to optuna", "optuna", "export") from None
     if "://" not in url:
         raise ConfigError("--to optuna", "TARGET must be a storage URL such as "
                           "sqlite:///study.db", url)
     name = study_name or study.expdir.name
-    from .optuna_view import directions, distributions, frozen_trial, point_trials
+    from .optuna_view import directions, distributions, frozen_trial, point_trials, user_attrs
 
     dists, expdir, criteria = distributions(_space(study)), study.expdir.resolve(), study.criteria
     if study.replicas is not None:
@@ -103,25 +97,16 @@ def to_optuna(study, url, study_name=None):
         raise ConfigError(url, "must not already hold a study of that name (choose another "
                           "with --study-name)", name) from None
     except Exception as exc:  # noqa: BLE001 - SQLAlchemy's and the drivers' many errors
-        raise ConfigError(url, "must be an Optuna storage that can be written "
-                          f"({_where(url)})", one_line_of(exc)) from None
-    created.set_user_attr("emews_expdir", str(study.expdir))
-    created.set_user_attr("objective", study.objective)
+        parsed = urllib.parse.urlparse(url)
+        where = f"file {parsed.path[1:]}" if parsed.scheme == "sqlite" else parsed.scheme
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ConfigError(url, f"must be an Optuna storage that can be written ({where})",
+                          first) from None
+    for key, value in user_attrs(study).items():
+        created.set_user_attr(key, value)
     if criteria.vector:
-        created.set_user_attr("objectives", list(criteria.names))
-        created.set_user_attr("constraints", [str(c) for c in criteria.constraints])
         with warnings.catch_warnings():   # Optuna: "experimental" since 3.2, kept in 5.0
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             created.set_metric_names(list(criteria.names))
     created.add_trials(trials)
     return name, len(trials)
-
-
-def _where(url):
-    parsed = urllib.parse.urlparse(url)
-    return f"file {parsed.path[1:]}" if parsed.scheme == "sqlite" else parsed.scheme
-
-
-def one_line_of(exc):
-    """The first line of an exception's message."""
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]

@@ -44,8 +44,7 @@ from ..core.segments import split
 from ..errors import ConfigError, EmewsError
 from ..space import Categorical, Constant, Float, Int, Logical, Space
 from ..status import FINAL, Status
-from .source import (best_row, experiment_dir, read_curves, read_report_values, read_rows,
-                     stored_config)
+from .source import experiment_dir, read, read_curves, stored_config
 
 STATES = {Status.QUEUED: TrialState.RUNNING, Status.RUNNING: TrialState.RUNNING,
           Status.DONE: TrialState.COMPLETE, Status.FAILED: TrialState.FAIL,
@@ -193,6 +192,17 @@ def directions(criteria):
             for d in criteria.directions]
 
 
+def user_attrs(study):
+    """The Optuna study's user attributes of an emews study (a :class:`~.snapshot.Study` or
+    an experiment of a :class:`StoreView`): its directory, objective, and in a study of several
+    objectives or with constraints, their names."""
+    attrs = {"emews_expdir": str(study.expdir), "objective": study.objective}
+    if study.criteria.vector:
+        attrs.update(objectives=list(study.criteria.names),
+                     constraints=[str(c) for c in study.criteria.constraints])
+    return attrs
+
+
 def point_trials(rows, replicas, dists, study_id=0, expdir=None):
     """The Optuna trials of a study with replicas (``replicas``: its settings, as
     :func:`emews.core.replicas.settings_of` gives them): one per point with a finished
@@ -305,7 +315,7 @@ class _Kept:
         """Read the reports that are new since the last read; the ``(id, attempt)`` of the
         curves they changed."""
         changed, key, curve = set(), None, None
-        reports = read_report_values(expdir, self.last_report)
+        reports = read(expdir, lambda store: store.report_values(self.last_report))
         for _, point_id, attempt, step, value in reports:
             if (point_id, attempt) != key:   # a model's reports mostly come in a row
                 key = point_id, attempt
@@ -352,18 +362,10 @@ class StoreView(BaseStorage):
     # --- studies
 
     def get_all_studies(self):
-        return [FrozenStudy(study.name, None, self._user_attrs(study),
+        return [FrozenStudy(study.name, None, user_attrs(study),
                             self._system_attrs(study), study_id,
                             directions=directions(study.criteria))
                 for study_id, study in enumerate(self._studies())]
-
-    @staticmethod
-    def _user_attrs(study):
-        attrs = {"emews_expdir": str(study.expdir), "objective": study.objective}
-        if study.criteria.vector:
-            attrs.update(objectives=list(study.criteria.names),
-                         constraints=[str(c) for c in study.criteria.constraints])
-        return attrs
 
     def get_study_id_from_name(self, study_name):
         for study_id, study in enumerate(self._studies()):
@@ -378,7 +380,7 @@ class StoreView(BaseStorage):
         return directions(self._study(study_id).criteria)
 
     def get_study_user_attrs(self, study_id):
-        return self._user_attrs(self._study(study_id))
+        return user_attrs(self._study(study_id))
 
     def get_study_system_attrs(self, study_id):
         return self._system_attrs(self._study(study_id))
@@ -393,7 +395,7 @@ class StoreView(BaseStorage):
 
     def get_all_trials(self, study_id, deepcopy=True, states=None):
         study = self._study(study_id)
-        rows = read_rows(study.expdir)
+        rows = read(study.expdir, lambda store: store.rows())
         dists = study.dists(rows)
         if study.replicas is not None:
             trials = point_trials(rows, study.replicas, dists, study_id, study.expdir)
@@ -436,7 +438,7 @@ class StoreView(BaseStorage):
                 or not Path(study.space_file).is_file():
             return super().get_best_trial(study_id)   # points, several objectives (Optuna
             #                                           refuses), or distributions from rows
-        best = best_row(study.expdir)
+        best = read(study.expdir, lambda store: store.best())
         if best is None:
             raise ValueError("no trial is completed yet")   # as Optuna's storages say it
         number = best["id"]

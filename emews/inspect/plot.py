@@ -3,7 +3,7 @@
 import math
 from pathlib import Path
 
-from ..errors import ConfigError
+from ..errors import ConfigError, missing_extra
 from ..status import Status
 
 
@@ -13,8 +13,7 @@ def pyplot():
     try:
         import matplotlib
     except ImportError:
-        raise ConfigError("emews plot", "needs matplotlib: pip install 'emews-hpo[plot]'",
-                          None, show_value=False) from None
+        raise missing_extra("emews plot", "matplotlib", "plot") from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

@@ -26,12 +26,12 @@ from pathlib import Path
 
 from ..core import pareto
 from ..core.thaw import predict
-from ..errors import ConfigError
+from ..errors import ConfigError, missing_extra
 from ..space import Space
 from ..status import FINAL, Status
 from . import plot
 from .source import read_thaws
-from .show import lineage, schedule
+from .show import lineage, point_table, schedule
 from .summary import one_line, render, summary
 
 MIN_FOR_IMPORTANCE = 8
@@ -433,8 +433,8 @@ def importance(study, coordinates, seed=0):
         from sklearn.ensemble import RandomForestRegressor
         from sklearn.inspection import permutation_importance
     except ImportError:
-        raise ConfigError("emews report", "needs scikit-learn for parameter importance: pip "
-                          "install 'emews-hpo[plot]'", None, show_value=False) from None
+        raise missing_extra("emews report", "scikit-learn for parameter importance",
+                            "plot") from None
     x = np.array([[coordinates.unit(n, r["params"].get(n), INACTIVE) for n in names]
                   for r in done])
     y = np.array([r["result"] for r in done])
@@ -476,10 +476,12 @@ pre { background: #f7f7f7; padding: 0.6em; }
 
 def _page(study, sections):
     info = summary(study)
+    best = "Evaluations on the Pareto front" if study.pareto is not None else \
+        f"Best {'points' if study.replicas else 'evaluations'}"
     parts = [f"<h1>emews report: {_e(study.expdir.name)}</h1>",
              f"<p>{_e(study.expdir)}</p>",
              "<h2>Summary</h2>", "<pre>" + _e("\n".join(render(info))) + "</pre>",
-             f"<h2>{_best_title(study)}</h2>", _best_table(study)]
+             f"<h2>{best}</h2>", _best_table(study)]
     for title, path, note in sections:
         data = base64.b64encode(path.read_bytes()).decode("ascii")
         parts += [f"<h2>{_e(title)}</h2>", f"<p>{note}</p>",
@@ -501,33 +503,19 @@ def _table(header, rows):
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
-def _best_title(study):
-    if study.pareto is not None:
-        return "Evaluations on the Pareto front"
-    return f"Best {'points' if study.replicas else 'evaluations'}"
-
-
 def _best_table(study, top=10):
-    if study.replicas is not None:
-        return _best_points(study, top)
+    if study.replicas is not None:   # the best points, as final.json judges them
+        points = [p for p in study.points if p["value"] is not None][:top]
+        if not points:
+            return "<p>No point has a value yet.</p>"
+        header, rows = point_table(points)
+        return _table(header, [[_fmt(c) for c in row] for row in rows])
     rows = study.done[:top] if study.pareto is None else study.pareto[:top]
     if not rows:
         return "<p>No evaluation has a value yet.</p>"
     columns = [c for c in study.columns() if c not in ("status", "attempt", "error")]
     records = study.table(rows)
     return _table(columns, [[_fmt(record[c]) for c in columns] for record in records])
-
-
-def _best_points(study, top):
-    """The best points of a study with replicas, as ``final.json`` judges them (the columns
-    of :func:`emews.inspect.show.point_table`)."""
-    from .show import point_table
-
-    points = [p for p in study.points if p["value"] is not None][:top]
-    if not points:
-        return "<p>No point has a value yet.</p>"
-    header, rows = point_table(points)
-    return _table(header, [[_fmt(c) for c in row] for row in rows])
 
 
 def _failure_table(study):

@@ -122,8 +122,6 @@ def as_json(study, rows):
 
 def print_table(study, rows, failed, console, pareto=False):
     """Print ``rows`` as a table on a rich ``console``."""
-    from rich.table import Table
-
     params, metrics = study.param_names, study.metric_names
     objectives = list(study.criteria.names)
     if not rows:
@@ -133,7 +131,6 @@ def print_table(study, rows, failed, console, pareto=False):
                       "all)", markup=False)
         return
     what = "failures" if failed else "Pareto front:" if pareto else "best"
-    table = Table(title=f"{study.expdir}: {what} {len(rows)} of {len(study.rows)}")
     columns = ["id", *([] if failed else objectives), *params,
                *([] if failed else [study.metric_column(m) for m in metrics if
                                     m not in objectives]),
@@ -145,7 +142,8 @@ def print_table(study, rows, failed, console, pareto=False):
               record["rank"], _seconds(record["seconds"]),
               *([one_line(row["error"])] if failed else [])]
              for record, row in zip(study.table(rows), rows)]
-    _print_cells(table, columns, cells, console)
+    _print_cells(f"{study.expdir}: {what} {len(rows)} of {len(study.rows)}", columns, cells,
+                 console)
 
 
 def _values(row, objectives):
@@ -171,8 +169,6 @@ def _seconds(value):
 def print_points(study, points, console):
     """Print ``points`` (entries of ``study.points``) as a table on a rich ``console`` (the
     columns of :func:`point_table`)."""
-    from rich.table import Table
-
     settings = study.config.study
     every = study.points
     if not points:
@@ -180,15 +176,17 @@ def print_points(study, points, console):
                       f"points, {len(study.rows)} evaluations in all)", markup=False)
         return
     short = sum(not entry["complete"] for entry in every)
-    table = Table(title=f"{study.expdir}: best {len(points)} points by the "
-                        f"{settings.replica_objective} of {settings.replicas} replicas "
-                        f"({len(every)} points"
-                        + (f"; {short} cut short by a limit, with no value)" if short else ")"))
-    _print_cells(table, *point_table(points), console)
+    title = (f"{study.expdir}: best {len(points)} points by the {settings.replica_objective} "
+             f"of {settings.replicas} replicas ({len(every)} points"
+             + (f"; {short} cut short by a limit, with no value)" if short else ")"))
+    _print_cells(title, *point_table(points), console)
 
 
-def _print_cells(table, header, rows, console):
-    """Fill the rich ``table`` with a header and rows of cells; print it."""
+def _print_cells(title, header, rows, console):
+    """Print a rich table titled ``title`` of a header and rows of cells on ``console``."""
+    from rich.table import Table
+
+    table = Table(title=title)
     for column in header:
         table.add_column(column, overflow="fold")
     for row in rows:
@@ -273,24 +271,19 @@ def lineage_as_csv(segments, columns=LINEAGE):
 
 def print_lineage(study, segments, console):
     """Print ``segments`` (of :func:`lineage`) as a table on a rich ``console``."""
-    from rich.table import Table
-
     if not segments:
         console.print(f"{study.expdir}: no segments (not a population-based study: "
                       f"algorithm = \"pbt\")", markup=False)
         return
     members = len({s["member"] for s in segments})
-    table = Table(title=f"{study.expdir}: lineage of {len(segments)} segments, {members} "
-                        f"members")
-    _print_cells(table, *lineage_table(segments), console)
+    _print_cells(f"{study.expdir}: lineage of {len(segments)} segments, {members} members",
+                 *lineage_table(segments), console)
 
 
 def print_paused(study, runs, console):
     """Print ``runs`` (of :func:`paused`) as a table on a rich ``console``."""
-    from rich.table import Table
-
     if not runs:
         console.print(f"{study.expdir}: no paused runs", markup=False)
         return
-    table = Table(title=f"{study.expdir}: {len(runs)} paused runs, the most promising first")
-    _print_cells(table, *lineage_table(runs, PAUSED), console)
+    _print_cells(f"{study.expdir}: {len(runs)} paused runs, the most promising first",
+                 *lineage_table(runs, PAUSED), console)

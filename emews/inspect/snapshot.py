@@ -5,15 +5,15 @@ one transaction (:meth:`emews.store.Store.snapshot`: one consistent snapshot); a
 still running goes on writing meanwhile.
 """
 
-import json
 import os
 import socket
 
 from ..core.pareto import front_rows
 from ..core.segments import SEGMENT
 from ..core.replicas import best_point, settings_of, summarize
-from ..errors import ConfigError
+from ..errors import missing_extra
 from ..status import Status
+from ..store.lock import StudyLock
 from .source import experiment_dir, read, read_curves, stored_config
 
 
@@ -136,10 +136,7 @@ class Study:
     def is_running(self):
         """Whether the run that holds the study's lock is alive (on this host): a study that
         recorded its end runs again when it is resumed."""
-        try:
-            holder = json.loads((self.expdir / "lock").read_text() or "{}")
-        except (OSError, ValueError):
-            return False
+        holder = StudyLock(self.expdir).holder()
         if holder.get("host") != socket.gethostname() or not holder.get("pid"):
             return False
         try:
@@ -174,8 +171,8 @@ class Study:
         try:
             import pandas
         except ImportError:
-            raise ConfigError("emews.load(...).trials_dataframe()", "needs pandas: pip install "
-                              "'emews-hpo[export]'", None, show_value=False) from None
+            raise missing_extra("emews.load(...).trials_dataframe()", "pandas",
+                                "export") from None
         return pandas.DataFrame.from_records(self.table(), columns=self.columns())
 
     def columns(self):

@@ -22,7 +22,7 @@ def experiment_dir(expdir):
     if not path.is_dir():
         raise ConfigError(str(expdir), "must be an experiment directory (EXPDIR/results.db); "
                           "no such directory", None, show_value=False)
-    if not (path / "results.db").is_file() and not storage_url(path):
+    if not (path / "results.db").is_file() and not stored_config(path).system.storage:
         raise ConfigError(str(expdir), "must be an experiment directory holding results.db; "
                           "there is none", None, show_value=False)
     return path
@@ -34,21 +34,11 @@ def stored_config(expdir):
     return load_experiment(expdir) if (Path(expdir) / "config.json").is_file() else Config()
 
 
-def storage_url(expdir):
-    """The study's ``[system].storage`` (a ``postgresql://`` URL), or ``None``."""
-    return stored_config(expdir).system.storage
-
-
-def read(expdir):
-    """The :class:`~emews.store.Snapshot` of the study in ``expdir``, through a read-only
-    store: its ``results.db`` or its PostgreSQL database."""
-    return _read_once(expdir, lambda store: store.snapshot())
-
-
-def read_rows(expdir):
-    """The rows of the study in ``expdir`` (as :meth:`emews.store.Store.rows` gives them), read
-    through a read-only store opened for this read alone."""
-    return _read_once(expdir, lambda store: store.rows())
+def read(expdir, reading=lambda store: store.snapshot()):
+    """``reading(store)`` (default: the :class:`~emews.store.Snapshot`) of the study in
+    ``expdir``, through a read-only store opened for this read alone: its ``results.db`` or
+    its PostgreSQL database."""
+    return read_once(expdir, stored_config(expdir).system.storage, reading)
 
 
 def read_curves(expdir, row=None):
@@ -58,8 +48,8 @@ def read_curves(expdir, row=None):
     reported, or from a store that predates reports). With ``row`` (one of the study's rows):
     that evaluation's curve alone."""
     if row is None:
-        return _read_once(expdir, lambda store: store.curves())
-    return _read_once(expdir, lambda store: curves_of(
+        return read(expdir, lambda store: store.curves())
+    return read(expdir, lambda store: curves_of(
         (r["id"], r["step"], r["value"]) for r in store.reports(row["id"])
         if r["attempt"] == row["attempt"]))
 
@@ -76,21 +66,4 @@ def read_thaws(expdir):
                 curve = attempts.setdefault(r["id"], {}).setdefault(r["attempt"], {})
                 curve[r["step"]] = math.nan if r["value"] is None else r["value"]
         return {i: [parts[k] for k in sorted(parts)] for i, parts in attempts.items()}
-    return _read_once(expdir, reading)
-
-
-def read_report_values(expdir, after=0):
-    """The reports of the study in ``expdir`` numbered after ``after``, as
-    :meth:`emews.store.Store.report_values` gives them, read in one read-only store opened for
-    this read alone."""
-    return _read_once(expdir, lambda store: store.report_values(after))
-
-
-def best_row(expdir):
-    """The best row of the study in ``expdir`` (:meth:`emews.store.Store.best`), or ``None``,
-    read through a read-only store opened for this read alone."""
-    return _read_once(expdir, lambda store: store.best())
-
-
-def _read_once(expdir, reading):
-    return read_once(expdir, storage_url(expdir), reading)
+    return read(expdir, reading)

@@ -19,8 +19,9 @@ import threading
 from ..errors import ConfigError, EmewsError, FailureAlreadyReported, Interrupted
 from ..evaluate.deathsig import set_death_signal
 from ..evaluate.launcher import default_mpiexec
+from ..experiment import read_store
 from ..inspect.progress import TERMINAL_VARIABLE
-from ..result import final_recorded, interrupted, result_of, stored_count
+from ..result import interrupted, result_of, stored_count
 from ..status import Status
 from ..store import study_store
 from ..store.lock import TOKEN_VARIABLE
@@ -87,7 +88,7 @@ def spawn(expdir, cfg, lock):
                           stored_count(expdir, cfg))
     if code == 0:
         return result_of(expdir, cfg)
-    if final_recorded(expdir, cfg):
+    if read_store(expdir, lambda store: store.meta("final"), cfg) is not None:   # it ended
         result = result_of(expdir, cfg)
         if result.all_failed:
             return result  # the caller reports it

@@ -22,7 +22,7 @@ from pathlib import Path
 from .. import config as configuration
 from .. import experiment
 from ..prepare import prepare_run, validate
-from ..errors import ConfigError, EmewsError
+from ..errors import ConfigError, EmewsError, missing_extra
 from ..pools.requests import Demand
 from ..space import Space
 from ..validation import Invalid
@@ -214,8 +214,7 @@ def _psij():
     try:
         import psij
     except ImportError as exc:
-        raise ConfigError("emews submit", f"needs psij-python ({exc}); install it with: "
-                          "pip install 'emews-hpo[submit]'", None, show_value=False) from None
+        raise missing_extra("emews submit", f"psij-python ({exc})", "submit") from None
     return psij
 
 

@@ -21,7 +21,7 @@ The commands ``emews serve`` and ``emews pool`` (:func:`emews.study.serve`,
 here imports them.
 """
 
-from ..errors import ConfigError
+from ..errors import missing_extra
 
 
 def require_zmq():
@@ -29,6 +29,5 @@ def require_zmq():
     try:
         import zmq
     except ImportError:
-        raise ConfigError("emews serve / emews pool", "needs pyzmq: pip install "
-                          "'emews-hpo[service]'", None, show_value=False) from None
+        raise missing_extra("emews serve / emews pool", "pyzmq", "service") from None
     return zmq

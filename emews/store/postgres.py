@@ -36,7 +36,7 @@ import json
 import os
 import urllib.parse
 
-from ..errors import ConfigError, StoreError
+from ..errors import ConfigError, StoreError, missing_extra
 from ..status import Status
 from . import schema
 from .base import NO_REASON, Snapshot, Store, curves_of, decoded, duplicate_rows
@@ -163,8 +163,7 @@ def connect(url):
     try:
         import psycopg
     except ImportError:
-        raise ConfigError("[system].storage", "a PostgreSQL store needs psycopg: pip install "
-                          "'emews-hpo[postgres]'", None, show_value=False) from None
+        raise missing_extra("[system].storage", "psycopg", "postgres") from None
     try:
         conn = psycopg.connect(url)
         with conn.transaction():  # CREATE INDEX locks its table even when the index exists:
