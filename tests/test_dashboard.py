@@ -25,8 +25,8 @@ import pytest
 
 import emews
 from emews.evaluate import Outcome
-from emews.inspect.optuna_view import (STATES, ReadOnlyError, StoreView, frozen_trial,
-                                       learning_curves, thinned)
+from emews.inspect.optuna_view import STATES, ReadOnlyError, StoreView, frozen_trial, thinned
+from emews.inspect.source import read_curves
 from emews.evaluate.outcome import Report
 from emews.store import SQLiteStore, schema
 from support.postgres import postgres_server, postgres_url  # noqa: F401 - fixtures
@@ -143,12 +143,12 @@ def test_pruned_maps_to_pruned_and_learning_curves_are_the_one_hook_for_fidelity
     paused = frozen_trial(dict(row, status="paused"), {}, curve={1: 0.5})   # freeze-thaw
     assert paused.state == optuna.trial.TrialState.PRUNED and paused.intermediate_values == {
         1: 0.5}
-    assert learning_curves(expdir) == {}   # no model reported
+    assert read_curves(expdir) == {}   # no model reported
     store = SQLiteStore(expdir / "results.db", create=False)
     store.add_reports([(0, 1, Report(1, 0.5)), (4, 1, Report(1, math.nan)),
                        (0, 1, Report(2, 0.25))])
     store.close()
-    curves = learning_curves(expdir)      # the reports table, by evaluation and step
+    curves = read_curves(expdir)      # the reports table, by evaluation and step
     assert curves[0] == {1: 0.5, 2: 0.25} and math.isnan(curves[4][1]) and len(curves) == 2
 
 

@@ -107,13 +107,6 @@ def observed_distributions(rows):
     return result
 
 
-def learning_curves(expdir, points=None):
-    """The learning curves of the study in ``expdir``: ``{evaluation id: {step: value}}``,
-    each as Optuna's ``FrozenTrial.intermediate_values`` holds it (one read for the whole
-    study: :func:`~.source.read_curves`); with ``points``, each :func:`thinned` to them."""
-    return {i: thinned(curve, points) for i, curve in read_curves(expdir).items()}
-
-
 def thinned(curve, points):
     """``curve`` (``{step: value}``) cut to at most ``points`` (3 or more) of its steps, for
     a view of many curves at once: its first and last steps, the step of its lowest value,
@@ -151,9 +144,9 @@ def frozen_trial(row, dists, number=0, trial_id=0, expdir=None, curve=None, crit
     resolved directory, where that run's directory exists: a ``py`` model has none),
     ``status``, ``rank``, ``attempt``, ``error`` and ``metrics``, and a population-based study's
     ``segment`` (its record, :mod:`emews.core.segments`: member, name, parent, donor, start
-    and until steps); ``curve``: its intermediate values (see :func:`learning_curves`: a
-    segment's, the steps it trained). A study with replicas
-    has :func:`point_trials` instead.
+    and until steps); ``curve``: its intermediate values (as Optuna's
+    ``FrozenTrial.intermediate_values`` holds them: a segment's, the steps it trained). A study
+    with replicas has :func:`point_trials` instead.
     """
     state = STATES[row["status"]]
     vector = criteria is not None and criteria.vector

@@ -44,7 +44,7 @@ def summary(study, now=None):
         else None
     reasons = common_reasons(collections.Counter(row["error"] or NO_REASON
                                                  for row in study.failed).items(), TOP_FAILURES)
-    pools = _pools(study.meta.get(POOLS)) if state == "running" else []
+    pools = _pools(study.meta.get(POOLS), now) if state == "running" else []
     front = study.pareto
     jobs, jobs_note = job_states(study.meta.get(JOBS))
     return {
@@ -214,10 +214,10 @@ def _slots(study, pools):
     return {"in_use": held, "pool": pool, "gpus": gpus, "evaluations": running}
 
 
-def _pools(described, now=None):
+def _pools(described, now):
     """The pools attached to a served study (``emews serve`` on zmq), as the service
-    ``described`` them in its store (``None``: none)."""
-    now = time.time() if now is None else now
+    ``described`` them in its store (``None``: none), each heard from ``now`` minus its
+    ``last_heard_s``."""
     return [dict(pool, last_heard_s=max(now - pool["last_heard"], 0.0))
             for pool in (described or {}).get("pools", [])]
 
