@@ -341,8 +341,14 @@ def load(sources=(), overrides=None, environ=None, label="config"):
     if isinstance(sources, (str, os.PathLike, dict)):
         sources = [sources]
     tables = {table: {} for table in (*SCHEMA, "algorithm")}
-    origin, bases = {}, {}
+    origin, bases = {}, {}   # (table, key) -> where its value was set, and paths' base there
     base_dir = Path.cwd()
+
+    def put(table, key, value, where, base=None):
+        tables[table][key] = value
+        origin[(table, key)] = where
+        bases[(table, key)] = Path.cwd() if base is None else base
+
     for source in sources:
         data, name, base = _read(source, label)
         base_dir = base if not isinstance(source, dict) else base_dir
@@ -354,23 +360,18 @@ def load(sources=(), overrides=None, environ=None, label="config"):
             if not isinstance(values, dict):
                 raise ConfigError(f"{name}: {table}", "must be a table", values)
             for key, value in values.items():
-                tables[table][key] = value
-                origin[(table, key)] = f"{name}: [{table}].{key}"
-                bases[(table, key)] = base
+                put(table, key, value, f"{name}: [{table}].{key}", base)
     for table, schema in SCHEMA.items():
         for key, setting in schema.items():
             if setting.env and environ.get(setting.env) not in (None, ""):
-                tables[table][key] = environ[setting.env]
-                origin[(table, key)] = f"environment variable {setting.env}"
-                bases[(table, key)] = Path.cwd()
+                put(table, key, environ[setting.env], f"environment variable {setting.env}")
     for dotted, value in (overrides or {}).items():
         table, _, key = dotted.partition(".")
         if table not in tables or not key:
             raise ConfigError(f"command line: {dotted}", "must be TABLE.KEY with TABLE one of "
                               f"{sorted(tables)}", dotted, show_value=False)
-        tables[table][key] = value
-        origin[(table, key)] = f"command line: {dotted}"
-        bases[(table, key)] = Path.cwd()
+        put(table, key, value, f"command line: {dotted}")
+
     def where(table, key):
         return origin.get((table, key), f"[{table}].{key}")
 
