@@ -188,6 +188,18 @@ class Jobs:
         return self.start(MPIEXEC, "-n", ranks, sys.executable, "-m", "emews", "pool", expdir,
                           *options)
 
+    def run_served(self, config, ranks=3, returncode=0):
+        """Serve ``config`` with one pool job of ``ranks`` ranks attached, until both end (the
+        service with ``returncode``, the pool with 0); return the experiment directory and
+        what the service printed."""
+        server, expdir = self.serve(config)
+        pool = self.pool(expdir, ranks)
+        out, err = server.communicate(timeout=300)
+        assert server.returncode == returncode, err
+        pool.communicate(timeout=60)
+        assert pool.returncode == 0
+        return expdir, out
+
     def close(self):
         for process in self.started:
             if process.poll() is None:

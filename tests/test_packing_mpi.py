@@ -92,12 +92,7 @@ def test_a_pool_job_attached_to_a_served_study_packs_the_same_way(study, jobs, s
     if storage:
         path.write_text(path.read_text().replace("[system]\n",
                                                  f"[system]\nstorage = {json.dumps(storage)}\n"))
-    server, expdir = jobs.serve(path)
-    pool = jobs.pool(expdir, 5)
-    out, err = server.communicate(timeout=180)
-    assert server.returncode == 0, err
-    pool.communicate(timeout=60)
-    assert pool.returncode == 0
+    expdir, _ = jobs.run_served(path, 5)
     store = study_store(expdir, storage, create=False)
     try:
         rows = store.rows()

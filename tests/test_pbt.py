@@ -172,12 +172,7 @@ def test_a_population_on_a_served_studys_pool(emews_cli, study, jobs, storage):
     In batch mode, every member ends each segment before the next are asked for, so that the
     bottom member always exploits (asynchronously, the top ones may reach max_steps first on a
     served pool's timing: no exploit, seen once in a CI rehearsal)."""
-    server, expdir = jobs.serve(pbt_study(study, procs=5, mode="batch", storage=storage))
-    pool = jobs.pool(expdir, 5)
-    out, err = server.communicate(timeout=300)
-    assert server.returncode == 0, err
-    pool.communicate(timeout=60)
-    assert pool.returncode == 0
+    expdir, _ = jobs.run_served(pbt_study(study, procs=5, mode="batch", storage=storage), 5)
     check_population(expdir, emews_cli)
 
 

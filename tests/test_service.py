@@ -137,14 +137,10 @@ def test_two_pools_share_the_tasks_and_each_is_evaluated_once(study, jobs, stora
 def test_a_failed_evaluation_is_run_again_on_the_pools_up_to_its_retries(study, jobs, storage):
     """A point's next attempt after a failure goes out again and runs under its own run id (on
     PostgreSQL, the EQ-SQL task that the failure completed is queued again)."""
-    server, expdir = jobs.serve(study(
+    expdir, _ = jobs.run_served(study(
         system={"procs": 3, "progress_interval": 60, **({"storage": storage} if storage else {})},
         study={"budget": 2, "seed": 4, "objective": "fault_me:always_fails"},
-        failure={"retries": 2}, service={"lease": 3.0}))
-    pool = jobs.pool(expdir)
-    out, err = server.communicate(timeout=180)
-    assert server.returncode == 1, err   # every evaluation failed
-    pool.communicate(timeout=60)
+        failure={"retries": 2}, service={"lease": 3.0}), returncode=1)   # every one failed
     store = study_store(expdir, storage, create=False)
     try:
         assert sorted((a["id"], a["attempt"], a["status"], a["run_id"]) for a in store.attempts()) \
@@ -163,14 +159,9 @@ def test_a_pools_request_for_work_is_served_at_once_not_at_its_next_heartbeat(st
     system = {"procs": 3, "progress_interval": 60, "slots_per_worker": 4}
     path = study(system=dict(system, storage=storage) if storage else system,
                  study={"budget": 200, "seed": 4, "impl": "echo"}, service={"lease": 3600})
-    server, expdir = jobs.serve(path)
-    pool = jobs.pool(expdir)
-    out, err = server.communicate(timeout=120)
-    assert server.returncode == 0, err
+    expdir, out = jobs.run_served(path)
     assert "evaluation budget of 200 reached" in out
     assert [status for _, status, _, _ in stored(expdir, storage)] == ["done"] * 200
-    pool.communicate(timeout=60)
-    assert pool.returncode == 0
 
 
 def test_a_pool_holds_slots_per_worker_tasks_for_each_of_its_workers(study, jobs, storage):

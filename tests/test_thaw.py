@@ -203,13 +203,8 @@ def test_a_paused_app_run_is_thawed_from_its_checkpoint(emews_cli, study, tmp_pa
 def test_a_paused_run_is_thawed_on_a_served_studys_pool(study, tmp_path, jobs, storage):
     """The same on the one worker of a served study's pool (emews serve; mpiexec emews pool
     EXPDIR), on both transports: the served study runs the same master, drain and thaws."""
-    server, expdir = jobs.serve(sweep(study, tmp_path, "freeze_models:checkpointed",
-                                      storage=storage))
-    pool = jobs.pool(expdir, 2)
-    out, err = server.communicate(timeout=300)
-    assert server.returncode == 0, err
-    pool.communicate(timeout=60)
-    assert pool.returncode == 0
+    expdir, _ = jobs.run_served(sweep(study, tmp_path, "freeze_models:checkpointed",
+                                      storage=storage), 2)
     store = study_store(expdir, storage, readonly=True)
     try:
         check_thawed(expdir, store)
