@@ -1,6 +1,6 @@
 """Freeze-thaw (emews/core/thaw.py): the pruner pauses runs, the drain thaws the promising ones
-from their checkpoints, on a real mpiexec pool, with py and app models, and on the pool of a
-served study on both transports."""
+from their checkpoints, on a real mpiexec pool, with py, app and container models (a real
+Charliecloud image), and on the pool of a served study on both transports."""
 
 import json
 import math
@@ -26,6 +26,7 @@ from conftest import wait_until  # noqa: E402
 from test_fidelity import gated_runs  # noqa: E402
 from test_service import storage  # noqa: E402,F401 - fixture: zmq, or a PostgreSQL database
 from support.postgres import postgres_server, postgres_url  # noqa: E402,F401 - fixtures
+from charliecloud import charliecloud_image_fixture  # noqa: E402,F401 - fixture
 
 ASHA = {"min_resource": 9, "max_resource": STEPS, "reduction_factor": 3, "pause": True}
 RUNG = 9   # the one rung
@@ -105,22 +106,33 @@ def test_hyperband_with_pause_pauses_in_every_bracket_that_stops_runs():
         assert hyperband.report((second, 1), step, 2.0) == pruners.PAUSE
 
 
-def sweep(study, tmp_path, objective, impl="py", storage=None):
+def sweep(study, tmp_path, objective, impl="py", storage=None, image=None):
     """The study file of a sweep of FAST, SLOW and WORST on one mpiexec worker under asha
-    with pause (its store ``storage``, a PostgreSQL URL, or the experiment directory's)."""
-    (tmp_path / "points.jsonl").write_text("".join(
-        json.dumps({**p, "act": "relu"}) + "\n" for p in [FAST, SLOW, WORST]))
-    model = {"impl": impl, "app": [sys.executable, str(SUPPORT / "freeze_app.py")]} \
-        if impl == "app" else {"objective": objective}
+    with pause (its store ``storage``, a PostgreSQL URL, or the experiment directory's). An
+    ``app`` model is freeze_app.py; a ``container`` model the Charliecloud ``image``'s
+    train.sh, told its behaviour ``freeze`` by a constant of the space."""
+    points = [{**p, "act": "relu"} for p in (FAST, SLOW, WORST)]
+    model, tables = {"objective": objective}, {}
+    if impl == "app":
+        model = {"impl": impl, "app": [sys.executable, str(SUPPORT / "freeze_app.py")]}
+    if impl == "container":
+        model = {"impl": impl}
+        points = [{**p, "behaviour": "freeze"} for p in points]
+        tables = {"model": {"image": str(image), "container_runtime": "charliecloud"},
+                  "space": [{"name": "x", "type": "float", "lower": -2.0, "upper": 2.0},
+                            {"name": "n", "type": "int", "lower": 0, "upper": 3},
+                            {"name": "act", "type": "categorical", "values": ["relu"]},
+                            {"name": "behaviour", "type": "constant", "value": "freeze"}]}
+    (tmp_path / "points.jsonl").write_text("".join(json.dumps(p) + "\n" for p in points))
     system = {"procs": 2, "progress_interval": 60, **({"storage": storage} if storage else {})}
     return study(system=system,
                  study={"algorithm": "sweep", "budget": 3, "pruner": "asha", **model},
-                 algorithm={"file": "points.jsonl"}, pruner=ASHA)
+                 algorithm={"file": "points.jsonl"}, pruner=ASHA, **tables)
 
 
-def run_study(emews_cli, study, tmp_path, objective, impl="py"):
+def run_study(emews_cli, study, tmp_path, objective, impl="py", image=None):
     """Run :func:`sweep`; return its experiment directory and store (read only)."""
-    done = emews_cli("run", sweep(study, tmp_path, objective, impl))
+    done = emews_cli("run", sweep(study, tmp_path, objective, impl, image=image))
     assert done.returncode == 0, done.stderr
     (expdir,) = (tmp_path / "experiments" / "study").iterdir()
     return expdir, SQLiteStore(expdir / "results.db", readonly=True)
@@ -196,6 +208,32 @@ def test_a_paused_app_run_is_thawed_from_its_checkpoint(emews_cli, study, tmp_pa
         check_thawed(expdir, store)
     finally:
         store.close()
+
+
+@pytest.mark.slow
+@pytest.mark.mpi
+def test_a_paused_container_run_is_thawed_from_its_checkpoint_inside_the_image(
+        emews_cli, study, tmp_path, charliecloud_image):
+    # the image's train.sh (bash and awk, no Python) trains freeze_app.py's curve; the point's
+    # checkpoint directory is bound inside it, and the thaw is told EMEWS_TRAIN_FROM there
+    expdir, store = run_study(emews_cli, study, tmp_path, None, "container", charliecloud_image)
+    try:
+        slow = check_thawed(expdir, store)
+    finally:
+        store.close()
+    runs = [expdir / "run" / run_id for run_id in (f"RUN{slow['id']:06d}", slow["run_id"])]
+    logs = [(run / "model.log").read_text() for run in runs]
+    assert all(f"inside image {charliecloud_image.name} " in log for log in logs)
+    # set on ch-run's command line (model.sh logs it), not only inherited from the worker
+    assert f"--set-env=EMEWS_TRAIN_FROM={RUNG} --set-env=EMEWS_TRAIN_UNTIL={STEPS} " in logs[1]
+    paused, thawed = ((run / "trained.txt").read_text().split() for run in runs)
+    # paused at the rung, it may train on until its signal comes; its thaw goes on after the
+    # checkpoint of step 9, which it kept inside the container
+    assert paused[:RUNG] == [str(s) for s in range(1, RUNG + 1)]
+    assert thawed == [str(s) for s in range(RUNG + 1, STEPS + 1)]
+    checkpoints = expdir / "checkpoints" / f"RUN{slow['id']:06d}"
+    assert sorted(int(p.name.split("-")[1]) for p in checkpoints.glob("step-*")) == list(
+        range(1, STEPS + 1))
 
 
 @pytest.mark.slow

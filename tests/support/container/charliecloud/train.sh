@@ -8,8 +8,12 @@
 # report line per epoch, then the result), "train" (an emews learning-curve report line,
 # EMEWS_REPORT {json}, every 0.1 s for up to 600 epochs, its pid in pids.txt), "resume" (4
 # epochs, each saved as a checkpoint in $EMEWS_CHECKPOINT_DIR/epoch, going on after the saved
-# one; a run that starts from none dies after epoch 2, exit 9). A "size" in the params is
-# reported too, as a second labelled result (IMPROVE_RESULT size N) before val_loss.
+# one; a run that starts from none dies after epoch 2, exit 9), "freeze" (tests/test_thaw.py's
+# curve, x^2 + (1 + n)/step for 27 steps, as tests/support/freeze_app.py: each step appended to
+# trained.txt, saved as $EMEWS_CHECKPOINT_DIR/step-N and reported, EMEWS_REPORT {json}; a thawed
+# run goes on from the checkpoint of step $EMEWS_TRAIN_FROM; its result is the value at step
+# 27). A "size" in the params is reported too, as a second labelled result (IMPROVE_RESULT size
+# N) before val_loss.
 set -eu
 devices=$1 data_dir=$2
 shift 2
@@ -49,6 +53,17 @@ case $(field behaviour) in
       echo "$epoch" > "$EMEWS_CHECKPOINT_DIR/epoch"
       if (( saved == 0 && epoch == 2 )); then echo "train.sh: died after epoch 2" >&2; exit 9; fi
     done ;;
+  freeze)
+    n=$(field n) from=${EMEWS_TRAIN_FROM:-0} first=1
+    if [[ -e $EMEWS_CHECKPOINT_DIR/step-$from ]]; then first=$(( from + 1 )); fi
+    value() { awk -v x="$x" -v n="$n" -v s="$1" 'BEGIN { printf "%.17g", x * x + (1 + n) / s }'; }
+    for step in $(seq "$first" 27); do
+      echo "$step" >> "$run_dir/trained.txt"
+      value "$step" > "$EMEWS_CHECKPOINT_DIR/step-$step"
+      echo "EMEWS_REPORT {\"step\": $step, \"value\": $(value "$step")}"
+    done
+    echo "IMPROVE_RESULT val_loss $(value 27)"
+    exit 0 ;;
   train)
     echo "$$" > "$run_dir/pids.txt"
     for epoch in $(seq 1 600); do
