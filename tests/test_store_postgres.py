@@ -150,9 +150,10 @@ def test_a_batch_of_statements_is_one_transaction_and_one_round_trip(postgres_ur
         assert cursors[-1].fetchall() == [(3,)]
         messages = [line.split("\t")[1:4:2] for line in trace.read_text().splitlines()]
         sent = [name.split()[0] for side, name in messages if side == "F"]
-        first_answer = [side for side, _ in messages].index("B")
+        # one wait: every statement, then the one Sync, with no Flush between them (the client
+        # asks for no answer before the end; it may read one that came early, under load)
         assert sent.count("Sync") == 1, sent
-        assert all(side == "B" for side, _ in messages[first_answer:]), messages   # one wait
+        assert "Flush" not in sent[:sent.index("Sync")], sent
 
         with pytest.raises(psycopg.errors.DivisionByZero):
             run_batch(conn, [(insert, (4,)), ("SELECT 1 / %s", (0,)), (insert, (5,))])
