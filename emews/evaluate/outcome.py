@@ -178,11 +178,11 @@ class Outcome(Wire):
     def to_wire(self):
         """This outcome as a JSON-able list of its fields in :attr:`ORDER`, those at their
         default at the end left out (see the module docstring)."""
-        fields = _ordered(type(self))
+        fields, values = _ordered(type(self)), self.__dict__
         end = len(fields)
-        while end > 1 and getattr(self, fields[end - 1][0]) == fields[end - 1][2]:
+        while end > 1 and values[fields[end - 1][0]] == fields[end - 1][2]:
             end -= 1
-        return [kind.encode(getattr(self, name)) for name, kind, _ in fields[:end]]
+        return [kind.encode(values[name]) for name, kind, _ in fields[:end]]
 
     @classmethod
     def from_wire(cls, data):
