@@ -9,9 +9,10 @@ which each travels.
 
 An outcome's wire form is a JSON-able list of its fields in :attr:`Outcome.ORDER`: ``value``,
 ``started`` and ``finished``, then the others up to the last one off its default (a plain
-``done`` outcome is ``[value, started, finished]``, which both ends handle without going
-field by field: a worker sends one per task), NaN and the infinities as ``null``. A transport's own fields (``attempt``, ``rank``) travel
-beside it; an older reader skips the fields a newer writer adds at the end.
+``done`` outcome, one per task, is ``[value, started, finished]``, which both ends handle
+without going field by field), NaN and the infinities as ``null``. A transport's own fields
+(``attempt``, ``rank``) travel beside it; an older reader skips the fields a newer writer adds
+at the end.
 
 A model's report between its steps (``emews.report(value, step, **metrics)``) travels as a
 :class:`Report` by its names (``{"step": 3, "value": 0.7, "time": t}``): a model may write one
