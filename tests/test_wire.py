@@ -50,6 +50,17 @@ def test_a_plain_done_outcome_travels_without_its_defaults():
     assert Outcome(0.5, "failed", "boom").to_wire() == [0.5, 0.0, 0.0, "failed", "boom"]
 
 
+def test_value_started_and_finished_are_always_on_the_wire_and_checked_as_any_field():
+    assert Outcome(2.0).to_wire() == [2.0, 0.0, 0.0]
+    assert Outcome(math.inf, started=1.0, finished=2.0).to_wire() == [None, 1.0, 2.0]
+    back = Outcome.from_wire([None, 1.0, 2.0])
+    assert math.isnan(back.value) and back.status == Status.DONE and back.finished == 2.0
+    assert Outcome.from_wire([1, 2.0, 3.0]) == Outcome(1.0, started=2.0, finished=3.0)
+    assert type(Outcome.from_wire([1, 2.0, 3.0]).value) is float
+    with pytest.raises(BadOutcome, match="'finished'"):
+        Outcome.from_wire([1.0, 2.0, "3.0"])
+
+
 def test_missing_optional_fields_take_their_defaults():
     assert Outcome.from_wire([2]) == Outcome(2.0)
     assert Outcome.from_wire((2,)) == Outcome(2.0)

@@ -13,7 +13,7 @@ from pathlib import Path
 CANCELLED = "cancelled"
 
 
-@dataclass
+@dataclass(frozen=True)
 class Resources:
     """What the pool gave one evaluation: ``ranks`` processes, the ``hosts`` they run on (one
     name per rank; empty: this node alone) and the ``gpus`` it may use (device ids; a shared
@@ -33,6 +33,9 @@ class Resources:
         return cls(int(data["ranks"]), tuple(data["hosts"]), tuple(data["gpus"]))
 
 
+ONE_RANK = Resources()   # what an evaluation gets unless its pool says otherwise
+
+
 @dataclass
 class RunContext:
     """Where one evaluation runs: ids, its run directory (made on first use) and model settings.
@@ -47,7 +50,7 @@ class RunContext:
     model_name: str
     expdir: Path
     env: dict = field(default_factory=dict)
-    resources: Resources = field(default_factory=Resources)
+    resources: Resources = ONE_RANK
 
     @property
     def checkpoint_dir(self):

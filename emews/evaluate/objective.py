@@ -29,7 +29,7 @@ from ..errors import ConfigError
 from ..status import Status
 from . import process
 from .app import App
-from .base import Cancelled, EvaluationFailed, Resources, RunContext
+from .base import ONE_RANK, Cancelled, EvaluationFailed, RunContext
 from .container import Container
 from .echo import Echo
 from .handoff import prepare
@@ -122,14 +122,14 @@ class Objective:
         try:
             params, segment = split(json.loads(params_json))
             context = RunContext(self.exp_id, run_id, self.model_name, self.expdir,
-                                 dict(self.model_env), resources or Resources())
+                                 dict(self.model_env), resources or ONE_RANK)
             if segment is not None:   # population-based training: its start checkpoint
                 params_json = json.dumps(params)
                 prepare(context, segment)
             watch = process.Watch(self.timeout, self.grace, cancelled, report)
             value = self.implementation.run(params, params_json, context, watch)
-            outcome = Outcome(float(value), metrics=dict(getattr(value, "metrics", {})),
-                              objectives=list(getattr(value, "objectives", ())))
+            outcome = Outcome(float(value), metrics=getattr(value, "metrics", {}),
+                              objectives=getattr(value, "objectives", []))
         except Pruned as exc:
             outcome = Outcome(exc.value, Status.PRUNED, str(exc))
         except Cancelled as exc:

@@ -7,11 +7,12 @@ which each travels.
                                                      |  in-process, MPI (pickled), zmq, PostgreSQL
     the master's store <-- Outcome <--from_wire()----+  (json_in), Swift/T: all in this form
 
-An outcome's wire form is a JSON-able list of its fields in :attr:`Outcome.ORDER`, those at
-their default at the end left out (a plain ``done`` outcome is ``[value, started, finished]``:
-a worker sends one per task, and rank 0 decodes it in 2/3 of the time of a dict with names),
-NaN and the infinities as ``null``. A transport's own fields (``attempt``, ``rank``) travel
-beside it; an older reader skips the fields a newer writer adds at the end.
+An outcome's wire form is a JSON-able list of its fields in :attr:`Outcome.ORDER`: ``value``,
+``started`` and ``finished``, then the others up to the last one off its default (a plain
+``done`` outcome, one per task, is ``[value, started, finished]``, which both ends handle
+without going field by field), NaN and the infinities as ``null``. A transport's own fields
+(``attempt``, ``rank``) travel beside it; an older reader skips the fields a newer writer adds
+at the end.
 
 A model's report between its steps (``emews.report(value, step, **metrics)``) travels as a
 :class:`Report` by its names (``{"step": 3, "value": 0.7, "time": t}``): a model may write one
@@ -29,6 +30,7 @@ checked (:data:`NUMBER`, :data:`TEXT`, :data:`STATUS`, :data:`METRICS`, :data:`S
 import dataclasses
 import functools
 import math
+import operator
 from typing import Callable, NamedTuple
 
 from ..core.vector import finite_or_none
@@ -174,20 +176,27 @@ class Outcome(Wire):
 
     ORDER = ("value", "started", "finished", "status", "error", "log_tail", "metrics",
              "objectives", "feasible")   # on the wire: the fields a done outcome sets first
+    ALWAYS = 3                           # the first three are always on the wire
 
     def to_wire(self):
-        """This outcome as a JSON-able list of its fields in :attr:`ORDER`, those at their
-        default at the end left out (see the module docstring)."""
-        fields = _ordered(type(self))
+        """This outcome as a JSON-able list of its fields in :attr:`ORDER` (see the module
+        docstring)."""
+        if _rest(self) == _REST_AT_DEFAULT:   # a plain done outcome
+            return [_number_out(self.value), _number_out(self.started),
+                    _number_out(self.finished)]
+        fields, values = _ordered(type(self)), self.__dict__
         end = len(fields)
-        while end > 1 and getattr(self, fields[end - 1][0]) == fields[end - 1][2]:
+        while end > self.ALWAYS and values[fields[end - 1][0]] == fields[end - 1][2]:
             end -= 1
-        return [kind.encode(getattr(self, name)) for name, kind, _ in fields[:end]]
+        return [kind.encode(values[name]) for name, kind, _ in fields[:end]]
 
     @classmethod
     def from_wire(cls, data):
         """The outcome that :meth:`to_wire` made ``data`` from; raises :class:`BadOutcome`
         when ``data`` is not a list, is empty or holds a field that breaks its rule."""
+        if type(data) is list and len(data) == 3 and \
+                type(data[0]) is type(data[1]) is type(data[2]) is float:   # a plain done one
+            return cls(data[0], started=data[1], finished=data[2])
         fields = _ordered(cls)
         try:
             if type(data) is not list and type(data) is not tuple:
@@ -271,3 +280,7 @@ def _fault(cls, data, named, form):
 
 def _article(word):
     return "an" if word[0] in "aeiou" else "a"
+
+
+_rest = operator.attrgetter(*Outcome.ORDER[Outcome.ALWAYS:])   # the fields after those three,
+_REST_AT_DEFAULT = tuple(default for _, _, default in _ordered(Outcome)[Outcome.ALWAYS:])
