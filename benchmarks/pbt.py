@@ -50,20 +50,19 @@ import math
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from functools import lru_cache
-from typing import Callable
 
 import numpy as np
 
 from . import pbt_ray, utilization_tasks
 from .common import mpiexec_python, summary, utilization
 from .fidelity import Ours
+from .pbt_problems import PROBLEMS, run_line
 from .peers_runs import VENV_DIRECTORY
-from .quality import compare
+from .quality import cached_runs, compare, run_cache, run_missing
 
 CONTENDERS = ("pbt", "pb2", "random", "random + asha")   # ours, in this process
+CACHE_DIRECTORY = Path(__file__).resolve().parent / "results" / "pbt-runs"
 FLOOR = 1e-12
 QUANTILE = 0.2   # every population's: ours' default, Supervisor's
 # the pool's members per worker: with as many members as workers, the members that reached
@@ -73,83 +72,6 @@ QUANTILE = 0.2   # every population's: ours' default, Supervisor's
 MEMBERS_PER_WORKER = 2
 
 
-@dataclass(frozen=True)
-class Problem:
-    """A problem of this part: its space (GA JSON), a run's first state (``start()``), one step
-    of training (``step(state, params)``: a new state, the old one left as it was, a
-    checkpoint that others may copy) and the score of a state (``loss(state)``)."""
-
-    space: list
-    start: Callable
-    step: Callable
-    loss: Callable
-
-
-def _toy():
-    from emews.models import pbt_toy
-
-    return Problem(pbt_toy.SPACE, lambda: list(pbt_toy.START), pbt_toy.step, pbt_toy.loss)
-
-
-DIGITS_SPACE = [{"name": "lr", "type": "float", "lower": 0.001, "upper": 1.0, "log": True}]
-DIGITS_HIDDEN, DIGITS_BATCH = 32, 32
-
-
-@lru_cache(maxsize=1)
-def _digits_data():
-    """scikit-learn's digits, scaled to [0, 1], split 75/25 (seed 0): train and validation."""
-    from sklearn.datasets import load_digits
-    from sklearn.model_selection import train_test_split
-
-    x, y = load_digits(return_X_y=True)
-    return tuple(train_test_split(x / 16.0, y, test_size=0.25, random_state=0, stratify=y))
-
-
-def _digits_start():
-    """``(epoch, w1, b1, w2, b2)``: epoch 0 and the weights every run starts from (seed 0)."""
-    rng = np.random.default_rng(0)
-    return (0, rng.normal(0.0, 1.0 / 8.0, (64, DIGITS_HIDDEN)), np.zeros(DIGITS_HIDDEN),
-            rng.normal(0.0, 1.0 / math.sqrt(DIGITS_HIDDEN), (DIGITS_HIDDEN, 10)), np.zeros(10))
-
-
-def _digits_forward(state, x):
-    _, w1, b1, w2, b2 = state
-    hidden = np.tanh(x @ w1 + b1)
-    logits = hidden @ w2 + b2
-    p = np.exp(logits - logits.max(axis=1, keepdims=True))
-    return hidden, p / p.sum(axis=1, keepdims=True)
-
-
-def _digits_step(state, params):
-    """One epoch of minibatch SGD at learning rate ``params["lr"]`` (the batches' order drawn
-    from the epoch's number: the same for every run)."""
-    x, _, y, _ = _digits_data()
-    epoch, w1, b1, w2, b2 = state
-    lr = float(params["lr"])
-    order = np.random.default_rng(epoch).permutation(len(y))
-    for first in range(0, len(y), DIGITS_BATCH):
-        rows = order[first:first + DIGITS_BATCH]
-        hidden, p = _digits_forward((epoch, w1, b1, w2, b2), x[rows])
-        p[np.arange(len(rows)), y[rows]] -= 1.0
-        p /= len(rows)
-        back = (p @ w2.T) * (1.0 - hidden ** 2)
-        w1, b1 = w1 - lr * x[rows].T @ back, b1 - lr * back.sum(axis=0)
-        w2, b2 = w2 - lr * hidden.T @ p, b2 - lr * p.sum(axis=0)
-    return (epoch + 1, w1, b1, w2, b2)
-
-
-def _digits_loss(state):
-    """The validation log-loss of ``state``."""
-    _, x_val, _, y_val = _digits_data()
-    _, p = _digits_forward(state, x_val)
-    return float(-np.log(np.maximum(p[np.arange(len(y_val)), y_val], 1e-15)).mean())
-
-
-def _digits():
-    return Problem(DIGITS_SPACE, _digits_start, _digits_step, _digits_loss)
-
-
-PROBLEMS = {"toy": _toy, "digits": _digits}
 
 
 def population_run(problem, explore, seed, population, steps, interval):
@@ -208,6 +130,13 @@ def score(problem, name, seed, population, steps, interval):
                               steps, interval)
     return random_run(problem, "asha" if name.endswith("asha") else "none", seed, population,
                       steps)
+
+
+def one_run(problem, name, seed, population, steps, interval):
+    """One of our contenders on ``problem`` and one seed: its line of the part's cache."""
+    started = time.perf_counter()
+    loss = score(PROBLEMS[problem](), name, seed, population, steps, interval)
+    return run_line(problem, name, "batch", seed, loss, time.perf_counter() - started)
 
 
 def sleeping_toy(params):
@@ -292,33 +221,49 @@ def main(argv=None):
         Path(args.out).write_text(json.dumps(figures))
 
 
-def run(sizes, install=True, venv_directory=VENV_DIRECTORY):
-    """Every contender on every problem and seed; the part's figures. Ray Tune's virtualenv is
-    installed first when ``install`` (else it must be there already); where it cannot be, its
-    contenders are reported as missing."""
+def run(sizes, install=True, venv_directory=VENV_DIRECTORY, jobs=None,
+        cache_directory=CACHE_DIRECTORY):
+    """Every contender on every problem and seed, the runs in the cache taken from it; the
+    part's figures. Ray Tune's virtualenv is installed first when ``install`` (else it must
+    be there already); where it cannot be, its contenders are reported as missing."""
     steps = {"toy": sizes.pbt_steps, "digits": sizes.pbt_digits_epochs}
     why = pbt_ray.unavailable(venv_directory, install)
     missing = {name: why for name in sizes.pbt_ray} if why else {}
-    contenders = [*CONTENDERS, *(name for name in sizes.pbt_ray if name not in missing)]
+    ray = [name for name in sizes.pbt_ray if name not in missing]
+    contenders = [*CONTENDERS, *ray]
     seeds = range(sizes.pbt_seeds)
+    cache = run_cache(sizes, cache_directory, [sizes.pbt_population, steps, sizes.pbt_interval,
+                                               QUANTILE, pbt_ray.RAY["Ray Tune"][1][:3]])
+    known = cached_runs(cache)
+    # Ray Tune's: a seed of each problem in turn, PBT's before PB2's (the target's first)
+    runs = [(problem, name, "batch", seed) for problem in sizes.pbt_problems
+            for name in CONTENDERS for seed in seeds] + [
+        (problem, name, "async", seed) for name in ray for seed in seeds
+        for problem in sizes.pbt_problems]
+    results = [known[r] for r in runs if r in known]
+    print(f"[pbt] {len(results)} of {len(runs)} runs from the cache {cache}", flush=True)
+    todo = [r for r in runs if r not in known]
+    shape = {problem: (sizes.pbt_population, steps[problem], sizes.pbt_interval)
+             for problem in sizes.pbt_problems}
+    results += run_missing(one_run, [(p, c, s, *shape[p]) for p, c, m, s in todo
+                                     if m == "batch"], cache, jobs, "pbt")
+    results += run_missing(pbt_ray.one_run, [(p, c, s, *shape[p], QUANTILE, str(venv_directory))
+                                             for p, c, m, s in todo if m == "async"],
+                           cache, jobs, "pbt")
+    losses = {}
+    for r in results:
+        losses.setdefault(r["problem"], {}).setdefault(r["contender"], {})[r["seed"]] = \
+            math.log10(max(r["loss"], FLOOR))
     rows, comparisons = [], {}
-    for problem_name in sizes.pbt_problems:
-        problem = PROBLEMS[problem_name]()
-        shape = (sizes.pbt_population, steps[problem_name], sizes.pbt_interval)
-        losses = {name: {seed: score(problem, name, seed, *shape) for seed in seeds}
-                  for name in CONTENDERS}
-        losses.update((name, pbt_ray.scores(problem_name, name, seeds, *shape, QUANTILE,
-                                            venv_directory))
-                      for name in contenders if name in pbt_ray.SCHEDULERS)
-        by_seed = {name: {seed: math.log10(max(loss, FLOOR)) for seed, loss in found.items()}
-                   for name, found in losses.items()}
-        rows += [{"problem": problem_name, "contender": name,
+    for problem in sizes.pbt_problems:
+        by_seed = {name: losses[problem][name] for name in contenders}
+        rows += [{"problem": problem, "contender": name,
                   "log10_loss": float(np.median(list(values.values()))),
                   "q25": float(np.percentile(list(values.values()), 25)),
                   "q75": float(np.percentile(list(values.values()), 75))}
                  for name, values in by_seed.items()]
-        comparisons[problem_name] = {name: compare(by_seed["pbt"], by_seed[name])
-                                     for name in contenders if name != "pbt"}
+        comparisons[problem] = {name: compare(by_seed["pbt"], by_seed[name])
+                                for name in contenders if name != "pbt"}
     return {"runs": rows, "seeds": sizes.pbt_seeds, "population": sizes.pbt_population,
             "steps": {name: steps[name] for name in sizes.pbt_problems},
             "interval": sizes.pbt_interval, "quantile": QUANTILE,

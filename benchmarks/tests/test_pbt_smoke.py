@@ -5,6 +5,7 @@ import json
 import math
 import subprocess
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -26,8 +27,8 @@ def test_a_digits_epoch_leaves_the_checkpoint_it_started_from_as_it_was():
     assert digits.step(start, {"lr": 0.3})[1].tolist() == after[1].tolist()   # the same epoch
 
 
-@pytest.mark.slow   # both problems, every contender: seconds on a busy machine
-def test_the_smoke_run_scores_every_contender_on_both_problems(tmp_path):
+@pytest.mark.slow   # both problems, every contender: a minute on a busy machine
+def test_the_smoke_run_scores_every_contender_on_both_problems(tmp_path, capsys):
     args = ["pbt", "--smoke", "--out", str(tmp_path), "--readme", str(tmp_path / "README.md")]
     done = subprocess.run([sys.executable, "-m", "benchmarks", *args], cwd=REPO,
                           capture_output=True, text=True, timeout=600)
@@ -55,6 +56,19 @@ def test_the_smoke_run_scores_every_contender_on_both_problems(tmp_path):
     assert 0 < pool["utilization"] <= 1 and 0 < pool["every_member_training_utilization"] <= 1
     assert pool["member_wait_s"] >= 0
     assert f"A real mpiexec pool of {SMOKE.pbt_pool_workers} workers" in readme
+    # resumable: a line a (problem, contender, seed) in the cache; run again, all come from it
+    (cache,) = (tmp_path / "pbt-runs").glob("*.jsonl")
+    lines = [json.loads(line) for line in cache.read_text().splitlines()]
+    n = 2 * len(pbt.CONTENDERS) * SMOKE.pbt_seeds
+    assert sorted((r["problem"], r["contender"], r["seed"]) for r in lines) == sorted(
+        (problem, name, seed) for problem in ("toy", "digits") for name in pbt.CONTENDERS
+        for seed in range(SMOKE.pbt_seeds))
+    assert all("benchmarks/pbt_problems.py" in r["code"] for r in lines)
+    capsys.readouterr()
+    again = pbt.run(replace(SMOKE, pbt_pool_workers=0), install=False,
+                    cache_directory=tmp_path / "pbt-runs")
+    assert f"{n} of {n} runs from the cache" in capsys.readouterr().out
+    assert (again["runs"], again["comparisons"]) == (part["runs"], part["comparisons"])
 
 
 @pytest.mark.slow   # installs Ray Tune in a virtualenv of its own once (minutes), starts Ray
