@@ -64,6 +64,8 @@ from pathlib import Path
 
 import numpy as np
 
+from emews.plugin import SEGMENT
+
 from . import pbt_ray, utilization_tasks
 from .common import mpiexec_python, summary, utilization
 from .fidelity import Ours
@@ -82,7 +84,6 @@ QUANTILE = 0.2   # every population's: ours' default, Supervisor's
 def population_run(problem, explore, seed, population, steps, interval):
     """The best member's final loss of a ``pbt`` search with ``explore`` on ``problem``."""
     from emews.core.algorithm import load
-    from emews.core.segments import split
     from emews.space import Space
 
     search = load("pbt")(Space.from_ga_json(problem.space), seed=seed,
@@ -92,17 +93,25 @@ def population_run(problem, explore, seed, population, steps, interval):
     while not search.done():
         points, values = search.ask(population), []
         for point in points:
-            params, record = split(point)
-            start = record["donor"] or record["parent"]
-            state = checkpoints[start] if start else problem.start()
-            for _ in range(record["start"], record["until"]):
-                state = problem.step(state, params)
-            checkpoints[record["name"]] = state
-            values.append(problem.loss(state))
-            if record["until"] == steps:
+            values.append(_segment(problem, point, checkpoints))
+            if point[SEGMENT]["until"] == steps:
                 final = min(final, values[-1])
         search.tell(points, values)
     return final
+
+
+def _segment(problem, point, checkpoints):
+    """Train the segment ``point`` of ``problem`` from the checkpoint its record names (in
+    ``checkpoints``, by segment name), keep its own there; its loss."""
+    from emews.core.segments import split
+
+    params, record = split(point)
+    start = record["donor"] or record["parent"]
+    state = checkpoints[start] if start else problem.start()
+    for _ in range(record["start"], record["until"]):
+        state = problem.step(state, params)
+    checkpoints[record["name"]] = state
+    return problem.loss(state)
 
 
 def random_run(problem, pruner, seed, population, steps):
@@ -163,7 +172,6 @@ def simulated_utilization(members_per_worker, sigma, draw, workers=8, steps=40, 
     overhead: the ``pbt`` class itself asked for a segment as a worker frees, the toy trained,
     each segment taking a lognormal time (median 1, log-sd ``sigma``) from generator ``draw``."""
     from emews.core.algorithm import load
-    from emews.core.segments import split
     from emews.space import Space
 
     problem, rng = PROBLEMS["toy"](), np.random.default_rng(draw)
@@ -173,15 +181,10 @@ def simulated_utilization(members_per_worker, sigma, draw, workers=8, steps=40, 
     checkpoints, running, now, busy = {}, [], 0.0, 0.0
     while True:
         for point in search.ask(workers - len(running)) if not search.done() else []:
-            params, record = split(point)
-            start = record["donor"] or record["parent"]
-            state = checkpoints[start] if start else problem.start()
-            for _ in range(record["start"], record["until"]):
-                state = problem.step(state, params)
-            checkpoints[record["name"]] = state
+            loss = _segment(problem, point, checkpoints)
             took = float(rng.lognormal(0.0, sigma))
             busy += took
-            heapq.heappush(running, (now + took, record["name"], point, problem.loss(state)))
+            heapq.heappush(running, (now + took, point[SEGMENT]["name"], point, loss))
         if not running:
             return busy / (workers * now)
         now, _, point, value = heapq.heappop(running)
@@ -211,7 +214,6 @@ def _pool_study(directory, steps, interval, members_per_worker, repeat):
 
     import emews
     from emews.models import pbt_toy
-    from emews.plugin import SEGMENT
     from emews.store import SQLiteStore
 
     workers = MPI.COMM_WORLD.Get_size() - 1
