@@ -53,7 +53,7 @@ def parser():
     top.add_argument("--readme", help="Markdown file regenerated from README.in.md and the "
                      "records (default: benchmarks/README.md, none for --smoke)")
     top.add_argument("--jobs", type=int, help="parallel runs in the quality, "
-                     "multiobjective, conditional and peers parts (default: one per core)")
+                     "multiobjective, conditional, peers and pbt parts (default: one per core)")
     top.add_argument("--no-new-runs", action="store_false", dest="new_runs",
                      help="the multiobjective part of the runs in its cache only (an "
                      "interrupted run so far; run it again without this to go on)")
@@ -94,7 +94,8 @@ def main(argv=None):
                                    "cache_directory": out / "conditional-runs"},
                    "peers": {"jobs": args.jobs, "cache_directory": out / "peers-runs",
                              "install": not smoke},
-                   "pbt": {"install": not smoke}}.get(
+                   "pbt": {"install": not smoke, "jobs": args.jobs,
+                           "cache_directory": out / "pbt-runs"}}.get(
             name, {})
         figures = PARTS[name](sizes, **options)
         report.add_part(record, name, figures, time.perf_counter() - part_started)

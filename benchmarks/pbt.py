@@ -37,125 +37,53 @@ not counted.
 
 The pool's utilization (:func:`pool_utilization`) is measured apart: ``emews.run`` of an async
 ``pbt`` study of the toy under ``mpiexec -n WORKERS+1``, ``pbt_pool_workers`` workers and
-:data:`MEMBERS_PER_WORKER` times as many members (queued for the workers, the member furthest
-behind first), ``pbt_steps`` steps in segments of ``pbt_interval``, each segment a ``py`` run of
-:func:`sleeping_toy` (the utilization part's sleep, then the toy's steps from the checkpoint
-the handoff gave it); the utilization counted from the store as the utilization part counts it
-(:func:`benchmarks.common.utilization`).
+``pbt_pool_members_per_worker`` times as many members (queued for the workers, the member
+furthest behind first), ``pbt_steps`` steps in segments of ``pbt_interval``, each segment a
+``py`` run of :func:`sleeping_toy` (the utilization part's sleep, then the toy's steps from the
+checkpoint the handoff gave it); the utilization counted from the store as the utilization part
+counts it (:func:`benchmarks.common.utilization`). ``pbt_pool_repeats`` such studies, each its
+own draw of the segments' times; the figures are the median one's, with every utilization.
+
+Why so many members a worker: a member's segments run one after the other, so the run ends
+with a drain, the segments in flight when none is left to start; with times as variable as
+the utilization part's (lognormal, sigma 1) it costs a few of the longest segments' time on
+every worker, whatever the population. Only a run long against it hides it: the exact
+simulation of this study (:func:`simulated_utilization`, 40 draws) puts the median
+utilization at 0.84, 0.95, 0.97 and 0.98 with 2, 8, 16 and 32 members a worker, and 0.95 or
+more in 3, 53, 70 and 82 % of the draws (docs/src/pbt.md has the table).
 """
 
 import argparse
+import heapq
 import json
 import math
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from functools import lru_cache
-from typing import Callable
 
 import numpy as np
+
+from emews.plugin import SEGMENT
 
 from . import pbt_ray, utilization_tasks
 from .common import mpiexec_python, summary, utilization
 from .fidelity import Ours
+from .pbt_problems import PROBLEMS, run_line
 from .peers_runs import VENV_DIRECTORY
-from .quality import compare
+from .quality import cached_runs, compare, run_cache, run_missing
 
 CONTENDERS = ("pbt", "pb2", "random", "random + asha")   # ours, in this process
+CACHE_DIRECTORY = Path(__file__).resolve().parent / "results" / "pbt-runs"
 FLOOR = 1e-12
 QUANTILE = 0.2   # every population's: ours' default, Supervisor's
-# the pool's members per worker: with as many members as workers, the members that reached
-# max_steps leave their workers idle until the slowest one finishes (71 % utilization at 8
-# workers); twice as many keep the workers busy to the end (94 to 97 %, the rest the drain of
-# the last segments' lognormal times); 3 and 4 times measured lower (92 %, 87 %: one run each)
-MEMBERS_PER_WORKER = 2
 
 
-@dataclass(frozen=True)
-class Problem:
-    """A problem of this part: its space (GA JSON), a run's first state (``start()``), one step
-    of training (``step(state, params)``: a new state, the old one left as it was, a
-    checkpoint that others may copy) and the score of a state (``loss(state)``)."""
-
-    space: list
-    start: Callable
-    step: Callable
-    loss: Callable
-
-
-def _toy():
-    from emews.models import pbt_toy
-
-    return Problem(pbt_toy.SPACE, lambda: list(pbt_toy.START), pbt_toy.step, pbt_toy.loss)
-
-
-DIGITS_SPACE = [{"name": "lr", "type": "float", "lower": 0.001, "upper": 1.0, "log": True}]
-DIGITS_HIDDEN, DIGITS_BATCH = 32, 32
-
-
-@lru_cache(maxsize=1)
-def _digits_data():
-    """scikit-learn's digits, scaled to [0, 1], split 75/25 (seed 0): train and validation."""
-    from sklearn.datasets import load_digits
-    from sklearn.model_selection import train_test_split
-
-    x, y = load_digits(return_X_y=True)
-    return tuple(train_test_split(x / 16.0, y, test_size=0.25, random_state=0, stratify=y))
-
-
-def _digits_start():
-    """``(epoch, w1, b1, w2, b2)``: epoch 0 and the weights every run starts from (seed 0)."""
-    rng = np.random.default_rng(0)
-    return (0, rng.normal(0.0, 1.0 / 8.0, (64, DIGITS_HIDDEN)), np.zeros(DIGITS_HIDDEN),
-            rng.normal(0.0, 1.0 / math.sqrt(DIGITS_HIDDEN), (DIGITS_HIDDEN, 10)), np.zeros(10))
-
-
-def _digits_forward(state, x):
-    _, w1, b1, w2, b2 = state
-    hidden = np.tanh(x @ w1 + b1)
-    logits = hidden @ w2 + b2
-    p = np.exp(logits - logits.max(axis=1, keepdims=True))
-    return hidden, p / p.sum(axis=1, keepdims=True)
-
-
-def _digits_step(state, params):
-    """One epoch of minibatch SGD at learning rate ``params["lr"]`` (the batches' order drawn
-    from the epoch's number: the same for every run)."""
-    x, _, y, _ = _digits_data()
-    epoch, w1, b1, w2, b2 = state
-    lr = float(params["lr"])
-    order = np.random.default_rng(epoch).permutation(len(y))
-    for first in range(0, len(y), DIGITS_BATCH):
-        rows = order[first:first + DIGITS_BATCH]
-        hidden, p = _digits_forward((epoch, w1, b1, w2, b2), x[rows])
-        p[np.arange(len(rows)), y[rows]] -= 1.0
-        p /= len(rows)
-        back = (p @ w2.T) * (1.0 - hidden ** 2)
-        w1, b1 = w1 - lr * x[rows].T @ back, b1 - lr * back.sum(axis=0)
-        w2, b2 = w2 - lr * hidden.T @ p, b2 - lr * p.sum(axis=0)
-    return (epoch + 1, w1, b1, w2, b2)
-
-
-def _digits_loss(state):
-    """The validation log-loss of ``state``."""
-    _, x_val, _, y_val = _digits_data()
-    _, p = _digits_forward(state, x_val)
-    return float(-np.log(np.maximum(p[np.arange(len(y_val)), y_val], 1e-15)).mean())
-
-
-def _digits():
-    return Problem(DIGITS_SPACE, _digits_start, _digits_step, _digits_loss)
-
-
-PROBLEMS = {"toy": _toy, "digits": _digits}
 
 
 def population_run(problem, explore, seed, population, steps, interval):
     """The best member's final loss of a ``pbt`` search with ``explore`` on ``problem``."""
     from emews.core.algorithm import load
-    from emews.core.segments import split
     from emews.space import Space
 
     search = load("pbt")(Space.from_ga_json(problem.space), seed=seed,
@@ -165,17 +93,25 @@ def population_run(problem, explore, seed, population, steps, interval):
     while not search.done():
         points, values = search.ask(population), []
         for point in points:
-            params, record = split(point)
-            start = record["donor"] or record["parent"]
-            state = checkpoints[start] if start else problem.start()
-            for _ in range(record["start"], record["until"]):
-                state = problem.step(state, params)
-            checkpoints[record["name"]] = state
-            values.append(problem.loss(state))
-            if record["until"] == steps:
+            values.append(_segment(problem, point, checkpoints))
+            if point[SEGMENT]["until"] == steps:
                 final = min(final, values[-1])
         search.tell(points, values)
     return final
+
+
+def _segment(problem, point, checkpoints):
+    """Train the segment ``point`` of ``problem`` from the checkpoint its record names (in
+    ``checkpoints``, by segment name), keep its own there; its loss."""
+    from emews.core.segments import split
+
+    params, record = split(point)
+    start = record["donor"] or record["parent"]
+    state = checkpoints[start] if start else problem.start()
+    for _ in range(record["start"], record["until"]):
+        state = problem.step(state, params)
+    checkpoints[record["name"]] = state
+    return problem.loss(state)
 
 
 def random_run(problem, pruner, seed, population, steps):
@@ -210,48 +146,86 @@ def score(problem, name, seed, population, steps, interval):
                       steps)
 
 
+def one_run(problem, name, seed, population, steps, interval):
+    """One of our contenders on ``problem`` and one seed: its line of the part's cache."""
+    started = time.perf_counter()
+    loss = score(PROBLEMS[problem](), name, seed, population, steps, interval)
+    return run_line(problem, name, "batch", seed, loss, time.perf_counter() - started)
+
+
 def sleeping_toy(params):
     """A segment of the toy at a pool's pace (a ``py`` model): sleep the utilization part's
     lognormal time (:func:`benchmarks.utilization_tasks.duration`), drawn for the segment's run
-    (a member's speed does not depend on its hyperparameters), then train the toy's steps from
-    the segment's checkpoint (:func:`emews.models.pbt_toy.train`)."""
+    in its study (a member's speed does not depend on its hyperparameters), then train the
+    toy's steps from the segment's checkpoint (:func:`emews.models.pbt_toy.train`)."""
     from emews.models import pbt_toy
     from emews.plugin import current_run
 
-    time.sleep(utilization_tasks.duration({"run": current_run().run_id.split("-")[0]}))
+    run = current_run()
+    time.sleep(utilization_tasks.duration({"run": run.run_id.split("-")[0],
+                                           "study": Path(run.expdir).parent.name}))
     return pbt_toy.train(params)
 
 
+def simulated_utilization(members_per_worker, sigma, draw, workers=8, steps=40, interval=4):
+    """The utilization of the pool's study (see the module docstring) simulated exactly, with no
+    overhead: the ``pbt`` class itself asked for a segment as a worker frees, the toy trained,
+    each segment taking a lognormal time (median 1, log-sd ``sigma``) from generator ``draw``."""
+    from emews.core.algorithm import load
+    from emews.space import Space
+
+    problem, rng = PROBLEMS["toy"](), np.random.default_rng(draw)
+    search = load("pbt")(Space.from_ga_json(problem.space), seed=draw,
+                         population_size=members_per_worker * workers,
+                         perturbation_interval=interval, max_steps=steps, quantile=QUANTILE)
+    checkpoints, running, now, busy = {}, [], 0.0, 0.0
+    while True:
+        for point in search.ask(workers - len(running)) if not search.done() else []:
+            loss = _segment(problem, point, checkpoints)
+            took = float(rng.lognormal(0.0, sigma))
+            busy += took
+            heapq.heappush(running, (now + took, point[SEGMENT]["name"], point, loss))
+        if not running:
+            return busy / (workers * now)
+        now, _, point, value = heapq.heappop(running)
+        search.tell([point], [value])
+
+
 def pool_utilization(sizes):
-    """An async ``pbt`` study on a real mpiexec pool of ``sizes.pbt_pool_workers`` workers
-    (see the module docstring): its figures."""
+    """``sizes.pbt_pool_repeats`` async ``pbt`` studies on a real mpiexec pool of
+    ``sizes.pbt_pool_workers`` workers (see the module docstring): the median one's figures,
+    with every study's utilization (``utilizations``)."""
+    found = []
     with tempfile.TemporaryDirectory(prefix="emews-bench-") as tmp:
-        out = Path(tmp) / "figures.json"
-        mpiexec_python(sizes.pbt_pool_workers + 1, [
-            "-m", __name__, str(out), "--dir", tmp, "--steps", str(sizes.pbt_steps),
-            "--interval", str(sizes.pbt_interval)])
-        return json.loads(out.read_text())
+        for repeat in range(sizes.pbt_pool_repeats):
+            out = Path(tmp) / f"figures-{repeat}.json"
+            mpiexec_python(sizes.pbt_pool_workers + 1, [
+                "-m", __name__, str(out), "--dir", tmp, "--steps", str(sizes.pbt_steps),
+                "--interval", str(sizes.pbt_interval), "--members-per-worker",
+                str(sizes.pbt_pool_members_per_worker), "--repeat", str(repeat)])
+            found.append(json.loads(out.read_text()))
+    found.sort(key=lambda figures: figures["utilization"])
+    return {**found[len(found) // 2], "utilizations": [f["utilization"] for f in found]}
 
 
-def _pool_study(directory, steps, interval):
+def _pool_study(directory, steps, interval, members_per_worker, repeat):
     """Runs under mpiexec: the study, then (rank 0) its figures from the store."""
     from mpi4py import MPI
 
     import emews
     from emews.models import pbt_toy
-    from emews.plugin import SEGMENT
     from emews.store import SQLiteStore
 
     workers = MPI.COMM_WORLD.Get_size() - 1
-    population = MEMBERS_PER_WORKER * workers
+    population = members_per_worker * workers
     space = Path(directory) / "space.json"
     space.write_text(json.dumps(pbt_toy.SPACE))
     result = emews.run({
         "system": {"progress_interval": 3600.0},
-        "study": {"algorithm": "pbt", "space": str(space), "mode": "async", "seed": 0,
+        "study": {"algorithm": "pbt", "space": str(space), "mode": "async", "seed": repeat,
                   "budget": 4 * population * steps, "impl": "py",
                   "objective": "benchmarks.pbt:sleeping_toy", "data_dir": str(directory),
-                  "name": "pbt-pool"},
+                  "name": f"pbt-pool-{repeat}"},
         "algorithm": {"population_size": population, "perturbation_interval": interval,
                       "max_steps": steps, "quantile": QUANTILE}})
     if result is None:   # a worker rank
@@ -286,39 +260,58 @@ def main(argv=None):
     parser.add_argument("--dir", default=".")
     parser.add_argument("--steps", type=int, required=True)
     parser.add_argument("--interval", type=int, required=True)
+    parser.add_argument("--members-per-worker", type=int, required=True)
+    parser.add_argument("--repeat", type=int, default=0)
     args = parser.parse_args(argv)
-    figures = _pool_study(args.dir, args.steps, args.interval)
+    figures = _pool_study(args.dir, args.steps, args.interval, args.members_per_worker,
+                          args.repeat)
     if figures is not None:   # rank 0
         Path(args.out).write_text(json.dumps(figures))
 
 
-def run(sizes, install=True, venv_directory=VENV_DIRECTORY):
-    """Every contender on every problem and seed; the part's figures. Ray Tune's virtualenv is
-    installed first when ``install`` (else it must be there already); where it cannot be, its
-    contenders are reported as missing."""
+def run(sizes, install=True, venv_directory=VENV_DIRECTORY, jobs=None,
+        cache_directory=CACHE_DIRECTORY):
+    """Every contender on every problem and seed, the runs in the cache taken from it; the
+    part's figures. Ray Tune's virtualenv is installed first when ``install`` (else it must
+    be there already); where it cannot be, its contenders are reported as missing."""
     steps = {"toy": sizes.pbt_steps, "digits": sizes.pbt_digits_epochs}
     why = pbt_ray.unavailable(venv_directory, install)
     missing = {name: why for name in sizes.pbt_ray} if why else {}
-    contenders = [*CONTENDERS, *(name for name in sizes.pbt_ray if name not in missing)]
+    ray = [name for name in sizes.pbt_ray if name not in missing]
+    contenders = [*CONTENDERS, *ray]
     seeds = range(sizes.pbt_seeds)
+    cache = run_cache(sizes, cache_directory, [sizes.pbt_population, steps, sizes.pbt_interval,
+                                               QUANTILE, pbt_ray.RAY["Ray Tune"][1][:3]])
+    known = cached_runs(cache)
+    # Ray Tune's: a seed of each problem in turn, PBT's before PB2's (the target's first)
+    runs = [(problem, name, "batch", seed) for problem in sizes.pbt_problems
+            for name in CONTENDERS for seed in seeds] + [
+        (problem, name, "async", seed) for name in ray for seed in seeds
+        for problem in sizes.pbt_problems]
+    results = [known[r] for r in runs if r in known]
+    print(f"[pbt] {len(results)} of {len(runs)} runs from the cache {cache}", flush=True)
+    todo = [r for r in runs if r not in known]
+    shape = {problem: (sizes.pbt_population, steps[problem], sizes.pbt_interval)
+             for problem in sizes.pbt_problems}
+    results += run_missing(one_run, [(p, c, s, *shape[p]) for p, c, m, s in todo
+                                     if m == "batch"], cache, jobs, "pbt")
+    results += run_missing(pbt_ray.one_run, [(p, c, s, *shape[p], QUANTILE, str(venv_directory))
+                                             for p, c, m, s in todo if m == "async"],
+                           cache, jobs, "pbt")
+    losses = {}
+    for r in results:
+        losses.setdefault(r["problem"], {}).setdefault(r["contender"], {})[r["seed"]] = \
+            math.log10(max(r["loss"], FLOOR))
     rows, comparisons = [], {}
-    for problem_name in sizes.pbt_problems:
-        problem = PROBLEMS[problem_name]()
-        shape = (sizes.pbt_population, steps[problem_name], sizes.pbt_interval)
-        losses = {name: {seed: score(problem, name, seed, *shape) for seed in seeds}
-                  for name in CONTENDERS}
-        losses.update((name, pbt_ray.scores(problem_name, name, seeds, *shape, QUANTILE,
-                                            venv_directory))
-                      for name in contenders if name in pbt_ray.SCHEDULERS)
-        by_seed = {name: {seed: math.log10(max(loss, FLOOR)) for seed, loss in found.items()}
-                   for name, found in losses.items()}
-        rows += [{"problem": problem_name, "contender": name,
+    for problem in sizes.pbt_problems:
+        by_seed = {name: losses[problem][name] for name in contenders}
+        rows += [{"problem": problem, "contender": name,
                   "log10_loss": float(np.median(list(values.values()))),
                   "q25": float(np.percentile(list(values.values()), 25)),
                   "q75": float(np.percentile(list(values.values()), 75))}
                  for name, values in by_seed.items()]
-        comparisons[problem_name] = {name: compare(by_seed["pbt"], by_seed[name])
-                                     for name in contenders if name != "pbt"}
+        comparisons[problem] = {name: compare(by_seed["pbt"], by_seed[name])
+                                for name in contenders if name != "pbt"}
     return {"runs": rows, "seeds": sizes.pbt_seeds, "population": sizes.pbt_population,
             "steps": {name: steps[name] for name in sizes.pbt_problems},
             "interval": sizes.pbt_interval, "quantile": QUANTILE,
@@ -341,9 +334,17 @@ def targets(part):
              bool(against) and part["seeds"] >= 10
              and all(c["verdict"] != "worse" for c in against.values()))] + [
         (f"pbt: utilization of a real mpiexec pool of {pool['workers']} workers ≥ 95%",
-         f"{pool['utilization']:.1%} (steady {pool['steady_utilization']:.1%}; "
-         f"{pool['every_member_training_utilization']:.1%} while every member trains)",
+         f"{pool['utilization']:.1%}{_studies(pool)} (steady "
+         f"{pool['steady_utilization']:.1%}; {pool['every_member_training_utilization']:.1%} "
+         "while every member trains)",
          pool["utilization"] >= 0.95) for pool in [part.get("pool")] if pool]
+
+
+def _studies(pool):
+    """``, the median of N studies' A, B, C`` (nothing for a record of one study)."""
+    found = pool.get("utilizations", [pool["utilization"]])
+    return (f", the median of {len(found)} studies' "
+            f"{', '.join(f'{u:.1%}' for u in found)}") if len(found) > 1 else ""
 
 
 def markdown(part):
@@ -371,7 +372,7 @@ def markdown(part):
         lines += ["", f"A real mpiexec pool of {pool['workers']} workers, an async population of "
                   f"{pool['population']} on the toy (segments: {pool['duration']}, a draw a "
                   f"segment): {pool['segments']} segments, {pool['exploits']} exploits; "
-                  f"utilization {pool['utilization']:.1%}, steady "
+                  f"utilization {pool['utilization']:.1%}{_studies(pool)}, steady "
                   f"{pool['steady_utilization']:.1%}, "
                   f"{pool['every_member_training_utilization']:.1%} until the first member "
                   f"finished its training ({pool['finished_from_s']:.1f} s of "

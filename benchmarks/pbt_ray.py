@@ -17,8 +17,9 @@ GP-bandit within each float's bounds (``hyperparam_bounds``, linear, as PB2 take
 Each member is given a logical CPU (``ray.init(num_cpus=population)``), as ours gets a
 worker. The score is the best final loss of the trials that reached ``steps``.
 
-The problems are :mod:`benchmarks.pbt`'s, imported in Ray's virtualenv (which holds this
-repository, editable), so both sides train exactly the same steps.
+The problems are :mod:`benchmarks.pbt_problems`' (the part's), imported in Ray's virtualenv
+(which holds this repository, editable), so both sides train exactly the same steps. A seed
+is a run of the part's cache (:func:`one_run`).
 """
 
 import json
@@ -29,6 +30,7 @@ import random
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from .peers_runs import VENV_DIRECTORY, install, venv_python
@@ -54,8 +56,8 @@ def unavailable(directory=VENV_DIRECTORY, may_install=True):
 def scores(problem, name, seeds, population, steps, interval, quantile,
            directory=VENV_DIRECTORY):
     """``{seed: loss}``: contender ``name`` (a key of :data:`SCHEDULERS`) on ``problem`` (a
-    name of :data:`benchmarks.pbt.PROBLEMS`), one ``Tuner.fit`` a seed, in a process of Ray's
-    virtualenv."""
+    name of :data:`benchmarks.pbt_problems.PROBLEMS`), one ``Tuner.fit`` a seed, in a process
+    of Ray's virtualenv."""
     with tempfile.TemporaryDirectory(prefix="emews-pbt-ray-") as work:
         request, results = Path(work) / "request.json", Path(work) / "results.json"
         request.write_text(json.dumps({
@@ -70,6 +72,19 @@ def scores(problem, name, seeds, population, steps, interval, quantile,
             raise RuntimeError(f"Ray Tune's {name} on {problem} exited with status "
                                f"{done.returncode}:\n{done.stderr[-4000:]}")
         return {int(seed): loss for seed, loss in json.loads(results.read_text()).items()}
+
+
+def one_run(problem, name, seed, population, steps, interval, quantile,
+            directory=VENV_DIRECTORY):
+    """One seed of contender ``name`` on ``problem``: its line of the part's cache (the
+    problem's code, which Ray's process runs, imported here so that its digests name it)."""
+    from .pbt_problems import PROBLEMS, run_line
+
+    PROBLEMS[problem]()
+    started = time.perf_counter()
+    (loss,) = scores(problem, name, [seed], population, steps, interval, quantile,
+                     directory).values()
+    return run_line(problem, name, "async", seed, loss, time.perf_counter() - started)
 
 
 # --- in Ray's virtualenv ---------------------------------------------------------------------
@@ -87,12 +102,14 @@ def _domains(space, scheduler):
     return domains, domains
 
 
-def _trainable(problem_name, steps, interval):
+def _trainable(problem_name, steps, interval, finals):
     """Ray Tune's function trainable of ``problem_name``: from the checkpoint it is given (a
-    member's own, or a donor's on exploit), ``steps`` steps, a report each step."""
+    member's own, or a donor's on exploit), ``steps`` steps, a report each step; a trial that
+    reaches ``steps`` writes its final loss in the directory ``finals`` (Ray's results may
+    lack a trial's last metrics: seen once under load, the whole seed scored ``inf``)."""
     from ray import tune
 
-    from benchmarks.pbt import PROBLEMS
+    from benchmarks.pbt_problems import PROBLEMS
 
     def train(config):
         problem = PROBLEMS[problem_name]()
@@ -105,6 +122,9 @@ def _trainable(problem_name, steps, interval):
         while step < steps:
             state, step = problem.step(state, config), step + 1
             metrics = {"loss": problem.loss(state), "step": step}
+            if step == steps:
+                (Path(finals) / f"{tune.get_context().get_trial_id()}.json").write_text(
+                    json.dumps(metrics["loss"]))
             if step % interval and step < steps:
                 tune.report(metrics)
                 continue
@@ -122,7 +142,7 @@ def _fit(request, seed):
     from ray.tune.schedulers.pb2 import PB2
     from ray.tune.search.basic_variant import BasicVariantGenerator
 
-    from benchmarks.pbt import PROBLEMS
+    from benchmarks.pbt_problems import PROBLEMS
 
     random.seed(seed)          # PBT's and PB2's exploit and explore draw from these
     np.random.seed(seed)
@@ -133,17 +153,19 @@ def _fit(request, seed):
               "quantile_fraction": request["quantile"]}
     scheduler = (PB2(hyperparam_bounds=mutations, **common) if request["scheduler"] == "pb2"
                  else PopulationBasedTraining(hyperparam_mutations=mutations, **common))
+    finals = Path(request["storage"]) / f"finals-{seed}"
+    finals.mkdir(parents=True)
     tuner = tune.Tuner(
-        _trainable(request["problem"], request["steps"], request["interval"]),
+        _trainable(request["problem"], request["steps"], request["interval"], str(finals)),
         param_space=param_space,
         tune_config=tune.TuneConfig(metric="loss", mode="min", scheduler=scheduler,
                                     num_samples=request["population"],
                                     search_alg=BasicVariantGenerator(random_state=seed)),
         run_config=tune.RunConfig(name=f"seed{seed}", storage_path=request["storage"],
                                   stop={"training_iteration": request["steps"]}, verbose=0))
-    finals = [result.metrics["loss"] for result in tuner.fit()
-              if result.metrics and result.metrics.get("step") == request["steps"]]
-    return min(finals, default=math.inf)
+    tuner.fit()
+    return min((json.loads(path.read_text()) for path in finals.glob("*.json")),
+               default=math.inf)
 
 
 def main(path):

@@ -104,6 +104,8 @@ class Sizes:
     pbt_problems: tuple = ("toy", "digits")
     pbt_digits_epochs: int = 20
     pbt_pool_workers: int = 8         # a real mpiexec pool's utilization (0: not measured)
+    pbt_pool_members_per_worker: int = 32   # its population: the drain's share small
+    pbt_pool_repeats: int = 3         # its studies, each its own draw of the segments' times
     pbt_ray: tuple = ("ray pbt", "ray pb2")   # Ray Tune's, in a virtualenv of its own
     # part 14: conditional spaces against their flattened selves (issue 49)
     conditional_seeds: int = 10
@@ -156,7 +158,8 @@ SMOKE = Sizes("smoke", dispatch_tasks=300, dispatch_repeats=1, dispatch_pingpong
               mo_peers=("optuna MO TPE", "random"), mo_workers=3, mo_digits_epochs=2,
               pbt_seeds=2, pbt_population=4, pbt_steps=8, pbt_interval=2,
               conditional_seeds=2, conditional_budget=6, conditional_ours=("random", "mbo"),
-              pbt_digits_epochs=4, pbt_pool_workers=2,
+              pbt_digits_epochs=4, pbt_pool_workers=2, pbt_pool_members_per_worker=2,
+              pbt_pool_repeats=1,
               pbt_ray=(),   # Ray Tune: minutes a fit (benchmarks/tests runs it apart)
               peers_seeds=1, peers_rounds=2, peers_batch=4, peers_sequential_budget=4,
               peers_modes=("batch", "sequential", "async"),

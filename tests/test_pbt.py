@@ -127,6 +127,22 @@ def test_pb2_learns_from_the_gains_and_stays_within_the_space():
     assert len(pb2.pb2) == 12 and pb2.done()   # a gain for every segment after the first
 
 
+@pytest.mark.parametrize("option, value, rule", [
+    ("population_size", 1, "must be an integer >= 2"),
+    ("perturbation_interval", 0, "must be an integer >= 1"),
+    ("quantile", 0.7, "must be a number > 0 <= 0.5"),
+    ("resample_probability", 2, "must be a number >= 0 <= 1"),
+    ("factors", [], "must be a list of positive numbers"),
+    ("max_steps", 0, "must be an integer >= 1"),
+    ("explore", "nope", "must be one of ['perturb', 'pb2', 'module:function']"),
+    ("explore", "math:pi", "must name a callable"),
+])
+def test_a_bad_option_is_one_line_naming_it_the_rule_and_the_value(option, value, rule):
+    with pytest.raises(ConfigError) as error:
+        load("pbt")(Space.from_ga_json(pbt_toy.SPACE), **{option: value})
+    assert str(error.value) == f"[algorithm].{option}: {rule}, got {value!r}"
+
+
 def pbt_study(study, procs=4, mode="async", objective="pbt_models:toy", storage=None,
               **options):
     """A study of the toy's population (a budget to spare: the search ends by itself once

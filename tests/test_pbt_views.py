@@ -1,9 +1,8 @@
 """Seeing a population-based study (``algorithm = "pbt"``): ``emews report`` draws each
 member's hyperparameter schedule over steps and the population's curves (rendered by a real
-headless Chromium), and the dashboard serves each segment's intermediate values and record
-(and shows them in Chromium), all checked against the store's rows and reports."""
+headless Chromium), and the dashboard's view of the store serves each segment's intermediate
+values and record, all checked against the store's rows and reports."""
 
-import json
 import math
 
 import pytest
@@ -14,7 +13,6 @@ from emews.inspect import report, show
 from emews.inspect.plot import pyplot
 from emews.models import pbt_toy
 
-from test_dashboard import TOKEN, Dashboard, chromium_text
 from test_inspect import cli, image_widths
 
 
@@ -40,6 +38,27 @@ def drawn(axes):
 
     return {line.get_label(): (plain(line.get_xdata()), plain(line.get_ydata()))
             for line in axes.get_lines() if not line.get_label().startswith("_")}
+
+
+def test_the_dashboard_gives_each_segment_its_record_and_its_intermediate_values(population):
+    """The dashboard's view (Optuna's storage API over the store): a trial a segment, its
+    record a user attribute and never a parameter, its intermediate values the steps it
+    trained, as the model reported them."""
+    from emews.inspect.optuna_view import StoreView
+
+    study = emews.load(population)
+    segments = {s["id"]: s for s in show.lineage(study)}
+    curves = study.curves()
+    trials = StoreView([population]).get_all_trials(0)
+    assert sorted(t.user_attrs["emews_id"] for t in trials) == sorted(segments) != []
+    for trial in trials:
+        segment = segments[trial.user_attrs["emews_id"]]
+        assert trial.user_attrs["segment"] == {k: segment[k] for k in FIELDS}
+        assert trial.params == segment["params"] and SEGMENT not in trial.params
+        assert trial.intermediate_values == curves[segment["id"]]
+        assert sorted(trial.intermediate_values) == list(range(segment["start"] + 1,
+                                                               segment["until"] + 1))
+        assert trial.value == segment["value"] == trial.intermediate_values[segment["until"]]
 
 
 @pytest.mark.slow   # scikit-learn's forest and matplotlib: seconds on a busy machine

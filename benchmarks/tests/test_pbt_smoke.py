@@ -5,6 +5,7 @@ import json
 import math
 import subprocess
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -26,8 +27,18 @@ def test_a_digits_epoch_leaves_the_checkpoint_it_started_from_as_it_was():
     assert digits.step(start, {"lr": 0.3})[1].tolist() == after[1].tolist()   # the same epoch
 
 
-@pytest.mark.slow   # both problems, every contender: seconds on a busy machine
-def test_the_smoke_run_scores_every_contender_on_both_problems(tmp_path):
+def test_the_simulated_pool_is_busier_with_more_members_a_worker():
+    """docs/src/pbt.md's table: the drain at the end, a share of a longer run with more
+    members a worker; the same draw, the same figure."""
+    few = [pbt.simulated_utilization(1, 0.25, draw) for draw in range(3)]
+    many = [pbt.simulated_utilization(4, 0.25, draw) for draw in range(3)]
+    assert all(0 < u < 1 for u in few + many)
+    assert min(many) > max(few)
+    assert pbt.simulated_utilization(1, 0.25, 2) == few[2]
+
+
+@pytest.mark.slow   # both problems, every contender: a minute on a busy machine
+def test_the_smoke_run_scores_every_contender_on_both_problems(tmp_path, capsys):
     args = ["pbt", "--smoke", "--out", str(tmp_path), "--readme", str(tmp_path / "README.md")]
     done = subprocess.run([sys.executable, "-m", "benchmarks", *args], cwd=REPO,
                           capture_output=True, text=True, timeout=600)
@@ -45,16 +56,30 @@ def test_the_smoke_run_scores_every_contender_on_both_problems(tmp_path):
         == {problem: sorted(set(part["contenders"]) - {"pbt"}) for problem in ("toy", "digits")}
     readme = (tmp_path / "README.md").read_text()
     assert "| digits | pbt |" in readme and "| digits | random + asha |" in readme
-    # a real mpiexec pool: an async population of MEMBERS_PER_WORKER members a worker, to
-    # max_steps
+    # a real mpiexec pool: an async population of pbt_pool_members_per_worker members a
+    # worker, to max_steps
     pool = part["pool"]
     assert (pool["workers"], pool["population"], pool["failed"], pool["stop_reason"]) == (
-        SMOKE.pbt_pool_workers, pbt.MEMBERS_PER_WORKER * SMOKE.pbt_pool_workers, 0,
+        SMOKE.pbt_pool_workers, SMOKE.pbt_pool_members_per_worker * SMOKE.pbt_pool_workers, 0,
         "the algorithm has no more points to propose")
+    assert pool["utilizations"] == [pool["utilization"]]   # one study at smoke size
     assert pool["segments"] >= SMOKE.pbt_steps // SMOKE.pbt_interval
     assert 0 < pool["utilization"] <= 1 and 0 < pool["every_member_training_utilization"] <= 1
     assert pool["member_wait_s"] >= 0
     assert f"A real mpiexec pool of {SMOKE.pbt_pool_workers} workers" in readme
+    # resumable: a line a (problem, contender, seed) in the cache; run again, all come from it
+    (cache,) = (tmp_path / "pbt-runs").glob("*.jsonl")
+    lines = [json.loads(line) for line in cache.read_text().splitlines()]
+    n = 2 * len(pbt.CONTENDERS) * SMOKE.pbt_seeds
+    assert sorted((r["problem"], r["contender"], r["seed"]) for r in lines) == sorted(
+        (problem, name, seed) for problem in ("toy", "digits") for name in pbt.CONTENDERS
+        for seed in range(SMOKE.pbt_seeds))
+    assert all("benchmarks/pbt_problems.py" in r["code"] for r in lines)
+    capsys.readouterr()
+    again = pbt.run(replace(SMOKE, pbt_pool_workers=0), install=False,
+                    cache_directory=tmp_path / "pbt-runs")
+    assert f"{n} of {n} runs from the cache" in capsys.readouterr().out
+    assert (again["runs"], again["comparisons"]) == (part["runs"], part["comparisons"])
 
 
 @pytest.mark.slow   # installs Ray Tune in a virtualenv of its own once (minutes), starts Ray
