@@ -138,6 +138,16 @@ def run_study(emews_cli, study, tmp_path, objective, impl="py", image=None):
     return expdir, SQLiteStore(expdir / "results.db", readonly=True)
 
 
+def check_store_thawed(expdir, storage=None):
+    """:func:`check_thawed` on the study's store (``storage``: its PostgreSQL URL, or the
+    experiment directory's), opened read only for it; SLOW's row."""
+    store = study_store(expdir, storage, readonly=True)
+    try:
+        return check_thawed(expdir, store)
+    finally:
+        store.close()
+
+
 def check_thawed(expdir, store, attempts=((1, Status.PAUSED, RUNG), (2, Status.DONE, STEPS))):
     """SLOW was paused at the rung and thawed from its checkpoint: its curve goes on at the next
     step,
@@ -204,10 +214,8 @@ def test_a_paused_py_run_is_thawed_from_its_checkpoint(emews_cli, study, tmp_pat
 @pytest.mark.mpi
 def test_a_paused_app_run_is_thawed_from_its_checkpoint(emews_cli, study, tmp_path):
     expdir, store = run_study(emews_cli, study, tmp_path, None, impl="app")
-    try:
-        check_thawed(expdir, store)
-    finally:
-        store.close()
+    store.close()
+    check_store_thawed(expdir)
 
 
 @pytest.mark.slow
@@ -217,10 +225,8 @@ def test_a_paused_container_run_is_thawed_from_its_checkpoint_inside_the_image(
     # the image's train.sh (bash and awk, no Python) trains freeze_app.py's curve; the point's
     # checkpoint directory is bound inside it, and the thaw is told EMEWS_TRAIN_FROM there
     expdir, store = run_study(emews_cli, study, tmp_path, None, "container", charliecloud_image)
-    try:
-        slow = check_thawed(expdir, store)
-    finally:
-        store.close()
+    store.close()
+    slow = check_store_thawed(expdir)
     runs = [expdir / "run" / run_id for run_id in (f"RUN{slow['id']:06d}", slow["run_id"])]
     logs = [(run / "model.log").read_text() for run in runs]
     assert all(f"inside image {charliecloud_image.name} " in log for log in logs)
@@ -243,11 +249,7 @@ def test_a_paused_run_is_thawed_on_a_served_studys_pool(study, tmp_path, jobs, s
     EXPDIR), on both transports: the served study runs the same master, drain and thaws."""
     expdir, _ = jobs.run_served(sweep(study, tmp_path, "freeze_models:checkpointed",
                                       storage=storage), 2)
-    store = study_store(expdir, storage, readonly=True)
-    try:
-        check_thawed(expdir, store)
-    finally:
-        store.close()
+    check_store_thawed(expdir, storage)
 
 
 @pytest.mark.slow
