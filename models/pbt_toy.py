@@ -18,7 +18,6 @@ import os
 from pathlib import Path
 
 import emews
-from emews.plugin import current_run
 
 SPACE = [{"name": "h0", "type": "float", "lower": 0.0, "upper": 1.0},
          {"name": "h1", "type": "float", "lower": 0.0, "upper": 1.0}]
@@ -42,7 +41,7 @@ def train(params):
     """Train from the run's checkpoint to ``EMEWS_TRAIN_UNTIL``; return the loss."""
     path = Path(emews.checkpoint_dir()) / CHECKPOINT
     state = json.loads(path.read_text()) if path.exists() else {"theta": START, "step": 0}
-    until = current_run().env.get("EMEWS_TRAIN_UNTIL")
+    until = emews.plugin.current_run().env.get("EMEWS_TRAIN_UNTIL")
     until = int(until) if until is not None else state["step"] + STEPS
     theta = state["theta"]
     while state["step"] < until:

@@ -95,3 +95,19 @@ def test_ray_tunes_pbt_and_pb2_train_the_same_problem_in_their_own_virtualenv():
         assert list(found) == [3]
         # a member that reached the steps, trained: the best final loss is below the start's
         assert all(0.0 <= loss < start for loss in found.values()), (name, found)
+
+
+@pytest.mark.parametrize("problem", sorted(pbt.PROBLEMS))
+def test_a_ray_run_depends_on_its_problem_and_not_on_the_framework(problem):
+    """A Ray Tune line of the cache stays valid while ``emews/`` changes: the process that
+    records it imports the problem's code and the part's, not the framework (only
+    ``emews/__init__.py``, which imports nothing of it)."""
+    probe = ("import json; from benchmarks import pbt_ray; "
+             "from benchmarks.pbt_problems import PROBLEMS; "
+             "from benchmarks.quality_runs import code_digests; "
+             f"PROBLEMS[{problem!r}](); print(json.dumps(sorted(code_digests())))")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True,
+                          text=True, check=True)
+    names = json.loads(done.stdout)
+    assert {"benchmarks/pbt_problems.py", "benchmarks/pbt_ray.py"} <= set(names)
+    assert [n for n in names if n.startswith("emews/")] == ["emews/__init__.py"], names
