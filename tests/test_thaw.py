@@ -86,6 +86,22 @@ def test_thaws_take_the_best_predicted_run_while_it_beats_the_best_value():
     assert sorted(thaws.paused[1].curve) == list(range(1, 11)) and thaws.paused[1].attempt == 2
 
 
+def test_with_fill_the_best_predicted_run_is_thawed_whatever_its_promise_as_a_filler():
+    thaws = Thaws(STEPS)
+    for point, params in enumerate([FAST, SLOW, WORST]):
+        thaws.pause(point, 1, json.dumps(params),
+                    {s: value_at(params, s) for s in range(1, RUNG + 1)})
+    assert thaws.next_thaw(best=0.0) is None
+    point, attempt, _, step = thaws.next_thaw(best=0.0, fill=True)
+    assert (point, attempt, step) == (1, 2, RUNG)                # SLOW, predicted the best
+    assert thaws.filler((1, 2), best=0.0) and not thaws.filler((1, 2), best=math.inf)
+    assert not thaws.filler((0, 1), best=0.0)                     # no thaw
+    thaws.retried((1, 2), 3)
+    assert thaws.filler((1, 3), best=0.0) and not thaws.filler((1, 2), best=0.0)
+    thaws.pause(1, 3, json.dumps(SLOW), {10: value_at(SLOW, 10)})
+    assert not thaws.filler((1, 3), best=0.0) and sorted(thaws.paused) == [0, 1, 2]
+
+
 def test_asha_with_pause_pauses_what_it_would_stop_and_stops_nan():
     asha = pruners.make("asha", ASHA)
     assert asha.report((0, 1), RUNG, 1.0) is False
@@ -320,5 +336,74 @@ def test_a_study_killed_while_it_thaws_resumes_its_paused_runs(study, tmp_path):
             (1, Status.PAUSED, RUNG), (2, Status.PAUSED, 12), (3, Status.DONE, STEPS)])
         assert (expdir / "run" / slow["run_id"] / "trained.txt").read_text().split() == [
             str(s) for s in range(13, STEPS + 1)]
+    finally:
+        store.close()
+
+
+# the drain's test (freeze_models.drained on two workers): LONG reaches the rung first and runs
+# on; PAUSED and WORSE are paused there, both predicted worse than LONG's final value; LONG2
+# is the point a larger budget adds
+LONG, PAUSED, WORSE, LONG2 = ({"x": 0.6, "n": 0, "role": "long"},
+                              {"x": 1.0, "n": 3, "role": "paused"},
+                              {"x": 1.5, "n": 0, "role": "paused"},
+                              {"x": 0.5, "n": 0, "role": "long"})
+
+
+def check_drained(store, attempts):
+    """PAUSED is paused, as its last attempt of ``attempts`` (``(attempt, last step)``, the
+    first paused at the rung): its curve went on at the next step in each, none repeated or
+    lost; WORSE stays paused at the rung; the LONG runs ran through."""
+    rows = {(r["params"]["x"], r["params"]["n"]): r for r in store.rows()}
+    paused, worse = rows[(PAUSED["x"], PAUSED["n"])], rows[(WORSE["x"], WORSE["n"])]
+    longs = [r for r in rows.values() if r["params"]["role"] == "long"]
+    assert all(r["status"] == Status.DONE and r["attempt"] == 1 for r in longs)
+    assert (worse["status"], worse["attempt"]) == (Status.PAUSED, 1)
+    last = attempts[-1]
+    assert (paused["status"], paused["attempt"]) == (Status.PAUSED, last[0])
+    assert paused["error"] == f"paused at step {last[1]}"
+    assert paused["result"] == pytest.approx(value_at(PAUSED, last[1]))
+    assert [(a["attempt"], a["status"]) for a in store.attempts(paused["id"])] == [
+        (attempt, Status.PAUSED) for attempt, _ in attempts]
+    reports = store.reports(paused["id"])
+    assert [r["step"] for r in reports] == list(range(1, last[1] + 1))   # none repeated or lost
+    assert [max(r["step"] for r in reports if r["attempt"] == attempt)
+            for attempt, _ in attempts] == [step for _, step in attempts]
+    return paused
+
+
+@pytest.mark.slow
+@pytest.mark.mpi
+def test_the_drain_thaws_paused_runs_into_free_workers_and_pauses_them_again_at_the_end(
+        emews_cli, study, tmp_path):
+    # two workers, a budget of 3: once PAUSED and WORSE are paused, LONG is the last evaluation
+    # and the second worker is free: PAUSED, predicted the better of the two (but no better
+    # than LONG), is thawed there; it trains step 10, and waits before step 11 until LONG has
+    # ended (LONG waits for the thaw before its last step); its report of step 11 pauses it
+    (tmp_path / "points.jsonl").write_text("".join(
+        json.dumps(p) + "\n" for p in (LONG, PAUSED, WORSE, LONG2)))
+    space = [{"name": "x", "type": "float", "lower": -2.0, "upper": 2.0},
+             {"name": "n", "type": "int", "lower": 0, "upper": 3},
+             {"name": "role", "type": "categorical", "values": ["long", "paused"]}]
+    path = study(space=space, system={"procs": 3, "progress_interval": 60},
+                 study={"algorithm": "sweep", "budget": 3, "pruner": "asha",
+                        "objective": "freeze_models:drained"},
+                 algorithm={"file": "points.jsonl"}, pruner=ASHA)
+    done = emews_cli("run", path)
+    assert done.returncode == 0, done.stderr
+    (expdir,) = (tmp_path / "experiments" / "study").iterdir()
+    store = SQLiteStore(expdir / "results.db", readonly=True)
+    try:
+        paused = check_drained(store, [(1, RUNG), (2, RUNG + 2)])
+        thaw = expdir / "run" / paused["run_id"] / "trained.txt"
+        assert thaw.read_text().split() == [str(RUNG + 1), str(RUNG + 2)]
+    finally:
+        store.close()
+    # a larger budget: LONG2 runs, and PAUSED is thawed again beside it, paused again after it
+    resumed = emews_cli("run", "--resume", expdir, "--budget", "4")
+    assert resumed.returncode == 0, resumed.stderr
+    store = SQLiteStore(expdir / "results.db", readonly=True)
+    try:
+        paused = check_drained(store, [(1, RUNG), (2, RUNG + 2), (3, RUNG + 4)])
+        assert len(store.rows()) == 4
     finally:
         store.close()

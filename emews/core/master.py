@@ -30,11 +30,15 @@ a stopped run comes back ``pruned`` (final: never retried, counted, never the be
 told a :class:`~emews.core.algorithm.PrunedResult`: NaN, with the run's curve).
 
 Freeze-thaw (``[pruner] pause = true``, :mod:`emews.core.thaw`): a run the pruner pauses comes
-back ``paused``, told to the ME and counted as a pruned one, its checkpoint kept. Once the ME
-gets no more points (its budget spent, or it ended), the drain fills free slots with the paused
-runs whose curves predict a better final value than the best so far, each as its point's next
-attempt, which goes on from its checkpoint and continues its curve for the pruner. Their
-results are stored (their steps and values counted by the limits), not told to the ME.
+back ``paused``, told to the ME and counted as a pruned one, its checkpoint kept. Once nothing
+is left to propose (the budget's evaluations all started, a limit reached, or the ME ended),
+the drain fills every free slot with a paused run, the one whose curve predicts the best final
+value first, each as its point's next attempt, which goes on from its checkpoint and continues
+its curve for the pruner. A thaw predicted to beat the best value so far runs to its end; any
+other (measured against the best as it is now) is a filler: once no other work runs (the last
+evaluation and promising thaw ended), it is paused again at its next report, so that the study
+ends about one step after its last evaluation, and a resumed or larger study can thaw it again. Thaws' results are stored (their
+steps and values counted by the limits), not told to the ME.
 
 The master is the one place that counts the study's limits (budget, iterations, patience,
 target, time) for any ME, a classic EQ/Py module included: it never starts more evaluations
@@ -91,6 +95,7 @@ class Master:
         self.pausing = set()               # (id, attempt) the pruner paused, until it returns
         self.last_steps = {}               # (id, attempt) -> the last step it reported
         self.curves = {}                   # (id, attempt) of a running task -> {step: value}
+        self.draining = False              # the ME ended: it proposes nothing more
         pool.bind_judge(self._judge)
         self.next_id, self.first_seq = plan.first_id, plan.first_seq
         self.put = 0                       # points received from the ME, in its order
@@ -149,6 +154,9 @@ class Master:
         self.last_steps[run] = report.step
         self.curves.setdefault(run, {})[report.step] = report.value
         verdict = self.pruner.report(self.thaws.run_of(run), report.step, report.value)
+        if not verdict and self.thaws.filler(run, self.limits.best) and \
+                report.step < self.thaws.horizon and not self._working():
+            verdict = PAUSE   # a filler, and nothing else runs: the study ends with this step
         if verdict == PAUSE:
             self.pausing.add(run)
         return bool(verdict)
@@ -243,6 +251,7 @@ class Master:
                         for t in tasks if t.attempt == 1])
         self.store.requeue([(t.id, t.attempt, t.run_id) for t in tasks if t.attempt > 1])
         self.store.mark_running(self._submit_waiting())
+        self._thaw()
         return ids
 
     @staticmethod
@@ -272,7 +281,22 @@ class Master:
         remaining = self.limits.remaining()
         if remaining is None:
             return float("inf")
-        return remaining - len(self.waiting) - len(self.pool.running)
+        return remaining - self._in_flight()
+
+    def _in_flight(self):
+        """How many evaluations are queued or running (thaws are none: their points were
+        counted when they paused)."""
+        running = len(self.pool.running)
+        if self.thaws.continues:
+            running -= sum((t.id, t.attempt) in self.thaws.continues
+                           for t in self.pool.running_tasks())
+        return len(self.waiting) + running
+
+    def _working(self):
+        """Whether work other than filler thaws waits or runs (see :meth:`_thaw`)."""
+        best = self.limits.best
+        return bool(self.waiting) or any(not self.thaws.filler((t.id, t.attempt), best)
+                                         for t in self.pool.running_tasks())
 
     def _submit_waiting(self):
         """Hand waiting tasks to free slots; return ``(task id, rank)`` pairs."""
@@ -386,6 +410,7 @@ class Master:
         if self.stop_reason:
             self._cancel_waiting(f"cancelled: the study stopped ({self.stop_reason})")
         self.store.mark_running(self._submit_waiting())
+        self._thaw()
         self.store.commit(hold=True)   # the running status of what it handed out: see Store
         if self.progress is not None:
             queued = self.pool.queued()
@@ -417,22 +442,25 @@ class Master:
             self.limits.best = min(self.limits.best, verdict.limit_value)
 
     def _thaw(self):
-        """Fill free slots with the paused runs worth thawing (the drain: see the module
-        docstring); return how many started."""
-        if not self.thaws.paused or self._held_back() or not room(self.limits):
+        """Once nothing is left to propose, fill the free slots with paused runs (the drain:
+        see the module docstring), the fillers among them only while other work runs; return
+        how many started. Their rows are written with the next commit."""
+        if not self.thaws.paused or not (self.draining or self.stop_reason
+                                         or self._allowed() <= 0) \
+                or self._held_back() or not room(self.limits):
             return 0
-        tasks = []
-        for _ in range(self.pool.free_slots()):
-            thaw = self.thaws.next_thaw(self.limits.best)
+        fill, tasks = self._working(), []
+        for _ in range(self.pool.free_slots() - len(self.waiting)):
+            thaw = self.thaws.next_thaw(self.limits.best, fill)
             if thaw is None:
                 break
             i, attempt, params, step = thaw
+            fill = fill or not self.thaws.filler((i, attempt), self.limits.best)
             tasks.append(Task(i, params, run_id(i, attempt), attempt))
             self.last_steps[(i, attempt)] = step
         if tasks:
             self.store.requeue([(t.id, t.attempt, t.run_id) for t in tasks])
             self.store.mark_running([(task.id, rank) for task, rank in self.pool.submit(tasks)])
-            self.store.commit()
         return len(tasks)
 
     def _answer(self, ids):
@@ -461,7 +489,7 @@ class Master:
         """The limits' :class:`~emews.core.algorithm.Verdict` for the ME (the points the pool
         runs or waits for are in flight; a stop already decided, by a limit or by ``emews
         stop``, is its reason)."""
-        return self.limits.verdict(len(self.waiting) + len(self.pool.running), self.stop_reason)
+        return self.limits.verdict(self._in_flight(), self.stop_reason)
 
     def _wait_for_results(self):
         if not self.pool.running and not self.waiting:
@@ -475,6 +503,7 @@ class Master:
         """At the end: finish (and store) whatever is still running; cancel what never
         started."""
         self._cancel_waiting("cancelled: the study ended before it started")
+        self.draining = True
         while self._thaw() or self.pool.running:
             self._turn(block=True)
         self._cancel_waiting("cancelled: the study ended before it started")  # thaws' retries

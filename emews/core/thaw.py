@@ -4,10 +4,14 @@
 
     pruner (pause = true) --PAUSE--> Master: the run ends ``paused``, its checkpoint kept;
                                      Thaws.pause(point, attempt, params, curve)
-    Master._drain (the budget of evaluations spent, or the search ended), a slot free:
-        Thaws.take(best) --> the paused point whose curve predicts the best final value, if
-                             better than ``best`` (the best finished value) --> its next attempt,
-                             in the same checkpoint directory: it goes on from its checkpoint
+    Master._thaw (nothing left to propose: the budget's evaluations all started, a limit
+    reached, or the search ended), a slot free:
+        Thaws.take(best, fill) --> the paused point whose curve predicts the best final value
+                             --> its next attempt, in the same checkpoint directory: it goes on
+                             from its checkpoint. A thaw whose prediction beats ``best``
+                             (the best finished value) runs to its end; any other only fills
+                             a slot while other work runs (``fill``), and is paused again at
+                             its next report once none does (a filler: Master._judge)
 
 A run's curve is what it reported (``emews.report``), over all its attempts. Its final value
 is predicted at the study's ``max_resource`` by :func:`predict`: the median of its last value
@@ -95,12 +99,15 @@ class Paused:
 class Thaws:
     """The study's paused runs, which one to thaw next (predicted at ``horizon``; ``None``: a
     study that pauses nothing, and thaws nothing), and which runs thaws go on (``continues``:
-    ``(id, attempt)`` of a thaw -> the run it goes on, the pruner's name for both)."""
+    ``(id, attempt)`` of a thaw -> the run it goes on, the pruner's name for both;
+    ``predictions``: ``(id, attempt)`` of a thaw -> the final value predicted when it was
+    taken, which says whether it is a :meth:`filler`)."""
 
     horizon: int | None = None
     paused: dict = field(default_factory=dict)    # point id -> Paused
     thawing: dict = field(default_factory=dict)   # point id -> its curve, while it is thawed
     continues: dict = field(default_factory=dict)
+    predictions: dict = field(default_factory=dict)
 
     def run_of(self, run):
         """The run ``run`` (``(id, attempt)``) goes on: the first of its point's paused
@@ -111,25 +118,27 @@ class Thaws:
         """Point ``point`` was paused by its attempt ``attempt``, which reported ``curve``
         (added to what its earlier attempts reported, when it was thawed)."""
         curve = {**self.thawing.pop(point, {}), **curve}
+        self.predictions.pop((point, attempt), None)
         self.paused[point] = Paused(params, attempt, curve, predict(curve, self.horizon))
 
-    def take(self, best=math.inf):
+    def take(self, best=math.inf, fill=False):
         """The paused point to thaw now, taken out (``(id, Paused)``), or ``None``: the one
-        predicted best, while that prediction is better than ``best``."""
+        predicted best, while that prediction is better than ``best``, or whatever its
+        prediction with ``fill`` (a free slot that nothing else would use)."""
         if not self.paused:
             return None
         value, point = min((run.predicted, i) for i, run in self.paused.items())
-        if not value < best:
+        if not (value < best or fill):
             return None
         self.thawing[point] = self.paused[point].curve
         return point, self.paused.pop(point)
 
-    def next_thaw(self, best=math.inf):
+    def next_thaw(self, best=math.inf, fill=False):
         """The next thaw (see :meth:`take`): ``(id, attempt, params, step)``, its point, the
         attempt it is, its parameters (JSON text) and the step its point's curve reached;
         ``None`` when there is none. It is a segment (:mod:`emews.core.segments`) from that
         step to ``horizon``, in its point's own checkpoint directory."""
-        taken = self.take(best) if self.horizon is not None else None
+        taken = self.take(best, fill) if self.horizon is not None else None
         if taken is None:
             return None
         point, run = taken
@@ -137,12 +146,21 @@ class Thaws:
         record = {"member": point, "name": f"thaw{point}-{attempt}", "parent": None,
                   "donor": None, "start": step, "until": self.horizon}
         self.continues[(point, attempt)] = self.run_of((point, run.attempt))
+        self.predictions[(point, attempt)] = run.predicted
         return point, attempt, json.dumps({**json.loads(run.params), SEGMENT: record}), step
 
     def retried(self, run, attempt):
         """The thaw ``run`` failed and runs again as ``attempt``: that goes on in its place."""
         if run in self.continues:
             self.continues[(run[0], attempt)] = self.continues.pop(run)
+        if run in self.predictions:
+            self.predictions[(run[0], attempt)] = self.predictions.pop(run)
+
+    def filler(self, run, best):
+        """Whether ``run`` (``(id, attempt)``) is a thaw predicted to end no better than
+        ``best`` (the best finished value now): it only fills a slot that nothing else
+        would use, and is paused again once no other work runs."""
+        return run in self.predictions and not self.predictions[run] < best
 
     def resume(self, attempts, paused, reports):
         """Take back what earlier runs of the study stored: which runs thaws go on (from the
