@@ -100,12 +100,12 @@ def test_the_part_at_smoke_size_gives_its_figures_and_targets(tmp_path):
     assert {r["problem"] for r in part["runs"]} == set(SMOKE.fidelity_problems) | {
         f"{p}{fidelity.SEQUENTIAL}" for p in SMOKE.fidelity_sequential}
     assert all(0 < r["utilization"] <= 1 for r in part["runs"])
-    assert [(r["algorithm"], r["pruner"]) for r in part["pool"]] == list(
+    assert [(r["algorithm"], r["pruner"], r["pause"]) for r in part["pool"]] == list(
         fidelity_pool.STUDIES)                       # the real pool's studies, all of them
     assert all(r["points"] == SMOKE.fidelity_pool_points and r["workers"] == 3
                and 0 < r["utilization"] <= 1 and 0 < r["steady_utilization"] <= 1
                for r in part["pool"])
-    assert [t[0][:4] for t in fidelity.targets(part)] == ["ASHA", "the ", "util"]
+    assert [t[0][:4] for t in fidelity.targets(part)] == ["ASHA", "the ", "util", "util"]
     bohb = part["comparisons"]["pow3 sequential"]["bohb"]   # issue 47's pair, on every problem
     assert (bohb["ours"], bohb["peer"]) == fidelity.BOHB_PAIR and bohb["verdict"]
     assert "bohb + hyperband vs optuna TPE + HyperbandPruner" in fidelity.markdown(part)

@@ -37,8 +37,9 @@ value first, each as its point's next attempt, which goes on from its checkpoint
 its curve for the pruner. A thaw predicted to beat the best value so far runs to its end; any
 other (measured against the best as it is now) is a filler: once no other work runs (the last
 evaluation and promising thaw ended), it is paused again at its next report, so that the study
-ends about one step after its last evaluation, and a resumed or larger study can thaw it again. Thaws' results are stored (their
-steps and values counted by the limits), not told to the ME.
+ends about one step after its last evaluation, and a resumed or larger study can thaw it
+again. Thaws' results are stored (their steps and values counted by the limits), not told to
+the ME.
 
 The master is the one place that counts the study's limits (budget, iterations, patience,
 target, time) for any ME, a classic EQ/Py module included: it never starts more evaluations
