@@ -146,6 +146,22 @@ def test_proposal_targets_are_judged_on_the_amortized_step_at_their_n():
     assert found[2][1] == "37 ms amortized (54 ms mean step)"
 
 
+def test_the_pruned_studys_proposal_targets_are_judged_on_the_amortized_step():
+    """Issue 47's: gp's and mbo's amortized step after a pruned study's results, at or under
+    200 ms; the mean step alone meets nothing."""
+    pruned = [{"contender": "emews gp", "n": 500, "step_ms": 150.0, "amortized_ms": 250.0,
+               "pruned": 0.8},
+              {"contender": "emews mbo", "n": 500, "step_ms": 250.0, "amortized_ms": 200.0,
+               "pruned": 0.8}]
+    found = proposal.targets({"runs": [], "pruned": pruned})
+    assert [(target, met) for target, _, met in found] == [
+        ("emews gp ask + tell ≤ 200 ms at n = 500, 80% pruned (issue 47)", False),
+        ("emews mbo ask + tell ≤ 200 ms at n = 500, 80% pruned (issue 47)", True)]
+    assert "After n = 500 results, 80% of them pruned runs (issue 47): emews gp 150.0 ms " \
+        "(250.0 amortized)" in proposal.markdown({"ns": [], "runs": [], "pruned": pruned,
+                                                  "not_measured": {}, "problem": "p"})
+
+
 @pytest.mark.slow
 @pytest.mark.mpi
 @pytest.mark.timeout(1500)   # every part once at its smallest: minutes, more with each new part
