@@ -181,9 +181,10 @@ class Outcome(Wire):
     def to_wire(self):
         """This outcome as a JSON-able list of its fields in :attr:`ORDER` (see the module
         docstring)."""
-        if _rest(self) == _REST_AT_DEFAULT:   # a plain done outcome
-            return [_number_out(self.value), _number_out(self.started),
-                    _number_out(self.finished)]
+        value, started, finished = self.value, self.started, self.finished
+        if _rest(self) == _REST_AT_DEFAULT and type(value) is type(started) is type(finished) \
+                is float and math.isfinite(value + started + finished):   # a plain done one
+            return [value, started, finished]
         fields, values = _ordered(type(self)), self.__dict__
         end = len(fields)
         while end > self.ALWAYS and values[fields[end - 1][0]] == fields[end - 1][2]:
@@ -196,7 +197,7 @@ class Outcome(Wire):
         when ``data`` is not a list, is empty or holds a field that breaks its rule."""
         if type(data) is list and len(data) == 3 and \
                 type(data[0]) is type(data[1]) is type(data[2]) is float:   # a plain done one
-            return cls(data[0], started=data[1], finished=data[2])
+            return cls(data[0], Status.DONE, None, None, data[1], data[2])
         fields = _ordered(cls)
         try:
             if type(data) is not list and type(data) is not tuple:
