@@ -200,18 +200,15 @@ def _run_me(run, in_q, out_q, finished):
 
 # --- wire format -------------------------------------------------------------------------
 
-NEXT = ",\x1f"   # what POINT_JSON writes between items: never in its text otherwise (it escapes
-                 # control characters in strings)
+NEXT = ",\x1f"   # POINT_JSON's item separator: a control character, which its strings escape
 POINT_JSON = json.JSONEncoder(ensure_ascii=False, separators=(NEXT, ": "))
 
 
 def encode_points(points):
-    """Encode a list of dicts as JSON objects joined by ``;`` (as ``json.dumps(point,
-    ensure_ascii=False)`` writes each, with ``;`` escaped)."""
-    # One call for the whole list: most of a call's cost is its set-up, not a small dict.
-    text = POINT_JSON.encode(points).replace(";", "\\u003b")[1:-1].replace("}" + NEXT + "{",
-                                                                             "};{")
-    if text.count(";") != max(len(points) - 1, 0):   # a point holding a list of objects
+    """Encode a list of dicts as JSON objects joined by ``;``, in one encoder call for them all
+    (most of a call's cost for a small dict is its set-up), cut where one ends."""
+    text = POINT_JSON.encode(points)[1:-1].replace(";", "\\u003b").replace("}" + NEXT + "{", "};{")
+    if text.count(";") != len(points) - 1:   # a point holding a list of objects
         text = ";".join(POINT_JSON.encode(point).replace(";", "\\u003b") for point in points)
     return text.replace(NEXT, ", ")
 

@@ -251,8 +251,7 @@ def _fields(cls):
 @functools.cache
 def _ordered(cls):
     """``(name, kind, default)`` of each field of ``cls``, in its ``ORDER`` on the wire."""
-    fields = {field[0]: field for field in _fields(cls)}
-    return tuple(fields[name] for name in cls.ORDER)
+    return tuple(sorted(_fields(cls), key=lambda field: cls.ORDER.index(field[0])))
 
 
 @functools.cache
@@ -263,12 +262,12 @@ def _kinds(cls):
 def _fault(cls, data, named, form):
     """What breaks the rules in ``data``, which ``cls.from_wire`` refused: ``named`` is it as a
     dict of its fields (``None`` when ``data`` is not of the ``form`` it must have)."""
-    what = cls.what
+    what, article = cls.what, "an" if cls.what[0] in "aeiou" else "a"
     if named is None:
-        return f"{_article(what)} {what} must be {form}, got {data!r:.80}"
+        return f"{article} {what} must be {form}, got {data!r:.80}"
     for name, _, default in _fields(cls):
         if default is REQUIRED and name not in named:
-            return f"{_article(what)} {what} must have a {name!r}, got {data!r:.80}"
+            return f"{article} {what} must have a {name!r}, got {data!r:.80}"
     for name, value in named.items():
         kind = _kinds(cls).get(name)
         try:
@@ -276,11 +275,7 @@ def _fault(cls, data, named, form):
                 kind.decode(value)
         except (TypeError, ValueError, ArithmeticError):
             return f"{what} field {name!r} must be {kind.rule}, got {value!r:.80}"
-    return f"{_article(what)} {what} that breaks the rules: {data!r:.80}"
-
-
-def _article(word):
-    return "an" if word[0] in "aeiou" else "a"
+    return f"{article} {what} that breaks the rules: {data!r:.80}"
 
 
 _rest = operator.attrgetter(*Outcome.ORDER[Outcome.ALWAYS:])   # the fields after those three,
