@@ -34,6 +34,14 @@ def test_points_are_written_as_json_writes_them_in_the_me_s_key_order_with_semic
             json.dumps(point, ensure_ascii=False).replace(";", "\\u003b")]
 
 
+@pytest.mark.parametrize("points", [[], [{}], [{}, {}], [{"l": [{"a": 1}, {"b": [{}, {}]}]}, {"x": 1}],
+                                    [{"d": {"e": {}}, "s": "},\x1f{"}, {"t": ";"}, {}]])
+def test_a_message_of_points_is_each_point_as_json_writes_it(points):
+    assert eqpy.encode_points(points) == ";".join(
+        json.dumps(point, ensure_ascii=False).replace(";", "\\u003b") for point in points)
+    assert eqpy.decode_points(eqpy.encode_points(points)) == points
+
+
 def test_batch_results_keep_order_and_nan():
     values = [0.25, math.nan, -3.0]
     decoded = eqpy.decode_results(eqpy.encode_results(values))

@@ -181,9 +181,10 @@ class Outcome(Wire):
     def to_wire(self):
         """This outcome as a JSON-able list of its fields in :attr:`ORDER` (see the module
         docstring)."""
-        if _rest(self) == _REST_AT_DEFAULT:   # a plain done outcome
-            return [_number_out(self.value), _number_out(self.started),
-                    _number_out(self.finished)]
+        value, started, finished = self.value, self.started, self.finished
+        if _rest(self) == _REST_AT_DEFAULT and type(value) is type(started) is type(finished) \
+                is float and math.isfinite(value + started + finished):   # a plain done one
+            return [value, started, finished]
         fields, values = _ordered(type(self)), self.__dict__
         end = len(fields)
         while end > self.ALWAYS and values[fields[end - 1][0]] == fields[end - 1][2]:
@@ -196,7 +197,7 @@ class Outcome(Wire):
         when ``data`` is not a list, is empty or holds a field that breaks its rule."""
         if type(data) is list and len(data) == 3 and \
                 type(data[0]) is type(data[1]) is type(data[2]) is float:   # a plain done one
-            return cls(data[0], started=data[1], finished=data[2])
+            return cls(data[0], Status.DONE, None, None, data[1], data[2])
         fields = _ordered(cls)
         try:
             if type(data) is not list and type(data) is not tuple:
@@ -250,8 +251,7 @@ def _fields(cls):
 @functools.cache
 def _ordered(cls):
     """``(name, kind, default)`` of each field of ``cls``, in its ``ORDER`` on the wire."""
-    fields = {field[0]: field for field in _fields(cls)}
-    return tuple(fields[name] for name in cls.ORDER)
+    return tuple(sorted(_fields(cls), key=lambda field: cls.ORDER.index(field[0])))
 
 
 @functools.cache
@@ -262,12 +262,12 @@ def _kinds(cls):
 def _fault(cls, data, named, form):
     """What breaks the rules in ``data``, which ``cls.from_wire`` refused: ``named`` is it as a
     dict of its fields (``None`` when ``data`` is not of the ``form`` it must have)."""
-    what = cls.what
+    what, article = cls.what, "an" if cls.what[0] in "aeiou" else "a"
     if named is None:
-        return f"{_article(what)} {what} must be {form}, got {data!r:.80}"
+        return f"{article} {what} must be {form}, got {data!r:.80}"
     for name, _, default in _fields(cls):
         if default is REQUIRED and name not in named:
-            return f"{_article(what)} {what} must have a {name!r}, got {data!r:.80}"
+            return f"{article} {what} must have a {name!r}, got {data!r:.80}"
     for name, value in named.items():
         kind = _kinds(cls).get(name)
         try:
@@ -275,11 +275,7 @@ def _fault(cls, data, named, form):
                 kind.decode(value)
         except (TypeError, ValueError, ArithmeticError):
             return f"{what} field {name!r} must be {kind.rule}, got {value!r:.80}"
-    return f"{_article(what)} {what} that breaks the rules: {data!r:.80}"
-
-
-def _article(word):
-    return "an" if word[0] in "aeiou" else "a"
+    return f"{article} {what} that breaks the rules: {data!r:.80}"
 
 
 _rest = operator.attrgetter(*Outcome.ORDER[Outcome.ALWAYS:])   # the fields after those three,

@@ -60,8 +60,7 @@ class MPIPool(Pool):
         for rank in range(1, self.comm.Get_size()):
             backoff = Backoff()
             while rank not in self.hellos:
-                message = self.comm.improbe(source=rank, tag=HELLO)
-                if message is None:
+                if (message := self.comm.improbe(source=rank, tag=HELLO)) is None:
                     backoff.wait()
                 else:
                     self.hellos[rank] = message.recv()

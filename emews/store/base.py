@@ -473,14 +473,15 @@ def finished_rows(rows: list[Finished]
     for i, rank, outcome, attempt, status in rows:
         value = None if math.isnan(outcome.value) else outcome.value
         log_tail, error = bounded(outcome.log_tail), bounded(outcome.error)
-        metrics, objectives = metrics_json(outcome.metrics), vector_json(outcome.objectives)
+        metrics = metrics_json(outcome.metrics)
+        objectives = vector_json(outcome.objectives) if vectors else None
         if status != Status.DONE:
             attempts.append((i, attempt, outcome.status, value, error, log_tail, rank,
                              outcome.started, outcome.finished, metrics, objectives,
                              outcome.feasible, i))
         point = (status, value, error, log_tail, rank, outcome.started, outcome.finished,
                  attempt if status != Status.QUEUED else attempt + 1, metrics)
-        points.append((*point, objectives, outcome.feasible, i) if vectors else (*point, i))
+        points.append(point + (objectives, outcome.feasible, i) if vectors else point + (i,))
     return attempts, points, vectors
 
 
