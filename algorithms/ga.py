@@ -74,7 +74,7 @@ from pathlib import Path
 
 from emews.plugin import (Algorithm, Categorical, ConfigError, Logical, Ordered, PrunedResult,
                           check_choice, check_number, check_text, is_failure, optional_import,
-                          pack_state, point_key, pruned_value, unpack_state)
+                          pack_state, point_key, pruned_value, pruned_values, unpack_state)
 
 from .sweep import read_upf
 
@@ -173,9 +173,8 @@ class GA(Algorithm):
 
     def _rank_pruned(self):
         """Give every pruned run its fitness from the finished values as they are now."""
-        finished = self._finished()
-        for key, last in self.pruned.items():
-            self.known[key] = (pruned_value(last, finished),)
+        for key, value in zip(self.pruned, pruned_values(self.pruned.values(), self._finished())):
+            self.known[key] = (value,)
         for name in self.groups:
             for individual in getattr(self, name) or ():
                 key = point_key(self.space.point(individual))

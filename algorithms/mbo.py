@@ -102,7 +102,7 @@ import numpy as np
 
 from emews.plugin import (Algorithm, Categorical, Logical, Ordered, PrunedResult, check_choice,
                           check_number, failure_value, optional_import, pack_state, point_key,
-                          pruned_value, unpack_state)
+                          pruned_values, unpack_state)
 
 from .finite import Grid
 from .parego import ObjectiveHistory
@@ -280,13 +280,8 @@ class MBO(Algorithm):
         failures imputed."""
         told = self.y[:count]
         values = np.array(told)
-        finite = values[np.isfinite(values)]   # pruned runs are NaN here
-        # pruned_value reads the finished values' least and worst only: each pruned run is
-        # ranked against those two instead of all of them (O(pruned) a fit, not O(pruned x n))
-        ends = [float(finite.min()), float(finite.max())] if finite.size else []
-        for index, last in self.pruned.items():
-            if index < count:
-                values[index] = pruned_value(last, ends)
+        pruned = [index for index in self.pruned if index < count]
+        values[pruned] = pruned_values([self.pruned[index] for index in pruned], told)
         values[~np.isfinite(values)] = failure_value(told)
         return values
 

@@ -126,7 +126,7 @@ from skopt.space import Space as SkoptSpace
 from emews.plugin import (Algorithm, ConfigError, Invalid, Number, PrunedResult, Rule, check_choice,
                           check_flag, check_keywords, check_number, check_option, check_table,
                           failure_value, is_failure, optional_import, pack_state, point_key,
-                          pruned_value, unpack_state)
+                          pruned_values, unpack_state)
 
 from .finite import Grid
 from .log_ei import local_search, trust_radius
@@ -267,16 +267,17 @@ class SkoptSearch(Algorithm):
                 xs.append(x)
                 ys.append(float(value))
         self.finished += ys
-        # pruned_value reads the finished values' least and worst only: each pruned run is
-        # ranked against those two instead of all of them (O(pruned) a tell, not O(pruned x n))
-        ends = self.finished and [min(self.finished), max(self.finished)]
+        told = len(self.optimizer.yi)
         for x, last in pruned:
-            self.pruned[len(self.optimizer.yi) + len(ys)] = last
+            self.pruned[told + len(ys)] = last
             xs.append(x)
-            ys.append(pruned_value(last, ends))
-        for index, last in self.pruned.items():   # re-ranked among the finished values
-            if index < len(self.optimizer.yi):
-                self.optimizer.yi[index] = pruned_value(last, ends)
+            ys.append(last)
+        ranked = pruned_values(self.pruned.values(), self.finished)
+        for index, value in zip(self.pruned, ranked):   # every one among the finished values
+            if index < told:
+                self.optimizer.yi[index] = value
+            else:
+                ys[index - told] = value
         self.held_back += failed
         penalty = failure_value(list(self.optimizer.yi) + ys)
         if penalty is not None and self.held_back:

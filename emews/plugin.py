@@ -14,8 +14,8 @@ For a search algorithm:
   constraints), its state's frame (:func:`pack_state`, :func:`unpack_state`) and
   :func:`point_key`; a population-based search's segment record (:data:`SEGMENT`, see
   :mod:`emews.core.segments`); what failures and pruned runs count as for a model of the results
-  (:func:`is_failure`, :func:`failure_value`, :func:`pruned_value`); :func:`optional_import`
-  for an optional library, :func:`import_dotted` for a function an option names;
+  (:func:`is_failure`, :func:`failure_value`, :func:`pruned_value`, :func:`pruned_values`);
+  :func:`optional_import` for an optional library, :func:`import_dotted` for a function an option names;
 * the search space: :class:`Space` and its parameters (:class:`Float`, :class:`Int`,
   :class:`Categorical`, :class:`Ordered`, :class:`Logical`, :class:`Constant`, and mlrMBO's
   :class:`TransformedInt` and :class:`TransformedFloat`);
@@ -41,7 +41,8 @@ from typing import TYPE_CHECKING, Any
 from .core.algorithm import (Algorithm, Objectives, PrunedResult, check_choice, check_flag,
                              check_keywords, check_number, check_option, check_table, check_text,
                              failure_value, import_dotted, is_failure, optional_import,
-                             pack_state, point_key, pruned_value, unpack_state)
+                             pack_state, point_key, pruned_value, pruned_values,
+                             unpack_state)
 from .core.criteria import objective_names
 from .core.segments import SEGMENT
 from .errors import ConfigError
@@ -73,8 +74,8 @@ _LAZY = {"RETURN_EPOCHS": ("emews.config", "RETURN_EPOCHS"),
 __all__ = [
     # search algorithms: the contract
     "Algorithm", "PrunedResult", "Objectives", "pack_state", "unpack_state", "point_key",
-    "is_failure", "failure_value", "pruned_value", "optional_import", "import_dotted",
-    "SEGMENT",
+    "is_failure", "failure_value", "pruned_value", "pruned_values", "optional_import",
+    "import_dotted", "SEGMENT",
     # the search space
     "Space", "Float", "Int", "Categorical", "Ordered", "Logical", "Constant", "TransformedInt",
     "TransformedFloat",

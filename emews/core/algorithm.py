@@ -246,6 +246,15 @@ def pruned_value(last: float, finished: Iterable[float]) -> float | None:
     return min(max(float(last), max(finite)), cast(float, failure_value(finite)))
 
 
+def pruned_values(lasts: Iterable[float], finished: Iterable[float]) -> list[float | None]:
+    """:func:`pruned_value` of each of ``lasts``, ``finished`` read once: each is ranked
+    against the finished values' least and worst, all that it reads of them (a search that
+    re-ranks every pruned run at each tell pays for the finished values once, not once a run)."""
+    finite = [v for v in finished if math.isfinite(v)]
+    ends = [min(finite), max(finite)] if finite else []
+    return [pruned_value(last, ends) for last in lasts]
+
+
 def optional_import(module: str, extra: str) -> ModuleType:
     """Import an optional library; when it is missing, name the pip extra that brings it."""
     try:

@@ -95,3 +95,12 @@ def key_x(key):
     import json
 
     return json.loads(key)["x"]
+
+
+def test_pruned_values_rank_each_run_as_pruned_value_does():
+    from emews.core.algorithm import pruned_value, pruned_values
+
+    finished = [2.0, math.nan, 3.0, 2.5]
+    lasts = [0.5, 3.1, 9.0, math.inf]
+    assert pruned_values(lasts, finished) == [pruned_value(v, finished) for v in lasts]
+    assert pruned_values([0.5], []) == [0.5]
