@@ -419,9 +419,10 @@ def _show(args):
                        args.pareto)
     points = show.grouped(study, args.failed)
     if args.csv:
-        return _emit(show.points_as_csv(rows) if points else show.as_csv(study, rows))
+        return _emit(show.csv_text(*show.point_table(rows)) if points else
+                     show.as_csv(study, rows))
     if args.json:
-        return _emit((show.points_as_json(rows) if points else show.as_json(study, rows)) + "\n")
+        return _emit(show.points_as_json(rows) if points else show.as_json(study, rows))
     if points:
         show.print_points(study, rows, console)
     else:
@@ -437,7 +438,8 @@ def _listing(args, study, console):
 
     rows = show.paused(study) if args.paused else show.lineage(study)
     if args.csv:
-        return _emit(show.lineage_as_csv(rows, show.PAUSED if args.paused else show.LINEAGE))
+        columns = show.PAUSED if args.paused else show.LINEAGE
+        return _emit(show.csv_text(*show.lineage_table(rows, columns)))
     if args.json:
         return _emit(show.as_json_text(rows))
     (show.print_paused if args.paused else show.print_lineage)(study, rows, console)

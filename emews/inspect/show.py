@@ -51,17 +51,12 @@ def chosen(study, failed=False, where=None, top=None, pareto=False):
 def points_as_json(points):
     """``points`` (entries of ``study.points``) as a JSON list: per point its ``value``,
     ``mean``, ``std``, ``count``, ``failed``, ``complete``, replica ``ids`` and ``params``."""
-    return json.dumps([{**{c: point[c] for c in POINT_KEYS}, "params": point["point"]}
-                       for point in points], indent=2, allow_nan=False, default=str)
+    return as_json_text([{**{c: point[c] for c in POINT_KEYS}, "params": point["point"]}
+                         for point in points])
 
 
-def points_as_csv(points):
-    """``points`` as CSV text, with the columns of :func:`point_table`."""
-    return _csv(*point_table(points))
-
-
-def _csv(header, rows):
-    """A header and rows of cells as CSV text."""
+def csv_text(header, rows):
+    """A header and rows of cells (:func:`point_table`, :func:`lineage_table`) as CSV text."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(header)
@@ -95,11 +90,7 @@ def as_csv(study, rows):
             record.update(zip(names, row["objectives"] or [None] * len(names)))
         at = columns.index("result") + 1
         columns[at:at] = names
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(records)
-    return out.getvalue()
+    return csv_text(columns, [[record.get(c) for c in columns] for record in records])
 
 
 def as_json(study, rows):
@@ -117,7 +108,7 @@ def as_json(study, rows):
         for record in records:
             curve = curves.get(record["id"], {})
             record["curve"] = json_numbers(sorted(curve.items()))
-    return json.dumps(records, indent=2, allow_nan=False, default=str)
+    return as_json_text(records)
 
 
 def print_table(study, rows, failed, console, pareto=False):
@@ -260,13 +251,9 @@ def paused(study):
 
 
 def as_json_text(data):
-    """``data`` (the lineage, a schedule) as indented JSON text, ending in a newline."""
+    """``data`` (rows, points, the lineage, a schedule) as indented JSON text, ending in a
+    newline."""
     return json.dumps(data, indent=2, allow_nan=False, default=str) + "\n"
-
-
-def lineage_as_csv(segments, columns=LINEAGE):
-    """``segments`` as CSV text, with the columns of :func:`lineage_table`."""
-    return _csv(*lineage_table(segments, columns))
 
 
 def print_lineage(study, segments, console):
