@@ -27,7 +27,6 @@ with the object.
 """
 
 import difflib
-import json
 import os
 import tomllib
 from collections.abc import Mapping
@@ -41,7 +40,8 @@ from .core.pareto import minimized
 from .core.failure import ACTIONS as FAILURE_ACTIONS
 from .pools import requests
 from .errors import ConfigError
-from .validation import Choice, Each, Flag, Number, Strings, Text, check, read_toml
+from .validation import (Choice, Each, Flag, Number, Strings, Text, check, parse_json,
+                         read_text, read_toml)
 
 IMPLEMENTATIONS = ("py", "app", "container", "echo")   # [study].impl: emews.evaluate's kinds
 RETURN_EPOCHS = ("last", "min", "max")                 # [model].return_epoch
@@ -273,14 +273,7 @@ class Config:
     def read(cls, path):
         """The configuration in a ``config.json`` file, read as :meth:`from_dict` reads it
         (errors name the file)."""
-        try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise ConfigError(str(path), "the study's configuration must be readable",
-                              exc.strerror) from None
-        except ValueError as exc:
-            raise ConfigError(str(path), f"must be JSON ({exc})", None, show_value=False) \
-                from None
+        data = parse_json(read_text(path, "the study's configuration"), path)
         if not isinstance(data, dict):
             raise ConfigError(str(path), "must hold a JSON object", type(data).__name__)
         base = Path(path).resolve().parent

@@ -36,6 +36,7 @@ from pathlib import Path
 from . import conditions
 from .supervisor import asproblem, randomsettings, rparamset
 from .errors import ConfigError
+from .validation import parse_json, read_text
 
 
 def _logical(value):
@@ -464,22 +465,14 @@ class Space:
         """Read a search-space file: GA JSON, mlrMBO R (``.R``, or text with makeParamSet), or
         Supervisor's async-search ``as_problem.py`` (``.py``, read, never run)."""
         path = Path(path)
-        try:
-            text = path.read_text()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(str(path), "the search-space file must be readable",
-                              getattr(exc, "strerror", None) or str(exc)) from None
+        text = read_text(path, "the search-space file")
         if path.suffix == ".py":
             return cls.from_ga_json(asproblem.parse(text, str(path)), where=str(path))
         if path.suffix in (".R", ".r") or (path.suffix.lower() != ".json"
                                            and not text.lstrip().startswith(("[", "{"))
                                            and "makeParamSet" in text):
             return cls.from_r(text, where=str(path))
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{path}:{exc.lineno}", f"must be valid JSON ({exc.msg})",
-                              show_value=False) from None
+        data = parse_json(text, path)
         if randomsettings.is_random_settings(data):
             data = randomsettings.entries(data, str(path))
         return cls.from_ga_json(data, where=str(path))

@@ -66,7 +66,6 @@ that the files' own text refers to (a helper such as ``POP_DEFAULT``) is no sett
 """
 
 import copy
-import json
 import math
 import os
 import re
@@ -75,7 +74,7 @@ from pathlib import Path
 
 from ..config import SCHEMA
 from ..errors import ConfigError
-from ..validation import Choice, Number, check
+from ..validation import Choice, Number, check, parse_json, read_text
 
 REFERENCE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
 # Supervisor's utils.sh helpers that cfg files call, written for emews: a name without a
@@ -413,13 +412,7 @@ def find(name, search):
 
 def settings_json(path, workflow):
     """The JSON object of Supervisor's ``data/settings.json`` of ``workflow`` (grid, random)."""
-    try:
-        settings = json.loads(Path(path).read_text())
-    except OSError as exc:
-        raise ConfigError(str(path), f"the {workflow} workflow's settings file must be "
-                          "readable", exc.strerror) from None
-    except ValueError as exc:
-        raise ConfigError(str(path), "must be JSON", str(exc), show_value=False) from None
+    settings = parse_json(read_text(path, f"the {workflow} workflow's settings file"), path)
     return settings if isinstance(settings, dict) else {}
 
 
