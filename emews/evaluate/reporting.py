@@ -35,6 +35,7 @@ import json
 import operator
 import time
 
+from . import channel
 from .outcome import BadOutcome, Report
 
 LINE = "EMEWS_REPORT "       # an app's report: this, then the Report's wire form (JSON)
@@ -165,3 +166,17 @@ class LogReports:
             self.reporter.report(one.value, one.step, one.metrics)
         except (ValueError, TypeError, BadOutcome) as exc:  # JSON, a rule: skip it
             notes.append(f"emews: a report line was skipped: {exc}\n")
+
+
+def answer(sock, wire, watch):
+    """Hand the wire form of a report that came on ``sock`` (from a nanny child, or an
+    evaluation's rank 0) to ``watch.report``, and send back its verdict, ``{"prune": bool}``
+    (a malformed report stops nothing; a sender gone gets no answer: its end tells how)."""
+    try:
+        prune = bool(watch.report(Report.from_wire(wire))) if watch.report else False
+    except BadOutcome:
+        prune = False
+    try:
+        channel.send(sock, {"prune": prune})
+    except OSError:
+        pass
