@@ -1,25 +1,8 @@
 """The ``emews`` command (also ``python -m emews``).
 
-``emews run CONFIG [CONFIG2]`` runs a study: under ``mpiexec`` it uses the ranks it was given;
-started alone it spawns its own local pool of ``[system].procs`` ranks.
-``emews run --resume EXPDIR`` continues a killed or finished study (one of Swift/T's too).
-``emews run --supervisor-cfg CFG_SYS CFG_PRM [--dry-run]`` runs (or prints as TOML) the study of
-CANDLE/Supervisor's cfg files.
-``mpiexec -n N emews pool EXPDIR`` attaches a pool job to a served study;
-``... emews pool --eqsql URL CONFIG`` serves the tasks that EQ-SQL clients submit.
-``emews status EXPDIR`` says where a study stands (running or finished): counts, best, ETA.
-``emews show EXPDIR`` prints the best evaluations (or ``--failed``) with all their metrics.
-``emews plot EXPDIR`` draws its convergence and the workers' timeline.
-``emews submit CONFIG --site NAME`` queues a batch job that runs the study on a site.
-``emews site list|show|import`` lists, prints or imports (from Supervisor) site files.
-``emews supervisor SITE WORKFLOW CFG`` (or workflow.sh's arguments) runs a study as
-CANDLE/Supervisor's ``supervisor`` tool or a workflow's ``workflow.sh`` does.
-``emews swift-t build`` builds Swift/T with this Python embedded and prints its PATH entries.
-``emews report EXPDIR`` writes a self-contained HTML report; ``emews export`` writes the
-evaluations to Optuna, CSV or Parquet.
-``emews space import --from configspace FILE`` prints a ConfigSpace JSON file's space (its
-conditions and forbidden clauses) in emews' JSON format (``-o OUT``: into a file).
-``emews completion bash|zsh`` prints the shell completion script; ``emews --version``.
+Each command is a subparser of :func:`parser` (its help says what it does; docs/src/cli.md
+holds them all) and a function of this module (``_run``, ``_show``, ...) that :func:`main`
+calls; bad input is one ``emews: error:`` line and exit status 2 (:data:`EXIT_BAD_INPUT`).
 """
 
 import argparse
