@@ -9,7 +9,6 @@ import argparse
 import sys
 
 import os
-from pathlib import Path
 
 from .cli_help import Version, add_completion_parser, add_examples, complete, print_completion
 from .errors import (ConfigError, EmewsError, FailureAlreadyReported, Interrupted,
@@ -467,15 +466,12 @@ def _space(args):
     import json
 
     from .configspace import read
+    from .inspect.plot import write_file
 
     text = json.dumps(read(args.file).to_json(), indent=2) + "\n"
     if args.output is None:
         return _emit(text)
-    try:
-        Path(args.output).write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"emews space import -o {args.output}", "the output file must be "
-                          "writable", exc.strerror) from None
+    write_file(args.output, lambda path: path.write_text(text, encoding="utf-8"))
     print(f"emews: wrote {args.output}")
     return 0
 

@@ -79,13 +79,8 @@ def write_report(study, output=None):
         figure.tight_layout()
         path = plot.save(figure, output.with_name(f"{output.stem}_{name}.png"), plt)
         sections.append((title, path, note))
-    page = _page(study, sections)
-    try:
-        output.write_text(page, encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(str(output), "must be a writable file path",
-                          exc.strerror or str(exc)) from None
-    return output
+    return plot.write_file(output, lambda path: path.write_text(_page(study, sections),
+                                                                 encoding="utf-8"))
 
 
 class Coordinates:
