@@ -59,12 +59,8 @@ __all__ = ["run", "serve", "pool_job", "execute", "execute_prepared", "run_maste
 
 
 def run(config, overrides=None, resume=None):
-    """Run a study from Python or a notebook; return a :class:`~emews.result.Result`.
-
-    ``config`` is a TOML path, a list of paths, or a dict shaped like the TOML file.
-    ``overrides`` maps ``"table.key"`` to values (they win over everything). ``resume`` names an
-    experiment directory to continue (``config`` may then be ``None``).
-    """
+    """Run a study (what :func:`emews.run` does, its arguments as they are here); return a
+    :class:`~emews.result.Result`."""
     if under_mpiexec():
         return _run_under_mpiexec(lambda: prepare_run(config, overrides, resume))
     study = prepare_run(config, overrides, resume)
