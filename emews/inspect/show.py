@@ -1,13 +1,6 @@
-"""``emews show``: the best evaluations with all their metrics, the failures with their
-reasons, or (``--pareto``) the Pareto front of a study of several objectives; as a table, CSV
-or JSON. A study with replicas shows its points instead of its
-evaluations: each point's replicas grouped, with their mean, std and count, best first as
-``final.json`` judges them. A population-based study (``algorithm = "pbt"``) shows its
-lineage (``--lineage``: each segment's member, parent and donor) and the schedule of its best
-member (``--schedule``: the hyperparameters from each step on, which :func:`schedule` follows
-back through parents and donors). A study that pauses runs (``[pruner] pause = true``) shows
-them (``--paused``: each one's step and value there, and the final value its curve predicts,
-by which the drain thaws them)."""
+"""``emews show``: a study's best evaluations with all their metrics, its failures, its Pareto
+front, its points (with replicas), a population's lineage and best schedule, or its paused
+runs, as a table, CSV or JSON (each view's function says what it holds)."""
 
 import csv
 import io
