@@ -1,13 +1,8 @@
 """``emews submit``: prepare a study's experiment directory and queue the batch job(s) that run it.
 
-Submission goes through psij-python: its executor for the site's scheduler submits a job whose
-resources and attributes (nodes, ranks per node, walltime, queue, account, the site's extra
-directives, the dependency of a follow-up job) are those of our rendered script, and whose one
-process (psij's ``single`` launcher) is ``bash EXPDIR/job-K.sh``: the script we render, which
-prepares the site's environment and starts the ranks with the site's launcher. psij gives the
-job id, status polling and cancellation the same way on Slurm, PBS, LSF and Flux; the rendered
-script stays a complete batch script that can be read and submitted by hand. A ``local`` site
-runs the script here, detached from the terminal.
+Each job's process is ``bash EXPDIR/job-K.sh``, the complete batch script that
+:mod:`.script` renders, submitted through psij-python's executor for the site's scheduler
+(:func:`psij_job`), or run here, detached, on a ``local`` site (docs/src/sites.md).
 """
 
 import math
