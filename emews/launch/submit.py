@@ -42,16 +42,11 @@ SITE_DEFAULTS = {"system.ppn": lambda s: s.ppn,
 
 def submit(config, site_name, overrides=None, resume=None, chain=0, dry_run=False,
            stream=None, pools=0):
-    """Submit the study of ``config`` (or the experiment ``resume``) on site ``site_name`` (a
-    name or path, or a :class:`~emews.launch.site.Site` already read).
-
-    With ``pools`` = K, submit K pool jobs (``emews pool``) for the study ``resume`` that
-    ``emews serve`` runs elsewhere, instead of the study itself.
-
-    ``overrides`` maps ``"table.key"`` to values (the command line). Returns the record of the
-    jobs, kept in the study's store (meta ``submit``) and exported to ``EXPDIR/submit.json``
-    (with ``dry_run``: the rendered scripts, and nothing is made).
-    """
+    """Submit the study of ``config`` (or the experiment ``resume``; with ``pools`` = K, K pool
+    jobs for the study ``resume`` that ``emews serve`` runs) on site ``site_name`` (a name, a
+    path or a :class:`~emews.launch.site.Site`), as ``emews submit`` does. Returns the record
+    of the jobs, kept in the store (meta ``submit``) and exported to ``EXPDIR/submit.json``
+    (``dry_run``: the rendered scripts, and nothing is made)."""
     stream = stream or sys.stdout
     site = site_name if isinstance(site_name, sites.Site) else sites.load(site_name)
     if chain < 0:
