@@ -17,13 +17,10 @@ cfg-sys, and study settings, in the spirit of cfg-prm; tables from a later file 
 
 Precedence: command line, then environment, then config file, then defaults.
 
-:func:`load` reads and checks them once into a :class:`Config`: frozen, one dataclass per table
-(:class:`System`, :class:`Study`, :class:`Model`, :class:`Failure`, :class:`PrunerOptions`,
-:class:`Service`, each default written once, in its field; ``[algorithm]`` a read-only mapping),
-read as attributes (``spec.study.budget``). Its JSON form (``config.json``,
-:meth:`Config.as_dict`) reads back into an equal object (:meth:`Config.read`): a process that
-starts later (an MPI rank, a resume) reads it so; the process that prepared the study goes on
-with the object.
+:func:`load` reads and checks them once into a frozen :class:`Config`, one dataclass per table
+(each default written once, in its field), read as attributes (``spec.study.budget``). A
+process that starts later (an MPI rank, a resume) reads its ``config.json`` back into an equal
+object; the process that prepared the study goes on with the object.
 """
 
 import difflib
