@@ -1,32 +1,14 @@
 """The ``emews`` command (also ``python -m emews``).
 
-``emews run CONFIG [CONFIG2]`` runs a study: under ``mpiexec`` it uses the ranks it was given;
-started alone it spawns its own local pool of ``[system].procs`` ranks.
-``emews run --resume EXPDIR`` continues a killed or finished study (one of Swift/T's too).
-``emews run --supervisor-cfg CFG_SYS CFG_PRM [--dry-run]`` runs (or prints as TOML) the study of
-CANDLE/Supervisor's cfg files.
-``mpiexec -n N emews pool EXPDIR`` attaches a pool job to a served study;
-``... emews pool --eqsql URL CONFIG`` serves the tasks that EQ-SQL clients submit.
-``emews status EXPDIR`` says where a study stands (running or finished): counts, best, ETA.
-``emews show EXPDIR`` prints the best evaluations (or ``--failed``) with all their metrics.
-``emews plot EXPDIR`` draws its convergence and the workers' timeline.
-``emews submit CONFIG --site NAME`` queues a batch job that runs the study on a site.
-``emews site list|show|import`` lists, prints or imports (from Supervisor) site files.
-``emews supervisor SITE WORKFLOW CFG`` (or workflow.sh's arguments) runs a study as
-CANDLE/Supervisor's ``supervisor`` tool or a workflow's ``workflow.sh`` does.
-``emews swift-t build`` builds Swift/T with this Python embedded and prints its PATH entries.
-``emews report EXPDIR`` writes a self-contained HTML report; ``emews export`` writes the
-evaluations to Optuna, CSV or Parquet.
-``emews space import --from configspace FILE`` prints a ConfigSpace JSON file's space (its
-conditions and forbidden clauses) in emews' JSON format (``-o OUT``: into a file).
-``emews completion bash|zsh`` prints the shell completion script; ``emews --version``.
+Each command is a subparser of :func:`parser` (its help says what it does; docs/src/cli.md
+holds them all) and a function of this module (``_run``, ``_show``, ...) that :func:`main`
+calls; bad input is one ``emews: error:`` line and exit status 2 (:data:`EXIT_BAD_INPUT`).
 """
 
 import argparse
 import sys
 
 import os
-from pathlib import Path
 
 from .cli_help import Version, add_completion_parser, add_examples, complete, print_completion
 from .errors import (ConfigError, EmewsError, FailureAlreadyReported, Interrupted,
@@ -419,9 +401,10 @@ def _show(args):
                        args.pareto)
     points = show.grouped(study, args.failed)
     if args.csv:
-        return _emit(show.points_as_csv(rows) if points else show.as_csv(study, rows))
+        return _emit(show.csv_text(*show.point_table(rows)) if points else
+                     show.as_csv(study, rows))
     if args.json:
-        return _emit((show.points_as_json(rows) if points else show.as_json(study, rows)) + "\n")
+        return _emit(show.points_as_json(rows) if points else show.as_json(study, rows))
     if points:
         show.print_points(study, rows, console)
     else:
@@ -437,7 +420,8 @@ def _listing(args, study, console):
 
     rows = show.paused(study) if args.paused else show.lineage(study)
     if args.csv:
-        return _emit(show.lineage_as_csv(rows, show.PAUSED if args.paused else show.LINEAGE))
+        columns = show.PAUSED if args.paused else show.LINEAGE
+        return _emit(show.csv_text(*show.lineage_table(rows, columns)))
     if args.json:
         return _emit(show.as_json_text(rows))
     (show.print_paused if args.paused else show.print_lineage)(study, rows, console)
@@ -482,15 +466,12 @@ def _space(args):
     import json
 
     from .configspace import read
+    from .inspect.plot import write_file
 
     text = json.dumps(read(args.file).to_json(), indent=2) + "\n"
     if args.output is None:
         return _emit(text)
-    try:
-        Path(args.output).write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"emews space import -o {args.output}", "the output file must be "
-                          "writable", exc.strerror) from None
+    write_file(args.output, lambda path: path.write_text(text, encoding="utf-8"))
     print(f"emews: wrote {args.output}")
     return 0
 

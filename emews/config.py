@@ -17,17 +17,13 @@ cfg-sys, and study settings, in the spirit of cfg-prm; tables from a later file 
 
 Precedence: command line, then environment, then config file, then defaults.
 
-:func:`load` reads and checks them once into a :class:`Config`: frozen, one dataclass per table
-(:class:`System`, :class:`Study`, :class:`Model`, :class:`Failure`, :class:`PrunerOptions`,
-:class:`Service`, each default written once, in its field; ``[algorithm]`` a read-only mapping),
-read as attributes (``spec.study.budget``). Its JSON form (``config.json``,
-:meth:`Config.as_dict`) reads back into an equal object (:meth:`Config.read`): a process that
-starts later (an MPI rank, a resume) reads it so; the process that prepared the study goes on
-with the object.
+:func:`load` reads and checks them once into a frozen :class:`Config`, one dataclass per table
+(each default written once, in its field), read as attributes (``spec.study.budget``). A
+process that starts later (an MPI rank, a resume) reads its ``config.json`` back into an equal
+object; the process that prepared the study goes on with the object.
 """
 
 import difflib
-import json
 import os
 import tomllib
 from collections.abc import Mapping
@@ -41,7 +37,8 @@ from .core.pareto import minimized
 from .core.failure import ACTIONS as FAILURE_ACTIONS
 from .pools import requests
 from .errors import ConfigError
-from .validation import Choice, Each, Flag, Number, Strings, Text, check, read_toml
+from .validation import (Choice, Each, Flag, Number, Strings, Text, check, parse_json,
+                         read_text, read_toml)
 
 IMPLEMENTATIONS = ("py", "app", "container", "echo")   # [study].impl: emews.evaluate's kinds
 RETURN_EPOCHS = ("last", "min", "max")                 # [model].return_epoch
@@ -257,7 +254,7 @@ class Config:
             return data
         project = Path(self.study.data_dir).parent
 
-        def relative(path):
+        def relative(path, *_):
             inside = os.path.isabs(path) and Path(path).is_relative_to(project)
             return os.path.relpath(path, Path(relative_to).resolve()) if inside else path
 
@@ -273,18 +270,11 @@ class Config:
     def read(cls, path):
         """The configuration in a ``config.json`` file, read as :meth:`from_dict` reads it
         (errors name the file)."""
-        try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise ConfigError(str(path), "the study's configuration must be readable",
-                              exc.strerror) from None
-        except ValueError as exc:
-            raise ConfigError(str(path), f"must be JSON ({exc})", None, show_value=False) \
-                from None
+        data = parse_json(read_text(path, "the study's configuration"), path)
         if not isinstance(data, dict):
             raise ConfigError(str(path), "must hold a JSON object", type(data).__name__)
         base = Path(path).resolve().parent
-        return load([_map_paths(data, lambda value: value if os.path.isabs(value)
+        return load([_map_paths(data, lambda value, *_: value if os.path.isabs(value)
                                 else str((base / value).resolve()))],
                     environ={}, label=str(path))
 
@@ -385,20 +375,23 @@ def load(sources=(), overrides=None, environ=None, label="config"):
                               show_value=False)
         values[table] = {
             key: _check(setting, tables[table].get(key, setting.default), where(table, key),
-                        bases.get((table, key), Path.cwd()),
                         origin.get((table, key), "").startswith("environment"))
             for key, setting in schema.items()}
+
+    def resolved(path, table, key):   # against the directory of the file that set it
+        base = bases.get((table, key), Path.cwd())
+        return path if os.path.isabs(path) else str((base / path).resolve())
+
+    values = _map_paths({**values, "algorithm": tables["algorithm"]}, resolved)
     study, system = values["study"], values["system"]
     _resolve_objectives(study, where)
     if study["name"] is None:
         first = next((s for s in sources if not isinstance(s, dict)), None)
         study["name"] = Path(first).stem if first is not None else "study"
-    system["python_path"] = _python_path(system["python_path"], base_dir, bases, sources)
-    if study["app"] is not None:
-        study["app"] = [_maybe_file(arg, bases.get(("study", "app"), base_dir))
-                        for arg in study["app"]]
-    config = Config(algorithm=MappingProxyType(_resolve_files(tables["algorithm"], bases,
-                                                              base_dir)),
+    if any(not isinstance(s, dict) for s in sources) and \
+            str(base_dir) not in system["python_path"]:
+        system["python_path"].append(str(base_dir))   # user modules beside the study's file
+    config = Config(algorithm=MappingProxyType(values["algorithm"]),
                     base_dir=base_dir, origin=MappingProxyType(origin),
                     **{table: TABLES[table](**values[table]) for table in TABLES})
     config.make_pruner()   # its options checked together: contradictions are refused now
@@ -473,46 +466,24 @@ def _read(source, label):
     return read_toml(path, "the configuration file"), str(path), path.resolve().parent
 
 
-def _check(setting, value, where, base, from_env):
+def _check(setting, value, where, from_env):
     if value is None or (value == "" and setting.kind == "float"):  # Supervisor's empty: none
         return None
     rule = setting.rule
     value = check(where, rule, rule.from_text(value) if from_env else value)
-    if setting.kind == "float":
-        value = float(value)
-    if setting.kind == "path":
-        value = str((base / value).resolve()) if not os.path.isabs(value) else value
-    return value
-
-
-def _resolve_files(options, bases, base_dir):
-    """Algorithm options whose name ends in ``file`` are paths relative to their config file."""
-    resolved = dict(options)
-    for key, value in options.items():
-        if key.endswith("file") and isinstance(value, str) and not os.path.isabs(value):
-            resolved[key] = str((bases.get(("algorithm", key), base_dir) / value).resolve())
-    return resolved
-
-
-def _python_path(listed, base_dir, bases, sources):
-    """Directories to import user modules from: those listed, then the first file's directory."""
-    base = bases.get(("system", "python_path"), base_dir)
-    paths = [str((base / p).resolve()) for p in listed]
-    if any(not isinstance(s, dict) for s in sources) and str(base_dir) not in paths:
-        paths.append(str(base_dir))
-    return paths
+    return float(value) if setting.kind == "float" else value
 
 
 def _map_paths(data, convert):
-    """``data``, a configuration's JSON form, with ``convert`` applied to each relative or
-    absolute path it names: the path settings, ``[system] python_path``, the ``[algorithm]``
-    options ending in ``file`` and the arguments of ``[study] app`` that are files (absolute,
-    or existing once converted); other values as they are."""
+    """``data``, a configuration's tables, with ``convert(path, table, key)`` applied to each
+    relative or absolute path it names: the path settings, ``[system] python_path``, the
+    ``[algorithm]`` options ending in ``file`` and the arguments of ``[study] app`` that are
+    files (absolute, or existing once converted); other values as they are."""
     tables = {table: dict(values) if isinstance(values, dict) else values
               for table, values in data.items()}
 
-    def each(value):
-        return convert(value) if isinstance(value, str) else value
+    def each(value, table, key):
+        return convert(value, table, key) if isinstance(value, str) else value
 
     for table, schema in SCHEMA.items():
         values = tables.get(table)
@@ -520,23 +491,20 @@ def _map_paths(data, convert):
             continue
         for key, setting in schema.items():
             if setting.kind == "path" and key in values:
-                values[key] = each(values[key])
+                values[key] = each(values[key], table, key)
     system, study, algorithm = (tables.get(name) for name in ("system", "study", "algorithm"))
     if isinstance(system, dict) and isinstance(system.get("python_path"), list):
-        system["python_path"] = [each(p) for p in system["python_path"]]
+        system["python_path"] = [each(p, "system", "python_path")
+                                 for p in system["python_path"]]
     if isinstance(study, dict) and isinstance(study.get("app"), list):
-        study["app"] = [new if new == arg or os.path.isabs(arg) or os.path.exists(new)
-                        else arg for arg, new in zip(study["app"], map(each, study["app"]))]
+        apps = study["app"]
+        study["app"] = [new if new == arg or os.path.isabs(arg) or os.path.exists(new) else arg
+                        for arg, new in zip(apps, [each(a, "study", "app") for a in apps])]
     if isinstance(algorithm, dict):
         for key, value in algorithm.items():
             if key.endswith("file"):
-                algorithm[key] = each(value)
+                algorithm[key] = each(value, "algorithm", key)
     return tables
-
-
-def _maybe_file(arg, base):
-    candidate = base / arg
-    return str(candidate.resolve()) if not os.path.isabs(arg) and candidate.exists() else arg
 
 
 def parse_override(text):

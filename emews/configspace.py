@@ -11,26 +11,16 @@ Nothing of ConfigSpace is imported: the file is read as JSON, turned into emews'
 and read by :meth:`~emews.space.Space.from_ga_json`, which checks it as any space file.
 """
 
-import json
-from pathlib import Path
 
 from . import conditions
 from .errors import ConfigError
 from .space import Space
+from .validation import parse_json, read_text
 
 
 def read(path):
     """The :class:`~emews.space.Space` of the ConfigSpace JSON file at ``path``."""
-    where = str(path)
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(where, "the ConfigSpace file must be readable",
-                          getattr(exc, "strerror", None) or str(exc)) from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{where}:{exc.lineno}", f"must be valid JSON ({exc.msg})",
-                          show_value=False) from None
-    return space(data, where)
+    return space(parse_json(read_text(path, "the ConfigSpace file"), path), str(path))
 
 
 def space(data, where):

@@ -161,17 +161,13 @@ def resume_changes(stored, cfg, digest):
         refuse("[study].space", stored.study.space, cfg.study.space)
     if digest is not None and space_digest(cfg) != digest:
         refuse("the search space's content", digest[:12], space_digest(cfg)[:12])
-    before, after = stored.as_dict(), cfg.as_dict()
-    for table in ("algorithm", "model"):
+    before, after, changes = stored.as_dict(), cfg.as_dict(), {}
+    for table in ("algorithm", "model", "system", "study", "failure", "service"):
         old, new = before[table], after[table]
         for key in sorted(set(old) | set(new)):
             if old.get(key) != new.get(key):
-                refuse(f"[{table}].{key}", old.get(key), new.get(key))
-    changes = {}
-    for table in ("system", "study", "failure", "service"):
-        old, new = before[table], after[table]
-        for key in sorted(set(old) | set(new)):
-            if old.get(key) != new.get(key):
+                if table in ("algorithm", "model"):
+                    refuse(f"[{table}].{key}", old.get(key), new.get(key))
                 changes[f"{table}.{key}"] = [old.get(key), new.get(key)]
     return changes
 

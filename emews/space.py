@@ -2,30 +2,16 @@
 
 Types: ``int`` and ``float`` (bounds, optional ``sigma`` for mutation, optional log scale),
 ``categorical`` (unordered values), ``ordered`` (values with an order), ``logical`` and
-``constant``. Points are plain dicts ``{name: native value}``: what a model receives as JSON.
+``constant``; mlrMBO's parameters with a ``trafo`` are :class:`TransformedInt` and
+:class:`TransformedFloat` (the search runs on ``x``, the model receives ``trafo(x)``). Points
+are plain dicts ``{name: native value}``: what a model receives as JSON. Every point maps to
+coordinates in [0, 1] (:meth:`Space.to_unit`).
 
-Files (:meth:`Space.from_file` picks the reader by extension, else by content):
-
-* Supervisor's GA JSON parameter sets (a list of objects with ``name``, ``type``,
-  ``lower``/``upper``, ``sigma``, ``log``, ``values``, ``element_type``, ``value``). Bounds and
-  sigmas are read as Supervisor's ``ga_utils.py`` reads them, with ``int()``/``float()``, so a
-  numeric string (``"sigma": "0.000495"``) is a number (an int bound that is not whole, which
-  ``int()`` would truncate, is refused instead);
-* Supervisor's random workflow's ``settings.json`` (``parameters`` of ``[low, high]`` and
-  ``samples``), read by :mod:`emews.supervisor.randomsettings`: int and float ranges;
-* Supervisor's async-search ``as_problem.py`` (``.py`` files), read by
-  :mod:`emews.supervisor.asproblem` with ``ast``, never imported: ranges and lists;
-* mlrMBO's R ``makeParamSet(...)`` (``.R`` files), read by :mod:`emews.supervisor.rparamset` without
-  evaluating anything: numeric, integer, discrete (categorical) and logical parameters, and
-  ``trafo`` functions. As in ParamHelpers, the search runs on ``x`` and the model receives
-  ``trafo(x)``: an integer parameter with a trafo is a :class:`TransformedInt` (its values are
-  ``trafo(lower) ... trafo(upper)``, searched by position, that is by ``x``); a numeric one is a
-  :class:`TransformedFloat`, whose trafo must be linear or exponential in ``x`` so that a linear
-  or log scale on its values is ``x``'s scale.
-
-Every point maps to coordinates in [0, 1] (:meth:`Space.to_unit`): a value's position on its
-(log) scale for numbers, the centre of its equal-width bin for integers and list values, so that
-uniform coordinates give every value the same chance.
+:meth:`Space.from_file` picks the reader by extension, else by content: Supervisor's GA JSON
+(:meth:`Space.from_ga_json`, read as its ``ga_utils.py`` reads it), its random workflow's
+``settings.json`` (:mod:`emews.supervisor.randomsettings`), its async-search ``as_problem.py``
+(:mod:`emews.supervisor.asproblem`) and mlrMBO's ``makeParamSet(...)``
+(:mod:`emews.supervisor.rparamset`), none of them run; docs/src/spaces.md says what each holds.
 """
 
 import json
@@ -36,6 +22,7 @@ from pathlib import Path
 from . import conditions
 from .supervisor import asproblem, randomsettings, rparamset
 from .errors import ConfigError
+from .validation import parse_json, read_text
 
 
 def _logical(value):
@@ -464,22 +451,14 @@ class Space:
         """Read a search-space file: GA JSON, mlrMBO R (``.R``, or text with makeParamSet), or
         Supervisor's async-search ``as_problem.py`` (``.py``, read, never run)."""
         path = Path(path)
-        try:
-            text = path.read_text()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(str(path), "the search-space file must be readable",
-                              getattr(exc, "strerror", None) or str(exc)) from None
+        text = read_text(path, "the search-space file")
         if path.suffix == ".py":
             return cls.from_ga_json(asproblem.parse(text, str(path)), where=str(path))
         if path.suffix in (".R", ".r") or (path.suffix.lower() != ".json"
                                            and not text.lstrip().startswith(("[", "{"))
                                            and "makeParamSet" in text):
             return cls.from_r(text, where=str(path))
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{path}:{exc.lineno}", f"must be valid JSON ({exc.msg})",
-                              show_value=False) from None
+        data = parse_json(text, path)
         if randomsettings.is_random_settings(data):
             data = randomsettings.entries(data, str(path))
         return cls.from_ga_json(data, where=str(path))

@@ -59,12 +59,8 @@ __all__ = ["run", "serve", "pool_job", "execute", "execute_prepared", "run_maste
 
 
 def run(config, overrides=None, resume=None):
-    """Run a study from Python or a notebook; return a :class:`~emews.result.Result`.
-
-    ``config`` is a TOML path, a list of paths, or a dict shaped like the TOML file.
-    ``overrides`` maps ``"table.key"`` to values (they win over everything). ``resume`` names an
-    experiment directory to continue (``config`` may then be ``None``).
-    """
+    """Run a study (what :func:`emews.run` does, its arguments as they are here); return a
+    :class:`~emews.result.Result`."""
     if under_mpiexec():
         return _run_under_mpiexec(lambda: prepare_run(config, overrides, resume))
     study = prepare_run(config, overrides, resume)
@@ -107,15 +103,8 @@ def pool_job(target, walltime=None, give_up=600.0, keys=None, workdir=None, eqsq
              task_type=0):
     """``mpiexec -n N emews pool TARGET``: rank 0 attaches to the study, the others work.
 
-    ``target`` is the study's experiment directory (its store says where the study is served:
-    a zmq address, or a PostgreSQL database), the service's address, ``tcp://HOST:PORT``, or
-    the study's PostgreSQL store, ``URL#EXP_ID`` (from a host that reaches the database but not
-    the experiment directory), with ``keys`` (a directory holding the pool key pair and the
-    service's public key) off loopback. With ``eqsql`` (a database URL), ``target`` is a study
-    configuration (a dict shaped like the TOML file) and the job serves EQ-SQL tasks of
-    ``task_type``. Run directories and worker output go to the experiment directory when it is
-    reachable here, else to ``workdir`` (default ``./emews-pool``). The pool gives up after
-    ``give_up`` seconds of silence from the service, and drains at ``walltime``. Returns why
+    The arguments are the command's (``emews pool --help``; ``target`` and ``eqsql`` are read
+    by :func:`emews.service.links.attach`, which says where run directories go). Returns why
     the pool left (on rank 0; ``None`` on the others).
     """
     from mpi4py import MPI

@@ -604,13 +604,5 @@ class Conformance:
             self.check_spent(run, f"an {mode} run where no point is feasible")
 
     def test_a_restored_state_continues_exactly_with_vectors(self):
-        settings, (before, after) = self.multiobjective_settings(seed=8), self.state_rounds
-        original = self.checkpointed(settings)
-        self.rounds(original, before, self.vector_objective)
-        state = original.state()
-        expected = self.rounds(original, after, self.vector_objective)
-        assert any(expected), "the rounds after the checkpoint proposed nothing"
-        proposed = self.rounds(self.restored(settings, state), after, self.vector_objective)
-        assert proposed == expected, (
-            f"restored from its state in a study of {self.objectives} objectives, it proposed "
-            f"other points than the original did: round {first_difference(expected, proposed)}")
+        self.check_restored(self.multiobjective_settings(seed=8), self.vector_objective,
+                            self.space)

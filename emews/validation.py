@@ -22,9 +22,11 @@ be rewritten rule by rule to keep the one-line "where: rule, got value" form.
 """
 
 import itertools
+import json
 import math
 import os
 import reprlib
+from pathlib import Path
 
 from .errors import ConfigError
 
@@ -78,6 +80,26 @@ def read_toml(path, what):
                           show_value=False) from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(str(path), f"must be valid TOML ({exc})", None,
+                          show_value=False) from None
+
+
+def read_text(path, what):
+    """The text of the UTF-8 file ``path``; one that cannot be read is a one-line
+    :class:`ConfigError` naming it (``what``: "the search-space file", ...) and why."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(str(path), f"{what} must be readable",
+                          getattr(exc, "strerror", None) or str(exc)) from None
+
+
+def parse_json(text, path):
+    """The JSON ``text`` of the file ``path``; invalid JSON is a one-line :class:`ConfigError`
+    naming the file and line."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}:{exc.lineno}", f"must be valid JSON ({exc.msg})",
                           show_value=False) from None
 
 

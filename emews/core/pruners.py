@@ -7,28 +7,9 @@
                                                     +-> Pruner.report(run, step, value) -> stop?
     Master: a done run --> Pruner.completed(run)
 
-``[study] pruner`` picks one; its options are the ``[pruner]`` table:
-
-* ``none`` (the default): nothing is stopped; reports are only stored.
-* ``median`` and ``percentile``: Optuna's ``MedianPruner`` / ``PercentilePruner``. After
-  ``n_startup_trials`` completed runs, a run whose best value so far is worse than the
-  ``percentile`` (50 for ``median``) of the completed runs' values at the same step is stopped
-  (from ``n_warmup_steps`` on, every ``interval_steps``; only with ``n_min_trials`` values at
-  that step).
-* ``asha``: asynchronous successive halving (Li et al., MLSys 2020), Optuna's
-  ``SuccessiveHalvingPruner`` rule. Rung ``k`` is at step ``min_resource * reduction_factor**k``
-  (below ``max_resource``, when given). When a run first reports at or past a rung, its value
-  there joins the rung's values; it goes on only while it is among the best
-  ``len(values) // reduction_factor`` of them (the best, while fewer than ``reduction_factor``
-  reached the rung).
-* ``hyperband``: brackets of ASHA (Li et al., JMLR 2018), Optuna's ``HyperbandPruner`` rule.
-  There are ``floor(log_eta(max_resource / min_resource)) + 1`` brackets (``eta`` the
-  ``reduction_factor``); bracket ``b`` starts its rungs at ``min_resource * eta**b`` (the last
-  one, when it starts at ``max_resource``, stops nothing: Hyperband's random-search bracket).
-  Bracket ``b`` gets Hyperband's share of the points, ``ceil(brackets * eta**s / (s + 1))``
-  with ``s = brackets - 1 - b``, so that each bracket trains about as many steps: of every
-  ``sum`` consecutive point ids, that many go to bracket ``b``, spread evenly
-  (:meth:`Hyperband.bracket_of`; Optuna spreads them by a hash of the trial number).
+``[study] pruner`` picks one (``none``, the default, stops nothing; reports are only stored);
+its options are the ``[pruner]`` table. Each pruner decides as Optuna's pruner of its name
+(each class says how; docs/src/fidelity.md tabulates their rules and options).
 
 With ``pause = true`` (``asha`` and ``hyperband``), a run that a rung would stop is paused
 instead (:data:`PAUSE`): it stops, its checkpoint is kept, and the master may thaw it later
@@ -89,7 +70,10 @@ class Pruner:
 
 @dataclass
 class Percentile(Pruner):
-    """Optuna's ``PercentilePruner`` (``median``: ``percentile = 50``)."""
+    """Optuna's ``PercentilePruner`` (``median``: ``percentile = 50``): after
+    ``n_startup_trials`` completed runs, a run whose best value so far is worse than the
+    ``percentile`` of theirs at the same step is stopped (from ``n_warmup_steps`` on, every
+    ``interval_steps``, with ``n_min_trials`` values at that step)."""
 
     percentile: float = 50.0
     n_startup_trials: int = 5
@@ -134,7 +118,10 @@ def percentile(values, q):
 
 @dataclass
 class Asha(Pruner):
-    """Asynchronous successive halving (see the module docstring)."""
+    """Asynchronous successive halving (Li et al., MLSys 2020), Optuna's
+    ``SuccessiveHalvingPruner`` rule: rung ``k`` is at step ``min_resource *
+    reduction_factor**k`` (below ``max_resource``); a run first at or past it adds its value
+    there to the rung's, and goes on only while :func:`promotable`."""
 
     min_resource: int = 1
     max_resource: int | None = None
@@ -173,7 +160,11 @@ def promotable(value, values, reduction_factor):
 
 @dataclass
 class Hyperband(Pruner):
-    """Brackets of ASHA (see the module docstring)."""
+    """Brackets of ASHA (Li et al., JMLR 2018), Optuna's ``HyperbandPruner`` rule: bracket
+    ``b`` starts its rungs at ``min_resource * eta**b`` (``eta`` the ``reduction_factor``; the
+    last, at ``max_resource``, stops nothing) and gets Hyperband's share of the points,
+    ``ceil(brackets * eta**s / (s + 1))`` with ``s = brackets - 1 - b``, so that each trains
+    about as many steps (:meth:`bracket_of`)."""
 
     min_resource: int = 1
     max_resource: int = 1

@@ -14,15 +14,9 @@
                              its next report once none does (a filler: Master._judge)
 
 A run's curve is what it reported (``emews.report``), over all its attempts. Its final value
-is predicted at the study's ``max_resource`` by :func:`predict`: the median of its last value
-and of three parametric curves fitted by least squares, Domhan et al. (IJCAI 2015)'s ``pow3``,
-``exp3`` and ``log-linear`` (a small ensemble rather than their MCMC over eleven), each fitted
-only to more points than it has parameters and kept only within the curve's range widened by
-its span. On noisy curves of the fidelity benchmark's kinds cut at 9 of 27 steps
-(``tests/test_thaw.py``) it ranks final values at least as well as the last value does, and is
-closer to them; a curve of 3 steps is predicted by its last value (fitted exactly, 3-step
-``exp`` curves ranked no better than chance in a one-off measurement). Each paused run's
-prediction is made once, when it pauses (about 2 ms).
+is predicted at the study's ``max_resource`` by :func:`predict` (Domhan et al.'s ``pow3``,
+``exp3`` and ``log-linear`` curves; docs/src/fidelity.md says how it was chosen and measured),
+once, when the run pauses (about 2 ms).
 """
 
 import json

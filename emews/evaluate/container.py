@@ -6,37 +6,14 @@
         DEVICES /candle_data_dir --params_file /emews_run/params.json --experiment_id EXP
         --run_id RUN          (IMPROVE's train.sh convention; output -> RUN_DIR/model.log)
 
-Every runtime starts the same thing, each with its own exact argument list: the data
-directory bound at ``/candle_data_dir`` and the run directory at ``/emews_run`` (its working
-directory), a few variables set inside (:func:`guest_environment`), the GPU flags, then the
-action script. The value is the last ``IMPROVE_RESULT`` line of ``model.log``.
-
-The point's checkpoint directory (``EXPDIR/checkpoints/RUN000042``, the same for every attempt)
-is bound at ``/emews_run/checkpoints`` and named inside in ``EMEWS_CHECKPOINT_DIR``: a model
-that keeps its checkpoints there (candle_lib's ``ckpt_directory``) goes on from its last one
-when the point runs again. The mount point is made in the run directory, so an image needs
-no directory of its own for it.
-
-==============  ===============  ==================  =============================  ==============
-runtime         bind             variable            GPUs: nvidia; amd              working dir
-==============  ===============  ==================  =============================  ==============
-apptainer,      --bind H:G       --env N=V           --nv; --rocm                   --pwd G
-singularity
-charliecloud    --bind=H:G       --set-env=N=V       none: the image carries the    --cd=G
-(``ch-run``)                     (--env-no-expand)   host's driver (ch-fromhost)
-podman          --volume H:G     --env N=V           --device nvidia.com/gpu=I      --workdir G
-                                                     (CDI); --device /dev/kfd,/dev/dri
-podman-hpc      as podman        as podman           --gpu; as podman               as podman
-shifter         --volume=H:G     --env=N=V           --module=gpu; (none)           --workdir=G
-==============  ===============  ==================  =============================  ==============
-
-``[model].container_gpus`` (``CANDLE_CONTAINER_GPUS``): ``auto`` (the default) is ``nvidia``
-when the worker has ``CUDA_VISIBLE_DEVICES``, ``amd`` when it has ``ROCR_VISIBLE_DEVICES``,
-else the kind whose device file the node has (``/dev/nvidiactl``, ``/dev/kfd``), else no GPU
-flags. The worker's devices are the action script's first argument; podman's CDI
-devices are the only GPUs its container sees, numbered from 0, and the argument says so.
-Apptainer, Charliecloud and Shifter also pass the host's environment in; podman passes only
-what it is told. Parameters never reach a command line: they are in ``params.json``.
+Every runtime starts the same thing, each with its own exact argument list (one
+:class:`Runtime` each; docs/src/containers.md tabulates their words): the data directory bound
+at ``/candle_data_dir`` and the run directory at ``/emews_run`` (its working directory), a few
+variables set inside (:func:`guest_environment`), the GPU flags (:func:`gpu_kind`), then the
+action script. The value is the last ``IMPROVE_RESULT`` line of ``model.log``. The point's
+checkpoint directory is bound at ``/emews_run/checkpoints`` (``EMEWS_CHECKPOINT_DIR`` inside),
+its mount point made in the run directory. Parameters never reach a command line: they are in
+``params.json``.
 
 ``python -m emews.evaluate container-command IMAGE ACTION DEVICES RUN_DIR EXPID RUNID`` prints
 the argument list (NUL-separated) for Supervisor's 7-argument ``model.sh`` call (:func:`main`).

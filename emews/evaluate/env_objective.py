@@ -15,14 +15,10 @@ from .objective import Objective
 
 
 def from_env(expdir=None, isolate=None):
-    """An :class:`Objective` configured from Supervisor's environment variables.
-
-    ``CANDLE_MODEL_IMPL``, ``EMEWS_OBJECTIVE``, ``EMEWS_APP`` (a JSON list), ``MODEL_NAME``,
-    ``MODEL_RETURN``, ``SH_TIMEOUT`` (empty, 0 or -1: no timeout), ``EMEWS_ISOLATE`` (the
-    default of ``isolate``: true), ``TURBINE_OUTPUT`` (the experiment directory), and as the
-    model's settings every variable of the ``[model]`` table (see :mod:`emews.config`) plus
-    ``CANDLE_DATA_DIR``, ``EMEWS_LANGS_APP`` and ``CANDLE_CONTAINER_ARGS``.
-    """
+    """An :class:`Objective` configured from Supervisor's environment variables (those read
+    below; ``SH_TIMEOUT`` empty, 0 or -1: no timeout; ``EMEWS_ISOLATE``: the default of
+    ``isolate``, true), the model's settings every variable of the ``[model]`` table and a few
+    more."""
     environ = os.environ
     names = [s.env for s in SCHEMA["model"].values() if s.env] + [
         "MODEL_NAME", "MODEL_RETURN", "CANDLE_DATA_DIR", "EMEWS_LANGS_APP",

@@ -33,8 +33,7 @@ from . import channel, process
 from .base import EvaluationFailed
 from .isolated import _emews_root
 from .launcher import Launcher, python, remote_hosts
-from .outcome import BadOutcome, Report
-from .reporting import Pruned
+from .reporting import Pruned, answer
 from .model_output import Value, tail
 
 BOOT = ("import sys; sys.path.append(sys.argv[1]); from emews.evaluate.group_rank import main; "
@@ -145,7 +144,7 @@ class _Exchange:
                             self.reader = channel.Reader()
                             break
                     elif "report" in message:
-                        self._answer(message["report"])
+                        answer(self.sock, message["report"], self.watch)
                     else:
                         return message
                     message = self.reader.feed(b"")
@@ -153,17 +152,6 @@ class _Exchange:
                 process.forget(self.child)
                 return None
             self._check()
-
-    def _answer(self, wire):
-        try:
-            prune = bool(self.watch.report(Report.from_wire(wire))) if self.watch.report \
-                else False
-        except BadOutcome:
-            prune = False
-        try:
-            channel.send(self.sock, {"prune": prune})
-        except OSError:
-            pass   # rank 0 is gone: the launcher's exit says how
 
     def _wait_exit(self):
         while True:

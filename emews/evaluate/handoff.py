@@ -12,25 +12,14 @@ model starts, that directory gets a copy of the checkpoint the segment starts fr
     EXPDIR/run/member3.log                               one line per segment: where it started
 
 The copy is made once, when the directory does not exist yet (into a temporary directory,
-renamed into place): a run killed mid-segment and run again keeps what it saved since. Files
-are cloned (copy-on-write, ``FICLONE``) where the filesystem can, else copied. Each segment
-writes only its own directory, so two members never write the same one, and a finished
-segment's directory, which others copy, never changes. The study and its pools must share the
-filesystem of ``EXPDIR``: a pool that cannot see it (``emews pool`` then writes to a directory
-of its own, marked with :func:`mark_unshared`) fails every segment, in one line naming the
-study's directory it cannot see.
-
-A donor's checkpoint that is missing or cannot be read is one line in the member's log, and
-the segment starts from the member's own previous checkpoint instead. The model is told the
-step to train to in ``EMEWS_TRAIN_UNTIL`` and the step its start checkpoint holds (the
-segment's ``start``) in ``EMEWS_TRAIN_FROM`` (in ``RunContext.env`` for a ``py`` model, in its
-environment for ``app`` models, set inside the container for ``container`` models).
-
-A thawed run (:mod:`emews.core.thaw`) is a segment of its paused point: its next attempt, whose
-directory, ``EXPDIR/checkpoints/RUN_ID``, is the point's own and exists already (nothing is
-copied); ``EMEWS_TRAIN_FROM`` is the last step the study stored of its curve. A model that
-saved a checkpoint past it (an ``app`` trains on until its signal comes) goes back to that step
-when it keeps one per step, else its steps in between are trained but never reported.
+renamed into place; cloned where the filesystem can): a run killed mid-segment and run again
+keeps what it saved since. Each segment writes only its own directory, so a finished
+segment's, which others copy, never changes. A missing or unreadable donor's checkpoint is one
+line in the member's log, and the segment starts from the member's own previous one. The model
+is told ``EMEWS_TRAIN_UNTIL`` and ``EMEWS_TRAIN_FROM`` (:func:`segment_variables`). A thawed
+run (:mod:`emews.core.thaw`) is a segment of its paused point whose directory exists already
+(nothing is copied). docs/src/pbt.md and docs/src/fidelity.md say what a model sees, and why
+the study and its pools must share ``EXPDIR``'s filesystem (:func:`mark_unshared`).
 """
 
 import errno

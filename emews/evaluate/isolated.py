@@ -29,8 +29,7 @@ import weakref
 
 from . import channel, process
 from .base import EvaluationFailed
-from .outcome import BadOutcome, Report
-from .reporting import Pruned
+from .reporting import Pruned, answer
 from .model_output import TAIL_BYTES, Value, decode_tail
 
 # How the child starts: a fixed program; the directory that holds this emews (appended to
@@ -114,7 +113,7 @@ class Nanny:
                     data = b""
                 reply = self.reader.feed(data) if data else None
                 if reply is not None and "report" in reply:
-                    self._answer(reply["report"], watch)
+                    answer(self.sock, reply["report"], watch)
                     continue
                 if reply is not None:
                     self._pump()
@@ -132,17 +131,6 @@ class Nanny:
                     self._note(f"emews: {reason}: the run was killed\n".encode())
                     self._end()
                     watch.stop(reason, decode_tail(self.tail))
-
-    def _answer(self, wire, watch):
-        """Hand a report to ``watch.report`` and send the child its answer."""
-        try:
-            prune = bool(watch.report(Report.from_wire(wire))) if watch.report else False
-        except BadOutcome:
-            prune = False
-        try:
-            channel.send(self.sock, {"prune": prune})
-        except OSError:
-            pass  # the child is gone: the wait finds out how
 
     def _hung_up(self):
         """Whether the idle child's end of the channel is closed (it died, or is dying: a

@@ -8,15 +8,10 @@
          worker, which calls the pool's callback; the pool hands it to the master
       <- True when the master's pruner stops the run: emews.report raises Pruned
 
-A model that never calls ``emews.report`` sends nothing. What each bad report gets:
-
-* a step that is not a whole number of 0 or more, or not above the run's last one: ``ValueError``
-  (one line naming the rule and the value), nothing sent;
-* a NaN or infinite value: sent and stored as it is (the pruners take it as the worst);
-* a report outside a run: ``RuntimeError``;
-* a report after the run was pruned: :class:`Pruned` again, nothing sent (a model that catches
-  :class:`Pruned` and goes on is still stored ``pruned``, with the value and step it was
-  pruned at).
+A model that never calls ``emews.report`` sends nothing. A bad report (a step that is not a
+whole number above the last, a report outside a run or after a stop) raises before anything is
+sent (:meth:`Reporter.report`; docs/src/fidelity.md tabulates each case); a NaN or infinite
+value is sent and stored as it is (the pruners take it as the worst).
 
 ``app`` and ``container`` models report with a line of their output (:data:`LINE`)::
 
@@ -35,6 +30,7 @@ import json
 import operator
 import time
 
+from . import channel
 from .outcome import BadOutcome, Report
 
 LINE = "EMEWS_REPORT "       # an app's report: this, then the Report's wire form (JSON)
@@ -165,3 +161,17 @@ class LogReports:
             self.reporter.report(one.value, one.step, one.metrics)
         except (ValueError, TypeError, BadOutcome) as exc:  # JSON, a rule: skip it
             notes.append(f"emews: a report line was skipped: {exc}\n")
+
+
+def answer(sock, wire, watch):
+    """Hand the wire form of a report that came on ``sock`` (from a nanny child, or an
+    evaluation's rank 0) to ``watch.report``, and send back its verdict, ``{"prune": bool}``
+    (a malformed report stops nothing; a sender gone gets no answer: its end tells how)."""
+    try:
+        prune = bool(watch.report(Report.from_wire(wire))) if watch.report else False
+    except BadOutcome:
+        prune = False
+    try:
+        channel.send(sock, {"prune": prune})
+    except OSError:
+        pass

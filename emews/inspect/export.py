@@ -15,10 +15,10 @@ front. A study with replicas gives one trial per point instead
 
 import urllib.parse
 import warnings
-from pathlib import Path
 
 from ..errors import ConfigError, missing_extra
 from ..space import Space
+from .plot import write_file
 
 FORMATS = ("optuna", "csv", "parquet")
 
@@ -32,23 +32,12 @@ def export(study, to, target, study_name=None):
     if to == "csv":
         from .show import as_csv
 
-        _write(target, lambda path: path.write_text(as_csv(study, study.rows), encoding="utf-8"))
+        write_file(target, lambda path: path.write_text(as_csv(study, study.rows),
+                                                        encoding="utf-8"))
     else:
         _parquet_engine()
-        _write(target, study.trials_dataframe().to_parquet)
+        write_file(target, study.trials_dataframe().to_parquet)
     return f"wrote {len(study.rows)} evaluations to {target}"
-
-
-def _write(target, writer):
-    path = Path(target)
-    if path.is_dir():
-        raise ConfigError(str(target), "must be a file path, not a directory", None,
-                          show_value=False)
-    try:
-        writer(path)
-    except OSError as exc:
-        raise ConfigError(str(target), "must be a writable file path",
-                          exc.strerror or str(exc)) from None
 
 
 def _parquet_engine():

@@ -131,23 +131,13 @@ def _spaced(count, spaced):
 
 
 def frozen_trial(row, dists, number=0, trial_id=0, expdir=None, curve=None, criteria=None):
-    """The Optuna trial of one of our rows (as :meth:`emews.store.Store.rows` gives it).
-
-    State by :data:`STATES`; the value of a ``done`` row (the study minimizes it) or, in a
-    study of several objectives or with constraints (``criteria``, a
-    :class:`~emews.core.criteria.Criteria`), its raw values in the order of the objectives
-    (the study has their directions: :func:`directions`) and each constraint's violation as
-    Optuna keeps it (system attribute ``constraints``; 0.0 where it holds, so that a
-    feasible trial's are all ``<= 0``); params with ``dists`` (those not in ``dists`` are
-    left out); start (``started``, or ``queued`` while it waits) and end times; user
-    attributes ``emews_id``, ``run_id``, ``run_dir`` (with ``expdir``, the experiment's
-    resolved directory, where that run's directory exists: a ``py`` model has none),
-    ``status``, ``rank``, ``attempt``, ``error`` and ``metrics``, and a population-based study's
-    ``segment`` (its record, :mod:`emews.core.segments`: member, name, parent, donor, start
-    and until steps); ``curve``: its intermediate values (as Optuna's
-    ``FrozenTrial.intermediate_values`` holds them: a segment's, the steps it trained). A study
-    with replicas has :func:`point_trials` instead.
-    """
+    """The Optuna trial of one of our rows (as :meth:`emews.store.Store.rows` gives it): its
+    state by :data:`STATES`; the value of a ``done`` row or, in a study of several objectives
+    or with constraints (``criteria``), its raw values and its constraints' violations as
+    Optuna keeps them (system attribute ``constraints``, ``<= 0`` where feasible); the
+    params in ``dists``; the row's fields as user attributes (with ``expdir``, the run
+    directory where there is one); ``curve``, its intermediate values. A study with replicas
+    has :func:`point_trials` instead."""
     state = STATES[row["status"]]
     vector = criteria is not None and criteria.vector
     value = (row.get("objectives") if vector else row["result"]) \
@@ -197,18 +187,11 @@ def user_attrs(study):
 
 
 def point_trials(rows, replicas, dists, study_id=0, expdir=None):
-    """The Optuna trials of a study with replicas (``replicas``: its settings, as
-    :func:`emews.core.replicas.settings_of` gives them): one per point with a finished
-    replica, numbered in the order the points were proposed, judged as ``final.json`` judges
-    them (:func:`emews.core.replicas.summarize`).
-
-    A point's value is the one its search was told (its replicas' mean or worst): COMPLETE;
-    without one, RUNNING while a replica of it is still to finish, else FAIL (every replica
-    failed, or a limit cut the point short). Params without the seed; start and end times
-    the first start and last finish of its replicas; user attributes ``emews_ids`` (its
-    replicas' evaluations), ``mean``, ``std``, ``count``, ``failed``, ``complete`` and, with
-    ``expdir``, ``run_dirs`` (those that exist).
-    """
+    """The Optuna trials of a study with ``replicas`` (its settings: :func:`settings_of`):
+    one per point with a finished replica, in the order the points were proposed, judged as
+    ``final.json`` judges them (:func:`emews.core.replicas.summarize`): COMPLETE with the
+    value its search was told, else RUNNING while a replica is to finish, else FAIL; the
+    summary's figures as user attributes."""
     seed = replicas["replica_seed_param"]
     waiting = {point_key({k: v for k, v in row["params"].items() if k != seed})
                for row in rows if row["status"] not in FINAL}

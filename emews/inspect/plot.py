@@ -75,16 +75,27 @@ def draw_timeline(axes, study):
              title="worker timeline (red, x: failed)")
 
 
-def save(figure, output, plt):
-    """Save ``figure`` to ``output``; a ConfigError naming the path when it cannot."""
+def write_file(path, write):
+    """``write(path)`` for an output file (a figure, a page, an export); a one-line
+    ConfigError naming ``path`` when it is a directory or cannot be written. Returns it."""
+    path = Path(path)
+    if path.is_dir():
+        raise ConfigError(str(path), "must be a file path, not a directory", None,
+                          show_value=False)
     try:
-        figure.savefig(output, dpi=100)
+        write(path)
     except OSError as exc:
-        raise ConfigError(str(output), "must be a writable file path",
+        raise ConfigError(str(path), "must be a writable file path",
                           exc.strerror or str(exc)) from None
+    return path
+
+
+def save(figure, output, plt):
+    """Save ``figure`` to ``output`` (:func:`write_file`), and close it."""
+    try:
+        return write_file(output, lambda path: figure.savefig(path, dpi=100))
     finally:
         plt.close(figure)
-    return Path(output)
 
 
 def plot(study, output=None, metric=None):

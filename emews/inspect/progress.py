@@ -1,10 +1,7 @@
-"""Progress while a study runs: evaluations done of the budget, best so far, failures, pruned
-runs, evaluations running on workers and queued for one, and an ETA (of the limit that ends the
-study first: the evaluation budget, the step budget or the time limit). In a study with replicas the best is a point's, as its search is told it
-(once all its replicas are in), never a lucky replica's. In a study of several objectives the
-line gives the size of its Pareto front so far instead (``front N``: the feasible,
-non-dominated done evaluations); with constraints on one objective, the best feasible value in
-the objective's direction.
+"""Progress while a study runs: evaluations done of the budget, what it found so far
+(:meth:`Progress._found`: the best, a point's in a study with replicas, never a lucky
+replica's; or the size of its Pareto front), failures, pruned runs, evaluations running and
+queued, and an ETA (:meth:`Progress.eta`).
 
 On a terminal it is a live rich progress bar; elsewhere (batch jobs, CI, a pipe) a plain line
 every ``interval`` seconds and one at the end. ``emews run`` started alone from a terminal tells

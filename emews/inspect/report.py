@@ -7,16 +7,8 @@
                                                                        (PNGs as data: URIs)
 
 The page needs no network: its images are base64 ``data:`` URIs and its style is inline.
-A study of several objectives adds its Pareto front (a scatter, or a pair plot for three or more)
-and its hypervolume over evaluations (:func:`hypervolume_curve`). A population-based study
-(``algorithm = "pbt"``) adds the population's curves (each member's segments joined, its
-exploits marked) and each member's hyperparameter schedule over steps, the best member's
-(``emews show --schedule``) drawn over them. A study that paused runs (freeze-thaw) adds their
-curves, each attempt's part joined, where it paused and where it was thawed marked, and the
-curve model's prediction for those still paused.
-Parameter importance is the permutation importance (scikit-learn's ``permutation_importance``)
-of a random forest (``RandomForestRegressor``) fitted to the parameters (each mapped to [0, 1]
-on its scale; a parameter a point leaves out, inactive, to -1, apart) and the objective.
+:func:`write_report` lists its figures, a study's kind adding its own (several objectives,
+population-based, paused runs); each figure's note on the page says what it shows.
 """
 
 import base64
@@ -79,13 +71,8 @@ def write_report(study, output=None):
         figure.tight_layout()
         path = plot.save(figure, output.with_name(f"{output.stem}_{name}.png"), plt)
         sections.append((title, path, note))
-    page = _page(study, sections)
-    try:
-        output.write_text(page, encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(str(output), "must be a writable file path",
-                          exc.strerror or str(exc)) from None
-    return output
+    return plot.write_file(output, lambda path: path.write_text(_page(study, sections),
+                                                                 encoding="utf-8"))
 
 
 class Coordinates:

@@ -1,13 +1,6 @@
-"""``emews show``: the best evaluations with all their metrics, the failures with their
-reasons, or (``--pareto``) the Pareto front of a study of several objectives; as a table, CSV
-or JSON. A study with replicas shows its points instead of its
-evaluations: each point's replicas grouped, with their mean, std and count, best first as
-``final.json`` judges them. A population-based study (``algorithm = "pbt"``) shows its
-lineage (``--lineage``: each segment's member, parent and donor) and the schedule of its best
-member (``--schedule``: the hyperparameters from each step on, which :func:`schedule` follows
-back through parents and donors). A study that pauses runs (``[pruner] pause = true``) shows
-them (``--paused``: each one's step and value there, and the final value its curve predicts,
-by which the drain thaws them)."""
+"""``emews show``: a study's best evaluations with all their metrics, its failures, its Pareto
+front, its points (with replicas), a population's lineage and best schedule, or its paused
+runs, as a table, CSV or JSON (each view's function says what it holds)."""
 
 import csv
 import io
@@ -51,17 +44,12 @@ def chosen(study, failed=False, where=None, top=None, pareto=False):
 def points_as_json(points):
     """``points`` (entries of ``study.points``) as a JSON list: per point its ``value``,
     ``mean``, ``std``, ``count``, ``failed``, ``complete``, replica ``ids`` and ``params``."""
-    return json.dumps([{**{c: point[c] for c in POINT_KEYS}, "params": point["point"]}
-                       for point in points], indent=2, allow_nan=False, default=str)
+    return as_json_text([{**{c: point[c] for c in POINT_KEYS}, "params": point["point"]}
+                         for point in points])
 
 
-def points_as_csv(points):
-    """``points`` as CSV text, with the columns of :func:`point_table`."""
-    return _csv(*point_table(points))
-
-
-def _csv(header, rows):
-    """A header and rows of cells as CSV text."""
+def csv_text(header, rows):
+    """A header and rows of cells (:func:`point_table`, :func:`lineage_table`) as CSV text."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(header)
@@ -95,11 +83,7 @@ def as_csv(study, rows):
             record.update(zip(names, row["objectives"] or [None] * len(names)))
         at = columns.index("result") + 1
         columns[at:at] = names
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(records)
-    return out.getvalue()
+    return csv_text(columns, [[record.get(c) for c in columns] for record in records])
 
 
 def as_json(study, rows):
@@ -117,7 +101,7 @@ def as_json(study, rows):
         for record in records:
             curve = curves.get(record["id"], {})
             record["curve"] = json_numbers(sorted(curve.items()))
-    return json.dumps(records, indent=2, allow_nan=False, default=str)
+    return as_json_text(records)
 
 
 def print_table(study, rows, failed, console, pareto=False):
@@ -260,13 +244,9 @@ def paused(study):
 
 
 def as_json_text(data):
-    """``data`` (the lineage, a schedule) as indented JSON text, ending in a newline."""
+    """``data`` (rows, points, the lineage, a schedule) as indented JSON text, ending in a
+    newline."""
     return json.dumps(data, indent=2, allow_nan=False, default=str) + "\n"
-
-
-def lineage_as_csv(segments, columns=LINEAGE):
-    """``segments`` as CSV text, with the columns of :func:`lineage_table`."""
-    return _csv(*lineage_table(segments, columns))
 
 
 def print_lineage(study, segments, console):

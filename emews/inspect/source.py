@@ -10,8 +10,7 @@ from pathlib import Path
 
 from ..config import Config
 from ..errors import ConfigError
-from ..experiment import load_experiment
-from ..store import read_once
+from ..experiment import load_experiment, read_store
 from ..status import Status
 from ..store.base import curves_of
 
@@ -36,9 +35,9 @@ def stored_config(expdir):
 
 def read(expdir, reading=lambda store: store.snapshot()):
     """``reading(store)`` (default: the :class:`~emews.store.Snapshot`) of the study in
-    ``expdir``, through a read-only store opened for this read alone: its ``results.db`` or
-    its PostgreSQL database."""
-    return read_once(expdir, stored_config(expdir).system.storage, reading)
+    ``expdir``, as :func:`~emews.experiment.read_store` reads it, with the defaults' store
+    (``results.db``) for a study without ``config.json``."""
+    return read_store(expdir, reading, stored_config(expdir))
 
 
 def read_curves(expdir, row=None):

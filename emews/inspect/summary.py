@@ -18,12 +18,10 @@ TOP_FAILURES = 5
 
 
 def summary(study, now=None):
-    """The study's state as JSON-able data: counts by state, best, stop reason, the most
-    common failure reasons, the evaluation rate (finished evaluations per minute of the time
-    some evaluation ran: the time a stopped study waited for its resume does not count) and, with a budget, the evaluations remaining and (while
-    it runs) an ETA, and the batch jobs ``emews submit`` queued for it with their scheduler's
-    state (``jobs_note``: why the states are unknown, when the scheduler could not be asked),
-    and what its search chose to run (``search``: ``auto``'s stages, :func:`_search`)."""
+    """The study's state as JSON-able data (``emews status --json``): counts by state, best,
+    stop reason, the most common failure reasons, the evaluation rate (per minute of the time
+    some evaluation ran: a stopped study's wait for its resume does not count), the remaining
+    evaluations and ETA, the batch jobs (:func:`emews.launch.jobs.states`), and the search."""
     now = time.time() if now is None else now
     counts = {status: 0 for status in schema.POINT_STATUSES}
     counts.update(collections.Counter(row["status"] for row in study.rows))

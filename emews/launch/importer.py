@@ -7,18 +7,9 @@ Supervisor's workflows do, and ``langs-app-NAME.sh`` alone as its Model Shell do
 ``module`` and ``conda`` replaced by functions that record their arguments and Supervisor's
 ``utils.sh`` helpers replaced by no-ops. Before and after each file the driver writes every
 shell variable (name, attributes, values; NUL-separated) to a file; a file that calls ``exit``
-still has its variables written (an EXIT trap). Python compares the snapshots:
-
-    MACHINE ("-m slurm")               -> scheduler (and its usual launcher)
-    PROJECT, QUEUE, WALLTIME, PPN      -> [batch] project, queue, walltime; ppn
-    TURBINE_DIRECTIVE ("#SBATCH -C x") -> [batch].directives
-    TURBINE_LAUNCH_OPTIONS             -> launcher_args
-    TURBINE_PRELAUNCH                  -> [environment] modules, conda (else setup lines)
-    module load/unload/use, conda      -> [environment] or [langs_app] modules, unload, ...
-    PATH, LD_LIBRARY_PATH, ... grown   -> prepend
-    other exported variables           -> variables
-
-A setting it cannot map is written as a comment in the site file and named on the terminal.
+still has its variables written (an EXIT trap). Python compares the snapshots and maps what
+changed to site keys (:func:`translate`; docs/src/sites.md says which variable gives which). A
+setting it cannot map is written as a comment in the site file and named on the terminal.
 """
 
 import json

@@ -1,38 +1,10 @@
 """Site files: one TOML file per machine, validated key by key.
 
 A site names its scheduler and launcher, the environment a job prepares, its batch defaults,
-its GPUs and how they are bound to ranks, and the langs-app settings of ``app`` models::
-
-    description = "OLCF Frontier: 8 GCDs per node, Slurm"
-    scheduler = "slurm"              # local, slurm, pbs, lsf, flux
-    launcher = "srun"                # mpiexec, srun, jsrun, aprun, flux (flux run)
-    launcher_args = ["--gpus-per-task=1", "--gpu-bind=closest"]
-    ppn = 8                          # ranks per node
-    gpus_per_node = 8
-    gpu_binding = "launcher"         # CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES,
-                                     # ZE_AFFINITY_MASK, launcher, none
-    launcher_command = "srun"        # the launcher's path (mpiexec: the one beside python)
-    ppn_flag = "--ppn"               # mpiexec's ranks-per-node option, if it takes one
-    python = "python3"               # the job's Python (default: the one running emews)
-    container_runtime = "apptainer"  # the study's [model].container_runtime, unless it sets one
-    [batch]                          # defaults; the study's [system] and the command line win
-    queue = "batch"
-    project = "MED106"
-    walltime = "01:00:00"
-    directives = { constraint = "nvme" }     # one more directive per key (a list: several)
-    [environment]                    # what the job does before it launches the ranks
-    modules = ["PrgEnv-gnu", "rocm"]
-    variables = { MPICH_GPU_SUPPORT_ENABLED = "1" }
-    [langs_app]                      # what the Model Shell sources before each app run
-    file = "langs-app-frontier.sh"   # or modules, variables, prepend, ... as in [environment]
-    [launch]                         # an evaluation of several ranks (each part: a default
-    command = ["srun", "-n", "{ranks}", "-N", "{nodes}", "--exact", "--overlap"]  # per launcher)
-    hosts = ["--nodelist={hosts}"]   # added when its ranks are on other nodes
-    gpus = ["--gpus={gpus}"]         # added when it has GPUs
-
-``[launch]`` is how the leading worker of an evaluation of several ranks starts them
-(:mod:`emews.evaluate.launcher`: the fields and each launcher's defaults); ``launcher_args``
-follow the default command, and ``gpu_binding`` names each process's GPU variable.
+its GPUs and how they are bound to ranks, the langs-app settings of ``app`` models, and
+(``[launch]``) how the leading worker of an evaluation of several ranks starts them
+(:mod:`emews.evaluate.launcher`: the fields and each launcher's defaults). Every key, with an
+example file: docs/src/sites.md; each key's rule: :data:`SCHEMA`.
 
 Every value is data: the batch script quotes it (``shlex.quote``). Only ``setup`` holds shell
 lines, written by the site's author and run as they are.

@@ -1,13 +1,8 @@
 """``emews submit``: prepare a study's experiment directory and queue the batch job(s) that run it.
 
-Submission goes through psij-python: its executor for the site's scheduler submits a job whose
-resources and attributes (nodes, ranks per node, walltime, queue, account, the site's extra
-directives, the dependency of a follow-up job) are those of our rendered script, and whose one
-process (psij's ``single`` launcher) is ``bash EXPDIR/job-K.sh``: the script we render, which
-prepares the site's environment and starts the ranks with the site's launcher. psij gives the
-job id, status polling and cancellation the same way on Slurm, PBS, LSF and Flux; the rendered
-script stays a complete batch script that can be read and submitted by hand. A ``local`` site
-runs the script here, detached from the terminal.
+Each job's process is ``bash EXPDIR/job-K.sh``, the complete batch script that
+:mod:`.script` renders, submitted through psij-python's executor for the site's scheduler
+(:func:`psij_job`), or run here, detached, on a ``local`` site (docs/src/sites.md).
 """
 
 import math
@@ -47,16 +42,11 @@ SITE_DEFAULTS = {"system.ppn": lambda s: s.ppn,
 
 def submit(config, site_name, overrides=None, resume=None, chain=0, dry_run=False,
            stream=None, pools=0):
-    """Submit the study of ``config`` (or the experiment ``resume``) on site ``site_name`` (a
-    name or path, or a :class:`~emews.launch.site.Site` already read).
-
-    With ``pools`` = K, submit K pool jobs (``emews pool``) for the study ``resume`` that
-    ``emews serve`` runs elsewhere, instead of the study itself.
-
-    ``overrides`` maps ``"table.key"`` to values (the command line). Returns the record of the
-    jobs, kept in the study's store (meta ``submit``) and exported to ``EXPDIR/submit.json``
-    (with ``dry_run``: the rendered scripts, and nothing is made).
-    """
+    """Submit the study of ``config`` (or the experiment ``resume``; with ``pools`` = K, K pool
+    jobs for the study ``resume`` that ``emews serve`` runs) on site ``site_name`` (a name, a
+    path or a :class:`~emews.launch.site.Site`), as ``emews submit`` does. Returns the record
+    of the jobs, kept in the store (meta ``submit``) and exported to ``EXPDIR/submit.json``
+    (``dry_run``: the rendered scripts, and nothing is made)."""
     stream = stream or sys.stdout
     site = site_name if isinstance(site_name, sites.Site) else sites.load(site_name)
     if chain < 0:

@@ -10,43 +10,12 @@ above that. A file that fails (an ``exit``, an unset variable, a failing command
 naming the file, with bash's exit status and the last line it printed (an ``echo`` before
 ``exit 1``, or bash's own ``FILE: line N: ...``).
 
-:func:`read` maps what the files set to a study (a dict shaped like the TOML file)::
-
-    PROCS, PPN, WALLTIME, QUEUE, PROJECT      [system] procs, ppn, walltime, queue, project
-    MODEL_NAME                                [study] model_name and name (EXPnnn numbering;
-                                              with CANDLE_MODEL_TYPE=SINGULARITY, the name
-                                              is the image's, MODEL_NAME=/path/NAME.sif)
-    CANDLE_MODEL_TYPE, CANDLE_IMAGE (NONE:    [model] type, image
-        none), MODEL_ACTION                   [model] action
-    PARAM_SET_FILE, SEED, MODEL_RETURN, ...   [study] space, seed, model_return, ...
-    SH_TIMEOUT; BENCHMARK_TIMEOUT             [study] timeout; [model] benchmark_timeout
-    IGNORE_ERRORS (0; 1)                      [failure] on_failure ("abort"; "fail"), as
-                                              Supervisor's model.sh aborts the workflow or not
-    GA: NUM_ITERATIONS, POPULATION_SIZE,      algorithm "ga", batch mode: [algorithm]
-        STRATEGY (GA_STRATEGY), MUT_PROB, ... generations, population_size, strategy, ...;
-                                              budget: the most points those generations hold
-    mlrMBO: MAX_BUDGET, MAX_ITERATIONS,       algorithm "mbo", batch mode: [study] budget;
-        DESIGN_SIZE, PROPOSE_POINTS           [algorithm] max_iterations, design_size, ...
-    upf: a UPF file (JSON lines) instead of   algorithm "sweep" of that file, async mode (every
-        a cfg-prm file                        point at once, as Supervisor's upf workflow)
-    grid: EMEWS_PROJECT_ROOT/data/settings.json   algorithm "sweep", async mode: every
-        ({"parameters": {NAME: [values]}})    combination of the values (strategy all_perm)
-    async-search: MAX_EVALS, INIT_SIZE,       algorithm "gp" (skopt's Optimizer with a random
-        RANDOM_SEED, N_JOBS                   forest, LCB, sampling, as async-search.py),
-                                              async mode, on python/as_problem.py: budget,
-                                              n_initial_points, seed, n_jobs
-
-    random: EMEWS_PROJECT_ROOT/data/settings.json   algorithm "random", async mode: its
-        ({"parameters": {NAME: [low, high]},  ranges (int if both bounds are, else float), as
-         "samples": {"num": [N]}})            its determineParameters.py draws them; budget N
-    uq-noise: its workflow.swift's grid       algorithm "sweep", async mode: x_noise_level and
-                                              y_noise_level 0, 3, ..., 30, epochs 1
-    pbt: SITE.cfg (PROCS, PPN, EXP_DIR) and   algorithm "pbt", async mode, as its
-        its parameter file (data/tc1_params_  python/tc1_pbt.py: population PROCS - 1 (its
-        *.json) instead of a cfg-prm file     rank 0 is a datastore), ready every 2 epochs,
-                                              quantile 0.2, explore by factors 0.8 and 1.2;
-                                              max_steps the file's constant epochs; model
-                                              tc1 (its local_submit.cfg's) unless MODEL_NAME
+:func:`read` maps what the files set to a study (a dict shaped like the TOML file): the
+variables of :data:`COMMON` and of the workflow's :data:`WORKFLOWS` entry to their table and
+key (``IGNORE_ERRORS`` to ``[failure] on_failure``), with the options a workflow fixes
+(:data:`FIXED_OPTIONS`) and the files it reads itself (grid's and random's
+``data/settings.json``, async-search's ``python/as_problem.py``, upf's UPF file, pbt's
+parameter file: :func:`pbt_settings`); docs/src/supervisor.md tabulates each workflow's study.
 
 The workflow is the one named (``emews supervisor``'s), else the cfg-prm file's
 (``workflows/GA``, ``mlrMBO``, ...), else the one whose variables the files set; a second file
@@ -66,7 +35,6 @@ that the files' own text refers to (a helper such as ``POP_DEFAULT``) is no sett
 """
 
 import copy
-import json
 import math
 import os
 import re
@@ -75,7 +43,7 @@ from pathlib import Path
 
 from ..config import SCHEMA
 from ..errors import ConfigError
-from ..validation import Choice, Number, check
+from ..validation import Choice, Number, check, parse_json, read_text
 
 REFERENCE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
 # Supervisor's utils.sh helpers that cfg files call, written for emews: a name without a
@@ -413,13 +381,7 @@ def find(name, search):
 
 def settings_json(path, workflow):
     """The JSON object of Supervisor's ``data/settings.json`` of ``workflow`` (grid, random)."""
-    try:
-        settings = json.loads(Path(path).read_text())
-    except OSError as exc:
-        raise ConfigError(str(path), f"the {workflow} workflow's settings file must be "
-                          "readable", exc.strerror) from None
-    except ValueError as exc:
-        raise ConfigError(str(path), "must be JSON", str(exc), show_value=False) from None
+    settings = parse_json(read_text(path, f"the {workflow} workflow's settings file"), path)
     return settings if isinstance(settings, dict) else {}
 
 

@@ -2,36 +2,12 @@
 
 A workflow's ``swift/workflow.sh`` becomes one line, ``exec emews supervisor "$@"``, and the
 ``supervisor`` tool's call ``emews supervisor SITE WORKFLOW CFG``: test scripts, cfg files and
-site files stay as they are. The arguments are told apart by their count, as Supervisor does::
-
-    SITE WORKFLOW CFG                                  the supervisor tool (bin/supervisor)
-    SITE CFG                                           workflow.sh, 2 arguments
-    SITE EXPID CFG_SYS CFG_PRM                         workflow.sh, 4 (random, grid: the
-                                                       cfg files name the model)
-    SITE EXPID CFG_SYS CFG_PRM MODEL_NAME              workflow.sh, 5 arguments
-    SITE EXPID CFG_SYS CFG_PRM MODEL_NAME CANDLE_MODEL_TYPE CANDLE_IMAGE        7 arguments
-    SITE EXP_ID SITE.cfg PARAMS_FILE                   the pbt workflow's pbt_run.sh SITE EXP_ID
-                                                       PARAMS_FILE, its site's cfg made explicit
-                                                       (EXP_ID exported, as pbt_run.sh does)
-
-What follows, in Supervisor's order::
-
-    SUPERVISOR_PATH    the environment's (a test script's sv_path_append); the tool's form puts
-                       $PWD first; then EMEWS_PROJECT_ROOT/data and WORKFLOWS_ROOT/common/sh
-    the workflow       the tool's WORKFLOW, else --workflow, else EMEWS_PROJECT_ROOT's name
-    cfg files          found on SUPERVISOR_PATH, sourced by bash (emews.supervisor.cfg.read)
-    env-SITE.sh        sourced by bash (set -eu): what it exports is the study's environment
-    sched-SITE.sh      read as `emews site import` reads it: MACHINE, QUEUE, PROJECT, ...
-    langs-app-SITE.sh  sourced by the Model Shell before each app run ([system] langs_app)
-    EXPID              -a: the next free EXPnnn (Supervisor's numbering) under
-                       CANDLE_DATA_DIR/MODEL_NAME; made now; ./turbine-output links to it
-    MACHINE ""         `python -m emews run` of the study (EXPDIR/supervisor.toml) here: what
-                       it prints goes to the terminal and to EXPDIR/output.txt
-    MACHINE "-m X"     `emews submit` of the study on the site those files describe
-
-Site files are found on SUPERVISOR_PATH; site ``local`` needs none. The exit status is 0 only
-when the study ended by its own rule (its budget, its algorithm, its limits); a study stopped
-(``emews stop``) or drained at its walltime ends with 1, as one that failed; bad input with 2.
+site files stay as they are. :func:`parse` tells the arguments apart by their count, as
+Supervisor does (:data:`USAGE`); :func:`main` then follows Supervisor's order: SUPERVISOR_PATH,
+the workflow, the cfg files (:func:`emews.supervisor.cfg.read`), ``env-SITE.sh``,
+``sched-SITE.sh`` (which runs the study here or submits it), the experiment directory and its
+``turbine-output`` link. docs/src/supervisor.md says each step and what it leaves. The exit
+status is 0 only when the study ended by its own rule; bad input ends with 2.
 """
 
 import dataclasses

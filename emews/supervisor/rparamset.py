@@ -70,6 +70,7 @@ TOKEN = re.compile(r"""
   | (?P<op>%[^%\n]*%|<<-|<-|->|==|<=|>=|!=|&&|\|\||[-+*/^(),=\[\]{}:;$~!&|<>@?%])
 """, re.VERBOSE)
 ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"', "'": "'", "0": "\0"}
+ESCAPE = re.compile(r"\\(.)")
 
 
 @dataclass(frozen=True)
@@ -290,15 +291,8 @@ def _number(text):
 
 
 def _string(text):
-    body, out, i = text[1:-1], [], 0
-    while i < len(body):
-        if body[i] == "\\" and i + 1 < len(body):
-            out.append(ESCAPES.get(body[i + 1], body[i + 1]))
-            i += 2
-        else:
-            out.append(body[i])
-            i += 1
-    return "".join(out)
+    """An R string literal's text, its escapes (``\\n``, ``\\"``, ...) replaced."""
+    return ESCAPE.sub(lambda match: ESCAPES.get(match[1], match[1]), text[1:-1])
 
 
 CALLS = {"neg": operator.neg, "+": operator.add, "-": operator.sub, "*": operator.mul,
