@@ -109,6 +109,16 @@ class System:
     cuda_offset: int = _setting("int", 0, "CANDLE_CUDA_OFFSET", minimum=0)
     storage: str | None = _setting("str", None, "EMEWS_STORAGE")  # postgresql://; else SQLite
 
+    @property
+    def workers(self):
+        """The ranks that evaluate: every rank but the master's, at least one."""
+        return max(self.procs - 1, 1)
+
+    @property
+    def slots(self):
+        """The evaluations the study's own workers hold at once."""
+        return self.workers * self.slots_per_worker
+
 
 @dataclass(frozen=True)
 class Study:
@@ -304,7 +314,7 @@ class Config:
         workers' slots), constraints and pruner, and whether it prints (``quiet``)."""
         study, system = self.study, self.system
         return {"budget": study.budget, "mode": study.mode, "batch_size": study.batch_size,
-                "slots": max(system.procs - 1, 1) * system.slots_per_worker,
+                "slots": system.slots,
                 "constraints": len(self.criteria.constraints), "pruner": study.pruner,
                 "quiet": system.quiet}
 

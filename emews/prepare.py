@@ -277,7 +277,7 @@ def check_demand(cfg, space):
                           cfg.system.slots_per_worker)
     procs = cfg.system.procs
     try:
-        demand.refuse_beyond(space, max(procs - 1, 1), cfg.system.gpus_per_node,
+        demand.refuse_beyond(space, cfg.system.workers, cfg.system.gpus_per_node,
                              f"[system] procs = {procs}")
     except Invalid as invalid:
         raise ConfigError(invalid.field, invalid.rule, invalid.value) from None

@@ -85,7 +85,7 @@ def serve(config, overrides=None, resume=None):
     study = prepare_run(config, overrides, resume)
     try:
         cfg = study.spec
-        slots = max(cfg.system.procs - 1, 1) * cfg.system.slots_per_worker
+        slots = cfg.system.slots
         link, where = service_link(study.store, Path(study.expdir).resolve(), cfg, slots)
         print(f"emews: serving {study.expdir} {where}; attach pools with: mpiexec -n N "
               f"emews pool {study.expdir}", flush=True)
@@ -189,7 +189,7 @@ def execute(study, comm=None):
 
         pool = MPIPool(comm, cfg.system.slots_per_worker)
     else:
-        pool = InProcessPool(make_objective(cfg, study.expdir), max(cfg.system.procs - 1, 1)
+        pool = InProcessPool(make_objective(cfg, study.expdir), cfg.system.workers
                              if cfg.system.pool == "inprocess" else 1)
     status = 1
     try:

@@ -207,8 +207,7 @@ def _slots(study, pools):
         except Invalid:
             continue
         held, gpus = held + request.ranks, gpus + float(request.gpus)
-    pool = sum(p.get("workers", 0) for p in pools) or \
-        max(study.config.system.procs - 1, 1)
+    pool = sum(p.get("workers", 0) for p in pools) or study.config.system.workers
     return {"in_use": held, "pool": pool, "gpus": gpus, "evaluations": running}
 
 
