@@ -27,9 +27,8 @@ write: ``evaluations`` has no index on ``status`` (the statuses of finished poin
 in it; its readers, ``emews status`` and a resume, scan the table once), and ``attempts`` is
 kept in its primary key's B-tree alone (``WITHOUT ROWID``: no second index to write). Most
 attempts succeed at once: keeping them in ``evaluations`` alone spares each task a row of
-``attempt_log`` (a fifth of the store's CPU per task). A point's status is checked by a chain
-of ``=``: SQLite checks ``IN`` a list of more than two values by filling a temporary index at
-every row it writes (twice a task, a sixth of rank 0's instructions).
+``attempt_log`` (a fifth of the store's CPU per task). A status is checked by ``=``s joined by
+``OR``: SQLite checks ``IN`` (over two values) by filling a temporary index for each row written.
 
 A store written by an older emews is migrated when it is opened; a newer one is refused.
 """
@@ -38,7 +37,6 @@ from ..status import STATUSES, Status   # STATUSES: of an attempt (``attempts.st
 
 VERSION = 9
 POINT_STATUSES = tuple(s for s in STATUSES if s != Status.DUPLICATE)   # of a point
-
 
 
 def with_vector(table):
