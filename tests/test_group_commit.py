@@ -117,7 +117,7 @@ def test_a_version_3_store_is_rebuilt_with_one_b_tree_per_table_and_keeps_its_ro
     (log_sql,) = store.db.execute("SELECT sql FROM sqlite_master WHERE name = 'attempt_log'"
                                   ).fetchone()
     assert indexes == [] and log_sql.endswith("WITHOUT ROWID")
-    assert store.db.execute("PRAGMA user_version").fetchone()[0] == schema.VERSION == 8
+    assert store.db.execute("PRAGMA user_version").fetchone()[0] == schema.VERSION == 9
     assert [(r["id"], r["status"], r["result"]) for r in store.rows("done")] == [(0, "done", 0.25)]
     assert [tuple(r) for r in store.db.execute("SELECT id, attempt, status FROM attempt_log "
                                                "ORDER BY id, attempt")] == [(0, 1, "failed"),

@@ -92,7 +92,7 @@ def test_a_version_2_store_is_read_as_is_and_migrated_when_opened_to_write(tmp_p
     assert study.best["result"] == 0.25 and study.best["metrics"] == {}
     assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == 2
     store = SQLiteStore(path)
-    assert store.db.execute("PRAGMA user_version").fetchone()[0] == schema.VERSION == 8
+    assert store.db.execute("PRAGMA user_version").fetchone()[0] == schema.VERSION == 9
     assert store.rows()[0]["metrics"] == {} and store.attempts()[0]["metrics"] == {}
     store.add([(1, '{"x": 2}', "RUN000001", 1, 1)])
     store.finish([(1, 1, Outcome(0.1, metrics={"loss": 0.1}), 1, "done")])

@@ -108,7 +108,7 @@ def test_a_version_6_store_is_migrated_keeping_its_rows_without_objective_vector
                      "VALUES (0, 1, 'failed', 'RUN000000'); PRAGMA user_version = 6;")
     db.close()
     store = SQLiteStore(path)
-    assert store.db.execute("PRAGMA user_version").fetchone()[0] == schema.VERSION == 8
+    assert store.db.execute("PRAGMA user_version").fetchone()[0] == schema.VERSION == 9
     assert [(r["id"], r["result"], r["metrics"], r["objectives"], r["feasible"])
             for r in store.rows()] == [(0, 0.25, {"acc": 0.5}, None, None)]
     assert [(a["attempt"], a["status"], a["objectives"]) for a in store.attempts()] == [
@@ -122,16 +122,15 @@ def test_a_version_6_store_is_migrated_keeping_its_rows_without_objective_vector
 def test_a_version_7_store_is_migrated_to_take_paused_points(tmp_path):
     path = tmp_path / "results.db"
     db = sqlite3.connect(path)   # results.db as emews wrote it at schema version 7
-    statuses = ", ".join(f"'{s}'" for s in schema.POINT_STATUSES if s != "paused")
-    db.executescript(schema.CURRENT.replace(", 'paused'", "").replace(
+    db.executescript(schema.CURRENT.replace(" OR status = 'paused'", "").replace(
         f"user_version = {schema.VERSION}", "user_version = 7") +
         "INSERT INTO evaluations (id, params, status, result, attempt, run_id) VALUES "
         "(0, '{\"x\": 1}', 'pruned', 0.5, 1, 'RUN000000');")
-    assert statuses in db.execute("SELECT sql FROM sqlite_master WHERE name = 'evaluations'"
-                                  ).fetchone()[0]
+    assert "'paused'" not in db.execute("SELECT sql FROM sqlite_master WHERE name = "
+                                        "'evaluations'").fetchone()[0]
     db.close()
     store = SQLiteStore(path)
-    assert store.db.execute("PRAGMA user_version").fetchone()[0] == schema.VERSION == 8
+    assert store.db.execute("PRAGMA user_version").fetchone()[0] == schema.VERSION == 9
     assert [(r["id"], r["status"], r["result"]) for r in store.rows()] == [(0, "pruned", 0.5)]
     store.add([(1, '{"x": 2}', "RUN000001", 1, 1)])
     store.finish([(1, 1, Outcome(0.75, "pruned", "paused at step 3"), 1, "paused")])
@@ -140,6 +139,27 @@ def test_a_version_7_store_is_migrated_to_take_paused_points(tmp_path):
         (1, "paused", 0.75)]
     assert [(a["id"], a["attempt"], a["status"]) for a in store.attempts(1)] == [
         (1, 1, "pruned")]
+    store.close()
+
+
+def test_a_version_8_store_is_migrated_to_check_statuses_without_in(tmp_path):
+    path = tmp_path / "results.db"
+    db = sqlite3.connect(path)   # results.db as emews wrote it at schema version 8
+    chain = " OR ".join(f"status = '{s}'" for s in schema.POINT_STATUSES)
+    listed = "status IN (" + ", ".join(f"'{s}'" for s in schema.POINT_STATUSES) + ")"
+    db.executescript(schema.CURRENT.replace(chain, listed).replace(
+        f"user_version = {schema.VERSION}", "user_version = 8") +
+        "INSERT INTO evaluations (id, params, status, result, attempt, run_id) VALUES "
+        "(0, '{\"x\": 1}', 'paused', 0.5, 1, 'RUN000000');")
+    db.close()
+    store = SQLiteStore(path)
+    layout = store.db.execute("SELECT sql FROM sqlite_master WHERE name = 'evaluations'"
+                              ).fetchone()[0]
+    assert store.db.execute("PRAGMA user_version").fetchone()[0] == schema.VERSION == 9
+    assert chain in layout and " IN (" not in layout
+    assert [(r["id"], r["status"], r["result"]) for r in store.rows()] == [(0, "paused", 0.5)]
+    with pytest.raises(sqlite3.IntegrityError, match="CHECK constraint failed"):
+        store.db.execute("UPDATE evaluations SET status = 'lost' WHERE id = 0")
     store.close()
 
 
