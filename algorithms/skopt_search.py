@@ -140,6 +140,9 @@ ACQ_FUNCS = ("gp_hedge", "EI", "PI", "LCB", "MES")   # PVRS fails on forests and
 # spaces; EIps and PIps need the evaluation times as a second objective
 LIES = {"kb": np.min, "cl_min": np.min, "cl_mean": np.mean, "cl_max": np.max}  # kb: before a model
 ONE_OBJECTIVE = {"refit_growth": 0.1, "refit_all_below": 100, "skopt": {}}
+LOG_EI_STARTS = 5  # one objective: L-BFGS-B from the best told points and the best candidates
+LOG_EI_XI = 0.0    # ... and log EI's margin unless xi is set (Optuna's LogEI has none)
+FAST_POINTS = 1000   # from refit_all_below results on: candidates at most (speed first)
 # ParEGO (several objectives): see the module's notes
 WARM_STARTS = 5    # ParEGO: local searches start at the told points best under the weights
 SEVERAL_OBJECTIVES = {"refit_growth": 0.25, "refit_all_below": 0, "skopt": {"acq_func": "EI"}}
@@ -198,6 +201,8 @@ class SkoptSearch(Algorithm):
             self.kernel_estimator = self.optimizer.base_estimator_
             self.optimizer.base_estimator_ = ReusingGP(
                 **self.kernel_estimator.get_params(deep=False))
+        self.log_ei = objectives == 1 and self.kernel_estimator is not None and \
+            self.optimizer.acq_func in ("gp_hedge", "EI")
 
     def ask(self, n):
         if self.grid is not None:
@@ -212,18 +217,36 @@ class SkoptSearch(Algorithm):
         """``n`` points planned on the optimizer (the one-objective search)."""
         running = [x for xs in self.in_flight.values() for x in xs]
         exact = n == 1 and len(self.optimizer.yi) < self.refit_all_below
-        if not running and n == 1:
-            xs = [self.optimizer.ask()]
-        elif not exact and self._plans_on_candidates(running):
+        if not exact and (running or n == 1) and self._plans_on_candidates(running):
             xs = self._plan_on_candidates(self._planner(running, fit=False), n)
+        elif self.log_ei and not running and n == 1:
+            xs = [self._plan_log_ei(self._planner(running, fit=False, sampled=False))]
+        elif not running and n == 1:
+            xs = [self.optimizer.ask()]
         else:
             planner = self._planner(running, sampled=not exact)
             xs = []
             for i in range(n):   # skopt's ask(n), less the refit it starts with
-                xs.append(planner.ask())
+                first = i == 0 and self.log_ei and not running   # no point planned at the tell
+                xs.append(self._plan_log_ei(planner) if first else planner.ask())
                 if i + 1 < n:
                     planner._tell(xs[-1], self._lies(planner, [xs[-1]])[0])
         return self._in_flight(xs)
+
+    def _plan_log_ei(self, planner):
+        """The point (skopt coordinates) that ``planner`` plans where log EI is best
+        (:func:`.log_ei.local_search`: the best of the sampled candidates and of L-BFGS-B
+        searches over the whole space from the :data:`LOG_EI_STARTS` best told points and as
+        many best candidates), past the initial design; there, the design's next point."""
+        if planner._n_initial_points > 0:
+            return planner.ask()
+        planner.models = [_refit(planner)]
+        best_told = np.argsort(planner.yi)[:LOG_EI_STARTS]
+        starts = planner.space.transform([planner.Xi[j] for j in best_told])
+        xi = (planner.acq_func_kwargs or {}).get("xi", LOG_EI_XI)
+        planner._next_x = local_search(planner, planner.models[0], starts, radius=1.0,
+                                       from_candidates=LOG_EI_STARTS, xi=xi)
+        return planner.ask()   # skopt's check against a point told before
 
     def _in_flight(self, xs):
         """The points of the skopt coordinates ``xs``, each recorded as in flight. On a
@@ -286,7 +309,9 @@ class SkoptSearch(Algorithm):
             self.held_back = []
         if xs:   # with points in flight, the next ask fits a copy anyway: no fit here
             self._estimate_kernel(len(self.optimizer.yi) + len(ys), xs, ys)
-            self.optimizer.tell(xs, ys, fit=not self.in_flight)
+            self.optimizer.tell(xs, ys, fit=not self.in_flight and not self.log_ei)
+            if self.log_ei and not self.in_flight and self.optimizer._n_initial_points <= 0:
+                self.optimizer.models = [_refit(self.optimizer)]   # skopt's fit, less its ask
 
     def state(self):
         optimizer = copy.copy(self.optimizer)
@@ -400,7 +425,7 @@ class SkoptSearch(Algorithm):
         least), past its initial design once the points in flight are told, an acquisition
         function of skopt's Gaussian ones, optimized by sampling."""
         optimizer = self.optimizer
-        return bool(running) and self.estimated_at > 0 and bool(optimizer.yi) and \
+        return self.estimated_at > 0 and bool(optimizer.yi) and \
             optimizer._n_initial_points - len(running) <= 0 and \
             optimizer.acq_func in ("gp_hedge", "EI", "PI", "LCB") and \
             (self.sample_beside or optimizer.acq_optimizer == "sampling")
@@ -418,8 +443,9 @@ class SkoptSearch(Algorithm):
         if hedge and hasattr(planner, "next_xs_"):   # what skopt's fit does to the gains
             planner.gains_ -= model.predict(np.vstack(planner.next_xs_))
         space = planner.space
-        candidates = space.transform(space.rvs(n_samples=planner.n_points,
-                                               random_state=planner.rng))
+        count = planner.n_points if len(self.optimizer.yi) < self.refit_all_below else \
+            min(planner.n_points, FAST_POINTS)
+        candidates = space.transform(space.rvs(n_samples=count, random_state=planner.rng))
         posterior = CandidatePosterior(model, candidates, planner.yi)
         lie = self._lie(planner)
         taken = np.zeros(len(candidates), dtype=bool)   # a fresh sample would not hold them
@@ -495,9 +521,13 @@ class SkoptSearch(Algorithm):
         self.estimated_at = size
 
     def _start_estimate(self, xs, ys, due):
-        """A :class:`KernelEstimate` on the data ``xs``, ``ys``, due at data size ``due``."""
-        return KernelEstimate(self.kernel_estimator.get_params(deep=False),
-                              self.optimizer.space.transform(xs), list(ys), due)
+        """A :class:`KernelEstimate` on the data ``xs``, ``ys``, due at data size ``due``:
+        with one objective, from ``refit_all_below`` results on, one maximization of the
+        likelihood, without skopt's restarts (speed first)."""
+        settings = self.kernel_estimator.get_params(deep=False)
+        if self.history is None and len(ys) >= self.refit_all_below:
+            settings["n_restarts_optimizer"] = 0
+        return KernelEstimate(settings, self.optimizer.space.transform(xs), list(ys), due)
 
     def _use_kernel(self, kernel):
         """Fit the optimizer's GP with ``kernel``, its hyperparameters fixed, from now on."""
