@@ -242,17 +242,18 @@ class SkoptSearch(Algorithm):
             planner = self._planner(running, sampled=not exact)
             xs = []
             for i in range(n):   # skopt's ask(n), less the refit it starts with
-                first = i == 0 and not running and self._fast()   # none planned at the tell
+                first = i == 0 and not running and self._fast(len(self.optimizer.yi))
                 xs.append(self._plan_log_ei(planner) if first else planner.ask())
                 if i + 1 < n:
                     planner._tell(xs[-1], self._lies(planner, [xs[-1]])[0])
         return self._in_flight(xs)
 
-    def _fast(self):
-        """True when no point is planned at a tell (skopt's fit plans one for its ``ask``):
-        one objective, gp_hedge or EI, from ``refit_all_below`` results on, where every ask
-        is planned by :meth:`_plan_log_ei` or :meth:`_plan_on_candidates`."""
-        return self.log_ei and len(self.optimizer.yi) >= self.refit_all_below
+    def _fast(self, size):
+        """True when no point is planned at a tell of ``size`` results (skopt's fit plans
+        one for its ``ask``): one objective, gp_hedge or EI, from ``refit_all_below`` results
+        on, where every ask is planned by :meth:`_plan_log_ei` or
+        :meth:`_plan_on_candidates`."""
+        return self.log_ei and size >= self.refit_all_below
 
     def _plan_log_ei(self, planner):
         """The point (skopt coordinates) that ``planner`` plans where log EI is best
@@ -330,8 +331,9 @@ class SkoptSearch(Algorithm):
             self.held_back = []
         if xs:   # with points in flight, the next ask fits a copy anyway: no fit here
             self._estimate_kernel(len(self.optimizer.yi) + len(ys), xs, ys)
-            self.optimizer.tell(xs, ys, fit=not self.in_flight and not self._fast())
-            if self._fast() and not self.in_flight and self.optimizer._n_initial_points <= 0:
+            fast = self._fast(len(self.optimizer.yi) + len(ys))
+            self.optimizer.tell(xs, ys, fit=not self.in_flight and not fast)
+            if fast and not self.in_flight and self.optimizer._n_initial_points <= 0:
                 self.optimizer.models = [_refit(self.optimizer)]   # skopt's fit, less its ask
 
     def state(self):
