@@ -121,23 +121,28 @@ def trust_radius(improvements, dimensions):
     return radius
 
 
-def local_search(planner, model, starts, radius=RADIUS, steps=LOCAL_STEPS):
+def local_search(planner, model, starts, radius=RADIUS, steps=LOCAL_STEPS, from_candidates=0,
+                 xi=None):
     """The point (skopt coordinates) of ``planner``'s space that maximizes log EI under
     ``model`` (a fitted GP, or any regressor with ``predict(X, return_std=True)``) below
-    ``planner.yi``'s best: the best of ``planner.n_points`` candidates sampled with
+    ``planner.yi``'s best by more than ``xi`` (by default the planner's ``xi``, skopt's
+    0.01): the best of ``planner.n_points`` candidates sampled with
     ``planner.rng``, or, when ``planner.acq_optimizer`` is ``"lbfgs"``, of the ends of
     L-BFGS-B searches from ``starts`` (transformed coordinates), each within ``radius`` of
-    its start in every coordinate. A point told before is the answer only when every one found is one
-    (skopt then replaces it by a random one)."""
+    its start in every coordinate, and from the ``from_candidates`` best candidates. A point
+    told before is the answer only when every one found is one (skopt then replaces it by a
+    random one)."""
     space = planner.space
     best = float(np.min(planner.yi))
-    xi = (planner.acq_func_kwargs or {}).get("xi", 0.01)
+    if xi is None:
+        xi = (planner.acq_func_kwargs or {}).get("xi", 0.01)
     candidates = space.transform(space.rvs(n_samples=planner.n_points,
                                            random_state=planner.rng))
     mean, std = model.predict(candidates, return_std=True)
     values = -log_expected_improvement(mean, std, best, xi)[0]
     order = np.argsort(values)
     found = [(float(values[i]), candidates[i]) for i in order[:CANDIDATES_KEPT]]
+    starts = [*starts, *candidates[order[:from_candidates]]]
     if planner.acq_optimizer == "lbfgs":
         low, high = np.asarray(space.transformed_bounds, dtype=float).T
         with warnings.catch_warnings():

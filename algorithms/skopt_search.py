@@ -17,30 +17,45 @@ Branin the GP's median log10 regret at 50 evaluations was -0.75 with ``cl_min`` 
 ``kb`` (-3.3 sequential; 4 seeds).
 
 Below ``refit_all_below`` (100) results, a search is small and its model cheap: the kernel is
-estimated at every tell, and an ask of one point is planned as ``gp_minimize`` plans it, the
-acquisition function optimized by skopt's own optimizer (L-BFGS from the best of 10,000
-sampled candidates, for ``acq_optimizer = "auto"``), the points in flight told to a refitted
-copy. Measured at the issue's budget of 100, async with 8 workers, 10 seeds, median log10
-regret: Rosenbrock-4 0.59 -> 0.39, Ackley-5 0.85 -> 0.62 (``gp_minimize``'s own async loop:
-0.40 and 0.64), where the fast path below had been used with points in flight;
-sequentially, the kernel a tenth of the data behind had cost a third of a decade on
-Hartmann-6 at 50 evaluations (-0.59 against -0.91). An ask of several points (a batch, or
-several workers waiting on a search that has fallen behind them) takes the best of a fresh
-sample of candidates for each point, as below: the L-BFGS polish drew a batch's points
-together (batch of 8, budget 100: Hartmann-6 -0.92 with it against -1.84 without, Levy-6 0.93
-against 0.17; ``gp_minimize`` -2.41 and 0.47).
+estimated at every tell. An ask of one point with none in flight (a sequential search), for
+``acq_func`` ``gp_hedge`` (the default) or ``EI``, is planned where log EI is best, as Optuna's
+``GPSampler`` plans it (:func:`.log_ei.local_search`: the best of the sampled candidates and
+of L-BFGS-B searches over the whole space from the :data:`LOG_EI_STARTS` told points best and
+as many best candidates; no margin ``xi`` unless one is set): EI itself underflows away from
+the data, and skopt's polish of gp_hedge's choice stalled short of the minimum. Measured on
+the quality part's problems (budget 100, paired seeds, median log10 regret, before -> after,
+Optuna's GPSampler): Branin -4.83 -> -4.92 (-4.82), Hartmann-6 -2.08 -> -3.40 (-3.94),
+Ackley-5 0.54 -> 0.47 (0.77), Rosenbrock-4 0.47 -> -0.01 (-0.55), Levy-6 0.35 -> 0.00 (0.04):
+algorithms/README.md has the table. A batch is planned as before, its first point by skopt
+at the tell (by log EI among the candidates it was worse on 4 of 5 problems). An ask of one point with others in flight is planned
+as ``gp_minimize`` plans it, the acquisition function optimized by skopt's own optimizer
+(L-BFGS from the best of 10,000 sampled candidates, for ``acq_optimizer = "auto"``), the
+points in flight told to a refitted copy. Measured at the issue's budget of 100, async with 8
+workers, 10 seeds, median log10 regret: Rosenbrock-4 0.59 -> 0.39, Ackley-5 0.85 -> 0.62
+(``gp_minimize``'s own async loop: 0.40 and 0.64), where the fast path below had been used
+with points in flight; sequentially, the kernel a tenth of the data behind had cost a third
+of a decade on Hartmann-6 at 50 evaluations (-0.59 against -0.91). An ask of several points
+(a batch, or several workers waiting on a search that has fallen behind them) takes the best
+of a fresh sample of candidates for each point, as below: the L-BFGS polish drew a batch's
+points together (batch of 8, budget 100: Hartmann-6 -0.92 with it against -1.84 without,
+Levy-6 0.93 against 0.17; ``gp_minimize`` -2.41 and 0.47).
 
 From ``refit_all_below`` results on, speed comes first. The points
-of one ask made with points in flight are planned on one sample of candidates (skopt's
-``n_points``, 10,000) once the GP's kernel is fixed: the GP's predictions there are
+of one ask made with points in flight, or of an ask of one point, are planned on one sample
+of candidates (skopt's ``n_points``, at most :data:`FAST_POINTS`, 1,000) once the GP's kernel
+is fixed: the GP's predictions there are
 conditioned on each lie in turn (:class:`CandidatePosterior`, exactly what a refit with the
 lie would predict) instead of a refit and a new prediction at a fresh sample per point, so
 that asking 8 points costs about what asking one does (at n = 400 data, 0.16 s instead of
 1.4-1.7 s on one core). The GP's kernel hyperparameters are estimated again (maximum
-likelihood, skopt's restarts) each time the data has grown by ``refit_growth`` (10 %), on a
+likelihood from one start: skopt's 2 restarts made an estimate at 500 results six times
+dearer) each time the data has grown by ``refit_growth`` (10 %), on a
 thread of its own, while the search goes on with the previous estimate; the new one replaces
 it when the data has grown by ``refit_growth`` again (a state taken meanwhile starts that
-estimate again on restore). Between estimates a refit is one Cholesky factorization.
+estimate again on restore). Between estimates a refit is one Cholesky factorization. At 500
+results, 80 % of them pruned runs (benchmarks/proposal.py's pruned row, one BLAS thread, CPU
+time), a proposal costs 0.09 s with the estimate's share (issue 47 asks <= 0.2 s); with
+10,000 candidates and the restarts it cost 0.7-0.9 s.
 
 Options: ``strategy`` (``kb``, ``cl_min``, ``cl_mean``, ``cl_max``), ``refit_growth``,
 ``refit_all_below`` and the keywords of
@@ -140,6 +155,9 @@ ACQ_FUNCS = ("gp_hedge", "EI", "PI", "LCB", "MES")   # PVRS fails on forests and
 # spaces; EIps and PIps need the evaluation times as a second objective
 LIES = {"kb": np.min, "cl_min": np.min, "cl_mean": np.mean, "cl_max": np.max}  # kb: before a model
 ONE_OBJECTIVE = {"refit_growth": 0.1, "refit_all_below": 100, "skopt": {}}
+LOG_EI_STARTS = 5  # one objective: L-BFGS-B from the best told points and the best candidates
+LOG_EI_XI = 0.0    # ... and log EI's margin unless xi is set (Optuna's LogEI has none)
+FAST_POINTS = 1000   # from refit_all_below results on: candidates at most (speed first)
 # ParEGO (several objectives): see the module's notes
 WARM_STARTS = 5    # ParEGO: local searches start at the told points best under the weights
 SEVERAL_OBJECTIVES = {"refit_growth": 0.25, "refit_all_below": 0, "skopt": {"acq_func": "EI"}}
@@ -198,6 +216,8 @@ class SkoptSearch(Algorithm):
             self.kernel_estimator = self.optimizer.base_estimator_
             self.optimizer.base_estimator_ = ReusingGP(
                 **self.kernel_estimator.get_params(deep=False))
+        self.log_ei = objectives == 1 and self.kernel_estimator is not None and \
+            self.optimizer.acq_func in ("gp_hedge", "EI")
 
     def ask(self, n):
         if self.grid is not None:
@@ -212,18 +232,43 @@ class SkoptSearch(Algorithm):
         """``n`` points planned on the optimizer (the one-objective search)."""
         running = [x for xs in self.in_flight.values() for x in xs]
         exact = n == 1 and len(self.optimizer.yi) < self.refit_all_below
-        if not running and n == 1:
-            xs = [self.optimizer.ask()]
-        elif not exact and self._plans_on_candidates(running):
+        if not exact and (running or n == 1) and self._plans_on_candidates(running):
             xs = self._plan_on_candidates(self._planner(running, fit=False), n)
+        elif self.log_ei and not running and n == 1:
+            xs = [self._plan_log_ei(self._planner(running, fit=False, sampled=False))]
+        elif not running and n == 1:
+            xs = [self.optimizer.ask()]
         else:
             planner = self._planner(running, sampled=not exact)
             xs = []
             for i in range(n):   # skopt's ask(n), less the refit it starts with
-                xs.append(planner.ask())
+                first = i == 0 and not running and self._fast(len(self.optimizer.yi))
+                xs.append(self._plan_log_ei(planner) if first else planner.ask())
                 if i + 1 < n:
                     planner._tell(xs[-1], self._lies(planner, [xs[-1]])[0])
         return self._in_flight(xs)
+
+    def _fast(self, size):
+        """True when no point is planned at a tell of ``size`` results (skopt's fit plans
+        one for its ``ask``): one objective, gp_hedge or EI, from ``refit_all_below`` results
+        on, where every ask is planned by :meth:`_plan_log_ei` or
+        :meth:`_plan_on_candidates`."""
+        return self.log_ei and size >= self.refit_all_below
+
+    def _plan_log_ei(self, planner):
+        """The point (skopt coordinates) that ``planner`` plans where log EI is best
+        (:func:`.log_ei.local_search`: the best of the sampled candidates and of L-BFGS-B
+        searches over the whole space from the :data:`LOG_EI_STARTS` best told points and as
+        many best candidates), past the initial design; there, the design's next point."""
+        if planner._n_initial_points > 0:
+            return planner.ask()
+        planner.models = [_refit(planner)]
+        best_told = np.argsort(planner.yi)[:LOG_EI_STARTS]
+        starts = planner.space.transform([planner.Xi[j] for j in best_told])
+        xi = (planner.acq_func_kwargs or {}).get("xi", LOG_EI_XI)
+        planner._next_x = local_search(planner, planner.models[0], starts, radius=1.0,
+                                       from_candidates=LOG_EI_STARTS, xi=xi)
+        return planner.ask()   # skopt's check against a point told before
 
     def _in_flight(self, xs):
         """The points of the skopt coordinates ``xs``, each recorded as in flight. On a
@@ -286,7 +331,10 @@ class SkoptSearch(Algorithm):
             self.held_back = []
         if xs:   # with points in flight, the next ask fits a copy anyway: no fit here
             self._estimate_kernel(len(self.optimizer.yi) + len(ys), xs, ys)
-            self.optimizer.tell(xs, ys, fit=not self.in_flight)
+            fast = self._fast(len(self.optimizer.yi) + len(ys))
+            self.optimizer.tell(xs, ys, fit=not self.in_flight and not fast)
+            if fast and not self.in_flight and self.optimizer._n_initial_points <= 0:
+                self.optimizer.models = [_refit(self.optimizer)]   # skopt's fit, less its ask
 
     def state(self):
         optimizer = copy.copy(self.optimizer)
@@ -400,7 +448,7 @@ class SkoptSearch(Algorithm):
         least), past its initial design once the points in flight are told, an acquisition
         function of skopt's Gaussian ones, optimized by sampling."""
         optimizer = self.optimizer
-        return bool(running) and self.estimated_at > 0 and bool(optimizer.yi) and \
+        return self.estimated_at > 0 and bool(optimizer.yi) and \
             optimizer._n_initial_points - len(running) <= 0 and \
             optimizer.acq_func in ("gp_hedge", "EI", "PI", "LCB") and \
             (self.sample_beside or optimizer.acq_optimizer == "sampling")
@@ -418,8 +466,9 @@ class SkoptSearch(Algorithm):
         if hedge and hasattr(planner, "next_xs_"):   # what skopt's fit does to the gains
             planner.gains_ -= model.predict(np.vstack(planner.next_xs_))
         space = planner.space
-        candidates = space.transform(space.rvs(n_samples=planner.n_points,
-                                               random_state=planner.rng))
+        count = planner.n_points if len(self.optimizer.yi) < self.refit_all_below else \
+            min(planner.n_points, FAST_POINTS)
+        candidates = space.transform(space.rvs(n_samples=count, random_state=planner.rng))
         posterior = CandidatePosterior(model, candidates, planner.yi)
         lie = self._lie(planner)
         taken = np.zeros(len(candidates), dtype=bool)   # a fresh sample would not hold them
@@ -495,9 +544,13 @@ class SkoptSearch(Algorithm):
         self.estimated_at = size
 
     def _start_estimate(self, xs, ys, due):
-        """A :class:`KernelEstimate` on the data ``xs``, ``ys``, due at data size ``due``."""
-        return KernelEstimate(self.kernel_estimator.get_params(deep=False),
-                              self.optimizer.space.transform(xs), list(ys), due)
+        """A :class:`KernelEstimate` on the data ``xs``, ``ys``, due at data size ``due``:
+        with one objective, from ``refit_all_below`` results on, one maximization of the
+        likelihood, without skopt's restarts (speed first)."""
+        settings = self.kernel_estimator.get_params(deep=False)
+        if self.history is None and len(ys) >= self.refit_all_below:
+            settings["n_restarts_optimizer"] = 0
+        return KernelEstimate(settings, self.optimizer.space.transform(xs), list(ys), due)
 
     def _use_kernel(self, kernel):
         """Fit the optimizer's GP with ``kernel``, its hyperparameters fixed, from now on."""

@@ -272,3 +272,56 @@ def test_gp_plans_a_batch_on_one_candidate_set_as_skopts_loop_plans_one_point(mo
     assert one == planned(False, 1)          # one point: the same sample, the same choice
     batch = planned(True, 6)
     assert batch[0] == one[0] and len({tuple(sorted(p.items())) for p in batch}) == 6
+
+
+def test_gp_plans_one_point_asked_alone_where_log_ei_is_best():
+    """One objective, nothing in flight, below ``refit_all_below``: the point asked maximizes
+    log EI under the model fitted to the told points (L-BFGS-B from the best told points and
+    candidates), beyond the best of its own 50 candidates and of a fresh sample of 2,000;
+    skopt's gp_hedge no longer plans it."""
+    from emews.algorithms.log_ei import log_expected_improvement
+    from emews.algorithms.skopt_search import LOG_EI_XI, _refit
+
+    gp = SkoptSearch(SQUARE, seed=1, n_initial_points=3, acq_optimizer_kwargs={"n_points": 50})
+    told(gp, 8)
+    (asked,) = gp.ask(1)
+    sample = [[p[q.name] for q in SQUARE.free]
+              for p in SQUARE.sample(np.random.default_rng(9), 2000)]
+    model = _refit(gp.optimizer)
+    mean, std = model.predict(gp.optimizer.space.transform(
+        [[asked[q.name] for q in SQUARE.free], *sample]), return_std=True)
+    values = log_expected_improvement(mean, std, min(gp.optimizer.yi), LOG_EI_XI)[0]
+    assert values[0] > np.max(values[1:]) - 1e-6
+    gp.estimate and gp.estimate.kernel()
+
+
+def test_gp_from_refit_all_below_on_plans_one_point_on_at_most_fast_points_candidates(
+        monkeypatch):
+    """From ``refit_all_below`` results on, speed comes first: one point asked alone is the
+    best of at most FAST_POINTS candidates, and the kernel is estimated from one start
+    (below, with skopt's restarts)."""
+    from emews.algorithms import skopt_search
+
+    sizes, restarts = [], []
+
+    class Posterior(skopt_search.CandidatePosterior):
+        def __init__(self, model, candidates, y):
+            sizes.append(len(candidates))
+            super().__init__(model, candidates, y)
+
+    class Estimate(skopt_search.KernelEstimate):
+        def __init__(self, settings, X, y, due):
+            restarts.append((len(y), settings["n_restarts_optimizer"]))
+            super().__init__(settings, X, y, due)
+
+    monkeypatch.setattr(skopt_search, "CandidatePosterior", Posterior)
+    monkeypatch.setattr(skopt_search, "KernelEstimate", Estimate)
+    gp = SkoptSearch(SQUARE, seed=1, n_initial_points=3, refit_all_below=8)
+    told(gp, 7)
+    gp.ask(1)                             # 7 told: log EI, no candidate set
+    assert sizes == []
+    told(gp, 2, seed=1)                   # 9 told
+    (point,) = gp.ask(1)
+    assert sizes == [skopt_search.FAST_POINTS] and SQUARE.contains(point)
+    assert restarts == [(7, 2), (9, 0)]
+    gp.estimate and gp.estimate.kernel()
