@@ -27,8 +27,8 @@ the quality part's problems (budget 100, paired seeds, median log10 regret, befo
 Optuna's GPSampler): Branin -4.83 -> -4.92 (-4.82), Hartmann-6 -2.08 -> -3.40 (-3.94),
 Ackley-5 0.54 -> 0.47 (0.77), Rosenbrock-4 0.47 -> -0.01 (-0.55), Levy-6 0.35 -> 0.00 (0.04):
 algorithms/README.md has the table. A batch is planned as before, its first point by skopt
-at the tell (by log EI among the candidates it was worse on 4 of 5 problems). An ask of one point with others in flight is planned
-as ``gp_minimize`` plans it, the acquisition function optimized by skopt's own optimizer
+at the tell (by log EI among the candidates it was worse on 4 of 5 problems). An ask of one
+point with others in flight is planned as ``gp_minimize`` plans it, the acquisition function optimized by skopt's own optimizer
 (L-BFGS from the best of 10,000 sampled candidates, for ``acq_optimizer = "auto"``), the
 points in flight told to a refitted copy. Measured at the issue's budget of 100, async with 8
 workers, 10 seeds, median log10 regret: Rosenbrock-4 0.59 -> 0.39, Ackley-5 0.85 -> 0.62
