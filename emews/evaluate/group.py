@@ -148,10 +148,19 @@ class _Exchange:
                     else:
                         return message
                     message = self.reader.feed(b"")
-            if self.child.poll() is not None and self.sock is None:
+            if self._launcher_gone():
                 process.forget(self.child)
                 return None
             self._check()
+
+    def _launcher_gone(self):
+        """True when the launcher has ended and rank 0 has no connection open or waiting to be
+        accepted (it may connect, reply and exit between one look at the listener and the
+        next)."""
+        if self.sock is not None or self.child.poll() is None:
+            return False
+        waiting, _, _ = select.select([self.listener], [], [], 0)
+        return not waiting
 
     def _wait_exit(self):
         while True:
