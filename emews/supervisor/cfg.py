@@ -196,12 +196,7 @@ class Settings:
 
     def read(self, path):
         """Source ``path`` after the files read so far."""
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(str(path), "the cfg file must be readable UTF-8 text",
-                              getattr(exc, "strerror", None) or str(exc),
-                              show_value=False) from None
+        text = read_text(path, "the cfg file")
         self.paths.append(path)
         self.referenced |= set(REFERENCE.findall(text))
         after = sourced(self.paths, self.environ)
