@@ -140,9 +140,6 @@ class PostgresService(ServiceLink):
                 self.queue.answer([(n, False)])   # malformed: go on, never kept
         return results, bool(results or self.incoming)
 
-    def reports(self):
-        return self.incoming
-
     def answer(self, verdicts):
         self.queue.answer([(n, stop) for point_id, stop in verdicts
                            for n in self.waiting.pop(point_id, [])])

@@ -209,9 +209,6 @@ class ZmqService(ServiceLink):
             self.reporter[task_id] = pool.identity
             self.incoming.append((task_id, attempt, rank, report))
 
-    def reports(self):
-        return self.incoming
-
     def answer(self, verdicts):
         by_pool = collections.defaultdict(list)
         for task_id, stop in verdicts:
