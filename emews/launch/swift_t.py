@@ -114,7 +114,10 @@ def build(source=None, prefix=None, apt=True):
     prefix = Path(prefix or default_prefix()).expanduser().resolve()
     if is_built(prefix):
         return path_entries(prefix)
-    _check_python()
+    if not sysconfig.get_config_var("Py_ENABLE_SHARED"):
+        raise EmewsError(f"{COMMAND}: Turbine embeds Python through its shared libpython, which "
+                         f"{sys.executable} lacks; run it with a Python built with "
+                         "--enable-shared (Debian's, python.org's, conda's, or a venv of one)")
     _install_or_name_prerequisites(apt)
     prefix.parent.mkdir(parents=True, exist_ok=True)
     with open(prefix.parent / f".{prefix.name}.lock", "w") as lock:
@@ -130,13 +133,6 @@ def build(source=None, prefix=None, apt=True):
 def _say(line):
     """A progress line on stderr."""
     print(f"emews: {line}", file=sys.stderr, flush=True)
-
-
-def _check_python():
-    if not sysconfig.get_config_var("Py_ENABLE_SHARED"):
-        raise EmewsError(f"{COMMAND}: Turbine embeds Python through its shared libpython, which "
-                         f"{sys.executable} lacks; run it with a Python built with "
-                         "--enable-shared (Debian's, python.org's, conda's, or a venv of one)")
 
 
 def _install_or_name_prerequisites(apt):

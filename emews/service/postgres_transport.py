@@ -12,11 +12,11 @@ compatible") says how a task moves through them: held by the pool that popped it
 pool's one lease (``emews_leases``, on the server's clock), released when the lease runs out;
 a pool's report, renewal and pop in one round trip (:meth:`TaskQueue.report_and_pop`), the
 study's tasks and its look for results on the store's commit where they share the database
-(:meth:`PostgresService.share`). A ``json_in`` is :func:`result_json`'s; one that an EQ-SQL
-worker wrote (a bare number, or anything else) counts for the attempt the study holds. The
-study's state (``running``, ``cancelling``, ``ended``) is how it speaks to its pools. With
-``exp_id=None`` (``emews pool --eqsql URL CONFIG``) a pool serves EQ-SQL tasks of its task
-type until it pops EQ-SQL's ``EQ_STOP``.
+(:meth:`PostgresService.share`). A ``json_in`` is as :mod:`emews.store.postgres` says; one
+that an EQ-SQL worker wrote (a bare number, or anything else) counts for the attempt the study
+holds. The study's state (``running``, ``cancelling``, ``ended``) is how it speaks to its
+pools. With ``exp_id=None`` (``emews pool --eqsql URL CONFIG``) a pool serves EQ-SQL tasks of
+its task type until it pops EQ-SQL's ``EQ_STOP``.
 """
 
 import itertools
