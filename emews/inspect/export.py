@@ -27,18 +27,13 @@ def export(study, to, target, study_name=None):
         write_file(target, lambda path: path.write_text(as_csv(study, study.rows),
                                                         encoding="utf-8"))
     else:
-        _parquet_engine()
+        try:
+            import pandas  # noqa: F401 - the table
+            import pyarrow  # noqa: F401 - pandas writes Parquet through it
+        except ImportError as missing:
+            raise missing_extra("emews export --to parquet", missing.name, "export") from None
         write_file(target, study.trials_dataframe().to_parquet)
     return f"wrote {len(study.rows)} evaluations to {target}"
-
-
-def _parquet_engine():
-    """Refuse, naming the command and its extra, a Parquet export without pandas or pyarrow."""
-    try:
-        import pandas  # noqa: F401 - the table
-        import pyarrow  # noqa: F401 - pandas writes Parquet through it
-    except ImportError as missing:
-        raise missing_extra("emews export --to parquet", missing.name, "export") from None
 
 
 def _space(study):
