@@ -1,12 +1,7 @@
 """``emews swift-t build``: Swift/T (STC + Turbine) built from source with this Python embedded.
 
-:func:`build` builds the pinned Swift/T (commit :data:`COMMIT` of swift-lang/swift-t: STC 1.0.8,
-Turbine 1.5.2) into a prefix, against the system's MPICH, with the running Python embedded in
-Turbine, and returns the two directories to put on ``PATH``. Its source is a tarball or a directory
-(``--source``), else the pinned commit's archive downloaded from GitHub and checked against
-:data:`TREE_SHA256`. It checks the build's prerequisites first and names the Debian, RPM and conda
-packages of what is missing; as root, with apt-get, it installs the Debian ones. A prefix that
-already holds a built ``swift-t`` is returned at once.
+:func:`build` builds the pinned commit (:data:`COMMIT`: STC 1.0.8, Turbine 1.5.2) against the
+system's MPICH, after a check of its prerequisites; docs/src/swift-t.md says how and where.
 """
 
 import fcntl
