@@ -40,17 +40,13 @@ def create(data_dir, workflow, numbering="emews", expid=None):
 
 
 def _numbered(parent, numbering):
-    if numbering == "supervisor":
-        number = 0
-    else:
-        numbers = [int(m.group(1)) for p in parent.iterdir()
-                   if (m := EXP_PATTERN.match(p.name))]
-        number = max(numbers, default=0) + 1
+    numbers = [int(m.group(1)) for p in parent.iterdir() if (m := EXP_PATTERN.match(p.name))]
+    number = 0 if numbering == "supervisor" else max(numbers, default=0) + 1
     while True:
         path = parent / f"EXP{number:03d}"
         try:
             path.mkdir()
-        except FileExistsError:
+        except FileExistsError:   # taken: by a study, or by a race with another one
             number += 1
             continue
         (path / "out").mkdir()
