@@ -6,9 +6,8 @@ calls; bad input is one ``emews: error:`` line and exit status 2 (:data:`EXIT_BA
 """
 
 import argparse
-import sys
-
 import os
+import sys
 
 from .cli_help import Version, add_completion_parser, add_examples, complete, print_completion
 from .errors import (ConfigError, EmewsError, FailureAlreadyReported, Interrupted,

@@ -92,14 +92,9 @@ def complete(top):
         argcomplete.autocomplete(top)
 
 
-def completion_script(shell):
-    """The completion script of ``shell`` (``bash`` or ``zsh``) for the ``emews`` command."""
+def print_completion(args):
+    """``emews completion SHELL``: the shell's completion script for the ``emews`` command."""
     import argcomplete
 
-    return argcomplete.shellcode(["emews"], shell=shell)
-
-
-def print_completion(args):
-    """``emews completion SHELL``."""
-    sys.stdout.write(completion_script(args.shell))
+    sys.stdout.write(argcomplete.shellcode(["emews"], shell=args.shell))
     return 0

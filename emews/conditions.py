@@ -6,16 +6,9 @@ receives them. The logic has three values, as R's ``NA`` in mlrMBO's ``requires`
 ConfigSpace: a test on a parent that is itself inactive is unknown (``None``), the negation of
 unknown is unknown, and a parameter is active only when its condition is true.
 
-In a JSON search space a parameter's ``"condition"`` is an object whose keys are combined with
-AND. A key names a parent and maps to a list of values (the parent takes one of them) or to an
-object of comparisons (``{">=": 3}``, ``{"!=": "sgd"}``; ``==``, ``!=``, ``<``, ``<=``, ``>``,
-``>=``). The keys ``"$any"`` (a list of conditions, OR), ``"$all"`` (a list, AND) and
-``"$not"`` (one condition) combine conditions::
-
-    {"name": "momentum", "type": "float", "lower": 0, "upper": 0.99,
-     "condition": {"optimizer": ["sgd", "rmsprop"]}}
-    {"name": "width3", "type": "int", "lower": 8, "upper": 256,
-     "condition": {"depth": {">=": 3}}}
+A condition's JSON form (a parameter's ``"condition"``: keys of parents, combined with AND,
+each a list of values or an object of comparisons; ``"$any"``, ``"$all"``, ``"$not"``) is
+docs/src/spaces.md's "Conditional parameters"; :func:`parse` reads it.
 """
 
 import math

@@ -1,19 +1,9 @@
 """Study configuration: TOML files, Supervisor's environment variables and the command line.
 
 A study is described by one TOML file or two (system settings, in the spirit of Supervisor's
-cfg-sys, and study settings, in the spirit of cfg-prm; tables from a later file win)::
-
-    [system]                 # how to run
-    procs = 4                # MPI ranks: rank 0 is the master, the others evaluate
-    [study]                  # what to run
-    algorithm = "auto"       # the default: chosen by the study's settings (algorithms/auto.py)
-    space = "space.json"     # relative paths are relative to the file that names them
-    budget = 20
-    objective = "emews.models.digits:train"
-    [algorithm]              # options handed to the algorithm's constructor
-    [model]                  # a CANDLE model's settings (FRAMEWORK, BENCHMARK_TIMEOUT, ...)
-    [failure]                # retries, then on_failure = "fail" (with a penalty) or "abort"
-    [pruner]                 # the options of [study] pruner (median, asha, hyperband, ...)
+cfg-sys, and study settings, in the spirit of cfg-prm; tables from a later file win), whose
+tables are those of :data:`TABLES` and ``[algorithm]`` (the options handed to the algorithm's
+constructor); docs/src/settings.md lists every setting.
 
 Precedence: command line, then environment, then config file, then defaults.
 

@@ -8,7 +8,6 @@ back: ``final.json`` at the end, ``service.json`` of a served study, ``submit.js
 submitted jobs.
 """
 
-import contextlib
 import json
 import re
 from pathlib import Path
@@ -20,9 +19,6 @@ from .store import read_once, study_store
 EXP_PATTERN = re.compile(r"EXP(\d+)$")
 
 
-NUMBERINGS = ("emews", "supervisor")
-
-
 def create(data_dir, workflow, numbering="emews", expid=None):
     """Make the next free ``EXPnnn`` under ``data_dir/workflow`` (safe against races), or the
     directory ``expid`` there when it is named (made already, it must hold no study).
@@ -31,31 +27,26 @@ def create(data_dir, workflow, numbering="emews", expid=None):
     number there (``EXP001`` first); ``supervisor`` takes the lowest free number from
     ``EXP000``, as Supervisor's ``get_expid -a`` (workflows/common/sh/utils.sh) does.
     """
-    if numbering not in NUMBERINGS:
-        raise ValueError(f"numbering must be one of {list(NUMBERINGS)}: {numbering!r}")
     _check_directory_name("[study].name", workflow)
     if expid is not None:
         _check_directory_name("[study].expid", expid)
     parent = Path(data_dir) / workflow
-    with _filesystem_errors(parent):
+    try:
         parent.mkdir(parents=True, exist_ok=True)
-        if expid is not None:
-            return _named(parent, expid)
-        return _numbered(parent, numbering)
+        return _numbered(parent, numbering) if expid is None else _named(parent, expid)
+    except OSError as exc:
+        raise ConfigError(str(exc.filename or parent), "the experiment directory must be "
+                          f"creatable there ({exc.strerror})", None, show_value=False) from None
 
 
 def _numbered(parent, numbering):
-    if numbering == "supervisor":
-        number = 0
-    else:
-        numbers = [int(m.group(1)) for p in parent.iterdir()
-                   if (m := EXP_PATTERN.match(p.name))]
-        number = max(numbers, default=0) + 1
+    numbers = [int(m.group(1)) for p in parent.iterdir() if (m := EXP_PATTERN.match(p.name))]
+    number = 0 if numbering == "supervisor" else max(numbers, default=0) + 1
     while True:
         path = parent / f"EXP{number:03d}"
         try:
             path.mkdir()
-        except FileExistsError:
+        except FileExistsError:   # taken: by a study, or by a race with another one
             number += 1
             continue
         (path / "out").mkdir()
@@ -68,16 +59,6 @@ def _check_directory_name(field, name):
     if not name or "/" in name or name in (".", "..") or len(name.encode()) > 255:
         raise ConfigError(field, "must name one directory (not empty, '.' or '..', no '/', at "
                           "most 255 bytes)", name if len(name) <= 40 else name[:40] + "...")
-
-
-@contextlib.contextmanager
-def _filesystem_errors(path):
-    """An OS error making the experiment directory under ``path`` as one ConfigError line."""
-    try:
-        yield
-    except OSError as exc:
-        raise ConfigError(str(exc.filename or path), "the experiment directory must be "
-                          f"creatable there ({exc.strerror})", None, show_value=False) from None
 
 
 def _named(parent, expid):

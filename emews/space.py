@@ -1,9 +1,7 @@
 """Search spaces: the parameter types and the readers of the files that describe them.
 
-Types: ``int`` and ``float`` (bounds, optional ``sigma`` for mutation, optional log scale),
-``categorical`` (unordered values), ``ordered`` (values with an order), ``logical`` and
-``constant``; mlrMBO's parameters with a ``trafo`` are :class:`TransformedInt` and
-:class:`TransformedFloat` (the search runs on ``x``, the model receives ``trafo(x)``). Points
+Each type of docs/src/spaces.md is a :class:`Param` class here (mlrMBO's parameters with a
+``trafo``: :class:`TransformedInt` and :class:`TransformedFloat`, searched on ``x``). Points
 are plain dicts ``{name: native value}``: what a model receives as JSON. Every point maps to
 coordinates in [0, 1] (:meth:`Space.to_unit`).
 

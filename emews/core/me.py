@@ -38,6 +38,7 @@ exactly what an uninterrupted one would.
 import collections
 import json
 import math
+from pathlib import Path
 
 from . import queues
 from .algorithm import Stopper, load, point_key
@@ -55,7 +56,8 @@ def run(settings=None, algorithm=None, limits=None):
     """
     if settings is None:
         queues.OUT_put(queues.PARAMS)
-        settings = json.loads(_read_settings(queues.IN_get()))
+        text = queues.IN_get().strip()   # the settings, or the path of their file
+        settings = json.loads(text if text.startswith("{") else Path(text).read_text())
     search = Search.from_settings(settings, algorithm, limits)
     try:
         reason = search.run_batch() if settings.get("mode", "batch") == "batch" \
@@ -65,14 +67,6 @@ def run(settings=None, algorithm=None, limits=None):
             search.checkpoint.close()
     queues.OUT_put(queues.DONE)
     queues.OUT_put(json.dumps(search.final_message(reason)))
-
-
-def _read_settings(message):
-    text = message.strip()
-    if text.startswith("{"):
-        return text
-    with open(text) as handle:
-        return handle.read()
 
 
 def ready_points(algorithm, slots):

@@ -1,16 +1,8 @@
 """``emews export``: a study's evaluations as an Optuna study, a CSV file or a Parquet file.
 
-Optuna: one trial per evaluation, as :func:`emews.inspect.optuna_view.frozen_trial` maps it
-(the same mapping ``emews dashboard`` serves): its parameters with distributions built from the
-study's search-space file, its value, state (``done``: COMPLETE; ``failed``, ``cancelled``,
-``interrupted``: FAIL; ``pruned``, ``paused``: PRUNED; ``queued``, ``running``: RUNNING), its learning
-curve as intermediate values (``emews.report``'s steps and values) and user attributes
-(``emews_id``, ``run_id``, ``run_dir``, ``status``, ``rank``, ``attempt``, ``error``,
-``metrics``). A study of several objectives (or with constraints) is a multi-objective
-Optuna study with its directions, each trial's values raw in the order of the objectives and its
-constraints' violations (Optuna's ``constraints``), so Optuna's ``best_trials`` is the study's
-front. A study with replicas gives one trial per point instead
-(:func:`emews.inspect.optuna_view.point_trials`), as ``final.json`` judges it.
+Optuna: one trial per evaluation (per point, in a study with replicas), as
+:mod:`emews.inspect.optuna_view` maps it for ``emews dashboard`` too; docs/src/inspecting.md
+and docs/src/dashboard.md say what a trial holds.
 """
 
 import urllib.parse
@@ -35,18 +27,13 @@ def export(study, to, target, study_name=None):
         write_file(target, lambda path: path.write_text(as_csv(study, study.rows),
                                                         encoding="utf-8"))
     else:
-        _parquet_engine()
+        try:
+            import pandas  # noqa: F401 - the table
+            import pyarrow  # noqa: F401 - pandas writes Parquet through it
+        except ImportError as missing:
+            raise missing_extra("emews export --to parquet", missing.name, "export") from None
         write_file(target, study.trials_dataframe().to_parquet)
     return f"wrote {len(study.rows)} evaluations to {target}"
-
-
-def _parquet_engine():
-    """Refuse, naming the command and its extra, a Parquet export without pandas or pyarrow."""
-    try:
-        import pandas  # noqa: F401 - the table
-        import pyarrow  # noqa: F401 - pandas writes Parquet through it
-    except ImportError as missing:
-        raise missing_extra("emews export --to parquet", missing.name, "export") from None
 
 
 def _space(study):

@@ -257,6 +257,14 @@ def experiments(path):
     return [experiment_dir(path)]
 
 
+def _refused(action):
+    """A write method of :class:`StoreView`: it raises :class:`ReadOnlyError` naming
+    ``action``."""
+    def write(self, *args, **kwargs):
+        raise ReadOnlyError(action)
+    return write
+
+
 class _Experiment:
     """One experiment as a study: its name, directory and distributions."""
 
@@ -434,37 +442,16 @@ class StoreView(BaseStorage):
         return study_id << TRIAL_BITS | trial_number
 
     # --- writes: every one refused
-
-    def create_new_study(self, directions, study_name=None):
-        raise ReadOnlyError(f"creating a study ({study_name!r})")
-
-    def delete_study(self, study_id):
-        raise ReadOnlyError(f"deleting study {study_id}")
-
-    def set_study_user_attr(self, study_id, key, value):
-        raise ReadOnlyError(f"setting a study's user attribute ({key!r})")
-
-    def set_study_system_attr(self, study_id, key, value):
-        raise ReadOnlyError(f"setting a study's system attribute ({key!r}: notes, "
-                            "preferences)")
-
-    def create_new_trial(self, study_id, template_trial=None):
-        raise ReadOnlyError("creating a trial (ask, enqueue)")
-
-    def set_trial_param(self, trial_id, param_name, param_value_internal, distribution):
-        raise ReadOnlyError(f"setting a trial's parameter ({param_name!r})")
-
-    def set_trial_state_values(self, trial_id, state, values=None):
-        raise ReadOnlyError(f"setting a trial's state ({state.name}: tell)")
-
-    def set_trial_intermediate_value(self, trial_id, step, intermediate_value):
-        raise ReadOnlyError("reporting an intermediate value")
-
-    def set_trial_user_attr(self, trial_id, key, value):
-        raise ReadOnlyError(f"setting a trial's user attribute ({key!r})")
-
-    def set_trial_system_attr(self, trial_id, key, value):
-        raise ReadOnlyError(f"setting a trial's system attribute ({key!r}: notes)")
+    create_new_study = _refused("creating a study")
+    delete_study = _refused("deleting a study")
+    set_study_user_attr = _refused("setting a study's user attribute")
+    set_study_system_attr = _refused("setting a study's system attribute (notes, preferences)")
+    create_new_trial = _refused("creating a trial (ask, enqueue)")
+    set_trial_param = _refused("setting a trial's parameter")
+    set_trial_state_values = _refused("setting a trial's state (tell)")
+    set_trial_intermediate_value = _refused("reporting an intermediate value")
+    set_trial_user_attr = _refused("setting a trial's user attribute")
+    set_trial_system_attr = _refused("setting a trial's system attribute (notes)")
 
 
 def load_optuna_study(paths):

@@ -42,7 +42,10 @@ def summary(study, now=None):
         else None
     reasons = common_reasons(collections.Counter(row["error"] or NO_REASON
                                                  for row in study.failed).items(), TOP_FAILURES)
-    pools = _pools(study.meta.get(POOLS), now) if state == "running" else []
+    pools = []   # while it runs: the pools its service (zmq) described in its store
+    if state == "running":
+        pools = [dict(pool, last_heard_s=max(now - pool["last_heard"], 0.0))
+                 for pool in (study.meta.get(POOLS) or {}).get("pools", [])]
     front = study.pareto
     jobs, jobs_note = job_states(study.meta.get(JOBS))
     return {
@@ -68,8 +71,13 @@ def render(info):
     of = f" of a budget of {info['budget']}" if info["budget"] else ""
     lines = [f"study: {info['expdir']} ({info['state']})",
              f"evaluations: {info['finished']} finished{of} ({counts or 'none yet'})"]
-    if info.get("search"):
-        lines.append(_search_line(info["search"]))
+    search = info.get("search")
+    if search:   # each stage and why, and the one running
+        stages = "; ".join(f"{stage['label']} ({stage['why']})" if stage["start"] == 0 else
+                           f"from {stage['start']} told, {stage['label']} ({stage['why']})"
+                           for stage in search["stages"])
+        lines.append(f"search: {search['algorithm']}: {stages}; now "
+                     f"{search['stages'][search['current']]['label']}")
     best = info["best"]
     if "pareto" in info:
         lines.extend(_front_lines(info))
@@ -141,15 +149,6 @@ def _search(described, finished):
                                        if stage["start"] <= finished))
 
 
-def _search_line(search):
-    """The line of :func:`_search`'s data: each stage and why, and the one running."""
-    stages = "; ".join(f"{stage['label']} ({stage['why']})" if stage["start"] == 0 else
-                       f"from {stage['start']} told, {stage['label']} ({stage['why']})"
-                       for stage in search["stages"])
-    return (f"search: {search['algorithm']}: {stages}; now "
-            f"{search['stages'][search['current']]['label']}")
-
-
 def _front(criteria, front):
     """A study's objectives, their directions and its Pareto front (``pareto``: per point
     its evaluation ``id``, ``point`` and raw ``values`` in the order of the objectives, as
@@ -209,14 +208,6 @@ def _slots(study, pools):
         held, gpus = held + request.ranks, gpus + float(request.gpus)
     pool = sum(p.get("workers", 0) for p in pools) or study.config.system.workers
     return {"in_use": held, "pool": pool, "gpus": gpus, "evaluations": running}
-
-
-def _pools(described, now):
-    """The pools attached to a served study (``emews serve`` on zmq), as the service
-    ``described`` them in its store (``None``: none), each heard from ``now`` minus its
-    ``last_heard_s``."""
-    return [dict(pool, last_heard_s=max(now - pool["last_heard"], 0.0))
-            for pool in (described or {}).get("pools", [])]
 
 
 def _duration(seconds):

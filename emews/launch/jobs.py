@@ -2,13 +2,8 @@
 
 ``emews submit`` records each job in the study's store (meta ``submit``: its id, and whether it
 runs the study or a pool), and exports the record to ``EXPDIR/submit.json``. :func:`states`
-asks the scheduler that holds them, with its own query command, and keeps the scheduler's name
-for each state::
-
-    slurm  squeue -h -t all -j ID,... -o "%i %T"   then sacct for jobs squeue no longer holds
-    pbs    qstat -x -f ID ...                       job_state (PBS Pro's letters, named)
-    lsf    bjobs -a -noheader -o "jobid stat" ID ...
-    local  whether the job's script still runs (its process id)
+asks the scheduler that holds them with its own query command (:data:`QUERIES`; each function
+says which) and keeps the scheduler's name for each state.
 
 psij-python's ``attach`` is not used: it learns a state only on its next poll (a background
 thread), folds the scheduler's states into its own few (pending and held are both QUEUED,

@@ -64,8 +64,17 @@ def submit(config, site_name, overrides=None, resume=None, chain=0, dry_run=Fals
         texts = [scripts.render(job) for job in planned]
         print("\n".join(texts), end="", file=stream, flush=True)
         return {"dry_run": True, "scripts": texts}
-    _require_scheduler(site)
-    executor = _psij() if site.scheduler != "local" else None
+    command = scripts.SUBMIT_COMMAND.get(site.scheduler)
+    if command and shutil.which(command) is None:
+        raise ConfigError(f"site {site.name}", f"submits with {command}, which is not on PATH "
+                          f"(run emews submit where {site.scheduler} jobs are submitted)",
+                          command, show_value=False)
+    psij = None
+    if site.scheduler != "local":
+        try:
+            import psij
+        except ImportError as exc:
+            raise missing_extra("emews submit", f"psij-python ({exc})", "submit") from None
     if pools:  # the served study is not prepared again: the service holds its lock
         expdir, lock = Path(resume).resolve(), None
         cfg = configuration.load([experiment.load_experiment(expdir).as_dict()],
@@ -86,14 +95,14 @@ def submit(config, site_name, overrides=None, resume=None, chain=0, dry_run=Fals
         finally:
             if lock is not None:
                 lock.release()  # the job's own ``emews run --resume`` takes it
-        _submit_all(jobs, record, site, executor, store, stream)
+        _submit_all(jobs, record, site, psij, store, stream)
     finally:
         store.close()
     print(f"emews: experiment directory {expdir}", file=stream, flush=True)
     return record
 
 
-def _submit_all(jobs, record, site, executor, store, stream):
+def _submit_all(jobs, record, site, psij, store, stream):
     """Submit ``jobs`` in turn (each after the one before, but pools), each recorded in
     ``record`` as it is submitted: in the study's ``store`` (committed at once), then in its
     export ``EXPDIR/submit.json``."""
@@ -108,7 +117,7 @@ def _submit_all(jobs, record, site, executor, store, stream):
         if site.scheduler == "local":
             entry.update(_run_locally(job))
         else:
-            entry.update(_submit_psij(executor, job, job.expdir))
+            entry.update(_submit_psij(psij, job, job.expdir))
         after = entry["id"]
         record["jobs"].append(entry)
         store.set_meta(JOBS, record)
@@ -190,22 +199,6 @@ def eval_nodes(cfg, site):
         raise ConfigError(invalid.field, invalid.rule, invalid.value) from None
     return max(max(request.nodes or 1, math.ceil(request.gpus / gpus_per_node)
                    if request.gpus and gpus_per_node else 1) for request in requests)
-
-
-def _require_scheduler(site):
-    command = scripts.SUBMIT_COMMAND.get(site.scheduler)
-    if command and shutil.which(command) is None:
-        raise ConfigError(f"site {site.name}", f"submits with {command}, which is not on PATH "
-                          f"(run emews submit where {site.scheduler} jobs are submitted)",
-                          command, show_value=False)
-
-
-def _psij():
-    try:
-        import psij
-    except ImportError as exc:
-        raise missing_extra("emews submit", f"psij-python ({exc})", "submit") from None
-    return psij
 
 
 def psij_job(psij, job, expdir):

@@ -1,12 +1,7 @@
 """``emews swift-t build``: Swift/T (STC + Turbine) built from source with this Python embedded.
 
-:func:`build` builds the pinned Swift/T (commit :data:`COMMIT` of swift-lang/swift-t: STC 1.0.8,
-Turbine 1.5.2) into a prefix, against the system's MPICH, with the running Python embedded in
-Turbine, and returns the two directories to put on ``PATH``. Its source is a tarball or a directory
-(``--source``), else the pinned commit's archive downloaded from GitHub and checked against
-:data:`TREE_SHA256`. It checks the build's prerequisites first and names the Debian, RPM and conda
-packages of what is missing; as root, with apt-get, it installs the Debian ones. A prefix that
-already holds a built ``swift-t`` is returned at once.
+:func:`build` builds the pinned commit (:data:`COMMIT`: STC 1.0.8, Turbine 1.5.2) against the
+system's MPICH, after a check of its prerequisites; docs/src/swift-t.md says how and where.
 """
 
 import fcntl
@@ -114,7 +109,10 @@ def build(source=None, prefix=None, apt=True):
     prefix = Path(prefix or default_prefix()).expanduser().resolve()
     if is_built(prefix):
         return path_entries(prefix)
-    _check_python()
+    if not sysconfig.get_config_var("Py_ENABLE_SHARED"):
+        raise EmewsError(f"{COMMAND}: Turbine embeds Python through its shared libpython, which "
+                         f"{sys.executable} lacks; run it with a Python built with "
+                         "--enable-shared (Debian's, python.org's, conda's, or a venv of one)")
     _install_or_name_prerequisites(apt)
     prefix.parent.mkdir(parents=True, exist_ok=True)
     with open(prefix.parent / f".{prefix.name}.lock", "w") as lock:
@@ -130,13 +128,6 @@ def build(source=None, prefix=None, apt=True):
 def _say(line):
     """A progress line on stderr."""
     print(f"emews: {line}", file=sys.stderr, flush=True)
-
-
-def _check_python():
-    if not sysconfig.get_config_var("Py_ENABLE_SHARED"):
-        raise EmewsError(f"{COMMAND}: Turbine embeds Python through its shared libpython, which "
-                         f"{sys.executable} lacks; run it with a Python built with "
-                         "--enable-shared (Debian's, python.org's, conda's, or a venv of one)")
 
 
 def _install_or_name_prerequisites(apt):

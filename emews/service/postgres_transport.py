@@ -7,22 +7,16 @@
                <-expired leases (emews_leases: one per pool, renewed by it)
                <-reports (emews_report_queue) --verdicts--> the pool that waits for them
 
-The tables are :mod:`emews.store.postgres`'s. A task is held by the pool that popped it (its
-``eq_tasks.worker_pool``, while ``RUNNING``), under that pool's lease: one row of
-``emews_leases`` per pool, its deadline on the database server's clock, renewed by the pool;
-when it runs out, the pool's tasks are released (``worker_pool`` cleared) and the study runs
-them again. A task moves through its rows in place, written once per state, and a lease costs
-no write per task. A pool reports its results, renews its lease and pops new tasks in one
-transaction, one round trip (:meth:`TaskQueue.report_and_pop`); the study pushes a batch of
-tasks in one round trip too, and looks for results when a NOTIFY says that some came. Where
-the study's store is in the same database, the tasks it sends and its look for results ride on
-the store's commit (:meth:`PostgresService.share`): one transaction and one round trip per turn
-of the master. A ``json_in`` is ``{"value", "attempt", "rank", "outcome"}``: the value for
-EQ-SQL's readers, the task's attempt and rank, and the outcome's wire form; one that an EQ-SQL
-worker wrote (a bare number, or anything else) counts for the
-attempt the study holds. The study's state (``running``, ``cancelling``, ``ended``) is how it
-speaks to its pools. With ``exp_id=None`` (``emews pool --eqsql URL CONFIG``) a pool serves
-EQ-SQL tasks of its task type (``eqsql``'s included) until it pops EQ-SQL's ``EQ_STOP``.
+The tables are :mod:`emews.store.postgres`'s; docs/src/service.md ("PostgreSQL, EQ-SQL
+compatible") says how a task moves through them: held by the pool that popped it under that
+pool's one lease (``emews_leases``, on the server's clock), released when the lease runs out;
+a pool's report, renewal and pop in one round trip (:meth:`TaskQueue.report_and_pop`), the
+study's tasks and its look for results on the store's commit where they share the database
+(:meth:`PostgresService.share`). A ``json_in`` is as :mod:`emews.store.postgres` says; one
+that an EQ-SQL worker wrote (a bare number, or anything else) counts for the attempt the study
+holds. The study's state (``running``, ``cancelling``, ``ended``) is how it speaks to its
+pools. With ``exp_id=None`` (``emews pool --eqsql URL CONFIG``) a pool serves EQ-SQL tasks of
+its task type until it pops EQ-SQL's ``EQ_STOP``.
 """
 
 import itertools
@@ -139,9 +133,6 @@ class PostgresService(ServiceLink):
             except (ValueError, BadOutcome):
                 self.queue.answer([(n, False)])   # malformed: go on, never kept
         return results, bool(results or self.incoming)
-
-    def reports(self):
-        return self.incoming
 
     def answer(self, verdicts):
         self.queue.answer([(n, stop) for point_id, stop in verdicts

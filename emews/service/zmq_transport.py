@@ -209,9 +209,6 @@ class ZmqService(ServiceLink):
             self.reporter[task_id] = pool.identity
             self.incoming.append((task_id, attempt, rank, report))
 
-    def reports(self):
-        return self.incoming
-
     def answer(self, verdicts):
         by_pool = collections.defaultdict(list)
         for task_id, stop in verdicts:
@@ -292,8 +289,12 @@ class ZmqPool(PoolLink):
         self.name = name or f"{socket.gethostname()}:{os.getpid()}"
         self.socket = zmq.Context.instance().socket(zmq.DEALER)
         self.socket.setsockopt(zmq.LINGER, 0)
-        if keys:
-            _use_curve(self.socket, Path(keys))
+        if keys:   # this pool's key pair, and the service's public key
+            from zmq.auth import load_certificate
+
+            public, secret = load_certificate(str(Path(keys, "pool.key_secret")))
+            self.socket.curve_publickey, self.socket.curve_secretkey = public, secret
+            self.socket.curve_serverkey = load_certificate(str(Path(keys, "service.key")))[0]
         self.socket.connect(address)
         self.give_up = give_up
         self.received, self.asked = 0, None
@@ -408,12 +409,3 @@ class ZmqPool(PoolLink):
 
     def _send(self, op, **fields):
         self.socket.send(protocol.encode(op, **fields))
-
-
-def _use_curve(sock, keys):
-    from zmq.auth import load_certificate
-
-    public, secret = load_certificate(str(keys / "pool.key_secret"))
-    server_public, _ = load_certificate(str(keys / "service.key"))
-    sock.curve_publickey, sock.curve_secretkey = public, secret
-    sock.curve_serverkey = server_public

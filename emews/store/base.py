@@ -14,28 +14,12 @@ database, every row keyed by the study's ``exp_id``). One writer (the master) pe
 number of readers, each with its own store object (``readonly=True`` for ``emews status``,
 ``show``, ``report``, ``export`` and ``emews.load``).
 
-The study's state besides its points is in its meta values, where each backend makes it as
-visible as the points (a study on PostgreSQL: to every host that reaches the database)::
-
-    key      value                                  written by            read by
-    final    the final record (stop reason, best    the master, at the    emews status, show,
-             point, evaluations, Pareto front)      end                   emews.load, supervisor
-    control  {"state", "time"}: what emews pause,   the command (its own  the master, each turn
-             unpause or stop asked                  transaction)          (committed_meta)
-    service  {"address", "host", "pid", "keys"}:    emews serve, once     emews pool, submit
-             where emews serve listens                                    --pools, a next serve
-    pools    {"time", "lease", "pools"}: the pools  emews serve (zmq),    emews status
-             attached to a study served on zmq      with its turns
-    submit   {"expdir", "site", "jobs"}: the batch  emews submit (its     emews status
-             jobs emews submit queued               own transaction)
-    search   {"algorithm", "stages"}: what the      the master, at each   emews status, show
-             search chose to run (auto's stages)    run's start
-
-``final.json``, ``service.json`` and ``submit.json`` in the experiment directory are exports of
-these values for users, Supervisor and Swift/T: emews writes them after the store and never
-reads them back. ``control`` and ``submit`` are the only writes of processes other than the
-master: a command's ``set_meta`` and ``commit`` of its own key, which the master never writes
-(``control``: only at its start, where a new run starts running).
+The study's state besides its points is in its meta values (``final``, ``control``,
+``service``, ``pools``, ``submit``, ``search``), as visible as the points: docs/src/store.md
+("The study's state") says who writes and who reads each. ``final.json``, ``service.json`` and
+``submit.json`` are exports of them, never read back. ``control`` and ``submit`` are the only
+writes of processes other than the master: a command's ``set_meta`` and ``commit`` of its own
+key, which the master never writes (``control``: only at its start).
 
 Visibility:
 

@@ -45,11 +45,7 @@ def filesystem_magic(path):
     return buffer.f_type & 0xFFFFFFFF
 
 
-def network_filesystem(path):
-    """The name of the network filesystem holding ``path``, or ``None`` when it is local."""
-    return NETWORK_FILESYSTEMS.get(filesystem_magic(path))
-
-
 def journal_mode(path):
-    """``WAL`` on a local filesystem, ``DELETE`` (a rollback journal) on a network one."""
-    return "DELETE" if network_filesystem(path) else "WAL"
+    """``WAL`` on a local filesystem, ``DELETE`` (a rollback journal) on a network one (one of
+    :data:`NETWORK_FILESYSTEMS`)."""
+    return "DELETE" if filesystem_magic(path) in NETWORK_FILESYSTEMS else "WAL"

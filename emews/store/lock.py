@@ -72,9 +72,3 @@ class StudyLock:
         if self.handle is not None:
             self.handle.close()
             self.handle = None
-
-    def __enter__(self):
-        return self.acquire()
-
-    def __exit__(self, *exc):
-        self.release()

@@ -1,26 +1,9 @@
-"""The layout of ``results.db`` and its versions (``PRAGMA user_version``).
-
-::
-
-    evaluations  one row per point: its latest attempt's state (what users query); ``seq`` is
-                 the point's place in the order the ME proposed them
-    attempts     one row per finished attempt of a point: done, failed, cancelled, interrupted,
-                 duplicate (a result that came after the point had its own)
-                 (a view: the attempt that made a point ``done`` is its row in ``evaluations``;
-                 every other attempt is a row of ``attempt_log``)
-    meta         key -> JSON value (settings of the run, stop reason, changes made on resume)
-    checkpoints  the ME's saved state after each tell (one row, replaced)
-    reports      one row per report of a model between its steps (``emews.report``): the
-                 point's id, its attempt, the step, the value, other metrics (JSON) and when;
-                 ``n`` numbers them in the order the master received them (a pruner's
-                 decisions replay in that order on resume)
-
-``metrics`` (in ``evaluations`` and ``attempts``) is a JSON object: the last epoch's value of
-every numeric key of what the model returned (a dict or a Keras ``History``), or NULL.
-``objectives`` (there too) is a JSON list: in a study of several objectives (``[study]
-objectives``), each one's raw value in that order (NULL in a study of one, or when the run gave
-none); ``feasible`` is 1 when the point meets the study's ``constraints``, 0 when it breaks one,
-NULL in a study without constraints.
+"""The layout of ``results.db`` and its versions (``PRAGMA user_version``): ``evaluations``
+(one row per point, its latest attempt; ``seq``: its place in the order the ME proposed them),
+``attempts`` (a view of every finished attempt: the one that made a point ``done`` is its row
+of ``evaluations``, every other one a row of ``attempt_log``), ``meta``, ``checkpoints`` and
+``reports`` (``n``: the order the master received them, in which a pruner's decisions replay
+on resume). docs/src/store.md says what each table and column holds.
 
 The master commits every turn (a few rows), so each B-tree that a turn touches costs a page
 write: ``evaluations`` has no index on ``status`` (the statuses of finished points would move

@@ -19,19 +19,14 @@ parameter file: :func:`pbt_settings`); docs/src/supervisor.md tabulates each wor
 
 The workflow is the one named (``emews supervisor``'s), else the cfg-prm file's
 (``workflows/GA``, ``mlrMBO``, ...), else the one whose variables the files set; a second file
-whose name does not end in ``.sh`` is the UPF of Supervisor's upf workflow (``workflow.sh SITE
-EXPID CFG_SYS UPF``), or the pbt workflow's parameter file (``pbt_run.sh SITE EXP_ID
-PARAMS_FILE``: ``emews supervisor SITE EXP_ID SITE.cfg PARAMS_FILE``, the workflow pbt). With one cfg file (the ``supervisor`` tool's form: flat, structured with
-``source_cfg``/``find_cfg``, or sys and prm settings merged) that file is all the settings;
-upf's names its UPF file in ``UPF``. While the files are sourced, Supervisor's helpers
-``source_cfg``, ``find_cfg``, ``sv_path_append`` and ``sv_path_prepend`` work as in its
-``utils.sh``, and a file named without a directory (``PARAM_SET_FILE=cmp_param_space.json``,
-``UPF``, ``INIT_PARAMS_FILE``) is looked up on ``SUPERVISOR_PATH``, as ``find_cfg`` does. A
-variable emews reads from the environment itself (``PROCS``, ``MODEL_NAME``, ...) takes the environment's value
-first, as emews's precedence says, so the study printed is the study run. A variable the files
-set that would change the study and that emews does not map is refused, never ignored; the few
-that change nothing under emews (:data:`UNUSED`) are named in the study's notes. A variable
-that the files' own text refers to (a helper such as ``POP_DEFAULT``) is no setting.
+whose name does not end in ``.sh`` is upf's UPF file or pbt's parameter file, and one cfg file
+alone (the ``supervisor`` tool's form) holds all the settings. docs/src/supervisor.md says how
+the files are found (``SUPERVISOR_PATH``, as ``find_cfg``) and which helpers work while they are
+sourced. A variable emews reads from the environment itself (``PROCS``, ``MODEL_NAME``, ...)
+takes the environment's value first, so the study printed is the study run. A variable the
+files set that would change the study and that emews does not map is refused, never ignored;
+the few that change nothing under emews (:data:`UNUSED`) are named in the study's notes. A
+variable that the files' own text refers to (a helper such as ``POP_DEFAULT``) is no setting.
 """
 
 import copy
@@ -196,12 +191,7 @@ class Settings:
 
     def read(self, path):
         """Source ``path`` after the files read so far."""
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(str(path), "the cfg file must be readable UTF-8 text",
-                              getattr(exc, "strerror", None) or str(exc),
-                              show_value=False) from None
+        text = read_text(path, "the cfg file")
         self.paths.append(path)
         self.referenced |= set(REFERENCE.findall(text))
         after = sourced(self.paths, self.environ)
