@@ -127,18 +127,16 @@ class Coordinates:
         return self.numeric(name) and plot.spans_decades(self.values[name])
 
     def place(self, name):
-        """The function that places a value of parameter ``name`` on an axis: the value
-        itself where the parameter's values are all numbers, else its label's index (of
-        :meth:`labels`); ``None`` (the point leaves the parameter out) stays ``None``."""
+        """A value of parameter ``name`` to its place on an axis: itself, or where the values
+        are not all numbers its index in :meth:`labels` (``None``, left out, stays ``None``)."""
         if self.numeric(name):
             return lambda value: value
         labels = self.labels(name)
         return lambda value: None if value is None else labels.index(str(value))
 
     def scale(self, axes, name, which):
-        """Parameter ``name``'s scale on ``axes``' ``which`` axis (``"x"`` or ``"y"``), set
-        once the panel is drawn: :meth:`labels` as ticks where its values are not all
-        numbers, else a log scale where it has one."""
+        """Parameter ``name`` on ``axes``' ``which`` axis (``"x"``, ``"y"``), once drawn:
+        :meth:`labels` as ticks where its values are not all numbers, else any log scale."""
         if not self.numeric(name):
             labels = self.labels(name)
             getattr(axes, f"set_{which}ticks")(range(len(labels)), labels)
