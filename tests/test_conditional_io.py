@@ -4,6 +4,7 @@ and a resume, where an inactive parameter is absent."""
 
 import csv
 import json
+import math
 import shutil
 import subprocess
 from pathlib import Path
@@ -50,6 +51,8 @@ def r_space(tmp_path, requires):
             Not(AllOf((In("warmup", (True,)), In("depth", (1, 4)))))))),
     ('quote(!optimizer == "sgd")', Not(In("optimizer", ("sgd",)))),   # R: !(a == b)
     ("quote(((`depth` == 3)))", In("depth", (3,))),
+    ("quote(depth > -Inf && depth <= +-2)",   # signs and Inf as R and the values read them
+     AllOf((Compare("depth", ">", -math.inf), Compare("depth", "<=", -2)))),
 ])
 def test_requires_is_read_into_a_condition(tmp_path, requires, condition):
     space = Space.from_file(r_space(tmp_path, requires))

@@ -114,18 +114,51 @@ class Coordinates:
         """The distinct values of a non-numeric parameter, as sorted text."""
         return sorted({str(v) for v in self.values[name]})
 
+    def numeric(self, name):
+        """Whether parameter ``name``'s values are all numbers."""
+        return all(_numeric(v) for v in self.values[name])
+
     def is_log(self, name):
         """Whether parameter ``name`` is on a log scale: as its space declares it, or, with no
         space to read, when its values span decades."""
         param = self.params.get(name)
         if param is not None:
             return bool(getattr(param, "log", False))
-        return all(_numeric(v) for v in self.values[name]) and \
-            plot.spans_decades(self.values[name])
+        return self.numeric(name) and plot.spans_decades(self.values[name])
+
+    def place(self, name):
+        """A value of parameter ``name`` to its place on an axis: itself, or where the values
+        are not all numbers its index in :meth:`labels` (``None``, left out, stays ``None``)."""
+        if self.numeric(name):
+            return lambda value: value
+        labels = self.labels(name)
+        return lambda value: None if value is None else labels.index(str(value))
+
+    def scale(self, axes, name, which):
+        """Parameter ``name`` on ``axes``' ``which`` axis (``"x"``, ``"y"``), once drawn:
+        :meth:`labels` as ticks where its values are not all numbers, else any log scale."""
+        if not self.numeric(name):
+            labels = self.labels(name)
+            getattr(axes, f"set_{which}ticks")(range(len(labels)), labels)
+        elif self.is_log(name):
+            getattr(axes, f"set_{which}scale")("log")
 
 
 def _numeric(value):
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _panels(plt, count, columns, width, height):
+    """A figure of ``count`` panels, at most ``columns`` a row, each ``width`` by ``height``
+    inches: ``(figure, its panels)``, those past ``count`` blank."""
+    columns = min(columns, max(count, 1))
+    rows = max(1, math.ceil(count / columns))
+    figure, grid = plt.subplots(rows, columns, figsize=(width * columns, height * rows),
+                                squeeze=False)
+    panels = list(grid.flat)
+    for axes in panels[count:]:
+        axes.set_axis_off()
+    return figure, panels
 
 
 def _convergence(plt, study, coordinates):
@@ -230,14 +263,9 @@ def _schedules(plt, study, segments, coordinates):
     members = _by_member(segments)
     done = [s for s in segments if s["status"] == Status.DONE and s["value"] is not None]
     best = schedule(study) if done else None
-    columns = min(2, max(len(names), 1))
-    rows = max(1, math.ceil(len(names) / columns))
-    figure, grid = plt.subplots(rows, columns, figsize=(6 * columns, 3.4 * rows), squeeze=False)
-    for axes, name in zip(grid.flat, names):
-        def position(value, name=name):
-            return value if _numeric(value) or value is None else \
-                coordinates.labels(name).index(str(value))
-
+    figure, panels = _panels(plt, len(names), 2, 6, 3.4)
+    for axes, name in zip(panels, names):
+        position = coordinates.place(name)
         for member, own in sorted(members.items()):
             steps = [step for s in own for step in (s["start"], s["until"], math.nan)]
             values = [v for s in own for v in [position(s["params"].get(name))] * 2 + [math.nan]]
@@ -248,15 +276,9 @@ def _schedules(plt, study, segments, coordinates):
             values = [position(best["schedule"][str(step)].get(name)) for step in starts]
             axes.step(starts + [best["until"]], values + values[-1:], where="post",
                       color="k", linestyle="--", linewidth=1.0, label="best")
-        if not all(_numeric(v) for v in coordinates.values[name]):
-            labels = coordinates.labels(name)
-            axes.set_yticks(range(len(labels)), labels)
-        elif coordinates.is_log(name):
-            axes.set_yscale("log")
+        coordinates.scale(axes, name, "y")
         axes.set(xlabel="step", ylabel=name, title=name)
-    grid.flat[0].legend(fontsize="small")
-    for axes in list(grid.flat)[len(names):]:
-        axes.set_axis_off()
+    panels[0].legend(fontsize="small")
     note = "" if best is None else (
         f" Dashed: the schedule of the best segment, {_e(best['name'])} (member "
         f"{best['member']}), followed back through the segments it started from "
@@ -384,25 +406,15 @@ def _parallel(plt, study, coordinates):
 def _params(plt, study, coordinates):
     names = coordinates.varying() or coordinates.names
     done = study.done
-    columns = min(3, max(len(names), 1))
-    rows = max(1, math.ceil(len(names) / columns))
-    figure, grid = plt.subplots(rows, columns, figsize=(4 * columns, 3.2 * rows), squeeze=False)
-    for axes, name in zip(grid.flat, names):
-        active = [r for r in done if name in r["params"]]
-        xs, values = [r["params"][name] for r in active], [r["result"] for r in active]
-        if all(_numeric(x) for x in xs):
-            axes.scatter(xs, values, s=12)
-            if coordinates.is_log(name):
-                axes.set_xscale("log")
-        else:
-            labels = coordinates.labels(name)
-            axes.scatter([labels.index(str(x)) for x in xs], values, s=12)
-            axes.set_xticks(range(len(labels)), labels)
+    figure, panels = _panels(plt, len(names), 3, 4, 3.2)
+    for axes, name in zip(panels, names):
+        position, active = coordinates.place(name), [r for r in done if name in r["params"]]
+        values = [r["result"] for r in active]
+        axes.scatter([position(r["params"][name]) for r in active], values, s=12)
+        coordinates.scale(axes, name, "x")
         if plot.spans_decades(values):
             axes.set_yscale("log")
         axes.set(xlabel=name, ylabel=study.objective)
-    for axes in list(grid.flat)[len(names):]:
-        axes.set_axis_off()
     return figure, (f"{len(done)} evaluations with a value; each panel shows those in which "
                     "its parameter is active.")
 

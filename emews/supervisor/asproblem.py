@@ -16,6 +16,7 @@ anything else assigned to ``space[...]`` is one error naming the file, the line 
 import ast
 
 from ..errors import ConfigError
+from .randomsettings import range_entry
 
 
 def parse(text, where="as_problem.py"):
@@ -51,10 +52,8 @@ def _entry(name, value, where):
         raise ConfigError(where, "a dimension's name must be a string", name)
     if isinstance(value, list) and value:
         return {"name": name, "type": "categorical", "values": value}
-    numbers = isinstance(value, tuple) and len(value) == 2 and all(
-        isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
-    if not numbers:
+    entry = range_entry(name, value) if isinstance(value, tuple) else None
+    if entry is None:
         raise ConfigError(f"{where} ({name})", "must be a (lower, upper) range of numbers or a "
                           "non-empty [values] list", value)
-    kind = "int" if all(isinstance(v, int) for v in value) else "float"
-    return {"name": name, "type": kind, "lower": value[0], "upper": value[1]}
+    return entry

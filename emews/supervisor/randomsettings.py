@@ -26,11 +26,19 @@ def entries(data, where="settings.json"):
                           "per parameter", table)
     found = []
     for name, bounds in table.items():
-        numbers = isinstance(bounds, list) and len(bounds) == 2 and all(
-            isinstance(b, (int, float)) and not isinstance(b, bool) for b in bounds)
-        if not numbers or bounds[0] > bounds[1]:
+        entry = range_entry(name, bounds) if isinstance(bounds, list) else None
+        if entry is None or bounds[0] > bounds[1]:
             raise ConfigError(f"{where}: parameters.{name}", "must be a [low, high] pair of "
                               "numbers, low <= high", bounds)
-        kind = "int" if all(isinstance(b, int) for b in bounds) else "float"
-        found.append({"name": name, "type": kind, "lower": bounds[0], "upper": bounds[1]})
+        found.append(entry)
     return found
+
+
+def range_entry(name, pair):
+    """The GA JSON entry of parameter ``name`` from ``pair``'s lower and upper bound: ``int``
+    when both are integers, else ``float``; ``None`` unless ``pair`` holds two numbers."""
+    if len(pair) != 2 or not all(isinstance(b, (int, float)) and not isinstance(b, bool)
+                                 for b in pair):
+        return None
+    kind = "int" if all(isinstance(b, int) for b in pair) else "float"
+    return {"name": name, "type": kind, "lower": pair[0], "upper": pair[1]}

@@ -12,10 +12,10 @@ The subset understood is what CANDLE/Supervisor's mlrMBO workflows use::
     )
 
 Arguments go by position (``id``, then ``lower``/``upper`` or ``values``) or by name. Values are
-literals: numbers (``1e-5``, ``-2``, ``5L``), strings, ``TRUE``/``FALSE``, and ``c(...)`` or
-``list(...)`` of them. ``default`` is accepted and ignored (it does not change the search).
-``trafo`` (numeric and integer parameters) is parsed into a :class:`Trafo` by this grammar,
-and only by it::
+literals: numbers (``1e-5``, ``-2``, ``5L``, ``-Inf``), strings, ``TRUE``/``FALSE``, and
+``c(...)`` or ``list(...)`` of them. ``default`` is accepted and ignored (it does not change
+the search). ``trafo`` (numeric and integer parameters) is parsed into a :class:`Trafo` by this
+grammar, and only by it::
 
     trafo   := "function" "(" NAME ")" ( body | "{" body "}" )
     body    := product (("+" | "-") product)*
@@ -35,8 +35,8 @@ grammar, and only by it (ParamHelpers takes a ``quote`` or an ``expression``)::
     test     := PARAM (("==" | "!=" | "<" | "<=" | ">" | ">=") literal | "%in%" values)?
     values   := literal | "c" "(" literal ("," literal)* ")"
 
-where PARAM names another parameter (alone, a logical one that is ``TRUE``) and a literal is a
-number, a string, ``TRUE`` or ``FALSE``. Every other argument, any other trafo
+where PARAM names another parameter (alone, a logical one that is ``TRUE``) and a literal is
+one as above: a number, a string, ``TRUE`` or ``FALSE``. Every other argument, any other trafo
 (``function(x) system("...")``) and any other requires (``quote(f(x))``, ``quote(a <- 1)``) are
 refused with an error that names the file, the line and column, the parameter, the rule and the
 text. :func:`parse` returns plain
@@ -260,27 +260,34 @@ class _Parser:
                                       item.text)
                 values.append(element)
             return values
-        sign = 1
-        while token is not None and token.text in ("-", "+"):
-            sign = -sign if token.text == "-" else sign
-            self.position += 1
+        value = _literal(self)
+        if value is None:
             token = self.peek()
-        if token is not None and token.kind == "number":
-            self.position += 1
-            return sign * _number(token.text)
-        if token is not None and token.text in CONSTANTS and not isinstance(CONSTANTS[token.text],
-                                                                            bool):
-            self.position += 1
-            return sign * CONSTANTS[token.text]
-        if sign == 1 and token is not None and token.kind == "string":
-            self.position += 1
-            return _string(token.text)
-        if sign == 1 and token is not None and token.text in CONSTANTS:
-            self.position += 1
-            return CONSTANTS[token.text]
-        raise ConfigError(self.where(token), "must be a literal (number, string, TRUE/FALSE) or "
-                          "c(...)/list(...) of literals; R code is never evaluated",
-                          token.text if token else "end of file")
+            raise ConfigError(self.where(token), "must be a literal (number, string, TRUE/FALSE) "
+                              "or c(...)/list(...) of literals; R code is never evaluated",
+                              token.text if token else "end of file")
+        return value
+
+
+def _literal(reader):
+    """The literal at ``reader``'s position, taken: a number or ``Inf`` after any run of signs
+    (R reads ``-+-1`` as 1), or an unsigned string, ``TRUE`` or ``FALSE``; ``None`` where there
+    is none (the signs taken)."""
+    sign, signed = 1, False
+    while (token := reader.peek()) is not None and token.text in ("-", "+"):
+        sign, signed = -sign if token.text == "-" else sign, True
+        reader.position += 1
+    constant = CONSTANTS.get(token.text) if token is not None else None
+    if token is not None and (token.kind == "number" or constant == math.inf):
+        value = sign * (_number(token.text) if token.kind == "number" else constant)
+    elif token is not None and not signed and token.kind == "string":
+        value = _string(token.text)
+    elif not signed and isinstance(constant, bool):
+        value = constant
+    else:
+        return None
+    reader.position += 1
+    return value
 
 
 def _number(text):
@@ -518,15 +525,5 @@ class _RequiresParser(_ArgumentParser):
         return tuple(values)
 
     def literal(self):
-        sign = -1 if self.accept("-") is not None else 1
-        token = self.peek()
-        if token is not None and token.kind == "number":
-            self.position += 1
-            return sign * _number(token.text)
-        if sign == 1 and token is not None and token.kind == "string":
-            self.position += 1
-            return _string(token.text)
-        if sign == 1 and token is not None and isinstance(CONSTANTS.get(token.text), bool):
-            self.position += 1
-            return CONSTANTS[token.text]
-        return self.fail()
+        value = _literal(self)
+        return self.fail() if value is None else value
