@@ -21,6 +21,7 @@ get nothing else until it ends.
 """
 
 import collections
+import functools
 import os
 import sys
 
@@ -222,22 +223,21 @@ def _serve(comm, objective, rank, backoff, cancels):
             return batch or 0
         for task_id, params, run_id, *resources in batch:
             outcome = objective.evaluate(params, run_id, cancels.of(run_id),
-                                         reporter(comm, rank, task_id),
+                                         functools.partial(report, comm, rank, task_id),
                                          Resources.from_dict(*resources) if resources else None)
             sys.stdout.flush()
             comm.send((rank, task_id, outcome.to_wire()), dest=0, tag=RESULT)
 
 
-def reporter(comm, rank, task_id):
-    """The ``report`` callback of task ``task_id`` on this worker: sends the report to rank 0
-    and waits (polling, never spinning in MPI) for its verdict."""
-    def report(one: Report):
-        comm.send((rank, task_id, one.to_wire()), dest=0, tag=REPORT)
-        backoff = Backoff()
-        while (message := comm.improbe(source=0, tag=VERDICT)) is None:
-            backoff.wait()
-        return message.recv()
-    return report
+def report(comm, rank, task_id, one: Report):
+    """Send ``one``, a report of task ``task_id`` on this worker, to rank 0 and wait (polling,
+    never spinning in MPI) for its verdict: the ``report`` callback of the task, bound to its
+    first three arguments."""
+    comm.send((rank, task_id, one.to_wire()), dest=0, tag=REPORT)
+    backoff = Backoff()
+    while (message := comm.improbe(source=0, tag=VERDICT)) is None:
+        backoff.wait()
+    return message.recv()
 
 
 def redirect_output(path):
