@@ -36,7 +36,7 @@ from .handoff import prepare
 from .outcome import Outcome
 from .py import Py
 from .reporting import Pruned
-from .model_output import decode_tail, safe_text
+from .model_output import Value, decode_tail, safe_text
 
 MODEL_RUNNER = "emews.models.runner"
 
@@ -128,8 +128,8 @@ class Objective:
                 prepare(context, segment)
             watch = process.Watch(self.timeout, self.grace, cancelled, report)
             value = self.implementation.run(params, params_json, context, watch)
-            outcome = Outcome(float(value), metrics=getattr(value, "metrics", {}),
-                              objectives=getattr(value, "objectives", []))
+            outcome = (Outcome(float(value), metrics=value.metrics, objectives=value.objectives)
+                       if isinstance(value, Value) else Outcome(float(value)))
         except Pruned as exc:
             outcome = Outcome(exc.value, Status.PRUNED, str(exc))
         except Cancelled as exc:

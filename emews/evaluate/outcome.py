@@ -30,7 +30,6 @@ checked (:data:`NUMBER`, :data:`TEXT`, :data:`STATUS`, :data:`METRICS`, :data:`S
 import dataclasses
 import functools
 import math
-import operator
 from typing import Callable, NamedTuple
 
 from ..core.vector import finite_or_none
@@ -182,9 +181,10 @@ class Outcome(Wire):
         """This outcome as a JSON-able list of its fields in :attr:`ORDER` (see the module
         docstring)."""
         value, started, finished = self.value, self.started, self.finished
-        if _rest(self) == _REST_AT_DEFAULT and type(value) is type(started) is type(finished) \
-                is float and math.isfinite(value + started + finished):   # a plain done one
-            return [value, started, finished]
+        if (self.status, self.error, self.log_tail, self.metrics, self.objectives,
+                self.feasible) == _REST_AT_DEFAULT and type(value) is type(started) \
+                is type(finished) is float and math.isfinite(value + started + finished):
+            return [value, started, finished]   # a plain done one
         fields, values = _ordered(type(self)), self.__dict__
         end = len(fields)
         while end > self.ALWAYS and values[fields[end - 1][0]] == fields[end - 1][2]:
@@ -197,7 +197,7 @@ class Outcome(Wire):
         when ``data`` is not a list, is empty or holds a field that breaks its rule."""
         if type(data) is list and len(data) == 3 and \
                 type(data[0]) is type(data[1]) is type(data[2]) is float:   # a plain done one
-            return cls(data[0], Status.DONE, None, None, data[1], data[2])
+            return cls(data[0], Status.DONE, None, None, data[1], data[2], {}, [])
         fields = _ordered(cls)
         try:
             if type(data) is not list and type(data) is not tuple:
@@ -278,5 +278,5 @@ def _fault(cls, data, named, form):
     return f"{article} {what} that breaks the rules: {data!r:.80}"
 
 
-_rest = operator.attrgetter(*Outcome.ORDER[Outcome.ALWAYS:])   # the fields after those three,
+# the defaults of the fields after value, started and finished, in ORDER
 _REST_AT_DEFAULT = tuple(default for _, _, default in _ordered(Outcome)[Outcome.ALWAYS:])

@@ -178,22 +178,24 @@ def serve(comm, objective):
     """
     from mpi4py import MPI
 
-    rank = comm.Get_rank()
     comm.send(MPI.Get_processor_name(), dest=0, tag=HELLO)
     stop_on_signals()
-    cancels = Cancels(comm)
+    worker = Worker(comm)
     try:
-        return _serve(comm, objective, rank, Backoff(), cancels)
+        return _serve(comm, objective, worker, Backoff())
     finally:
-        cancels.drain()
+        worker.drain()
         objective.close()
 
 
-class Cancels:
-    """The CANCEL messages rank 0 sent this worker: the run ids it calls off."""
+class Worker:
+    """This worker's side of the task it runs (one at a time): the CANCEL messages rank 0 sent
+    (the run ids it calls off) and the task's two callbacks, :meth:`cancelled` and
+    :meth:`report`, the same bound methods for every task."""
 
     def __init__(self, comm):
-        self.comm, self.run_ids = comm, set()
+        self.comm, self.rank, self.run_ids = comm, comm.Get_rank(), set()
+        self.task_id = self.run_id = None   # the task under way
 
     def drain(self):
         """Receive every CANCEL already sent. None may be left unreceived at exit: MPICH's
@@ -202,15 +204,23 @@ class Cancels:
         while self.comm.iprobe(source=0, tag=CANCEL):
             self.run_ids.update(self.comm.recv(source=0, tag=CANCEL))
 
-    def of(self, run_id):
-        """The ``cancelled`` callback of run ``run_id``."""
-        def cancelled():
-            self.drain()
-            return run_id in self.run_ids
-        return cancelled
+    def cancelled(self):
+        """Whether rank 0 called off the run under way."""
+        self.drain()
+        return self.run_id in self.run_ids
+
+    def report(self, one: Report):
+        """Send ``one``, a report of the task under way, to rank 0 and wait (polling, never
+        spinning in MPI) for its verdict."""
+        self.comm.send((self.rank, self.task_id, one.to_wire()), dest=0, tag=REPORT)
+        backoff = Backoff()
+        while (message := self.comm.improbe(source=0, tag=VERDICT)) is None:
+            backoff.wait()
+        return message.recv()
 
 
-def _serve(comm, objective, rank, backoff, cancels):
+def _serve(comm, objective, worker, backoff):
+    cancelled, report = worker.cancelled, worker.report
     while True:
         message = comm.improbe(source=0, tag=TASKS)
         if message is None:
@@ -221,23 +231,11 @@ def _serve(comm, objective, rank, backoff, cancels):
         if batch is None or isinstance(batch, int):
             return batch or 0
         for task_id, params, run_id, *resources in batch:
-            outcome = objective.evaluate(params, run_id, cancels.of(run_id),
-                                         reporter(comm, rank, task_id),
+            worker.task_id, worker.run_id = task_id, run_id
+            outcome = objective.evaluate(params, run_id, cancelled, report,
                                          Resources.from_dict(*resources) if resources else None)
             sys.stdout.flush()
-            comm.send((rank, task_id, outcome.to_wire()), dest=0, tag=RESULT)
-
-
-def reporter(comm, rank, task_id):
-    """The ``report`` callback of task ``task_id`` on this worker: sends the report to rank 0
-    and waits (polling, never spinning in MPI) for its verdict."""
-    def report(one: Report):
-        comm.send((rank, task_id, one.to_wire()), dest=0, tag=REPORT)
-        backoff = Backoff()
-        while (message := comm.improbe(source=0, tag=VERDICT)) is None:
-            backoff.wait()
-        return message.recv()
-    return report
+            comm.send((worker.rank, task_id, outcome.to_wire()), dest=0, tag=RESULT)
 
 
 def redirect_output(path):
