@@ -643,7 +643,7 @@ class KernelEstimate:
     def _fit(self, settings, X, y):
         try:
             model = GaussianProcessRegressor(
-                kernel=settings["kernel"] + WhiteKernel(),   # skopt's noise = "gaussian"
+                kernel=settings["kernel"] + WhiteKernel(noise_level_bounds=(1e-10, 1e5)),
                 normalize_y=settings["normalize_y"],
                 n_restarts_optimizer=settings["n_restarts_optimizer"],
                 random_state=settings["random_state"])
