@@ -239,21 +239,80 @@ def test_gp_kernel_estimate_started_by_the_daemon_me_thread_is_waited_for_at_exi
     search.estimate.kernel()
 
 
-def test_candidate_posterior_predicts_what_a_refit_with_the_told_points_predicts():
-    from emews.algorithms.skopt_search import CandidatePosterior, _refit
+def test_gp_learns_its_noise_below_sklearns_floor_unless_it_was_asked_a_batch():
+    """One objective, points asked one at a time (sequential) or with others in flight
+    (async): the kernel estimate's noise is bounded below by NOISE_FLOOR (the test of the
+    candidate posterior sees it fall there); after a batch (several points, none in flight),
+    or in ParEGO, by scikit-learn's floor. A state taken with an estimate under way starts it
+    again with the floor it began with, whatever was asked since."""
+    from emews.algorithms.skopt_search import BATCH_NOISE_FLOOR, NOISE_FLOOR
+    from emews.core.algorithm import Objectives
+
+    def floor(sizes, objectives=1):
+        """A search told 8 points, then ``asks`` points ``size`` at a time and told them,
+        for each (size, asks) of ``sizes``; the floor of its estimate under way."""
+        gp = SkoptSearch(SQUARE, seed=1, objectives=objectives, **QUICK_GP)
+        points = SQUARE.sample(np.random.default_rng(0), 8)
+        for size, asks in [(None, None), *sizes]:
+            if size is not None:
+                points = [p for _ in range(asks) for p in gp.ask(size)]
+            gp.tell(points, [Objectives([distance_to_corner(p)] * objectives)
+                             for p in points])
+        bound = gp.estimate.kernel().k2.noise_level_bounds[0]   # what the fit was bounded by
+        assert bound == gp.estimate.floor
+        return gp, bound
+
+    for sizes, objectives, expected in (([(1, 1)] * 2, 1, NOISE_FLOOR),
+                                        ([(1, 2)] * 2, 1, NOISE_FLOOR),   # one in flight
+                                        ([(4, 1)] * 2, 1, BATCH_NOISE_FLOOR),
+                                        ([(1, 1)] * 2, 2, BATCH_NOISE_FLOOR)):
+        assert floor(sizes, objectives)[1] == expected, (sizes, objectives)
 
     gp = SkoptSearch(SQUARE, seed=1, **QUICK_GP)
+    told(gp, 8)
+    points = gp.ask(1)
+    gp.tell(points, [distance_to_corner(p) for p in points])   # an estimate under way
+    gp.ask(4)
+    restored = SkoptSearch(SQUARE, seed=1, **QUICK_GP)
+    restored.restore(gp.state())
+    assert restored.estimate.floor == NOISE_FLOOR and restored.asked_batch
+    points = gp.ask(1)
+    assert restored.ask(1) == points
+    for search in (gp, restored):
+        search.tell(points, [distance_to_corner(p) for p in points])
+    assert restored.optimizer.base_estimator_.kernel == gp.optimizer.base_estimator_.kernel
+    for search in (gp, restored):
+        search.estimate.kernel()
+
+
+@pytest.mark.parametrize("batch", [False, True])
+def test_candidate_posterior_predicts_what_a_refit_with_the_told_points_predicts(batch):
+    """Exactly, up to rounding: conditioning on a told point subtracts covariances of the
+    order of the kernel's amplitude (losing eps ||K^-1|| amplitude^2 each) to find the
+    point's variance given the data, here a thousandth of the amplitude; the mean moves by
+    the values' span over that variance. With the noise learnt down to NOISE_FLOOR as with
+    scikit-learn's floor (after a ``batch``)."""
+    from emews.algorithms.skopt_search import BATCH_NOISE_FLOOR, CandidatePosterior, _refit
+
+    gp = SkoptSearch(SQUARE, seed=1, **QUICK_GP)
+    if batch:
+        gp.ask(2)
     told(gp, 12)
     optimizer = gp.optimizer
+    model = _refit(optimizer)
+    assert (model.noise_ < BATCH_NOISE_FLOOR / 100) != batch
     candidates = np.random.default_rng(4).random((200, 2))
-    posterior = CandidatePosterior(_refit(optimizer), candidates, optimizer.yi)
+    posterior = CandidatePosterior(model, candidates, optimizer.yi)
     extra = SQUARE.sample(np.random.default_rng(5), 3)
     for point, value in zip(extra, [0.0, 2.0, 0.1]):
         x = [point[p.name] for p in SQUARE.free]
         posterior.tell(optimizer.space.transform([x])[0], value)
         optimizer.tell(x, value)    # the refit the posterior stands for (same fixed kernel)
     mean, std = _refit(optimizer).predict(candidates, return_std=True)
-    assert np.allclose(posterior.mean, mean, atol=1e-9)
+    amplitude = model.kernel_.diag(candidates[:1])[0]
+    lost = np.finfo(float).eps * np.linalg.norm(posterior.K_inv, 2) * amplitude ** 2
+    rounding = lost / np.min(np.diag(posterior.told_cov)) * np.ptp(optimizer.yi)
+    assert np.abs(posterior.mean - mean).max() <= 4 * rounding < 1e-6
     assert np.allclose(posterior.std, std, atol=1e-9)
     assert std.max() > 0.01          # a prediction with something to compare
 
@@ -310,9 +369,9 @@ def test_gp_from_refit_all_below_on_plans_one_point_on_at_most_fast_points_candi
             super().__init__(model, candidates, y)
 
     class Estimate(skopt_search.KernelEstimate):
-        def __init__(self, settings, X, y, due):
+        def __init__(self, settings, X, y, due, floor):
             restarts.append((len(y), settings["n_restarts_optimizer"]))
-            super().__init__(settings, X, y, due)
+            super().__init__(settings, X, y, due, floor)
 
     monkeypatch.setattr(skopt_search, "CandidatePosterior", Posterior)
     monkeypatch.setattr(skopt_search, "KernelEstimate", Estimate)
