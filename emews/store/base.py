@@ -197,6 +197,14 @@ class Store(abc.ABC):
     def _query(self, sql: str, args: Sequence[Any]) -> list[Mapping[str, Any]]:
         """The rows ``sql`` selects, as mappings (a failure: one-line StoreError)."""
 
+    @abc.abstractmethod
+    def _select(self, columns: str, table: str, where: str = "", args: Sequence[Any] = (),
+                tail: str = "") -> tuple[str, Sequence[Any]]:
+        """``(sql, args)`` that select ``columns`` of this study's rows of ``table``
+        (``evaluations``, ``meta``, ``checkpoints`` or ``reports``) that match ``where``, a
+        ``?`` in it for each of ``args``, then ``tail`` (``ORDER BY`` ...): the reads below,
+        written once, in each backend's SQL."""
+
     # --- writes (buffered until commit) ------------------------------------------------------
 
     def add(self, rows: Iterable[tuple[int, str, str, int | None, int]]) -> None:
@@ -329,29 +337,37 @@ class Store(abc.ABC):
 
     # --- reads (each commits what is buffered first) ----------------------------------------
 
-    @abc.abstractmethod
     def checkpoint(self, name: str) -> tuple[bytes | None, dict[str, Any]] | None:
         """``(state, driver)`` of checkpoint ``name`` (``state`` as bytes), or ``None``."""
+        rows = self._read(*self._select("state, driver", "checkpoints", "name=?", (name,)))
+        if not rows:
+            return None
+        state = rows[0]["state"]
+        return (bytes(state) if state is not None else None), json.loads(rows[0]["driver"])
 
     def meta(self, key: str, default: Any = None) -> Any:
         """The value stored under ``key``, or ``default``."""
         self.commit()
         return self.committed_meta(key, default)
 
-    @abc.abstractmethod
     def committed_meta(self, key: str, default: Any = None) -> Any:
         """The value committed under ``key``, or ``default``, without committing what this
         store buffers: what another process wrote (the master's look at ``control`` each turn
         leaves its turn's writes to the turn's own commit)."""
+        rows = self._query(*self._select("value", "meta", "key=?", (key,)))
+        return default if not rows else json.loads(rows[0]["value"])
 
-    @abc.abstractmethod
     def all_meta(self) -> dict[str, Any]:
         """Every ``key -> value`` stored with :meth:`set_meta`."""
+        return {row["key"]: json.loads(row["value"])
+                for row in self._read(*self._select("key, value", "meta"))}
 
-    @abc.abstractmethod
     def rows(self, *statuses: str) -> list[Row]:
         """Points as dicts (``params`` and ``metrics`` decoded, ``{}`` without metrics), by
         id; only those in ``statuses`` when given."""
+        where = f"status IN ({', '.join('?' * len(statuses))})" if statuses else ""
+        return [decoded(row) for row in
+                self._read(*self._select("*", "evaluations", where, statuses, "ORDER BY id"))]
 
     @abc.abstractmethod
     def attempts(self, point_id: int | None = None) -> list[Row]:
@@ -359,12 +375,14 @@ class Store(abc.ABC):
         (``metrics`` decoded), by id and attempt (a point's ``done`` attempt before a
         ``duplicate`` of it; see the module docstring)."""
 
-    @abc.abstractmethod
     def reports(self, eval_id: int | None = None) -> list[Row]:
         """Every report (of one point when ``eval_id`` is given) as dicts ``{"id", "attempt",
         "step", "value", "metrics", "time"}`` (``value`` ``None`` for a NaN or infinite one,
         ``metrics`` decoded), in the order they were received; ``[]`` from a store that
         predates reports."""
+        where, args = ("id=?", (eval_id,)) if eval_id is not None else ("", ())
+        return [decoded(row, "metrics") for row in self._read(*self._select(
+            "id, attempt, step, value, metrics, time", "reports", where, args, "ORDER BY n"))]
 
     @abc.abstractmethod
     def curves(self) -> dict[int, dict[int, float]]:
@@ -381,19 +399,22 @@ class Store(abc.ABC):
         reader that kept the last ``n`` it saw reads only what is new; ``[]`` from a store
         that predates reports."""
 
-    @abc.abstractmethod
     def counts(self) -> dict[str, int]:
         """``{status: number of points}`` (statuses that no point has are left out)."""
+        return {row["status"]: row["n"] for row in self._read(*self._select(
+            "status, COUNT(*) AS n", "evaluations", tail="GROUP BY status"))}
 
     def finished_count(self) -> int:
         """How many points have a result the search was told (``done``, ``failed``, ``pruned``
         or ``paused``)."""
         return sum(n for status, n in self.counts().items() if status in TOLD)
 
-    @abc.abstractmethod
     def best(self) -> Row | None:
         """The ``done`` point with the lowest result (the lowest id among equals) as
         :meth:`rows` gives it, or ``None``."""
+        rows = self._read(*self._select("*", "evaluations", f"status='{Status.DONE}' AND "
+                                        "result IS NOT NULL", (), "ORDER BY result, id LIMIT 1"))
+        return decoded(rows[0]) if rows else None
 
     def failure_reasons(self, limit: int = 3) -> list[tuple[str, int]]:
         """The most common errors of ``failed`` points, ``[(reason, count), ...]``, most
@@ -402,18 +423,20 @@ class Store(abc.ABC):
         for a failure without one."""
         return common_reasons(self.failure_messages(), limit)
 
-    @abc.abstractmethod
     def failure_messages(self) -> list[tuple[str, int]]:
         """Each distinct error of ``failed`` points with how many have it, in no order
         (``no reason recorded`` for a failure without one)."""
+        return [(row["reason"], row["n"]) for row in self._read(*self._select(
+            f"COALESCE(error, '{NO_REASON}') AS reason, COUNT(*) AS n", "evaluations",
+            f"status='{Status.FAILED}'", (), "GROUP BY 1"))]
 
-    @abc.abstractmethod
     def next_id(self) -> int:
         """The id the next new point gets (one more than the highest; 0 at first)."""
+        return self._read(*self._select("COALESCE(MAX(id) + 1, 0) AS n", "evaluations"))[0]["n"]
 
-    @abc.abstractmethod
     def next_seq(self) -> int:
         """The place in the ME's order of the next point it proposes."""
+        return self._read(*self._select("COALESCE(MAX(seq) + 1, 0) AS n", "evaluations"))[0]["n"]
 
     @abc.abstractmethod
     def snapshot(self) -> Snapshot:
