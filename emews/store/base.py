@@ -201,7 +201,8 @@ class Store(abc.ABC):
     def _select(self, columns: str, table: str, where: str = "", args: Sequence[Any] = (),
                 tail: str = "") -> tuple[str, Sequence[Any]]:
         """``(sql, args)`` that select ``columns`` of this study's rows of ``table``
-        (``evaluations``, ``meta``, ``checkpoints`` or ``reports``) that match ``where``, a
+        (``evaluations``, ``meta``, ``checkpoints``, ``reports``, or ``attempts`` but not
+        ``done`` ones: PostgreSQL has no view of those) that match ``where``, a
         ``?`` in it for each of ``args``, then ``tail`` (``ORDER BY`` ...): the reads below,
         written once, in each backend's SQL."""
 
@@ -296,7 +297,8 @@ class Store(abc.ABC):
         self._interrupt(time.time())
         self.commit()
         rows = self.rows(Status.INTERRUPTED)
-        counts = self._interruptions()
+        counts = {row["id"]: row["n"] for row in self._read(*self._select(
+            "id, COUNT(*) AS n", "attempts", f"status='{Status.INTERRUPTED}'", (), "GROUP BY id"))}
         for row in rows:
             row["interruptions"] = counts.get(row["id"], 0)
         return rows
@@ -304,10 +306,6 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def _interrupt(self, now: float) -> None:
         """Buffer what :meth:`interrupt_unfinished` writes (``now``: the attempts' finish)."""
-
-    @abc.abstractmethod
-    def _interruptions(self) -> dict[int, int]:
-        """``{id: number of interrupted attempts}``."""
 
     def add_reports(self, rows: Iterable[tuple[int, int, Report]]) -> None:
         """Reports of running attempts: ``(id, attempt, report)`` tuples (``report`` an

@@ -448,11 +448,6 @@ class PostgresStore(Store):
                     f"exp_id=%s AND status IN ('{Status.QUEUED}', '{Status.RUNNING}', "
                     f"'{Status.CANCELLED}')", [(self.exp_id,)], action)
 
-    def _interruptions(self):
-        return {row["id"]: row["n"] for row in self._read(
-            "SELECT id, COUNT(*) AS n FROM emews_attempts WHERE exp_id=%s AND "
-            f"status='{Status.INTERRUPTED}' GROUP BY id", (self.exp_id,))}
-
     def _add_reports(self, rows):
         self._write("INSERT INTO emews_reports (exp_id, id, attempt, step, value, metrics, "
                     "time) VALUES (%s, %s, %s, %s, %s, %s, %s)",

@@ -199,10 +199,6 @@ class SQLiteStore(Store):
         self._write(f"UPDATE evaluations SET status='{Status.INTERRUPTED}' WHERE status IN "
                     f"('{Status.QUEUED}', '{Status.RUNNING}', '{Status.CANCELLED}')", [()], action)
 
-    def _interruptions(self):
-        return dict(self._read("SELECT id, COUNT(*) FROM attempts WHERE status = "
-                               f"'{Status.INTERRUPTED}' GROUP BY id"))
-
     def _add_reports(self, rows):
         self._write("INSERT INTO reports (id, attempt, step, value, metrics, time) "
                     "VALUES (?, ?, ?, ?, ?, ?)", rows, "record reports")
