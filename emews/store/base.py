@@ -430,11 +430,13 @@ class Store(abc.ABC):
 
     def next_id(self) -> int:
         """The id the next new point gets (one more than the highest; 0 at first)."""
-        return self._read(*self._select("COALESCE(MAX(id) + 1, 0) AS n", "evaluations"))[0]["n"]
+        rows = self._read(*self._select("COALESCE(MAX(id) + 1, 0) AS n", "evaluations"))
+        return int(rows[0]["n"])
 
     def next_seq(self) -> int:
         """The place in the ME's order of the next point it proposes."""
-        return self._read(*self._select("COALESCE(MAX(seq) + 1, 0) AS n", "evaluations"))[0]["n"]
+        rows = self._read(*self._select("COALESCE(MAX(seq) + 1, 0) AS n", "evaluations"))
+        return int(rows[0]["n"])
 
     @abc.abstractmethod
     def snapshot(self) -> Snapshot:
