@@ -105,8 +105,8 @@ class Store(abc.ABC):
     for when a write becomes visible and how a row moves).
 
     A subclass opens its connection as ``db``, runs a transaction of buffered writes in
-    :meth:`_execute` and answers the reads; the buffering and when it is committed live here,
-    once for every backend.
+    :meth:`_execute` and answers the reads (most of them here, through :meth:`_select`); the
+    buffering and when it is committed live here, once for every backend.
     """
 
     db: Any = None
@@ -200,11 +200,11 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def _select(self, columns: str, table: str, where: str = "", args: Sequence[Any] = (),
                 tail: str = "") -> tuple[str, Sequence[Any]]:
-        """``(sql, args)`` that select ``columns`` of this study's rows of ``table``
-        (``evaluations``, ``meta``, ``checkpoints``, ``reports``, or ``attempts`` but not
-        ``done`` ones: PostgreSQL has no view of those) that match ``where``, a
-        ``?`` in it for each of ``args``, then ``tail`` (``ORDER BY`` ...): the reads below,
-        written once, in each backend's SQL."""
+        """``(sql, args)`` selecting ``columns`` of this study's rows of ``table``
+        (``evaluations``, ``meta``, ``checkpoints``, ``reports``; ``attempts`` but the ``done``
+        ones, which PostgreSQL has no view of) where ``where`` holds (a ``?`` in it for each
+        of ``args``), then ``tail`` (``GROUP BY``, ``ORDER BY`` ...), in this backend's SQL: the
+        reads below are written once."""
 
     # --- writes (buffered until commit) ------------------------------------------------------
 
