@@ -16,10 +16,6 @@ from .errors import (ConfigError, EmewsError, FailureAlreadyReported, Interrupte
 EXIT_BAD_INPUT, EXIT_FAILED = 2, 1
 LOG_WIDTH = 100_000   # `emews show` into a pipe or a log: no row is wrapped or folded
 
-SHORTCUTS = {"procs": "system.procs", "budget": "study.budget", "seed": "study.seed",
-             "algorithm": "study.algorithm", "mode": "study.mode", "impl": "study.impl",
-             "name": "study.name", "data_dir": "study.data_dir", "space": "study.space"}
-
 
 def parser():
     """The argument parser of the ``emews`` command."""
@@ -215,7 +211,7 @@ def _run(args):
     supervisor = _supervisor_study(args) if args.supervisor_cfg or args.dry_run else None
     if supervisor:
         args.config = [supervisor[0]]
-    overrides = command_overrides("emews run", args, SHORTCUTS)
+    overrides = command_overrides("emews run", args)
     if args.no_limit:
         overrides["study.no_limit"] = True
     if args.dry_run:
@@ -252,9 +248,11 @@ def _resume_swift_t(args, workflow):
     config files it copied into EXPDIR, then this environment, as on its first run)."""
     import subprocess
 
-    options = (*SHORTCUTS, "set", "no_limit", "supervisor_cfg", "dry_run")
+    from .config import OPTION_SETTINGS
+
+    options = (*OPTION_SETTINGS, "set", "no_limit", "supervisor_cfg", "dry_run")
     given = [f"--{name.replace('_', '-')}" for name in options
-             if getattr(args, name) not in (None, [], False)]
+             if getattr(args, name, None) not in (None, [], False)]
     if args.config or given:
         raise ConfigError(f"emews run --resume {args.resume}", "resumes a Swift/T study with "
                           "the settings it ran with (no CONFIG file and no options)",
@@ -297,9 +295,7 @@ def _serve(args):
     from .config import command_overrides
     from .study import serve
 
-    overrides = command_overrides("emews serve", args, {
-        "bind": "service.bind", "port": "service.port", "lease": "service.lease",
-        "budget": "study.budget"})
+    overrides = command_overrides("emews serve", args)
     result = serve(args.config or None, overrides, args.resume)
     return EXIT_FAILED if result.all_failed else 0
 

@@ -520,15 +520,25 @@ def parse_override(text):
     return key.strip(), value
 
 
-def command_overrides(command, args, shortcuts):
+# The command-line options that set a setting (``emews run``, ``serve`` and ``submit`` each
+# have some of them): option -> "table.key".
+OPTION_SETTINGS = {"bind": "service.bind", "port": "service.port", "lease": "service.lease",
+                   "procs": "system.procs", "ppn": "system.ppn", "walltime": "system.walltime",
+                   "queue": "system.queue", "project": "system.project",
+                   "budget": "study.budget", "seed": "study.seed",
+                   "algorithm": "study.algorithm", "mode": "study.mode", "impl": "study.impl",
+                   "name": "study.name", "data_dir": "study.data_dir", "space": "study.space"}
+
+
+def command_overrides(command, args):
     """The overrides a study command's arguments make: every ``--set TABLE.KEY=VALUE``, then
-    each option of ``shortcuts`` (``{option: "table.key"}``) that was given. A command with
+    each option of :data:`OPTION_SETTINGS` that the command has and was given. A command with
     neither a CONFIG file nor ``--resume`` is a ConfigError."""
     if not args.config and not args.resume:
         raise ConfigError(command, "needs a CONFIG file or --resume EXPDIR", None,
                           show_value=False)
     overrides = dict(parse_override(text) for text in args.set)
-    for option, dotted in shortcuts.items():
-        if getattr(args, option) is not None:
+    for option, dotted in OPTION_SETTINGS.items():
+        if getattr(args, option, None) is not None:
             overrides[dotted] = getattr(args, option)
     return overrides

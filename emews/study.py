@@ -12,8 +12,7 @@
                               ranks 1.. = run_worker() (emews.worker)
 
     emews serve CONFIG     serve(): prepare_run(), then run_master(study, pool) on a RemotePool
-                           whose
-                           transport (zmq or PostgreSQL: emews.service.links) pool jobs
+                           whose transport (zmq or PostgreSQL: emews.service.links) pool jobs
                            attach to
     mpiexec -n N emews pool EXPDIR
                            pool_job(): rank 0 attaches (emews.service.core.Attachment) and

@@ -53,7 +53,6 @@ from emews.study import run_master
 from emews.validation import env_flag
 
 
-
 def _exit_without_finalizing():
     """Turbine finalizes the embedded Python at the process's exit (an atexit handler of its own,
     after MPI_Finalize). Tearing down the modules of scikit-learn, scipy and pyarrow there

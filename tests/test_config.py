@@ -72,3 +72,18 @@ def test_command_line_values_are_read_as_toml_never_evaluated():
         ("study.algorithm", "__import__('os')")
     assert config.parse_override('study.app=["python3", "x.py"]') == \
         ("study.app", ["python3", "x.py"])
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["run", "s.toml", "--procs", "3", "--seed", "5", "--data-dir", "d", "--set", "study.seed=1"],
+     {"system.procs": 3, "study.seed": 5, "study.data_dir": "d"}),
+    (["serve", "s.toml", "--bind", "0.0.0.0", "--port", "7", "--lease", "2.5", "--budget", "4"],
+     {"service.bind": "0.0.0.0", "service.port": 7, "service.lease": 2.5, "study.budget": 4}),
+    (["submit", "s.toml", "--site", "x", "--walltime", "1:00:00", "--queue", "debug",
+      "--set", "study.tol=0.5"],
+     {"study.tol": 0.5, "system.walltime": "1:00:00", "system.queue": "debug"}),
+])
+def test_each_command_s_options_set_their_settings(argv, expected):
+    from emews.cli import parser
+
+    assert config.command_overrides("emews " + argv[0], parser().parse_args(argv)) == expected

@@ -29,17 +29,10 @@ and put to the study's pruner (:mod:`emews.core.pruners`), whose verdict goes ba
 a stopped run comes back ``pruned`` (final: never retried, counted, never the best; the ME is
 told a :class:`~emews.core.algorithm.PrunedResult`: NaN, with the run's curve).
 
-Freeze-thaw (``[pruner] pause = true``, :mod:`emews.core.thaw`): a run the pruner pauses comes
-back ``paused``, told to the ME and counted as a pruned one, its checkpoint kept. Once nothing
-is left to propose (the budget's evaluations all started, a limit reached, or the ME ended),
-the drain fills every free slot with a paused run, the one whose curve predicts the best final
-value first, each as its point's next attempt, which goes on from its checkpoint and continues
-its curve for the pruner. A thaw predicted to beat the best value so far runs to its end; any
-other (measured against the best as it is now) is a filler: once no other work runs (the last
-evaluation and promising thaw ended), it is paused again at its next report, so that the study
-ends about one step after its last evaluation, and a resumed or larger study can thaw it
-again. Thaws' results are stored (their steps and values counted by the limits), not told to
-the ME.
+Freeze-thaw (``[pruner] pause = true``): a run the pruner pauses comes back ``paused``, told to
+the ME and counted as a pruned one, its checkpoint kept; once nothing is left to propose, the
+drain thaws paused runs into free slots (:mod:`emews.core.thaw` says which, and for how long).
+Thaws' results are stored (their steps and values counted by the limits), not told to the ME.
 
 The master is the one place that counts the study's limits (budget, iterations, patience,
 target, time) for any ME, a classic EQ/Py module included: it never starts more evaluations
@@ -49,8 +42,7 @@ more can be answered. Each answer carries its verdict on them
 
 ``emews pause``, ``unpause`` and ``stop`` (:mod:`emews.core.control`) hold back new work (and
 take back what a pool queued but has not started: ``Pool.hold``), hand it out again, or end
-the study once what runs has finished (the store's ``control`` is looked at every
-20 ms at most, so a request takes effect within that).
+the study once what runs has finished.
 
 In ``batch`` mode the master answers a message of points once all of them are evaluated, with
 positional results. In ``async`` mode it answers as soon as any result is ready, with every
@@ -444,7 +436,7 @@ class Master:
 
     def _thaw(self):
         """Once nothing is left to propose, fill the free slots with paused runs (the drain:
-        see the module docstring), the fillers among them only while other work runs; return
+        see :mod:`emews.core.thaw`), the fillers among them only while other work runs; return
         how many started. Their rows are written with the next commit."""
         if not self.thaws.paused or not (self.draining or self.stop_reason
                                          or self._allowed() <= 0) \

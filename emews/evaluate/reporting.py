@@ -126,7 +126,6 @@ def reporting(send):
         _reporter.reset(token)
 
 
-
 class LogReports:
     """The :data:`LINE` reports an app writes to its log at ``path``, read as it grows, handed
     to a :class:`Reporter` on ``send``."""

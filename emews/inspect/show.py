@@ -6,11 +6,9 @@ import csv
 import io
 import json
 
-import math
-
 from ..core.segments import FIELDS, split
 from ..core.thaw import predict
-from ..core.vector import json_numbers
+from ..core.vector import finite_or_none, json_numbers
 from ..errors import ConfigError
 from ..status import Status
 from .query import select
@@ -235,10 +233,10 @@ def paused(study):
     for row in study.rows:
         if row["status"] == Status.PAUSED:
             curve = {step: v for part in thaws.get(row["id"], []) for step, v in part.items()}
-            predicted = predict(curve, horizon) if horizon else math.inf
             runs.append({"id": row["id"], "run_id": row["run_id"],
                          "step": max(curve, default=None), "value": row["result"],
-                         "predicted": predicted if math.isfinite(predicted) else None,
+                         "predicted": finite_or_none(predict(curve, horizon)) if horizon
+                         else None,
                          "params": row["params"]})
     return sorted(runs, key=lambda r: (r["predicted"] is None, r["predicted"] or 0, r["id"]))
 

@@ -1,10 +1,5 @@
 """The ``emews submit`` and ``emews site`` subcommands (their parsers and what they do)."""
 
-SUBMIT_SHORTCUTS = {"procs": "system.procs", "ppn": "system.ppn", "walltime": "system.walltime",
-                    "queue": "system.queue", "project": "system.project",
-                    "budget": "study.budget", "name": "study.name",
-                    "data_dir": "study.data_dir"}
-
 
 def add_parsers(commands):
     """Add ``submit`` and ``site`` to the ``emews`` command's subparsers."""
@@ -51,7 +46,7 @@ def run_submit(args):
     from ..config import command_overrides
     from .submit import submit
 
-    overrides = command_overrides("emews submit", args, SUBMIT_SHORTCUTS)
+    overrides = command_overrides("emews submit", args)
     submit(args.config or None, args.site, overrides, args.resume, args.chain, args.dry_run,
            pools=args.pools)
     return 0

@@ -105,8 +105,8 @@ class Store(abc.ABC):
     for when a write becomes visible and how a row moves).
 
     A subclass opens its connection as ``db``, runs a transaction of buffered writes in
-    :meth:`_execute` and answers the reads; the buffering and when it is committed live here,
-    once for every backend.
+    :meth:`_execute` and answers the reads (most of them here, through :meth:`_select`); the
+    buffering and when it is committed live here, once for every backend.
     """
 
     db: Any = None
@@ -196,6 +196,15 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def _query(self, sql: str, args: Sequence[Any]) -> list[Mapping[str, Any]]:
         """The rows ``sql`` selects, as mappings (a failure: one-line StoreError)."""
+
+    @abc.abstractmethod
+    def _select(self, columns: str, table: str, where: str = "", args: Sequence[Any] = (),
+                tail: str = "") -> tuple[str, Sequence[Any]]:
+        """``(sql, args)`` selecting ``columns`` of this study's rows of ``table``
+        (``evaluations``, ``meta``, ``checkpoints``, ``reports``; ``attempts`` but the ``done``
+        ones, which PostgreSQL has no view of) where ``where`` holds (a ``?`` in it for each
+        of ``args``), then ``tail`` (``GROUP BY``, ``ORDER BY`` ...), in this backend's SQL: the
+        reads below are written once."""
 
     # --- writes (buffered until commit) ------------------------------------------------------
 
@@ -288,7 +297,8 @@ class Store(abc.ABC):
         self._interrupt(time.time())
         self.commit()
         rows = self.rows(Status.INTERRUPTED)
-        counts = self._interruptions()
+        counts = {row["id"]: row["n"] for row in self._read(*self._select(
+            "id, COUNT(*) AS n", "attempts", f"status='{Status.INTERRUPTED}'", (), "GROUP BY id"))}
         for row in rows:
             row["interruptions"] = counts.get(row["id"], 0)
         return rows
@@ -296,10 +306,6 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def _interrupt(self, now: float) -> None:
         """Buffer what :meth:`interrupt_unfinished` writes (``now``: the attempts' finish)."""
-
-    @abc.abstractmethod
-    def _interruptions(self) -> dict[int, int]:
-        """``{id: number of interrupted attempts}``."""
 
     def add_reports(self, rows: Iterable[tuple[int, int, Report]]) -> None:
         """Reports of running attempts: ``(id, attempt, report)`` tuples (``report`` an
@@ -329,29 +335,37 @@ class Store(abc.ABC):
 
     # --- reads (each commits what is buffered first) ----------------------------------------
 
-    @abc.abstractmethod
     def checkpoint(self, name: str) -> tuple[bytes | None, dict[str, Any]] | None:
         """``(state, driver)`` of checkpoint ``name`` (``state`` as bytes), or ``None``."""
+        rows = self._read(*self._select("state, driver", "checkpoints", "name=?", (name,)))
+        if not rows:
+            return None
+        state = rows[0]["state"]
+        return (bytes(state) if state is not None else None), json.loads(rows[0]["driver"])
 
     def meta(self, key: str, default: Any = None) -> Any:
         """The value stored under ``key``, or ``default``."""
         self.commit()
         return self.committed_meta(key, default)
 
-    @abc.abstractmethod
     def committed_meta(self, key: str, default: Any = None) -> Any:
         """The value committed under ``key``, or ``default``, without committing what this
         store buffers: what another process wrote (the master's look at ``control`` each turn
         leaves its turn's writes to the turn's own commit)."""
+        rows = self._query(*self._select("value", "meta", "key=?", (key,)))
+        return default if not rows else json.loads(rows[0]["value"])
 
-    @abc.abstractmethod
     def all_meta(self) -> dict[str, Any]:
         """Every ``key -> value`` stored with :meth:`set_meta`."""
+        return {row["key"]: json.loads(row["value"])
+                for row in self._read(*self._select("key, value", "meta"))}
 
-    @abc.abstractmethod
     def rows(self, *statuses: str) -> list[Row]:
         """Points as dicts (``params`` and ``metrics`` decoded, ``{}`` without metrics), by
         id; only those in ``statuses`` when given."""
+        where = f"status IN ({', '.join('?' * len(statuses))})" if statuses else ""
+        return [decoded(row) for row in
+                self._read(*self._select("*", "evaluations", where, statuses, "ORDER BY id"))]
 
     @abc.abstractmethod
     def attempts(self, point_id: int | None = None) -> list[Row]:
@@ -359,12 +373,14 @@ class Store(abc.ABC):
         (``metrics`` decoded), by id and attempt (a point's ``done`` attempt before a
         ``duplicate`` of it; see the module docstring)."""
 
-    @abc.abstractmethod
     def reports(self, eval_id: int | None = None) -> list[Row]:
         """Every report (of one point when ``eval_id`` is given) as dicts ``{"id", "attempt",
         "step", "value", "metrics", "time"}`` (``value`` ``None`` for a NaN or infinite one,
         ``metrics`` decoded), in the order they were received; ``[]`` from a store that
         predates reports."""
+        where, args = ("id=?", (eval_id,)) if eval_id is not None else ("", ())
+        return [decoded(row, "metrics") for row in self._read(*self._select(
+            "id, attempt, step, value, metrics, time", "reports", where, args, "ORDER BY n"))]
 
     @abc.abstractmethod
     def curves(self) -> dict[int, dict[int, float]]:
@@ -381,19 +397,22 @@ class Store(abc.ABC):
         reader that kept the last ``n`` it saw reads only what is new; ``[]`` from a store
         that predates reports."""
 
-    @abc.abstractmethod
     def counts(self) -> dict[str, int]:
         """``{status: number of points}`` (statuses that no point has are left out)."""
+        return {row["status"]: row["n"] for row in self._read(*self._select(
+            "status, COUNT(*) AS n", "evaluations", tail="GROUP BY status"))}
 
     def finished_count(self) -> int:
         """How many points have a result the search was told (``done``, ``failed``, ``pruned``
         or ``paused``)."""
         return sum(n for status, n in self.counts().items() if status in TOLD)
 
-    @abc.abstractmethod
     def best(self) -> Row | None:
         """The ``done`` point with the lowest result (the lowest id among equals) as
         :meth:`rows` gives it, or ``None``."""
+        rows = self._read(*self._select("*", "evaluations", f"status='{Status.DONE}' AND "
+                                        "result IS NOT NULL", (), "ORDER BY result, id LIMIT 1"))
+        return decoded(rows[0]) if rows else None
 
     def failure_reasons(self, limit: int = 3) -> list[tuple[str, int]]:
         """The most common errors of ``failed`` points, ``[(reason, count), ...]``, most
@@ -402,18 +421,22 @@ class Store(abc.ABC):
         for a failure without one."""
         return common_reasons(self.failure_messages(), limit)
 
-    @abc.abstractmethod
     def failure_messages(self) -> list[tuple[str, int]]:
         """Each distinct error of ``failed`` points with how many have it, in no order
         (``no reason recorded`` for a failure without one)."""
+        return [(row["reason"], row["n"]) for row in self._read(*self._select(
+            f"COALESCE(error, '{NO_REASON}') AS reason, COUNT(*) AS n", "evaluations",
+            f"status='{Status.FAILED}'", (), "GROUP BY 1"))]
 
-    @abc.abstractmethod
     def next_id(self) -> int:
         """The id the next new point gets (one more than the highest; 0 at first)."""
+        rows = self._read(*self._select("COALESCE(MAX(id) + 1, 0) AS n", "evaluations"))
+        return int(rows[0]["n"])
 
-    @abc.abstractmethod
     def next_seq(self) -> int:
         """The place in the ME's order of the next point it proposes."""
+        rows = self._read(*self._select("COALESCE(MAX(seq) + 1, 0) AS n", "evaluations"))
+        return int(rows[0]["n"])
 
     @abc.abstractmethod
     def snapshot(self) -> Snapshot:

@@ -39,7 +39,7 @@ import urllib.parse
 from ..errors import ConfigError, StoreError, missing_extra
 from ..status import Status
 from . import schema
-from .base import NO_REASON, Snapshot, Store, curves_of, decoded, duplicate_rows
+from .base import Snapshot, Store, curves_of, decoded, duplicate_rows
 
 QUEUED, RUNNING, COMPLETE, CANCELED, REQUEUED = 0, 1, 2, 3, 4   # EQ-SQL's TaskStatus
 EQ_STOP = "EQ_STOP"        # EQ-SQL's payload that tells a worker pool to stop
@@ -352,6 +352,11 @@ class PostgresStore(Store):
         with self._guard("read the store"):
             return self.db.execute(sql, args).fetchall()
 
+    def _select(self, columns, table, where="", args=(), tail=""):
+        where = f" AND {where.replace('?', '%s')}" if where else ""
+        return (f"SELECT {columns} FROM emews_{table} WHERE exp_id=%s{where} {tail}",
+                (self.exp_id, *args))
+
     def _keyed(self, rows):
         """``rows`` whose last value is a point id, with the study's ``exp_id`` before it."""
         return [(*row[:-1], self.exp_id, row[-1]) for row in rows]
@@ -443,11 +448,6 @@ class PostgresStore(Store):
                     f"exp_id=%s AND status IN ('{Status.QUEUED}', '{Status.RUNNING}', "
                     f"'{Status.CANCELLED}')", [(self.exp_id,)], action)
 
-    def _interruptions(self):
-        return {row["id"]: row["n"] for row in self._read(
-            "SELECT id, COUNT(*) AS n FROM emews_attempts WHERE exp_id=%s AND "
-            f"status='{Status.INTERRUPTED}' GROUP BY id", (self.exp_id,))}
-
     def _add_reports(self, rows):
         self._write("INSERT INTO emews_reports (exp_id, id, attempt, step, value, metrics, "
                     "time) VALUES (%s, %s, %s, %s, %s, %s, %s)",
@@ -465,32 +465,6 @@ class PostgresStore(Store):
                     [(self.exp_id, name, state, driver_json)], "save the search's checkpoint")
 
     # --- reads ---------------------------------------------------------------------------------
-
-    def checkpoint(self, name):
-        rows = self._read("SELECT state, driver FROM emews_checkpoints WHERE exp_id=%s AND "
-                          "name=%s", (self.exp_id, name))
-        if not rows:
-            return None
-        state = rows[0]["state"]
-        return (bytes(state) if state is not None else None), json.loads(rows[0]["driver"])
-
-    def committed_meta(self, key, default=None):
-        rows = self._query("SELECT value FROM emews_meta WHERE exp_id=%s AND key=%s",
-                          (self.exp_id, key))
-        return default if not rows else json.loads(rows[0]["value"])
-
-    def all_meta(self):
-        return {row["key"]: json.loads(row["value"]) for row in self._read(
-            "SELECT key, value FROM emews_meta WHERE exp_id=%s", (self.exp_id,))}
-
-    def rows(self, *statuses):
-        return self._rows("*", statuses)
-
-    def _rows(self, columns, statuses=()):
-        sql, args = f"SELECT {columns} FROM emews_evaluations WHERE exp_id=%s", [self.exp_id]
-        if statuses:
-            sql, args = sql + " AND status = ANY(%s)", args + [[str(s) for s in statuses]]
-        return [decoded(row) for row in self._read(sql + " ORDER BY id", args)]
 
     def attempts(self, point_id=None):
         return self._attempts(ATTEMPTS_READ, point_id)
@@ -510,13 +484,6 @@ class PostgresStore(Store):
         return [decoded(row, "metrics")
                 for row in self._read(sql, {"exp": self.exp_id, "id": point_id})]
 
-    def reports(self, eval_id=None):
-        where, args = ("AND id=%s", (self.exp_id, eval_id)) if eval_id is not None \
-            else ("", (self.exp_id,))
-        return [decoded(row, "metrics") for row in self._read(
-            "SELECT id, attempt, step, value, metrics, time FROM emews_reports WHERE exp_id=%s "
-            f"{where} ORDER BY n", args)]
-
     def report_values(self, after=0):
         return [(row["n"], row["id"], row["attempt"], row["step"], row["value"])
                 for row in self._read("SELECT n, id, attempt, step, value FROM emews_reports "
@@ -529,36 +496,12 @@ class PostgresStore(Store):
             "e.exp_id=r.exp_id AND e.id=r.id AND e.attempt=r.attempt WHERE r.exp_id=%s "
             "ORDER BY r.n", (self.exp_id,)))
 
-    def counts(self):
-        return {row["status"]: row["n"] for row in self._read(
-            "SELECT status, COUNT(*) AS n FROM emews_evaluations WHERE exp_id=%s "
-            "GROUP BY status", (self.exp_id,))}
-
-    def best(self):
-        rows = self._read("SELECT * FROM emews_evaluations WHERE exp_id=%s AND "
-                          f"status='{Status.DONE}' AND result IS NOT NULL ORDER BY result, id "
-                          "LIMIT 1", (self.exp_id,))
-        return decoded(rows[0]) if rows else None
-
-    def failure_messages(self):
-        return [(row["reason"], row["n"]) for row in self._read(
-            f"SELECT COALESCE(error, '{NO_REASON}') AS reason, COUNT(*) AS n "
-            f"FROM emews_evaluations WHERE exp_id=%s AND status='{Status.FAILED}' GROUP BY 1",
-            (self.exp_id,))]
-
-    def next_id(self):
-        return self._read("SELECT COALESCE(MAX(id) + 1, 0) AS n FROM emews_evaluations "
-                          "WHERE exp_id=%s", (self.exp_id,))[0]["n"]
-
-    def next_seq(self):
-        return self._read("SELECT COALESCE(MAX(seq) + 1, 0) AS n FROM emews_evaluations "
-                          "WHERE exp_id=%s", (self.exp_id,))[0]["n"]
-
     def snapshot(self):
         """Rows, attempts and meta in one ``REPEATABLE READ`` transaction."""
         self.commit()
         with self._guard("read the store"), self.db.transaction():
             self.db.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            return Snapshot(self._rows(EVALUATION_COLUMNS),
+            rows = self._read(*self._select(EVALUATION_COLUMNS, "evaluations", tail="ORDER BY id"))
+            return Snapshot([decoded(row) for row in rows],
                             self._attempts(ATTEMPT_READ_COLUMNS), self.all_meta())
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from ..errors import ConfigError, StoreError
 from ..status import Status
 from . import schema
-from .base import NO_REASON, Snapshot, Store, curves_of, decoded, duplicate_rows
+from .base import Snapshot, Store, curves_of, decoded, duplicate_rows
 from .filesystem import journal_mode
 
 ROWS_PER_STATEMENT = 128            # 13 values a row: far below SQLite's 32,766 parameters
@@ -133,6 +133,10 @@ class SQLiteStore(Store):
         with guarded(self.path, "read the store"):
             return self.db.execute(sql, args).fetchall()
 
+    def _select(self, columns, table, where="", args=(), tail=""):
+        where = f" WHERE {where}" if where else ""
+        return f"SELECT {columns} FROM {table}{where} {tail}", args
+
     def _write_values(self, head, row, rows, tail=""):
         """Write ``rows`` as a few multi-row statements, ``HEAD (row),(row),... TAIL``: one
         statement per chunk costs SQLite half of one statement per row. Chunk sizes are powers
@@ -195,10 +199,6 @@ class SQLiteStore(Store):
         self._write(f"UPDATE evaluations SET status='{Status.INTERRUPTED}' WHERE status IN "
                     f"('{Status.QUEUED}', '{Status.RUNNING}', '{Status.CANCELLED}')", [()], action)
 
-    def _interruptions(self):
-        return dict(self._read("SELECT id, COUNT(*) FROM attempts WHERE status = "
-                               f"'{Status.INTERRUPTED}' GROUP BY id"))
-
     def _add_reports(self, rows):
         self._write("INSERT INTO reports (id, attempt, step, value, metrics, time) "
                     "VALUES (?, ?, ?, ?, ?, ?)", rows, "record reports")
@@ -213,39 +213,20 @@ class SQLiteStore(Store):
 
     # --- reads ---------------------------------------------------------------------------------
 
-    def checkpoint(self, name):
-        rows = self._read("SELECT state, driver FROM checkpoints WHERE name=?", (name,))
-        return (rows[0]["state"], json.loads(rows[0]["driver"])) if rows else None
-
-    def committed_meta(self, key, default=None):
-        rows = self._query("SELECT value FROM meta WHERE key=?", (key,))
-        return default if not rows else json.loads(rows[0]["value"])
-
-    def all_meta(self):
-        return {key: json.loads(value)
-                for key, value in self._read("SELECT key, value FROM meta")}
-
-    def rows(self, *statuses):
-        sql = "SELECT * FROM evaluations"
-        if statuses:
-            sql += f" WHERE status IN ({','.join('?' * len(statuses))})"
-        return [decoded(row) for row in self._read(sql + " ORDER BY id", statuses)]
-
     def attempts(self, point_id=None):
         where, args = ("WHERE id=?", (point_id,)) if point_id is not None else ("", ())
         return [decoded(row, "metrics") for row in
                 self._read(f"SELECT * FROM attempts {where} ORDER BY id, attempt, status", args)]
 
+    def _has_reports(self):
+        """False for a store that predates reports (read as it is)."""
+        return bool(self._read("SELECT 1 FROM sqlite_master WHERE name='reports'"))
+
     def reports(self, eval_id=None):
-        if not self._read("SELECT 1 FROM sqlite_master WHERE name='reports'"):
-            return []   # a store that predates reports, read as it is
-        where, args = ("WHERE id=?", (eval_id,)) if eval_id is not None else ("", ())
-        return [decoded(row, "metrics") for row in self._read(
-            f"SELECT id, attempt, step, value, metrics, time FROM reports {where} ORDER BY n",
-            args)]
+        return super().reports(eval_id) if self._has_reports() else []
 
     def report_values(self, after=0):
-        if not self._read("SELECT 1 FROM sqlite_master WHERE name='reports'"):
+        if not self._has_reports():
             return []
         with guarded(self.path, "read the store"):
             cursor = self.db.cursor()
@@ -254,7 +235,7 @@ class SQLiteStore(Store):
                                   "ORDER BY n", (after,)).fetchall()
 
     def curves(self):
-        if not self._read("SELECT 1 FROM sqlite_master WHERE name='reports'"):
+        if not self._has_reports():
             return {}
         with guarded(self.path, "read the store"):
             cursor = self.db.cursor()
@@ -262,25 +243,6 @@ class SQLiteStore(Store):
             return curves_of(cursor.execute(
                 "SELECT r.id, r.step, r.value FROM reports r JOIN evaluations e ON e.id=r.id "
                 "AND e.attempt=r.attempt ORDER BY r.n"))
-
-    def counts(self):
-        return dict(self._read("SELECT status, COUNT(*) FROM evaluations GROUP BY status"))
-
-    def best(self):
-        rows = self._read(f"SELECT * FROM evaluations WHERE status='{Status.DONE}' AND result "
-                          "IS NOT NULL ORDER BY result, id LIMIT 1")
-        return decoded(rows[0]) if rows else None
-
-    def failure_messages(self):
-        return [tuple(row) for row in self._read(
-            f"SELECT COALESCE(error, '{NO_REASON}'), COUNT(*) FROM evaluations WHERE "
-            f"status='{Status.FAILED}' GROUP BY 1")]
-
-    def next_id(self):
-        return self._read("SELECT COALESCE(MAX(id) + 1, 0) FROM evaluations")[0][0]
-
-    def next_seq(self):
-        return self._read("SELECT COALESCE(MAX(seq) + 1, 0) FROM evaluations")[0][0]
 
     def snapshot(self):
         """Rows, attempts and meta in one read transaction; a store of an older schema as it
