@@ -30,7 +30,8 @@ from emews import experiment
 from emews.errors import ConfigError
 from emews.evaluate import EvaluationFailed, Objective
 from emews.evaluate.app import model_shell
-from emews.evaluate.model_output import parse_result, read_app_result, read_improve_result
+from emews.evaluate.model_output import (parse_result, read_app_result, read_improve_result,
+                                         read_log_result)
 from emews.models import candle_compat, runner
 
 SUPPORT = Path(__file__).parent / "support" / "supervisor_models"
@@ -222,12 +223,13 @@ def test_none_nan_and_inf_fail_the_evaluation(text, reason):
         parse_result(text, "val_loss")
 
 
-def test_a_labelled_improve_result_of_model_return_wins(tmp_path):
+def test_a_labelled_improve_result_of_model_return_wins_in_an_app_s_and_a_container_s_log(tmp_path):
     log = tmp_path / "model.log"
     log.write_text("IMPROVE_RESULT val_loss 0.3\nepoch done\nIMPROVE_RESULT val_acc 0.9\n"
                    "2024-01-01 MODEL RUNNER INFO IMPROVE_RESULT: '0.7'\n")
     assert read_improve_result(log, "val_loss") == 0.3
     assert read_improve_result(log) == 0.7  # unlabelled: the last line, as Supervisor's awk
+    assert read_log_result(log, "val_loss") == 0.3   # a container's log, read alike
     (tmp_path / "result.txt").write_text("val_loss 0.125\n")
     assert read_app_result(tmp_path, log, "val_loss") == 0.125
 

@@ -151,7 +151,7 @@ def read_log_result(log, model_return=None):
     :func:`read_labelled_results`)."""
     if model_return and len(objective_names(model_return)) > 1:
         return read_labelled_results(None, log, objective_names(model_return))
-    return read_improve_result(log)
+    return read_improve_result(log, model_return)
 
 
 def read_labelled_results(result_file, log, names):
