@@ -110,6 +110,7 @@ from .parego import ObjectiveHistory
 INFILL = ("cb", "ei")
 LIES = {"min": np.min, "mean": np.mean, "max": np.max}
 MULTIPOINT = ("qlcb", "cl")
+PENDING = ("believer", "lie")
 SE_METHODS = ("jackknife", "bootstrap")
 SPLITS = ("random", "best")
 Y_TRANSFORMS = ("none", "power", "rank", "log")
@@ -129,7 +130,7 @@ class MBO(Algorithm):
                  n_trees=100, max_features=1 / 3, min_samples_leaf=1, split="random",
                  se_method="jackknife",
                  focus_points=1000, focus_maxit=5, focus_restarts=1, rebuild_growth=0.05,
-                 y_transform=None, objectives=1):
+                 y_transform=None, objectives=1, pending="believer"):
         super().__init__(space, seed)
         optional_import("sklearn.ensemble", "mbo")
         objectives = check_number("objectives", objectives, 1, integer=True)
@@ -146,6 +147,7 @@ class MBO(Algorithm):
             self.cb_lambda = 1.0 if numeric else 2.0
         self.multipoint = check_choice("multipoint", multipoint, MULTIPOINT)
         self.lie = LIES[check_choice("cl_lie", cl_lie, list(LIES))]
+        self.pending = check_choice("pending", pending, PENDING)
         self.propose_points = check_number("propose_points", propose_points, 1, integer=True,
                                            allow_none=True)
         self.max_budget = check_number("max_budget", max_budget, 1, integer=True,
@@ -269,11 +271,16 @@ class MBO(Algorithm):
                 for u in sampler.random(size)]
 
     def _data(self):
-        """Coordinates and values to fit: failures imputed, points in flight told the liar."""
+        """Coordinates and values to fit: failures imputed, the points in flight told the
+        forest's mean there (``pending = "believer"``) or the lie."""
         y = _warp(self._values(len(self.y)), self.y_transform)
         running = [u for units in self.in_flight.values() for u in units]
         X = np.array(self.X + running)
-        return X, np.concatenate([y, np.full(len(running), self.lie(y))])
+        if running and self.pending == "believer":
+            believed = self._model(X[:len(y)], y).predict(X[len(y):])[0]
+        else:
+            believed = np.full(len(running), self.lie(y))
+        return X, np.concatenate([y, believed])
 
     def _values(self, count):
         """The first ``count`` told values as the forest learns them: pruned runs and
@@ -329,9 +336,12 @@ class MBO(Algorithm):
             if unit is None:   # a small discrete space, every point known
                 break
             chosen.append(self.space.from_unit(unit))
-            lie = self.lie(y[:len(self.y)])
+            if self.pending == "believer":
+                lie = float(model.predict(unit[None])[0][0])
+            else:
+                lie = self.lie(y[:len(self.y)])
             X, y = np.vstack([X, unit]), np.append(y, lie)
-            if self.multipoint == "cl" and i + 1 < count:
+            if (self.multipoint == "cl" or self.pending == "believer") and i + 1 < count:
                 model = model.with_points([unit], [lie])
         return chosen
 
