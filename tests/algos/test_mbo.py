@@ -84,7 +84,7 @@ def test_told_history_counts_towards_the_design():
     assert len(mbo.ask(8)) == 8 and mbo.iterations == 1 and len(mbo.design) == 0
 
 
-@pytest.mark.parametrize("multipoint", ["qlcb", "cl"])
+@pytest.mark.parametrize("multipoint", ["kb", "qlcb", "cl"])
 def test_several_points_at_once_are_distinct_and_new(multipoint):
     mbo = MBO(GRID, seed=5, design_size=6, multipoint=multipoint, **QUICK)
     design = mbo.ask(6)
@@ -92,6 +92,38 @@ def test_several_points_at_once_are_distinct_and_new(multipoint):
     batch = mbo.ask(4)
     units = [tuple(GRID.to_unit(p)) for p in design + batch]
     assert len(batch) == 4 and len(set(units)) == 10 and mbo.iterations == 1
+
+
+def test_a_point_believed_at_the_forests_mean_keeps_the_mean_and_shrinks_the_error():
+    """The kriging believer: dropped into the leaves at the forest's own mean there, a point
+    in flight leaves that mean about where it was and makes the standard error smaller, so
+    the next proposal looks elsewhere for uncertainty (a lie at the minimum would pull the
+    mean down instead)."""
+    rng = np.random.default_rng(3)
+    X = rng.random((40, 2))
+    model = Surrogate(X, np.sin(6 * X[:, 0]) + X[:, 1], dict(FOREST, splitter="random"),
+                      "jackknife", rng)
+    pending = rng.random((5, 2))
+    mean, se = model.predict(pending)
+    for point, m, s in zip(pending, mean, se):
+        after_mean, after_se = model.with_points([point], [m]).predict(point[None])
+        assert after_se[0] < s and abs(after_mean[0] - m) < 0.5 * s
+
+
+@pytest.mark.parametrize("pending", ["believer", "lie"])
+def test_points_in_flight_join_the_data_believed_or_told_the_lie(pending):
+    mbo = MBO(GRID, seed=8, design_size=6, pending=pending, **QUICK)
+    design = mbo.ask(6)
+    mbo.tell(design, [p["x"] + p["n"] for p in design])
+    running = mbo.ask(3)
+    X, y = mbo._data()
+    assert len(running) == 3 and len(X) == len(y) == 9
+    told, believed = y[:6], y[6:]
+    if pending == "lie":
+        assert np.all(believed == told.min())
+    else:   # the forest's means: within the told values, not all at the lie
+        assert told.min() <= believed.min() and believed.max() <= told.max()
+        assert believed.max() > told.min()
 
 
 def test_failures_are_imputed_above_the_worst_value():
@@ -137,7 +169,7 @@ def test_mbo_improves_on_its_design_on_branin():
     ({"infill": "aei"}, "infill"), ({"multipoint": "moimbo"}, "multipoint"),
     ({"se_method": "sd"}, "se_method"), ({"design_size": -1}, "design_size"),
     ({"cb_lambda": -1}, "cb_lambda"), ({"n_trees": 1}, "n_trees"), ({"cl_lie": "median"}, "cl_lie"),
-    ({"split": "extra"}, "split"),
+    ({"split": "extra"}, "split"), ({"pending": "penalty"}, "pending"),
 ])
 def test_bad_settings_name_the_field(options, field):
     with pytest.raises(ConfigError, match=rf"^\[algorithm\]\.{field}: "):
