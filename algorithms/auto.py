@@ -47,7 +47,7 @@ THRESHOLDS = {
 # The options each search is built with, beyond the study's space, seed and objectives
 OPTIONS = {"gp": {}, "optuna": {"sampler": "tpe"}}
 MODES = ("async", "batch", "sequential")
-# The study's settings that auto chooses by (emews.config sets them, never [algorithm]): defaults
+# The study's settings that auto chooses by (emews._config sets them, never [algorithm]): defaults
 STUDY = {"budget": None, "mode": "async", "slots": 1, "batch_size": None, "constraints": 0,
          "pruner": "none", "quiet": False}
 ROUNDS = 3   # asks of the search for one ask of auto's, before random points stand in
@@ -111,7 +111,7 @@ class Auto(Algorithm):
 
     Its one option is ``thresholds`` (a table of :data:`THRESHOLDS`' keys); ``study`` holds
     the study's settings of :data:`STUDY` (``quiet``: print no line), which
-    :mod:`emews.config` sets from ``[study]`` and ``[system]``. Its
+    :mod:`emews._config` sets from ``[study]`` and ``[system]``. Its
     state is the stage's search's, with every told point. A model's learning curves count
     through the pruner: without one, no run reports a curve that a search sees.
     """

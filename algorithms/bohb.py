@@ -4,7 +4,7 @@ Hyperband's brackets (Falkner, Klein and Hutter, ICML 2018).
 Who does what::
 
     [study] pruner = "hyperband"   the master's pruner decides the rungs: a run goes on or
-                                   is stopped at each rung step (emews.core.pruners)
+                                   is stopped at each rung step (emews.core._pruners)
     [study] algorithm = "bohb"     this class proposes the configurations, from every
                                    result and every pruned run's learning curve
 

@@ -31,7 +31,7 @@ Design choices:
   ``ordered`` (on the position, at least one position by default), clamped to the bounds; a
   different value drawn at random for ``categorical``; a flip for ``logical``. Crossover is
   DEAP's uniform crossover, which keeps every gene's type.
-* On a conditional space (:mod:`emews.conditions`) an individual's gene of a parameter
+* On a conditional space (:mod:`emews._conditions`) an individual's gene of a parameter
   inactive in it is unset (``None``): crossover and mutation (which leaves unset genes alone)
   are followed by a repair that unsets the genes made inactive and draws at random the genes
   of parameters made active without a value (an SGD optimizer from one parent, its momentum

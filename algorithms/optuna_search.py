@@ -56,7 +56,7 @@ would have recorded them.
 Types: floats and integers with their log scales, ordered values as an integer position (so
 samplers see their order), categorical and logical values as Optuna categories.
 
-Conditional spaces (:mod:`emews.conditions`) are sampled define-by-run, as an Optuna objective
+Conditional spaces (:mod:`emews._conditions`) are sampled define-by-run, as an Optuna objective
 would: a trial is asked with no distributions and each parameter is suggested only once it is
 active, parents before their children, so a trial holds (and a told point that was never
 asked for is added with) only its active parameters and their distributions. TPE's

@@ -3,7 +3,7 @@ al., NeurIPS 2020): a population of members trained in segments, the worst ones 
 weights of the best and a perturbation of their hyperparameters.
 
 Each point this search proposes is one **segment** of one member: the member's
-hyperparameters, and a record under :data:`emews.plugin.SEGMENT` (:mod:`emews.core.segments`)
+hyperparameters, and a record under :data:`emews.plugin.SEGMENT` (:mod:`emews.core._segments`)
 naming the checkpoint to start from and the step to train to::
 
     ask: member 3, its last segment m3s4 at step 20, told 0.41

@@ -18,7 +18,7 @@ The points come from one of three sources:
   varying fastest; a logical one takes ``true`` then ``false``, as ParamHelpers lists it).
 
 When a search space is given, every point must belong to it. On a conditional space
-(:mod:`emews.conditions`) the ``params`` table and the grid give only valid combinations: each
+(:mod:`emews._conditions`) the ``params`` table and the grid give only valid combinations: each
 point holds only the parameters active in it, and combinations that differ only in inactive
 values are one point (the first); ``random`` draws ``n`` of those. A ``file``'s points must
 already hold only their active parameters.
@@ -102,7 +102,7 @@ def permutations(params, strategy="all_perm", n=None, rng=None, space=None):
     """The points of a table of values per parameter, by a SmartSim permutation strategy
     (``all_perm``, ``step`` or ``random``, which draws ``n`` with ``rng``).
 
-    On a conditional ``space`` (:mod:`emews.conditions`) only the valid combinations count:
+    On a conditional ``space`` (:mod:`emews._conditions`) only the valid combinations count:
     each point holds its active parameters only, and of points that differ only in inactive
     values the first is kept (``random`` draws ``n`` of these distinct points).
     """

@@ -72,8 +72,8 @@ def group(task):
 
 
 def space(task):
-    """The task's search space (an :class:`emews.space.Space`, with the constant ``task``)."""
-    from emews.space import Categorical, Constant, Float, Int, Space
+    """The task's search space (an :class:`emews._space.Space`, with the constant ``task``)."""
+    from emews._space import Categorical, Constant, Float, Int, Space
 
     model, dataset, _ = parse(task)
     made = {"int": lambda n, lo, hi: Int(n, lo, hi),

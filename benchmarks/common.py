@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from emews.evaluate.launcher import default_mpiexec
-from emews.launch.spawn import MPI_ENVIRONMENT
+from emews.evaluate._launcher import default_mpiexec
+from emews.launch._spawn import MPI_ENVIRONMENT
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -133,7 +133,7 @@ def models(point):
 def problem(name, flat=False):
     """``(space, objective, minimum)`` of a problem (``minimum`` None when unknown); ``flat``:
     the same parameters without their conditions."""
-    from emews.space import Space
+    from emews._space import Space
 
     entries, objective, minimum = {"branches": (BRANCHES, branches, B_MINIMUM),
                                    "models": (MODELS, models, None)}[name]
@@ -196,7 +196,7 @@ def configspace(space):
     the form of this part's problems) an ``InCondition``."""
     from ConfigSpace import (Categorical, ConfigurationSpace, Float, InCondition, Integer)
 
-    from emews.conditions import In
+    from emews._conditions import In
 
     cs = ConfigurationSpace()
     for param in space.free:

@@ -8,7 +8,7 @@ machine the CPU time is the figure to compare):
 * ``view``: one :meth:`StoreView.get_all_trials` as optuna-dashboard calls it (the store
   read, the curves read, every row mapped to an Optuna trial), with whole curves
   (``view_whole``) and with curves thinned as ``emews dashboard`` serves them (``view``,
-  :data:`~emews.inspect.dashboard.CURVE_POINTS`);
+  :data:`~emews.inspect._dashboard.CURVE_POINTS`);
 * ``open``: the dashboard's first ``GET /api/studies/0`` (what opening the study's page waits
   for), through optuna-dashboard's own WSGI app over the view as ``emews dashboard`` serves
   it (it read every study once at its start, so the view keeps the trials it made), then
@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 from emews.evaluate import Outcome
-from emews.evaluate.outcome import Report
+from emews.evaluate._outcome import Report
 from emews.store import SQLiteStore
 
 SPACE = [{"name": "x", "type": "float", "lower": -2.0, "upper": 2.0},
@@ -101,7 +101,7 @@ def timed(action):
 
 def measure_view(expdir, curve_points, suffix):
     """Seconds of one read of the study through the view."""
-    from emews.inspect.optuna_view import StoreView
+    from emews.inspect._optuna_view import StoreView
 
     view = StoreView([expdir], curve_points)
     trials, wall, cpu = timed(lambda: view.get_all_trials(0, deepcopy=False))
@@ -112,10 +112,10 @@ def measure_view(expdir, curve_points, suffix):
 def measure_open(expdir, curve_points, suffix, cached=False, started=False):
     """Seconds of the dashboard's first study request (and a cached one, with ``cached``);
     with ``started``, after the view read the study once, as ``emews dashboard`` does when
-    it starts (:func:`emews.inspect.dashboard.serve`)."""
+    it starts (:func:`emews.inspect._dashboard.serve`)."""
     from optuna_dashboard import wsgi
 
-    from emews.inspect.optuna_view import StoreView
+    from emews.inspect._optuna_view import StoreView
 
     view = StoreView([expdir], curve_points)
     if started:
@@ -133,7 +133,7 @@ def measure_open(expdir, curve_points, suffix, cached=False, started=False):
 
 def measure_refresh(expdir, n, reports, curve_points):
     """Seconds of a refresh of the served view after ten more evaluations finished."""
-    from emews.inspect.optuna_view import StoreView
+    from emews.inspect._optuna_view import StoreView
 
     view = StoreView([expdir], curve_points)
     view.get_all_trials(0, deepcopy=False)
@@ -152,8 +152,8 @@ def measure_refresh(expdir, n, reports, curve_points):
 
 
 def read_forever(expdir, stop, reads):
-    from emews.inspect.dashboard import CURVE_POINTS
-    from emews.inspect.optuna_view import StoreView
+    from emews.inspect._dashboard import CURVE_POINTS
+    from emews.inspect._optuna_view import StoreView
 
     while not stop.is_set():   # a new view each time: a whole read, not a refresh
         StoreView([expdir], CURVE_POINTS).get_all_trials(0, deepcopy=False)
@@ -202,7 +202,7 @@ def main(argv):
     n = int(argv[0]) if argv else 10_000
     reports = int(argv[1]) if len(argv) > 1 else 100
     with tempfile.TemporaryDirectory() as tmp:
-        from emews.inspect.dashboard import CURVE_POINTS
+        from emews.inspect._dashboard import CURVE_POINTS
 
         expdir = make_study(Path(tmp) / "EXP001", n, reports)
         figures = {"evaluations": n, "reports": reports, "curve_points": CURVE_POINTS,

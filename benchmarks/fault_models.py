@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from emews.core.algorithm import Algorithm, point_key
+from emews.core._algorithm import Algorithm, point_key
 
 
 def _ledger():

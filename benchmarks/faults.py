@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from emews.core.algorithm import point_key
+from emews.core._algorithm import point_key
 
 from .common import REPO
 

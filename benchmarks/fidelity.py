@@ -36,8 +36,8 @@ Contenders (:data:`CONTENDERS`), each a sampler and a pruner, driven by one loop
 
 * ours: the product's own classes, an algorithm (``random``, ``optuna`` (TPE, our plugin),
   ``bohb``) asked for points and told results as the ME driver tells them (a pruned run as a
-  :class:`~emews.core.algorithm.PrunedResult` with its curve), and a pruner of
-  :mod:`emews.core.pruners` judging every report as the master does;
+  :class:`~emews.core._algorithm.PrunedResult` with its curve), and a pruner of
+  :mod:`emews.core._pruners` judging every report as the master does;
 * Optuna's TPE (``constant_liar``, ``multivariate``) with its ``MedianPruner``,
   ``SuccessiveHalvingPruner`` and ``HyperbandPruner``, through ``study.ask``,
   ``trial.report``, ``trial.should_prune`` and ``study.tell``.
@@ -282,9 +282,9 @@ class Ours:
     them."""
 
     def __init__(self, algorithm, pruner, space, seed, epochs, options=None):
-        from emews.core import pruners
-        from emews.core.algorithm import load
-        from emews.space import Space
+        from emews.core import _pruners as pruners
+        from emews.core._algorithm import load
+        from emews._space import Space
 
         self.search = load(algorithm)(Space.from_ga_json(space), seed=seed, **(options or {}))
         settings = {} if pruner in ("none", "median") else \
@@ -307,7 +307,7 @@ class Ours:
         self.search.tell([self.points[run]], [value])
 
     def prune(self, run):
-        from emews.core.algorithm import PrunedResult
+        from emews.core._algorithm import PrunedResult
 
         self.search.tell([self.points[run]], [PrunedResult(self.curves[run])])
 

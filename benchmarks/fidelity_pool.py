@@ -70,7 +70,7 @@ def _study(algorithm, pruner, pause, points, epochs, directory):
     from mpi4py import MPI
 
     import emews
-    from emews.status import Status
+    from emews._status import Status
     from emews.store import SQLiteStore
 
     options = {"sampler": "tpe"} if algorithm == "optuna" else {}

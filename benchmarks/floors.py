@@ -7,7 +7,7 @@ figures of every variant, one after the other in one launch, as JSON to OUT. A v
 * ``spin``: blocking ``send``/``recv`` on both sides. MPICH busy-polls inside a blocking call,
   so this is the physical reference, fair only where every rank owns an idle core;
 * ``wait``: the same loop, but every rank waits as emews waits, without spinning: a
-  nonblocking ``improbe`` and :class:`emews.pools.base.Backoff`'s sleeps;
+  nonblocking ``improbe`` and :class:`emews.pools._base.Backoff`'s sleeps;
 * ``ioc``: emews' inversion-of-control shape with nothing on top: an ME thread and two queues
   on rank 0, every ready result handed to the ME in one message, its answer (one new point per
   result) sent to the workers as one message per worker, waits as in ``wait``. No store, no
@@ -30,8 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
-from emews.pools.base import Backoff
-from emews.pools.mpi import DRAIN_MISSES
+from emews.pools._base import Backoff
+from emews.pools._mpi import DRAIN_MISSES
 
 from .common import summary
 from .objectives import echo

@@ -7,7 +7,7 @@ from start to value, ``launch_repeats`` times each, medians. Every process does 
 itself:
 
 * ``app``: the Model Shell runs ``python -c ...``; at k > 1 through ``mpiexec -n k`` and
-  ``emews/evaluate/launcher.py`` (its variables, then exec). One rank is a fresh
+  ``emews/evaluate/_launcher.py`` (its variables, then exec). One rank is a fresh
   process too, so ``overhead_s`` is the launcher's own cost.
 * ``py``: one rank is a call in the worker's warm nanny (no process starts); k ranks are k
   fresh interpreters started by ``mpiexec`` that import mpi4py and the objective, then connect
@@ -35,10 +35,10 @@ def group_allreduce(params):
 
 def measure(model, ranks, repeats, directory):
     """Median seconds of one evaluation of ``ranks`` ranks of ``model`` (``app`` or ``py``)."""
-    from emews.evaluate import process
-    from emews.evaluate.app import App
-    from emews.evaluate.base import Resources, RunContext
-    from emews.evaluate.py import Py
+    from emews.evaluate import _process as process
+    from emews.evaluate._app import App
+    from emews.evaluate._base import Resources, RunContext
+    from emews.evaluate._py import Py
 
     implementation = (App([sys.executable, "-c", APP_CODE], {}) if model == "app"
                       else Py("benchmarks.launch:group_allreduce"))

@@ -247,7 +247,7 @@ class Table:
 
     @cached_property
     def _params(self):
-        from emews.space import Space
+        from emews._space import Space
 
         return Space.from_ga_json(self.space).params
 
@@ -298,9 +298,9 @@ def group(task):
 
 
 def space(task):
-    """The space of the task ``lc-NAME`` on table NAME (an :class:`emews.space.Space`, with
+    """The space of the task ``lc-NAME`` on table NAME (an :class:`emews._space.Space`, with
     the constant ``task``)."""
-    from emews.space import Constant, Space
+    from emews._space import Constant, Space
 
     table = load(task.removeprefix("lc-"))
     return Space((*Space.from_ga_json(table.space).params, Constant("task", task)))

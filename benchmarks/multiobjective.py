@@ -20,7 +20,7 @@ workers whose lognormal durations are the seed's own, so every contender sees th
 timeline):
 
 * ours: ``nsga2``, ``nsga3``, ``gp`` and ``mbo`` (registered names), built with
-  ``objectives=k`` and their defaults, told an :class:`emews.core.algorithm.Objectives`; in
+  ``objectives=k`` and their defaults, told an :class:`emews.core._algorithm.Objectives`; in
   ``async`` mode the GA in its asynchronous form (``nsga2_async``, ``nsga3_async``), as our
   GA is asynchronous;
 * Optuna's ``NSGAIISampler``, multi-objective TPE (``TPESampler(multivariate=True,
@@ -31,7 +31,7 @@ timeline):
 
 A contender not installed here (``nsga2`` before its branch is merged) is left out, and the
 part says so. The score is the hypervolume of a run's evaluations against the problem's fixed
-reference point (:func:`emews.core.pareto.hypervolume`, on moocore), at the budget and at half
+reference point (:func:`emews.core._pareto.hypervolume`, on moocore), at the budget and at half
 of it. Seeds are paired. Per mode and problem, the best of ours (the highest median) is
 compared with the best Optuna sampler by a one-sided Wilcoxon signed-rank test each way
 (:func:`benchmarks.quality.compare` on negated volumes); ours is *at or above* unless the test
@@ -106,9 +106,9 @@ def digits(point):
 
 def problem(name, digits_epochs=None):
     """``(space, objective)`` of a problem; the objective returns an
-    :class:`~emews.core.algorithm.Objectives`."""
-    from emews.core.algorithm import Objectives
-    from emews.space import Space
+    :class:`~emews.core._algorithm.Objectives`."""
+    from emews.core._algorithm import Objectives
+    from emews._space import Space
 
     if name == "digits":
         from .quality_runs import problem as quality_problem
@@ -148,7 +148,7 @@ class OptunaMultiPeer(OptunaPeer):
     def tell(self, points, values):
         from optuna.trial import TrialState
 
-        from emews.core.algorithm import point_key
+        from emews.core._algorithm import point_key
 
         for point, value in zip(points, values):
             trial = self.running[point_key(point)].pop(0)
@@ -163,7 +163,7 @@ class OursMulti:
     (in ``async`` mode its asynchronous form, :data:`ASYNC_FORMS`, where it has one)."""
 
     def __init__(self, name, space, seed, objectives, mode="sequential"):
-        from emews.core.algorithm import load
+        from emews.core._algorithm import load
 
         cls = load(ASYNC_FORMS.get(name, name) if mode == "async" else name)
         options = {"objectives": objectives} if cls.multiobjective else {}
@@ -192,8 +192,8 @@ def unavailable(name):
                 "(pip install 'emews-hpo[bench-gp]')")
     if name in OPTUNA:
         return None
-    from emews.core.algorithm import load
-    from emews.errors import ConfigError, PluginError
+    from emews.core._algorithm import load
+    from emews._errors import ConfigError, PluginError
 
     try:
         cls = load(name)
@@ -209,7 +209,7 @@ def unavailable(name):
 def one_run(problem_name, name, mode, seed, budget, workers, digits_epochs=None):
     """One contender on one problem in one mode with one seed: the hypervolume at half the
     budget and at the budget."""
-    from emews.core import pareto
+    from emews.core import _pareto as pareto
 
     space, objective = problem(problem_name, digits_epochs)
     reference = REFERENCES[problem_name]

@@ -13,9 +13,9 @@ import numpy as np
 
 def measure(algorithm, observations, repeats):
     """Median ``ask(1)`` and ``tell`` seconds of ``algorithm`` with ``observations`` told."""
-    from emews.core.algorithm import load
+    from emews.core._algorithm import load
     from emews.models import analytic
-    from emews.space import Space
+    from emews._space import Space
 
     space = Space.from_ga_json(analytic.space("hartmann6"))
     rng = np.random.default_rng(0)

@@ -1,7 +1,7 @@
 """Part 9, packing by simulation: evaluations of 1, 2, 4 and 8 slots on 1,024 slots.
 
-The product's own :class:`emews.pools.packed.PackedPool` (with its
-:class:`emews.pools.packing.Packer`) packs the evaluations; a simulated inner pool runs each for
+The product's own :class:`emews.pools._packed.PackedPool` (with its
+:class:`emews.pools._packing.Packer`) packs the evaluations; a simulated inner pool runs each for
 a lognormal time on a virtual clock, and a loop does what the master does with a pool: hands it
 as many waiting tasks as it has free slots, collects what finishes. The sizes are drawn
 uniformly from ``packing_sizes``; the times are lognormal (mean 1, sigma 1), independent of the
@@ -31,10 +31,10 @@ import random
 
 import numpy as np
 
-from emews.pools.base import Pool, Task
-from emews.pools.packed import PackedPool
-from emews.pools.packing import Packer
-from emews.pools.requests import Demand
+from emews.pools._base import Pool, Task
+from emews.pools._packed import PackedPool
+from emews.pools._packing import Packer
+from emews.pools._requests import Demand
 
 SIGMA = 1.0
 LAYOUTS = {"any nodes": None, "one node": 1}

@@ -83,8 +83,8 @@ QUANTILE = 0.2   # every population's: ours' default, Supervisor's
 
 def population_run(problem, explore, seed, population, steps, interval):
     """The best member's final loss of a ``pbt`` search with ``explore`` on ``problem``."""
-    from emews.core.algorithm import load
-    from emews.space import Space
+    from emews.core._algorithm import load
+    from emews._space import Space
 
     search = load("pbt")(Space.from_ga_json(problem.space), seed=seed,
                          population_size=population, perturbation_interval=interval,
@@ -103,7 +103,7 @@ def population_run(problem, explore, seed, population, steps, interval):
 def _segment(problem, point, checkpoints):
     """Train the segment ``point`` of ``problem`` from the checkpoint its record names (in
     ``checkpoints``, by segment name), keep its own there; its loss."""
-    from emews.core.segments import split
+    from emews.core._segments import split
 
     params, record = split(point)
     start = record["donor"] or record["parent"]
@@ -171,8 +171,8 @@ def simulated_utilization(members_per_worker, sigma, draw, workers=8, steps=40, 
     """The utilization of the pool's study (see the module docstring) simulated exactly, with no
     overhead: the ``pbt`` class itself asked for a segment as a worker frees, the toy trained,
     each segment taking a lognormal time (median 1, log-sd ``sigma``) from generator ``draw``."""
-    from emews.core.algorithm import load
-    from emews.space import Space
+    from emews.core._algorithm import load
+    from emews._space import Space
 
     problem, rng = PROBLEMS["toy"](), np.random.default_rng(draw)
     search = load("pbt")(Space.from_ga_json(problem.space), seed=draw,

@@ -29,10 +29,10 @@ import time
 
 import numpy as np
 
-from emews.core.algorithm import load
+from emews.core._algorithm import load
 from emews.plugin import PrunedResult
 from emews.models import analytic
-from emews.space import Space
+from emews._space import Space
 
 SPACE = Space.from_ga_json(analytic.space("hartmann6"))
 SIZES = {"full": ((50, 100, 300, 1000), 5, 500), "reduced": ((50, 300), 3, 500),
@@ -234,7 +234,7 @@ def targets(figures):
 def plot(figures, path):
     """Draw the curve of ms per ask + tell against n, one line per contender (log-log; ours
     also amortized, dashed), to the SVG file ``path``."""
-    from emews.inspect.plot import pyplot as load_pyplot
+    from emews.inspect._plot import pyplot as load_pyplot
 
     pyplot = load_pyplot()
     # text stays text in the SVG, and its ids are the same each time it is drawn again

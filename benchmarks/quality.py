@@ -8,7 +8,7 @@ log-loss) on ``digits_space.json``.
 Contenders, each driven through its own ask/tell interface by one loop (:func:`evaluate`):
 
 * ours (registered names; :data:`benchmarks.sizes.OURS`), through the ME driver's
-  :class:`emews.core.me.Search` (``propose`` / ``tell``, as the driver calls them), defaults;
+  :class:`emews.core._me.Search` (``propose`` / ``tell``, as the driver calls them), defaults;
 * Optuna TPE (``TPESampler(constant_liar=True)``) and Optuna GP (``GPSampler``, which needs
   PyTorch: without it the part says so and leaves it out), on Optuna's ``study.ask`` /
   ``study.tell``: points in flight are running trials;

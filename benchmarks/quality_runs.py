@@ -33,7 +33,7 @@ def problem(name, digits_epochs=None):
 
     ``digits_epochs`` replaces the digits space's constant number of epochs (smoke runs).
     """
-    from emews.space import Constant, Space
+    from emews._space import Constant, Space
 
     if name == "digits":
         import emews.models
@@ -65,8 +65,8 @@ class Ours:
     """One of our algorithms (a registered name) through the ME driver's ``Search``."""
 
     def __init__(self, name, space, seed, budget):
-        from emews.core.algorithm import Stopper, load
-        from emews.core.me import OwnLimits, Search
+        from emews.core._algorithm import Stopper, load
+        from emews.core._me import OwnLimits, Search
 
         self.search = Search(load(name)(space, seed=seed), OwnLimits(Stopper(budget=budget)))
 
@@ -99,7 +99,7 @@ class OptunaPeer:
 
     def ask(self, n):
         from emews.algorithms.optuna_search import decode
-        from emews.core.algorithm import point_key
+        from emews.core._algorithm import point_key
 
         points = []
         for _ in range(n):
@@ -112,7 +112,7 @@ class OptunaPeer:
     def tell(self, points, values):
         from optuna.trial import TrialState
 
-        from emews.core.algorithm import point_key
+        from emews.core._algorithm import point_key
 
         for point, value in zip(points, values):
             trial = self.running[point_key(point)].pop(0)
@@ -251,7 +251,7 @@ def _digest(path):
 
 
 def _our_name(path, roots):
-    """``root/relative path`` of a file of ours (``emews/core/me.py``), else None."""
+    """``root/relative path`` of a file of ours (``emews/core/_me.py``), else None."""
     path = Path(path).resolve()
     for name, root in roots.items():
         if path.is_relative_to(root):

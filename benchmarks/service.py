@@ -37,7 +37,7 @@ import time
 import urllib.parse
 from pathlib import Path
 
-from emews.evaluate.launcher import default_mpiexec
+from emews.evaluate._launcher import default_mpiexec
 
 from .common import MPI_ENVIRONMENT, REPO
 
@@ -97,7 +97,7 @@ def _median(repeats):
 
 def _study(directory, name, n, pools, slots, storage):
     """One served study of ``n`` echo tasks with ``pools`` pool jobs; its figures."""
-    from emews.core import control
+    from emews.core import _control as control
     from emews.store import study_store
 
     home = directory / name.replace(" ", "").replace(",", "-")
@@ -185,7 +185,7 @@ def eqsql_path(url, n, workers):
     ``as_completed``, with ``workers`` worker processes (``query_task`` n=1, ``report_task``)
     that start popping once every task is submitted (an empty poll would cost them a growing
     sleep of 0.25 s and more); its figures."""
-    from emews.store.postgres import connect
+    from emews.store._postgres import connect
 
     local_queue = _eqsql()
     connect(url).close()   # the same tables (and indexes) as the emews contenders

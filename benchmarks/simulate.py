@@ -1,7 +1,7 @@
 """Part 5, scale by simulation: the real master with up to 4,096 simulated workers.
 
-:class:`SimulatedPool` is a :class:`emews.pools.base.Pool` whose workers take simulated time. It drives
-the real :class:`emews.core.master.Master`, the real ME thread (the random algorithm, async or batch),
+:class:`SimulatedPool` is a :class:`emews.pools._base.Pool` whose workers take simulated time. It drives
+the real :class:`emews.core._master.Master`, the real ME thread (the random algorithm, async or batch),
 and the real SQLite store, on a virtual clock::
 
     virtual time = real time elapsed + idle time skipped
@@ -32,10 +32,10 @@ import tracemalloc
 from pathlib import Path
 
 from emews import eqpy
-from emews.core.master import Master
-from emews.core.plan import MasterPlan
+from emews.core._master import Master
+from emews.core._plan import MasterPlan
 from emews.evaluate import Outcome
-from emews.pools.base import Pool
+from emews.pools._base import Pool
 from emews.store import SQLiteStore
 
 from .common import utilization
@@ -112,7 +112,7 @@ def simulate(workers, tasks, duration, mode="async", trace=False):
         if trace:
             tracemalloc.start()
         started, cpu = time.perf_counter(), time.process_time()
-        eqpy.init("emews.core.me")
+        eqpy.init("emews.core._me")
         master.run(json.dumps(settings))
         real, cpu = time.perf_counter() - started, time.process_time() - cpu
         peak = tracemalloc.get_traced_memory()[1] if trace else None

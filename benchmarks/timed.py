@@ -15,7 +15,7 @@ The latest instance is :attr:`Timed.latest`, so a benchmark that ran a study in 
 
 import time
 
-from emews.core.algorithm import Algorithm, load
+from emews.core._algorithm import Algorithm, load
 
 
 class Timed(Algorithm):

@@ -4,7 +4,8 @@ The public API is the names in ``__all__``, documented on one page of the docs (
 :func:`run` (which returns a :class:`Result`), :func:`load` (a :class:`Study`),
 :class:`Algorithm`, :class:`Status`, :mod:`eqpy`, for models :func:`report`, :class:`Pruned`,
 :func:`checkpoint_dir` and :func:`comm`, and :mod:`plugin`, everything a plugin (a search
-algorithm, a model) imports. Everything else under ``emews.`` may move between releases.
+algorithm, a model) imports. Everything else under ``emews.`` is internal, its modules named
+with a leading underscore, and may move between releases.
 Importing ``emews`` stays cheap (``emews --help`` imports it): the classes and functions are
 imported on first use, and ``eqpy`` and ``plugin`` are submodules.
 """
@@ -14,18 +15,18 @@ import os
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .inspect.snapshot import Study
-    from .result import Result
+    from .inspect._snapshot import Study
+    from ._result import Result
 
 __version__ = "0.1.0"
 __all__ = ["Algorithm", "Pruned", "Result", "Status", "Study", "checkpoint_dir", "comm", "eqpy",
            "load", "plugin", "report", "run"]
 _SUBMODULES = ("eqpy", "plugin")
 
-_LAZY = {"Algorithm": "emews.core.algorithm", "Status": "emews.status",   # name: its module
-         "Result": "emews.result", "Study": "emews.inspect.snapshot",
-         "report": "emews.evaluate.reporting", "Pruned": "emews.evaluate.reporting",
-         "checkpoint_dir": "emews.evaluate.base", "comm": "emews.evaluate.base"}
+_LAZY = {"Algorithm": "emews.core._algorithm", "Status": "emews._status",   # name: its module
+         "Result": "emews._result", "Study": "emews.inspect._snapshot",
+         "report": "emews.evaluate._reporting", "Pruned": "emews.evaluate._reporting",
+         "checkpoint_dir": "emews.evaluate._base", "comm": "emews.evaluate._base"}
 
 
 def run(config: "str | os.PathLike[str] | list[str | os.PathLike[str]] | dict[str, Any] | None",
@@ -45,7 +46,7 @@ def run(config: "str | os.PathLike[str] | list[str | os.PathLike[str]] | dict[st
         result = emews.run("study.toml", overrides={"study.budget": 50}, quiet=True)
         result.best_point, result.best_value, result.expdir
     """
-    from .study import run as run_study
+    from ._study import run as run_study
 
     if quiet:
         overrides = {**(overrides or {}), "system.quiet": True}

@@ -13,7 +13,7 @@ For a search algorithm:
   run the pruner stopped, :class:`Objectives` in a study of several objectives or with
   constraints), its state's frame (:func:`pack_state`, :func:`unpack_state`) and
   :func:`point_key`; a population-based search's segment record (:data:`SEGMENT`, see
-  :mod:`emews.core.segments`); what failures and pruned runs count as for a model of the results
+  :mod:`emews.core._segments`); what failures and pruned runs count as for a model of the results
   (:func:`is_failure`, :func:`failure_value`, :func:`pruned_value`, :func:`pruned_values`);
   :func:`optional_import` for an optional library, :func:`import_dotted` for a function an option names;
 * the search space: :class:`Space` and its parameters (:class:`Float`, :class:`Int`,
@@ -38,37 +38,37 @@ value of what it returned (:func:`extract`, :func:`objective_names`, the epochs
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .core.algorithm import (Algorithm, Objectives, PrunedResult, check_choice, check_flag,
+from .core._algorithm import (Algorithm, Objectives, PrunedResult, check_choice, check_flag,
                              check_keywords, check_number, check_option, check_table, check_text,
                              failure_value, import_dotted, is_failure, optional_import,
                              pack_state, point_key, pruned_value, pruned_values,
                              unpack_state)
-from .core.criteria import objective_names
-from .core.segments import SEGMENT
-from .errors import ConfigError
-from .space import (Categorical, Constant, Float, Int, Logical, Ordered, Space, TransformedFloat,
+from .core._criteria import objective_names
+from .core._segments import SEGMENT
+from ._errors import ConfigError
+from ._space import (Categorical, Constant, Float, Int, Logical, Ordered, Space, TransformedFloat,
                     TransformedInt)
-from .validation import FLAG, Choice, Invalid, Number, Rule
+from ._validation import FLAG, Choice, Invalid, Number, Rule
 
 if TYPE_CHECKING:
-    from .config import RETURN_EPOCHS
-    from .evaluate.base import EvaluationFailed, RunContext, current_run
-    from .evaluate.outcome import Report
-    from .evaluate.reporting import LINE as REPORT_LINE
-    from .evaluate.reporting import in_run
-    from .evaluate.model_output import extract
+    from ._config import RETURN_EPOCHS
+    from .evaluate._base import EvaluationFailed, RunContext, current_run
+    from .evaluate._outcome import Report
+    from .evaluate._reporting import LINE as REPORT_LINE
+    from .evaluate._reporting import in_run
+    from .evaluate._model_output import extract
     from .testing import Conformance
 
 # A model's names and the conformance suite, imported on first use: an algorithm that imports
 # this module loads neither the evaluation machinery nor the stores the suite drives.
-_LAZY = {"RETURN_EPOCHS": ("emews.config", "RETURN_EPOCHS"),
-         "EvaluationFailed": ("emews.evaluate.base", "EvaluationFailed"),
-         "RunContext": ("emews.evaluate.base", "RunContext"),
-         "current_run": ("emews.evaluate.base", "current_run"),
-         "Report": ("emews.evaluate.outcome", "Report"),
-         "REPORT_LINE": ("emews.evaluate.reporting", "LINE"),
-         "in_run": ("emews.evaluate.reporting", "in_run"),
-         "extract": ("emews.evaluate.model_output", "extract"),
+_LAZY = {"RETURN_EPOCHS": ("emews._config", "RETURN_EPOCHS"),
+         "EvaluationFailed": ("emews.evaluate._base", "EvaluationFailed"),
+         "RunContext": ("emews.evaluate._base", "RunContext"),
+         "current_run": ("emews.evaluate._base", "current_run"),
+         "Report": ("emews.evaluate._outcome", "Report"),
+         "REPORT_LINE": ("emews.evaluate._reporting", "LINE"),
+         "in_run": ("emews.evaluate._reporting", "in_run"),
+         "extract": ("emews.evaluate._model_output", "extract"),
          "Conformance": ("emews.testing", "Conformance")}
 
 __all__ = [

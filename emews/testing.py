@@ -1,6 +1,6 @@
 """Testing aids for algorithm authors: a driver harness and the conformance suite.
 
-:func:`drive` runs the real ME driver (:mod:`emews.core.me`) on the EQ/Py queues and plays the
+:func:`drive` runs the real ME driver (:mod:`emews.core._me`) on the EQ/Py queues and plays the
 evaluating side on the calling thread with a Python function, so an algorithm is tested exactly
 as a study runs it, without a pool or a store. In async mode it answers one point at a time,
 picked at random (seeded) among those in flight, so results come back out of order.
@@ -20,12 +20,12 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .core import queues
-from .core.algorithm import Objectives, PrunedResult, load, point_key
-from .errors import MEAborted
-from .core.me import build_algorithm, ready_points
-from .core.segments import SEGMENT
-from .space import Space
+from .core import _queues as queues
+from .core._algorithm import Objectives, PrunedResult, load, point_key
+from ._errors import MEAborted
+from .core._me import build_algorithm, ready_points
+from .core._segments import SEGMENT
+from ._space import Space
 from .store import read_once
 
 SPACE = [
@@ -41,7 +41,7 @@ SPACE = [
 PLANE = [{"name": "x", "type": "float", "lower": 0.0, "upper": 1.0},
          {"name": "y", "type": "float", "lower": 0.0, "upper": 1.0}]
 CORNER = (0.85, 0.85)
-# a conditional space (emews.conditions): momentum only for SGD, nesterov only with a momentum
+# a conditional space (emews._conditions): momentum only for SGD, nesterov only with a momentum
 # over 0.5, width3 only with 3 layers or more (lr and dropout in every point, so that points
 # rarely repeat)
 CONDITIONAL = [
@@ -68,7 +68,7 @@ def bowl(point):
 def two_bowls(point):
     """Two objectives of every parameter of :data:`SPACE` that pull apart (:func:`bowl`, and
     one smallest at ``x = 1.5``, ``lr = 0.03``), with one constraint, ``x <= 1``: the
-    :class:`~emews.core.algorithm.Objectives` that the driver tells an algorithm."""
+    :class:`~emews.core._algorithm.Objectives` that the driver tells an algorithm."""
     second = ((point["x"] - 1.5) ** 2 + (math.log10(point["lr"]) + 1.5) ** 2
               + point["units"] / 64 + abs(point["n"] - 4))
     return Objectives([bowl(point), second], violations=[max(point["x"] - 1.0, 0.0)])
@@ -111,8 +111,8 @@ class Run:
 
 
 def drive(settings, objective, completion_seed=0):
-    """Run :mod:`emews.core.me` with ``settings``, evaluating ``objective(point)`` on this thread."""
-    thread = queues.init("emews.core.me")
+    """Run :mod:`emews.core._me` with ``settings``, evaluating ``objective(point)`` on this thread."""
+    thread = queues.init("emews.core._me")
     order = random.Random(completion_seed)
     batch = settings.get("mode", "batch") == "batch"
     run, in_flight, next_index = Run(), [], 0
@@ -186,13 +186,13 @@ class Conformance:
     (:data:`CONDITIONAL` by default, told :func:`branches`) with ``conditional_options`` (by
     default ``options``): in batch and async mode, resumed from a history, and restored from
     its state. Each point it proposes must hold exactly the parameters active in it (see
-    :mod:`emews.conditions`): never a child without its parent's value, never an inactive
+    :mod:`emews._conditions`): never a child without its parent's value, never an inactive
     value.
 
     **Several objectives.** An algorithm whose class says ``multiobjective = True`` is also
     checked the way a study of ``objectives`` objectives (class attribute, 2) runs it: built
     with the option ``objectives=k`` added, and told each result as an
-    :class:`~emews.core.algorithm.Objectives` (``vector_objective``, :func:`two_bowls` by
+    :class:`~emews.core._algorithm.Objectives` (``vector_objective``, :func:`two_bowls` by
     default: a float that is the first objective, its ``values`` every objective to
     minimize, its ``violations`` how far each constraint is broken, some points infeasible),
     or a plain ``NaN`` for a failure. It must not crash, must keep proposing valid points

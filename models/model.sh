@@ -23,7 +23,7 @@
 # installed; GPUs CANDLE_CONTAINER_GPUS, default nvidia, Supervisor's --nv), e.g. singularity
 # exec --nv --bind DATA:/candle_data_dir --bind RUN_DIR:/emews_run --pwd /emews_run --env ...
 # MODEL_NAME MODEL_ACTION.sh CUDA_DEVICE /candle_data_dir --params_file /emews_run/params.json
-# --experiment_id EXPID --run_id RUNID (emews.evaluate.container). After a success, result.txt
+# --experiment_id EXPID --run_id RUNID (emews.evaluate._container). After a success, result.txt
 # holds the number, and run_command.txt and ../output.csv are written (python3 -m
 # emews.evaluate record-run). A failure, or no number (None, nan, inf), exits 1, unless
 # IGNORE_ERRORS is set non-zero: then it exits 0 without result.txt (Supervisor's NaN).
@@ -90,7 +90,7 @@ log "USING PYTHON: $(command -v python3 || echo none)"
 if [[ $MODEL_TYPE == SINGULARITY ]]; then
   CVD=$(( ${ADLB_RANK_OFFSET:-0} + ${CANDLE_CUDA_OFFSET:-0} ))
   export USER=${USER:-$(id -un)}  # ch-run refuses to start without it
-  # the runtime's argument list, one NUL-terminated word each (emews.evaluate.container)
+  # the runtime's argument list, one NUL-terminated word each (emews.evaluate._container)
   mapfile -d '' -t MODEL_CMD < <(
     python3 -m emews.evaluate container-command "$MODEL_NAME" "$MODEL_ACTION" "$CVD" \
             "$RUN_DIR" "$EXPID" "$RUNID")

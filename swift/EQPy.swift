@@ -1,12 +1,12 @@
 /*
-   EQPy.swift: EMEWS EQ/Py for Swift/T, backed by emews.core.queues.
+   EQPy.swift: EMEWS EQ/Py for Swift/T, backed by emews.core._queues.
 
    A drop-in replacement for the classic module: EQPy_init_package, EQPy_get, EQPy_put and
    EQPy_stop have the classic signatures and meaning.
 
    Every call runs on the ME's resident rank (the location argument; Turbine reserves it with
    TURBINE_RESIDENT_WORK_WORKERS) in Turbine's persistent Python interpreter, as python_persist
-   does, so emews.core.queues's two queues and the ME's thread live on between calls. Plain python() is
+   does, so emews.core._queues's two queues and the ME's thread live on between calls. Plain python() is
    never used: it would tear that interpreter down. The ME runs in a daemon thread (a
    non-daemon thread would hang the run at exit). Turbine keeps the GIL between calls, so the
    ME thread runs while EQPy_get waits on its queue, which is when the ME has work to do.
@@ -33,22 +33,22 @@ pragma worktypedef resident_work;
 
 string eqpy_init_code = ----
 import traceback
-import emews.core.queues
+import emews.core._queues
 try:
-    emews.core.queues.init(%s)
+    emews.core._queues.init(%s)
 except Exception:
-    emews.core.queues.output_q.put(emews.core.queues.EQPY_ABORT)
-    emews.core.queues.output_q.put(traceback.format_exc())
+    emews.core._queues.output_q.put(emews.core._queues.EQPY_ABORT)
+    emews.core._queues.output_q.put(traceback.format_exc())
 ----;
 
 string eqpy_get_code = ----
-import emews.core.queues
-eqpy_message = emews.core.queues.output_q_get()
+import emews.core._queues
+eqpy_message = emews.core._queues.output_q_get()
 ----;
 
 string eqpy_put_code = ----
-import emews.core.queues
-emews.core.queues.input_q.put(%s)
+import emews.core._queues
+emews.core._queues.input_q.put(%s)
 ----;
 
 /* Import the ME package (a module name) and start its run() in a daemon thread. */

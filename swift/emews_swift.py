@@ -2,10 +2,10 @@
 outcome on a worker's. workflow.sh puts this directory on PYTHONPATH.
 
 The resident ME rank (one interpreter, kept by python_persist) runs the master of ``emews run``
-(:func:`emews.study.run_master`: the ME's thread, the store, the failure policy, the pruner,
+(:func:`emews._study.run_master`: the ME's thread, the store, the failure policy, the pruner,
 the limits, the resume and the final record) on a thread of its own, on the study that
 ``prepare_study.py`` recorded in ``config.json``, opened as the job that ``emews run`` spawns
-opens it (:func:`emews.prepare.reopen`: its lock, spec, store and algorithm). Its pool is a
+opens it (:func:`emews._prepare.reopen`: its lock, spec, store and algorithm). Its pool is a
 :class:`SwiftPool`, which workflow.swift serves::
 
     next_message()     the next batch of tasks the master hands the workers, as
@@ -18,7 +18,7 @@ A worker rank calls :func:`evaluate` for one point; its stdout and stderr go to
 ``out/out-RANK.txt`` from its first evaluation on; it returns the outcome as one JSON object,
 ``{"outcome", "rank", "reports"}``: its wire form (:meth:`emews.evaluate.Outcome.to_wire`), the
 worker's rank and the run's reports (``emews.report`` calls and ``EMEWS_REPORT`` lines, each a
-:class:`~emews.evaluate.outcome.Report`'s wire form). Under Swift/T a running task cannot hear
+:class:`~emews.evaluate._outcome.Report`'s wire form). Under Swift/T a running task cannot hear
 from the ME's rank: every report is answered "go on", and the master's pruner judges them
 when the outcome comes back (a run it stops is stored ``pruned`` at that step).
 
@@ -39,18 +39,18 @@ import time
 import traceback
 from pathlib import Path
 
-from emews.errors import MEAborted
+from emews._errors import MEAborted
 from emews.evaluate import Outcome, from_env
-from emews.evaluate.base import Resources
-from emews.evaluate.launcher import launcher_rank
-from emews.evaluate.outcome import BadOutcome, Report
-from emews.evaluate.reporting import Pruned
-from emews.pools.base import Pool
-from emews.pools.mpi import redirect_output
-from emews.prepare import reopen
-from emews.status import Status
-from emews.study import run_master
-from emews.validation import env_flag
+from emews.evaluate._base import Resources
+from emews.evaluate._launcher import launcher_rank
+from emews.evaluate._outcome import BadOutcome, Report
+from emews.evaluate._reporting import Pruned
+from emews.pools._base import Pool
+from emews.pools._mpi import redirect_output
+from emews._prepare import reopen
+from emews._status import Status
+from emews._study import run_master
+from emews._validation import env_flag
 
 
 def _exit_without_finalizing():

@@ -1,4 +1,4 @@
-"""Prepare a Swift/T run of emews.core.me: check its settings, then make its experiment directory.
+"""Prepare a Swift/T run of emews.core._me: check its settings, then make its experiment directory.
 
 Usage (workflow.sh runs it)::
 
@@ -14,14 +14,14 @@ the configuration ``emews run`` records (a space given inline in ``space.json``)
 --resume`` runs again), and prints that directory. The ME's rank runs the study's master from
 ``config.json`` as ``emews run`` does (``emews_swift``).
 
-The settings are emews.core.me's (``algorithm``, ``options``, ``space``, ``seed``,
+The settings are emews.core._me's (``algorithm``, ``options``, ``space``, ``seed``,
 ``batch_size``, ``stop``, ``directions``, ``constraints``) and the study's: ``failure`` (the
 ``[failure]`` table: retries, on_failure, penalty), ``pruner`` (``[study] pruner``) and
 ``pruner_options`` (the ``[pruner]`` table).
 
 With ``--resume`` (``workflow.sh --resume EXPDIR``) it checks that ``EXPDIR`` holds a study
 of workflow.sh and prints it: the master then resumes it as ``emews run --resume`` does
-(:mod:`emews.core.resume`).
+(:mod:`emews.core._resume`).
 Bad input: one line naming the file or field, the rule and the value, and exit status 2.
 """
 
@@ -31,13 +31,13 @@ import shutil
 import sys
 from pathlib import Path
 
-from emews import config as configuration
-from emews import evaluate, experiment
-from emews.core.algorithm import load
-from emews.errors import ConfigError, EmewsError
-from emews.space import Space
-from emews.core.me import build_algorithm
-from emews.core.resume import search_settings
+from emews import _config as configuration
+from emews import evaluate, _experiment as experiment
+from emews.core._algorithm import load
+from emews._errors import ConfigError, EmewsError
+from emews._space import Space
+from emews.core._me import build_algorithm
+from emews.core._resume import search_settings
 from emews.store import SQLiteStore
 
 

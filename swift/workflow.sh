@@ -6,7 +6,7 @@
 #
 #   SITE      a site file: sites/NAME.sh (give NAME) or a path. Machine settings:
 #             MACHINE (swift-t -m; empty: run here), PROCS, PPN, WALLTIME, QUEUE, PROJECT.
-#   SETTINGS  emews.core.me's settings, JSON: algorithm, options, space, seed, batch_size, stop.
+#   SETTINGS  emews.core._me's settings, JSON: algorithm, options, space, seed, batch_size, stop.
 #   CONFIG    optional shell file of model settings: MODEL_NAME, MODEL_RETURN,
 #             CANDLE_MODEL_IMPL, EMEWS_OBJECTIVE, EMEWS_APP, APP_PYTHONPATH, CANDLE_DATA_DIR,
 #             EMEWS_RANKS_PER_EVAL (k > 1: each evaluation is a Swift/T parallel task of k
@@ -89,7 +89,7 @@ export ADLB_SERVERS=1 TURBINE_RESIDENT_WORK_WORKERS=1 RESIDENT_WORK_RANKS=$(( PR
 # splits its argv as a Tcl list, which breaks on quotes and spaces), passed with -e so that it
 # reaches the job on a scheduler too; the study itself is the file config.json.
 ENV_ARGS=()
-# What Turbine, the embedded Python and emews.evaluate read (emews.config's [model] table).
+# What Turbine, the embedded Python and emews.evaluate read (emews._config's [model] table).
 for name in TURBINE_OUTPUT ADLB_SERVERS TURBINE_RESIDENT_WORK_WORKERS RESIDENT_WORK_RANKS \
             EMEWS_EXP_ID EMEWS_ME EMEWS_ISOLATE PYTHONMALLOC \
             EMEWS_RANKS_PER_EVAL EMEWS_LAUNCH EMEWS_GPU_BINDING \

@@ -2,7 +2,7 @@
    workflow.swift: the EMEWS inversion-of-control loop, in batch mode.
 
    The study's master (emews run's, with the model-exploration algorithm, ME, in its thread:
-   by default emews.core.me running an ask/tell algorithm) runs in a daemon thread on the
+   by default emews.core._me running an ask/tell algorithm) runs in a daemon thread on the
    resident rank RESIDENT_WORK_RANKS, which the first emews_swift.next_message() starts. Each
    call hands over what the master's pool has for the workers (emews_swift.py):
 
@@ -13,7 +13,7 @@
 
    No argument: every setting comes from the environment (workflow.sh sets them all):
    TURBINE_OUTPUT (the experiment directory), RESIDENT_WORK_RANKS, MODEL_NAME, EMEWS_EXP_ID,
-   EMEWS_ME (a classic EQ/Py module; default emews.core.me), EMEWS_RANKS_PER_EVAL (k > 1: each
+   EMEWS_ME (a classic EQ/Py module; default emews.core._me), EMEWS_RANKS_PER_EVAL (k > 1: each
    evaluation is a parallel task of k workers, @par=k, as Supervisor's workflows run them). Paths never pass through Tcl's argv,
    which breaks on quotes and spaces.
 */

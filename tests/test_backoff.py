@@ -1,9 +1,9 @@
-"""The pools' non-spinning wait (:class:`emews.pools.base.Backoff`): its sleeps double up to
+"""The pools' non-spinning wait (:class:`emews.pools._base.Backoff`): its sleeps double up to
 their maximum, and with a share they stretch further as a wait lasts, within that share."""
 
 import time
 
-from emews.pools.base import LONGEST_WAIT, Backoff
+from emews.pools._base import LONGEST_WAIT, Backoff
 
 
 def waits(backoff, seconds):

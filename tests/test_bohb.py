@@ -5,10 +5,10 @@ import math
 
 import pytest
 
-from emews.core import pruners
-from emews.core.algorithm import PrunedResult, load
-from emews.space import Space
-from emews.status import Status
+from emews.core import _pruners as pruners
+from emews.core._algorithm import PrunedResult, load
+from emews._space import Space
+from emews._status import Status
 from emews.store import SQLiteStore
 
 from test_fidelity import asha_verdicts, value_at

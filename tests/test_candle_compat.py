@@ -2,7 +2,7 @@
 
 import pytest
 
-from emews.errors import ConfigError
+from emews._errors import ConfigError
 from emews.models import candle_compat as candle
 
 DEFINITIONS = [{"name": "classes", "type": int, "default": 2},

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from emews.cli import parser
-from emews.cli_help import EXAMPLES
+from emews._cli import parser
+from emews._cli_help import EXAMPLES
 
 BIN = Path(sys.executable).parent   # the venv's bin: its emews console script
 
@@ -101,9 +101,9 @@ def test_zsh_completes_commands_with_their_help():
 
 def test_help_imports_no_completion_machinery():
     """``emews --help`` stays fast: argcomplete is imported only for a completion request."""
-    code = ("import sys; from emews.cli import main\n"
+    code = ("import sys; from emews._cli import main\n"
             "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
-            "print('argcomplete' in sys.modules, 'emews.study' in sys.modules)")
+            "print('argcomplete' in sys.modules, 'emews._study' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60)
     assert done.stdout.splitlines()[-1] == "False False"

@@ -209,7 +209,7 @@ def test_plot_draws_a_png_of_a_study(emews_cli, study, tmp_path):
 
 
 def test_plot_without_matplotlib_names_the_extra(tmp_path, monkeypatch):
-    from emews.inspect import plot
+    from emews.inspect import _plot as plot
 
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     with pytest.raises(Exception, match=r"pip install 'emews-hpo\[plot\]'"):

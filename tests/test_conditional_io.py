@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 from test_bad_input import emews as run_emews, one_error_line
 
-from emews.conditions import AllOf, AnyOf, Compare, In, Not
-from emews.errors import ConfigError
-from emews.space import Space
+from emews._conditions import AllOf, AnyOf, Compare, In, Not
+from emews._errors import ConfigError
+from emews._space import Space
 from emews.store import read_once
 
 SUPERVISOR = Path(__file__).parent / "support" / "supervisor"
@@ -425,7 +425,7 @@ def test_the_report_leaves_an_inactive_parameter_out_of_its_figures(resumed, tmp
     import math
 
     from emews.inspect import load
-    from emews.inspect import report
+    from emews.inspect import _report as report
 
     expdir, _ = resumed
     study = load(expdir)
@@ -489,7 +489,7 @@ def test_requires_gives_the_activity_r_paramhelpers_gives(tmp_path):
 
 
 def test_the_dashboard_leaves_an_inactive_parameter_out_of_each_trial(resumed):
-    from emews.inspect.optuna_view import StoreView
+    from emews.inspect._optuna_view import StoreView
 
     expdir, _ = resumed
     rows = {row["id"]: row for row in read_once(expdir, None, lambda store: store.rows())}

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from emews import conditions
-from emews.errors import ConfigError
-from emews.space import Space
+from emews import _conditions as conditions
+from emews._errors import ConfigError
+from emews._space import Space
 
 OPTIMIZER = {"name": "optimizer", "type": "categorical", "values": ["sgd", "adam"]}
 SPACE = [

@@ -2,8 +2,8 @@
 
 import pytest
 
-from emews import config
-from emews.errors import ConfigError
+from emews import _config as config
+from emews._errors import ConfigError
 
 
 def test_defaults_fill_what_no_file_sets(tmp_path):
@@ -84,6 +84,6 @@ def test_command_line_values_are_read_as_toml_never_evaluated():
      {"study.tol": 0.5, "system.walltime": "1:00:00", "system.queue": "debug"}),
 ])
 def test_each_command_s_options_set_their_settings(argv, expected):
-    from emews.cli import parser
+    from emews._cli import parser
 
     assert config.command_overrides("emews " + argv[0], parser().parse_args(argv)) == expected

@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from emews.config import CONTAINER_RUNTIMES
-from emews.errors import ConfigError
+from emews._config import CONTAINER_RUNTIMES
+from emews._errors import ConfigError
 from emews.evaluate import EvaluationFailed, Objective
-from emews.evaluate import container as container_module
-from emews.evaluate.container import RUNTIMES, ContainerCommand
-from emews.launch import site as sites
-from emews.status import Status
-from emews.launch.submit import _with_site_defaults as with_site_defaults
+from emews.evaluate import _container as container_module
+from emews.evaluate._container import RUNTIMES, ContainerCommand
+from emews.launch import _site as sites
+from emews._status import Status
+from emews.launch._submit import _with_site_defaults as with_site_defaults
 
 SUPPORT = Path(__file__).parent / "support"
 if str(SUPPORT) not in sys.path:
@@ -270,7 +270,7 @@ def test_the_checkpoint_directory_is_bound_inside_the_run_directory(tmp_path):
 
 def test_a_segment_is_told_its_steps_to_train_from_and_to(tmp_path):
     # population-based training and freeze-thaw: the segment's start checkpoint is already in
-    # its checkpoint directory (handoff.py)
+    # its checkpoint directory (evaluate/_handoff.py)
     command = ContainerCommand(RUNTIMES["charliecloud"], "/i/m.sqfs").command(
         tmp_path, "/d", "E1", "R7", {}, "", checkpoint_dir="/x/checkpoints/R7",
         segment={"EMEWS_TRAIN_FROM": "20", "EMEWS_TRAIN_UNTIL": "25"})

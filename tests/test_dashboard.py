@@ -25,10 +25,10 @@ import pytest
 
 import emews
 from emews.evaluate import Outcome
-from emews.inspect.optuna_view import STATES, ReadOnlyError, StoreView, frozen_trial, thinned
-from emews.inspect.source import read_curves
-from emews.evaluate.outcome import Report
-from emews.store import SQLiteStore, schema
+from emews.inspect._optuna_view import STATES, ReadOnlyError, StoreView, frozen_trial, thinned
+from emews.inspect._source import read_curves
+from emews.evaluate._outcome import Report
+from emews.store import SQLiteStore, _schema as schema
 from support.postgres import postgres_server, postgres_url  # noqa: F401 - fixtures
 
 SUPPORT = Path(__file__).parent / "support"
@@ -323,7 +323,7 @@ def environment(**extra):
 def dashboard_error(*args, prelude="pass"):
     """``emews dashboard ARGS`` that must fail (after the Python statements ``prelude``): its
     one ``emews: error:`` line."""
-    code = f"import sys; {prelude}; from emews.cli import main; sys.exit(main(sys.argv[1:]))"
+    code = f"import sys; {prelude}; from emews._cli import main; sys.exit(main(sys.argv[1:]))"
     done = subprocess.run([sys.executable, "-c", code, "dashboard", *map(str, args)],
                           env=environment(), capture_output=True, text=True, timeout=240)
     assert done.returncode == 2, (done.stdout, done.stderr)
@@ -400,7 +400,7 @@ HELD_IMPORT = """
 import importlib.abc
 import sys
 
-from emews.cli import main
+from emews._cli import main
 
 
 class Held(importlib.abc.MetaPathFinder):

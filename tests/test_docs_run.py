@@ -16,7 +16,7 @@ made first, small and in process, with the parameters and metrics its commands n
 
 * ``toml``: written to the file its first line names (``# study.toml``; ``~/`` is the
   project's home), else ``study.toml``, and read as emews reads it (a study file with
-  :func:`emews.config.load`, a site file with :func:`emews.launch.site.load`). A study's
+  :func:`emews._config.load`, a site file with :func:`emews.launch._site.load`). A study's
   ``budget`` is cut to :data:`BUDGET` and its ``procs`` to :data:`PROCS`, so that the page's
   runs stay small; nothing else is changed.
 * ``json``: written to ``space.json`` and loaded as a search space.
@@ -39,9 +39,9 @@ from pathlib import Path
 
 import pytest
 
-from emews.config import load as load_config
-from emews.launch.site import load as load_site
-from emews.space import Space
+from emews._config import load as load_config
+from emews.launch._site import load as load_site
+from emews._space import Space
 from emews.store import SQLiteStore
 
 REPO = Path(__file__).parent.parent

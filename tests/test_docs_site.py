@@ -6,7 +6,7 @@ import re
 import tomllib
 from pathlib import Path
 
-from emews.config import SCHEMA
+from emews._config import SCHEMA
 
 REPO = Path(__file__).parent.parent
 DOCS = REPO / "docs"

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from emews.space import Space
+from emews._space import Space
 
 from conftest import SUPPORT
 

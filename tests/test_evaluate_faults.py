@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from emews import config as configuration
-from emews.errors import ConfigError
+from emews import _config as configuration
+from emews._errors import ConfigError
 from emews.evaluate import Objective, from_env
-from emews.evaluate.model_output import TAIL_BYTES, tail
+from emews.evaluate._model_output import TAIL_BYTES, tail
 
 from conftest import SUPPORT, alive, wait_until
 
@@ -166,7 +166,7 @@ def test_close_leaves_no_child_and_is_safe_twice(faulty):
 WORKER = """import sys
 sys.path.insert(0, sys.argv[1])
 from emews.evaluate import Objective
-from emews.evaluate.process import stop_on_signals
+from emews.evaluate._process import stop_on_signals
 stop_on_signals()
 impl = sys.argv[2]
 model = {"objective": "faulty:run"} if impl == "py" else {
@@ -294,7 +294,7 @@ def nanny_children():
             cmdline = (stat.parent / "cmdline").read_bytes()
         except OSError:
             continue
-        if int(fields[1]) == os.getpid() and b"emews.evaluate.nanny" in cmdline:
+        if int(fields[1]) == os.getpid() and b"emews.evaluate._nanny" in cmdline:
             found.append(int(stat.parent.name))
     return found
 

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 import emews
-from emews import config as configuration
-from emews.errors import ConfigError, StudyAborted
-from emews.core.algorithm import Objectives, PrunedResult
-from emews.core.criteria import Criteria
-from emews.core.failure import FailurePolicy, classify
+from emews import _config as configuration
+from emews._errors import ConfigError, StudyAborted
+from emews.core._algorithm import Objectives, PrunedResult
+from emews.core._criteria import Criteria
+from emews.core._failure import FailurePolicy, classify
 from emews.evaluate import Outcome
 from emews.store import SQLiteStore
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import NO_READY, SUPPORT, wait_until
-from emews.errors import Interrupted
+from emews._errors import Interrupted
 from emews.store import SQLiteStore
 
 

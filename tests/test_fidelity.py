@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 
 import emews
-from emews import config
-from emews.core import pruners
-from emews.errors import ConfigError
+from emews import _config as config
+from emews.core import _pruners as pruners
+from emews._errors import ConfigError
 from emews.evaluate import Objective
-from emews.inspect.show import as_json
-from emews.inspect.summary import render, summary
-from emews.status import Status
+from emews.inspect._show import as_json
+from emews.inspect._summary import render, summary
+from emews._status import Status
 from emews.store import SQLiteStore, study_store
 from support.postgres import postgres_server, postgres_url  # noqa: F401 - fixtures
 
@@ -399,7 +399,7 @@ def test_an_asha_study_served_to_a_pool_follows_the_rule(study, jobs, open_study
 def test_export_to_optuna_carries_pruned_trials_with_their_learning_curves(toy_config,
                                                                           tmp_path):
     optuna = pytest.importorskip("optuna")
-    from emews.inspect.export import export
+    from emews.inspect._export import export
 
     config = toy_config(objective="fidelity_models:curve", budget=10, pruner="asha",
                         isolate=False)
@@ -423,8 +423,8 @@ def test_export_to_optuna_carries_pruned_trials_with_their_learning_curves(toy_c
 
 def test_the_optuna_plugin_ends_a_pruned_trial_as_pruned_with_its_curve():
     optuna = pytest.importorskip("optuna")
-    from emews.core.algorithm import PrunedResult, load
-    from emews.space import Space
+    from emews.core._algorithm import PrunedResult, load
+    from emews._space import Space
 
     space = Space.from_ga_json([{"name": "x", "type": "float", "lower": -2.0, "upper": 2.0}])
     search = load("optuna")(space, seed=1)

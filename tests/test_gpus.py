@@ -4,10 +4,10 @@ import io
 
 import pytest
 
-from emews.evaluate.launcher import (BINDING_VARIABLE, GPUS_VARIABLE, gpu_binding, launcher_rank,
+from emews.evaluate._launcher import (BINDING_VARIABLE, GPUS_VARIABLE, gpu_binding, launcher_rank,
                                      local_rank, rank_environ)
-from emews.launch import gpus
-from emews.pools.packed import visible_devices
+from emews.launch import _gpus as gpus
+from emews.pools._packed import visible_devices
 
 
 @pytest.mark.parametrize("rank, per_node, offset, expected", [
@@ -39,7 +39,7 @@ def test_without_a_launcher_the_global_rank_is_used_and_no_gpus_set_nothing():
     assert untouched == {"CUDA_VISIBLE_DEVICES": "0,1"}
 
 
-# every launcher's variable, as the one reader (emews.evaluate.launcher) knows it: Hydra (mpich),
+# every launcher's variable, as the one reader (emews.evaluate._launcher) knows it: Hydra (mpich),
 # Open MPI, PMIx, Slurm, Flux, IBM's jsrun, Cray's ALPS and PALS
 RANKS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID", "FLUX_TASK_RANK",
          "JSM_NAMESPACE_RANK", "ALPS_APP_PE", "PALS_RANKID")
@@ -66,8 +66,8 @@ def test_each_launcher_s_local_rank_variable_is_read_by_the_worker_s_gpu_too(nam
 @pytest.mark.parametrize("binding", ["CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
                                      "ZE_AFFINITY_MASK"])
 def test_each_device_variable_is_one_the_site_the_worker_and_a_container_know(binding):
-    from emews.evaluate import container
-    from emews.launch.site import GPU_BINDINGS
+    from emews.evaluate import _container as container
+    from emews.launch._site import GPU_BINDINGS
 
     assert binding in GPU_BINDINGS and gpu_binding({BINDING_VARIABLE: binding}) == binding
     environ = {BINDING_VARIABLE: binding, binding: "4,5"}

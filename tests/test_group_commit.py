@@ -11,9 +11,9 @@ import sys
 import pytest
 
 from conftest import SUPPORT, query_store, wait_until
-from emews.errors import StoreError
+from emews._errors import StoreError
 from emews.evaluate import Outcome
-from emews.store import SQLiteStore, schema
+from emews.store import SQLiteStore, _schema as schema
 
 KILLS = 2
 

@@ -1,4 +1,4 @@
-"""The worker's side of an evaluation of several ranks (emews.evaluate.group): rank 0 may
+"""The worker's side of an evaluation of several ranks (emews.evaluate._group): rank 0 may
 connect, reply and exit, and the launcher end, between two looks at the listener; the reply
 waiting in the listener's backlog is still read."""
 
@@ -6,7 +6,7 @@ import socket
 import subprocess
 import sys
 
-from emews.evaluate.group import _Exchange
+from emews.evaluate._group import _Exchange
 
 
 def ended_launcher():

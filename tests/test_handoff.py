@@ -1,4 +1,4 @@
-"""The checkpoint handoff of population-based training (emews/evaluate/handoff.py), on real
+"""The checkpoint handoff of population-based training (emews/evaluate/_handoff.py), on real
 files: a segment's start checkpoint, copied into its own directory through the real
 objective (py and app models), a missing donor, a run again, bad records."""
 
@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from emews.core.segments import SEGMENT
+from emews.core._segments import SEGMENT
 from emews.evaluate import Objective
-from emews.evaluate.base import EvaluationFailed, RunContext
-from emews.evaluate.handoff import TRAIN_UNTIL, clone, mark_unshared, prepare
+from emews.evaluate._base import EvaluationFailed, RunContext
+from emews.evaluate._handoff import TRAIN_UNTIL, clone, mark_unshared, prepare
 from emews.models import pbt_toy
 
 from conftest import SUPPORT
@@ -123,7 +123,7 @@ def test_a_missing_own_checkpoint_or_a_bad_record_fails_the_run_in_one_line(toy,
 def test_a_pool_that_cannot_see_the_experiment_directory_fails_every_segment_in_one_line(
         toy, tmp_path):
     """A served study's pool on a host without the study's EXPDIR writes to a directory of its
-    own (emews/service/links.py marks it): no segment can start there, not even a first one,
+    own (emews/service/_links.py marks it): no segment can start there, not even a first one,
     whose checkpoint no other pool could find."""
     mark_unshared(tmp_path, "/elsewhere/EXP001")
     for run_id, segment in (("RUN000001", {"name": "m0s0"}),

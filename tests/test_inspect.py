@@ -181,7 +181,7 @@ def test_a_where_that_is_not_a_plain_comparison_is_refused(metrics_study, where,
 
 def test_plot_uses_a_log_axis_over_decades(metrics_study, tmp_path):
     from emews.inspect import load
-    from emews.inspect.plot import draw_convergence, pyplot
+    from emews.inspect._plot import draw_convergence, pyplot
 
     rows, _, _ = store_rows(metrics_study)
     values = [r["result"] for r in rows]

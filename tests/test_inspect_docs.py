@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from emews.cli import parser
-from emews.config import SCHEMA
+from emews._cli import parser
+from emews._config import SCHEMA
 
 DOCS = Path(__file__).parent.parent / "docs"
 

@@ -16,14 +16,14 @@ import numpy
 import pytest
 
 import emews
-from emews.errors import ConfigError
+from emews._errors import ConfigError
 from emews.evaluate import Objective, Outcome
-from emews.evaluate.model_output import final_metrics
+from emews.evaluate._model_output import final_metrics
 from emews.inspect import load
-from emews.inspect.plot import spans_decades
-from emews.inspect.query import parse, select
-from emews.inspect.summary import render, summary
-from emews.store import SQLiteStore, schema
+from emews.inspect._plot import spans_decades
+from emews.inspect._query import parse, select
+from emews.inspect._summary import render, summary
+from emews.store import SQLiteStore, _schema as schema
 
 SUPPORT = Path(__file__).parent / "support"
 
@@ -142,7 +142,7 @@ def test_a_log_axis_is_for_positive_values_over_more_than_two_decades():
 
 
 def test_the_report_draws_each_parameter_on_its_declared_scale(tmp_path):
-    from emews.inspect.report import Coordinates
+    from emews.inspect._report import Coordinates
 
     space = [{"name": "dropout", "type": "float", "lower": 0.0, "upper": 1.0},
              {"name": "lr", "type": "float", "lower": 1e-5, "upper": 1e-1, "log": True},

@@ -1,4 +1,4 @@
-"""NaN and the infinities as JSON's null: one encoder (emews.core.vector.json_numbers) behind
+"""NaN and the infinities as JSON's null: one encoder (emews.core._vector.json_numbers) behind
 every writer of numbers as JSON: the store's metrics and objective vectors, the EQ/Py wire, the
 told values of a resume, an outcome's wire form and ``emews show --format json``'s curves."""
 
@@ -8,10 +8,10 @@ import math
 import pytest
 
 from emews import eqpy
-from emews.core.criteria import as_json, from_json
-from emews.core.vector import Objectives, finite_or_none, json_numbers
-from emews.evaluate.outcome import Outcome, Report
-from emews.store.base import metrics_json, vector_json
+from emews.core._criteria import as_json, from_json
+from emews.core._vector import Objectives, finite_or_none, json_numbers
+from emews.evaluate._outcome import Outcome, Report
+from emews.store._base import metrics_json, vector_json
 
 NAN, INF = math.nan, math.inf
 

@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from emews.errors import ConfigError
-from emews.evaluate import process
-from emews.evaluate.launcher import Launcher, default_mpiexec, devices_of, rank_environ
-from emews.launch import script as scripts
-from emews.launch import site as sites
-from emews.evaluate.app import App
-from emews.evaluate.py import Py
-from emews.evaluate.base import Cancelled, EvaluationFailed, Resources, RunContext
+from emews._errors import ConfigError
+from emews.evaluate import _process as process
+from emews.evaluate._launcher import Launcher, default_mpiexec, devices_of, rank_environ
+from emews.launch import _script as scripts
+from emews.launch import _site as sites
+from emews.evaluate._app import App
+from emews.evaluate._py import Py
+from emews.evaluate._base import Cancelled, EvaluationFailed, Resources, RunContext
 from conftest import alive, stored_rows, wait_until
 
 SUPPORT = Path(__file__).parent / "support"
@@ -263,11 +263,11 @@ def test_ctrl_c_of_the_worker_stops_every_process_of_its_evaluation(tmp_path):
 
 def test_without_an_mpiexec_a_study_launch_refuses_in_one_line_naming_the_setting(
         tmp_path, monkeypatch):
-    """One finder serves all: the study's launch (``emews.launch.spawn``) refuses what it
+    """One finder serves all: the study's launch (``emews.launch._spawn``) refuses what it
     finds when it is no program, naming ``[system].mpiexec``; an evaluation's launcher falls
     back on a bare ``mpiexec``; a batch job's Python gets the one beside it, else the bare name
     (its node's PATH resolves it), never this node's PATH."""
-    from emews.launch import spawn
+    from emews.launch import _spawn as spawn
 
     monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))  # nothing beside it
     monkeypatch.setenv("PATH", str(tmp_path))

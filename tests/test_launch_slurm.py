@@ -19,7 +19,7 @@ if str(SUPPORT) not in sys.path:
 from conftest import alive  # noqa: E402
 from slurm import slurm_fixture, wait_for  # noqa: E402,F401  (the session fixture "slurm")
 
-from emews.launch import site as sites  # noqa: E402
+from emews.launch import _site as sites  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.mpi]
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from emews.errors import ConfigError
+from emews._errors import ConfigError
 from emews.evaluate import Objective
 
 SUPPORT = Path(__file__).parent / "support"

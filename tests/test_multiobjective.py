@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 import emews
-from emews.core import pareto
-from emews.core.algorithm import Objectives
-from emews.core.criteria import Constraint, Criteria
-from emews.errors import ConfigError
+from emews.core import _pareto as pareto
+from emews.core._algorithm import Objectives
+from emews.core._criteria import Constraint, Criteria
+from emews._errors import ConfigError
 from emews.evaluate import Outcome
 
 from conftest import SUPPORT, stored_rows
@@ -185,7 +185,7 @@ def test_a_two_objective_study_on_an_mpiexec_pool_stores_its_front(study, tmp_pa
 
 
 def test_patience_counts_hypervolume_improvements_against_a_derived_reference():
-    from emews.core.algorithm import Stopper
+    from emews.core._algorithm import Stopper
 
     stopper = Stopper(patience=3, tol=0.0)
     first = [Objectives([x, 4.0 - x]) for x in (0.0, 2.0, 4.0)]
@@ -206,7 +206,7 @@ def test_patience_counts_hypervolume_improvements_against_a_derived_reference():
 
 
 def test_a_given_reference_point_is_taken_in_each_objectives_direction(toy_config):
-    from emews import config
+    from emews import _config as config
 
     cfg = config.load(toy_config(**MO, directions=["minimize", "maximize"],
                                  reference_point=[10.0, 100.0], patience=5), environ={})
@@ -246,8 +246,8 @@ def test_the_algorithm_is_told_objectives_and_a_resume_tells_the_history_alike(t
 
 def test_an_app_runs_objectives_are_its_last_labelled_result_lines(tmp_path):
     """A Model Shell run's log (RUN_DIR/model.log, as model.sh leaves it) and result.txt."""
-    from emews.evaluate.base import EvaluationFailed
-    from emews.evaluate.model_output import read_app_result
+    from emews.evaluate._base import EvaluationFailed
+    from emews.evaluate._model_output import read_app_result
 
     log = tmp_path / "model.log"
     log.write_text("epoch 1\nIMPROVE_RESULT loss 0.5\nIMPROVE_RESULT params 100\n"

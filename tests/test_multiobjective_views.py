@@ -13,9 +13,9 @@ import pytest
 import emews
 from emews.evaluate import Outcome
 from emews.inspect import load
-from emews.inspect.export import export
-from emews.inspect.optuna_view import StoreView
-from emews.inspect.summary import summary
+from emews.inspect._export import export
+from emews.inspect._optuna_view import StoreView
+from emews.inspect._summary import summary
 from emews.store import SQLiteStore
 
 from conftest import stored_rows
@@ -173,7 +173,7 @@ def write_mo_study(expdir, vectors, study, feasible=None):
 
 
 def test_the_report_draws_the_hypervolume_over_evaluations_against_the_reference(tmp_path):
-    from emews.inspect.report import hypervolume_curve
+    from emews.inspect._report import hypervolume_curve
 
     # size is maximized: raw (1, -3) is (1, 3) minimized; the infeasible (0, 0) dominates all
     vectors = [[1.0, -3.0], [0.0, 0.0], [2.0, -2.0], [3.0, -1.0]]
@@ -197,7 +197,7 @@ def test_the_report_draws_a_pair_plot_for_three_objectives(tmp_path):
     expdir = write_mo_study(tmp_path / "EXP001", vectors, {"objectives": ["a", "b", "c"]})
     study = load(expdir)
     assert [r["id"] for r in study.pareto] == [0, 1, 2]
-    from emews.inspect import plot, report
+    from emews.inspect import _plot as plot, _report as report
 
     figure, _ = report._front(plot.pyplot(), study, None)
     drawn = [axes for axes in figure.axes if axes.axison]

@@ -12,9 +12,9 @@ import sys
 import pytest
 
 import emews
-from emews.core import pareto
-from emews.core.algorithm import load
-from emews.space import Space
+from emews.core import _pareto as pareto
+from emews.core._algorithm import load
+from emews._space import Space
 from emews.store import study_store
 from emews.testing import experiment_rows
 

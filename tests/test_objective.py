@@ -2,8 +2,8 @@
 
 import pytest
 
-from emews import config as configuration
-from emews.errors import ConfigError
+from emews import _config as configuration
+from emews._errors import ConfigError
 from emews.evaluate import Objective, from_env
 
 

@@ -46,7 +46,7 @@ def test_builtin_algorithms_are_registered_entry_points():
     names = {ep.name for ep in entry_points(group="emews.algorithms")}
     assert {"random", "sweep"} <= names
     scripts = {ep.name: ep.value for ep in entry_points(group="console_scripts")}
-    assert scripts["emews"] == "emews.cli:main"
+    assert scripts["emews"] == "emews._cli:main"
 
 
 def test_the_keras_model_names_the_extra_when_keras_is_missing():

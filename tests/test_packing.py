@@ -1,4 +1,4 @@
-"""Packing evaluations of several slots: what a point asks (emews.pools.requests), where the
+"""Packing evaluations of several slots: what a point asks (emews.pools._requests), where the
 Packer places it, and a reservation that keeps the oldest large evaluation from starving."""
 
 import json
@@ -7,10 +7,10 @@ from fractions import Fraction
 import pytest
 from conftest import SUPPORT, peak_slots, stored_rows
 
-from emews.pools.packing import NeverFits, Packer
-from emews.pools.requests import Demand, Request
-from emews.space import Space
-from emews.validation import Invalid
+from emews.pools._packing import NeverFits, Packer
+from emews.pools._requests import Demand, Request
+from emews._space import Space
+from emews._validation import Invalid
 
 
 def test_a_request_comes_from_numbers_or_from_the_point_s_parameters():

@@ -1,4 +1,4 @@
-"""Pareto fronts and hypervolumes (emews.core.pareto) and the Objectives value of the
+"""Pareto fronts and hypervolumes (emews.core._pareto) and the Objectives value of the
 algorithm contract."""
 
 import math
@@ -7,8 +7,8 @@ import pickle
 import numpy as np
 import pytest
 
-from emews.core import pareto
-from emews.core.algorithm import Objectives
+from emews.core import _pareto as pareto
+from emews.core._algorithm import Objectives
 
 
 def brute_front(vectors, feasible):

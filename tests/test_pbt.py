@@ -1,5 +1,5 @@
 """Population-based training (algorithms/pbt.py) on a real mpiexec pool: the checkpoint
-handoff (emews/evaluate/handoff.py), the lineage and the best member's schedule
+handoff (emews/evaluate/_handoff.py), the lineage and the best member's schedule
 (``emews show --lineage``, ``--schedule``), a kill mid-segment and the resume."""
 
 import json
@@ -11,12 +11,12 @@ import sys
 import pytest
 
 import emews
-from emews.core.algorithm import load
-from emews.core.segments import SEGMENT, split
-from emews.errors import ConfigError
-from emews.inspect import show
+from emews.core._algorithm import load
+from emews.core._segments import SEGMENT, split
+from emews._errors import ConfigError
+from emews.inspect import _show as show
 from emews.models import pbt_toy
-from emews.space import Space
+from emews._space import Space
 
 from conftest import SUPPORT, wait_until
 from support.postgres import postgres_server, postgres_url  # noqa: F401 - fixtures

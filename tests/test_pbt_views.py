@@ -8,9 +8,9 @@ import math
 import pytest
 
 import emews
-from emews.core.segments import FIELDS, SEGMENT
-from emews.inspect import report, show
-from emews.inspect.plot import pyplot
+from emews.core._segments import FIELDS, SEGMENT
+from emews.inspect import _report as report, _show as show
+from emews.inspect._plot import pyplot
 from emews.models import pbt_toy
 
 from test_inspect import cli, image_widths
@@ -44,7 +44,7 @@ def test_the_dashboard_gives_each_segment_its_record_and_its_intermediate_values
     """The dashboard's view (Optuna's storage API over the store): a trial a segment, its
     record a user attribute and never a parameter, its intermediate values the steps it
     trained, as the model reported them."""
-    from emews.inspect.optuna_view import StoreView
+    from emews.inspect._optuna_view import StoreView
 
     study = emews.load(population)
     segments = {s["id"]: s for s in show.lineage(study)}

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from emews.evaluate import Outcome
-from emews.inspect.progress import Progress
+from emews.inspect._progress import Progress
 
 from conftest import SUPPORT
 

@@ -23,10 +23,10 @@ def test_import_emews_imports_no_part_of_the_product_until_a_name_is_used():
 
 
 def test_every_public_name_is_reachable_from_the_package():
-    from emews.core.algorithm import Algorithm
-    from emews.inspect.snapshot import Study
-    from emews.result import Result
-    from emews.status import Status
+    from emews.core._algorithm import Algorithm
+    from emews.inspect._snapshot import Study
+    from emews._result import Result
+    from emews._status import Status
 
     assert sorted(emews.__all__) == ["Algorithm", "Pruned", "Result", "Status", "Study",
                                      "checkpoint_dir", "comm", "eqpy", "load", "plugin",
@@ -36,10 +36,10 @@ def test_every_public_name_is_reachable_from_the_package():
     assert emews.plugin is importlib.import_module("emews.plugin")
     assert all(hasattr(emews.plugin, name) for name in emews.plugin.__all__)
     assert emews.plugin.Algorithm is Algorithm
-    from emews.evaluate.reporting import Pruned, report
+    from emews.evaluate._reporting import Pruned, report
 
     assert emews.report is report and emews.Pruned is Pruned
-    from emews.evaluate.base import checkpoint_dir, comm
+    from emews.evaluate._base import checkpoint_dir, comm
 
     assert emews.checkpoint_dir is checkpoint_dir and emews.comm is comm
     assert emews.Status.DONE == "done" and set(emews.__all__) <= set(dir(emews))
@@ -50,7 +50,7 @@ def test_eqpy_is_one_module_under_every_name_so_its_queues_are_shared():
     from emews import eqpy
 
     classic = importlib.import_module("eqpy")    # the name classic ME modules import
-    assert eqpy is emews.eqpy is sys.modules["emews.core.queues"] is classic
+    assert eqpy is emews.eqpy is sys.modules["emews.core._queues"] is classic
 
 
 def test_a_classic_me_written_with_from_emews_import_eqpy_runs_a_study(toy_config):
@@ -118,6 +118,19 @@ def private_imports(path, package):
     return found
 
 
+PUBLIC_MODULES = {"emews/eqpy.py", "emews/plugin.py", "emews/testing.py"}
+
+
+def test_every_internal_module_is_named_private():
+    """Under emews/, a module is public (eqpy, plugin, testing), a package's ``__init__`` or
+    ``__main__``, or internal and named with a leading underscore."""
+    unmarked = [str(path.relative_to(REPO)) for path in sorted((REPO / "emews").rglob("*.py"))
+                if not path.name.startswith("_")
+                and str(path.relative_to(REPO)) not in PUBLIC_MODULES]
+    assert unmarked == []
+    assert all((REPO / name).is_file() for name in PUBLIC_MODULES)
+
+
 def test_the_shipped_algorithms_and_models_import_only_public_names():
     found = [line for folder, package in (("algorithms", "emews.algorithms"),
                                           ("models", "emews.models"))
@@ -131,10 +144,10 @@ def test_a_private_import_is_found_naming_the_file_line_and_name(tmp_path):
     plugin.write_text("import math\nimport emews\nfrom emews import run, plugin\n"
                       "from emews.plugin import Algorithm, Space\n"
                       "from emews.algorithms.ga import GA\nfrom .sweep import read_upf\n"
-                      "from emews.core.algorithm import Algorithm\nimport emews.space\n"
-                      "def later():\n    from emews import config\n"
-                      "    from ..validation import Rule\n    from emews.plugin import Stopper\n")
+                      "from emews.core._algorithm import Algorithm\nimport emews._space\n"
+                      "def later():\n    from emews import _config\n"
+                      "    from .._validation import Rule\n    from emews.plugin import Stopper\n")
     assert private_imports(plugin, "emews.algorithms") == [
-        f"{plugin}:7: emews.core.algorithm.Algorithm", f"{plugin}:8: emews.space",
-        f"{plugin}:10: emews.config", f"{plugin}:11: emews.validation.Rule",
+        f"{plugin}:7: emews.core._algorithm.Algorithm", f"{plugin}:8: emews._space",
+        f"{plugin}:10: emews._config", f"{plugin}:11: emews._validation.Rule",
         f"{plugin}:12: emews.plugin.Stopper"]

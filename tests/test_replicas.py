@@ -13,13 +13,13 @@ import pytest
 
 import emews
 from emews.algorithms.random_search import RandomSearch
-from emews.config import Study
-from emews.core.algorithm import point_key
-from emews.core.replicas import Replicas, wrap
-from emews.errors import ConfigError
+from emews._config import Study
+from emews.core._algorithm import point_key
+from emews.core._replicas import Replicas, wrap
+from emews._errors import ConfigError
 from emews.inspect import load
-from emews.result import result_of
-from emews.space import Space
+from emews._result import result_of
+from emews._space import Space
 
 from conftest import TOY_SPACE, stored_rows
 
@@ -250,9 +250,9 @@ def test_a_point_whose_replicas_a_limit_cut_short_has_no_value_and_is_never_the_
     """A time limit or ``emews stop`` can end a study between a point's replicas: that point
     was never told to its search, so it gets no value and cannot be the study's best, however
     lucky its finished replicas were."""
-    from emews.core.replicas import summarize
+    from emews.core._replicas import summarize
     from emews.evaluate import Outcome
-    from emews.result import final_record
+    from emews._result import final_record
     from emews.store import SQLiteStore
 
     store = SQLiteStore(tmp_path / "results.db")
@@ -279,7 +279,7 @@ def test_a_point_with_a_pruned_replica_was_told_so_the_record_and_inspect_name_i
     complete: its value is its other replicas' mean, and the final record and
     ``emews.inspect`` name the same best point (one function judges it for both)."""
     from emews.evaluate import Outcome
-    from emews.result import final_record
+    from emews._result import final_record
     from emews.store import SQLiteStore
 
     store = SQLiteStore(tmp_path / "results.db")

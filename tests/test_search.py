@@ -2,9 +2,9 @@
 
 import json
 
-from emews.core.algorithm import Stopper
+from emews.core._algorithm import Stopper
 from emews.algorithms.sweep import Sweep
-from emews.core.me import OwnLimits, Search
+from emews.core._me import OwnLimits, Search
 
 A, B, C = {"x": 1}, {"x": 2}, {"x": 3}
 

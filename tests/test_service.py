@@ -20,8 +20,8 @@ from conftest import (NO_READY, alive, assert_exact_budget_and_lost_leases_rerun
                       query_store, wait_until)
 from support.postgres import postgres_server, postgres_url  # noqa: F401 - fixtures
 
-from emews.errors import ConfigError
-from emews.experiment import read_store
+from emews._errors import ConfigError
+from emews._experiment import read_store
 from emews.store import study_store
 
 pytestmark = [pytest.mark.mpi, pytest.mark.slow]
@@ -519,8 +519,8 @@ def test_a_pool_that_takes_a_dead_pools_name_does_not_keep_its_tasks_alive(postg
     back with a dead one's name (the same pid again, on a host of the same name) takes another
     name, and the dead one's task comes back interrupted when its lease runs out, while the new
     pool renews its own."""
-    from emews.pools.base import Task
-    from emews.service.postgres_transport import PostgresPool, PostgresService
+    from emews.pools._base import Task
+    from emews.service._postgres_transport import PostgresPool, PostgresService
 
     service = PostgresService(postgres_url, "exp", 4, 0.5, {}, tmp_path)
     dead, again = PostgresPool(postgres_url, "exp", name="node:7"), None
@@ -552,8 +552,8 @@ def test_a_pool_that_takes_a_dead_pools_name_does_not_keep_its_tasks_alive(postg
 def test_a_task_taken_back_before_it_went_out_never_reaches_the_queue(postgres_url, tmp_path):
     """On PostgreSQL the tasks a study sends go out with its next look for results (one round
     trip for both): one taken back before that is never queued, and is not started."""
-    from emews.pools.base import Task
-    from emews.service.postgres_transport import PostgresPool, PostgresService
+    from emews.pools._base import Task
+    from emews.service._postgres_transport import PostgresPool, PostgresService
 
     service = PostgresService(postgres_url, "exp", 4, 60.0, {}, tmp_path)
     pool = PostgresPool(postgres_url, "exp")
@@ -580,7 +580,7 @@ def test_a_store_in_the_studys_database_carries_its_exchange_in_its_commit(postg
     import psycopg
 
     from emews.evaluate import Outcome
-    from emews.pools.base import Task
+    from emews.pools._base import Task
 
     def waiting_results():
         with psycopg.connect(postgres_url) as conn:
@@ -624,8 +624,8 @@ def test_a_store_in_the_studys_database_carries_its_exchange_in_its_commit(postg
 def shared_links(postgres_url, tmp_path):
     """Study ``exp``'s store, its service's link sharing the store's commits, and a pool
     that has introduced itself, on PostgreSQL; closed at the end."""
-    from emews.service.postgres_transport import PostgresPool, PostgresService
-    from emews.store.postgres import PostgresStore
+    from emews.service._postgres_transport import PostgresPool, PostgresService
+    from emews.store._postgres import PostgresStore
 
     store = PostgresStore(postgres_url, "exp")
     service = PostgresService(postgres_url, "exp", 4, 60.0, {}, tmp_path)
@@ -642,7 +642,7 @@ def shared_links(postgres_url, tmp_path):
 
 def next_service_receives(postgres_url, tmp_path):
     """What a next service of study ``exp`` receives first: ``(task id, rank, value)``."""
-    from emews.service.postgres_transport import PostgresService
+    from emews.service._postgres_transport import PostgresService
 
     later = PostgresService(postgres_url, "exp", 4, 60.0, {}, tmp_path)
     try:
@@ -659,7 +659,7 @@ def test_a_result_a_killed_service_took_but_never_stored_reaches_the_next_one(po
     not finished in the store): the next service of the study puts them back on the IN queue
     as it starts, and receives them (to adopt). One the store holds as done stays taken."""
     from emews.evaluate import Outcome
-    from emews.pools.base import Task
+    from emews.pools._base import Task
 
     store, service, pool = shared_links
     tasks = [Task(i, json.dumps({"x": i}), f"r{i}") for i in range(2)]
@@ -686,8 +686,8 @@ def test_a_wait_for_news_sleeps_on_the_socket_and_wakes_at_a_notify(postgres_url
     study and the server), and a NOTIFY that came before or during a wait ends it."""
     import psycopg
 
-    from emews.service.postgres_transport import TaskQueue
-    from emews.store.postgres import TASKS_CHANNEL
+    from emews.service._postgres_transport import TaskQueue
+    from emews.store._postgres import TASKS_CHANNEL
 
     queue = TaskQueue(postgres_url, "exp")
     try:
@@ -710,8 +710,8 @@ def test_a_wait_for_news_works_on_a_socket_numbered_past_1024(postgres_url):
     on a socket numbered past 1024 works (``select.select`` refuses one)."""
     import resource
 
-    from emews.service.postgres_transport import TaskQueue
-    from emews.store.postgres import TASKS_CHANNEL
+    from emews.service._postgres_transport import TaskQueue
+    from emews.store._postgres import TASKS_CHANNEL
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if hard != resource.RLIM_INFINITY and hard < 2048:
@@ -742,8 +742,8 @@ def test_the_study_vacuums_its_queues_dead_rows_as_it_runs(postgres_url, tmp_pat
     itself, every :data:`VACUUM_EVERY` seconds as it receives."""
     import psycopg
 
-    from emews.service import postgres_transport
-    from emews.service.postgres_transport import PostgresService
+    from emews.service import _postgres_transport as postgres_transport
+    from emews.service._postgres_transport import PostgresService
 
     def vacuums():
         with psycopg.connect(postgres_url, autocommit=True) as conn:

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from emews.evaluate.launcher import BINDING_VARIABLE
-from emews.launch import gpus
-from emews.experiment import read_store
-from emews.launch import site as sites
+from emews.evaluate._launcher import BINDING_VARIABLE
+from emews.launch import _gpus as gpus
+from emews._experiment import read_store
+from emews.launch import _site as sites
 from emews.store import SQLiteStore
 
 SITES = sites.shipped_sites()
@@ -364,8 +364,8 @@ def test_psij_submits_the_same_resources_and_runs_the_rendered_script(name, expe
     import io
 
     psij = pytest.importorskip("psij")
-    from emews.launch import script as scripts
-    from emews.launch import submit
+    from emews.launch import _script as scripts
+    from emews.launch import _submit as submit
 
     job = scripts.Job(sites.load(name), tmp_path, "study", 10, 4, "01:30:00", "q1", "ACC1",
                       index=1, after="77")

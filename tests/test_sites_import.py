@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from emews.launch import site as sites
+from emews.launch import _site as sites
 
 SUPERVISOR = Path(__file__).parent / "support" / "supervisor_sites"
 

@@ -5,8 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from emews.errors import ConfigError
-from emews.space import Categorical, Constant, Float, Int, Logical, Ordered, Space
+from emews._errors import ConfigError
+from emews._space import Categorical, Constant, Float, Int, Logical, Ordered, Space
 
 GA_JSON = [
     {"name": "units", "type": "int", "lower": 8, "upper": 64, "sigma": 4},

@@ -9,10 +9,10 @@ import sys
 import pytest
 
 import emews
-from emews.config import Config, load
-from emews.errors import ConfigError
-from emews.experiment import load_experiment
-from emews.prepare import prepare_run
+from emews._config import Config, load
+from emews._errors import ConfigError
+from emews._experiment import load_experiment
+from emews._prepare import prepare_run
 
 from conftest import SUPPORT
 

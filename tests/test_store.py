@@ -9,11 +9,11 @@ import sys
 
 import pytest
 
-from emews.errors import ConfigError, StoreError
+from emews._errors import ConfigError, StoreError
 from emews.evaluate import Outcome
 from emews.store import SQLiteStore, StudyLock, bounded, read_once
-from emews.store import schema
-from emews.store.filesystem import NETWORK_FILESYSTEMS, journal_mode
+from emews.store import _schema as schema
+from emews.store._filesystem import NETWORK_FILESYSTEMS, journal_mode
 
 
 def test_add_records_handed_out_points_as_running_and_the_rest_as_queued(tmp_path):
@@ -179,7 +179,7 @@ def test_a_full_disk_gives_one_line_and_keeps_what_was_committed(tmp_path):
     store.add([(0, "{}", "RUN000000", 1, 0)])
     store.close()
     script = ("import resource, sys; from emews.store import SQLiteStore\n"
-              "from emews.errors import StoreError\n"
+              "from emews._errors import StoreError\n"
               "s = SQLiteStore(sys.argv[1])\n"
               "resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))\n"
               "try:\n"
@@ -233,7 +233,7 @@ def test_a_turn_of_many_rows_writes_each_row_as_its_own_statement_would(tmp_path
                                                                         update_from):
     """Big turns go in multi-row statements (chunks of 128, 64, ..., 1 rows; UPDATE ... FROM
     where SQLite has it): every row lands on its own id, whatever chunk it fell in."""
-    import emews.store.sqlite as sqlite_store
+    import emews.store._sqlite as sqlite_store
 
     monkeypatch.setattr(sqlite_store, "MULTI_ROW_UPDATE", update_from)
     n = 300                                   # 128 + 128 + 32 + 8 + 4 rows
@@ -262,7 +262,7 @@ def test_a_turn_of_many_rows_writes_each_row_as_its_own_statement_would(tmp_path
 
 
 def test_read_once_reads_a_study_s_store_read_only_and_closes_it(tmp_path):
-    """The one read-once reader (``emews.result``, ``emews.inspect``, ``emews.testing``): a
+    """The one read-once reader (``emews._result``, ``emews.inspect``, ``emews.testing``): a
     missing store is refused, never made; a reading sees the store, which is closed after."""
     with pytest.raises(ConfigError, match="there is no such file"):
         read_once(tmp_path, None, lambda store: store.rows())

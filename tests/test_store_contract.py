@@ -6,11 +6,11 @@ import math
 
 import pytest
 
-from emews.errors import ConfigError, StoreError
+from emews._errors import ConfigError, StoreError
 from emews.evaluate import Outcome
-from emews.evaluate.outcome import Report
-from emews.status import Status
-from emews.store import Snapshot, SQLiteStore, Store, base, open_store
+from emews.evaluate._outcome import Report
+from emews._status import Status
+from emews.store import Snapshot, SQLiteStore, Store, _base as base, open_store
 from support.postgres import postgres_server, postgres_url  # noqa: F401 - fixtures
 
 

@@ -22,8 +22,8 @@ from support.postgres import postgres_server, postgres_url  # noqa: F401 - fixtu
 psycopg = pytest.importorskip("psycopg", reason="pip install 'emews-hpo[postgres]'")
 
 from emews.evaluate import Outcome  # noqa: E402
-from emews.store import open_store, schema, study_store  # noqa: E402
-from emews.store.postgres import COMPLETE, PostgresStore  # noqa: E402
+from emews.store import open_store, _schema as schema, study_store  # noqa: E402
+from emews.store._postgres import COMPLETE, PostgresStore  # noqa: E402
 
 
 def query(url, sql, args=()):
@@ -135,7 +135,7 @@ def test_a_batch_of_statements_is_one_transaction_and_one_round_trip(postgres_ur
     """``run_batch`` (every commit of the store, every trade of a pool) sends its statements
     with one Sync and waits for the server once; a statement that fails, or anything that
     interrupts the batch, keeps nothing of it; a lost connection raises its own error."""
-    from emews.store.postgres import run_batch
+    from emews.store._postgres import run_batch
 
     conn = psycopg.connect(postgres_url, autocommit=True)
     try:

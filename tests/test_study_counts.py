@@ -9,8 +9,8 @@ import time
 import pytest
 
 import emews
-from emews.inspect.summary import summary
-from emews.status import FINAL, Status
+from emews.inspect._summary import summary
+from emews._status import FINAL, Status
 
 from conftest import stored_rows
 

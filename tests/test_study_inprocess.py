@@ -7,7 +7,7 @@ import sqlite3
 import pytest
 
 import emews
-from emews.errors import ConfigError, MEAborted
+from emews._errors import ConfigError, MEAborted
 
 from conftest import stored_rows
 

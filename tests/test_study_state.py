@@ -1,4 +1,4 @@
-"""The study's state lives in its store (emews/store/base.py): the final record, what ``emews
+"""The study's state lives in its store (emews/store/_base.py): the final record, what ``emews
 pause`` / ``stop`` asked, where ``emews serve`` listens and the jobs ``emews submit`` queued are
 meta rows of the study's store, in SQLite and in a real PostgreSQL database; ``final.json``,
 ``service.json`` and ``submit.json`` are exports that emews writes and never reads back (an
@@ -13,14 +13,14 @@ import pytest
 from support.postgres import postgres_server, postgres_url  # noqa: F401 - fixtures
 
 import emews
-from emews.core.control import Control, request
-from emews.errors import ConfigError
-from emews.experiment import read_store
-from emews.inspect.summary import summary
-from emews.launch.jobs import states
-from emews.service.keys import record_service, service_of
+from emews.core._control import Control, request
+from emews._errors import ConfigError
+from emews._experiment import read_store
+from emews.inspect._summary import summary
+from emews.launch._jobs import states
+from emews.service._keys import record_service, service_of
 from emews.store import study_store
-from emews.supervisor.command import _own_rule
+from emews.supervisor._command import _own_rule
 
 SIDE_FILES = ("final.json", "service.json", "submit.json", "control.json")
 READS = []          # side files opened for reading while WATCHING

@@ -11,14 +11,14 @@ import pytest
 
 import emews
 from emews import eqpy
-from emews.core import me
-from emews.core.algorithm import Stopper
-from emews.core.master import Master
-from emews.core.plan import MasterPlan
+from emews.core import _me as me
+from emews.core._algorithm import Stopper
+from emews.core._master import Master
+from emews.core._plan import MasterPlan
 from emews.evaluate import Objective
-from emews.pools.base import InProcessPool
-from emews.result import final_record
-from emews.status import Status
+from emews.pools._base import InProcessPool
+from emews._result import final_record
+from emews._status import Status
 from emews.store import SQLiteStore
 
 from conftest import MPIEXEC, SUPPORT, TOY_SPACE, stored_rows

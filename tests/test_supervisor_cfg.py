@@ -1,5 +1,5 @@
 """CANDLE/Supervisor's cfg-sys-*.sh and cfg-prm-*.sh files as an emews study
-(emews.supervisor.cfg, ``emews run --supervisor-cfg``): sourced by a bash subprocess, as
+(emews.supervisor._cfg, ``emews run --supervisor-cfg``): sourced by a bash subprocess, as
 Supervisor's workflows source them, and mapped to a study.
 
 The files in tests/support/supervisor_cfg/ mirror Supervisor's workflows/GA/test/cfg-*-1.sh and
@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from emews import config as configuration
-from emews.errors import ConfigError
-from emews.prepare import validate
+from emews import _config as configuration
+from emews._errors import ConfigError
+from emews._prepare import validate
 from emews.store import SQLiteStore
-from emews.supervisor.cfg import Settings, read
+from emews.supervisor._cfg import Settings, read
 
 CFG = Path(__file__).parent / "support" / "supervisor_cfg"
 MODELS = Path(__file__).parent / "support" / "supervisor_models"

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from emews.experiment import load_experiment
+from emews._experiment import load_experiment
 
 SUPPORT = Path(__file__).parent / "support"
 if str(SUPPORT) not in sys.path:
@@ -151,8 +151,8 @@ def test_the_pbt_workflow_trains_a_population_of_tc1_on_an_mpiexec_pool(home):
     import hashlib
 
     import emews
-    from emews.inspect import show
-    from emews.space import Space
+    from emews.inspect import _show as show
+    from emews._space import Space
 
     params_file = SUPPORT / "supervisor" / "tc1_params_small.json"
     done = supervisor(home, "local", "-a", str(home / "workflows" / "pbt" / "scripts" /
@@ -431,7 +431,7 @@ def test_a_named_expid_that_holds_a_study_is_refused_and_left_as_it_was(home):
 def test_a_numpy_per_epoch_val_loss_is_read_as_its_list_as_oned_returns_it():
     import numpy
 
-    from emews.evaluate.model_output import extract_value
+    from emews.evaluate._model_output import extract_value
 
     assert extract_value({"val_loss": numpy.array([2.0, 1.0])}) == 1.0
     assert extract_value({"val_loss": numpy.array([2.0, 1.0])}, epoch="max") == 2.0

@@ -25,12 +25,12 @@ from pathlib import Path
 
 import pytest
 
-from emews import config as configuration
-from emews import experiment
-from emews.errors import ConfigError
+from emews import _config as configuration
+from emews import _experiment as experiment
+from emews._errors import ConfigError
 from emews.evaluate import EvaluationFailed, Objective
-from emews.evaluate.app import model_shell
-from emews.evaluate.model_output import (parse_result, read_app_result, read_improve_result,
+from emews.evaluate._app import model_shell
+from emews.evaluate._model_output import (parse_result, read_app_result, read_improve_result,
                                          read_log_result)
 from emews.models import candle_compat, runner
 

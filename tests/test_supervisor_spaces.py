@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from emews.core.algorithm import load
-from emews.errors import ConfigError
-from emews.space import (Categorical, Constant, Float, Int, Logical, Ordered, Space,
+from emews.core._algorithm import load
+from emews._errors import ConfigError
+from emews._space import (Categorical, Constant, Float, Int, Logical, Ordered, Space,
                          TransformedFloat, TransformedInt)
 
 SUPPORT = Path(__file__).parent / "support" / "supervisor"

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from emews.algorithms.sweep import Sweep
-from emews.errors import ConfigError
+from emews._errors import ConfigError
 
 from conftest import stored_rows
 
@@ -91,7 +91,7 @@ def test_bad_sweep_options_are_named_with_the_rule(options, field, rule):
 
 
 def test_a_table_point_outside_the_space_is_refused(tmp_path):
-    from emews.space import Space
+    from emews._space import Space
 
     space = Space.from_ga_json([{"name": "x", "type": "float", "lower": 0.0, "upper": 1.0}])
     with pytest.raises(ConfigError, match=r"\[algorithm\]\.params: point 1 must be a point of "
@@ -145,7 +145,7 @@ CONDITIONAL_GRID = [   # momentum only for SGD, nesterov only with momentum 0.9,
 
 
 def test_the_grid_of_a_conditional_space_holds_each_valid_combination_once():
-    from emews.space import Space
+    from emews._space import Space
 
     space = Space.from_ga_json(CONDITIONAL_GRID)
     depths = [{"depth": 1}, {"depth": 3, "width3": 16}, {"depth": 3, "width3": 64}]

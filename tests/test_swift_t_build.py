@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import emews
-from emews.launch.swift_t import PREREQUISITES, TREE_SHA256, URL_VARIABLE, build_path, \
+from emews.launch._swift_t import PREREQUISITES, TREE_SHA256, URL_VARIABLE, build_path, \
     tree_digest
 from support.swift_t import launcher_env, source, swift_t  # noqa: F401 - swift_t: fixture
 

@@ -1,4 +1,4 @@
-"""Freeze-thaw (emews/core/thaw.py): the pruner pauses runs, the drain thaws the promising ones
+"""Freeze-thaw (emews/core/_thaw.py): the pruner pauses runs, the drain thaws the promising ones
 from their checkpoints, on a real mpiexec pool, with py, app and container models (a real
 Charliecloud image), and on the pool of a served study on both transports."""
 
@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from emews.core import pruners
-from emews.core.thaw import Thaws, predict
-from emews.errors import ConfigError
-from emews.result import result_of
-from emews.status import Status
+from emews.core import _pruners as pruners
+from emews.core._thaw import Thaws, predict
+from emews._errors import ConfigError
+from emews._result import result_of
+from emews._status import Status
 from emews.store import SQLiteStore, study_store
 
 SUPPORT = Path(__file__).parent / "support"

@@ -9,22 +9,22 @@ from pathlib import Path
 
 import pytest
 
-from emews.pools.base import InProcessPool, Pool
-from emews.pools.mpi import MPIPool
-from emews.pools.packed import PackedPool
-from emews.service.core import RemotePool
+from emews.pools._base import InProcessPool, Pool
+from emews.pools._mpi import MPIPool
+from emews.pools._packed import PackedPool
+from emews.service._core import RemotePool
 
 ROOT = Path(__file__).resolve().parents[1]
 
 TYPED_MODULES = (
     "emews",                     # the public API: run, load, and what it exports
     "emews.plugin",              # what a plugin needs: the Algorithm contract, spaces, options
-    "emews.core.algorithm",      # the Algorithm contract, its stopping rules and helpers
-    "emews.core.vector",         # Objectives, told in a study of several objectives
-    "emews.pools.base",          # the Pool contract, Task, InProcessPool
-    "emews.store.base",          # the Store contract
-    "emews.service.transport",   # the Transport contract: ServiceLink, PoolLink
-    "emews.core.plan",           # MasterPlan: what the master is given
+    "emews.core._algorithm",      # the Algorithm contract, its stopping rules and helpers
+    "emews.core._vector",         # Objectives, told in a study of several objectives
+    "emews.pools._base",          # the Pool contract, Task, InProcessPool
+    "emews.store._base",          # the Store contract
+    "emews.service._transport",   # the Transport contract: ServiceLink, PoolLink
+    "emews.core._plan",           # MasterPlan: what the master is given
 )
 
 

@@ -1,17 +1,17 @@
-"""The validation layer (emews.validation): each rule accepts what it names and refuses the
+"""The validation layer (emews._validation): each rule accepts what it names and refuses the
 rest with one line naming where, the rule and the value; the zmq message shapes, and the zmq
-protocol (emews.service.protocol) checking every message through them."""
+protocol (emews.service._protocol) checking every message through them."""
 
 import math
 import re
 
 import pytest
 
-from emews.errors import ConfigError
+from emews._errors import ConfigError
 from emews.evaluate import Outcome
-from emews.service import protocol
-from emews.status import Status
-from emews.validation import (FLAG, MISSING, Choice, Each, Fields, Invalid, Items, Mapping,
+from emews.service import _protocol as protocol
+from emews._status import Status
+from emews._validation import (FLAG, MISSING, Choice, Each, Fields, Invalid, Items, Mapping,
                               Maybe, Number, Required, Strings, Table, Text, check, check_keys,
                               env_flag, message, problem, result)
 

@@ -12,8 +12,8 @@ import pickle
 import pytest
 
 from emews.evaluate import BadOutcome, Outcome
-from emews.evaluate import outcome as codec
-from emews.status import Status
+from emews.evaluate import _outcome as codec
+from emews._status import Status
 
 SAMPLES = {codec.NUMBER: 1.5, codec.TEXT: "a tail \u00e9 \U0001f600", codec.STATUS: "failed",
            codec.METRICS: {"val_acc": 0.75, "n_params": 1234.0},

@@ -5,7 +5,7 @@ import math
 
 from benchmarks import fidelity, fidelity_pool
 from benchmarks.sizes import SMOKE
-from emews.core import pruners
+from emews.core import _pruners as pruners
 
 
 def test_ours_are_the_products_own_pruners_and_algorithms():

@@ -98,7 +98,7 @@ def test_a_smoke_run_writes_its_record_and_its_readme_section(tmp_path):
 
 
 def test_async_mode_runs_our_ga_in_its_asynchronous_form():
-    from emews.core.algorithm import load
+    from emews.core._algorithm import load
 
     space, _ = problem("zdt1")
     for name, form in multiobjective.ASYNC_FORMS.items():

@@ -4,7 +4,7 @@ run once, never more slots held than there are. No figure is judged here."""
 import pytest
 
 from benchmarks import packing
-from emews.pools.packing import Packer
+from emews.pools._packing import Packer
 
 
 def test_the_simulated_policies_pack_the_product_s_own_packer():

@@ -3,9 +3,9 @@ the same in the repository and on the site; a test (tests/test_docs_reference.py
 they drift. ``python docs/hooks/reference.py`` writes them again: each page's text after its
 :data:`MARKER` line is generated.
 
-``settings.md`` gets every configuration setting (from :data:`emews.config.SCHEMA`, with
+``settings.md`` gets every configuration setting (from :data:`emews._config.SCHEMA`, with
 its meaning from ``docs/settings.toml``), one heading each so that the site's search finds
-it; ``cli.md`` the help of every ``emews`` command (from :func:`emews.cli.parser`);
+it; ``cli.md`` the help of every ``emews`` command (from :func:`emews._cli.parser`);
 ``python.md`` the public Python API: each name in ``emews.__all__``, with its signature and
 docstring. As an MkDocs hook, it makes ``{{ include PATH }}`` the Markdown file PATH of the
 repository (without its title: the page has its own; its links to the repository's files
@@ -20,8 +20,8 @@ import tomllib
 from pathlib import Path
 
 import emews
-from emews.cli import parser
-from emews.config import SCHEMA
+from emews._cli import parser
+from emews._config import SCHEMA
 
 
 DOCS = Path(__file__).resolve().parent.parent

@@ -1,15 +1,15 @@
 """``python -m emews.evaluate COMMAND ARGS...``: the Model Shell's (``models/model.sh``) helpers.
 
 * ``record-run RUN_DIR RUN_ID -- COMMAND...``: read a run's result and write Supervisor's files
-  (:func:`emews.evaluate.model_output.main`);
+  (:func:`emews.evaluate._model_output.main`);
 * ``container-command IMAGE ACTION DEVICES RUN_DIR EXPID RUNID``: print a model image's
-  command, NUL-separated (:func:`emews.evaluate.container.main`).
+  command, NUL-separated (:func:`emews.evaluate._container.main`).
 """
 
 import sys
 
-from .container import main as container_command
-from .model_output import main as record_run
+from ._container import main as container_command
+from ._model_output import main as record_run
 
 COMMANDS = {"record-run": record_run, "container-command": container_command}
 

@@ -4,16 +4,16 @@
 ::
 
     EXPDIR/results.db, or its PostgreSQL database
-        --(a read-only store's snapshot: snapshot.py)--> Study
-        summary.py  counts, best, stop reason, failures, rate, ETA
-        show.py     best evaluations / failures, --where (query.py), CSV, JSON
-        plot.py     convergence and workers' timeline (PNG)
-        report.py   report.html with its figures embedded
-        export.py   Optuna study, CSV, Parquet
+        --(a read-only store's snapshot: _snapshot.py)--> Study
+        _summary.py counts, best, stop reason, failures, rate, ETA
+        _show.py    best evaluations / failures, --where (_query.py), CSV, JSON
+        _plot.py    convergence and workers' timeline (PNG)
+        _report.py  report.html with its figures embedded
+        _export.py  Optuna study, CSV, Parquet
 
 Nothing here writes to the store: a running study goes on undisturbed.
 """
 
-from .snapshot import Study, load
+from ._snapshot import Study, load
 
 __all__ = ["Study", "load"]

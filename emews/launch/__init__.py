@@ -21,9 +21,9 @@
 
 ``emews site import SUPERVISOR_DIR/workflows/common/sh NAME`` writes a site file from
 CANDLE/Supervisor's ``env-NAME.sh``, ``sched-NAME.sh`` and ``langs-app-NAME.sh``
-(:mod:`emews.launch.importer`).
+(:mod:`emews.launch._importer`).
 """
 
-from .site import Site, find, load, shipped_sites
+from ._site import Site, find, load, shipped_sites
 
 __all__ = ["Site", "find", "load", "shipped_sites"]

@@ -8,20 +8,20 @@
     mpiexec -n M emews pool EXPDIR     another, in another batch job, at any time
 
 The service runs the same master and queue as ``emews run``, with a
-:class:`~emews.service.core.RemotePool` in place of the in-job MPI pool. The package:
+:class:`~emews.service._core.RemotePool` in place of the in-job MPI pool. The package:
 
-* :mod:`.core`: leases, requeue, duplicates, adoption and drain, once (both sides);
-* :mod:`.transport`: what the core asks of a transport;
-* :mod:`.zmq_transport` (with :mod:`.protocol` and :mod:`.keys`) and
-  :mod:`.postgres_transport`: the two transports;
-* :mod:`.links`: which transport a study serves on and a pool attaches through.
+* :mod:`._core`: leases, requeue, duplicates, adoption and drain, once (both sides);
+* :mod:`._transport`: what the core asks of a transport;
+* :mod:`._zmq_transport` (with :mod:`._protocol` and :mod:`._keys`) and
+  :mod:`._postgres_transport`: the two transports;
+* :mod:`._links`: which transport a study serves on and a pool attaches through.
 
-The commands ``emews serve`` and ``emews pool`` (:func:`emews.study.serve`,
-:func:`emews.study.pool_job`) wire these to the master, the MPI pool and the workers; nothing
+The commands ``emews serve`` and ``emews pool`` (:func:`emews._study.serve`,
+:func:`emews._study.pool_job`) wire these to the master, the MPI pool and the workers; nothing
 here imports them.
 """
 
-from ..errors import missing_extra
+from .._errors import missing_extra
 
 
 def require_zmq():

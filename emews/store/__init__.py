@@ -1,13 +1,13 @@
 """Where a study's evaluations live: :class:`Store`, the contract every store keeps (what it
-does, and when a write becomes visible: :mod:`.base`), in SQLite (:class:`SQLiteStore`,
-``EXPDIR/results.db``, its schema versions in :mod:`.schema`) or in a PostgreSQL database in
-EQ-SQL's schema (:class:`~emews.store.postgres.PostgresStore`); and the study's lock."""
+does, and when a write becomes visible: :mod:`._base`), in SQLite (:class:`SQLiteStore`,
+``EXPDIR/results.db``, its schema versions in :mod:`._schema`) or in a PostgreSQL database in
+EQ-SQL's schema (:class:`~emews.store._postgres.PostgresStore`); and the study's lock."""
 
 from pathlib import Path
 
-from .base import Snapshot, Store, bounded
-from .lock import StudyLock
-from .sqlite import SQLiteStore
+from ._base import Snapshot, Store, bounded
+from ._lock import StudyLock
+from ._sqlite import SQLiteStore
 
 __all__ = ["SQLiteStore", "Snapshot", "Store", "StudyLock", "bounded", "open_store",
            "read_once", "study_store"]
@@ -15,10 +15,10 @@ __all__ = ["SQLiteStore", "Snapshot", "Store", "StudyLock", "bounded", "open_sto
 
 def open_store(location, create=True, readonly=False):
     """The store at ``location``: a ``results.db`` path, or a PostgreSQL store's
-    ``postgresql://...#EXP_ID`` (the ``path`` of a :class:`~emews.store.postgres.PostgresStore`).
+    ``postgresql://...#EXP_ID`` (the ``path`` of a :class:`~emews.store._postgres.PostgresStore`).
     ``readonly`` (for readers: never written through, never migrated) implies ``create=False``.
     """
-    from .postgres import PostgresStore, is_url
+    from ._postgres import PostgresStore, is_url
 
     if is_url(location):
         url, _, exp_id = str(location).rpartition("#")

@@ -1,1 +1,1 @@
-"""CANDLE/Supervisor's own files: mlrMBO ``makeParamSet`` spaces (:mod:`.rparamset`)."""
+"""CANDLE/Supervisor's own files: mlrMBO ``makeParamSet`` spaces (:mod:`._rparamset`)."""

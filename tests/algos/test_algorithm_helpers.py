@@ -1,17 +1,17 @@
-"""Helpers of emews.core.algorithm that algorithms share: extras, option checks, failure values."""
+"""Helpers of emews.core._algorithm that algorithms share: extras, option checks, failure values."""
 
 import math
 import sys
 
 import pytest
 
-from emews.core.algorithm import check_keywords, check_number, failure_value, optional_import
+from emews.core._algorithm import check_keywords, check_number, failure_value, optional_import
 from emews.algorithms.ga import GA
 from emews.algorithms.mbo import MBO
 from emews.algorithms.optuna_search import OptunaSearch
 from emews.algorithms.skopt_search import SkoptSearch
-from emews.errors import ConfigError, PluginError
-from emews.space import Space
+from emews._errors import ConfigError, PluginError
+from emews._space import Space
 from emews.testing import SPACE
 
 
@@ -53,7 +53,7 @@ def test_a_failure_counts_as_the_worst_value_plus_a_tenth_of_the_range():
 
 
 def test_a_pruned_run_counts_below_the_finished_runs_and_above_the_failures():
-    from emews.core.algorithm import pruned_value
+    from emews.core._algorithm import pruned_value
 
     finished = [1.0, 3.0, math.nan]
     assert pruned_value(0.5, finished) == 3.0                    # never above a finished run
@@ -67,7 +67,7 @@ def test_a_pruned_run_counts_below_the_finished_runs_and_above_the_failures():
 def test_the_model_based_searches_rank_a_pruned_run_between_finished_and_failed(cls):
     """What each search learns: a pruned run below the finished ones (even when its last
     value is lower), re-ranked when a worse finished run comes in, and above a failure."""
-    from emews.core.algorithm import PrunedResult
+    from emews.core._algorithm import PrunedResult
 
     plane = [{"name": "x", "type": "float", "lower": 0.0, "upper": 1.0}]
     search = cls(Space.from_ga_json(plane), seed=1)
@@ -98,7 +98,7 @@ def key_x(key):
 
 
 def test_pruned_values_rank_each_run_as_pruned_value_does():
-    from emews.core.algorithm import pruned_value, pruned_values
+    from emews.core._algorithm import pruned_value, pruned_values
 
     finished = [2.0, math.nan, 3.0, 2.5]
     lasts = [0.5, 3.1, 9.0, math.inf]

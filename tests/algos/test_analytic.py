@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from emews.models import analytic
-from emews.space import Space
+from emews._space import Space
 
 MINIMIZERS = {
     "branin": {"x1": np.pi, "x2": 2.275},

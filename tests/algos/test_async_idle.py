@@ -19,8 +19,8 @@ import json
 import numpy as np
 import pytest
 
-from emews.core.algorithm import load
-from emews.core.me import ready_points
+from emews.core._algorithm import load
+from emews.core._me import ready_points
 from emews.models import analytic
 from emews.testing import experiment_rows
 

@@ -9,8 +9,8 @@ import pytest
 
 from emews.algorithms.optuna_search import OptunaSearch
 from emews.algorithms.skopt_search import SkoptSearch
-from emews.errors import ConfigError
-from emews.space import Space
+from emews._errors import ConfigError
+from emews._space import Space
 from emews.testing import PLANE, SPACE, bowl, distance_to_corner
 
 MIXED = Space.from_ga_json(SPACE)
@@ -246,7 +246,7 @@ def test_gp_learns_its_noise_below_sklearns_floor_unless_it_was_asked_a_batch():
     or in ParEGO, by scikit-learn's floor. A state taken with an estimate under way starts it
     again with the floor it began with, whatever was asked since."""
     from emews.algorithms.skopt_search import BATCH_NOISE_FLOOR, NOISE_FLOOR
-    from emews.core.algorithm import Objectives
+    from emews.core._algorithm import Objectives
 
     def floor(sizes, objectives=1):
         """A search told 8 points, then ``asks`` points ``size`` at a time and told them,

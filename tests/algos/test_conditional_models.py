@@ -10,8 +10,8 @@ from emews.algorithms.mbo import INACTIVE as MBO_INACTIVE
 from emews.algorithms.mbo import MBO
 from emews.algorithms.skopt_search import INACTIVE as GP_INACTIVE
 from emews.algorithms.skopt_search import SkoptSearch
-from emews.errors import ConfigError
-from emews.space import Space
+from emews._errors import ConfigError
+from emews._space import Space
 
 # two branches with parameters of their own, a chained condition and a numeric test
 BRANCHES = Space.from_ga_json([

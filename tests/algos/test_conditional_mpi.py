@@ -4,7 +4,7 @@ active child with its parent's value)."""
 
 import pytest
 
-from emews.space import Space
+from emews._space import Space
 from emews.testing import CONDITIONAL, experiment_rows
 
 pytestmark = [pytest.mark.mpi, pytest.mark.slow]

@@ -8,7 +8,7 @@ import pytest
 
 import emews
 from emews.algorithms.finite import Grid
-from emews.space import Space
+from emews._space import Space
 
 from conftest import stored_rows
 

@@ -9,7 +9,7 @@ from emews.algorithms.ga import GA, SteadyStateGA
 from emews.algorithms.mbo import MBO
 from emews.algorithms.optuna_search import OptunaSearch
 from emews.algorithms.skopt_search import SkoptSearch
-from emews.space import Space
+from emews._space import Space
 
 # the objective's best region (kind "a", x below 0.5; and kind "b" with size 16) is forbidden
 SPACE = Space.from_ga_json({"parameters": [

@@ -5,11 +5,11 @@ import random
 
 import pytest
 
-from emews.core.algorithm import point_key
+from emews.core._algorithm import point_key
 from emews.algorithms.ga import FAILED_FITNESS, GA, SteadyStateGA, mutate_gene
 from emews.algorithms.nsga import NSGA2
-from emews.errors import ConfigError
-from emews.space import Categorical, Float, Int, Logical, Ordered, Space
+from emews._errors import ConfigError
+from emews._space import Categorical, Float, Int, Logical, Ordered, Space
 from emews.testing import CONDITIONAL, SPACE, bowl, branches
 
 MIXED = Space.from_ga_json(SPACE)

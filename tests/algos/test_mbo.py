@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from emews.algorithms.mbo import MBO, FocusSearch, Surrogate
-from emews.errors import ConfigError
+from emews._errors import ConfigError
 from emews.models import analytic
-from emews.space import Space
+from emews._space import Space
 
 FOREST = {"n_estimators": 50, "max_features": 1.0, "min_samples_leaf": 1, "splitter": "best"}
 GRID = Space.from_ga_json([{"name": "x", "type": "float", "lower": 0.0, "upper": 1.0},

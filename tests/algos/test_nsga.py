@@ -8,10 +8,10 @@ import pytest
 from emews.algorithms.nsga import (NSGA2, NSGA3, SteadyStateNSGA2, SteadyStateNSGA3,
                                   default_divisions, pareto_individual)
 from emews.algorithms.random_search import RandomSearch
-from emews.core.algorithm import Objectives, point_key
-from emews.core.pareto import hypervolume
-from emews.errors import ConfigError
-from emews.space import Space
+from emews.core._algorithm import Objectives, point_key
+from emews.core._pareto import hypervolume
+from emews._errors import ConfigError
+from emews._space import Space
 from emews.testing import SPACE, two_bowls
 
 MIXED = Space.from_ga_json(SPACE)

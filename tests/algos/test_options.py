@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from emews.core.algorithm import load
+from emews.core._algorithm import load
 from emews.algorithms.mbo import MBO
 from emews.algorithms.optuna_search import OptunaSearch
-from emews.errors import ConfigError
-from emews.space import Space
+from emews._errors import ConfigError
+from emews._space import Space
 from emews.testing import SPACE
 
 MIXED = Space.from_ga_json(SPACE)

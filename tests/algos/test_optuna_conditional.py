@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from emews.algorithms.optuna_search import OptunaSearch
-from emews.space import Space
+from emews._space import Space
 from emews.testing import CONDITIONAL, branches
 
 SPACE = Space.from_ga_json(CONDITIONAL)

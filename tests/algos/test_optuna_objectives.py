@@ -8,10 +8,10 @@ import optuna
 import pytest
 
 from emews.algorithms.optuna_search import MULTIOBJECTIVE_GP_SINCE, VIOLATIONS, OptunaSearch
-from emews.core.algorithm import Objectives
-from emews.core.pareto import front
-from emews.errors import ConfigError
-from emews.space import Space
+from emews.core._algorithm import Objectives
+from emews.core._pareto import front
+from emews._errors import ConfigError
+from emews._space import Space
 
 SQUARE = Space.from_ga_json([{"name": "x", "type": "float", "lower": 0.0, "upper": 1.0},
                              {"name": "y", "type": "float", "lower": 0.0, "upper": 1.0}])

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from emews.algorithms.parego import RHO, ObjectiveHistory, evenly_spaced_weights
-from emews.core import pareto
-from emews.core.algorithm import Objectives, load
-from emews.errors import ConfigError
-from emews.space import Space
+from emews.core import _pareto as pareto
+from emews.core._algorithm import Objectives, load
+from emews._errors import ConfigError
+from emews._space import Space
 
 SPACE = Space.from_ga_json([{"name": f"x{i}", "type": "float", "lower": 0.0, "upper": 1.0}
                             for i in range(4)])

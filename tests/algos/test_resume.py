@@ -6,9 +6,9 @@ import json
 import pytest
 
 import emews
-from emews.core.algorithm import point_key
+from emews.core._algorithm import point_key
 from emews.models import analytic
-from emews.space import Space
+from emews._space import Space
 from emews.testing import CONDITIONAL, experiment_rows
 
 

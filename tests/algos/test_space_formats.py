@@ -6,8 +6,8 @@ import json
 import numpy as np
 import pytest
 
-from emews.errors import ConfigError
-from emews.space import Categorical, Float, Int, Logical, Ordered, Space
+from emews._errors import ConfigError
+from emews._space import Categorical, Float, Int, Logical, Ordered, Space
 
 R_FILE = """
 # NT3-style parameter set, as CANDLE/Supervisor's mlrMBO workflows write them

@@ -1,4 +1,4 @@
-"""The checkpoint contract of emews.core.algorithm: the default, the framing of a state, mismatches.
+"""The checkpoint contract of emews.core._algorithm: the default, the framing of a state, mismatches.
 
 That every built-in algorithm continues exactly from its state is checked by the conformance
 suite (``test_conformance.py``)."""
@@ -8,11 +8,11 @@ import math
 
 import pytest
 
-from emews.core.algorithm import Algorithm, pack_state, unpack_state
+from emews.core._algorithm import Algorithm, pack_state, unpack_state
 from emews.algorithms.random_search import RandomSearch
 from emews.algorithms.sweep import Sweep
-from emews.errors import ConfigError
-from emews.space import Space
+from emews._errors import ConfigError
+from emews._space import Space
 from emews.testing import SPACE, Conformance
 
 MIXED = Space.from_ga_json(SPACE)

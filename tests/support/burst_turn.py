@@ -1,6 +1,6 @@
 """Under mpiexec: master turns that find several results ready at once.
 
-Rank 0 runs the real master and ME thread (``emews.core.me``, async mode, one slot per worker)
+Rank 0 runs the real master and ME thread (``emews.core._me``, async mode, one slot per worker)
 on an MPI pool whose ``collect`` returns only once every running task is back, so that each
 turn holds one result per worker. The algorithm (:class:`TellRecorder`) writes each ``tell``
 it gets as one JSON line to ``told.jsonl``; every SQL statement the store runs goes to
@@ -36,11 +36,11 @@ def main(directory, budget):
     from mpi4py import MPI
 
     from emews import eqpy
-    from emews.core.algorithm import Stopper
-    from emews.core.master import Master
-    from emews.core.plan import MasterPlan
+    from emews.core._algorithm import Stopper
+    from emews.core._master import Master
+    from emews.core._plan import MasterPlan
     from emews.evaluate import Objective
-    from emews.pools.mpi import MPIPool, serve
+    from emews.pools._mpi import MPIPool, serve
     from emews.store import SQLiteStore
 
     class BurstPool(MPIPool):
@@ -66,7 +66,7 @@ def main(directory, budget):
         "options": {"record": str(directory / "told.jsonl")}, "seed": 1, "mode": "async",
         "slots": pool.slots, "stop": {"budget": budget}}))
     master = Master(pool, store, MasterPlan("async", limits=Stopper(budget=budget)))
-    eqpy.init("emews.core.me")
+    eqpy.init("emews.core._me")
     try:
         master.run(str(settings))
     finally:

@@ -12,7 +12,7 @@ import time
 from mpi4py import MPI
 
 from emews.evaluate import Objective, Outcome
-from emews.pools.mpi import CANCEL, RESULT, TASKS, serve
+from emews.pools._mpi import CANCEL, RESULT, TASKS, serve
 
 comm = MPI.COMM_WORLD
 directory = sys.argv[1]

@@ -7,8 +7,8 @@ import sys
 from mpi4py import MPI
 
 from emews.evaluate import Outcome
-from emews.pools.mpi import HELLO, RESULT, TASKS, MPIPool
-from emews.pools.base import Task
+from emews.pools._mpi import HELLO, RESULT, TASKS, MPIPool
+from emews.pools._base import Task
 
 comm = MPI.COMM_WORLD
 fifo = sys.argv[1]

@@ -15,7 +15,7 @@ import time
 import uuid
 from pathlib import Path
 
-from emews.core.algorithm import Algorithm
+from emews.core._algorithm import Algorithm
 
 
 def _gate():

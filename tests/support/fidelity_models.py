@@ -12,7 +12,7 @@ import uuid
 from pathlib import Path
 
 import emews
-from emews.evaluate.base import current_run
+from emews.evaluate._base import current_run
 
 STEPS = 9
 

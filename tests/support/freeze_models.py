@@ -18,7 +18,7 @@ import time
 
 import emews
 from emews.plugin import current_run
-from emews.status import Status
+from emews._status import Status
 from emews.store import SQLiteStore
 from fidelity_models import wait_at_the_gate
 

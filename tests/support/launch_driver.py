@@ -5,7 +5,7 @@ in emews/pools: its objective's ``implementation.run`` with the context's resour
 an ``app`` and a ``py`` evaluation of ``Resources(2, (this node, this node))`` with the site's
 launcher (``EMEWS_LAUNCH``: srun steps), and write what came of each to OUT (JSON).
 
-``launch_driver.py hold EXPDIR``: a worker (its SIGINT/SIGTERM handler, as emews/worker.py
+``launch_driver.py hold EXPDIR``: a worker (its SIGINT/SIGTERM handler, as emews/_worker.py
 installs it; its pid in ``EXPDIR/worker.pid``) running one ``py`` evaluation of two ranks that
 sleep until it is interrupted (tests/test_launch_ranks.py: Ctrl-C; tests/test_launch_slurm.py:
 SIGKILL)."""
@@ -16,10 +16,10 @@ import socket
 import sys
 from pathlib import Path
 
-from emews.evaluate import process
-from emews.evaluate.app import App
-from emews.evaluate.base import EvaluationFailed, Resources, RunContext
-from emews.evaluate.py import Py
+from emews.evaluate import _process as process
+from emews.evaluate._app import App
+from emews.evaluate._base import EvaluationFailed, Resources, RunContext
+from emews.evaluate._py import Py
 
 
 def evaluate(implementation, point, run_id, expdir):

@@ -42,7 +42,7 @@ def check_group(params):
     """A ``py`` objective of several ranks: its value is the allreduce (rank 0's)."""
     import emews
 
-    from emews.evaluate.base import current_run
+    from emews.evaluate._base import current_run
 
     return {"val_loss": one_process(params, emews.comm(), current_run().run_dir)}
 

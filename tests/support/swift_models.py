@@ -3,7 +3,7 @@
 import json
 import threading
 
-from emews.core.algorithm import Algorithm
+from emews.core._algorithm import Algorithm
 from emews.evaluate import current_run
 
 # Labels that broke the classic EQPy_put, or that might break a careless quoting.

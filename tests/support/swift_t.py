@@ -1,5 +1,5 @@
 """A real Swift/T for the tests: built once per machine by the product's ``emews swift-t build``
-(:func:`emews.launch.swift_t.build`).
+(:func:`emews.launch._swift_t.build`).
 
 Its source is ``$EMEWS_SWIFT_T_SOURCE`` (``.ci/run`` sets it to the vendored tarball), else
 ``../shared/vendor/swift-t-e96b808.tar.gz`` beside the repository where the development machines
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from emews.launch.swift_t import MissingPrerequisites, build
+from emews.launch._swift_t import MissingPrerequisites, build
 
 REPO = Path(__file__).resolve().parents[2]
 VENDORED = REPO.parent / "shared" / "vendor" / "swift-t-e96b808.tar.gz"

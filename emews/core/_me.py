@@ -1,0 +1,334 @@
+"""The ME driver: runs an ask/tell :class:`~emews.core._algorithm.Algorithm` on the ME thread.
+
+It is itself an EQ/Py ME module (``run()``), so the Python master and Swift/T's workflow drive
+it the same way. In the master's process, the master hands it its settings, the algorithm
+(built once per run) and its limits as objects (:func:`run` with arguments); driven by text
+(Swift/T, :func:`emews.testing.drive`), it reads the settings file (JSON, written by hand or by
+Swift/T's ``prepare_study.py``) after the ``Params`` handshake. Then it loops in one of three
+modes:
+
+* ``batch``: ask a batch, put it, wait for all of its results, tell them;
+* ``async``: keep every slot busy, and :func:`ready_points` points more: the master queues
+  them and hands a freed worker one at once, while the ME tells the result and thinks about
+  the next points, so a slow proposal does not make a worker wait. The algorithm sees the ready
+  points as in flight (asked, not told), so its pending-point strategy keeps them apart. With
+  one slot, no point is kept ready: the search is sequential;
+* ``sequential``: ``async`` with one slot, however many the pool has: one point in flight,
+  and the next one asked only once its result is told (each proposal uses every result).
+
+When the search stops is counted in one place. Under the Python master, the master counts the
+study's limits (:class:`~emews.core._algorithm.Stopper`) and tells the driver with each answer
+(a :class:`~emews.core._algorithm.Verdict`: how many more points it may propose, and why it must
+stop): :class:`MasterLimits`. Driven by text, nobody else counts, and the driver counts the
+settings' ``stop`` rules itself: :class:`OwnLimits`.
+
+Settings keys: ``algorithm``, ``options``, ``space`` (a space-file path or a GA JSON list),
+``seed``, ``mode``, ``slots``, ``batch_size``, ``stop`` (keyword arguments of
+:class:`~emews.core._algorithm.Stopper`), ``history`` (``[point, value]`` pairs of a resumed run,
+``null`` for a failure, ``{"values": [...], "violations": [...]}`` for several objectives or
+constraints: :func:`emews.core._criteria.as_json`),
+``pending`` (points that were running when that run was killed: the algorithm is told of them
+with ``running``, and they are proposed again first) and ``checkpoint``
+(``store``, ``name``, ``restore``): in batch mode the driver saves the algorithm's state and its
+own in the study's store after every tell, and a resumed study restores them (``put_base`` is
+then the number of points proposed before the checkpoint), so that a seeded search proposes
+exactly what an uninterrupted one would.
+"""
+
+import collections
+import json
+import math
+from pathlib import Path
+
+from . import _queues as queues
+from ._algorithm import Stopper, load, point_key
+from ._criteria import from_json
+from ._replicas import wrap as with_replicas
+from ._vector import finite_or_none
+from .._space import Space
+
+
+def run(settings=None, algorithm=None, limits=None):
+    """EQ/Py entry point: handshake, search, then ``DONE`` and the final message.
+
+    The master's process passes the ``settings`` (a dict), the ``algorithm`` built for the run
+    and the master's ``limits`` (:class:`MasterLimits`): then there is no handshake.
+    """
+    if settings is None:
+        queues.OUT_put(queues.PARAMS)
+        text = queues.IN_get().strip()   # the settings, or the path of their file
+        settings = json.loads(text if text.startswith("{") else Path(text).read_text())
+    search = Search.from_settings(settings, algorithm, limits)
+    try:
+        reason = search.run_batch() if settings.get("mode", "batch") == "batch" \
+            else search.run_async()
+    finally:
+        if search.checkpoint is not None:
+            search.checkpoint.close()
+    queues.OUT_put(queues.DONE)
+    queues.OUT_put(json.dumps(search.final_message(reason)))
+
+
+def ready_points(algorithm, slots):
+    """How many points the async driver keeps ready beyond ``slots``: the algorithm's
+    ``ready_share`` of them, rounded up; none with one slot, so that a study of one worker is
+    sequential (each point proposed after every result is told). A fixed number, so that a
+    seeded async search proposes the same points whenever its results come back in the same
+    order."""
+    return 0 if slots == 1 else math.ceil(slots * algorithm.ready_share)
+
+
+def build_algorithm(settings, cls=None, space=None):
+    """Construct the algorithm the settings name, on the space they name (wrapped to evaluate
+    each point several times when the settings' ``replicas`` ask for it). ``cls`` and
+    ``space``, when given, are the settings' algorithm class and space, already loaded."""
+    spec = settings.get("space")
+    if space is None and spec is not None:
+        space = Space.from_file(spec) if isinstance(spec, str) else Space.from_ga_json(spec)
+    cls = cls or load(settings["algorithm"])
+    return with_replicas(cls(space, seed=settings.get("seed"), **settings.get("options", {})),
+                         settings.get("replicas"))
+
+
+class OwnLimits:
+    """The driver's limits when nobody else counts them (driven by text): its own
+    :class:`~emews.core._algorithm.Stopper` of the settings' ``stop`` rules."""
+
+    def __init__(self, stopper):
+        self.stopper = stopper
+
+    def reason(self):
+        """Why the search must stop now, or ``None``."""
+        return self.stopper.reason()
+
+    def allowed(self, in_flight):
+        """How many more points may be proposed with ``in_flight`` untold (``None``: any)."""
+        remaining = self.stopper.remaining()
+        return None if remaining is None else remaining - in_flight
+
+    def count_results(self, values):
+        """Count the results the search was told."""
+        self.stopper.record(values)
+
+    def proposed(self):
+        """Count a round that proposed points."""
+        self.stopper.iterations += 1
+
+    def counts(self):
+        """The counts, for a checkpoint and the final message."""
+        return self.stopper.counts()
+
+    def restore(self, counts):
+        """Go on from a checkpoint's counts."""
+        self.stopper.restore(counts)
+
+    def take_verdict(self, verdict):
+        """An answer's verdict: nothing to do, the driver counts itself."""
+
+
+class MasterLimits:
+    """The driver's limits in the master's process: the master counts them, and its latest
+    :class:`~emews.core._algorithm.Verdict` (the first one given at the start, then one with
+    each answer) says how many more points may be proposed and why the search must stop."""
+
+    def __init__(self, verdict):
+        self.verdict = verdict
+
+    def reason(self):
+        """Why the search must stop now, as the master said, or ``None``."""
+        return self.verdict.reason
+
+    def allowed(self, in_flight):
+        """How many more points may be proposed: the master counted what is in flight."""
+        return self.verdict.allowed
+
+    def count_results(self, values):
+        """Nothing: the master counted the results before it answered."""
+
+    def proposed(self):
+        """Nothing: the master counts the rounds it receives."""
+
+    def counts(self):
+        """The master's counts, as of its latest answer."""
+        return self.verdict.counts
+
+    def restore(self, counts):
+        """Nothing: the master restored its own counts from the checkpoint."""
+
+    def take_verdict(self, verdict):
+        """Take the verdict of an answer (a text answer carries none)."""
+        if verdict is not None:
+            self.verdict = verdict
+
+
+class Search:
+    """One search: an algorithm, its limits (:class:`OwnLimits` or :class:`MasterLimits`)
+    and the points it has in flight."""
+
+    def __init__(self, algorithm, limits, slots=1, batch_size=None, pending=()):
+        self.algorithm = algorithm
+        self.limits = limits
+        self.slots = max(int(slots), 1)
+        self.batch_size = int(batch_size or self.slots)
+        self.ready = ready_points(algorithm, self.slots)
+        self.pending = list(pending)
+        self.replayed = collections.Counter(point_key(p) for p in self.pending)
+        self.best_point, self.best_value = None, math.inf
+        self.next_index = 0
+        self.put_base = 0
+        self.checkpoint = None
+
+    @classmethod
+    def from_settings(cls, settings, algorithm=None, limits=None):
+        """Build a search from a settings dict (with the ``algorithm`` already built for it,
+        and the master's ``limits``, when given); restore it from its checkpoint, or tell it
+        a resumed run's history."""
+        mode = settings.get("mode", "batch")
+        search = cls(algorithm or build_algorithm(settings),
+                     limits or OwnLimits(Stopper(**settings.get("stop", {}))),
+                     1 if mode == "sequential" else settings.get("slots", 1),
+                     settings.get("batch_size"),
+                     settings.get("pending", ()))
+        where = settings.get("checkpoint")
+        if where and mode == "batch":
+            search.checkpoint = Checkpoint(where["store"], where["name"])
+            if where.get("restore"):
+                search.restore(*search.checkpoint.load())
+        history = settings.get("history", [])
+        if history:
+            points, values = zip(*history)
+            search.tell(list(points), [from_json(v) for v in values])
+        if search.pending:
+            search.algorithm.running(list(search.pending))
+        return search
+
+    def driver_state(self):
+        """The driver's own part of a checkpoint (JSON-serializable): the limits' counts
+        (:meth:`~emews.core._algorithm.Stopper.counts`), the points proposed and the best."""
+        return {"put": self.put_base + self.next_index, **self.limits.counts(),
+                "best_point": self.best_point,
+                "best_value": finite_or_none(self.best_value)}
+
+    def restore(self, state, driver):
+        """Continue from a checkpoint: the algorithm's ``state`` and :meth:`driver_state`."""
+        self.algorithm.restore(state)
+        self.put_base = driver["put"]
+        self.limits.restore(driver)
+        self.best_point = driver["best_point"]
+        self.best_value = math.inf if driver["best_value"] is None else driver["best_value"]
+
+    def tell(self, points, values):
+        """Pass results to the algorithm and the limits; keep the best point."""
+        self.algorithm.tell(points, values)
+        self.limits.count_results(values)
+        for point, value in zip(points, values):
+            if not math.isnan(value) and value < self.best_value:
+                self.best_point, self.best_value = point, value
+
+    def stop_reason(self):
+        """Why the search ends now, or ``None`` while it goes on."""
+        reason = self.limits.reason()
+        if reason is None and not self.pending and self.algorithm.done():
+            reason = "the algorithm has no more points to propose"
+        return reason
+
+    def propose(self, n):
+        """Up to ``n`` points: first those left running by a killed run, then new ones."""
+        allowed = self.limits.allowed(0)
+        if allowed is not None:
+            n = min(n, allowed)
+        points, self.pending = self.pending[:n], self.pending[n:]
+        while len(points) < n:
+            asked = self.algorithm.ask(n - len(points))
+            fresh = [p for p in asked if not self._replayed(p)]
+            points += fresh
+            if len(fresh) == len(asked):
+                break
+        if points:
+            self.limits.proposed()
+        return points
+
+    def _replayed(self, point):
+        """True (once per copy) for a point the driver already re-proposed from a killed run."""
+        if not self.replayed:  # a fresh run, or every replayed copy seen: no key to compute
+            return False
+        key = point_key(point)
+        if key not in self.replayed:
+            return False
+        self.replayed[key] -= 1
+        if not self.replayed[key]:
+            del self.replayed[key]
+        return True
+
+    def _put(self, points):
+        queues.OUT_put(queues.encode_points(points))
+        indices = range(self.next_index, self.next_index + len(points))
+        self.next_index += len(points)
+        return indices
+
+    def run_batch(self):
+        """Ask a batch, wait for all of it, tell; until a stopping rule fires."""
+        while (reason := self.stop_reason()) is None:
+            points = self.propose(self.batch_size)
+            if not points:
+                return "the algorithm proposed no points"
+            self._put(points)
+            self.tell(points, self._results(queues.IN_get_answer()))
+            if self.checkpoint is not None:
+                self.checkpoint.save(self)
+        return reason
+
+    def run_async(self):
+        """Keep ``slots`` evaluations in flight and :attr:`ready` points more; refill as
+        results arrive."""
+        in_flight = {}
+        reason = None
+        while True:
+            reason = reason or self.stop_reason()
+            allowed = self.limits.allowed(len(in_flight))
+            free = self.slots + self.ready - len(in_flight)
+            if allowed is not None:
+                free = min(free, allowed)
+            points = self.propose(free) if reason is None and free > 0 else []
+            if not points and not in_flight:
+                return reason or "the algorithm proposed no points"
+            in_flight.update(zip(self._put(points), points))
+            pairs = self._results(queues.IN_get_answer(tagged=True))
+            self.tell([in_flight.pop(i) for i, _ in pairs], [v for _, v in pairs])
+
+    def _results(self, answer):
+        """The values of an :class:`~emews.core._queues.Answer` (as floats, NaN for a failure;
+        ``(index, value)`` pairs when tagged), after hearing its verdict."""
+        self.limits.take_verdict(answer.verdict)
+        return answer.floats()
+
+    def final_message(self, reason):
+        """The final message: best point and value, counts and the reason for stopping."""
+        counts = self.limits.counts()
+        return {"best_point": self.best_point,
+                "best_value": finite_or_none(self.best_value),
+                "evaluations": counts["evaluations"], "iterations": counts["iterations"],
+                "stop_reason": reason}
+
+
+class Checkpoint:
+    """The search's checkpoint in the study's store (a connection of the ME thread's own)."""
+
+    def __init__(self, store_path, name):
+        from ..store import open_store
+
+        self.store, self.name = open_store(store_path, create=False), name
+
+    def save(self, search):
+        """Save the algorithm's state and the driver's, if the algorithm has a state."""
+        state = search.algorithm.state()
+        if state is not None:
+            self.store.save_checkpoint(self.name, state, search.driver_state())
+
+    def load(self):
+        """``(state, driver)`` as saved."""
+        return self.store.checkpoint(self.name)
+
+    def close(self):
+        """Close the connection."""
+        self.store.close()

@@ -1,0 +1,233 @@
+"""Pruners: which running evaluations to stop at a report, decided in the master.
+
+::
+
+    model: emews.report(value, step) --> pool --> Master._judge(task, report)
+                                                    |  store.add_reports (group commit)
+                                                    +-> Pruner.report(run, step, value) -> stop?
+    Master: a done run --> Pruner.completed(run)
+
+``[study] pruner`` picks one (``none``, the default, stops nothing; reports are only stored);
+its options are the ``[pruner]`` table. Each pruner decides as Optuna's pruner of its name
+(each class says how; docs/src/fidelity.md tabulates their rules and options).
+
+With ``pause = true`` (``asha`` and ``hyperband``), a run that a rung would stop is paused
+instead (:data:`PAUSE`): it stops, its checkpoint is kept, and the master may thaw it later
+from there (:mod:`emews.core._thaw`). A thawed run goes on as the same run: the rungs it passed
+are not judged again, and the next one judges it as any other run reaching it.
+
+A NaN or infinite value is the worst there is: such a run is stopped at its first judged step
+(pruned, never paused).
+Every decision follows from the reports in the order the master received them; a resumed study
+replays the stored ones (:meth:`Pruner.replay`) and decides as the killed run would have.
+"""
+
+import math
+from dataclasses import dataclass
+
+from .._errors import ConfigError
+
+PRUNERS = ("none", "median", "percentile", "asha", "hyperband")
+OPTIONS = {   # the [pruner] options each pruner takes
+    "none": (),
+    "median": ("n_startup_trials", "n_warmup_steps", "interval_steps", "n_min_trials"),
+    "percentile": ("percentile", "n_startup_trials", "n_warmup_steps", "interval_steps",
+                   "n_min_trials"),
+    "asha": ("min_resource", "max_resource", "reduction_factor", "pause"),
+    "hyperband": ("min_resource", "max_resource", "reduction_factor", "pause"),
+}
+PAUSE = "pause"   # a pruner's verdict on a run to pause rather than stop (true as a stop is)
+
+
+class Pruner:
+    """Stops nothing (``pruner = "none"``); the base of the others.
+
+    A run is ``(point id, attempt)``: a retried attempt starts its curve afresh (a thawed one
+    is judged as the run it goes on). ``pause``: whether it pauses runs rather than stopping
+    them; ``max_resource``: the step a run ends at (``None``: the model decides).
+    """
+
+    pause = False
+    max_resource = None
+
+    def report(self, run, step, value):
+        """``run`` reported ``value`` at ``step``: True when it must stop, :data:`PAUSE`
+        when it must stop and may be thawed later."""
+        return False
+
+    def completed(self, run):
+        """``run`` finished ``done`` (not pruned, not failed)."""
+
+    def replay(self, reports, done):
+        """Take back what a killed run of the study had seen: ``reports`` (as
+        :meth:`emews.store.Store.reports` gives them, in order) and the ``done`` runs."""
+        for row in reports:
+            value = math.nan if row["value"] is None else row["value"]
+            self.report((row["id"], row["attempt"]), row["step"], value)
+        for run in done:
+            self.completed(run)
+
+
+@dataclass
+class Percentile(Pruner):
+    """Optuna's ``PercentilePruner`` (``median``: ``percentile = 50``): after
+    ``n_startup_trials`` completed runs, a run whose best value so far is worse than the
+    ``percentile`` of theirs at the same step is stopped (from ``n_warmup_steps`` on, every
+    ``interval_steps``, with ``n_min_trials`` values at that step)."""
+
+    percentile: float = 50.0
+    n_startup_trials: int = 5
+    n_warmup_steps: int = 0
+    interval_steps: int = 1
+    n_min_trials: int = 1
+
+    def __post_init__(self):
+        self.curves = {}      # run -> {step: value}
+        self.done = []        # completed runs, in order
+
+    def report(self, run, step, value):
+        curve = self.curves.setdefault(run, {})
+        curve[step] = value
+        if len(self.done) < self.n_startup_trials or step < self.n_warmup_steps:
+            return False
+        if (step - self.n_warmup_steps) % self.interval_steps:
+            return False
+        finite = [v for v in curve.values() if not math.isnan(v)]
+        if not finite:
+            return True
+        best = min(finite)
+        others = [self.curves[r][step] for r in self.done if step in self.curves[r]]
+        others = [v for v in others if not math.isnan(v)]
+        if len(others) < max(self.n_min_trials, 1):
+            return False
+        return best > percentile(others, self.percentile)
+
+    def completed(self, run):
+        if run in self.curves:
+            self.done.append(run)
+
+
+def percentile(values, q):
+    """The ``q``-th percentile of ``values`` (linear interpolation, as numpy's default)."""
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * q / 100
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+@dataclass
+class Asha(Pruner):
+    """Asynchronous successive halving (Li et al., MLSys 2020), Optuna's
+    ``SuccessiveHalvingPruner`` rule: rung ``k`` is at step ``min_resource *
+    reduction_factor**k`` (below ``max_resource``); a run first at or past it adds its value
+    there to the rung's, and goes on only while :func:`promotable`."""
+
+    min_resource: int = 1
+    max_resource: int | None = None
+    reduction_factor: int = 3
+    pause: bool = False
+
+    def __post_init__(self):
+        self.rungs = {}       # rung index -> values reached there, in order
+        self.next_rung = {}   # run -> the index of the next rung it has not passed
+
+    def rung_step(self, k):
+        """The step of rung ``k``."""
+        return self.min_resource * self.reduction_factor ** k
+
+    def report(self, run, step, value):
+        k = self.next_rung.get(run, 0)
+        while self.rung_step(k) <= step and (self.max_resource is None
+                                             or self.rung_step(k) < self.max_resource):
+            values = self.rungs.setdefault(k, [])
+            values.append(value if math.isfinite(value) else math.inf)   # NaN, inf: last
+            k += 1
+            self.next_rung[run] = k
+            if not math.isfinite(value):
+                return True
+            if not promotable(value, values, self.reduction_factor):
+                return PAUSE if self.pause else True
+        return False
+
+
+def promotable(value, values, reduction_factor):
+    """Whether ``value`` is among the best ``len(values) // reduction_factor`` of ``values``
+    (it among them; the best, while there are fewer than ``reduction_factor``)."""
+    index = max(len(values) // reduction_factor - 1, 0)
+    return value <= sorted(values)[index]
+
+
+@dataclass
+class Hyperband(Pruner):
+    """Brackets of ASHA (Li et al., JMLR 2018), Optuna's ``HyperbandPruner`` rule: bracket
+    ``b`` starts its rungs at ``min_resource * eta**b`` (``eta`` the ``reduction_factor``; the
+    last, at ``max_resource``, stops nothing) and gets Hyperband's share of the points,
+    ``ceil(brackets * eta**s / (s + 1))`` with ``s = brackets - 1 - b``, so that each trains
+    about as many steps (:meth:`bracket_of`)."""
+
+    min_resource: int = 1
+    max_resource: int = 1
+    reduction_factor: int = 3
+    pause: bool = False
+
+    def __post_init__(self):
+        eta, count = self.reduction_factor, 1
+        while self.min_resource * eta ** count <= self.max_resource:
+            count += 1
+        self.brackets = [Asha(self.min_resource * eta ** b, self.max_resource, eta, self.pause)
+                         for b in range(count)]
+        self.shares = [math.ceil(count * eta ** s / (s + 1)) for s in range(count - 1, -1, -1)]
+        self.cycle = spread(self.shares)
+
+    def bracket_of(self, point):
+        """The bracket index of point id ``point``."""
+        return self.cycle[point % len(self.cycle)]
+
+    def report(self, run, step, value):
+        return self.brackets[self.bracket_of(run[0])].report(run, step, value)
+
+
+def spread(shares):
+    """A cycle of ``sum(shares)`` indices holding index ``i`` ``shares[i]`` times, each spread
+    evenly over it (smooth weighted round robin)."""
+    total, credit, cycle = sum(shares), [0] * len(shares), []
+    for _ in range(total):
+        credit = [c + share for c, share in zip(credit, shares)]
+        chosen = credit.index(max(credit))
+        credit[chosen] -= total
+        cycle.append(chosen)
+    return cycle
+
+
+def make(name="none", options=None, where=lambda key: f"[pruner].{key}"):
+    """The pruner ``name`` with ``options`` (the ``[pruner]`` table, ``None`` values left
+    out), checked together: an option of another pruner, or options that contradict each
+    other, raise a one-line :class:`~emews._errors.ConfigError` naming ``where(option)``."""
+    options = {key: value for key, value in (options or {}).items() if value is not None}
+    if name not in PRUNERS:
+        raise ConfigError("[study].pruner", f"must be one of {list(PRUNERS)}", name)
+    for key in options:
+        if key not in OPTIONS[name]:
+            raise ConfigError(where(key), f"does not apply to pruner {name!r} (its "
+                              f"options: {', '.join(OPTIONS[name]) or 'none'})", options[key])
+    if name == "median":
+        return Percentile(**options)
+    if name == "percentile":
+        if not 0 <= options.get("percentile", -1) <= 100:
+            raise ConfigError(where("percentile"), "must be a number from 0 to 100 for pruner "
+                              "'percentile'", options.get("percentile"))
+        return Percentile(**options)
+    if name in ("asha", "hyperband"):
+        minimum, maximum = options.get("min_resource", 1), options.get("max_resource")
+        if name == "hyperband" and maximum is None:
+            raise ConfigError(where("max_resource"), "must be given for pruner 'hyperband' "
+                              "(the step a run ends at)", None, show_value=False)
+        if options.get("pause") and maximum is None:
+            raise ConfigError(where("max_resource"), "must be given with pause = true (the "
+                              "step a thawed run is predicted at)", None, show_value=False)
+        if maximum is not None and minimum > maximum:
+            raise ConfigError(where("min_resource"), f"must not be above max_resource "
+                              f"({maximum})", minimum)
+        return (Asha if name == "asha" else Hyperband)(**options)
+    return Pruner()

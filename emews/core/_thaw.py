@@ -1,0 +1,180 @@
+"""Freeze-thaw: which paused runs go on, chosen by a model of their learning curves.
+
+::
+
+    pruner (pause = true) --PAUSE--> Master: the run ends ``paused``, its checkpoint kept;
+                                     Thaws.pause(point, attempt, params, curve)
+    Master._thaw (nothing left to propose: the budget's evaluations all started, a limit
+    reached, or the search ended), a slot free:
+        Thaws.take(best, fill) --> the paused point whose curve predicts the best final value
+                             --> its next attempt, in the same checkpoint directory: it goes on
+                             from its checkpoint. A thaw whose prediction beats ``best``
+                             (the best finished value) runs to its end; any other only fills
+                             a slot while other work runs (``fill``), and is paused again at
+                             its next report once none does (a filler: Master._judge)
+
+A run's curve is what it reported (``emews.report``), over all its attempts. Its final value
+is predicted at the study's ``max_resource`` by :func:`predict` (Domhan et al.'s ``pow3``,
+``exp3`` and ``log-linear`` curves; docs/src/fidelity.md says how it was chosen and measured),
+once, when the run pauses (about 2 ms).
+"""
+
+import json
+import math
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import numpy
+
+from .._status import Status
+from ._segments import SEGMENT
+
+
+def _pow3(x, c, a, alpha):
+    return c + a * x ** -alpha
+
+
+def _exp3(x, c, a, b):
+    return c + a * numpy.exp(-b * x)
+
+
+def _log_linear(x, a, b):
+    return a + b * numpy.log(x)
+
+
+CURVES = ((_pow3, (1.0, 1.0, 0.5)), (_exp3, (1.0, 1.0, 0.1)), (_log_linear, (1.0, -0.1)))
+
+
+def predict(curve, horizon):
+    """The value the run of ``curve`` ({step: value}, lower is better) is predicted to reach at
+    step ``horizon``: the median of its last value and of the parametric fits to more points
+    than they have parameters that stay within the curve's range widened by its span on each
+    side."""
+    steps = sorted(s for s, v in curve.items() if s > 0 and v is not None and math.isfinite(v))
+    if not steps:
+        return math.inf
+    last = curve[steps[-1]]
+    if horizon <= steps[-1]:
+        return last
+    from scipy.optimize import curve_fit
+    x = numpy.array(steps, dtype=float)
+    y = numpy.array([curve[s] for s in steps], dtype=float)
+    low, high = y.min(), y.max()
+    span = high - low
+    predictions = [last]
+    for function, start in CURVES:
+        if len(steps) <= len(start):   # as many points as parameters: any curve fits them
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                params, _ = curve_fit(function, x, y, p0=start, maxfev=2000)
+                value = float(function(float(horizon), *params))
+        except (RuntimeError, ValueError, OverflowError, ZeroDivisionError):
+            continue
+        if math.isfinite(value) and low - span <= value <= high + span:
+            predictions.append(value)
+    return float(numpy.median(predictions))
+
+
+@dataclass
+class Paused:
+    """A paused run: its point's ``params`` (JSON text), the ``attempt`` that paused, the
+    point's ``curve`` over all its attempts, and the value it is ``predicted`` to end at."""
+
+    params: str
+    attempt: int
+    curve: dict
+    predicted: float
+
+
+@dataclass
+class Thaws:
+    """The study's paused runs, which one to thaw next (predicted at ``horizon``; ``None``: a
+    study that pauses nothing, and thaws nothing), and which runs thaws go on (``continues``:
+    ``(id, attempt)`` of a thaw -> the run it goes on, the pruner's name for both;
+    ``predictions``: ``(id, attempt)`` of a thaw -> the final value predicted when it was
+    taken, which says whether it is a :meth:`filler`)."""
+
+    horizon: int | None = None
+    paused: dict = field(default_factory=dict)    # point id -> Paused
+    thawing: dict = field(default_factory=dict)   # point id -> its curve, while it is thawed
+    continues: dict = field(default_factory=dict)
+    predictions: dict = field(default_factory=dict)
+
+    def run_of(self, run):
+        """The run ``run`` (``(id, attempt)``) goes on: the first of its point's paused
+        run and its thaws; itself, when it is no thaw."""
+        return self.continues.get(run, run)
+
+    def pause(self, point, attempt, params, curve):
+        """Point ``point`` was paused by its attempt ``attempt``, which reported ``curve``
+        (added to what its earlier attempts reported, when it was thawed)."""
+        curve = {**self.thawing.pop(point, {}), **curve}
+        self.predictions.pop((point, attempt), None)
+        self.paused[point] = Paused(params, attempt, curve, predict(curve, self.horizon))
+
+    def take(self, best=math.inf, fill=False):
+        """The paused point to thaw now, taken out (``(id, Paused)``), or ``None``: the one
+        predicted best, while that prediction is better than ``best``, or whatever its
+        prediction with ``fill`` (a free slot that nothing else would use)."""
+        if not self.paused:
+            return None
+        value, point = min((run.predicted, i) for i, run in self.paused.items())
+        if not (value < best or fill):
+            return None
+        self.thawing[point] = self.paused[point].curve
+        return point, self.paused.pop(point)
+
+    def next_thaw(self, best=math.inf, fill=False):
+        """The next thaw (see :meth:`take`): ``(id, attempt, params, step)``, its point, the
+        attempt it is, its parameters (JSON text) and the step its point's curve reached;
+        ``None`` when there is none. It is a segment (:mod:`emews.core._segments`) from that
+        step to ``horizon``, in its point's own checkpoint directory."""
+        taken = self.take(best, fill) if self.horizon is not None else None
+        if taken is None:
+            return None
+        point, run = taken
+        attempt, step = run.attempt + 1, max(run.curve, default=0)
+        record = {"member": point, "name": f"thaw{point}-{attempt}", "parent": None,
+                  "donor": None, "start": step, "until": self.horizon}
+        self.continues[(point, attempt)] = self.run_of((point, run.attempt))
+        self.predictions[(point, attempt)] = run.predicted
+        return point, attempt, json.dumps({**json.loads(run.params), SEGMENT: record}), step
+
+    def retried(self, run, attempt):
+        """The thaw ``run`` failed and runs again as ``attempt``: that goes on in its place."""
+        if run in self.continues:
+            self.continues[(run[0], attempt)] = self.continues.pop(run)
+        if run in self.predictions:
+            self.predictions[(run[0], attempt)] = self.predictions.pop(run)
+
+    def filler(self, run, best):
+        """Whether ``run`` (``(id, attempt)``) is a thaw predicted to end no better than
+        ``best`` (the best finished value now): it only fills a slot that nothing else
+        would use, and is paused again once no other work runs."""
+        return run in self.predictions and not self.predictions[run] < best
+
+    def resume(self, attempts, paused, reports):
+        """Take back what earlier runs of the study stored: which runs thaws go on (from the
+        ``paused`` ``attempts``, in order), and the ``paused`` points (rows) with their curves
+        (``reports``)."""
+        for row in attempts:
+            if row["status"] == Status.PAUSED:
+                run = (row["id"], row["attempt"])
+                self.continues[(row["id"], row["attempt"] + 1)] = self.run_of(run)
+        if self.horizon is not None:
+            for row in paused:
+                self.pause(row["id"], row["attempt"], json.dumps(row["params"]),
+                           {r["step"]: r["value"] for r in reports if r["id"] == row["id"]})
+
+
+def room(limits):
+    """Whether a study's ``limits`` (a :class:`~emews.core._algorithm.Stopper`) leave room for
+    thaws: no ``target`` reached, time and steps left (``budget`` is spent in the drain)."""
+    return not (limits.target is not None and limits.best <= limits.target
+                or limits.max_time is not None
+                and time.monotonic() - limits.started >= limits.max_time
+                or limits.step_budget is not None and limits.steps >= limits.step_budget)
+

@@ -1,0 +1,299 @@
+"""Reading what a model left: its value (number, dict, History, result file) and its log tail.
+
+Log tails are bounded: at most :data:`TAIL_BYTES` from the end of the output, read with a
+seek (never the whole file), decoded with ``errors="replace"`` and with lone surrogates escaped,
+so that a tail can always be stored in SQLite or sent as JSON.
+"""
+
+import csv
+import io
+import json
+import math
+import os
+from pathlib import Path
+
+from ..core._criteria import OBJECTIVE, objective_names
+from ._base import EvaluationFailed
+
+TAIL_BYTES = 64 * 1024
+RESULT_SEARCH_BYTES = 1024 * 1024  # how far from the end of a log IMPROVE_RESULT is looked for
+
+
+def extract_value(result, model_return=OBJECTIVE, epoch="last"):
+    """The number to minimize from what a model returned (number, dict or Keras History).
+
+    From a per-epoch list, ``epoch`` picks the ``last`` value, or the ``min`` or ``max``.
+    """
+    history = getattr(result, "history", None)
+    if isinstance(history, dict):
+        result = history
+    if isinstance(result, dict):
+        if model_return not in result:
+            raise EvaluationFailed(f"MODEL_RETURN {model_return!r} is not among the returned "
+                                   f"keys {sorted(result)}")
+        result = result[model_return]
+        if hasattr(result, "tolist"):   # NumPy's: Supervisor's OneD fills its History with one
+            result = result.tolist()
+        if isinstance(result, (list, tuple)):
+            if not result:
+                raise EvaluationFailed(f"{model_return!r} is empty")
+            result = [_number(v) for v in result]
+            result = {"last": result[-1], "min": min(result), "max": max(result)}[epoch]
+    return _number(result)
+
+
+class Value(float):
+    """The value to minimize, carrying the model's final ``metrics`` (name -> number) and, in
+    a study of several objectives, every one of them (``objectives``, in order; the value is
+    the first)."""
+
+    def __new__(cls, value, metrics=None, objectives=()):
+        self = super().__new__(cls, value)
+        self.metrics = dict(metrics or {})
+        self.objectives = [float(v) for v in objectives]
+        return self
+
+
+def extract(result, model_return=OBJECTIVE, epoch="last"):
+    """What a model returned as a :class:`Value`: the value of each objective that
+    ``model_return`` names (one, or a comma-separated list: see :func:`extract_value`), and
+    the final metrics (a :class:`Value` as it is: the CANDLE runner's). A missing or
+    non-finite objective of several fails the run naming it."""
+    if isinstance(result, Value):
+        return result
+    names = objective_names(model_return)
+    if len(names) == 1:
+        return Value(extract_value(result, names[0], epoch), final_metrics(result))
+    history = getattr(result, "history", None)
+    if not isinstance(result, dict) and not isinstance(history, dict):
+        raise EvaluationFailed(f"the model returned {result!r:.80}, not a dict or History "
+                               f"holding the objectives {', '.join(names)}")
+    values = []
+    for name in names:
+        try:
+            values.append(extract_value(result, name, epoch))
+        except EvaluationFailed as exc:
+            raise EvaluationFailed(f"objective {name!r}: {exc}", exc.log_tail) from None
+    return Value(values[0], final_metrics(result), values)
+
+
+def final_metrics(result):
+    """The last epoch's value of every numeric key of a dict or Keras ``History`` result
+    (``{}`` for a plain number; a :class:`Value`'s own metrics): what the store keeps beside
+    the value to minimize."""
+    if isinstance(result, Value):
+        return dict(result.metrics)
+    history = getattr(result, "history", None)
+    if isinstance(history, dict):
+        result = history
+    if not isinstance(result, dict):
+        return {}
+    metrics = {}
+    for name, value in result.items():
+        if isinstance(value, (list, tuple)):
+            value = value[-1] if value else None
+        if isinstance(value, (bool, str, bytes)):
+            continue
+        try:
+            metrics[str(name)] = float(value)
+        except (TypeError, ValueError):
+            continue  # not a number (an array, None, ...): not a metric
+    return metrics
+
+
+def _number(result):
+    if isinstance(result, (bool, str)) or not hasattr(result, "__float__"):
+        raise EvaluationFailed(f"the model returned a non-numeric result: {result!r:.200}")
+    value = float(result)
+    if not math.isfinite(value):
+        raise EvaluationFailed(f"the model returned {'NaN' if math.isnan(value) else value}")
+    return value
+
+
+def safe_text(text):
+    """``text`` with lone surrogates escaped (``\\udcff``): always encodable as UTF-8."""
+    if text is None:
+        return None
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def decode_tail(data, limit=TAIL_BYTES):
+    """The last ``limit`` bytes of ``data`` as safe text."""
+    return safe_text(bytes(data[-limit:]).decode("utf-8", errors="replace"))
+
+
+def tail(path, limit=TAIL_BYTES):
+    """The last ``limit`` bytes of a file as safe text ('' when it is missing)."""
+    try:
+        with open(path, "rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            handle.seek(max(size - limit, 0))
+            return decode_tail(handle.read(limit), limit)
+    except OSError:
+        return ""
+
+
+def read_app_result(run_dir, log, model_return=None):
+    """The value an app run reported: ``result.txt``, else its last ``IMPROVE_RESULT`` line;
+    with several objectives (``model_return`` a comma-separated list), see
+    :func:`read_labelled_results`."""
+    result_file = Path(run_dir) / "result.txt"
+    if model_return and len(objective_names(model_return)) > 1:
+        return read_labelled_results(result_file, log, objective_names(model_return))
+    if not result_file.exists():
+        return read_improve_result(log, model_return)
+    return parse_result(result_file.read_text(errors="replace"), model_return, log)
+
+
+def read_log_result(log, model_return=None):
+    """The value a run reported in its log alone (a container's): its last ``IMPROVE_RESULT``
+    line, or with several objectives one labelled line each (see
+    :func:`read_labelled_results`)."""
+    if model_return and len(objective_names(model_return)) > 1:
+        return read_labelled_results(None, log, objective_names(model_return))
+    return read_improve_result(log, model_return)
+
+
+def read_labelled_results(result_file, log, names):
+    """The objectives ``names`` of an app run, as a :class:`Value`: each from the last line
+    labelled with its name (``IMPROVE_RESULT params 12345`` in ``log``, or ``params 12345`` in
+    ``result_file`` when given, which wins); a run lacking one fails naming it."""
+    lines = [line.split("IMPROVE_RESULT", 2)[1] for line in
+             tail(log, RESULT_SEARCH_BYTES).splitlines() if "IMPROVE_RESULT" in line]
+    if result_file is not None and result_file.exists():
+        lines += result_file.read_text(errors="replace").splitlines()
+    values = []
+    for name in names:
+        labelled = [line for line in lines if _label(line) == name]
+        if not labelled:
+            raise EvaluationFailed(f"objective {name!r}: the model reported no result line "
+                                   f"labelled {name!r} (IMPROVE_RESULT {name} <value>)",
+                                   tail(log))
+        try:
+            values.append(parse_result(labelled[-1], name, log))
+        except EvaluationFailed as exc:
+            raise EvaluationFailed(f"objective {name!r}: {exc}", exc.log_tail) from None
+    return Value(values[0], objectives=values)
+
+
+def read_improve_result(log, model_return=None):
+    """The value of the last ``IMPROVE_RESULT [<metric>] <value>`` line of ``log`` (its last
+    MiB); when lines are labelled, the last one labelled ``model_return`` wins.
+
+    As in Supervisor's model.sh (``awk -v FS=IMPROVE_RESULT``), the marker may be anywhere on
+    the line and the text after it is the result.
+    """
+    texts = [line.split("IMPROVE_RESULT", 2)[1] for line in
+             tail(log, RESULT_SEARCH_BYTES).splitlines() if "IMPROVE_RESULT" in line]
+    texts = [text for text in texts if text.strip(" :")]
+    if not texts:
+        raise EvaluationFailed("the model wrote no result.txt and no IMPROVE_RESULT line",
+                               tail(log))
+    if model_return:
+        labelled = [text for text in texts if _label(text) == model_return]
+        texts = labelled or texts
+    return parse_result(texts[-1], model_return, log)
+
+
+NOT_A_RESULT = {"none": "None", "nan": "NaN", "inf": "inf", "+inf": "inf", "-inf": "-inf",
+                "infinity": "inf", "-infinity": "-inf", "": "nothing"}
+
+
+def _label(text):
+    tokens = [token.strip("'\"") for token in text.replace(":", " ").split()]
+    return tokens[0] if len(tokens) == 2 else None
+
+
+def parse_result(text, model_return=None, log=None):
+    """A reported result: ``<value>``, ``<metric> <value>`` (``val_loss 0.123``,
+    ``val_loss: 0.123``, ``'0.123'`` as Supervisor's model.sh logs it), optionally after
+    ``IMPROVE_RESULT``.
+
+    The label is not checked (Supervisor ignores it); :func:`read_improve_result` prefers the
+    line labelled ``MODEL_RETURN``. ``None``, ``nan`` and ``inf`` (any case, signed) fail the
+    evaluation with that reason.
+    Supervisor's model.sh keeps only a digits-and-dot substring of the line, so for them it
+    writes an empty ``result.txt``, which its workflows read as no number (a NaN result); here
+    the run fails and the study's failure policy (``[failure]``) reports NaN or the penalty.
+    Unlike that substring, ``1e-05`` is read as 1e-05 (Supervisor reads 1).
+    """
+    text = text.strip()
+    if text.startswith("IMPROVE_RESULT"):
+        text = text[len("IMPROVE_RESULT"):].strip()
+    tokens = [token.strip("'\"") for token in text.replace(":", " ").split()]
+    token = tokens[-1] if len(tokens) in (1, 2) else text
+    if token.lower() in NOT_A_RESULT:
+        raise EvaluationFailed(f"the model reported {NOT_A_RESULT[token.lower()]} as its "
+                               f"result: {text!r:.200}", tail(log) if log else None)
+    try:
+        return extract_value(float(token))
+    except ValueError:
+        raise EvaluationFailed(f"the model's result is not a number: {text!r:.200}",
+                               tail(log) if log else None) from None
+
+
+def _csv_field(value):
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+def record_run(run_dir, command, params, run_id, value):
+    """The files Supervisor's model.sh leaves after a successful run.
+
+    * ``RUN_DIR/run_command.txt``: the model command, its words joined by spaces
+      (``echo "${MODEL_CMD[@]}"``);
+    * ``RUN_DIR/../output.csv``: one line appended per run: the values of the run's
+      parameters, the run id, then the result. Supervisor takes the values that follow the
+      command's ``--flags`` (but ``--experiment_id``), which for a container run are the
+      parameters and the run id; here the parameters are the point (``params.json``, in its
+      order) since they never travel on a command line. Fields are CSV-quoted when needed.
+    """
+    write_run_command(run_dir, command)
+    append_output_csv(run_dir, params, run_id, value)
+
+
+def write_run_command(run_dir, command):
+    """``RUN_DIR/run_command.txt``: the command's words joined by spaces."""
+    (Path(run_dir) / "run_command.txt").write_text(" ".join(command) + "\n", encoding="utf-8")
+
+
+def append_output_csv(run_dir, params, run_id, value):
+    """Append ``params``' values, ``run_id`` and ``value`` to ``RUN_DIR/../output.csv``."""
+    run_dir = Path(run_dir)
+    line = io.StringIO()
+    csv.writer(line, lineterminator="\n").writerow(
+        [_csv_field(v) for v in params.values()] + [run_id, repr(float(value))])
+    # one write to a file opened for appending: concurrent runs never interleave a line
+    fd = os.open(run_dir.parent / "output.csv", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line.getvalue().encode("utf-8"))
+    finally:
+        os.close(fd)
+
+
+def main(argv=None):
+    """``python -m emews.evaluate record-run RUN_DIR RUN_ID -- COMMAND...``: read the result of
+    a run (``result.txt``, else ``model.log``'s ``IMPROVE_RESULT``), rewrite ``result.txt`` as
+    the number, and write :func:`record_run`'s files. The Model Shell's Supervisor call uses it.
+    Exit status 1 (the reason on stderr) when there is no number."""
+    import sys
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) < 3 or args[2] != "--":
+        print("usage: python -m emews.evaluate record-run RUN_DIR RUN_ID -- COMMAND...",
+              file=sys.stderr)
+        return 2
+    run_dir, run_id, command = Path(args[0]), args[1], args[3:]
+    try:
+        value = read_app_result(run_dir, run_dir / "model.log",
+                                os.environ.get("MODEL_RETURN") or None)
+        params = json.loads((run_dir / "params.json").read_text(encoding="utf-8"))
+    except EvaluationFailed as exc:
+        (run_dir / "result.txt").unlink(missing_ok=True)
+        print(f"emews.evaluate record-run: error: {exc}", file=sys.stderr, flush=True)
+        return 1
+    (run_dir / "result.txt").write_text(f"{value!r}\n")
+    print(f"IMPROVE_RESULT: {value!r}", flush=True)
+    record_run(run_dir, command, params if isinstance(params, dict) else {}, run_id, value)
+    return 0

@@ -1,0 +1,149 @@
+"""The objective: one configured evaluator that turns a point's JSON into an :class:`Outcome`.
+
+::
+
+    evaluate(params_json, run_id, cancelled)
+      -> RunContext(exp_id, run_id, model_name, expdir, model_env)
+      -> a segment of population-based training: its start checkpoint (.handoff)
+      -> implementation.run(params, params_json, context, Watch(timeout, grace, cancelled))
+           py: .py (a nanny child, or this interpreter)   app: .app (the Model Shell)
+           container: .container                           echo: .echo
+      -> Outcome(value, metrics=...) | Outcome(NaN, "failed", reason, log_tail)
+         | Outcome(NaN, "cancelled")
+
+``timeout`` (``SH_TIMEOUT``; empty, 0 or -1: none) applies to isolated ``py``, ``app`` and
+``container`` runs alike: SIGTERM to the run's process group, ``grace`` seconds, SIGKILL; the
+run fails with ``timeout after N s``. :meth:`Objective.evaluate` never raises.
+"""
+
+import json
+import math
+import time
+import traceback
+from pathlib import Path
+
+from .._config import IMPLEMENTATIONS, RETURN_EPOCHS, SCHEMA
+from ..core._criteria import OBJECTIVE
+from ..core._segments import split
+from .._errors import ConfigError
+from .._status import Status
+from . import _process as process
+from ._app import App
+from ._base import ONE_RANK, Cancelled, EvaluationFailed, RunContext
+from ._container import Container
+from ._echo import Echo
+from ._handoff import prepare
+from ._outcome import Outcome
+from ._py import Py
+from ._reporting import Pruned
+from ._model_output import Value, decode_tail, safe_text
+
+MODEL_RUNNER = "emews.models.runner"
+
+
+def no_timeout(timeout):
+    """Supervisor's "no timeout" values (None, empty, 0, negative) as None; else seconds."""
+    if timeout in (None, ""):
+        return None
+    timeout = float(timeout)
+    return timeout if timeout > 0 else None
+
+
+class Objective:
+    """A configured evaluator: turns a point's JSON into an :class:`Outcome`.
+
+    ``model_env`` maps Supervisor's environment variables to strings: the model's settings
+    (``FRAMEWORK``, ``MODEL_PYTHON_DIR``, ``BENCHMARK_TIMEOUT``, ``CANDLE_DATA_DIR``,
+    ``EMEWS_LANGS_APP``, ``APP_PYTHONPATH``, the container's ``CANDLE_IMAGE``,
+    ``MODEL_ACTION``, ``CANDLE_CONTAINER_RUNTIME``, ``CANDLE_CONTAINER_GPUS``,
+    ``CANDLE_CONTAINER_ARGS`` (a JSON list of extra runtime options), ...; see
+    :mod:`emews.evaluate._container`). ``model_return`` names the value to minimize, or
+    several objectives as a comma-separated list (each is extracted, in order, into the
+    outcome's ``objectives``). ``timeout`` (``SH_TIMEOUT``) bounds each run; ``isolate``
+    runs ``py`` objectives in a child process (see :mod:`emews.evaluate._py`); ``grace`` is the
+    time between SIGTERM and SIGKILL.
+    """
+
+    def __init__(self, impl="py", objective=None, app=None, model_name="model",
+                 model_return=OBJECTIVE, timeout=None, expdir=".", exp_id="EXP000",
+                 model_env=None, isolate=True, grace=process.KILL_GRACE):
+        self.model_env = {key: str(value) for key, value in (model_env or {}).items()}
+        if impl in ("py", "app") and self.model_env.get("CANDLE_MODEL_TYPE") == "SINGULARITY":
+            impl = "container"  # as Supervisor's workflow.sh sets CANDLE_MODEL_IMPL
+        if impl not in IMPLEMENTATIONS:
+            raise ConfigError("[study].impl (CANDLE_MODEL_IMPL)",
+                              f"must be one of {list(IMPLEMENTATIONS)}", impl)
+        self.impl, self.model_name, self.model_return = impl, model_name, model_return
+        self.timeout, self.expdir, self.exp_id = no_timeout(timeout), Path(expdir), exp_id
+        self.isolate, self.grace = bool(isolate), grace
+        self.model_env.setdefault("MODEL_NAME", model_name)
+        self.model_env.setdefault("MODEL_RETURN", model_return)
+        self.epoch = self.model_env.get("MODEL_RETURN_EPOCH") or "last"
+        if self.epoch not in RETURN_EPOCHS:
+            raise ConfigError("[model].return_epoch (MODEL_RETURN_EPOCH)",
+                              f"must be one of {list(RETURN_EPOCHS)}", self.epoch)
+        if impl == "py":
+            self.implementation = Py(objective or f"{MODEL_RUNNER}:train", model_return,
+                                     self.epoch, self.isolate, grace)
+        elif impl == "app":
+            self.implementation = App(app, self.model_env)
+        elif impl == "container":
+            self.implementation = Container(self.model_env, self.expdir)
+        else:
+            self.implementation = Echo()
+
+    @classmethod
+    def from_config(cls, cfg, expdir):
+        """The objective a resolved :class:`~emews._config.Config` describes, for ``expdir``."""
+        study = cfg.study
+        env = {setting.env: getattr(cfg.model, key) for key, setting in SCHEMA["model"].items()
+               if setting.env and getattr(cfg.model, key) is not None}
+        env.update(CANDLE_CONTAINER_ARGS=json.dumps(cfg.model.container_args),
+                   CANDLE_DATA_DIR=study.data_dir)
+        if cfg.system.langs_app:
+            env["EMEWS_LANGS_APP"] = cfg.system.langs_app
+        return cls(impl=study.impl, objective=study.objective, app=study.app,
+                   model_name=study.model_name, model_return=",".join(cfg.criteria.names),
+                   timeout=study.timeout, expdir=expdir, exp_id=Path(expdir).name,
+                   model_env=env, isolate=study.isolate)
+
+    def evaluate(self, params_json, run_id, cancelled=None, report=None, resources=None):
+        """Evaluate one point; never raises.
+
+        ``cancelled`` (a function of no arguments) is polled about every 0.1 s while an
+        isolated ``py``, an ``app`` or a ``container`` run is under way; when it returns True,
+        the run's process group is killed and the outcome is ``cancelled``. ``report``
+        (``Report -> bool``) takes the run's reports (:mod:`.reporting`); when it answers True
+        the run stops, and the outcome is ``pruned`` with the last reported value.
+        ``resources`` (:class:`~.base.Resources`) is what the pool gave the run (default: one
+        rank), its ``RunContext.resources``.
+        """
+        started = time.time()
+        try:
+            params, segment = split(json.loads(params_json))
+            context = RunContext(self.exp_id, run_id, self.model_name, self.expdir,
+                                 dict(self.model_env), resources or ONE_RANK)
+            if segment is not None:   # population-based training: its start checkpoint
+                params_json = json.dumps(params)
+                prepare(context, segment)
+            watch = process.Watch(self.timeout, self.grace, cancelled, report)
+            value = self.implementation.run(params, params_json, context, watch)
+            outcome = (Outcome(float(value), metrics=value.metrics, objectives=value.objectives)
+                       if isinstance(value, Value) else Outcome(float(value)))
+        except Pruned as exc:
+            outcome = Outcome(exc.value, Status.PRUNED, str(exc))
+        except Cancelled as exc:
+            outcome = Outcome(math.nan, "cancelled", "cancelled", safe_text(exc.log_tail))
+        except EvaluationFailed as exc:
+            outcome = Outcome(math.nan, "failed", safe_text(str(exc)), safe_text(exc.log_tail))
+        except Exception as exc:  # noqa: BLE001 - never raise out of an evaluation
+            traceback.print_exc()
+            outcome = Outcome(math.nan, "failed", safe_text(f"{type(exc).__name__}: {exc}"),
+                              decode_tail(traceback.format_exc().encode("utf-8",
+                                                                        "backslashreplace")))
+        outcome.started, outcome.finished = started, time.time()
+        return outcome
+
+    def close(self):
+        """Stop the processes this objective keeps (the nanny children); safe to call twice."""
+        self.implementation.close()
