@@ -7,7 +7,7 @@ goes to ``RUN_DIR/model.log``; the value is ``result.txt``, else the last ``IMPR
 line. The run is its own process group: a timeout or a cancel kills it all.
 
 An evaluation given several ranks (``context.resources.ranks`` > 1) runs ``model.sh LAUNCHER
--n K ... python .../emews/evaluate/launcher.py COMMAND...``: model.sh prepares the environment
+-n K ... python .../emews/evaluate/_launcher.py COMMAND...``: model.sh prepares the environment
 once, the site's launcher starts K processes, each gets its rank's variables and GPU
 (:mod:`.launcher`) and execs the command. A process that fails fails the evaluation.
 

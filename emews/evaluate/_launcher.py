@@ -226,7 +226,7 @@ def rank_environ(environ=os.environ):
 
 
 def main(argv):
-    """``python -I -S .../emews/evaluate/launcher.py COMMAND...``: set this process's variables
+    """``python -I -S .../emews/evaluate/_launcher.py COMMAND...``: set this process's variables
     (see :func:`rank_environ`) and exec COMMAND (each process of an ``app`` evaluation). Run
     as a file: it imports only the standard library."""
     if not argv:
