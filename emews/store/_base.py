@@ -430,12 +430,15 @@ class Store(abc.ABC):
 
     def next_id(self) -> int:
         """The id the next new point gets (one more than the highest; 0 at first)."""
-        rows = self._read(*self._select("COALESCE(MAX(id) + 1, 0) AS n", "evaluations"))
-        return int(rows[0]["n"])
+        return self._after_highest("id")
 
     def next_seq(self) -> int:
         """The place in the ME's order of the next point it proposes."""
-        rows = self._read(*self._select("COALESCE(MAX(seq) + 1, 0) AS n", "evaluations"))
+        return self._after_highest("seq")
+
+    def _after_highest(self, column: str) -> int:
+        """One more than the highest ``column`` of the evaluations; 0 in an empty store."""
+        rows = self._read(*self._select(f"COALESCE(MAX({column}) + 1, 0) AS n", "evaluations"))
         return int(rows[0]["n"])
 
     @abc.abstractmethod
