@@ -195,8 +195,11 @@ def pool_utilization(sizes):
     """``sizes.pbt_pool_repeats`` async ``pbt`` studies on a real mpiexec pool of
     ``sizes.pbt_pool_workers`` workers (see the module docstring): the median one's figures,
     with every study's utilization (``utilizations``)."""
+    from emews.models import pbt_toy
+
     found = []
     with tempfile.TemporaryDirectory(prefix="emews-bench-") as tmp:
+        (Path(tmp) / "space.json").write_text(json.dumps(pbt_toy.SPACE))
         for repeat in range(sizes.pbt_pool_repeats):
             out = Path(tmp) / f"figures-{repeat}.json"
             mpiexec_python(sizes.pbt_pool_workers + 1, [
@@ -213,13 +216,11 @@ def _pool_study(directory, steps, interval, members_per_worker, repeat):
     from mpi4py import MPI
 
     import emews
-    from emews.models import pbt_toy
     from emews.store import SQLiteStore
 
     workers = MPI.COMM_WORLD.Get_size() - 1
     population = members_per_worker * workers
-    space = Path(directory) / "space.json"
-    space.write_text(json.dumps(pbt_toy.SPACE))
+    space = Path(directory) / "space.json"   # written before mpiexec: no rank races a reader
     result = emews.run({
         "system": {"progress_interval": 3600.0},
         "study": {"algorithm": "pbt", "space": str(space), "mode": "async", "seed": repeat,
