@@ -50,6 +50,8 @@ def parser():
                      help=f"comma-separated, from {', '.join(PARTS)} (default: all)")
     top.add_argument("--out", help="directory of the JSON records (default: "
                      "benchmarks/results, or a temporary directory for --smoke)")
+    top.add_argument("--record", help="the JSON record to write, keeping the parts it "
+                     "already has (default: OUT/<date>-<host>[-<size>].json, the day's)")
     top.add_argument("--readme", help="Markdown file regenerated from README.in.md and the "
                      "records (default: benchmarks/README.md, none for --smoke)")
     top.add_argument("--jobs", type=int, help="parallel runs in the quality, "
@@ -81,7 +83,8 @@ def main(argv=None):
                             else HERE / "results"))
     readme = args.readme or (None if smoke else HERE / "README.md")
     record = report.new_record(sizes, argv)
-    path = report.record_path(out, record["machine"]["host"], sizes.name)
+    path = Path(args.record) if args.record else report.record_path(
+        out, record["machine"]["host"], sizes.name)
     report.keep_earlier_parts(record, path)
     for name in parts:
         part_started = time.perf_counter()
