@@ -376,11 +376,10 @@ def load(sources=(), overrides=None, environ=None, label="config"):
     values = _map_paths({**values, "algorithm": tables["algorithm"]}, resolved)
     study, system = values["study"], values["system"]
     _resolve_objectives(study, where)
+    first = next((Path(s) for s in sources if not isinstance(s, dict)), None)
     if study["name"] is None:
-        first = next((s for s in sources if not isinstance(s, dict)), None)
-        study["name"] = Path(first).stem if first is not None else "study"
-    if any(not isinstance(s, dict) for s in sources) and \
-            str(base_dir) not in system["python_path"]:
+        study["name"] = first.stem if first is not None else "study"
+    if first is not None and str(base_dir) not in system["python_path"]:
         system["python_path"].append(str(base_dir))   # user modules beside the study's file
     config = Config(algorithm=MappingProxyType(values["algorithm"]),
                     base_dir=base_dir, origin=MappingProxyType(origin),

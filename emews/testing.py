@@ -177,29 +177,25 @@ class Conformance:
     ``[algorithm]`` table), ``finite_options`` (options under which it finishes by itself, or
     ``None`` when it never does), ``space`` (a GA JSON list; the default has every type),
     ``budget`` and ``slots`` (keep runs small), ``learns`` (False for algorithms that ignore
-    results), ``learns_from_pruned`` (False for ones that take a pruned run as a failure;
-    by default ``learns``), ``seeded`` (False for ones that use no randomness) and ``state_rounds`` (the
-    ask/tell rounds of ``slots`` points before and after a checkpoint is taken; the
-    checkpoint tests are skipped for an algorithm whose ``state()`` returns ``None``).
+    results), ``learns_from_pruned`` (False for ones that take a pruned run as a failure; by
+    default ``learns``), ``seeded`` (False for ones that use no randomness) and
+    ``state_rounds`` (the ask/tell rounds of ``slots`` points before and after a checkpoint;
+    the checkpoint tests are skipped for an algorithm whose ``state()`` returns ``None``).
 
     **Conditional spaces.** Every algorithm is also run on ``conditional_space``
     (:data:`CONDITIONAL` by default, told :func:`branches`) with ``conditional_options`` (by
     default ``options``): in batch and async mode, resumed from a history, and restored from
     its state. Each point it proposes must hold exactly the parameters active in it (see
-    :mod:`emews._conditions`): never a child without its parent's value, never an inactive
-    value.
+    :mod:`emews._conditions`).
 
-    **Several objectives.** An algorithm whose class says ``multiobjective = True`` is also
-    checked the way a study of ``objectives`` objectives (class attribute, 2) runs it: built
-    with the option ``objectives=k`` added, and told each result as an
-    :class:`~emews.core._algorithm.Objectives` (``vector_objective``, :func:`two_bowls` by
-    default: a float that is the first objective, its ``values`` every objective to
-    minimize, its ``violations`` how far each constraint is broken, some points infeasible),
-    or a plain ``NaN`` for a failure. It must not crash, must keep proposing valid points
-    (when every point is infeasible too), be repeatable under a seed, and continue exactly
-    from its state. These checks are skipped for the other algorithms (a study of several
-    objectives refuses them), and where ``several_objectives`` is False (options under which
-    a multiobjective class takes one objective only, such as Optuna's CMA-ES).
+    **Several objectives.** A class that says ``multiobjective = True`` is also run as a study
+    of ``objectives`` objectives (2) runs it: built with the option ``objectives=k`` added, told
+    each result as an :class:`~emews.core._algorithm.Objectives` (``vector_objective``,
+    :func:`two_bowls` by default, some points infeasible) or ``NaN`` for a failure. It must
+    keep proposing valid points (when none is feasible too), be repeatable under a seed, and
+    continue exactly from its state. These checks are skipped where ``several_objectives`` is
+    False (options under which a multiobjective class takes one objective only, such as
+    Optuna's CMA-ES).
     """
 
     algorithm = None
