@@ -162,7 +162,7 @@ def parser():
     swift_t_build.add_argument("--no-apt", action="store_true",
                                help="as root too, only name the missing packages")
     add_completion_parser(commands)
-    add_examples(top)
+    add_examples(commands)
     return top
 
 

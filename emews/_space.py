@@ -433,7 +433,7 @@ class Space:
         it is outside the space, and a search must not propose it."""
         point = {p.name: p.value for p in self.params if isinstance(p, Constant)}
         point.update({p.name: value for p, value in zip(self.free, values)})
-        point = self.restrict({name: point[name] for name in self.names})
+        point = self.restrict(point)
         if self.is_forbidden(point):
             raise ValueError(f"a forbidden clause holds on the point {point}")
         return point
