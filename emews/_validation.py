@@ -108,7 +108,8 @@ def check_keys(table, rules, where, unknown, required=()):
 
 
 class Rule:
-    """A rule: ``rule(value)`` returns the value it accepts or raises :class:`Invalid`."""
+    """A rule: ``rule(value)`` returns the value it accepts or raises :class:`Invalid`;
+    ``from_text`` reads a value from an environment variable's text."""
 
     def __call__(self, value):
         raise NotImplementedError

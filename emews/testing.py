@@ -188,8 +188,8 @@ class Conformance:
     its state. Each point it proposes must hold exactly the parameters active in it (see
     :mod:`emews._conditions`).
 
-    **Several objectives.** A class that says ``multiobjective = True`` is also run as a study
-    of ``objectives`` objectives (2) runs it: built with the option ``objectives=k`` added, told
+    **Several objectives.** A class that says ``multiobjective = True`` is also run the way a
+    study of ``objectives`` objectives (2) runs it: built with the option ``objectives=k``, told
     each result as an :class:`~emews.core._algorithm.Objectives` (``vector_objective``,
     :func:`two_bowls` by default, some points infeasible) or ``NaN`` for a failure. It must
     keep proposing valid points (when none is feasible too), be repeatable under a seed, and
