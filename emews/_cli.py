@@ -369,7 +369,6 @@ def _show(args):
         raise ConfigError("emews show", "takes --csv or --json, not both", None,
                           show_value=False)
     study = load(args.expdir)
-    # a pipe or a log: rows whole, however wide (a terminal: its width, cells folded)
     console = Console(highlight=False, width=None if sys.stdout.isatty() else LOG_WIDTH)
     if args.schedule:
         return _emit(show.as_json_text(show.schedule(study)))
