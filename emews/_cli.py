@@ -21,7 +21,7 @@ def parser():
     """The argument parser of the ``emews`` command."""
     top = argparse.ArgumentParser(prog="emews", description=__doc__.splitlines()[0])
     top.add_argument("--version", action=Version)
-    commands = top.add_subparsers(dest="command", required=True)
+    commands = top.add_subparsers(dest="command", required=True, parser_class=_OneLineParser)
     run = commands.add_parser("run", help="run (or resume) a study")
     run.add_argument("config", nargs="*", help="TOML files: system and study settings")
     run.add_argument("--resume", metavar="EXPDIR", help="continue the study in EXPDIR")
@@ -162,8 +162,7 @@ def parser():
     swift_t_build.add_argument("--no-apt", action="store_true",
                                help="as root too, only name the missing packages")
     add_completion_parser(commands)
-    add_examples(top)
-    _one_line_each(commands)
+    add_examples(commands)
     return top
 
 
@@ -345,30 +344,19 @@ port_number = _integer("must be a port number from 0 to 65535", 0, 65535)   # 0:
 _positive_int = _integer("must be a positive integer", 1)
 
 
-def _one_line_each(commands):
-    """Every command's parser, and its own commands', with :func:`_one_line` errors."""
-    for subparser in commands.choices.values():
-        _one_line(subparser)
-        for action in subparser._actions:   # argparse keeps a parser's commands there only
-            if isinstance(action, argparse._SubParsersAction):
-                _one_line_each(action)
+class _OneLineParser(argparse.ArgumentParser):
+    """A command's parser (and its own commands'): usage errors, unknown arguments included,
+    are one ``emews: error:`` line and exit status 2."""
 
-
-def _one_line(subparser):
-    """``subparser`` with its usage errors (unknown arguments included) as one ``emews:
-    error:`` line and exit status 2."""
-    def error(message):
-        print(f"emews: error: {subparser.prog}: {message}", file=sys.stderr)
+    def error(self, message):
+        print(f"emews: error: {self.prog}: {message}", file=sys.stderr)
         sys.exit(EXIT_BAD_INPUT)
 
-    def parse_known_args(args=None, namespace=None):
-        namespace, extras = argparse.ArgumentParser.parse_known_args(subparser, args, namespace)
+    def parse_known_args(self, args=None, namespace=None):
+        namespace, extras = super().parse_known_args(args, namespace)
         if extras:
-            error(f"unrecognized arguments: {' '.join(extras)}")
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
         return namespace, extras
-
-    subparser.error, subparser.parse_known_args = error, parse_known_args
-    return subparser
 
 
 def _show(args):
@@ -381,7 +369,6 @@ def _show(args):
         raise ConfigError("emews show", "takes --csv or --json, not both", None,
                           show_value=False)
     study = load(args.expdir)
-    # a pipe or a log: rows whole, however wide (a terminal: its width, cells folded)
     console = Console(highlight=False, width=None if sys.stdout.isatty() else LOG_WIDTH)
     if args.schedule:
         return _emit(show.as_json_text(show.schedule(study)))

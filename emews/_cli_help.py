@@ -74,9 +74,8 @@ def add_completion_parser(commands):
     completion.add_argument("shell", choices=SHELLS)
 
 
-def add_examples(top):
+def add_examples(commands):
     """Put each command's example of :data:`EXAMPLES` under its ``--help``."""
-    commands = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
     for name, sub in commands.choices.items():
         if name in EXAMPLES:
             sub.formatter_class = argparse.RawDescriptionHelpFormatter

@@ -1,16 +1,12 @@
 """Study configuration: TOML files, Supervisor's environment variables and the command line.
 
-A study is described by one TOML file or two (system settings, in the spirit of Supervisor's
-cfg-sys, and study settings, in the spirit of cfg-prm; tables from a later file win), whose
-tables are those of :data:`TABLES` and ``[algorithm]`` (the options handed to the algorithm's
-constructor); docs/src/settings.md lists every setting.
+The files' tables are those of :data:`TABLES` and ``[algorithm]`` (the algorithm's options);
+a later file's tables win; docs/src/settings.md lists every setting. Precedence: command line,
+then environment, then config file, then defaults.
 
-Precedence: command line, then environment, then config file, then defaults.
-
-:func:`load` reads and checks them once into a frozen :class:`Config`, one dataclass per table
-(each default written once, in its field), read as attributes (``spec.study.budget``). A
-process that starts later (an MPI rank, a resume) reads its ``config.json`` back into an equal
-object; the process that prepared the study goes on with the object.
+:func:`load` reads and checks them once into a frozen :class:`Config`, one dataclass per table,
+read as attributes (``spec.study.budget``); a process started later (an MPI rank, a resume)
+reads its ``config.json`` back into an equal object.
 """
 
 import difflib
@@ -217,13 +213,9 @@ STOP_KEYS = ("budget", "max_iterations", "tol", "patience", "target", "max_time"
 
 @dataclass(frozen=True)
 class Config:
-    """A study's resolved, checked and frozen specification: one object per table
-    (``system``, ``study``, ``model``, ``failure``, ``pruner``, ``service``; ``algorithm`` is a
-    read-only mapping of the algorithm's free-form options).
-
-    :func:`load` builds it; :meth:`as_dict` is its JSON form (``config.json``), which
-    :meth:`from_dict` and :meth:`read` read back into an equal object.
-    """
+    """A study's resolved, checked and frozen specification: one object per table of
+    :data:`TABLES`, and ``algorithm``, a read-only mapping of the algorithm's options.
+    :func:`load` builds it; :meth:`from_dict` and :meth:`read` read :meth:`as_dict` back."""
 
     system: System = field(default_factory=System)
     study: Study = field(default_factory=Study)
@@ -241,13 +233,9 @@ class Config:
         return self.origin.get((table, key), f"[{table}].{key}")
 
     def as_dict(self, relative_to=None):
-        """The configuration as run (JSON-serializable, paths absolute).
-
-        With ``relative_to`` (the experiment directory that keeps it as ``config.json``), the
-        paths in the project, the directory holding the data directory, are written relative
-        to that directory instead, so that a moved or copied project resumes: :meth:`read`
-        resolves them against where the file is then.
-        """
+        """The configuration as run (JSON-serializable, paths absolute; with ``relative_to``,
+        the experiment directory keeping it as ``config.json``, the paths inside the project,
+        the data directory's parent, relative to it, so that a moved project resumes)."""
         data = {table: asdict(getattr(self, table)) for table in TABLES} | {
             "algorithm": dict(self.algorithm)}
         if relative_to is None:
@@ -304,9 +292,8 @@ class Config:
         workers' slots), constraints and pruner, and whether it prints (``quiet``)."""
         study, system = self.study, self.system
         return {"budget": study.budget, "mode": study.mode, "batch_size": study.batch_size,
-                "slots": system.slots,
-                "constraints": len(self.criteria.constraints), "pruner": study.pruner,
-                "quiet": system.quiet}
+                "slots": system.slots, "constraints": len(self.criteria.constraints),
+                "pruner": study.pruner, "quiet": system.quiet}
 
     @property
     def stop(self):
@@ -340,8 +327,12 @@ def load(sources=(), overrides=None, environ=None, label="config"):
         bases[(table, key)] = Path.cwd() if base is None else base
 
     for source in sources:
-        data, name, base = _read(source, label)
-        base_dir = base if not isinstance(source, dict) else base_dir
+        if isinstance(source, dict):
+            data, name, base = source, label, Path.cwd()
+        else:
+            path = Path(source)
+            data, name = read_toml(path, "the configuration file"), str(path)
+            base = base_dir = path.resolve().parent
         for table, values in data.items():
             if table not in tables:
                 raise ConfigError(f"{name}: [{table}]", "must be one of the tables "
@@ -385,11 +376,10 @@ def load(sources=(), overrides=None, environ=None, label="config"):
     values = _map_paths({**values, "algorithm": tables["algorithm"]}, resolved)
     study, system = values["study"], values["system"]
     _resolve_objectives(study, where)
+    first = next((Path(s) for s in sources if not isinstance(s, dict)), None)
     if study["name"] is None:
-        first = next((s for s in sources if not isinstance(s, dict)), None)
-        study["name"] = Path(first).stem if first is not None else "study"
-    if any(not isinstance(s, dict) for s in sources) and \
-            str(base_dir) not in system["python_path"]:
+        study["name"] = first.stem if first is not None else "study"
+    if first is not None and str(base_dir) not in system["python_path"]:
         system["python_path"].append(str(base_dir))   # user modules beside the study's file
     config = Config(algorithm=MappingProxyType(values["algorithm"]),
                     base_dir=base_dir, origin=MappingProxyType(origin),
@@ -457,13 +447,6 @@ def _check_criteria(config):
             len(study.reference_point) != len(criteria.names):
         raise ConfigError(config.where("study", "reference_point"), "must give one number "
                           f"per objective ({len(criteria.names)})", study.reference_point)
-
-
-def _read(source, label):
-    if isinstance(source, dict):
-        return source, label, Path.cwd()
-    path = Path(source)
-    return read_toml(path, "the configuration file"), str(path), path.resolve().parent
 
 
 def _check(setting, value, where, from_env):

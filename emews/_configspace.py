@@ -1,16 +1,12 @@
 """Reads ConfigSpace's JSON files (what ``ConfigurationSpace.to_json`` writes) into a space.
 
-``emews space import --from configspace FILE`` prints the result in emews' JSON space format.
-Hyperparameters: ``uniform_float`` and ``uniform_int`` (with ``log``), ``categorical`` (its
-``weights`` change how ConfigSpace samples, not the space, and are dropped), ``ordinal`` and
-``constant``. Conditions (``EQ``, ``NEQ``, ``IN``, ``GT``, ``LT``, ``AND``, ``OR``) become the
-child's condition, forbidden clauses (``EQUALS``, ``IN``, ``AND``) the space's ``forbidden``;
-both read with ConfigSpace's logic, which is that of :mod:`emews._conditions`. Anything else
-(normal or beta distributions, forbidden relations) is one line naming the entry.
-Nothing of ConfigSpace is imported: the file is read as JSON, turned into emews' JSON form
-and read by :meth:`~emews._space.Space.from_ga_json`, which checks it as any space file.
+``emews space import --from configspace FILE`` prints the result in emews' JSON space format;
+docs/src/spaces.md says what it reads (a categorical's ``weights``, which change how
+ConfigSpace samples and not the space, are dropped). Conditions and forbidden clauses keep
+ConfigSpace's logic, which is that of :mod:`emews._conditions`. Nothing of ConfigSpace is
+imported: the file is turned into emews' JSON form and read by
+:meth:`~emews._space.Space.from_ga_json`, which checks it as any space file.
 """
-
 
 from . import _conditions as conditions
 from ._errors import ConfigError

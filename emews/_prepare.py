@@ -40,9 +40,7 @@ from ._validation import Invalid
 from ._worker import make_objective, python_path
 
 LIMITS = ("budget", "max_iterations", "patience", "target", "max_time", "step_budget")
-IDENTITY = (("study", "algorithm"), ("study", "objective"),
-            ("study", "impl"), ("study", "app"), ("study", "model_name"),
-            ("study", "model_return"))
+IDENTITY = ("algorithm", "objective", "impl", "app", "model_name", "model_return")  # [study]
 
 
 class OpenStudy(NamedTuple):
@@ -151,10 +149,10 @@ def resume_changes(stored, cfg, digest):
                           f"(stored {old!r}, now {new!r}); start a new study to change it",
                           None, show_value=False)
 
-    for table, key in IDENTITY:
-        old, new = getattr(getattr(stored, table), key), getattr(getattr(cfg, table), key)
+    for key in IDENTITY:
+        old, new = getattr(stored.study, key), getattr(cfg.study, key)
         if old != new:
-            refuse(f"[{table}].{key}", old, new)
+            refuse(f"[study].{key}", old, new)
     if stored.criteria != cfg.criteria:
         refuse("[study] objectives, directions and constraints", stored.criteria, cfg.criteria)
     if digest is None and stored.study.space != cfg.study.space:

@@ -46,12 +46,9 @@ class Result:
 
 def final_record(text, store, study=None):
     """The study's final record: the ME's final message ``text`` (a JSON object, else kept as
-    its ``message``) with the best point and value as ``store`` has them (never a failed one;
-    with ``study`` settings of more than one replica, the point whose replicas' mean or worst
-    value is best), and ``evaluations``, the finished ones it holds (done, failed and pruned:
-    those that ended after the ME's last word, or after a limit ended the study, too). A
-    ``study`` of several objectives or with constraints gets its Pareto front instead
-    (:func:`pareto`)."""
+    its ``message``), ``evaluations`` (the finished ones ``store`` holds, those that ended after
+    the ME's last word too) and the best point and value (:func:`best`), or in a ``study`` of
+    several objectives or with constraints its Pareto front (:func:`pareto`)."""
     try:
         final = json.loads(text)
     except (TypeError, ValueError):

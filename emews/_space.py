@@ -1,15 +1,10 @@
 """Search spaces: the parameter types and the readers of the files that describe them.
 
-Each type of docs/src/spaces.md is a :class:`Param` class here (mlrMBO's parameters with a
-``trafo``: :class:`TransformedInt` and :class:`TransformedFloat`, searched on ``x``). Points
-are plain dicts ``{name: native value}``: what a model receives as JSON. Every point maps to
-coordinates in [0, 1] (:meth:`Space.to_unit`).
-
-:meth:`Space.from_file` picks the reader by extension, else by content: Supervisor's GA JSON
-(:meth:`Space.from_ga_json`, read as its ``ga_utils.py`` reads it), its random workflow's
-``settings.json`` (:mod:`emews.supervisor._randomsettings`), its async-search ``as_problem.py``
-(:mod:`emews.supervisor._asproblem`) and mlrMBO's ``makeParamSet(...)``
-(:mod:`emews.supervisor._rparamset`), none of them run; docs/src/spaces.md says what each holds.
+Each type of docs/src/spaces.md is a :class:`Param` class here; a point is a plain dict
+``{name: native value}`` (what a model receives as JSON) that maps to coordinates in [0, 1]
+(:meth:`Space.to_unit`). :meth:`Space.from_file` reads each format docs/src/spaces.md lists
+(GA JSON, Supervisor's random ``settings.json`` and ``as_problem.py``, mlrMBO's
+``makeParamSet(...)``), by extension, else by content, running none of them.
 """
 
 import json
@@ -176,8 +171,7 @@ class Categorical(Param):
         except ValueError:
             decoded = text
         for value in self.values:
-            if str(value) == text or (value == decoded and
-                                      isinstance(value, bool) == isinstance(decoded, bool)):
+            if str(value) == text or conditions.same_value(value, decoded):
                 return value
         raise ValueError(f"{text!r} is not one of {list(self.values)}")
 
@@ -439,7 +433,7 @@ class Space:
         it is outside the space, and a search must not propose it."""
         point = {p.name: p.value for p in self.params if isinstance(p, Constant)}
         point.update({p.name: value for p, value in zip(self.free, values)})
-        point = self.restrict({name: point[name] for name in self.names})
+        point = self.restrict(point)
         if self.is_forbidden(point):
             raise ValueError(f"a forbidden clause holds on the point {point}")
         return point

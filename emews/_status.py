@@ -15,8 +15,7 @@
     duplicate     a second result for an attempt that already had one (kept, never counted)
 
 Each state is its text (``Status.DONE == "done"``), as it is stored and sent: plain ``str``
-constants, not an enum, since the master reads them for every result (a class attribute is
-several times quicker to read than an enum member on Python 3.11).
+constants, which the master reads for every result several times quicker than enum members.
 """
 
 from typing import Final

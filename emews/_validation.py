@@ -14,11 +14,7 @@ its pools (:data:`MESSAGES`) are checked with the rules here::
 A rule inside a :class:`Table`, :class:`Fields`, :class:`Items` or :class:`Each` adds where it
 is (``.key``, ``[2]``) to the name the error gives. Rules take values as TOML and JSON give
 them; ``from_text`` reads one from an environment variable first (:func:`env_flag` for
-booleans).
-
-Standard library only, and cheap to import (0.4 ms): ``emews --help`` loads the site rules.
-pydantic v2 would have cost about 70 ms of imports there, and its messages would have had to
-be rewritten rule by rule to keep the one-line "where: rule, got value" form.
+booleans). Standard library only: ``emews --help`` loads the site rules.
 """
 
 import itertools
@@ -35,8 +31,7 @@ MISSING = object()   # a key or field that is not there
 
 class Invalid(ValueError):
     """A value that breaks a rule: ``rule`` says what must hold, ``value`` is what came
-    (:data:`MISSING`: nothing) and ``field`` where inside the checked value it is (``.key``,
-    ``[2]``; empty at the top)."""
+    (:data:`MISSING`: nothing), ``field`` where it is in the checked value (``.key``, ``[2]``)."""
 
     def __init__(self, rule, value, field=""):
         self.rule, self.value, self.field = rule, value, field
@@ -49,8 +44,7 @@ class Invalid(ValueError):
 
 
 def check(where, rule, value):
-    """``rule(value)``; a broken rule is a ConfigError naming ``where``, the rule and the
-    value."""
+    """``rule(value)``; a broken rule is a ConfigError naming ``where``, the rule and value."""
     try:
         return rule(value)
     except Invalid as invalid:
@@ -68,8 +62,7 @@ def problem(rule, value):
 
 
 def read_toml(path, what):
-    """The table that the TOML file ``path`` holds; one that cannot be read or parsed is a
-    one-line :class:`ConfigError` naming it (``what``: "the site file", ...)."""
+    """The table in the TOML file ``path``; else a one-line ConfigError naming it (``what``)."""
     import tomllib
 
     try:
@@ -84,8 +77,7 @@ def read_toml(path, what):
 
 
 def read_text(path, what):
-    """The text of the UTF-8 file ``path``; one that cannot be read is a one-line
-    :class:`ConfigError` naming it (``what``: "the search-space file", ...) and why."""
+    """The text of the UTF-8 file ``path``; else a one-line ConfigError naming it and why."""
     try:
         return Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -94,8 +86,7 @@ def read_text(path, what):
 
 
 def parse_json(text, path):
-    """The JSON ``text`` of the file ``path``; invalid JSON is a one-line :class:`ConfigError`
-    naming the file and line."""
+    """The JSON ``text`` of the file ``path``; else a ConfigError naming the file and line."""
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
@@ -117,8 +108,8 @@ def check_keys(table, rules, where, unknown, required=()):
 
 
 class Rule:
-    """The contract of a rule: ``rule(value)`` returns the value it accepts or raises
-    :class:`Invalid`; ``from_text`` reads a value from an environment variable's text."""
+    """A rule: ``rule(value)`` returns the value it accepts or raises :class:`Invalid`;
+    ``from_text`` reads a value from an environment variable's text."""
 
     def __call__(self, value):
         raise NotImplementedError
@@ -209,8 +200,7 @@ class Number(Rule):
         return f"must be{self._bounds()}"
 
     def from_text(self, text):
-        """The number an environment variable's text holds (else the text, which this rule
-        then refuses)."""
+        """The number ``text`` holds (else the text, which this rule then refuses)."""
         try:
             return int(text) if self.integer else float(text)
         except ValueError:
@@ -229,8 +219,7 @@ class Flag(Rule):
         return value
 
     def from_text(self, text):
-        """``1``, ``true``, ``yes`` / ``0``, ``false``, ``no`` (any case) as a bool (else the
-        text, which this rule then refuses)."""
+        """``1``, ``true``, ``yes`` / ``0``, ``false``, ``no`` (any case): a bool; else the text."""
         return FLAG_TEXTS.get(text.strip().lower(), text) if isinstance(text, str) else text
 
 

@@ -1,9 +1,7 @@
 """Testing aids for algorithm authors: a driver harness and the conformance suite.
 
-:func:`drive` runs the real ME driver (:mod:`emews.core._me`) on the EQ/Py queues and plays the
-evaluating side on the calling thread with a Python function, so an algorithm is tested exactly
-as a study runs it, without a pool or a store. In async mode it answers one point at a time,
-picked at random (seeded) among those in flight, so results come back out of order.
+:func:`drive` runs the real ME driver on the EQ/Py queues, evaluating on the calling thread,
+so an algorithm is tested exactly as a study runs it, without a pool or a store.
 
 :class:`Conformance` is the contract every algorithm must meet; subclass it in a test module::
 
@@ -111,7 +109,9 @@ class Run:
 
 
 def drive(settings, objective, completion_seed=0):
-    """Run :mod:`emews.core._me` with ``settings``, evaluating ``objective(point)`` on this thread."""
+    """Run :mod:`emews.core._me` with ``settings``, evaluating ``objective(point)`` on this
+    thread; in async mode one point at a time, picked at random (seeded by ``completion_seed``)
+    among those in flight, so results come back out of order."""
     thread = queues.init("emews.core._me")
     order = random.Random(completion_seed)
     batch = settings.get("mode", "batch") == "batch"
@@ -177,29 +177,25 @@ class Conformance:
     ``[algorithm]`` table), ``finite_options`` (options under which it finishes by itself, or
     ``None`` when it never does), ``space`` (a GA JSON list; the default has every type),
     ``budget`` and ``slots`` (keep runs small), ``learns`` (False for algorithms that ignore
-    results), ``learns_from_pruned`` (False for ones that take a pruned run as a failure;
-    by default ``learns``), ``seeded`` (False for ones that use no randomness) and ``state_rounds`` (the
-    ask/tell rounds of ``slots`` points before and after a checkpoint is taken; the
-    checkpoint tests are skipped for an algorithm whose ``state()`` returns ``None``).
+    results), ``learns_from_pruned`` (False for ones that take a pruned run as a failure; by
+    default ``learns``), ``seeded`` (False for ones that use no randomness) and
+    ``state_rounds`` (the ask/tell rounds of ``slots`` points before and after a checkpoint;
+    the checkpoint tests are skipped for an algorithm whose ``state()`` returns ``None``).
 
     **Conditional spaces.** Every algorithm is also run on ``conditional_space``
     (:data:`CONDITIONAL` by default, told :func:`branches`) with ``conditional_options`` (by
     default ``options``): in batch and async mode, resumed from a history, and restored from
     its state. Each point it proposes must hold exactly the parameters active in it (see
-    :mod:`emews._conditions`): never a child without its parent's value, never an inactive
-    value.
+    :mod:`emews._conditions`).
 
-    **Several objectives.** An algorithm whose class says ``multiobjective = True`` is also
-    checked the way a study of ``objectives`` objectives (class attribute, 2) runs it: built
-    with the option ``objectives=k`` added, and told each result as an
-    :class:`~emews.core._algorithm.Objectives` (``vector_objective``, :func:`two_bowls` by
-    default: a float that is the first objective, its ``values`` every objective to
-    minimize, its ``violations`` how far each constraint is broken, some points infeasible),
-    or a plain ``NaN`` for a failure. It must not crash, must keep proposing valid points
-    (when every point is infeasible too), be repeatable under a seed, and continue exactly
-    from its state. These checks are skipped for the other algorithms (a study of several
-    objectives refuses them), and where ``several_objectives`` is False (options under which
-    a multiobjective class takes one objective only, such as Optuna's CMA-ES).
+    **Several objectives.** A class that says ``multiobjective = True`` is also run the way a
+    study of ``objectives`` objectives (2) runs it: built with the option ``objectives=k``, told
+    each result as an :class:`~emews.core._algorithm.Objectives` (``vector_objective``,
+    :func:`two_bowls` by default, some points infeasible) or ``NaN`` for a failure. It must
+    keep proposing valid points (when none is feasible too), be repeatable under a seed, and
+    continue exactly from its state. These checks are skipped where ``several_objectives`` is
+    False (options under which a multiobjective class takes one objective only, such as
+    Optuna's CMA-ES).
     """
 
     algorithm = None
@@ -412,8 +408,13 @@ class Conformance:
             f"the resumed run proposed again points of the history it was told: {repeated}; "
             f"a point told (a resumed study's history too) must never be proposed again")
 
-    def check_learned(self, algorithm, history, told_as, switch):
-        """After ``history`` was told (``told_as``), the next points lie nearer the corner."""
+    def check_learned(self, value, told_as, switch):
+        """After 30 random points of :data:`PLANE` were told ``value(point)`` (``told_as``),
+        the next points lie nearer the corner."""
+        rng = random.Random(5)
+        history = [{"x": rng.random(), "y": rng.random()} for _ in range(30)]
+        algorithm = build_algorithm(self.settings(seed=2) | {"space": PLANE})
+        algorithm.tell(history, [value(p) for p in history])
         proposed = algorithm.ask(4)
         assert proposed, f"ask(4) returned no points after 30 points were told {told_as}"
         told = sum(map(distance_to_corner, history)) / len(history)
@@ -425,29 +426,19 @@ class Conformance:
             f"algorithm that does not learn from them)")
 
     def test_warm_start_informs_the_next_points(self):
-        if not self.learns:
-            return
-        rng = random.Random(5)
-        history = [{"x": rng.random(), "y": rng.random()} for _ in range(30)]
-        settings = self.settings(seed=2) | {"space": PLANE}
-        algorithm = build_algorithm(settings)
-        algorithm.tell(history, [distance_to_corner(p) for p in history])
-        self.check_learned(algorithm, history, f"with their distance to {CORNER} as the value",
-                           "learns")
+        if self.learns:
+            self.check_learned(distance_to_corner, f"with their distance to {CORNER} as the "
+                               "value", "learns")
 
     def test_learns_from_the_curves_of_pruned_runs(self):
         """Runs that were all pruned (early in an ASHA study, most are) leave their curves to
         learn from: the next points go where the curves were lowest."""
         learns = self.learns if self.learns_from_pruned is None else self.learns_from_pruned
-        if not learns:
-            return
-        rng = random.Random(5)
-        history = [{"x": rng.random(), "y": rng.random()} for _ in range(30)]
-        algorithm = build_algorithm(self.settings(seed=2) | {"space": PLANE})
-        algorithm.tell(history, [PrunedResult({1: distance_to_corner(p) + 1.0,
-                                               3: distance_to_corner(p)}) for p in history])
-        self.check_learned(algorithm, history, "as pruned runs (PrunedResult), each curve's "
-                           f"last value its distance to {CORNER}", "learns_from_pruned")
+        if learns:
+            self.check_learned(lambda p: PrunedResult({1: distance_to_corner(p) + 1.0,
+                                                       3: distance_to_corner(p)}),
+                               "as pruned runs (PrunedResult), each curve's last value its "
+                               f"distance to {CORNER}", "learns_from_pruned")
 
     # --- checkpoints ------------------------------------------------------------------------
 
