@@ -14,7 +14,9 @@ its pools (:data:`MESSAGES`) are checked with the rules here::
 A rule inside a :class:`Table`, :class:`Fields`, :class:`Items` or :class:`Each` adds where it
 is (``.key``, ``[2]``) to the name the error gives. Rules take values as TOML and JSON give
 them; ``from_text`` reads one from an environment variable first (:func:`env_flag` for
-booleans). Standard library only: ``emews --help`` loads the site rules.
+booleans). Standard library only, and cheap to import (0.4 ms): ``emews --help`` loads the
+site rules; pydantic v2 would cost about 70 ms there, and its messages would need rewriting
+rule by rule to keep the one-line "where: rule, got value" form.
 """
 
 import itertools
