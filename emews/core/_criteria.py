@@ -32,7 +32,6 @@ from ._vector import finite_or_none, json_numbers, nan_for_none
 
 OBJECTIVE = "val_loss"   # the value a study optimizes by default ([study] model_return)
 DIRECTIONS = ("minimize", "maximize")
-OPERATORS = ("<=", ">=", "<", ">")
 CONSTRAINT = re.compile(r"\s*([A-Za-z_][\w.\-]*)\s*(<=|>=|<|>)\s*(\S+)\s*")
 CONSTRAINT_RULE = ("must be NAME OP NUMBER with OP one of <=, >=, <, > (e.g. "
                    "'params <= 2e6')")

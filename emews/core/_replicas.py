@@ -1,23 +1,16 @@
 """Replicas (SmartSim's ensembles of one model): each point evaluated ``R`` times, with seeds.
 
-:class:`Replicas` wraps any :class:`~emews.core._algorithm.Algorithm`. Each point the wrapped
-algorithm proposes goes to the pool as ``R`` points, the same parameters plus a seed under the
-name ``seed_param`` (``[study].replica_seed_param``, CANDLE's ``rng_seed`` by default), ``R``
-distinct seeds drawn for each point from the study's seed. Every replica is an evaluation of
-its own (one row in the store); when the last replica of a point is told, the wrapped algorithm
-is told the point once, with the replicas' ``mean`` or their ``worst`` (largest) value::
+:class:`Replicas` wraps any :class:`~emews.core._algorithm.Algorithm`::
 
     algorithm.ask(1) -> {x}  ==>  {x, rng_seed: s1} ... {x, rng_seed: sR}  -> pool
     algorithm.tell([{x}], [mean or worst])  <==  R results
 
-Failed replicas are left out of the value; a point whose replicas all failed is told as a
-failure (``NaN``). A point whose last replicas a limit (time, target, ``emews stop``) kept from
-finishing is never told: its summary says it is incomplete, and it cannot be the study's best.
-A budget must be a multiple of ``R``, so that the budget itself cuts no point short. Told replicas that were never asked for (a resumed run's history) are
-grouped by their point without the seed and told once ``R`` of them are in.
-
-Settings (the ``replicas`` entry of the ME's settings, from the ``[study]`` table):
-``replicas`` (``R``), ``replica_objective`` (``mean`` or ``worst``), ``replica_seed_param``.
+Each replica is an evaluation (a row in the store) of its own, its seed (under ``seed_param``)
+drawn from the study's seed, distinct within the point. Failed replicas are left out of the
+value; a point whose replicas all failed is told ``NaN``. A point whose last replicas a limit
+kept from finishing is never told (incomplete, it cannot be the best). Told replicas never asked
+for (a resumed run's history) are grouped by their point without the seed. See
+docs/src/running.md (Replicas); the settings are the ME's ``replicas`` entry (:data:`KEYS`).
 """
 
 import math
@@ -29,6 +22,7 @@ from .._errors import ConfigError
 from .._status import FINAL, Status
 from ._vector import finite_or_none
 
+KEYS = ("replicas", "replica_objective", "replica_seed_param")   # [study] settings
 OBJECTIVES = ("mean", "worst")
 SEED_PARAM = "rng_seed"
 SEED_RANGE = 2 ** 31     # seeds are drawn from [0, 2**31): an int32 for any model's RNG
@@ -46,13 +40,11 @@ def wrap(algorithm, settings):
 
 
 def settings_of(study):
-    """The replica settings (``replicas``, ``replica_objective``, ``replica_seed_param``) of a
-    study's :class:`~emews._config.Study` when it evaluates each point more than once, else
-    (or without a ``study``) ``None``."""
+    """The replica settings (:data:`KEYS`) of a study's :class:`~emews._config.Study` that
+    evaluates each point more than once, else (or without a ``study``) ``None``."""
     if study is None or study.replicas <= 1:
         return None
-    return {key: getattr(study, key)
-            for key in ("replicas", "replica_objective", "replica_seed_param")}
+    return {key: getattr(study, key) for key in KEYS}
 
 
 def check(space, seed_param, where="[study].replica_seed_param"):

@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 
 from ..evaluate import Outcome
 from ._criteria import as_json
+from ._replicas import KEYS as REPLICA_KEYS
 from .._status import TOLD, Status
 
 CHECKPOINT = "me"                    # the ME driver's checkpoint in the store
 MAX_INTERRUPTIONS = 3                # a point interrupted this often is not run again
-REPLICA_KEYS = ("replicas", "replica_objective", "replica_seed_param")
 SEED_STEP = 7919                     # a resumed search's seed moves on by this per resume
 
 

@@ -1,22 +1,11 @@
 """Freeze-thaw: which paused runs go on, chosen by a model of their learning curves.
 
-::
-
-    pruner (pause = true) --PAUSE--> Master: the run ends ``paused``, its checkpoint kept;
-                                     Thaws.pause(point, attempt, params, curve)
-    Master._thaw (nothing left to propose: the budget's evaluations all started, a limit
-    reached, or the search ended), a slot free:
-        Thaws.take(best, fill) --> the paused point whose curve predicts the best final value
-                             --> its next attempt, in the same checkpoint directory: it goes on
-                             from its checkpoint. A thaw whose prediction beats ``best``
-                             (the best finished value) runs to its end; any other only fills
-                             a slot while other work runs (``fill``), and is paused again at
-                             its next report once none does (a filler: Master._judge)
-
-A run's curve is what it reported (``emews.report``), over all its attempts. Its final value
-is predicted at the study's ``max_resource`` by :func:`predict` (Domhan et al.'s ``pow3``,
-``exp3`` and ``log-linear`` curves; docs/src/fidelity.md says how it was chosen and measured),
-once, when the run pauses (about 2 ms).
+A pruner with ``pause = true`` pauses runs (the master calls :meth:`Thaws.pause`); once nothing
+is left to propose, ``Master._thaw`` fills a free slot with the paused run whose curve (what it
+reported, over all its attempts) :func:`predict` ranks best at ``max_resource`` (once, when it
+pauses: about 2 ms), as its point's next attempt in the same checkpoint directory. A thaw
+predicted to beat the best finished value runs to its end; any other only fills a slot, and is
+paused again once no other work runs. docs/src/fidelity.md (Freeze-thaw) says more.
 """
 
 import json
@@ -30,20 +19,11 @@ import numpy
 from .._status import Status
 from ._segments import SEGMENT
 
-
-def _pow3(x, c, a, alpha):
-    return c + a * x ** -alpha
-
-
-def _exp3(x, c, a, b):
-    return c + a * numpy.exp(-b * x)
-
-
-def _log_linear(x, a, b):
-    return a + b * numpy.log(x)
-
-
-CURVES = ((_pow3, (1.0, 1.0, 0.5)), (_exp3, (1.0, 1.0, 0.1)), (_log_linear, (1.0, -0.1)))
+CURVES = (   # Domhan et al.'s curves, each with the parameters its fit starts from
+    (lambda x, c, a, alpha: c + a * x ** -alpha, (1.0, 1.0, 0.5)),   # pow3
+    (lambda x, c, a, b: c + a * numpy.exp(-b * x), (1.0, 1.0, 0.1)),   # exp3
+    (lambda x, a, b: a + b * numpy.log(x), (1.0, -0.1)),   # log-linear
+)
 
 
 def predict(curve, horizon):

@@ -80,9 +80,6 @@ class Request:
         return {"ranks": self.ranks, "gpus": float(self.gpus), "nodes": self.nodes}
 
 
-ONE = Request()
-
-
 class Demand:
     """The study's ``[study]`` resource settings (``settings``: name -> value, each a number,
     ``"$name"`` or ``None``); ``where(name)`` names a setting in error messages."""
@@ -172,8 +169,8 @@ class Demand:
 def ends(param):
     """The values of a search-space parameter a request can reach at its ends: a list's
     values, a range's bounds, a constant's value."""
-    for attribute in ("values", "value"):
-        if hasattr(param, attribute):
-            values = getattr(param, attribute)
-            return list(values) if attribute == "values" else [values]
+    if hasattr(param, "values"):
+        return list(param.values)
+    if hasattr(param, "value"):
+        return [param.value]
     return [param.lower, param.upper]
