@@ -1,22 +1,11 @@
 """What a study optimizes: its objectives, their directions and its constraints.
 
-::
-
-    [study] objectives = ["val_loss", "params"]     (or MODEL_RETURN="val_loss,params")
-            directions = ["minimize", "maximize"]   (default: every one minimized)
-            constraints = ["params <= 2e6"]          NAME OP NUMBER, OP one of <= >= < >
-        --> Criteria.from_study() --> the evaluator extracts each objective (a list, in order)
-                                  --> the master: judge(outcome) marks it feasible or not,
-                                      search_value(outcome) -> Objectives(to minimize,
-                                      violations): the value the algorithm is told
-
-A constraint is read by a tiny parser (a name, an operator, a number; never evaluated) and
-applies to a metric the run reported (its ``metrics``) or to one of its objectives. How far a
-point breaks one (its violation) is the distance past the bound, 0.0 when it holds; a strict
-bound met exactly counts as the smallest positive float. A study is a *vector* study (the store
-keeps each run's objectives and feasibility, the algorithm is told an
-:class:`~emews.core._algorithm.Objectives`, ``final.json`` holds its Pareto front) when it has
-several objectives or any constraint.
+``[study] objectives`` (or ``MODEL_RETURN="val_loss,params"``), ``directions`` and
+``constraints`` make the :class:`Criteria`; the evaluator extracts each objective, the master
+judges each outcome (:meth:`Criteria.judge`) and tells the algorithm its
+:meth:`Criteria.search_value`. A constraint (``NAME OP NUMBER``, read by a tiny parser, never
+evaluated) applies to a metric the run reported or to one of its objectives. A study with
+several objectives or any constraint is a *vector* study (docs/src/multiobjective.md).
 """
 
 import functools
@@ -62,7 +51,8 @@ class Constraint:
         return cls(name, op, bound)
 
     def violation(self, value):
-        """How far ``value`` is past the bound (0.0 when the constraint holds)."""
+        """How far ``value`` is past the bound (0.0 when the constraint holds; a strict bound
+        met exactly: the smallest positive float)."""
         past = value - self.bound if self.op in ("<=", "<") else self.bound - value
         if past == 0.0 and self.op in ("<", ">"):
             return math.ulp(0.0)

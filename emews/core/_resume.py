@@ -1,17 +1,6 @@
-"""Where a run of a study starts from: what earlier runs of it left in the store.
-
-::
-
-    store --resume_unfinished()--> the points a killed run left unfinished (to run again);
-                                   those interrupted MAX_INTERRUPTIONS times: failed for good;
-                                   a thaw of a paused run: paused again, where it got to
-          --starting_state()--> StartingState: the ME's settings (history, pending,
-                                checkpoint, seed), the finished points a restored search
-                                proposes again (stored_answers), and what the master's limits
-                                count from (restored, earlier_values)
-
-A fresh study is a resumed one whose store is empty: the same path, with nothing in it.
-"""
+"""Where a run of a study starts from: what earlier runs of it left in the store
+(:func:`resume_unfinished`, then :func:`starting_state`). A fresh study is a resumed one whose
+store is empty: the same path, with nothing in it."""
 
 import math
 import time
@@ -59,9 +48,8 @@ def _repaused(store, row):
 
 
 def restorable(store, mode):
-    """True when the search resumes from its checkpoint: in batch mode, where a checkpoint
-    (taken after each tell) covers every point proposed before it. (A classic EQ/Py module
-    takes none.)"""
+    """True when the search resumes from its checkpoint, taken after each tell in batch mode
+    (a classic EQ/Py module takes none)."""
     return mode == "batch" and store.checkpoint(CHECKPOINT) is not None
 
 
@@ -81,10 +69,8 @@ def search_seed(cfg, store):
 
 
 def search_settings(cfg, seed):
-    """The ME's settings of the study ``cfg`` (a :class:`~emews._config.Config`; the keys of
-    :mod:`emews.core._me`) for a search built with ``seed``: what
-    :func:`emews.core._me.build_algorithm` builds it from, its mode, batch size and stopping
-    rules. :func:`starting_state` adds where a run of it starts from."""
+    """The ME's settings (the keys of :mod:`emews.core._me`) of the study ``cfg`` for a search
+    built with ``seed``; :func:`starting_state` adds where a run of it starts from."""
     study = cfg.study
     return {"algorithm": study.algorithm, "options": cfg.algorithm_options,
             "space": study.space, "seed": seed, "mode": study.mode,
@@ -105,8 +91,8 @@ def told_value(row, policy, criteria=None):
 
 
 def counted_value(row, criteria=None):
-    """What the master's limits count of a finished point: its result (as
-    :func:`told_value` gives it), NaN for a failure."""
+    """What the master's limits count of a finished point: as :func:`told_value`, but NaN
+    for a failure."""
     if row["status"] != Status.DONE:
         return math.nan
     if criteria is not None and criteria.vector and row["objectives"]:

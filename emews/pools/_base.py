@@ -1,18 +1,15 @@
 """Pools evaluate tasks for the master: the contract, a non-spinning wait, an in-process pool.
 
-A pool has ``slots`` (how many tasks it runs at once). The master calls ``submit`` only while
-slots are free, and ``collect`` to get finished tasks back::
+::
 
     master --submit([Task, ...])--> pool --> workers run Objective.evaluate
     master <--collect()-- [(task, rank, Outcome), ...]
     judge(task, rank, Report) -> prune?   bound by the master (Pool.bind_judge), called by
                                           collect for each report a running model makes
-                                          (emews.report), which waits for its verdict
 
 :class:`emews.pools._mpi.MPIPool` spreads tasks over MPI ranks; :class:`InProcessPool` runs them on
-threads of the calling process (notebooks, ``mpiexec -n 1``). Every pool hands its outcomes back
-through their one wire form (:meth:`~emews.evaluate.Outcome.to_wire`), so that what the store
-keeps never depends on the pool.
+threads of the calling process. Every pool hands its outcomes back through their one wire form
+(:meth:`~emews.evaluate.Outcome.to_wire`), so that what the store keeps never depends on the pool.
 """
 
 import abc
@@ -57,14 +54,11 @@ def go_on(task: Task, rank: int, report: Report) -> bool:
 
 
 class Pool(abc.ABC):
-    """The pool contract (see the module docstring).
-
-    ``slots`` is how many tasks run at once; ``running`` maps something of the pool's own (a
-    task id, a future) to each submitted, unfinished task (its length is what the master
-    reads). :attr:`judge` (bound by :meth:`bind_judge`) takes the reports of running tasks
-    during :meth:`collect` and answers whether to stop the run; a pool calls it on the
-    master's thread only.
-    """
+    """The pool contract: ``slots`` is how many tasks run at once (the master submits only
+    while some are free); ``running`` maps something of the pool's own (a task id, a future)
+    to each submitted, unfinished task. :attr:`judge` (bound by :meth:`bind_judge`) answers
+    whether to stop a run at each of its reports, called by :meth:`collect` on the master's
+    thread only."""
 
     def __init__(self, slots: int) -> None:
         self.slots = max(int(slots), 1)

@@ -2,16 +2,14 @@
 
 A pool's slots are its worker ranks, each on a host; each host has GPUs (``gpus_per_node``
 device ids), each of capacity 1. :meth:`Packer.place` finds room for one
-:class:`~.requests.Request`: ``ranks`` free slots (on exactly ``nodes`` hosts when it says so,
-else on one host when one has room, else on the hosts with the most room), each rank with its
-share of a GPU on its host (the fullest GPU that still has room: fractions pack tightly).
+:class:`~emews.pools._requests.Request`: ``ranks`` free slots (on exactly ``nodes`` hosts when
+it says so, else on one host when one has room, else on the hosts with the most room), each
+rank with its share of a GPU on its host (the fullest GPU that still has room).
 
-:meth:`Packer.schedule` picks which of the waiting requests start now, in their order, without
-starving the large ones: the oldest request that does not fit *reserves* hosts (those with the
-most room, until they could hold it), and later, smaller requests start only on the other
-hosts (backfill). The reserved hosts only empty as their evaluations end, so the oldest
-starts once they have (no run times need to be known); the rest of the pool keeps working.
-``benchmarks/packing.py`` measures it against first-come-first-served.
+:meth:`Packer.schedule` starts waiting requests in their order without starving the large
+ones: the oldest request that does not fit *reserves* hosts (those with the most room, until
+they could hold it), and later ones start only on the other hosts (backfill); it starts once
+the reserved hosts have emptied. ``benchmarks/packing.py`` measures it against FCFS.
 """
 
 from dataclasses import dataclass
@@ -81,26 +79,19 @@ class Packer:
     def place(self, request, hosts=None):
         """Take room for ``request`` on ``hosts`` (default: all); return its
         :class:`Placement`, or ``None`` (nothing taken) when it does not fit now."""
-        share = request.share
+        share, split = request.share, request.split()
         hosts = self.order if hosts is None else hosts
-        candidates = [h for h in hosts if self.free[h]] if not share else \
-            [h for h in hosts if self._capacity(h, share)]
-        split = request.split()
-        if split is not None:
-            chosen = self._choose(candidates, split, share)
-        else:
-            chosen = self._spread(candidates, request.ranks, share)
+        candidates = [h for h in hosts if self._capacity(h, share)]
+        chosen = self._spread(candidates, request.ranks, share) if split is None \
+            else self._choose(candidates, split, share)
         if chosen is None:
             return None
-        slots, gpus = [], []
+        taken = []   # (slot, the GPUs its rank took)
         for host, count in chosen:
-            taken = self.free[host][:count]
+            taken += [(slot, self._take_gpu(host, share)) for slot in self.free[host][:count]]
             del self.free[host][:count]
-            for _ in taken:
-                gpus.append(self._take_gpu(host, share))
-            slots.extend(taken)
-        order = sorted(range(len(slots)), key=slots.__getitem__)
-        return Placement(tuple(slots[i] for i in order), tuple(gpus[i] for i in order))
+        slots, gpus = zip(*sorted(taken))
+        return Placement(slots, gpus)
 
     def release(self, placement):
         """Give back what ``placement`` took."""

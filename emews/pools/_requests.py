@@ -8,10 +8,9 @@
     gpus_per_eval = 0.5         # two evaluations share one GPU
     nodes_per_eval = 1          # all its ranks on one node
 
-:class:`Demand` holds the three settings; :meth:`Demand.of` resolves them for one point into a
-:class:`Request`, checked (one line naming the setting, the rule and the value). GPUs are shared
-out per rank: each of the ``ranks`` takes ``gpus / ranks`` of a GPU (a fraction below 1: ranks
-and evaluations share a GPU) or that many whole GPUs (a share above 1 must be whole).
+:meth:`Demand.of` resolves them for one point into a checked :class:`Request`. Each of the
+``ranks`` takes ``gpus / ranks`` of a GPU (a fraction below 1: ranks and evaluations share a
+GPU) or that many whole GPUs (a share above 1 must be whole).
 """
 
 import functools
