@@ -58,7 +58,7 @@ class Packer:
         if request.gpus and not self.devices:
             raise NeverFits(f"an evaluation of {float(request.gpus):g} GPUs can never fit: the "
                             "pool has none ([system] gpus_per_node is 0)")
-        per_host = min(most, self._ranks_per_host(len(self.devices), request.share))
+        per_host = min(most, self._ranks_per_host(request.share))
         split = request.split()
         if split is not None and split[0] > per_host or \
                 request.ranks > per_host * len(self.order):
@@ -68,13 +68,12 @@ class Packer:
                             f"{len(self.order)} nodes of {most} slots and "
                             f"{len(self.devices)} GPUs each")
 
-    def _ranks_per_host(self, devices, share=None):
-        """How many ranks of per-rank GPU ``share`` ``devices`` whole GPUs can hold."""
+    def _ranks_per_host(self, share):
+        """How many ranks of per-rank GPU ``share`` a host's whole GPUs can hold."""
         if not share:
             return float("inf")
-        if share >= 1:
-            return devices // int(share)
-        return devices * int(1 / share)
+        devices = len(self.devices)
+        return devices // int(share) if share >= 1 else devices * int(1 / share)
 
     def place(self, request, hosts=None):
         """Take room for ``request`` on ``hosts`` (default: all); return its
@@ -137,19 +136,16 @@ class Packer:
             if len(reserved) >= need and ranks >= request.ranks:
                 break
             reserved.append(host)
-            ranks += min(self.size[host], self._ranks_per_host(len(self.devices),
-                                                               request.share))
+            ranks += min(self.size[host], self._ranks_per_host(request.share))
         return set(reserved)
 
     def _capacity(self, host, share):
         """How many more ranks of GPU ``share`` ``host`` can take now."""
         if not share:
             return len(self.free[host])
-        count, room = 0, sorted(self.room[host].values())
-        if share >= 1:
-            count = sum(1 for r in room if r == 1) // int(share)
-        else:
-            count = sum(int(r / share) for r in room)
+        room = self.room[host].values()
+        count = sum(1 for r in room if r == 1) // int(share) if share >= 1 \
+            else sum(int(r / share) for r in room)
         return min(count, len(self.free[host]))
 
     def _choose(self, candidates, split, share):
