@@ -101,8 +101,7 @@ class Criteria:
 
     @functools.cached_property
     def vector(self):
-        """True for a study of several objectives, or with constraints (read once per result:
-        cached)."""
+        """True for a study of several objectives, or with constraints."""
         return len(self.names) > 1 or bool(self.constraints)
 
     def judge(self, outcome):
@@ -132,10 +131,8 @@ class Criteria:
         return outcome
 
     def search_value(self, objectives, metrics):
-        """What the algorithm is told of a judged ``done`` run (its raw ``objectives`` and its
-        ``metrics``, as an outcome or a stored row holds them): an
-        :class:`~emews.core._algorithm.Objectives` (each objective to minimize, each
-        constraint's violation)."""
+        """What the algorithm is told of a judged ``done`` run's raw ``objectives`` and
+        ``metrics``: an :class:`~emews.core._algorithm.Objectives`."""
         known = {**metrics, **dict(zip(self.names, objectives))}
         return Objectives(minimized(objectives, self.directions),
                           [c.violation(known[c.name]) for c in self.constraints])

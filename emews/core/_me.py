@@ -143,8 +143,7 @@ class MasterLimits:
 
 
 class Search:
-    """One search: an algorithm, its limits (:class:`OwnLimits` or :class:`MasterLimits`)
-    and the points it has in flight."""
+    """One search: an algorithm, its limits (:class:`OwnLimits` or :class:`MasterLimits`)."""
 
     def __init__(self, algorithm, limits, slots=1, batch_size=None, pending=()):
         self.algorithm = algorithm
@@ -161,9 +160,8 @@ class Search:
 
     @classmethod
     def from_settings(cls, settings, algorithm=None, limits=None):
-        """Build a search from a settings dict (with the ``algorithm`` already built for it,
-        and the master's ``limits``, when given); restore it from its checkpoint, or tell it
-        a resumed run's history."""
+        """A search of the ``settings`` (with its ``algorithm`` and ``limits``, when given),
+        restored from its checkpoint, or told a resumed run's history."""
         mode = settings.get("mode", "batch")
         search = cls(algorithm or build_algorithm(settings),
                      limits or OwnLimits(Stopper(**settings.get("stop", {}))),
@@ -187,8 +185,7 @@ class Search:
         return search
 
     def driver_state(self):
-        """The driver's own part of a checkpoint (JSON-serializable): the limits' counts
-        (:meth:`~emews.core._algorithm.Stopper.counts`), the points proposed and the best."""
+        """The driver's own part of a checkpoint: the limits' counts, points proposed, best."""
         return {"put": self.put_base + self.next_index, **self.limits.counts(),
                 "best_point": self.best_point,
                 "best_value": finite_or_none(self.best_value)}

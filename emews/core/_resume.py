@@ -115,13 +115,9 @@ class StartingState:
 
 
 def starting_state(cfg, store, slots, classic, requeue, policy):
-    """The :class:`StartingState` of this run.
-
-    A search restored from its checkpoint is told nothing: the points it proposed after the
-    checkpoint are its ``stored_answers``, answered from the store when it proposes them
-    again. Otherwise the search is told every finished point (``history``) and proposes the
-    unfinished ones again first (``pending``).
-    """
+    """The :class:`StartingState` of this run: a search restored from its checkpoint is told
+    nothing (what it proposed after the checkpoint is answered from the store); any other is
+    told every finished point (``history``) and proposes the unfinished ones first."""
     criteria = cfg.criteria
     mode = "batch" if classic else cfg.study.mode
     restore = not classic and restorable(store, mode)

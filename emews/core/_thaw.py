@@ -71,17 +71,14 @@ class Paused:
 
 @dataclass
 class Thaws:
-    """The study's paused runs, which one to thaw next (predicted at ``horizon``; ``None``: a
-    study that pauses nothing, and thaws nothing), and which runs thaws go on (``continues``:
-    ``(id, attempt)`` of a thaw -> the run it goes on, the pruner's name for both;
-    ``predictions``: ``(id, attempt)`` of a thaw -> the final value predicted when it was
-    taken, which says whether it is a :meth:`filler`)."""
+    """The study's paused runs, and which one to thaw next (predicted at ``horizon``;
+    ``None``: a study that pauses nothing, and thaws nothing)."""
 
     horizon: int | None = None
     paused: dict = field(default_factory=dict)    # point id -> Paused
     thawing: dict = field(default_factory=dict)   # point id -> its curve, while it is thawed
-    continues: dict = field(default_factory=dict)
-    predictions: dict = field(default_factory=dict)
+    continues: dict = field(default_factory=dict)   # a thaw's (id, attempt) -> the run it goes on
+    predictions: dict = field(default_factory=dict)   # a thaw's (id, attempt) -> its prediction
 
     def run_of(self, run):
         """The run ``run`` (``(id, attempt)``) goes on: the first of its point's paused
