@@ -316,10 +316,8 @@ def available() -> list[str]:
 
 
 def load(name: str, where: str = "[study].algorithm") -> Any:
-    """Resolve an algorithm name or dotted path to an :class:`Algorithm` subclass or a module.
-
-    A module is returned only when it is a classic EQ/Py ME module (it has ``run()``).
-    """
+    """Resolve an algorithm name or dotted path to an :class:`Algorithm` subclass or a classic
+    EQ/Py ME module (one with ``run()``)."""
     if not isinstance(name, str) or not name:
         raise ConfigError(where, "must be an algorithm name or a dotted path", name)
     for ep in entry_points(group=ENTRY_POINT_GROUP):
@@ -383,8 +381,7 @@ def _searched() -> str:
 class Verdict:
     """What the limits say to the ME driver: how many more points it may propose (``allowed``,
     net of the points in flight; ``None``: no budget), why the search must stop now
-    (``reason``, ``None`` while it goes on) and the limits' ``counts``
-    (:meth:`Stopper.counts`, for the driver's checkpoint and final message)."""
+    (``reason``, ``None`` while it goes on) and the limits' :meth:`Stopper.counts`."""
 
     allowed: int | None
     reason: str | None
@@ -446,9 +443,8 @@ class Stopper:
                 self.best = value
 
     def _record_vector(self, value: Objectives, patience: int) -> None:
-        """Add a told vector to the front; an improvement while the first design (of
-        ``min(patience, DESIGN)`` vectors) is told, then when the hypervolume grows by more
-        than ``tol``."""
+        """Add a told vector to the front: an improvement while the first design is told, then
+        when the hypervolume grows by more than ``tol``."""
         if not math.isnan(value) and value < self.best:
             self.best = value
         if not pareto.usable([value.values], [value.feasible]):

@@ -69,8 +69,7 @@ def objective_names(model_return):
 
 @dataclass(frozen=True)
 class Criteria:
-    """A study's objectives (``names``, in order), their ``directions`` and its
-    ``constraints``."""
+    """A study's objectives (``names``, in order), their ``directions``, its ``constraints``."""
 
     names: tuple
     directions: tuple
@@ -78,9 +77,8 @@ class Criteria:
 
     @classmethod
     def from_study(cls, study, where=lambda key: f"[study].{key}"):
-        """The criteria of a study's :class:`~emews._config.Study` (as :func:`emews._config.load`
-        resolved it); a ConfigError naming ``where(key)``, the rule and the value for a bad
-        one."""
+        """The criteria of a resolved :class:`~emews._config.Study`; a ConfigError naming
+        ``where(key)``, the rule and the value for a bad one."""
         names = study.objectives or objective_names(study.model_return)
         if len(set(names)) < len(names) or not all(n.strip() and "," not in n for n in names):
             raise ConfigError(where("objectives"), "must name each objective once (names "
@@ -105,10 +103,9 @@ class Criteria:
         return len(self.names) > 1 or bool(self.constraints)
 
     def judge(self, outcome):
-        """A ``done`` outcome of a vector study, checked: its objectives all there (else it
-        fails, naming what is missing), and ``feasible`` set when there are constraints (a
-        constraint on a metric the run did not report fails it). Any other outcome as it is,
-        without feasibility (it is the study's to decide, never the run's)."""
+        """A ``done`` outcome of a vector study, checked: it fails unless its objectives (and
+        the metrics its constraints name) are all there as numbers; ``feasible`` is then set
+        when there are constraints. Any other outcome as it is, without feasibility."""
         outcome.feasible = None
         if not self.vector or outcome.status != Status.DONE:
             return outcome

@@ -108,9 +108,8 @@ class OwnLimits:
 
 
 class MasterLimits:
-    """The driver's limits in the master's process: the master counts them, and its latest
-    :class:`~emews.core._algorithm.Verdict` (the first one given at the start, then one with
-    each answer) says how many more points may be proposed and why the search must stop."""
+    """The driver's limits in the master's process, which counts them: its latest
+    :class:`~emews.core._algorithm.Verdict` (given at the start, then with each answer)."""
 
     def __init__(self, verdict):
         self.verdict = verdict
@@ -266,8 +265,7 @@ class Search:
         return reason
 
     def run_async(self):
-        """Keep ``slots`` evaluations in flight and :attr:`ready` points more; refill as
-        results arrive."""
+        """Keep ``slots`` evaluations in flight and :attr:`ready` points more, as results come."""
         in_flight = {}
         reason = None
         while True:

@@ -65,10 +65,9 @@ def minimized(values, directions):
 
 
 def front_rows(rows, directions):
-    """The rows (as :meth:`emews.store.Store.rows` gives them) on the study's front: the
-    ``done`` ones with an objective vector that are feasible (``feasible`` not False) and that
-    no other such row dominates, each objective in its ``directions`` (``"minimize"`` or
-    ``"maximize"``), in the order of ``rows``."""
+    """The rows (as :meth:`emews.store.Store.rows` gives them, in their order) on the study's
+    front: the ``done`` ones with an objective vector, feasible (``feasible`` not False), that
+    no other such row dominates, each objective in its ``directions``."""
     rows = [row for row in rows if row["status"] == Status.DONE and row.get("objectives")
             and row.get("feasible") is not False]
     vectors = [minimized([math.nan if v is None else v for v in row["objectives"]], directions)

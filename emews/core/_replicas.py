@@ -48,8 +48,7 @@ def settings_of(study):
 
 
 def check(space, seed_param, where="[study].replica_seed_param"):
-    """A ConfigError (naming ``where``) when the seed's parameter name is one of the search
-    space's."""
+    """A ConfigError (naming ``where``) when ``seed_param`` names a parameter of ``space``."""
     if space is not None and seed_param in space.names:
         raise ConfigError(where, "must not be a parameter of the search "
                           f"space ({', '.join(space.names)})", seed_param)
@@ -65,13 +64,11 @@ def aggregate(values, objective):
 
 
 def summarize(rows, seed_param, objective, replicas):
-    """Per point of the finished ``rows`` (store rows, ``params`` decoded), best first: the
-    point (its parameters without the seed), the ``mean``, ``std`` (sample standard deviation;
-    ``None`` below two values) and ``count`` of its replicas' finished values, the ``failed``
-    replicas, whether all ``replicas`` of it finished (``complete``), and the ``value`` the
-    search is told (``objective``; ``None`` when all failed, or when a limit ended the study
-    before the point's last replica finished: its search was never told), and the ``ids`` of
-    its replicas' rows. Complete points come first, by value."""
+    """Per point of the finished ``rows`` (store rows, ``params`` decoded), complete points
+    first, by value: the ``point`` (without the seed), the ``mean``, ``std`` (sample; ``None``
+    below two values) and ``count`` of its replicas' finished values, the ``failed`` ones,
+    whether all ``replicas`` finished (``complete``), the ``value`` its search is told
+    (``objective``; ``None`` when all failed, or incomplete), the ``ids`` of its rows."""
     groups = {}
     for row in rows:
         if row["status"] not in FINAL:

@@ -38,8 +38,7 @@ def resume_unfinished(store):
 
 
 def _repaused(store, row):
-    """The outcome of the thaw ``row`` that a killed run interrupted: paused at its last
-    report."""
+    """The outcome of a thaw ``row`` a killed run interrupted: paused at its last report."""
     reports = [r for r in store.reports(row["id"]) if r["attempt"] == row["attempt"]]
     value = math.nan if not reports or reports[-1]["value"] is None else reports[-1]["value"]
     step = reports[-1]["step"] if reports else "its start"
@@ -80,9 +79,8 @@ def search_settings(cfg, seed):
 
 def told_value(row, policy, criteria=None):
     """What the search was told of a finished point: its result (an
-    :class:`~emews.core._algorithm.Objectives` in a study of several objectives or constraints:
-    ``criteria``), NaN for a pruned one, or the policy's value for a failure (its penalty,
-    else NaN)."""
+    :class:`~emews.core._algorithm.Objectives` in a vector study: ``criteria``), NaN for a
+    pruned one, or the policy's value for a failure (its penalty, else NaN)."""
     if row["status"] == Status.DONE:
         return counted_value(row, criteria)
     if row["status"] in (Status.PRUNED, Status.PAUSED):

@@ -28,9 +28,8 @@ CURVES = (   # Domhan et al.'s curves, each with the parameters its fit starts f
 
 def predict(curve, horizon):
     """The value the run of ``curve`` ({step: value}, lower is better) is predicted to reach at
-    step ``horizon``: the median of its last value and of the parametric fits to more points
-    than they have parameters that stay within the curve's range widened by its span on each
-    side."""
+    step ``horizon``: the median of its last value and of the fits of :data:`CURVES` to more
+    points than they have parameters that stay within its range widened by its span each side."""
     steps = sorted(s for s, v in curve.items() if s > 0 and v is not None and math.isfinite(v))
     if not steps:
         return math.inf
@@ -93,9 +92,8 @@ class Thaws:
         self.paused[point] = Paused(params, attempt, curve, predict(curve, self.horizon))
 
     def take(self, best=math.inf, fill=False):
-        """The paused point to thaw now, taken out (``(id, Paused)``), or ``None``: the one
-        predicted best, while that prediction is better than ``best``, or whatever its
-        prediction with ``fill`` (a free slot that nothing else would use)."""
+        """The paused point predicted best, taken out (``(id, Paused)``), if that prediction
+        beats ``best`` or with ``fill`` (a free slot that nothing else would use); else ``None``."""
         if not self.paused:
             return None
         value, point = min((run.predicted, i) for i, run in self.paused.items())
@@ -105,10 +103,9 @@ class Thaws:
         return point, self.paused.pop(point)
 
     def next_thaw(self, best=math.inf, fill=False):
-        """The next thaw (see :meth:`take`): ``(id, attempt, params, step)``, its point, the
-        attempt it is, its parameters (JSON text) and the step its point's curve reached;
-        ``None`` when there is none. It is a segment (:mod:`emews.core._segments`) from that
-        step to ``horizon``, in its point's own checkpoint directory."""
+        """The next thaw (see :meth:`take`) as ``(id, attempt, params, step)``, or ``None``: a
+        segment (:mod:`emews.core._segments`; ``params`` JSON text) from the ``step`` its point's
+        curve reached to ``horizon``, in the point's own checkpoint directory."""
         taken = self.take(best, fill) if self.horizon is not None else None
         if taken is None:
             return None
@@ -129,14 +126,12 @@ class Thaws:
 
     def filler(self, run, best):
         """Whether ``run`` (``(id, attempt)``) is a thaw predicted to end no better than
-        ``best`` (the best finished value now): it only fills a slot that nothing else
-        would use, and is paused again once no other work runs."""
+        ``best`` (the best finished value now): paused again once no other work runs."""
         return run in self.predictions and not self.predictions[run] < best
 
     def resume(self, attempts, paused, reports):
-        """Take back what earlier runs of the study stored: which runs thaws go on (from the
-        ``paused`` ``attempts``, in order), and the ``paused`` points (rows) with their curves
-        (``reports``)."""
+        """Take back which runs thaws go on (from the paused ``attempts``, in order) and the
+        ``paused`` points (rows) with their curves (``reports``), as earlier runs stored them."""
         for row in attempts:
             if row["status"] == Status.PAUSED:
                 run = (row["id"], row["attempt"])

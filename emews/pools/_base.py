@@ -80,8 +80,7 @@ class Pool(abc.ABC):
     @abc.abstractmethod
     def submit(self, tasks: list[Task], slots: list[int] | None = None) -> list[tuple[Task, int]]:
         """Start ``tasks`` (at most :meth:`free_slots`); return ``(task, rank)`` assignments.
-        ``slots`` (from :class:`~emews.pools._packed.PackedPool`) names the slot each task
-        runs on (its index in the pool's slots); by default the pool picks."""
+        ``slots`` (a packing pool's) names the index of each task's slot; else the pool picks."""
 
     def started(self) -> list[tuple[int, int]]:
         """``(task id, rank)`` of the tasks started since, that a packing pool queued at

@@ -74,8 +74,7 @@ class PackedPool(Pool):
         return max(len(self.packer.hosts) - self.packer.in_use() - promised, 0)
 
     def submit(self, tasks, slots=None):
-        """Queue ``tasks`` and start what fits; the packer picks their slots (``slots`` is
-        not for a packing pool: it places its tasks itself)."""
+        """Queue ``tasks`` and start what fits (the packer picks the slots, never ``slots``)."""
         for task in tasks:
             try:
                 request = self.demand.of(json.loads(task.params))

@@ -107,9 +107,8 @@ class Packer:
         return len(self.hosts) - sum(len(slots) for slots in self.free.values())
 
     def schedule(self, requests):
-        """Place the waiting ``requests`` (in their order) that may start now: a list of
-        ``(index, Placement)``; the oldest that does not fit reserves hosts from later ones
-        (see the module docstring)."""
+        """Place the waiting ``requests`` (in their order) that may start now, reserving hosts
+        for the oldest that does not fit (see above): a list of ``(index, Placement)``."""
         started, hosts, refused = [], list(self.order), set()
         for index, request in enumerate(requests):
             if request.shape in refused:   # one of the same size did not fit: nor does this

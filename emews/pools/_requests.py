@@ -137,9 +137,8 @@ class Demand:
         return request
 
     def extremes(self, space):
-        """The requests of the points at the ends of the parameters the settings name
-        (``space``: the :class:`~emews._space.Space`; a range's bounds, every value of a list),
-        each checked (:class:`Invalid` names a value that breaks its setting's rule)."""
+        """The requests, each checked (:class:`Invalid`), of the points at the :func:`ends` of
+        the parameters of ``space`` (the :class:`~emews._space.Space`) the settings name."""
         names, choices = [], []
         for setting, value in self.settings.items():
             if not isinstance(value, str):
