@@ -477,8 +477,7 @@ class Stopper:
                   "best": finite_or_none(self.best)}
         if self.front:
             counts.update(front=self.front, hypervolume=self.hypervolume,
-                          reference_point=self.reference_point,
-                          design=list(self.design))
+                          reference_point=self.reference_point, design=list(self.design))
         return counts
 
     def restore(self, counts: dict[str, Any]) -> None:

@@ -83,9 +83,7 @@ class Criteria:
         if len(set(names)) < len(names) or not all(n.strip() and "," not in n for n in names):
             raise ConfigError(where("objectives"), "must name each objective once (names "
                               "without commas)", names)
-        directions = study.directions
-        if directions is None:
-            directions = ["minimize"] * len(names)
+        directions = ["minimize"] * len(names) if study.directions is None else study.directions
         if len(directions) != len(names):
             raise ConfigError(where("directions"), f"must give one direction per objective "
                               f"({len(names)}: {', '.join(names)})", directions)

@@ -134,7 +134,6 @@ class Replicas(Algorithm):
         check(space, seed_param)
         self.algorithm = algorithm
         self.replicas = replicas
-        self.objective = objective
         self.seed_param = seed_param
         self.needs_space, self.finite = algorithm.needs_space, algorithm.finite
         self.ready_share = algorithm.ready_share
