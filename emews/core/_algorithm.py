@@ -3,10 +3,7 @@
 An algorithm is a class constructed as ``cls(space, seed=None, **options)``, where ``options`` is
 the ``[algorithm]`` table of the study configuration. The ME driver (:mod:`emews.core._me`) calls
 ``ask`` and ``tell`` on the ME thread; the algorithm never sees queues, MPI or the store.
-
-Algorithms are found by name through the entry-point group ``emews.algorithms``, or by a dotted
-path (``package.module:Class`` or ``package.module.Class``). A dotted path to a module with a
-``run()`` function is a classic EQ/Py ME module and runs unchanged.
+Algorithms are found by name or dotted path (:func:`load`).
 """
 
 import copyreg
@@ -316,8 +313,9 @@ def available() -> list[str]:
 
 
 def load(name: str, where: str = "[study].algorithm") -> Any:
-    """Resolve an algorithm name or dotted path to an :class:`Algorithm` subclass or a classic
-    EQ/Py ME module (one with ``run()``)."""
+    """Resolve an algorithm name (of the entry-point group ``emews.algorithms``) or dotted path
+    (``package.module:Class`` or ``package.module.Class``) to an :class:`Algorithm` subclass or
+    a classic EQ/Py ME module (one with ``run()``, which runs unchanged)."""
     if not isinstance(name, str) or not name:
         raise ConfigError(where, "must be an algorithm name or a dotted path", name)
     for ep in entry_points(group=ENTRY_POINT_GROUP):

@@ -1,10 +1,8 @@
 """Pareto fronts and hypervolumes of objective vectors, each objective to minimize.
 
-The arithmetic is moocore's (a well-kept C implementation of the standard algorithms); this
-module only says which points count. A vector with a NaN or an infinity (a failed run) is on no
-front and adds no volume; an infeasible point (``feasible`` False) is on no front either.
-Callers turn objectives to maximize into ones to minimize (negate them: :func:`minimized`)
-before asking; :func:`front_rows` does it for a store's rows.
+The arithmetic is moocore's; this module only says which points count. A vector with a NaN or
+an infinity (a failed run), or an infeasible one, is on no front and adds no volume. Callers
+turn objectives to maximize into ones to minimize (:func:`minimized`) before asking.
 """
 
 import math
