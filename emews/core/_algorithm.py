@@ -3,10 +3,7 @@
 An algorithm is a class constructed as ``cls(space, seed=None, **options)``, where ``options`` is
 the ``[algorithm]`` table of the study configuration. The ME driver (:mod:`emews.core._me`) calls
 ``ask`` and ``tell`` on the ME thread; the algorithm never sees queues, MPI or the store.
-
-Algorithms are found by name through the entry-point group ``emews.algorithms``, or by a dotted
-path (``package.module:Class`` or ``package.module.Class``). A dotted path to a module with a
-``run()`` function is a classic EQ/Py ME module and runs unchanged.
+Algorithms are found by name or dotted path (:func:`load`).
 """
 
 import copyreg
@@ -47,31 +44,8 @@ Point: TypeAlias = dict[str, Any]   # a point: parameter name -> native value
 class Algorithm:
     """Base class of search algorithms (ask/tell).
 
-    Subclasses implement :meth:`ask` and usually :meth:`tell`; everything else has a default.
-
-    * ``ask(n)`` returns up to ``n`` new points (dicts of native values). It may return fewer,
-      or none, when it is exhausted or must wait for results.
-    * ``tell(points, values)`` reports results, in any order and in any grouping. ``values`` are
-      floats to minimize; a failed evaluation is ``NaN``. A run the study's pruner stopped is a
-      :class:`PrunedResult`: a ``NaN`` (a failure, to an algorithm that does not look) that
-      carries its learning curve. Points the algorithm never asked for (a resumed run's
-      history) are told the same way. In a study of several objectives, or one with
-      constraints, a value is an :class:`Objectives`: a float (the first objective) that
-      carries every objective, each to minimize, and how far each constraint is broken.
-    * ``done()`` is True when the algorithm has nothing more to propose; ``ask`` then returns
-      ``[]``.
-    * ``running(points)``, optional: after a resumed run's history, the points that were
-      running when it was killed, which the driver proposes again first.
-    * ``describe()``, optional: what the search chose to run (JSON-able), which the study
-      stores and ``emews status`` shows (``auto``'s stages); ``None`` by default.
-    * ``state()`` returns ``bytes`` holding everything that decides what the algorithm proposes
-      next (random generator states, populations, a surrogate's training data, the points asked
-      and not yet told, counters), or ``None`` when it cannot be checkpointed (the default): the
-      driver then rebuilds it by telling it the history again. Taking a state changes nothing.
-    * ``restore(state)`` is called on a fresh instance built with the same space, seed and
-      options; from then on it proposes exactly what the instance that saved the state would
-      have, points still in flight included. :func:`pack_state` and :func:`unpack_state` frame
-      a state and check that it comes from the same algorithm.
+    Subclasses implement :meth:`ask` and usually :meth:`tell`; everything else has a default
+    (each method says what it must do).
 
     Options arrive as keyword arguments of ``__init__``; one it does not take is refused with a
     :class:`~emews._errors.ConfigError` naming it before ``__init__`` runs (a class whose
@@ -109,14 +83,21 @@ class Algorithm:
         self.rng = np.random.default_rng(seed)
 
     def ask(self, n: int) -> list[Point]:
-        """Return up to ``n`` new points."""
+        """Return up to ``n`` new points (dicts of native values): fewer, or none, when the
+        algorithm is exhausted or must wait for results."""
         raise NotImplementedError
 
     def tell(self, points: list[Point], values: list[float]) -> None:
-        """Learn from finished evaluations (``NaN`` marks a failure)."""
+        """Learn from finished evaluations, in any order and grouping, points never asked for
+        (a resumed run's history) included. ``values`` are floats to minimize; a failure is
+        ``NaN``; a run the study's pruner stopped is a :class:`PrunedResult` (a ``NaN``, a
+        failure to an algorithm that does not look, that carries its learning curve). In a
+        study of several objectives, or with constraints, a value is an :class:`Objectives`: a
+        float (the first objective) that carries every objective, each to minimize, and how
+        far each constraint is broken."""
 
     def done(self) -> bool:
-        """True when the algorithm will propose nothing more."""
+        """True when the algorithm will propose nothing more (``ask`` then returns ``[]``)."""
         return False
 
     def running(self, points: list[Point]) -> None:
@@ -132,11 +113,17 @@ class Algorithm:
         return None
 
     def state(self) -> bytes | None:
-        """Everything that decides the next proposals, as bytes; ``None``: no checkpoints."""
+        """Everything that decides what the algorithm proposes next (random generator states,
+        populations, a surrogate's training data, the points asked and not yet told,
+        counters), as bytes; or ``None`` (the default): it cannot be checkpointed, and the
+        driver rebuilds it by telling it the history again. Taking a state changes nothing."""
         return None
 
     def restore(self, state: bytes) -> None:
-        """Continue from ``state()`` of an instance built with the same space, seed, options."""
+        """Continue from ``state()`` of an instance built with the same space, seed and
+        options: from then on, propose exactly what that instance would have, points in flight
+        included (:func:`pack_state` and :func:`unpack_state` frame a state and check that it
+        comes from the same algorithm)."""
         raise NotImplementedError(f"{type(self).__name__} saves no state to restore")
 
 
@@ -326,10 +313,9 @@ def available() -> list[str]:
 
 
 def load(name: str, where: str = "[study].algorithm") -> Any:
-    """Resolve an algorithm name or dotted path to an :class:`Algorithm` subclass or a module.
-
-    A module is returned only when it is a classic EQ/Py ME module (it has ``run()``).
-    """
+    """Resolve an algorithm name (of the entry-point group ``emews.algorithms``) or dotted path
+    (``package.module:Class`` or ``package.module.Class``) to an :class:`Algorithm` subclass or
+    a classic EQ/Py ME module (one with ``run()``, which runs unchanged)."""
     if not isinstance(name, str) or not name:
         raise ConfigError(where, "must be an algorithm name or a dotted path", name)
     for ep in entry_points(group=ENTRY_POINT_GROUP):
@@ -393,8 +379,7 @@ def _searched() -> str:
 class Verdict:
     """What the limits say to the ME driver: how many more points it may propose (``allowed``,
     net of the points in flight; ``None``: no budget), why the search must stop now
-    (``reason``, ``None`` while it goes on) and the limits' ``counts``
-    (:meth:`Stopper.counts`, for the driver's checkpoint and final message)."""
+    (``reason``, ``None`` while it goes on) and the limits' :meth:`Stopper.counts`."""
 
     allowed: int | None
     reason: str | None
@@ -411,18 +396,15 @@ class Stopper:
     ``budget`` (evaluations, resumed ones included), ``max_iterations`` (ask/tell rounds that
     produced points), ``tol`` with ``patience`` (no improvement larger than ``tol`` within
     ``patience`` evaluations), ``target`` (a value at or below it), ``max_time`` (seconds) and
-    ``step_budget`` (steps that models reported having trained, over all runs: see
-    :meth:`record_steps`).
+    ``step_budget`` (steps that models reported having trained, over all runs).
 
-    Told :class:`Objectives` (a study of several objectives or with constraints), ``tol`` and
-    ``patience`` apply to the hypervolume of the feasible front (:mod:`emews.core._pareto`)
-    against ``reference_point`` (each objective to minimize), or, without one, a point derived
-    from the first design: the first ``min(patience, DESIGN)`` usable vectors told
-    (:func:`emews.core._pareto.reference_point`), each of which counts as an improvement.
+    Told :class:`Objectives`, ``tol`` and ``patience`` apply to the hypervolume of the feasible
+    front against ``reference_point``, or, without one, the point derived from the first
+    ``min(patience, DESIGN)`` usable vectors told (each of which counts as an improvement).
 
-    One Stopper counts a study's limits: the master's (:mod:`emews.core._master`), which tells
-    the ME driver its :meth:`verdict` with each answer; or, where no master counts (Swift/T,
-    :func:`emews.testing.drive`), the driver's own.
+    The master counts a study's limits in one Stopper, and tells the ME driver its
+    :meth:`verdict`; where no master counts (Swift/T, :func:`emews.testing.drive`), the driver
+    counts its own.
     """
 
     budget: int | None = None
@@ -459,9 +441,8 @@ class Stopper:
                 self.best = value
 
     def _record_vector(self, value: Objectives, patience: int) -> None:
-        """Add a told vector to the front; an improvement while the first design (of
-        ``min(patience, DESIGN)`` vectors) is told, then when the hypervolume grows by more
-        than ``tol``."""
+        """Add a told vector to the front: an improvement while the first design is told, then
+        when the hypervolume grows by more than ``tol``."""
         if not math.isnan(value) and value < self.best:
             self.best = value
         if not pareto.usable([value.values], [value.feasible]):
@@ -494,8 +475,7 @@ class Stopper:
                   "best": finite_or_none(self.best)}
         if self.front:
             counts.update(front=self.front, hypervolume=self.hypervolume,
-                          reference_point=self.reference_point,
-                          design=list(self.design))
+                          reference_point=self.reference_point, design=list(self.design))
         return counts
 
     def restore(self, counts: dict[str, Any]) -> None:
@@ -517,8 +497,7 @@ class Stopper:
 
     def reason(self, iterations: bool = True) -> str | None:
         """Why the search must stop now, or ``None``; with ``iterations=False``, a finished
-        iteration does not count (the current one may go on). (Asked several times per master
-        turn: only the rule that fires builds its message.)"""
+        iteration does not count (the current one may go on)."""
         if self.budget is not None and self.evaluations >= self.budget:
             return f"evaluation budget of {self.budget} reached"
         if iterations and self.max_iterations is not None and \

@@ -1,19 +1,11 @@
 """Steering a running study from another shell: ``emews pause | unpause | stop EXPDIR``.
 
-::
-
-    emews pause EXPDIR  --writes-->  the store's meta "control"  <--read each turn--  Master
-
-The commands write the wanted state (``running``, ``paused`` or ``stopped``) into the study's
-store (:mod:`emews.store._base`: a study on PostgreSQL can be steered from any host that reaches
-its database, ``emews pause URL#EXP_ID``); the master reads it at most every few ms, without
-committing its own writes (:meth:`~emews.store.Store.committed_meta`). Paused, it hands out no
-new work (running evaluations finish and are stored); stopped, it also ends the study once they
-have, with the reason recorded.
-
-A batch job written by ``emews submit`` sets ``EMEWS_DRAIN_AT`` (seconds since the epoch) a
-margin before its walltime ends: from then on the study is stopped the same way, so that every
-result is stored before the scheduler kills the job, and the next job resumes it.
+The commands write the wanted state (:data:`STATES`) into the study's store's meta
+``control`` (from any host, for a study on PostgreSQL: ``emews pause URL#EXP_ID``); the master
+reads it at most every few ms (:meth:`~emews.store.Store.committed_meta`). Paused, it hands out
+no new work; stopped, it also ends the study once the running evaluations are stored. A batch
+job of ``emews submit`` sets ``EMEWS_DRAIN_AT`` (seconds since the epoch) a margin before its
+walltime ends: from then on the study is stopped the same way, and the next job resumes it.
 """
 
 import os

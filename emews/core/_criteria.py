@@ -1,22 +1,11 @@
 """What a study optimizes: its objectives, their directions and its constraints.
 
-::
-
-    [study] objectives = ["val_loss", "params"]     (or MODEL_RETURN="val_loss,params")
-            directions = ["minimize", "maximize"]   (default: every one minimized)
-            constraints = ["params <= 2e6"]          NAME OP NUMBER, OP one of <= >= < >
-        --> Criteria.from_study() --> the evaluator extracts each objective (a list, in order)
-                                  --> the master: judge(outcome) marks it feasible or not,
-                                      search_value(outcome) -> Objectives(to minimize,
-                                      violations): the value the algorithm is told
-
-A constraint is read by a tiny parser (a name, an operator, a number; never evaluated) and
-applies to a metric the run reported (its ``metrics``) or to one of its objectives. How far a
-point breaks one (its violation) is the distance past the bound, 0.0 when it holds; a strict
-bound met exactly counts as the smallest positive float. A study is a *vector* study (the store
-keeps each run's objectives and feasibility, the algorithm is told an
-:class:`~emews.core._algorithm.Objectives`, ``final.json`` holds its Pareto front) when it has
-several objectives or any constraint.
+``[study] objectives`` (or ``MODEL_RETURN="val_loss,params"``), ``directions`` and
+``constraints`` make the :class:`Criteria`; the evaluator extracts each objective, the master
+judges each outcome (:meth:`Criteria.judge`) and tells the algorithm its
+:meth:`Criteria.search_value`. A constraint (``NAME OP NUMBER``, read by a tiny parser, never
+evaluated) applies to a metric the run reported or to one of its objectives. A study with
+several objectives or any constraint is a *vector* study (docs/src/multiobjective.md).
 """
 
 import functools
@@ -32,7 +21,6 @@ from ._vector import finite_or_none, json_numbers, nan_for_none
 
 OBJECTIVE = "val_loss"   # the value a study optimizes by default ([study] model_return)
 DIRECTIONS = ("minimize", "maximize")
-OPERATORS = ("<=", ">=", "<", ">")
 CONSTRAINT = re.compile(r"\s*([A-Za-z_][\w.\-]*)\s*(<=|>=|<|>)\s*(\S+)\s*")
 CONSTRAINT_RULE = ("must be NAME OP NUMBER with OP one of <=, >=, <, > (e.g. "
                    "'params <= 2e6')")
@@ -63,7 +51,8 @@ class Constraint:
         return cls(name, op, bound)
 
     def violation(self, value):
-        """How far ``value`` is past the bound (0.0 when the constraint holds)."""
+        """How far ``value`` is past the bound (0.0 when the constraint holds; a strict bound
+        met exactly: the smallest positive float)."""
         past = value - self.bound if self.op in ("<=", "<") else self.bound - value
         if past == 0.0 and self.op in ("<", ">"):
             return math.ulp(0.0)
@@ -80,8 +69,7 @@ def objective_names(model_return):
 
 @dataclass(frozen=True)
 class Criteria:
-    """A study's objectives (``names``, in order), their ``directions`` and its
-    ``constraints``."""
+    """A study's objectives (``names``, in order), their ``directions``, its ``constraints``."""
 
     names: tuple
     directions: tuple
@@ -89,16 +77,13 @@ class Criteria:
 
     @classmethod
     def from_study(cls, study, where=lambda key: f"[study].{key}"):
-        """The criteria of a study's :class:`~emews._config.Study` (as :func:`emews._config.load`
-        resolved it); a ConfigError naming ``where(key)``, the rule and the value for a bad
-        one."""
+        """The criteria of a resolved :class:`~emews._config.Study`; a ConfigError naming
+        ``where(key)``, the rule and the value for a bad one."""
         names = study.objectives or objective_names(study.model_return)
         if len(set(names)) < len(names) or not all(n.strip() and "," not in n for n in names):
             raise ConfigError(where("objectives"), "must name each objective once (names "
                               "without commas)", names)
-        directions = study.directions
-        if directions is None:
-            directions = ["minimize"] * len(names)
+        directions = ["minimize"] * len(names) if study.directions is None else study.directions
         if len(directions) != len(names):
             raise ConfigError(where("directions"), f"must give one direction per objective "
                               f"({len(names)}: {', '.join(names)})", directions)
@@ -112,15 +97,13 @@ class Criteria:
 
     @functools.cached_property
     def vector(self):
-        """True for a study of several objectives, or with constraints (read once per result:
-        cached)."""
+        """True for a study of several objectives, or with constraints."""
         return len(self.names) > 1 or bool(self.constraints)
 
     def judge(self, outcome):
-        """A ``done`` outcome of a vector study, checked: its objectives all there (else it
-        fails, naming what is missing), and ``feasible`` set when there are constraints (a
-        constraint on a metric the run did not report fails it). Any other outcome as it is,
-        without feasibility (it is the study's to decide, never the run's)."""
+        """A ``done`` outcome of a vector study, checked: it fails unless its objectives (and
+        the metrics its constraints name) are all there as numbers; ``feasible`` is then set
+        when there are constraints. Any other outcome as it is, without feasibility."""
         outcome.feasible = None
         if not self.vector or outcome.status != Status.DONE:
             return outcome
@@ -143,10 +126,8 @@ class Criteria:
         return outcome
 
     def search_value(self, objectives, metrics):
-        """What the algorithm is told of a judged ``done`` run (its raw ``objectives`` and its
-        ``metrics``, as an outcome or a stored row holds them): an
-        :class:`~emews.core._algorithm.Objectives` (each objective to minimize, each
-        constraint's violation)."""
+        """What the algorithm is told of a judged ``done`` run's raw ``objectives`` and
+        ``metrics``: an :class:`~emews.core._algorithm.Objectives`."""
         known = {**metrics, **dict(zip(self.names, objectives))}
         return Objectives(minimized(objectives, self.directions),
                           [c.violation(known[c.name]) for c in self.constraints])

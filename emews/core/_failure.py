@@ -89,15 +89,9 @@ class Classified(NamedTuple):
 
 def classify(outcome, attempt, policy, criteria, curve=None):
     """Classify ``outcome``, the result of attempt number ``attempt`` (from 1), under the
-    failure ``policy`` and the study's ``criteria``
-    (:class:`~emews.core._criteria.Criteria`).
-
-    A pruned run is final (never retried) and told as a
-    :class:`~emews.core._algorithm.PrunedResult` with its ``curve`` (step -> value); an
-    interrupted one (a lost lease) runs again whatever the policy; a done one is told its value,
-    or an :class:`~emews.core._algorithm.Objectives` in a study of several objectives or
-    constraints.
-    """
+    failure ``policy`` and the study's ``criteria``: a pruned run is final (never retried) and
+    told as a :class:`~emews.core._algorithm.PrunedResult` with its ``curve`` (step -> value);
+    an interrupted one (a lost lease) runs again whatever the policy."""
     outcome = criteria.judge(outcome)
     if succeeded(outcome):   # the common case first, without a Decision
         value = criteria.search_value(outcome.objectives, outcome.metrics) if criteria.vector \

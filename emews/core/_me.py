@@ -1,38 +1,27 @@
 """The ME driver: runs an ask/tell :class:`~emews.core._algorithm.Algorithm` on the ME thread.
 
 It is itself an EQ/Py ME module (``run()``), so the Python master and Swift/T's workflow drive
-it the same way. In the master's process, the master hands it its settings, the algorithm
-(built once per run) and its limits as objects (:func:`run` with arguments); driven by text
-(Swift/T, :func:`emews.testing.drive`), it reads the settings file (JSON, written by hand or by
-Swift/T's ``prepare_study.py``) after the ``Params`` handshake. Then it loops in one of three
-modes:
+it the same way: the master's process hands :func:`run` the settings, the algorithm and its
+limits as objects; driven by text (Swift/T, :func:`emews.testing.drive`), it reads the settings
+(JSON, by hand or from Swift/T's ``prepare_study.py``) after the ``Params`` handshake. Modes:
 
 * ``batch``: ask a batch, put it, wait for all of its results, tell them;
-* ``async``: keep every slot busy, and :func:`ready_points` points more: the master queues
-  them and hands a freed worker one at once, while the ME tells the result and thinks about
-  the next points, so a slow proposal does not make a worker wait. The algorithm sees the ready
-  points as in flight (asked, not told), so its pending-point strategy keeps them apart. With
-  one slot, no point is kept ready: the search is sequential;
-* ``sequential``: ``async`` with one slot, however many the pool has: one point in flight,
-  and the next one asked only once its result is told (each proposal uses every result).
+* ``async``: keep every slot busy, and :func:`ready_points` points more, which the master hands
+  a freed worker at once while the ME tells results and thinks (the algorithm sees them as in
+  flight: asked, not told). With one slot, no point is kept ready: the search is sequential;
+* ``sequential``: ``async`` with one slot, however many the pool has.
 
-When the search stops is counted in one place. Under the Python master, the master counts the
-study's limits (:class:`~emews.core._algorithm.Stopper`) and tells the driver with each answer
-(a :class:`~emews.core._algorithm.Verdict`: how many more points it may propose, and why it must
-stop): :class:`MasterLimits`. Driven by text, nobody else counts, and the driver counts the
-settings' ``stop`` rules itself: :class:`OwnLimits`.
+The limits are counted in one place: by the master (:class:`MasterLimits`), or, driven by text,
+by the driver itself (:class:`OwnLimits`).
 
 Settings keys: ``algorithm``, ``options``, ``space`` (a space-file path or a GA JSON list),
 ``seed``, ``mode``, ``slots``, ``batch_size``, ``stop`` (keyword arguments of
 :class:`~emews.core._algorithm.Stopper`), ``history`` (``[point, value]`` pairs of a resumed run,
-``null`` for a failure, ``{"values": [...], "violations": [...]}`` for several objectives or
-constraints: :func:`emews.core._criteria.as_json`),
-``pending`` (points that were running when that run was killed: the algorithm is told of them
-with ``running``, and they are proposed again first) and ``checkpoint``
-(``store``, ``name``, ``restore``): in batch mode the driver saves the algorithm's state and its
-own in the study's store after every tell, and a resumed study restores them (``put_base`` is
-then the number of points proposed before the checkpoint), so that a seeded search proposes
-exactly what an uninterrupted one would.
+each value as :func:`emews.core._criteria.as_json` writes it), ``pending`` (points a killed run
+left running: told with ``running``, proposed again first) and ``checkpoint`` (``store``,
+``name``, ``restore``): in batch mode the driver saves the algorithm's state and its own in the
+store after every tell, and a resumed study restores them (``put_base``: the points proposed
+before the checkpoint), so that a seeded search proposes exactly what an uninterrupted one would.
 """
 
 import collections
@@ -49,11 +38,8 @@ from .._space import Space
 
 
 def run(settings=None, algorithm=None, limits=None):
-    """EQ/Py entry point: handshake, search, then ``DONE`` and the final message.
-
-    The master's process passes the ``settings`` (a dict), the ``algorithm`` built for the run
-    and the master's ``limits`` (:class:`MasterLimits`): then there is no handshake.
-    """
+    """EQ/Py entry point: handshake (unless the master's process passes the ``settings``, the
+    ``algorithm`` and its ``limits``), search, then ``DONE`` and the final message."""
     if settings is None:
         queues.OUT_put(queues.PARAMS)
         text = queues.IN_get().strip()   # the settings, or the path of their file
@@ -63,25 +49,22 @@ def run(settings=None, algorithm=None, limits=None):
         reason = search.run_batch() if settings.get("mode", "batch") == "batch" \
             else search.run_async()
     finally:
-        if search.checkpoint is not None:
-            search.checkpoint.close()
+        if search.store is not None:
+            search.store.close()
     queues.OUT_put(queues.DONE)
     queues.OUT_put(json.dumps(search.final_message(reason)))
 
 
 def ready_points(algorithm, slots):
     """How many points the async driver keeps ready beyond ``slots``: the algorithm's
-    ``ready_share`` of them, rounded up; none with one slot, so that a study of one worker is
-    sequential (each point proposed after every result is told). A fixed number, so that a
-    seeded async search proposes the same points whenever its results come back in the same
-    order."""
+    ``ready_share`` of them, rounded up; none with one slot (a study of one worker is
+    sequential). A fixed number, so that a seeded async search is repeatable."""
     return 0 if slots == 1 else math.ceil(slots * algorithm.ready_share)
 
 
 def build_algorithm(settings, cls=None, space=None):
-    """Construct the algorithm the settings name, on the space they name (wrapped to evaluate
-    each point several times when the settings' ``replicas`` ask for it). ``cls`` and
-    ``space``, when given, are the settings' algorithm class and space, already loaded."""
+    """The algorithm the settings name, on their space (with their ``replicas``); ``cls`` and
+    ``space``, when given, are those already loaded."""
     spec = settings.get("space")
     if space is None and spec is not None:
         space = Space.from_file(spec) if isinstance(spec, str) else Space.from_ga_json(spec)
@@ -107,7 +90,6 @@ class OwnLimits:
         return None if remaining is None else remaining - in_flight
 
     def count_results(self, values):
-        """Count the results the search was told."""
         self.stopper.record(values)
 
     def proposed(self):
@@ -119,7 +101,6 @@ class OwnLimits:
         return self.stopper.counts()
 
     def restore(self, counts):
-        """Go on from a checkpoint's counts."""
         self.stopper.restore(counts)
 
     def take_verdict(self, verdict):
@@ -127,9 +108,8 @@ class OwnLimits:
 
 
 class MasterLimits:
-    """The driver's limits in the master's process: the master counts them, and its latest
-    :class:`~emews.core._algorithm.Verdict` (the first one given at the start, then one with
-    each answer) says how many more points may be proposed and why the search must stop."""
+    """The driver's limits in the master's process, which counts them: its latest
+    :class:`~emews.core._algorithm.Verdict` (given at the start, then with each answer)."""
 
     def __init__(self, verdict):
         self.verdict = verdict
@@ -162,8 +142,7 @@ class MasterLimits:
 
 
 class Search:
-    """One search: an algorithm, its limits (:class:`OwnLimits` or :class:`MasterLimits`)
-    and the points it has in flight."""
+    """One search: an algorithm, its limits (:class:`OwnLimits` or :class:`MasterLimits`)."""
 
     def __init__(self, algorithm, limits, slots=1, batch_size=None, pending=()):
         self.algorithm = algorithm
@@ -176,13 +155,12 @@ class Search:
         self.best_point, self.best_value = None, math.inf
         self.next_index = 0
         self.put_base = 0
-        self.checkpoint = None
+        self.store = self.checkpoint = None   # the store and name of a batch checkpoint
 
     @classmethod
     def from_settings(cls, settings, algorithm=None, limits=None):
-        """Build a search from a settings dict (with the ``algorithm`` already built for it,
-        and the master's ``limits``, when given); restore it from its checkpoint, or tell it
-        a resumed run's history."""
+        """A search of the ``settings`` (with its ``algorithm`` and ``limits``, when given),
+        restored from its checkpoint, or told a resumed run's history."""
         mode = settings.get("mode", "batch")
         search = cls(algorithm or build_algorithm(settings),
                      limits or OwnLimits(Stopper(**settings.get("stop", {}))),
@@ -191,9 +169,12 @@ class Search:
                      settings.get("pending", ()))
         where = settings.get("checkpoint")
         if where and mode == "batch":
-            search.checkpoint = Checkpoint(where["store"], where["name"])
+            from ..store import open_store
+
+            search.store = open_store(where["store"], create=False)
+            search.checkpoint = where["name"]
             if where.get("restore"):
-                search.restore(*search.checkpoint.load())
+                search.restore(*search.store.checkpoint(search.checkpoint))
         history = settings.get("history", [])
         if history:
             points, values = zip(*history)
@@ -203,8 +184,7 @@ class Search:
         return search
 
     def driver_state(self):
-        """The driver's own part of a checkpoint (JSON-serializable): the limits' counts
-        (:meth:`~emews.core._algorithm.Stopper.counts`), the points proposed and the best."""
+        """The driver's own part of a checkpoint: the limits' counts, points proposed, best."""
         return {"put": self.put_base + self.next_index, **self.limits.counts(),
                 "best_point": self.best_point,
                 "best_value": finite_or_none(self.best_value)}
@@ -216,6 +196,12 @@ class Search:
         self.limits.restore(driver)
         self.best_point = driver["best_point"]
         self.best_value = math.inf if driver["best_value"] is None else driver["best_value"]
+
+    def save(self):
+        """Checkpoint the algorithm's state and the driver's, if the algorithm has a state."""
+        state = self.algorithm.state()
+        if state is not None:
+            self.store.save_checkpoint(self.checkpoint, state, self.driver_state())
 
     def tell(self, points, values):
         """Pass results to the algorithm and the limits; keep the best point."""
@@ -274,13 +260,12 @@ class Search:
                 return "the algorithm proposed no points"
             self._put(points)
             self.tell(points, self._results(queues.IN_get_answer()))
-            if self.checkpoint is not None:
-                self.checkpoint.save(self)
+            if self.store is not None:
+                self.save()
         return reason
 
     def run_async(self):
-        """Keep ``slots`` evaluations in flight and :attr:`ready` points more; refill as
-        results arrive."""
+        """Keep ``slots`` evaluations in flight and :attr:`ready` points more, as results come."""
         in_flight = {}
         reason = None
         while True:
@@ -309,26 +294,3 @@ class Search:
                 "best_value": finite_or_none(self.best_value),
                 "evaluations": counts["evaluations"], "iterations": counts["iterations"],
                 "stop_reason": reason}
-
-
-class Checkpoint:
-    """The search's checkpoint in the study's store (a connection of the ME thread's own)."""
-
-    def __init__(self, store_path, name):
-        from ..store import open_store
-
-        self.store, self.name = open_store(store_path, create=False), name
-
-    def save(self, search):
-        """Save the algorithm's state and the driver's, if the algorithm has a state."""
-        state = search.algorithm.state()
-        if state is not None:
-            self.store.save_checkpoint(self.name, state, search.driver_state())
-
-    def load(self):
-        """``(state, driver)`` as saved."""
-        return self.store.checkpoint(self.name)
-
-    def close(self):
-        """Close the connection."""
-        self.store.close()

@@ -1,10 +1,8 @@
 """Pareto fronts and hypervolumes of objective vectors, each objective to minimize.
 
-The arithmetic is moocore's (a well-kept C implementation of the standard algorithms); this
-module only says which points count. A vector with a NaN or an infinity (a failed run) is on no
-front and adds no volume; an infeasible point (``feasible`` False) is on no front either.
-Callers turn objectives to maximize into ones to minimize (negate them: :func:`minimized`)
-before asking; :func:`front_rows` does it for a store's rows.
+The arithmetic is moocore's; this module only says which points count. A vector with a NaN or
+an infinity (a failed run), or an infeasible one, is on no front and adds no volume. Callers
+turn objectives to maximize into ones to minimize (:func:`minimized`) before asking.
 """
 
 import math
@@ -65,10 +63,9 @@ def minimized(values, directions):
 
 
 def front_rows(rows, directions):
-    """The rows (as :meth:`emews.store.Store.rows` gives them) on the study's front: the
-    ``done`` ones with an objective vector that are feasible (``feasible`` not False) and that
-    no other such row dominates, each objective in its ``directions`` (``"minimize"`` or
-    ``"maximize"``), in the order of ``rows``."""
+    """The rows (as :meth:`emews.store.Store.rows` gives them, in their order) on the study's
+    front: the ``done`` ones with an objective vector, feasible (``feasible`` not False), that
+    no other such row dominates, each objective in its ``directions``."""
     rows = [row for row in rows if row["status"] == Status.DONE and row.get("objectives")
             and row.get("feasible") is not False]
     vectors = [minimized([math.nan if v is None else v for v in row["objectives"]], directions)

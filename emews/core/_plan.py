@@ -1,15 +1,6 @@
-"""What the master is given to run one study: :class:`MasterPlan`.
-
-::
-
-    emews._study.run_master: the store, the failure policy, the resumed state ...
-        --> MasterPlan(mode, first_id, first_seq, policy, limits, requeue, stored_answers,
-                   ...)
-        --> Master(pool, store, plan)
-
-Every field has the default of a fresh study with nothing configured (what a test or a
-benchmark that builds a master needs to say is only what differs).
-"""
+"""What the master is given to run one study: :class:`MasterPlan`, built by
+``emews._study.run_master`` for ``Master(pool, store, plan)``. Every field has the default of a
+fresh study with nothing configured (a test or a benchmark says only what differs)."""
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -34,21 +25,15 @@ class ProgressDisplay(Protocol):
         """Count the ``finished`` results; ``running`` evaluations are in flight or wait."""
 
 
-def minimize_value() -> Criteria:
-    """The criteria of a study that minimizes its one objective, ``value``."""
-    return Criteria(("value",), ("minimize",))
-
-
 @dataclass(frozen=True)
 class MasterPlan:
     """The master's orders for one run of a study.
 
     ``mode``: ``batch`` (a message of points is answered once all of them are evaluated) or
-    ``async`` and ``sequential`` (answered with whatever result is ready). ``first_id`` is the id of the first new
-    point, ``first_seq`` numbers the ME's proposals (the ``seq`` column). ``policy`` is the
-    failure policy, ``limits`` the :class:`~emews.core._algorithm.Stopper` holding the study's
-    stopping rules (with the evaluations of earlier runs already counted; the master goes on
-    counting in it). ``progress`` is told each turn's results (``None``: nothing shows them).
+    ``async`` and ``sequential`` (answered with whatever result is ready). ``first_id`` is the
+    id of the first new point, ``first_seq`` numbers the ME's proposals (the ``seq`` column).
+    ``policy`` is the failure policy, ``limits`` the :class:`~emews.core._algorithm.Stopper`
+    of the study (earlier runs' evaluations counted). ``progress`` is told each turn's results.
 
     A resumed study passes what earlier runs left: ``requeue`` lists the points they left
     unfinished, as ``(id, params, attempt)``: when the ME proposes one of them again, it runs
@@ -58,10 +43,8 @@ class MasterPlan:
     once, and the limits count ``counted`` (NaN for a failure; ``None``: counted already).
 
     ``control`` is how ``emews pause`` and ``stop`` reach the master (by default: never).
-    ``pruner`` judges the models' reports. ``criteria`` says what the study optimizes: in a
-    study of several objectives or with constraints, each result is judged (its objectives all
-    there, its feasibility) before it is stored, and a done one is told as an
-    :class:`~emews.core._algorithm.Objectives`.
+    ``pruner`` judges the models' reports. ``criteria`` says what the study optimizes
+    (:class:`~emews.core._criteria.Criteria` judges each result before it is stored).
     """
 
     mode: str = "batch"
@@ -73,5 +56,5 @@ class MasterPlan:
     stored_answers: tuple[tuple[int, Point, float, float | None], ...] = ()
     control: Control = field(default_factory=Control)
     pruner: Pruner = field(default_factory=Pruner)
-    criteria: Criteria = field(default_factory=minimize_value)
+    criteria: Criteria = Criteria(("value",), ("minimize",))   # minimize ``value``
     progress: ProgressDisplay | None = None

@@ -11,15 +11,11 @@
 its options are the ``[pruner]`` table. Each pruner decides as Optuna's pruner of its name
 (each class says how; docs/src/fidelity.md tabulates their rules and options).
 
-With ``pause = true`` (``asha`` and ``hyperband``), a run that a rung would stop is paused
-instead (:data:`PAUSE`): it stops, its checkpoint is kept, and the master may thaw it later
-from there (:mod:`emews.core._thaw`). A thawed run goes on as the same run: the rungs it passed
-are not judged again, and the next one judges it as any other run reaching it.
-
-A NaN or infinite value is the worst there is: such a run is stopped at its first judged step
-(pruned, never paused).
-Every decision follows from the reports in the order the master received them; a resumed study
-replays the stored ones (:meth:`Pruner.replay`) and decides as the killed run would have.
+With ``pause = true`` (``asha``, ``hyperband``), a run that a rung would stop is paused instead
+(:data:`PAUSE`), to be thawed later from its checkpoint as the same run (:mod:`emews.core._thaw`):
+the rungs it passed are not judged again. A NaN or infinite value is the worst there is: such a
+run is stopped (never paused) at its first judged step. A resumed study replays the stored
+reports in order (:meth:`Pruner.replay`) and decides as the killed run would have.
 """
 
 import math
@@ -211,13 +207,9 @@ def make(name="none", options=None, where=lambda key: f"[pruner].{key}"):
         if key not in OPTIONS[name]:
             raise ConfigError(where(key), f"does not apply to pruner {name!r} (its "
                               f"options: {', '.join(OPTIONS[name]) or 'none'})", options[key])
-    if name == "median":
-        return Percentile(**options)
-    if name == "percentile":
-        if not 0 <= options.get("percentile", -1) <= 100:
-            raise ConfigError(where("percentile"), "must be a number from 0 to 100 for pruner "
-                              "'percentile'", options.get("percentile"))
-        return Percentile(**options)
+    if name == "percentile" and not 0 <= options.get("percentile", -1) <= 100:
+        raise ConfigError(where("percentile"), "must be a number from 0 to 100 for pruner "
+                          "'percentile'", options.get("percentile"))
     if name in ("asha", "hyperband"):
         minimum, maximum = options.get("min_resource", 1), options.get("max_resource")
         if name == "hyperband" and maximum is None:
@@ -229,5 +221,5 @@ def make(name="none", options=None, where=lambda key: f"[pruner].{key}"):
         if maximum is not None and minimum > maximum:
             raise ConfigError(where("min_resource"), f"must not be above max_resource "
                               f"({maximum})", minimum)
-        return (Asha if name == "asha" else Hyperband)(**options)
-    return Pruner()
+    return {"median": Percentile, "percentile": Percentile, "asha": Asha,
+            "hyperband": Hyperband}.get(name, Pruner)(**options)

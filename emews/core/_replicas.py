@@ -1,23 +1,16 @@
 """Replicas (SmartSim's ensembles of one model): each point evaluated ``R`` times, with seeds.
 
-:class:`Replicas` wraps any :class:`~emews.core._algorithm.Algorithm`. Each point the wrapped
-algorithm proposes goes to the pool as ``R`` points, the same parameters plus a seed under the
-name ``seed_param`` (``[study].replica_seed_param``, CANDLE's ``rng_seed`` by default), ``R``
-distinct seeds drawn for each point from the study's seed. Every replica is an evaluation of
-its own (one row in the store); when the last replica of a point is told, the wrapped algorithm
-is told the point once, with the replicas' ``mean`` or their ``worst`` (largest) value::
+:class:`Replicas` wraps any :class:`~emews.core._algorithm.Algorithm`::
 
     algorithm.ask(1) -> {x}  ==>  {x, rng_seed: s1} ... {x, rng_seed: sR}  -> pool
     algorithm.tell([{x}], [mean or worst])  <==  R results
 
-Failed replicas are left out of the value; a point whose replicas all failed is told as a
-failure (``NaN``). A point whose last replicas a limit (time, target, ``emews stop``) kept from
-finishing is never told: its summary says it is incomplete, and it cannot be the study's best.
-A budget must be a multiple of ``R``, so that the budget itself cuts no point short. Told replicas that were never asked for (a resumed run's history) are
-grouped by their point without the seed and told once ``R`` of them are in.
-
-Settings (the ``replicas`` entry of the ME's settings, from the ``[study]`` table):
-``replicas`` (``R``), ``replica_objective`` (``mean`` or ``worst``), ``replica_seed_param``.
+Each replica is an evaluation (a row in the store) of its own, its seed (under ``seed_param``)
+drawn from the study's seed, distinct within the point. Failed replicas are left out of the
+value; a point whose replicas all failed is told ``NaN``. A point whose last replicas a limit
+kept from finishing is never told (incomplete, it cannot be the best). Told replicas never asked
+for (a resumed run's history) are grouped by their point without the seed. See
+docs/src/running.md (Replicas); the settings are the ME's ``replicas`` entry (:data:`KEYS`).
 """
 
 import math
@@ -29,6 +22,7 @@ from .._errors import ConfigError
 from .._status import FINAL, Status
 from ._vector import finite_or_none
 
+KEYS = ("replicas", "replica_objective", "replica_seed_param")   # [study] settings
 OBJECTIVES = ("mean", "worst")
 SEED_PARAM = "rng_seed"
 SEED_RANGE = 2 ** 31     # seeds are drawn from [0, 2**31): an int32 for any model's RNG
@@ -46,18 +40,15 @@ def wrap(algorithm, settings):
 
 
 def settings_of(study):
-    """The replica settings (``replicas``, ``replica_objective``, ``replica_seed_param``) of a
-    study's :class:`~emews._config.Study` when it evaluates each point more than once, else
-    (or without a ``study``) ``None``."""
+    """The replica settings (:data:`KEYS`) of a study's :class:`~emews._config.Study` that
+    evaluates each point more than once, else (or without a ``study``) ``None``."""
     if study is None or study.replicas <= 1:
         return None
-    return {key: getattr(study, key)
-            for key in ("replicas", "replica_objective", "replica_seed_param")}
+    return {key: getattr(study, key) for key in KEYS}
 
 
 def check(space, seed_param, where="[study].replica_seed_param"):
-    """A ConfigError (naming ``where``) when the seed's parameter name is one of the search
-    space's."""
+    """A ConfigError (naming ``where``) when ``seed_param`` names a parameter of ``space``."""
     if space is not None and seed_param in space.names:
         raise ConfigError(where, "must not be a parameter of the search "
                           f"space ({', '.join(space.names)})", seed_param)
@@ -73,13 +64,11 @@ def aggregate(values, objective):
 
 
 def summarize(rows, seed_param, objective, replicas):
-    """Per point of the finished ``rows`` (store rows, ``params`` decoded), best first: the
-    point (its parameters without the seed), the ``mean``, ``std`` (sample standard deviation;
-    ``None`` below two values) and ``count`` of its replicas' finished values, the ``failed``
-    replicas, whether all ``replicas`` of it finished (``complete``), and the ``value`` the
-    search is told (``objective``; ``None`` when all failed, or when a limit ended the study
-    before the point's last replica finished: its search was never told), and the ``ids`` of
-    its replicas' rows. Complete points come first, by value."""
+    """Per point of the finished ``rows`` (store rows, ``params`` decoded), complete points
+    first, by value: the ``point`` (without the seed), the ``mean``, ``std`` (sample; ``None``
+    below two values) and ``count`` of its replicas' finished values, the ``failed`` ones,
+    whether all ``replicas`` finished (``complete``), the ``value`` its search is told
+    (``objective``; ``None`` when all failed, or incomplete), the ``ids`` of its rows."""
     groups = {}
     for row in rows:
         if row["status"] not in FINAL:
@@ -145,7 +134,6 @@ class Replicas(Algorithm):
         check(space, seed_param)
         self.algorithm = algorithm
         self.replicas = replicas
-        self.objective = objective
         self.seed_param = seed_param
         self.needs_space, self.finite = algorithm.needs_space, algorithm.finite
         self.ready_share = algorithm.ready_share

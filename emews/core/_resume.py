@@ -1,17 +1,6 @@
-"""Where a run of a study starts from: what earlier runs of it left in the store.
-
-::
-
-    store --resume_unfinished()--> the points a killed run left unfinished (to run again);
-                                   those interrupted MAX_INTERRUPTIONS times: failed for good;
-                                   a thaw of a paused run: paused again, where it got to
-          --starting_state()--> StartingState: the ME's settings (history, pending,
-                                checkpoint, seed), the finished points a restored search
-                                proposes again (stored_answers), and what the master's limits
-                                count from (restored, earlier_values)
-
-A fresh study is a resumed one whose store is empty: the same path, with nothing in it.
-"""
+"""Where a run of a study starts from: what earlier runs of it left in the store
+(:func:`resume_unfinished`, then :func:`starting_state`). A fresh study is a resumed one whose
+store is empty: the same path, with nothing in it."""
 
 import math
 import time
@@ -19,11 +8,11 @@ from dataclasses import dataclass, field
 
 from ..evaluate import Outcome
 from ._criteria import as_json
+from ._replicas import KEYS as REPLICA_KEYS
 from .._status import TOLD, Status
 
 CHECKPOINT = "me"                    # the ME driver's checkpoint in the store
 MAX_INTERRUPTIONS = 3                # a point interrupted this often is not run again
-REPLICA_KEYS = ("replicas", "replica_objective", "replica_seed_param")
 SEED_STEP = 7919                     # a resumed search's seed moves on by this per resume
 
 
@@ -49,8 +38,7 @@ def resume_unfinished(store):
 
 
 def _repaused(store, row):
-    """The outcome of the thaw ``row`` that a killed run interrupted: paused at its last
-    report."""
+    """The outcome of a thaw ``row`` a killed run interrupted: paused at its last report."""
     reports = [r for r in store.reports(row["id"]) if r["attempt"] == row["attempt"]]
     value = math.nan if not reports or reports[-1]["value"] is None else reports[-1]["value"]
     step = reports[-1]["step"] if reports else "its start"
@@ -59,9 +47,8 @@ def _repaused(store, row):
 
 
 def restorable(store, mode):
-    """True when the search resumes from its checkpoint: in batch mode, where a checkpoint
-    (taken after each tell) covers every point proposed before it. (A classic EQ/Py module
-    takes none.)"""
+    """True when the search resumes from its checkpoint, taken after each tell in batch mode
+    (a classic EQ/Py module takes none)."""
     return mode == "batch" and store.checkpoint(CHECKPOINT) is not None
 
 
@@ -81,10 +68,8 @@ def search_seed(cfg, store):
 
 
 def search_settings(cfg, seed):
-    """The ME's settings of the study ``cfg`` (a :class:`~emews._config.Config`; the keys of
-    :mod:`emews.core._me`) for a search built with ``seed``: what
-    :func:`emews.core._me.build_algorithm` builds it from, its mode, batch size and stopping
-    rules. :func:`starting_state` adds where a run of it starts from."""
+    """The ME's settings (the keys of :mod:`emews.core._me`) of the study ``cfg`` for a search
+    built with ``seed``; :func:`starting_state` adds where a run of it starts from."""
     study = cfg.study
     return {"algorithm": study.algorithm, "options": cfg.algorithm_options,
             "space": study.space, "seed": seed, "mode": study.mode,
@@ -94,9 +79,8 @@ def search_settings(cfg, seed):
 
 def told_value(row, policy, criteria=None):
     """What the search was told of a finished point: its result (an
-    :class:`~emews.core._algorithm.Objectives` in a study of several objectives or constraints:
-    ``criteria``), NaN for a pruned one, or the policy's value for a failure (its penalty,
-    else NaN)."""
+    :class:`~emews.core._algorithm.Objectives` in a vector study: ``criteria``), NaN for a
+    pruned one, or the policy's value for a failure (its penalty, else NaN)."""
     if row["status"] == Status.DONE:
         return counted_value(row, criteria)
     if row["status"] in (Status.PRUNED, Status.PAUSED):
@@ -105,8 +89,8 @@ def told_value(row, policy, criteria=None):
 
 
 def counted_value(row, criteria=None):
-    """What the master's limits count of a finished point: its result (as
-    :func:`told_value` gives it), NaN for a failure."""
+    """What the master's limits count of a finished point: as :func:`told_value`, but NaN
+    for a failure."""
     if row["status"] != Status.DONE:
         return math.nan
     if criteria is not None and criteria.vector and row["objectives"]:
@@ -129,13 +113,9 @@ class StartingState:
 
 
 def starting_state(cfg, store, slots, classic, requeue, policy):
-    """The :class:`StartingState` of this run.
-
-    A search restored from its checkpoint is told nothing: the points it proposed after the
-    checkpoint are its ``stored_answers``, answered from the store when it proposes them
-    again. Otherwise the search is told every finished point (``history``) and proposes the
-    unfinished ones again first (``pending``).
-    """
+    """The :class:`StartingState` of this run: a search restored from its checkpoint is told
+    nothing (what it proposed after the checkpoint is answered from the store); any other is
+    told every finished point (``history``) and proposes the unfinished ones first."""
     criteria = cfg.criteria
     mode = "batch" if classic else cfg.study.mode
     restore = not classic and restorable(store, mode)

@@ -1,22 +1,11 @@
 """Freeze-thaw: which paused runs go on, chosen by a model of their learning curves.
 
-::
-
-    pruner (pause = true) --PAUSE--> Master: the run ends ``paused``, its checkpoint kept;
-                                     Thaws.pause(point, attempt, params, curve)
-    Master._thaw (nothing left to propose: the budget's evaluations all started, a limit
-    reached, or the search ended), a slot free:
-        Thaws.take(best, fill) --> the paused point whose curve predicts the best final value
-                             --> its next attempt, in the same checkpoint directory: it goes on
-                             from its checkpoint. A thaw whose prediction beats ``best``
-                             (the best finished value) runs to its end; any other only fills
-                             a slot while other work runs (``fill``), and is paused again at
-                             its next report once none does (a filler: Master._judge)
-
-A run's curve is what it reported (``emews.report``), over all its attempts. Its final value
-is predicted at the study's ``max_resource`` by :func:`predict` (Domhan et al.'s ``pow3``,
-``exp3`` and ``log-linear`` curves; docs/src/fidelity.md says how it was chosen and measured),
-once, when the run pauses (about 2 ms).
+A pruner with ``pause = true`` pauses runs (the master calls :meth:`Thaws.pause`); once nothing
+is left to propose, ``Master._thaw`` fills a free slot with the paused run whose curve (what it
+reported, over all its attempts) :func:`predict` ranks best at ``max_resource`` (once, when it
+pauses: about 2 ms), as its point's next attempt in the same checkpoint directory. A thaw
+predicted to beat the best finished value runs to its end; any other only fills a slot, and is
+paused again once no other work runs. docs/src/fidelity.md (Freeze-thaw) says more.
 """
 
 import json
@@ -30,27 +19,17 @@ import numpy
 from .._status import Status
 from ._segments import SEGMENT
 
-
-def _pow3(x, c, a, alpha):
-    return c + a * x ** -alpha
-
-
-def _exp3(x, c, a, b):
-    return c + a * numpy.exp(-b * x)
-
-
-def _log_linear(x, a, b):
-    return a + b * numpy.log(x)
-
-
-CURVES = ((_pow3, (1.0, 1.0, 0.5)), (_exp3, (1.0, 1.0, 0.1)), (_log_linear, (1.0, -0.1)))
+CURVES = (   # Domhan et al.'s curves, each with the parameters its fit starts from
+    (lambda x, c, a, alpha: c + a * x ** -alpha, (1.0, 1.0, 0.5)),   # pow3
+    (lambda x, c, a, b: c + a * numpy.exp(-b * x), (1.0, 1.0, 0.1)),   # exp3
+    (lambda x, a, b: a + b * numpy.log(x), (1.0, -0.1)),   # log-linear
+)
 
 
 def predict(curve, horizon):
     """The value the run of ``curve`` ({step: value}, lower is better) is predicted to reach at
-    step ``horizon``: the median of its last value and of the parametric fits to more points
-    than they have parameters that stay within the curve's range widened by its span on each
-    side."""
+    step ``horizon``: the median of its last value and of the fits of :data:`CURVES` to more
+    points than they have parameters that stay within its range widened by its span each side."""
     steps = sorted(s for s, v in curve.items() if s > 0 and v is not None and math.isfinite(v))
     if not steps:
         return math.inf
@@ -91,17 +70,14 @@ class Paused:
 
 @dataclass
 class Thaws:
-    """The study's paused runs, which one to thaw next (predicted at ``horizon``; ``None``: a
-    study that pauses nothing, and thaws nothing), and which runs thaws go on (``continues``:
-    ``(id, attempt)`` of a thaw -> the run it goes on, the pruner's name for both;
-    ``predictions``: ``(id, attempt)`` of a thaw -> the final value predicted when it was
-    taken, which says whether it is a :meth:`filler`)."""
+    """The study's paused runs, and which one to thaw next (predicted at ``horizon``;
+    ``None``: a study that pauses nothing, and thaws nothing)."""
 
     horizon: int | None = None
     paused: dict = field(default_factory=dict)    # point id -> Paused
     thawing: dict = field(default_factory=dict)   # point id -> its curve, while it is thawed
-    continues: dict = field(default_factory=dict)
-    predictions: dict = field(default_factory=dict)
+    continues: dict = field(default_factory=dict)   # a thaw's (id, attempt) -> the run it goes on
+    predictions: dict = field(default_factory=dict)   # a thaw's (id, attempt) -> its prediction
 
     def run_of(self, run):
         """The run ``run`` (``(id, attempt)``) goes on: the first of its point's paused
@@ -116,9 +92,8 @@ class Thaws:
         self.paused[point] = Paused(params, attempt, curve, predict(curve, self.horizon))
 
     def take(self, best=math.inf, fill=False):
-        """The paused point to thaw now, taken out (``(id, Paused)``), or ``None``: the one
-        predicted best, while that prediction is better than ``best``, or whatever its
-        prediction with ``fill`` (a free slot that nothing else would use)."""
+        """The paused point predicted best, taken out (``(id, Paused)``), if that prediction
+        beats ``best`` or with ``fill`` (a free slot that nothing else would use); else ``None``."""
         if not self.paused:
             return None
         value, point = min((run.predicted, i) for i, run in self.paused.items())
@@ -128,10 +103,9 @@ class Thaws:
         return point, self.paused.pop(point)
 
     def next_thaw(self, best=math.inf, fill=False):
-        """The next thaw (see :meth:`take`): ``(id, attempt, params, step)``, its point, the
-        attempt it is, its parameters (JSON text) and the step its point's curve reached;
-        ``None`` when there is none. It is a segment (:mod:`emews.core._segments`) from that
-        step to ``horizon``, in its point's own checkpoint directory."""
+        """The next thaw (see :meth:`take`) as ``(id, attempt, params, step)``, or ``None``: a
+        segment (:mod:`emews.core._segments`; ``params`` JSON text) from the ``step`` its point's
+        curve reached to ``horizon``, in the point's own checkpoint directory."""
         taken = self.take(best, fill) if self.horizon is not None else None
         if taken is None:
             return None
@@ -152,14 +126,12 @@ class Thaws:
 
     def filler(self, run, best):
         """Whether ``run`` (``(id, attempt)``) is a thaw predicted to end no better than
-        ``best`` (the best finished value now): it only fills a slot that nothing else
-        would use, and is paused again once no other work runs."""
+        ``best`` (the best finished value now): paused again once no other work runs."""
         return run in self.predictions and not self.predictions[run] < best
 
     def resume(self, attempts, paused, reports):
-        """Take back what earlier runs of the study stored: which runs thaws go on (from the
-        ``paused`` ``attempts``, in order), and the ``paused`` points (rows) with their curves
-        (``reports``)."""
+        """Take back which runs thaws go on (from the paused ``attempts``, in order) and the
+        ``paused`` points (rows) with their curves (``reports``), as earlier runs stored them."""
         for row in attempts:
             if row["status"] == Status.PAUSED:
                 run = (row["id"], row["attempt"])

@@ -1,7 +1,5 @@
-"""The value told of an evaluation in a study of several objectives or with constraints:
-:class:`Objectives` (part of the algorithm contract, :mod:`emews.core._algorithm`; here, apart,
-so that the EQ/Py wire (:mod:`emews.core._queues`) decodes it too); and numbers as JSON holds
-them (:func:`finite_or_none`, :func:`json_numbers`: NaN and the infinities as null)."""
+""":class:`Objectives` (of the algorithm contract; here, apart, so that the EQ/Py wire decodes
+it too), and numbers as JSON holds them (NaN and the infinities as null)."""
 
 import math
 from collections.abc import Iterable

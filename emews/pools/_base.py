@@ -1,18 +1,15 @@
 """Pools evaluate tasks for the master: the contract, a non-spinning wait, an in-process pool.
 
-A pool has ``slots`` (how many tasks it runs at once). The master calls ``submit`` only while
-slots are free, and ``collect`` to get finished tasks back::
+::
 
     master --submit([Task, ...])--> pool --> workers run Objective.evaluate
     master <--collect()-- [(task, rank, Outcome), ...]
     judge(task, rank, Report) -> prune?   bound by the master (Pool.bind_judge), called by
                                           collect for each report a running model makes
-                                          (emews.report), which waits for its verdict
 
 :class:`emews.pools._mpi.MPIPool` spreads tasks over MPI ranks; :class:`InProcessPool` runs them on
-threads of the calling process (notebooks, ``mpiexec -n 1``). Every pool hands its outcomes back
-through their one wire form (:meth:`~emews.evaluate.Outcome.to_wire`), so that what the store
-keeps never depends on the pool.
+threads of the calling process. Every pool hands its outcomes back through their one wire form
+(:meth:`~emews.evaluate.Outcome.to_wire`), so that what the store keeps never depends on the pool.
 """
 
 import abc
@@ -57,14 +54,11 @@ def go_on(task: Task, rank: int, report: Report) -> bool:
 
 
 class Pool(abc.ABC):
-    """The pool contract (see the module docstring).
-
-    ``slots`` is how many tasks run at once; ``running`` maps something of the pool's own (a
-    task id, a future) to each submitted, unfinished task (its length is what the master
-    reads). :attr:`judge` (bound by :meth:`bind_judge`) takes the reports of running tasks
-    during :meth:`collect` and answers whether to stop the run; a pool calls it on the
-    master's thread only.
-    """
+    """The pool contract: ``slots`` is how many tasks run at once (the master submits only
+    while some are free); ``running`` maps something of the pool's own (a task id, a future)
+    to each submitted, unfinished task. :attr:`judge` (bound by :meth:`bind_judge`) answers
+    whether to stop a run at each of its reports, called by :meth:`collect` on the master's
+    thread only."""
 
     def __init__(self, slots: int) -> None:
         self.slots = max(int(slots), 1)
@@ -86,18 +80,15 @@ class Pool(abc.ABC):
     @abc.abstractmethod
     def submit(self, tasks: list[Task], slots: list[int] | None = None) -> list[tuple[Task, int]]:
         """Start ``tasks`` (at most :meth:`free_slots`); return ``(task, rank)`` assignments.
-        ``slots`` (from :class:`~emews.pools._packed.PackedPool`) names the slot each task
-        runs on (its index in the pool's slots); by default the pool picks."""
+        ``slots`` (a packing pool's) names the index of each task's slot; else the pool picks."""
 
     def started(self) -> list[tuple[int, int]]:
-        """``(task id, rank)`` of the tasks a pool started after their :meth:`submit` (those
-        it queued: :class:`~emews.pools._packed.PackedPool`); each is told once."""
+        """``(task id, rank)`` of the tasks started since, that a packing pool queued at
+        :meth:`submit`; each is told once."""
         return []
 
     def queued(self) -> int:
-        """How many submitted tasks wait in the pool for a slot, not started yet (they are
-        in :attr:`running` too): those a packing pool queued; 0 for a pool that starts each
-        task at once."""
+        """How many tasks of :attr:`running` wait in the pool for a slot (a packing pool's)."""
         return 0
 
     @abc.abstractmethod
@@ -114,9 +105,8 @@ class Pool(abc.ABC):
         return list(self.running.values())
 
     def hold(self) -> list[Task]:
-        """Take back the submitted tasks that no worker has started yet (``emews pause`` or
-        ``stop``) and return them; they are no longer running. A pool that hands its tasks
-        straight to its workers holds none back."""
+        """Take back (from :attr:`running`) and return the submitted tasks no worker has
+        started yet (``emews pause`` or ``stop``); by default none are held back."""
         return []
 
     def cancel(self) -> None:
@@ -150,11 +140,8 @@ class Backoff:
         return self.delay >= self.maximum
 
     def wait(self, waiter: Callable[[float], Any] = time.sleep) -> Any:
-        """Wait (releasing the GIL) for the current delay, then lengthen it.
-
-        ``waiter(delay)`` does the waiting (a sleep, or a queue's ``get`` that ends early);
-        its result is returned.
-        """
+        """Return ``waiter(delay)`` (a sleep, or a queue's ``get`` that ends early), then
+        lengthen the delay."""
         if self.share and self.since is None:
             self.since = time.monotonic()
         result = waiter(self.delay)
@@ -172,11 +159,8 @@ a worker thread, with the queue its verdict goes back by."""
 
 
 class InProcessPool(Pool):
-    """Evaluate on ``workers`` threads of this process (rank 0).
-
-    A worker thread's finished future and its reports both come to the master's thread through
-    one queue (``events``); a reporting thread waits for its answer there.
-    """
+    """Evaluate on ``workers`` threads of this process (rank 0); their finished futures and
+    reports come to the master's thread through one queue (``events``)."""
 
     def __init__(self, objective: Objective, workers: int = 1) -> None:
         super().__init__(workers)
@@ -199,15 +183,13 @@ class InProcessPool(Pool):
         return [(task, 0) for task in tasks]
 
     def _report(self, task: Task, report: Report) -> bool | None:
-        """On a worker thread: hand ``report`` to the master's thread and wait for its
-        answer."""
+        """On a worker thread: hand ``report`` to the master's thread, wait for its answer."""
         answer: Verdicts = queue.SimpleQueue()
         self.events.put((task, report, answer))
         return answer.get()
 
     def collect(self, block: bool = True) -> list[Finished]:
-        """Finished tasks; with ``block``, wait for one, or for reports (judged here: the
-        master then commits them, without waiting for a result)."""
+        """Finished tasks; with ``block``, wait for one, or for reports (judged here)."""
         finished: list[Finished] = []
         judged = False
         while self.running or finished:

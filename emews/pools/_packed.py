@@ -9,12 +9,9 @@
 
 An evaluation of ``k`` ranks holds ``k`` slots of the pool: the lowest one leads (its worker
 runs the evaluation, with :class:`~emews.evaluate._base.Resources` saying what it holds, in
-``RunContext.resources``); the others are reserved: their workers take nothing else until it
-ends (they wait for work as idle workers do). A task whose request can never fit (or that
-breaks a setting's rule) comes back ``failed`` with that one line, never run.
-
-A study whose evaluations are all one rank without GPUs does not use this pool
-(:func:`with_packing` gives back the pool it was handed): its path stays as fast as before.
+``RunContext.resources``); the others take nothing else until it ends. A task whose request
+can never fit (or breaks a setting's rule) comes back ``failed`` with that one line, never run.
+A study whose evaluations are all one rank without GPUs does not use this pool.
 """
 
 import json
@@ -34,10 +31,9 @@ from ._requests import Demand
 
 
 def with_packing(pool, cfg):
-    """``pool`` as the study configured by ``cfg`` needs it: wrapped in a :class:`PackedPool`
-    when an evaluation may ask for more than one rank or any GPU, else ``pool`` itself. A
-    request of constant size that can never fit the pool's slots (:meth:`Pool.hosts`) is a
-    ConfigError."""
+    """``pool`` wrapped in a :class:`PackedPool` when an evaluation of the study ``cfg`` may
+    ask for more than one rank or any GPU, else ``pool``; a ConfigError when a request of
+    constant size can never fit the pool's slots (:meth:`Pool.hosts`)."""
     demand = Demand.from_config(cfg)
     if demand.trivial:
         return pool
@@ -78,8 +74,7 @@ class PackedPool(Pool):
         return max(len(self.packer.hosts) - self.packer.in_use() - promised, 0)
 
     def submit(self, tasks, slots=None):
-        """Queue ``tasks`` and start what fits; the packer picks their slots (``slots`` is
-        not for a packing pool: it places its tasks itself)."""
+        """Queue ``tasks`` and start what fits (the packer picks the slots, never ``slots``)."""
         for task in tasks:
             try:
                 request = self.demand.of(json.loads(task.params))

@@ -2,16 +2,14 @@
 
 A pool's slots are its worker ranks, each on a host; each host has GPUs (``gpus_per_node``
 device ids), each of capacity 1. :meth:`Packer.place` finds room for one
-:class:`~.requests.Request`: ``ranks`` free slots (on exactly ``nodes`` hosts when it says so,
-else on one host when one has room, else on the hosts with the most room), each rank with its
-share of a GPU on its host (the fullest GPU that still has room: fractions pack tightly).
+:class:`~emews.pools._requests.Request`: ``ranks`` free slots (on exactly ``nodes`` hosts when
+it says so, else on one host when one has room, else on the hosts with the most room), each
+rank with its share of a GPU on its host (the fullest GPU that still has room).
 
-:meth:`Packer.schedule` picks which of the waiting requests start now, in their order, without
-starving the large ones: the oldest request that does not fit *reserves* hosts (those with the
-most room, until they could hold it), and later, smaller requests start only on the other
-hosts (backfill). The reserved hosts only empty as their evaluations end, so the oldest
-starts once they have (no run times need to be known); the rest of the pool keeps working.
-``benchmarks/packing.py`` measures it against first-come-first-served.
+:meth:`Packer.schedule` starts waiting requests in their order without starving the large
+ones: the oldest request that does not fit *reserves* hosts (those with the most room, until
+they could hold it), and later ones start only on the other hosts (backfill); it starts once
+the reserved hosts have emptied. ``benchmarks/packing.py`` measures it against FCFS.
 """
 
 from dataclasses import dataclass
@@ -60,7 +58,7 @@ class Packer:
         if request.gpus and not self.devices:
             raise NeverFits(f"an evaluation of {float(request.gpus):g} GPUs can never fit: the "
                             "pool has none ([system] gpus_per_node is 0)")
-        per_host = min(most, self._ranks_per_host(len(self.devices), request.share))
+        per_host = min(most, self._ranks_per_host(request.share))
         split = request.split()
         if split is not None and split[0] > per_host or \
                 request.ranks > per_host * len(self.order):
@@ -70,37 +68,29 @@ class Packer:
                             f"{len(self.order)} nodes of {most} slots and "
                             f"{len(self.devices)} GPUs each")
 
-    def _ranks_per_host(self, devices, share=None):
-        """How many ranks of per-rank GPU ``share`` ``devices`` whole GPUs can hold."""
+    def _ranks_per_host(self, share):
+        """How many ranks of per-rank GPU ``share`` a host's whole GPUs can hold."""
         if not share:
             return float("inf")
-        if share >= 1:
-            return devices // int(share)
-        return devices * int(1 / share)
+        devices = len(self.devices)
+        return devices // int(share) if share >= 1 else devices * int(1 / share)
 
     def place(self, request, hosts=None):
         """Take room for ``request`` on ``hosts`` (default: all); return its
         :class:`Placement`, or ``None`` (nothing taken) when it does not fit now."""
-        share = request.share
+        share, split = request.share, request.split()
         hosts = self.order if hosts is None else hosts
-        candidates = [h for h in hosts if self.free[h]] if not share else \
-            [h for h in hosts if self._capacity(h, share)]
-        split = request.split()
-        if split is not None:
-            chosen = self._choose(candidates, split, share)
-        else:
-            chosen = self._spread(candidates, request.ranks, share)
+        candidates = [h for h in hosts if self._capacity(h, share)]
+        chosen = self._spread(candidates, request.ranks, share) if split is None \
+            else self._choose(candidates, split, share)
         if chosen is None:
             return None
-        slots, gpus = [], []
+        taken = []   # (slot, the GPUs its rank took)
         for host, count in chosen:
-            taken = self.free[host][:count]
+            taken += [(slot, self._take_gpu(host, share)) for slot in self.free[host][:count]]
             del self.free[host][:count]
-            for _ in taken:
-                gpus.append(self._take_gpu(host, share))
-            slots.extend(taken)
-        order = sorted(range(len(slots)), key=slots.__getitem__)
-        return Placement(tuple(slots[i] for i in order), tuple(gpus[i] for i in order))
+        slots, gpus = zip(*sorted(taken))
+        return Placement(slots, gpus)
 
     def release(self, placement):
         """Give back what ``placement`` took."""
@@ -117,9 +107,8 @@ class Packer:
         return len(self.hosts) - sum(len(slots) for slots in self.free.values())
 
     def schedule(self, requests):
-        """Place the waiting ``requests`` (in their order) that may start now: a list of
-        ``(index, Placement)``; the oldest that does not fit reserves hosts from later ones
-        (see the module docstring)."""
+        """Place the waiting ``requests`` (in their order) that may start now, reserving hosts
+        for the oldest that does not fit (see above): a list of ``(index, Placement)``."""
         started, hosts, refused = [], list(self.order), set()
         for index, request in enumerate(requests):
             if request.shape in refused:   # one of the same size did not fit: nor does this
@@ -146,19 +135,16 @@ class Packer:
             if len(reserved) >= need and ranks >= request.ranks:
                 break
             reserved.append(host)
-            ranks += min(self.size[host], self._ranks_per_host(len(self.devices),
-                                                               request.share))
+            ranks += min(self.size[host], self._ranks_per_host(request.share))
         return set(reserved)
 
     def _capacity(self, host, share):
         """How many more ranks of GPU ``share`` ``host`` can take now."""
         if not share:
             return len(self.free[host])
-        count, room = 0, sorted(self.room[host].values())
-        if share >= 1:
-            count = sum(1 for r in room if r == 1) // int(share)
-        else:
-            count = sum(int(r / share) for r in room)
+        room = self.room[host].values()
+        count = sum(1 for r in room if r == 1) // int(share) if share >= 1 \
+            else sum(int(r / share) for r in room)
         return min(count, len(self.free[host]))
 
     def _choose(self, candidates, split, share):

@@ -8,10 +8,9 @@
     gpus_per_eval = 0.5         # two evaluations share one GPU
     nodes_per_eval = 1          # all its ranks on one node
 
-:class:`Demand` holds the three settings; :meth:`Demand.of` resolves them for one point into a
-:class:`Request`, checked (one line naming the setting, the rule and the value). GPUs are shared
-out per rank: each of the ``ranks`` takes ``gpus / ranks`` of a GPU (a fraction below 1: ranks
-and evaluations share a GPU) or that many whole GPUs (a share above 1 must be whole).
+:meth:`Demand.of` resolves them for one point into a checked :class:`Request`. Each of the
+``ranks`` takes ``gpus / ranks`` of a GPU (a fraction below 1: ranks and evaluations share a
+GPU) or that many whole GPUs (a share above 1 must be whole).
 """
 
 import functools
@@ -80,9 +79,6 @@ class Request:
         return {"ranks": self.ranks, "gpus": float(self.gpus), "nodes": self.nodes}
 
 
-ONE = Request()
-
-
 class Demand:
     """The study's ``[study]`` resource settings (``settings``: name -> value, each a number,
     ``"$name"`` or ``None``); ``where(name)`` names a setting in error messages."""
@@ -141,9 +137,8 @@ class Demand:
         return request
 
     def extremes(self, space):
-        """The requests of the points at the ends of the parameters the settings name
-        (``space``: the :class:`~emews._space.Space`; a range's bounds, every value of a list),
-        each checked (:class:`Invalid` names a value that breaks its setting's rule)."""
+        """The requests, each checked (:class:`Invalid`), of the points at the :func:`ends` of
+        the parameters of ``space`` (the :class:`~emews._space.Space`) the settings name."""
         names, choices = [], []
         for setting, value in self.settings.items():
             if not isinstance(value, str):
@@ -172,8 +167,8 @@ class Demand:
 def ends(param):
     """The values of a search-space parameter a request can reach at its ends: a list's
     values, a range's bounds, a constant's value."""
-    for attribute in ("values", "value"):
-        if hasattr(param, attribute):
-            values = getattr(param, attribute)
-            return list(values) if attribute == "values" else [values]
+    if hasattr(param, "values"):
+        return list(param.values)
+    if hasattr(param, "value"):
+        return [param.value]
     return [param.lower, param.upper]
