@@ -6,17 +6,10 @@
         DEVICES /candle_data_dir --params_file /emews_run/params.json --experiment_id EXP
         --run_id RUN          (IMPROVE's train.sh convention; output -> RUN_DIR/model.log)
 
-Every runtime starts the same thing, each with its own exact argument list (one
-:class:`Runtime` each; docs/src/containers.md tabulates their words): the data directory bound
-at ``/candle_data_dir`` and the run directory at ``/emews_run`` (its working directory), a few
-variables set inside (:func:`guest_environment`), the GPU flags (:func:`gpu_kind`), then the
-action script. The value is the last ``IMPROVE_RESULT`` line of ``model.log``. The point's
-checkpoint directory is bound at ``/emews_run/checkpoints`` (``EMEWS_CHECKPOINT_DIR`` inside),
-its mount point made in the run directory. Parameters never reach a command line: they are in
-``params.json``.
-
-``python -m emews.evaluate container-command IMAGE ACTION DEVICES RUN_DIR EXPID RUNID`` prints
-the argument list (NUL-separated) for Supervisor's 7-argument ``model.sh`` call (:func:`main`).
+Every runtime starts the same :class:`Launch`, each with its own argument list (one
+:class:`Runtime` each); docs/src/containers.md says what is bound where, which variables are
+set inside and each runtime's words. ``python -m emews.evaluate container-command`` prints the
+argument list for Supervisor's 7-argument ``model.sh`` call (:func:`main`).
 """
 
 import json

@@ -5,21 +5,16 @@
     worker (the evaluation's leading rank), RunContext.resources = Resources(k, hosts, gpus)
       Launcher.from_environ()          EMEWS_LAUNCH (the site's [launch], set by the batch
                                        script of emews submit), else mpiexec beside python
-      .command(resources)              mpiexec -n k [-hosts h1:2,h2:2]
+      .prefix(resources)               mpiexec -n k [-hosts h1:2,h2:2]
                                        srun -n k -N m --exact --overlap [--nodelist=..] [--gpus=g]
                                        jsrun, aprun, flux run ... (argument lists, never a shell)
       .environ(resources)              WORLD_SIZE, MASTER_ADDR, MASTER_PORT, EMEWS_EVAL_GPUS, ...
         -> each of the k processes: rank_environ() adds RANK, LOCAL_RANK, LOCAL_WORLD_SIZE and
            its own GPU (CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES or ZE_AFFINITY_MASK)
 
-A template is a list of words; ``{ranks}``, ``{nodes}``, ``{ppn}`` (ranks per node, rounded
-up), ``{hosts}`` (the distinct hosts, comma-separated), ``{hostcounts}`` (``h1:2,h2:2``),
-``{gpus}`` and ``{gpus_per_rank}`` are replaced with the evaluation's numbers; nothing of the
-point's parameters ever reaches a command line. The ``hosts`` words are added when the
-evaluation's hosts are not all this node, the ``gpus`` words when it has GPUs.
-
-Each process's GPU: with G devices for k ranks, process ``r`` of the evaluation gets its share
-(G >= k: ``G // k`` devices, the ``r``-th slice; G < k, a shared GPU: device ``r mod G``).
+docs/src/parallel-evals.md lists the template fields (:data:`FIELDS`). Each process's GPU:
+with G devices for k ranks, process ``r`` gets its share (G >= k: ``G // k`` devices, the
+``r``-th slice; G < k, a shared GPU: device ``r mod G``).
 """
 
 import json

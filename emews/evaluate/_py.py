@@ -1,14 +1,10 @@
 """``py``: call ``module:function(params)``, in a nanny child (isolated) or in this interpreter.
 
 Isolated (the default, ``[study] isolate = true``), each concurrent caller gets a nanny of its
-own (:class:`~.isolated.Nanny`): a fresh interpreter that imports the objective once and runs
-task after task, so that a crash, ``os._exit`` or a hang ends one evaluation, not the worker,
-and ``timeout`` and ``cancelled`` apply. Not isolated, the function runs in the worker's own
-interpreter: microseconds per call, but no timeout or cancel, and a crash kills the worker.
-
-An evaluation given several ranks (``context.resources.ranks`` > 1) runs as that many
-processes started by the site's launcher, sharing ``emews.comm()`` (:mod:`.group`), isolated
-or not.
+own (:class:`~.isolated.Nanny`), so that a crash, ``os._exit`` or a hang ends one evaluation,
+not the worker, and ``timeout`` and ``cancelled`` apply. Not isolated, the function runs in the
+worker's own interpreter: microseconds per call, but no timeout or cancel. An evaluation of
+several ranks runs as that many processes sharing ``emews.comm()`` (:mod:`.group`).
 """
 
 import threading

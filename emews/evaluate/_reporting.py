@@ -8,20 +8,10 @@
          worker, which calls the pool's callback; the pool hands it to the master
       <- True when the master's pruner stops the run: emews.report raises Pruned
 
-A model that never calls ``emews.report`` sends nothing. A bad report (a step that is not a
-whole number above the last, a report outside a run or after a stop) raises before anything is
-sent (:meth:`Reporter.report`; docs/src/fidelity.md tabulates each case); a NaN or infinite
-value is sent and stored as it is (the pruners take it as the worst).
-
-``app`` and ``container`` models report with a line of their output (:data:`LINE`)::
-
-    EMEWS_REPORT {"step": 3, "value": 0.7, "metrics": {"acc": 0.8}}
-
-(the :class:`~.outcome.Report` wire form; ``metrics`` and ``time`` may be left out). The worker
-reads the run's log while it waits (:class:`LogReports`, every 0.1 s): each such line is a
-report as above; a line that breaks the rules is skipped, with a note in the log. When the
-pruner stops the run, its process group gets SIGTERM, then SIGKILL after the grace period
-(``KILL_GRACE``, 5 s), and it is stored ``pruned``; the model goes on training until then.
+``app`` and ``container`` models report with a line of their output (:data:`LINE`, then the
+:class:`~.outcome.Report` wire form), which the worker reads from the run's log while it waits
+(:class:`LogReports`). docs/src/fidelity.md tabulates the rules a report must keep and what
+follows a bad one or a stop.
 """
 
 import contextlib

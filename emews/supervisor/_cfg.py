@@ -1,32 +1,14 @@
 """CANDLE/Supervisor's ``cfg-sys-*.sh`` and ``cfg-prm-*.sh`` files as an emews study.
 
-Supervisor's workflows ``source`` the two files into their bash; emews does the same in a
-``bash`` subprocess (never in its own process, and never with ``eval``): ``set -a -e -u``, as
-Supervisor's ``workflow.sh`` runs them (every assignment exported, a failing command or an
-unset variable an error), the cfg-sys file first, then the cfg-prm file, and reads the
-environment back after each. ``EMEWS_PROJECT_ROOT`` defaults to the directory above the
-cfg-prm file's (Supervisor's ``workflows/NAME/test/`` layout) and ``WORKFLOWS_ROOT`` to the one
-above that. A file that fails (an ``exit``, an unset variable, a failing command) is one error
-naming the file, with bash's exit status and the last line it printed (an ``echo`` before
-``exit 1``, or bash's own ``FILE: line N: ...``).
-
-:func:`read` maps what the files set to a study (a dict shaped like the TOML file): the
-variables of :data:`COMMON` and of the workflow's :data:`WORKFLOWS` entry to their table and
-key (``IGNORE_ERRORS`` to ``[failure] on_failure``), with the options a workflow fixes
-(:data:`FIXED_OPTIONS`) and the files it reads itself (grid's and random's
-``data/settings.json``, async-search's ``python/as_problem.py``, upf's UPF file, pbt's
-parameter file: :func:`pbt_settings`); docs/src/supervisor.md tabulates each workflow's study.
-
-The workflow is the one named (``emews supervisor``'s), else the cfg-prm file's
-(``workflows/GA``, ``mlrMBO``, ...), else the one whose variables the files set; a second file
-whose name does not end in ``.sh`` is upf's UPF file or pbt's parameter file, and one cfg file
-alone (the ``supervisor`` tool's form) holds all the settings. docs/src/supervisor.md says how
-the files are found (``SUPERVISOR_PATH``, as ``find_cfg``) and which helpers work while they are
-sourced. A variable emews reads from the environment itself (``PROCS``, ``MODEL_NAME``, ...)
-takes the environment's value first, so the study printed is the study run. A variable the
-files set that would change the study and that emews does not map is refused, never ignored;
-the few that change nothing under emews (:data:`UNUSED`) are named in the study's notes. A
-variable that the files' own text refers to (a helper such as ``POP_DEFAULT``) is no setting.
+docs/src/coming-from-supervisor.md and docs/src/supervisor.md say what is read and how. In
+short: a ``bash`` subprocess sources the files (:func:`sourced`, ``set -a -e -u`` as
+Supervisor's ``workflow.sh``; never ``eval``), the cfg-sys file first, and the environment is
+read back after each (:class:`Settings`). :func:`read` maps the variables of :data:`COMMON`
+and of the workflow's :data:`WORKFLOWS` entry to a study (a dict shaped like the TOML file),
+with the options a workflow fixes (:data:`FIXED_OPTIONS`) and the files it reads itself. A
+variable emews reads from the environment itself takes the environment's value first; one the
+files set that emews does not map is refused, unless it changes nothing under emews
+(:data:`UNUSED`: a note) or the files' own text refers to it (a helper, not a setting).
 """
 
 import copy
