@@ -306,8 +306,8 @@ class Container(Implementation):
 
 
 def main(argv=None):
-    """``python -m emews.evaluate container-command IMAGE ACTION DEVICES RUN_DIR EXPID RUNID``: print
-    the runtime's argument list, each word followed by NUL (model.sh reads it with
+    """``python -m emews.evaluate container-command IMAGE ACTION DEVICES RUN_DIR EXPID
+    RUNID``: print the runtime's argument list, each word followed by NUL (model.sh reads it with
     ``mapfile -d ''``). The runtime, GPUs (default ``nvidia``, Supervisor's ``--nv``) and
     extra options come from the environment, as for :class:`ContainerCommand`, and so does
     the point's checkpoint directory, where emews names one (``EMEWS_CHECKPOINT_DIR``)."""

@@ -31,8 +31,8 @@ UNSHARED = "unshared-expdir.txt"   # in a pool's own directory: the study's, not
 
 def prepare(context, record):
     """Give the run of segment ``record`` its start checkpoint, its step to train to
-    (``context.env[TRAIN_UNTIL]``) and the step it starts from (``TRAIN_FROM``); raise :class:`EvaluationFailed` when its own start
-    checkpoint is missing."""
+    (``context.env[TRAIN_UNTIL]``) and the step it starts from (``TRAIN_FROM``); raise
+    :class:`EvaluationFailed` when its own start checkpoint is missing."""
     try:
         record = checked(record)
     except ValueError as exc:

@@ -32,11 +32,7 @@ from ._base import EvaluationFailed
 from ._reporting import Pruned, answer
 from ._model_output import TAIL_BYTES, Value, decode_tail
 
-# How the child starts: a fixed program; the directory that holds this emews (appended to
-# sys.path, in case emews is importable here only through the parent's own sys.path), the
-# channel's descriptor and this process's pid travel as arguments.
-BOOT = ("import sys; sys.path.append(sys.argv[1]); from emews.evaluate._nanny import main; "
-        "sys.exit(main(sys.argv[2:]))")
+BOOT = "import sys; sys.path.append(sys.argv[1]); from {} import main; sys.exit(main(sys.argv[2:]))"
 
 
 class Nanny:
@@ -85,7 +81,7 @@ class Nanny:
         read_fd, write_fd = os.pipe()
         try:
             self.child = process.start(
-                [sys.executable, "-c", BOOT, _emews_root(), str(theirs.fileno()),
+                [*boot(sys.executable, "emews.evaluate._nanny"), str(theirs.fileno()),
                  str(os.getpid())],
                 stdin=subprocess.DEVNULL, stdout=write_fd, stderr=write_fd,
                 pass_fds=(theirs.fileno(),), env=process.child_environ())
@@ -195,6 +191,9 @@ def _reap(child, sock, output):
         pass
 
 
-def _emews_root():
-    """The directory that holds this ``emews`` package."""
-    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+def boot(python, module):
+    """The command that runs ``module.main(ARGS)`` in a fresh ``python`` (ARGS: the words that
+    follow), with the directory that holds this emews appended to its ``sys.path`` (emews may be
+    importable here only through this process's own ``sys.path``)."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return [python, "-c", BOOT.format(module), root]

@@ -16,7 +16,7 @@ from .._errors import ConfigError
 from ._base import EvaluationFailed, Implementation, _current_run
 from ._group import run_group
 from ._isolated import Nanny
-from ._reporting import Pruned, reporting
+from ._reporting import Pruned, Reporter, _reporter
 from ._model_output import decode_tail, extract
 
 
@@ -28,25 +28,25 @@ def call_objective(function, params, context, model_return=OBJECTIVE, epoch="las
     names several), :class:`Pruned` when a report stopped it
     (whatever the model did after), or :class:`EvaluationFailed` with the reason and the
     traceback."""
-    token = _current_run.set(context)
-    reporter = None
+    reporter = Reporter(send)
+    run_token, reporter_token = _current_run.set(context), _reporter.set(reporter)
     try:
-        with reporting(send) as reporter:
-            result = function(params)
+        result = function(params)
         if reporter.pruned is not None:
             raise reporter.pruned
         return extract(result, model_return, epoch)
     except (EvaluationFailed, Pruned):
         raise
     except (Exception, SystemExit, KeyboardInterrupt) as exc:  # noqa: BLE001 - the model's
-        if reporter is not None and reporter.pruned is not None:
+        if reporter.pruned is not None:
             raise reporter.pruned from None   # it was stopped, and failed on its way out
         traceback.print_exc()
         raise EvaluationFailed(describe_exception(exc),
                                decode_tail(traceback.format_exc().encode("utf-8",
                                                                          "backslashreplace")))
     finally:
-        _current_run.reset(token)
+        _current_run.reset(run_token)
+        _reporter.reset(reporter_token)
 
 
 def describe_exception(exc):

@@ -14,7 +14,6 @@
 follows a bad one or a stop.
 """
 
-import contextlib
 import contextvars
 import json
 import operator
@@ -80,7 +79,7 @@ def _number(name, value):
             from None
 
 
-_reporter = contextvars.ContextVar("emews_reporter", default=None)
+_reporter = contextvars.ContextVar("emews_reporter", default=None)   # the run's (.py sets it)
 
 
 def report(value, step, **metrics):
@@ -102,18 +101,6 @@ def report(value, step, **metrics):
 def in_run():
     """Whether ``emews.report`` may be called here (a run of emews in this process)."""
     return _reporter.get() is not None
-
-
-@contextlib.contextmanager
-def reporting(send):
-    """Run the body as a run whose reports go to ``send`` (see :class:`Reporter`); yields the
-    :class:`Reporter`."""
-    reporter = Reporter(send)
-    token = _reporter.set(reporter)
-    try:
-        yield reporter
-    finally:
-        _reporter.reset(token)
 
 
 class LogReports:
