@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from ._base import CANCELLED, Cancelled, EvaluationFailed
+from ._launcher import is_python
 
 KILL_GRACE = 5.0  # seconds between SIGTERM and SIGKILL
 POLL = 0.1  # seconds between checks of a running model
@@ -60,10 +61,8 @@ class Watch:
 
 
 def child_environ(extra=None):
-    """This process's environment without the MPI launcher's variables, plus ``extra``.
-
-    A model process must never initialise MPI as if it were one of the study's ranks.
-    """
+    """This process's environment without the MPI launcher's variables (a model process must
+    never initialise MPI as if it were one of the study's ranks), plus ``extra``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(MPI_VARIABLES)}
     env.update(extra or {})
     return env
@@ -75,7 +74,7 @@ def start(command, **popen):
     It starts through :mod:`.deathsig`, so that the group dies when this process does (when
     this process is a Python interpreter that can run it: not always so in Swift/T's Turbine).
     """
-    if _is_python(sys.executable):
+    if is_python(sys.executable):
         fd = _lifeline()
         command = [sys.executable, "-I", "-S", DEATHSIG, str(os.getpid()), str(fd),
                    str(KILL_GRACE), *command]
@@ -94,12 +93,6 @@ def _lifeline():
         if _LIFELINE is None or _LIFELINE[0] != os.getpid():
             _LIFELINE = (os.getpid(), *os.pipe())  # neither end is inherited unless passed
         return _LIFELINE[1]
-
-
-def _is_python(executable):
-    """Whether ``executable`` is a Python interpreter (in an embedding program such as Swift/T's
-    Turbine it may be the host program, or empty)."""
-    return bool(executable) and os.path.basename(executable).lower().startswith("python")
 
 
 def forget(process):
@@ -127,7 +120,7 @@ def _signal_group(process, sig):
         pass
 
 
-def wait(process, watch, log=None):
+def wait(process, watch, log):
     """Wait for ``process`` under ``watch``; its exit status. On a stop, kill its group, note
     the reason in ``log`` (a path) and raise (see :meth:`Watch.stop`). With ``watch.report``,
     the report lines of ``log`` go to it (:class:`~.reporting.LogReports`); when one stops the
@@ -135,7 +128,7 @@ def wait(process, watch, log=None):
     from ._reporting import LogReports, Pruned
     from ._model_output import tail
 
-    reports = LogReports(log, watch.report) if watch.report and log is not None else None
+    reports = LogReports(log, watch.report) if watch.report else None
     while True:
         try:
             code = process.wait(timeout=POLL if watch.deadline or watch.cancelled or reports
@@ -158,10 +151,9 @@ def wait(process, watch, log=None):
         if reason is None:
             continue
         kill_group(process, watch.grace)
-        if log is not None:
-            with open(log, "a") as note:
-                note.write(f"emews: {reason}: the run was killed\n")
-        watch.stop(reason, tail(log) if log is not None else None)
+        with open(log, "a") as note:
+            note.write(f"emews: {reason}: the run was killed\n")
+        watch.stop(reason, tail(log))
 
 
 def describe_exit(code):
