@@ -103,14 +103,8 @@ def forget(process):
 
 def kill_group(process, grace=KILL_GRACE):
     """SIGTERM ``process``'s group, wait up to ``grace`` s for it, then SIGKILL the group."""
-    _signal_group(process, signal.SIGTERM)
-    try:
-        process.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        pass
-    _signal_group(process, signal.SIGKILL)
+    kill_groups([process], grace)
     process.wait()
-    forget(process)
 
 
 def _signal_group(process, sig):
@@ -167,10 +161,12 @@ def describe_exit(code):
     return f"exited with status {code}"
 
 
-def kill_all(grace=1.0):
-    """Kill the groups of every tracked model process (SIGTERM, ``grace`` s, SIGKILL)."""
-    with _live_lock:
-        processes = list(_live)
+def kill_groups(processes=None, grace=1.0):
+    """Kill the groups of ``processes`` (default: every tracked model process): SIGTERM,
+    ``grace`` s, SIGKILL; they are no longer tracked."""
+    if processes is None:
+        with _live_lock:
+            processes = list(_live)
     for process in processes:
         _signal_group(process, signal.SIGTERM)
     deadline = time.monotonic() + grace
@@ -188,7 +184,7 @@ def stop_on_signals(signals=(signal.SIGTERM, signal.SIGINT)):
     """On SIGTERM or SIGINT: kill every model process group, then exit with 128 + signal."""
 
     def handler(signum, frame):
-        kill_all()
+        kill_groups()
         try:
             os.write(2, f"emews: {signal.Signals(signum).name}: the model processes of "
                         f"worker {os.getpid()} were killed\n".encode())
