@@ -21,9 +21,6 @@ from ._base import EvaluationFailed, Implementation
 from ._model_output import append_output_csv, read_app_result, tail, write_run_command
 
 MODEL_RUNNER = "emews.models.runner"
-# each rank: its own variables, then the command; run as a file (it needs only the standard
-# library), so that no process imports emews' package for it
-RANK_SHIM = launcher.__file__
 
 
 def model_shell():
@@ -45,8 +42,10 @@ def run_model_shell(command, params_json, context, model_env, watch):
     if context.resources.ranks > 1:  # model.sh starts the site's launcher, which the ranks
         site_launcher = launcher.Launcher.from_environ()
         env.update(site_launcher.environ(context.resources))
+        # each rank sets its own variables, then execs the command: _launcher.py run as a file
+        # (it needs only the standard library), so that no process imports emews for it
         command = [*site_launcher.prefix(context.resources), launcher.python(), "-I", "-S",
-                   RANK_SHIM, *command]
+                   launcher.__file__, *command]
     log = run_dir / "model.log"
     log.write_bytes(b"")
     with open(log, "ab") as out:   # appending: the worker's notes (_reporting.py) stay in it

@@ -74,7 +74,7 @@ class Objective:
                               f"must be one of {list(RETURN_EPOCHS)}", self.epoch)
         if impl == "py":
             self.implementation = Py(objective or f"{MODEL_RUNNER}:train", model_return,
-                                     self.epoch, self.isolate, grace)
+                                     self.epoch, self.isolate)
         elif impl == "app":
             self.implementation = App(app, self.model_env)
         elif impl == "container":

@@ -23,11 +23,9 @@ from ._model_output import decode_tail, extract
 def call_objective(function, params, context, model_return=OBJECTIVE, epoch="last",
                    send=None):
     """``function(params)`` as the run ``context`` (see ``current_run()``), its reports going
-    to ``send`` (see :mod:`.reporting`): the value to minimize (a :class:`~.results.Value`
-    with the final metrics of a dict or History, and every objective when ``model_return``
-    names several), :class:`Pruned` when a report stopped it
-    (whatever the model did after), or :class:`EvaluationFailed` with the reason and the
-    traceback."""
+    to ``send`` (see :mod:`.reporting`): the value to minimize (see
+    :func:`~._model_output.extract`), :class:`Pruned` when a report stopped it (whatever the
+    model did after), or :class:`EvaluationFailed` with the reason and the traceback."""
     reporter = Reporter(send)
     run_token, reporter_token = _current_run.set(context), _reporter.set(reporter)
     try:
@@ -62,13 +60,12 @@ class Py(Implementation):
     """A ``module:function`` objective (imported here too, so that a bad path is a
     :class:`~emews._errors.ConfigError` before anything runs)."""
 
-    def __init__(self, path, model_return=OBJECTIVE, epoch="last", isolate=True,
-                 grace=None):
+    def __init__(self, path, model_return=OBJECTIVE, epoch="last", isolate=True):
         self.function = import_dotted(path, "[study].objective")
         if not callable(self.function):
             raise ConfigError("[study].objective", "must name a callable", path)
         self.path, self.model_return, self.epoch = path, model_return, epoch
-        self.isolate, self.grace = isolate, grace
+        self.isolate = isolate
         self.idle, self.nannies = [], []
         self.lock = threading.Lock()
 
