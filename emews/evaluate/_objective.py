@@ -100,13 +100,11 @@ class Objective:
     def evaluate(self, params_json, run_id, cancelled=None, report=None, resources=None):
         """Evaluate one point; never raises.
 
-        ``cancelled`` (a function of no arguments) is polled about every 0.1 s while an
-        isolated ``py``, an ``app`` or a ``container`` run is under way; when it returns True,
-        the run's process group is killed and the outcome is ``cancelled``. ``report``
-        (``Report -> bool``) takes the run's reports (:mod:`.reporting`); when it answers True
-        the run stops, and the outcome is ``pruned`` with the last reported value.
-        ``resources`` (:class:`~.base.Resources`) is what the pool gave the run (default: one
-        rank), its ``RunContext.resources``.
+        ``cancelled`` and ``report`` make the run's :class:`~.process.Watch`: when
+        ``cancelled()`` (polled about every 0.1 s, though not in a ``py`` run that is not
+        isolated) returns True, the outcome is ``cancelled``; when ``report(Report)`` answers
+        True, it is ``pruned`` with the last reported value. ``resources``
+        (:class:`~.base.Resources`, default: one rank) is what the pool gave the run.
         """
         started = time.time()
         try:

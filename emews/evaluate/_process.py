@@ -7,10 +7,8 @@
        └─ kill_group: SIGTERM the group, ``grace`` s, SIGKILL the group
 
 Every live group is tracked, so that :func:`stop_on_signals` (SIGTERM/SIGINT of a worker) and
-``Objective.close()`` leave no model process behind. Each group also starts through
-:mod:`.deathsig`: its first process gets ``PR_SET_PDEATHSIG = SIGKILL`` and a guard that stops
-the group when the worker is gone (SIGTERM, then SIGKILL after the grace, as ``kill_group``),
-for a worker that is killed with SIGKILL.
+``Objective.close()`` leave no model process behind; each starts through :mod:`.deathsig`, so
+that it dies with a worker killed with SIGKILL too.
 """
 
 import os
