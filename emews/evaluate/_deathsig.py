@@ -25,12 +25,12 @@ import time
 PR_SET_PDEATHSIG = 1
 
 
-def set_death_signal(parent_pid):
-    """Ask the kernel for SIGKILL when the parent dies; False when the parent is gone already."""
+def set_death_signal(parent_pid, sig=signal.SIGKILL):
+    """Ask the kernel for ``sig`` when the parent dies; False when the parent is gone already."""
     if sys.platform.startswith("linux"):
         try:
             libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-            libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+            libc.prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
         except (OSError, AttributeError):
             pass
     return os.getppid() == parent_pid
