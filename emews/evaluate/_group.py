@@ -13,10 +13,8 @@
       <--{report} -->{prune} ... <--reply {value} | {error} | {pruned}
       the launcher's exit: 0 after a value -> the value; else the evaluation fails
 
-A process that dies (a signal, an exception outside rank 0, ``os._exit``) ends the launcher's
-job (every launcher ends the others then), so the evaluation fails, even after rank 0 replied.
-A timeout, a cancel, a prune or an error reply kills the launcher's process group (the launcher
-ends its processes on every node).
+docs/src/parallel-evals.md ("Faults") says how a process's death, a timeout, a cancel, a prune
+or an error reply ends the evaluation.
 """
 
 import hmac

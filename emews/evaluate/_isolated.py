@@ -14,9 +14,7 @@
                                                     the last 64 KiB kept as this run's tail
       every ~0.1 s: has the child died? watch.stop_reason()? -> kill the group, fail the run
 
-A dead child (a signal, ``os._exit``, the OOM killer) fails its run with ``the model was
-killed by signal 11 (SIGSEGV)`` or ``the model exited with status 3``; the next run starts a
-fresh one.
+A dead child fails its run (docs/src/faults.md gives the reasons); the next run starts a fresh one.
 """
 
 import os
