@@ -54,7 +54,7 @@ class Nanny:
         self._pump()
         self.tail = bytearray()
         try:
-            self.sock.sendall(channel.encode(dict(task, sys_path=list(sys.path))))
+            channel.send(self.sock, dict(task, sys_path=list(sys.path)))
         except OSError:
             pass  # the child is gone: the wait below finds out how
         try:

@@ -235,11 +235,6 @@ class _Parser(_Cursor):
             depth += {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}.get(token.text, 0)
             self.position += 1
 
-    def source(self, first, end):
-        """The text of tokens ``first`` to ``end - 1``, as written."""
-        last = self.tokens[end - 1]
-        return self.text[self.tokens[first].offset:last.offset + len(last.text)]
-
     def value(self):
         """A literal, or ``c(...)``/``list(...)`` of literals (returned as a list)."""
         token = self.peek()
@@ -352,8 +347,9 @@ class _ArgumentParser(_Cursor):
     def __init__(self, parser, first, end, name):
         self.parser, self.name = parser, name
         self.tokens, self.position = parser.tokens[first:end], 0
-        self.text = parser.source(first, end) if end > first else ""
         self.last = parser.tokens[end - 1] if end > first else parser.tokens[first]
+        start, stop = parser.tokens[first].offset, self.last.offset + len(self.last.text)
+        self.text = parser.text[start:stop] if end > first else ""   # as written
 
     def fail(self):
         token = self.peek() or self.last
