@@ -30,8 +30,7 @@ from emews import _experiment as experiment
 from emews._errors import ConfigError
 from emews.evaluate import EvaluationFailed, Objective
 from emews.evaluate._app import model_shell
-from emews.evaluate._model_output import (parse_result, read_app_result, read_improve_result,
-                                         read_log_result)
+from emews.evaluate._model_output import parse_result, read_app_result, read_improve_result
 from emews.models import candle_compat, runner
 
 SUPPORT = Path(__file__).parent / "support" / "supervisor_models"
@@ -229,7 +228,7 @@ def test_a_labelled_improve_result_of_model_return_wins_in_an_app_s_and_a_contai
                    "2024-01-01 MODEL RUNNER INFO IMPROVE_RESULT: '0.7'\n")
     assert read_improve_result(log, "val_loss") == 0.3
     assert read_improve_result(log) == 0.7  # unlabelled: the last line, as Supervisor's awk
-    assert read_log_result(log, "val_loss") == 0.3   # a container's log, read alike
+    assert read_app_result(None, log, "val_loss") == 0.3   # a container's log, read alike
     (tmp_path / "result.txt").write_text("val_loss 0.125\n")
     assert read_app_result(tmp_path, log, "val_loss") == 0.125
 

@@ -16,10 +16,9 @@
     _model_output.py   values and bounded log tails
     _env_objective.py  from_env, candle_model_train (Supervisor's and Swift/T's way in)
 
-``CANDLE_MODEL_IMPL`` (or ``[study].impl``) chooses the implementation. Parameters never pass
-through a shell: they are in ``RUN_DIR/params.json`` and every command is an argument list.
-``BENCHMARK_TIMEOUT`` reaches the model as ``params['timeout']`` (a soft stop at the end of an
-epoch); ``[study].timeout`` (``SH_TIMEOUT``) kills the run's process group.
+``[study].impl`` (``CANDLE_MODEL_IMPL``) chooses the implementation (docs/src/settings.md).
+Parameters never pass through a shell: they are in ``RUN_DIR/params.json`` and every command
+is an argument list.
 """
 
 from .._config import CONTAINER_RUNTIMES, IMPLEMENTATIONS, RETURN_EPOCHS

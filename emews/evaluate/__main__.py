@@ -1,9 +1,6 @@
-"""``python -m emews.evaluate COMMAND ARGS...``: the Model Shell's (``models/model.sh``) helpers.
-
-* ``record-run RUN_DIR RUN_ID -- COMMAND...``: read a run's result and write Supervisor's files
-  (:func:`emews.evaluate._model_output.main`);
-* ``container-command IMAGE ACTION DEVICES RUN_DIR EXPID RUNID``: print a model image's
-  command, NUL-separated (:func:`emews.evaluate._container.main`).
+"""``python -m emews.evaluate COMMAND ARGS...``: the Model Shell's (``models/model.sh``) helpers,
+``record-run`` (:func:`emews.evaluate._model_output.main`) and ``container-command``
+(:func:`emews.evaluate._container.main`).
 """
 
 import sys

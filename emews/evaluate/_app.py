@@ -4,16 +4,10 @@
 ``APP_PYTHONPATH`` to ``PYTHONPATH`` and execs the command (``[study].app``, by default the
 CANDLE model runner). The point is in ``RUN_DIR/params.json``, never on a command line. Output
 goes to ``RUN_DIR/model.log``; the value is ``result.txt``, else the last ``IMPROVE_RESULT``
-line. The run is its own process group: a timeout or a cancel kills it all.
-
-An evaluation given several ranks (``context.resources.ranks`` > 1) runs ``model.sh LAUNCHER
--n K ... python .../emews/evaluate/_launcher.py COMMAND...``: model.sh prepares the environment
-once, the site's launcher starts K processes, each gets its rank's variables and GPU
-(:mod:`.launcher`) and execs the command. A process that fails fails the evaluation.
-
+line. The run is its own process group: a timeout or a cancel kills it all. An evaluation of
+several ranks runs ``model.sh LAUNCHER ... python _launcher.py COMMAND...`` (:mod:`.launcher`).
 As Supervisor's model.sh does after a successful run, it leaves ``RUN_DIR/run_command.txt``
-(the command) and appends the point's values, the run id and the result to
-``EXPDIR/run/output.csv`` (see :func:`emews.evaluate._model_output.record_run`).
+and appends a line to ``EXPDIR/run/output.csv`` (:func:`~._model_output.main`).
 """
 
 import importlib.resources
@@ -27,9 +21,6 @@ from ._base import EvaluationFailed, Implementation
 from ._model_output import append_output_csv, read_app_result, tail, write_run_command
 
 MODEL_RUNNER = "emews.models.runner"
-# each rank: its own variables, then the command; run as a file (it needs only the standard
-# library), so that no process imports emews' package for it
-RANK_SHIM = launcher.__file__
 
 
 def model_shell():
@@ -51,8 +42,10 @@ def run_model_shell(command, params_json, context, model_env, watch):
     if context.resources.ranks > 1:  # model.sh starts the site's launcher, which the ranks
         site_launcher = launcher.Launcher.from_environ()
         env.update(site_launcher.environ(context.resources))
+        # each rank sets its own variables, then execs the command: _launcher.py run as a file
+        # (it needs only the standard library), so that no process imports emews for it
         command = [*site_launcher.prefix(context.resources), launcher.python(), "-I", "-S",
-                   RANK_SHIM, *command]
+                   launcher.__file__, *command]
     log = run_dir / "model.log"
     log.write_bytes(b"")
     with open(log, "ab") as out:   # appending: the worker's notes (_reporting.py) stay in it

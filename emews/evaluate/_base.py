@@ -7,7 +7,7 @@ turns either into an :class:`~.outcome.Outcome`.
 """
 
 import contextvars
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 CANCELLED = "cancelled"
@@ -70,15 +70,13 @@ class RunContext:
 
     def as_dict(self):
         """The context as JSON-able data (it travels to an isolated child with the task)."""
-        return {"exp_id": self.exp_id, "run_id": self.run_id, "model_name": self.model_name,
-                "expdir": str(self.expdir), "env": dict(self.env),
-                "resources": self.resources.as_dict()}
+        return dict(asdict(self), expdir=str(self.expdir), resources=self.resources.as_dict())
 
     @classmethod
     def from_dict(cls, data):
         """The inverse of :meth:`as_dict`."""
-        return cls(data["exp_id"], data["run_id"], data["model_name"], Path(data["expdir"]),
-                   dict(data["env"]), Resources.from_dict(data["resources"]))
+        return cls(**dict(data, expdir=Path(data["expdir"]),
+                          resources=Resources.from_dict(data["resources"])))
 
 
 _current_run = contextvars.ContextVar("emews_current_run", default=None)

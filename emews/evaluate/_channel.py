@@ -10,15 +10,10 @@ import struct
 HEADER = struct.Struct(">I")
 
 
-def encode(message):
-    """One frame holding ``message``."""
-    body = json.dumps(message).encode("ascii")
-    return HEADER.pack(len(body)) + body
-
-
 def send(sock, message):
     """Send ``message`` as one frame (blocking)."""
-    sock.sendall(encode(message))
+    body = json.dumps(message).encode("ascii")
+    sock.sendall(HEADER.pack(len(body)) + body)
 
 
 def receive(sock):

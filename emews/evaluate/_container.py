@@ -6,17 +6,10 @@
         DEVICES /candle_data_dir --params_file /emews_run/params.json --experiment_id EXP
         --run_id RUN          (IMPROVE's train.sh convention; output -> RUN_DIR/model.log)
 
-Every runtime starts the same thing, each with its own exact argument list (one
-:class:`Runtime` each; docs/src/containers.md tabulates their words): the data directory bound
-at ``/candle_data_dir`` and the run directory at ``/emews_run`` (its working directory), a few
-variables set inside (:func:`guest_environment`), the GPU flags (:func:`gpu_kind`), then the
-action script. The value is the last ``IMPROVE_RESULT`` line of ``model.log``. The point's
-checkpoint directory is bound at ``/emews_run/checkpoints`` (``EMEWS_CHECKPOINT_DIR`` inside),
-its mount point made in the run directory. Parameters never reach a command line: they are in
-``params.json``.
-
-``python -m emews.evaluate container-command IMAGE ACTION DEVICES RUN_DIR EXPID RUNID`` prints
-the argument list (NUL-separated) for Supervisor's 7-argument ``model.sh`` call (:func:`main`).
+Every runtime starts the same :class:`Launch`, each with its own argument list (one
+:class:`Runtime` each); docs/src/containers.md says what is bound where, which variables are
+set inside and each runtime's words. ``python -m emews.evaluate container-command`` prints the
+argument list for Supervisor's 7-argument ``model.sh`` call (:func:`main`).
 """
 
 import json
@@ -34,7 +27,7 @@ from ._app import run_model_shell
 from ._base import EvaluationFailed, Implementation
 from ._handoff import segment_variables
 from ._launcher import DEVICE_VARIABLES
-from ._model_output import read_log_result
+from ._model_output import read_app_result
 
 DATA, RUN = "/candle_data_dir", "/emews_run"
 PARAMS, CHECKPOINTS = f"{RUN}/params.json", f"{RUN}/checkpoints"
@@ -52,8 +45,8 @@ class Launch:
 
     image: str
     action: str
-    binds: tuple          # (host, guest) pairs
-    env: dict             # variables set inside the container
+    binds: tuple          # "host:guest" strings
+    env: tuple            # "NAME=value" strings: the variables set inside the container
     gpus: str | None      # "nvidia", "amd" or None
     devices: tuple        # the worker's GPU devices ("3",); () when none are named
     exp_id: str
@@ -64,6 +57,11 @@ class Launch:
         """IMPROVE's action script and its arguments, with ``devices`` as seen inside."""
         return [f"{self.action}.sh", ",".join(devices), DATA, "--params_file", PARAMS,
                 "--experiment_id", self.exp_id, "--run_id", self.run_id]
+
+
+def words(flag, values):
+    """``flag`` before each of ``values``: joined to it when it ends in ``=``, else apart."""
+    return [w for v in values for w in ([flag + v] if flag.endswith("=") else [flag, v])]
 
 
 class Runtime(ABC):
@@ -104,12 +102,9 @@ class Apptainer(Runtime):
     gpu_flags = {"nvidia": ["--nv"], "amd": ["--rocm"]}
 
     def command(self, launch):
-        options = [arg for host, guest in launch.binds for arg in ("--bind", f"{host}:{guest}")]
-        options += ["--pwd", RUN]
-        options += [arg for name, value in launch.env.items() for arg in ("--env",
-                                                                         f"{name}={value}")]
-        return [self.executable, "exec", *self.gpu_args(launch), *options, *launch.extra,
-                launch.image, *launch.action_args(launch.devices)]
+        return [self.executable, "exec", *self.gpu_args(launch), *words("--bind", launch.binds),
+                "--pwd", RUN, *words("--env", launch.env), *launch.extra, launch.image,
+                *launch.action_args(launch.devices)]
 
 
 class Charliecloud(Runtime):
@@ -119,11 +114,9 @@ class Charliecloud(Runtime):
     gpu_flags = {"nvidia": [], "amd": []}
 
     def command(self, launch):
-        options = [f"--bind={host}:{guest}" for host, guest in launch.binds]
-        options += [f"--cd={RUN}", "--env-no-expand"]
-        options += [f"--set-env={name}={value}" for name, value in launch.env.items()]
-        return [self.executable, *options, *launch.extra, launch.image, "--",
-                *launch.action_args(launch.devices)]
+        return [self.executable, *words("--bind=", launch.binds), f"--cd={RUN}",
+                "--env-no-expand", *words("--set-env=", launch.env), *launch.extra,
+                launch.image, "--", *launch.action_args(launch.devices)]
 
 
 class Podman(Runtime):
@@ -133,12 +126,9 @@ class Podman(Runtime):
     gpu_flags = {"nvidia": [], "amd": ["--device", "/dev/kfd", "--device", "/dev/dri"]}
 
     def command(self, launch):
-        options = [arg for host, guest in launch.binds for arg in ("--volume", f"{host}:{guest}")]
-        options += ["--workdir", RUN]
-        options += [arg for name, value in launch.env.items() for arg in ("--env",
-                                                                         f"{name}={value}")]
         image = ["--rootfs", launch.image] if os.path.isdir(launch.image) else [launch.image]
-        return [self.executable, "run", "--rm", *self.gpu_args(launch), *options,
+        return [self.executable, "run", "--rm", *self.gpu_args(launch),
+                *words("--volume", launch.binds), "--workdir", RUN, *words("--env", launch.env),
                 *launch.extra, *image, *launch.action_args(self.guest_devices(launch))]
 
     def gpu_args(self, launch):
@@ -176,11 +166,10 @@ class Shifter(Runtime):
     gpu_flags = {"nvidia": ["--module=gpu"]}
 
     def command(self, launch):
-        options = [f"--volume={host}:{guest}" for host, guest in launch.binds]
-        options += [f"--workdir={RUN}"]
-        options += [f"--env={name}={value}" for name, value in launch.env.items()]
-        return [self.executable, f"--image={launch.image}", *self.gpu_args(launch), *options,
-                *launch.extra, "--", *launch.action_args(launch.devices)]
+        return [self.executable, f"--image={launch.image}", *self.gpu_args(launch),
+                *words("--volume=", launch.binds), f"--workdir={RUN}",
+                *words("--env=", launch.env), *launch.extra, "--",
+                *launch.action_args(launch.devices)]
 
     def check_image(self, image):
         return image  # names an image in Shifter's gateway, not a file
@@ -233,16 +222,6 @@ def gpu_kind(setting, environ):
     return None if setting == "none" else setting
 
 
-def guest_environment(exp_id, run_id, checkpoints=False, segment=None):
-    """The variables set inside the container (paths as the container sees them), and a
-    segment's steps to train from and to (``segment``: population-based training and
-    freeze-thaw, :mod:`.handoff`)."""
-    return {"CANDLE_DATA_DIR": DATA, "EMEWS_RUN_DIR": RUN, "EMEWS_PARAMS_FILE": PARAMS,
-            "EXP_ID": exp_id, "RUN_ID": run_id,
-            **({"EMEWS_CHECKPOINT_DIR": CHECKPOINTS} if checkpoints else {}),
-            **(segment or {})}
-
-
 @dataclass(frozen=True)
 class ContainerCommand:
     """A configured container runtime and image: the argument list of each run."""
@@ -280,8 +259,12 @@ class ContainerCommand:
         variables)."""
         environ = os.environ if environ is None else environ
         binds = [("CANDLE_DATA_DIR", data_dir, DATA), ("run directory", run_dir, RUN)]
+        # the variables set inside: paths as the container sees them
+        env = {"CANDLE_DATA_DIR": DATA, "EMEWS_RUN_DIR": RUN, "EMEWS_PARAMS_FILE": PARAMS,
+               "EXP_ID": exp_id, "RUN_ID": run_id}
         if checkpoint_dir is not None:
             binds.append(("checkpoint directory", checkpoint_dir, CHECKPOINTS))
+            env["EMEWS_CHECKPOINT_DIR"] = CHECKPOINTS
         for where, path, _ in binds:
             if ":" in str(path) or "," in str(path):
                 raise EvaluationFailed(str(ConfigError(where, "a path bound into a container "
@@ -293,10 +276,10 @@ class ContainerCommand:
             # without GPU flags, any device variable (Intel's GPUs need none: Aurora)
             names = [KIND_VARIABLES[kind]] if kind else DEVICE_VARIABLES
             devices = next((environ[name] for name in names if environ.get(name)), "")
+        env.update(segment or {})
         launch = Launch(self.image, self.action,
-                        tuple((str(host), guest) for _, host, guest in binds),
-                        guest_environment(exp_id, run_id, checkpoint_dir is not None,
-                                          segment), kind,
+                        tuple(f"{host}:{guest}" for _, host, guest in binds),
+                        tuple(f"{name}={value}" for name, value in env.items()), kind,
                         tuple(d.strip() for d in str(devices).split(",") if d.strip()),
                         exp_id, run_id, self.extra)
         return self.runtime.command(launch)
@@ -319,12 +302,12 @@ class Container(Implementation):
         if not os.environ.get("USER"):  # ch-run refuses to start without it
             env = dict(env, USER=pwd.getpwuid(os.getuid()).pw_name)
         log = run_model_shell(command, params_json, context, env, watch)
-        return read_log_result(log, self.model_env.get("MODEL_RETURN"))
+        return read_app_result(None, log, self.model_env.get("MODEL_RETURN"))
 
 
 def main(argv=None):
-    """``python -m emews.evaluate container-command IMAGE ACTION DEVICES RUN_DIR EXPID RUNID``: print
-    the runtime's argument list, each word followed by NUL (model.sh reads it with
+    """``python -m emews.evaluate container-command IMAGE ACTION DEVICES RUN_DIR EXPID
+    RUNID``: print the runtime's argument list, each word followed by NUL (model.sh reads it with
     ``mapfile -d ''``). The runtime, GPUs (default ``nvidia``, Supervisor's ``--nv``) and
     extra options come from the environment, as for :class:`ContainerCommand`, and so does
     the point's checkpoint directory, where emews names one (``EMEWS_CHECKPOINT_DIR``)."""

@@ -1,18 +1,11 @@
-"""Die with the worker: the shim every model process group starts through.
+"""Die with the worker: the shim every model process group starts through (docs/src/faults.md).
 
 Run by path, with no imports from emews, as ``python -I -S _deathsig.py WORKER_PID LIFELINE_FD
-GRACE COMMAND...``, in the new session that the worker made for the run. It
-
-1. asks for ``PR_SET_PDEATHSIG = SIGKILL`` (kept across ``exec``): the command dies the moment
-   its worker does, even a worker killed with SIGKILL;
-2. forks a guard into the group: it blocks reading LIFELINE_FD, a pipe whose only writer is
-   the worker, and when that ends (the worker is gone, however it died) it stops the whole
-   group, so that what the model started itself stops too: SIGTERM first, which a launcher
-   passes on (``srun`` stops its step, whose processes are not in this group, and may be on
-   other nodes; ``mpiexec`` its ranks), then SIGKILL after GRACE seconds;
-3. execs COMMAND (the nanny, or ``bash model.sh ...``) in its own place.
-
-:func:`set_death_signal` does nothing elsewhere than Linux.
+GRACE COMMAND...``, in the new session that the worker made for the run. It asks for
+``PR_SET_PDEATHSIG = SIGKILL`` (kept across ``exec``), forks a guard that stops the whole group
+once LIFELINE_FD, a pipe whose only writer is the worker, reaches its end (SIGTERM first, which a
+launcher such as ``srun`` passes on to what runs outside the group, then SIGKILL after GRACE
+seconds), then execs COMMAND (the nanny, or ``bash model.sh ...``) in its own place.
 """
 
 import ctypes

@@ -5,7 +5,7 @@
     worker (leading rank): run_group(task, context, watch)
       listens (127.0.0.1, or every interface when the hosts are other nodes: the peer must
       send the task file's token), writes RUN_DIR/group-task.json (mode 0600), starts
-        LAUNCHER -n k ... python -c BOOT ROOT RUN_DIR/group-task.json     -> RUN_DIR/model.log
+        LAUNCHER -n k ... python -c _isolated.BOOT ROOT RUN_DIR/group-task.json -> model.log
       each process (emews.evaluate._group_rank): its variables (launcher.rank_environ),
         emews.comm() = MPI.COMM_WORLD (size k), calls the objective as the nanny does
         rank 0: connects, sends the token, its reports (emews.report) and its reply
@@ -13,10 +13,8 @@
       <--{report} -->{prune} ... <--reply {value} | {error} | {pruned}
       the launcher's exit: 0 after a value -> the value; else the evaluation fails
 
-A process that dies (a signal, an exception outside rank 0, ``os._exit``) ends the launcher's
-job (every launcher ends the others then), so the evaluation fails, even after rank 0 replied.
-A timeout, a cancel, a prune or an error reply kills the launcher's process group (the launcher
-ends its processes on every node).
+docs/src/parallel-evals.md ("Faults") says how a process's death, a timeout, a cancel, a prune
+or an error reply ends the evaluation.
 """
 
 import hmac
@@ -31,13 +29,11 @@ import sys
 
 from . import _channel as channel, _process as process
 from ._base import EvaluationFailed
-from ._isolated import _emews_root
+from ._isolated import boot
 from ._launcher import Launcher, python, remote_hosts
 from ._reporting import Pruned, answer
 from ._model_output import Value, tail
 
-BOOT = ("import sys; sys.path.append(sys.argv[1]); from emews.evaluate._group_rank import main; "
-        "sys.exit(main(sys.argv[2:]))")
 TASK_FILE = "group-task.json"
 TELLING = re.compile(r"signal|killed|exit (code|string|status)|error", re.IGNORECASE)
 
@@ -59,7 +55,7 @@ def run_group(task, context, watch):
                        address=[address, listener.getsockname()[1]]), out)
     log = run_dir / "model.log"
     env = process.child_environ(launcher.environ(resources))
-    command = [*launcher.prefix(resources), python(), "-c", BOOT, _emews_root(),
+    command = [*launcher.prefix(resources), *boot(python(), "emews.evaluate._group_rank"),
                str(task_file)]
     with open(log, "ab") as out:
         child = process.start(command, cwd=run_dir, env=env, stdout=out,

@@ -1,11 +1,5 @@
-"""One process of a ``py`` evaluation of several ranks (see :mod:`.group`).
-
-Started by the site's launcher, k times, with the worker's task file (mode 0600): each process
-sets its own variables (:func:`~.launcher.rank_environ`), makes ``emews.comm()`` its
-``MPI.COMM_WORLD`` (size k) and calls the objective as the nanny does
-(:func:`~.nanny.run`). Rank 0 connects to the worker, proves it with the task's token, sends
-its reports and its reply; the other ranks' returns are ignored, and an exception there exits
-1 (which fails the evaluation: the launcher ends them all).
+"""One process of a ``py`` evaluation of several ranks, started k times by the site's launcher
+with the worker's task file: the docstring of :mod:`.group` draws what each does.
 """
 
 import json

@@ -1,25 +1,16 @@
 """The checkpoint handoff of population-based training and freeze-thaw: a segment's start
-checkpoint.
+checkpoint (docs/src/pbt.md shows the files and says why the study and its pools must share
+``EXPDIR``'s filesystem, :func:`mark_unshared`).
 
-A point that is a segment (:mod:`emews.core._segments`) runs as any other, in its own
-checkpoint directory, ``EXPDIR/checkpoints/RUN_ID`` (its first attempt's run id); before the
-model starts, that directory gets a copy of the checkpoint the segment starts from::
-
-    EXPDIR/checkpoints/segments/m0s4 -> ../RUN000012    each segment's name, linked to its
-    EXPDIR/checkpoints/RUN000031/                        directory; this run's: a copy of
-                                                         RUN000012 (exploit: the donor's) or
-                                                         of the member's own previous segment
-    EXPDIR/run/member3.log                               one line per segment: where it started
-
-The copy is made once, when the directory does not exist yet (into a temporary directory,
-renamed into place; cloned where the filesystem can): a run killed mid-segment and run again
-keeps what it saved since. Each segment writes only its own directory, so a finished
-segment's, which others copy, never changes. A missing or unreadable donor's checkpoint is one
-line in the member's log, and the segment starts from the member's own previous one. The model
-is told ``EMEWS_TRAIN_UNTIL`` and ``EMEWS_TRAIN_FROM`` (:func:`segment_variables`). A thawed
-run (:mod:`emews.core._thaw`) is a segment of its paused point whose directory exists already
-(nothing is copied). docs/src/pbt.md and docs/src/fidelity.md say what a model sees, and why
-the study and its pools must share ``EXPDIR``'s filesystem (:func:`mark_unshared`).
+A point that is a segment (:mod:`emews.core._segments`) runs in its own checkpoint directory,
+``EXPDIR/checkpoints/RUN_ID`` (its first attempt's run id). Before the model starts, that
+directory gets a copy of the checkpoint the segment starts from (a donor's, or the member's
+own previous segment's), once: when it does not exist yet, into a temporary directory renamed
+into place, so that a run killed mid-segment and run again keeps what it saved since. A
+missing or unreadable donor's checkpoint is one line in the member's log, and the segment
+starts from the member's own. The model is told ``EMEWS_TRAIN_UNTIL`` and ``EMEWS_TRAIN_FROM``
+(:func:`segment_variables`). A thawed run (:mod:`emews.core._thaw`) is a segment whose
+directory exists already.
 """
 
 import errno
@@ -40,8 +31,8 @@ UNSHARED = "unshared-expdir.txt"   # in a pool's own directory: the study's, not
 
 def prepare(context, record):
     """Give the run of segment ``record`` its start checkpoint, its step to train to
-    (``context.env[TRAIN_UNTIL]``) and the step it starts from (``TRAIN_FROM``); raise :class:`EvaluationFailed` when its own start
-    checkpoint is missing."""
+    (``context.env[TRAIN_UNTIL]``) and the step it starts from (``TRAIN_FROM``); raise
+    :class:`EvaluationFailed` when its own start checkpoint is missing."""
     try:
         record = checked(record)
     except ValueError as exc:

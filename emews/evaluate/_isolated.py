@@ -14,9 +14,7 @@
                                                     the last 64 KiB kept as this run's tail
       every ~0.1 s: has the child died? watch.stop_reason()? -> kill the group, fail the run
 
-A dead child (a signal, ``os._exit``, the OOM killer) fails its run with ``the model was
-killed by signal 11 (SIGSEGV)`` or ``the model exited with status 3``; the next run starts a
-fresh one.
+A dead child fails its run (docs/src/faults.md gives the reasons); the next run starts a fresh one.
 """
 
 import os
@@ -32,11 +30,7 @@ from ._base import EvaluationFailed
 from ._reporting import Pruned, answer
 from ._model_output import TAIL_BYTES, Value, decode_tail
 
-# How the child starts: a fixed program; the directory that holds this emews (appended to
-# sys.path, in case emews is importable here only through the parent's own sys.path), the
-# channel's descriptor and this process's pid travel as arguments.
-BOOT = ("import sys; sys.path.append(sys.argv[1]); from emews.evaluate._nanny import main; "
-        "sys.exit(main(sys.argv[2:]))")
+BOOT = "import sys; sys.path.append(sys.argv[1]); from {} import main; sys.exit(main(sys.argv[2:]))"
 
 
 class Nanny:
@@ -60,7 +54,7 @@ class Nanny:
         self._pump()
         self.tail = bytearray()
         try:
-            self.sock.sendall(channel.encode(dict(task, sys_path=list(sys.path))))
+            channel.send(self.sock, dict(task, sys_path=list(sys.path)))
         except OSError:
             pass  # the child is gone: the wait below finds out how
         try:
@@ -85,7 +79,7 @@ class Nanny:
         read_fd, write_fd = os.pipe()
         try:
             self.child = process.start(
-                [sys.executable, "-c", BOOT, _emews_root(), str(theirs.fileno()),
+                [*boot(sys.executable, "emews.evaluate._nanny"), str(theirs.fileno()),
                  str(os.getpid())],
                 stdin=subprocess.DEVNULL, stdout=write_fd, stderr=write_fd,
                 pass_fds=(theirs.fileno(),), env=process.child_environ())
@@ -195,6 +189,9 @@ def _reap(child, sock, output):
         pass
 
 
-def _emews_root():
-    """The directory that holds this ``emews`` package."""
-    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+def boot(python, module):
+    """The command that runs ``module.main(ARGS)`` in a fresh ``python`` (ARGS: the words that
+    follow), with the directory that holds this emews appended to its ``sys.path`` (emews may be
+    importable here only through this process's own ``sys.path``)."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return [python, "-c", BOOT.format(module), root]

@@ -5,21 +5,16 @@
     worker (the evaluation's leading rank), RunContext.resources = Resources(k, hosts, gpus)
       Launcher.from_environ()          EMEWS_LAUNCH (the site's [launch], set by the batch
                                        script of emews submit), else mpiexec beside python
-      .command(resources)              mpiexec -n k [-hosts h1:2,h2:2]
+      .prefix(resources)               mpiexec -n k [-hosts h1:2,h2:2]
                                        srun -n k -N m --exact --overlap [--nodelist=..] [--gpus=g]
                                        jsrun, aprun, flux run ... (argument lists, never a shell)
       .environ(resources)              WORLD_SIZE, MASTER_ADDR, MASTER_PORT, EMEWS_EVAL_GPUS, ...
         -> each of the k processes: rank_environ() adds RANK, LOCAL_RANK, LOCAL_WORLD_SIZE and
            its own GPU (CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES or ZE_AFFINITY_MASK)
 
-A template is a list of words; ``{ranks}``, ``{nodes}``, ``{ppn}`` (ranks per node, rounded
-up), ``{hosts}`` (the distinct hosts, comma-separated), ``{hostcounts}`` (``h1:2,h2:2``),
-``{gpus}`` and ``{gpus_per_rank}`` are replaced with the evaluation's numbers; nothing of the
-point's parameters ever reaches a command line. The ``hosts`` words are added when the
-evaluation's hosts are not all this node, the ``gpus`` words when it has GPUs.
-
-Each process's GPU: with G devices for k ranks, process ``r`` of the evaluation gets its share
-(G >= k: ``G // k`` devices, the ``r``-th slice; G < k, a shared GPU: device ``r mod G``).
+docs/src/parallel-evals.md lists the template fields (:data:`FIELDS`). Each process's GPU:
+with G devices for k ranks, process ``r`` gets its share (G >= k: ``G // k`` devices, the
+``r``-th slice; G < k, a shared GPU: device ``r mod G``).
 """
 
 import json
@@ -28,7 +23,8 @@ import os
 import shutil
 import socket
 import sys
-from dataclasses import dataclass, field
+from collections import Counter
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 LAUNCH_VARIABLE = "EMEWS_LAUNCH"         # the site's [launch] table, as JSON
@@ -95,8 +91,7 @@ class Launcher:
 
     def as_json(self):
         """The launcher as ``EMEWS_LAUNCH``'s value."""
-        return json.dumps({"kind": self.kind, "command": self.command, "hosts": self.hosts,
-                           "gpus": self.gpus, "gpu_variable": self.gpu_variable})
+        return json.dumps(asdict(self))
 
     def prefix(self, resources):
         """The argument list that starts ``resources.ranks`` processes of what follows it."""
@@ -106,13 +101,13 @@ class Launcher:
             (self.gpus if resources.gpus else [])
         return [fill(word, values) for word in words]
 
-    def environ(self, resources, port=None):
+    def environ(self, resources):
         """The variables every process of the evaluation shares (the launcher passes them on);
         :func:`rank_environ` adds each one's own."""
         hosts = remote_hosts(resources.hosts)
         env = {"WORLD_SIZE": str(resources.ranks),
                "MASTER_ADDR": hosts[0] if hosts else "127.0.0.1",
-               "MASTER_PORT": str(port or free_port()),
+               "MASTER_PORT": str(free_port()),
                BINDING_VARIABLE: self.gpu_variable}
         if resources.gpus:
             env[GPUS_VARIABLE] = ",".join(str(g) for g in resources.gpus)
@@ -121,9 +116,7 @@ class Launcher:
 
 def numbers(resources, hosts):
     """The values of the template fields for ``resources`` on ``hosts`` (remote ones)."""
-    counts = {}
-    for host in hosts:
-        counts[host] = counts.get(host, 0) + 1
+    counts = Counter(hosts)
     nodes = max(len(counts), 1)
     gpus = len(resources.gpus)
     return {"ranks": resources.ranks, "nodes": nodes, "ppn": math.ceil(resources.ranks / nodes),
@@ -136,9 +129,7 @@ def numbers(resources, hosts):
 def fill(word, values):
     """``word`` with each ``{field}`` of :data:`FIELDS` replaced (no other formatting)."""
     for name in FIELDS:
-        token = "{" + name + "}"
-        if token in word:
-            word = word.replace(token, str(values[name]))
+        word = word.replace("{" + name + "}", str(values[name]))
     return word
 
 
@@ -148,10 +139,15 @@ def remote_hosts(hosts):
     return tuple(hosts) if any(h not in here for h in hosts) else ()
 
 
+def is_python(executable):
+    """Whether ``executable`` is a Python interpreter (in an embedding program such as Swift/T's
+    Turbine it may be the host program, or empty)."""
+    return bool(executable) and os.path.basename(executable).lower().startswith("python")
+
+
 def python():
-    """This Python interpreter (in an embedding program such as Swift/T's Turbine, whose
-    ``sys.executable`` is not one: ``python3`` from PATH)."""
-    if os.path.basename(sys.executable or "").lower().startswith("python"):
+    """This Python interpreter, else (see :func:`is_python`) ``python3`` from PATH."""
+    if is_python(sys.executable):
         return sys.executable
     return shutil.which("python3") or "python3"
 

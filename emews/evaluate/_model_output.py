@@ -24,9 +24,7 @@ def extract_value(result, model_return=OBJECTIVE, epoch="last"):
 
     From a per-epoch list, ``epoch`` picks the ``last`` value, or the ``min`` or ``max``.
     """
-    history = getattr(result, "history", None)
-    if isinstance(history, dict):
-        result = history
+    result = _unwrap(result)
     if isinstance(result, dict):
         if model_return not in result:
             raise EvaluationFailed(f"MODEL_RETURN {model_return!r} is not among the returned "
@@ -64,8 +62,7 @@ def extract(result, model_return=OBJECTIVE, epoch="last"):
     names = objective_names(model_return)
     if len(names) == 1:
         return Value(extract_value(result, names[0], epoch), final_metrics(result))
-    history = getattr(result, "history", None)
-    if not isinstance(result, dict) and not isinstance(history, dict):
+    if not isinstance(_unwrap(result), dict):
         raise EvaluationFailed(f"the model returned {result!r:.80}, not a dict or History "
                                f"holding the objectives {', '.join(names)}")
     values = []
@@ -83,9 +80,7 @@ def final_metrics(result):
     the value to minimize."""
     if isinstance(result, Value):
         return dict(result.metrics)
-    history = getattr(result, "history", None)
-    if isinstance(history, dict):
-        result = history
+    result = _unwrap(result)
     if not isinstance(result, dict):
         return {}
     metrics = {}
@@ -99,6 +94,12 @@ def final_metrics(result):
         except (TypeError, ValueError):
             continue  # not a number (an array, None, ...): not a metric
     return metrics
+
+
+def _unwrap(result):
+    """A Keras ``History``'s dict of per-epoch lists; anything else as it is."""
+    history = getattr(result, "history", None)
+    return history if isinstance(history, dict) else result
 
 
 def _number(result):
@@ -134,32 +135,22 @@ def tail(path, limit=TAIL_BYTES):
 
 
 def read_app_result(run_dir, log, model_return=None):
-    """The value an app run reported: ``result.txt``, else its last ``IMPROVE_RESULT`` line;
-    with several objectives (``model_return`` a comma-separated list), see
-    :func:`read_labelled_results`."""
-    result_file = Path(run_dir) / "result.txt"
+    """The value an app run reported: ``result.txt`` (``run_dir`` None, a container's run:
+    none), else its last ``IMPROVE_RESULT`` line; with several objectives (``model_return`` a
+    comma-separated list), see :func:`read_labelled_results`."""
+    result_file = None if run_dir is None else Path(run_dir) / "result.txt"
     if model_return and len(objective_names(model_return)) > 1:
         return read_labelled_results(result_file, log, objective_names(model_return))
-    if not result_file.exists():
+    if result_file is None or not result_file.exists():
         return read_improve_result(log, model_return)
     return parse_result(result_file.read_text(errors="replace"), model_return, log)
-
-
-def read_log_result(log, model_return=None):
-    """The value a run reported in its log alone (a container's): its last ``IMPROVE_RESULT``
-    line, or with several objectives one labelled line each (see
-    :func:`read_labelled_results`)."""
-    if model_return and len(objective_names(model_return)) > 1:
-        return read_labelled_results(None, log, objective_names(model_return))
-    return read_improve_result(log, model_return)
 
 
 def read_labelled_results(result_file, log, names):
     """The objectives ``names`` of an app run, as a :class:`Value`: each from the last line
     labelled with its name (``IMPROVE_RESULT params 12345`` in ``log``, or ``params 12345`` in
     ``result_file`` when given, which wins); a run lacking one fails naming it."""
-    lines = [line.split("IMPROVE_RESULT", 2)[1] for line in
-             tail(log, RESULT_SEARCH_BYTES).splitlines() if "IMPROVE_RESULT" in line]
+    lines = _improve_lines(log)
     if result_file is not None and result_file.exists():
         lines += result_file.read_text(errors="replace").splitlines()
     values = []
@@ -183,9 +174,7 @@ def read_improve_result(log, model_return=None):
     As in Supervisor's model.sh (``awk -v FS=IMPROVE_RESULT``), the marker may be anywhere on
     the line and the text after it is the result.
     """
-    texts = [line.split("IMPROVE_RESULT", 2)[1] for line in
-             tail(log, RESULT_SEARCH_BYTES).splitlines() if "IMPROVE_RESULT" in line]
-    texts = [text for text in texts if text.strip(" :")]
+    texts = [text for text in _improve_lines(log) if text.strip(" :")]
     if not texts:
         raise EvaluationFailed("the model wrote no result.txt and no IMPROVE_RESULT line",
                                tail(log))
@@ -199,8 +188,18 @@ NOT_A_RESULT = {"none": "None", "nan": "NaN", "inf": "inf", "+inf": "inf", "-inf
                 "infinity": "inf", "-infinity": "-inf", "": "nothing"}
 
 
+def _improve_lines(log):
+    """What follows ``IMPROVE_RESULT`` on each line of ``log``'s last MiB that has it."""
+    return [line.split("IMPROVE_RESULT", 2)[1] for line in
+            tail(log, RESULT_SEARCH_BYTES).splitlines() if "IMPROVE_RESULT" in line]
+
+
+def _tokens(text):
+    return [token.strip("'\"") for token in text.replace(":", " ").split()]
+
+
 def _label(text):
-    tokens = [token.strip("'\"") for token in text.replace(":", " ").split()]
+    tokens = _tokens(text)
     return tokens[0] if len(tokens) == 2 else None
 
 
@@ -209,18 +208,15 @@ def parse_result(text, model_return=None, log=None):
     ``val_loss: 0.123``, ``'0.123'`` as Supervisor's model.sh logs it), optionally after
     ``IMPROVE_RESULT``.
 
-    The label is not checked (Supervisor ignores it); :func:`read_improve_result` prefers the
-    line labelled ``MODEL_RETURN``. ``None``, ``nan`` and ``inf`` (any case, signed) fail the
-    evaluation with that reason.
-    Supervisor's model.sh keeps only a digits-and-dot substring of the line, so for them it
-    writes an empty ``result.txt``, which its workflows read as no number (a NaN result); here
-    the run fails and the study's failure policy (``[failure]``) reports NaN or the penalty.
-    Unlike that substring, ``1e-05`` is read as 1e-05 (Supervisor reads 1).
+    The label is not checked (Supervisor ignores it). ``None``, ``nan`` and ``inf`` (any case,
+    signed) fail the evaluation with that reason (Supervisor's model.sh writes an empty
+    ``result.txt``: a NaN result). Unlike Supervisor's digits-and-dot substring, ``1e-05`` is
+    read as 1e-05 (Supervisor reads 1).
     """
     text = text.strip()
     if text.startswith("IMPROVE_RESULT"):
         text = text[len("IMPROVE_RESULT"):].strip()
-    tokens = [token.strip("'\"") for token in text.replace(":", " ").split()]
+    tokens = _tokens(text)
     token = tokens[-1] if len(tokens) in (1, 2) else text
     if token.lower() in NOT_A_RESULT:
         raise EvaluationFailed(f"the model reported {NOT_A_RESULT[token.lower()]} as its "
@@ -232,38 +228,22 @@ def parse_result(text, model_return=None, log=None):
                                tail(log) if log else None) from None
 
 
-def _csv_field(value):
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False)
-
-
-def record_run(run_dir, command, params, run_id, value):
-    """The files Supervisor's model.sh leaves after a successful run.
-
-    * ``RUN_DIR/run_command.txt``: the model command, its words joined by spaces
-      (``echo "${MODEL_CMD[@]}"``);
-    * ``RUN_DIR/../output.csv``: one line appended per run: the values of the run's
-      parameters, the run id, then the result. Supervisor takes the values that follow the
-      command's ``--flags`` (but ``--experiment_id``), which for a container run are the
-      parameters and the run id; here the parameters are the point (``params.json``, in its
-      order) since they never travel on a command line. Fields are CSV-quoted when needed.
-    """
-    write_run_command(run_dir, command)
-    append_output_csv(run_dir, params, run_id, value)
-
-
 def write_run_command(run_dir, command):
-    """``RUN_DIR/run_command.txt``: the command's words joined by spaces."""
+    """``RUN_DIR/run_command.txt``: the command's words joined by spaces, as Supervisor's
+    model.sh leaves it (``echo "${MODEL_CMD[@]}"``)."""
     (Path(run_dir) / "run_command.txt").write_text(" ".join(command) + "\n", encoding="utf-8")
 
 
 def append_output_csv(run_dir, params, run_id, value):
-    """Append ``params``' values, ``run_id`` and ``value`` to ``RUN_DIR/../output.csv``."""
+    """Append ``params``' values, ``run_id`` and ``value`` to ``RUN_DIR/../output.csv``, as
+    Supervisor's model.sh does after a successful run (it takes the values that follow the
+    command's ``--flags``; here they are the point's, in its order, since they never travel on
+    a command line). Fields are CSV-quoted when needed."""
     run_dir = Path(run_dir)
     line = io.StringIO()
-    csv.writer(line, lineterminator="\n").writerow(
-        [_csv_field(v) for v in params.values()] + [run_id, repr(float(value))])
+    fields = [v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
+              for v in params.values()]
+    csv.writer(line, lineterminator="\n").writerow(fields + [run_id, repr(float(value))])
     # one write to a file opened for appending: concurrent runs never interleave a line
     fd = os.open(run_dir.parent / "output.csv", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
@@ -275,7 +255,8 @@ def append_output_csv(run_dir, params, run_id, value):
 def main(argv=None):
     """``python -m emews.evaluate record-run RUN_DIR RUN_ID -- COMMAND...``: read the result of
     a run (``result.txt``, else ``model.log``'s ``IMPROVE_RESULT``), rewrite ``result.txt`` as
-    the number, and write :func:`record_run`'s files. The Model Shell's Supervisor call uses it.
+    the number, and write ``run_command.txt`` and ``output.csv`` (:func:`append_output_csv`).
+    The Model Shell's Supervisor call uses it.
     Exit status 1 (the reason on stderr) when there is no number."""
     import sys
 
@@ -295,5 +276,6 @@ def main(argv=None):
         return 1
     (run_dir / "result.txt").write_text(f"{value!r}\n")
     print(f"IMPROVE_RESULT: {value!r}", flush=True)
-    record_run(run_dir, command, params if isinstance(params, dict) else {}, run_id, value)
+    write_run_command(run_dir, command)
+    append_output_csv(run_dir, params if isinstance(params, dict) else {}, run_id, value)
     return 0

@@ -1,14 +1,9 @@
 """The nanny: the child interpreter that runs a worker's ``py`` objective, task after task.
 
-Started by :class:`emews.evaluate._isolated.Nanny` as a fresh ``python`` that calls
-:func:`main` with ``FD PARENT_PID`` (also ``python -m emews.evaluate._nanny FD PARENT_PID``):
-FD is its end of a private socketpair. It asks for SIGKILL when its worker dies,
-turns on :mod:`faulthandler` (a segfault leaves a Python traceback in the log tail), then for
-each task: puts the worker's ``sys.path`` in front of its own, imports the objective (once),
-calls it with ``current_run()`` set, flushes its output and replies with the value, the
-reason, or where a report stopped it. A report (``emews.report``) goes to the worker as a frame
-``{"report": Report wire}`` and waits for ``{"prune": bool}``. ``SystemExit`` and
-``KeyboardInterrupt`` raised in a model fail that run only.
+Started by :class:`emews.evaluate._isolated.Nanny` (its docstring draws the exchange) with
+``FD PARENT_PID``, FD its end of a private socketpair. It dies with its worker, turns on
+:mod:`faulthandler` (a segfault leaves a Python traceback in the log tail) and imports each
+objective once. ``SystemExit`` and ``KeyboardInterrupt`` raised in a model fail that run only.
 """
 
 import faulthandler

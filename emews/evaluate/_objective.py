@@ -11,9 +11,8 @@
       -> Outcome(value, metrics=...) | Outcome(NaN, "failed", reason, log_tail)
          | Outcome(NaN, "cancelled")
 
-``timeout`` (``SH_TIMEOUT``; empty, 0 or -1: none) applies to isolated ``py``, ``app`` and
-``container`` runs alike: SIGTERM to the run's process group, ``grace`` seconds, SIGKILL; the
-run fails with ``timeout after N s``. :meth:`Objective.evaluate` never raises.
+``timeout`` (``SH_TIMEOUT``) kills isolated ``py``, ``app`` and ``container`` runs alike
+(:mod:`.process`). :meth:`Objective.evaluate` never raises.
 """
 
 import json
@@ -28,7 +27,7 @@ from ..core._segments import split
 from .._errors import ConfigError
 from .._status import Status
 from . import _process as process
-from ._app import App
+from ._app import MODEL_RUNNER, App
 from ._base import ONE_RANK, Cancelled, EvaluationFailed, RunContext
 from ._container import Container
 from ._echo import Echo
@@ -38,26 +37,14 @@ from ._py import Py
 from ._reporting import Pruned
 from ._model_output import Value, decode_tail, safe_text
 
-MODEL_RUNNER = "emews.models.runner"
-
-
-def no_timeout(timeout):
-    """Supervisor's "no timeout" values (None, empty, 0, negative) as None; else seconds."""
-    if timeout in (None, ""):
-        return None
-    timeout = float(timeout)
-    return timeout if timeout > 0 else None
 
 
 class Objective:
     """A configured evaluator: turns a point's JSON into an :class:`Outcome`.
 
     ``model_env`` maps Supervisor's environment variables to strings: the model's settings
-    (``FRAMEWORK``, ``MODEL_PYTHON_DIR``, ``BENCHMARK_TIMEOUT``, ``CANDLE_DATA_DIR``,
-    ``EMEWS_LANGS_APP``, ``APP_PYTHONPATH``, the container's ``CANDLE_IMAGE``,
-    ``MODEL_ACTION``, ``CANDLE_CONTAINER_RUNTIME``, ``CANDLE_CONTAINER_GPUS``,
-    ``CANDLE_CONTAINER_ARGS`` (a JSON list of extra runtime options), ...; see
-    :mod:`emews.evaluate._container`). ``model_return`` names the value to minimize, or
+    (``FRAMEWORK``, ``CANDLE_DATA_DIR``, the container's ``CANDLE_IMAGE``, ...; see
+    :meth:`from_config`). ``model_return`` names the value to minimize, or
     several objectives as a comma-separated list (each is extracted, in order, into the
     outcome's ``objectives``). ``timeout`` (``SH_TIMEOUT``) bounds each run; ``isolate``
     runs ``py`` objectives in a child process (see :mod:`emews.evaluate._py`); ``grace`` is the
@@ -74,7 +61,10 @@ class Objective:
             raise ConfigError("[study].impl (CANDLE_MODEL_IMPL)",
                               f"must be one of {list(IMPLEMENTATIONS)}", impl)
         self.impl, self.model_name, self.model_return = impl, model_name, model_return
-        self.timeout, self.expdir, self.exp_id = no_timeout(timeout), Path(expdir), exp_id
+        timeout = None if timeout in (None, "") else float(timeout)
+        # Supervisor's "no timeout": empty, 0 or negative
+        self.timeout = timeout if timeout and timeout > 0 else None
+        self.expdir, self.exp_id = Path(expdir), exp_id
         self.isolate, self.grace = bool(isolate), grace
         self.model_env.setdefault("MODEL_NAME", model_name)
         self.model_env.setdefault("MODEL_RETURN", model_return)
@@ -84,7 +74,7 @@ class Objective:
                               f"must be one of {list(RETURN_EPOCHS)}", self.epoch)
         if impl == "py":
             self.implementation = Py(objective or f"{MODEL_RUNNER}:train", model_return,
-                                     self.epoch, self.isolate, grace)
+                                     self.epoch, self.isolate)
         elif impl == "app":
             self.implementation = App(app, self.model_env)
         elif impl == "container":
@@ -110,13 +100,11 @@ class Objective:
     def evaluate(self, params_json, run_id, cancelled=None, report=None, resources=None):
         """Evaluate one point; never raises.
 
-        ``cancelled`` (a function of no arguments) is polled about every 0.1 s while an
-        isolated ``py``, an ``app`` or a ``container`` run is under way; when it returns True,
-        the run's process group is killed and the outcome is ``cancelled``. ``report``
-        (``Report -> bool``) takes the run's reports (:mod:`.reporting`); when it answers True
-        the run stops, and the outcome is ``pruned`` with the last reported value.
-        ``resources`` (:class:`~.base.Resources`) is what the pool gave the run (default: one
-        rank), its ``RunContext.resources``.
+        ``cancelled`` and ``report`` make the run's :class:`~.process.Watch`: when
+        ``cancelled()`` (polled about every 0.1 s, though not in a ``py`` run that is not
+        isolated) returns True, the outcome is ``cancelled``; when ``report(Report)`` answers
+        True, it is ``pruned`` with the last reported value. ``resources``
+        (:class:`~.base.Resources`, default: one rank) is what the pool gave the run.
         """
         started = time.time()
         try:

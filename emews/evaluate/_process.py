@@ -7,10 +7,8 @@
        └─ kill_group: SIGTERM the group, ``grace`` s, SIGKILL the group
 
 Every live group is tracked, so that :func:`stop_on_signals` (SIGTERM/SIGINT of a worker) and
-``Objective.close()`` leave no model process behind. Each group also starts through
-:mod:`.deathsig`: its first process gets ``PR_SET_PDEATHSIG = SIGKILL`` and a guard that stops
-the group when the worker is gone (SIGTERM, then SIGKILL after the grace, as ``kill_group``),
-for a worker that is killed with SIGKILL.
+``Objective.close()`` leave no model process behind; each starts through :mod:`.deathsig`, so
+that it dies with a worker killed with SIGKILL too.
 """
 
 import os
@@ -22,6 +20,7 @@ import time
 from pathlib import Path
 
 from ._base import CANCELLED, Cancelled, EvaluationFailed
+from ._launcher import is_python
 
 KILL_GRACE = 5.0  # seconds between SIGTERM and SIGKILL
 POLL = 0.1  # seconds between checks of a running model
@@ -60,10 +59,8 @@ class Watch:
 
 
 def child_environ(extra=None):
-    """This process's environment without the MPI launcher's variables, plus ``extra``.
-
-    A model process must never initialise MPI as if it were one of the study's ranks.
-    """
+    """This process's environment without the MPI launcher's variables (a model process must
+    never initialise MPI as if it were one of the study's ranks), plus ``extra``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(MPI_VARIABLES)}
     env.update(extra or {})
     return env
@@ -75,7 +72,7 @@ def start(command, **popen):
     It starts through :mod:`.deathsig`, so that the group dies when this process does (when
     this process is a Python interpreter that can run it: not always so in Swift/T's Turbine).
     """
-    if _is_python(sys.executable):
+    if is_python(sys.executable):
         fd = _lifeline()
         command = [sys.executable, "-I", "-S", DEATHSIG, str(os.getpid()), str(fd),
                    str(KILL_GRACE), *command]
@@ -96,12 +93,6 @@ def _lifeline():
         return _LIFELINE[1]
 
 
-def _is_python(executable):
-    """Whether ``executable`` is a Python interpreter (in an embedding program such as Swift/T's
-    Turbine it may be the host program, or empty)."""
-    return bool(executable) and os.path.basename(executable).lower().startswith("python")
-
-
 def forget(process):
     """Stop tracking an ended process."""
     with _live_lock:
@@ -110,14 +101,8 @@ def forget(process):
 
 def kill_group(process, grace=KILL_GRACE):
     """SIGTERM ``process``'s group, wait up to ``grace`` s for it, then SIGKILL the group."""
-    _signal_group(process, signal.SIGTERM)
-    try:
-        process.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        pass
-    _signal_group(process, signal.SIGKILL)
+    kill_groups([process], grace)
     process.wait()
-    forget(process)
 
 
 def _signal_group(process, sig):
@@ -127,7 +112,7 @@ def _signal_group(process, sig):
         pass
 
 
-def wait(process, watch, log=None):
+def wait(process, watch, log):
     """Wait for ``process`` under ``watch``; its exit status. On a stop, kill its group, note
     the reason in ``log`` (a path) and raise (see :meth:`Watch.stop`). With ``watch.report``,
     the report lines of ``log`` go to it (:class:`~.reporting.LogReports`); when one stops the
@@ -135,7 +120,7 @@ def wait(process, watch, log=None):
     from ._reporting import LogReports, Pruned
     from ._model_output import tail
 
-    reports = LogReports(log, watch.report) if watch.report and log is not None else None
+    reports = LogReports(log, watch.report) if watch.report else None
     while True:
         try:
             code = process.wait(timeout=POLL if watch.deadline or watch.cancelled or reports
@@ -158,10 +143,9 @@ def wait(process, watch, log=None):
         if reason is None:
             continue
         kill_group(process, watch.grace)
-        if log is not None:
-            with open(log, "a") as note:
-                note.write(f"emews: {reason}: the run was killed\n")
-        watch.stop(reason, tail(log) if log is not None else None)
+        with open(log, "a") as note:
+            note.write(f"emews: {reason}: the run was killed\n")
+        watch.stop(reason, tail(log))
 
 
 def describe_exit(code):
@@ -175,10 +159,12 @@ def describe_exit(code):
     return f"exited with status {code}"
 
 
-def kill_all(grace=1.0):
-    """Kill the groups of every tracked model process (SIGTERM, ``grace`` s, SIGKILL)."""
-    with _live_lock:
-        processes = list(_live)
+def kill_groups(processes=None, grace=1.0):
+    """Kill the groups of ``processes`` (default: every tracked model process): SIGTERM,
+    ``grace`` s, SIGKILL; they are no longer tracked."""
+    if processes is None:
+        with _live_lock:
+            processes = list(_live)
     for process in processes:
         _signal_group(process, signal.SIGTERM)
     deadline = time.monotonic() + grace
@@ -196,7 +182,7 @@ def stop_on_signals(signals=(signal.SIGTERM, signal.SIGINT)):
     """On SIGTERM or SIGINT: kill every model process group, then exit with 128 + signal."""
 
     def handler(signum, frame):
-        kill_all()
+        kill_groups()
         try:
             os.write(2, f"emews: {signal.Signals(signum).name}: the model processes of "
                         f"worker {os.getpid()} were killed\n".encode())

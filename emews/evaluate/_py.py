@@ -1,14 +1,10 @@
 """``py``: call ``module:function(params)``, in a nanny child (isolated) or in this interpreter.
 
 Isolated (the default, ``[study] isolate = true``), each concurrent caller gets a nanny of its
-own (:class:`~.isolated.Nanny`): a fresh interpreter that imports the objective once and runs
-task after task, so that a crash, ``os._exit`` or a hang ends one evaluation, not the worker,
-and ``timeout`` and ``cancelled`` apply. Not isolated, the function runs in the worker's own
-interpreter: microseconds per call, but no timeout or cancel, and a crash kills the worker.
-
-An evaluation given several ranks (``context.resources.ranks`` > 1) runs as that many
-processes started by the site's launcher, sharing ``emews.comm()`` (:mod:`.group`), isolated
-or not.
+own (:class:`~.isolated.Nanny`), so that a crash, ``os._exit`` or a hang ends one evaluation,
+not the worker, and ``timeout`` and ``cancelled`` apply. Not isolated, the function runs in the
+worker's own interpreter: microseconds per call, but no timeout or cancel. An evaluation of
+several ranks runs as that many processes sharing ``emews.comm()`` (:mod:`.group`).
 """
 
 import threading
@@ -20,37 +16,35 @@ from .._errors import ConfigError
 from ._base import EvaluationFailed, Implementation, _current_run
 from ._group import run_group
 from ._isolated import Nanny
-from ._reporting import Pruned, reporting
+from ._reporting import Pruned, Reporter, _reporter
 from ._model_output import decode_tail, extract
 
 
 def call_objective(function, params, context, model_return=OBJECTIVE, epoch="last",
                    send=None):
     """``function(params)`` as the run ``context`` (see ``current_run()``), its reports going
-    to ``send`` (see :mod:`.reporting`): the value to minimize (a :class:`~.results.Value`
-    with the final metrics of a dict or History, and every objective when ``model_return``
-    names several), :class:`Pruned` when a report stopped it
-    (whatever the model did after), or :class:`EvaluationFailed` with the reason and the
-    traceback."""
-    token = _current_run.set(context)
-    reporter = None
+    to ``send`` (see :mod:`.reporting`): the value to minimize (see
+    :func:`~._model_output.extract`), :class:`Pruned` when a report stopped it (whatever the
+    model did after), or :class:`EvaluationFailed` with the reason and the traceback."""
+    reporter = Reporter(send)
+    run_token, reporter_token = _current_run.set(context), _reporter.set(reporter)
     try:
-        with reporting(send) as reporter:
-            result = function(params)
+        result = function(params)
         if reporter.pruned is not None:
             raise reporter.pruned
         return extract(result, model_return, epoch)
     except (EvaluationFailed, Pruned):
         raise
     except (Exception, SystemExit, KeyboardInterrupt) as exc:  # noqa: BLE001 - the model's
-        if reporter is not None and reporter.pruned is not None:
+        if reporter.pruned is not None:
             raise reporter.pruned from None   # it was stopped, and failed on its way out
         traceback.print_exc()
         raise EvaluationFailed(describe_exception(exc),
                                decode_tail(traceback.format_exc().encode("utf-8",
                                                                          "backslashreplace")))
     finally:
-        _current_run.reset(token)
+        _current_run.reset(run_token)
+        _reporter.reset(reporter_token)
 
 
 def describe_exception(exc):
@@ -66,13 +60,12 @@ class Py(Implementation):
     """A ``module:function`` objective (imported here too, so that a bad path is a
     :class:`~emews._errors.ConfigError` before anything runs)."""
 
-    def __init__(self, path, model_return=OBJECTIVE, epoch="last", isolate=True,
-                 grace=None):
+    def __init__(self, path, model_return=OBJECTIVE, epoch="last", isolate=True):
         self.function = import_dotted(path, "[study].objective")
         if not callable(self.function):
             raise ConfigError("[study].objective", "must name a callable", path)
         self.path, self.model_return, self.epoch = path, model_return, epoch
-        self.isolate, self.grace = isolate, grace
+        self.isolate = isolate
         self.idle, self.nannies = [], []
         self.lock = threading.Lock()
 

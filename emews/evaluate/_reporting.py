@@ -8,23 +8,12 @@
          worker, which calls the pool's callback; the pool hands it to the master
       <- True when the master's pruner stops the run: emews.report raises Pruned
 
-A model that never calls ``emews.report`` sends nothing. A bad report (a step that is not a
-whole number above the last, a report outside a run or after a stop) raises before anything is
-sent (:meth:`Reporter.report`; docs/src/fidelity.md tabulates each case); a NaN or infinite
-value is sent and stored as it is (the pruners take it as the worst).
-
-``app`` and ``container`` models report with a line of their output (:data:`LINE`)::
-
-    EMEWS_REPORT {"step": 3, "value": 0.7, "metrics": {"acc": 0.8}}
-
-(the :class:`~.outcome.Report` wire form; ``metrics`` and ``time`` may be left out). The worker
-reads the run's log while it waits (:class:`LogReports`, every 0.1 s): each such line is a
-report as above; a line that breaks the rules is skipped, with a note in the log. When the
-pruner stops the run, its process group gets SIGTERM, then SIGKILL after the grace period
-(``KILL_GRACE``, 5 s), and it is stored ``pruned``; the model goes on training until then.
+``app`` and ``container`` models report with a line of their output (:data:`LINE`, then the
+:class:`~.outcome.Report` wire form), which the worker reads from the run's log while it waits
+(:class:`LogReports`). docs/src/fidelity.md tabulates the rules a report must keep and what
+follows a bad one or a stop.
 """
 
-import contextlib
 import contextvars
 import json
 import operator
@@ -90,7 +79,7 @@ def _number(name, value):
             from None
 
 
-_reporter = contextvars.ContextVar("emews_reporter", default=None)
+_reporter = contextvars.ContextVar("emews_reporter", default=None)   # the run's (.py sets it)
 
 
 def report(value, step, **metrics):
@@ -112,18 +101,6 @@ def report(value, step, **metrics):
 def in_run():
     """Whether ``emews.report`` may be called here (a run of emews in this process)."""
     return _reporter.get() is not None
-
-
-@contextlib.contextmanager
-def reporting(send):
-    """Run the body as a run whose reports go to ``send`` (see :class:`Reporter`); yields the
-    :class:`Reporter`."""
-    reporter = Reporter(send)
-    token = _reporter.set(reporter)
-    try:
-        yield reporter
-    finally:
-        _reporter.reset(token)
 
 
 class LogReports:

@@ -1,16 +1,10 @@
 """The search space of Supervisor's async-search workflow: its ``python/as_problem.py``, read
 with :mod:`ast` and never imported or run.
 
-Supervisor's ``workflows/async-search/python/as_problem.py`` builds an ``OrderedDict`` in
-``Problem.__init__`` and hands it to scikit-optimize as the dimensions::
-
-    space["drop"] = (0, 0.9)            # a range: skopt's Integer if both bounds are
-    space["epochs"] = (2, 3)            #   integers, else Real (uniform)
-    space["optimizer"] = ["adam", ...]  # a list: skopt's Categorical
-
-:func:`parse` returns those dimensions as entries of Supervisor's GA JSON format (``int``,
-``float`` or ``categorical``), in the order the file assigns them. The values must be literals;
-anything else assigned to ``space[...]`` is one error naming the file, the line and the rule.
+Its ``Problem.__init__`` assigns scikit-optimize's dimensions: ``space["drop"] = (0, 0.9)``, a
+range (``int`` if both bounds are integers, else ``float``), or ``space["optimizer"] = ["adam",
+...]``, a ``categorical``. :func:`parse` returns them as entries of Supervisor's GA JSON format,
+in the order the file assigns them; anything but a literal is one error naming the line.
 """
 
 import ast

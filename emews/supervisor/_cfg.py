@@ -1,32 +1,14 @@
 """CANDLE/Supervisor's ``cfg-sys-*.sh`` and ``cfg-prm-*.sh`` files as an emews study.
 
-Supervisor's workflows ``source`` the two files into their bash; emews does the same in a
-``bash`` subprocess (never in its own process, and never with ``eval``): ``set -a -e -u``, as
-Supervisor's ``workflow.sh`` runs them (every assignment exported, a failing command or an
-unset variable an error), the cfg-sys file first, then the cfg-prm file, and reads the
-environment back after each. ``EMEWS_PROJECT_ROOT`` defaults to the directory above the
-cfg-prm file's (Supervisor's ``workflows/NAME/test/`` layout) and ``WORKFLOWS_ROOT`` to the one
-above that. A file that fails (an ``exit``, an unset variable, a failing command) is one error
-naming the file, with bash's exit status and the last line it printed (an ``echo`` before
-``exit 1``, or bash's own ``FILE: line N: ...``).
-
-:func:`read` maps what the files set to a study (a dict shaped like the TOML file): the
-variables of :data:`COMMON` and of the workflow's :data:`WORKFLOWS` entry to their table and
-key (``IGNORE_ERRORS`` to ``[failure] on_failure``), with the options a workflow fixes
-(:data:`FIXED_OPTIONS`) and the files it reads itself (grid's and random's
-``data/settings.json``, async-search's ``python/as_problem.py``, upf's UPF file, pbt's
-parameter file: :func:`pbt_settings`); docs/src/supervisor.md tabulates each workflow's study.
-
-The workflow is the one named (``emews supervisor``'s), else the cfg-prm file's
-(``workflows/GA``, ``mlrMBO``, ...), else the one whose variables the files set; a second file
-whose name does not end in ``.sh`` is upf's UPF file or pbt's parameter file, and one cfg file
-alone (the ``supervisor`` tool's form) holds all the settings. docs/src/supervisor.md says how
-the files are found (``SUPERVISOR_PATH``, as ``find_cfg``) and which helpers work while they are
-sourced. A variable emews reads from the environment itself (``PROCS``, ``MODEL_NAME``, ...)
-takes the environment's value first, so the study printed is the study run. A variable the
-files set that would change the study and that emews does not map is refused, never ignored;
-the few that change nothing under emews (:data:`UNUSED`) are named in the study's notes. A
-variable that the files' own text refers to (a helper such as ``POP_DEFAULT``) is no setting.
+docs/src/coming-from-supervisor.md and docs/src/supervisor.md say what is read and how. In
+short: a ``bash`` subprocess sources the files (:func:`sourced`, ``set -a -e -u`` as
+Supervisor's ``workflow.sh``; never ``eval``), the cfg-sys file first, and the environment is
+read back after each (:class:`Settings`). :func:`read` maps the variables of :data:`COMMON`
+and of the workflow's :data:`WORKFLOWS` entry to a study (a dict shaped like the TOML file),
+with the options a workflow fixes (:data:`FIXED_OPTIONS`) and the files it reads itself. A
+variable emews reads from the environment itself takes the environment's value first; one the
+files set that emews does not map is refused, unless it changes nothing under emews
+(:data:`UNUSED`: a note) or the files' own text refers to it (a helper, not a setting).
 """
 
 import copy
@@ -128,8 +110,6 @@ GA_DEFAULTS = {"NUM_ITERATIONS": "3", "POPULATION_SIZE": "3"}
 # the Swift of Supervisor's uq-noise workflow: noise levels [0:10] * 3.0 on x and y, one trial
 UQ_NOISE = {"x_noise_level": [3.0 * level for level in range(11)],
             "y_noise_level": [3.0 * level for level in range(11)], "epochs": [1]}
-UQ_NOISE_IGNORES = ("CACHE_DIR", "XCORR_DATA_DIR")   # its cfg-prm-1.sh, left from cp-leaveout
-SETTINGS_FILE = {"grid": GRID_FILE, "random": GRID_FILE}   # both read data/settings.json
 # Supervisor's pbt workflow, python/tc1_pbt.py: TC1PBTWorker.ready (every 2 epochs),
 # truncation_select (bottom and top 20 %), update (lr * 0.8 or 1.2); its rank 0 is a datastore
 PBT = {"perturbation_interval": 2, "quantile": 0.2, "explore": "perturb",
@@ -137,8 +117,14 @@ PBT = {"perturbation_interval": 2, "quantile": 0.2, "explore": "perturb",
 # the [algorithm] options of the workflows that fix them (grid's and upf's come from files)
 FIXED_OPTIONS = {"uq-noise": {"params": UQ_NOISE}, "async-search": ASYNC_SEARCH, "pbt": PBT}
 PBT_MODEL = "tc1"   # its scripts/local_submit.cfg: tc1_pbt.py PARAMS_FILE EXP_DIR tc1 EXP_ID
-PBT_IGNORES = {"EXP_DIR": "emews makes the experiment directory (CANDLE_DATA_DIR/MODEL_NAME/"
-                          "EXPnnn)"}
+# what a workflow's cfg files set that the workflow does not read, and why
+IGNORED = {name: dict.fromkeys(GRID_IGNORES, f"Supervisor's {name} workflow does not read it "
+                                             f"(it reads {GRID_FILE})")
+           for name in ("grid", "random")}   # both read data/settings.json
+IGNORED["uq-noise"] = dict.fromkeys(("CACHE_DIR", "XCORR_DATA_DIR"),   # left from cp-leaveout
+                                    "Supervisor's uq-noise workflow does not read it")
+IGNORED["pbt"] = {"EXP_DIR": "emews makes the experiment directory (CANDLE_DATA_DIR/MODEL_NAME/"
+                             "EXPnnn)"}
 OTHER_WORKFLOWS = ("cp1", "cp-leaveout", "one-shot", "dense-noise", "csg", "cmp-cv",
                    "simple_uq", "xcorr", "cross-study", "async-horovod", "async-local",
                    "test-horovod")
@@ -202,12 +188,7 @@ class Settings:
 
 
 SUPPORTED = (*WORKFLOWS, "upf")
-
-
-def supported_text():
-    """The workflows emews runs, as a sentence's list."""
-    *others, last = SUPPORTED
-    return f"{', '.join(others)} and {last}"
+SUPPORTED_TEXT = f"{', '.join(WORKFLOWS)} and upf"   # as a sentence's list
 
 
 def check_workflow(name, where):
@@ -217,7 +198,7 @@ def check_workflow(name, where):
     why = ("does not fit emews's ask/tell model (see the supervisor docs)"
            if name in OTHER_WORKFLOWS else "is not one of Supervisor's workflows emews knows")
     raise ConfigError(where, f"names Supervisor's workflow {name!r}, which {why}; emews runs "
-                      f"{supported_text()}", name, show_value=False)
+                      f"{SUPPORTED_TEXT}", name, show_value=False)
 
 
 def workflow(cfg_prm, namespace, name=None):
@@ -229,7 +210,7 @@ def workflow(cfg_prm, namespace, name=None):
         return (project, *WORKFLOWS.get(project, ("sweep", {})))
     if project in OTHER_WORKFLOWS:
         raise ConfigError(str(cfg_prm), f"is a cfg file of Supervisor's {project} workflow; "
-                          f"emews runs those of {supported_text()} (upf's: CFG_SYS and a UPF "
+                          f"emews runs those of {SUPPORTED_TEXT} (upf's: CFG_SYS and a UPF "
                           "file)", project)
     found = [name for name, (_, variables) in WORKFLOWS.items()
              if set(variables) & set(namespace.where)]
@@ -263,15 +244,7 @@ def read(cfg_sys, cfg_prm=None, environ=None, name=None):
         name, algorithm, variables = workflow(cfg_prm or cfg_sys, namespace, name)
     if name == "upf" and cfg_prm is None:
         variables = {"UPF": ("algorithm", "file", "file")}
-    unused = dict(UNUSED)
-    if name in SETTINGS_FILE:
-        unused.update((var, f"Supervisor's {name} workflow does not read it (it reads "
-                            f"{SETTINGS_FILE[name]})") for var in GRID_IGNORES)
-    if name == "uq-noise":
-        unused.update((var, "Supervisor's uq-noise workflow does not read it")
-                      for var in UQ_NOISE_IGNORES)
-    if name == "pbt":
-        unused.update(PBT_IGNORES)
+    unused = {**UNUSED, **IGNORED.get(name, {})}
     mapping = {var: to for var, to in {**COMMON, **variables}.items() if var not in unused}
     known = {*mapping, *unused, "IGNORE_ERRORS"}
     notes = [f"{var} = {namespace.values[var]!r} is not used: {why}"
@@ -361,12 +334,9 @@ def pbt_settings(study, where, procs_where):
 def find(name, search):
     """Where Supervisor's ``find_cfg`` finds ``name``: itself if absolute, else the first
     readable ``DIR/name`` of ``search`` (``SUPERVISOR_PATH``); ``None`` if none is."""
-    if os.path.isabs(name):
-        return Path(name) if os.access(name, os.R_OK) else None
-    for directory in filter(None, search.split(":")):
-        if os.access(Path(directory, name), os.R_OK):
-            return Path(directory, name)
-    return None
+    candidates = [Path(name)] if os.path.isabs(name) else \
+        [Path(directory, name) for directory in filter(None, search.split(":"))]
+    return next((path for path in candidates if os.access(path, os.R_OK)), None)
 
 
 def settings_json(path, workflow):

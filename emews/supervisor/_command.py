@@ -1,13 +1,8 @@
 """``emews supervisor``: CANDLE/Supervisor's entry points on emews, as they are.
 
-A workflow's ``swift/workflow.sh`` becomes one line, ``exec emews supervisor "$@"``, and the
-``supervisor`` tool's call ``emews supervisor SITE WORKFLOW CFG``: test scripts, cfg files and
-site files stay as they are. :func:`parse` tells the arguments apart by their count, as
-Supervisor does (:data:`USAGE`); :func:`main` then follows Supervisor's order: SUPERVISOR_PATH,
-the workflow, the cfg files (:func:`emews.supervisor._cfg.read`), ``env-SITE.sh``,
-``sched-SITE.sh`` (which runs the study here or submits it), the experiment directory and its
-``turbine-output`` link. docs/src/supervisor.md says each step and what it leaves. The exit
-status is 0 only when the study ended by its own rule; bad input ends with 2.
+:func:`parse` tells the arguments apart by their count, as Supervisor does (:data:`USAGE`);
+:func:`main` then follows Supervisor's order (docs/src/supervisor.md says each step and what it
+leaves). The exit status is 0 only when the study ended by its own rule; bad input ends with 2.
 """
 
 import dataclasses

@@ -1,13 +1,8 @@
 """The search space of Supervisor's random workflow: its ``data/settings.json``.
 
-Supervisor's ``workflows/random/python/determineParameters.py`` draws ``samples.num[0]``
-points, each value uniformly between the two bounds its parameter lists::
-
-    {"parameters": {"epochs": [4, 8], "learning_rate": [0.00001, 0.1]},
-     "samples": {"num": [120]}}
-
-An ``int`` pair is ``randint``'s (both bounds included), any other pair ``uniform``'s.
-:func:`entries` returns those ranges as entries of Supervisor's GA JSON format.
+``{"parameters": {"epochs": [4, 8], "learning_rate": [0.00001, 0.1]}, "samples": {"num":
+[120]}}``: each value is drawn between its two bounds, with ``randint`` for an ``int`` pair and
+``uniform`` for any other. :func:`entries` returns those ranges as GA JSON entries.
 """
 
 from .._errors import ConfigError

@@ -1,21 +1,18 @@
 """Reads mlrMBO's R ``makeParamSet(...)`` files: tokenized and parsed, never evaluated.
 
-The subset understood is what CANDLE/Supervisor's mlrMBO workflows use::
+The subset understood is what CANDLE/Supervisor's mlrMBO workflows use (docs/src/spaces.md)::
 
     param.set <- makeParamSet(              # an assignment (<-, = or <<-) or the bare call
-      makeNumericParam("lr", lower = 0.00001, upper = 0.1),
       makeIntegerParam("epochs", lower = 2, upper = 5),
-      makeDiscreteParam("batch_size", values = c(16, 32, 64)),
       makeDiscreteParam("act", values = list("relu", "tanh")),
-      makeLogicalParam("warmup"),
       makeIntegerParam("latent_dim", lower = 1, upper = 9, trafo = function(x) 2L^x)
     )
 
-Arguments go by position (``id``, then ``lower``/``upper`` or ``values``) or by name. Values are
-literals: numbers (``1e-5``, ``-2``, ``5L``, ``-Inf``), strings, ``TRUE``/``FALSE``, and
-``c(...)`` or ``list(...)`` of them. ``default`` is accepted and ignored (it does not change
-the search). ``trafo`` (numeric and integer parameters) is parsed into a :class:`Trafo` by this
-grammar, and only by it::
+Arguments go by position (``id``, then ``lower``/``upper`` or ``values``) or by name (the
+:data:`MAKERS`). Values are literals: numbers (``1e-5``, ``-2``, ``5L``, ``-Inf``), strings,
+``TRUE``/``FALSE``, and ``c(...)`` or ``list(...)`` of them; ``default`` is ignored. ``trafo``
+is parsed into a :class:`Trafo`, and ``requires`` into an :mod:`emews._conditions` condition,
+by these grammars and only by them::
 
     trafo   := "function" "(" NAME ")" ( body | "{" body "}" )
     body    := product (("+" | "-") product)*
@@ -24,10 +21,6 @@ grammar, and only by it::
     power   := atom ("^" unary)?                  # right-associative, above unary minus, as in R
     atom    := NUMBER | NAME | "(" body ")" | ("exp" | "round" | "as.integer") "(" body ")"
 
-where NAME is the function's argument. ``requires`` (any parameter: it is active only when
-the expression is true, see :mod:`emews._conditions`) is parsed into a condition by this
-grammar, and only by it (ParamHelpers takes a ``quote`` or an ``expression``)::
-
     requires := ("quote" | "expression") "(" either ")"
     either   := both (("||" | "|") both)*
     both     := negation (("&&" | "&") negation)*
@@ -35,12 +28,9 @@ grammar, and only by it (ParamHelpers takes a ``quote`` or an ``expression``)::
     test     := PARAM (("==" | "!=" | "<" | "<=" | ">" | ">=") literal | "%in%" values)?
     values   := literal | "c" "(" literal ("," literal)* ")"
 
-where PARAM names another parameter (alone, a logical one that is ``TRUE``) and a literal is
-one as above: a number, a string, ``TRUE`` or ``FALSE``. Every other argument, any other trafo
-(``function(x) system("...")``) and any other requires (``quote(f(x))``, ``quote(a <- 1)``) are
-refused with an error that names the file, the line and column, the parameter, the rule and the
-text. :func:`parse` returns plain
-:class:`ParamSpec` records; :mod:`emews._space` turns them into parameters.
+where NAME is the function's argument and PARAM another parameter (alone, a logical one that
+is ``TRUE``). Anything else is refused with an error that names the file, the line and column,
+the parameter, the rule and the text. :func:`parse` returns :class:`ParamSpec` records.
 """
 
 import math
@@ -116,7 +106,23 @@ def parse(text, path):
     return _Parser(tokenize(text, path), path, text).param_set()
 
 
-class _Parser:
+class _Cursor:
+    """A position in a list of tokens (``self.tokens``, ``self.position``)."""
+
+    def peek(self, offset=0):
+        index = self.position + offset
+        return self.tokens[index] if index < len(self.tokens) else None
+
+    def accept(self, *texts):
+        """The next token, taken, when its text is one of ``texts``; else None."""
+        token = self.peek()
+        if token is None or token.text not in texts:
+            return None
+        self.position += 1
+        return token
+
+
+class _Parser(_Cursor):
     """Recursive descent over the tokens; every error names a position."""
 
     def __init__(self, tokens, path, text):
@@ -127,10 +133,6 @@ class _Parser:
         if token is None:
             return f"{self.path}: at the end of the file"
         return f"{self.path}:{token.line}:{token.column}"
-
-    def peek(self, offset=0):
-        index = self.position + offset
-        return self.tokens[index] if index < len(self.tokens) else None
 
     def take(self, text=None, kind=None, rule=None):
         token = self.peek()
@@ -154,8 +156,7 @@ class _Parser:
                 raise ConfigError(self.where(token), "makeParamSet takes make*Param(...) calls, "
                                   "not named arguments", name)
             specs.append(self.param_call())
-        if self.peek() is not None and self.peek().text == ";":
-            self.position += 1
+        self.accept(";")
         if self.peek() is not None:
             raise ConfigError(self.where(), "nothing may follow the makeParamSet(...) "
                               "expression", self.peek().text)
@@ -171,8 +172,7 @@ class _Parser:
         """
         self.take("(")
         index = 0
-        if self.peek() is not None and self.peek().text == ")":
-            self.position += 1
+        if self.accept(")"):
             return
         while True:
             token, name = self.peek(), None
@@ -183,12 +183,9 @@ class _Parser:
                 self.position += 2
             yield token, name, index
             index += 1
-            closing = self.take(rule="expected ',' or ')' between arguments")
-            if closing.text == ")":
+            if self.accept(")"):
                 return
-            if closing.text != ",":
-                raise ConfigError(self.where(closing), "expected ',' or ')' between arguments",
-                                  closing.text)
+            self.take(",", rule="expected ',' or ')' between arguments")
 
     def param_call(self):
         start = self.peek()
@@ -219,12 +216,10 @@ class _Parser:
         if not isinstance(name, str) or not name:
             raise ConfigError(name_where, f"{maker}: the id must be a non-empty string", name)
         args.pop("default", None)   # accepted, and ignored: it does not change the search
-        if "trafo" in args:
-            (first, end), at = args["trafo"]
-            args["trafo"] = (_TrafoParser(self, first, end, name).trafo(), at)
-        if "requires" in args:
-            (first, end), at = args["requires"]
-            args["requires"] = (_RequiresParser(self, first, end, name).requires(), at)
+        for argument, parser in (("trafo", _TrafoParser), ("requires", _RequiresParser)):
+            if argument in args:
+                (first, end), at = args[argument]
+                args[argument] = (parser(self, first, end, name).parse(), at)
         return ParamSpec(kind, name, args, self.where(start))
 
     def argument_span(self):
@@ -239,11 +234,6 @@ class _Parser:
                 return first, self.position
             depth += {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}.get(token.text, 0)
             self.position += 1
-
-    def source(self, first, end):
-        """The text of tokens ``first`` to ``end - 1``, as written."""
-        last = self.tokens[end - 1]
-        return self.text[self.tokens[first].offset:last.offset + len(last.text)]
 
     def value(self):
         """A literal, or ``c(...)``/``list(...)`` of literals (returned as a list)."""
@@ -348,7 +338,7 @@ def _power(base, exponent):
     return math.pow(base, exponent)
 
 
-class _ArgumentParser:
+class _ArgumentParser(_Cursor):
     """Recursive descent over the tokens of one argument of a ``make*Param`` call."""
 
     RULE = ""
@@ -357,24 +347,14 @@ class _ArgumentParser:
     def __init__(self, parser, first, end, name):
         self.parser, self.name = parser, name
         self.tokens, self.position = parser.tokens[first:end], 0
-        self.text = parser.source(first, end) if end > first else ""
         self.last = parser.tokens[end - 1] if end > first else parser.tokens[first]
+        start, stop = parser.tokens[first].offset, self.last.offset + len(self.last.text)
+        self.text = parser.text[start:stop] if end > first else ""   # as written
 
     def fail(self):
         token = self.peek() or self.last
         raise ConfigError(f"{self.parser.where(token)}: {self.name}.{self.ARGUMENT}", self.RULE,
                           self.text)
-
-    def peek(self, offset=0):
-        index = self.position + offset
-        return self.tokens[index] if index < len(self.tokens) else None
-
-    def accept(self, *texts):
-        token = self.peek()
-        if token is None or token.text not in texts:
-            return None
-        self.position += 1
-        return token
 
     def expect(self, text):
         if self.accept(text) is None:
@@ -387,7 +367,7 @@ class _TrafoParser(_ArgumentParser):
     RULE = TRAFO_RULE
     ARGUMENT = "trafo"
 
-    def trafo(self):
+    def parse(self):
         self.expect("function")
         self.expect("(")
         if self.peek() is None or self.peek().kind != "name":
@@ -434,17 +414,14 @@ class _TrafoParser(_ArgumentParser):
         if token is not None and token.text == self.argument:
             self.position += 1
             return ("x",)
-        if self.accept("(") is not None:
-            tree = self.sum()
-            self.expect(")")
-            return tree
-        if token is not None and token.text in FUNCTIONS:
-            self.position += 1
+        function = self.accept(*FUNCTIONS)
+        if function is not None:
             self.expect("(")
-            tree = self.sum()
-            self.expect(")")
-            return (token.text, tree)
-        return self.fail()
+        elif self.accept("(") is None:
+            return self.fail()
+        tree = self.sum()
+        self.expect(")")
+        return tree if function is None else (function.text, tree)
 
 
 REQUIRES_RULE = ("must be quote(...) or expression(...) of tests on other parameters (==, !=, <, "
@@ -460,7 +437,7 @@ class _RequiresParser(_ArgumentParser):
     RULE = REQUIRES_RULE
     ARGUMENT = "requires"
 
-    def requires(self):
+    def parse(self):
         if self.accept("quote", "expression") is None:
             self.fail()
         self.expect("(")
@@ -514,9 +491,8 @@ class _RequiresParser(_ArgumentParser):
         return conditions.Compare(parent, operator_token.text, value)
 
     def values(self):
-        if self.peek() is None or self.peek().text != "c":
+        if self.accept("c") is None:
             return (self.literal(),)
-        self.position += 1
         self.expect("(")
         values = [self.literal()]
         while self.accept(",") is not None:
