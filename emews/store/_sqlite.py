@@ -29,7 +29,7 @@ from pathlib import Path
 from .._errors import ConfigError, StoreError
 from .._status import Status
 from . import _schema as schema
-from ._base import Snapshot, Store, curves_of, decoded, duplicate_rows
+from ._base import Snapshot, Store, curves_of, decoded
 from ._filesystem import journal_mode
 
 ROWS_PER_STATEMENT = 128            # 13 values a row: far below SQLite's 32,766 parameters
@@ -168,14 +168,13 @@ class SQLiteStore(Store):
     def _mark_running(self, rows):
         self._update_evaluations(f"status='{Status.RUNNING}', rank=?, started=?", rows)
 
-    def _finish(self, attempts, points, vectors):
-        self._write_values(*LOG_ATTEMPTS, attempts)
+    def _log_attempts(self, rows):
+        self._write_values(*LOG_ATTEMPTS, rows)
+
+    def _finish(self, points, vectors):
         self._update_evaluations("status=?, result=?, error=?, log_tail=?, rank=?, started=?, "
                                  "finished=?, attempt=?, metrics=?"
                                  + (", objectives=?, feasible=?" if vectors else ""), points)
-
-    def record_duplicates(self, rows):
-        self._write_values(*LOG_ATTEMPTS, duplicate_rows(rows))
 
     def _requeue(self, rows):
         self._write(f"UPDATE evaluations SET status='{Status.QUEUED}', attempt=?, run_id=?, "
