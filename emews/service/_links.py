@@ -73,4 +73,4 @@ def _pool_link(target, keys, give_up, workdir, eqsql, task_type, workers):
     require_zmq()
     from ._zmq_transport import ZmqPool
 
-    return ZmqPool(workers, address, keys, give_up=give_up)
+    return ZmqPool(workers, address, keys, give_up)

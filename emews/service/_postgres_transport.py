@@ -47,8 +47,8 @@ class PostgresService(ServiceLink):
     next look for results, or before a wait; with the store's commit where it is shared.
     """
 
-    def __init__(self, url, exp_id, slots, lease, config, expdir, task_type=0):
-        self.queue = TaskQueue(url, exp_id, task_type)
+    def __init__(self, url, exp_id, slots, lease, config, expdir):
+        self.queue = TaskQueue(url, exp_id)
         self.queue.open_study(dict(config, lease=lease), expdir)
         self.slots = max(int(slots), 1)
         self.looked = self.checked = 0.0

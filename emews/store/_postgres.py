@@ -187,8 +187,7 @@ def connect(url):
                 if not conn.execute(present).fetchone()[0]:
                     conn.execute(missing)
     except psycopg.Error as exc:
-        raise StoreError(f"{redacted(url)}: cannot open the store: "
-                         f"{str(exc).strip().splitlines()[0]}") from None
+        raise failure(url, "open the store", exc) from None
     return conn
 
 
@@ -255,6 +254,11 @@ def redacted(url):
     return f"{scheme}://{credentials.split(':', 1)[0]}:***@{host}"
 
 
+def failure(url, action, exc):
+    """The one-line :class:`StoreError` of psycopg's ``exc`` during ``action`` on ``url``."""
+    return StoreError(f"{redacted(url)}: cannot {action}: {str(exc).strip().splitlines()[0]}")
+
+
 @contextlib.contextmanager
 def guarded(conn, url, action):
     """Turn a psycopg failure during ``action`` into a one-line :class:`StoreError` (the open
@@ -266,22 +270,15 @@ def guarded(conn, url, action):
     except psycopg.Error as exc:
         with contextlib.suppress(psycopg.Error):
             conn.rollback()
-        raise StoreError(f"{redacted(url)}: cannot {action}: "
-                         f"{str(exc).strip().splitlines()[0]}") from None
+        raise failure(url, action, exc) from None
 
 
 class PostgresStore(Store):
-    """The store of study ``exp_id`` in the PostgreSQL database ``url``: the
-    :class:`~emews.store._base.Store` contract on emews's tables (one writer, the master; any
-    number of readers). Its connection runs in autocommit: a read holds no transaction open,
-    and a commit's writes run in one explicit transaction.
-
-    ``path`` (``URL#EXP_ID``) reopens the same store through :func:`emews.store.open_store`.
-    ``create=False`` (and ``readonly``) refuses a study the database does not hold.
-
-    A study served through this database lets its queue's exchange ride on each commit
-    (:meth:`share_commits`): one transaction and one round trip for both, per turn of the
-    master.
+    """The store of study ``exp_id`` in the PostgreSQL database ``url`` (its ``path``:
+    ``URL#EXP_ID``). Its connection runs in autocommit: a read holds no transaction open, and a
+    commit's writes run in one explicit transaction, with the exchange of a study's queue
+    served through this database (:meth:`share_commits`). ``create=False`` (and ``readonly``)
+    refuses a study the database does not hold.
     """
 
     sharer = None   # what adds its statements to each commit (see :meth:`share_commits`)
@@ -324,8 +321,7 @@ class PostgresStore(Store):
         try:
             cursors = run_batch(self.db, statements + shared)
         except psycopg.Error as exc:
-            raise StoreError(f"{redacted(self.url)}: cannot {self._failing(writes)}: "
-                             f"{str(exc).strip().splitlines()[0]}") from None
+            raise failure(self.url, self._failing(writes), exc) from None
         if shared:
             self.sharer.committed(cursors[len(statements):])
 
