@@ -337,8 +337,7 @@ class TaskQueue:
                                                "exp_id=%s", (self.exp_id,)).fetchall())
             # an earlier, killed service's queued tasks: the master queues again what it needs
             # (its results, on the IN queue, are kept: the master adopts them)
-            self.db.execute("DELETE FROM emews_queue_OUT q USING emews_tasks t WHERE "
-                            "q.eq_task_id=t.eq_task_id AND t.exp_id=%s", (self.exp_id,))
+            self.db.execute(UNQUEUE, (self.exp_id,))
             # results that a killed service took off the IN queue but never stored (it died
             # between the commit that took them and the one that would have stored them)
             self.db.execute(UNRECORDED, {"exp": self.exp_id, "complete": COMPLETE,
@@ -353,8 +352,7 @@ class TaskQueue:
         with self._guard("end the study"), self.db.transaction():
             self.db.execute("UPDATE emews_studies SET state='ended' WHERE exp_id=%s",
                             (self.exp_id,))
-            self.db.execute("DELETE FROM emews_queue_OUT q USING emews_tasks t WHERE "
-                            "q.eq_task_id=t.eq_task_id AND t.exp_id=%s", (self.exp_id,))
+            self.db.execute(UNQUEUE, (self.exp_id,))
 
     def push(self, tasks):
         """Put tasks on the OUT queue in one round trip: a new point becomes an EQ-SQL task;
@@ -378,18 +376,14 @@ class TaskQueue:
                 "ids": [t.id for t in new], "params": [t.params for t in new],
                 "run_ids": [t.run_id for t in new], "attempts": [t.attempt for t in new],
                 "queued": QUEUED, "type": self.task_type, "exp": self.exp_id}))
-        if again:
-            eq_ids = [self.eq_ids[t.id] for t in again]
-            statements += [(REQUEUE_EQ, (REQUEUED, eq_ids, COMPLETE)),
-                           (REQUEUE_EMEWS, (eq_ids, [t.attempt for t in again],
-                                            [t.run_id for t in again])),
-                           (REQUEUE_OUT, (self.task_type, eq_ids))]
-        if after:
-            eq_ids = [self.eq_ids[t.id] for t in after]
-            statements += [(NEXT_ATTEMPT_EQ, (REQUEUED, eq_ids, [t.params for t in after])),
-                           (REQUEUE_EMEWS, (eq_ids, [t.attempt for t in after],
-                                            [t.run_id for t in after])),
-                           (REQUEUE_OUT, (self.task_type, eq_ids))]
+        for sql, group, last in ((REQUEUE_EQ, again, COMPLETE),
+                                 (NEXT_ATTEMPT_EQ, after, [t.params for t in after])):
+            if group:
+                eq_ids = [self.eq_ids[t.id] for t in group]
+                statements += [(sql, (REQUEUED, eq_ids, last)),
+                               (REQUEUE_EMEWS, (eq_ids, [t.attempt for t in group],
+                                                [t.run_id for t in group])),
+                               (REQUEUE_OUT, (self.task_type, eq_ids))]
         statements.append((NOTIFY, (TASKS_CHANNEL,)))
 
         def record(cursors):
@@ -578,6 +572,9 @@ NEXT_ATTEMPT_EQ = ("UPDATE eq_tasks e SET eq_status=%s, json_out=a.params, json_
 REQUEUE_EMEWS = ("UPDATE emews_tasks t SET attempt=a.attempt, run_id=a.run_id "
                  "FROM unnest(%b::integer[], %b::integer[], %b::text[]) "
                  "AS a(eq, attempt, run_id) WHERE t.eq_task_id=a.eq")
+# The study's tasks on the OUT queue, taken off it.
+UNQUEUE = ("DELETE FROM emews_queue_OUT q USING emews_tasks t WHERE q.eq_task_id=t.eq_task_id "
+           "AND t.exp_id=%s")
 REQUEUE_OUT = ("INSERT INTO emews_queue_OUT (eq_task_type, eq_task_id, eq_priority) "
                "SELECT %s, eq, 0 FROM unnest(%b::integer[]) AS eq")
 # One statement; a task answered meanwhile (a late result of a requeued task) is not run again.

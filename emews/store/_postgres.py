@@ -24,8 +24,7 @@
 A task's ``eq_status`` follows EQ-SQL's codes (:data:`QUEUED` ... :data:`REQUEUED`); its
 ``json_in`` is a JSON object: ``value``, the objective's value (``null`` for a failure), the
 task's ``attempt`` and ``rank``, and ``outcome``, the outcome's wire form
-(:meth:`~emews.evaluate.Outcome.to_wire`). The first result of a task wins: a later one goes to
-``emews_late_results`` instead, for the study's record.
+(:meth:`~emews.evaluate.Outcome.to_wire`).
 
 :class:`PostgresStore` is the :class:`~emews.store._base.Store` contract on these tables; the
 queue's side of them is :class:`emews.service._postgres_transport.TaskQueue`.
