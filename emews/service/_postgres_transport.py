@@ -181,7 +181,7 @@ def _received(point_id, payload, late):
 
 def _notified(pgconn, timeout):
     """Whether a NOTIFY came to ``pgconn`` (listening), waiting up to ``timeout`` s on its
-    socket (psycopg's ``notifies`` spins through its timeout's last ms: 1 ms of CPU a wait)."""
+    socket (psycopg's ``notifies`` spins through its timeout's last ms: 1 ms of CPU per wait)."""
     pgconn.consume_input()
     came = _drained(pgconn)
     if not came and timeout > 0:
