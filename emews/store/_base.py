@@ -15,22 +15,15 @@ number of readers, each with its own store object (``readonly=True``). The study
 besides its points is in its meta values: docs/src/store.md ("The study's state") says who
 writes and who reads each.
 
-Visibility:
-
-* A write (``add`` ... ``set_meta``) is buffered: no reader, not even this store's own
-  connection, sees it before :meth:`Store.commit` (or a read through this store, which
-  commits first). The commit runs every buffered write, in order, in one transaction: a
-  reader sees all of a turn or none of it. The points added since the last commit are
-  inserted first, each as it stands by then: one handed to a worker meanwhile is inserted
-  ``running``. A master turn's commit holds back the ``running`` status of the points handed
-  out in that turn until the next commit (the next turn's, or the one made once nothing has
-  come for a few ms): one whose result comes first goes from ``queued`` to its result in one
-  write.
-* ``save_checkpoint`` and ``interrupt_unfinished`` commit at once.
-* A failed commit stores nothing of its transaction and drops it (a :class:`StoreError`
-  names the write that failed); one interrupted by anything else (a signal) stores nothing and
-  keeps it buffered for the next commit.
-* :meth:`Store.snapshot` reads the rows, attempts and meta of one instant, in one transaction.
+Visibility: a write (``add`` ... ``set_meta``) is buffered: no reader, not even this store's
+own connection, sees it before :meth:`Store.commit` (or a read through this store, which
+commits first; ``save_checkpoint`` and ``interrupt_unfinished`` commit at once). The commit
+runs every buffered write, in order, in one transaction: a reader sees all of a turn or none of
+it. The points added since the last commit are inserted first, each as it stands by then: one
+handed to a worker meanwhile is inserted ``running``. A master turn's commit holds back the
+``running`` status of the points handed out in that turn until the next commit (the next
+turn's, or the one made once nothing has come for a few ms): one whose result comes first goes
+from ``queued`` to its result in one write.
 
 A point's row (``rows``), by :class:`~emews._status.Status`::
 
