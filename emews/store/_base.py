@@ -295,28 +295,28 @@ class Store(abc.ABC):
     def add_reports(self, rows: Iterable[tuple[int, int, Report]]) -> None:
         """Reports of running attempts: ``(id, attempt, report)`` tuples (``report`` an
         :class:`~emews.evaluate._outcome.Report`), kept in the order given."""
-        self._add_reports([(i, attempt, r.step, finite_or_none(r.value),
-                            numbers_json(r.metrics), r.time) for i, attempt, r in rows])
+        self._insert("reports", "id, attempt, step, value, metrics, time",
+                     [(i, attempt, r.step, finite_or_none(r.value), numbers_json(r.metrics),
+                       r.time) for i, attempt, r in rows], "record reports")
 
-    @abc.abstractmethod
-    def _add_reports(self, rows: list[tuple[int, int, int, float | None, str | None, float]]
-                     ) -> None:
-        """Buffer ``(id, attempt, step, value, metrics_json, time)`` rows of reports."""
-
-    @abc.abstractmethod
     def set_meta(self, key: str, value: Any) -> None:
         """Store a JSON-serializable value under ``key`` (replacing any)."""
+        self._insert("meta", "key, value", [(key, json.dumps(value))],
+                     "record the study's settings", replace=True)
 
     def save_checkpoint(self, name: str, state: bytes | None, driver: dict[str, Any]) -> None:
         """Replace the checkpoint ``name``: the algorithm's ``state`` (bytes or ``None``) and
         the driver's own (a JSON-serializable dict). Committed at once (with what else is
         buffered)."""
-        self._save_checkpoint(name, state, json.dumps(driver))
+        self._insert("checkpoints", "name, state, driver", [(name, state, json.dumps(driver))],
+                     "save the search's checkpoint", replace=True)
         self.commit()
 
     @abc.abstractmethod
-    def _save_checkpoint(self, name: str, state: bytes | None, driver_json: str) -> None:
-        """Buffer the replacement of checkpoint ``name``."""
+    def _insert(self, table: str, columns: str, rows: list[tuple[Any, ...]], action: str,
+                replace: bool = False) -> None:
+        """Buffer the insert of ``rows`` (values of ``columns``) into this study's ``table``;
+        with ``replace``, each replaces the row that has its first column's value."""
 
     # --- reads (each commits what is buffered first) ----------------------------------------
 

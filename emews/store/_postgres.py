@@ -31,7 +31,6 @@ queue's side of them is :class:`emews.service._postgres_transport.TaskQueue`.
 """
 
 import contextlib
-import json
 import os
 import urllib.parse
 
@@ -435,21 +434,14 @@ class PostgresStore(Store):
                     f"exp_id=%s AND status IN ('{Status.QUEUED}', '{Status.RUNNING}', "
                     f"'{Status.CANCELLED}')", [(self.exp_id,)], action)
 
-    def _add_reports(self, rows):
-        self._write("INSERT INTO emews_reports (exp_id, id, attempt, step, value, metrics, "
-                    "time) VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                    [(self.exp_id, *row) for row in rows], "record reports")
-
-    def set_meta(self, key, value):
-        self._write("INSERT INTO emews_meta (exp_id, key, value) VALUES (%s, %s, %s) "
-                    "ON CONFLICT (exp_id, key) DO UPDATE SET value=EXCLUDED.value",
-                    [(self.exp_id, key, json.dumps(value))], "record the study's settings")
-
-    def _save_checkpoint(self, name, state, driver_json):
-        self._write("INSERT INTO emews_checkpoints (exp_id, name, state, driver) "
-                    "VALUES (%s, %s, %s, %s) ON CONFLICT (exp_id, name) DO UPDATE SET "
-                    "state=EXCLUDED.state, driver=EXCLUDED.driver",
-                    [(self.exp_id, name, state, driver_json)], "save the search's checkpoint")
+    def _insert(self, table, columns, rows, action, replace=False):
+        key, *others = columns.split(", ")
+        sql = (f"INSERT INTO emews_{table} (exp_id, {columns}) VALUES "
+               f"({', '.join(['%s'] * (len(others) + 2))})")
+        if replace:
+            sql += (f" ON CONFLICT (exp_id, {key}) DO UPDATE SET "
+                    + ", ".join(f"{name}=EXCLUDED.{name}" for name in others))
+        self._write(sql, [(self.exp_id, *row) for row in rows], action)
 
     # --- reads ---------------------------------------------------------------------------------
 

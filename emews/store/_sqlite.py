@@ -192,17 +192,9 @@ class SQLiteStore(Store):
         self._write(f"UPDATE evaluations SET status='{Status.INTERRUPTED}' WHERE status IN "
                     f"('{Status.QUEUED}', '{Status.RUNNING}', '{Status.CANCELLED}')", [()], action)
 
-    def _add_reports(self, rows):
-        self._write("INSERT INTO reports (id, attempt, step, value, metrics, time) "
-                    "VALUES (?, ?, ?, ?, ?, ?)", rows, "record reports")
-
-    def set_meta(self, key, value):
-        self._write("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
-                    [(key, json.dumps(value))], "record the study's settings")
-
-    def _save_checkpoint(self, name, state, driver_json):
-        self._write("INSERT OR REPLACE INTO checkpoints (name, state, driver) VALUES (?, ?, ?)",
-                    [(name, state, driver_json)], "save the search's checkpoint")
+    def _insert(self, table, columns, rows, action, replace=False):
+        self._write(f"INSERT {'OR REPLACE ' if replace else ''}INTO {table} ({columns}) VALUES "
+                    f"({', '.join('?' * len(columns.split(', ')))})", rows, action)
 
     # --- reads ---------------------------------------------------------------------------------
 
