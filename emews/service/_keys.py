@@ -48,7 +48,6 @@ def record_service(store, expdir, address, keys):
     store.set_meta(SERVICE, data)
     store.commit()
     write_json(Path(expdir) / SERVICE_FILE, data)
-    return data
 
 
 def served_at(expdir):

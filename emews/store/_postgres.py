@@ -393,9 +393,7 @@ class PostgresStore(Store):
                             types, self.exp_id, [row[-1] for row in rows])
 
     def _log_attempts(self, rows):
-        """Insert or replace attempts: ``(id, attempt, status, result, error, log_tail, rank,
-        started, finished, metrics, objectives, feasible, id)`` tuples (the run id is the
-        point's; of two rows of one attempt, the last wins)."""
+        """The run id is the point's; of two rows of one attempt, the last wins."""
         names = ATTEMPT_COLUMNS.split(", ")
         updates = ", ".join(f"{name}=EXCLUDED.{name}" for name in names + ["run_id"])
         rows = list({row[:2]: row[:-1] for row in rows}.values())
