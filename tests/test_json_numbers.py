@@ -11,7 +11,7 @@ from emews import eqpy
 from emews.core._criteria import as_json, from_json
 from emews.core._vector import Objectives, finite_or_none, json_numbers
 from emews.evaluate._outcome import Outcome, Report
-from emews.store._base import metrics_json, vector_json
+from emews.store._base import numbers_json
 
 NAN, INF = math.nan, math.inf
 
@@ -27,8 +27,8 @@ def test_each_non_finite_number_is_null_nested_in_lists_tuples_and_dicts(value):
 
 @pytest.mark.parametrize("value", [NAN, INF, -INF])
 def test_every_writer_of_numbers_as_json_writes_null(value):
-    assert json.loads(metrics_json({"loss": value, "acc": 0.5})) == {"loss": None, "acc": 0.5}
-    assert json.loads(vector_json((value, 1.0))) == [None, 1.0]
+    assert json.loads(numbers_json({"loss": value, "acc": 0.5})) == {"loss": None, "acc": 0.5}
+    assert json.loads(numbers_json((value, 1.0))) == [None, 1.0]
     assert eqpy.format_value(Objectives([0.5, value])) == "[0.5,null]"
     wire = Outcome(value, metrics={"acc": value}, objectives=[value, 2.0]).to_wire()
     assert (wire[0], wire[6], wire[7]) == (None, {"acc": None}, [None, 2.0])

@@ -1,24 +1,15 @@
-"""One study, many pool jobs: the study as a service that pools attach to.
+"""One study, many pool jobs: the study as a service that pools attach to (docs/src/service.md).
 
 ::
 
     emews serve CONFIG            the ME thread, the master and the store, in one process
         |  tcp://HOST:PORT (zmq; CURVE off loopback), or the study's PostgreSQL database
     mpiexec -n N emews pool EXPDIR     a pool job: rank 0 attaches, ranks 1.. evaluate
-    mpiexec -n M emews pool EXPDIR     another, in another batch job, at any time
 
-The service runs the same master and queue as ``emews run``, with a
-:class:`~emews.service._core.RemotePool` in place of the in-job MPI pool. The package:
-
-* :mod:`._core`: leases, requeue, duplicates, adoption and drain, once (both sides);
-* :mod:`._transport`: what the core asks of a transport;
-* :mod:`._zmq_transport` (with :mod:`._protocol` and :mod:`._keys`) and
-  :mod:`._postgres_transport`: the two transports;
-* :mod:`._links`: which transport a study serves on and a pool attaches through.
-
-The commands ``emews serve`` and ``emews pool`` (:func:`emews._study.serve`,
-:func:`emews._study.pool_job`) wire these to the master, the MPI pool and the workers; nothing
-here imports them.
+:mod:`._core` holds leases, requeue, duplicates, adoption and drain once, over a transport
+(:mod:`._transport`): :mod:`._zmq_transport` or :mod:`._postgres_transport`, as :mod:`._links`
+picks. :func:`emews._study.serve` and :func:`emews._study.pool_job` wire them to the master and
+the workers; nothing here imports those.
 """
 
 from .._errors import missing_extra

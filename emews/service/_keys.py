@@ -1,11 +1,6 @@
-"""Addresses and CURVE keys of a study service.
-
-The service binds to 127.0.0.1 unless told otherwise. Any other interface needs CURVE: the
-service's and the pools' key pairs are generated into ``EXPDIR/keys/`` (secret keys readable by
-the owner only), the service accepts only the pools' public key, and a pool presents its key
-pair. The study's store says where the service listens and where the keys are (its meta
-``service``: :mod:`emews.store._base`), and ``service.json`` in the experiment directory, its
-export for users, says it too.
+"""Addresses and CURVE keys of a study service: where it listens and where its keys are, as
+the study's store records them (meta ``service``) and ``service.json`` exports them. Off
+loopback the service accepts only the pools' public key (docs/src/service.md).
 """
 
 import ipaddress
@@ -53,7 +48,6 @@ def record_service(store, expdir, address, keys):
     store.set_meta(SERVICE, data)
     store.commit()
     write_json(Path(expdir) / SERVICE_FILE, data)
-    return data
 
 
 def served_at(expdir):

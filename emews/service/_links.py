@@ -1,18 +1,5 @@
-"""Which transport a served study listens on, and which one a pool job attaches through.
-
-::
-
-    service_link(store, expdir, cfg, slots)
-                           [system] storage set: PostgresService (its database)
-                           else: ZmqService, bound as [service] says; where it listens goes
-                           to the study's store (meta "service") and its export service.json
-    attach(target, ...)    an EXPDIR (its store says where it is served), tcp://HOST:PORT,
-                           a PostgreSQL store's URL#EXP_ID, or an EQ-SQL database: the
-                           pool's link, and the study it serves
-
-The commands ``emews serve`` and ``emews pool`` (:mod:`emews._study`) wire these to the
-master, the MPI pool and the workers.
-"""
+"""Which transport a served study listens on (:func:`service_link`), and which one a pool job
+attaches through (:func:`attach`)."""
 
 import os
 from pathlib import Path
@@ -24,9 +11,9 @@ from ._keys import record_service, service_of
 
 
 def service_link(store, expdir, cfg, slots):
-    """The study's side of its transport for ``slots`` slots, and where it listens (for the
-    banner): ``(link, where)``. ``cfg`` is the study's configuration, ``store`` its store (which
-    records where it listens)."""
+    """The study's side of its transport for ``slots`` slots: its database where ``[system]
+    storage`` is set, else zmq, bound as ``[service]`` says; and where it listens (for the
+    banner), which ``store`` records: ``(link, where)``."""
     lease = cfg.service.lease
     if cfg.system.storage:
         from ._postgres_transport import PostgresService
@@ -68,7 +55,8 @@ def attach(target, keys, give_up, workdir, eqsql, task_type, workers):
 
 
 def _pool_link(target, keys, give_up, workdir, eqsql, task_type, workers):
-    """A pool's side of the transport that ``target`` (or ``eqsql``) names."""
+    """A pool's side of the transport that ``target`` names: an EXPDIR (its store says where it
+    is served), ``tcp://HOST:PORT`` or a PostgreSQL store's ``URL#EXP_ID``; or ``eqsql``."""
     if eqsql:
         from ._postgres_transport import PostgresPool
 
@@ -85,4 +73,4 @@ def _pool_link(target, keys, give_up, workdir, eqsql, task_type, workers):
     require_zmq()
     from ._zmq_transport import ZmqPool
 
-    return ZmqPool(workers, address, keys, give_up=give_up)
+    return ZmqPool(workers, address, keys, give_up)

@@ -7,16 +7,12 @@
                <-expired leases (emews_leases: one per pool, renewed by it)
                <-reports (emews_report_queue) --verdicts--> the pool that waits for them
 
-The tables are :mod:`emews.store._postgres`'s; docs/src/service.md ("PostgreSQL, EQ-SQL
-compatible") says how a task moves through them: held by the pool that popped it under that
-pool's one lease (``emews_leases``, on the server's clock), released when the lease runs out;
-a pool's report, renewal and pop in one round trip (:meth:`TaskQueue.report_and_pop`), the
-study's tasks and its look for results on the store's commit where they share the database
-(:meth:`PostgresService.share`). A ``json_in`` is as :mod:`emews.store._postgres` says; one
-that an EQ-SQL worker wrote (a bare number, or anything else) counts for the attempt the study
-holds. The study's state (``running``, ``cancelling``, ``ended``) is how it speaks to its
-pools. With ``exp_id=None`` (``emews pool --eqsql URL CONFIG``) a pool serves EQ-SQL tasks of
-its task type until it pops EQ-SQL's ``EQ_STOP``.
+The tables and a ``json_in`` are as :mod:`emews.store._postgres` says; docs/src/service.md
+("PostgreSQL, EQ-SQL compatible") says how a task moves through them. A ``json_in`` that an
+EQ-SQL worker wrote (a bare number, or anything else) counts for the attempt the study holds.
+The study's state (``running``, ``cancelling``, ``ended``) is how it speaks to its pools. With
+``exp_id=None`` (``emews pool --eqsql URL CONFIG``) a pool serves EQ-SQL tasks of its task
+type until it pops EQ-SQL's ``EQ_STOP``.
 """
 
 import itertools
@@ -46,14 +42,13 @@ STUDY_CHECK = 0.5      # seconds between a pool's looks at its study's state
 class PostgresService(ServiceLink):
     """The study's side: tasks go onto EQ-SQL's OUT queue, results come off its IN queue.
 
-    ``slots`` is how many tasks may be queued or running at once; ``config`` (with ``lease``,
-    for the pools) and ``expdir`` are recorded for the pools in ``emews_studies``. Tasks sent
-    go out with the next look for results (one round trip for both), or before a wait; with
-    the store's commit, where the link shares it (:meth:`share`).
+    ``slots`` is how many tasks may be queued or running at once; ``config`` (with ``lease``)
+    and ``expdir`` are recorded for the pools in ``emews_studies``. Tasks sent go out with the
+    next look for results, or before a wait; with the store's commit where it is shared.
     """
 
-    def __init__(self, url, exp_id, slots, lease, config, expdir, task_type=0):
-        self.queue = TaskQueue(url, exp_id, task_type)
+    def __init__(self, url, exp_id, slots, lease, config, expdir):
+        self.queue = TaskQueue(url, exp_id)
         self.queue.open_study(dict(config, lease=lease), expdir)
         self.slots = max(int(slots), 1)
         self.looked = self.checked = 0.0
@@ -67,11 +62,9 @@ class PostgresService(ServiceLink):
         self.queue.wait(RESULTS_CHANNEL, 0)   # listen from now on
 
     def share(self, store):
-        """Where ``store`` is the study's own in this database, its commits carry this
-        link's exchange: the tasks sent since the last round trip and a look for results
-        and reports go in the transaction and the round trip of the store's writes (a look
-        that needs a round trip while writes wait commits them). Results it brings wait for
-        :meth:`receive`."""
+        """Where ``store`` is the study's own in this database, the tasks sent since the last
+        round trip and a look for results and reports ride on its commits (a look while writes
+        wait commits them); the results wait for :meth:`receive`."""
         if isinstance(store, PostgresStore) and \
                 (store.url, store.exp_id) == (self.queue.url, self.queue.exp_id):
             self.store = store
@@ -91,15 +84,15 @@ class PostgresService(ServiceLink):
         self._looked(self.read(cursors))
 
     def _looked(self, fetched):
-        """Keep what a look fetched (after any that :meth:`receive` did not take yet)."""
+        """Keep what a look fetched, after what :meth:`receive` did not take yet."""
         if self.fetched is not None:
             fetched = tuple(before + now for before, now in zip(self.fetched, fetched))
         self.fetched = fetched
         self.looked, self.news = time.monotonic(), False
 
     def _look(self):
-        """Push the tasks sent and look for results and reports, in one round trip: the
-        store's commit, where writes wait in the store this link shares."""
+        """Push the tasks sent and look for results and reports in one round trip (the shared
+        store's commit where writes wait in it)."""
         if self.store is not None and self.store.pending:
             self.store.commit()
         else:
@@ -187,9 +180,8 @@ def _received(point_id, payload, late):
 
 
 def _notified(pgconn, timeout):
-    """Whether a NOTIFY came to ``pgconn`` (a listening connection), waiting up to ``timeout``
-    seconds on its socket for one. (psycopg's ``Connection.notifies`` spins through the last
-    millisecond of its timeout: about 1 ms of CPU per wait, however short.)"""
+    """Whether a NOTIFY came to ``pgconn`` (listening), waiting up to ``timeout`` s on its
+    socket (psycopg's ``notifies`` spins through its timeout's last ms: 1 ms of CPU per wait)."""
     pgconn.consume_input()
     came = _drained(pgconn)
     if not came and timeout > 0:
@@ -217,7 +209,7 @@ def result_json(outcome, attempt, rank):
 
 class PostgresPool(PoolLink):
     """A pool job's side, on its own :class:`TaskQueue` of study ``exp_id`` (``None``: EQ-SQL
-    tasks of ``task_type``, served with the study ``config`` and ``workdir``)."""
+    tasks of ``task_type``, served with ``config`` and ``workdir``)."""
 
     def __init__(self, url, exp_id=None, task_type=0, config=None, workdir=None, name=None):
         self.queue = TaskQueue(url, exp_id, task_type)
@@ -298,24 +290,17 @@ class PostgresPool(PoolLink):
 
 class TaskQueue:
     """EQ-SQL's queue for study ``exp_id`` (``None``: tasks of any study, eqsql's included) and
-    task type ``task_type``, on its own connection; every call commits.
-
-    The study's side pushes tasks and pops results (:meth:`push`, :meth:`results`,
-    :meth:`expired`); a pool's side reports results, pops tasks and renews its leases in one
-    round trip (:meth:`report_and_pop`).
-    """
+    task type ``task_type``, on its own connection; every call commits."""
 
     def __init__(self, url, exp_id=None, task_type=0):
         self.url, self.exp_id, self.task_type = url, exp_id, int(task_type)
         self.db = connect(url)
         self.db.autocommit = True         # one statement, one round trip
         self.listener = None
-        self.eq_ids = {}                  # point id -> eq_task_id (the study's side)
-        self.answered = set()             # point ids whose result the study popped since
-                                          # their task was last pushed (the study's side)
-        self.last_report = 0              # the last report row the study read
-        self.released = {}                # pool -> the deadline of its lease whose tasks the
-                                          # study released (the study's side)
+        self.eq_ids = {}         # the study's side: point id -> eq_task_id
+        self.answered = set()    # point ids whose result it popped since their last push
+        self.last_report = 0     # the last report row it read
+        self.released = {}       # pool -> the deadline of its lease whose tasks it released
 
     def _guard(self, action):
         return guarded(self.db, self.url, action)
@@ -328,9 +313,8 @@ class TaskQueue:
         self.db = self.listener = None
 
     def wait(self, channel, timeout):
-        """Wait up to ``timeout`` seconds for news on ``channel`` (:data:`TASKS_CHANNEL` or
-        :data:`RESULTS_CHANNEL`: a push or a report, of any study, NOTIFYs it); return
-        whether some came. News sent since the last wait on the channel comes at once."""
+        """Wait up to ``timeout`` s for news on ``channel`` (a push or a report of any study
+        NOTIFYs it; what came since the last wait counts); return whether some came."""
         if self.listener is None:
             self.listener = connect(self.url)
             self.listener.autocommit = True
@@ -353,8 +337,7 @@ class TaskQueue:
                                                "exp_id=%s", (self.exp_id,)).fetchall())
             # an earlier, killed service's queued tasks: the master queues again what it needs
             # (its results, on the IN queue, are kept: the master adopts them)
-            self.db.execute("DELETE FROM emews_queue_OUT q USING emews_tasks t WHERE "
-                            "q.eq_task_id=t.eq_task_id AND t.exp_id=%s", (self.exp_id,))
+            self.db.execute(UNQUEUE, (self.exp_id,))
             # results that a killed service took off the IN queue but never stored (it died
             # between the commit that took them and the one that would have stored them)
             self.db.execute(UNRECORDED, {"exp": self.exp_id, "complete": COMPLETE,
@@ -369,21 +352,20 @@ class TaskQueue:
         with self._guard("end the study"), self.db.transaction():
             self.db.execute("UPDATE emews_studies SET state='ended' WHERE exp_id=%s",
                             (self.exp_id,))
-            self.db.execute("DELETE FROM emews_queue_OUT q USING emews_tasks t WHERE "
-                            "q.eq_task_id=t.eq_task_id AND t.exp_id=%s", (self.exp_id,))
+            self.db.execute(UNQUEUE, (self.exp_id,))
 
     def push(self, tasks):
-        """Put tasks (:class:`~emews.pools._base.Task`) on the OUT queue, in one round trip: a
-        new point becomes an EQ-SQL task; another attempt of a point requeues its task: with
-        its new parameters once the study has the last attempt's result (a retry, a thaw),
-        else (an expired lease) only if no result came meanwhile (the first one wins)."""
+        """Put tasks on the OUT queue in one round trip: a new point becomes an EQ-SQL task;
+        another attempt requeues its point's task, with its new parameters once the study has
+        the last attempt's result (a retry, a thaw), else (an expired lease) only if no result
+        came meanwhile (the first one wins)."""
         statements, record = self._pushing(tasks)
         with self._guard("queue tasks"):
             record(run_batch(self.db, statements))
 
     def _pushing(self, tasks):
-        """The statements that push ``tasks`` (see :meth:`push`), and what records their
-        EQ-SQL ids from the cursors of a batch that begins with them."""
+        """The statements of :meth:`push`, and what records the new tasks' EQ-SQL ids from the
+        cursors of a batch that begins with them."""
         new = [t for t in tasks if t.id not in self.eq_ids]
         again = [t for t in tasks if t.id in self.eq_ids and t.id not in self.answered]
         after = [t for t in tasks if t.id in self.eq_ids and t.id in self.answered]
@@ -394,18 +376,14 @@ class TaskQueue:
                 "ids": [t.id for t in new], "params": [t.params for t in new],
                 "run_ids": [t.run_id for t in new], "attempts": [t.attempt for t in new],
                 "queued": QUEUED, "type": self.task_type, "exp": self.exp_id}))
-        if again:
-            eq_ids = [self.eq_ids[t.id] for t in again]
-            statements += [(REQUEUE_EQ, (REQUEUED, eq_ids, COMPLETE)),
-                           (REQUEUE_EMEWS, (eq_ids, [t.attempt for t in again],
-                                            [t.run_id for t in again])),
-                           (REQUEUE_OUT, (self.task_type, eq_ids))]
-        if after:
-            eq_ids = [self.eq_ids[t.id] for t in after]
-            statements += [(NEXT_ATTEMPT_EQ, (REQUEUED, eq_ids, [t.params for t in after])),
-                           (REQUEUE_EMEWS, (eq_ids, [t.attempt for t in after],
-                                            [t.run_id for t in after])),
-                           (REQUEUE_OUT, (self.task_type, eq_ids))]
+        for sql, group, last in ((REQUEUE_EQ, again, COMPLETE),
+                                 (NEXT_ATTEMPT_EQ, after, [t.params for t in after])):
+            if group:
+                eq_ids = [self.eq_ids[t.id] for t in group]
+                statements += [(sql, (REQUEUED, eq_ids, last)),
+                               (REQUEUE_EMEWS, (eq_ids, [t.attempt for t in group],
+                                                [t.run_id for t in group])),
+                               (REQUEUE_OUT, (self.task_type, eq_ids))]
         statements.append((NOTIFY, (TASKS_CHANNEL,)))
 
         def record(cursors):
@@ -414,17 +392,16 @@ class TaskQueue:
         return statements, record
 
     def incoming(self, tasks=()):
-        """In one round trip: push ``tasks`` (as :meth:`push` does), pop the study's results
-        off the IN queue, and the late ones (see :meth:`report_and_pop`), ``[(point id,
-        json_in, late), ...]``; and read its reports that wait for a verdict and were not read before,
-        ``[(n, point id, attempt, rank, report JSON), ...]`` in order."""
+        """In one round trip: push ``tasks``, pop the study's results and late results,
+        ``[(point id, json_in, late), ...]``, and read its reports not read before that wait
+        for a verdict, ``[(n, point id, attempt, rank, report JSON), ...]`` in order."""
         statements, read = self.exchange(tasks)
         with self._guard("queue tasks and read results and reports"):
             return read(run_batch(self.db, statements))
 
     def exchange(self, tasks=()):
-        """The statements of :meth:`incoming` (to run in any batch, after its own), and what
-        reads its results from their cursors."""
+        """The statements of :meth:`incoming` (to run last in any batch), and what reads its
+        results from their cursors."""
         statements, record = self._pushing(tasks) if tasks else ([], lambda cursors: None)
         statements += [(RESULTS, {"exp": self.exp_id}),
                        (REPORTS, (self.exp_id, self.last_report))]
@@ -439,8 +416,8 @@ class TaskQueue:
         return statements, read
 
     def put_back(self, results):
-        """Put results that :meth:`incoming` popped back where they were (the IN queue, the
-        late results), for a later service of the study to adopt."""
+        """Put results that :meth:`incoming` popped back where they were, for a later service
+        of the study to adopt."""
         first = [self.eq_ids[i] for i, _, was_late in results if not was_late]
         late = [(self.eq_ids[i], payload) for i, payload, was_late in results if was_late]
         with self._guard("put results back on the queue"):
@@ -452,8 +429,8 @@ class TaskQueue:
                                                        [payload for _, payload in late]))])
 
     def withdraw(self, ids):
-        """Take these points' tasks off the OUT queue (a late result answered them, or the
-        study holds them back); return the ids of those no pool had popped yet."""
+        """Take these points' tasks off the OUT queue; return the ids of those no pool had
+        popped yet."""
         points = {self.eq_ids[i]: i for i in ids if i in self.eq_ids}
         if not points:
             return []
@@ -464,9 +441,8 @@ class TaskQueue:
         return [points[eq_id] for eq_id, in rows]
 
     def vacuum(self):
-        """Clear the queues' dead rows. Each task leaves one in each queue, and every pop and
-        every look for results reads them until a vacuum: autovacuum comes a minute later at
-        best, when a busy study has left hundreds of thousands."""
+        """Clear the queues' dead rows (a task leaves one in each, read by every pop and look
+        until a vacuum; autovacuum comes a minute later at best)."""
         with self._guard("vacuum the queues"):
             self.db.execute("VACUUM emews_queue_OUT, emews_queue_IN, emews_late_results, "
                             "emews_report_queue")
@@ -489,9 +465,8 @@ class TaskQueue:
                                 (NOTIFY, (TASKS_CHANNEL,))])
 
     def expired(self):
-        """Points whose pool's lease ran out, released: ``[(point id, pool), ...]``. A
-        lease that ran out is looked at once (until the pool renews it and it runs out
-        again): the look for its tasks reads every task of the study."""
+        """Points whose pool's lease ran out, released: ``[(point id, pool), ...]``; each lease
+        that ran out once (the look for its tasks reads every task of the study)."""
         with self._guard("check leases"):
             ended = [(pool, deadline) for pool, deadline in self.db.execute(
                 "SELECT pool, deadline FROM emews_leases WHERE deadline < extract(epoch FROM "
@@ -515,10 +490,9 @@ class TaskQueue:
         return None if row is None else (json.loads(row[0]), row[1], row[2], row[3])
 
     def claim(self, name, lease):
-        """Take a lease of ``lease`` seconds under a pool name that no lease had before:
-        ``name`` (``HOST:PID``), or, where a pool of that name was here before (the same pid
-        again, on a host of the same name), ``HOST.2:PID`` ... (the tasks that one held are
-        its own, released when its lease runs out). Returns the name taken."""
+        """Take a lease of ``lease`` s under ``name`` (``HOST:PID``), or, where a pool of that
+        name was here before (its tasks are its own, released when its lease runs out),
+        ``HOST.2:PID`` ...; return the name taken."""
         host, _, pid = name.rpartition(":")
         for k in itertools.count(1):
             taken = name if k == 1 else f"{host}.{k}:{pid}"
@@ -547,17 +521,12 @@ class TaskQueue:
 
     def report_and_pop(self, results, pool, lease, n, renew=False):
         """A pool's exchange, in one transaction and one round trip: store ``pool``'s
-        ``results`` (``[(eq_task_id, json_in), ...]``) and push them onto the IN queue, take up
-        to ``n`` tasks off the OUT queue (``FOR UPDATE SKIP LOCKED``), marked running, held by
-        ``pool``; if ``renew`` or any are taken, ``pool``'s lease runs ``lease`` seconds from
-        now (first: the lease's row is locked before any task's, as the study locks them).
-
-        A task that has its result already keeps it: a later result of an emews study's task
-        (its lease had expired, and another pool answered it first) goes to
-        ``emews_late_results``, for the study to record as a duplicate. Returns the popped
-        ``[(eq_task_id, payload, run_id, attempt), ...]`` in priority order; EQ-SQL's stop
-        message comes back with payload :data:`EQ_STOP`.
-        """
+        ``results`` (``[(eq_task_id, json_in), ...]``) onto the IN queue (a task that has its
+        result keeps it: a later one goes to ``emews_late_results``), take up to ``n`` tasks
+        off the OUT queue, held by ``pool``; if ``renew`` or any are taken, ``pool``'s lease
+        runs ``lease`` s from now (its row locked first, as the study locks them). Returns the
+        popped ``[(eq_task_id, payload, run_id, attempt), ...]`` in priority order (EQ-SQL's
+        stop message: payload :data:`EQ_STOP`)."""
         statements = [(LEASE, (pool, float(lease)))] if renew or n else []
         if results:
             statements += [(REPORT, {"ids": [r[0] for r in results], "pool": pool,
@@ -603,6 +572,9 @@ NEXT_ATTEMPT_EQ = ("UPDATE eq_tasks e SET eq_status=%s, json_out=a.params, json_
 REQUEUE_EMEWS = ("UPDATE emews_tasks t SET attempt=a.attempt, run_id=a.run_id "
                  "FROM unnest(%b::integer[], %b::integer[], %b::text[]) "
                  "AS a(eq, attempt, run_id) WHERE t.eq_task_id=a.eq")
+# The study's tasks on the OUT queue, taken off it.
+UNQUEUE = ("DELETE FROM emews_queue_OUT q USING emews_tasks t WHERE q.eq_task_id=t.eq_task_id "
+           "AND t.exp_id=%s")
 REQUEUE_OUT = ("INSERT INTO emews_queue_OUT (eq_task_type, eq_task_id, eq_priority) "
                "SELECT %s, eq, 0 FROM unnest(%b::integer[]) AS eq")
 # One statement; a task answered meanwhile (a late result of a requeued task) is not run again.

@@ -18,12 +18,9 @@
     pool  --bye------------------------------->  service
 
 An ``outcome`` is :meth:`~emews.evaluate.Outcome.to_wire`'s list, as on every transport.
-:func:`decode` checks a message with the validation layer (:func:`emews._validation.message`:
-a JSON object with a known ``op`` and fields of the right types, at most :data:`MAX_MESSAGE`
-bytes); :func:`result` checks each entry of ``results`` (:func:`emews._validation.result`), then
-decodes its outcome (:meth:`~emews.evaluate.Outcome.from_wire`). What breaks a rule is one
-:class:`BadMessage` line naming the op, the field, the rule and the value: the service logs it
-and drops the message, or that entry alone.
+Messages are checked by :mod:`emews._validation`; what breaks a rule is one :class:`BadMessage`
+line naming the op, the field, the rule and the value: the service logs it and drops the
+message, or that entry alone.
 """
 
 import json

@@ -5,10 +5,8 @@
     RemotePool (core) --ServiceLink-->  zmq ROUTER  |  EQ-SQL's queues in PostgreSQL
     Attachment (core) --PoolLink----->  zmq DEALER  |  the same queues, popped by the pool
 
-A link only moves things: tasks out, results back, lease renewals, and the study's word to its
-pools (cancel, stop). What they mean (a task's first result wins, a later one is a duplicate,
-an expired lease interrupts its task, a pool drains) is decided once, in :mod:`.core`.
-:mod:`.zmq_transport` and :mod:`.postgres_transport` implement these links.
+A link only moves things (tasks, results, lease renewals, the study's word to its pools); what
+they mean is decided once, in :mod:`._core`.
 """
 
 from abc import ABC, abstractmethod
@@ -66,8 +64,7 @@ class ServiceLink(ABC):
 
     def reports(self) -> list[tuple[int, int, int, Report]]:
         """The reports (``emews.report``) that came with the last :meth:`receive`, as
-        ``(task id, attempt, rank, Report)``; their models wait for :meth:`answer`. A
-        transport that carries none has none."""
+        ``(task id, attempt, rank, Report)``; their models wait for :meth:`answer`."""
         return self.incoming
 
     def answer(self, verdicts: Sequence[tuple[int, bool]]) -> None:

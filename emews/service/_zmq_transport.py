@@ -101,15 +101,15 @@ def _previous_port(store):
 
 
 class ZmqService(ServiceLink):
-    """The service's side on a bound ROUTER ``socket`` (see :func:`bind`); ``lease`` is the
-    lease in seconds; ``store`` is the study's, where the attached pools are described for
-    ``emews status`` (its meta ``pools``, every few seconds, committed with the master's next
-    turn); ``study`` (``config``, ``expdir``) is what a pool is
-    told when it says hello; ``authenticator`` is stopped on :meth:`close`."""
+    """The service's side on a bound ROUTER ``socket`` (see :func:`bind`) with leases of
+    ``lease`` seconds; the attached pools are described in the study's ``store`` for ``emews
+    status`` (meta ``pools``, every few seconds, committed with the master's next turn);
+    ``study`` (``config``, ``expdir``) is what a pool is told when it says hello;
+    ``authenticator`` (or ``None``) is stopped on :meth:`close`."""
 
-    def __init__(self, socket, lease, store=None, study=None, authenticator=None):
+    def __init__(self, socket, lease, store, study, authenticator):
         self.socket, self.lease, self.authenticator = socket, float(lease), authenticator
-        self.study = dict(study or {"config": {}, "expdir": ""}, lease=self.lease)
+        self.study = dict(study, lease=self.lease)
         self.store, self.described = store, 0.0
         self.pools = {}
         self.holder = {}                   # task id -> (identity, lease deadline)
@@ -272,7 +272,7 @@ class ZmqService(ServiceLink):
     def _describe(self, every=DESCRIBE_EVERY):
         """Describe the pools in the store when ``every`` seconds have passed since the last
         time."""
-        if self.store is None or time.monotonic() - self.described < every:
+        if time.monotonic() - self.described < every:
             return
         self.described = time.monotonic()
         self.store.set_meta(POOLS, {"time": time.time(), "lease": self.lease,
@@ -284,9 +284,9 @@ class ZmqPool(PoolLink):
     ``keys`` off loopback) for ``workers`` workers. It gives up when the service has been silent
     for ``give_up`` seconds."""
 
-    def __init__(self, workers, address, keys=None, name=None, give_up=600.0):
+    def __init__(self, workers, address, keys, give_up):
         self.workers = workers
-        self.name = name or f"{socket.gethostname()}:{os.getpid()}"
+        self.name = f"{socket.gethostname()}:{os.getpid()}"
         self.socket = zmq.Context.instance().socket(zmq.DEALER)
         self.socket.setsockopt(zmq.LINGER, 0)
         if keys:   # this pool's key pair, and the service's public key

@@ -11,33 +11,19 @@
 Two backends implement it with the same semantics: :class:`~emews.store._sqlite.SQLiteStore`
 (``EXPDIR/results.db``) and :class:`~emews.store._postgres.PostgresStore` (a PostgreSQL
 database, every row keyed by the study's ``exp_id``). One writer (the master) per study; any
-number of readers, each with its own store object (``readonly=True`` for ``emews status``,
-``show``, ``report``, ``export`` and ``emews.load``).
+number of readers, each with its own store object (``readonly=True``). The study's state
+besides its points is in its meta values: docs/src/store.md ("The study's state") says who
+writes and who reads each.
 
-The study's state besides its points is in its meta values (``final``, ``control``,
-``service``, ``pools``, ``submit``, ``search``), as visible as the points: docs/src/store.md
-("The study's state") says who writes and who reads each. ``final.json``, ``service.json`` and
-``submit.json`` are exports of them, never read back. ``control`` and ``submit`` are the only
-writes of processes other than the master: a command's ``set_meta`` and ``commit`` of its own
-key, which the master never writes (``control``: only at its start).
-
-Visibility:
-
-* A write (``add`` ... ``set_meta``) is buffered: no reader, not even this store's own
-  connection, sees it before :meth:`Store.commit` (or a read through this store, which
-  commits first). The commit runs every buffered write, in order, in one transaction: a
-  reader sees all of a turn or none of it. The points added since the last commit are
-  inserted first, each as it stands by then: one handed to a worker meanwhile is inserted
-  ``running`` (no write of its own for that). A master turn's commit holds back the
-  ``running`` status of the points handed out in that turn until the next commit (the next
-  turn's, or the one made once nothing has come for a few ms): one whose result comes first
-  goes from ``queued`` to its result in one write.
-* A read through a store sees every write made through it before (it commits them).
-* ``save_checkpoint`` and ``interrupt_unfinished`` commit at once.
-* A failed commit stores nothing of its transaction and drops it (a :class:`StoreError`
-  names the write that failed); one interrupted by anything else (a signal) stores nothing and
-  keeps it buffered for the next commit.
-* :meth:`Store.snapshot` reads the rows, attempts and meta of one instant, in one transaction.
+Visibility: a write (``add`` ... ``set_meta``) is buffered: no reader, not even this store's
+own connection, sees it before :meth:`Store.commit` (or a read through this store, which
+commits first; ``save_checkpoint`` and ``interrupt_unfinished`` commit at once). The commit
+runs every buffered write, in order, in one transaction: a reader sees all of a turn or none of
+it. The points added since the last commit are inserted first, each as it stands by then: one
+handed to a worker meanwhile is inserted ``running``. A master turn's commit holds back the
+``running`` status of the points handed out in that turn until the next commit (the next
+turn's, or the one made once nothing has come for a few ms): one whose result comes first goes
+from ``queued`` to its result in one write.
 
 A point's row (``rows``), by :class:`~emews._status.Status`::
 
@@ -46,17 +32,6 @@ A point's row (``rows``), by :class:`~emews._status.Status`::
                                                   |     queued again, as its next attempt
     cancel: queued | running -> cancelled     (the study ended while it was unfinished)
     interrupt_unfinished: queued | running | cancelled -> interrupted   (a resume runs it again)
-
-``mark_running`` is a write like the others: the point shows ``running`` (with its rank and
-start) from the next commit. ``finish`` gives it the rank and times of its result.
-
-``reports`` lists what models reported between their steps (``emews.report``), per point and
-attempt, in the order the master received them: a point's learning curve. ``add_reports`` is a
-buffered write like the others (the master's group commit carries it).
-
-``attempts`` lists every finished attempt of a point: the one that made it ``done`` (from its
-row), every other one (``failed``, ``cancelled``, ``interrupted``) and results that came after
-the point had its own (``duplicate``), by id and attempt.
 
 Where the backends differ, and nothing else may differ:
 
@@ -251,18 +226,28 @@ class Store(abc.ABC):
         """
         finished = list(rows)
         self._unmark(row[0] for row in finished)
-        self._finish(*finished_rows(finished))
+        attempts, points, vectors = finished_rows(finished)
+        self._log_attempts(attempts)
+        self._finish(points, vectors)
 
     @abc.abstractmethod
-    def _finish(self, attempts: list[tuple[Any, ...]], points: list[tuple[Any, ...]],
-                vectors: bool) -> None:
-        """Buffer the attempt rows and point updates of :func:`finished_rows` (``vectors``:
-        whether the updates hold ``objectives`` and ``feasible``)."""
+    def _log_attempts(self, rows: list[tuple[Any, ...]]) -> None:
+        """Buffer the insert (or replacement) of attempts, rows as :func:`finished_rows`
+        makes them."""
 
     @abc.abstractmethod
-    def record_duplicates(self, rows: Sequence[tuple[int, int, Outcome, int]]) -> None:
+    def _finish(self, points: list[tuple[Any, ...]], vectors: bool) -> None:
+        """Buffer the point updates of :func:`finished_rows` (``vectors``: whether they hold
+        ``objectives`` and ``feasible``)."""
+
+    def record_duplicates(self, rows: Iterable[tuple[int, int, Outcome, int]]) -> None:
         """Results that came after a point's first one: ``(id, rank, outcome, attempt)``
         tuples, kept in ``attempts`` as ``duplicate``; the point keeps its first result."""
+        self._log_attempts([(i, attempt, Status.DUPLICATE,
+                             None if math.isnan(o.value) else o.value, bounded(o.error),
+                             bounded(o.log_tail), rank, o.started, o.finished, None,
+                             numbers_json(o.objectives), o.feasible, i)
+                            for i, rank, o, attempt in rows])
 
     def requeue(self, rows: Iterable[tuple[int, int, str]]) -> None:
         """Points to run again as a new attempt: ``(id, attempt, run_id)`` tuples; each is
@@ -310,28 +295,28 @@ class Store(abc.ABC):
     def add_reports(self, rows: Iterable[tuple[int, int, Report]]) -> None:
         """Reports of running attempts: ``(id, attempt, report)`` tuples (``report`` an
         :class:`~emews.evaluate._outcome.Report`), kept in the order given."""
-        self._add_reports([(i, attempt, r.step, finite_or_none(r.value),
-                            metrics_json(r.metrics), r.time) for i, attempt, r in rows])
+        self._insert("reports", "id, attempt, step, value, metrics, time",
+                     [(i, attempt, r.step, finite_or_none(r.value), numbers_json(r.metrics),
+                       r.time) for i, attempt, r in rows], "record reports")
 
-    @abc.abstractmethod
-    def _add_reports(self, rows: list[tuple[int, int, int, float | None, str | None, float]]
-                     ) -> None:
-        """Buffer ``(id, attempt, step, value, metrics_json, time)`` rows of reports."""
-
-    @abc.abstractmethod
     def set_meta(self, key: str, value: Any) -> None:
         """Store a JSON-serializable value under ``key`` (replacing any)."""
+        self._insert("meta", "key, value", [(key, json.dumps(value))],
+                     "record the study's settings", replace=True)
 
     def save_checkpoint(self, name: str, state: bytes | None, driver: dict[str, Any]) -> None:
         """Replace the checkpoint ``name``: the algorithm's ``state`` (bytes or ``None``) and
         the driver's own (a JSON-serializable dict). Committed at once (with what else is
         buffered)."""
-        self._save_checkpoint(name, state, json.dumps(driver))
+        self._insert("checkpoints", "name, state, driver", [(name, state, json.dumps(driver))],
+                     "save the search's checkpoint", replace=True)
         self.commit()
 
     @abc.abstractmethod
-    def _save_checkpoint(self, name: str, state: bytes | None, driver_json: str) -> None:
-        """Buffer the replacement of checkpoint ``name``."""
+    def _insert(self, table: str, columns: str, rows: list[tuple[Any, ...]], action: str,
+                replace: bool = False) -> None:
+        """Buffer the insert of ``rows`` (values of ``columns``) into this study's ``table``;
+        with ``replace``, each replaces the row that has its first column's value."""
 
     # --- reads (each commits what is buffered first) ----------------------------------------
 
@@ -370,8 +355,9 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def attempts(self, point_id: int | None = None) -> list[Row]:
         """Every finished attempt (of one point when ``point_id`` is given) as dicts
-        (``metrics`` decoded), by id and attempt (a point's ``done`` attempt before a
-        ``duplicate`` of it; see the module docstring)."""
+        (``metrics`` decoded), by id and attempt: the one that made its point ``done`` (from
+        its row), every other one (``failed``, ``cancelled``, ``interrupted``) and results that
+        came after the point had its own (``duplicate``, after the ``done`` one)."""
 
     def reports(self, eval_id: int | None = None) -> list[Row]:
         """Every report (of one point when ``eval_id`` is given) as dicts ``{"id", "attempt",
@@ -419,14 +405,9 @@ class Store(abc.ABC):
         common first; alike errors (the same text but for its numbers: ``bad x -1.5`` and
         ``bad x 0.25``) count as one, shown by their most common text; ``no reason recorded``
         for a failure without one."""
-        return common_reasons(self.failure_messages(), limit)
-
-    def failure_messages(self) -> list[tuple[str, int]]:
-        """Each distinct error of ``failed`` points with how many have it, in no order
-        (``no reason recorded`` for a failure without one)."""
-        return [(row["reason"], row["n"]) for row in self._read(*self._select(
+        return common_reasons([(row["reason"], row["n"]) for row in self._read(*self._select(
             f"COALESCE(error, '{NO_REASON}') AS reason, COUNT(*) AS n", "evaluations",
-            f"status='{Status.FAILED}'", (), "GROUP BY 1"))]
+            f"status='{Status.FAILED}'", (), "GROUP BY 1"))], limit)
 
     def next_id(self) -> int:
         """The id the next new point gets (one more than the highest; 0 at first)."""
@@ -483,8 +464,8 @@ def finished_rows(rows: list[Finished]
     for i, rank, outcome, attempt, status in rows:
         value = None if math.isnan(outcome.value) else outcome.value
         log_tail, error = bounded(outcome.log_tail), bounded(outcome.error)
-        metrics = metrics_json(outcome.metrics)
-        objectives = vector_json(outcome.objectives) if vectors else None
+        metrics = numbers_json(outcome.metrics)
+        objectives = numbers_json(outcome.objectives) if vectors else None
         if status != Status.DONE:
             attempts.append((i, attempt, outcome.status, value, error, log_tail, rank,
                              outcome.started, outcome.finished, metrics, objectives,
@@ -493,15 +474,6 @@ def finished_rows(rows: list[Finished]
                  attempt if status != Status.QUEUED else attempt + 1, metrics)
         points.append(point + (objectives, outcome.feasible, i) if vectors else point + (i,))
     return attempts, points, vectors
-
-
-def duplicate_rows(rows: Iterable[tuple[int, int, Outcome, int]]) -> list[tuple[Any, ...]]:
-    """The ``attempts`` rows (as :func:`finished_rows` makes them) of late results
-    ``(id, rank, outcome, attempt)``."""
-    return [(i, attempt, Status.DUPLICATE, None if math.isnan(o.value) else o.value,
-             bounded(o.error), bounded(o.log_tail), rank, o.started, o.finished, None,
-             vector_json(o.objectives), o.feasible, i)
-            for i, rank, o, attempt in rows]
 
 
 def decoded(row: Mapping[str, Any], *decode: str) -> Row:
@@ -530,19 +502,12 @@ def curves_of(reports: Iterable[tuple[int, int, float | None]]
     return curves
 
 
-def metrics_json(metrics: Mapping[str, float] | None) -> str | None:
-    """``metrics`` (name -> number) as a JSON object, non-finite values as null; ``None`` when
-    there are none."""
-    if not metrics:
+def numbers_json(numbers: Mapping[str, float] | Sequence[float] | None) -> str | None:
+    """Metrics (name -> number) as a JSON object, or an objective vector as a JSON list,
+    non-finite values as null; ``None`` when there are none."""
+    if not numbers:
         return None
-    return json.dumps(json_numbers(metrics))
-
-
-def vector_json(values: Sequence[float] | None) -> str | None:
-    """An objective vector as a JSON list, non-finite values as null; ``None`` when empty."""
-    if not values:
-        return None
-    return json.dumps(json_numbers(values))
+    return json.dumps(json_numbers(numbers))
 
 
 def bounded(text: str | None, limit: int = LOG_TAIL_BYTES) -> str | None:

@@ -36,16 +36,11 @@ class _Statfs(ctypes.Structure):
                 ("f_flags", ctypes.c_long), ("f_spare", ctypes.c_long * 4)]
 
 
-def filesystem_magic(path):
-    """The statfs ``f_type`` of the filesystem holding ``path`` (``None`` if unknown)."""
+def journal_mode(path):
+    """``DELETE`` (a rollback journal) where the filesystem holding ``path`` is a network one
+    (its statfs ``f_type`` one of :data:`NETWORK_FILESYSTEMS`), else (or unknown) ``WAL``."""
     libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
     buffer = _Statfs()
     if libc.statfs(os.fsencode(path), ctypes.byref(buffer)) != 0:
-        return None
-    return buffer.f_type & 0xFFFFFFFF
-
-
-def journal_mode(path):
-    """``WAL`` on a local filesystem, ``DELETE`` (a rollback journal) on a network one (one of
-    :data:`NETWORK_FILESYSTEMS`)."""
-    return "DELETE" if filesystem_magic(path) in NETWORK_FILESYSTEMS else "WAL"
+        return "WAL"
+    return "DELETE" if (buffer.f_type & 0xFFFFFFFF) in NETWORK_FILESYSTEMS else "WAL"

@@ -2,8 +2,7 @@
 
 The lock is an ``flock`` held on an open file for as long as the study runs, so the kernel
 releases it when the holder dies, however it dies: a lock left by a killed run is stale and the
-next run takes it over. The file records the host and pid of the holder for the message that a
-second run gets.
+next run takes it over. The file names the holder, for the message that a second run gets.
 
 ``emews run`` started alone holds the lock while its ``mpiexec`` runs and hands the job a token
 (``EMEWS_LOCK_TOKEN``): rank 0 of that job finds its token in the file and runs under the lock

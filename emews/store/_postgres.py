@@ -24,22 +24,20 @@
 A task's ``eq_status`` follows EQ-SQL's codes (:data:`QUEUED` ... :data:`REQUEUED`); its
 ``json_in`` is a JSON object: ``value``, the objective's value (``null`` for a failure), the
 task's ``attempt`` and ``rank``, and ``outcome``, the outcome's wire form
-(:meth:`~emews.evaluate.Outcome.to_wire`). The first result of a task wins: a later one goes to
-``emews_late_results`` instead, for the study's record.
+(:meth:`~emews.evaluate.Outcome.to_wire`).
 
 :class:`PostgresStore` is the :class:`~emews.store._base.Store` contract on these tables; the
 queue's side of them is :class:`emews.service._postgres_transport.TaskQueue`.
 """
 
 import contextlib
-import json
 import os
 import urllib.parse
 
 from .._errors import ConfigError, StoreError, missing_extra
 from .._status import Status
 from . import _schema as schema
-from ._base import Snapshot, Store, curves_of, decoded, duplicate_rows
+from ._base import Snapshot, Store, curves_of, decoded
 
 QUEUED, RUNNING, COMPLETE, CANCELED, REQUEUED = 0, 1, 2, 3, 4   # EQ-SQL's TaskStatus
 EQ_STOP = "EQ_STOP"        # EQ-SQL's payload that tells a worker pool to stop
@@ -95,7 +93,11 @@ CREATE INDEX emews_queue_in_task ON emews_queue_IN (eq_task_id);
 CREATE INDEX eq_exp_id_tasks_exp ON eq_exp_id_tasks (exp_id);
 ALTER TABLE eq_tasks SET (fillfactor = 50);
 """
-# Added later (with the status 'pruned'): made on a database whose schema predates it.
+# What was added later, made on a database whose schema predates it, each where its check
+# finds it missing: the reports (with the status 'pruned'); the status check again, for each
+# new status; the pools' leases (a task's pool and lease were emews_tasks.pool and .deadline,
+# two indexed columns written twice per task); objective vectors and feasibility (schema
+# version 7 of results.db).
 REPORTS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS emews_reports (
     n bigserial PRIMARY KEY, exp_id text NOT NULL, id integer NOT NULL, attempt integer NOT NULL,
@@ -105,28 +107,29 @@ CREATE TABLE IF NOT EXISTS emews_report_queue (
     n bigserial PRIMARY KEY, eq_task_id integer NOT NULL, attempt integer NOT NULL,
     rank integer NOT NULL, report text NOT NULL, verdict boolean);
 """
-# Made again on a database whose check predates a status (the 'pruned', then 'paused').
 STATUS_SCHEMA = """
 ALTER TABLE emews_evaluations DROP CONSTRAINT IF EXISTS emews_evaluations_status_check;
 ALTER TABLE emews_evaluations ADD CONSTRAINT emews_evaluations_status_check
     CHECK (status IN ({statuses}));
 """.format(statuses=", ".join(f"'{s}'" for s in schema.POINT_STATUSES))
-HAS_STATUSES = ("SELECT 1 FROM pg_constraint WHERE conname = 'emews_evaluations_status_check' "
-                f"AND pg_get_constraintdef(oid) LIKE '%''{schema.POINT_STATUSES[-1]}''%'")
-# Added later, with the pools' leases: a task's pool and lease were emews_tasks.pool and
-# .deadline, two indexed columns written twice per task (made on a database that predates it).
 LEASES_SCHEMA = """
 CREATE TABLE IF NOT EXISTS emews_leases (pool text PRIMARY KEY, deadline double precision);
 """
-# Added later (schema version 7 of results.db: objective vectors and feasibility).
 VECTOR_SCHEMA = """
 ALTER TABLE emews_evaluations ADD COLUMN IF NOT EXISTS objectives text;
 ALTER TABLE emews_evaluations ADD COLUMN IF NOT EXISTS feasible boolean;
 ALTER TABLE emews_attempts ADD COLUMN IF NOT EXISTS objectives text;
 ALTER TABLE emews_attempts ADD COLUMN IF NOT EXISTS feasible boolean;
 """
-HAS_VECTOR = ("SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() "
-              "AND table_name = 'emews_attempts' AND column_name = 'feasible'")
+UPGRADES = (
+    ("SELECT to_regclass('emews_report_queue') IS NOT NULL", REPORTS_SCHEMA),
+    ("SELECT EXISTS (SELECT 1 FROM pg_constraint WHERE conname = "
+     "'emews_evaluations_status_check' AND pg_get_constraintdef(oid) LIKE "
+     f"'%''{schema.POINT_STATUSES[-1]}''%')", STATUS_SCHEMA),
+    ("SELECT to_regclass('emews_leases') IS NOT NULL", LEASES_SCHEMA),
+    ("SELECT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = "
+     "current_schema() AND table_name = 'emews_attempts' AND column_name = 'feasible')",
+     VECTOR_SCHEMA))
 SCHEMA_LOCK = 0x656d657773   # advisory lock: one schema set-up at a time
 # A commit's writes find each row by key, as the planner's statistics choose: without them (a
 # young table: autovacuum renews them a minute late at best), it guesses that few rows are the
@@ -152,6 +155,11 @@ ATTEMPT_READ_COLUMNS = ("id, attempt, status, result, error, rank, run_id, start
 ATTEMPTS_READ = f"id, attempt, {ATTEMPT_COLUMNS}, run_id"
 
 
+def unnest(types):
+    """``unnest(...)`` of one binary array parameter of each of ``types``."""
+    return f"unnest({', '.join(f'%b::{SQL_TYPES[kind]}[]' for kind in types)})"
+
+
 def is_url(location):
     """True when ``location`` names a PostgreSQL database rather than a file."""
     return str(location).startswith(SCHEMES)
@@ -173,17 +181,11 @@ def connect(url):
                 conn.execute(SCHEMA)
                 if made_by_eqsql is None:
                     conn.execute(EQSQL_INDEXES)
-            if conn.execute("SELECT to_regclass('emews_report_queue')").fetchone()[0] is None:
-                conn.execute(REPORTS_SCHEMA)
-            if conn.execute(HAS_STATUSES).fetchone() is None:
-                conn.execute(STATUS_SCHEMA)
-            if conn.execute("SELECT to_regclass('emews_leases')").fetchone()[0] is None:
-                conn.execute(LEASES_SCHEMA)
-            if conn.execute(HAS_VECTOR).fetchone() is None:
-                conn.execute(VECTOR_SCHEMA)
+            for present, missing in UPGRADES:
+                if not conn.execute(present).fetchone()[0]:
+                    conn.execute(missing)
     except psycopg.Error as exc:
-        raise StoreError(f"{redacted(url)}: cannot open the store: "
-                         f"{str(exc).strip().splitlines()[0]}") from None
+        raise failure(url, "open the store", exc) from None
     return conn
 
 
@@ -250,6 +252,11 @@ def redacted(url):
     return f"{scheme}://{credentials.split(':', 1)[0]}:***@{host}"
 
 
+def failure(url, action, exc):
+    """The one-line :class:`StoreError` of psycopg's ``exc`` during ``action`` on ``url``."""
+    return StoreError(f"{redacted(url)}: cannot {action}: {str(exc).strip().splitlines()[0]}")
+
+
 @contextlib.contextmanager
 def guarded(conn, url, action):
     """Turn a psycopg failure during ``action`` into a one-line :class:`StoreError` (the open
@@ -261,22 +268,15 @@ def guarded(conn, url, action):
     except psycopg.Error as exc:
         with contextlib.suppress(psycopg.Error):
             conn.rollback()
-        raise StoreError(f"{redacted(url)}: cannot {action}: "
-                         f"{str(exc).strip().splitlines()[0]}") from None
+        raise failure(url, action, exc) from None
 
 
 class PostgresStore(Store):
-    """The store of study ``exp_id`` in the PostgreSQL database ``url``: the
-    :class:`~emews.store._base.Store` contract on emews's tables (one writer, the master; any
-    number of readers). Its connection runs in autocommit: a read holds no transaction open,
-    and a commit's writes run in one explicit transaction.
-
-    ``path`` (``URL#EXP_ID``) reopens the same store through :func:`emews.store.open_store`.
-    ``create=False`` (and ``readonly``) refuses a study the database does not hold.
-
-    A study served through this database lets its queue's exchange ride on each commit
-    (:meth:`share_commits`): one transaction and one round trip for both, per turn of the
-    master.
+    """The store of study ``exp_id`` in the PostgreSQL database ``url`` (its ``path``:
+    ``URL#EXP_ID``). Its connection runs in autocommit: a read holds no transaction open, and a
+    commit's writes run in one explicit transaction, with the exchange of a study's queue
+    served through this database (:meth:`share_commits`). ``create=False`` (and ``readonly``)
+    refuses a study the database does not hold.
     """
 
     sharer = None   # what adds its statements to each commit (see :meth:`share_commits`)
@@ -319,8 +319,7 @@ class PostgresStore(Store):
         try:
             cursors = run_batch(self.db, statements + shared)
         except psycopg.Error as exc:
-            raise StoreError(f"{redacted(self.url)}: cannot {self._failing(writes)}: "
-                             f"{str(exc).strip().splitlines()[0]}") from None
+            raise failure(self.url, self._failing(writes), exc) from None
         if shared:
             self.sharer.committed(cursors[len(statements):])
 
@@ -364,12 +363,11 @@ class PostgresStore(Store):
     # --- writes (buffered until commit) ------------------------------------------------------
 
     def _add(self, rows):
+        types = (int, str, str, str, float, int, float, int)
         self._write_columns(
             "INSERT INTO emews_evaluations (id, params, status, run_id, queued, rank, started, "
-            "seq, exp_id) SELECT r.*, x.exp_id FROM unnest(%b::integer[], %b::text[], "
-            "%b::text[], %b::text[], %b::float8[], %b::integer[], %b::float8[], "
-            "%b::integer[]) AS r CROSS JOIN (SELECT %s::text) AS x(exp_id)",
-            rows, (int, str, str, str, float, int, float, int), self.exp_id)
+            f"seq, exp_id) SELECT r.*, x.exp_id FROM {unnest(types)} AS r "
+            "CROSS JOIN (SELECT %s::text) AS x(exp_id)", rows, types, self.exp_id)
         self.inserted += len(rows)
         if self.inserted >= self.statistics_at:   # see STATISTICS_FROM
             self.statistics_at = 2 * self.inserted
@@ -377,56 +375,42 @@ class PostgresStore(Store):
 
     def _mark_running(self, rows):
         self._update_points(f"status='{Status.RUNNING}', rank=r.rank, started=r.started",
-                            "r(rank, started, id)", "%b::integer[], %b::float8[]", rows,
-                            (int, float))
+                            (("rank", int), ("started", float)), rows)
 
-    def _finish(self, attempts, points, vectors):
-        self._upsert_attempts(attempts)
+    def _finish(self, points, vectors):
         names = FINISHED_COLUMNS + (VECTOR_COLUMNS if vectors else ())
-        self._update_points(", ".join(f"{name}=r.{name}" for name, _ in names),
-                            f"r({', '.join(name for name, _ in names)}, id)",
-                            ", ".join(f"%b::{SQL_TYPES[kind]}[]" for _, kind in names), points,
-                            tuple(kind for _, kind in names))
+        self._update_points(", ".join(f"{name}=r.{name}" for name, _ in names), names, points)
 
-    def _update_points(self, assignments, alias, arrays, rows, types):
+    def _update_points(self, assignments, columns, rows):
         """Buffer one ``UPDATE`` of the points of ``rows`` (their last value is the point's
-        id): ``assignments`` from the columns of ``alias``, the rows unnested from
-        ``arrays`` (of ``types``). As one statement per row would, the last row of a point
-        wins."""
+        id): ``assignments`` from ``r``, whose ``columns`` (``(name, type)`` pairs) the rows
+        are unnested into. As one statement per row would, the last row of a point wins."""
         rows = list({row[-1]: row for row in rows}.values())
-        self._write_columns(f"UPDATE emews_evaluations e SET {assignments} FROM unnest({arrays}, "
-                            f"%b::integer[]) AS {alias} WHERE e.exp_id=%s AND "
-                            "e.id = ANY(%b::integer[]) AND e.id=r.id", rows, (*types, int),
-                            self.exp_id, [row[-1] for row in rows])
+        types = (*(kind for _, kind in columns), int)
+        self._write_columns(f"UPDATE emews_evaluations e SET {assignments} FROM {unnest(types)} "
+                            f"AS r({', '.join(name for name, _ in columns)}, id) WHERE "
+                            "e.exp_id=%s AND e.id = ANY(%b::integer[]) AND e.id=r.id", rows,
+                            types, self.exp_id, [row[-1] for row in rows])
 
-    def _upsert_attempts(self, rows):
-        """Insert or replace attempts: ``(id, attempt, status, result, error, log_tail, rank,
-        started, finished, metrics, objectives, feasible, id)`` tuples (the run id is the
-        point's; of two rows of one attempt, the last wins)."""
+    def _log_attempts(self, rows):
+        """The run id is the point's; of two rows of one attempt, the last wins."""
         names = ATTEMPT_COLUMNS.split(", ")
         updates = ", ".join(f"{name}=EXCLUDED.{name}" for name in names + ["run_id"])
         rows = list({row[:2]: row[:-1] for row in rows}.values())
+        types = (int, int, str, float, str, str, int, float, float, str, str, bool)
         self._write_columns(
             f"INSERT INTO emews_attempts (exp_id, id, attempt, {ATTEMPT_COLUMNS}, run_id) "
             f"SELECT e.exp_id, r.id, r.attempt, {', '.join('r.' + n for n in names)}, e.run_id "
-            "FROM unnest(%b::integer[], %b::integer[], %b::text[], %b::float8[], %b::text[], "
-            "%b::text[], %b::integer[], %b::float8[], %b::float8[], %b::text[], %b::text[], "
-            "%b::boolean[]) AS "
-            f"r(id, attempt, {ATTEMPT_COLUMNS}) JOIN emews_evaluations e ON e.exp_id=%s AND "
-            "e.id=r.id WHERE e.id = ANY(%b::integer[]) "
-            f"ON CONFLICT (exp_id, id, attempt) DO UPDATE SET {updates}", rows,
-            (int, int, str, float, str, str, int, float, float, str, str, bool), self.exp_id,
-            [row[0] for row in rows], action="record attempts")
-
-    def record_duplicates(self, rows):
-        self._upsert_attempts(duplicate_rows(rows))
+            f"FROM {unnest(types)} AS r(id, attempt, {ATTEMPT_COLUMNS}) JOIN emews_evaluations "
+            "e ON e.exp_id=%s AND e.id=r.id WHERE e.id = ANY(%b::integer[]) "
+            f"ON CONFLICT (exp_id, id, attempt) DO UPDATE SET {updates}", rows, types,
+            self.exp_id, [row[0] for row in rows], action="record attempts")
 
     def _requeue(self, rows):
         self._update_points(f"status='{Status.QUEUED}', attempt=r.attempt, run_id=r.run_id, "
                             "rank=NULL, started=NULL, finished=NULL, objectives=NULL, "
                             "feasible=NULL, queued=r.queued",
-                            "r(attempt, run_id, queued, id)",
-                            "%b::integer[], %b::text[], %b::float8[]", rows, (int, str, float))
+                            (("attempt", int), ("run_id", str), ("queued", float)), rows)
 
     def _cancel(self, rows):
         unfinished = f"status IN ('{Status.QUEUED}', '{Status.RUNNING}')"
@@ -448,21 +432,14 @@ class PostgresStore(Store):
                     f"exp_id=%s AND status IN ('{Status.QUEUED}', '{Status.RUNNING}', "
                     f"'{Status.CANCELLED}')", [(self.exp_id,)], action)
 
-    def _add_reports(self, rows):
-        self._write("INSERT INTO emews_reports (exp_id, id, attempt, step, value, metrics, "
-                    "time) VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                    [(self.exp_id, *row) for row in rows], "record reports")
-
-    def set_meta(self, key, value):
-        self._write("INSERT INTO emews_meta (exp_id, key, value) VALUES (%s, %s, %s) "
-                    "ON CONFLICT (exp_id, key) DO UPDATE SET value=EXCLUDED.value",
-                    [(self.exp_id, key, json.dumps(value))], "record the study's settings")
-
-    def _save_checkpoint(self, name, state, driver_json):
-        self._write("INSERT INTO emews_checkpoints (exp_id, name, state, driver) "
-                    "VALUES (%s, %s, %s, %s) ON CONFLICT (exp_id, name) DO UPDATE SET "
-                    "state=EXCLUDED.state, driver=EXCLUDED.driver",
-                    [(self.exp_id, name, state, driver_json)], "save the search's checkpoint")
+    def _insert(self, table, columns, rows, action, replace=False):
+        key, *others = columns.split(", ")
+        sql = (f"INSERT INTO emews_{table} (exp_id, {columns}) VALUES "
+               f"({', '.join(['%s'] * (len(others) + 2))})")
+        if replace:
+            sql += (f" ON CONFLICT (exp_id, {key}) DO UPDATE SET "
+                    + ", ".join(f"{name}=EXCLUDED.{name}" for name in others))
+        self._write(sql, [(self.exp_id, *row) for row in rows], action)
 
     # --- reads ---------------------------------------------------------------------------------
 

@@ -1,9 +1,7 @@
-"""The layout of ``results.db`` and its versions (``PRAGMA user_version``): ``evaluations``
-(one row per point, its latest attempt; ``seq``: its place in the order the ME proposed them),
-``attempts`` (a view of every finished attempt: the one that made a point ``done`` is its row
-of ``evaluations``, every other one a row of ``attempt_log``), ``meta``, ``checkpoints`` and
-``reports`` (``n``: the order the master received them, in which a pruner's decisions replay
-on resume). docs/src/store.md says what each table and column holds.
+"""The layout of ``results.db`` and its versions (``PRAGMA user_version``): docs/src/store.md
+says what each table and column holds (``evaluations.seq``: a point's place in the order the ME
+proposed them; ``reports.n``: the order the master received them, in which a pruner's
+decisions replay on resume).
 
 The master commits every turn (a few rows), so each B-tree that a turn touches costs a page
 write: ``evaluations`` has no index on ``status`` (the statuses of finished points would move

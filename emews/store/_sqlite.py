@@ -1,20 +1,12 @@
 """The experiment's store in SQLite (``EXPDIR/results.db``): :class:`SQLiteStore`, the
-:class:`~emews.store._base.Store` contract (its writes, their visibility, a row's life) on
-one file.
+:class:`~emews.store._base.Store` contract on one file.
 
 One writer, the master, whose connection holds no write lock between commits (the ME thread's
 checkpoint and ``emews status`` never wait on the master); readers open the file ``mode=ro``
-(``readonly=True``) and read it in one transaction (WAL readers never block the writer). In a
-directory this user cannot write to, with no write-ahead log beside the store, nothing can be
-writing it: a reader opens it ``immutable`` (SQLite would otherwise need to create its
-shared-memory file there). A reader takes a store of an older schema as it is; the writer
-migrates it (:mod:`.schema`). ``id`` is the point's number over the whole experiment (a
-resumed run goes on counting).
-
-A turn of many rows is written as a few multi-row statements (see :meth:`_write_values`).
-
-Every SQLite failure (a full disk, a read-only or corrupt file) becomes one :class:`StoreError`
-line naming the file and the cause; what was committed before stays.
+(``readonly=True``) and read it in one transaction (WAL readers never block the writer). The
+writer migrates a store of an older schema (:mod:`._schema`). Every SQLite failure (a full
+disk, a read-only or corrupt file) becomes one :class:`StoreError` line naming the file and
+the cause; what was committed before stays.
 """
 
 import contextlib
@@ -29,7 +21,7 @@ from pathlib import Path
 from .._errors import ConfigError, StoreError
 from .._status import Status
 from . import _schema as schema
-from ._base import Snapshot, Store, curves_of, decoded, duplicate_rows
+from ._base import Snapshot, Store, curves_of, decoded
 from ._filesystem import journal_mode
 
 ROWS_PER_STATEMENT = 128            # 13 values a row: far below SQLite's 32,766 parameters
@@ -79,7 +71,9 @@ class SQLiteStore(Store):
                               show_value=False)
         uri = f"file:{urllib.parse.quote(str(path))}?mode=ro"
         if not os.access(path.parent, os.W_OK) and not Path(f"{path}-wal").exists():
-            uri += "&immutable=1"  # no writer can be at work where no journal can be made
+            # no writer can be at work where no journal can be made, and SQLite would
+            # otherwise need to create its shared-memory file there
+            uri += "&immutable=1"
         with self._readable():
             self.db = sqlite3.connect(uri, uri=True, timeout=30, check_same_thread=False)
             self.db.row_factory = sqlite3.Row
@@ -168,14 +162,13 @@ class SQLiteStore(Store):
     def _mark_running(self, rows):
         self._update_evaluations(f"status='{Status.RUNNING}', rank=?, started=?", rows)
 
-    def _finish(self, attempts, points, vectors):
-        self._write_values(*LOG_ATTEMPTS, attempts)
+    def _log_attempts(self, rows):
+        self._write_values(*LOG_ATTEMPTS, rows)
+
+    def _finish(self, points, vectors):
         self._update_evaluations("status=?, result=?, error=?, log_tail=?, rank=?, started=?, "
                                  "finished=?, attempt=?, metrics=?"
                                  + (", objectives=?, feasible=?" if vectors else ""), points)
-
-    def record_duplicates(self, rows):
-        self._write_values(*LOG_ATTEMPTS, duplicate_rows(rows))
 
     def _requeue(self, rows):
         self._write(f"UPDATE evaluations SET status='{Status.QUEUED}', attempt=?, run_id=?, "
@@ -199,17 +192,9 @@ class SQLiteStore(Store):
         self._write(f"UPDATE evaluations SET status='{Status.INTERRUPTED}' WHERE status IN "
                     f"('{Status.QUEUED}', '{Status.RUNNING}', '{Status.CANCELLED}')", [()], action)
 
-    def _add_reports(self, rows):
-        self._write("INSERT INTO reports (id, attempt, step, value, metrics, time) "
-                    "VALUES (?, ?, ?, ?, ?, ?)", rows, "record reports")
-
-    def set_meta(self, key, value):
-        self._write("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
-                    [(key, json.dumps(value))], "record the study's settings")
-
-    def _save_checkpoint(self, name, state, driver_json):
-        self._write("INSERT OR REPLACE INTO checkpoints (name, state, driver) VALUES (?, ?, ?)",
-                    [(name, state, driver_json)], "save the search's checkpoint")
+    def _insert(self, table, columns, rows, action, replace=False):
+        self._write(f"INSERT {'OR REPLACE ' if replace else ''}INTO {table} ({columns}) VALUES "
+                    f"({', '.join('?' * len(columns.split(', ')))})", rows, action)
 
     # --- reads ---------------------------------------------------------------------------------
 
@@ -228,21 +213,22 @@ class SQLiteStore(Store):
     def report_values(self, after=0):
         if not self._has_reports():
             return []
-        with guarded(self.path, "read the store"):
-            cursor = self.db.cursor()
-            cursor.row_factory = None   # plain tuples: a study may hold millions of reports
-            return cursor.execute("SELECT n, id, attempt, step, value FROM reports WHERE n>? "
-                                  "ORDER BY n", (after,)).fetchall()
+        return self._tuples("SELECT n, id, attempt, step, value FROM reports WHERE n>? "
+                            "ORDER BY n", (after,))
 
     def curves(self):
         if not self._has_reports():
             return {}
+        return curves_of(self._tuples("SELECT r.id, r.step, r.value FROM reports r JOIN "
+                                      "evaluations e ON e.id=r.id AND e.attempt=r.attempt "
+                                      "ORDER BY r.n"))
+
+    def _tuples(self, sql, args=()):
+        """The rows ``sql`` selects as plain tuples (a study may hold millions of reports)."""
         with guarded(self.path, "read the store"):
             cursor = self.db.cursor()
-            cursor.row_factory = None   # plain tuples: a study may hold millions of reports
-            return curves_of(cursor.execute(
-                "SELECT r.id, r.step, r.value FROM reports r JOIN evaluations e ON e.id=r.id "
-                "AND e.attempt=r.attempt ORDER BY r.n"))
+            cursor.row_factory = None
+            return cursor.execute(sql, args).fetchall()
 
     def snapshot(self):
         """Rows, attempts and meta in one read transaction; a store of an older schema as it
