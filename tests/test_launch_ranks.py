@@ -201,6 +201,23 @@ def test_a_py_study_of_two_ranks_per_evaluation_on_mpiexec(emews_cli, study, tmp
 
 @pytest.mark.slow
 @pytest.mark.mpi
+def test_a_study_of_two_objectives_and_two_ranks_per_evaluation_stores_both(emews_cli, study,
+                                                                           tmp_path):
+    path = study(space=[{"name": "x", "type": "float", "lower": -2.0, "upper": 2.0}],
+                 system={"procs": 3, "progress_interval": 60},
+                 study={"budget": 3, "seed": 2, "objective": "launch_models:study_group",
+                        "ranks_per_eval": 2, "algorithm": "random",
+                        "objectives": ["val_loss", "allreduce"]})
+    done = emews_cli("run", path)
+    assert done.returncode == 0, done.stderr
+    rows = stored_rows(only_experiment(tmp_path))
+    assert [r["status"] for r in rows] == ["done"] * 3
+    for row in rows:   # rank 0's reply carries every objective, not only the first
+        assert row["objectives"] == pytest.approx([row["params"]["x"] ** 2, 3])
+
+
+@pytest.mark.slow
+@pytest.mark.mpi
 def test_an_app_study_of_two_ranks_per_evaluation_on_mpiexec(emews_cli, study, tmp_path):
     path = study(space=[{"name": "x", "type": "float", "lower": -2.0, "upper": 2.0}],
                  system={"procs": 3, "progress_interval": 60},

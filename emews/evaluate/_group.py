@@ -89,7 +89,7 @@ class _Exchange:
         if code != 0:
             self._fail(f"the model's launcher {process.describe_exit(code)} after rank 0 "
                        f"replied: {self._launcher_says()}")
-        return Value(reply["value"], reply.get("metrics"))
+        return Value(reply["value"], reply.get("metrics"), reply.get("objectives", ()))
 
     def _launcher_says(self):
         """The log's last line about how a process ended (mpiexec: ``... EXIT STRING: Killed
