@@ -1,15 +1,11 @@
 """``emews site import``: a site file from CANDLE/Supervisor's ``env-``, ``sched-`` and
 ``langs-app-NAME.sh``.
 
-The files are shell, so bash reads them, in a subprocess, never emews: a fixed driver script
-(:data:`DRIVER`, the files are its arguments) sources ``env-NAME.sh`` then ``sched-NAME.sh`` as
-Supervisor's workflows do, and ``langs-app-NAME.sh`` alone as its Model Shell does, with
-``module`` and ``conda`` replaced by functions that record their arguments and Supervisor's
-``utils.sh`` helpers replaced by no-ops. Before and after each file the driver writes every
-shell variable (name, attributes, values; NUL-separated) to a file; a file that calls ``exit``
-still has its variables written (an EXIT trap). Python compares the snapshots and maps what
-changed to site keys (:func:`translate`; docs/src/sites.md says which variable gives which). A
-setting it cannot map is written as a comment in the site file and named on the terminal.
+bash reads the files in a subprocess: :data:`DRIVER` sources them as Supervisor does, with
+``module`` and ``conda`` recorded rather than run, and writes every shell variable before and
+after each file (an EXIT trap: even after an ``exit``). :func:`translate` maps what changed to
+site keys (docs/src/sites.md says which variable gives which); what it cannot map is written as
+a comment in the site file and named on the terminal.
 """
 
 import json
@@ -97,8 +93,7 @@ def import_site(directory, name, output=None, ppn=1, force=False, stream=None):
 
 def read_files(name, files, environ, cwd):
     """What Supervisor's site files ``files`` (``{"env": path, "sched": path, "langs-app":
-    path}``; a missing one is skipped) set, read by bash in ``environ`` and ``cwd``, as a site
-    table: ``(site, unmapped, notes)`` (see :func:`translate`)."""
+    path}``; a missing one is skipped) set, read by bash, as :func:`translate` maps it."""
     job = run_bash([files["env"], files["sched"]], environ, cwd)
     sched = None
     if job["stages"][2] is None and files["sched"].is_file():
