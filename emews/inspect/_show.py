@@ -101,12 +101,8 @@ def print_table(study, rows, failed, console, pareto=False):
     """Print ``rows`` as a table on a rich ``console``."""
     params, metrics = study.param_names, study.metric_names
     objectives = list(study.criteria.names)
-    if not rows:
-        kind = "failed evaluation" if failed else "evaluation on the Pareto front" if pareto \
-            else "evaluation with a value"
-        console.print(f"{study.expdir}: no {kind} to show ({len(study.rows)} evaluations in "
-                      "all)", markup=False)
-        return
+    kind = "failed evaluation" if failed else "evaluation on the Pareto front" if pareto \
+        else "evaluation with a value"
     what = "failures" if failed else "Pareto front:" if pareto else "best"
     columns = ["id", *([] if failed else objectives), *params,
                *([] if failed else [study.metric_column(m) for m in metrics if
@@ -119,8 +115,8 @@ def print_table(study, rows, failed, console, pareto=False):
               record["rank"], _seconds(record["seconds"]),
               *([one_line(row["error"])] if failed else [])]
              for record, row in zip(study.table(rows), rows)]
-    _print_cells(f"{study.expdir}: {what} {len(rows)} of {len(study.rows)}", columns, cells,
-                 console)
+    _print_cells(console, study, f"no {kind} to show ({len(study.rows)} evaluations in all)",
+                 f"{what} {len(rows)} of {len(study.rows)}", columns, cells)
 
 
 def _values(row, objectives):
@@ -148,22 +144,23 @@ def print_points(study, points, console):
     columns of :func:`point_table`)."""
     settings = study.config.study
     every = study.points
-    if not points:
-        console.print(f"{study.expdir}: no point with a finished replica to show ({len(every)} "
-                      f"points, {len(study.rows)} evaluations in all)", markup=False)
-        return
     short = sum(not entry["complete"] for entry in every)
-    title = (f"{study.expdir}: best {len(points)} points by the {settings.replica_objective} "
+    title = (f"best {len(points)} points by the {settings.replica_objective} "
              f"of {settings.replicas} replicas ({len(every)} points"
              + (f"; {short} cut short by a limit, with no value)" if short else ")"))
-    _print_cells(title, *point_table(points), console)
+    _print_cells(console, study, f"no point with a finished replica to show ({len(every)} "
+                 f"points, {len(study.rows)} evaluations in all)", title, *point_table(points))
 
 
-def _print_cells(title, header, rows, console):
-    """Print a rich table titled ``title`` of a header and rows of cells on ``console``."""
+def _print_cells(console, study, none, title, header, rows):
+    """Print on ``console`` a rich table titled ``EXPDIR: title`` of a header and rows of
+    cells; where there are no rows, the line ``EXPDIR: none``."""
+    if not rows:
+        console.print(f"{study.expdir}: {none}", markup=False)
+        return
     from rich.table import Table
 
-    table = Table(title=title)
+    table = Table(title=f"{study.expdir}: {title}")
     for column in header:
         table.add_column(column, overflow="fold")
     for row in rows:
@@ -240,19 +237,13 @@ def as_json_text(data):
 
 def print_lineage(study, segments, console):
     """Print ``segments`` (of :func:`lineage`) as a table on a rich ``console``."""
-    if not segments:
-        console.print(f"{study.expdir}: no segments (not a population-based study: "
-                      f"algorithm = \"pbt\")", markup=False)
-        return
     members = len({s["member"] for s in segments})
-    _print_cells(f"{study.expdir}: lineage of {len(segments)} segments, {members} members",
-                 *lineage_table(segments), console)
+    _print_cells(console, study, 'no segments (not a population-based study: algorithm = "pbt")',
+                 f"lineage of {len(segments)} segments, {members} members",
+                 *lineage_table(segments))
 
 
 def print_paused(study, runs, console):
     """Print ``runs`` (of :func:`paused`) as a table on a rich ``console``."""
-    if not runs:
-        console.print(f"{study.expdir}: no paused runs", markup=False)
-        return
-    _print_cells(f"{study.expdir}: {len(runs)} paused runs, the most promising first",
-                 *lineage_table(runs, PAUSED), console)
+    _print_cells(console, study, "no paused runs",
+                 f"{len(runs)} paused runs, the most promising first", *lineage_table(runs, PAUSED))
