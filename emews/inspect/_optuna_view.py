@@ -241,7 +241,9 @@ def _refused(action):
 
 
 class _Experiment:
-    """One experiment as a study: its name, directory and distributions."""
+    """One experiment as a study: its name, directory and distributions, and what a
+    :class:`StoreView` keeps of it between reads: the reports read so far (``curves``:
+    ``{(id, attempt): {step: value}}``) and each evaluation's trial with its row."""
 
     def __init__(self, expdir, name):
         self.expdir, self.name = expdir.resolve(), name
@@ -251,6 +253,10 @@ class _Experiment:
         self.space_file = config.study.space
         self.replicas = settings_of(config.study)   # with replicas: one trial per point
         self._dists = None
+        self.last_report = 0
+        self.curves = {}
+        self.trials = {}   # evaluation id -> (row, trial)
+        self.trial_dists = None   # the distributions of those trials
 
     def dists(self, rows):
         """The study's distributions: from its search-space file, else from ``rows``."""
@@ -258,22 +264,11 @@ class _Experiment:
             self._dists = distributions(Space.from_file(self.space_file))
         return self._dists if self._dists is not None else observed_distributions(rows)
 
-
-class _Kept:
-    """What a :class:`StoreView` keeps of one study between reads: the reports read so far
-    (``{(id, attempt): {step: value}}``) and each evaluation's trial with its row."""
-
-    def __init__(self):
-        self.last_report = 0
-        self.curves = {}
-        self.trials = {}   # evaluation id -> (row, trial)
-        self.dists = None
-
-    def read_reports(self, expdir):
+    def read_reports(self):
         """Read the reports that are new since the last read; the ``(id, attempt)`` of the
         curves they changed."""
         changed, key, curve = set(), None, None
-        reports = read(expdir, lambda store: store.report_values(self.last_report))
+        reports = read(self.expdir, lambda store: store.report_values(self.last_report))
         for _, point_id, attempt, step, value in reports:
             if (point_id, attempt) != key:   # a model's reports mostly come in a row
                 key = point_id, attempt
@@ -295,7 +290,6 @@ class StoreView(BaseStorage):
         self.paths = [Path(p) for p in paths]
         self.curve_points = curve_points
         self._known = {}
-        self._kept = {}   # study's directory -> _Kept
         self._lock = threading.Lock()   # one refresh of what is kept at a time
         self._studies()   # a path that holds no study: a ConfigError now
 
@@ -365,18 +359,17 @@ class StoreView(BaseStorage):
     def _trials(self, study, study_id, rows, dists):
         """The trials of ``rows``: kept ones where row, curve and distributions are the same,
         the others made anew."""
-        kept = self._kept.setdefault(study.expdir, _Kept())
-        changed = kept.read_reports(study.expdir)
-        if dists != kept.dists:
-            kept.trials, kept.dists = {}, dists
+        changed = study.read_reports()
+        if dists != study.trial_dists:
+            study.trials, study.trial_dists = {}, dists
         trials = []
         for row in rows:
             key = (row["id"], row["attempt"])
-            old = kept.trials.get(row["id"])
+            old = study.trials.get(row["id"])
             if old is None or old[0] != row or key in changed:
-                old = kept.trials[row["id"]] = row, frozen_trial(
+                old = study.trials[row["id"]] = row, frozen_trial(
                     row, dists, row["id"], study_id << TRIAL_BITS | row["id"], study.expdir,
-                    thinned(kept.curves.get(key), self.curve_points), study.criteria)
+                    thinned(study.curves.get(key), self.curve_points), study.criteria)
             trials.append(old[1])
         return trials
 

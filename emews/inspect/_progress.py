@@ -46,10 +46,8 @@ class Progress:
     def _bar(self):
         from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn
 
-        columns = [TextColumn("evaluations"), MofNCompleteColumn()] if self.budget else \
-            [TextColumn("evaluations {task.completed}")]
-        if self.budget:
-            columns.insert(1, BarColumn())
+        columns = [TextColumn("evaluations"), BarColumn(), MofNCompleteColumn()] if self.budget \
+            else [TextColumn("evaluations {task.completed}")]
         bar = Bar(*columns, TextColumn("{task.description}"), console=self.console,
                   refresh_per_second=2, transient=False)
         bar.add_task(self._details(), total=self.budget, completed=self.done)

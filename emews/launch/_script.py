@@ -1,10 +1,8 @@
 """Batch scripts: directives, the site's environment and the launch line of one job.
 
-A rendered script is complete: it can be read, and submitted by hand (``sbatch job-0.sh``).
-Every value that comes from a site or a study is quoted with ``shlex.quote`` in the shell part.
-Directives are read by the scheduler, not the shell: their values are checked when the site or
-study is read (one line, no ``"``) and written bare when they are one word, else in double
-quotes, as sbatch, qsub and bsub read them. Only a site's ``setup`` lines are shell as written.
+A rendered script is complete: it can be submitted by hand (``sbatch job-0.sh``). Every value
+from a site or a study is quoted with ``shlex.quote`` in the shell part; directives, checked
+when read (one line, no ``"``), are written bare when one word, else in double quotes.
 """
 
 import math
