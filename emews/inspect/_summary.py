@@ -24,16 +24,13 @@ def summary(study, now=None):
     counts = {status: 0 for status in schema.POINT_STATUSES}
     counts.update(collections.Counter(row["status"] for row in study.rows))
     finished = sum(counts[status] for status in TOLD)   # a paused one counts, as pruned
-    best = study.best
     state = "running" if study.is_running() else (
         "finished" if study.final is not None else "stopped")
     final = study.final if state == "finished" else {}   # a resumed run's end is not yet known
     times = [(row["started"], row["finished"]) for row in study.rows
              if row["status"] in FINAL and row["started"] and row["finished"]]
-    rate = None
-    if times:
-        span = busy(times)
-        rate = len(times) / span * 60 if span > 0 else None
+    span = busy(times)
+    rate = len(times) / span * 60 if span > 0 else None
     budget = study.budget
     remaining = max(budget - finished, 0) if budget and state != "finished" else None
     eta = remaining / rate * 60 if remaining is not None and rate and state == "running" \
@@ -51,7 +48,7 @@ def summary(study, now=None):
         "counts": counts, "evaluations": len(study.rows), "finished": finished,
         "budget": budget, "remaining": remaining,
         "search": _search(study.meta.get("search"), finished),
-        "best": _best(study, best) if front is None else None,
+        "best": _best(study, study.best) if front is None else None,
         "stop_reason": final.get("stop_reason"),
         "failures": [{"reason": reason, "count": count} for reason, count in reasons],
         "rate_per_minute": rate, "eta_seconds": eta, "pools": pools,

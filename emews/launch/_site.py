@@ -159,8 +159,7 @@ def from_dict(data, path):
         raise ConfigError(f"{path}: [langs_app]", "either names a file or lists settings, "
                           "not both", sorted(tables["langs_app"]))
     return Site(name=Path(path).stem, path=Path(path).resolve(), **top,
-                batch=dict(tables["batch"]), environment=dict(tables["environment"]),
-                langs_app=dict(tables["langs_app"]), launch=dict(tables["launch"]))
+                **{table: dict(tables[table]) for table in SCHEMA if table})
 
 
 def walltime_seconds(text, where="walltime"):
