@@ -1,8 +1,5 @@
-"""A study as its store left it: read once, read-only, never in the way of a running writer.
-
-The store (``results.db``, or the study's PostgreSQL database) is opened read-only and read in
-one transaction (:meth:`emews.store.Store.snapshot`: one consistent snapshot); a study that is
-still running goes on writing meanwhile.
+"""A study as its store left it: read once, read-only, in one transaction
+(:meth:`emews.store.Store.snapshot`), never in the way of a running writer.
 """
 
 import os

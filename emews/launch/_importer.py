@@ -150,10 +150,12 @@ def _records(path):
         yield first, second, [next(fields) for _ in range(count)]
 
 
-def _changes(before, after):
-    """Variables that ``after`` adds or changes: ``{name: (attributes, values)}``."""
-    return {name: value for name, value in (after or {}).items()
-            if (before or {}).get(name) != value}
+def _changes(run):
+    """Variables that a bash ``run`` (of :func:`run_bash`) adds or changes between its first
+    snapshot and its last: ``{name: (attributes, values)}``."""
+    before = run["stages"][0] or {}
+    after = next((s for s in reversed(run["stages"]) if s is not None), {})
+    return {name: value for name, value in after.items() if before.get(name) != value}
 
 
 def translate(name, files, job, app, sched=None):
@@ -171,9 +173,9 @@ def translate(name, files, job, app, sched=None):
     elif job["status"]:
         notes.append(f"bash exited with status {job['status']} in "
                      f"{_stage_file(files, stages)}; what it had set by then is used")
-    changed = _changes(stages[0], _last(stages))
+    changed = _changes(job)
     if sched is not None:
-        changed.update(_changes(sched["stages"][0], _last(sched["stages"])))
+        changed.update(_changes(sched))
         job = dict(job, calls=job["calls"] + sched["calls"])
     machine = _value(changed.pop("MACHINE", None)) or ""
     scheduler = SCHEDULER_NAMES.get(machine.strip().removeprefix("-m").strip())
@@ -209,7 +211,7 @@ def translate(name, files, job, app, sched=None):
         _prelaunch(prelaunch, site["environment"], unmapped)
     _calls(job["calls"], site["environment"], unmapped)
     _environment_changes(changed, site["environment"], unmapped, stages[0])
-    app_changed = _changes(app["stages"][0], _last(app["stages"]))
+    app_changed = _changes(app)
     if app["status"]:
         notes.append(f"bash exited with status {app['status']} while reading "
                      f"{files['langs-app'].name}; what it had set by then is used")
@@ -217,10 +219,6 @@ def translate(name, files, job, app, sched=None):
     _environment_changes(app_changed, site["langs_app"], unmapped, app["stages"][0],
                          prefix="langs-app: ")
     return site, unmapped, notes
-
-
-def _last(stages):
-    return next((s for s in reversed(stages) if s is not None), {})
 
 
 def _stage_file(files, stages):
