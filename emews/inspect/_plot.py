@@ -1,5 +1,6 @@
 """Plots of a finished (or running) study: convergence and the workers' timeline."""
 
+import itertools
 import math
 from pathlib import Path
 
@@ -36,11 +37,8 @@ def draw_convergence(axes, study, metric=None):
               for r in rows if r["status"] == Status.DONE]
     points = [(i, v) for i, v in points if v is not None]
     axes.scatter([i for i, _ in points], [v for _, v in points], s=12, label="evaluation")
-    best, steps = math.inf, []
     by_id = dict(points)
-    for row in rows:
-        best = min(best, by_id.get(row["id"], math.inf))
-        steps.append(best)
+    steps = list(itertools.accumulate((by_id.get(r["id"], math.inf) for r in rows), min))
     if rows:
         axes.step([r["id"] for r in rows], steps, where="post", color="C3", label="best so far")
     failed = [r["id"] for r in rows if r["status"] == Status.FAILED]

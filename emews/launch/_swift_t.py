@@ -26,6 +26,7 @@ COMMIT = "e96b808e7839bfba6cc2f9541538cbe638fcab57"   # 2026-08-05: STC 1.0.8, T
 VERSION = COMMIT[:7]
 URL = f"https://github.com/swift-lang/swift-t/archive/{COMMIT}.tar.gz"
 URL_VARIABLE = "EMEWS_SWIFT_T_URL"   # another place to download the same archive from
+# tree_digest() of the pinned commit's source
 TREE_SHA256 = "da8c536856a8212f4993acfddc66517359307545d0d400f9cd145823da15ec42"
 APT_LOCK_WAIT_S = 600
 COMMAND = "emews swift-t build"
