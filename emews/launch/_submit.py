@@ -58,7 +58,8 @@ def submit(config, site_name, overrides=None, resume=None, chain=0, dry_run=Fals
         raise ConfigError("--pools", "needs --resume EXPDIR of a study that emews serve runs "
                           "(its store records where), and no --chain", pools, show_value=False)
     overrides = _with_site_defaults(config, site, dict(overrides or {}), resume)
-    planned = _plan(config, site, overrides, resume, chain, pools)  # bad input: before anything is made
+    # bad input fails here, before anything is made
+    planned = _plan(config, site, overrides, resume, chain, pools)
     if dry_run:
         texts = [scripts.render(job) for job in planned]
         print("\n".join(texts), end="", file=stream, flush=True)
