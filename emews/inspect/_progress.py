@@ -61,9 +61,8 @@ class Progress:
 
     def update(self, finished, running=0, queued=0, steps=None):
         """Count ``(task, rank, outcome)`` results, with ``running`` evaluations on workers,
-        ``queued`` ones waiting for a slot and ``steps`` reported so far (``None``: as
-        before); update the bar (at most every :data:`BAR_EVERY` s: the master calls this
-        every turn), or print if the interval passed."""
+        ``queued`` ones waiting for a slot and ``steps`` reported so far (``None``: as before);
+        update the bar (at most every :data:`BAR_EVERY` s), or print if the interval passed."""
         for task, _, outcome in finished:
             self.done += 1
             value = outcome.value if outcome.status == Status.DONE else math.nan

@@ -75,9 +75,8 @@ def write_report(study, output=None):
 
 class Coordinates:
     """Each parameter's values mapped to [0, 1]: on the search space's scale when the space
-    file can be read (log scales, category order), else min-max or sorted categories. A
-    parameter a point leaves out (inactive in a conditional space) has no coordinate: it is
-    left out of the figures, never drawn at a default."""
+    file can be read, else min-max or sorted categories. A parameter a point leaves out
+    (inactive) has no coordinate: it is left out of the figures, never drawn at a default."""
 
     def __init__(self, study):
         self.names = study.param_names

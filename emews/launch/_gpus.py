@@ -13,10 +13,8 @@ from ..evaluate._launcher import DEVICE_VARIABLES, gpu_binding, local_rank
 
 
 def device_for(rank, gpus_per_node, offset=0, visible=None):
-    """The device (a string) a worker of node-local ``rank`` uses, or ``None`` without GPUs.
-
-    ``visible`` is the job's ``CUDA_VISIBLE_DEVICES`` list, when it set one.
-    """
+    """The device (a string) a worker of node-local ``rank`` uses, or ``None`` without GPUs;
+    ``visible``: the job's ``CUDA_VISIBLE_DEVICES`` list, when it set one."""
     count = int(gpus_per_node or 0)
     if count <= 0:
         return None
@@ -26,12 +24,10 @@ def device_for(rank, gpus_per_node, offset=0, visible=None):
 
 
 def assign(rank, gpus_per_node, offset=None, environ=os.environ, binding=None, stream=None):
-    """Set the binding's variable in ``environ`` for the worker of global ``rank``.
-
-    ``offset`` defaults to ``CANDLE_CUDA_OFFSET``, ``binding`` to ``EMEWS_GPU_BINDING`` (else
-    ``CUDA_VISIBLE_DEVICES``). Prints one line naming the devices the worker has to ``stream``
-    (default: stdout, the worker's ``out-R.txt``). Returns the device, or ``None``.
-    """
+    """Set the binding's variable in ``environ`` for the worker of global ``rank``; return the
+    device, or ``None``. ``offset`` defaults to ``CANDLE_CUDA_OFFSET``, ``binding`` to
+    ``EMEWS_GPU_BINDING`` (else ``CUDA_VISIBLE_DEVICES``). Prints one line naming the devices
+    the worker has to ``stream`` (default: stdout, the worker's ``out-R.txt``)."""
     if offset is None:
         offset = int(environ.get("CANDLE_CUDA_OFFSET") or 0)
     binding = binding or gpu_binding(environ)

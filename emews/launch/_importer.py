@@ -159,10 +159,8 @@ def _changes(run):
 
 
 def translate(name, files, job, app, sched=None):
-    """Map what bash saw to a site table; return ``(site, unmapped, notes)``.
-
-    ``sched`` is a run of ``sched-NAME.sh`` alone, made when ``env-NAME.sh`` exited before it.
-    """
+    """Map what bash saw to a site table: ``(site, unmapped, notes)``. ``sched``: a run of
+    ``sched-NAME.sh`` alone, made when ``env-NAME.sh`` exited before it."""
     site = {"description": f"imported from CANDLE/Supervisor's {name} site files",
             "batch": {}, "environment": {}, "langs_app": {}}
     unmapped, notes = [], []

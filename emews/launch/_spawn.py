@@ -44,11 +44,9 @@ def under_mpiexec():
 
 def spawn(expdir, cfg, lock):
     """Run the prepared experiment under ``mpiexec -n procs``, holding its lock meanwhile.
-
     SIGINT and SIGTERM reach the job (in its own session) once, as one SIGINT; then what it
     left unfinished is cancelled and :class:`~emews._errors.Interrupted` raised. A job that
-    ends before its study did (a rank died) raises an :class:`~emews._errors.EmewsError`.
-    """
+    ends before its study did (a rank died) raises an :class:`~emews._errors.EmewsError`."""
     mpiexec = cfg.system.mpiexec or default_mpiexec()
     command = [runnable(mpiexec), *cfg.system.mpiexec_args, "-n", str(cfg.system.procs),
                sys.executable, "-m", "emews", "run", "--execute", str(expdir)]
