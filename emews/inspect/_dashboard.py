@@ -7,16 +7,7 @@
                             --> StoreView (_optuna_view.py: Optuna's BaseStorage, read-only)
                                 --> the study's store, opened read-only for each read
 
-Safe by default: it binds to 127.0.0.1, and every request needs the token printed in the URL
-(on a shared login node, 127.0.0.1 is every user's): the URL's ``?token=`` sets a cookie, and
-an API client may send ``Authorization: Bearer TOKEN``. A request that would write (any method
-but GET and HEAD) is refused with 405 before it reaches optuna-dashboard, and the storage
-refuses every write too.
-
-Each learning curve is served thinned to :data:`CURVE_POINTS` points (first, last, best and
-evenly spaced ones): optuna-dashboard sends every trial with its whole curve in one response, and
-serializes each value in Python (a study of 10,000 evaluations with 100 reports each took 15 s
-of CPU); ``to_optuna()`` and ``emews export`` keep whole curves.
+Why a token on 127.0.0.1, and why curves are thinned: docs/src/dashboard.md.
 """
 
 import hmac
@@ -36,15 +27,13 @@ from .._errors import ConfigError, missing_extra
 COOKIE = "emews_dashboard_token"
 TOKEN_ENV = "EMEWS_DASHBOARD_TOKEN"   # a token of your own (default: a new random one)
 READ_METHODS = ("GET", "HEAD")
-CURVE_POINTS = 20   # each learning curve as served: thinned to this many points (optuna_view.thinned)
+CURVE_POINTS = 20   # each learning curve as served: thinned to this many points
 
 
 def serve(paths, host="127.0.0.1", port=8080, out=sys.stdout):
     """Serve optuna-dashboard on the studies of ``paths`` (each an ``EXPDIR`` or a
     ``DATA_DIR/NAME``) at ``host:port`` (``port`` 0: a free one) until Ctrl-C or SIGTERM;
-    return 0. Call it from the main thread (it sets those signals' handlers). The URL is
-    printed as soon as the server listens, before optuna-dashboard's import (seconds), which
-    requests made meanwhile wait for."""
+    return 0. Call it from the main thread (it sets those signals' handlers)."""
     from ._optuna_view import StoreView
     from ._source import read
 

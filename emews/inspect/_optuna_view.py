@@ -6,19 +6,10 @@ Optuna storage over our store (:class:`StoreView`), live and without a copy.
     EXPDIR/results.db, or its PostgreSQL database   (one read-only store per read)
         --rows--> frozen_trial()  --> optuna FrozenTrial   (_export.py writes them to a storage;
                                                             StoreView serves them)
-    StoreView(BaseStorage): every read opens the store read-only, reads, closes: no write
-    lock; every write raises :class:`ReadOnlyError` and writes nothing. Between reads it
-    keeps each study's reports read so far (reading only those numbered after the last
-    it saw) and each evaluation's trial (made again only when its row or its curve
-    changed), so a refresh of a big study costs what changed (optuna-dashboard itself
-    caches the trials it gets for a few seconds).
 
-A study is one experiment directory; ``DATA_DIR/NAME`` gives one study per ``EXP*`` under it
-(found again on every read, so a new experiment appears). Study ids are the experiments' places
-in name order; a trial's number is its evaluation's id (0, 1, ... in the order the ME proposed
-them, as Optuna numbers its trials), and its trial id is ``study_id << 32 | number``.
-
-This module imports Optuna: import it only where Optuna is wanted.
+A study is one experiment directory; a trial's number is its evaluation's id, its trial id
+``study_id << 32 | number``. What a trial holds, what is kept between reads and what it costs:
+docs/src/dashboard.md. This module imports Optuna: import it only where Optuna is wanted.
 """
 
 import copy
@@ -50,8 +41,6 @@ STATES = {Status.QUEUED: TrialState.RUNNING, Status.RUNNING: TrialState.RUNNING,
           Status.DONE: TrialState.COMPLETE, Status.FAILED: TrialState.FAIL,
           Status.CANCELLED: TrialState.FAIL, Status.INTERRUPTED: TrialState.FAIL,
           Status.PRUNED: TrialState.PRUNED, Status.PAUSED: TrialState.PRUNED}
-"""Optuna's state of a trial, by our point's status (Optuna's ``ask`` makes a trial RUNNING at
-once, as our ME's proposal is ``queued`` at once)."""
 
 TRIAL_BITS = 32   # a trial id is study_id << TRIAL_BITS | number
 METRIC_NAMES = "study:metric_names"   # Optuna's study system attribute: objectives' names
@@ -85,11 +74,8 @@ def distributions(space):
 
 
 def observed_distributions(rows):
-    """Distributions read off the parameter values of ``rows``, for a study whose search-space
-    file is gone (an experiment copied off its machine): integers as an
-    :class:`IntDistribution`, other numbers as a :class:`FloatDistribution`, each over the
-    values seen, anything else as a :class:`CategoricalDistribution` of the values seen (a
-    population-based study's segment record is not a parameter: see :func:`frozen_trial`)."""
+    """Distributions over the parameter values seen in ``rows``, for a study whose search-space
+    file is gone (an experiment copied off its machine)."""
     values = {}
     for row in rows:
         for name, value in split(row["params"] or {})[0].items():
@@ -108,11 +94,9 @@ def observed_distributions(rows):
 
 
 def thinned(curve, points):
-    """``curve`` (``{step: value}``) cut to at most ``points`` (3 or more) of its steps, for
-    a view of many curves at once: its first and last steps, the step of its lowest value,
-    and steps evenly spaced between them (the same steps for curves of the same steps); the
-    whole curve when it has no more steps than that, or ``points`` is ``None`` (no curve:
-    ``None``)."""
+    """``curve`` (``{step: value}``) cut to at most ``points`` (3 or more) of its steps: its
+    first and last, the step of its lowest value, and steps evenly spaced between them (the
+    same steps for curves of the same steps); whole where ``points`` is ``None``."""
     if points is None or curve is None or len(curve) <= points:
         return curve
     steps = sorted(curve)
@@ -126,18 +110,15 @@ def thinned(curve, points):
 @functools.lru_cache(maxsize=64)
 def _spaced(count, spaced):
     """The indices of ``spaced`` evenly spaced places among ``count``, first and last among
-    them (the same for every curve of as many steps: computed once)."""
+    them (computed once for every curve of as many steps)."""
     return frozenset(round(k * (count - 1) / (spaced - 1)) for k in range(spaced))
 
 
 def frozen_trial(row, dists, number=0, trial_id=0, expdir=None, curve=None, criteria=None):
-    """The Optuna trial of one of our rows (as :meth:`emews.store.Store.rows` gives it): its
-    state by :data:`STATES`; the value of a ``done`` row or, in a study of several objectives
-    or with constraints (``criteria``), its raw values and its constraints' violations as
-    Optuna keeps them (system attribute ``constraints``, ``<= 0`` where feasible); the
-    params in ``dists``; the row's fields as user attributes (with ``expdir``, the run
-    directory where there is one); ``curve``, its intermediate values. A study with replicas
-    has :func:`point_trials` instead."""
+    """The Optuna trial of one of our rows (as :meth:`emews.store.Store.rows` gives it), as
+    docs/src/dashboard.md says (``criteria``: a study's of several objectives or with
+    constraints; ``curve``: its intermediate values). A study with replicas has
+    :func:`point_trials` instead."""
     state = STATES[row["status"]]
     vector = criteria is not None and criteria.vector
     value = (row.get("objectives") if vector else row["result"]) \
@@ -177,8 +158,7 @@ def directions(criteria):
 
 def user_attrs(study):
     """The Optuna study's user attributes of an emews study (a :class:`~.snapshot.Study` or
-    an experiment of a :class:`StoreView`): its directory, objective, and in a study of several
-    objectives or with constraints, their names."""
+    an experiment of a :class:`StoreView`)."""
     attrs = {"emews_expdir": str(study.expdir), "objective": study.objective}
     if study.criteria.vector:
         attrs.update(objectives=list(study.criteria.names),
@@ -187,11 +167,9 @@ def user_attrs(study):
 
 
 def point_trials(rows, replicas, dists, study_id=0, expdir=None):
-    """The Optuna trials of a study with ``replicas`` (its settings: :func:`settings_of`):
-    one per point with a finished replica, in the order the points were proposed, judged as
-    ``final.json`` judges them (:func:`emews.core._replicas.summarize`): COMPLETE with the
-    value its search was told, else RUNNING while a replica is to finish, else FAIL; the
-    summary's figures as user attributes."""
+    """The Optuna trials of a study with ``replicas`` (:func:`settings_of`): one per point with
+    a finished replica, in the order proposed, judged as ``final.json`` judges them: COMPLETE
+    with the value its search was told, else RUNNING while a replica is to finish, else FAIL."""
     seed = replicas["replica_seed_param"]
     waiting = {point_key({k: v for k, v in row["params"].items() if k != seed})
                for row in rows if row["status"] not in FINAL}
@@ -222,8 +200,7 @@ def point_trials(rows, replicas, dists, study_id=0, expdir=None):
 
 
 def _run_dir(expdir, row):
-    """The run directory of ``row`` under ``expdir``, or ``None`` where there is none (no
-    ``expdir``, no run id, or a model that writes none: ``py`` models run in the worker)."""
+    """The run directory of ``row`` under ``expdir``, or ``None`` where there is none."""
     if expdir is None or not row["run_id"]:
         return None
     path = os.path.join(expdir, "run", row["run_id"])
@@ -237,9 +214,8 @@ def _time(stamp):
 # --- the read-only storage ------------------------------------------------------------------
 
 def experiments(path):
-    """The experiment directories of ``path``: itself when it is one (``EXPDIR``), else the
-    ``EXP*`` directories under it that are (``DATA_DIR/NAME``), in name order; a one-line
-    :class:`ConfigError` when there are none."""
+    """The experiment directories of ``path``: itself (``EXPDIR``), else the ``EXP*`` under it
+    (``DATA_DIR/NAME``), in name order; a :class:`ConfigError` when there are none."""
     path = Path(path)
     if path.is_dir() and not (path / "results.db").is_file() and not (
             path / "config.json").is_file():
@@ -258,15 +234,16 @@ def experiments(path):
 
 
 def _refused(action):
-    """A write method of :class:`StoreView`: it raises :class:`ReadOnlyError` naming
-    ``action``."""
+    """A write method of :class:`StoreView` that raises :class:`ReadOnlyError`."""
     def write(self, *args, **kwargs):
         raise ReadOnlyError(action)
     return write
 
 
 class _Experiment:
-    """One experiment as a study: its name, directory and distributions."""
+    """One experiment as a study: its name, directory and distributions, and what a
+    :class:`StoreView` keeps of it between reads: the reports read so far (``curves``:
+    ``{(id, attempt): {step: value}}``) and each evaluation's trial with its row."""
 
     def __init__(self, expdir, name):
         self.expdir, self.name = expdir.resolve(), name
@@ -276,6 +253,10 @@ class _Experiment:
         self.space_file = config.study.space
         self.replicas = settings_of(config.study)   # with replicas: one trial per point
         self._dists = None
+        self.last_report = 0
+        self.curves = {}
+        self.trials = {}   # evaluation id -> (row, trial)
+        self.trial_dists = None   # the distributions of those trials
 
     def dists(self, rows):
         """The study's distributions: from its search-space file, else from ``rows``."""
@@ -283,23 +264,11 @@ class _Experiment:
             self._dists = distributions(Space.from_file(self.space_file))
         return self._dists if self._dists is not None else observed_distributions(rows)
 
-
-class _Kept:
-    """What a :class:`StoreView` keeps of one study between reads: the reports read so far
-    (``curves``: ``{(id, attempt): {step: value}}``, through report number ``last_report``),
-    and each evaluation's trial with the row it was made of and the distributions it had."""
-
-    def __init__(self):
-        self.last_report = 0
-        self.curves = {}
-        self.trials = {}   # evaluation id -> (row, trial)
-        self.dists = None
-
-    def read_reports(self, expdir):
+    def read_reports(self):
         """Read the reports that are new since the last read; the ``(id, attempt)`` of the
         curves they changed."""
         changed, key, curve = set(), None, None
-        reports = read(expdir, lambda store: store.report_values(self.last_report))
+        reports = read(self.expdir, lambda store: store.report_values(self.last_report))
         for _, point_id, attempt, step, value in reports:
             if (point_id, attempt) != key:   # a model's reports mostly come in a row
                 key = point_id, attempt
@@ -313,16 +282,14 @@ class _Kept:
 
 class StoreView(BaseStorage):
     """A read-only Optuna storage over the studies of ``paths`` (each an ``EXPDIR`` or a
-    ``DATA_DIR/NAME``): one Optuna study per experiment, named by its directory
-    (``NAME/EXPnnn`` for a workflow's), minimizing its objective. Every read goes to the store
-    (a live view); every write raises :class:`ReadOnlyError`. ``curve_points``: each learning
-    curve :func:`thinned` to that many points (``None``: whole)."""
+    ``DATA_DIR/NAME``): one study per experiment, named by its directory (``NAME/EXPnnn`` for a
+    workflow's). Every read goes to the store; every write raises :class:`ReadOnlyError`.
+    ``curve_points``: each learning curve :func:`thinned` to that many points."""
 
     def __init__(self, paths, curve_points=None):
         self.paths = [Path(p) for p in paths]
         self.curve_points = curve_points
         self._known = {}
-        self._kept = {}   # study's directory -> _Kept
         self._lock = threading.Lock()   # one refresh of what is kept at a time
         self._studies()   # a path that holds no study: a ConfigError now
 
@@ -371,8 +338,7 @@ class StoreView(BaseStorage):
 
     @staticmethod
     def _system_attrs(study):
-        """Optuna's names of the study's objectives (``Study.metric_names``, the dashboard's
-        axis labels: ``val_loss``, not "Objective 0"); nothing else."""
+        """Optuna's names of the study's objectives (the dashboard's axis labels)."""
         return {METRIC_NAMES: list(study.criteria.names)}
 
     # --- trials
@@ -391,20 +357,19 @@ class StoreView(BaseStorage):
         return copy.deepcopy(trials) if deepcopy else trials   # kept ones: a caller's copy
 
     def _trials(self, study, study_id, rows, dists):
-        """The trials of ``rows``: those kept from the last read where their row, curve and
-        distributions are the same, the others made anew (and kept)."""
-        kept = self._kept.setdefault(study.expdir, _Kept())
-        changed = kept.read_reports(study.expdir)
-        if dists != kept.dists:
-            kept.trials, kept.dists = {}, dists
+        """The trials of ``rows``: kept ones where row, curve and distributions are the same,
+        the others made anew."""
+        changed = study.read_reports()
+        if dists != study.trial_dists:
+            study.trials, study.trial_dists = {}, dists
         trials = []
         for row in rows:
             key = (row["id"], row["attempt"])
-            old = kept.trials.get(row["id"])
+            old = study.trials.get(row["id"])
             if old is None or old[0] != row or key in changed:
-                old = kept.trials[row["id"]] = row, frozen_trial(
+                old = study.trials[row["id"]] = row, frozen_trial(
                     row, dists, row["id"], study_id << TRIAL_BITS | row["id"], study.expdir,
-                    thinned(kept.curves.get(key), self.curve_points), study.criteria)
+                    thinned(study.curves.get(key), self.curve_points), study.criteria)
             trials.append(old[1])
         return trials
 

@@ -1,5 +1,6 @@
 """Plots of a finished (or running) study: convergence and the workers' timeline."""
 
+import itertools
 import math
 from pathlib import Path
 
@@ -20,31 +21,24 @@ def pyplot():
     return plt
 
 
-def spans_decades(values, decades=2):
-    """Whether positive ``values`` span more than ``decades`` powers of ten (log axis)."""
+def spans_decades(values):
+    """Whether positive ``values`` span more than two powers of ten (log axis)."""
     values = [v for v in values if v is not None and math.isfinite(v)]
     if not values or min(values) <= 0:
         return False
-    return math.log10(max(values) / min(values)) > decades
-
-
-def value_of(row, metric=None):
-    """The plotted value of ``row``: its result, or metric ``metric``."""
-    return row["result"] if metric is None else row["metrics"].get(metric)
+    return math.log10(max(values) / min(values)) > 2
 
 
 def draw_convergence(axes, study, metric=None):
     """Each evaluation's value by id, the best so far, failures marked; log scale when the
     values span more than two decades."""
     rows = [r for r in study.rows if r["status"] in (Status.DONE, Status.FAILED)]
-    points = [(r["id"], value_of(r, metric)) for r in rows if r["status"] == Status.DONE]
+    points = [(r["id"], r["result"] if metric is None else r["metrics"].get(metric))
+              for r in rows if r["status"] == Status.DONE]
     points = [(i, v) for i, v in points if v is not None]
     axes.scatter([i for i, _ in points], [v for _, v in points], s=12, label="evaluation")
-    best, steps = math.inf, []
     by_id = dict(points)
-    for row in rows:
-        best = min(best, by_id.get(row["id"], math.inf))
-        steps.append(best)
+    steps = list(itertools.accumulate((by_id.get(r["id"], math.inf) for r in rows), min))
     if rows:
         axes.step([r["id"] for r in rows], steps, where="post", color="C3", label="best so far")
     failed = [r["id"] for r in rows if r["status"] == Status.FAILED]
@@ -100,11 +94,8 @@ def save(figure, output, plt):
 
 def plot(study, output=None, metric=None):
     """Draw the results of ``study`` (a :class:`~emews.inspect.Study`) by evaluation (with the
-    best so far) and each rank's busy periods.
-
-    Writes ``output`` (default ``EXPDIR/convergence.png``) and returns its path; ``metric``
-    plots that metric instead of the objective.
-    """
+    best so far) and each rank's busy periods into ``output`` (default
+    ``EXPDIR/convergence.png``); return its path. ``metric``: that metric, not the objective."""
     if metric is not None and metric not in study.metric_names:
         raise ConfigError("--metric", f"must be a metric of the study "
                           f"({', '.join(study.metric_names) or 'it has none'})", metric)

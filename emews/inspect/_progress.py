@@ -1,7 +1,6 @@
-"""Progress while a study runs: evaluations done of the budget, what it found so far
-(:meth:`Progress._found`: the best, a point's in a study with replicas, never a lucky
-replica's; or the size of its Pareto front), failures, pruned runs, evaluations running and
-queued, and an ETA (:meth:`Progress.eta`).
+"""Progress while a study runs: evaluations done of the budget, what it found so far (the best,
+a point's in a study with replicas; or the size of its Pareto front), failures, pruned runs,
+evaluations running and queued, and an ETA (:meth:`Progress.eta`).
 
 On a terminal it is a live rich progress bar; elsewhere (batch jobs, CI, a pipe) a plain line
 every ``interval`` seconds and one at the end. ``emews run`` started alone from a terminal tells
@@ -47,10 +46,8 @@ class Progress:
     def _bar(self):
         from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn
 
-        columns = [TextColumn("evaluations"), MofNCompleteColumn()] if self.budget else \
-            [TextColumn("evaluations {task.completed}")]
-        if self.budget:
-            columns.insert(1, BarColumn())
+        columns = [TextColumn("evaluations"), BarColumn(), MofNCompleteColumn()] if self.budget \
+            else [TextColumn("evaluations {task.completed}")]
         bar = Bar(*columns, TextColumn("{task.description}"), console=self.console,
                   refresh_per_second=2, transient=False)
         bar.add_task(self._details(), total=self.budget, completed=self.done)
@@ -64,9 +61,8 @@ class Progress:
 
     def update(self, finished, running=0, queued=0, steps=None):
         """Count ``(task, rank, outcome)`` results, with ``running`` evaluations on workers,
-        ``queued`` ones waiting for a slot and ``steps`` reported so far (``None``: as
-        before); update the bar (at most every :data:`BAR_EVERY` s: the master calls this
-        every turn), or print if the interval passed."""
+        ``queued`` ones waiting for a slot and ``steps`` reported so far (``None``: as before);
+        update the bar (at most every :data:`BAR_EVERY` s), or print if the interval passed."""
         for task, _, outcome in finished:
             self.done += 1
             value = outcome.value if outcome.status == Status.DONE else math.nan
@@ -89,10 +85,12 @@ class Progress:
         if self.bar is not None:
             if now - self.last >= BAR_EVERY:
                 self.last = now
-                self.bar.update(self.bar.task_ids[0], completed=self.done,
-                                description=self._details())
+                self._draw()
         elif now - self.last >= self.interval:
             self.show()
+
+    def _draw(self):
+        self.bar.update(self.bar.task_ids[0], completed=self.done, description=self._details())
 
     def _add_to_front(self, values):
         vectors = [*self.pareto, values]
@@ -139,13 +137,11 @@ class Progress:
     def show(self):
         """Report now (the final report when the study ends: the bar stops)."""
         self.last = time.monotonic()
-        if self.bar is not None:
-            self.bar.update(self.bar.task_ids[0], completed=self.done,
-                            description=self._details())
-            self.bar.stop()
-            self.bar = None
-            return
-        self.console.print(self.line(), markup=False, soft_wrap=True)   # a log: one line
+        if self.bar is None:
+            self.console.print(self.line(), markup=False, soft_wrap=True)   # a log: one line
+        else:
+            self._draw()
+            self.close()
 
     def close(self):
         """Stop the live bar (safe to call twice)."""

@@ -6,9 +6,7 @@
                                \\-> tables (status, best, failures)  --> report.html
                                                                        (PNGs as data: URIs)
 
-The page needs no network: its images are base64 ``data:`` URIs and its style is inline.
-:func:`write_report` lists its figures, a study's kind adding its own (several objectives,
-population-based, paused runs); each figure's note on the page says what it shows.
+:func:`write_report` lists the figures; each figure's note on the page says what it shows.
 """
 
 import base64
@@ -23,7 +21,7 @@ from .._space import Space
 from .._status import FINAL, Status
 from . import _plot as plot
 from ._source import read_thaws
-from ._show import lineage, point_table, schedule
+from ._show import cell, lineage, point_table, schedule
 from ._summary import one_line, render, summary
 
 MIN_FOR_IMPORTANCE = 8
@@ -77,9 +75,8 @@ def write_report(study, output=None):
 
 class Coordinates:
     """Each parameter's values mapped to [0, 1]: on the search space's scale when the space
-    file can be read (log scales, category order), else min-max or sorted categories. A
-    parameter a point leaves out (inactive in a conditional space) has no coordinate: it is
-    left out of the figures, never drawn at a default."""
+    file can be read, else min-max or sorted categories. A parameter a point leaves out
+    (inactive) has no coordinate: it is left out of the figures, never drawn at a default."""
 
     def __init__(self, study):
         self.names = study.param_names
@@ -186,9 +183,7 @@ def _curves(plt, study, curves):
 
 def _thaws(plt, study, thaws):
     """The curves of the runs that were paused (``thaws``: of
-    :func:`~emews.inspect._source.read_thaws`): each attempt's part, an open circle where it
-    paused, a triangle where its thaw went on, and, for a run still paused, a dotted line to
-    the value its curve predicts at ``max_resource`` (:func:`emews.core._thaw.predict`)."""
+    :func:`~emews.inspect._source.read_thaws`), as the figure's note says."""
     figure, axes = plt.subplots(figsize=(8, 4.5))
     status = {row["id"]: row["status"] for row in study.rows}
     horizon = study.config.pruner.max_resource
@@ -222,9 +217,8 @@ def _by_member(segments):
 
 
 def _population(plt, study, segments, curves):
-    """Each member's reported values by step, one colour a member (label ``member M``): its
-    segments' curves joined, each from the value its start checkpoint had (the end of its
-    parent, or on exploit of its donor: marked with a triangle)."""
+    """Each member's reported values by step (label ``member M``), as the figure's note
+    says."""
     figure, axes = plt.subplots(figsize=(8, 4.5))
     ended = {s["name"]: curves.get(s["id"], {}).get(s["until"]) for s in segments}
     exploits = 0
@@ -256,9 +250,8 @@ def _population(plt, study, segments, curves):
 
 
 def _schedules(plt, study, segments, coordinates):
-    """One panel a varying hyperparameter (titled with its name): each member's value over
-    the steps of its segments (label ``member M``), and the best member's schedule (label
-    ``best``, black, dashed)."""
+    """One panel a varying hyperparameter (titled with its name): each member's value by step
+    (label ``member M``), and the best member's schedule (label ``best``, black, dashed)."""
     names = coordinates.varying() or coordinates.names
     members = _by_member(segments)
     done = [s for s in segments if s["status"] == Status.DONE and s["value"] is not None]
@@ -324,11 +317,9 @@ def _front(plt, study, coordinates):
 
 
 def hypervolume_curve(study, points=200):
-    """``(reference, [(finished evaluations, hypervolume of the feasible front so far)])``
-    at up to ``points`` evenly spaced counts, evaluations in the order they finished; each
-    objective minimized (:func:`emews.core._pareto.minimized`); ``reference``: the study's
-    ``reference_point``, else :func:`emews.core._pareto.reference_point` of every feasible done
-    vector (``None`` when there is none)."""
+    """``(reference, [(finished evaluations, hypervolume of the feasible front so far)])`` at
+    up to ``points`` evenly spaced counts, each objective minimized; ``reference``: the study's
+    ``reference_point``, else one derived from every feasible done vector (``None``: none)."""
     directions = study.criteria.directions
     finished = sorted((r for r in study.rows if r["status"] in FINAL and r["finished"]),
                       key=lambda r: (r["finished"], r["id"]))
@@ -508,13 +499,13 @@ def _best_table(study, top=10):
         if not points:
             return "<p>No point has a value yet.</p>"
         header, rows = point_table(points)
-        return _table(header, [[_fmt(c) for c in row] for row in rows])
+        return _table(header, [[cell(c) for c in row] for row in rows])
     rows = study.done[:top] if study.pareto is None else study.pareto[:top]
     if not rows:
         return "<p>No evaluation has a value yet.</p>"
     columns = [c for c in study.columns() if c not in ("status", "attempt", "error")]
     records = study.table(rows)
-    return _table(columns, [[_fmt(record[c]) for c in columns] for record in records])
+    return _table(columns, [[cell(record[c]) for c in columns] for record in records])
 
 
 def _failure_table(study):
@@ -528,9 +519,3 @@ def _failure_table(study):
     return _table(["reason", "count", "evaluations"],
                   [[reason, len(ids), ", ".join(map(str, ids[:20])) +
                     (" ..." if len(ids) > 20 else "")] for reason, ids in ranked])
-
-
-def _fmt(value):
-    if value is None:
-        return "-"
-    return f"{value:.6g}" if isinstance(value, float) else value

@@ -25,11 +25,9 @@ def grouped(study, failed=False):
 
 
 def chosen(study, failed=False, where=None, top=None, pareto=False):
-    """The rows to show: the failures (by id), the evaluations with a value (best first) or,
-    with ``pareto``, those on the study's Pareto front (by id, as ``final.json`` lists
-    them), filtered by ``where`` and cut to ``top``; in a study with replicas (see
-    :func:`grouped`), the points (entries of ``study.points``, best first) one of whose
-    replicas has a value and matches ``where``."""
+    """The rows to show: the failures, the evaluations with a value (best first) or those on
+    the Pareto front, filtered by ``where`` and cut to ``top``; where :func:`grouped`, the
+    points (of ``study.points``, best first) one of whose replicas matches ``where``."""
     rows = study.pareto if pareto else study.failed if failed else study.done
     names = study.param_names + study.metric_names + ["result"]
     rows = select(rows, where, list(dict.fromkeys(names)))
@@ -40,8 +38,8 @@ def chosen(study, failed=False, where=None, top=None, pareto=False):
 
 
 def points_as_json(points):
-    """``points`` (entries of ``study.points``) as a JSON list: per point its ``value``,
-    ``mean``, ``std``, ``count``, ``failed``, ``complete``, replica ``ids`` and ``params``."""
+    """``points`` (entries of ``study.points``) as a JSON list: :data:`POINT_KEYS` and
+    ``params``."""
     return as_json_text([{**{c: point[c] for c in POINT_KEYS}, "params": point["point"]}
                          for point in points])
 
@@ -56,9 +54,8 @@ def csv_text(header, rows):
 
 
 def point_table(points):
-    """``points`` (entries of ``study.points``) as a header and rows of cells: the value each
-    point's search was told, its replicas' mean, std, count and failures, their ids (the
-    ``evaluations``, joined by spaces), then one column per parameter (``param.NAME`` where a
+    """``points`` (entries of ``study.points``) as a header and rows of cells: their figures,
+    replica ids (``evaluations``), then one column per parameter (``param.NAME`` where a
     parameter is named like one of the others)."""
     names = list(dict.fromkeys(k for p in points for k in p["point"]))
     stats = ("value", "mean", "std", "count", "failed")
@@ -70,10 +67,9 @@ def point_table(points):
 
 
 def as_csv(study, rows):
-    """``rows`` as CSV text, one column per parameter and metric; in a study of several
-    objectives or with constraints, one per objective too, after ``result``: its raw value,
-    the column named after the objective (``objective.NAME`` where another column has that
-    name)."""
+    """``rows`` as CSV text, one column per parameter and metric, and in a study of several
+    objectives or with constraints one per objective after ``result`` (``objective.NAME``
+    where another column has that name)."""
     columns, records = study.columns(), study.table(rows)
     if study.criteria.vector:
         names = [f"objective.{n}" if n in columns else n for n in study.criteria.names]
@@ -85,9 +81,8 @@ def as_csv(study, rows):
 
 
 def as_json(study, rows):
-    """``rows`` as a JSON list of records, one key per parameter (those a point leaves out,
-    inactive, absent) and metric; where the models reported (``emews.report``), each record's
-    ``curve`` too: ``[[step, value], ...]`` (``null`` for a value that was not finite)."""
+    """``rows`` as a JSON list of records, one key per active parameter and metric, and
+    where the models reported, each one's ``curve``: ``[[step, value], ...]``."""
     records, curves = study.table(rows), study.curves()
     for record, row in zip(records, rows):
         for name in study.param_names:
@@ -106,12 +101,8 @@ def print_table(study, rows, failed, console, pareto=False):
     """Print ``rows`` as a table on a rich ``console``."""
     params, metrics = study.param_names, study.metric_names
     objectives = list(study.criteria.names)
-    if not rows:
-        kind = "failed evaluation" if failed else "evaluation on the Pareto front" if pareto \
-            else "evaluation with a value"
-        console.print(f"{study.expdir}: no {kind} to show ({len(study.rows)} evaluations in "
-                      "all)", markup=False)
-        return
+    kind = "failed evaluation" if failed else "evaluation on the Pareto front" if pareto \
+        else "evaluation with a value"
     what = "failures" if failed else "Pareto front:" if pareto else "best"
     columns = ["id", *([] if failed else objectives), *params,
                *([] if failed else [study.metric_column(m) for m in metrics if
@@ -124,19 +115,19 @@ def print_table(study, rows, failed, console, pareto=False):
               record["rank"], _seconds(record["seconds"]),
               *([one_line(row["error"])] if failed else [])]
              for record, row in zip(study.table(rows), rows)]
-    _print_cells(f"{study.expdir}: {what} {len(rows)} of {len(study.rows)}", columns, cells,
-                 console)
+    _print_cells(console, study, f"no {kind} to show ({len(study.rows)} evaluations in all)",
+                 f"{what} {len(rows)} of {len(study.rows)}", columns, cells)
 
 
 def _values(row, objectives):
-    """A row's value of each of the study's ``objectives``: its raw objective vector in a
-    study of several, else its result."""
+    """A row's value of each of the study's ``objectives``."""
     if row.get("objectives"):
         return row["objectives"]
     return [row["result"], *[None] * (len(objectives) - 1)]
 
 
-def _cell(value):
+def cell(value):
+    """A table's cell: ``-`` for ``None``, a float to 6 significant digits."""
     if value is None:
         return "-"
     if isinstance(value, float):
@@ -153,26 +144,27 @@ def print_points(study, points, console):
     columns of :func:`point_table`)."""
     settings = study.config.study
     every = study.points
-    if not points:
-        console.print(f"{study.expdir}: no point with a finished replica to show ({len(every)} "
-                      f"points, {len(study.rows)} evaluations in all)", markup=False)
-        return
     short = sum(not entry["complete"] for entry in every)
-    title = (f"{study.expdir}: best {len(points)} points by the {settings.replica_objective} "
+    title = (f"best {len(points)} points by the {settings.replica_objective} "
              f"of {settings.replicas} replicas ({len(every)} points"
              + (f"; {short} cut short by a limit, with no value)" if short else ")"))
-    _print_cells(title, *point_table(points), console)
+    _print_cells(console, study, f"no point with a finished replica to show ({len(every)} "
+                 f"points, {len(study.rows)} evaluations in all)", title, *point_table(points))
 
 
-def _print_cells(title, header, rows, console):
-    """Print a rich table titled ``title`` of a header and rows of cells on ``console``."""
+def _print_cells(console, study, none, title, header, rows):
+    """Print on ``console`` a rich table titled ``EXPDIR: title`` of a header and rows of
+    cells; where there are no rows, the line ``EXPDIR: none``."""
+    if not rows:
+        console.print(f"{study.expdir}: {none}", markup=False)
+        return
     from rich.table import Table
 
-    table = Table(title=title)
+    table = Table(title=f"{study.expdir}: {title}")
     for column in header:
         table.add_column(column, overflow="fold")
     for row in rows:
-        table.add_row(*(_cell(c) for c in row))
+        table.add_row(*(cell(c) for c in row))
     console.print(table)
 
 
@@ -181,8 +173,7 @@ LINEAGE = ("id", *FIELDS, "status", "value")   # and params
 
 def lineage(study):
     """The segments of a population-based study (:mod:`emews.core._segments`), by member and
-    start step: each one's id, member, name, parent, donor, start and until steps, status,
-    value and hyperparameters."""
+    start step: :data:`LINEAGE` and ``params``."""
     segments = []
     for row in study.rows:
         params, record = split(row["params"])
@@ -195,10 +186,8 @@ def lineage(study):
 
 def schedule(study):
     """The schedule of the best finished segment: ``{"id", "member", "name", "value",
-    "until", "schedule": {step: params}}``, the hyperparameters it was trained with from each
-    step on, followed back from it through the segment each one started from (its donor, or
-    its parent), to replay as one training. A ConfigError for a study with no finished
-    segment."""
+    "until", "schedule": {step: params}}``, followed back through the segment each one started
+    from (its donor, or its parent). A ConfigError for a study with no finished segment."""
     done = [s for s in lineage(study) if s["status"] == Status.DONE and s["value"] is not None]
     if not done:
         raise ConfigError("emews show --schedule", "needs a population-based study with a "
@@ -224,9 +213,8 @@ PAUSED = ("id", "run_id", "step", "value", "predicted")   # and params
 
 
 def paused(study):
-    """The paused runs (:mod:`emews.core._thaw`), the most promising first: each one's id, run
-    id, the step it was paused at, its value there, the value its curve predicts at
-    ``[pruner] max_resource`` (``None`` where there is none) and its hyperparameters."""
+    """The paused runs (:mod:`emews.core._thaw`), the most promising first: :data:`PAUSED`
+    (``predicted``: at ``[pruner] max_resource``, ``None`` without one) and ``params``."""
     horizon = study.config.pruner.max_resource
     thaws = read_thaws(study.expdir)
     runs = []
@@ -249,19 +237,13 @@ def as_json_text(data):
 
 def print_lineage(study, segments, console):
     """Print ``segments`` (of :func:`lineage`) as a table on a rich ``console``."""
-    if not segments:
-        console.print(f"{study.expdir}: no segments (not a population-based study: "
-                      f"algorithm = \"pbt\")", markup=False)
-        return
     members = len({s["member"] for s in segments})
-    _print_cells(f"{study.expdir}: lineage of {len(segments)} segments, {members} members",
-                 *lineage_table(segments), console)
+    _print_cells(console, study, 'no segments (not a population-based study: algorithm = "pbt")',
+                 f"lineage of {len(segments)} segments, {members} members",
+                 *lineage_table(segments))
 
 
 def print_paused(study, runs, console):
     """Print ``runs`` (of :func:`paused`) as a table on a rich ``console``."""
-    if not runs:
-        console.print(f"{study.expdir}: no paused runs", markup=False)
-        return
-    _print_cells(f"{study.expdir}: {len(runs)} paused runs, the most promising first",
-                 *lineage_table(runs, PAUSED), console)
+    _print_cells(console, study, "no paused runs",
+                 f"{len(runs)} paused runs, the most promising first", *lineage_table(runs, PAUSED))

@@ -1,8 +1,5 @@
-"""A study as its store left it: read once, read-only, never in the way of a running writer.
-
-The store (``results.db``, or the study's PostgreSQL database) is opened read-only and read in
-one transaction (:meth:`emews.store.Store.snapshot`: one consistent snapshot); a study that is
-still running goes on writing meanwhile.
+"""A study as its store left it: read once, read-only, in one transaction
+(:meth:`emews.store.Store.snapshot`), never in the way of a running writer.
 """
 
 import os
@@ -77,13 +74,9 @@ class Study:
 
     @property
     def points(self):
-        """Per point of a study with replicas (``[]`` without), best first, as the study's
-        ``final.json`` judges them (:func:`emews.core._replicas.summarize`): the ``point`` (its
-        parameters without the replica seed), the ``mean``, ``std`` (sample standard deviation;
-        ``None`` below two values) and ``count`` of its replicas' finished values, the
-        ``failed`` replicas, whether all of them finished (``complete``), the ``value`` the
-        search was told (``replica_objective``; ``None`` for a point a limit cut short) and the
-        ``ids`` of its replicas' rows."""
+        """Per point of a study with replicas (``[]`` without), best first, as its
+        ``final.json`` judges them (:func:`emews.core._replicas.summarize` lists the fields:
+        ``point``, ``mean``, ``std``, ``count``, ``failed``, ``complete``, ``value``, ``ids``)."""
         study = self.config.study
         if study.replicas <= 1:
             return []
@@ -110,10 +103,9 @@ class Study:
 
     @property
     def pareto(self):
-        """In a study of several objectives or with constraints, its Pareto front as the store
-        has it now, running or finished (:func:`emews.core._pareto.front_rows`: the rows of the
-        feasible, non-dominated done evaluations, by id; once the study ends, the front of its
-        ``final.json``); ``None`` in a study of one objective."""
+        """In a study of several objectives or with constraints, the rows of its Pareto front
+        as the store has it now, by id (:func:`emews.core._pareto.front_rows`); ``None`` in a
+        study of one objective."""
         criteria = self.criteria
         return front_rows(self.rows, criteria.directions) if criteria.vector else None
 
@@ -207,10 +199,7 @@ RESERVED = ("id", "status", "result", "rank", "attempt", "run_id", "seconds", "e
 
 
 def _names(dicts):
-    names = {}
-    for item in dicts:
-        names.update(dict.fromkeys(item))
-    return list(names)
+    return list(dict.fromkeys(name for item in dicts for name in item))
 
 
 def _seconds(row):

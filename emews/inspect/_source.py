@@ -42,10 +42,8 @@ def read(expdir, reading=lambda store: store.snapshot()):
 
 def read_curves(expdir, row=None):
     """The learning curves of the study in ``expdir``: ``{evaluation id: {step: value}}``, the
-    reports (``emews.report``) of each evaluation's latest attempt (NaN where a value was not
-    finite), read in one read-only store opened for this read alone (``{}`` where no model
-    reported, or from a store that predates reports). With ``row`` (one of the study's rows):
-    that evaluation's curve alone."""
+    reports of each evaluation's latest attempt (NaN where a value was not finite; ``{}``
+    where no model reported). With ``row`` (one of the study's rows): its curve alone."""
     if row is None:
         return read(expdir, lambda store: store.curves())
     return read(expdir, lambda store: curves_of(
@@ -55,8 +53,7 @@ def read_curves(expdir, row=None):
 
 def read_thaws(expdir):
     """The curves of the evaluations that were paused (freeze-thaw): ``{id: [{step: value},
-    ...]}``, each attempt's reports (NaN where a value was not finite) in attempt order, read
-    as :func:`read_curves` reads."""
+    ...]}``, each attempt's reports in attempt order, as :func:`read_curves` reads them."""
     def reading(store):
         paused = {row["id"] for row in store.attempts() if row["status"] == Status.PAUSED}
         attempts = {}

@@ -18,24 +18,19 @@ TOP_FAILURES = 5
 
 
 def summary(study, now=None):
-    """The study's state as JSON-able data (``emews status --json``): counts by state, best,
-    stop reason, the most common failure reasons, the evaluation rate (per minute of the time
-    some evaluation ran: a stopped study's wait for its resume does not count), the remaining
-    evaluations and ETA, the batch jobs (:func:`emews.launch._jobs.states`), and the search."""
+    """The study's state as JSON-able data (``emews status --json``); the evaluation rate is
+    per minute of the time some evaluation ran (a stopped study's wait does not count)."""
     now = time.time() if now is None else now
     counts = {status: 0 for status in schema.POINT_STATUSES}
     counts.update(collections.Counter(row["status"] for row in study.rows))
     finished = sum(counts[status] for status in TOLD)   # a paused one counts, as pruned
-    best = study.best
     state = "running" if study.is_running() else (
         "finished" if study.final is not None else "stopped")
     final = study.final if state == "finished" else {}   # a resumed run's end is not yet known
     times = [(row["started"], row["finished"]) for row in study.rows
              if row["status"] in FINAL and row["started"] and row["finished"]]
-    rate = None
-    if times:
-        span = busy(times)
-        rate = len(times) / span * 60 if span > 0 else None
+    span = busy(times)
+    rate = len(times) / span * 60 if span > 0 else None
     budget = study.budget
     remaining = max(budget - finished, 0) if budget and state != "finished" else None
     eta = remaining / rate * 60 if remaining is not None and rate and state == "running" \
@@ -53,7 +48,7 @@ def summary(study, now=None):
         "counts": counts, "evaluations": len(study.rows), "finished": finished,
         "budget": budget, "remaining": remaining,
         "search": _search(study.meta.get("search"), finished),
-        "best": _best(study, best) if front is None else None,
+        "best": _best(study, study.best) if front is None else None,
         "stop_reason": final.get("stop_reason"),
         "failures": [{"reason": reason, "count": count} for reason, count in reasons],
         "rate_per_minute": rate, "eta_seconds": eta, "pools": pools,
@@ -139,9 +134,8 @@ def tracebacks(expdir):
 
 
 def _search(described, finished):
-    """What the study's search chose to run (meta ``search``: ``auto``'s stages, each from a
-    number of points told), with ``current``, the stage that runs once ``finished`` results
-    are told; ``None`` for a search that runs what it is named."""
+    """What the study's search chose to run (meta ``search``: ``auto``'s stages), with
+    ``current``, the stage that runs once ``finished`` results are told; else ``None``."""
     if not described:
         return None
     stages = described["stages"]
@@ -150,18 +144,16 @@ def _search(described, finished):
 
 
 def _front(criteria, front):
-    """A study's objectives, their directions and its Pareto front (``pareto``: per point
-    its evaluation ``id``, ``point`` and raw ``values`` in the order of the objectives, as
-    ``final.json`` holds it), as JSON-able data."""
+    """A study's objectives, their directions and its Pareto front as ``final.json`` holds
+    it, as JSON-able data."""
     return {"objectives": list(criteria.names), "directions": list(criteria.directions),
             "pareto": [{"id": row["id"], "point": row["params"], "values": row["objectives"]}
                        for row in front]}
 
 
 def _best(study, best):
-    """The best evaluation as JSON-able data; in a study with replicas, the best point: the
-    value its search was told (``objective``: the replicas' mean or worst), its parameters
-    without the seed, and its replicas' mean, std, count, failures and ids."""
+    """The best evaluation as JSON-able data; in a study with replicas, the best point and
+    its replicas' figures."""
     if best is None:
         return None
     if study.replicas is None:
@@ -190,8 +182,7 @@ def _front_lines(info, limit=10):
 
 def _slots(study, pools):
     """The worker slots (and GPUs) the running evaluations hold, each as its point asks
-    (``[study] ranks_per_eval``, ...: :mod:`emews.pools._requests`), and how many the pool has
-    (its attached pools' workers, else ``procs - 1``); ``None`` for a study whose every
+    (:mod:`emews.pools._requests`), and how many the pool has; ``None`` for a study whose every
     evaluation is one slot without GPUs."""
     demand = Demand.from_config(study.config)
     if demand.trivial:

@@ -1,27 +1,17 @@
-"""Sites and batch jobs: run a study on a machine chosen by name.
+"""Sites and batch jobs: run a study on a machine chosen by name (docs/src/sites.md).
 
 ::
 
-    sites/NAME.toml  (or a path, or ~/.config/emews/sites/NAME.toml)
-         |  site.load(): validated Site (scheduler, launcher, environment, GPUs, langs-app)
-         v
+    sites/NAME.toml --_site.load()--> Site (scheduler, launcher, environment, GPUs, langs-app)
     emews submit CONFIG --site NAME
-         |  submit.submit(): prepare_run() -> EXPDIR (lock released before the job starts)
-         |  script.render(): EXPDIR/job-K.sh = directives + the site's environment
-         |                   + <launcher> -n PROCS python -m emews run --resume EXPDIR
-         v
-    psij-python JobExecutor(scheduler): a batch job that runs ``bash EXPDIR/job-K.sh``
-         |  (--chain N: N more jobs, each depending on the one before)
-         v
-    the study's store (meta "submit", exported to EXPDIR/submit.json): job ids, scripts,
-         |  the scheduler's output files
-         |  jobs.states(): each job's state, asked of the scheduler (squeue/sacct, qstat, bjobs)
-         v
-    emews status EXPDIR: one line per job (id, study or pool, state)
+        --_submit.submit()--> EXPDIR (prepared; its lock released before the job starts)
+        --_script.render()--> EXPDIR/job-K.sh: directives, the site's environment, and
+                              <launcher> -n PROCS python -m emews run --resume EXPDIR
+        --psij-python--> a batch job (--chain N: N more, each after the one before)
+    the store's meta "submit" (and EXPDIR/submit.json): job ids, scripts, output files
+        --_jobs.states()--> emews status: one line per job (squeue/sacct, qstat, bjobs)
 
-``emews site import SUPERVISOR_DIR/workflows/common/sh NAME`` writes a site file from
-CANDLE/Supervisor's ``env-NAME.sh``, ``sched-NAME.sh`` and ``langs-app-NAME.sh``
-(:mod:`emews.launch._importer`).
+``emews site import`` writes a site file from CANDLE/Supervisor's files (:mod:`._importer`).
 """
 
 from ._site import Site, find, load, shipped_sites

@@ -54,12 +54,10 @@ def run_submit(args):
 
 def run_site(args):
     """``emews site list|show|import``: returns the exit status."""
-    from pathlib import Path
-
     from . import _site as sites
 
     if args.site_command == "list":
-        user = Path(str(sites.USER_SITES)).expanduser()
+        user = sites.USER_SITES.expanduser()
         for name in sites.shipped_sites():
             print(f"{name:12} {sites.load(name).description}")
         for path in sorted(user.glob("*.toml")) if user.is_dir() else []:

@@ -1,15 +1,9 @@
 """One GPU per worker: ``CUDA_VISIBLE_DEVICES`` from the worker's rank on its node.
 
-A worker whose node-local rank is ``r`` takes device ``(r + CANDLE_CUDA_OFFSET) % G``, where
-``G`` is the site's GPUs per node, so N workers on a node take one GPU each. When
-``CUDA_VISIBLE_DEVICES`` is already set for the whole job (``2,3``), the worker takes its
-device from that list instead. With no GPUs per node configured (``G`` = 0) nothing is set.
-
-The variable is the site's binding (``EMEWS_GPU_BINDING``, set by the batch script of
-``emews submit``): ``CUDA_VISIBLE_DEVICES`` (the default), ``ROCR_VISIBLE_DEVICES`` (AMD),
-``ZE_AFFINITY_MASK`` (Intel), or ``launcher``/``none``: the launcher binds (``srun
---gpus-per-task=1``, ``jsrun -g1``) or nothing does, and the worker sets nothing. Each worker
-prints the devices it was given, so its ``out-R.txt`` records them.
+A worker whose node-local rank is ``r`` takes device ``(r + CANDLE_CUDA_OFFSET) % G`` (``G``:
+the site's GPUs per node), or that entry of a job-wide ``CUDA_VISIBLE_DEVICES`` (``2,3``). The
+variable is the site's ``gpu_binding`` (docs/src/parallel-evals.md); each worker prints the
+devices it was given, so its ``out-R.txt`` records them.
 """
 
 import os
@@ -19,10 +13,8 @@ from ..evaluate._launcher import DEVICE_VARIABLES, gpu_binding, local_rank
 
 
 def device_for(rank, gpus_per_node, offset=0, visible=None):
-    """The device (a string) a worker of node-local ``rank`` uses, or ``None`` without GPUs.
-
-    ``visible`` is the job's ``CUDA_VISIBLE_DEVICES`` list, when it set one.
-    """
+    """The device (a string) a worker of node-local ``rank`` uses, or ``None`` without GPUs;
+    ``visible``: the job's ``CUDA_VISIBLE_DEVICES`` list, when it set one."""
     count = int(gpus_per_node or 0)
     if count <= 0:
         return None
@@ -32,12 +24,10 @@ def device_for(rank, gpus_per_node, offset=0, visible=None):
 
 
 def assign(rank, gpus_per_node, offset=None, environ=os.environ, binding=None, stream=None):
-    """Set the binding's variable in ``environ`` for the worker of global ``rank``.
-
-    ``offset`` defaults to ``CANDLE_CUDA_OFFSET``, ``binding`` to ``EMEWS_GPU_BINDING`` (else
-    ``CUDA_VISIBLE_DEVICES``). Prints one line naming the devices the worker has to ``stream``
-    (default: stdout, the worker's ``out-R.txt``). Returns the device, or ``None``.
-    """
+    """Set the binding's variable in ``environ`` for the worker of global ``rank``; return the
+    device, or ``None``. ``offset`` defaults to ``CANDLE_CUDA_OFFSET``, ``binding`` to
+    ``EMEWS_GPU_BINDING`` (else ``CUDA_VISIBLE_DEVICES``). Prints one line naming the devices
+    the worker has to ``stream`` (default: stdout, the worker's ``out-R.txt``)."""
     if offset is None:
         offset = int(environ.get("CANDLE_CUDA_OFFSET") or 0)
     binding = binding or gpu_binding(environ)

@@ -1,15 +1,11 @@
 """``emews site import``: a site file from CANDLE/Supervisor's ``env-``, ``sched-`` and
 ``langs-app-NAME.sh``.
 
-The files are shell, so bash reads them, in a subprocess, never emews: a fixed driver script
-(:data:`DRIVER`, the files are its arguments) sources ``env-NAME.sh`` then ``sched-NAME.sh`` as
-Supervisor's workflows do, and ``langs-app-NAME.sh`` alone as its Model Shell does, with
-``module`` and ``conda`` replaced by functions that record their arguments and Supervisor's
-``utils.sh`` helpers replaced by no-ops. Before and after each file the driver writes every
-shell variable (name, attributes, values; NUL-separated) to a file; a file that calls ``exit``
-still has its variables written (an EXIT trap). Python compares the snapshots and maps what
-changed to site keys (:func:`translate`; docs/src/sites.md says which variable gives which). A
-setting it cannot map is written as a comment in the site file and named on the terminal.
+bash reads the files in a subprocess: :data:`DRIVER` sources them as Supervisor does, with
+``module`` and ``conda`` recorded rather than run, and writes every shell variable before and
+after each file (an EXIT trap: even after an ``exit``). :func:`translate` maps what changed to
+site keys (docs/src/sites.md says which variable gives which); what it cannot map is written as
+a comment in the site file and named on the terminal.
 """
 
 import json
@@ -97,8 +93,7 @@ def import_site(directory, name, output=None, ppn=1, force=False, stream=None):
 
 def read_files(name, files, environ, cwd):
     """What Supervisor's site files ``files`` (``{"env": path, "sched": path, "langs-app":
-    path}``; a missing one is skipped) set, read by bash in ``environ`` and ``cwd``, as a site
-    table: ``(site, unmapped, notes)`` (see :func:`translate`)."""
+    path}``; a missing one is skipped) set, read by bash, as :func:`translate` maps it."""
     job = run_bash([files["env"], files["sched"]], environ, cwd)
     sched = None
     if job["stages"][2] is None and files["sched"].is_file():
@@ -155,17 +150,17 @@ def _records(path):
         yield first, second, [next(fields) for _ in range(count)]
 
 
-def _changes(before, after):
-    """Variables that ``after`` adds or changes: ``{name: (attributes, values)}``."""
-    return {name: value for name, value in (after or {}).items()
-            if (before or {}).get(name) != value}
+def _changes(run):
+    """Variables that a bash ``run`` (of :func:`run_bash`) adds or changes between its first
+    snapshot and its last: ``{name: (attributes, values)}``."""
+    before = run["stages"][0] or {}
+    after = next((s for s in reversed(run["stages"]) if s is not None), {})
+    return {name: value for name, value in after.items() if before.get(name) != value}
 
 
 def translate(name, files, job, app, sched=None):
-    """Map what bash saw to a site table; return ``(site, unmapped, notes)``.
-
-    ``sched`` is a run of ``sched-NAME.sh`` alone, made when ``env-NAME.sh`` exited before it.
-    """
+    """Map what bash saw to a site table: ``(site, unmapped, notes)``. ``sched``: a run of
+    ``sched-NAME.sh`` alone, made when ``env-NAME.sh`` exited before it."""
     site = {"description": f"imported from CANDLE/Supervisor's {name} site files",
             "batch": {}, "environment": {}, "langs_app": {}}
     unmapped, notes = [], []
@@ -176,9 +171,9 @@ def translate(name, files, job, app, sched=None):
     elif job["status"]:
         notes.append(f"bash exited with status {job['status']} in "
                      f"{_stage_file(files, stages)}; what it had set by then is used")
-    changed = _changes(stages[0], _last(stages))
+    changed = _changes(job)
     if sched is not None:
-        changed.update(_changes(sched["stages"][0], _last(sched["stages"])))
+        changed.update(_changes(sched))
         job = dict(job, calls=job["calls"] + sched["calls"])
     machine = _value(changed.pop("MACHINE", None)) or ""
     scheduler = SCHEDULER_NAMES.get(machine.strip().removeprefix("-m").strip())
@@ -214,7 +209,7 @@ def translate(name, files, job, app, sched=None):
         _prelaunch(prelaunch, site["environment"], unmapped)
     _calls(job["calls"], site["environment"], unmapped)
     _environment_changes(changed, site["environment"], unmapped, stages[0])
-    app_changed = _changes(app["stages"][0], _last(app["stages"]))
+    app_changed = _changes(app)
     if app["status"]:
         notes.append(f"bash exited with status {app['status']} while reading "
                      f"{files['langs-app'].name}; what it had set by then is used")
@@ -222,10 +217,6 @@ def translate(name, files, job, app, sched=None):
     _environment_changes(app_changed, site["langs_app"], unmapped, app["stages"][0],
                          prefix="langs-app: ")
     return site, unmapped, notes
-
-
-def _last(stages):
-    return next((s for s in reversed(stages) if s is not None), {})
 
 
 def _stage_file(files, stages):

@@ -1,14 +1,8 @@
 """The batch jobs of a study and their state as the scheduler tells it (``emews status``).
 
-``emews submit`` records each job in the study's store (meta ``submit``: its id, and whether it
-runs the study or a pool), and exports the record to ``EXPDIR/submit.json``. :func:`states`
-asks the scheduler that holds them with its own query command (:data:`QUERIES`; each function
-says which) and keeps the scheduler's name for each state.
-
-psij-python's ``attach`` is not used: it learns a state only on its next poll (a background
-thread), folds the scheduler's states into its own few (pending and held are both QUEUED,
-running is ACTIVE) and reports a job that has left the queue as COMPLETED, however it ended.
-Flux has no query here: its jobs' states are UNKNOWN, with one line saying so.
+:func:`states` asks the scheduler with its own query command (:data:`QUERIES`), keeping its
+names of the states: psij-python's ``attach`` folds them into its own few and reports a job
+that has left the queue as COMPLETED, however it ended. Flux has no query: its jobs are UNKNOWN.
 """
 
 import shutil

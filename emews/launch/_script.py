@@ -1,10 +1,8 @@
 """Batch scripts: directives, the site's environment and the launch line of one job.
 
-A rendered script is complete: it can be read, and submitted by hand (``sbatch job-0.sh``).
-Every value that comes from a site or a study is quoted with ``shlex.quote`` in the shell part.
-Directives are read by the scheduler, not the shell: their values are checked when the site or
-study is read (one line, no ``"``) and written bare when they are one word, else in double
-quotes, as sbatch, qsub and bsub read them. Only a site's ``setup`` lines are shell as written.
+A rendered script is complete: it can be submitted by hand (``sbatch job-0.sh``). Every value
+from a site or a study is quoted with ``shlex.quote`` in the shell part; directives, checked
+when read (one line, no ``"``), are written bare when one word, else in double quotes.
 """
 
 import math
@@ -18,11 +16,9 @@ from ..evaluate._launcher import default_mpiexec
 from ._site import walltime_seconds
 
 PREFIX = {"slurm": "#SBATCH", "pbs": "#PBS", "lsf": "#BSUB", "flux": "# flux:"}
-DEPENDENCY = {  # scheduler: (directive option, value of "run after job ID ends in any state")
-    "slurm": ("dependency", "afterany:{}"),
-    "pbs": ("W", "depend=afterany:{}"),
-    "lsf": ("w", "ended({})"),
-}
+# scheduler: (directive option, value of "run after job ID ends in any state")
+DEPENDENCY = {"slurm": ("dependency", "afterany:{}"), "pbs": ("W", "depend=afterany:{}"),
+              "lsf": ("w", "ended({})")}
 # scheduler: its directives of the walltime, the queue, the project and any other option
 FORMS = {"slurm": ("--time={}", "--partition={}", "--account={}", "--{}={}"),
          "pbs": ("-l walltime={}", "-q {}", "-A {}", "-{} {}"),
@@ -92,14 +88,13 @@ def render(job):
               f"job {job.index}" + (f" after job {job.after}" if job.after else ""),
               "# written by emews submit; the study runs in the last line", ""]
     lines += ["# the site's environment"] + environment_lines(site.environment) + [""]
-    lines += ["# emews"]
-    lines += [f"export EMEWS_GPU_BINDING={shlex.quote(site.gpu_binding)}"]
-    lines += [f"export EMEWS_LAUNCH={shlex.quote(site.eval_launcher().as_json())}"]
+    lines += ["# emews", f"export EMEWS_GPU_BINDING={shlex.quote(site.gpu_binding)}",
+              f"export EMEWS_LAUNCH={shlex.quote(site.eval_launcher().as_json())}"]
     langs_app = site.langs_app_file or (site.langs_app and str(Path(job.expdir) / "langs-app.sh"))
     if langs_app:
         lines.append(f"export EMEWS_LANGS_APP=${{EMEWS_LANGS_APP:-{shlex.quote(langs_app)}}}")
     seconds = walltime_seconds(job.walltime) if job.walltime else None
-    if seconds and not job.pool:  # the study drains (takes no new work) this long before the walltime ends
+    if seconds and not job.pool:  # the study drains (takes no new work) before the walltime ends
         lines.append(f"export EMEWS_DRAIN_AT=$(( $(date +%s) + {seconds - job.drain(seconds)}"
                      " ))")
     lines.append(f"cd {shlex.quote(str(job.expdir))}")

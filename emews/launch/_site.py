@@ -1,10 +1,5 @@
-"""Site files: one TOML file per machine, validated key by key.
-
-A site names its scheduler and launcher, the environment a job prepares, its batch defaults,
-its GPUs and how they are bound to ranks, the langs-app settings of ``app`` models, and
-(``[launch]``) how the leading worker of an evaluation of several ranks starts them
-(:mod:`emews.evaluate._launcher`: the fields and each launcher's defaults). Every key, with an
-example file: docs/src/sites.md; each key's rule: :data:`SCHEMA`.
+"""Site files: one TOML file per machine, validated key by key (:data:`SCHEMA`; every key,
+with an example file: docs/src/sites.md).
 
 Every value is data: the batch script quotes it (``shlex.quote``). Only ``setup`` holds shell
 lines, written by the site's author and run as they are.
@@ -164,8 +159,7 @@ def from_dict(data, path):
         raise ConfigError(f"{path}: [langs_app]", "either names a file or lists settings, "
                           "not both", sorted(tables["langs_app"]))
     return Site(name=Path(path).stem, path=Path(path).resolve(), **top,
-                batch=dict(tables["batch"]), environment=dict(tables["environment"]),
-                langs_app=dict(tables["langs_app"]), launch=dict(tables["launch"]))
+                **{table: dict(tables[table]) for table in SCHEMA if table})
 
 
 def walltime_seconds(text, where="walltime"):

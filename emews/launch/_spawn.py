@@ -26,9 +26,8 @@ from .._status import Status
 from ..store import study_store
 from ..store._lock import TOKEN_VARIABLE
 
-# what an MPI library's launcher sets (Hydra, PMIx, Open MPI's): not the ranks that
-# emews.evaluate._launcher.RANK_VARIABLES reads, which a scheduler may set in a batch script's own
-# shell too (SLURM_PROCID, FLUX_TASK_RANK), where ``emews run`` must still start its own job
+# what an MPI library's launcher sets (Hydra, PMIx, Open MPI's), not a scheduler's rank variables
+# (SLURM_PROCID: set in a batch script's own shell too, where ``emews run`` starts its own job)
 MPI_ENVIRONMENT = ("PMI_RANK", "PMI_SIZE", "PMIX_RANK", "OMPI_COMM_WORLD_SIZE")
 SPAWNED_VARIABLE = "EMEWS_SPAWNED"   # set for a job that ``emews run`` started: it reports
 # MPICH's (Hydra's) lines about an interrupted job: not shown under emews's own line
@@ -45,14 +44,9 @@ def under_mpiexec():
 
 def spawn(expdir, cfg, lock):
     """Run the prepared experiment under ``mpiexec -n procs``, holding its lock meanwhile.
-
-    SIGINT and SIGTERM are passed on to the job as one SIGINT (the launcher's clean Ctrl-C),
-    which stores what it can and stops; then this cancels what the job left queued or running
-    (:func:`cancel_unfinished`) and raises :class:`~emews._errors.Interrupted`.
-    The job runs in its own session, so a terminal's Ctrl-C reaches it once, through here, and
-    it gets SIGINT too if this process dies. A job that ends before its study did (a rank
-    died or was killed) raises an :class:`~emews._errors.EmewsError` saying how to resume.
-    """
+    SIGINT and SIGTERM reach the job (in its own session) once, as one SIGINT; then what it
+    left unfinished is cancelled and :class:`~emews._errors.Interrupted` raised. A job that
+    ends before its study did (a rank died) raises an :class:`~emews._errors.EmewsError`."""
     mpiexec = cfg.system.mpiexec or default_mpiexec()
     command = [runnable(mpiexec), *cfg.system.mpiexec_args, "-n", str(cfg.system.procs),
                sys.executable, "-m", "emews", "run", "--execute", str(expdir)]
@@ -99,11 +93,9 @@ def spawn(expdir, cfg, lock):
 
 
 def relay(pipe, fd, received):
-    """Copy the job's output from ``pipe`` to this process's ``fd`` as it comes, until the
-    job closes it; once an interrupt was ``received``, leave out MPICH's own lines about it
-    (:data:`MPI_NOISE`: its Ctrl-C notes and the banner on the ranks it killed to end the
-    job), whole lines only. Output that ``fd`` no longer takes (a closed pipe) is dropped:
-    the job is never blocked on it."""
+    """Copy the job's output from ``pipe`` to this process's ``fd`` as it comes; once an
+    interrupt was ``received``, leave out :data:`MPI_NOISE` lines. Output that ``fd`` no longer
+    takes (a closed pipe) is dropped: the job is never blocked on it."""
     pending = b""
 
     def write(data):
@@ -128,12 +120,8 @@ def relay(pipe, fd, received):
 
 
 def cancel_unfinished(expdir, storage):
-    """Cancel what an interrupted job left ``queued`` or ``running``, with the interrupt's reason.
-
-    mpiexec passes the signal to every rank. The workers kill their model runs and exit at
-    once, and mpiexec then kills the ranks still alive: rank 0 too, maybe before it has
-    recorded its cancellations. What it recorded stays as it is.
-    """
+    """Cancel what an interrupted job left ``queued`` or ``running`` (mpiexec may have killed
+    rank 0 before it recorded its cancellations), with the interrupt's reason."""
     store = study_store(expdir, storage, create=False)
     try:
         store.cancel([row["id"] for row in store.rows(Status.QUEUED, Status.RUNNING)],

@@ -44,9 +44,8 @@ def submit(config, site_name, overrides=None, resume=None, chain=0, dry_run=Fals
            stream=None, pools=0):
     """Submit the study of ``config`` (or the experiment ``resume``; with ``pools`` = K, K pool
     jobs for the study ``resume`` that ``emews serve`` runs) on site ``site_name`` (a name, a
-    path or a :class:`~emews.launch._site.Site`), as ``emews submit`` does. Returns the record
-    of the jobs, kept in the store (meta ``submit``) and exported to ``EXPDIR/submit.json``
-    (``dry_run``: the rendered scripts, and nothing is made)."""
+    path or a :class:`~emews.launch._site.Site`). Returns the record of the jobs, kept in the
+    store and ``EXPDIR/submit.json`` (``dry_run``: the rendered scripts; nothing is made)."""
     stream = stream or sys.stdout
     site = site_name if isinstance(site_name, sites.Site) else sites.load(site_name)
     if chain < 0:
@@ -59,7 +58,8 @@ def submit(config, site_name, overrides=None, resume=None, chain=0, dry_run=Fals
         raise ConfigError("--pools", "needs --resume EXPDIR of a study that emews serve runs "
                           "(its store records where), and no --chain", pools, show_value=False)
     overrides = _with_site_defaults(config, site, dict(overrides or {}), resume)
-    planned = _plan(config, site, overrides, resume, chain, pools)  # bad input: before anything is made
+    # bad input fails here, before anything is made
+    planned = _plan(config, site, overrides, resume, chain, pools)
     if dry_run:
         texts = [scripts.render(job) for job in planned]
         print("\n".join(texts), end="", file=stream, flush=True)
@@ -104,8 +104,7 @@ def submit(config, site_name, overrides=None, resume=None, chain=0, dry_run=Fals
 
 def _submit_all(jobs, record, site, psij, store, stream):
     """Submit ``jobs`` in turn (each after the one before, but pools), each recorded in
-    ``record`` as it is submitted: in the study's ``store`` (committed at once), then in its
-    export ``EXPDIR/submit.json``."""
+    ``record``, the study's ``store`` and ``EXPDIR/submit.json`` as it is submitted."""
     record["site"] = {"name": site.name, "path": str(site.path), "scheduler": site.scheduler}
     after = None
     for job in jobs:
@@ -185,9 +184,8 @@ def _job(cfg, site, expdir, index, pool=False):
 
 
 def eval_nodes(cfg, site):
-    """The fewest nodes that hold the study's largest evaluation (``[study] ranks_per_eval``,
-    ``gpus_per_eval``, ``nodes_per_eval``, at the ends of the parameters they name): its
-    ``nodes_per_eval``, and enough nodes for its GPUs at the GPUs per node."""
+    """The fewest nodes that hold the study's largest evaluation: its ``nodes_per_eval``, and
+    enough nodes for its GPUs at the GPUs per node."""
     demand = Demand.from_config(cfg)
     if demand.trivial:
         return 1

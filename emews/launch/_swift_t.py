@@ -26,8 +26,7 @@ COMMIT = "e96b808e7839bfba6cc2f9541538cbe638fcab57"   # 2026-08-05: STC 1.0.8, T
 VERSION = COMMIT[:7]
 URL = f"https://github.com/swift-lang/swift-t/archive/{COMMIT}.tar.gz"
 URL_VARIABLE = "EMEWS_SWIFT_T_URL"   # another place to download the same archive from
-# :func:`tree_digest` of the pinned commit's source: the same for GitHub's archive and for
-# ``git archive`` of the commit, whatever their compression and top directory.
+# tree_digest() of the pinned commit's source
 TREE_SHA256 = "da8c536856a8212f4993acfddc66517359307545d0d400f9cd145823da15ec42"
 APT_LOCK_WAIT_S = 600
 COMMAND = "emews swift-t build"
@@ -104,8 +103,7 @@ def missing_prerequisites(path=None):
 def build(source=None, prefix=None, apt=True):
     """Build Swift/T into ``prefix`` (default :func:`default_prefix`) from ``source`` (a tarball or
     a directory; default: download :data:`URL`) unless it is built there already; returns the
-    directories to put on ``PATH``. ``apt``: as root, apt-get install what is missing. Progress
-    lines go to stderr."""
+    directories to put on ``PATH``. ``apt``: as root, apt-get install what is missing."""
     prefix = Path(prefix or default_prefix()).expanduser().resolve()
     if is_built(prefix):
         return path_entries(prefix)
@@ -157,9 +155,9 @@ def _apt_install(packages):
 
 
 def tree_digest(tarball):
-    """sha256 over a source tarball's files, links and directories (their paths without the top
-    directory, executable bits, contents and link targets), in path order: the same for any
-    archive of one tree, whatever its compression and top directory."""
+    """sha256 over a source tarball's files, links and directories (paths without the top
+    directory, executable bits, contents, link targets): the same for any archive of one tree
+    (GitHub's, ``git archive``'s), whatever its compression and top directory."""
     entries = []
     with tarfile.open(tarball) as archive:
         for member in archive:
