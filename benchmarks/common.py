@@ -14,8 +14,13 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def mpiexec_python(ranks, args, timeout=1800):
-    """Run ``python ARGS`` on ``ranks`` MPI ranks from the repository root; raise if it fails."""
-    env = {k: v for k, v in os.environ.items() if k not in MPI_ENVIRONMENT}
+    """Run ``python ARGS`` on ``ranks`` MPI ranks from the repository root; raise if it fails.
+
+    The ranks may write bytecode whatever ``PYTHONDONTWRITEBYTECODE`` says: without ``.pyc``
+    files each rank compiles what it imports at every start, and a worker still compiling
+    emews while rank 0 already times its tasks would count that in the dispatch rate."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in MPI_ENVIRONMENT and k != "PYTHONDONTWRITEBYTECODE"}
     env.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
                PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])))
     command = [default_mpiexec(), "-n", str(ranks), sys.executable, *args]
