@@ -1,5 +1,6 @@
 """Models of the GPU tests (tests/test_gpu.py): a small PyTorch network trained on the GPU its
-pool gave it, on scikit-learn's digits data (as models/digits.py, which trains on the CPU).
+pool gave it, on scikit-learn's digits data (as models/digits.py, which trains on the CPU);
+:func:`train_checkpointed` keeps checkpoints, so that a paused run is thawed from them.
 
 Each reports its validation loss every epoch (``emews.report``: a pruner may stop it) and
 returns, beside ``val_loss``, what it ran on, as numbers (the store keeps numeric metrics): the
@@ -24,31 +25,54 @@ def _digits(device):
     return [torch.as_tensor(a, dtype=kind, device=device) for a, kind in zip(parts, kinds)]
 
 
-def _fit(params, device, shard=(0, 1), average=None):
-    """Train on ``device`` for ``params["epochs"]`` full-batch epochs on this process's
-    ``shard`` (index, count) of the training data; ``average`` (a function of a list of
-    floats) averages the gradients across processes. Reports and returns the last loss."""
+def _setup(params, device, shard=(0, 1)):
+    """The network, its optimizer and the data of ``params``, on ``device``, from the same
+    seed for every run of them (this process's ``shard``, (index, count), of the training
+    data)."""
     import torch
 
     torch.manual_seed(0)
     x_train, x_val, y_train, y_val = _digits(device)
-    x_train, y_train = x_train[shard[0]::shard[1]], y_train[shard[0]::shard[1]]
+    data = (x_train[shard[0]::shard[1]], x_val, y_train[shard[0]::shard[1]], y_val)
     width = int(params.get("hidden_units", 32))
     net = torch.nn.Sequential(torch.nn.Linear(64, width), torch.nn.ReLU(),
                               torch.nn.Linear(width, 10)).to(device)
     optimizer = torch.optim.SGD(net.parameters(), lr=float(params.get("learning_rate", 0.1)))
-    loss = None
+    return net, optimizer, data
+
+
+def _epoch(net, optimizer, data, average=None):
+    """One full-batch epoch; ``average`` (a function of a list of floats) averages the
+    gradients across processes. Returns the validation loss."""
+    import torch
+
+    x_train, x_val, y_train, y_val = data
+    optimizer.zero_grad()
+    torch.nn.functional.cross_entropy(net(x_train), y_train).backward()
+    if average is not None:
+        for p in net.parameters():
+            p.grad.copy_(torch.as_tensor(average(p.grad.cpu().numpy()), device=p.device))
+    optimizer.step()
+    with torch.no_grad():
+        return float(torch.nn.functional.cross_entropy(net(x_val), y_val))
+
+
+def _fit(params, device, shard=(0, 1), average=None):
+    """Train on ``device`` for ``params["epochs"]`` epochs on this process's ``shard``;
+    report every epoch's loss and return the last."""
+    net, optimizer, data = _setup(params, device, shard)
     for epoch in range(1, int(params.get("epochs", 9)) + 1):
-        optimizer.zero_grad()
-        torch.nn.functional.cross_entropy(net(x_train), y_train).backward()
-        if average is not None:
-            for p in net.parameters():
-                p.grad.copy_(torch.as_tensor(average(p.grad.cpu().numpy()), device=device))
-        optimizer.step()
-        with torch.no_grad():
-            loss = float(torch.nn.functional.cross_entropy(net(x_val), y_val))
+        loss = _epoch(net, optimizer, data, average)
         emews.report(loss, epoch)
     return loss
+
+
+def curve(params, device):
+    """The losses of an uninterrupted training of ``params`` on ``device``, by epoch (what a
+    paused and thawed run must report, epoch for epoch)."""
+    net, optimizer, data = _setup(params, device)
+    return {epoch: _epoch(net, optimizer, data)
+            for epoch in range(1, int(params.get("epochs", 9)) + 1)}
 
 
 def _device():
@@ -84,6 +108,30 @@ def train(params):
     """One rank: train on the run's GPU; ``val_loss`` and where it ran."""
     device = _device()
     return {"val_loss": _fit(params, device), **_ran_on(device)}
+
+
+def train_checkpointed(params):
+    """:func:`train`, keeping the network and its optimizer in ``emews.checkpoint_dir()``
+    after each epoch (before its report) and going on after the last epoch kept when run
+    again (a thaw); writes each epoch it trains to its run directory's ``trained.txt``."""
+    import torch
+
+    device = _device()
+    net, optimizer, data = _setup(params, device)
+    saved, first = emews.checkpoint_dir() / "state.pt", 1
+    if saved.exists():
+        state = torch.load(saved, map_location=device)
+        net.load_state_dict(state["net"])
+        optimizer.load_state_dict(state["optimizer"])
+        first = state["epoch"] + 1
+    for epoch in range(first, int(params.get("epochs", 9)) + 1):
+        loss = _epoch(net, optimizer, data)
+        with open(current_run().run_dir / "trained.txt", "a") as log:
+            log.write(f"{epoch}\n")
+        torch.save({"epoch": epoch, "net": net.state_dict(),
+                    "optimizer": optimizer.state_dict()}, saved)
+        emews.report(loss, epoch)
+    return {"val_loss": loss, **_ran_on(device)}
 
 
 def train_data_parallel(params):
