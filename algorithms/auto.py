@@ -40,7 +40,7 @@ from emews.plugin import (Algorithm, ConfigError, Number, check_choice, check_fl
 
 # What the rule switches on, each from a measurement (docs/src/algorithms.md, "auto"):
 THRESHOLDS = {
-    "gp_max_told": 300,        # gp: 0.05-0.19 s a proposal at 300 told, 0.39-1.4 s at 1,000
+    "gp_max_told": 300,        # gp: 56 ms a proposal at 300 told, 0.40 s at 1,000 (table 8)
     "gp_max_dims": 30,         # table 12: gp best of all on ZDT1-3, 30 free parameters
     "gp_max_in_flight": 64,    # issue 46: gp keeps 64 workers busy (table 3: best at 8)
 }
