@@ -22,6 +22,7 @@ from emews.evaluate._model_output import final_metrics
 from emews.inspect import load
 from emews.inspect._plot import spans_decades
 from emews.inspect._query import parse, select
+from emews.inspect._progress import duration
 from emews.inspect._summary import render, summary
 from emews.store import SQLiteStore, _schema as schema
 
@@ -178,6 +179,22 @@ def test_a_killed_study_is_stopped_with_a_way_to_resume(tmp_path):
     assert info["rate_per_minute"] == 1.0 and info["remaining"] == 4
     assert info["eta_seconds"] is None  # nothing is running to get there
     assert f"resume with: emews run --resume {tmp_path}" in "\n".join(render(info))
+
+
+def test_a_running_studys_eta_reads_as_the_progress_line_writes_it(tmp_path):
+    store = SQLiteStore(tmp_path / "results.db")
+    store.add([(0, '{"x": 1}', "RUN000000", 1, 0), (1, '{"x": 2}', "RUN000001", 2, 1)])
+    store.finish([(0, 1, Outcome(0.5, started=10.0, finished=70.0), 1, "done")])
+    store.commit()
+    store.close()
+    (tmp_path / "config.json").write_text(json.dumps({"study": {"budget": 65}}))
+    (tmp_path / "lock").write_text(json.dumps({"host": socket.gethostname(),
+                                               "pid": os.getpid()}))   # a live study
+    info = summary(load(tmp_path), now=70.0)
+    assert info["state"] == "running" and info["remaining"] == 64
+    assert info["eta_seconds"] == pytest.approx(3840)   # 64 at 1 a minute
+    assert "eta: 64 to go, about 1h04m00s" in "\n".join(render(info))
+    assert duration(info["eta_seconds"]) == "1h04m00s" and duration(61.4) == "1m01s"
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"),

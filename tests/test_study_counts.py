@@ -52,7 +52,7 @@ def test_the_eta_of_a_study_that_a_step_budget_ends_comes_from_the_steps_rate(to
     # an evaluation budget that would take hours at this rate: the step budget ends the study
     result = emews.run(toy_config(objective="fidelity_models:curve", budget=10_000_000,
                                   step_budget=90))
-    etas = [re.search(r"\| ETA (?:(\d+):)?(\d\d):(\d\d)$", line)
+    etas = [re.search(r"\| ETA (?:(\d+)h)?(\d+)m(\d\d)s$", line)
             for line in progress_lines(capsys.readouterr().out)]
     assert result.stop_reason == "step budget of 90 reached"
     finished = [row for row in stored_rows(result.expdir) if row["status"] in FINAL]

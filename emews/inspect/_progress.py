@@ -127,7 +127,7 @@ class Progress:
         pruned = f" | pruned {self.pruned}" if self.pruned else ""
         queued = f" | queued {self.queued}" if self.queued else ""
         return (f"{self._found()} | failed {self.failed}{pruned} | running {self.running}"
-                + queued + ("" if eta is None else f" | ETA {_duration(eta)}"))
+                + queued + ("" if eta is None else f" | ETA {duration(eta)}"))
 
     def line(self):
         """The status line as text."""
@@ -150,7 +150,9 @@ class Progress:
             self.bar = None
 
 
-def _duration(seconds):
-    seconds = int(round(seconds))
-    hours, rest = divmod(seconds, 3600)
-    return (f"{hours}:" if hours else "") + f"{rest // 60:02d}:{rest % 60:02d}"
+def duration(seconds):
+    """``seconds`` as a person reads them: ``1h02m03s``, ``5m07s`` (the progress line's ETA,
+    and ``emews status``'s)."""
+    minutes, seconds = divmod(int(round(seconds)), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m{seconds:02d}s" if hours else f"{minutes}m{seconds:02d}s"

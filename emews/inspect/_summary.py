@@ -13,6 +13,7 @@ from .._status import FINAL, TOLD, Status
 from ..store import _schema as schema
 from ..store._base import NO_REASON, common_reasons
 from .._validation import Invalid
+from ._progress import duration
 
 TOP_FAILURES = 5
 
@@ -92,7 +93,7 @@ def render(info):
     if info["rate_per_minute"] is not None:
         lines.append(f"rate: {info['rate_per_minute']:.3g} evaluations per minute")
     if info["eta_seconds"] is not None:
-        lines.append(f"eta: {info['remaining']} to go, about {_duration(info['eta_seconds'])}"
+        lines.append(f"eta: {info['remaining']} to go, about {duration(info['eta_seconds'])}"
                      f" (at {info['eta']})")
     if info["stop_reason"]:
         lines.append(f"stop reason: {info['stop_reason']}")
@@ -199,12 +200,6 @@ def _slots(study, pools):
         held, gpus = held + request.ranks, gpus + float(request.gpus)
     pool = sum(p.get("workers", 0) for p in pools) or study.config.system.workers
     return {"in_use": held, "pool": pool, "gpus": gpus, "evaluations": running}
-
-
-def _duration(seconds):
-    minutes, seconds = divmod(int(round(seconds)), 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m{seconds:02d}s" if hours else f"{minutes}m{seconds:02d}s"
 
 
 def one_line(text, limit=200):
