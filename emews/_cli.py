@@ -55,7 +55,8 @@ def parser():
     serve.add_argument("--lease", type=float, help="seconds a pool holds a task between "
                        "heartbeats (default 60)")
     serve.add_argument("--budget", type=int, help="maximum number of evaluations")
-    serve.add_argument("--set", action="append", default=[], metavar="TABLE.KEY=VALUE")
+    serve.add_argument("--set", action="append", default=[], metavar="TABLE.KEY=VALUE",
+                       help="any setting; VALUE is read as TOML")
     attach = commands.add_parser("pool", help="attach this MPI job's ranks to a served study, "
                                  "or to an EQ-SQL queue with --eqsql (under mpiexec)")
     attach.add_argument("target", help="the served study's experiment directory, the "
