@@ -40,6 +40,7 @@ import traceback
 from pathlib import Path
 
 from emews._errors import MEAborted
+from emews.core._pruners import PAUSE
 from emews.evaluate import Outcome, from_env
 from emews.evaluate._base import Resources
 from emews.evaluate._launcher import launcher_rank
@@ -113,6 +114,11 @@ class SwiftPool(Pool):
     cannot hear from this rank: its reports are judged when its outcome comes back, in order,
     and the first that the pruner stops makes it ``pruned`` at that step (the rest of its
     reports left out), as the model would have stopped there under ``emews run``.
+
+    A run the pruner pauses (``pause = true``) trained to its end all the same: its later
+    reports and its outcome are kept here (:attr:`trained`), and its thaw is answered from
+    them, judged in turn, without training again: the steps and the value a thaw from the
+    checkpoint would have reported. (A thaw in a later job, after a resume, runs on Swift/T.)
     """
 
     def __init__(self, slots):
@@ -120,6 +126,8 @@ class SwiftPool(Pool):
         self.unsent = []                     # submitted, not yet handed to workflow.swift
         self.batches = queue.SimpleQueue()   # to workflow.swift: task lists, then "DONE"/"ABORT"
         self.outcomes = queue.SimpleQueue()  # from workflow.swift: a batch's (task, wire) pairs
+        self.trained = {}   # a paused point's id -> (its reports after the pause, its outcome)
+        self.thawed = []    # thaws of those, to answer from them
 
     def free_slots(self):
         return sys.maxsize
@@ -127,7 +135,7 @@ class SwiftPool(Pool):
     def submit(self, tasks, slots=None):
         for task in tasks:
             self.running[task.id] = task
-        self.unsent += tasks
+            (self.thawed if task.id in self.trained else self.unsent).append(task)
         return []
 
     def collect(self, block=True):
@@ -135,28 +143,34 @@ class SwiftPool(Pool):
         (the master has committed their rows by then: while workflow.swift runs them, this
         rank's Python runs only inside :func:`next_message` and :func:`tell`), then wait for
         their batch to come back."""
+        thawed, self.thawed = self.thawed, []
+        finished = [(task, None, self._judged(task, None, *self.trained.pop(task.id)))
+                    for task in thawed]
+        for task in thawed:
+            del self.running[task.id]
         if block and self.unsent:
             self.batches.put(self.unsent)
             self.unsent = []
         try:
-            batch = self.outcomes.get(block=block and bool(self.running))
+            batch = self.outcomes.get(block=block and not finished and bool(self.running))
         except queue.Empty:
-            return []
-        finished = []
+            return finished
         for task, data in batch:
             del self.running[task.id]
             worker = data.get("rank") if isinstance(data, dict) else None
             worker = worker if type(worker) is int else None
-            finished.append((task, worker, self._judged(task, worker, data)))
+            outcome = Outcome.received(data.get("outcome") if isinstance(data, dict) else data)
+            finished.append((task, worker, self._judged(task, worker, _reports(data), outcome)))
         return finished
 
-    def _judged(self, task, worker, data):
-        """The outcome of ``data`` (a worker's wire form), pruned at the first of its reports
-        that the master's pruner stops."""
-        reports = _reports(data)
-        outcome = Outcome.received(data.get("outcome") if isinstance(data, dict) else data)
-        for report in reports:
-            if self.judge(task, worker, report):
+    def _judged(self, task, worker, reports, outcome):
+        """``outcome``, pruned at the first of ``reports`` that the master's pruner stops (the
+        rest kept with it in :attr:`trained` when it pauses the run)."""
+        for i, report in enumerate(reports):
+            verdict = self.judge(task, worker, report)
+            if verdict:
+                if verdict == PAUSE:
+                    self.trained[task.id] = (reports[i + 1:], outcome)
                 pruned = Outcome(report.value, Status.PRUNED, str(Pruned(report.value,
                                                                           report.step)))
                 pruned.started, pruned.finished = outcome.started, outcome.finished

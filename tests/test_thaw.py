@@ -27,6 +27,7 @@ from test_fidelity import gated_runs  # noqa: E402
 from test_service import storage  # noqa: E402,F401 - fixture: zmq, or a PostgreSQL database
 from support.postgres import postgres_server, postgres_url  # noqa: E402,F401 - fixtures
 from charliecloud import charliecloud_image_fixture  # noqa: E402,F401 - fixture
+from test_swift_workflow import only_experiment, swift_t, workflow_sh  # noqa: E402,F401
 
 ASHA = {"min_resource": 9, "max_resource": STEPS, "reduction_factor": 3, "pause": True}
 RUNG = 9   # the one rung
@@ -407,3 +408,34 @@ def test_the_drain_thaws_paused_runs_into_free_workers_and_pauses_them_again_at_
         assert len(store.rows()) == 4
     finally:
         store.close()
+
+
+@pytest.mark.slow
+@pytest.mark.mpi
+def test_a_paused_run_under_swift_t_is_thawed_from_the_steps_it_trained_to_the_end(
+        tmp_path, swift_t):  # noqa: F811 - the fixture
+    # a Swift/T worker cannot hear the pruner: each run trains to its end, and the master
+    # judges its reports when its outcome comes back; SLOW, paused at the rung there, is
+    # thawed from the steps it already trained, without training again
+    points = [{**p, "act": "relu"} for p in (FAST, SLOW, WORST)]
+    (tmp_path / "points.jsonl").write_text("".join(json.dumps(p) + "\n" for p in points))
+    settings = {"algorithm": "sweep", "options": {"file": str(tmp_path / "points.jsonl")},
+                "space": [{"name": "x", "type": "float", "lower": -2.0, "upper": 2.0},
+                          {"name": "n", "type": "int", "lower": 0, "upper": 3},
+                          {"name": "act", "type": "categorical", "values": ["relu"]}],
+                "batch_size": 1, "stop": {"budget": 3}, "pruner": "asha",
+                "pruner_options": ASHA}
+    done = workflow_sh(tmp_path, settings, path_entries=swift_t,
+                       CANDLE_DATA_DIR=str(tmp_path / "data"), CANDLE_MODEL_IMPL="py",
+                       EMEWS_OBJECTIVE="freeze_models:checkpointed", MODEL_NAME="s",
+                       PROCS="3")
+    assert done.returncode == 0, done.stdout + done.stderr
+    expdir = only_experiment(tmp_path / "data" / "s")
+    store = SQLiteStore(expdir / "results.db", readonly=True)
+    try:
+        slow = check_thawed(expdir, store)
+    finally:
+        store.close()
+    trained = (expdir / "run" / f"RUN{slow['id']:06d}" / "trained.txt").read_text().split()
+    assert trained == [str(s) for s in range(1, STEPS + 1)]   # once, to the end
+    assert not (expdir / "run" / slow["run_id"] / "trained.txt").exists()   # never again

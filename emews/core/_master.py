@@ -137,7 +137,8 @@ class Master:
         return base if step > base else 0
 
     def _judge(self, task, rank, report):
-        """A report of a running ``task``: stored, its steps counted; whether to stop it."""
+        """A report of a running ``task``: stored, its steps counted; whether to stop it
+        (:data:`~emews.core._pruners.PAUSE`, true as a stop is, when it is paused)."""
         run = (task.id, task.attempt)
         self.store.add_reports([(task.id, task.attempt, report)])
         if run in self.thaws.continues and run not in self.curves and \
@@ -152,7 +153,7 @@ class Master:
             verdict = PAUSE   # a filler, and nothing else runs: the study ends with this step
         if verdict == PAUSE:
             self.pausing.add(run)
-        return bool(verdict)
+        return verdict
 
     def _restarted(self, task, step):
         """A thawed run reported a step its point had reached before: it kept no checkpoint

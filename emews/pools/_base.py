@@ -40,9 +40,10 @@ class Task(NamedTuple):
     resources: object = None
 
 
-Judge = Callable[[Task, int, Report], "bool | None"]
-"""``judge(task, rank, report)``: whether to stop the run that made ``report`` (``None``: the
-verdict comes later, by :meth:`Pool.answer`)."""
+Judge = Callable[[Task, int, Report], "bool | str | None"]
+"""``judge(task, rank, report)``: whether to stop the run that made ``report`` (``"pause"``,
+true as a stop is, when it is paused; ``None``: the verdict comes later, by
+:meth:`Pool.answer`)."""
 
 Finished = tuple[Task, int, Outcome]
 """What :meth:`Pool.collect` gives back of a finished task: ``(task, rank, outcome)``."""
