@@ -23,7 +23,7 @@ from emews._status import Status
 from emews.store import SQLiteStore, study_store
 from support.postgres import postgres_server, postgres_url  # noqa: F401 - fixtures
 
-from conftest import Judge, wait_until
+from conftest import Judge, query_store, wait_until
 
 ASHA = {"min_resource": 1, "max_resource": 9, "reduction_factor": 3}
 
@@ -459,9 +459,13 @@ def test_a_run_killed_at_step_k_resumes_from_its_checkpoint_at_step_k(study, tmp
     run, gate = gated_runs(tmp_path, stall=4)
     killed = run(path)
     wait_until(lambda: len(list(gate.glob("report-*"))) > 4, "the fifth step's start")
+    (expdir,) = (tmp_path / "experiments" / "study").iterdir()
+    # killed at step 4: once the master committed that report (a report it answered but had
+    # not committed yet dies with it, under load too; the checkpoint would then be ahead)
+    wait_until(lambda: query_store(expdir / "results.db", "SELECT MAX(step) FROM reports")
+               == [(4,)], "the fourth step's report in the store")
     os.killpg(killed.pid, signal.SIGKILL)
     killed.communicate()
-    (expdir,) = (tmp_path / "experiments" / "study").iterdir()
     (gate / "go").touch()
     resumed = run("--resume", expdir)
     assert resumed.communicate(timeout=300)[0] is not None and resumed.returncode == 0
