@@ -66,9 +66,9 @@ class Ours:
 
     def __init__(self, name, space, seed, budget):
         from emews.core._algorithm import Stopper, load
-        from emews.core._me import OwnLimits, Search
+        from emews.core._me import Limits, Search
 
-        self.search = Search(load(name)(space, seed=seed), OwnLimits(Stopper(budget=budget)))
+        self.search = Search(load(name)(space, seed=seed), Limits(stopper=Stopper(budget=budget)))
 
     def ask(self, n):
         return self.search.propose(n)

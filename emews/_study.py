@@ -243,7 +243,7 @@ def run_master(study, pool):
                               [(row["id"], row["attempt"]) for row in store.attempts()
                                if row["status"] == Status.INTERRUPTED])
         queues.init(algorithm if classic else functools.partial(
-            me.run, starting.settings, algorithm, me.MasterLimits(limits.verdict())))
+            me.run, starting.settings, algorithm, me.Limits(limits.verdict())))
         try:
             final = master.run(str(expdir / "settings.json"))
         except (KeyboardInterrupt, Interrupted) as exc:

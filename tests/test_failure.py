@@ -23,7 +23,7 @@ FAILED = Outcome(math.nan, "failed", "RuntimeError: boom")
 @pytest.mark.parametrize("outcome", [Outcome(0.5), Outcome(-3.0)])
 def test_a_good_result_is_done_with_its_value(outcome):
     assert FailurePolicy(retries=2).decide(outcome, 1).action == "done"
-    assert FailurePolicy(retries=2).decide(outcome, 1).value == outcome.value
+    assert FailurePolicy(retries=2).decide(outcome, 1).search_value == outcome.value
 
 
 def test_retries_come_first_then_the_final_action():
@@ -34,10 +34,10 @@ def test_retries_come_first_then_the_final_action():
 
 
 def test_fail_tells_nan_or_the_penalty():
-    assert math.isnan(FailurePolicy().decide(FAILED, 1).value)
+    assert math.isnan(FailurePolicy().decide(FAILED, 1).search_value)
     decision = FailurePolicy(penalty=1e6).decide(FAILED, 1)
-    assert (decision.action, decision.value, decision.reason) == ("fail", 1e6,
-                                                                 "RuntimeError: boom")
+    assert (decision.action, decision.search_value, decision.reason) == (
+        "fail", 1e6, "RuntimeError: boom")
 
 
 def test_a_nan_marked_done_is_a_failure_too():

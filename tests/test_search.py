@@ -4,7 +4,7 @@ import json
 
 from emews.core._algorithm import Stopper
 from emews.algorithms.sweep import Sweep
-from emews.core._me import OwnLimits, Search
+from emews.core._me import Limits, Search
 
 A, B, C = {"x": 1}, {"x": 2}, {"x": 3}
 
@@ -16,17 +16,17 @@ def sweep(tmp_path, points):
 
 
 def test_a_replayed_point_is_not_proposed_again_when_the_algorithm_asks_it(tmp_path):
-    search = Search(sweep(tmp_path, [A, B, C]), OwnLimits(Stopper()), pending=[A])
+    search = Search(sweep(tmp_path, [A, B, C]), Limits(stopper=Stopper()), pending=[A])
     assert search.propose(2) == [A, B]
     assert search.propose(2) == [C]
 
 
 def test_each_replayed_copy_hides_one_proposal_only(tmp_path):
-    search = Search(sweep(tmp_path, [A, A, B]), OwnLimits(Stopper()), pending=[A])
+    search = Search(sweep(tmp_path, [A, A, B]), Limits(stopper=Stopper()), pending=[A])
     assert search.propose(1) == [A]
     assert search.propose(3) == [A, B]
 
 
 def test_a_fresh_search_proposes_what_the_algorithm_asks(tmp_path):
-    search = Search(sweep(tmp_path, [A, B, A]), OwnLimits(Stopper()))
+    search = Search(sweep(tmp_path, [A, B, A]), Limits(stopper=Stopper()))
     assert search.propose(3) == [A, B, A]

@@ -125,7 +125,7 @@ def test_the_me_driver_goes_by_the_masters_count_not_its_settings(tmp_path, monk
                 "mode": mode, "slots": pool.slots, "stop": {"budget": 40}}
     limits = Stopper(budget=5)
     master = Master(pool, store, MasterPlan(mode, limits=limits))
-    eqpy.init(functools.partial(me.run, settings, None, me.MasterLimits(limits.verdict())))
+    eqpy.init(functools.partial(me.run, settings, None, me.Limits(limits.verdict())))
     try:
         final = final_record(master.run(None), store)
     finally:

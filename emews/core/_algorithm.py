@@ -508,6 +508,12 @@ class Stopper:
             what = "hypervolume improvement" if self.front else "improvement"
             return (f"converged: no {what} larger than {self.tol} in {self.patience} "
                     "evaluations")
+        return self.final_reason()
+
+    def final_reason(self) -> str | None:
+        """Why not even a paused run may go on (:mod:`emews.core._thaw`), or ``None``: a
+        ``target`` reached, the time or the steps spent (the budget, the iterations and the
+        patience end only the proposals: the drain thaws paused runs)."""
         if self.target is not None and self.best <= self.target:
             return f"target value {self.target} reached"
         if self.max_time is not None and time.monotonic() - self.started >= self.max_time:

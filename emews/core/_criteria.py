@@ -116,7 +116,7 @@ class Criteria:
             if not math.isfinite(value):
                 return _failed(outcome, f"objective {name!r} is {value} (not a finite number)")
         if self.constraints:
-            known = {**outcome.metrics, **dict(zip(self.names, outcome.objectives))}
+            known = self.known(outcome.objectives, outcome.metrics)
             missing = [c for c in self.constraints if not math.isfinite(known.get(c.name,
                                                                                   math.nan))]
             if missing:
@@ -125,10 +125,15 @@ class Criteria:
             outcome.feasible = all(c.violation(known[c.name]) <= 0.0 for c in self.constraints)
         return outcome
 
+    def known(self, objectives, metrics):
+        """The numbers a run reported, by name (what a constraint names): its ``metrics`` and
+        its ``objectives`` (which win over a metric of the same name)."""
+        return {**metrics, **dict(zip(self.names, objectives))}
+
     def search_value(self, objectives, metrics):
         """What the algorithm is told of a judged ``done`` run's raw ``objectives`` and
         ``metrics``: an :class:`~emews.core._algorithm.Objectives`."""
-        known = {**metrics, **dict(zip(self.names, objectives))}
+        known = self.known(objectives, metrics)
         return Objectives(minimized(objectives, self.directions),
                           [c.violation(known[c.name]) for c in self.constraints])
 

@@ -25,11 +25,17 @@ ACTIONS = ("fail", "abort")
 
 
 class Decision(NamedTuple):
-    """``action`` is ``done``, ``retry``, ``fail`` or ``abort``; ``value`` is what the
-    algorithm is told (``done`` and ``fail``); ``reason`` explains a failure."""
+    """What an outcome comes to: the ``outcome`` (as judged by the study's criteria, from
+    :func:`classify`), the ``status`` its attempt is stored with (``queued`` when it runs
+    again), the ``action`` (``done``, ``pruned``, ``retry``, ``fail`` or ``abort``), the value
+    the algorithm is told (``search_value``: ``done``, ``pruned`` and ``fail``), the value the
+    limits count (``limit_value``: NaN unless done) and the ``reason`` of a failure."""
 
+    outcome: object
+    status: str
     action: str
-    value: float = math.nan
+    search_value: object = math.nan
+    limit_value: object = math.nan
     reason: str | None = None
 
 
@@ -56,15 +62,17 @@ class FailurePolicy:
         return cls(table.retries, table.on_failure, table.penalty)
 
     def decide(self, outcome, attempt):
-        """What to do with ``outcome``, the result of attempt number ``attempt`` (from 1)."""
+        """The :class:`Decision` on ``outcome``, the result of attempt number ``attempt``
+        (from 1)."""
         if succeeded(outcome):
-            return Decision("done", outcome.value)
+            return Decision(outcome, Status.DONE, "done", outcome.value, outcome.value)
         reason = outcome.error or "the evaluation produced no value"
         if attempt <= self.retries:
-            return Decision("retry", reason=reason)
+            return Decision(outcome, Status.QUEUED, "retry", reason=reason)
         if self.on_failure == "abort":
-            return Decision("abort", reason=reason)
-        return Decision("fail", math.nan if self.penalty is None else self.penalty, reason)
+            return Decision(outcome, Status.FAILED, "abort", reason=reason)
+        return Decision(outcome, Status.FAILED, "fail",
+                        math.nan if self.penalty is None else self.penalty, reason=reason)
 
 
 def succeeded(outcome):
@@ -72,35 +80,18 @@ def succeeded(outcome):
     return outcome.status == Status.DONE and not math.isnan(outcome.value)
 
 
-class Classified(NamedTuple):
-    """What an outcome comes to: the ``outcome`` as judged by the study's criteria, the
-    ``status`` its attempt is stored with (``queued`` when it runs again), the policy's
-    ``action`` (``done``, ``pruned``, ``retry``, ``fail`` or ``abort``), the value the algorithm
-    is told (``search_value``), the value the limits count (``limit_value``: NaN unless done)
-    and the ``reason`` of a failure."""
-
-    outcome: object
-    status: str
-    action: str
-    search_value: object = math.nan
-    limit_value: object = math.nan
-    reason: str | None = None
-
-
 def classify(outcome, attempt, policy, criteria, curve=None):
-    """Classify ``outcome``, the result of attempt number ``attempt`` (from 1), under the
-    failure ``policy`` and the study's ``criteria``: a pruned run is final (never retried) and
-    told as a :class:`~emews.core._algorithm.PrunedResult` with its ``curve`` (step -> value);
-    an interrupted one (a lost lease) runs again whatever the policy."""
+    """The :class:`Decision` on ``outcome``, the result of attempt number ``attempt`` (from 1),
+    under the failure ``policy`` and the study's ``criteria``: a pruned run is final (never
+    retried) and told as a :class:`~emews.core._algorithm.PrunedResult` with its ``curve``
+    (step -> value); an interrupted one (a lost lease) runs again whatever the policy."""
     outcome = criteria.judge(outcome)
-    if succeeded(outcome):   # the common case first, without a Decision
+    if succeeded(outcome):   # the common case first
         value = criteria.search_value(outcome.objectives, outcome.metrics) if criteria.vector \
             else outcome.value
-        return Classified(outcome, Status.DONE, "done", value, value)
+        return Decision(outcome, Status.DONE, "done", value, value)
     if outcome.status == Status.PRUNED:
-        return Classified(outcome, Status.PRUNED, "pruned", PrunedResult(curve))
-    decision = Decision("retry") if outcome.status == Status.INTERRUPTED \
-        else policy.decide(outcome, attempt)
-    status = Status.QUEUED if decision.action == "retry" else Status.FAILED
-    return Classified(outcome, status, decision.action, decision.value, math.nan,
-                      decision.reason)
+        return Decision(outcome, Status.PRUNED, "pruned", PrunedResult(curve))
+    if outcome.status == Status.INTERRUPTED:
+        return Decision(outcome, Status.QUEUED, "retry")
+    return policy.decide(outcome, attempt)

@@ -62,7 +62,7 @@ from .._errors import MEAborted, ProtocolError, StudyAborted
 from ._failure import classify
 from ._plan import MasterPlan
 from ._pruners import PAUSE
-from ._thaw import Thaws, room
+from ._thaw import Thaws
 from ..pools._base import Backoff, Pool, Task
 from .._status import Status
 from ..store._base import Store
@@ -441,7 +441,7 @@ class Master:
         how many started. Their rows are written with the next commit."""
         if not self.thaws.paused or not (self.draining or self.stop_reason
                                          or self._allowed() <= 0) \
-                or self._held_back() or not room(self.limits):
+                or self._held_back() or self.limits.final_reason():
             return 0
         fill, tasks = self._working(), []
         for _ in range(self.pool.free_slots() - len(self.waiting)):

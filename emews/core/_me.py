@@ -11,8 +11,8 @@ limits as objects; driven by text (Swift/T, :func:`emews.testing.drive`), it rea
   flight: asked, not told). With one slot, no point is kept ready: the search is sequential;
 * ``sequential``: ``async`` with one slot, however many the pool has.
 
-The limits are counted in one place: by the master (:class:`MasterLimits`), or, driven by text,
-by the driver itself (:class:`OwnLimits`).
+The limits are counted in one place: by the master, or, driven by text, by the driver itself
+(:class:`Limits`).
 
 Settings keys: ``algorithm``, ``options``, ``space`` (a space-file path or a GA JSON list),
 ``seed``, ``mode``, ``slots``, ``batch_size``, ``stop`` (keyword arguments of
@@ -73,76 +73,42 @@ def build_algorithm(settings, cls=None, space=None):
                          settings.get("replicas"))
 
 
-class OwnLimits:
-    """The driver's limits when nobody else counts them (driven by text): its own
-    :class:`~emews.core._algorithm.Stopper` of the settings' ``stop`` rules."""
+class Limits:
+    """The driver's limits, counted in one place: by the master's process, which gives its
+    :class:`~emews.core._algorithm.Verdict` at the start (``given``) and with each answer; or,
+    driven by text, by the driver's own ``stopper`` of the settings' ``stop`` rules."""
 
-    def __init__(self, stopper):
-        self.stopper = stopper
+    def __init__(self, given=None, stopper=None):
+        self.given, self.stopper = given, stopper
 
-    def reason(self):
-        """Why the search must stop now, or ``None``."""
-        return self.stopper.reason()
-
-    def allowed(self, in_flight):
-        """How many more points may be proposed with ``in_flight`` untold (``None``: any)."""
-        remaining = self.stopper.remaining()
-        return None if remaining is None else remaining - in_flight
+    def verdict(self, in_flight=0):
+        """What the limits say now: the master's latest verdict (it counted what is in flight),
+        or the stopper's with ``in_flight`` points untold."""
+        return self.given if self.stopper is None else self.stopper.verdict(in_flight)
 
     def count_results(self, values):
-        self.stopper.record(values)
+        """Count told results (the master counted them before it answered)."""
+        if self.stopper is not None:
+            self.stopper.record(values)
 
     def proposed(self):
-        """Count a round that proposed points."""
-        self.stopper.iterations += 1
-
-    def counts(self):
-        """The counts, for a checkpoint and the final message."""
-        return self.stopper.counts()
+        """Count a round that proposed points (the master counts the rounds it receives)."""
+        if self.stopper is not None:
+            self.stopper.iterations += 1
 
     def restore(self, counts):
-        self.stopper.restore(counts)
-
-    def take_verdict(self, verdict):
-        """An answer's verdict: nothing to do, the driver counts itself."""
-
-
-class MasterLimits:
-    """The driver's limits in the master's process, which counts them: its latest
-    :class:`~emews.core._algorithm.Verdict` (given at the start, then with each answer)."""
-
-    def __init__(self, verdict):
-        self.verdict = verdict
-
-    def reason(self):
-        """Why the search must stop now, as the master said, or ``None``."""
-        return self.verdict.reason
-
-    def allowed(self, in_flight):
-        """How many more points may be proposed: the master counted what is in flight."""
-        return self.verdict.allowed
-
-    def count_results(self, values):
-        """Nothing: the master counted the results before it answered."""
-
-    def proposed(self):
-        """Nothing: the master counts the rounds it receives."""
-
-    def counts(self):
-        """The master's counts, as of its latest answer."""
-        return self.verdict.counts
-
-    def restore(self, counts):
-        """Nothing: the master restored its own counts from the checkpoint."""
+        """Go on from a checkpoint's counts (the master restored its own)."""
+        if self.stopper is not None:
+            self.stopper.restore(counts)
 
     def take_verdict(self, verdict):
         """Take the verdict of an answer (a text answer carries none)."""
         if verdict is not None:
-            self.verdict = verdict
+            self.given = verdict
 
 
 class Search:
-    """One search: an algorithm, its limits (:class:`OwnLimits` or :class:`MasterLimits`)."""
+    """One search: an algorithm and its :class:`Limits`."""
 
     def __init__(self, algorithm, limits, slots=1, batch_size=None, pending=()):
         self.algorithm = algorithm
@@ -163,7 +129,7 @@ class Search:
         restored from its checkpoint, or told a resumed run's history."""
         mode = settings.get("mode", "batch")
         search = cls(algorithm or build_algorithm(settings),
-                     limits or OwnLimits(Stopper(**settings.get("stop", {}))),
+                     limits or Limits(stopper=Stopper(**settings.get("stop", {}))),
                      1 if mode == "sequential" else settings.get("slots", 1),
                      settings.get("batch_size"),
                      settings.get("pending", ()))
@@ -185,7 +151,7 @@ class Search:
 
     def driver_state(self):
         """The driver's own part of a checkpoint: the limits' counts, points proposed, best."""
-        return {"put": self.put_base + self.next_index, **self.limits.counts(),
+        return {"put": self.put_base + self.next_index, **self.limits.verdict().counts,
                 "best_point": self.best_point,
                 "best_value": finite_or_none(self.best_value)}
 
@@ -213,14 +179,14 @@ class Search:
 
     def stop_reason(self):
         """Why the search ends now, or ``None`` while it goes on."""
-        reason = self.limits.reason()
+        reason = self.limits.verdict().reason
         if reason is None and not self.pending and self.algorithm.done():
             reason = "the algorithm has no more points to propose"
         return reason
 
     def propose(self, n):
         """Up to ``n`` points: first those left running by a killed run, then new ones."""
-        allowed = self.limits.allowed(0)
+        allowed = self.limits.verdict().allowed
         if allowed is not None:
             n = min(n, allowed)
         points, self.pending = self.pending[:n], self.pending[n:]
@@ -270,7 +236,7 @@ class Search:
         reason = None
         while True:
             reason = reason or self.stop_reason()
-            allowed = self.limits.allowed(len(in_flight))
+            allowed = self.limits.verdict(len(in_flight)).allowed
             free = self.slots + self.ready - len(in_flight)
             if allowed is not None:
                 free = min(free, allowed)
@@ -289,7 +255,7 @@ class Search:
 
     def final_message(self, reason):
         """The final message: best point and value, counts and the reason for stopping."""
-        counts = self.limits.counts()
+        counts = self.limits.verdict().counts
         return {"best_point": self.best_point,
                 "best_value": finite_or_none(self.best_value),
                 "evaluations": counts["evaluations"], "iterations": counts["iterations"],

@@ -10,7 +10,6 @@ paused again once no other work runs. docs/src/fidelity.md (Freeze-thaw) says mo
 
 import json
 import math
-import time
 import warnings
 from dataclasses import dataclass, field
 
@@ -140,13 +139,4 @@ class Thaws:
             for row in paused:
                 self.pause(row["id"], row["attempt"], json.dumps(row["params"]),
                            {r["step"]: r["value"] for r in reports if r["id"] == row["id"]})
-
-
-def room(limits):
-    """Whether a study's ``limits`` (a :class:`~emews.core._algorithm.Stopper`) leave room for
-    thaws: no ``target`` reached, time and steps left (``budget`` is spent in the drain)."""
-    return not (limits.target is not None and limits.best <= limits.target
-                or limits.max_time is not None
-                and time.monotonic() - limits.started >= limits.max_time
-                or limits.step_budget is not None and limits.steps >= limits.step_budget)
 

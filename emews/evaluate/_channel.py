@@ -1,9 +1,11 @@
-"""The private channel between a worker and its nanny: length-prefixed JSON frames.
+"""The private channel between a worker and its nanny (or an evaluation's rank 0):
+length-prefixed JSON frames.
 
 A frame is a 4-byte big-endian length and that many bytes of JSON (ASCII: lone surrogates
 travel escaped). Only plain data crosses: a task's text and settings, a number or a reason.
 """
 
+import hmac
 import json
 import struct
 
@@ -36,19 +38,33 @@ def _exactly(sock, size):
 
 
 class Reader:
-    """Frames from a socket read a piece at a time (for a caller that also waits on others)."""
+    """Frames from a socket read a piece at a time (for a caller that also waits on others);
+    with a ``token``, the first frame must carry it (``{"token": ...}``: an evaluation's rank 0
+    proves it is the one its worker started)."""
 
-    def __init__(self):
-        self.buffer = bytearray()
+    def __init__(self, token=None):
+        self.buffer, self.token = bytearray(), token
 
-    def feed(self, data):
-        """Add received bytes; the first complete message, or None while incomplete."""
+    def read(self, sock):
+        """The messages one read of ``sock`` completes (none while a frame is incomplete);
+        ``None`` when the other end has closed (or reset) the channel, or when its first frame
+        lacks the token."""
+        try:
+            data = sock.recv(65536)
+        except ConnectionError:
+            data = b""
+        if not data:
+            return None
         self.buffer += data
-        if len(self.buffer) < HEADER.size:
-            return None
-        size = HEADER.unpack_from(self.buffer)[0]
-        if len(self.buffer) < HEADER.size + size:
-            return None
-        body = bytes(self.buffer[HEADER.size:HEADER.size + size])
-        del self.buffer[:HEADER.size + size]
-        return json.loads(body)
+        messages = []
+        while len(self.buffer) >= HEADER.size:
+            size = HEADER.unpack_from(self.buffer)[0]
+            if len(self.buffer) < HEADER.size + size:
+                break
+            messages.append(json.loads(bytes(self.buffer[HEADER.size:HEADER.size + size])))
+            del self.buffer[:HEADER.size + size]
+        if self.token is not None and messages:
+            if not hmac.compare_digest(str(messages.pop(0).get("token", "")), self.token):
+                return None
+            self.token = None
+        return messages

@@ -17,7 +17,6 @@ docs/src/parallel-evals.md ("Faults") says how a process's death, a timeout, a c
 or an error reply ends the evaluation.
 """
 
-import hmac
 import json
 import os
 import re
@@ -31,7 +30,7 @@ from . import _channel as channel, _process as process
 from ._base import EvaluationFailed
 from ._isolated import boot
 from ._launcher import Launcher, python, remote_hosts
-from ._reporting import Pruned, answer
+from ._reporting import Pruned, answered
 from ._model_output import Value, tail
 
 TASK_FILE = "group-task.json"
@@ -73,7 +72,7 @@ class _Exchange:
     def __init__(self, child, listener, token, watch, log):
         self.child, self.listener, self.token = child, listener, token
         self.watch, self.log = watch, log
-        self.sock, self.reader, self.authenticated = None, channel.Reader(), False
+        self.sock, self.reader = None, channel.Reader(token)
 
     def result(self):
         reply = self._reply()
@@ -127,23 +126,12 @@ class _Exchange:
                 self.sock, _ = self.listener.accept()
                 ready = []
             if self.sock is not None and self.sock in ready:
-                data = self.sock.recv(65536)
-                if not data:
+                messages = self.reader.read(self.sock)
+                if messages is None:   # closed, or not our rank 0 (no token): drop it
                     self._close()
-                message = self.reader.feed(data)
-                while message is not None:
-                    if not self.authenticated:
-                        self.authenticated = hmac.compare_digest(
-                            str(message.get("token", "")), self.token)
-                        if not self.authenticated:   # not our rank 0: drop it
-                            self._close()
-                            self.reader = channel.Reader()
-                            break
-                    elif "report" in message:
-                        answer(self.sock, message["report"], self.watch)
-                    else:
-                        return message
-                    message = self.reader.feed(b"")
+                    self.reader = channel.Reader(self.token)
+                elif (reply := answered(self.sock, messages, self.watch)) is not None:
+                    return reply
             if self._launcher_gone():
                 process.forget(self.child)
                 return None

@@ -27,7 +27,7 @@ import weakref
 
 from . import _channel as channel, _process as process
 from ._base import EvaluationFailed
-from ._reporting import Pruned, answer
+from ._reporting import Pruned, answered
 from ._model_output import TAIL_BYTES, Value, decode_tail
 
 BOOT = "import sys; sys.path.append(sys.argv[1]); from {} import main; sys.exit(main(sys.argv[2:]))"
@@ -101,19 +101,13 @@ class Nanny:
             if self.output in ready:
                 self._pump()
             if self.sock in ready:
-                try:
-                    data = self.sock.recv(65536)
-                except ConnectionError:  # it died with our task unread
-                    data = b""
-                reply = self.reader.feed(data) if data else None
-                if reply is not None and "report" in reply:
-                    answer(self.sock, reply["report"], watch)
-                    continue
+                messages = self.reader.read(self.sock)
+                if messages is None:   # it died (with our task unread, maybe)
+                    self._died()
+                reply = answered(self.sock, messages, watch)
                 if reply is not None:
                     self._pump()
                     return reply
-                if not data:
-                    self._died()
             if self.child.poll() is not None:
                 self._died()
             if time.monotonic() >= next_check:

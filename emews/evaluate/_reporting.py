@@ -139,15 +139,21 @@ class LogReports:
             notes.append(f"emews: a report line was skipped: {exc}\n")
 
 
-def answer(sock, wire, watch):
-    """Hand the wire form of a report that came on ``sock`` (from a nanny child, or an
-    evaluation's rank 0) to ``watch.report``, and send back its verdict, ``{"prune": bool}``
+def answered(sock, messages, watch):
+    """The reply among ``messages`` (frames that came on ``sock`` from a nanny child or an
+    evaluation's rank 0): the first that is no report; ``None`` when all are. Each report
+    before it goes to ``watch.report``, and its verdict, ``{"prune": bool}``, back on ``sock``
     (a malformed report stops nothing; a sender gone gets no answer: its end tells how)."""
-    try:
-        prune = bool(watch.report(Report.from_wire(wire))) if watch.report else False
-    except BadOutcome:
-        prune = False
-    try:
-        channel.send(sock, {"prune": prune})
-    except OSError:
-        pass
+    for message in messages:
+        if "report" not in message:
+            return message
+        try:
+            prune = bool(watch.report(Report.from_wire(message["report"]))) \
+                if watch.report else False
+        except BadOutcome:
+            prune = False
+        try:
+            channel.send(sock, {"prune": prune})
+        except OSError:
+            pass
+    return None
