@@ -118,7 +118,7 @@ class SwiftPool(Pool):
     A run the pruner pauses (``pause = true``) trained to its end all the same: its later
     reports and its outcome are kept here (:attr:`trained`), and its thaw is answered from
     them, judged in turn, without training again: the steps and the value a thaw from the
-    checkpoint would have reported. (A thaw in a later job, after a resume, runs on Swift/T.)
+    checkpoint would have reported (a thaw after the study resumed in a later job runs it again).
     """
 
     def __init__(self, slots):
