@@ -163,16 +163,22 @@ def test_the_report_draws_each_parameter_on_its_declared_scale(tmp_path):
     assert coordinates.is_log("lr")                        # declared log, within one decade
 
 
-def test_a_killed_study_is_stopped_with_a_way_to_resume(tmp_path):
-    store = SQLiteStore(tmp_path / "results.db")
+def one_done_one_running(expdir, budget, pid):
+    """A study in ``expdir`` of ``budget`` evaluations, one done in the minute from time 10 to
+    70 and one running, whose lock names process ``pid``."""
+    store = SQLiteStore(expdir / "results.db")
     store.add([(0, '{"x": 1}', "RUN000000", 1, 0), (1, '{"x": 2}', "RUN000001", 2, 1)])
     store.finish([(0, 1, Outcome(0.5, started=10.0, finished=70.0), 1, "done")])
     store.commit()
     store.close()
-    (tmp_path / "config.json").write_text(json.dumps({"study": {"budget": 5}}))
+    (expdir / "config.json").write_text(json.dumps({"study": {"budget": budget}}))
+    (expdir / "lock").write_text(json.dumps({"host": socket.gethostname(), "pid": pid}))
+
+
+def test_a_killed_study_is_stopped_with_a_way_to_resume(tmp_path):
     gone = subprocess.Popen(["true"])
     gone.wait()  # a pid that no longer runs
-    (tmp_path / "lock").write_text(json.dumps({"host": socket.gethostname(), "pid": gone.pid}))
+    one_done_one_running(tmp_path, 5, gone.pid)
     info = summary(load(tmp_path))
     assert info["state"] == "stopped" and info["stop_reason"] is None
     assert info["counts"]["done"] == 1 and info["counts"]["running"] == 1
@@ -182,14 +188,7 @@ def test_a_killed_study_is_stopped_with_a_way_to_resume(tmp_path):
 
 
 def test_a_running_studys_eta_reads_as_the_progress_line_writes_it(tmp_path):
-    store = SQLiteStore(tmp_path / "results.db")
-    store.add([(0, '{"x": 1}', "RUN000000", 1, 0), (1, '{"x": 2}', "RUN000001", 2, 1)])
-    store.finish([(0, 1, Outcome(0.5, started=10.0, finished=70.0), 1, "done")])
-    store.commit()
-    store.close()
-    (tmp_path / "config.json").write_text(json.dumps({"study": {"budget": 65}}))
-    (tmp_path / "lock").write_text(json.dumps({"host": socket.gethostname(),
-                                               "pid": os.getpid()}))   # a live study
+    one_done_one_running(tmp_path, 65, os.getpid())   # a live study
     info = summary(load(tmp_path), now=70.0)
     assert info["state"] == "running" and info["remaining"] == 64
     assert info["eta_seconds"] == pytest.approx(3840)   # 64 at 1 a minute

@@ -71,14 +71,17 @@ def stored(expdir):
         store.close()
 
 
-def echo_study(tmp_path, swift_t, settings, procs):
-    """Run workflow.sh on a study of the echo model with ``procs`` ranks; its experiment
+def swift_study(tmp_path, swift_t, settings, procs, objective=None, name="e", **env):
+    """Run workflow.sh on a study with ``procs`` ranks, of the echo model or, given its
+    ``objective``, of a ``py`` model (model ``name``, ``env`` more variables); its experiment
     directory (it must succeed)."""
+    model = {"CANDLE_MODEL_IMPL": "py", "EMEWS_OBJECTIVE": objective} if objective else \
+        {"CANDLE_MODEL_IMPL": "echo"}
     done = workflow_sh(tmp_path, settings, path_entries=swift_t,
-                       CANDLE_DATA_DIR=str(tmp_path / "data"), CANDLE_MODEL_IMPL="echo",
-                       MODEL_NAME="e", PROCS=str(procs))
+                       CANDLE_DATA_DIR=str(tmp_path / "data"), MODEL_NAME=name,
+                       PROCS=str(procs), **model, **env)
     assert done.returncode == 0, done.stdout + done.stderr
-    return only_experiment(tmp_path / "data" / "e")
+    return only_experiment(tmp_path / "data" / name)
 
 
 def assert_shown(expdir):
@@ -348,7 +351,7 @@ def test_an_echo_study_under_swift_t_stores_the_sum_of_squares(tmp_path, swift_t
     budget = 6
     settings = {"algorithm": "random", "space": SPACE, "seed": 2, "batch_size": 3,
                 "stop": {"budget": budget}}
-    expdir = echo_study(tmp_path, swift_t, settings, procs=5)
+    expdir = swift_study(tmp_path, swift_t, settings, procs=5)
     rows, _, _ = stored(expdir)
     assert_finished_rows(rows, {0, 1, 2}, budget)
     assert {row["status"] for row in rows} == {"done"}
@@ -362,7 +365,7 @@ def test_the_me_rank_builds_the_algorithm_once_with_the_studys_seed(tmp_path, sw
     record = tmp_path / "builds.jsonl"
     settings = {"algorithm": "recording_algorithm:CountingRandom", "space": SPACE, "seed": 3,
                 "batch_size": 2, "options": {"builds": str(record)}, "stop": {"budget": 4}}
-    expdir = echo_study(tmp_path, swift_t, settings, procs=4)
+    expdir = swift_study(tmp_path, swift_t, settings, procs=4)
     rows, _, _ = stored(expdir)
     assert [row["status"] for row in rows] == ["done"] * 4
     store = SQLiteStore(expdir / "results.db", create=False)
@@ -386,12 +389,8 @@ def test_a_study_of_two_objectives_under_swift_t_stores_them_and_its_front(tmp_p
     settings = {"algorithm": "random", "space": space, "seed": 3, "batch_size": 4,
                 "directions": ["minimize", "maximize"], "constraints": ["size <= 12000"],
                 "stop": {"budget": 8}}
-    done = workflow_sh(tmp_path, settings, path_entries=swift_t,
-                       CANDLE_DATA_DIR=str(tmp_path / "data"), CANDLE_MODEL_IMPL="py",
-                       MODEL_NAME="mo", MODEL_RETURN="loss,size",
-                       EMEWS_OBJECTIVE="mo_models:loss_and_size", PROCS="4")
-    assert done.returncode == 0, done.stdout + done.stderr
-    rows, _, _ = stored(only_experiment(tmp_path / "data" / "mo"))
+    rows, _, _ = stored(swift_study(tmp_path, swift_t, settings, 4, "mo_models:loss_and_size",
+                                    "mo", MODEL_RETURN="loss,size"))
     assert len(rows) == 8 and {row["status"] for row in rows} == {"done"}
     for row in rows:
         x, n = row["params"]["x"], row["params"]["n"]
@@ -439,12 +438,7 @@ def test_reports_under_swift_t_are_stored_with_their_runs_and_nothing_is_pruned(
     budget = 4
     settings = {"algorithm": "random", "space": SPACE, "seed": 2, "batch_size": 2,
                 "stop": {"budget": budget}}
-    done = workflow_sh(tmp_path, settings, path_entries=swift_t,
-                       CANDLE_DATA_DIR=str(tmp_path / "data"), MODEL_NAME="toy",
-                       CANDLE_MODEL_IMPL="py", EMEWS_OBJECTIVE="fidelity_models:curve",
-                       PROCS="4")
-    assert done.returncode == 0, done.stdout + done.stderr
-    expdir = only_experiment(tmp_path / "data" / "toy")
+    expdir = swift_study(tmp_path, swift_t, settings, 4, "fidelity_models:curve", "toy")
     store = SQLiteStore(expdir / "results.db", create=False)
     try:
         rows, reports = store.rows(), store.reports()

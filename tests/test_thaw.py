@@ -27,7 +27,7 @@ from test_fidelity import gated_runs  # noqa: E402
 from test_service import storage  # noqa: E402,F401 - fixture: zmq, or a PostgreSQL database
 from support.postgres import postgres_server, postgres_url  # noqa: E402,F401 - fixtures
 from charliecloud import charliecloud_image_fixture  # noqa: E402,F401 - fixture
-from test_swift_workflow import only_experiment, swift_t, workflow_sh  # noqa: E402,F401
+from test_swift_workflow import swift_study, swift_t  # noqa: E402,F401
 
 ASHA = {"min_resource": 9, "max_resource": STEPS, "reduction_factor": 3, "pause": True}
 RUNG = 9   # the one rung
@@ -425,12 +425,7 @@ def test_a_paused_run_under_swift_t_is_thawed_from_the_steps_it_trained_to_the_e
                           {"name": "act", "type": "categorical", "values": ["relu"]}],
                 "batch_size": 1, "stop": {"budget": 3}, "pruner": "asha",
                 "pruner_options": ASHA}
-    done = workflow_sh(tmp_path, settings, path_entries=swift_t,
-                       CANDLE_DATA_DIR=str(tmp_path / "data"), CANDLE_MODEL_IMPL="py",
-                       EMEWS_OBJECTIVE="freeze_models:checkpointed", MODEL_NAME="s",
-                       PROCS="3")
-    assert done.returncode == 0, done.stdout + done.stderr
-    expdir = only_experiment(tmp_path / "data" / "s")
+    expdir = swift_study(tmp_path, swift_t, settings, 3, "freeze_models:checkpointed", "s")
     store = SQLiteStore(expdir / "results.db", readonly=True)
     try:
         slow = check_thawed(expdir, store)

@@ -123,16 +123,12 @@ def test_postgresql_service_and_a_database_pool(jobs, sweep, postgres_url):
 
 @pytest.mark.slow
 def test_swift_t(tmp_path, swift_t):
-    from test_swift_workflow import only_experiment, workflow_sh
+    from test_swift_workflow import swift_study
 
     settings = {"algorithm": "sweep", "options": {"file": str(tmp_path / "points.jsonl")},
                 "space": SPACE, "seed": 4, "batch_size": 2, "stop": {"budget": len(POINTS)},
                 "constraints": [CONSTRAINT]}
     (tmp_path / "points.jsonl").write_text("".join(json.dumps(p) + "\n" for p in POINTS))
-    done = workflow_sh(tmp_path, settings, path_entries=swift_t,
-                       CANDLE_DATA_DIR=str(tmp_path / "data"), MODEL_NAME="toy",
-                       CANDLE_MODEL_IMPL="py", EMEWS_OBJECTIVE=OBJECTIVE, PROCS="4",
-                       MODEL_RETURN=",".join(OBJECTIVES))
-    assert done.returncode == 0, done.stdout + done.stderr
-    expdir = only_experiment(tmp_path / "data" / "toy")
+    expdir = swift_study(tmp_path, swift_t, settings, 4, OBJECTIVE, "toy",
+                         MODEL_RETURN=",".join(OBJECTIVES))
     assert_the_expected_rows(SQLiteStore(expdir / "results.db", create=False))
