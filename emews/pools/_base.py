@@ -153,7 +153,7 @@ class Backoff:
         return result
 
 
-Verdicts = queue.SimpleQueue["bool | None"]
+Verdicts = queue.SimpleQueue["bool | str | None"]
 Event = cf.Future[Outcome] | tuple[Task, Report, Verdicts]
 """What comes to an :class:`InProcessPool`'s master thread: a finished future, or a report of
 a worker thread, with the queue its verdict goes back by."""
@@ -183,7 +183,7 @@ class InProcessPool(Pool):
             future.add_done_callback(self.events.put)
         return [(task, 0) for task in tasks]
 
-    def _report(self, task: Task, report: Report) -> bool | None:
+    def _report(self, task: Task, report: Report) -> bool | str | None:
         """On a worker thread: hand ``report`` to the master's thread, wait for its answer."""
         answer: Verdicts = queue.SimpleQueue()
         self.events.put((task, report, answer))
