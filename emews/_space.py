@@ -367,14 +367,13 @@ class Space:
     def sample(self, rng, n=1):
         """Draw ``n`` points uniformly at random (each parameter's value, then the active),
         drawing again where a forbidden clause holds."""
+        if self._unconditional and not self.forbidden:   # every draw is a point
+            return [{p.name: p.sample(rng) for p in self.params} for _ in range(n)]
         return [self._allowed_draw(rng) for _ in range(n)]
 
     def _allowed_draw(self, rng):
         for _ in range(MAX_DRAWS):
-            point = {p.name: p.sample(rng) for p in self.params}
-            if self._unconditional and not self.forbidden:   # every draw is a point
-                return point
-            point = self.restrict(point)
+            point = self.restrict({p.name: p.sample(rng) for p in self.params})
             if not self.is_forbidden(point):
                 return point
         raise ConfigError(f"{self.where}: forbidden", f"must leave points to draw (none of "

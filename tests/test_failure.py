@@ -18,12 +18,13 @@ from emews.store import SQLiteStore
 SUPPORT = Path(__file__).parent / "support"
 SPACE = [{"name": "x", "type": "float", "lower": -2.0, "upper": 2.0}]
 FAILED = Outcome(math.nan, "failed", "RuntimeError: boom")
+ONE = Criteria(("value",), ("minimize",))
 
 
 @pytest.mark.parametrize("outcome", [Outcome(0.5), Outcome(-3.0)])
 def test_a_good_result_is_done_with_its_value(outcome):
-    assert FailurePolicy(retries=2).decide(outcome, 1).action == "done"
-    assert FailurePolicy(retries=2).decide(outcome, 1).search_value == outcome.value
+    decision = classify(outcome, 1, FailurePolicy(retries=2), ONE)
+    assert (decision.action, decision.search_value) == ("done", outcome.value)
 
 
 def test_retries_come_first_then_the_final_action():
@@ -41,10 +42,7 @@ def test_fail_tells_nan_or_the_penalty():
 
 
 def test_a_nan_marked_done_is_a_failure_too():
-    assert FailurePolicy().decide(Outcome(math.nan), 1).action == "fail"
-
-
-ONE = Criteria(("value",), ("minimize",))
+    assert classify(Outcome(math.nan), 1, FailurePolicy(), ONE).action == "fail"
 
 
 def test_classify_turns_an_outcome_into_its_status_told_value_and_count():

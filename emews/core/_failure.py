@@ -62,10 +62,8 @@ class FailurePolicy:
         return cls(table.retries, table.on_failure, table.penalty)
 
     def decide(self, outcome, attempt):
-        """The :class:`Decision` on ``outcome``, the result of attempt number ``attempt``
-        (from 1)."""
-        if succeeded(outcome):
-            return Decision(outcome, Status.DONE, "done", outcome.value, outcome.value)
+        """The :class:`Decision` on ``outcome``, a failure (no value, or NaN), the result of
+        attempt number ``attempt`` (from 1)."""
         reason = outcome.error or "the evaluation produced no value"
         if attempt <= self.retries:
             return Decision(outcome, Status.QUEUED, "retry", reason=reason)
@@ -75,18 +73,13 @@ class FailurePolicy:
                         math.nan if self.penalty is None else self.penalty, reason=reason)
 
 
-def succeeded(outcome):
-    """Whether ``outcome`` is a result: ``done``, with a number (not NaN)."""
-    return outcome.status == Status.DONE and not math.isnan(outcome.value)
-
-
 def classify(outcome, attempt, policy, criteria, curve=None):
     """The :class:`Decision` on ``outcome``, the result of attempt number ``attempt`` (from 1),
     under the failure ``policy`` and the study's ``criteria``: a pruned run is final (never
     retried) and told as a :class:`~emews.core._algorithm.PrunedResult` with its ``curve``
     (step -> value); an interrupted one (a lost lease) runs again whatever the policy."""
     outcome = criteria.judge(outcome)
-    if succeeded(outcome):   # the common case first
+    if outcome.status == Status.DONE and not math.isnan(outcome.value):   # the common case
         value = criteria.search_value(outcome.objectives, outcome.metrics) if criteria.vector \
             else outcome.value
         return Decision(outcome, Status.DONE, "done", value, value)

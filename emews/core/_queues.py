@@ -93,16 +93,13 @@ class Answer:
         """The values as floats, or ``(index, value)`` pairs with the value a float (a float
         of its own kind, a :class:`~emews.core._algorithm.PrunedResult`, kept as it is)."""
         if self.tagged:
-            return [(index, _float(value)) for index, value in self.values]
-        return [_float(value) for value in self.values]
+            return [(index, value if isinstance(value, float) else float(value))
+                    for index, value in self.values]
+        return [value if isinstance(value, float) else float(value) for value in self.values]
 
     def text(self):
         """The answer in the wire format."""
         return encode_tagged(self.values) if self.tagged else encode_results(self.values)
-
-
-def _float(value):
-    return value if isinstance(value, float) else float(value)
 
 
 def _answer():

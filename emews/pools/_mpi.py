@@ -105,16 +105,17 @@ class MPIPool(Pool):
         MPICH's probe makes progress one message at a time and misses once between queued
         messages, so a single miss does not mean that nothing more is waiting.
         """
+        probe, any_source, any_tag, status = (self.comm.improbe, self.any_source,
+                                              self.any_tag, self.status)
         misses, judged = 0, False
         while misses < DRAIN_MISSES:
-            message = self.comm.improbe(source=self.any_source, tag=self.any_tag,
-                                        status=self.status)
+            message = probe(source=any_source, tag=any_tag, status=status)
             if message is None:
                 misses += 1
                 continue
             misses = 0
             data = message.recv()
-            tag = self.status.Get_tag()
+            tag = status.Get_tag()
             if tag == HELLO:
                 self.hellos[self.status.Get_source()] = data
                 continue

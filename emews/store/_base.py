@@ -225,7 +225,7 @@ class Store(abc.ABC):
         own status in ``attempts``. The point takes the rank and times of the result.
         """
         finished = list(rows)
-        self._unmark(row[0] for row in finished)
+        self._unmark([row[0] for row in finished])
         attempts, points, vectors = finished_rows(finished)
         self._log_attempts(attempts)
         self._finish(points, vectors)
