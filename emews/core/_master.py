@@ -240,7 +240,7 @@ class Master:
                 i = task.id
             self.index[i] = index
             ids.append(i)
-        self.waiting.update((task.id, task) for task in tasks)
+        self.waiting.update({task.id: task for task in tasks})
         self.store.add([(t.id, t.params, t.run_id, None, self.first_seq + self.index[t.id])
                         for t in tasks if t.attempt == 1])
         self.store.requeue([(t.id, t.attempt, t.run_id) for t in tasks if t.attempt > 1])

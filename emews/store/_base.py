@@ -459,8 +459,8 @@ def finished_rows(rows: list[Finished]
     ``NULL`` until its result, and cleared when it runs again)."""
     attempts: list[tuple[Any, ...]] = []
     points: list[tuple[Any, ...]] = []
-    vectors = any(outcome.objectives or outcome.feasible is not None
-                  for _, _, outcome, _, _ in rows)
+    vectors = any([outcome.objectives or outcome.feasible is not None
+                   for _, _, outcome, _, _ in rows])
     for i, rank, outcome, attempt, status in rows:
         value = None if math.isnan(outcome.value) else outcome.value
         log_tail, error = bounded(outcome.log_tail), bounded(outcome.error)
