@@ -112,7 +112,7 @@ def print_table(study, rows, failed, console, pareto=False):
               *(record[p] for p in params),
               *([] if failed else [record[study.metric_column(m)] for m in metrics
                                    if m not in objectives]),
-              record["rank"], _seconds(record["seconds"]),
+              record["rank"], None if record["seconds"] is None else f"{record['seconds']:.3g}",
               *([one_line(row["error"])] if failed else [])]
              for record, row in zip(study.table(rows), rows)]
     _print_cells(console, study, f"no {kind} to show ({len(study.rows)} evaluations in all)",
@@ -133,10 +133,6 @@ def cell(value):
     if isinstance(value, float):
         return f"{value:.6g}"
     return str(value)
-
-
-def _seconds(value):
-    return None if value is None else f"{value:.3g}"
 
 
 def print_points(study, points, console):
