@@ -111,15 +111,14 @@ def render(info):
         gpus = f", {slots['gpus']:g} GPUs" if slots["gpus"] else ""
         lines.append(f"slots: {slots['in_use']} of {slots['pool']} in use{gpus} "
                      f"({slots['evaluations']} evaluations running)")
-    for pool in info["pools"]:
-        lines.append(f"pool {pool['pool']} on {pool['host']}: {pool['workers']} workers, "
-                     f"{pool['tasks']} tasks, last heard {pool['last_heard_s']:.0f} s ago")
-    for job in info["jobs"]:
-        lines.append(f"job {job['id']} ({job['kind']}): {job['state']}")
+    lines += [f"pool {pool['pool']} on {pool['host']}: {pool['workers']} workers, "
+              f"{pool['tasks']} tasks, last heard {pool['last_heard_s']:.0f} s ago"
+              for pool in info["pools"]]
+    lines += [f"job {job['id']} ({job['kind']}): {job['state']}" for job in info["jobs"]]
     if info["jobs_note"]:
         lines.append(f"jobs: {info['jobs_note']}")
-    for failure in info["failures"]:
-        lines.append(f"failed {failure['count']}x: {one_line(failure['reason'])}")
+    lines += [f"failed {failure['count']}x: {one_line(failure['reason'])}"
+              for failure in info["failures"]]
     if info["failures"]:
         lines.append(f"tracebacks: {tracebacks(info['expdir'])}")
     return lines
