@@ -67,9 +67,8 @@ HANDLED = {"MACHINE", "PPN", "PROCS", "TURBINE_DIRECTIVE", "TURBINE_LAUNCH_OPTIO
 TIMEOUT = 60
 
 
-def import_site(directory, name, output=None, ppn=1, force=False, stream=None):
+def import_site(directory, name, output=None, ppn=1, force=False):
     """Write the site file of Supervisor site ``name`` from ``directory``; return its path."""
-    stream = stream or sys.stderr
     directory = Path(directory)
     files = {kind: directory / f"{kind}-{name}.sh" for kind in ("env", "sched", "langs-app")}
     if not any(path.is_file() for path in files.values()):
@@ -90,10 +89,10 @@ def import_site(directory, name, output=None, ppn=1, force=False, stream=None):
     sites.from_dict(tomllib.loads(text), output)  # what we write must be a valid site
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(text)
-    print(f"emews: wrote site {output}", file=stream)
+    print(f"emews: wrote site {output}", file=sys.stderr)
     if unmapped:
         print(f"emews: not mapped (listed as comments in {output.name}): "
-              f"{', '.join(f'{k}={v}' for k, v in unmapped)}", file=stream)
+              f"{', '.join(f'{k}={v}' for k, v in unmapped)}", file=sys.stderr)
     return output
 
 
