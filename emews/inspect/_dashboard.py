@@ -44,7 +44,15 @@ def serve(paths, host="127.0.0.1", port=8080, out=sys.stdout):
     if importlib.util.find_spec("optuna_dashboard") is None:
         raise missing_extra("emews dashboard", "optuna-dashboard", "dashboard")
     token = os.environ.get(TOKEN_ENV) or secrets.token_urlsafe(24)
-    server = _server(host, port, None)   # its app is set once optuna-dashboard is imported
+    try:   # its app is set once optuna-dashboard is imported
+        server = wsgiref.simple_server.make_server(host, port, None, _ThreadingServer,
+                                                   _QuietHandler)
+    except OSError as exc:
+        if exc.errno == 98:   # EADDRINUSE
+            raise ConfigError("emews dashboard --port", f"must be a free port on {host}; "
+                              "it is in use (choose another with --port)", port) from None
+        raise ConfigError("emews dashboard --host", "must be an address of this machine to "
+                          f"listen on ({exc.strerror or exc})", host) from None
     url = f"http://{host}:{server.server_port}/dashboard?token={token}"
     for stop in (signal.SIGINT, signal.SIGTERM):   # even where a shell started it ignoring them
         signal.signal(stop, _interrupt)
@@ -73,18 +81,6 @@ class _ThreadingServer(socketserver.ThreadingMixIn, wsgiref.simple_server.WSGISe
 class _QuietHandler(wsgiref.simple_server.WSGIRequestHandler):
     def log_message(self, format, *args):  # noqa: A002 - the base class's name
         """No line per request."""
-
-
-def _server(host, port, app):
-    try:
-        return wsgiref.simple_server.make_server(host, port, app, _ThreadingServer,
-                                                 _QuietHandler)
-    except OSError as exc:
-        if exc.errno == 98:   # EADDRINUSE
-            raise ConfigError("emews dashboard --port", f"must be a free port on {host}; "
-                              "it is in use (choose another with --port)", port) from None
-        raise ConfigError("emews dashboard --host", "must be an address of this machine to "
-                          f"listen on ({exc.strerror or exc})", host) from None
 
 
 class TokenGate:

@@ -36,14 +36,6 @@ def export(study, to, target, study_name=None):
     return f"wrote {len(study.rows)} evaluations to {target}"
 
 
-def _space(study):
-    path = study.config.study.space
-    if not path:
-        raise ConfigError(str(study.expdir / "config.json"), "must name the study's search "
-                          "space ([study].space) to export to Optuna", None, show_value=False)
-    return Space.from_file(path)
-
-
 def to_optuna(study, url, study_name=None):
     """Add ``study``'s evaluations (its points, in a study with replicas) to a new Optuna study
     (default name: the experiment's directory name) in the storage at ``url``; return the
@@ -55,10 +47,14 @@ def to_optuna(study, url, study_name=None):
     if "://" not in url:
         raise ConfigError("--to optuna", "TARGET must be a storage URL such as "
                           "sqlite:///study.db", url)
-    name = study_name or study.expdir.name
+    name, space = study_name or study.expdir.name, study.config.study.space
+    if not space:
+        raise ConfigError(str(study.expdir / "config.json"), "must name the study's search "
+                          "space ([study].space) to export to Optuna", None, show_value=False)
     from ._optuna_view import directions, distributions, frozen_trial, point_trials, user_attrs
 
-    dists, expdir, criteria = distributions(_space(study)), study.expdir.resolve(), study.criteria
+    dists, expdir = distributions(Space.from_file(space)), study.expdir.resolve()
+    criteria = study.criteria
     if study.replicas is not None:
         trials = point_trials(study.rows, study.replicas, dists, expdir=expdir)
     else:

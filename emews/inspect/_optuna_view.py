@@ -43,7 +43,7 @@ STATES = {Status.QUEUED: TrialState.RUNNING, Status.RUNNING: TrialState.RUNNING,
           Status.PRUNED: TrialState.PRUNED, Status.PAUSED: TrialState.PRUNED}
 
 TRIAL_BITS = 32   # a trial id is study_id << TRIAL_BITS | number
-METRIC_NAMES = "study:metric_names"   # Optuna's study system attribute: objectives' names
+METRIC_NAMES = "study:metric_names"   # Optuna's system attribute: objectives' names (axis labels)
 
 
 class ReadOnlyError(EmewsError):
@@ -314,7 +314,7 @@ class StoreView(BaseStorage):
 
     def get_all_studies(self):
         return [FrozenStudy(study.name, None, user_attrs(study),
-                            self._system_attrs(study), study_id,
+                            {METRIC_NAMES: list(study.criteria.names)}, study_id,
                             directions=directions(study.criteria))
                 for study_id, study in enumerate(self._studies())]
 
@@ -334,12 +334,7 @@ class StoreView(BaseStorage):
         return user_attrs(self._study(study_id))
 
     def get_study_system_attrs(self, study_id):
-        return self._system_attrs(self._study(study_id))
-
-    @staticmethod
-    def _system_attrs(study):
-        """Optuna's names of the study's objectives (the dashboard's axis labels)."""
-        return {METRIC_NAMES: list(study.criteria.names)}
+        return {METRIC_NAMES: list(self._study(study_id).criteria.names)}
 
     # --- trials
 

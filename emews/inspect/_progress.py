@@ -41,18 +41,16 @@ class Progress:
         force = True if os.environ.get(TERMINAL_VARIABLE) == "1" else None
         self.console = Console(file=stream or sys.stdout, highlight=False, force_terminal=force)
         self.started = self.last = time.monotonic()
-        self.bar = self._bar() if self.console.is_terminal else None
+        self.bar = None
+        if self.console.is_terminal:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn
 
-    def _bar(self):
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn
-
-        columns = [TextColumn("evaluations"), BarColumn(), MofNCompleteColumn()] if self.budget \
-            else [TextColumn("evaluations {task.completed}")]
-        bar = Bar(*columns, TextColumn("{task.description}"), console=self.console,
-                  refresh_per_second=2, transient=False)
-        bar.add_task(self._details(), total=self.budget, completed=self.done)
-        bar.start()
-        return bar
+            columns = [TextColumn("evaluations"), BarColumn(), MofNCompleteColumn()] \
+                if budget else [TextColumn("evaluations {task.completed}")]
+            self.bar = Bar(*columns, TextColumn("{task.description}"), console=self.console,
+                           refresh_per_second=2, transient=False)
+            self.bar.add_task(self._details(), total=budget, completed=done)
+            self.bar.start()
 
     def resume(self, steps):
         """Go on from the ``steps`` that earlier runs of the study reported (this
@@ -72,7 +70,9 @@ class Progress:
                 self.failed += 1
             if self.directions is not None:
                 if outcome.status == Status.DONE and outcome.feasible is not False:
-                    self._add_to_front(list(outcome.objectives or [outcome.value]))
+                    vectors = [*self.pareto, list(outcome.objectives or [outcome.value])]
+                    kept = front([minimized(v, self.directions) for v in vectors])
+                    self.pareto = [vectors[i] for i in kept]
                 continue
             if self.replicas is not None:
                 told = self.replicas.add(json.loads(task.params), value)
@@ -91,11 +91,6 @@ class Progress:
 
     def _draw(self):
         self.bar.update(self.bar.task_ids[0], completed=self.done, description=self._details())
-
-    def _add_to_front(self, values):
-        vectors = [*self.pareto, values]
-        kept = front([minimized(v, self.directions) for v in vectors])
-        self.pareto = [vectors[i] for i in kept]
 
     def _found(self):
         """What the study found so far: ``best VALUE``, or ``front N`` in a study of several

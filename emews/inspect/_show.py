@@ -90,29 +90,24 @@ def as_json(study, rows):
                 del record[name]
         if study.criteria.vector:   # each objective's raw value, in the order of the objectives
             record["values"] = row["objectives"]
-    if curves:
-        for record in records:
-            curve = curves.get(record["id"], {})
-            record["curve"] = json_numbers(sorted(curve.items()))
+        if curves:
+            record["curve"] = json_numbers(sorted(curves.get(row["id"], {}).items()))
     return as_json_text(records)
 
 
 def print_table(study, rows, failed, console, pareto=False):
     """Print ``rows`` as a table on a rich ``console``."""
-    params, metrics = study.param_names, study.metric_names
-    objectives = list(study.criteria.names)
+    params, objectives = study.param_names, list(study.criteria.names)
+    metrics = [] if failed else [study.metric_column(m) for m in study.metric_names
+                                 if m not in objectives]   # their columns
     kind = "failed evaluation" if failed else "evaluation on the Pareto front" if pareto \
         else "evaluation with a value"
     what = "failures" if failed else "Pareto front:" if pareto else "best"
-    columns = ["id", *([] if failed else objectives), *params,
-               *([] if failed else [study.metric_column(m) for m in metrics if
-                                    m not in objectives]),
+    columns = ["id", *([] if failed else objectives), *params, *metrics,
                "rank", "seconds", *(["error"] if failed else [])]
     cells = [[record["id"], *([] if failed else _values(row, objectives)),
-              *(record[p] for p in params),
-              *([] if failed else [record[study.metric_column(m)] for m in metrics
-                                   if m not in objectives]),
-              record["rank"], _seconds(record["seconds"]),
+              *(record[c] for c in params + metrics), record["rank"],
+              None if record["seconds"] is None else f"{record['seconds']:.3g}",
               *([one_line(row["error"])] if failed else [])]
              for record, row in zip(study.table(rows), rows)]
     _print_cells(console, study, f"no {kind} to show ({len(study.rows)} evaluations in all)",
@@ -133,10 +128,6 @@ def cell(value):
     if isinstance(value, float):
         return f"{value:.6g}"
     return str(value)
-
-
-def _seconds(value):
-    return None if value is None else f"{value:.3g}"
 
 
 def print_points(study, points, console):

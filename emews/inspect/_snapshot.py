@@ -145,12 +145,14 @@ class Study:
         params, metrics = self.param_names, self.metric_names
         records = []
         for row in self.rows if rows is None else rows:
+            started, finished = row["started"], row["finished"]
             record = {"id": row["id"], "status": row["status"], "result": row["result"]}
             record.update({name: row["params"].get(name) for name in params})
             record.update({self.metric_column(name): row["metrics"].get(name)
                            for name in metrics})
             record.update(rank=row["rank"], attempt=row["attempt"], run_id=row["run_id"],
-                          seconds=_seconds(row), error=row["error"])
+                          seconds=None if started is None or finished is None
+                          else finished - started, error=row["error"])
             records.append(record)
         return records
 
@@ -200,9 +202,3 @@ RESERVED = ("id", "status", "result", "rank", "attempt", "run_id", "seconds", "e
 
 def _names(dicts):
     return list(dict.fromkeys(name for item in dicts for name in item))
-
-
-def _seconds(row):
-    if row["started"] is None or row["finished"] is None:
-        return None
-    return row["finished"] - row["started"]

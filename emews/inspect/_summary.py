@@ -43,12 +43,14 @@ def summary(study, now=None):
         pools = [dict(pool, last_heard_s=max(now - pool["last_heard"], 0.0))
                  for pool in (study.meta.get(POOLS) or {}).get("pools", [])]
     front = study.pareto
+    search = study.meta.get("search")   # auto's stages; current: the one running now
     jobs, jobs_note = job_states(study.meta.get(JOBS))
     return {
         "expdir": str(study.expdir), "state": state, "objective": study.objective,
         "counts": counts, "evaluations": len(study.rows), "finished": finished,
         "budget": budget, "remaining": remaining,
-        "search": _search(study.meta.get("search"), finished),
+        "search": None if not search else dict(search, current=max(
+            i for i, stage in enumerate(search["stages"]) if stage["start"] <= finished)),
         "best": _best(study, study.best) if front is None else None,
         "stop_reason": final.get("stop_reason"),
         "failures": [{"reason": reason, "count": count} for reason, count in reasons],
@@ -57,7 +59,11 @@ def summary(study, now=None):
         "jobs": jobs, "jobs_note": jobs_note,
         "eta": None if eta is None else time.strftime("%Y-%m-%d %H:%M:%S UTC",
                                                       time.gmtime(now + eta)),
-        **({} if front is None else _front(study.criteria, front)),
+        **({} if front is None else {   # as final.json holds them
+            "objectives": list(study.criteria.names),
+            "directions": list(study.criteria.directions),
+            "pareto": [{"id": row["id"], "point": row["params"], "values": row["objectives"]}
+                       for row in front]}),
     }
 
 
@@ -105,15 +111,14 @@ def render(info):
         gpus = f", {slots['gpus']:g} GPUs" if slots["gpus"] else ""
         lines.append(f"slots: {slots['in_use']} of {slots['pool']} in use{gpus} "
                      f"({slots['evaluations']} evaluations running)")
-    for pool in info["pools"]:
-        lines.append(f"pool {pool['pool']} on {pool['host']}: {pool['workers']} workers, "
-                     f"{pool['tasks']} tasks, last heard {pool['last_heard_s']:.0f} s ago")
-    for job in info["jobs"]:
-        lines.append(f"job {job['id']} ({job['kind']}): {job['state']}")
+    lines += [f"pool {pool['pool']} on {pool['host']}: {pool['workers']} workers, "
+              f"{pool['tasks']} tasks, last heard {pool['last_heard_s']:.0f} s ago"
+              for pool in info["pools"]]
+    lines += [f"job {job['id']} ({job['kind']}): {job['state']}" for job in info["jobs"]]
     if info["jobs_note"]:
         lines.append(f"jobs: {info['jobs_note']}")
-    for failure in info["failures"]:
-        lines.append(f"failed {failure['count']}x: {one_line(failure['reason'])}")
+    lines += [f"failed {failure['count']}x: {one_line(failure['reason'])}"
+              for failure in info["failures"]]
     if info["failures"]:
         lines.append(f"tracebacks: {tracebacks(info['expdir'])}")
     return lines
@@ -132,24 +137,6 @@ def busy(spans):
 def tracebacks(expdir):
     """Where the failed evaluations' tracebacks are: each rank's output file."""
     return f"{Path(expdir) / 'out'}/out-R.txt (R: the rank that ran the evaluation)"
-
-
-def _search(described, finished):
-    """What the study's search chose to run (meta ``search``: ``auto``'s stages), with
-    ``current``, the stage that runs once ``finished`` results are told; else ``None``."""
-    if not described:
-        return None
-    stages = described["stages"]
-    return dict(described, current=max(i for i, stage in enumerate(stages)
-                                       if stage["start"] <= finished))
-
-
-def _front(criteria, front):
-    """A study's objectives, their directions and its Pareto front as ``final.json`` holds
-    it, as JSON-able data."""
-    return {"objectives": list(criteria.names), "directions": list(criteria.directions),
-            "pareto": [{"id": row["id"], "point": row["params"], "values": row["objectives"]}
-                       for row in front]}
 
 
 def _best(study, best):

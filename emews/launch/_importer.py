@@ -67,9 +67,8 @@ HANDLED = {"MACHINE", "PPN", "PROCS", "TURBINE_DIRECTIVE", "TURBINE_LAUNCH_OPTIO
 TIMEOUT = 60
 
 
-def import_site(directory, name, output=None, ppn=1, force=False, stream=None):
+def import_site(directory, name, output=None, ppn=1, force=False):
     """Write the site file of Supervisor site ``name`` from ``directory``; return its path."""
-    stream = stream or sys.stderr
     directory = Path(directory)
     files = {kind: directory / f"{kind}-{name}.sh" for kind in ("env", "sched", "langs-app")}
     if not any(path.is_file() for path in files.values()):
@@ -79,15 +78,21 @@ def import_site(directory, name, output=None, ppn=1, force=False, stream=None):
     if output.exists() and not force:
         raise ConfigError(str(output), "exists already; give --force to overwrite it", None,
                           show_value=False)
-    site, unmapped, notes = read_files(name, files, _environment(directory, ppn), directory)
+    # what Supervisor's files see: its usual variables, and a clean, predictable base
+    workflows = directory.resolve().parent.parent
+    environ = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": os.path.expanduser("~"),
+               "USER": os.environ.get("USER", "user"), "LANG": "C.UTF-8",
+               "WORKFLOWS_ROOT": str(workflows), "EMEWS_PROJECT_ROOT": str(workflows / "common"),
+               "SUPERVISOR_HOME": str(workflows.parent), "PPN": str(ppn), "PROCS": str(ppn)}
+    site, unmapped, notes = read_files(name, files, environ, directory)
     text = render_toml(site, unmapped, notes, files)
     sites.from_dict(tomllib.loads(text), output)  # what we write must be a valid site
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(text)
-    print(f"emews: wrote site {output}", file=stream)
+    print(f"emews: wrote site {output}", file=sys.stderr)
     if unmapped:
         print(f"emews: not mapped (listed as comments in {output.name}): "
-              f"{', '.join(f'{k}={v}' for k, v in unmapped)}", file=stream)
+              f"{', '.join(f'{k}={v}' for k, v in unmapped)}", file=sys.stderr)
     return output
 
 
@@ -100,15 +105,6 @@ def read_files(name, files, environ, cwd):
         sched = run_bash([files["sched"]], environ, cwd)  # env-NAME.sh exited early
     app = run_bash([files["langs-app"]], environ, cwd)
     return translate(name, files, job, app, sched)
-
-
-def _environment(directory, ppn):
-    """What Supervisor's files see: its usual variables, and a clean, predictable base."""
-    workflows = directory.resolve().parent.parent
-    return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": os.path.expanduser("~"),
-            "USER": os.environ.get("USER", "user"), "LANG": "C.UTF-8",
-            "WORKFLOWS_ROOT": str(workflows), "EMEWS_PROJECT_ROOT": str(workflows / "common"),
-            "SUPERVISOR_HOME": str(workflows.parent), "PPN": str(ppn), "PROCS": str(ppn)}
 
 
 def run_bash(files, environ, cwd):
@@ -169,8 +165,9 @@ def translate(name, files, job, app, sched=None):
         notes.append(f"{files['env'].name} exited (status {job['status']}) before its end; "
                      f"{files['sched'].name} was read on its own")
     elif job["status"]:
+        stopped_in = (files["env"], files["sched"])[max(sum(s is not None for s in stages) - 2, 0)]
         notes.append(f"bash exited with status {job['status']} in "
-                     f"{_stage_file(files, stages)}; what it had set by then is used")
+                     f"{stopped_in.name}; what it had set by then is used")
     changed = _changes(job)
     if sched is not None:
         changed.update(_changes(sched))
@@ -217,11 +214,6 @@ def translate(name, files, job, app, sched=None):
     _environment_changes(app_changed, site["langs_app"], unmapped, app["stages"][0],
                          prefix="langs-app: ")
     return site, unmapped, notes
-
-
-def _stage_file(files, stages):
-    ran = [s for s in stages if s is not None]
-    return [files["env"].name, files["sched"].name][max(len(ran) - 2, 0)]
 
 
 def _value(entry):

@@ -149,7 +149,9 @@ def directives(job):
                       f"--output={out}", f"--error={err}"]}[site.scheduler]
     walltime, queue, project, option = FORMS[site.scheduler]
     if seconds:   # Slurm and PBS take HH:MM:SS, LSF and Flux minutes
-        lines.append(walltime.format(_hms(seconds) if site.scheduler in ("slurm", "pbs")
+        hours, rest = divmod(seconds, 3600)
+        lines.append(walltime.format(f"{hours:02d}:{rest // 60:02d}:{rest % 60:02d}"
+                                     if site.scheduler in ("slurm", "pbs")
                                      else math.ceil(seconds / 60)))
     lines += [queue.format(q(job.queue))] if job.queue else []
     lines += [project.format(q(job.project))] if job.project else []
@@ -165,11 +167,6 @@ def _pairs(table):
     for key, value in table.items():
         for item in value if isinstance(value, list) else [value]:
             yield key, item
-
-
-def _hms(seconds):
-    hours, rest = divmod(seconds, 3600)
-    return f"{hours:02d}:{rest // 60:02d}:{rest % 60:02d}"
 
 
 def drain_margin(seconds):

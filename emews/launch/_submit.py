@@ -9,7 +9,6 @@ import math
 import os
 import shutil
 import subprocess
-import sys
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -40,13 +39,11 @@ SITE_DEFAULTS = {"system.ppn": lambda s: s.ppn,
                  "model.container_runtime": lambda s: s.container_runtime}
 
 
-def submit(config, site_name, overrides=None, resume=None, chain=0, dry_run=False,
-           stream=None, pools=0):
+def submit(config, site_name, overrides=None, resume=None, chain=0, dry_run=False, pools=0):
     """Submit the study of ``config`` (or the experiment ``resume``; with ``pools`` = K, K pool
     jobs for the study ``resume`` that ``emews serve`` runs) on site ``site_name`` (a name, a
     path or a :class:`~emews.launch._site.Site`). Returns the record of the jobs, kept in the
     store and ``EXPDIR/submit.json`` (``dry_run``: the rendered scripts; nothing is made)."""
-    stream = stream or sys.stdout
     site = site_name if isinstance(site_name, sites.Site) else sites.load(site_name)
     if chain < 0:
         raise ConfigError("--chain", "must not be negative", chain)
@@ -62,7 +59,7 @@ def submit(config, site_name, overrides=None, resume=None, chain=0, dry_run=Fals
     planned = _plan(config, site, overrides, resume, chain, pools)
     if dry_run:
         texts = [scripts.render(job) for job in planned]
-        print("\n".join(texts), end="", file=stream, flush=True)
+        print("\n".join(texts), end="", flush=True)
         return {"dry_run": True, "scripts": texts}
     command = scripts.SUBMIT_COMMAND.get(site.scheduler)
     if command and shutil.which(command) is None:
@@ -95,14 +92,14 @@ def submit(config, site_name, overrides=None, resume=None, chain=0, dry_run=Fals
         finally:
             if lock is not None:
                 lock.release()  # the job's own ``emews run --resume`` takes it
-        _submit_all(jobs, record, site, psij, store, stream)
+        _submit_all(jobs, record, site, psij, store)
     finally:
         store.close()
-    print(f"emews: experiment directory {expdir}", file=stream, flush=True)
+    print(f"emews: experiment directory {expdir}", flush=True)
     return record
 
 
-def _submit_all(jobs, record, site, psij, store, stream):
+def _submit_all(jobs, record, site, psij, store):
     """Submit ``jobs`` in turn (each after the one before, but pools), each recorded in
     ``record``, the study's ``store`` and ``EXPDIR/submit.json`` as it is submitted."""
     record["site"] = {"name": site.name, "path": str(site.path), "scheduler": site.scheduler}
@@ -124,7 +121,7 @@ def _submit_all(jobs, record, site, psij, store, stream):
         experiment.write_json(job.expdir / JOBS_FILE, record)
         print(f"emews: submitted job {entry['id']} ({site.scheduler}, site {site.name})"
               + (f" after job {job.after}" if job.after else "") + f": {job.script}",
-              file=stream, flush=True)
+              flush=True)
 
 
 def _with_site_defaults(config, site, overrides, resume):

@@ -4,6 +4,7 @@
 system's MPICH, after a check of its prerequisites; docs/src/swift-t.md says how and where.
 """
 
+import collections
 import fcntl
 import hashlib
 import os
@@ -17,7 +18,6 @@ import tarfile
 import tempfile
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
 from pathlib import Path
 
 from .._errors import ConfigError, EmewsError
@@ -30,21 +30,8 @@ URL_VARIABLE = "EMEWS_SWIFT_T_URL"   # another place to download the same archiv
 TREE_SHA256 = "da8c536856a8212f4993acfddc66517359307545d0d400f9cd145823da15ec42"
 APT_LOCK_WAIT_S = 600
 COMMAND = "emews swift-t build"
-
-
-@dataclass(frozen=True)
-class Prerequisite:
-    """A program the build runs, and the packages that bring it."""
-
-    program: str
-    debian: str
-    rpm: str
-    conda: str
-
-    def packages(self):
-        return f"{self.program} (Debian: {self.debian}; RPM: {self.rpm}; conda: {self.conda})"
-
-
+# a program the build runs, and the packages that bring it
+Prerequisite = collections.namedtuple("Prerequisite", "program debian rpm conda")
 PREREQUISITES = (
     Prerequisite("mpicc", "mpich libmpich-dev", "mpich-devel", "mpich"),
     Prerequisite("tclsh", "tcl tcl-dev", "tcl tcl-devel", "tk"),
@@ -66,8 +53,8 @@ class MissingPrerequisites(EmewsError):
 
     def __init__(self, missing):
         self.missing = missing
-        super().__init__(f"{COMMAND}: the build needs programs that are not on PATH: "
-                         + ", ".join(item.packages() for item in missing))
+        super().__init__(f"{COMMAND}: the build needs programs that are not on PATH: " + ", ".join(
+            f"{p.program} (Debian: {p.debian}; RPM: {p.rpm}; conda: {p.conda})" for p in missing))
 
 
 def default_prefix():
@@ -94,9 +81,9 @@ def build_path():
                            if entry and Path(entry).resolve() != own)
 
 
-def missing_prerequisites(path=None):
-    """The :class:`Prerequisite` whose program is not on ``path`` (default: :func:`build_path`)."""
-    path = build_path() if path is None else path
+def missing_prerequisites():
+    """The :class:`Prerequisite` whose program is not on :func:`build_path`."""
+    path = build_path()
     return [item for item in PREREQUISITES if shutil.which(item.program, path=path) is None]
 
 
@@ -111,7 +98,14 @@ def build(source=None, prefix=None, apt=True):
         raise EmewsError(f"{COMMAND}: Turbine embeds Python through its shared libpython, which "
                          f"{sys.executable} lacks; run it with a Python built with "
                          "--enable-shared (Debian's, python.org's, conda's, or a venv of one)")
-    _install_or_name_prerequisites(apt)
+    missing = missing_prerequisites()
+    if missing and apt and os.geteuid() == 0 and shutil.which("apt-get"):
+        packages = sorted({name for item in missing for name in item.debian.split()})
+        _say(f"installing Debian packages: {' '.join(packages)}")
+        _apt_install(packages)
+        missing = missing_prerequisites()
+    if missing:
+        raise MissingPrerequisites(missing)
     prefix.parent.mkdir(parents=True, exist_ok=True)
     with open(prefix.parent / f".{prefix.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)   # another build of the same prefix: wait for it
@@ -126,17 +120,6 @@ def build(source=None, prefix=None, apt=True):
 def _say(line):
     """A progress line on stderr."""
     print(f"emews: {line}", file=sys.stderr, flush=True)
-
-
-def _install_or_name_prerequisites(apt):
-    missing = missing_prerequisites()
-    if missing and apt and os.geteuid() == 0 and shutil.which("apt-get"):
-        packages = sorted({name for item in missing for name in item.debian.split()})
-        _say(f"installing Debian packages: {' '.join(packages)}")
-        _apt_install(packages)
-        missing = missing_prerequisites()
-    if missing:
-        raise MissingPrerequisites(missing)
 
 
 def _apt_install(packages):
@@ -228,7 +211,12 @@ def _download(work):
 def _compile(tree, prefix):
     """Run Swift/T's own build (dev/build/build-swift-t.sh) of ``tree`` into ``prefix``."""
     env = dict(os.environ, PATH=build_path())
-    _drop_java21_flag(tree, env)
+    probe = subprocess.run(["javac", "-Xlint:-this-escape", "-version"], env=env,
+                           capture_output=True)
+    if probe.returncode != 0:   # STC's build.xml passes it, which javac before 21 rejects
+        build_xml = tree / "stc" / "code" / "build.xml"
+        build_xml.write_text("".join(line for line in build_xml.read_text().splitlines(True)
+                                     if "-Xlint:-this-escape" not in line))
     scripts = tree / "dev" / "build"
     (scripts / "swift-t-settings.sh").unlink(missing_ok=True)
     subprocess.run(["bash", "./init-settings.sh"], cwd=scripts, env=env, check=True,
@@ -248,16 +236,6 @@ def _compile(tree, prefix):
     log.unlink()
     subprocess.run([str(prefix / "stc" / "bin" / "swift-t"), "-v"], env=env, check=True,
                    capture_output=True)
-
-
-def _drop_java21_flag(tree, env):
-    """STC's build.xml passes ``-Xlint:-this-escape``, which javac before 21 rejects."""
-    probe = subprocess.run(["javac", "-Xlint:-this-escape", "-version"], env=env,
-                           capture_output=True)
-    if probe.returncode != 0:
-        build_xml = tree / "stc" / "code" / "build.xml"
-        build_xml.write_text("".join(line for line in build_xml.read_text().splitlines(True)
-                                     if "-Xlint:-this-escape" not in line))
 
 
 def _settings(text, prefix):
