@@ -1,10 +1,8 @@
-"""Search spaces: the parameter types and the readers of the files that describe them.
+"""Search spaces: a :class:`Param` class per type of docs/src/spaces.md, and the readers of the
+file formats it lists (:meth:`Space.from_file`).
 
-Each type of docs/src/spaces.md is a :class:`Param` class here; a point is a plain dict
-``{name: native value}`` (what a model receives as JSON) that maps to coordinates in [0, 1]
-(:meth:`Space.to_unit`). :meth:`Space.from_file` reads each format docs/src/spaces.md lists
-(GA JSON, Supervisor's random ``settings.json`` and ``as_problem.py``, mlrMBO's
-``makeParamSet(...)``), by extension, else by content, running none of them.
+A point is a plain dict ``{name: native value}`` (what a model receives as JSON) that maps to
+coordinates in [0, 1] (:meth:`Space.to_unit`).
 """
 
 import json
@@ -439,8 +437,9 @@ class Space:
 
     @classmethod
     def from_file(cls, path):
-        """Read a search-space file: GA JSON, mlrMBO R (``.R``, or text with makeParamSet), or
-        Supervisor's async-search ``as_problem.py`` (``.py``, read, never run)."""
+        """Read a search-space file: GA JSON (or Supervisor's random ``settings.json``), mlrMBO R
+        (``.R``, or text with makeParamSet), or Supervisor's async-search ``as_problem.py``
+        (``.py``, read, never run)."""
         path = Path(path)
         text = read_text(path, "the search-space file")
         if path.suffix == ".py":
