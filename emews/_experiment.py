@@ -86,17 +86,16 @@ def load_experiment(expdir):
 
 def open_store(expdir, spec=None):
     """The store of the experiment in ``expdir`` (which must hold it), for a command that
-    writes the study's state (:mod:`emews.store._base`: ``emews pause``, ``emews submit``);
-    ``spec`` is the study's :class:`~emews._config.Config` (``None``: read from its
-    ``config.json``)."""
+    writes the study's state (``emews pause``, ``emews submit``); ``spec`` is the study's
+    :class:`~emews._config.Config` (``None``: read from its ``config.json``)."""
     spec = load_experiment(expdir) if spec is None else spec
     return study_store(expdir, spec.system.storage, create=False)
 
 
 def read_store(expdir, reading, spec=None):
     """``reading(store)`` on the store of the experiment in ``expdir``, opened read-only for
-    it alone (never written through, never migrated) and closed; ``spec`` is the study's
-    :class:`~emews._config.Config` (``None``: read from its ``config.json``)."""
+    it alone (never written through, never migrated) and closed; ``spec`` as for
+    :func:`open_store`."""
     spec = load_experiment(expdir) if spec is None else spec
     return read_once(expdir, spec.system.storage, reading)
 

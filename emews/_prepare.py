@@ -11,9 +11,7 @@
                                0, Swift/T's ME rank): the stored config.json, the algorithm
                                built with the seed of the study's next run
 
-Each returns the :class:`OpenStudy`, the one object of its study in the process. Nothing is
-written before the whole configuration is checked. The study's lock is held, and its store
-open, from here until the caller releases them (:meth:`OpenStudy.release`).
+Each returns the :class:`OpenStudy`; nothing is written before the whole configuration is checked.
 """
 
 import hashlib
@@ -31,7 +29,6 @@ from .core._me import build_algorithm
 from .core._replicas import check as check_replicas
 from .core._resume import search_seed, search_settings
 from ._errors import ConfigError
-from ._experiment import load_experiment
 from .pools._requests import Demand
 from ._space import Space
 from .store import Store, StudyLock, study_store
@@ -125,7 +122,7 @@ def _opened(expdir, finish):
     lock = StudyLock(expdir).acquire()
     store = None
     try:
-        stored = load_experiment(expdir)
+        stored = experiment.load_experiment(expdir)
         store = study_store(expdir, stored.system.storage, create=False)
         spec, algorithm = finish(stored, store)
     except BaseException:
@@ -273,10 +270,9 @@ def check_demand(cfg, space):
         raise ConfigError(cfg.where("system", "slots_per_worker"), "must be 1 when [study] "
                           "ranks_per_eval, gpus_per_eval or nodes_per_eval is set",
                           cfg.system.slots_per_worker)
-    procs = cfg.system.procs
     try:
         demand.refuse_beyond(space, cfg.system.workers, cfg.system.gpus_per_node,
-                             f"[system] procs = {procs}")
+                             f"[system] procs = {cfg.system.procs}")
     except Invalid as invalid:
         raise ConfigError(invalid.field, invalid.rule, invalid.value) from None
 

@@ -42,7 +42,6 @@ from .core._replicas import Gathered
 from ._config import Config
 from .core._resume import resume_unfinished, starting_state
 from ._errors import ConfigError, EmewsError, Interrupted
-from ._experiment import load_experiment
 from .inspect._progress import Progress
 from .launch._spawn import spawn, under_mpiexec
 from .pools._base import InProcessPool
@@ -52,9 +51,6 @@ from ._result import (best as best_found, final_record, interrupted, pareto, pri
                      result_from)
 from ._status import TOLD, Status
 from ._worker import make_objective, python_path, run_worker
-
-__all__ = ["run", "serve", "pool_job", "execute", "execute_prepared", "run_master",
-           "exit_status"]
 
 
 def run(config, overrides=None, resume=None):
@@ -166,7 +162,7 @@ def _run_under_mpiexec(open_study):
         raise SystemExit(status)
     if study is None:   # ranks 1..
         expdir = Path(expdir)
-        return run_worker(expdir, load_experiment(expdir), comm, comm.Get_rank())
+        return run_worker(expdir, experiment.load_experiment(expdir), comm, comm.Get_rank())
     try:
         return execute(study, comm)
     finally:
