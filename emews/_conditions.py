@@ -143,10 +143,8 @@ def every(terms):
 
 
 def parse(data, where):
-    """The condition written as ``data`` (parsed JSON; see the module's docstring).
-
-    ``where`` names the field in errors (``space.json: parameter #3 (momentum).condition``).
-    """
+    """The condition written as ``data`` (parsed JSON; see the module's docstring); ``where``
+    names the field in errors (``space.json: parameter #3 (momentum).condition``)."""
     if not isinstance(data, dict) or not data:
         raise ConfigError(where, "a condition must be a non-empty JSON object of parent "
                           "parameter: [values] (or $all, $any, $not)", data)

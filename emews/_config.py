@@ -307,12 +307,9 @@ class Config:
 
 
 def load(sources=(), overrides=None, environ=None, label="config"):
-    """Build a :class:`Config` from files or a dict, the environment and overrides.
-
-    ``sources``: a path, a list of paths, or a dict shaped like the TOML file (named ``label``
-    in error messages).
-    ``overrides``: ``{"table.key": value}`` from the command line.
-    """
+    """Build a :class:`Config` from ``sources`` (a path, a list of paths, or a dict shaped like
+    the TOML file, named ``label`` in error messages), the environment and ``overrides``
+    (``{"table.key": value}`` from the command line)."""
     environ = os.environ if environ is None else environ
     if isinstance(sources, (str, os.PathLike, dict)):
         sources = [sources]

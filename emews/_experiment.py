@@ -22,11 +22,9 @@ EXP_PATTERN = re.compile(r"EXP(\d+)$")
 def create(data_dir, workflow, numbering="emews", expid=None):
     """Make the next free ``EXPnnn`` under ``data_dir/workflow`` (safe against races), or the
     directory ``expid`` there when it is named (made already, it must hold no study).
-
     ``numbering`` (``[study] experiment_numbering``): ``emews`` takes one more than the highest
     number there (``EXP001`` first); ``supervisor`` takes the lowest free number from
-    ``EXP000``, as Supervisor's ``get_expid -a`` (workflows/common/sh/utils.sh) does.
-    """
+    ``EXP000``, as Supervisor's ``get_expid -a`` (workflows/common/sh/utils.sh) does."""
     _check_directory_name("[study].name", workflow)
     if expid is not None:
         _check_directory_name("[study].expid", expid)

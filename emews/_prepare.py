@@ -134,13 +134,11 @@ def _opened(expdir, finish):
 
 
 def resume_changes(stored, cfg, digest):
-    """What a resume changes: ``{"table.key": [old, new]}``.
-
-    Raises a ConfigError naming the first difference that would make the resumed study a
-    different study: the space (its content; its file where no digest was stored: a moved
-    file with the same content is the same space), the algorithm or its options, the
-    objective, what it optimizes (objectives, directions, constraints), or the model.
-    """
+    """What a resume changes: ``{"table.key": [old, new]}``. A ConfigError names the first
+    difference that would make the resumed study a different study: the space (its content;
+    its file where no digest was stored: a moved file with the same content is the same
+    space), the algorithm or its options, the objective, what it optimizes (objectives,
+    directions, constraints), or the model."""
     def refuse(what, old, new):
         raise ConfigError(f"--resume: {what}", "must be the same as in the stored study "
                           f"(stored {old!r}, now {new!r}); start a new study to change it",
@@ -183,10 +181,8 @@ def keep_password_out(cfg):
 
 def validate(cfg, seed=None):
     """Check what can be checked before anything is written: space, algorithm, objective.
-
     Returns the algorithm, built with ``seed`` (default: the study's) as a run of the study
-    builds it, or the classic EQ/Py module the study names.
-    """
+    builds it, or the classic EQ/Py module the study names."""
     study = cfg.study
     python_path(cfg)
     storage = cfg.system.storage

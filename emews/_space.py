@@ -184,10 +184,8 @@ class Ordered(Categorical):
 
 @dataclass(frozen=True)
 class TransformedInt(Ordered):
-    """An mlrMBO integer parameter with a trafo: ``x`` in ``[lower, upper]``, value ``trafo(x)``.
-
-    ``values[i]`` is ``trafo(lower + i)``, so searching positions is searching ``x``.
-    """
+    """An mlrMBO integer parameter with a trafo: ``x`` in ``[lower, upper]``, value ``trafo(x)``;
+    ``values[i]`` is ``trafo(lower + i)``, so searching positions is searching ``x``."""
 
     trafo: rparamset.Trafo | None = None
     lower: int = 0
@@ -196,11 +194,9 @@ class TransformedInt(Ordered):
 
 @dataclass(frozen=True)
 class TransformedFloat(Float):
-    """An mlrMBO numeric parameter whose trafo is linear or exponential in ``x``.
-
-    ``lower``/``upper`` are the transformed bounds; the scale is linear for a linear trafo and
-    log for an exponential one, which makes uniform draws of values uniform draws of ``x``.
-    """
+    """An mlrMBO numeric parameter whose trafo is linear or exponential in ``x``; ``lower`` and
+    ``upper`` are the transformed bounds, on a linear scale for a linear trafo and a log one for
+    an exponential one, which makes uniform draws of values uniform draws of ``x``."""
 
     trafo: rparamset.Trafo | None = None
 

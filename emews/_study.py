@@ -97,11 +97,9 @@ def serve(config, overrides=None, resume=None):
 def pool_job(target, walltime=None, give_up=600.0, keys=None, workdir=None, eqsql=None,
              task_type=0):
     """``mpiexec -n N emews pool TARGET``: rank 0 attaches to the study, the others work.
-
     The arguments are the command's (``emews pool --help``; ``target`` and ``eqsql`` are read
     by :func:`emews.service._links.attach`, which says where run directories go). Returns why
-    the pool left (on rank 0; ``None`` on the others).
-    """
+    the pool left (on rank 0; ``None`` on the others)."""
     from mpi4py import MPI
 
     from .pools._mpi import MPIPool
@@ -201,8 +199,7 @@ def run_master(study, pool):
     :class:`~emews._prepare.OpenStudy` of this process, whose store and algorithm they use) on
     ``pool``; returns a Result. An ask/tell algorithm runs in the ME driver, which gets its
     settings, the algorithm and the master's limits as objects; a classic EQ/Py module reads
-    ``settings.json`` at the handshake.
-    """
+    ``settings.json`` at the handshake."""
     expdir, cfg, store, algorithm = study.expdir, study.spec, study.store, study.algorithm
     progress = None
     previous = signal.signal(signal.SIGTERM, _raise_interrupted) \
