@@ -1,11 +1,7 @@
-"""Experiment directories: ``<CANDLE_DATA_DIR or ./experiments>/<workflow>/EXPnnn/``.
-
-Each holds ``out/`` (one ``out-R.txt`` per rank), ``run/`` (one directory per run that needs
-one), ``config.json`` (the configuration as run), ``settings.json`` (the ME's settings: a
-classic EQ/Py module reads them at the handshake), ``results.db`` (the store: the points and
-the study's state, :mod:`emews.store._base`) and exports of that state for users, never read
-back: ``final.json`` at the end, ``service.json`` of a served study, ``submit.json`` of
-submitted jobs.
+"""Experiment directories: ``<CANDLE_DATA_DIR or ./experiments>/<workflow>/EXPnnn/``, whose
+files docs/src/faults.md lists ("What a study leaves behind"). The study's state is in its
+store (``results.db``, :mod:`emews.store._base`); ``final.json``, ``service.json`` (a served
+study) and ``submit.json`` (submitted jobs) export parts of it for users, never read back.
 """
 
 import json
