@@ -9,7 +9,7 @@ import argparse
 import os
 import sys
 
-from ._cli_help import Version, add_completion_parser, add_examples, complete, print_completion
+from ._cli_help import Version, add_examples, complete, print_completion
 from ._errors import (ConfigError, EmewsError, FailureAlreadyReported, Interrupted,
                      MEAborted)
 
@@ -158,7 +158,9 @@ def parser():
                                "~/.local/share/emews/swift-t-COMMIT-pyX.Y)")
     swift_t_build.add_argument("--no-apt", action="store_true",
                                help="as root too, only name the missing packages")
-    add_completion_parser(commands)
+    completion = commands.add_parser("completion", help="print the shell completion script "
+                                     "(bash or zsh) for emews")
+    completion.add_argument("shell", choices=("bash", "zsh"))
     add_examples(commands)
     return top
 
