@@ -35,7 +35,8 @@ class Status:
     PAUSED: Final = "paused"
 
 
-STATUSES = tuple(text for name, text in vars(Status).items() if name.isupper())  # every one, in order
+# every state, in the order Status lists them
+STATUSES = tuple(text for name, text in vars(Status).items() if name.isupper())
 FINAL = frozenset({Status.DONE, Status.FAILED, Status.PRUNED})   # a point needing no more attempts
 TOLD = FINAL | {Status.PAUSED}     # a point the search was told of (a paused one as pruned)
 # what a pool returns
