@@ -24,8 +24,8 @@ def make_objective(cfg, expdir):
 
 
 def run_worker(expdir, cfg, comm, rank, label=None):
-    """Rank ``rank`` >= 1: evaluate what rank 0 sends, until it says stop, on this rank's GPU;
-    output to ``out/out-[LABEL-]RANK.txt``."""
+    """Rank ``rank`` >= 1: evaluate what rank 0 sends until it says stop; output to
+    ``out/out-[LABEL-]RANK.txt``."""
     from .pools._mpi import redirect_output, serve
 
     redirect_output(expdir / "out" / f"out-{label + '-' if label else ''}{rank}.txt")

@@ -259,12 +259,10 @@ class Conformance:
             f"{self.budget}")
 
     def test_points_respect_bounds_and_types_in_batch_mode(self):
-        run = drive(self.settings("batch"), self.objective)
-        self.check_count(run, "a batch run")
+        self.check_count(drive(self.settings("batch"), self.objective), "a batch run")
 
     def test_points_respect_bounds_and_types_in_async_mode(self):
-        run = drive(self.settings("async"), self.objective)
-        self.check_count(run, "an async run")
+        self.check_count(drive(self.settings("async"), self.objective), "an async run")
 
     # --- failures ---------------------------------------------------------------------------
 
