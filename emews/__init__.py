@@ -21,7 +21,6 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 __all__ = ["Algorithm", "Pruned", "Result", "Status", "Study", "checkpoint_dir", "comm", "eqpy",
            "load", "plugin", "report", "run"]
-_SUBMODULES = ("eqpy", "plugin")
 
 _LAZY = {"Algorithm": "emews.core._algorithm", "Status": "emews._status",   # name: its module
          "Result": "emews._result", "Study": "emews.inspect._snapshot",
@@ -80,7 +79,7 @@ def load(expdir: "str | os.PathLike[str]") -> "Study":
 def __getattr__(name: str) -> Any:
     """The public classes and functions (``emews.Algorithm``, ``emews.Result``, ...) and the
     submodules ``emews.eqpy`` and ``emews.plugin``, imported on first use."""
-    if name in _SUBMODULES:
+    if name in ("eqpy", "plugin"):
         return importlib.import_module(f"emews.{name}")
     if name not in _LAZY:
         raise AttributeError(f"module 'emews' has no attribute {name!r}")

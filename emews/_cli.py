@@ -9,7 +9,7 @@ import argparse
 import os
 import sys
 
-from ._cli_help import Version, add_completion_parser, add_examples, complete, print_completion
+from ._cli_help import Version, add_examples, complete, print_completion
 from ._errors import (ConfigError, EmewsError, FailureAlreadyReported, Interrupted,
                      MEAborted)
 
@@ -61,8 +61,8 @@ def parser():
                                  "or to an EQ-SQL queue with --eqsql (under mpiexec)")
     attach.add_argument("target", help="the served study's experiment directory, the "
                         "service's address tcp://HOST:PORT, or the study's PostgreSQL store "
-                        "URL#EXP_ID; with --eqsql, the TOML file of "
-                        "the model that evaluates the tasks ([study] objective, impl, ...)")
+                        "URL#EXP_ID; with --eqsql, the TOML file of the model that evaluates "
+                        "the tasks ([study] objective, impl, ...)")
     attach.add_argument("--eqsql", metavar="URL", help="serve the tasks that EQ-SQL clients "
                         "(eqsql) submit to the PostgreSQL database at URL, until EQ_STOP")
     attach.add_argument("--task-type", type=int, help="with --eqsql: the EQ-SQL task type "
@@ -83,12 +83,11 @@ def parser():
         steer.add_argument("expdir", help="the study's experiment directory, or its "
                            "PostgreSQL store URL#EXP_ID")
         steer.set_defaults(state=state)
-    show = commands.add_parser("show", help="print a study's best evaluations "
-                               "(or failures) with all their metrics",
-                               description="Best first: by the value; in a study "
-                               "of several objectives, feasible ones first, by the "
-                               "first objective in its direction (--pareto: the "
-                               "front).")
+    show = commands.add_parser("show", help="print a study's best evaluations (or failures) "
+                               "with all their metrics",
+                               description="Best first: by the value; in a study of several "
+                               "objectives, feasible ones first, by the first objective in its "
+                               "direction (--pareto: the front).")
     show.add_argument("expdir")
     show.add_argument("--top", type=_positive_int, default=10,
                       help="how many to print (default 10; CSV and JSON: all)")
@@ -106,27 +105,24 @@ def parser():
                            'act == relu" (OP: < <= > >= == !=)')
     show.add_argument("--csv", action="store_true", help="print CSV instead of a table")
     show.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    draw = commands.add_parser("plot", help="plot a study's convergence and worker "
-                               "timeline")
+    draw = commands.add_parser("plot", help="plot a study's convergence and worker timeline")
     draw.add_argument("expdir")
     draw.add_argument("-o", "--output", help="PNG file (default: EXPDIR/convergence.png)")
     draw.add_argument("--metric", help="plot this metric instead of the objective")
-    status = commands.add_parser("status", help="where a study stands (running or "
-                                 "finished)")
+    status = commands.add_parser("status", help="where a study stands (running or finished)")
     status.add_argument("expdir")
     status.add_argument("--json", action="store_true", help="print JSON")
-    report = commands.add_parser("report", help="write a self-contained HTML report "
-                                 "with figures")
+    report = commands.add_parser("report", help="write a self-contained HTML report with "
+                                 "figures")
     report.add_argument("expdir")
     report.add_argument("-o", "--output", help="HTML file (default: EXPDIR/report.html)")
-    export = commands.add_parser("export", help="export a study to Optuna, CSV or "
-                                 "Parquet")
+    export = commands.add_parser("export", help="export a study to Optuna, CSV or Parquet")
     export.add_argument("expdir")
     export.add_argument("--to", required=True, nargs=2, metavar=("FORMAT", "TARGET"),
                         help="optuna URL (sqlite:///study.db), csv FILE or parquet FILE")
     export.add_argument("--study-name", help="the Optuna study's name (default: EXPDIR's name)")
-    board = commands.add_parser("dashboard", help="serve optuna-dashboard on a study "
-                                "while it runs (read-only)")
+    board = commands.add_parser("dashboard", help="serve optuna-dashboard on a study while it "
+                                "runs (read-only)")
     board.add_argument("paths", nargs="+", metavar="EXPDIR|DATA_DIR/NAME")
     board.add_argument("--port", type=port_number, default=8080,
                        help="0: a free one (default: 8080)")
@@ -162,7 +158,9 @@ def parser():
                                "~/.local/share/emews/swift-t-COMMIT-pyX.Y)")
     swift_t_build.add_argument("--no-apt", action="store_true",
                                help="as root too, only name the missing packages")
-    add_completion_parser(commands)
+    completion = commands.add_parser("completion", help="print the shell completion script "
+                                     "(bash or zsh) for emews")
+    completion.add_argument("shell", choices=("bash", "zsh"))
     add_examples(commands)
     return top
 
@@ -176,11 +174,9 @@ def main(argv=None):
         from .launch._commands import run_site, run_submit
 
         return {"run": _run, "serve": _serve, "pool": _pool, "pause": _steer, "unpause": _steer,
-                "stop": _steer, "show": _show, "plot": _plot, "status": _status,
-                "dashboard": _dashboard,
-                "report": _report, "export": _export, "submit": run_submit,
-                "site": run_site, "supervisor": _supervisor,
-                "swift-t": _swift_t, "space": _space,
+                "stop": _steer, "show": _show, "plot": _write, "status": _status,
+                "dashboard": _dashboard, "report": _write, "export": _export, "submit": run_submit,
+                "site": run_site, "supervisor": _supervisor, "swift-t": _swift_t, "space": _space,
                 "completion": print_completion}[args.command](args)
     except Interrupted as exc:
         if not os.environ.get("EMEWS_SPAWNED"):  # the command that spawned the job says it
@@ -421,13 +417,6 @@ def _emit(text):
     return 0
 
 
-def _plot(args):
-    from .inspect import load
-
-    print(f"emews: wrote {load(args.expdir).plot(args.output, args.metric)}")
-    return 0
-
-
 def _status(args):
     import json
 
@@ -438,10 +427,15 @@ def _status(args):
     return _emit((json.dumps(info, indent=2) if args.json else "\n".join(render(info))) + "\n")
 
 
-def _report(args):
+def _write(args):
+    """``emews plot`` and ``emews report``: write the study's figure or report, say where."""
     from .inspect import load
 
-    print(f"emews: wrote {load(args.expdir).report(args.output)}")
+    study = load(args.expdir)
+    if args.command == "plot":
+        print(f"emews: wrote {study.plot(args.output, args.metric)}")
+    else:
+        print(f"emews: wrote {study.report(args.output)}")
     return 0
 
 

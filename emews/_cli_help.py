@@ -46,9 +46,6 @@ EXAMPLES = {
                   "emews completion zsh > ~/.zfunc/_emews     # or eval it in ~/.zshrc",
 }
 
-SHELLS = ("bash", "zsh")
-
-
 class Version(argparse.Action):
     """``--version``: print the installed emews-hpo's version and exit (looked up only then)."""
 
@@ -65,13 +62,6 @@ class Version(argparse.Action):
             found = "(not installed)"
         print(f"emews {found}")
         parser.exit()
-
-
-def add_completion_parser(commands):
-    """Add ``completion SHELL``: print the shell's completion script for ``emews``."""
-    completion = commands.add_parser("completion", help="print the shell completion script "
-                                     "(bash or zsh) for emews")
-    completion.add_argument("shell", choices=SHELLS)
 
 
 def add_examples(commands):

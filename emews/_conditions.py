@@ -6,9 +6,8 @@ receives them. The logic has three values, as R's ``NA`` in mlrMBO's ``requires`
 ConfigSpace: a test on a parent that is itself inactive is unknown (``None``), the negation of
 unknown is unknown, and a parameter is active only when its condition is true.
 
-A condition's JSON form (a parameter's ``"condition"``: keys of parents, combined with AND,
-each a list of values or an object of comparisons; ``"$any"``, ``"$all"``, ``"$not"``) is
-docs/src/spaces.md's "Conditional parameters"; :func:`parse` reads it.
+A condition's JSON form (a parameter's ``"condition"``), which :func:`parse` reads, is
+docs/src/spaces.md's "Conditional parameters".
 """
 
 import math
@@ -143,10 +142,8 @@ def every(terms):
 
 
 def parse(data, where):
-    """The condition written as ``data`` (parsed JSON; see the module's docstring).
-
-    ``where`` names the field in errors (``space.json: parameter #3 (momentum).condition``).
-    """
+    """The condition written as ``data`` (parsed JSON; see the module's docstring); ``where``
+    names the field in errors (``space.json: parameter #3 (momentum).condition``)."""
     if not isinstance(data, dict) or not data:
         raise ConfigError(where, "a condition must be a non-empty JSON object of parent "
                           "parameter: [values] (or $all, $any, $not)", data)

@@ -256,8 +256,7 @@ class Config:
 
     @classmethod
     def read(cls, path):
-        """The configuration in a ``config.json`` file, read as :meth:`from_dict` reads it
-        (errors name the file)."""
+        """The configuration in a ``config.json`` file, read as :meth:`from_dict` reads it."""
         data = parse_json(read_text(path, "the study's configuration"), path)
         if not isinstance(data, dict):
             raise ConfigError(str(path), "must hold a JSON object", type(data).__name__)
@@ -308,12 +307,9 @@ class Config:
 
 
 def load(sources=(), overrides=None, environ=None, label="config"):
-    """Build a :class:`Config` from files or a dict, the environment and overrides.
-
-    ``sources``: a path, a list of paths, or a dict shaped like the TOML file (named ``label``
-    in error messages).
-    ``overrides``: ``{"table.key": value}`` from the command line.
-    """
+    """Build a :class:`Config` from ``sources`` (a path, a list of paths, or a dict shaped like
+    the TOML file, named ``label`` in error messages), the environment and ``overrides``
+    (``{"table.key": value}`` from the command line)."""
     environ = os.environ if environ is None else environ
     if isinstance(sources, (str, os.PathLike, dict)):
         sources = [sources]
@@ -395,16 +391,14 @@ def load(sources=(), overrides=None, environ=None, label="config"):
 
 
 def _guess(name, known):
-    """``; did you mean 'budget'?`` for the known name nearest to a misspelled ``name``
-    (else nothing)."""
+    """``; did you mean 'budget'?`` for the known name nearest to ``name`` (else nothing)."""
     close = difflib.get_close_matches(str(name), known, n=1, cutoff=0.7)
     return f"; did you mean '{close[0]}'?" if close else ""
 
 
 def _resolve_objectives(study, where):
     """``MODEL_RETURN``'s list form (``"val_loss,params"``) as ``[study] objectives``, and
-    ``model_return`` as the first objective (in the ``[study]`` values, before they are
-    frozen)."""
+    ``model_return`` as the first objective (in the ``[study]`` values, not yet frozen)."""
     if "," in study["model_return"]:
         names = objective_names(study["model_return"])
         if study["objectives"] is not None and study["objectives"] != names:
@@ -417,10 +411,8 @@ def _resolve_objectives(study, where):
 
 
 def _check_criteria(config):
-    """The criteria checked, and what does not go with several objectives refused (one line
-    each)."""
-    study = config.study
-    criteria = config.criteria
+    """The criteria checked; what does not go with several objectives refused."""
+    study, criteria = config.study, config.criteria
     if not criteria.vector:
         if study.reference_point is not None:
             raise ConfigError(config.where("study", "reference_point"), "applies to a study of "

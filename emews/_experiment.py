@@ -1,11 +1,7 @@
-"""Experiment directories: ``<CANDLE_DATA_DIR or ./experiments>/<workflow>/EXPnnn/``.
-
-Each holds ``out/`` (one ``out-R.txt`` per rank), ``run/`` (one directory per run that needs
-one), ``config.json`` (the configuration as run), ``settings.json`` (the ME's settings: a
-classic EQ/Py module reads them at the handshake), ``results.db`` (the store: the points and
-the study's state, :mod:`emews.store._base`) and exports of that state for users, never read
-back: ``final.json`` at the end, ``service.json`` of a served study, ``submit.json`` of
-submitted jobs.
+"""Experiment directories: ``<CANDLE_DATA_DIR or ./experiments>/<workflow>/EXPnnn/``, whose
+files docs/src/faults.md lists ("What a study leaves behind"). The study's state is in its
+store (``results.db``, :mod:`emews.store._base`); ``final.json``, ``service.json`` (a served
+study) and ``submit.json`` (submitted jobs) export parts of it for users, never read back.
 """
 
 import json
@@ -22,11 +18,9 @@ EXP_PATTERN = re.compile(r"EXP(\d+)$")
 def create(data_dir, workflow, numbering="emews", expid=None):
     """Make the next free ``EXPnnn`` under ``data_dir/workflow`` (safe against races), or the
     directory ``expid`` there when it is named (made already, it must hold no study).
-
     ``numbering`` (``[study] experiment_numbering``): ``emews`` takes one more than the highest
     number there (``EXP001`` first); ``supervisor`` takes the lowest free number from
-    ``EXP000``, as Supervisor's ``get_expid -a`` (workflows/common/sh/utils.sh) does.
-    """
+    ``EXP000``, as Supervisor's ``get_expid -a`` (workflows/common/sh/utils.sh) does."""
     _check_directory_name("[study].name", workflow)
     if expid is not None:
         _check_directory_name("[study].expid", expid)
@@ -86,17 +80,16 @@ def load_experiment(expdir):
 
 def open_store(expdir, spec=None):
     """The store of the experiment in ``expdir`` (which must hold it), for a command that
-    writes the study's state (:mod:`emews.store._base`: ``emews pause``, ``emews submit``);
-    ``spec`` is the study's :class:`~emews._config.Config` (``None``: read from its
-    ``config.json``)."""
+    writes the study's state (``emews pause``, ``emews submit``); ``spec`` is the study's
+    :class:`~emews._config.Config` (``None``: read from its ``config.json``)."""
     spec = load_experiment(expdir) if spec is None else spec
     return study_store(expdir, spec.system.storage, create=False)
 
 
 def read_store(expdir, reading, spec=None):
     """``reading(store)`` on the store of the experiment in ``expdir``, opened read-only for
-    it alone (never written through, never migrated) and closed; ``spec`` is the study's
-    :class:`~emews._config.Config` (``None``: read from its ``config.json``)."""
+    it alone (never written through, never migrated) and closed; ``spec`` as for
+    :func:`open_store`."""
     spec = load_experiment(expdir) if spec is None else spec
     return read_once(expdir, spec.system.storage, reading)
 

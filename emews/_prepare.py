@@ -11,9 +11,7 @@
                                0, Swift/T's ME rank): the stored config.json, the algorithm
                                built with the seed of the study's next run
 
-Each returns the :class:`OpenStudy`, the one object of its study in the process. Nothing is
-written before the whole configuration is checked. The study's lock is held, and its store
-open, from here until the caller releases them (:meth:`OpenStudy.release`).
+Each returns the :class:`OpenStudy`; nothing is written before the whole configuration is checked.
 """
 
 import hashlib
@@ -31,7 +29,6 @@ from .core._me import build_algorithm
 from .core._replicas import check as check_replicas
 from .core._resume import search_seed, search_settings
 from ._errors import ConfigError
-from ._experiment import load_experiment
 from .pools._requests import Demand
 from ._space import Space
 from .store import Store, StudyLock, study_store
@@ -125,7 +122,7 @@ def _opened(expdir, finish):
     lock = StudyLock(expdir).acquire()
     store = None
     try:
-        stored = load_experiment(expdir)
+        stored = experiment.load_experiment(expdir)
         store = study_store(expdir, stored.system.storage, create=False)
         spec, algorithm = finish(stored, store)
     except BaseException:
@@ -137,13 +134,11 @@ def _opened(expdir, finish):
 
 
 def resume_changes(stored, cfg, digest):
-    """What a resume changes: ``{"table.key": [old, new]}``.
-
-    Raises a ConfigError naming the first difference that would make the resumed study a
-    different study: the space (its content; its file where no digest was stored: a moved
-    file with the same content is the same space), the algorithm or its options, the
-    objective, what it optimizes (objectives, directions, constraints), or the model.
-    """
+    """What a resume changes: ``{"table.key": [old, new]}``. A ConfigError names the first
+    difference that would make the resumed study a different study: the space (its content;
+    its file where no digest was stored: a moved file with the same content is the same
+    space), the algorithm or its options, the objective, what it optimizes (objectives,
+    directions, constraints), or the model."""
     def refuse(what, old, new):
         raise ConfigError(f"--resume: {what}", "must be the same as in the stored study "
                           f"(stored {old!r}, now {new!r}); start a new study to change it",
@@ -186,10 +181,8 @@ def keep_password_out(cfg):
 
 def validate(cfg, seed=None):
     """Check what can be checked before anything is written: space, algorithm, objective.
-
     Returns the algorithm, built with ``seed`` (default: the study's) as a run of the study
-    builds it, or the classic EQ/Py module the study names.
-    """
+    builds it, or the classic EQ/Py module the study names."""
     study = cfg.study
     python_path(cfg)
     storage = cfg.system.storage
@@ -273,10 +266,9 @@ def check_demand(cfg, space):
         raise ConfigError(cfg.where("system", "slots_per_worker"), "must be 1 when [study] "
                           "ranks_per_eval, gpus_per_eval or nodes_per_eval is set",
                           cfg.system.slots_per_worker)
-    procs = cfg.system.procs
     try:
         demand.refuse_beyond(space, cfg.system.workers, cfg.system.gpus_per_node,
-                             f"[system] procs = {procs}")
+                             f"[system] procs = {cfg.system.procs}")
     except Invalid as invalid:
         raise ConfigError(invalid.field, invalid.rule, invalid.value) from None
 

@@ -8,7 +8,6 @@
 """
 
 import json
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -118,9 +117,8 @@ def interrupted(expdir, signum, stored):
     return error
 
 
-def print_summary(result, stream=None):
+def print_summary(result):
     """Print the stop reason, the counts and the best point."""
-    stream = stream or sys.stdout
     pruned = f", {result.pruned} pruned" if result.pruned else ""
     lines = [f"emews: stopped: {result.stop_reason or 'the ME sent DONE'}",
              f"emews: {result.evaluations} evaluations ({result.failed} failed{pruned})"]
@@ -131,4 +129,4 @@ def print_summary(result, stream=None):
         lines.append(f"emews: best value {result.best_value:.6g} at "
                      f"{json.dumps(result.best_point, ensure_ascii=False)}")
     lines.append(f"emews: experiment directory {result.expdir}")
-    print("\n".join(lines), file=stream, flush=True)
+    print("\n".join(lines), flush=True)

@@ -1,10 +1,8 @@
-"""Search spaces: the parameter types and the readers of the files that describe them.
+"""Search spaces: a :class:`Param` class per type of docs/src/spaces.md, and the readers of the
+file formats it lists (:meth:`Space.from_file`).
 
-Each type of docs/src/spaces.md is a :class:`Param` class here; a point is a plain dict
-``{name: native value}`` (what a model receives as JSON) that maps to coordinates in [0, 1]
-(:meth:`Space.to_unit`). :meth:`Space.from_file` reads each format docs/src/spaces.md lists
-(GA JSON, Supervisor's random ``settings.json`` and ``as_problem.py``, mlrMBO's
-``makeParamSet(...)``), by extension, else by content, running none of them.
+A point is a plain dict ``{name: native value}`` (what a model receives as JSON) that maps to
+coordinates in [0, 1] (:meth:`Space.to_unit`).
 """
 
 import json
@@ -186,10 +184,8 @@ class Ordered(Categorical):
 
 @dataclass(frozen=True)
 class TransformedInt(Ordered):
-    """An mlrMBO integer parameter with a trafo: ``x`` in ``[lower, upper]``, value ``trafo(x)``.
-
-    ``values[i]`` is ``trafo(lower + i)``, so searching positions is searching ``x``.
-    """
+    """An mlrMBO integer parameter with a trafo: ``x`` in ``[lower, upper]``, value ``trafo(x)``;
+    ``values[i]`` is ``trafo(lower + i)``, so searching positions is searching ``x``."""
 
     trafo: rparamset.Trafo | None = None
     lower: int = 0
@@ -198,11 +194,9 @@ class TransformedInt(Ordered):
 
 @dataclass(frozen=True)
 class TransformedFloat(Float):
-    """An mlrMBO numeric parameter whose trafo is linear or exponential in ``x``.
-
-    ``lower``/``upper`` are the transformed bounds; the scale is linear for a linear trafo and
-    log for an exponential one, which makes uniform draws of values uniform draws of ``x``.
-    """
+    """An mlrMBO numeric parameter whose trafo is linear or exponential in ``x``; ``lower`` and
+    ``upper`` are the transformed bounds, on a linear scale for a linear trafo and a log one for
+    an exponential one, which makes uniform draws of values uniform draws of ``x``."""
 
     trafo: rparamset.Trafo | None = None
 
@@ -439,8 +433,9 @@ class Space:
 
     @classmethod
     def from_file(cls, path):
-        """Read a search-space file: GA JSON, mlrMBO R (``.R``, or text with makeParamSet), or
-        Supervisor's async-search ``as_problem.py`` (``.py``, read, never run)."""
+        """Read a search-space file: GA JSON (or Supervisor's random ``settings.json``), mlrMBO R
+        (``.R``, or text with makeParamSet), or Supervisor's async-search ``as_problem.py``
+        (``.py``, read, never run)."""
         path = Path(path)
         text = read_text(path, "the search-space file")
         if path.suffix == ".py":

@@ -35,12 +35,9 @@ class Status:
     PAUSED: Final = "paused"
 
 
-STATUSES = (Status.QUEUED, Status.RUNNING, Status.DONE, Status.FAILED, Status.CANCELLED,
-            Status.INTERRUPTED, Status.DUPLICATE, Status.PRUNED, Status.PAUSED)
-                                                        # every one, in that order
-
-
+# every state, in the order Status lists them
+STATUSES = tuple(text for name, text in vars(Status).items() if name.isupper())
 FINAL = frozenset({Status.DONE, Status.FAILED, Status.PRUNED})   # a point needing no more attempts
 TOLD = FINAL | {Status.PAUSED}     # a point the search was told of (a paused one as pruned)
+# what a pool returns
 POOL_OUTCOMES = frozenset({Status.DONE, Status.FAILED, Status.CANCELLED, Status.PRUNED})
-                                                        # what a pool returns

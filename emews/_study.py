@@ -42,7 +42,6 @@ from .core._replicas import Gathered
 from ._config import Config
 from .core._resume import resume_unfinished, starting_state
 from ._errors import ConfigError, EmewsError, Interrupted
-from ._experiment import load_experiment
 from .inspect._progress import Progress
 from .launch._spawn import spawn, under_mpiexec
 from .pools._base import InProcessPool
@@ -52,9 +51,6 @@ from ._result import (best as best_found, final_record, interrupted, pareto, pri
                      result_from)
 from ._status import TOLD, Status
 from ._worker import make_objective, python_path, run_worker
-
-__all__ = ["run", "serve", "pool_job", "execute", "execute_prepared", "run_master",
-           "exit_status"]
 
 
 def run(config, overrides=None, resume=None):
@@ -101,11 +97,9 @@ def serve(config, overrides=None, resume=None):
 def pool_job(target, walltime=None, give_up=600.0, keys=None, workdir=None, eqsql=None,
              task_type=0):
     """``mpiexec -n N emews pool TARGET``: rank 0 attaches to the study, the others work.
-
     The arguments are the command's (``emews pool --help``; ``target`` and ``eqsql`` are read
     by :func:`emews.service._links.attach`, which says where run directories go). Returns why
-    the pool left (on rank 0; ``None`` on the others).
-    """
+    the pool left (on rank 0; ``None`` on the others)."""
     from mpi4py import MPI
 
     from .pools._mpi import MPIPool
@@ -166,7 +160,7 @@ def _run_under_mpiexec(open_study):
         raise SystemExit(status)
     if study is None:   # ranks 1..
         expdir = Path(expdir)
-        return run_worker(expdir, load_experiment(expdir), comm, comm.Get_rank())
+        return run_worker(expdir, experiment.load_experiment(expdir), comm, comm.Get_rank())
     try:
         return execute(study, comm)
     finally:
@@ -205,8 +199,7 @@ def run_master(study, pool):
     :class:`~emews._prepare.OpenStudy` of this process, whose store and algorithm they use) on
     ``pool``; returns a Result. An ask/tell algorithm runs in the ME driver, which gets its
     settings, the algorithm and the master's limits as objects; a classic EQ/Py module reads
-    ``settings.json`` at the handshake.
-    """
+    ``settings.json`` at the handshake."""
     expdir, cfg, store, algorithm = study.expdir, study.spec, study.store, study.algorithm
     progress = None
     previous = signal.signal(signal.SIGTERM, _raise_interrupted) \

@@ -2,23 +2,16 @@
 
 The study configuration (:mod:`emews._config`), the site files (:mod:`emews.launch._site`), the
 algorithm options (:mod:`emews.core._algorithm`) and the messages between the study service and
-its pools (:data:`MESSAGES`) are checked with the rules here::
-
-    rule(value) -> value            a rule returns the value it accepts, or raises Invalid
-        |                           whose text is the rule ("must be an integer >= 1")
-    check(where, rule, value)       -> ConfigError "where: rule, got value" (one line)
-    check_keys(table, rules, ...)   every key of a table, its unknown keys, its required ones
-    message(data), result(entry)    a zmq message (emews.service._protocol.decode) -> Invalid
-                                    "op.field: rule, got value"
-
-A rule inside a :class:`Table`, :class:`Fields`, :class:`Items` or :class:`Each` adds where it
-is (``.key``, ``[2]``) to the name the error gives. Rules take values as TOML and JSON give
-them; ``from_text`` reads one from an environment variable first (:func:`env_flag` for
-booleans). Standard library only, and cheap to import (0.4 ms): ``emews --help`` loads the
-site rules; pydantic v2 would cost about 70 ms there, and its messages would need rewriting
-rule by rule to keep the one-line "where: rule, got value" form.
+its pools (:data:`MESSAGES`) are checked with the rules here. A rule returns the value it accepts,
+or raises :class:`Invalid`, whose text is the rule ("must be an integer >= 1"); :func:`check`
+makes that a one-line ConfigError "where: rule, got value". A rule inside a :class:`Table`,
+:class:`Fields`, :class:`Items` or :class:`Each` adds where it is (``.key``, ``[2]``) to the
+name the error gives. Rules take values as TOML and JSON give them; ``from_text`` reads one from
+an environment variable first (:func:`env_flag` for booleans). Standard library only, and cheap
+to import (0.4 ms): ``emews --help`` loads the site rules; pydantic v2 would cost about 70 ms
+there, and its messages would need rewriting rule by rule to keep the one-line "where: rule, got
+value" form.
 """
-
 import itertools
 import json
 import math

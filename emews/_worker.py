@@ -1,9 +1,4 @@
-"""The worker entry: what a rank >= 1 of a study's (or a pool's) MPI job runs.
-
-::
-
-    rank R >= 1:  output -> EXPDIR/out/out-[LABEL-]R.txt ; its GPU ; serve(comm, objective)
-                  (evaluate what rank 0 sends until it says stop)
+"""The worker entry: what a rank >= 1 of a study's (or a pool's) MPI job runs (:func:`run_worker`).
 
 :func:`python_path` and :func:`make_objective` also serve rank 0 and the validation of a
 configuration: the objective is imported the same way everywhere.
@@ -29,7 +24,8 @@ def make_objective(cfg, expdir):
 
 
 def run_worker(expdir, cfg, comm, rank, label=None):
-    """Rank ``rank`` >= 1: evaluate what rank 0 sends; output to ``out/out-[LABEL-]RANK.txt``."""
+    """Rank ``rank`` >= 1: evaluate what rank 0 sends until it says stop; output to
+    ``out/out-[LABEL-]RANK.txt``."""
     from .pools._mpi import redirect_output, serve
 
     redirect_output(expdir / "out" / f"out-{label + '-' if label else ''}{rank}.txt")

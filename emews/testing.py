@@ -249,22 +249,20 @@ class Conformance:
 
     # --- bounds and types -------------------------------------------------------------------
 
-    def check_count(self, run, what):
-        """The run evaluated as many points as its final message counts, within the budget."""
+    def check_count(self, run, what, space=None):
+        """The run's points are valid (:meth:`check_points`, in ``space``) and as many as its
+        final message counts, within the budget."""
+        self.check_points(run.points, space)
         assert len(run.points) == run.final["evaluations"] <= self.budget, (
             f"{what}: {len(run.points)} points evaluated, {run.final['evaluations']} counted "
             f"by the final message; expected the same number, at most the budget of "
             f"{self.budget}")
 
     def test_points_respect_bounds_and_types_in_batch_mode(self):
-        run = drive(self.settings("batch"), self.objective)
-        self.check_points(run.points)
-        self.check_count(run, "a batch run")
+        self.check_count(drive(self.settings("batch"), self.objective), "a batch run")
 
     def test_points_respect_bounds_and_types_in_async_mode(self):
-        run = drive(self.settings("async"), self.objective)
-        self.check_points(run.points)
-        self.check_count(run, "an async run")
+        self.check_count(drive(self.settings("async"), self.objective), "an async run")
 
     # --- failures ---------------------------------------------------------------------------
 
@@ -277,7 +275,6 @@ class Conformance:
 
         for mode in ("batch", "async"):
             run = drive(self.settings(mode), unreliable)
-            self.check_points(run.points)
             self.check_count(run, f"an {mode} run told NaN, inf and -inf")
             assert run.points, f"an {mode} run told NaN, inf and -inf proposed no points"
 
@@ -292,7 +289,6 @@ class Conformance:
 
         for mode in ("batch", "async"):
             run = drive(self.settings(mode), pruned_half)
-            self.check_points(run.points)
             self.check_count(run, f"an {mode} run with every other run pruned")
             assert run.points, f"an {mode} run with every other run pruned proposed no points"
             finished = [v for v in run.values if not isinstance(v, PrunedResult)]
@@ -303,7 +299,6 @@ class Conformance:
 
     def test_survives_only_failures(self):
         run = drive(self.settings("async"), lambda point: math.nan)
-        self.check_points(run.points)
         self.check_count(run, "a run where every evaluation failed")
         assert run.final["best_point"] is None, (
             f"a run where every evaluation failed named {run.final['best_point']} the best "
@@ -534,8 +529,7 @@ class Conformance:
     def test_conditional_points_hold_exactly_their_active_parameters(self):
         for mode in ("batch", "async"):
             run = drive(self.conditional_settings(mode), self.conditional_objective)
-            self.check_points(run.points, self.conditional_space)
-            self.check_count(run, f"an {mode} run on a conditional space")
+            self.check_count(run, f"an {mode} run on a conditional space", self.conditional_space)
             assert run.points, f"an {mode} run on a conditional space proposed no points"
 
     def test_conditional_space_resumes_without_repeating_its_history(self):
@@ -567,7 +561,6 @@ class Conformance:
     def test_takes_vectors_infeasible_points_and_failures(self):
         for mode in ("batch", "async"):
             run = drive(self.multiobjective_settings(mode), self.unreliable_vectors())
-            self.check_points(run.points)
             self.check_spent(run, f"an {mode} run of {self.objectives} objectives")
             assert any(isinstance(v, Objectives) and not v.feasible for v in run.values), (
                 f"an {mode} run of {self.objectives} objectives proposed no infeasible point "
@@ -578,7 +571,9 @@ class Conformance:
                 f"second's point {first_difference(run.points, again.points)}")
 
     def check_spent(self, run, what):
-        """The run spent its whole budget, and its final message counts every point."""
+        """The run's points are valid (:meth:`check_points`), it spent its whole budget, and its
+        final message counts every point."""
+        self.check_points(run.points)
         assert run.final["evaluations"] == len(run.points) == self.budget, (
             f"{what}: {len(run.points)} points evaluated, {run.final['evaluations']} counted by "
             f"the final message; expected the whole budget of {self.budget} (does ask(n) "
@@ -591,7 +586,6 @@ class Conformance:
 
         for mode in ("batch", "async"):
             run = drive(self.multiobjective_settings(mode), infeasible)
-            self.check_points(run.points)
             self.check_spent(run, f"an {mode} run where no point is feasible")
 
     def test_a_restored_state_continues_exactly_with_vectors(self):
