@@ -6,18 +6,13 @@
            <-collect--            <--results----   pool job 2 ...   rank 0 runs an Attachment
                                   <--renewals---   (every quarter lease)
 
-:class:`RemotePool` is the study's side (``emews serve``): it hands the master's tasks to
-whichever pools take work, each under a lease of ``lease`` seconds that the pool renews. A
-silent pool's tasks come back from :meth:`RemotePool.collect` as ``interrupted`` once their
-leases expire, to run again as new attempts. The first result of a point wins (its new attempt
-is taken back if no pool started it); a later one comes back as ``duplicate``, for the record.
-A result for a task this service never handed out (a pool that outlived an earlier, killed
-service of the study) comes back with ``params=None``, for the master to adopt.
-
-:class:`Attachment` is a pool job's rank 0 (``emews pool``): it trades its workers' results for
-new tasks, renews its leases every quarter lease, and drains (stops taking work, finishes what
-it holds) when the study cancels, when its walltime is about to run out, or when a transport
-says so (EQ-SQL's ``EQ_STOP``); it leaves at once when the study ends.
+:class:`RemotePool` is the study's side (``emews serve``), :class:`Attachment` a pool job's
+rank 0 (``emews pool``); docs/src/service.md says what leases, duplicates and drains do. A
+result for a task this service never handed out (a pool that outlived an earlier, killed
+service of the study) comes back with ``params=None``, for the master to adopt. A pool drains
+(stops taking work, finishes what it holds) when the study cancels, when its walltime is about
+to run out, or when a transport says so (EQ-SQL's ``EQ_STOP``); it leaves at once when the
+study ends.
 """
 
 import dataclasses

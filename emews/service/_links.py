@@ -6,7 +6,6 @@ from pathlib import Path
 
 from ..evaluate._handoff import mark_unshared
 from ..store._postgres import is_url
-from . import require_zmq
 from ._keys import record_service, service_of
 
 
@@ -22,7 +21,6 @@ def service_link(store, expdir, cfg, slots):
                                expdir)
         record_service(store, expdir, f"{cfg.system.storage}#{expdir}", None)
         return link, "through its database"
-    require_zmq()
     from ._zmq_transport import ZmqService, bind
 
     sock, authenticator, address = bind(store, expdir, cfg.service)
@@ -70,7 +68,6 @@ def _pool_link(target, keys, give_up, workdir, eqsql, task_type, workers):
 
         url, _, exp_id = address.rpartition("#")
         return PostgresPool(url, exp_id)
-    require_zmq()
     from ._zmq_transport import ZmqPool
 
     return ZmqPool(workers, address, keys, give_up)

@@ -217,7 +217,7 @@ class PostgresPool(PoolLink):
         self.name = name or f"{socket.gethostname()}:{os.getpid()}"
         self.lease = 60.0
         self.pending = []                    # emews_report_queue rows waiting for verdicts
-        self.said, self.cancelled = None, False
+        self.said = None
         self.looked = self.popped = time.monotonic()
         self.news = True                     # the queue may hold tasks: look
         self.queue.wait(TASKS_CHANNEL, 0)    # listen from now on

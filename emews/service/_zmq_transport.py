@@ -19,13 +19,16 @@ import socket
 import time
 from pathlib import Path
 
-import zmq
-
-from .._errors import EmewsError
+from .._errors import EmewsError, missing_extra
 from ..pools._base import Task
 from . import _protocol as protocol
 from ._keys import POOLS, SERVICE, is_loopback, make_keys, record_service
 from ._transport import CANCEL, STOP, PoolLink, Received, ServiceLink
+
+try:
+    import zmq
+except ImportError:
+    raise missing_extra("emews serve / emews pool", "pyzmq", "service") from None
 
 log = logging.getLogger("emews.service")
 DESCRIBE_EVERY = 2.0   # seconds between descriptions of the pools in the store

@@ -1,30 +1,15 @@
 """A study's store and task queue in PostgreSQL, in EQ-SQL's schema (``[system] storage``).
 
-::
-
-    EQ-SQL's tables (python/eqsql/workflow.sql of github.com/emews/EQ-SQL), shared with eqsql:
-      eq_tasks          one row per task: json_out (the point), json_in (its result), eq_status
-      eq_exp_id_tasks   which experiment a task belongs to (exp_id)
-      eq_task_tags      (kept for eqsql; emews writes none)
-      emews_queue_OUT   tasks waiting for a pool      (popped with FOR UPDATE SKIP LOCKED)
-      emews_queue_IN    results waiting for the study
-    emews's own tables (every row keyed by the study's exp_id):
-      emews_evaluations, emews_attempts, emews_meta, emews_checkpoints, emews_reports
-                        as in results.db
-      emews_tasks       a task's point id, attempt and run id (written once per attempt)
-      emews_leases      each pool's lease: the pool (eq_tasks.worker_pool of the tasks it
-                        holds) and its deadline (seconds since the epoch on the server's clock)
-      emews_late_results  results that came after a task's first one (a pool whose lease
-                        expired), waiting for the study to record them as duplicates
-      emews_studies     a study's configuration and its state: running, cancelling (pools
-                        stop what they run) or ended (pools read it)
-      emews_report_queue  reports (emews.report) of the tasks pools run, waiting for the
-                        study's verdict (a pool takes the row back with its verdict)
-
-A task's ``eq_status`` follows EQ-SQL's codes (:data:`QUEUED` ... :data:`REQUEUED`); its
-``json_in`` is a JSON object: ``value``, the objective's value (``null`` for a failure), the
-task's ``attempt`` and ``rank``, and ``outcome``, the outcome's wire form
-(:meth:`~emews.evaluate.Outcome.to_wire`).
+EQ-SQL's tables (python/eqsql/workflow.sql of github.com/emews/EQ-SQL), shared with eqsql, and
+emews's own (:data:`SCHEMA`; docs/src/service.md, "PostgreSQL, EQ-SQL compatible"): those of
+results.db, every row keyed by the study's ``exp_id``; a task's point id, attempt and run id
+(``emews_tasks``); each pool's lease (``emews_leases``: its deadline in seconds since the epoch
+on the server's clock); results that came after a task's first one (``emews_late_results``); the
+study's configuration and state (``emews_studies``: ``running``, ``cancelling`` or ``ended``);
+reports waiting for the study's verdict (``emews_report_queue``). A task's ``eq_status`` follows
+EQ-SQL's codes (:data:`QUEUED` ... :data:`REQUEUED`); its ``json_in`` is a JSON object:
+``value``, the objective's value (``null`` for a failure), the task's ``attempt`` and ``rank``,
+and ``outcome``, the outcome's wire form (:meth:`~emews.evaluate.Outcome.to_wire`).
 
 :class:`PostgresStore` is the :class:`~emews.store._base.Store` contract on these tables; the
 queue's side of them is :class:`emews.service._postgres_transport.TaskQueue`.
@@ -93,11 +78,8 @@ CREATE INDEX emews_queue_in_task ON emews_queue_IN (eq_task_id);
 CREATE INDEX eq_exp_id_tasks_exp ON eq_exp_id_tasks (exp_id);
 ALTER TABLE eq_tasks SET (fillfactor = 50);
 """
-# What was added later, made on a database whose schema predates it, each where its check
-# finds it missing: the reports (with the status 'pruned'); the status check again, for each
-# new status; the pools' leases (a task's pool and lease were emews_tasks.pool and .deadline,
-# two indexed columns written twice per task); objective vectors and feasibility (schema
-# version 7 of results.db).
+# What was added later, made on a database whose schema predates it where its check (UPGRADES)
+# finds it missing.
 REPORTS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS emews_reports (
     n bigserial PRIMARY KEY, exp_id text NOT NULL, id integer NOT NULL, attempt integer NOT NULL,
@@ -299,10 +281,6 @@ class PostgresStore(Store):
     def _guard(self, action):
         return guarded(self.db, self.url, action)
 
-    def _disconnect(self):
-        with self._guard("close the store"):
-            self.db.close()
-
     def share_commits(self, sharer):
         """Let ``sharer`` add its statements to every commit that has writes, after them, in
         the same transaction and round trip: ``sharer.statements()`` gives ``(sql, params)``
@@ -346,10 +324,6 @@ class PostgresStore(Store):
             columns = [[None if value is None else kind(value) for value in column]
                        for kind, column in zip(types, zip(*rows))]
             self._write(sql, [(*columns, *after)], action)
-
-    def _query(self, sql, args):
-        with self._guard("read the store"):
-            return self.db.execute(sql, args).fetchall()
 
     def _select(self, columns, table, where="", args=(), tail=""):
         where = f" AND {where.replace('?', '%s')}" if where else ""
