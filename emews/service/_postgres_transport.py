@@ -241,9 +241,9 @@ class PostgresPool(PoolLink):
         n = free if ask and self.news else 0
         if n:
             self.popped, self.news = time.monotonic(), False
-        popped = self.queue.report_and_pop(
-            [(task.id, result_json(outcome, task.attempt, rank)) for task, rank, outcome in finished],
-            self.name, self.lease, n, renew)
+        results = [(task.id, result_json(outcome, task.attempt, rank))
+                   for task, rank, outcome in finished]
+        popped = self.queue.report_and_pop(results, self.name, self.lease, n, renew)
         self.news |= n > 0 and len(popped) == n    # a full batch: there may be more
         tasks = []
         for eq_id, payload, run_id, attempt in popped:
@@ -315,12 +315,11 @@ class TaskQueue:
     def wait(self, channel, timeout):
         """Wait up to ``timeout`` s for news on ``channel`` (a push or a report of any study
         NOTIFYs it; what came since the last wait counts); return whether some came."""
-        if self.listener is None:
-            self.listener = connect(self.url)
-            self.listener.autocommit = True
-            with self._guard("listen for news"):
-                self.listener.execute(f"LISTEN {channel}")
         with self._guard("listen for news"):
+            if self.listener is None:
+                self.listener = connect(self.url)
+                self.listener.autocommit = True
+                self.listener.execute(f"LISTEN {channel}")
             return _notified(self.listener.pgconn, timeout)
 
     # --- the study's side ----------------------------------------------------------------------

@@ -112,14 +112,12 @@ class PoolLink(ABC):
         """Send ``(task, rank, Report)`` reports to the study (see :attr:`carries_reports`)."""
 
     def verdicts(self) -> list[tuple[int, bool]]:
-        """The study's ``(task id, stop)`` answers to reports, that came since the last
-        call."""
+        """The study's ``(task id, stop)`` answers to reports that came since the last call."""
         return []
 
     @abstractmethod
     def instruction(self) -> Instruction | None:
-        """What the study last told this pool: ``None``, or ``(DRAIN | CANCEL | STOP,
-        reason)``."""
+        """What the study last told this pool (``None``: nothing)."""
 
     def owed(self) -> int:
         """Tasks held but not yet run, plus results not yet confirmed: a draining pool leaves

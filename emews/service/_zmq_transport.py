@@ -58,9 +58,9 @@ class AttachedPool:
 
 
 def bind(store, expdir, settings):
-    """A ROUTER socket bound as ``settings`` (the study's :class:`~emews._config.Service`) say, with CURVE off
-    loopback, recorded in the study's ``store`` (:func:`~emews.service._keys.record_service`):
-    ``(socket, authenticator or None, address)``."""
+    """A ROUTER socket bound as ``settings`` (:class:`~emews._config.Service`) say, with CURVE
+    off loopback, recorded in the study's ``store`` (:func:`._keys.record_service`): ``(socket,
+    authenticator or None, address)``."""
     from zmq.auth import load_certificate
     from zmq.auth.thread import ThreadAuthenticator
 

@@ -330,10 +330,6 @@ class PostgresStore(Store):
         return (f"SELECT {columns} FROM emews_{table} WHERE exp_id=%s{where} {tail}",
                 (self.exp_id, *args))
 
-    def _keyed(self, rows):
-        """``rows`` whose last value is a point id, with the study's ``exp_id`` before it."""
-        return [(*row[:-1], self.exp_id, row[-1]) for row in rows]
-
     # --- writes (buffered until commit) ------------------------------------------------------
 
     def _add(self, rows):
@@ -388,12 +384,13 @@ class PostgresStore(Store):
 
     def _cancel(self, rows):
         unfinished = f"status IN ('{Status.QUEUED}', '{Status.RUNNING}')"
+        keyed = [(reason, finished, self.exp_id, i) for reason, finished, i in rows]
         self._write("INSERT INTO emews_attempts (exp_id, id, attempt, status, error, rank, "
                     f"run_id, started, finished) SELECT exp_id, id, attempt, '{Status.CANCELLED}'"
                     ", %s, rank, run_id, started, %s FROM emews_evaluations WHERE exp_id=%s "
-                    f"AND id=%s AND {unfinished} {REPLACE_ATTEMPT}", self._keyed(rows))
+                    f"AND id=%s AND {unfinished} {REPLACE_ATTEMPT}", keyed)
         self._write(f"UPDATE emews_evaluations SET status='{Status.CANCELLED}', error=%s, "
-                    f"finished=%s WHERE exp_id=%s AND id=%s AND {unfinished}", self._keyed(rows))
+                    f"finished=%s WHERE exp_id=%s AND id=%s AND {unfinished}", keyed)
 
     def _interrupt(self, now):
         action = "mark unfinished evaluations interrupted"

@@ -4,9 +4,7 @@
 One writer, the master, whose connection holds no write lock between commits (the ME thread's
 checkpoint and ``emews status`` never wait on the master); readers open the file ``mode=ro``
 (``readonly=True``) and read it in one transaction (WAL readers never block the writer). The
-writer migrates a store of an older schema (:mod:`._schema`). Every SQLite failure (a full
-disk, a read-only or corrupt file) becomes one :class:`StoreError` line naming the file and
-the cause; what was committed before stays.
+writer migrates a store of an older schema (:mod:`._schema`).
 """
 
 import contextlib
