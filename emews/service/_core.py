@@ -133,11 +133,9 @@ class Attachment:
         self.renewed = -math.inf
 
     def run(self):
-        """Serve until the study stops this pool or it has drained; return why it left.
-
-        Its workers' results come by MPI, the study's news by the link: while workers run, the
-        link is waited on no longer than :data:`RUNNING_POLL`, so that a finished task is
-        reported at once; with nothing running, up to :data:`POLL_MAX`."""
+        """Serve until the study stops this pool or it has drained; return why it left. While
+        workers run, the link is waited on up to :data:`RUNNING_POLL` (their results come by
+        MPI: one is reported at once), else up to :data:`POLL_MAX`."""
         backoff = Backoff(maximum=POLL_MAX)
         while True:
             finished = self.pool.collect(block=False)

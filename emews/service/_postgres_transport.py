@@ -68,7 +68,7 @@ class PostgresService(ServiceLink):
         if isinstance(store, PostgresStore) and \
                 (store.url, store.exp_id) == (self.queue.url, self.queue.exp_id):
             self.store = store
-            store.share_commits(self)
+            store.sharer = self
 
     def statements(self):
         """What a commit of the shared store carries (see :meth:`share`)."""
@@ -511,8 +511,7 @@ class TaskQueue:
             return [n for n, in inserted.fetchall()]
 
     def verdicts(self, numbers):
-        """Take back the answered reports among rows ``numbers``: ``[(n, eq_task_id, stop),
-        ...]``."""
+        """Take back the answered reports of rows ``numbers``: ``[(n, eq_task_id, stop), ...]``."""
         with self._guard("read verdicts"):
             return self.db.execute("DELETE FROM emews_report_queue WHERE n = ANY(%s) AND "
                                    "verdict IS NOT NULL RETURNING n, eq_task_id, verdict",

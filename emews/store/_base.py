@@ -177,11 +177,8 @@ class Store(abc.ABC):
     # --- writes (buffered until commit) ------------------------------------------------------
 
     def add(self, rows: Iterable[tuple[int, str, str, int | None, int]]) -> None:
-        """Insert new points: ``(id, params_json, run_id, rank, seq)`` tuples.
-
-        A point with a rank was handed to that worker at once (``running``, started now); one
-        whose rank is ``None`` waits for a free worker (``queued``).
-        """
+        """Insert new points: ``(id, params_json, run_id, rank, seq)`` tuples; one with a rank
+        was handed to that worker (``running``, started now), one without waits (``queued``)."""
         now = time.time()
         for i, params, run_id, rank, seq in rows:
             row: list[Any] = [i, params, Status.QUEUED if rank is None else Status.RUNNING,

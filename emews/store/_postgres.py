@@ -257,11 +257,14 @@ class PostgresStore(Store):
     """The store of study ``exp_id`` in the PostgreSQL database ``url`` (its ``path``:
     ``URL#EXP_ID``). Its connection runs in autocommit: a read holds no transaction open, and a
     commit's writes run in one explicit transaction, with the exchange of a study's queue
-    served through this database (:meth:`share_commits`). ``create=False`` (and ``readonly``)
-    refuses a study the database does not hold.
+    served through this database (:attr:`sharer`). ``create=False`` (and ``readonly``) refuses
+    a study the database does not hold.
     """
 
-    sharer = None   # what adds its statements to each commit (see :meth:`share_commits`)
+    # What adds its statements to every commit that has writes, after them, in one transaction
+    # and round trip (the study's queue, PostgresService.share): its statements() gives (sql,
+    # params) pairs, its committed(cursors) their results (never those of a failed commit).
+    sharer = None
 
     def __init__(self, url, exp_id, create=True, readonly=False):
         from psycopg.rows import dict_row
@@ -280,14 +283,6 @@ class PostgresStore(Store):
 
     def _guard(self, action):
         return guarded(self.db, self.url, action)
-
-    def share_commits(self, sharer):
-        """Let ``sharer`` add its statements to every commit that has writes, after them, in
-        the same transaction and round trip: ``sharer.statements()`` gives ``(sql, params)``
-        pairs, and ``sharer.committed(cursors)`` takes their results once committed (not called
-        when the commit fails). The study's queue
-        (:class:`~emews.service._postgres_transport.PostgresService`) shares them so."""
-        self.sharer = sharer
 
     def _execute(self, writes):
         import psycopg
