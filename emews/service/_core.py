@@ -68,7 +68,7 @@ class RemotePool(Pool):
         """Answer the reports that came: the master judges those of the attempts it runs; a
         report of any other (an attempt the study gave up on) is told to go on."""
         verdicts = []
-        for task_id, attempt, rank, report in self.link.reports():
+        for task_id, attempt, rank, report in self.link.incoming:
             task = self.running.get(task_id)
             stop = task is not None and task.attempt == attempt and \
                 bool(self.judge(task, rank, report))
