@@ -8,9 +8,7 @@
                <-reports (emews_report_queue) --verdicts--> the pool that waits for them
 
 The tables and a ``json_in`` are as :mod:`emews.store._postgres` says; docs/src/service.md
-("PostgreSQL, EQ-SQL compatible") says how a task moves through them. A ``json_in`` that an
-EQ-SQL worker wrote (a bare number, or anything else) counts for the attempt the study holds.
-The study's state (``running``, ``cancelling``, ``ended``) is how it speaks to its pools. With
+("PostgreSQL, EQ-SQL compatible") says how a task moves through them. The study's state (``running``, ``cancelling``, ``ended``) is how it speaks to its pools. With
 ``exp_id=None`` (``emews pool --eqsql URL CONFIG``) a pool serves EQ-SQL tasks of its task
 type until it pops EQ-SQL's ``EQ_STOP``.
 """

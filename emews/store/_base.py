@@ -165,7 +165,8 @@ class Store(abc.ABC):
     def _query(self, sql: str, args: Sequence[Any]) -> list[Mapping[str, Any]]:
         """The rows ``sql`` selects, as mappings."""
         with self._guard("read the store"):
-            return self.db.execute(sql, args).fetchall()
+            rows: list[Mapping[str, Any]] = self.db.execute(sql, args).fetchall()
+        return rows
 
     @abc.abstractmethod
     def _select(self, columns: str, table: str, where: str = "", args: Sequence[Any] = (),

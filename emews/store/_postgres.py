@@ -134,7 +134,6 @@ EVALUATION_COLUMNS = ("id, params, result, status, error, rank, attempt, run_id,
                       "started, finished, seq, metrics, objectives, feasible")
 ATTEMPT_READ_COLUMNS = ("id, attempt, status, result, error, rank, run_id, started, finished, "
                         "metrics, objectives, feasible")
-ATTEMPTS_READ = f"id, attempt, {ATTEMPT_COLUMNS}, run_id"
 
 
 def unnest(types):
@@ -410,7 +409,7 @@ class PostgresStore(Store):
     # --- reads ---------------------------------------------------------------------------------
 
     def attempts(self, point_id=None):
-        return self._attempts(ATTEMPTS_READ, point_id)
+        return self._attempts(f"id, attempt, {ATTEMPT_COLUMNS}, run_id", point_id)
 
     def _attempts(self, columns, point_id=None):
         """``columns`` of the study's attempts: the logged ones but a done one that its
