@@ -172,12 +172,11 @@ def connect(url):
 
 def run_batch(conn, statements):
     """Run ``statements`` (``(sql, params)`` pairs) on ``conn`` (in autocommit) in one
-    transaction and one round trip: ``BEGIN``, the statements and ``COMMIT`` in a pipeline
-    with one Sync, where libpq has pipelines (14 and later; psycopg's ``transaction()`` would
-    wait for its ``BEGIN`` and its ``COMMIT``, three round trips more). Those with parameters
-    run as prepared statements (the same ones run again and again: they are parsed once per
-    connection). Nothing of them is kept when any fails, or when anything interrupts the
-    batch. Returns a cursor on each one's result (rows as tuples)."""
+    transaction and, where libpq has pipelines (14 and later), one round trip: ``BEGIN``, the
+    statements and ``COMMIT`` with one Sync (``transaction()`` would wait for ``BEGIN`` and
+    ``COMMIT``). Those with parameters are prepared (parsed once per connection). Nothing is
+    kept when any fails or the batch is interrupted. Returns a cursor on each one's result (rows
+    as tuples)."""
     import psycopg
 
     from psycopg.rows import tuple_row
