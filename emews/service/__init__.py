@@ -11,14 +11,3 @@
 picks. :func:`emews._study.serve` and :func:`emews._study.pool_job` wire them to the master and
 the workers; nothing here imports those.
 """
-
-from .._errors import missing_extra
-
-
-def require_zmq():
-    """The ``zmq`` module, or a one-line error naming the extra that brings it."""
-    try:
-        import zmq
-    except ImportError:
-        raise missing_extra("emews serve / emews pool", "pyzmq", "service") from None
-    return zmq

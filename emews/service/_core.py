@@ -6,18 +6,13 @@
            <-collect--            <--results----   pool job 2 ...   rank 0 runs an Attachment
                                   <--renewals---   (every quarter lease)
 
-:class:`RemotePool` is the study's side (``emews serve``): it hands the master's tasks to
-whichever pools take work, each under a lease of ``lease`` seconds that the pool renews. A
-silent pool's tasks come back from :meth:`RemotePool.collect` as ``interrupted`` once their
-leases expire, to run again as new attempts. The first result of a point wins (its new attempt
-is taken back if no pool started it); a later one comes back as ``duplicate``, for the record.
-A result for a task this service never handed out (a pool that outlived an earlier, killed
-service of the study) comes back with ``params=None``, for the master to adopt.
-
-:class:`Attachment` is a pool job's rank 0 (``emews pool``): it trades its workers' results for
-new tasks, renews its leases every quarter lease, and drains (stops taking work, finishes what
-it holds) when the study cancels, when its walltime is about to run out, or when a transport
-says so (EQ-SQL's ``EQ_STOP``); it leaves at once when the study ends.
+:class:`RemotePool` is the study's side (``emews serve``), :class:`Attachment` a pool job's
+rank 0 (``emews pool``); docs/src/service.md says what leases, duplicates and drains do. A
+result for a task this service never handed out (a pool that outlived an earlier, killed
+service of the study) comes back with ``params=None``, for the master to adopt. A pool drains
+(stops taking work, finishes what it holds) when the study cancels, when its walltime is about
+to run out, or when a transport says so (EQ-SQL's ``EQ_STOP``); it leaves at once when the
+study ends.
 """
 
 import dataclasses
@@ -73,7 +68,7 @@ class RemotePool(Pool):
         """Answer the reports that came: the master judges those of the attempts it runs; a
         report of any other (an attempt the study gave up on) is told to go on."""
         verdicts = []
-        for task_id, attempt, rank, report in self.link.reports():
+        for task_id, attempt, rank, report in self.link.incoming:
             task = self.running.get(task_id)
             stop = task is not None and task.attempt == attempt and \
                 bool(self.judge(task, rank, report))
@@ -138,11 +133,9 @@ class Attachment:
         self.renewed = -math.inf
 
     def run(self):
-        """Serve until the study stops this pool or it has drained; return why it left.
-
-        Its workers' results come by MPI, the study's news by the link: while workers run, the
-        link is waited on no longer than :data:`RUNNING_POLL`, so that a finished task is
-        reported at once; with nothing running, up to :data:`POLL_MAX`."""
+        """Serve until the study stops this pool or it has drained; return why it left. While
+        workers run, the link is waited on up to :data:`RUNNING_POLL` (their results come by
+        MPI: one is reported at once), else up to :data:`POLL_MAX`."""
         backoff = Backoff(maximum=POLL_MAX)
         while True:
             finished = self.pool.collect(block=False)

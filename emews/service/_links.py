@@ -6,7 +6,6 @@ from pathlib import Path
 
 from ..evaluate._handoff import mark_unshared
 from ..store._postgres import is_url
-from . import require_zmq
 from ._keys import record_service, service_of
 
 
@@ -22,7 +21,6 @@ def service_link(store, expdir, cfg, slots):
                                expdir)
         record_service(store, expdir, f"{cfg.system.storage}#{expdir}", None)
         return link, "through its database"
-    require_zmq()
     from ._zmq_transport import ZmqService, bind
 
     sock, authenticator, address = bind(store, expdir, cfg.service)
@@ -32,13 +30,10 @@ def service_link(store, expdir, cfg, slots):
 
 
 def attach(target, keys, give_up, workdir, eqsql, task_type, workers):
-    """A pool job's rank 0, for ``workers`` workers: connect and learn the study:
-    ``(link, study)``.
-
-    ``study`` holds the study's ``config`` (a dict), its ``lease``, the ``expdir`` where this
-    pool's run directories and output go (the study's, when it is reachable here, else
-    ``workdir``, default ``./emews-pool``) and the pool's ``label``. ``target``, ``keys``,
-    ``eqsql`` and ``task_type`` are :func:`emews._study.pool_job`'s."""
+    """A pool job's rank 0 (arguments: :func:`emews._study.pool_job`'s), connected, and the
+    study it learnt: ``(link, study)``, ``study`` with the study's ``config`` (a dict), its
+    ``lease``, the ``expdir`` of this pool's run directories and output (the study's where it is
+    reachable, else ``workdir``, default ``./emews-pool``) and the pool's ``label``."""
     link = _pool_link(target, keys, give_up, workdir, eqsql, task_type, workers)
     try:
         study = dict(link.learn_study())
@@ -70,7 +65,6 @@ def _pool_link(target, keys, give_up, workdir, eqsql, task_type, workers):
 
         url, _, exp_id = address.rpartition("#")
         return PostgresPool(url, exp_id)
-    require_zmq()
     from ._zmq_transport import ZmqPool
 
     return ZmqPool(workers, address, keys, give_up)

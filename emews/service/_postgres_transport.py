@@ -8,9 +8,7 @@
                <-reports (emews_report_queue) --verdicts--> the pool that waits for them
 
 The tables and a ``json_in`` are as :mod:`emews.store._postgres` says; docs/src/service.md
-("PostgreSQL, EQ-SQL compatible") says how a task moves through them. A ``json_in`` that an
-EQ-SQL worker wrote (a bare number, or anything else) counts for the attempt the study holds.
-The study's state (``running``, ``cancelling``, ``ended``) is how it speaks to its pools. With
+("PostgreSQL, EQ-SQL compatible") says how a task moves through them. The study's state (``running``, ``cancelling``, ``ended``) is how it speaks to its pools. With
 ``exp_id=None`` (``emews pool --eqsql URL CONFIG``) a pool serves EQ-SQL tasks of its task
 type until it pops EQ-SQL's ``EQ_STOP``.
 """
@@ -68,7 +66,7 @@ class PostgresService(ServiceLink):
         if isinstance(store, PostgresStore) and \
                 (store.url, store.exp_id) == (self.queue.url, self.queue.exp_id):
             self.store = store
-            store.share_commits(self)
+            store.sharer = self
 
     def statements(self):
         """What a commit of the shared store carries (see :meth:`share`)."""
@@ -217,7 +215,7 @@ class PostgresPool(PoolLink):
         self.name = name or f"{socket.gethostname()}:{os.getpid()}"
         self.lease = 60.0
         self.pending = []                    # emews_report_queue rows waiting for verdicts
-        self.said, self.cancelled = None, False
+        self.said = None
         self.looked = self.popped = time.monotonic()
         self.news = True                     # the queue may hold tasks: look
         self.queue.wait(TASKS_CHANNEL, 0)    # listen from now on
@@ -241,9 +239,9 @@ class PostgresPool(PoolLink):
         n = free if ask and self.news else 0
         if n:
             self.popped, self.news = time.monotonic(), False
-        popped = self.queue.report_and_pop(
-            [(task.id, result_json(outcome, task.attempt, rank)) for task, rank, outcome in finished],
-            self.name, self.lease, n, renew)
+        results = [(task.id, result_json(outcome, task.attempt, rank))
+                   for task, rank, outcome in finished]
+        popped = self.queue.report_and_pop(results, self.name, self.lease, n, renew)
         self.news |= n > 0 and len(popped) == n    # a full batch: there may be more
         tasks = []
         for eq_id, payload, run_id, attempt in popped:
@@ -315,12 +313,11 @@ class TaskQueue:
     def wait(self, channel, timeout):
         """Wait up to ``timeout`` s for news on ``channel`` (a push or a report of any study
         NOTIFYs it; what came since the last wait counts); return whether some came."""
-        if self.listener is None:
-            self.listener = connect(self.url)
-            self.listener.autocommit = True
-            with self._guard("listen for news"):
-                self.listener.execute(f"LISTEN {channel}")
         with self._guard("listen for news"):
+            if self.listener is None:
+                self.listener = connect(self.url)
+                self.listener.autocommit = True
+                self.listener.execute(f"LISTEN {channel}")
             return _notified(self.listener.pgconn, timeout)
 
     # --- the study's side ----------------------------------------------------------------------
@@ -512,8 +509,7 @@ class TaskQueue:
             return [n for n, in inserted.fetchall()]
 
     def verdicts(self, numbers):
-        """Take back the answered reports among rows ``numbers``: ``[(n, eq_task_id, stop),
-        ...]``."""
+        """Take back the answered reports of rows ``numbers``: ``[(n, eq_task_id, stop), ...]``."""
         with self._guard("read verdicts"):
             return self.db.execute("DELETE FROM emews_report_queue WHERE n = ANY(%s) AND "
                                    "verdict IS NOT NULL RETURNING n, eq_task_id, verdict",

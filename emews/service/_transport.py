@@ -60,15 +60,12 @@ class ServiceLink(ABC):
     def wait(self, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for news; return whether some came."""
 
-    incoming: list[tuple[int, int, int, Report]] = []   # what receive brought; none by default
-
-    def reports(self) -> list[tuple[int, int, int, Report]]:
-        """The reports (``emews.report``) that came with the last :meth:`receive`, as
-        ``(task id, attempt, rank, Report)``; their models wait for :meth:`answer`."""
-        return self.incoming
+    # The reports (emews.report) that came with the last receive, as (task id, attempt, rank,
+    # Report); their models wait for answer. None by default.
+    incoming: list[tuple[int, int, int, Report]] = []
 
     def answer(self, verdicts: Sequence[tuple[int, bool]]) -> None:
-        """Send ``(task id, stop)`` verdicts on the reports of :meth:`reports`."""
+        """Send ``(task id, stop)`` verdicts on the reports of :attr:`incoming`."""
 
     @abstractmethod
     def expired(self) -> list[tuple[int, str]]:
@@ -112,14 +109,12 @@ class PoolLink(ABC):
         """Send ``(task, rank, Report)`` reports to the study (see :attr:`carries_reports`)."""
 
     def verdicts(self) -> list[tuple[int, bool]]:
-        """The study's ``(task id, stop)`` answers to reports, that came since the last
-        call."""
+        """The study's ``(task id, stop)`` answers to reports that came since the last call."""
         return []
 
     @abstractmethod
     def instruction(self) -> Instruction | None:
-        """What the study last told this pool: ``None``, or ``(DRAIN | CANCEL | STOP,
-        reason)``."""
+        """What the study last told this pool (``None``: nothing)."""
 
     def owed(self) -> int:
         """Tasks held but not yet run, plus results not yet confirmed: a draining pool leaves

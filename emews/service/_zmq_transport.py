@@ -19,13 +19,16 @@ import socket
 import time
 from pathlib import Path
 
-import zmq
-
-from .._errors import EmewsError
+from .._errors import EmewsError, missing_extra
 from ..pools._base import Task
 from . import _protocol as protocol
 from ._keys import POOLS, SERVICE, is_loopback, make_keys, record_service
 from ._transport import CANCEL, STOP, PoolLink, Received, ServiceLink
+
+try:
+    import zmq
+except ImportError:
+    raise missing_extra("emews serve / emews pool", "pyzmq", "service") from None
 
 log = logging.getLogger("emews.service")
 DESCRIBE_EVERY = 2.0   # seconds between descriptions of the pools in the store
@@ -55,9 +58,9 @@ class AttachedPool:
 
 
 def bind(store, expdir, settings):
-    """A ROUTER socket bound as ``settings`` (the study's :class:`~emews._config.Service`) say, with CURVE off
-    loopback, recorded in the study's ``store`` (:func:`~emews.service._keys.record_service`):
-    ``(socket, authenticator or None, address)``."""
+    """A ROUTER socket bound as ``settings`` (:class:`~emews._config.Service`) say, with CURVE
+    off loopback, recorded in the study's ``store`` (:func:`._keys.record_service`): ``(socket,
+    authenticator or None, address)``."""
     from zmq.auth import load_certificate
     from zmq.auth.thread import ThreadAuthenticator
 

@@ -8,22 +8,18 @@
                  sees a result; then every reader sees them
     read (rows, counts, meta ...): commits what is buffered first (read-after-write)
 
-Two backends implement it with the same semantics: :class:`~emews.store._sqlite.SQLiteStore`
-(``EXPDIR/results.db``) and :class:`~emews.store._postgres.PostgresStore` (a PostgreSQL
-database, every row keyed by the study's ``exp_id``). One writer (the master) per study; any
-number of readers, each with its own store object (``readonly=True``). The study's state
-besides its points is in its meta values: docs/src/store.md ("The study's state") says who
-writes and who reads each.
+Two backends keep it, with the same semantics: :class:`~emews.store._sqlite.SQLiteStore`
+(``EXPDIR/results.db``) and :class:`~emews.store._postgres.PostgresStore` (every row keyed by
+the study's ``exp_id``). One writer (the master) per study; any number of readers, each with
+its own store object (``readonly=True``). The study's meta values: docs/src/store.md ("The
+study's state").
 
-Visibility: a write (``add`` ... ``set_meta``) is buffered: no reader, not even this store's
-own connection, sees it before :meth:`Store.commit` (or a read through this store, which
-commits first; ``save_checkpoint`` and ``interrupt_unfinished`` commit at once). The commit
-runs every buffered write, in order, in one transaction: a reader sees all of a turn or none of
-it. The points added since the last commit are inserted first, each as it stands by then: one
-handed to a worker meanwhile is inserted ``running``. A master turn's commit holds back the
-``running`` status of the points handed out in that turn until the next commit (the next
-turn's, or the one made once nothing has come for a few ms): one whose result comes first goes
-from ``queued`` to its result in one write.
+No reader, not even this store's own connection, sees a buffered write before the commit:
+it sees all of a turn or none of it. The points added since the last commit are inserted
+first, each as it stands by then (one handed to a worker meanwhile is inserted ``running``).
+A master turn's commit holds back the ``running`` status of the points handed out in that turn
+until the next commit: one whose result comes first goes from ``queued`` to its result in one
+write.
 
 A point's row (``rows``), by :class:`~emews._status.Status`::
 
@@ -33,13 +29,10 @@ A point's row (``rows``), by :class:`~emews._status.Status`::
     cancel: queued | running -> cancelled     (the study ended while it was unfinished)
     interrupt_unfinished: queued | running | cancelled -> interrupted   (a resume runs it again)
 
-Where the backends differ, and nothing else may differ:
-
-* ``path``: a file path, or ``URL#EXP_ID`` (:func:`emews.store.open_store` opens either).
-* A read-only SQLite store is the file opened ``mode=ro``, and reads a file of an older
-  schema as it is (no migration); a read-only PostgreSQL store is an ordinary connection that
-  this object never writes through.
-* Errors name the file (SQLite) or the URL without its password (PostgreSQL).
+Where the backends differ, and nothing else may: ``path`` (a file, or ``URL#EXP_ID``); a
+read-only SQLite store is the file opened ``mode=ro`` and reads an older schema as it is, a
+read-only PostgreSQL store a connection never written through; errors name the file, or the
+URL without its password.
 """
 
 import abc
@@ -76,12 +69,11 @@ class Snapshot(typing.NamedTuple):
 
 
 class Store(abc.ABC):
-    """A study's evaluations, its meta values and its checkpoints (see the module docstring
-    for when a write becomes visible and how a row moves).
+    """A study's evaluations, its meta values and its checkpoints (see the module docstring).
 
     A subclass opens its connection as ``db``, runs a transaction of buffered writes in
-    :meth:`_execute` and answers the reads (most of them here, through :meth:`_select`); the
-    buffering and when it is committed live here, once for every backend.
+    :meth:`_execute` and writes the SQL of the reads (:meth:`_select`); the buffering, and
+    when it is committed, live here.
     """
 
     db: Any = None
@@ -129,7 +121,8 @@ class Store(abc.ABC):
         """Commit and close (safe to call twice)."""
         if self.db is not None:
             self.commit()
-            self._disconnect()
+            with self._guard("close the store"):
+                self.db.close()
             self.db = None
 
     def _write_marks(self, hold: bool = False) -> None:
@@ -154,8 +147,9 @@ class Store(abc.ABC):
         :class:`~emews._errors.StoreError` naming ``action`` for a database failure."""
 
     @abc.abstractmethod
-    def _disconnect(self) -> None:
-        """Close the connection."""
+    def _guard(self, action: str) -> typing.ContextManager[None]:
+        """A context that turns a database failure during ``action`` into a one-line
+        :class:`~emews._errors.StoreError` (what was committed before stays)."""
 
     def _write(self, sql: str, rows: Sequence[Sequence[Any]],
                action: str = "record evaluations") -> None:
@@ -168,27 +162,24 @@ class Store(abc.ABC):
         self.commit()
         return self._query(sql, args)
 
-    @abc.abstractmethod
     def _query(self, sql: str, args: Sequence[Any]) -> list[Mapping[str, Any]]:
-        """The rows ``sql`` selects, as mappings (a failure: one-line StoreError)."""
+        """The rows ``sql`` selects, as mappings."""
+        with self._guard("read the store"):
+            rows: list[Mapping[str, Any]] = self.db.execute(sql, args).fetchall()
+        return rows
 
     @abc.abstractmethod
     def _select(self, columns: str, table: str, where: str = "", args: Sequence[Any] = (),
                 tail: str = "") -> tuple[str, Sequence[Any]]:
-        """``(sql, args)`` selecting ``columns`` of this study's rows of ``table``
-        (``evaluations``, ``meta``, ``checkpoints``, ``reports``; ``attempts`` but the ``done``
-        ones, which PostgreSQL has no view of) where ``where`` holds (a ``?`` in it for each
-        of ``args``), then ``tail`` (``GROUP BY``, ``ORDER BY`` ...), in this backend's SQL: the
-        reads below are written once."""
+        """``(sql, args)`` selecting ``columns`` of this study's rows of ``table`` (``attempts``:
+        but the ``done`` ones) where ``where`` holds (a ``?`` for each of ``args``), then
+        ``tail`` (``GROUP BY`` ...), in this backend's SQL: the reads below are written once."""
 
     # --- writes (buffered until commit) ------------------------------------------------------
 
     def add(self, rows: Iterable[tuple[int, str, str, int | None, int]]) -> None:
-        """Insert new points: ``(id, params_json, run_id, rank, seq)`` tuples.
-
-        A point with a rank was handed to that worker at once (``running``, started now); one
-        whose rank is ``None`` waits for a free worker (``queued``).
-        """
+        """Insert new points: ``(id, params_json, run_id, rank, seq)`` tuples; one with a rank
+        was handed to that worker (``running``, started now), one without waits (``queued``)."""
         now = time.time()
         for i, params, run_id, rank, seq in rows:
             row: list[Any] = [i, params, Status.QUEUED if rank is None else Status.RUNNING,
@@ -199,8 +190,7 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     def _add(self, rows: list[list[Any]]) -> None:
-        """Buffer the insert of ``[id, params, status, run_id, queued, rank, started, seq]``
-        rows."""
+        """Buffer the insert of the rows that :meth:`add` made."""
 
     def mark_running(self, rows: Iterable[tuple[int, int]]) -> None:
         """Points handed to a worker: ``(id, rank)`` tuples; each is ``running`` on that rank,
@@ -232,13 +222,11 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     def _log_attempts(self, rows: list[tuple[Any, ...]]) -> None:
-        """Buffer the insert (or replacement) of attempts, rows as :func:`finished_rows`
-        makes them."""
+        """Buffer the insert (or replacement) of attempts as :func:`finished_rows` makes them."""
 
     @abc.abstractmethod
     def _finish(self, points: list[tuple[Any, ...]], vectors: bool) -> None:
-        """Buffer the point updates of :func:`finished_rows` (``vectors``: whether they hold
-        ``objectives`` and ``feasible``)."""
+        """Buffer the point updates that :func:`finished_rows` makes, and its ``vectors``."""
 
     def record_duplicates(self, rows: Iterable[tuple[int, int, Outcome, int]]) -> None:
         """Results that came after a point's first one: ``(id, rank, outcome, attempt)``
@@ -258,8 +246,7 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     def _requeue(self, rows: list[tuple[int, str, float, int]]) -> None:
-        """Buffer ``status='queued', attempt, run_id, queued`` for ``(attempt, run_id,
-        queued, id)`` rows (rank, started, finished, objectives and feasible cleared)."""
+        """Buffer the ``(attempt, run_id, queued, id)`` rows that :meth:`requeue` made."""
 
     def cancel(self, ids: Sequence[int], reason: str) -> None:
         """Points whose evaluation was called off: those still ``queued`` or ``running``
@@ -306,8 +293,7 @@ class Store(abc.ABC):
 
     def save_checkpoint(self, name: str, state: bytes | None, driver: dict[str, Any]) -> None:
         """Replace the checkpoint ``name``: the algorithm's ``state`` (bytes or ``None``) and
-        the driver's own (a JSON-serializable dict). Committed at once (with what else is
-        buffered)."""
+        the driver's own (a JSON-serializable dict). Committed at once, with all else buffered."""
         self._insert("checkpoints", "name, state, driver", [(name, state, json.dumps(driver))],
                      "save the search's checkpoint", replace=True)
         self.commit()
@@ -371,17 +357,13 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def curves(self) -> dict[int, dict[int, float]]:
         """Every point's learning curve: ``{id: {step: value}}``, the reports of its latest
-        attempt (NaN for a value that was not finite), read without their metrics (what a
-        view of many curves needs); ``{}`` from a store that predates reports."""
+        attempt (NaN for a value not finite), without metrics; ``{}`` before reports existed."""
 
     @abc.abstractmethod
-    def report_values(self, after: int = 0
-                      ) -> list[tuple[int, int, int, int, float | None]]:
-        """The reports numbered after ``after`` (their column ``n``, which grows with each
-        report: the study writes them alone) as ``(n, id, attempt, step, value)`` tuples in
-        that order, without their metrics (``value`` ``None`` for a NaN or infinite one): a
-        reader that kept the last ``n`` it saw reads only what is new; ``[]`` from a store
-        that predates reports."""
+    def report_values(self, after: int = 0) -> list[tuple[int, int, int, int, float | None]]:
+        """The reports numbered (``n``, growing) after ``after``, ``(n, id, attempt, step,
+        value)`` in that order, as :meth:`reports` gives them but without metrics: a reader
+        that kept the last ``n`` it saw reads only what is new."""
 
     def counts(self) -> dict[str, int]:
         """``{status: number of points}`` (statuses that no point has are left out)."""
@@ -401,10 +383,8 @@ class Store(abc.ABC):
         return decoded(rows[0]) if rows else None
 
     def failure_reasons(self, limit: int = 3) -> list[tuple[str, int]]:
-        """The most common errors of ``failed`` points, ``[(reason, count), ...]``, most
-        common first; alike errors (the same text but for its numbers: ``bad x -1.5`` and
-        ``bad x 0.25``) count as one, shown by their most common text; ``no reason recorded``
-        for a failure without one."""
+        """The most common errors of ``failed`` points as :func:`common_reasons` gives them
+        (``bad x -1.5`` and ``bad x 0.25`` alike); ``no reason recorded`` for one without."""
         return common_reasons([(row["reason"], row["n"]) for row in self._read(*self._select(
             f"COALESCE(error, '{NO_REASON}') AS reason, COUNT(*) AS n", "evaluations",
             f"status='{Status.FAILED}'", (), "GROUP BY 1"))], limit)
@@ -492,8 +472,7 @@ def decoded(row: Mapping[str, Any], *decode: str) -> Row:
     return row
 
 
-def curves_of(reports: Iterable[tuple[int, int, float | None]]
-              ) -> dict[int, dict[int, float]]:
+def curves_of(reports: Iterable[tuple[int, int, float | None]]) -> dict[int, dict[int, float]]:
     """``{id: {step: value}}`` of ``reports``: ``(id, step, value)`` tuples in the order
     received (a ``None`` value: NaN)."""
     curves: dict[int, dict[int, float]] = {}

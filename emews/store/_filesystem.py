@@ -1,10 +1,7 @@
-"""Which filesystem a store lives on, and so which SQLite journal it may use.
-
-SQLite's WAL mode keeps its index in shared memory (``-shm``, mmap), which needs every process
-that opens the database on one host and a filesystem with coherent mmap and POSIX locks. On
-network filesystems (NFS, Lustre, GPFS, CIFS, BeeGFS, CephFS, ...) a reader on another node can
-see a torn index and corrupt the store, so there the store uses a rollback journal
-(``journal_mode=DELETE``), which needs only the file locks they provide.
+"""Which filesystem a store lives on, and so which SQLite journal it may use (docs/src/store.md):
+WAL's index in shared memory (``-shm``, mmap) needs every process that opens the database on one
+host, so on a network filesystem a reader on another node could see a torn index and corrupt
+the store; a rollback journal (``journal_mode=DELETE``) needs only the file locks they provide.
 """
 
 import ctypes

@@ -31,11 +31,8 @@ class StudyLock:
         self.token = None
 
     def acquire(self):
-        """Take the lock, or raise a ConfigError naming the live holder.
-
-        Inside a job whose parent holds the lock (its token in the environment), succeed
-        without taking it again.
-        """
+        """Take the lock, or raise a ConfigError naming the live holder; inside a job whose
+        parent holds the lock (its token in the environment), succeed without taking it again."""
         inherited = os.environ.get(TOKEN_VARIABLE)
         if inherited and self.holder().get("token") == inherited:
             return self

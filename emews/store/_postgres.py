@@ -1,30 +1,15 @@
 """A study's store and task queue in PostgreSQL, in EQ-SQL's schema (``[system] storage``).
 
-::
-
-    EQ-SQL's tables (python/eqsql/workflow.sql of github.com/emews/EQ-SQL), shared with eqsql:
-      eq_tasks          one row per task: json_out (the point), json_in (its result), eq_status
-      eq_exp_id_tasks   which experiment a task belongs to (exp_id)
-      eq_task_tags      (kept for eqsql; emews writes none)
-      emews_queue_OUT   tasks waiting for a pool      (popped with FOR UPDATE SKIP LOCKED)
-      emews_queue_IN    results waiting for the study
-    emews's own tables (every row keyed by the study's exp_id):
-      emews_evaluations, emews_attempts, emews_meta, emews_checkpoints, emews_reports
-                        as in results.db
-      emews_tasks       a task's point id, attempt and run id (written once per attempt)
-      emews_leases      each pool's lease: the pool (eq_tasks.worker_pool of the tasks it
-                        holds) and its deadline (seconds since the epoch on the server's clock)
-      emews_late_results  results that came after a task's first one (a pool whose lease
-                        expired), waiting for the study to record them as duplicates
-      emews_studies     a study's configuration and its state: running, cancelling (pools
-                        stop what they run) or ended (pools read it)
-      emews_report_queue  reports (emews.report) of the tasks pools run, waiting for the
-                        study's verdict (a pool takes the row back with its verdict)
-
-A task's ``eq_status`` follows EQ-SQL's codes (:data:`QUEUED` ... :data:`REQUEUED`); its
-``json_in`` is a JSON object: ``value``, the objective's value (``null`` for a failure), the
-task's ``attempt`` and ``rank``, and ``outcome``, the outcome's wire form
-(:meth:`~emews.evaluate.Outcome.to_wire`).
+EQ-SQL's tables (python/eqsql/workflow.sql of github.com/emews/EQ-SQL), shared with eqsql, and
+emews's own (:data:`SCHEMA`; docs/src/service.md, "PostgreSQL, EQ-SQL compatible"): those of
+results.db, every row keyed by the study's ``exp_id``; a task's point id, attempt and run id
+(``emews_tasks``); each pool's lease (``emews_leases``: its deadline in seconds since the epoch
+on the server's clock); results that came after a task's first one (``emews_late_results``); the
+study's configuration and state (``emews_studies``: ``running``, ``cancelling`` or ``ended``);
+reports waiting for the study's verdict (``emews_report_queue``). A task's ``eq_status`` follows
+EQ-SQL's codes (:data:`QUEUED` ... :data:`REQUEUED`); its ``json_in`` is a JSON object:
+``value``, the objective's value (``null`` for a failure), the task's ``attempt`` and ``rank``,
+and ``outcome``, the outcome's wire form (:meth:`~emews.evaluate.Outcome.to_wire`).
 
 :class:`PostgresStore` is the :class:`~emews.store._base.Store` contract on these tables; the
 queue's side of them is :class:`emews.service._postgres_transport.TaskQueue`.
@@ -93,11 +78,8 @@ CREATE INDEX emews_queue_in_task ON emews_queue_IN (eq_task_id);
 CREATE INDEX eq_exp_id_tasks_exp ON eq_exp_id_tasks (exp_id);
 ALTER TABLE eq_tasks SET (fillfactor = 50);
 """
-# What was added later, made on a database whose schema predates it, each where its check
-# finds it missing: the reports (with the status 'pruned'); the status check again, for each
-# new status; the pools' leases (a task's pool and lease were emews_tasks.pool and .deadline,
-# two indexed columns written twice per task); objective vectors and feasibility (schema
-# version 7 of results.db).
+# What was added later, made on a database whose schema predates it where its check (UPGRADES)
+# finds it missing.
 REPORTS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS emews_reports (
     n bigserial PRIMARY KEY, exp_id text NOT NULL, id integer NOT NULL, attempt integer NOT NULL,
@@ -152,7 +134,6 @@ EVALUATION_COLUMNS = ("id, params, result, status, error, rank, attempt, run_id,
                       "started, finished, seq, metrics, objectives, feasible")
 ATTEMPT_READ_COLUMNS = ("id, attempt, status, result, error, rank, run_id, started, finished, "
                         "metrics, objectives, feasible")
-ATTEMPTS_READ = f"id, attempt, {ATTEMPT_COLUMNS}, run_id"
 
 
 def unnest(types):
@@ -191,12 +172,11 @@ def connect(url):
 
 def run_batch(conn, statements):
     """Run ``statements`` (``(sql, params)`` pairs) on ``conn`` (in autocommit) in one
-    transaction and one round trip: ``BEGIN``, the statements and ``COMMIT`` in a pipeline
-    with one Sync, where libpq has pipelines (14 and later; psycopg's ``transaction()`` would
-    wait for its ``BEGIN`` and its ``COMMIT``, three round trips more). Those with parameters
-    run as prepared statements (the same ones run again and again: they are parsed once per
-    connection). Nothing of them is kept when any fails, or when anything interrupts the
-    batch. Returns a cursor on each one's result (rows as tuples)."""
+    transaction and, where libpq has pipelines (14 and later), one round trip: ``BEGIN``, the
+    statements and ``COMMIT`` with one Sync (``transaction()`` would wait for ``BEGIN`` and
+    ``COMMIT``). Those with parameters are prepared (parsed once per connection). Nothing is
+    kept when any fails or the batch is interrupted. Returns a cursor on each one's result (rows
+    as tuples)."""
     import psycopg
 
     from psycopg.rows import tuple_row
@@ -275,11 +255,14 @@ class PostgresStore(Store):
     """The store of study ``exp_id`` in the PostgreSQL database ``url`` (its ``path``:
     ``URL#EXP_ID``). Its connection runs in autocommit: a read holds no transaction open, and a
     commit's writes run in one explicit transaction, with the exchange of a study's queue
-    served through this database (:meth:`share_commits`). ``create=False`` (and ``readonly``)
-    refuses a study the database does not hold.
+    served through this database (:attr:`sharer`). ``create=False`` (and ``readonly``) refuses
+    a study the database does not hold.
     """
 
-    sharer = None   # what adds its statements to each commit (see :meth:`share_commits`)
+    # What adds its statements to every commit that has writes, after them, in one transaction
+    # and round trip (the study's queue, PostgresService.share): its statements() gives (sql,
+    # params) pairs, its committed(cursors) their results (never those of a failed commit).
+    sharer = None
 
     def __init__(self, url, exp_id, create=True, readonly=False):
         from psycopg.rows import dict_row
@@ -298,18 +281,6 @@ class PostgresStore(Store):
 
     def _guard(self, action):
         return guarded(self.db, self.url, action)
-
-    def _disconnect(self):
-        with self._guard("close the store"):
-            self.db.close()
-
-    def share_commits(self, sharer):
-        """Let ``sharer`` add its statements to every commit that has writes, after them, in
-        the same transaction and round trip: ``sharer.statements()`` gives ``(sql, params)``
-        pairs, and ``sharer.committed(cursors)`` takes their results once committed (not called
-        when the commit fails). The study's queue
-        (:class:`~emews.service._postgres_transport.PostgresService`) shares them so."""
-        self.sharer = sharer
 
     def _execute(self, writes):
         import psycopg
@@ -347,18 +318,10 @@ class PostgresStore(Store):
                        for kind, column in zip(types, zip(*rows))]
             self._write(sql, [(*columns, *after)], action)
 
-    def _query(self, sql, args):
-        with self._guard("read the store"):
-            return self.db.execute(sql, args).fetchall()
-
     def _select(self, columns, table, where="", args=(), tail=""):
         where = f" AND {where.replace('?', '%s')}" if where else ""
         return (f"SELECT {columns} FROM emews_{table} WHERE exp_id=%s{where} {tail}",
                 (self.exp_id, *args))
-
-    def _keyed(self, rows):
-        """``rows`` whose last value is a point id, with the study's ``exp_id`` before it."""
-        return [(*row[:-1], self.exp_id, row[-1]) for row in rows]
 
     # --- writes (buffered until commit) ------------------------------------------------------
 
@@ -414,12 +377,13 @@ class PostgresStore(Store):
 
     def _cancel(self, rows):
         unfinished = f"status IN ('{Status.QUEUED}', '{Status.RUNNING}')"
+        keyed = [(reason, finished, self.exp_id, i) for reason, finished, i in rows]
         self._write("INSERT INTO emews_attempts (exp_id, id, attempt, status, error, rank, "
                     f"run_id, started, finished) SELECT exp_id, id, attempt, '{Status.CANCELLED}'"
                     ", %s, rank, run_id, started, %s FROM emews_evaluations WHERE exp_id=%s "
-                    f"AND id=%s AND {unfinished} {REPLACE_ATTEMPT}", self._keyed(rows))
+                    f"AND id=%s AND {unfinished} {REPLACE_ATTEMPT}", keyed)
         self._write(f"UPDATE emews_evaluations SET status='{Status.CANCELLED}', error=%s, "
-                    f"finished=%s WHERE exp_id=%s AND id=%s AND {unfinished}", self._keyed(rows))
+                    f"finished=%s WHERE exp_id=%s AND id=%s AND {unfinished}", keyed)
 
     def _interrupt(self, now):
         action = "mark unfinished evaluations interrupted"
@@ -444,7 +408,7 @@ class PostgresStore(Store):
     # --- reads ---------------------------------------------------------------------------------
 
     def attempts(self, point_id=None):
-        return self._attempts(ATTEMPTS_READ, point_id)
+        return self._attempts(f"id, attempt, {ATTEMPT_COLUMNS}, run_id", point_id)
 
     def _attempts(self, columns, point_id=None):
         """``columns`` of the study's attempts: the logged ones but a done one that its

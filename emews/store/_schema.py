@@ -72,10 +72,8 @@ SELECT {columns} FROM attempt_log AS a
         WHERE e.id = a.id AND e.attempt = a.attempt AND e.status = 'done')
 UNION ALL
 SELECT {done} FROM evaluations WHERE status = 'done'"""
-ATTEMPTS_VIEW = VIEW.format(columns=ATTEMPT_COLUMNS,
-                            done=ATTEMPT_COLUMNS.replace("status", "'done'"))
-ATTEMPTS_VIEW_6 = VIEW.format(columns=ATTEMPT_COLUMNS_6,
-                              done=ATTEMPT_COLUMNS_6.replace("status", "'done'"))
+ATTEMPTS_VIEW, ATTEMPTS_VIEW_6 = (VIEW.format(columns=names, done=names.replace("status", "'done'"))
+                                  for names in (ATTEMPT_COLUMNS, ATTEMPT_COLUMNS_6))
 REPORTS = """
 CREATE TABLE reports (
     n         INTEGER PRIMARY KEY,
@@ -92,9 +90,7 @@ NO_INDEX = "DROP INDEX IF EXISTS evaluations_status"
 REBUILD_ATTEMPTS = f"""
 ALTER TABLE attempts RENAME TO attempts_rowid;
 {ATTEMPTS_6};
-INSERT INTO attempts (id, attempt, status, result, error, log_tail, rank, run_id, started,
-    finished, metrics) SELECT id, attempt, status, result, error, log_tail, rank, run_id,
-    started, finished, metrics FROM attempts_rowid;
+INSERT INTO attempts ({ATTEMPT_COLUMNS_6}) SELECT {ATTEMPT_COLUMNS_6} FROM attempts_rowid;
 DROP TABLE attempts_rowid;
 """
 

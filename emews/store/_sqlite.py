@@ -4,9 +4,7 @@
 One writer, the master, whose connection holds no write lock between commits (the ME thread's
 checkpoint and ``emews status`` never wait on the master); readers open the file ``mode=ro``
 (``readonly=True``) and read it in one transaction (WAL readers never block the writer). The
-writer migrates a store of an older schema (:mod:`._schema`). Every SQLite failure (a full
-disk, a read-only or corrupt file) becomes one :class:`StoreError` line naming the file and
-the cause; what was committed before stays.
+writer migrates a store of an older schema (:mod:`._schema`).
 """
 
 import contextlib
@@ -33,15 +31,6 @@ MULTI_ROW_UPDATE = sqlite3.sqlite_version_info >= (3, 33)   # UPDATE ... FROM
 MULTI_ROW_MIN = 8     # fewer rows: one UPDATE each is cheaper than planning an UPDATE ... FROM
 
 
-@contextlib.contextmanager
-def guarded(path, action):
-    """Turn an SQLite failure during ``action`` into a one-line :class:`StoreError`."""
-    try:
-        yield
-    except sqlite3.Error as exc:
-        raise StoreError(f"{path}: cannot {action}: {exc}") from None
-
-
 class SQLiteStore(Store):
     """The store in the SQLite file ``path``.
 
@@ -57,7 +46,7 @@ class SQLiteStore(Store):
         if not create and not Path(self.path).is_file():
             raise ConfigError(self.path, "the experiment has no store to resume from (a missing "
                               "results.db is never a fresh start)", None, show_value=False)
-        with guarded(self.path, "open the store"):
+        with self._guard("open the store"):
             self.db = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
             self.db.row_factory = sqlite3.Row
             self.db.execute(f"PRAGMA journal_mode={journal_mode(Path(self.path).parent)}")
@@ -105,9 +94,12 @@ class SQLiteStore(Store):
         script = schema.CURRENT if version == 0 else schema.MIGRATIONS[version]
         self.db.executescript("BEGIN;" + script + "COMMIT;")
 
-    def _disconnect(self):
-        with guarded(self.path, "close the store"):
-            self.db.close()
+    @contextlib.contextmanager
+    def _guard(self, action):
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.path}: cannot {action}: {exc}") from None
 
     def _execute(self, writes):
         action = "commit results"
@@ -122,10 +114,6 @@ class SQLiteStore(Store):
             if not isinstance(exc, sqlite3.Error):
                 raise
             raise StoreError(f"{self.path}: cannot {action}: {exc}") from None
-
-    def _query(self, sql, args):
-        with guarded(self.path, "read the store"):
-            return self.db.execute(sql, args).fetchall()
 
     def _select(self, columns, table, where="", args=(), tail=""):
         where = f" WHERE {where}" if where else ""
@@ -225,7 +213,7 @@ class SQLiteStore(Store):
 
     def _tuples(self, sql, args=()):
         """The rows ``sql`` selects as plain tuples (a study may hold millions of reports)."""
-        with guarded(self.path, "read the store"):
+        with self._guard("read the store"):
             cursor = self.db.cursor()
             cursor.row_factory = None
             return cursor.execute(sql, args).fetchall()
