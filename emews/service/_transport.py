@@ -114,7 +114,8 @@ class PoolLink(ABC):
 
     @abstractmethod
     def instruction(self) -> Instruction | None:
-        """What the study last told this pool (``None``: nothing)."""
+        """What the study last told this pool: ``None``, or ``(DRAIN | CANCEL | STOP,
+        reason)``."""
 
     def owed(self) -> int:
         """Tasks held but not yet run, plus results not yet confirmed: a draining pool leaves
