@@ -11,30 +11,22 @@
 its options are the ``[pruner]`` table. Each pruner decides as Optuna's pruner of its name
 (each class says how; docs/src/fidelity.md tabulates their rules and options).
 
-With ``pause = true`` (``asha``, ``hyperband``), a run that a rung would stop is paused instead
-(:data:`PAUSE`), to be thawed later from its checkpoint as the same run (:mod:`emews.core._thaw`):
-the rungs it passed are not judged again. A NaN or infinite value is the worst there is: such a
-run is stopped (never paused) at its first judged step. A resumed study replays the stored
-reports in order (:meth:`Pruner.replay`) and decides as the killed run would have.
+With ``pause = true``, a run that a rung would stop is paused instead (:data:`PAUSE`; thawed by
+:mod:`emews.core._thaw`). A NaN or infinite value is the worst there is: such a run is stopped
+(never paused) at its first judged step. A resumed study replays the stored reports in order
+(:meth:`Pruner.replay`) and decides as the killed run would have.
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from .._errors import ConfigError
 
 PRUNERS = ("none", "median", "percentile", "asha", "hyperband")
-OPTIONS = {   # the [pruner] options each pruner takes
-    "none": (),
-    "median": ("n_startup_trials", "n_warmup_steps", "interval_steps", "n_min_trials"),
-    "percentile": ("percentile", "n_startup_trials", "n_warmup_steps", "interval_steps",
-                   "n_min_trials"),
-    "asha": ("min_resource", "max_resource", "reduction_factor", "pause"),
-    "hyperband": ("min_resource", "max_resource", "reduction_factor", "pause"),
-}
 PAUSE = "pause"   # a pruner's verdict on a run to pause rather than stop (true as a stop is)
 
 
+@dataclass(eq=False)   # its subclasses' fields are the [pruner] options they take
 class Pruner:
     """Stops nothing (``pruner = "none"``); the base of the others.
 
@@ -84,9 +76,8 @@ class Percentile(Pruner):
     def report(self, run, step, value):
         curve = self.curves.setdefault(run, {})
         curve[step] = value
-        if len(self.done) < self.n_startup_trials or step < self.n_warmup_steps:
-            return False
-        if (step - self.n_warmup_steps) % self.interval_steps:
+        if len(self.done) < self.n_startup_trials or step < self.n_warmup_steps or \
+                (step - self.n_warmup_steps) % self.interval_steps:
             return False
         finite = [v for v in curve.values() if not math.isnan(v)]
         if not finite:
@@ -203,10 +194,13 @@ def make(name="none", options=None, where=lambda key: f"[pruner].{key}"):
     options = {key: value for key, value in (options or {}).items() if value is not None}
     if name not in PRUNERS:
         raise ConfigError("[study].pruner", f"must be one of {list(PRUNERS)}", name)
+    cls = {"median": Percentile, "percentile": Percentile, "asha": Asha,
+           "hyperband": Hyperband}.get(name, Pruner)
+    takes = [f.name for f in fields(cls) if (name, f.name) != ("median", "percentile")]
     for key in options:
-        if key not in OPTIONS[name]:
+        if key not in takes:
             raise ConfigError(where(key), f"does not apply to pruner {name!r} (its "
-                              f"options: {', '.join(OPTIONS[name]) or 'none'})", options[key])
+                              f"options: {', '.join(takes) or 'none'})", options[key])
     if name == "percentile" and not 0 <= options.get("percentile", -1) <= 100:
         raise ConfigError(where("percentile"), "must be a number from 0 to 100 for pruner "
                           "'percentile'", options.get("percentile"))
@@ -221,5 +215,4 @@ def make(name="none", options=None, where=lambda key: f"[pruner].{key}"):
         if maximum is not None and minimum > maximum:
             raise ConfigError(where("min_resource"), f"must not be above max_resource "
                               f"({maximum})", minimum)
-    return {"median": Percentile, "percentile": Percentile, "asha": Asha,
-            "hyperband": Hyperband}.get(name, Pruner)(**options)
+    return cls(**options)

@@ -7,11 +7,10 @@
                         --submit(task + Resources, lead slot)--> MPIPool / InProcessPool
            <-collect-- its slots and GPUs given back; more start; outcome.metrics["slots"]
 
-An evaluation of ``k`` ranks holds ``k`` slots of the pool: the lowest one leads (its worker
-runs the evaluation, with :class:`~emews.evaluate._base.Resources` saying what it holds, in
-``RunContext.resources``); the others take nothing else until it ends. A task whose request
-can never fit (or breaks a setting's rule) comes back ``failed`` with that one line, never run.
-A study whose evaluations are all one rank without GPUs does not use this pool.
+An evaluation of ``k`` ranks holds ``k`` slots, led by the lowest (docs/src/parallel-evals.md).
+A task whose request can never fit (or breaks a setting's rule) comes back ``failed`` with that
+one line, never run. A study whose evaluations are all one rank without GPUs does not use this
+pool.
 """
 
 import json
