@@ -11,9 +11,6 @@ limits as objects; driven by text (Swift/T, :func:`emews.testing.drive`), it rea
   flight: asked, not told). With one slot, no point is kept ready: the search is sequential;
 * ``sequential``: ``async`` with one slot, however many the pool has.
 
-The limits are counted in one place: by the master, or, driven by text, by the driver itself
-(:class:`Limits`).
-
 Settings keys: ``algorithm``, ``options``, ``space`` (a space-file path or a GA JSON list),
 ``seed``, ``mode``, ``slots``, ``batch_size``, ``stop`` (keyword arguments of
 :class:`~emews.core._algorithm.Stopper`), ``history`` (``[point, value]`` pairs of a resumed run,
@@ -207,9 +204,7 @@ class Search:
         key = point_key(point)
         if key not in self.replayed:
             return False
-        self.replayed[key] -= 1
-        if not self.replayed[key]:
-            del self.replayed[key]
+        self.replayed -= collections.Counter([key])   # which drops a count at 0
         return True
 
     def _put(self, points):

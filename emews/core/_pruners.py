@@ -82,12 +82,11 @@ class Percentile(Pruner):
         finite = [v for v in curve.values() if not math.isnan(v)]
         if not finite:
             return True
-        best = min(finite)
         others = [self.curves[r][step] for r in self.done if step in self.curves[r]]
         others = [v for v in others if not math.isnan(v)]
         if len(others) < max(self.n_min_trials, 1):
             return False
-        return best > percentile(others, self.percentile)
+        return min(finite) > percentile(others, self.percentile)
 
     def completed(self, run):
         if run in self.curves:
@@ -108,7 +107,8 @@ class Asha(Pruner):
     """Asynchronous successive halving (Li et al., MLSys 2020), Optuna's
     ``SuccessiveHalvingPruner`` rule: rung ``k`` is at step ``min_resource *
     reduction_factor**k`` (below ``max_resource``); a run first at or past it adds its value
-    there to the rung's, and goes on only while :func:`promotable`."""
+    there to the rung's, and goes on only while it is among the best ``len(values) //
+    reduction_factor`` of them (the best, while there are fewer than ``reduction_factor``)."""
 
     min_resource: int = 1
     max_resource: int | None = None
@@ -133,16 +133,9 @@ class Asha(Pruner):
             self.next_rung[run] = k
             if not math.isfinite(value):
                 return True
-            if not promotable(value, values, self.reduction_factor):
+            if value > sorted(values)[max(len(values) // self.reduction_factor - 1, 0)]:
                 return PAUSE if self.pause else True
         return False
-
-
-def promotable(value, values, reduction_factor):
-    """Whether ``value`` is among the best ``len(values) // reduction_factor`` of ``values``
-    (it among them; the best, while there are fewer than ``reduction_factor``)."""
-    index = max(len(values) // reduction_factor - 1, 0)
-    return value <= sorted(values)[index]
 
 
 @dataclass

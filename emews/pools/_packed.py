@@ -122,24 +122,18 @@ class PackedPool(Pool):
         finished, self.refused = self.refused, []
         for task, _, _ in finished:
             del self.running[task.id]
-        if not finished or self.inner.running:
-            finished += self._done(self.inner.collect(block=block and not finished))
+        if not finished or self.inner.running:   # give back their slots and GPUs, note them
+            for task, rank, outcome in self.inner.collect(block=block and not finished):
+                placement = self.placements.pop(task.id, None)
+                if placement is not None:
+                    self.packer.release(placement)
+                    outcome.metrics.setdefault("slots", len(placement.slots))
+                    gpus = sum(share for taken in placement.gpus for _, share in taken)
+                    if gpus:
+                        outcome.metrics.setdefault("gpus", float(gpus))
+                finished.append((self.running.pop(task.id, task), rank, outcome))
         self.late += [(task.id, rank) for task, rank in self._start()]
         return finished
-
-    def _done(self, results):
-        """Give back the slots and GPUs of finished tasks; note what each held."""
-        done = []
-        for task, rank, outcome in results:
-            placement = self.placements.pop(task.id, None)
-            if placement is not None:
-                self.packer.release(placement)
-                outcome.metrics.setdefault("slots", len(placement.slots))
-                gpus = sum(share for taken in placement.gpus for _, share in taken)
-                if gpus:
-                    outcome.metrics.setdefault("gpus", float(gpus))
-            done.append((self.running.pop(task.id, task), rank, outcome))
-        return done
 
     def hold(self):
         held = [task for task, _ in self.pending.values()]

@@ -66,10 +66,6 @@ class Request:
         each, extra = divmod(self.ranks, self.nodes)
         return [each + 1] * extra + [each] * (self.nodes - extra)
 
-    def as_dict(self):
-        """The request as JSON-able data (stored with a run's metrics)."""
-        return {"ranks": self.ranks, "gpus": float(self.gpus), "nodes": self.nodes}
-
 
 class Demand:
     """The study's ``[study]`` resource settings (``settings``: name -> value, each a number,
