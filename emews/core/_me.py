@@ -160,12 +160,6 @@ class Search:
         self.best_point = driver["best_point"]
         self.best_value = math.inf if driver["best_value"] is None else driver["best_value"]
 
-    def save(self):
-        """Checkpoint the algorithm's state and the driver's, if the algorithm has a state."""
-        state = self.algorithm.state()
-        if state is not None:
-            self.store.save_checkpoint(self.checkpoint, state, self.driver_state())
-
     def tell(self, points, values):
         """Pass results to the algorithm and the limits; keep the best point."""
         self.algorithm.tell(points, values)
@@ -221,8 +215,9 @@ class Search:
                 return "the algorithm proposed no points"
             self._put(points)
             self.tell(points, self._results(queues.IN_get_answer()))
-            if self.store is not None:
-                self.save()
+            state = None if self.store is None else self.algorithm.state()
+            if state is not None:   # a checkpoint of the algorithm's state and the driver's
+                self.store.save_checkpoint(self.checkpoint, state, self.driver_state())
         return reason
 
     def run_async(self):
