@@ -4,12 +4,9 @@ It is itself an EQ/Py ME module (``run()``), so the Python master and Swift/T's 
 it the same way: the master's process hands :func:`run` the settings, the algorithm and its
 limits as objects; driven by text (Swift/T, :func:`emews.testing.drive`), it reads the settings
 (JSON, by hand or from Swift/T's ``prepare_study.py``) after the ``Params`` handshake. Modes:
-
-* ``batch``: ask a batch, put it, wait for all of its results, tell them;
-* ``async``: keep every slot busy, and :func:`ready_points` points more, which the master hands
-  a freed worker at once while the ME tells results and thinks (the algorithm sees them as in
-  flight: asked, not told). With one slot, no point is kept ready: the search is sequential;
-* ``sequential``: ``async`` with one slot, however many the pool has.
+``batch`` (ask a batch, wait for all of its results, tell them), ``async`` (keep every slot
+busy, and :func:`ready_points` points more) and ``sequential`` (``async`` with one slot,
+however many the pool has): docs/src/running.md (One point at a time).
 
 Settings keys: ``algorithm``, ``options``, ``space`` (a space-file path or a GA JSON list),
 ``seed``, ``mode``, ``slots``, ``batch_size``, ``stop`` (keyword arguments of
