@@ -58,10 +58,8 @@ class Pruner:
 
 @dataclass
 class Percentile(Pruner):
-    """Optuna's ``PercentilePruner`` (``median``: ``percentile = 50``): after
-    ``n_startup_trials`` completed runs, a run whose best value so far is worse than the
-    ``percentile`` of theirs at the same step is stopped (from ``n_warmup_steps`` on, every
-    ``interval_steps``, with ``n_min_trials`` values at that step)."""
+    """Optuna's ``PercentilePruner`` (``median``: ``percentile = 50``), as
+    docs/src/fidelity.md says."""
 
     percentile: float = 50.0
     n_startup_trials: int = 5
@@ -104,11 +102,8 @@ def percentile(values, q):
 
 @dataclass
 class Asha(Pruner):
-    """Asynchronous successive halving (Li et al., MLSys 2020), Optuna's
-    ``SuccessiveHalvingPruner`` rule: rung ``k`` is at step ``min_resource *
-    reduction_factor**k`` (below ``max_resource``); a run first at or past it adds its value
-    there to the rung's, and goes on only while it is among the best ``len(values) //
-    reduction_factor`` of them (the best, while there are fewer than ``reduction_factor``)."""
+    """Asynchronous successive halving, Optuna's ``SuccessiveHalvingPruner`` rule
+    (docs/src/fidelity.md): a run first at or past a rung's step adds its value there."""
 
     min_resource: int = 1
     max_resource: int | None = None
@@ -140,11 +135,8 @@ class Asha(Pruner):
 
 @dataclass
 class Hyperband(Pruner):
-    """Brackets of ASHA (Li et al., JMLR 2018), Optuna's ``HyperbandPruner`` rule: bracket
-    ``b`` starts its rungs at ``min_resource * eta**b`` (``eta`` the ``reduction_factor``; the
-    last, at ``max_resource``, stops nothing) and gets Hyperband's share of the points,
-    ``ceil(brackets * eta**s / (s + 1))`` with ``s = brackets - 1 - b``, so that each trains
-    about as many steps (:meth:`bracket_of`)."""
+    """Brackets of ASHA, Optuna's ``HyperbandPruner`` rule (docs/src/fidelity.md), each
+    with Hyperband's share of the point ids (:meth:`bracket_of`)."""
 
     min_resource: int = 1
     max_resource: int = 1
