@@ -97,8 +97,7 @@ class Demand:
         """The :class:`Request` of a point (``params``: a dict); raises :class:`Invalid`
         naming the setting (and the parameter) whose value breaks its rule."""
         values = {}
-        for name in SETTINGS:
-            value = self.settings[name]
+        for name, value in self.settings.items():   # in the order of SETTINGS
             where = self.where(name)
             if isinstance(value, str):
                 key = PARAM.match(value).group(1)
