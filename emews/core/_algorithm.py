@@ -28,8 +28,7 @@ import numpy as np
 
 from . import _queues as queues  # noqa: F401 - binds the name ``eqpy`` for classic ME modules
 from . import _pareto as pareto
-from ._vector import Objectives  # noqa: F401 - part of the contract (the wire decodes it too)
-from ._vector import finite_or_none
+from ._vector import Objectives, finite_or_none   # Objectives: of the contract, apart for the wire
 from .._errors import ConfigError, PluginError, missing_extra
 from .._validation import FLAG, Choice, Maybe, Number, Rule, Table, Text, check
 
@@ -328,9 +327,8 @@ def load(name: str, where: str = "[study].algorithm") -> Any:
     rule = (f"must be one of {available()}, a dotted path such as 'package.module:Class', "
             f"or an EQ/Py module")
     obj = import_dotted(name, where, rule)
-    if isinstance(obj, type) and issubclass(obj, Algorithm):
-        return obj
-    if hasattr(obj, "run") and callable(obj.run) and not isinstance(obj, type):
+    if isinstance(obj, type) and issubclass(obj, Algorithm) or \
+            not isinstance(obj, type) and callable(getattr(obj, "run", None)):
         return obj
     raise PluginError(where, "must name an Algorithm subclass or an EQ/Py module with run()", name)
 
@@ -434,17 +432,14 @@ class Stopper:
             self.evaluations += 1
             if isinstance(value, Objectives) and self.patience is not None:
                 self._record_vector(value, self.patience)
-                continue
-            if not math.isnan(value) and value < self.best - self.tol:
+            elif value < self.best - self.tol:   # never true of NaN
                 self.last_improvement = self.evaluations
-            if not math.isnan(value) and value < self.best:
+            if value < self.best:
                 self.best = value
 
     def _record_vector(self, value: Objectives, patience: int) -> None:
         """Add a told vector to the front: an improvement while the first design is told, then
         when the hypervolume grows by more than ``tol``."""
-        if not math.isnan(value) and value < self.best:
-            self.best = value
         if not pareto.usable([value.values], [value.feasible]):
             return
         front = self.front + [list(value.values)]

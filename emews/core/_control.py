@@ -26,9 +26,7 @@ REASONS = {"stopped": "stopped on request (emews stop)",
 
 def request(target, state):
     """Ask the study ``target`` (its experiment directory, or its PostgreSQL store's
-    ``URL#EXP_ID``) to be ``state``."""
-    if state not in STATES:
-        raise ConfigError("state", f"must be one of {list(STATES)}", state)
+    ``URL#EXP_ID``) to be ``state`` (one of :data:`STATES`, as the commands give it)."""
     if is_url(target):
         store = open_location(target, create=False)
     elif (Path(target) / "config.json").is_file():

@@ -1,11 +1,9 @@
 """What a study optimizes: its objectives, their directions and its constraints.
 
-``[study] objectives`` (or ``MODEL_RETURN="val_loss,params"``), ``directions`` and
-``constraints`` make the :class:`Criteria`; the evaluator extracts each objective, the master
-judges each outcome (:meth:`Criteria.judge`) and tells the algorithm its
-:meth:`Criteria.search_value`. A constraint (``NAME OP NUMBER``, read by a tiny parser, never
-evaluated) applies to a metric the run reported or to one of its objectives. A study with
-several objectives or any constraint is a *vector* study (docs/src/multiobjective.md).
+``[study] objectives`` (or ``MODEL_RETURN``), ``directions`` and ``constraints`` (each ``NAME
+OP NUMBER``, parsed, never evaluated) make the :class:`Criteria` (docs/src/multiobjective.md);
+the master judges each outcome (:meth:`Criteria.judge`) and tells the algorithm its
+:meth:`Criteria.search_value`.
 """
 
 import functools

@@ -4,15 +4,9 @@ It is itself an EQ/Py ME module (``run()``), so the Python master and Swift/T's 
 it the same way: the master's process hands :func:`run` the settings, the algorithm and its
 limits as objects; driven by text (Swift/T, :func:`emews.testing.drive`), it reads the settings
 (JSON, by hand or from Swift/T's ``prepare_study.py``) after the ``Params`` handshake. Modes:
-
-* ``batch``: ask a batch, put it, wait for all of its results, tell them;
-* ``async``: keep every slot busy, and :func:`ready_points` points more, which the master hands
-  a freed worker at once while the ME tells results and thinks (the algorithm sees them as in
-  flight: asked, not told). With one slot, no point is kept ready: the search is sequential;
-* ``sequential``: ``async`` with one slot, however many the pool has.
-
-The limits are counted in one place: by the master, or, driven by text, by the driver itself
-(:class:`Limits`).
+``batch`` (ask a batch, wait for all of its results, tell them), ``async`` (keep every slot
+busy, and :func:`ready_points` points more) and ``sequential`` (``async`` with one slot,
+however many the pool has): docs/src/running.md (One point at a time).
 
 Settings keys: ``algorithm``, ``options``, ``space`` (a space-file path or a GA JSON list),
 ``seed``, ``mode``, ``slots``, ``batch_size``, ``stop`` (keyword arguments of
@@ -163,12 +157,6 @@ class Search:
         self.best_point = driver["best_point"]
         self.best_value = math.inf if driver["best_value"] is None else driver["best_value"]
 
-    def save(self):
-        """Checkpoint the algorithm's state and the driver's, if the algorithm has a state."""
-        state = self.algorithm.state()
-        if state is not None:
-            self.store.save_checkpoint(self.checkpoint, state, self.driver_state())
-
     def tell(self, points, values):
         """Pass results to the algorithm and the limits; keep the best point."""
         self.algorithm.tell(points, values)
@@ -207,9 +195,7 @@ class Search:
         key = point_key(point)
         if key not in self.replayed:
             return False
-        self.replayed[key] -= 1
-        if not self.replayed[key]:
-            del self.replayed[key]
+        self.replayed -= collections.Counter([key])   # which drops a count at 0
         return True
 
     def _put(self, points):
@@ -226,8 +212,9 @@ class Search:
                 return "the algorithm proposed no points"
             self._put(points)
             self.tell(points, self._results(queues.IN_get_answer()))
-            if self.store is not None:
-                self.save()
+            state = None if self.store is None else self.algorithm.state()
+            if state is not None:   # a checkpoint of the algorithm's state and the driver's
+                self.store.save_checkpoint(self.checkpoint, state, self.driver_state())
         return reason
 
     def run_async(self):

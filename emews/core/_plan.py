@@ -4,17 +4,14 @@ fresh study with nothing configured (a test or a benchmark says only what differ
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from ..pools._base import Finished
-from ._algorithm import Stopper
+from ._algorithm import Point, Stopper
 from ._control import Control
 from ._criteria import Criteria
 from ._failure import FailurePolicy
 from ._pruners import Pruner
-
-Point = dict[str, Any]
-"""A point's parameters, decoded (as the store's rows give them)."""
 
 
 class ProgressDisplay(Protocol):

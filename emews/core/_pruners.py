@@ -11,30 +11,22 @@
 its options are the ``[pruner]`` table. Each pruner decides as Optuna's pruner of its name
 (each class says how; docs/src/fidelity.md tabulates their rules and options).
 
-With ``pause = true`` (``asha``, ``hyperband``), a run that a rung would stop is paused instead
-(:data:`PAUSE`), to be thawed later from its checkpoint as the same run (:mod:`emews.core._thaw`):
-the rungs it passed are not judged again. A NaN or infinite value is the worst there is: such a
-run is stopped (never paused) at its first judged step. A resumed study replays the stored
-reports in order (:meth:`Pruner.replay`) and decides as the killed run would have.
+With ``pause = true``, a run that a rung would stop is paused instead (:data:`PAUSE`; thawed by
+:mod:`emews.core._thaw`). A NaN or infinite value is the worst there is: such a run is stopped
+(never paused) at its first judged step. A resumed study replays the stored reports in order
+(:meth:`Pruner.replay`) and decides as the killed run would have.
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from .._errors import ConfigError
 
 PRUNERS = ("none", "median", "percentile", "asha", "hyperband")
-OPTIONS = {   # the [pruner] options each pruner takes
-    "none": (),
-    "median": ("n_startup_trials", "n_warmup_steps", "interval_steps", "n_min_trials"),
-    "percentile": ("percentile", "n_startup_trials", "n_warmup_steps", "interval_steps",
-                   "n_min_trials"),
-    "asha": ("min_resource", "max_resource", "reduction_factor", "pause"),
-    "hyperband": ("min_resource", "max_resource", "reduction_factor", "pause"),
-}
 PAUSE = "pause"   # a pruner's verdict on a run to pause rather than stop (true as a stop is)
 
 
+@dataclass(eq=False)   # its subclasses' fields are the [pruner] options they take
 class Pruner:
     """Stops nothing (``pruner = "none"``); the base of the others.
 
@@ -66,10 +58,8 @@ class Pruner:
 
 @dataclass
 class Percentile(Pruner):
-    """Optuna's ``PercentilePruner`` (``median``: ``percentile = 50``): after
-    ``n_startup_trials`` completed runs, a run whose best value so far is worse than the
-    ``percentile`` of theirs at the same step is stopped (from ``n_warmup_steps`` on, every
-    ``interval_steps``, with ``n_min_trials`` values at that step)."""
+    """Optuna's ``PercentilePruner`` (``median``: ``percentile = 50``), as
+    docs/src/fidelity.md says."""
 
     percentile: float = 50.0
     n_startup_trials: int = 5
@@ -84,19 +74,17 @@ class Percentile(Pruner):
     def report(self, run, step, value):
         curve = self.curves.setdefault(run, {})
         curve[step] = value
-        if len(self.done) < self.n_startup_trials or step < self.n_warmup_steps:
-            return False
-        if (step - self.n_warmup_steps) % self.interval_steps:
+        if len(self.done) < self.n_startup_trials or step < self.n_warmup_steps or \
+                (step - self.n_warmup_steps) % self.interval_steps:
             return False
         finite = [v for v in curve.values() if not math.isnan(v)]
         if not finite:
             return True
-        best = min(finite)
         others = [self.curves[r][step] for r in self.done if step in self.curves[r]]
         others = [v for v in others if not math.isnan(v)]
         if len(others) < max(self.n_min_trials, 1):
             return False
-        return best > percentile(others, self.percentile)
+        return min(finite) > percentile(others, self.percentile)
 
     def completed(self, run):
         if run in self.curves:
@@ -114,10 +102,8 @@ def percentile(values, q):
 
 @dataclass
 class Asha(Pruner):
-    """Asynchronous successive halving (Li et al., MLSys 2020), Optuna's
-    ``SuccessiveHalvingPruner`` rule: rung ``k`` is at step ``min_resource *
-    reduction_factor**k`` (below ``max_resource``); a run first at or past it adds its value
-    there to the rung's, and goes on only while :func:`promotable`."""
+    """Asynchronous successive halving, Optuna's ``SuccessiveHalvingPruner`` rule
+    (docs/src/fidelity.md): a run first at or past a rung's step adds its value there."""
 
     min_resource: int = 1
     max_resource: int | None = None
@@ -142,25 +128,15 @@ class Asha(Pruner):
             self.next_rung[run] = k
             if not math.isfinite(value):
                 return True
-            if not promotable(value, values, self.reduction_factor):
+            if value > sorted(values)[max(len(values) // self.reduction_factor - 1, 0)]:
                 return PAUSE if self.pause else True
         return False
 
 
-def promotable(value, values, reduction_factor):
-    """Whether ``value`` is among the best ``len(values) // reduction_factor`` of ``values``
-    (it among them; the best, while there are fewer than ``reduction_factor``)."""
-    index = max(len(values) // reduction_factor - 1, 0)
-    return value <= sorted(values)[index]
-
-
 @dataclass
 class Hyperband(Pruner):
-    """Brackets of ASHA (Li et al., JMLR 2018), Optuna's ``HyperbandPruner`` rule: bracket
-    ``b`` starts its rungs at ``min_resource * eta**b`` (``eta`` the ``reduction_factor``; the
-    last, at ``max_resource``, stops nothing) and gets Hyperband's share of the points,
-    ``ceil(brackets * eta**s / (s + 1))`` with ``s = brackets - 1 - b``, so that each trains
-    about as many steps (:meth:`bracket_of`)."""
+    """Brackets of ASHA, Optuna's ``HyperbandPruner`` rule (docs/src/fidelity.md), each
+    with Hyperband's share of the point ids (:meth:`bracket_of`)."""
 
     min_resource: int = 1
     max_resource: int = 1
@@ -203,10 +179,13 @@ def make(name="none", options=None, where=lambda key: f"[pruner].{key}"):
     options = {key: value for key, value in (options or {}).items() if value is not None}
     if name not in PRUNERS:
         raise ConfigError("[study].pruner", f"must be one of {list(PRUNERS)}", name)
+    cls = {"median": Percentile, "percentile": Percentile, "asha": Asha,
+           "hyperband": Hyperband}.get(name, Pruner)
+    takes = [f.name for f in fields(cls) if (name, f.name) != ("median", "percentile")]
     for key in options:
-        if key not in OPTIONS[name]:
+        if key not in takes:
             raise ConfigError(where(key), f"does not apply to pruner {name!r} (its "
-                              f"options: {', '.join(OPTIONS[name]) or 'none'})", options[key])
+                              f"options: {', '.join(takes) or 'none'})", options[key])
     if name == "percentile" and not 0 <= options.get("percentile", -1) <= 100:
         raise ConfigError(where("percentile"), "must be a number from 0 to 100 for pruner "
                           "'percentile'", options.get("percentile"))
@@ -221,5 +200,4 @@ def make(name="none", options=None, where=lambda key: f"[pruner].{key}"):
         if maximum is not None and minimum > maximum:
             raise ConfigError(where("min_resource"), f"must not be above max_resource "
                               f"({maximum})", minimum)
-    return {"median": Percentile, "percentile": Percentile, "asha": Asha,
-            "hyperband": Hyperband}.get(name, Pruner)(**options)
+    return cls(**options)

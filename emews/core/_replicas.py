@@ -5,12 +5,11 @@
     algorithm.ask(1) -> {x}  ==>  {x, rng_seed: s1} ... {x, rng_seed: sR}  -> pool
     algorithm.tell([{x}], [mean or worst])  <==  R results
 
-Each replica is an evaluation (a row in the store) of its own, its seed (under ``seed_param``)
-drawn from the study's seed, distinct within the point. Failed replicas are left out of the
-value; a point whose replicas all failed is told ``NaN``. A point whose last replicas a limit
-kept from finishing is never told (incomplete, it cannot be the best). Told replicas never asked
-for (a resumed run's history) are grouped by their point without the seed. See
-docs/src/running.md (Replicas); the settings are the ME's ``replicas`` entry (:data:`KEYS`).
+Each replica's seed (under ``seed_param``) is drawn from the study's seed, distinct within the
+point; a point whose replicas all failed is told ``NaN``, one a limit cut short is never told.
+Told replicas never asked for (a resumed run's history) are grouped by their point without the
+seed. See docs/src/running.md (Replicas); the settings are the ME's ``replicas`` entry
+(:data:`KEYS`).
 """
 
 import math
@@ -23,7 +22,6 @@ from .._status import FINAL, Status
 from ._vector import finite_or_none
 
 KEYS = ("replicas", "replica_objective", "replica_seed_param")   # [study] settings
-OBJECTIVES = ("mean", "worst")
 SEED_PARAM = "rng_seed"
 SEED_RANGE = 2 ** 31     # seeds are drawn from [0, 2**31): an int32 for any model's RNG
 
@@ -128,9 +126,6 @@ class Replicas(Algorithm):
                  seed_param=SEED_PARAM):
         super().__init__(space, seed)
         self.rng = np.random.default_rng(None if seed is None else [seed, 1])  # not the inner's
-        if objective not in OBJECTIVES:
-            raise ConfigError("[study].replica_objective", f"must be one of {list(OBJECTIVES)}",
-                              objective)
         check(space, seed_param)
         self.algorithm = algorithm
         self.replicas = replicas
@@ -145,8 +140,9 @@ class Replicas(Algorithm):
             asked = self.algorithm.ask(math.ceil((n - len(self.ready)) / self.replicas))
             if not asked:
                 break
-            for point in asked:
-                self.ready += self._replicate(point)
+            for point in asked:   # its replicas, with distinct seeds
+                seeds = self.rng.choice(SEED_RANGE, size=self.replicas, replace=False)
+                self.ready += [{**point, self.seed_param: int(seed)} for seed in seeds]
         points, self.ready = self.ready[:n], self.ready[n:]
         return points
 
@@ -174,8 +170,3 @@ class Replicas(Algorithm):
         self.algorithm.restore(data["algorithm"])
         self.ready, self.gathered.groups = data["ready"], data["groups"]
         self.rng.bit_generator.state = data["rng"]
-
-    def _replicate(self, point):
-        """``point`` as its replicas, one per seed (the seeds distinct)."""
-        seeds = [int(s) for s in self.rng.choice(SEED_RANGE, size=self.replicas, replace=False)]
-        return [{**point, self.seed_param: seed} for seed in seeds]

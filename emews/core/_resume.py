@@ -83,9 +83,9 @@ def told_value(row, policy, criteria=None):
     pruned one, or the policy's value for a failure (its penalty, else NaN)."""
     if row["status"] == Status.DONE:
         return counted_value(row, criteria)
-    if row["status"] in (Status.PRUNED, Status.PAUSED):
+    if row["status"] in (Status.PRUNED, Status.PAUSED) or policy.penalty is None:
         return math.nan
-    return math.nan if policy.penalty is None else policy.penalty
+    return policy.penalty
 
 
 def counted_value(row, criteria=None):

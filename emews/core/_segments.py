@@ -1,16 +1,10 @@
 """Segments of population-based training: a point that trains one member for some steps.
 
-A search that trains a population (``algorithm = "pbt"``) adds one entry to each point it
-proposes, under :data:`SEGMENT`: the segment's record, plain JSON::
-
-    {"member": 3, "name": "m3s5",     the member, and this segment's name (unique in the study)
-     "parent": "m3s4",                the member's previous segment (null for its first)
-     "donor": "m0s4",                 exploit: the segment whose checkpoint it starts from
-     "start": 20, "until": 25}        the steps its start checkpoint holds, and to train to
-
-The record is stored with the point (``evaluations.params``: the study's lineage, read by
-``emews show --lineage``), and taken out of the parameters before the model sees them
-(:mod:`emews.evaluate._handoff` gives the run its start checkpoint and ``EMEWS_TRAIN_UNTIL``).
+A search that trains a population (``algorithm = "pbt"``) adds to each point it proposes, under
+:data:`SEGMENT`, the segment's record (plain JSON; its keys :data:`FIELDS`, docs/src/pbt.md
+says what each means). The record is stored with the point (the study's lineage) and taken out
+of the parameters before the model sees them (:mod:`emews.evaluate._handoff` gives the run its
+start checkpoint and ``EMEWS_TRAIN_UNTIL``).
 """
 
 import re

@@ -118,10 +118,9 @@ class Thaws:
 
     def retried(self, run, attempt):
         """The thaw ``run`` failed and runs again as ``attempt``: that goes on in its place."""
-        if run in self.continues:
-            self.continues[(run[0], attempt)] = self.continues.pop(run)
-        if run in self.predictions:
-            self.predictions[(run[0], attempt)] = self.predictions.pop(run)
+        for table in (self.continues, self.predictions):
+            if run in table:
+                table[(run[0], attempt)] = table.pop(run)
 
     def filler(self, run, best):
         """Whether ``run`` (``(id, attempt)``) is a thaw predicted to end no better than

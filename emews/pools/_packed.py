@@ -7,11 +7,10 @@
                         --submit(task + Resources, lead slot)--> MPIPool / InProcessPool
            <-collect-- its slots and GPUs given back; more start; outcome.metrics["slots"]
 
-An evaluation of ``k`` ranks holds ``k`` slots of the pool: the lowest one leads (its worker
-runs the evaluation, with :class:`~emews.evaluate._base.Resources` saying what it holds, in
-``RunContext.resources``); the others take nothing else until it ends. A task whose request
-can never fit (or breaks a setting's rule) comes back ``failed`` with that one line, never run.
-A study whose evaluations are all one rank without GPUs does not use this pool.
+An evaluation of ``k`` ranks holds ``k`` slots, led by the lowest (docs/src/parallel-evals.md).
+A task whose request can never fit (or breaks a setting's rule) comes back ``failed`` with that
+one line, never run. A study whose evaluations are all one rank without GPUs does not use this
+pool.
 """
 
 import json
@@ -123,24 +122,18 @@ class PackedPool(Pool):
         finished, self.refused = self.refused, []
         for task, _, _ in finished:
             del self.running[task.id]
-        if not finished or self.inner.running:
-            finished += self._done(self.inner.collect(block=block and not finished))
+        if not finished or self.inner.running:   # give back their slots and GPUs, note them
+            for task, rank, outcome in self.inner.collect(block=block and not finished):
+                placement = self.placements.pop(task.id, None)
+                if placement is not None:
+                    self.packer.release(placement)
+                    outcome.metrics.setdefault("slots", len(placement.slots))
+                    gpus = sum(share for taken in placement.gpus for _, share in taken)
+                    if gpus:
+                        outcome.metrics.setdefault("gpus", float(gpus))
+                finished.append((self.running.pop(task.id, task), rank, outcome))
         self.late += [(task.id, rank) for task, rank in self._start()]
         return finished
-
-    def _done(self, results):
-        """Give back the slots and GPUs of finished tasks; note what each held."""
-        done = []
-        for task, rank, outcome in results:
-            placement = self.placements.pop(task.id, None)
-            if placement is not None:
-                self.packer.release(placement)
-                outcome.metrics.setdefault("slots", len(placement.slots))
-                gpus = sum(share for taken in placement.gpus for _, share in taken)
-                if gpus:
-                    outcome.metrics.setdefault("gpus", float(gpus))
-            done.append((self.running.pop(task.id, task), rank, outcome))
-        return done
 
     def hold(self):
         held = [task for task, _ in self.pending.values()]

@@ -2,14 +2,9 @@
 
 A pool's slots are its worker ranks, each on a host; each host has GPUs (``gpus_per_node``
 device ids), each of capacity 1. :meth:`Packer.place` finds room for one
-:class:`~emews.pools._requests.Request`: ``ranks`` free slots (on exactly ``nodes`` hosts when
-it says so, else on one host when one has room, else on the hosts with the most room), each
-rank with its share of a GPU on its host (the fullest GPU that still has room).
-
-:meth:`Packer.schedule` starts waiting requests in their order without starving the large
-ones: the oldest request that does not fit *reserves* hosts (those with the most room, until
-they could hold it), and later ones start only on the other hosts (backfill); it starts once
-the reserved hosts have emptied. ``benchmarks/packing.py`` measures it against FCFS.
+:class:`~emews.pools._requests.Request`, :meth:`Packer.schedule` starts the waiting ones
+with backfill (docs/src/parallel-evals.md, Slots and packing; ``benchmarks/packing.py``
+measures it against FCFS).
 """
 
 from dataclasses import dataclass
@@ -47,8 +42,7 @@ class Packer:
 
     def check(self, request):
         """Raise :class:`NeverFits` when ``request`` could not run even on an empty pool."""
-        most = max(self.size.values())
-        total = len(self.hosts)
+        most, total = max(self.size.values()), len(self.hosts)
         if request.ranks > total:
             raise NeverFits(f"an evaluation of {request.ranks} ranks can never fit: the pool "
                             f"has {total} worker slots")
@@ -58,7 +52,7 @@ class Packer:
         if request.gpus and not self.devices:
             raise NeverFits(f"an evaluation of {float(request.gpus):g} GPUs can never fit: the "
                             "pool has none ([system] gpus_per_node is 0)")
-        per_host = min(most, self._ranks_per_host(request.share))
+        per_host = max(self._capacity(host, request.share, empty=True) for host in self.order)
         split = request.split()
         if split is not None and split[0] > per_host or \
                 request.ranks > per_host * len(self.order):
@@ -67,13 +61,6 @@ class Packer:
                             f"{request.nodes or 'any'} nodes can never fit: the pool has "
                             f"{len(self.order)} nodes of {most} slots and "
                             f"{len(self.devices)} GPUs each")
-
-    def _ranks_per_host(self, share):
-        """How many ranks of per-rank GPU ``share`` a host's whole GPUs can hold."""
-        if not share:
-            return float("inf")
-        devices = len(self.devices)
-        return devices // int(share) if share >= 1 else devices * int(1 / share)
 
     def place(self, request, hosts=None):
         """Take room for ``request`` on ``hosts`` (default: all); return its
@@ -135,17 +122,19 @@ class Packer:
             if len(reserved) >= need and ranks >= request.ranks:
                 break
             reserved.append(host)
-            ranks += min(self.size[host], self._ranks_per_host(request.share))
+            ranks += self._capacity(host, request.share, empty=True)
         return set(reserved)
 
-    def _capacity(self, host, share):
-        """How many more ranks of GPU ``share`` ``host`` can take now."""
+    def _capacity(self, host, share, empty=False):
+        """How many more ranks of GPU ``share`` ``host`` can take now (``empty``: once all
+        its slots and GPUs are free)."""
+        slots = self.size[host] if empty else len(self.free[host])
         if not share:
-            return len(self.free[host])
-        room = self.room[host].values()
+            return slots
+        room = [Fraction(1)] * len(self.devices) if empty else self.room[host].values()
         count = sum(1 for r in room if r == 1) // int(share) if share >= 1 \
             else sum(int(r / share) for r in room)
-        return min(count, len(self.free[host]))
+        return min(count, slots)
 
     def _choose(self, candidates, split, share):
         """``len(split)`` distinct hosts, the i-th taking ``split[i]`` ranks (fullest first)."""

@@ -1,16 +1,8 @@
 """What one evaluation asks of its pool: ranks, GPUs and nodes, fixed or from its point.
 
-``[study] ranks_per_eval``, ``gpus_per_eval`` and ``nodes_per_eval`` are each a number, or
-``"$name"``: the value of the point's parameter ``name`` (a search over 1, 2 or 4 GPUs)::
-
-    [study]
-    ranks_per_eval = "$ranks"   # the point's "ranks" parameter
-    gpus_per_eval = 0.5         # two evaluations share one GPU
-    nodes_per_eval = 1          # all its ranks on one node
-
-:meth:`Demand.of` resolves them for one point into a checked :class:`Request`. Each of the
-``ranks`` takes ``gpus / ranks`` of a GPU (a fraction below 1: ranks and evaluations share a
-GPU) or that many whole GPUs (a share above 1 must be whole).
+``[study] ranks_per_eval``, ``gpus_per_eval`` and ``nodes_per_eval`` (docs/src/parallel-evals.md)
+are each a number, or ``"$name"``: the value of the point's parameter ``name``.
+:meth:`Demand.of` resolves them for one point into a checked :class:`Request`.
 """
 
 import functools
@@ -74,10 +66,6 @@ class Request:
         each, extra = divmod(self.ranks, self.nodes)
         return [each + 1] * extra + [each] * (self.nodes - extra)
 
-    def as_dict(self):
-        """The request as JSON-able data (stored with a run's metrics)."""
-        return {"ranks": self.ranks, "gpus": float(self.gpus), "nodes": self.nodes}
-
 
 class Demand:
     """The study's ``[study]`` resource settings (``settings``: name -> value, each a number,
@@ -109,8 +97,7 @@ class Demand:
         """The :class:`Request` of a point (``params``: a dict); raises :class:`Invalid`
         naming the setting (and the parameter) whose value breaks its rule."""
         values = {}
-        for name in SETTINGS:
-            value = self.settings[name]
+        for name, value in self.settings.items():   # in the order of SETTINGS
             where = self.where(name)
             if isinstance(value, str):
                 key = PARAM.match(value).group(1)
