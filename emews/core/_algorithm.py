@@ -327,8 +327,8 @@ def load(name: str, where: str = "[study].algorithm") -> Any:
     rule = (f"must be one of {available()}, a dotted path such as 'package.module:Class', "
             f"or an EQ/Py module")
     obj = import_dotted(name, where, rule)
-    if isinstance(obj, type) and issubclass(obj, Algorithm) or \
-            not isinstance(obj, type) and callable(getattr(obj, "run", None)):
+    if (isinstance(obj, type) and issubclass(obj, Algorithm)) or \
+            (not isinstance(obj, type) and callable(getattr(obj, "run", None))):
         return obj
     raise PluginError(where, "must name an Algorithm subclass or an EQ/Py module with run()", name)
 
