@@ -23,15 +23,6 @@ class Resources:
     hosts: tuple = ()
     gpus: tuple = ()
 
-    def as_dict(self):
-        """The resources as JSON-able data."""
-        return {"ranks": self.ranks, "hosts": list(self.hosts), "gpus": list(self.gpus)}
-
-    @classmethod
-    def from_dict(cls, data):
-        """The inverse of :meth:`as_dict`."""
-        return cls(int(data["ranks"]), tuple(data["hosts"]), tuple(data["gpus"]))
-
 
 ONE_RANK = Resources()   # what an evaluation gets unless its pool says otherwise
 
@@ -70,13 +61,14 @@ class RunContext:
 
     def as_dict(self):
         """The context as JSON-able data (it travels to an isolated child with the task)."""
-        return dict(asdict(self), expdir=str(self.expdir), resources=self.resources.as_dict())
+        return dict(asdict(self), expdir=str(self.expdir))
 
     @classmethod
     def from_dict(cls, data):
         """The inverse of :meth:`as_dict`."""
-        return cls(**dict(data, expdir=Path(data["expdir"]),
-                          resources=Resources.from_dict(data["resources"])))
+        resources = data["resources"]
+        return cls(**dict(data, expdir=Path(data["expdir"]), resources=Resources(
+            resources["ranks"], tuple(resources["hosts"]), tuple(resources["gpus"]))))
 
 
 _current_run = contextvars.ContextVar("emews_current_run", default=None)

@@ -6,8 +6,7 @@
       -> RunContext(exp_id, run_id, model_name, expdir, model_env)
       -> a segment of population-based training: its start checkpoint (.handoff)
       -> implementation.run(params, params_json, context, Watch(timeout, grace, cancelled))
-           py: .py (a nanny child, or this interpreter)   app: .app (the Model Shell)
-           container: .container                           echo: .echo
+           (.py, .app, .container or .echo: see the package's docstring)
       -> Outcome(value, metrics=...) | Outcome(NaN, "failed", reason, log_tail)
          | Outcome(NaN, "cancelled")
 
@@ -38,7 +37,6 @@ from ._reporting import Pruned
 from ._model_output import Value, decode_tail, safe_text
 
 
-
 class Objective:
     """A configured evaluator: turns a point's JSON into an :class:`Outcome`.
 
@@ -61,9 +59,8 @@ class Objective:
             raise ConfigError("[study].impl (CANDLE_MODEL_IMPL)",
                               f"must be one of {list(IMPLEMENTATIONS)}", impl)
         self.impl, self.model_name, self.model_return = impl, model_name, model_return
-        timeout = None if timeout in (None, "") else float(timeout)
-        # Supervisor's "no timeout": empty, 0 or negative
-        self.timeout = timeout if timeout and timeout > 0 else None
+        timeout = float(timeout or 0)   # Supervisor's "no timeout": empty, 0 or negative
+        self.timeout = timeout if timeout > 0 else None
         self.expdir, self.exp_id = Path(expdir), exp_id
         self.isolate, self.grace = bool(isolate), grace
         self.model_env.setdefault("MODEL_NAME", model_name)

@@ -1,14 +1,8 @@
 """CANDLE/Supervisor's ``cfg-sys-*.sh`` and ``cfg-prm-*.sh`` files as an emews study.
 
-docs/src/coming-from-supervisor.md and docs/src/supervisor.md say what is read and how. In
-short: a ``bash`` subprocess sources the files (:func:`sourced`, ``set -a -e -u`` as
-Supervisor's ``workflow.sh``; never ``eval``), the cfg-sys file first, and the environment is
-read back after each (:class:`Settings`). :func:`read` maps the variables of :data:`COMMON`
-and of the workflow's :data:`WORKFLOWS` entry to a study (a dict shaped like the TOML file),
-with the options a workflow fixes (:data:`FIXED_OPTIONS`) and the files it reads itself. A
-variable emews reads from the environment itself takes the environment's value first; one the
-files set that emews does not map is refused, unless it changes nothing under emews
-(:data:`UNUSED`: a note) or the files' own text refers to it (a helper, not a setting).
+docs/src/coming-from-supervisor.md and docs/src/supervisor.md say what is read and how: a
+``bash`` subprocess sources the files (:func:`sourced`; never ``eval``), and :func:`read` maps
+the variables they leave (:class:`Settings`) to a study.
 """
 
 import copy
@@ -301,11 +295,9 @@ def read(cfg_sys, cfg_prm=None, environ=None, name=None):
 
 
 def pbt_settings(study, where, procs_where):
-    """Complete the study of Supervisor's pbt workflow as its ``python/tc1_pbt.py`` runs: a
-    member on each process but the first (``PROCS - 1``), each trained to the parameter
-    file's constant ``epochs``, the model tc1 unless ``MODEL_NAME`` names another; a budget of
-    twice the segments that takes (an async member may go back to a donor's step: the search
-    ends by itself once every member has trained them all)."""
+    """Complete the study of Supervisor's pbt workflow as docs/src/supervisor.md says; its
+    budget is twice the segments its members train (an async member may go back to a donor's
+    step: the search ends by itself once every member has trained them all)."""
     from .._space import Constant, Space
 
     space_file = study["study"].get("space")
