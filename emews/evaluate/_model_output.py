@@ -10,6 +10,7 @@ import io
 import json
 import math
 import os
+import sys
 from pathlib import Path
 
 from ..core._criteria import OBJECTIVE, objective_names
@@ -113,9 +114,7 @@ def _number(result):
 
 def safe_text(text):
     """``text`` with lone surrogates escaped (``\\udcff``): always encodable as UTF-8."""
-    if text is None:
-        return None
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return None if text is None else text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def decode_tail(data, limit=TAIL_BYTES):
@@ -179,8 +178,7 @@ def read_improve_result(log, model_return=None):
         raise EvaluationFailed("the model wrote no result.txt and no IMPROVE_RESULT line",
                                tail(log))
     if model_return:
-        labelled = [text for text in texts if _label(text) == model_return]
-        texts = labelled or texts
+        texts = [text for text in texts if _label(text) == model_return] or texts
     return parse_result(texts[-1], model_return, log)
 
 
@@ -258,8 +256,6 @@ def main(argv=None):
     the number, and write ``run_command.txt`` and ``output.csv`` (:func:`append_output_csv`).
     The Model Shell's Supervisor call uses it.
     Exit status 1 (the reason on stderr) when there is no number."""
-    import sys
-
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) < 3 or args[2] != "--":
         print("usage: python -m emews.evaluate record-run RUN_DIR RUN_ID -- COMMAND...",

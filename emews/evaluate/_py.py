@@ -64,8 +64,7 @@ class Py(Implementation):
         self.function = import_dotted(path, "[study].objective")
         if not callable(self.function):
             raise ConfigError("[study].objective", "must name a callable", path)
-        self.path, self.model_return, self.epoch = path, model_return, epoch
-        self.isolate = isolate
+        self.path, self.model_return, self.epoch, self.isolate = path, model_return, epoch, isolate
         self.idle, self.nannies = [], []
         self.lock = threading.Lock()
 

@@ -163,11 +163,8 @@ class Settings:
     set or changed each variable) and ``referenced`` (the names their text refers to)."""
 
     def __init__(self, environ):
-        self.environ = environ
-        self.values = dict(environ)
-        self.where = {}
-        self.referenced = set()
-        self.paths = []
+        self.environ, self.values = environ, dict(environ)
+        self.where, self.referenced, self.paths = {}, set(), []
 
     def read(self, path):
         """Source ``path`` after the files read so far."""
@@ -273,8 +270,7 @@ def read(cfg_sys, cfg_prm=None, environ=None, name=None):
             converted = convert(value, kind, f"{where}: {var}", search)
             if converted is not None:
                 study[table][key] = converted
-    ignore = namespace.values.get("IGNORE_ERRORS")
-    if ignore not in (None, ""):
+    if ignore := namespace.values.get("IGNORE_ERRORS"):
         where = f"{namespace.where.get('IGNORE_ERRORS', 'environment variable')}: IGNORE_ERRORS"
         study["failure"]["on_failure"] = "abort" if convert(ignore, "int", where) == 0 else "fail"
     if name == "pbt":

@@ -173,14 +173,6 @@ def prepare_study(call, files):
     return study, notes
 
 
-def link(expdir, cwd):
-    """``cwd/turbine-output``: a symlink to ``expdir``, as Supervisor's workflow.sh leaves."""
-    path = Path(cwd) / LINK
-    if path.is_symlink():
-        path.unlink()
-    path.symlink_to(expdir)
-
-
 def child_environment(environ, expid):
     """The environment of ``emews run`` of experiment ``expid``: the study's, less the
     variables whose values the study already holds (they were read first; Supervisor's
@@ -256,7 +248,10 @@ def main(arguments, workflow=None, dry_run=False):
                                None if call.expid == "-a" else call.expid)
     tables["expid"] = expdir.name
     (expdir / STUDY_FILE).write_text(cfgfiles.render(study, notes, call.files))
-    link(expdir, Path.cwd())
+    link = Path.cwd() / LINK   # a symlink to the experiment, as Supervisor's workflow.sh leaves
+    if link.is_symlink():
+        link.unlink()
+    link.symlink_to(expdir)
     if site is not None:   # the job sources env-SITE.sh where it runs (the site's setup)
         from ..launch._submit import submit
 
@@ -268,5 +263,5 @@ def main(arguments, workflow=None, dry_run=False):
                       notes)
     if status == 2 and not (expdir / "config.json").exists():   # bad input: nothing was run
         shutil.rmtree(expdir)
-        (Path.cwd() / LINK).unlink()
+        link.unlink()
     return status
