@@ -43,8 +43,11 @@ class Nanny:
 
     def run(self, task, watch):
         """The value the child computed for ``task``; raises like an implementation's run."""
-        if self.child is not None and (self.child.poll() is not None or self._hung_up()):
-            process.kill_group(self.child, 0)  # it died between runs: start afresh
+        # an idle child that died, or whose end of the channel is closed (it is dying: a
+        # process with threads is reaped only once they have all ended): start afresh
+        if self.child is not None and (self.child.poll() is not None
+                                       or select.select([self.sock], [], [], 0)[0]):
+            process.kill_group(self.child, 0)
             self._pump()
             self._end()
         if self.child is None:
@@ -119,11 +122,6 @@ class Nanny:
                     self._note(f"emews: {reason}: the run was killed\n".encode())
                     self._end()
                     watch.stop(reason, decode_tail(self.tail))
-
-    def _hung_up(self):
-        """Whether the idle child's end of the channel is closed (it died, or is dying: a
-        process with threads is reaped only once they have all ended)."""
-        return bool(select.select([self.sock], [], [], 0)[0])
 
     def _died(self):
         try:

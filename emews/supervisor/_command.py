@@ -184,8 +184,7 @@ def child_environment(environ, expid):
 def run_here(expdir, environ, notes):
     """``python -m emews run EXPDIR/supervisor.toml``; its output to the terminal and
     ``EXPDIR/output.txt``. Returns its exit status."""
-    output = open(expdir / OUTPUT, "ab")
-    try:
+    with open(expdir / OUTPUT, "ab") as output:
         for note in notes:
             _both(f"emews: note: {note}\n".encode(), output)
         child = subprocess.Popen([sys.executable, "-m", "emews", "run", str(expdir / STUDY_FILE)],
@@ -201,8 +200,6 @@ def run_here(expdir, environ, notes):
         status = status or _own_rule(expdir, output)
         _both(f"EXIT CODE: {status}\n".encode(), output)
         return status
-    finally:
-        output.close()
 
 
 def _both(data, output):

@@ -33,6 +33,7 @@ is ``TRUE``). Anything else is refused with an error that names the file, the li
 the parameter, the rule and the text. :func:`parse` returns :class:`ParamSpec` records.
 """
 
+import itertools
 import math
 import operator
 import re
@@ -84,8 +85,9 @@ class ParamSpec:
     where: str
 
 
-def tokenize(text, path):
-    """Split R source into tokens, dropping spaces and comments."""
+def parse(text, path):
+    """The parameters of the file's one ``makeParamSet(...)`` expression, from its tokens
+    (spaces and comments dropped)."""
     tokens, line, line_start, position = [], 1, 0, 0
     while position < len(text):
         match = TOKEN.match(text, position)
@@ -98,12 +100,7 @@ def tokenize(text, path):
         if value == "\n":
             line, line_start = line + 1, match.end()
         position = match.end()
-    return tokens
-
-
-def parse(text, path):
-    """The parameters of the file's one ``makeParamSet(...)`` expression."""
-    return _Parser(tokenize(text, path), path, text).param_set()
+    return _Parser(tokens, path, text).param_set()
 
 
 class _Cursor:
@@ -171,18 +168,15 @@ class _Parser(_Cursor):
         The caller parses each argument's value before the next one is looked at.
         """
         self.take("(")
-        index = 0
         if self.accept(")"):
             return
-        while True:
-            token, name = self.peek(), None
-            following = self.peek(1)
+        for index in itertools.count():
+            token, name, following = self.peek(), None, self.peek(1)
             if token is not None and token.kind == "name" and following is not None \
                     and following.text == "=":
                 name = token.text.strip("`")
                 self.position += 2
             yield token, name, index
-            index += 1
             if self.accept(")"):
                 return
             self.take(",", rule="expected ',' or ')' between arguments")
