@@ -305,13 +305,12 @@ class Container(Implementation):
         return read_app_result(None, log, self.model_env.get("MODEL_RETURN"))
 
 
-def main(argv=None):
+def main(args):
     """``python -m emews.evaluate container-command IMAGE ACTION DEVICES RUN_DIR EXPID
     RUNID``: print the runtime's argument list, each word followed by NUL (model.sh reads it with
     ``mapfile -d ''``). The runtime, GPUs (default ``nvidia``, Supervisor's ``--nv``) and
     extra options come from the environment, as for :class:`ContainerCommand`, and so does
     the point's checkpoint directory, where emews names one (``EMEWS_CHECKPOINT_DIR``)."""
-    args = sys.argv[1:] if argv is None else argv
     if len(args) != 6:
         print("usage: python -m emews.evaluate container-command IMAGE ACTION DEVICES RUN_DIR "
               "EXPID RUNID", file=sys.stderr)

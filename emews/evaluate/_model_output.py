@@ -250,13 +250,12 @@ def append_output_csv(run_dir, params, run_id, value):
         os.close(fd)
 
 
-def main(argv=None):
+def main(args):
     """``python -m emews.evaluate record-run RUN_DIR RUN_ID -- COMMAND...``: read the result of
     a run (``result.txt``, else ``model.log``'s ``IMPROVE_RESULT``), rewrite ``result.txt`` as
     the number, and write ``run_command.txt`` and ``output.csv`` (:func:`append_output_csv`).
     The Model Shell's Supervisor call uses it.
     Exit status 1 (the reason on stderr) when there is no number."""
-    args = list(sys.argv[1:] if argv is None else argv)
     if len(args) < 3 or args[2] != "--":
         print("usage: python -m emews.evaluate record-run RUN_DIR RUN_ID -- COMMAND...",
               file=sys.stderr)
