@@ -1,9 +1,5 @@
-"""What every implementation shares: the run's context and the failure exceptions.
-
-An implementation (:mod:`.py`, :mod:`.app`, :mod:`.container`, :mod:`.echo`) turns one point
-into a number with ``run(params, params_json, context, watch)``; it raises
-:class:`EvaluationFailed` (or :class:`Cancelled`) when there is none. :class:`~.objective.Objective`
-turns either into an :class:`~.outcome.Outcome`.
+"""What every implementation (:class:`Implementation`) shares: the run's context and the
+failure exceptions.
 """
 
 import contextvars

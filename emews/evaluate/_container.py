@@ -160,8 +160,7 @@ class PodmanHPC(Podman):
 
 
 class Shifter(Runtime):
-    """``shifter --image=...`` (NERSC); the image is a Shifter image name
-    (``docker:repo/name:tag``)."""
+    """``shifter --image=...`` (NERSC); the image is a Shifter name (``docker:repo/name:tag``)."""
 
     gpu_flags = {"nvidia": ["--module=gpu"]}
 

@@ -136,8 +136,7 @@ class Nanny:
                                decode_tail(self.tail))
 
     def _pump(self):
-        """Copy what the child wrote to this process's stdout and to the tail, without
-        blocking."""
+        """Copy what the child wrote to this process's stdout and to the tail, without blocking."""
         while self.output is not None:
             try:
                 chunk = os.read(self.output, 65536)

@@ -9,9 +9,6 @@
            (.py, .app, .container or .echo: see the package's docstring)
       -> Outcome(value, metrics=...) | Outcome(NaN, "failed", reason, log_tail)
          | Outcome(NaN, "cancelled")
-
-``timeout`` (``SH_TIMEOUT``) kills isolated ``py``, ``app`` and ``container`` runs alike
-(:mod:`.process`). :meth:`Objective.evaluate` never raises.
 """
 
 import json
@@ -42,11 +39,11 @@ class Objective:
 
     ``model_env`` maps Supervisor's environment variables to strings: the model's settings
     (``FRAMEWORK``, ``CANDLE_DATA_DIR``, the container's ``CANDLE_IMAGE``, ...; see
-    :meth:`from_config`). ``model_return`` names the value to minimize, or
-    several objectives as a comma-separated list (each is extracted, in order, into the
-    outcome's ``objectives``). ``timeout`` (``SH_TIMEOUT``) bounds each run; ``isolate``
-    runs ``py`` objectives in a child process (see :mod:`emews.evaluate._py`); ``grace`` is the
-    time between SIGTERM and SIGKILL.
+    :meth:`from_config`). ``model_return`` names the value to minimize, or several objectives
+    as a comma-separated list (each is extracted, in order, into the outcome's ``objectives``).
+    ``timeout`` (``SH_TIMEOUT``) kills isolated ``py``, ``app`` and ``container`` runs alike
+    (:mod:`.process`); ``isolate`` runs ``py`` objectives in a child process (see
+    :mod:`emews.evaluate._py`); ``grace`` is the time between SIGTERM and SIGKILL.
     """
 
     def __init__(self, impl="py", objective=None, app=None, model_name="model",

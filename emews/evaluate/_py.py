@@ -1,10 +1,8 @@
 """``py``: call ``module:function(params)``, in a nanny child (isolated) or in this interpreter.
 
-Isolated (the default, ``[study] isolate = true``), each concurrent caller gets a nanny of its
-own (:class:`~.isolated.Nanny`), so that a crash, ``os._exit`` or a hang ends one evaluation,
-not the worker, and ``timeout`` and ``cancelled`` apply. Not isolated, the function runs in the
-worker's own interpreter: microseconds per call, but no timeout or cancel. An evaluation of
-several ranks runs as that many processes sharing ``emews.comm()`` (:mod:`.group`).
+Isolated (the default), each concurrent caller gets a nanny of its own (:class:`~.isolated.Nanny`;
+models/README.md says what isolation buys and costs). An evaluation of several ranks runs as
+that many processes sharing ``emews.comm()`` (:mod:`.group`).
 """
 
 import threading

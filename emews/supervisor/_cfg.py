@@ -369,8 +369,7 @@ def convert(value, kind, where, search=""):
 
 
 def random_samples(path):
-    """``samples.num[0]`` of Supervisor's random workflow's ``data/settings.json``: how many
-    points it draws."""
+    """``samples.num[0]`` of the random workflow's ``data/settings.json``: the points it draws."""
     samples = settings_json(path, "random").get("samples")
     num = samples.get("num") if isinstance(samples, dict) else None
     if not (isinstance(num, list) and num and isinstance(num[0], int) and num[0] > 0):

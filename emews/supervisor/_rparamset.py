@@ -86,8 +86,7 @@ class ParamSpec:
 
 
 def parse(text, path):
-    """The parameters of the file's one ``makeParamSet(...)`` expression, from its tokens
-    (spaces and comments dropped)."""
+    """The parameters of the file's one ``makeParamSet(...)`` expression."""
     tokens, line, line_start, position = [], 1, 0, 0
     while position < len(text):
         match = TOKEN.match(text, position)
@@ -425,8 +424,7 @@ COMPARISON_OPERATORS = ("==", "!=", "<", "<=", ">", ">=")
 
 
 class _RequiresParser(_ArgumentParser):
-    """The ``requires`` argument, by the grammar at the top of the module, into an
-    :mod:`emews._conditions` condition."""
+    """The ``requires`` argument, by the module's grammar, into an :mod:`emews._conditions` test."""
 
     RULE = REQUIRES_RULE
     ARGUMENT = "requires"
