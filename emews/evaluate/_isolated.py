@@ -36,10 +36,8 @@ BOOT = "import sys; sys.path.append(sys.argv[1]); from {} import main; sys.exit(
 class Nanny:
     """One child interpreter, started on first use; ``run`` one task at a time."""
 
-    def __init__(self, grace=process.KILL_GRACE):
-        self.grace = process.KILL_GRACE if grace is None else grace
-        self.child = None
-        self.pid = None
+    def __init__(self, grace):
+        self.grace, self.child, self.pid = grace, None, None
 
     def run(self, task, watch):
         """The value the child computed for ``task``; raises like an implementation's run."""

@@ -263,8 +263,8 @@ def _literal(reader):
     constant = CONSTANTS.get(token.text) if token is not None else None
     if token is not None and (token.kind == "number" or constant == math.inf):
         value = sign * (_number(token.text) if token.kind == "number" else constant)
-    elif token is not None and not signed and token.kind == "string":
-        value = _string(token.text)
+    elif token is not None and not signed and token.kind == "string":   # its escapes replaced
+        value = ESCAPE.sub(lambda match: ESCAPES.get(match[1], match[1]), token.text[1:-1])
     elif not signed and isinstance(constant, bool):
         value = constant
     else:
@@ -278,11 +278,6 @@ def _number(text):
     body = text[:-1] if text.endswith("L") else text
     value = float(int(body, 16)) if body[:2].lower() == "0x" else float(body)
     return int(value) if value.is_integer() else value
-
-
-def _string(text):
-    """An R string literal's text, its escapes (``\\n``, ``\\"``, ...) replaced."""
-    return ESCAPE.sub(lambda match: ESCAPES.get(match[1], match[1]), text[1:-1])
 
 
 CALLS = {"neg": operator.neg, "+": operator.add, "-": operator.sub, "*": operator.mul,
@@ -321,11 +316,9 @@ def _evaluate(node, x):
     if head == "x":
         return x
     values = [_evaluate(child, x) for child in children]
-    return _power(*values) if head == "^" else CALLS[head](*values)
-
-
-def _power(base, exponent):
-    """R's ``^``: exact for integers (a negative exponent gives a float), else ``math.pow``."""
+    if head != "^":
+        return CALLS[head](*values)
+    base, exponent = values   # R's ^: exact for integers (a negative exponent gives a float)
     if isinstance(base, int) and isinstance(exponent, int) and abs(exponent) <= MAX_EXACT_EXPONENT:
         return base ** exponent
     return math.pow(base, exponent)
