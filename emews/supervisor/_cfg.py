@@ -313,8 +313,7 @@ def pbt_settings(study, where, procs_where):
                           "population of PROCS - 1, at least 2)", procs)
     options = study["algorithm"]
     options["population_size"], options["max_steps"] = procs - 1, epochs.value
-    segments = options["population_size"] * math.ceil(epochs.value /
-                                                       options["perturbation_interval"])
+    segments = (procs - 1) * math.ceil(epochs.value / options["perturbation_interval"])
     study["study"].setdefault("budget", 2 * segments)
     study["study"].setdefault("model_name", PBT_MODEL)
 
@@ -363,8 +362,7 @@ def convert(value, kind, where, search=""):
     if kind == "model_type":
         return check(where, MODEL_TYPE, MODEL_TYPES.get(value, value))
     if kind == "file":
-        found = find(value, search)
-        return str((found or Path(value)).resolve())
+        return str((find(value, search) or Path(value)).resolve())
     return str(Path(value).resolve()) if kind == "path" else value
 
 
