@@ -12,6 +12,7 @@ import shutil
 import signal
 import subprocess
 import sys
+from collections import namedtuple
 from pathlib import Path
 
 from .. import _experiment as experiment
@@ -26,18 +27,9 @@ SITE_KINDS = ("env", "sched", "langs-app")
 OUTPUT = "output.txt"
 STUDY_FILE = "supervisor.toml"
 LINK = "turbine-output"
-
-
-@dataclasses.dataclass
-class Call:
-    """One call of ``emews supervisor``: the site, the workflow, the EXPID (``-a``: the next
-    free one), the cfg files (one, or CFG_SYS and CFG_PRM) and the environment they see."""
-
-    site: str
-    workflow: str
-    expid: str
-    files: list
-    environ: dict
+# one call of emews supervisor: the site, the workflow, the EXPID (-a: the next free one), the
+# cfg files (one, or CFG_SYS and CFG_PRM) and the environment they see
+Call = namedtuple("Call", "site workflow expid files environ")
 
 
 def parse(arguments, workflow=None, environ=None, cwd=None):

@@ -37,6 +37,7 @@ import itertools
 import math
 import operator
 import re
+from collections import namedtuple
 from dataclasses import dataclass
 
 from .. import _conditions as conditions
@@ -62,27 +63,10 @@ TOKEN = re.compile(r"""
 """, re.VERBOSE)
 ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"', "'": "'", "0": "\0"}
 ESCAPE = re.compile(r"\\(.)")
-
-
-@dataclass(frozen=True)
-class Token:
-    """One token and where it starts (1-based line and column, 0-based offset in the text)."""
-
-    kind: str
-    text: str
-    line: int
-    column: int
-    offset: int
-
-
-@dataclass(frozen=True)
-class ParamSpec:
-    """One ``make*Param`` call: its kind, id, literal arguments and where it starts."""
-
-    kind: str
-    name: str
-    args: dict
-    where: str
+# one token and where it starts (1-based line and column, 0-based offset in the text)
+Token = namedtuple("Token", "kind text line column offset")
+# one make*Param call: its kind, id, literal arguments and where it starts
+ParamSpec = namedtuple("ParamSpec", "kind name args where")
 
 
 def parse(text, path):
