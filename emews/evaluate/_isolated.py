@@ -147,7 +147,12 @@ class Nanny:
             self._note(chunk)
 
     def _note(self, chunk):
-        _write_all(1, chunk)
+        try:
+            rest = chunk
+            while rest:
+                rest = rest[os.write(1, rest):]
+        except OSError:
+            pass  # this process's own output is gone; the tail still has it
         self.tail += chunk
         if len(self.tail) > 2 * TAIL_BYTES:
             del self.tail[:-TAIL_BYTES]
@@ -158,14 +163,6 @@ class Nanny:
         if self.output is not None:
             os.close(self.output)
         self.child = self.output = None
-
-
-def _write_all(fd, data):
-    try:
-        while data:
-            data = data[os.write(fd, data):]
-    except OSError:
-        pass  # this process's own output is gone; the tail still has it
 
 
 def _reap(child, sock, output):

@@ -203,13 +203,9 @@ def _label(text):
 
 def parse_result(text, model_return=None, log=None):
     """A reported result: ``<value>``, ``<metric> <value>`` (``val_loss 0.123``,
-    ``val_loss: 0.123``, ``'0.123'`` as Supervisor's model.sh logs it), optionally after
-    ``IMPROVE_RESULT``.
-
-    The label is not checked (Supervisor ignores it). ``None``, ``nan`` and ``inf`` (any case,
-    signed) fail the evaluation with that reason (Supervisor's model.sh writes an empty
-    ``result.txt``: a NaN result). Unlike Supervisor's digits-and-dot substring, ``1e-05`` is
-    read as 1e-05 (Supervisor reads 1).
+    ``val_loss: 0.123``) or ``'<value>'``, optionally after ``IMPROVE_RESULT``; the label is
+    not checked. ``None``, ``nan`` and ``inf`` (any case, signed) fail the evaluation with that
+    reason. models/README.md compares this with Supervisor's model.sh.
     """
     text = text.strip()
     if text.startswith("IMPROVE_RESULT"):
@@ -233,10 +229,9 @@ def write_run_command(run_dir, command):
 
 
 def append_output_csv(run_dir, params, run_id, value):
-    """Append ``params``' values, ``run_id`` and ``value`` to ``RUN_DIR/../output.csv``, as
-    Supervisor's model.sh does after a successful run (it takes the values that follow the
-    command's ``--flags``; here they are the point's, in its order, since they never travel on
-    a command line). Fields are CSV-quoted when needed."""
+    """Append ``params``' values, ``run_id`` and ``value`` (CSV-quoted where needed) to
+    ``RUN_DIR/../output.csv``, as Supervisor's model.sh does after a successful run
+    (models/README.md says how its line differs)."""
     run_dir = Path(run_dir)
     line = io.StringIO()
     fields = [v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)

@@ -65,11 +65,9 @@ def child_environ(extra=None):
 
 
 def start(command, **popen):
-    """Start ``command`` in a new session (its own process group) and track it.
-
-    It starts through :mod:`.deathsig`, so that the group dies when this process does (when
-    this process is a Python interpreter that can run it: not always so in Swift/T's Turbine).
-    """
+    """Start ``command`` in a new session (its own process group) and track it; through
+    :mod:`.deathsig`, so that the group dies with this process, where this process is a Python
+    interpreter that can run it (not always so in Swift/T's Turbine)."""
     if is_python(sys.executable):
         fd = _lifeline()
         command = [sys.executable, "-I", "-S", DEATHSIG, str(os.getpid()), str(fd),

@@ -138,9 +138,9 @@ FROM_ENVIRONMENT = {s.env for table in SCHEMA.values() for s in table.values() i
 
 
 def sourced(paths, environ, flags="aeu", what="the cfg file"):
-    """The environment after a ``bash`` subprocess sources ``paths`` in order (see the module's
-    docstring) under ``set -FLAGS``, or a ConfigError naming the last of ``paths`` when bash
-    fails."""
+    """The environment after a ``bash`` subprocess sources ``paths`` in order, with
+    :data:`HELPERS`, under ``set -FLAGS`` (``-aeu``, as Supervisor's workflow.sh), or a
+    ConfigError naming the last of ``paths`` when bash fails."""
     script = SOURCE.replace("{mark}", MARK).replace("{flags}", flags)
     try:
         done = subprocess.run(["bash", "--noprofile", "--norc", "-c", script, "bash",
@@ -217,7 +217,7 @@ def read(cfg_sys, cfg_prm=None, environ=None, name=None):
     dict shaped like the TOML file, ``notes`` the lines worth telling (variables unused).
 
     ``cfg_prm`` ``None``: ``cfg_sys`` is the one cfg file of the ``supervisor`` tool's form.
-    ``name`` names the workflow (else it is found as the module's docstring says).
+    ``name`` names the workflow (else :func:`workflow` finds it).
     """
     environ = dict(os.environ if environ is None else environ)
     root = Path(environ.get("EMEWS_PROJECT_ROOT")
