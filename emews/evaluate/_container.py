@@ -17,7 +17,6 @@ import os
 import pwd
 import shutil
 import sys
-from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 from .._config import CONTAINER_RUNTIMES, SCHEMA
@@ -64,7 +63,7 @@ def words(flag, values):
     return [w for v in values for w in ([flag + v] if flag.endswith("=") else [flag, v])]
 
 
-class Runtime(ABC):
+class Runtime:
     """A container runtime: its executable and the argument list of one :class:`Launch`."""
 
     gpu_flags = {}  # "nvidia"/"amd" -> options
@@ -72,9 +71,9 @@ class Runtime(ABC):
     def __init__(self, name, executable=None):
         self.name, self.executable = name, executable or name
 
-    @abstractmethod
     def command(self, launch):
         """The whole argument list that runs ``launch``."""
+        raise NotImplementedError
 
     def gpu_args(self, launch):
         """The options that give the container the worker's GPUs."""
