@@ -37,7 +37,7 @@ class Nanny:
     """One child interpreter, started on first use; ``run`` one task at a time."""
 
     def __init__(self, grace):
-        self.grace, self.child, self.pid = grace, None, None
+        self.grace, self.child, self.pid, self.tail = grace, None, None, bytearray()
 
     def run(self, task, watch):
         """The value the child computed for ``task``; raises like an implementation's run."""
@@ -90,7 +90,6 @@ class Nanny:
         os.set_blocking(read_fd, False)
         self.pid, self.sock, self.output, self.reader = self.child.pid, ours, read_fd, \
             channel.Reader()
-        self.tail = bytearray()
         self.finalizer = weakref.finalize(self, _reap, self.child, ours, read_fd)
 
     def _wait(self, watch):
