@@ -19,6 +19,15 @@ class Resources:
     hosts: tuple = ()
     gpus: tuple = ()
 
+    def as_dict(self):
+        """The resources as JSON-able data."""
+        return {"ranks": self.ranks, "hosts": list(self.hosts), "gpus": list(self.gpus)}
+
+    @classmethod
+    def from_dict(cls, data):
+        """The inverse of :meth:`as_dict`."""
+        return cls(int(data["ranks"]), tuple(data["hosts"]), tuple(data["gpus"]))
+
 
 ONE_RANK = Resources()   # what an evaluation gets unless its pool says otherwise
 
@@ -57,14 +66,13 @@ class RunContext:
 
     def as_dict(self):
         """The context as JSON-able data (it travels to an isolated child with the task)."""
-        return dict(asdict(self), expdir=str(self.expdir))
+        return dict(asdict(self), expdir=str(self.expdir), resources=self.resources.as_dict())
 
     @classmethod
     def from_dict(cls, data):
         """The inverse of :meth:`as_dict`."""
-        resources = data["resources"]
-        return cls(**dict(data, expdir=Path(data["expdir"]), resources=Resources(
-            resources["ranks"], tuple(resources["hosts"]), tuple(resources["gpus"]))))
+        return cls(**dict(data, expdir=Path(data["expdir"]),
+                          resources=Resources.from_dict(data["resources"])))
 
 
 _current_run = contextvars.ContextVar("emews_current_run", default=None)
