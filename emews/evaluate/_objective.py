@@ -6,7 +6,7 @@
       -> RunContext(exp_id, run_id, model_name, expdir, model_env)
       -> a segment of population-based training: its start checkpoint (.handoff)
       -> implementation.run(params, params_json, context, Watch(timeout, grace, cancelled))
-           (.py, .app, .container or .echo: see the package's docstring)
+           (.py, .app, .container or Echo: see the package's docstring)
       -> Outcome(value, metrics=...) | Outcome(NaN, "failed", reason, log_tail)
          | Outcome(NaN, "cancelled")
 
