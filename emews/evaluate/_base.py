@@ -131,11 +131,9 @@ class Implementation:
     """How one point is evaluated (the contract every implementation module fulfils)."""
 
     def run(self, params, params_json, context, watch):
-        """The value of ``params`` (a dict; ``params_json`` is its text) for ``context``.
-
+        """The value of ``params`` (a dict; ``params_json`` is its text) for ``context``;
         ``watch`` (:class:`~.process.Watch`) says when to stop a run early. Raises
-        :class:`EvaluationFailed` or :class:`Cancelled` when there is no value.
-        """
+        :class:`EvaluationFailed` or :class:`Cancelled` when there is no value."""
         raise NotImplementedError
 
     def close(self):

@@ -168,11 +168,9 @@ def read_labelled_results(result_file, log, names):
 
 def read_improve_result(log, model_return=None):
     """The value of the last ``IMPROVE_RESULT [<metric>] <value>`` line of ``log`` (its last
-    MiB); when lines are labelled, the last one labelled ``model_return`` wins.
-
-    As in Supervisor's model.sh (``awk -v FS=IMPROVE_RESULT``), the marker may be anywhere on
-    the line and the text after it is the result.
-    """
+    MiB); when lines are labelled, the last one labelled ``model_return`` wins. As in
+    Supervisor's model.sh (``awk -v FS=IMPROVE_RESULT``), the marker may be anywhere on the line
+    and the text after it is the result."""
     texts = [text for text in _improve_lines(log) if text.strip(" :")]
     if not texts:
         raise EvaluationFailed("the model wrote no result.txt and no IMPROVE_RESULT line",

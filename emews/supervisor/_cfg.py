@@ -215,10 +215,8 @@ def workflow(cfg_prm, namespace, name=None):
 def read(cfg_sys, cfg_prm=None, environ=None, name=None):
     """The study that Supervisor's cfg files describe: ``(study, notes)``; ``study`` is a
     dict shaped like the TOML file, ``notes`` the lines worth telling (variables unused).
-
     ``cfg_prm`` ``None``: ``cfg_sys`` is the one cfg file of the ``supervisor`` tool's form.
-    ``name`` names the workflow (else :func:`workflow` finds it).
-    """
+    ``name`` names the workflow (else :func:`workflow` finds it)."""
     environ = dict(os.environ if environ is None else environ)
     root = Path(environ.get("EMEWS_PROJECT_ROOT")
                 or Path(cfg_prm or cfg_sys).resolve().parent.parent)

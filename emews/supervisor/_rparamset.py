@@ -146,10 +146,8 @@ class _Parser(_Cursor):
         return specs
 
     def call_arguments(self):
-        """Yield ``(first token, name or None, position)`` for each argument of a call.
-
-        The caller parses each argument's value before the next one is looked at.
-        """
+        """Yield ``(first token, name or None, position)`` for each argument of a call; the
+        caller parses each argument's value before the next one is looked at."""
         self.take("(")
         if self.accept(")"):
             return
