@@ -11,9 +11,8 @@ from ._model_output import main as record_run
 COMMANDS = {"record-run": record_run, "container-command": container_command}
 
 
-def main(argv=None):
-    """Run the command that ``argv`` (default: the command line) names; its exit status."""
-    args = sys.argv[1:] if argv is None else argv
+def main(args):
+    """Run the command that ``args`` (the command line's words) name; its exit status."""
     if not args or args[0] not in COMMANDS:
         print(f"usage: python -m emews.evaluate {{{','.join(COMMANDS)}}} ARGS...",
               file=sys.stderr)
@@ -22,4 +21,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -1,13 +1,10 @@
 """``app``: the Model Shell, ``bash model.sh COMMAND...``, in the run's directory.
 
-``model.sh`` sources the site's ``langs-app`` settings (``EMEWS_LANGS_APP``), prepends
-``APP_PYTHONPATH`` to ``PYTHONPATH`` and execs the command (``[study].app``, by default the
-CANDLE model runner). The point is in ``RUN_DIR/params.json``, never on a command line. Output
-goes to ``RUN_DIR/model.log``; the value is ``result.txt``, else the last ``IMPROVE_RESULT``
-line. The run is its own process group: a timeout or a cancel kills it all. An evaluation of
-several ranks runs ``model.sh LAUNCHER ... python _launcher.py COMMAND...`` (:mod:`.launcher`).
-As Supervisor's model.sh does after a successful run, it leaves ``RUN_DIR/run_command.txt``
-and appends a line to ``EXPDIR/run/output.csv`` (:func:`~._model_output.main`).
+models/README.md ("How a model runs") says what ``model.sh`` does, where the value comes from
+and what a successful run leaves (as Supervisor's model.sh: ``run_command.txt``, a line of
+``EXPDIR/run/output.csv``). The run is its own process group: a timeout or a cancel kills it
+all. An evaluation of several ranks runs ``model.sh LAUNCHER ... python _launcher.py
+COMMAND...`` (:mod:`.launcher`).
 """
 
 import importlib.resources

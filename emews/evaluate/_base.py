@@ -1,9 +1,5 @@
-"""What every implementation shares: the run's context and the failure exceptions.
-
-An implementation (:mod:`.py`, :mod:`.app`, :mod:`.container`, :mod:`.echo`) turns one point
-into a number with ``run(params, params_json, context, watch)``; it raises
-:class:`EvaluationFailed` (or :class:`Cancelled`) when there is none. :class:`~.objective.Objective`
-turns either into an :class:`~.outcome.Outcome`.
+"""What every implementation (:class:`Implementation`) shares: the run's context and the
+failure exceptions.
 """
 
 import contextvars
@@ -135,11 +131,9 @@ class Implementation:
     """How one point is evaluated (the contract every implementation module fulfils)."""
 
     def run(self, params, params_json, context, watch):
-        """The value of ``params`` (a dict; ``params_json`` is its text) for ``context``.
-
+        """The value of ``params`` (a dict; ``params_json`` is its text) for ``context``;
         ``watch`` (:class:`~.process.Watch`) says when to stop a run early. Raises
-        :class:`EvaluationFailed` or :class:`Cancelled` when there is no value.
-        """
+        :class:`EvaluationFailed` or :class:`Cancelled` when there is no value."""
         raise NotImplementedError
 
     def close(self):

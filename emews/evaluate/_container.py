@@ -17,7 +17,6 @@ import os
 import pwd
 import shutil
 import sys
-from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 from .._config import CONTAINER_RUNTIMES, SCHEMA
@@ -64,7 +63,7 @@ def words(flag, values):
     return [w for v in values for w in ([flag + v] if flag.endswith("=") else [flag, v])]
 
 
-class Runtime(ABC):
+class Runtime:
     """A container runtime: its executable and the argument list of one :class:`Launch`."""
 
     gpu_flags = {}  # "nvidia"/"amd" -> options
@@ -72,9 +71,9 @@ class Runtime(ABC):
     def __init__(self, name, executable=None):
         self.name, self.executable = name, executable or name
 
-    @abstractmethod
     def command(self, launch):
         """The whole argument list that runs ``launch``."""
+        raise NotImplementedError
 
     def gpu_args(self, launch):
         """The options that give the container the worker's GPUs."""
@@ -160,8 +159,7 @@ class PodmanHPC(Podman):
 
 
 class Shifter(Runtime):
-    """``shifter --image=...`` (NERSC); the image is a Shifter image name
-    (``docker:repo/name:tag``)."""
+    """``shifter --image=...`` (NERSC); the image is a Shifter name (``docker:repo/name:tag``)."""
 
     gpu_flags = {"nvidia": ["--module=gpu"]}
 
@@ -305,13 +303,12 @@ class Container(Implementation):
         return read_app_result(None, log, self.model_env.get("MODEL_RETURN"))
 
 
-def main(argv=None):
+def main(args):
     """``python -m emews.evaluate container-command IMAGE ACTION DEVICES RUN_DIR EXPID
     RUNID``: print the runtime's argument list, each word followed by NUL (model.sh reads it with
     ``mapfile -d ''``). The runtime, GPUs (default ``nvidia``, Supervisor's ``--nv``) and
     extra options come from the environment, as for :class:`ContainerCommand`, and so does
     the point's checkpoint directory, where emews names one (``EMEWS_CHECKPOINT_DIR``)."""
-    args = sys.argv[1:] if argv is None else argv
     if len(args) != 6:
         print("usage: python -m emews.evaluate container-command IMAGE ACTION DEVICES RUN_DIR "
               "EXPID RUNID", file=sys.stderr)

@@ -117,8 +117,7 @@ class _Exchange:
             self.watch.stop(reason, tail(self.log))
 
     def _reply(self):
-        """Rank 0's reply, answering its reports meanwhile; None when the launcher ended
-        first."""
+        """Rank 0's reply, answering its reports meanwhile; None when the launcher ended first."""
         while True:
             sources = [self.sock if self.sock is not None else self.listener]
             ready, _, _ = select.select(sources, [], [], process.POLL)

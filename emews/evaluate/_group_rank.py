@@ -52,7 +52,3 @@ def _connect(address):
             if time.monotonic() >= deadline:
                 raise
             time.sleep(0.2)
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

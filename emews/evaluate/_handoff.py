@@ -1,16 +1,9 @@
 """The checkpoint handoff of population-based training and freeze-thaw: a segment's start
-checkpoint (docs/src/pbt.md shows the files and says why the study and its pools must share
-``EXPDIR``'s filesystem, :func:`mark_unshared`).
-
-A point that is a segment (:mod:`emews.core._segments`) runs in its own checkpoint directory,
-``EXPDIR/checkpoints/RUN_ID`` (its first attempt's run id). Before the model starts, that
-directory gets a copy of the checkpoint the segment starts from (a donor's, or the member's
-own previous segment's), once: when it does not exist yet, into a temporary directory renamed
-into place, so that a run killed mid-segment and run again keeps what it saved since. A
-missing or unreadable donor's checkpoint is one line in the member's log, and the segment
-starts from the member's own. The model is told ``EMEWS_TRAIN_UNTIL`` and ``EMEWS_TRAIN_FROM``
-(:func:`segment_variables`). A thawed run (:mod:`emews.core._thaw`) is a segment whose
-directory exists already.
+checkpoint, copied once (through a ``.partial`` directory renamed into place, so that a run
+killed mid-segment and run again keeps what it saved) into ``EXPDIR/checkpoints/RUN_ID``.
+docs/src/pbt.md ("The model: a segment") shows the files and the member's log lines, and says
+why the study and its pools must share ``EXPDIR``'s filesystem (:func:`mark_unshared`). A
+thawed run (:mod:`emews.core._thaw`) is a segment whose directory exists already.
 """
 
 import errno

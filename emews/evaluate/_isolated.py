@@ -36,15 +36,16 @@ BOOT = "import sys; sys.path.append(sys.argv[1]); from {} import main; sys.exit(
 class Nanny:
     """One child interpreter, started on first use; ``run`` one task at a time."""
 
-    def __init__(self, grace=process.KILL_GRACE):
-        self.grace = process.KILL_GRACE if grace is None else grace
-        self.child = None
-        self.pid = None
+    def __init__(self, grace):
+        self.grace, self.child, self.pid, self.tail = grace, None, None, bytearray()
 
     def run(self, task, watch):
         """The value the child computed for ``task``; raises like an implementation's run."""
-        if self.child is not None and (self.child.poll() is not None or self._hung_up()):
-            process.kill_group(self.child, 0)  # it died between runs: start afresh
+        # an idle child that died, or whose end of the channel is closed (it is dying: a
+        # process with threads is reaped only once they have all ended): start afresh
+        if self.child is not None and (self.child.poll() is not None
+                                       or select.select([self.sock], [], [], 0)[0]):
+            process.kill_group(self.child, 0)
             self._pump()
             self._end()
         if self.child is None:
@@ -89,7 +90,6 @@ class Nanny:
         os.set_blocking(read_fd, False)
         self.pid, self.sock, self.output, self.reader = self.child.pid, ours, read_fd, \
             channel.Reader()
-        self.tail = bytearray()
         self.finalizer = weakref.finalize(self, _reap, self.child, ours, read_fd)
 
     def _wait(self, watch):
@@ -120,11 +120,6 @@ class Nanny:
                     self._end()
                     watch.stop(reason, decode_tail(self.tail))
 
-    def _hung_up(self):
-        """Whether the idle child's end of the channel is closed (it died, or is dying: a
-        process with threads is reaped only once they have all ended)."""
-        return bool(select.select([self.sock], [], [], 0)[0])
-
     def _died(self):
         try:
             code = self.child.wait(timeout=self.grace)
@@ -138,8 +133,7 @@ class Nanny:
                                decode_tail(self.tail))
 
     def _pump(self):
-        """Copy what the child wrote to this process's stdout and to the tail, without
-        blocking."""
+        """Copy what the child wrote to this process's stdout and to the tail, without blocking."""
         while self.output is not None:
             try:
                 chunk = os.read(self.output, 65536)
@@ -152,7 +146,12 @@ class Nanny:
             self._note(chunk)
 
     def _note(self, chunk):
-        _write_all(1, chunk)
+        try:
+            rest = chunk
+            while rest:
+                rest = rest[os.write(1, rest):]
+        except OSError:
+            pass  # this process's own output is gone; the tail still has it
         self.tail += chunk
         if len(self.tail) > 2 * TAIL_BYTES:
             del self.tail[:-TAIL_BYTES]
@@ -163,14 +162,6 @@ class Nanny:
         if self.output is not None:
             os.close(self.output)
         self.child = self.output = None
-
-
-def _write_all(fd, data):
-    try:
-        while data:
-            data = data[os.write(fd, data):]
-    except OSError:
-        pass  # this process's own output is gone; the tail still has it
 
 
 def _reap(child, sock, output):

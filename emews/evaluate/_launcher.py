@@ -5,16 +5,13 @@
     worker (the evaluation's leading rank), RunContext.resources = Resources(k, hosts, gpus)
       Launcher.from_environ()          EMEWS_LAUNCH (the site's [launch], set by the batch
                                        script of emews submit), else mpiexec beside python
-      .prefix(resources)               mpiexec -n k [-hosts h1:2,h2:2]
-                                       srun -n k -N m --exact --overlap [--nodelist=..] [--gpus=g]
-                                       jsrun, aprun, flux run ... (argument lists, never a shell)
+      .prefix(resources)               mpiexec -n k ..., srun ..., jsrun, aprun, flux run ...
+                                       (argument lists, never a shell)
       .environ(resources)              WORLD_SIZE, MASTER_ADDR, MASTER_PORT, EMEWS_EVAL_GPUS, ...
         -> each of the k processes: rank_environ() adds RANK, LOCAL_RANK, LOCAL_WORLD_SIZE and
            its own GPU (CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES or ZE_AFFINITY_MASK)
 
-docs/src/parallel-evals.md lists the template fields (:data:`FIELDS`). Each process's GPU:
-with G devices for k ranks, process ``r`` gets its share (G >= k: ``G // k`` devices, the
-``r``-th slice; G < k, a shared GPU: device ``r mod G``).
+docs/src/parallel-evals.md tabulates each launcher's words and the template fields (:data:`FIELDS`).
 """
 
 import json
@@ -120,9 +117,9 @@ def numbers(resources, hosts):
     nodes = max(len(counts), 1)
     gpus = len(resources.gpus)
     return {"ranks": resources.ranks, "nodes": nodes, "ppn": math.ceil(resources.ranks / nodes),
-            "hosts": ",".join(counts), "hostcounts": ",".join(f"{h}:{n}" for h, n in
-                                                              counts.items()),
-            "gpus": gpus, "gpus_per_rank": max(gpus // resources.ranks, 1) if gpus else 0,
+            "hosts": ",".join(counts),
+            "hostcounts": ",".join(f"{h}:{n}" for h, n in counts.items()), "gpus": gpus,
+            "gpus_per_rank": max(gpus // resources.ranks, 1) if gpus else 0,
             "mpiexec": default_mpiexec()}
 
 
@@ -147,9 +144,7 @@ def is_python(executable):
 
 def python():
     """This Python interpreter, else (see :func:`is_python`) ``python3`` from PATH."""
-    if is_python(sys.executable):
-        return sys.executable
-    return shutil.which("python3") or "python3"
+    return sys.executable if is_python(sys.executable) else shutil.which("python3") or "python3"
 
 
 def free_port():
@@ -198,7 +193,8 @@ def local_rank(environ=os.environ, default=0):
 
 
 def devices_of(rank, ranks, gpus):
-    """The devices of process ``rank`` of ``ranks`` among ``gpus`` (see the module)."""
+    """The devices of process ``rank`` of ``ranks`` among ``gpus``: ``len(gpus) // ranks`` of
+    them (the ``rank``-th slice), or with fewer GPUs than ranks device ``rank mod len(gpus)``."""
     if not gpus:
         return []
     if len(gpus) >= ranks:

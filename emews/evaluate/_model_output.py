@@ -10,6 +10,7 @@ import io
 import json
 import math
 import os
+import sys
 from pathlib import Path
 
 from ..core._criteria import OBJECTIVE, objective_names
@@ -113,9 +114,7 @@ def _number(result):
 
 def safe_text(text):
     """``text`` with lone surrogates escaped (``\\udcff``): always encodable as UTF-8."""
-    if text is None:
-        return None
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return None if text is None else text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def decode_tail(data, limit=TAIL_BYTES):
@@ -169,18 +168,15 @@ def read_labelled_results(result_file, log, names):
 
 def read_improve_result(log, model_return=None):
     """The value of the last ``IMPROVE_RESULT [<metric>] <value>`` line of ``log`` (its last
-    MiB); when lines are labelled, the last one labelled ``model_return`` wins.
-
-    As in Supervisor's model.sh (``awk -v FS=IMPROVE_RESULT``), the marker may be anywhere on
-    the line and the text after it is the result.
-    """
+    MiB); when lines are labelled, the last one labelled ``model_return`` wins. As in
+    Supervisor's model.sh (``awk -v FS=IMPROVE_RESULT``), the marker may be anywhere on the line
+    and the text after it is the result."""
     texts = [text for text in _improve_lines(log) if text.strip(" :")]
     if not texts:
         raise EvaluationFailed("the model wrote no result.txt and no IMPROVE_RESULT line",
                                tail(log))
     if model_return:
-        labelled = [text for text in texts if _label(text) == model_return]
-        texts = labelled or texts
+        texts = [text for text in texts if _label(text) == model_return] or texts
     return parse_result(texts[-1], model_return, log)
 
 
@@ -205,13 +201,9 @@ def _label(text):
 
 def parse_result(text, model_return=None, log=None):
     """A reported result: ``<value>``, ``<metric> <value>`` (``val_loss 0.123``,
-    ``val_loss: 0.123``, ``'0.123'`` as Supervisor's model.sh logs it), optionally after
-    ``IMPROVE_RESULT``.
-
-    The label is not checked (Supervisor ignores it). ``None``, ``nan`` and ``inf`` (any case,
-    signed) fail the evaluation with that reason (Supervisor's model.sh writes an empty
-    ``result.txt``: a NaN result). Unlike Supervisor's digits-and-dot substring, ``1e-05`` is
-    read as 1e-05 (Supervisor reads 1).
+    ``val_loss: 0.123``) or ``'<value>'``, optionally after ``IMPROVE_RESULT``; the label is
+    not checked. ``None``, ``nan`` and ``inf`` (any case, signed) fail the evaluation with that
+    reason. models/README.md compares this with Supervisor's model.sh.
     """
     text = text.strip()
     if text.startswith("IMPROVE_RESULT"):
@@ -235,10 +227,9 @@ def write_run_command(run_dir, command):
 
 
 def append_output_csv(run_dir, params, run_id, value):
-    """Append ``params``' values, ``run_id`` and ``value`` to ``RUN_DIR/../output.csv``, as
-    Supervisor's model.sh does after a successful run (it takes the values that follow the
-    command's ``--flags``; here they are the point's, in its order, since they never travel on
-    a command line). Fields are CSV-quoted when needed."""
+    """Append ``params``' values, ``run_id`` and ``value`` (CSV-quoted where needed) to
+    ``RUN_DIR/../output.csv``, as Supervisor's model.sh does after a successful run
+    (models/README.md says how its line differs)."""
     run_dir = Path(run_dir)
     line = io.StringIO()
     fields = [v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
@@ -252,15 +243,12 @@ def append_output_csv(run_dir, params, run_id, value):
         os.close(fd)
 
 
-def main(argv=None):
+def main(args):
     """``python -m emews.evaluate record-run RUN_DIR RUN_ID -- COMMAND...``: read the result of
     a run (``result.txt``, else ``model.log``'s ``IMPROVE_RESULT``), rewrite ``result.txt`` as
     the number, and write ``run_command.txt`` and ``output.csv`` (:func:`append_output_csv`).
     The Model Shell's Supervisor call uses it.
     Exit status 1 (the reason on stderr) when there is no number."""
-    import sys
-
-    args = list(sys.argv[1:] if argv is None else argv)
     if len(args) < 3 or args[2] != "--":
         print("usage: python -m emews.evaluate record-run RUN_DIR RUN_ID -- COMMAND...",
               file=sys.stderr)

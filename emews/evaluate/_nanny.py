@@ -73,7 +73,3 @@ def run(task, functions, send=None):
         return {"error": str(exc), "tail": exc.log_tail}
     except (Exception, SystemExit, KeyboardInterrupt) as exc:  # noqa: BLE001 - importing it
         return {"error": describe_exception(exc)}
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

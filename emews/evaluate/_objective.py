@@ -6,17 +6,18 @@
       -> RunContext(exp_id, run_id, model_name, expdir, model_env)
       -> a segment of population-based training: its start checkpoint (.handoff)
       -> implementation.run(params, params_json, context, Watch(timeout, grace, cancelled))
-           py: .py (a nanny child, or this interpreter)   app: .app (the Model Shell)
-           container: .container                           echo: .echo
+           (.py, .app, .container or Echo: see the package's docstring)
       -> Outcome(value, metrics=...) | Outcome(NaN, "failed", reason, log_tail)
          | Outcome(NaN, "cancelled")
 
-``timeout`` (``SH_TIMEOUT``) kills isolated ``py``, ``app`` and ``container`` runs alike
-(:mod:`.process`). :meth:`Objective.evaluate` never raises.
+Supervisor's way in: Swift/T's embedded Python (``swift/emews_objective.swift``) calls
+:func:`candle_model_train` once per point; ``swift/prepare_study.py`` calls :func:`from_env` to
+check the settings first.
 """
 
 import json
 import math
+import os
 import time
 import traceback
 from pathlib import Path
@@ -26,11 +27,11 @@ from ..core._criteria import OBJECTIVE
 from ..core._segments import split
 from .._errors import ConfigError
 from .._status import Status
+from .._validation import env_flag
 from . import _process as process
 from ._app import MODEL_RUNNER, App
-from ._base import ONE_RANK, Cancelled, EvaluationFailed, RunContext
+from ._base import ONE_RANK, Cancelled, EvaluationFailed, Implementation, RunContext
 from ._container import Container
-from ._echo import Echo
 from ._handoff import prepare
 from ._outcome import Outcome
 from ._py import Py
@@ -38,17 +39,25 @@ from ._reporting import Pruned
 from ._model_output import Value, decode_tail, safe_text
 
 
+class Echo(Implementation):
+    """``echo``: run nothing; the value is the sum of squares of the numeric parameters (a
+    stand-in model for testing the machinery)."""
+
+    def run(self, params, params_json, context, watch):
+        return float(sum(float(v) ** 2 for v in params.values()
+                         if isinstance(v, (int, float))))
+
 
 class Objective:
     """A configured evaluator: turns a point's JSON into an :class:`Outcome`.
 
     ``model_env`` maps Supervisor's environment variables to strings: the model's settings
     (``FRAMEWORK``, ``CANDLE_DATA_DIR``, the container's ``CANDLE_IMAGE``, ...; see
-    :meth:`from_config`). ``model_return`` names the value to minimize, or
-    several objectives as a comma-separated list (each is extracted, in order, into the
-    outcome's ``objectives``). ``timeout`` (``SH_TIMEOUT``) bounds each run; ``isolate``
-    runs ``py`` objectives in a child process (see :mod:`emews.evaluate._py`); ``grace`` is the
-    time between SIGTERM and SIGKILL.
+    :meth:`from_config`). ``model_return`` names the value to minimize, or several objectives
+    as a comma-separated list (each is extracted, in order, into the outcome's ``objectives``).
+    ``timeout`` (``SH_TIMEOUT``) kills isolated ``py``, ``app`` and ``container`` runs alike
+    (:mod:`.process`); ``isolate`` runs ``py`` objectives in a child process (see
+    :mod:`emews.evaluate._py`); ``grace`` is the time between SIGTERM and SIGKILL.
     """
 
     def __init__(self, impl="py", objective=None, app=None, model_name="model",
@@ -61,9 +70,8 @@ class Objective:
             raise ConfigError("[study].impl (CANDLE_MODEL_IMPL)",
                               f"must be one of {list(IMPLEMENTATIONS)}", impl)
         self.impl, self.model_name, self.model_return = impl, model_name, model_return
-        timeout = None if timeout in (None, "") else float(timeout)
-        # Supervisor's "no timeout": empty, 0 or negative
-        self.timeout = timeout if timeout and timeout > 0 else None
+        timeout = float(timeout or 0)   # Supervisor's "no timeout": empty, 0 or negative
+        self.timeout = timeout if timeout > 0 else None
         self.expdir, self.exp_id = Path(expdir), exp_id
         self.isolate, self.grace = bool(isolate), grace
         self.model_env.setdefault("MODEL_NAME", model_name)
@@ -135,3 +143,50 @@ class Objective:
     def close(self):
         """Stop the processes this objective keeps (the nanny children); safe to call twice."""
         self.implementation.close()
+
+
+def from_env(expdir=None, isolate=None):
+    """An :class:`Objective` configured from Supervisor's environment variables (those read
+    below; ``SH_TIMEOUT`` empty, 0 or -1: no timeout; ``EMEWS_ISOLATE``: the default of
+    ``isolate``, true), the model's settings every variable of the ``[model]`` table and a few
+    more."""
+    environ = os.environ
+    names = [s.env for s in SCHEMA["model"].values() if s.env] + [
+        "MODEL_NAME", "MODEL_RETURN", "CANDLE_DATA_DIR", "EMEWS_LANGS_APP",
+        "CANDLE_CONTAINER_ARGS"]
+    try:
+        app = json.loads(environ["EMEWS_APP"]) if "EMEWS_APP" in environ else None
+    except json.JSONDecodeError:
+        raise ConfigError("EMEWS_APP", "must be a JSON list of strings",
+                          environ["EMEWS_APP"]) from None
+    try:
+        timeout = float(environ.get("SH_TIMEOUT") or 0)
+    except ValueError:
+        raise ConfigError("SH_TIMEOUT", "must be a number of seconds",
+                          environ["SH_TIMEOUT"]) from None
+    return Objective(impl=environ.get("CANDLE_MODEL_IMPL", "py"),
+                     objective=environ.get("EMEWS_OBJECTIVE"), app=app,
+                     model_name=environ.get("MODEL_NAME", "model"),
+                     model_return=environ.get("MODEL_RETURN", OBJECTIVE),
+                     timeout=timeout, expdir=expdir or environ.get("TURBINE_OUTPUT", "."),
+                     model_env={name: environ[name] for name in names if name in environ},
+                     isolate=env_flag("EMEWS_ISOLATE", True) if isolate is None else isolate)
+
+
+_env_objective = None
+
+
+def candle_model_train(params_json, exp_id, run_id, model_name):
+    """Supervisor's entry point: evaluate one point; the value as a string ('NaN' on failure).
+
+    The implementation and its settings come from the environment (see :func:`from_env`).
+    ``py`` runs here are NOT isolated unless ``EMEWS_ISOLATE=1``: in Swift/T's embedded Python,
+    ``sys.executable`` is not always a Python interpreter that could start a nanny. ``app``
+    and ``container`` runs are separate processes (with ``SH_TIMEOUT``) either way.
+    """
+    global _env_objective
+    if _env_objective is None:
+        _env_objective = from_env(isolate=env_flag("EMEWS_ISOLATE", False))
+    _env_objective.exp_id, _env_objective.model_name = exp_id, model_name
+    outcome = _env_objective.evaluate(params_json, run_id)
+    return "NaN" if outcome.status != "done" else repr(outcome.value)

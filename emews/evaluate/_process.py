@@ -39,8 +39,7 @@ class Watch:
     pruner's verdict)."""
 
     def __init__(self, timeout=None, grace=KILL_GRACE, cancelled=None, report=None):
-        self.timeout, self.grace, self.cancelled = timeout, grace, cancelled
-        self.report = report
+        self.timeout, self.grace, self.cancelled, self.report = timeout, grace, cancelled, report
         self.deadline = time.monotonic() + timeout if timeout else None
 
     def stop_reason(self):
@@ -61,17 +60,14 @@ class Watch:
 def child_environ(extra=None):
     """This process's environment without the MPI launcher's variables (a model process must
     never initialise MPI as if it were one of the study's ranks), plus ``extra``."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(MPI_VARIABLES)}
-    env.update(extra or {})
-    return env
+    return {**{k: v for k, v in os.environ.items() if not k.startswith(MPI_VARIABLES)},
+            **(extra or {})}
 
 
 def start(command, **popen):
-    """Start ``command`` in a new session (its own process group) and track it.
-
-    It starts through :mod:`.deathsig`, so that the group dies when this process does (when
-    this process is a Python interpreter that can run it: not always so in Swift/T's Turbine).
-    """
+    """Start ``command`` in a new session (its own process group) and track it; through
+    :mod:`.deathsig`, so that the group dies with this process, where this process is a Python
+    interpreter that can run it (not always so in Swift/T's Turbine)."""
     if is_python(sys.executable):
         fd = _lifeline()
         command = [sys.executable, "-I", "-S", DEATHSIG, str(os.getpid()), str(fd),

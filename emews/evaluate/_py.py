@@ -1,10 +1,8 @@
 """``py``: call ``module:function(params)``, in a nanny child (isolated) or in this interpreter.
 
-Isolated (the default, ``[study] isolate = true``), each concurrent caller gets a nanny of its
-own (:class:`~.isolated.Nanny`), so that a crash, ``os._exit`` or a hang ends one evaluation,
-not the worker, and ``timeout`` and ``cancelled`` apply. Not isolated, the function runs in the
-worker's own interpreter: microseconds per call, but no timeout or cancel. An evaluation of
-several ranks runs as that many processes sharing ``emews.comm()`` (:mod:`.group`).
+Isolated (the default), each concurrent caller gets a nanny of its own (:class:`~.isolated.Nanny`;
+models/README.md says what isolation buys and costs). An evaluation of several ranks runs as
+that many processes sharing ``emews.comm()`` (:mod:`.group`).
 """
 
 import threading
@@ -64,8 +62,7 @@ class Py(Implementation):
         self.function = import_dotted(path, "[study].objective")
         if not callable(self.function):
             raise ConfigError("[study].objective", "must name a callable", path)
-        self.path, self.model_return, self.epoch = path, model_return, epoch
-        self.isolate = isolate
+        self.path, self.model_return, self.epoch, self.isolate = path, model_return, epoch, isolate
         self.idle, self.nannies = [], []
         self.lock = threading.Lock()
 

@@ -39,9 +39,7 @@ class Reporter:
     ``None``: reports go nowhere and never stop it) and remembers a stop."""
 
     def __init__(self, send=None):
-        self.send = send
-        self.last_step = None
-        self.pruned = None          # the Pruned raised, once the run was stopped
+        self.send, self.last_step, self.pruned = send, None, None   # pruned: the Pruned raised
 
     def report(self, value, step, metrics):
         """Check and send one report; raise :class:`Pruned` when the run must stop."""

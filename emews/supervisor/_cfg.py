@@ -1,14 +1,8 @@
 """CANDLE/Supervisor's ``cfg-sys-*.sh`` and ``cfg-prm-*.sh`` files as an emews study.
 
-docs/src/coming-from-supervisor.md and docs/src/supervisor.md say what is read and how. In
-short: a ``bash`` subprocess sources the files (:func:`sourced`, ``set -a -e -u`` as
-Supervisor's ``workflow.sh``; never ``eval``), the cfg-sys file first, and the environment is
-read back after each (:class:`Settings`). :func:`read` maps the variables of :data:`COMMON`
-and of the workflow's :data:`WORKFLOWS` entry to a study (a dict shaped like the TOML file),
-with the options a workflow fixes (:data:`FIXED_OPTIONS`) and the files it reads itself. A
-variable emews reads from the environment itself takes the environment's value first; one the
-files set that emews does not map is refused, unless it changes nothing under emews
-(:data:`UNUSED`: a note) or the files' own text refers to it (a helper, not a setting).
+docs/src/coming-from-supervisor.md and docs/src/supervisor.md say what is read and how: a
+``bash`` subprocess sources the files (:func:`sourced`; never ``eval``), and :func:`read` maps
+the variables they leave (:class:`Settings`) to a study.
 """
 
 import copy
@@ -144,9 +138,9 @@ FROM_ENVIRONMENT = {s.env for table in SCHEMA.values() for s in table.values() i
 
 
 def sourced(paths, environ, flags="aeu", what="the cfg file"):
-    """The environment after a ``bash`` subprocess sources ``paths`` in order (see the module's
-    docstring) under ``set -FLAGS``, or a ConfigError naming the last of ``paths`` when bash
-    fails."""
+    """The environment after a ``bash`` subprocess sources ``paths`` in order, with
+    :data:`HELPERS`, under ``set -FLAGS`` (``-aeu``, as Supervisor's workflow.sh), or a
+    ConfigError naming the last of ``paths`` when bash fails."""
     script = SOURCE.replace("{mark}", MARK).replace("{flags}", flags)
     try:
         done = subprocess.run(["bash", "--noprofile", "--norc", "-c", script, "bash",
@@ -169,11 +163,8 @@ class Settings:
     set or changed each variable) and ``referenced`` (the names their text refers to)."""
 
     def __init__(self, environ):
-        self.environ = environ
-        self.values = dict(environ)
-        self.where = {}
-        self.referenced = set()
-        self.paths = []
+        self.environ, self.values = environ, dict(environ)
+        self.where, self.referenced, self.paths = {}, set(), []
 
     def read(self, path):
         """Source ``path`` after the files read so far."""
@@ -224,10 +215,8 @@ def workflow(cfg_prm, namespace, name=None):
 def read(cfg_sys, cfg_prm=None, environ=None, name=None):
     """The study that Supervisor's cfg files describe: ``(study, notes)``; ``study`` is a
     dict shaped like the TOML file, ``notes`` the lines worth telling (variables unused).
-
     ``cfg_prm`` ``None``: ``cfg_sys`` is the one cfg file of the ``supervisor`` tool's form.
-    ``name`` names the workflow (else it is found as the module's docstring says).
-    """
+    ``name`` names the workflow (else :func:`workflow` finds it)."""
     environ = dict(os.environ if environ is None else environ)
     root = Path(environ.get("EMEWS_PROJECT_ROOT")
                 or Path(cfg_prm or cfg_sys).resolve().parent.parent)
@@ -279,8 +268,7 @@ def read(cfg_sys, cfg_prm=None, environ=None, name=None):
             converted = convert(value, kind, f"{where}: {var}", search)
             if converted is not None:
                 study[table][key] = converted
-    ignore = namespace.values.get("IGNORE_ERRORS")
-    if ignore not in (None, ""):
+    if ignore := namespace.values.get("IGNORE_ERRORS"):
         where = f"{namespace.where.get('IGNORE_ERRORS', 'environment variable')}: IGNORE_ERRORS"
         study["failure"]["on_failure"] = "abort" if convert(ignore, "int", where) == 0 else "fail"
     if name == "pbt":
@@ -301,11 +289,9 @@ def read(cfg_sys, cfg_prm=None, environ=None, name=None):
 
 
 def pbt_settings(study, where, procs_where):
-    """Complete the study of Supervisor's pbt workflow as its ``python/tc1_pbt.py`` runs: a
-    member on each process but the first (``PROCS - 1``), each trained to the parameter
-    file's constant ``epochs``, the model tc1 unless ``MODEL_NAME`` names another; a budget of
-    twice the segments that takes (an async member may go back to a donor's step: the search
-    ends by itself once every member has trained them all)."""
+    """Complete the study of Supervisor's pbt workflow as docs/src/supervisor.md says; its
+    budget is twice the segments its members train (an async member may go back to a donor's
+    step: the search ends by itself once every member has trained them all)."""
     from .._space import Constant, Space
 
     space_file = study["study"].get("space")
@@ -325,8 +311,7 @@ def pbt_settings(study, where, procs_where):
                           "population of PROCS - 1, at least 2)", procs)
     options = study["algorithm"]
     options["population_size"], options["max_steps"] = procs - 1, epochs.value
-    segments = options["population_size"] * math.ceil(epochs.value /
-                                                       options["perturbation_interval"])
+    segments = (procs - 1) * math.ceil(epochs.value / options["perturbation_interval"])
     study["study"].setdefault("budget", 2 * segments)
     study["study"].setdefault("model_name", PBT_MODEL)
 
@@ -375,14 +360,12 @@ def convert(value, kind, where, search=""):
     if kind == "model_type":
         return check(where, MODEL_TYPE, MODEL_TYPES.get(value, value))
     if kind == "file":
-        found = find(value, search)
-        return str((found or Path(value)).resolve())
+        return str((find(value, search) or Path(value)).resolve())
     return str(Path(value).resolve()) if kind == "path" else value
 
 
 def random_samples(path):
-    """``samples.num[0]`` of Supervisor's random workflow's ``data/settings.json``: how many
-    points it draws."""
+    """``samples.num[0]`` of the random workflow's ``data/settings.json``: the points it draws."""
     samples = settings_json(path, "random").get("samples")
     num = samples.get("num") if isinstance(samples, dict) else None
     if not (isinstance(num, list) and num and isinstance(num[0], int) and num[0] > 0):

@@ -12,6 +12,7 @@ import shutil
 import signal
 import subprocess
 import sys
+from collections import namedtuple
 from pathlib import Path
 
 from .. import _experiment as experiment
@@ -26,18 +27,9 @@ SITE_KINDS = ("env", "sched", "langs-app")
 OUTPUT = "output.txt"
 STUDY_FILE = "supervisor.toml"
 LINK = "turbine-output"
-
-
-@dataclasses.dataclass
-class Call:
-    """One call of ``emews supervisor``: the site, the workflow, the EXPID (``-a``: the next
-    free one), the cfg files (one, or CFG_SYS and CFG_PRM) and the environment they see."""
-
-    site: str
-    workflow: str
-    expid: str
-    files: list
-    environ: dict
+# one call of emews supervisor: the site, the workflow, the EXPID (-a: the next free one), the
+# cfg files (one, or CFG_SYS and CFG_PRM) and the environment they see
+Call = namedtuple("Call", "site workflow expid files environ")
 
 
 def parse(arguments, workflow=None, environ=None, cwd=None):
@@ -173,14 +165,6 @@ def prepare_study(call, files):
     return study, notes
 
 
-def link(expdir, cwd):
-    """``cwd/turbine-output``: a symlink to ``expdir``, as Supervisor's workflow.sh leaves."""
-    path = Path(cwd) / LINK
-    if path.is_symlink():
-        path.unlink()
-    path.symlink_to(expdir)
-
-
 def child_environment(environ, expid):
     """The environment of ``emews run`` of experiment ``expid``: the study's, less the
     variables whose values the study already holds (they were read first; Supervisor's
@@ -192,8 +176,7 @@ def child_environment(environ, expid):
 def run_here(expdir, environ, notes):
     """``python -m emews run EXPDIR/supervisor.toml``; its output to the terminal and
     ``EXPDIR/output.txt``. Returns its exit status."""
-    output = open(expdir / OUTPUT, "ab")
-    try:
+    with open(expdir / OUTPUT, "ab") as output:
         for note in notes:
             _both(f"emews: note: {note}\n".encode(), output)
         child = subprocess.Popen([sys.executable, "-m", "emews", "run", str(expdir / STUDY_FILE)],
@@ -209,8 +192,6 @@ def run_here(expdir, environ, notes):
         status = status or _own_rule(expdir, output)
         _both(f"EXIT CODE: {status}\n".encode(), output)
         return status
-    finally:
-        output.close()
 
 
 def _both(data, output):
@@ -256,7 +237,10 @@ def main(arguments, workflow=None, dry_run=False):
                                None if call.expid == "-a" else call.expid)
     tables["expid"] = expdir.name
     (expdir / STUDY_FILE).write_text(cfgfiles.render(study, notes, call.files))
-    link(expdir, Path.cwd())
+    link = Path.cwd() / LINK   # a symlink to the experiment, as Supervisor's workflow.sh leaves
+    if link.is_symlink():
+        link.unlink()
+    link.symlink_to(expdir)
     if site is not None:   # the job sources env-SITE.sh where it runs (the site's setup)
         from ..launch._submit import submit
 
@@ -268,5 +252,5 @@ def main(arguments, workflow=None, dry_run=False):
                       notes)
     if status == 2 and not (expdir / "config.json").exists():   # bad input: nothing was run
         shutil.rmtree(expdir)
-        (Path.cwd() / LINK).unlink()
+        link.unlink()
     return status

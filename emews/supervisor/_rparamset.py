@@ -33,9 +33,11 @@ is ``TRUE``). Anything else is refused with an error that names the file, the li
 the parameter, the rule and the text. :func:`parse` returns :class:`ParamSpec` records.
 """
 
+import itertools
 import math
 import operator
 import re
+from collections import namedtuple
 from dataclasses import dataclass
 
 from .. import _conditions as conditions
@@ -61,31 +63,14 @@ TOKEN = re.compile(r"""
 """, re.VERBOSE)
 ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"', "'": "'", "0": "\0"}
 ESCAPE = re.compile(r"\\(.)")
+# one token and where it starts (1-based line and column, 0-based offset in the text)
+Token = namedtuple("Token", "kind text line column offset")
+# one make*Param call: its kind, id, literal arguments and where it starts
+ParamSpec = namedtuple("ParamSpec", "kind name args where")
 
 
-@dataclass(frozen=True)
-class Token:
-    """One token and where it starts (1-based line and column, 0-based offset in the text)."""
-
-    kind: str
-    text: str
-    line: int
-    column: int
-    offset: int
-
-
-@dataclass(frozen=True)
-class ParamSpec:
-    """One ``make*Param`` call: its kind, id, literal arguments and where it starts."""
-
-    kind: str
-    name: str
-    args: dict
-    where: str
-
-
-def tokenize(text, path):
-    """Split R source into tokens, dropping spaces and comments."""
+def parse(text, path):
+    """The parameters of the file's one ``makeParamSet(...)`` expression."""
     tokens, line, line_start, position = [], 1, 0, 0
     while position < len(text):
         match = TOKEN.match(text, position)
@@ -98,12 +83,7 @@ def tokenize(text, path):
         if value == "\n":
             line, line_start = line + 1, match.end()
         position = match.end()
-    return tokens
-
-
-def parse(text, path):
-    """The parameters of the file's one ``makeParamSet(...)`` expression."""
-    return _Parser(tokenize(text, path), path, text).param_set()
+    return _Parser(tokens, path, text).param_set()
 
 
 class _Cursor:
@@ -166,23 +146,18 @@ class _Parser(_Cursor):
         return specs
 
     def call_arguments(self):
-        """Yield ``(first token, name or None, position)`` for each argument of a call.
-
-        The caller parses each argument's value before the next one is looked at.
-        """
+        """Yield ``(first token, name or None, position)`` for each argument of a call; the
+        caller parses each argument's value before the next one is looked at."""
         self.take("(")
-        index = 0
         if self.accept(")"):
             return
-        while True:
-            token, name = self.peek(), None
-            following = self.peek(1)
+        for index in itertools.count():
+            token, name, following = self.peek(), None, self.peek(1)
             if token is not None and token.kind == "name" and following is not None \
                     and following.text == "=":
                 name = token.text.strip("`")
                 self.position += 2
             yield token, name, index
-            index += 1
             if self.accept(")"):
                 return
             self.take(",", rule="expected ',' or ')' between arguments")
@@ -270,8 +245,8 @@ def _literal(reader):
     constant = CONSTANTS.get(token.text) if token is not None else None
     if token is not None and (token.kind == "number" or constant == math.inf):
         value = sign * (_number(token.text) if token.kind == "number" else constant)
-    elif token is not None and not signed and token.kind == "string":
-        value = _string(token.text)
+    elif token is not None and not signed and token.kind == "string":   # its escapes replaced
+        value = ESCAPE.sub(lambda match: ESCAPES.get(match[1], match[1]), token.text[1:-1])
     elif not signed and isinstance(constant, bool):
         value = constant
     else:
@@ -285,11 +260,6 @@ def _number(text):
     body = text[:-1] if text.endswith("L") else text
     value = float(int(body, 16)) if body[:2].lower() == "0x" else float(body)
     return int(value) if value.is_integer() else value
-
-
-def _string(text):
-    """An R string literal's text, its escapes (``\\n``, ``\\"``, ...) replaced."""
-    return ESCAPE.sub(lambda match: ESCAPES.get(match[1], match[1]), text[1:-1])
 
 
 CALLS = {"neg": operator.neg, "+": operator.add, "-": operator.sub, "*": operator.mul,
@@ -328,11 +298,9 @@ def _evaluate(node, x):
     if head == "x":
         return x
     values = [_evaluate(child, x) for child in children]
-    return _power(*values) if head == "^" else CALLS[head](*values)
-
-
-def _power(base, exponent):
-    """R's ``^``: exact for integers (a negative exponent gives a float), else ``math.pow``."""
+    if head != "^":
+        return CALLS[head](*values)
+    base, exponent = values   # R's ^: exact for integers (a negative exponent gives a float)
     if isinstance(base, int) and isinstance(exponent, int) and abs(exponent) <= MAX_EXACT_EXPONENT:
         return base ** exponent
     return math.pow(base, exponent)
@@ -431,8 +399,7 @@ COMPARISON_OPERATORS = ("==", "!=", "<", "<=", ">", ">=")
 
 
 class _RequiresParser(_ArgumentParser):
-    """The ``requires`` argument, by the grammar at the top of the module, into an
-    :mod:`emews._conditions` condition."""
+    """The ``requires`` argument, by the module's grammar, into an :mod:`emews._conditions` test."""
 
     RULE = REQUIRES_RULE
     ARGUMENT = "requires"
