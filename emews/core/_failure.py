@@ -15,7 +15,6 @@ outcome into what the store keeps, what the algorithm is told and what the limit
 
 import math
 from dataclasses import dataclass
-from typing import NamedTuple
 
 from ._algorithm import PrunedResult
 from .._errors import ConfigError
@@ -24,7 +23,8 @@ from .._status import Status
 ACTIONS = ("fail", "abort")
 
 
-class Decision(NamedTuple):
+@dataclass(slots=True)
+class Decision:
     """What an outcome comes to: the ``outcome`` (as judged by the study's criteria, from
     :func:`classify`), the ``status`` its attempt is stored with (``queued`` when it runs
     again), the ``action`` (``done``, ``pruned``, ``retry``, ``fail`` or ``abort``), the value

@@ -427,7 +427,7 @@ class Master:
         self.thaws.pause(task.id, task.attempt, task.params, curve or {})
         error = (verdict.outcome.error or "pruned").replace("pruned", "paused", 1)
         outcome = dataclasses.replace(verdict.outcome, status=Status.PAUSED, error=error)
-        return verdict._replace(outcome=outcome, status=Status.PAUSED)
+        return dataclasses.replace(verdict, outcome=outcome, status=Status.PAUSED)
 
     def _thawed(self, verdict):
         """A thawed run's final result: its value counts for the limits' best (its point
