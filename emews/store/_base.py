@@ -14,8 +14,11 @@ the study's ``exp_id``). One writer (the master) per study; any number of reader
 its own store object (``readonly=True``). The study's meta values: docs/src/store.md ("The
 study's state").
 
-No reader, not even this store's own connection, sees a buffered write before the commit:
-it sees all of a turn or none of it. The points added since the last commit are inserted
+Visibility: a write (``add`` ... ``set_meta``) is buffered: no reader, not even this store's
+own connection, sees it before :meth:`Store.commit` (or a read through this store, which
+commits first; ``save_checkpoint`` and ``interrupt_unfinished`` commit at once). The commit
+runs every buffered write, in order, in one transaction: a reader sees all of a turn or none of
+it. The points added since the last commit are inserted
 first, each as it stands by then (one handed to a worker meanwhile is inserted ``running``).
 A master turn's commit holds back the ``running`` status of the points handed out in that turn
 until the next commit: one whose result comes first goes from ``queued`` to its result in one
@@ -190,7 +193,8 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     def _add(self, rows: list[list[Any]]) -> None:
-        """Buffer the insert of the rows that :meth:`add` made."""
+        """Buffer the insert of ``[id, params, status, run_id, queued, rank, started, seq]``
+        rows."""
 
     def mark_running(self, rows: Iterable[tuple[int, int]]) -> None:
         """Points handed to a worker: ``(id, rank)`` tuples; each is ``running`` on that rank,
@@ -226,7 +230,8 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     def _finish(self, points: list[tuple[Any, ...]], vectors: bool) -> None:
-        """Buffer the point updates that :func:`finished_rows` makes, and its ``vectors``."""
+        """Buffer the point updates of :func:`finished_rows` (``vectors``: whether they hold
+        ``objectives`` and ``feasible``)."""
 
     def record_duplicates(self, rows: Iterable[tuple[int, int, Outcome, int]]) -> None:
         """Results that came after a point's first one: ``(id, rank, outcome, attempt)``
@@ -246,7 +251,8 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     def _requeue(self, rows: list[tuple[int, str, float, int]]) -> None:
-        """Buffer the ``(attempt, run_id, queued, id)`` rows that :meth:`requeue` made."""
+        """Buffer ``status='queued', attempt, run_id, queued`` for ``(attempt, run_id,
+        queued, id)`` rows (rank, started, finished, objectives and feasible cleared)."""
 
     def cancel(self, ids: Sequence[int], reason: str) -> None:
         """Points whose evaluation was called off: those still ``queued`` or ``running``
@@ -361,9 +367,10 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     def report_values(self, after: int = 0) -> list[tuple[int, int, int, int, float | None]]:
-        """The reports numbered (``n``, growing) after ``after``, ``(n, id, attempt, step,
-        value)`` in that order, as :meth:`reports` gives them but without metrics: a reader
-        that kept the last ``n`` it saw reads only what is new."""
+        """The reports numbered after ``after`` (their column ``n``, which grows with each
+        report) as ``(n, id, attempt, step, value)`` tuples in that order, without their
+        metrics (``value`` ``None`` for a NaN or infinite one): a reader that kept the last
+        ``n`` it saw reads only what is new; ``[]`` from a store that predates reports."""
 
     def counts(self) -> dict[str, int]:
         """``{status: number of points}`` (statuses that no point has are left out)."""
