@@ -128,6 +128,8 @@ class Asha(Pruner):
             self.next_rung[run] = k
             if not math.isfinite(value):
                 return True
+            # promoted only among the rung's best len // reduction_factor (the best, while
+            # it has fewer values than that)
             if value > sorted(values)[max(len(values) // self.reduction_factor - 1, 0)]:
                 return PAUSE if self.pause else True
         return False
