@@ -71,6 +71,11 @@ ParamSpec = namedtuple("ParamSpec", "kind name args where")
 
 def parse(text, path):
     """The parameters of the file's one ``makeParamSet(...)`` expression."""
+    return _Parser(tokenize(text, path), path, text).param_set()
+
+
+def tokenize(text, path):
+    """Split R source into tokens, dropping spaces and comments."""
     tokens, line, line_start, position = [], 1, 0, 0
     while position < len(text):
         match = TOKEN.match(text, position)
@@ -83,7 +88,7 @@ def parse(text, path):
         if value == "\n":
             line, line_start = line + 1, match.end()
         position = match.end()
-    return _Parser(tokens, path, text).param_set()
+    return tokens
 
 
 class _Cursor:
