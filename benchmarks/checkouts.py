@@ -15,7 +15,6 @@ rank 0's CPU time per task.
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -24,7 +23,7 @@ from pathlib import Path
 
 from scipy.stats import wilcoxon
 
-from .common import MPI_ENVIRONMENT, default_mpiexec
+from .common import default_mpiexec, mpi_environment
 from .dispatch import PREFETCH, SPACE, WORKERS
 
 FIGURES = ("tasks_per_s", "rank0_cpu_us_per_task")
@@ -34,9 +33,7 @@ def run_once(checkout, tasks):
     """The dispatch figures of one run of ``checkout``'s whole path."""
     with tempfile.TemporaryDirectory(prefix="emews-checkouts-") as tmp:
         (Path(tmp) / "space.json").write_text(json.dumps(SPACE))
-        env = {k: v for k, v in os.environ.items()
-               if k not in MPI_ENVIRONMENT and k != "PYTHONDONTWRITEBYTECODE"}
-        env.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", PYTHONPATH=str(checkout))
+        env = mpi_environment(str(checkout))
         python = checkout / ".venv" / "bin" / "python"
         if not python.exists():
             python = Path(sys.executable)

@@ -19,10 +19,8 @@ def mpiexec_python(ranks, args, timeout=1800):
     The ranks may write bytecode whatever ``PYTHONDONTWRITEBYTECODE`` says: without ``.pyc``
     files each rank compiles what it imports at every start, and a worker still compiling
     emews while rank 0 already times its tasks would count that in the dispatch rate."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in MPI_ENVIRONMENT and k != "PYTHONDONTWRITEBYTECODE"}
-    env.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
-               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])))
+    env = mpi_environment(os.pathsep.join(filter(None, [str(REPO),
+                                                         os.environ.get("PYTHONPATH")])))
     command = [default_mpiexec(), "-n", str(ranks), sys.executable, *args]
     done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True,
                           timeout=timeout)
@@ -30,6 +28,16 @@ def mpiexec_python(ranks, args, timeout=1800):
         raise RuntimeError(f"{' '.join(command)} exited with status {done.returncode}:\n"
                            f"{done.stdout[-2000:]}\n{done.stderr[-4000:]}")
     return done.stdout
+
+
+def mpi_environment(pythonpath):
+    """This environment for an ``mpiexec`` launch of Python with ``PYTHONPATH`` set to
+    ``pythonpath``: without the variables of an enclosing MPI job, one BLAS thread, and
+    bytecode written (see :func:`mpiexec_python`)."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in MPI_ENVIRONMENT and k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", PYTHONPATH=pythonpath)
+    return env
 
 
 def summary(values, prefix):
