@@ -24,12 +24,19 @@ from . import bayesmark_tasks, lc_tables
 VENV_DIRECTORY = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / \
     "emews-benchmarks" / "peers"
 OPTUNA = {"optuna TPE": "tpe", "optuna GP": "gp", "optuna CMA-ES": "cmaes"}
+# HEBO 0.3.6 pins numpy < 1.25 and pymoo == 0.6.0 (no wheel for Python 3.11: pip builds it);
+# unpinned, pip backtracks for an hour through old releases of scikit-learn, paramz and
+# matplotlib, building each from source. These are releases of its dependencies with wheels
+# for Python 3.11 and numpy 1.24 (torch 2.13.0 is its CPU build where that is on disk).
+HEBO_PINS = ("numpy==1.24.4", "scipy==1.11.4", "scikit-learn==1.3.2", "pandas==2.0.3",
+             "matplotlib==3.7.5", "torch==2.13.0", "GPy==1.13.2", "paramz==0.9.6",
+             "catboost==1.2.7", "autograd==1.7.0")
 # A peer in a virtualenv of its own (peer_server.py's name for it is the contender's): (its
 # virtualenv, what pip installs there). DEHB pins numpy < 2 (ours: 2.x).
 VENV_PEERS = {"SMAC3 HPO": ("smac", ("smac==2.4.1",)),
               "SMAC3 MF": ("smac", ("smac==2.4.1",)),
               "DEHB": ("dehb", ("dehb==0.1.2",)),
-              "HEBO": ("hebo", ("hebo==0.3.6",)),
+              "HEBO": ("hebo", ("hebo==0.3.6", *HEBO_PINS)),
               "DeepHyper CBO": ("deephyper", ("deephyper==0.13.2",)),
               "syne-tune ASHA": ("synetune", ("syne-tune==0.16.0",))}
 # Peers the issue names that cannot run here, and why (reported as missing).
@@ -52,10 +59,6 @@ FIDELITY_KEYS = ("epochs", "resume")
 # How long a peer's process may take to answer one request (EMEWS_PEERS_TIMEOUT, seconds).
 TIMEOUT = float(os.environ.get("EMEWS_PEERS_TIMEOUT", 900))
 INSTALL_TIMEOUT = 3600.0     # seconds for a virtualenv's install; longer, and it is missing
-# pip's options for a peer's install: HEBO 0.3.6 pins pymoo 0.6.0, which has no wheel for
-# Python 3.11; from source, pip backtracks through matplotlib's releases for tens of minutes
-# before it fails. Wheels only, it fails in seconds, and HEBO is reported missing.
-PIP_OPTIONS = {"HEBO": ("--only-binary=:all:",)}
 
 
 def applicable(contender, task):
@@ -91,7 +94,7 @@ def install(name, directory=VENV_DIRECTORY, peers=VENV_PEERS):
     print(f"[peers] installing {name} ({' '.join(requirements)}) in {root}", flush=True)
     for command in ([sys.executable, "-m", "venv", "--clear", str(root)],
                     [str(root / "bin" / "python"), "-m", "pip", "install", "-q",
-                     *PIP_OPTIONS.get(name, ()), *requirements]):
+                     *requirements]):
         shown = " ".join(command[-len(requirements) - 3:])
         try:
             done = subprocess.run(command, capture_output=True, text=True,
