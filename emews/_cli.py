@@ -179,7 +179,9 @@ def main(argv=None):
                 "site": run_site, "supervisor": _supervisor, "swift-t": _swift_t, "space": _space,
                 "completion": print_completion}[args.command](args)
     except Interrupted as exc:
-        if not os.environ.get("EMEWS_SPAWNED"):  # the command that spawned the job says it
+        from .launch._spawn import SPAWNED_VARIABLE
+
+        if not os.environ.get(SPAWNED_VARIABLE):  # the command that spawned the job says it
             print(f"emews: interrupted; {getattr(exc, 'stored', 0)} evaluations stored; resume "
                   f"with: emews run --resume {getattr(exc, 'expdir', '?')}", file=sys.stderr)
         return 128 + exc.signum
@@ -214,7 +216,9 @@ def _run(args):
         return _print_study(args.supervisor_cfg, *supervisor, overrides)
     result = run(args.config or None, overrides, args.resume)
     if result is not None and result.all_failed:
-        if not os.environ.get("EMEWS_SPAWNED"):
+        from .launch._spawn import SPAWNED_VARIABLE
+
+        if not os.environ.get(SPAWNED_VARIABLE):
             from ._experiment import read_store
             from .inspect._summary import tracebacks
 

@@ -48,11 +48,10 @@ PREREQUISITES = (
 
 
 class MissingPrerequisites(EmewsError):
-    """Programs the build needs are not on ``PATH``; ``missing`` lists their
-    :class:`Prerequisite`."""
+    """Programs the build needs are not on ``PATH``: ``missing``, their
+    :class:`Prerequisite`, each named with its package."""
 
     def __init__(self, missing):
-        self.missing = missing
         super().__init__(f"{COMMAND}: the build needs programs that are not on PATH: " + ", ".join(
             f"{p.program} (Debian: {p.debian}; RPM: {p.rpm}; conda: {p.conda})" for p in missing))
 
