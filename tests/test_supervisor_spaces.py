@@ -324,7 +324,8 @@ def test_an_async_search_problem_file_is_read_as_skopt_reads_its_dimensions():
 @pytest.mark.parametrize("line, rule", [
     ('space["x"] = make_range(0, 1)', "space[NAME] must be assigned a literal"),
     ('space["x"] = (0, "one")', "must be a (lower, upper) range of numbers"),
-    ('space["x"] = []', "must be a (lower, upper) range of numbers or a non-empty [values]"),
+    ('space["x"] = (3, 1)', "must be a (lower, upper) range of numbers, lower <= upper"),
+    ('space["x"] = []', "lower <= upper, or a non-empty [values] list"),
     ('other["x"] = (0, 1)', "must assign the dimensions as space[NAME]"),
 ])
 def test_an_async_search_problem_file_that_is_not_literal_is_one_error_and_never_runs(
@@ -335,3 +336,14 @@ def test_an_async_search_problem_file_that_is_not_literal_is_one_error_and_never
         Space.from_file(path)
     assert str(error.value).startswith(str(path)) and rule in str(error.value)
     assert not (tmp_path / "ran").exists()
+
+
+@pytest.mark.parametrize("bounds", [[0.1, 0.001], [8, 4], [1, "2"], [1]])
+def test_a_random_workflow_range_that_is_not_low_then_high_is_one_error_naming_it(
+        tmp_path, bounds):
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps({"parameters": {"epochs": [1, 2], "lr": bounds},
+                                "samples": {"num": [4]}}))
+    with pytest.raises(ConfigError) as error:
+        Space.from_file(path)
+    assert "parameters.lr" in str(error.value) and "low <= high" in str(error.value)

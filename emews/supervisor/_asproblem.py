@@ -48,6 +48,6 @@ def _entry(name, value, where):
         return {"name": name, "type": "categorical", "values": value}
     entry = range_entry(name, value) if isinstance(value, tuple) else None
     if entry is None:
-        raise ConfigError(f"{where} ({name})", "must be a (lower, upper) range of numbers or a "
-                          "non-empty [values] list", value)
+        raise ConfigError(f"{where} ({name})", "must be a (lower, upper) range of numbers, "
+                          "lower <= upper, or a non-empty [values] list", value)
     return entry

@@ -22,7 +22,7 @@ def entries(data, where="settings.json"):
     found = []
     for name, bounds in table.items():
         entry = range_entry(name, bounds) if isinstance(bounds, list) else None
-        if entry is None or bounds[0] > bounds[1]:
+        if entry is None:
             raise ConfigError(f"{where}: parameters.{name}", "must be a [low, high] pair of "
                               "numbers, low <= high", bounds)
         found.append(entry)
@@ -31,9 +31,10 @@ def entries(data, where="settings.json"):
 
 def range_entry(name, pair):
     """The GA JSON entry of parameter ``name`` from ``pair``'s lower and upper bound: ``int``
-    when both are integers, else ``float``; ``None`` unless ``pair`` holds two numbers."""
+    when both are integers, else ``float``; ``None`` unless ``pair`` holds two numbers, the
+    lower first (Supervisor's random workflow and async-search both draw between them)."""
     if len(pair) != 2 or not all(isinstance(b, (int, float)) and not isinstance(b, bool)
-                                 for b in pair):
+                                 for b in pair) or pair[0] > pair[1]:
         return None
     kind = "int" if all(isinstance(b, int) for b in pair) else "float"
     return {"name": name, "type": kind, "lower": pair[0], "upper": pair[1]}
