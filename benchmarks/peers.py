@@ -74,8 +74,10 @@ def run(sizes, jobs=None, cache_directory=CACHE_DIRECTORY, venv_directory=VENV_D
     known = cached_runs(cache)
     results = [{k: v for k, v in known[r].items() if k != "code"} for r in runs if r in known]
     print(f"[peers] {len(results)} of {len(runs)} runs from the cache {cache}", flush=True)
-    todo = [(*r, *shape[r[2]], tuple(ours), str(venv_directory))
-            for r in runs if r not in known]
+    # The peers' runs first: ours depend on emews/ and algorithms/, where a change runs them
+    # again, so a run spread over days (a cache carried from clone to clone) does ours last.
+    todo = sorted(((*r, *shape[r[2]], tuple(ours), str(venv_directory))
+                   for r in runs if r not in known), key=lambda run: run[1] in ours)
     results += run_missing(one_run, todo, cache, jobs, "peers", PRELOAD)
     failed = [r for r in results if "error" in r]
     results = [r for r in results if "error" not in r]

@@ -127,6 +127,8 @@ def test_a_peer_runs_in_its_own_virtualenv_on_its_ask_tell_interface(peer, tmp_p
         {"batch"} if peer in peers_runs.BATCH_ONLY else {"batch", "async"})
     assert part["batch_in_async"] == ([peer] if peer in peers_runs.BATCH_ONLY else [])
     lines = [json.loads(line) for line in next(tmp_path.glob("*.jsonl")).read_text().splitlines()]
+    assert [line["contender"] for line in lines] == sorted(   # one job: the peer's first
+        (line["contender"] for line in lines), key=lambda name: name == "random")
     code = [line["code"] for line in lines if line["contender"] == peer]
     assert all("benchmarks/peer_server.py" in c for c in code)
 
