@@ -56,6 +56,11 @@ MULTI_FIDELITY = frozenset({"SMAC3 MF", "DEHB", "syne-tune ASHA"})
 # What a multi-fidelity peer's point carries besides its parameters: the epochs to train it
 # for, and those it trained before (a continued training: peer_server.SyneTuneAsha).
 FIDELITY_KEYS = ("epochs", "resume")
+# What a peer's run depends on outside benchmarks/: the space's definition and, for Optuna's
+# samplers, its translation into Optuna's distributions. The other files of ours that a peer's
+# run imports (emews' package, on the way to those) are not recorded with it, so that a change
+# there does not run the peers again: theirs are most of the part's hours.
+PEER_INPUTS = ("emews/_space.py", "algorithms/optuna_search.py")
 # How long a peer's process may take to answer one request (EMEWS_PEERS_TIMEOUT, seconds).
 TIMEOUT = float(os.environ.get("EMEWS_PEERS_TIMEOUT", 900))
 INSTALL_TIMEOUT = 3600.0     # seconds for a virtualenv's install; longer, and it is missing
@@ -183,6 +188,20 @@ class VenvPeer:
 
 # --- one run -------------------------------------------------------------------------------------
 
+def recorded_code(task, ours):
+    """The digests a run's line records (:func:`benchmarks.quality_runs.code_digests`): every
+    file of ours that this process imported for a run of ``ours``, those of benchmarks/ and
+    :data:`PEER_INPUTS` for a peer's; and the table of a table's task."""
+    from .quality_runs import code_digests, current_digest
+
+    code = {name: digest for name, digest in code_digests().items()
+            if ours or name.startswith("benchmarks/") or name in PEER_INPUTS}
+    if task in lc_tables.TASKS:
+        table = f"benchmarks/tables/{task.removeprefix('lc-')}.json.gz"
+        code[table] = current_digest(table)
+    return code
+
+
 def run_ours(algorithm, task, mode, seed, budget, batch):
     """Our ``algorithm`` on ``task`` through ``emews.run`` with ``batch`` workers: the points
     and their values in the order they were proposed (failures as inf), and the ranks that
@@ -302,8 +321,6 @@ def one_run(task, name, mode, seed, rounds, batch, ours, venv_directory):
     Ours run through ``emews.run``: on the in-process pool in the sequential and batch modes,
     on an ``mpiexec`` pool in the async mode, whose points are then charged their time on the
     simulated clock (:func:`simulated_order`)."""
-    from .quality_runs import code_digests, current_digest
-
     started, budget = time.perf_counter(), rounds * batch
     ran_as = "batch" if mode == "async" and name in BATCH_ONLY else mode
     epochs = ranks = None
@@ -319,11 +336,8 @@ def one_run(task, name, mode, seed, rounds, batch, ours, venv_directory):
         print(f"[peers] {task} {mode} seed {seed}: {error}", flush=True)
         return {"problem": task, "contender": name, "mode": mode, "seed": seed,
                 "error": str(error), "seconds": time.perf_counter() - started,
-                "code": code_digests()}
-    code = code_digests()
-    if task in lc_tables.TASKS:
-        table = f"benchmarks/tables/{task.removeprefix('lc-')}.json.gz"
-        code[table] = current_digest(table)
+                "code": recorded_code(task, name in ours)}
+    code = recorded_code(task, name in ours)
     full = lc_tables.fidelity(task)[1] if epochs is not None else None
     return {"problem": task, "contender": name, "mode": mode, "seed": seed,
             "ran_as": ran_as, "evaluations": len(values),

@@ -133,6 +133,23 @@ def test_a_peer_runs_in_its_own_virtualenv_on_its_ask_tell_interface(peer, tmp_p
     assert all("benchmarks/peer_server.py" in c for c in code)
 
 
+def test_a_peers_line_records_benchmarks_code_and_the_space_only_and_ours_every_file(tmp_path):
+    """A change elsewhere in emews/ runs ours again and keeps the peers' lines (most of the
+    part's hours): a peer's line names benchmarks' files, the table, and of ours only the
+    space's definition and its translation for Optuna."""
+    import emews   # noqa: F401  (imported, as every run of ours imports it)
+
+    lines = {name: peers_runs.one_run("lc-wine", name, "batch", 0, 1, 2, ("random",),
+                                      str(tmp_path))
+             for name in ("optuna TPE", "random")}
+    peer, ours = (set(lines[name]["code"]) for name in ("optuna TPE", "random"))
+    assert {"benchmarks/peers_runs.py", "benchmarks/lc_tables.py",
+            "benchmarks/tables/wine.json.gz", *peers_runs.PEER_INPUTS} <= peer
+    assert all(n.startswith("benchmarks/") or n in peers_runs.PEER_INPUTS for n in peer)
+    assert {"emews/__init__.py", "emews/core/_master.py", "algorithms/random_search.py",
+            "benchmarks/peers_runs.py"} <= ours
+
+
 def test_the_best_of_ours_is_compared_with_each_peer_paired_by_seed():
     scores = {"batch": {"t": {"random": {s: 0.0 for s in range(10)},
                               "gp": {s: 80.0 + s for s in range(10)},
