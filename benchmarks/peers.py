@@ -49,6 +49,7 @@ from .quality import ALPHA, available, cached_runs, compare, run_cache, run_miss
 
 CACHE_DIRECTORY = Path(__file__).resolve().parent / "results" / "peers-runs"
 REFERENCE = "random"
+DEFAULT = "auto"   # the search a study gets when it names none: issue 46 compares it
 PRELOAD = ("numpy", "scipy.optimize", "sklearn.model_selection", "sklearn.ensemble", "optuna")
 
 
@@ -121,6 +122,14 @@ def normalized_scores(results):
     return scores
 
 
+def task_groups(tasks):
+    """``{group: [task, ...]}`` of ``tasks`` by their task group, and ``all`` of them."""
+    groups = {}
+    for task in tasks:
+        groups.setdefault(tasks_of(task).group(task), []).append(task)
+    return {**groups, "all": list(tasks)}
+
+
 def summarize(scores):
     """Per mode: each contender's mean normalized score per task, per task group and overall
     (over the tasks it ran on: a multi-fidelity peer's are the tables')."""
@@ -128,10 +137,7 @@ def summarize(scores):
     for mode, by_task in scores.items():
         table = {task: {c: float(np.mean(list(s.values()))) for c, s in by.items()}
                  for task, by in by_task.items()}
-        groups = {}
-        for task in table:
-            groups.setdefault(tasks_of(task).group(task), []).append(task)
-        groups["all"] = list(table)
+        groups = task_groups(table)
         contenders = list(dict.fromkeys(c for by in table.values() for c in by))
         summary[mode] = {"tasks": table, "groups": {
             g: {c: float(np.mean([table[t][c] for t in tasks if c in table[t]]))
@@ -140,21 +146,51 @@ def summarize(scores):
     return summary
 
 
-def comparisons(scores, ours):
-    """The best of ours on each task and mode (highest mean score) against each peer, paired by
-    seed (:func:`benchmarks.quality.compare`, on the scores negated: lower is better there)."""
+def comparisons(scores, ours, default=DEFAULT):
+    """Per mode and task group (and over all tasks): ``default``, the search a study gets when
+    it names none, against each peer, paired over the (task, seed) both ran
+    (:func:`benchmarks.quality.compare`, on the scores negated: lower is better there)."""
     found = []
     for mode, by_task in scores.items():
-        for task, by in by_task.items():
-            present = [c for c in ours if c in by]
-            if not present:
+        for group, tasks in task_groups(by_task).items():
+            peers = dict.fromkeys(c for t in tasks for c in by_task[t] if c not in ours)
+            for peer in peers:
+                pairs = [(t, s) for t in tasks if default in by_task[t] and peer in by_task[t]
+                         for s in by_task[t][default] if s in by_task[t][peer]]
+                if pairs:
+                    verdict = compare({(t, s): -by_task[t][default][s] for t, s in pairs},
+                                      {(t, s): -by_task[t][peer][s] for t, s in pairs})
+                    found.append({"mode": mode, "group": group, "which": default,
+                                  "peer": peer, **verdict})
+    return found
+
+
+def targets(part, default=DEFAULT):
+    """Issue 46's point 2, each with its figure and whether it is met: in every mode,
+    ``default``'s mean normalized score the highest of all contenders, and in no task group
+    significantly worse than the best peer there (paired over tasks and seeds)."""
+    found = []
+    for mode in part["modes"]:
+        means = part["summary"].get(mode, {"groups": {}})["groups"].get("all", {})
+        if default not in means:
+            continue
+        leader = max(means, key=means.get)
+        found.append((f"{default}'s mean normalized score the highest of all ({mode})",
+                      f"{means[default]:.1f} (highest: {leader}, {means[leader]:.1f})",
+                      means[default] >= means[leader]))
+        groups = part["summary"][mode]["groups"]
+        worse = []
+        for group, by in groups.items():
+            peers = {c: v for c, v in by.items() if c not in part["ours"]}
+            if group == "all" or not peers:
                 continue
-            best = max(present, key=lambda c: np.mean(list(by[c].values())))
-            for peer in (c for c in by if c not in ours):
-                verdict = compare({s: -v for s, v in by[best].items()},
-                                  {s: -v for s, v in by[peer].items()})
-                found.append({"mode": mode, "problem": task, "which": best, "peer": peer,
-                              **verdict})
+            best = max(peers, key=peers.get)
+            verdict = next((c["verdict"] for c in part["comparisons"] if c["mode"] == mode
+                            and c["group"] == group and c["peer"] == best), None)
+            if verdict == "worse":
+                worse.append(f"{group} ({best})")
+        found.append((f"{default} not significantly worse than the best peer of any task "
+                      f"group ({mode})", ", ".join(worse) or "none worse", not worse))
     return found
 
 
@@ -182,11 +218,12 @@ def markdown(part):
                    else "–" for g in groups)) for c in part["contenders"]]
         rows += [(f"{c} (missing)", *("–" for _ in groups)) for c in part["missing"]]
         sections.append(f"#### {mode}\n\n" + _table(("contender", *groups[:-1], "mean"), rows))
-    rows = [(c["mode"], c["problem"], f"best of ours ({c['which']})", c["peer"],
+    rows = [(c["mode"], c["group"], c["which"], c["peer"],
              f"{0.0 - c['median_difference']:+.1f}", f"{c['p_better']:.3g}",
              f"{c['p_worse']:.3g}", c["verdict"]) for c in part["comparisons"]]
-    sections.append(comparisons_table("Paired comparisons of the normalized score per task, "
-                                      "ours minus the peer's", part["alpha"], rows))
+    sections.append(comparisons_table("Paired comparisons of the normalized score per task "
+                                      "group, over its tasks and seeds: the default search "
+                                      "minus the peer", part["alpha"], rows))
     missing = "; ".join(f"{c}: {why}" for c, why in part["missing"].items())
     peers = ", ".join(f"{n} ({' '.join(v)})" for n, v in part["versions"].items())
     failed = "; ".join(f"{f['contender']} on {f['problem']} ({f['mode']}, seed {f['seed']}): "

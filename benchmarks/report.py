@@ -448,6 +448,8 @@ def targets(parts):
         found += conditional.targets(parts["conditional"])
     if "pbt" in parts:
         found += pbt.targets(parts["pbt"])
+    if "peers" in parts:
+        found += peers.targets(parts["peers"])
     if "service" in parts:
         found += [(f"{r['contender']} ≥ {SERVICE_TARGET:g}× EQ-SQL's per-task path",
                    f"{r['ratio_to_eqsql']:.1f}×", r["ratio_to_eqsql"] >= SERVICE_TARGET)

@@ -19,7 +19,7 @@ MO_PEERS = ("optuna NSGA-II", "optuna MO TPE", "optuna MO GP", "random")
 MO_PROBLEMS = ("zdt1", "zdt2", "zdt3", "dtlz2", "digits")
 CONDITIONAL_OURS = ("random", "ga", "gp", "mbo", "bohb", "optuna")
 CONDITIONAL_PEERS = ("optuna TPE define-by-run", "SMAC3")
-PEERS_OURS = ("random", "gp", "mbo", "optuna", "ga")
+PEERS_OURS = ("auto", "random", "gp", "mbo", "optuna", "ga")   # auto: the default
 PEERS_PEERS = ("optuna TPE", "optuna GP", "optuna CMA-ES", "SMAC3 HPO", "SMAC3 MF", "DEHB",
                "HEBO", "DeepHyper CBO", "syne-tune ASHA", "syne-tune MOBSTER",
                "syne-tune Hyper-Tune", "syne-tune DyHPO", "syne-tune BO")
@@ -163,6 +163,6 @@ SMOKE = Sizes("smoke", dispatch_tasks=300, dispatch_repeats=1, dispatch_pingpong
               pbt_ray=(),   # Ray Tune: minutes a fit (benchmarks/tests runs it apart)
               peers_seeds=1, peers_rounds=2, peers_batch=4, peers_sequential_budget=4,
               peers_modes=("batch", "sequential", "async"),
-              peers_ours=("random", "gp"),   # async: an mpiexec pool a run, seconds each
+              peers_ours=("random", "auto"),   # async: an mpiexec pool a run, seconds each
               peers_tasks=("SVM-iris-acc", "linear-diabetes-mse", "lc-wine"))
 SIZES = {sizes.name: sizes for sizes in (FULL, REDUCED, SMOKE)}

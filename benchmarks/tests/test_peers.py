@@ -150,15 +150,46 @@ def test_a_peers_line_records_benchmarks_code_and_the_space_only_and_ours_every_
             "benchmarks/peers_runs.py"} <= ours
 
 
-def test_the_best_of_ours_is_compared_with_each_peer_paired_by_seed():
-    scores = {"batch": {"t": {"random": {s: 0.0 for s in range(10)},
-                              "gp": {s: 80.0 + s for s in range(10)},
-                              "peer": {s: 20.0 + 2 * s for s in range(10)},
-                              "even": {s: 80.0 + s + (-1) ** s for s in range(10)}}}}
-    found = {c["peer"]: c for c in peers.comparisons(scores, ["random", "gp"])}
-    assert set(found) == {"peer", "even"} and found["peer"]["which"] == "gp"
-    assert found["peer"]["verdict"] == "better" and found["even"]["verdict"] == "tie"
-    assert -found["peer"]["median_difference"] == pytest.approx(55.5)
+def test_the_default_search_is_compared_with_each_peer_per_group_over_tasks_and_seeds():
+    seeds = range(5)
+    by_task = {"SVM-iris-acc": {"random": {s: 0.0 for s in seeds},
+                                "auto": {s: 80.0 + s for s in seeds},
+                                "peer": {s: 20.0 + 2 * s for s in seeds},
+                                "even": {s: 80.0 + s + (-1) ** s for s in seeds}},
+               "lc-wine": {"random": {s: 0.0 for s in seeds},
+                           "auto": {s: 10.0 for s in seeds},
+                           "peer": {s: 90.0 + s for s in seeds}}}
+    found = {(c["group"], c["peer"]): c
+             for c in peers.comparisons({"batch": by_task}, ["random", "auto"])}
+    assert set(found) == {("classifiers", "peer"), ("classifiers", "even"),
+                          ("tables", "peer"), ("all", "peer"), ("all", "even")}
+    assert found["classifiers", "peer"]["verdict"] == "better"
+    assert -found["classifiers", "peer"]["median_difference"] == pytest.approx(58.0)
+    assert found["classifiers", "even"]["verdict"] == "tie"
+    assert found["tables", "peer"]["verdict"] == "worse"
+    assert found["all", "peer"]["pairs"] == 10 and found["all", "even"]["pairs"] == 5
+
+
+def test_the_targets_want_the_default_highest_in_each_mode_and_worse_in_no_group():
+    seeds = range(6)
+    ahead = {"SVM-iris-acc": {"random": {s: 0.0 for s in seeds},
+                              "auto": {s: 90.0 + s for s in seeds},
+                              "peer": {s: 50.0 for s in seeds}},
+             "lc-wine": {"random": {s: 0.0 for s in seeds},
+                         "auto": {s: 40.0 + s for s in seeds},
+                         "peer": {s: 60.0 + s for s in seeds}}}
+    scores = {"batch": ahead, "async": {"SVM-iris-acc": ahead["SVM-iris-acc"]}}
+    ours = ["auto", "random"]
+    part = {"modes": ["batch", "async", "sequential"], "ours": ours,
+            "summary": peers.summarize(scores), "comparisons": peers.comparisons(scores, ours)}
+    found = {label: (figure, met) for label, figure, met in peers.targets(part)}
+    assert found["auto's mean normalized score the highest of all (batch)"] == (
+        "67.5 (highest: auto, 67.5)", True)
+    assert found["auto not significantly worse than the best peer of any task group "
+                 "(batch)"] == ("tables (peer)", False)
+    assert found["auto not significantly worse than the best peer of any task group "
+                 "(async)"] == ("none worse", True)
+    assert not any("sequential" in label for label in found)   # not run: no target
 
 
 def test_a_peer_that_hangs_times_out_naming_the_peer(tmp_path):
