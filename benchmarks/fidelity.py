@@ -293,7 +293,10 @@ class Ours:
         self.points, self.curves = {}, {}
 
     def new(self):
-        (point,) = self.search.ask(1)
+        points = self.search.ask(1)
+        if not points:      # nothing left to propose (a small grid, every point told)
+            return None
+        (point,) = points
         run = len(self.points)
         self.points[run], self.curves[run] = point, {}
         return run, point
@@ -401,7 +404,10 @@ def simulate(name, problem, curves, seed, budget, workers):
         nonlocal handed, runs
         if handed >= budget:
             return
-        run, point = search.new()
+        proposed = search.new()
+        if proposed is None:   # the search is done: the worker stays idle
+            return
+        run, point = proposed
         seconds = lc_tables.load(problem.replays).epoch_seconds(point, epochs) \
             if problem.replays else np.full(epochs, durations[runs])
         live[run] = (point, curves(point, seed), seconds)

@@ -36,6 +36,19 @@ def test_a_simulated_run_prunes_within_its_epoch_budget(tmp_path):
     assert dict(again, seconds=0) == dict(unpruned, seconds=0)   # the same seed: the same run
 
 
+def test_a_search_that_has_nothing_left_to_propose_leaves_its_workers_idle(tmp_path,
+                                                                          monkeypatch):
+    """``mbo`` proposes none once every point of a 3-point grid is told: the run ends there."""
+    space = [{"name": "x0", "type": "categorical", "values": [0.2, 0.5, 0.8]}]
+    problem = fidelity.Problem("grid", space, lambda config, seed, epochs: fidelity._pow_curve(
+        dict(config, x1=0.5, x2=0.5), seed, epochs), 9)
+    monkeypatch.setitem(fidelity.CONTENDERS, "mbo", ("ours", "mbo", "none"))
+    result = fidelity.simulate("mbo", problem, fidelity.Curves(problem, 9, tmp_path), 0,
+                               20 * 9, 2)
+    assert result["runs"] == 3 and result["epochs"] == 3 * 9
+    assert len(result["trajectory"]) == 3
+
+
 def test_optunas_hyperband_pruner_makes_the_same_run_for_the_same_seed(tmp_path):
     """Its brackets come from a hash of the study's name: the name must not be random."""
     problem = fidelity.PROBLEMS["pow3"]
