@@ -74,7 +74,9 @@ below Optuna's best pruner (not worse at the whole budget, paired); utilization 
 with pruning on (the drain at the end left out). And (issue 47) ``bohb`` with ``hyperband`` at
 or below Optuna's TPE with its ``HyperbandPruner`` (:data:`BOHB_PAIR`, paired the same way, on
 every problem, the sequential one too); utilization at least 0.95 counting the drain, with
-``pause = true`` (its drain filled with thawed paused runs).
+``pause = true`` (its drain filled with thawed paused runs); and (issue 47, point 1) a search of
+our own reaching unpruned TPE's final regret in at most half the epochs of Optuna's fastest
+pair (:func:`own_search_target`).
 """
 
 import functools
@@ -628,7 +630,36 @@ def targets(part):
          utilization is not None and utilization >= 0.9),
         ("utilization ≥ 0.95 counting the drain, pause = true (ours, a real pool, issue 47)",
          "–" if paused is None else f"{paused:.3f}", paused is not None and paused >= 0.95),
+        own_search_target(part["problems"]),
     ]
+
+
+def own_search_target(problems):
+    """Issue 47, point 1: on every async problem, a search of our own (not Optuna's TPE in our
+    plugin, not random search) with a pruner reaches unpruned TPE's final regret in at most
+    half the epochs of Optuna's fastest pair (and does reach it), its final regret not worse
+    (paired) than Optuna's best pair's."""
+    met = []
+    tables = {p: t for p, t in problems.items() if not p.endswith(SEQUENTIAL)}
+    for problem, table in tables.items():
+        own = [n for n in table if CONTENDERS[n][0] == "ours"
+               and CONTENDERS[n][1] not in ("optuna", "random") and CONTENDERS[n][2] != "none"]
+        peers = [n for n in table if CONTENDERS[n][0] == "optuna"]
+        if not own or not peers:
+            continue
+        reach = lambda n: table[n]["epochs_to_unpruned"] or math.inf
+        final = lambda n: math.inf if table[n]["log10_regret"] is None \
+            else table[n]["log10_regret"]
+        fastest, best = min(peers, key=reach), min(peers, key=final)
+        if any(reach(n) < math.inf and reach(n) <= reach(fastest) / 2
+               and _paired(table[n]["by_seed"], table[best]["by_seed"])["verdict"] != "worse"
+               for n in own):
+            met.append(problem)
+    return ("a search of ours (not TPE, not random) with a pruner reaches unpruned TPE's final "
+            "regret in ≤ 1/2 the epochs of Optuna's fastest pair, its final regret not worse "
+            f"than Optuna's best pair's, on every problem (issue 47)",
+            f"{len(met)} of {len(tables)}" + (f" ({', '.join(met)})" if met else ""),
+            bool(tables) and len(met) == len(tables))
 
 
 def markdown(part):

@@ -118,7 +118,8 @@ def test_the_part_at_smoke_size_gives_its_figures_and_targets(tmp_path):
     assert all(r["points"] == SMOKE.fidelity_pool_points and r["workers"] == 3
                and 0 < r["utilization"] <= 1 and 0 < r["steady_utilization"] <= 1
                for r in part["pool"])
-    assert [t[0][:4] for t in fidelity.targets(part)] == ["ASHA", "the ", "util", "util"]
+    assert [t[0][:4] for t in fidelity.targets(part)] == ["ASHA", "the ", "util", "util",
+                                                             "a se"]
     bohb = part["comparisons"]["pow3 sequential"]["bohb"]   # issue 47's pair, on every problem
     assert (bohb["ours"], bohb["peer"]) == fidelity.BOHB_PAIR and bohb["verdict"]
     assert "bohb + hyperband vs optuna TPE + HyperbandPruner" in fidelity.markdown(part)
@@ -126,3 +127,24 @@ def test_the_part_at_smoke_size_gives_its_figures_and_targets(tmp_path):
     kept = (tmp_path / "runs.jsonl").read_text()
     assert fidelity.run(SMOKE, curves_directory=tmp_path) == part   # read back, not rerun
     assert (tmp_path / "runs.jsonl").read_text() == kept
+
+
+def test_our_own_search_must_reach_tpes_final_regret_in_half_the_epochs_of_optunas_pair():
+    def row(reach, regrets):
+        return {"epochs_to_unpruned": reach, "log10_regret": sorted(regrets)[len(regrets) // 2],
+                "by_seed": dict(enumerate(regrets))}
+
+    peer = [-2.0 - 0.01 * s for s in range(10)]
+    problems = {
+        "fast": {"bohb + hyperband": row(200.0, peer), "tpe + asha": row(50.0, peer),
+                 "optuna TPE + SuccessiveHalvingPruner": row(450.0, peer)},
+        "slow": {"bohb + hyperband": row(300.0, peer),
+                 "optuna TPE + SuccessiveHalvingPruner": row(450.0, peer)},
+        "worse": {"bohb + hyperband": row(100.0, [r + 1 for r in peer]),
+                  "optuna TPE + MedianPruner": row(None, peer)},
+        "pow3 sequential": {"bohb + hyperband": row(None, peer),
+                            "optuna TPE + MedianPruner": row(400.0, peer)}}
+    label, figure, met = fidelity.own_search_target(problems)
+    assert figure == "1 of 3 (fast)" and not met    # TPE's own pair does not count
+    del problems["slow"], problems["worse"]
+    assert fidelity.own_search_target(problems)[1:] == ("1 of 1 (fast)", True)
