@@ -29,10 +29,12 @@ epochs; only its evaluations of all the epochs count for its best value. A peer'
 that does not answer within ``EMEWS_PEERS_TIMEOUT`` seconds is killed; the run is recorded
 with the error and left out of the scores.
 
-Score (Bayesmark's normalized score): per task and mode, ``100 x (random's mean - best) /
-(random's mean - the best value any run found in the mode)``, ``random`` being our random
-search: 0 is random search on average, 100 the best value any method found. Each run's best value after
-each round is kept (``best_by_round``), for curves of regret against budget.
+Score (Bayesmark's normalized mean score, docs/scoring.rst there): per task, ``100 x (clip -
+best) / (clip - opt)``, ``opt`` the best value any run found on the task, ``clip`` the median
+loss of one random evaluation (our random search's first, in the sequential mode), a best
+value above it clipped to it: 100 is the best any method found, 0 a typical random point.
+Each run's best value after each round is kept (``best_by_round``), for curves of regret
+against budget.
 
 The cache holds one JSON line per (contender, task, mode, seed), with the digests of the code
 of ours that the run imported (:func:`benchmarks.quality.cached_runs`); it is kept in the
@@ -99,26 +101,27 @@ def run(sizes, jobs=None, cache_directory=CACHE_DIRECTORY, venv_directory=VENV_D
 
 
 def normalized_scores(results):
-    """``{mode: {task: {contender: {seed: score}}}}``, Bayesmark's normalized score of each
-    run's best value at the budget: random search's mean scores 0, the best value any run
-    found 100, both in that mode (whose budget is its own)."""
+    """``{mode: {task: {contender: {seed: score}}}}``, Bayesmark's normalized mean score of each
+    run's best value at the budget, ``100 x (clip - min(best, clip)) / (clip - opt)``: ``opt``
+    the best value any run found on the task (in any mode), ``clip`` the median loss of one
+    random evaluation (random search's first evaluation in the sequential mode, else its
+    first round in the run's mode). 100 is the best found; 0 a typical random point."""
     finals = [(r["mode"], r["problem"], r["contender"], r["seed"], r["best_by_round"][-1])
               for r in results]
-    best = {}
-    for mode, task, _, _, value in finals:
-        best[mode, task] = min(best.get((mode, task), np.inf), value)
-    reference = {}
-    for mode, task, name, _, value in finals:
-        if name == REFERENCE:
-            reference.setdefault((mode, task), []).append(value)
+    best, first = {}, {}
+    for r in results:
+        best[r["problem"]] = min(best.get(r["problem"], np.inf), r["best_by_round"][-1])
+        if r["contender"] == REFERENCE:
+            first.setdefault((r["mode"], r["problem"]), []).append(r["best_by_round"][0])
     scores = {}
     for mode, task, name, seed, value in finals:
-        if (mode, task) not in reference:
+        clip = first.get(("sequential", task), first.get((mode, task)))
+        if clip is None:
             continue
-        mean = float(np.mean(reference[mode, task]))
-        span = mean - best[mode, task]
+        clip = float(np.median(clip))
+        span = clip - best[task]
         scores.setdefault(mode, {}).setdefault(task, {}).setdefault(name, {})[seed] = (
-            100.0 * (mean - value) / span if span > 0 else 0.0)
+            100.0 * (clip - min(value, clip)) / span if span > 0 else 0.0)
     return scores
 
 
@@ -202,8 +205,8 @@ def markdown(part):
              f"{len(part['tasks'])} tasks, {part['seeds']} seeds; batch: {part['rounds']} "
              f"rounds of {part['batch']}, async: as many evaluations on {part['batch']} "
              f"workers, sequential: {part['sequential_budget']} evaluations; normalized score "
-             f"(0: random search's mean, 100: the best any run found in the mode; higher is "
-             f"better)")
+             f"(Bayesmark's: 0 a typical random point, 100 the best any run found; higher "
+             f"is better)")
     sections = [title]
     groups = [g for g in ("classifiers", "regressors", "tables")
               if any(tasks_of(t).group(t) == g for t in part["tasks"])] + ["all"]

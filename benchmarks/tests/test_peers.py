@@ -38,18 +38,25 @@ def test_a_tasks_loss_is_its_cross_validated_metric_on_bayesmarks_split():
     assert bayesmark_tasks.objective({**point, "task": "kNN-iris-nll"}) > 0
 
 
-def test_random_search_scores_0_on_average_and_the_best_value_100():
+def test_the_score_is_100_at_the_best_found_and_0_at_a_typical_random_point():
     rng = np.random.default_rng(3)
-    runs = [{"mode": "batch", "problem": "t", "contender": "random", "seed": s,
-             "best_by_round": [5.0, v]} for s, v in enumerate(rng.uniform(2, 4, 10))]
+    firsts = rng.uniform(4, 6, 10)
+    runs = [{"mode": "sequential", "problem": "t", "contender": "random", "seed": s,
+             "best_by_round": [f, 3.0]} for s, f in enumerate(firsts)]
+    runs += [{"mode": "batch", "problem": "t", "contender": "random", "seed": s,
+              "best_by_round": [3.5, v]} for s, v in enumerate(rng.uniform(2, 3, 10))]
     runs += [{"mode": "batch", "problem": "t", "contender": "peer", "seed": s,
-              "best_by_round": [5.0, v]} for s, v in enumerate([1.0, 3.0, 6.0])]
-    scores = peers.normalized_scores(runs)["batch"]["t"]
-    random_mean = np.mean([r["best_by_round"][-1] for r in runs[:10]])
-    assert np.mean(list(scores["random"].values())) == pytest.approx(0.0, abs=1e-9)
-    assert scores["peer"][0] == pytest.approx(100.0)                 # the best any run found
-    assert scores["peer"][1] == pytest.approx(100 * (random_mean - 3) / (random_mean - 1))
-    assert scores["peer"][2] < 0                                     # worse than random's mean
+              "best_by_round": [5.0, v]} for s, v in enumerate([1.0, 3.0, 9.0])]
+    runs += [{"mode": "batch", "problem": "u", "contender": "peer", "seed": 0,
+              "best_by_round": [1.0]}]                  # no random search there: no score
+    scores = peers.normalized_scores(runs)
+    clip = np.median(firsts)                           # one random evaluation, sequential
+    peer = scores["batch"]["t"]["peer"]
+    assert peer[0] == pytest.approx(100.0)            # the best any run found, in any mode
+    assert peer[1] == pytest.approx(100 * (clip - 3) / (clip - 1))
+    assert peer[2] == 0.0                              # worse than a typical point: clipped
+    assert scores["sequential"]["t"]["random"][0] == pytest.approx(peer[1])
+    assert "u" not in scores["batch"]
 
 
 @pytest.mark.slow          # about a minute alone: 36 runs, each a fresh process, 6 on mpiexec
