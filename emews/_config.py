@@ -126,7 +126,7 @@ class Study:
     target: float | None = _setting("float")
     max_time: float | None = _positive("float")
     step_budget: int | None = _positive("int")
-    pruner: str = _setting("str", "none", choices=pruners.PRUNERS)
+    pruner: str = _setting("str", pruners.AUTO, choices=(pruners.AUTO, *pruners.PRUNERS))
     no_limit: bool = _setting("bool", False)
     impl: str = _setting("str", "py", "CANDLE_MODEL_IMPL", choices=IMPLEMENTATIONS)
     objective: str | None = _setting("str")
@@ -265,11 +265,24 @@ class Config:
                                 else str((base / value).resolve()))],
                     environ={}, label=str(path))
 
+    @property
+    def pruner_choice(self):
+        """``(pruner, why)``: ``[study] pruner``, or what ``auto`` chooses
+        (:func:`emews.core._pruners.choose`; ``why`` is None for a named one)."""
+        if self.study.pruner != pruners.AUTO:
+            return self.study.pruner, None
+        return pruners.choose(asdict(self.pruner), self.criteria.vector)
+
     def make_pruner(self):
-        """The study's :class:`~emews.core._pruners.Pruner` (``[study] pruner`` with the
+        """The study's :class:`~emews.core._pruners.Pruner` (:attr:`pruner_choice` with the
         ``[pruner]`` options)."""
-        return pruners.make(self.study.pruner, asdict(self.pruner),
-                            where=lambda key: self.where("pruner", key))
+        name, why = self.pruner_choice
+        options = asdict(self.pruner)
+        given = [key for key, value in options.items() if value is not None]
+        if self.study.pruner == pruners.AUTO and name == "none" and given:
+            raise ConfigError(self.where("pruner", given[0]), f"does not apply: pruner 'auto' "
+                              f"prunes nothing here ({why})", options[given[0]])
+        return pruners.make(name, options, where=lambda key: self.where("pruner", key))
 
     @property
     def criteria(self):
@@ -292,7 +305,7 @@ class Config:
         study, system = self.study, self.system
         return {"budget": study.budget, "mode": study.mode, "batch_size": study.batch_size,
                 "slots": system.slots, "constraints": len(self.criteria.constraints),
-                "pruner": study.pruner, "quiet": system.quiet}
+                "pruner": self.pruner_choice[0], "quiet": system.quiet}
 
     @property
     def stop(self):
@@ -425,7 +438,7 @@ def _check_criteria(config):
         if getattr(getattr(config, table), key) is not None:
             raise ConfigError(config.where(table, key), f"cannot be used in {several}: it "
                               f"{rule}", getattr(getattr(config, table), key))
-    if study.pruner != "none":
+    if study.pruner not in ("none", pruners.AUTO):
         raise ConfigError(config.where("study", "pruner"), f"must be 'none' in {several}: a "
                           "pruner compares one value", study.pruner)
     if study.replicas > 1:

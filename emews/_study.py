@@ -215,6 +215,11 @@ def run_master(study, pool):
         store.set_meta("master", {"host": socket.gethostname(), "pid": os.getpid()})
         if not classic and algorithm.describe() is not None:
             store.set_meta("search", algorithm.describe())   # what auto chose (emews status)
+        pruner, why = cfg.pruner_choice
+        if why is not None and pruner != "none":   # what pruner = "auto" chose
+            store.set_meta("pruner", {"pruner": pruner, "why": why})
+            if not cfg.system.quiet:
+                print(f"emews: pruner auto chose {pruner}: {why}", flush=True)
         store.commit()
         progress = _progress(cfg, store)
         limits = Stopper(**cfg.stop)

@@ -168,8 +168,8 @@ MISTAKES = {   # name: (the study file's text, its space file's, the arguments, 
         "s.toml: [failure].on_failure: must be one of ['fail', 'abort'], got 'retry'"),
     "an unknown pruner": (
         "[study]\n" + BASE + 'pruner = "nosuch"\n', SPACE, [],
-        "s.toml: [study].pruner: must be one of ['none', 'median', 'percentile', 'asha', "
-        "'hyperband'], got 'nosuch'"),
+        "s.toml: [study].pruner: must be one of ['auto', 'none', 'median', 'percentile', "
+        "'asha', 'hyperband'], got 'nosuch'"),
     "a storage that is not PostgreSQL": (
         '[system]\nstorage = "mysql://x"\n[study]\n' + BASE, SPACE, [],
         "s.toml: [system].storage: must be a postgresql:// URL (or empty for the experiment's "

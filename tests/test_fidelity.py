@@ -253,6 +253,8 @@ def test_the_step_budget_ends_the_study(toy_config, open_study):
     ("percentile", {}, "[pruner].percentile", "must be a number from 0 to 100"),
     ("asha", {"reduction_factor": 1}, "[pruner].reduction_factor", "at least 2"),
     ("sometimes", {}, "[study].pruner", "must be one of"),
+    ("auto", {"min_resource": 1}, "[pruner].min_resource",
+     "does not apply: pruner 'auto' prunes nothing here ([pruner].max_resource is not set"),
 ])
 def test_pruner_options_that_contradict_each_other_are_refused_in_one_line(
         pruner, options, where, message):
@@ -260,6 +262,45 @@ def test_pruner_options_that_contradict_each_other_are_refused_in_one_line(
         config.load({"study": {"pruner": pruner}, "pruner": options})
     text = str(info.value)
     assert where in text and message in text and "\n" not in text
+
+
+def test_pruner_auto_is_the_default_and_chooses_hyperband_where_a_runs_last_step_is_known():
+    unset = config.load({})
+    assert unset.study.pruner == "auto" and unset.pruner_choice[0] == "none"
+    assert type(unset.make_pruner()) is pruners.Pruner         # prunes nothing, as before
+    known = config.load({"pruner": {"max_resource": 27, "pause": True}})
+    hyperband = known.make_pruner()
+    assert isinstance(hyperband, pruners.Hyperband) and hyperband.max_resource == 27
+    assert hyperband.pause and known.algorithm_options["pruner"] == "hyperband"
+    named = config.load({"study": {"pruner": "none"}})
+    assert named.pruner_choice == ("none", None)
+    several = config.load({"study": {"objectives": ["loss", "time"]}})
+    assert several.pruner_choice[0] == "none" and "several objectives" in several.pruner_choice[1]
+    with pytest.raises(ConfigError) as info:
+        config.load({"study": {"objectives": ["loss", "time"]}, "pruner": {"max_resource": 9}})
+    assert "[pruner].max_resource" in str(info.value) and "several objectives" in str(info.value)
+
+
+def test_a_study_that_names_no_pruner_prunes_by_hyperband_once_max_resource_is_set(
+        toy_config, open_study, capsys):
+    study = toy_config(objective="fidelity_models:curve", budget=30)
+    del study["study"]["algorithm"]                    # auto, as a user who names none gets
+    result = emews.run(dict(study, pruner={"max_resource": 9}))
+    assert "emews: pruner auto chose hyperband: runs end at step 9" in capsys.readouterr().out
+    store = open_study(result.expdir)
+    rule, stops = pruners.make("hyperband", {"max_resource": 9}), {}
+    for row in store.reports():                        # the rule, replayed in the stored order
+        run = (row["id"], row["attempt"])
+        if run not in stops and rule.report(run, row["step"], row["value"]):
+            stops[run] = row["step"]
+    pruned = {(r["id"], r["attempt"]): r for r in store.rows(Status.PRUNED)}
+    assert set(pruned) == set(stops) and pruned
+    assert all(row["error"] == f"pruned at step {stops[run]}" for run, row in pruned.items())
+    loaded = emews.load(result.expdir)
+    assert loaded.meta["pruner"]["pruner"] == "hyperband"
+    assert loaded.meta["search"]["stages"][0]["label"] == "optuna (tpe)"   # auto: a pruner
+    assert any(line.startswith("pruner: auto: hyperband (runs end at step 9")
+               for line in render(summary(loaded)))
 
 
 def test_the_median_pruner_follows_optunas_rule():

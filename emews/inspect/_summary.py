@@ -44,6 +44,7 @@ def summary(study, now=None):
                  for pool in (study.meta.get(POOLS) or {}).get("pools", [])]
     front = study.pareto
     search = study.meta.get("search")   # auto's stages; current: the one running now
+    pruner = study.meta.get("pruner")   # what pruner = "auto" chose, and why
     jobs, jobs_note = job_states(study.meta.get(JOBS))
     return {
         "expdir": str(study.expdir), "state": state, "objective": study.objective,
@@ -51,6 +52,7 @@ def summary(study, now=None):
         "budget": budget, "remaining": remaining,
         "search": None if not search else dict(search, current=max(
             i for i, stage in enumerate(search["stages"]) if stage["start"] <= finished)),
+        "pruner": pruner,
         "best": _best(study, study.best) if front is None else None,
         "stop_reason": final.get("stop_reason"),
         "failures": [{"reason": reason, "count": count} for reason, count in reasons],
@@ -80,6 +82,8 @@ def render(info):
                            for stage in search["stages"])
         lines.append(f"search: {search['algorithm']}: {stages}; now "
                      f"{search['stages'][search['current']]['label']}")
+    if info.get("pruner"):
+        lines.append(f"pruner: auto: {info['pruner']['pruner']} ({info['pruner']['why']})")
     best = info["best"]
     if "pareto" in info:
         lines.extend(_front_lines(info))
