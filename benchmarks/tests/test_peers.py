@@ -94,7 +94,12 @@ def test_a_smoke_run_has_every_contender_that_installs_here_and_names_the_missin
     table = peers.markdown(part)
     assert all(f"| {n} (missing) |" in table
                for n in [*peers_runs.VENV_PEERS, *peers_runs.UNAVAILABLE])
-    assert "| random (ours) | 0.0 | 0.0 | 0.0 | 0.0 |" in table
+    scores = [v for by_task in peers.normalized_scores(part["runs"]).values()
+              for by_name in by_task.values() for by_seed in by_name.values()
+              for v in by_seed.values()]
+    assert len(scores) == len(part["runs"]) and all(0 <= v <= 100 for v in scores)
+    assert max(scores) == 100.0          # the best value any run found, on each task
+    assert "| random (ours) |" in table and "| auto (ours) |" in table
     assert "#### sequential" in table and "#### batch" in table and "#### async" in table
     # Run again: everything comes from the cache, one line per run.
     cache = next((tmp_path / "runs").glob("*.jsonl"))
