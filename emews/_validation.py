@@ -389,7 +389,8 @@ MESSAGES = {
     "hello": Fields({"pool": Text(), "workers": COUNT, "host": Text(), "pid": COUNT,
                      "received": COUNT}),
     "want": Fields({"free": COUNT, "received": COUNT}),
-    "results": Fields({"results": Each()}),     # each entry: RESULT, one at a time
+    "results": Fields({"results": Each(),       # each entry: RESULT, one at a time
+                       "free": COUNT, "received": COUNT}),
     "reports": Fields({"reports": Each(REPORT)}),   # each report: Report.from_wire's
     "verdicts": Fields({"verdicts": Each(VERDICT)}),
     "heartbeat": Fields({}),

@@ -247,7 +247,8 @@ def test_malformed_messages_are_dropped_without_harming_the_study(study, jobs):
     peer.setsockopt(zmq.LINGER, 0)
     peer.connect(address)
     for frame in (b"\xff\xfe not json", b"[1, 2]", b'{"op": "want", "free": "many"}',
-                  b'{"op": "results", "results": [[1, 2]]}', b'{"op": "nonsense"}'):
+                  b'{"op": "results", "results": [[1, 2]], "free": 0, "received": 0}',
+                  b'{"op": "nonsense"}'):
         peer.send(frame)
     peer.send_multipart([b"two", b"frames"])
     # an attached peer (it said hello) whose results are malformed within
@@ -257,7 +258,8 @@ def test_malformed_messages_are_dropped_without_harming_the_study(study, jobs):
     for entry in ([[1], 1, 1, outcome], ["x", 1, 1, outcome], [0, 1, 1, ["abc"]],
                   [0, 1, 1, [10 ** 400]], [0, 1, 1, {"value": 1.0}],
                   [0, 1, 1, outcome + ["duplicate"]], [0, 1, 1, outcome, 5]):
-        peer.send(json.dumps({"op": "results", "results": [entry]}).encode())
+        peer.send(json.dumps({"op": "results", "results": [entry], "free": 0,
+                              "received": 0}).encode())
     pool = jobs.pool(expdir)
     out, err = server.communicate(timeout=180)
     peer.close(0)

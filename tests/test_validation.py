@@ -146,7 +146,8 @@ def test_check_keys_names_unknown_and_missing_keys_and_checks_each_value():
 GOOD_MESSAGES = [
     {"op": "hello", "pool": "p1", "workers": 4, "host": "n1", "pid": 7, "received": 0},
     {"op": "want", "free": 2, "received": 10},
-    {"op": "results", "results": [[1, 1, 2, {"value": 0.5, "started": 1.0, "finished": 2.0}]]},
+    {"op": "results", "results": [[1, 1, 2, {"value": 0.5, "started": 1.0, "finished": 2.0}]],
+     "free": 1, "received": 3},
     {"op": "heartbeat"}, {"op": "bye"}, {"op": "cancel"}, {"op": "who"},
     {"op": "tasks", "tasks": [[1, '{"x": 1}', "RUN001", 1]]},
     {"op": "ack", "ids": [1, 2]},
@@ -173,7 +174,9 @@ def test_a_good_message_is_accepted(data):
     ({"op": "tasks", "tasks": [[1, "{}", "R"]]},
      "tasks.tasks[0]: must be [id, params, run_id, attempt], got [1, '{}', 'R']"),
     ({"op": "ack", "ids": "1,2"}, "ack.ids: must be a list, got '1,2'"),
-    ({"op": "results", "results": {}}, "results.results: must be a list, got {}"),
+    ({"op": "results", "results": {}, "free": 1, "received": 1},
+     "results.results: must be a list, got {}"),
+    ({"op": "results", "results": []}, "results.free: is required (must be an integer)"),
     ({"op": "study", "config": [], "expdir": "x", "lease": 1},
      "study.config: must be a JSON object, got []"),
     ({"op": "study", "config": {}, "expdir": "x"}, "study.lease: is required (must be a number)"),
@@ -209,7 +212,7 @@ def test_a_result_entry_is_checked_alone_and_its_outcome_left_to_the_outcome_dec
 
 def test_the_zmq_protocol_checks_every_message_through_the_validation_layer():
     sent = Outcome(0.25, started=1.0, finished=2.0, metrics={"val_acc": 0.9})
-    frame = protocol.encode("results", results=[[4, 2, 1, sent.to_wire()]])
+    frame = protocol.encode("results", results=[[4, 2, 1, sent.to_wire()]], free=0, received=4)
     decoded = protocol.decode(frame)
     assert [protocol.result(entry) for entry in decoded["results"]] == [(4, 2, 1, sent)]
     for frame, line in [

@@ -5,7 +5,8 @@
     pool  --hello {pool, workers, host, pid, received}-->  service   (again after a reconnect)
     pool  --want {free, received}------------->  service     free slots, tasks received so far
     pool  <--tasks {tasks: [[id, params, run_id, attempt]]}--  service   leased to the pool
-    pool  --results {results: [[id, attempt, rank, outcome]]}--> service
+    pool  --results {results: [[id, attempt, rank, outcome]], free, received}--> service
+                                                            with a want's request, after them
     pool  --reports {reports: [[id, attempt, rank, report]]}--> service   emews.report, waiting
     pool  <--verdicts {verdicts: [[id, stop]]}----  service     the pruner's answers
     pool  <--ack {ids}---------------------------  service     stored: the pool may forget them

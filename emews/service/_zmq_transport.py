@@ -195,7 +195,8 @@ class ZmqService(ServiceLink):
         elif op == "bye":
             del self.pools[identity]
             self._describe(every=0)
-        elif op == "results":
+        elif op == "results":   # with the pool's request for work, after them
+            pool.free, pool.received = message["free"], message["received"]
             return self._results(pool, message["results"])
         elif op == "reports":
             self._reports(pool, message["reports"])
@@ -326,13 +327,20 @@ class ZmqPool(PoolLink):
         return self.study
 
     def report_and_take(self, finished, free, ask, renew):
+        """Results go with the pool's request for work in one message: a service that reads
+        a result knows at once that its worker is free (a thaw waits for that slot)."""
         self._listen(0)
+        resend = self.asked is None   # after a hello: every result not yet acknowledged
         for task, rank, outcome in finished:
             self.unacked[task.id] = [task.id, task.attempt, rank, outcome.to_wire()]
-        if finished:
-            self._send("results", results=[self.unacked[t.id] for t, _, _ in finished])
         taken = [self.backlog.popleft() for _ in range(min(free, len(self.backlog)))]
-        self._ask(max(free - len(taken) - len(self.backlog), 0) if ask else 0)
+        wanted = max(free - len(taken) - len(self.backlog), 0) if ask else 0
+        results = list(self.unacked.values()) if resend else \
+            [self.unacked[t.id] for t, _, _ in finished]
+        if results:
+            self._send("results", results=results, **self._request(wanted))
+        else:
+            self._ask(wanted)
         if renew:
             self._send("heartbeat")
         self._check_alive()
@@ -357,17 +365,19 @@ class ZmqPool(PoolLink):
         result and what it asks for)."""
         self._send("hello", pool=self.name, workers=self.workers, host=socket.gethostname(),
                    pid=os.getpid(), received=self.received)
-        if self.unacked:
-            self._send("results", results=list(self.unacked.values()))
-        self.asked = None
+        self.asked = None   # the next exchange asks again, with every unacknowledged result
 
     def _ask(self, free):
         """Tell the service how many tasks this pool wants, unless it knows already: what it
         sent for the last request is counted off that request's ``free`` on its side."""
         if self.asked is not None and free == self.asked[0] - (self.received - self.asked[1]):
             return
+        self._send("want", **self._request(free))
+
+    def _request(self, free):
+        """The fields of a request for ``free`` tasks (of a ``want`` or ``results`` message)."""
         self.asked = (free, self.received)
-        self._send("want", free=free, received=self.received)
+        return {"free": free, "received": self.received}
 
     def _listen(self, timeout):
         """Handle every message from the service, waiting up to ``timeout`` s for the first
