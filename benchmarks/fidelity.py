@@ -631,7 +631,23 @@ def targets(part):
         ("utilization ≥ 0.95 counting the drain, pause = true (ours, a real pool, issue 47)",
          "–" if paused is None else f"{paused:.3f}", paused is not None and paused >= 0.95),
         own_search_target(part["problems"]),
+        bohb_target(part["comparisons"]),
     ]
+
+
+def bohb_target(comparisons):
+    """Issue 47, point 3: ``bohb`` with ``hyperband`` at or above Optuna's TPE with its
+    ``HyperbandPruner`` (not worse, paired over seeds) on every problem both ran, the
+    sequential setting's included."""
+    paired = {p: c["bohb"] for p, c in comparisons.items() if c.get("bohb")}
+    worse = [p for p, c in paired.items() if c["verdict"] == "worse"]
+    behind = [p for p, c in paired.items() if c["verdict"] != "worse"
+              and c["median_difference"] is not None and c["median_difference"] > 0]
+    figure = f"{len(paired) - len(worse)} of {len(paired)}" + \
+        (f"; worse on {', '.join(worse)}" if worse else "") + \
+        (f"; behind, not significantly, on {', '.join(behind)}" if behind else "")
+    return (f"{BOHB_PAIR[0]} at or above {BOHB_PAIR[1]} on every problem (issue 47)", figure,
+            bool(paired) and not worse)
 
 
 def own_search_target(problems):

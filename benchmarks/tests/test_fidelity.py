@@ -119,7 +119,7 @@ def test_the_part_at_smoke_size_gives_its_figures_and_targets(tmp_path):
                and 0 < r["utilization"] <= 1 and 0 < r["steady_utilization"] <= 1
                for r in part["pool"])
     assert [t[0][:4] for t in fidelity.targets(part)] == ["ASHA", "the ", "util", "util",
-                                                             "a se"]
+                                                             "a se", "bohb"]
     bohb = part["comparisons"]["pow3 sequential"]["bohb"]   # issue 47's pair, on every problem
     assert (bohb["ours"], bohb["peer"]) == fidelity.BOHB_PAIR and bohb["verdict"]
     assert "bohb + hyperband vs optuna TPE + HyperbandPruner" in fidelity.markdown(part)
@@ -148,3 +148,19 @@ def test_our_own_search_must_reach_tpes_final_regret_in_half_the_epochs_of_optun
     assert figure == "1 of 3 (fast)" and not met    # TPE's own pair does not count
     del problems["slow"], problems["worse"]
     assert fidelity.own_search_target(problems)[1:] == ("1 of 1 (fast)", True)
+
+
+def test_bohb_must_be_not_worse_than_tpe_with_hyperband_on_every_problem():
+    def pair(verdict, difference):
+        return {"bohb": {"verdict": verdict, "median_difference": difference,
+                         "ours": fidelity.BOHB_PAIR[0], "peer": fidelity.BOHB_PAIR[1]}}
+
+    comparisons = {"exp3": pair("tie", 0.09), "pow3": pair("better", -0.3),
+                   "pow3 sequential": pair("tie", -0.2), "digits": {"bohb": None}}
+    label, figure, met = fidelity.bohb_target(comparisons)
+    assert label.startswith("bohb + hyperband at or above optuna TPE + HyperbandPruner")
+    assert (figure, met) == ("3 of 3; behind, not significantly, on exp3", True)
+    comparisons["pow6"] = pair("worse", 0.4)
+    assert fidelity.bohb_target(comparisons)[1:] == (
+        "3 of 4; worse on pow6; behind, not significantly, on exp3", False)
+    assert fidelity.bohb_target({})[2] is False        # nothing measured: not met
