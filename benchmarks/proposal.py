@@ -19,7 +19,14 @@ installed, Optuna's ``GPSampler`` (otherwise the record says it was not measured
 Ours once more as a pruned study tells them (issue 47): ``n`` results of which a share
 (:data:`PRUNED_SHARE`) are pruned runs (:class:`~emews.plugin.PrunedResult`, curves of 3
 steps falling towards the point's value), the rest values; the peers take no pruned runs.
+
+And ours as an asynchronous study of :data:`IN_FLIGHT` workers runs them (issue 46): told the
+same ``n`` results, asked for :data:`IN_FLIGHT` points at once (``fill_s``: a study resumed
+onto that many free workers), then in each step told the oldest point in flight and asked
+for the next, so that :data:`IN_FLIGHT` stay in flight.
 """
+
+import collections
 
 import argparse
 import importlib.util
@@ -39,6 +46,8 @@ SIZES = {"full": ((50, 100, 300, 1000), 5, 500), "reduced": ((50, 300), 3, 500),
          "smoke": ((12, 24), 2, 24)}   # ns, steps, the n of the pruned study's results
 PRUNED_SHARE = 0.8
 PRUNED_MOST_MS = 200.0   # issue 47: a gp or mbo proposal, 500 told results, most pruned
+IN_FLIGHT = 64           # issue 46: a gp or mbo proposal, 500 told results, 64 in flight,
+IN_FLIGHT_MOST_MS = 1000.0   # takes at most this: 64 workers busy on runs of a minute
 STEP_BUDGET_S = 60.0
 GROWTH = {"emews gp": 0.1, "emews mbo": 0.05}
 
@@ -55,6 +64,16 @@ class Ours:
     def step(self, objective):
         (point,) = self.algorithm.ask(1)
         self.algorithm.tell([point], [objective(point)])
+
+    def fill(self, slots):
+        """Ask for ``slots`` points at once; they are in flight."""
+        self.running = collections.deque(self.algorithm.ask(slots))
+
+    def step_in_flight(self, objective):
+        """Tell the oldest point in flight, and ask for the next."""
+        point = self.running.popleft()
+        self.algorithm.tell([point], [objective(point)])
+        self.running.extend(self.algorithm.ask(1))
 
 
 class SkoptOptimizer:
@@ -112,9 +131,10 @@ def contenders(seed):
     return made, missing
 
 
-def measure(make, n, steps, seed=0, pruned=0.0):
+def measure(make, n, steps, seed=0, pruned=0.0, in_flight=0):
     """Warm one contender with ``n`` random points (about a ``pruned`` share of them told as
-    pruned runs); time ``steps`` ask + tell rounds."""
+    pruned runs); time ``steps`` ask + tell rounds, with ``in_flight`` points in flight (then
+    the time to ask for them at once is returned too, as ``fill``)."""
     rng = np.random.default_rng(seed)
     points = SPACE.sample(rng, n)
     values = [analytic.hartmann6(p) for p in points]
@@ -124,12 +144,17 @@ def measure(make, n, steps, seed=0, pruned=0.0):
     started = time.perf_counter()
     contender.warm(points, values)
     warm = time.perf_counter() - started
+    step, fill = contender.step, None
+    if in_flight:
+        started = time.perf_counter()
+        contender.fill(in_flight)
+        fill, step = time.perf_counter() - started, contender.step_in_flight
     times = []
     while len(times) < steps and (not times or sum(times) < STEP_BUDGET_S):
         started = time.perf_counter()
-        contender.step(analytic.hartmann6)
+        step(analytic.hartmann6)
         times.append(time.perf_counter() - started)
-    return warm, times
+    return (warm, times) if fill is None else (warm, times, fill)
 
 
 def run(sizes):
@@ -152,8 +177,13 @@ def _run(sizes):
     pruned = [dict(_row(name, pruned_n, *measure(made[name], pruned_n, steps,
                                                  pruned=PRUNED_SHARE)), pruned=PRUNED_SHARE)
               for name in GROWTH]
+    in_flight = []
+    for name in GROWTH:
+        warm, times, fill = measure(made[name], pruned_n, steps, in_flight=IN_FLIGHT)
+        in_flight.append(dict(_row(name, pruned_n, warm, times), in_flight=IN_FLIGHT,
+                              fill_s=fill))
     figures = {"problem": "hartmann6 (6-D)", "ns": list(ns), "runs": runs, "pruned": pruned,
-               "not_measured": missing}
+               "in_flight": in_flight, "not_measured": missing}
     print(markdown(figures), flush=True)
     return figures
 
@@ -196,9 +226,16 @@ def markdown(figures):
         r = figures["pruned"][0]
         pruned = [f"\n\nAfter n = {r['n']:,} results, {r['pruned']:.0%} of them pruned runs "
                   "(issue 47): " + "; ".join(pruned) + "."]
+    flying = [f"{r['contender']} {r['step_ms']:,.1f} ms ({r['amortized_ms']:,.1f} amortized; "
+              f"{r['fill_s']:,.1f} s to ask for all {r['in_flight']} at once)"
+              for r in figures.get("in_flight", [])]
+    if flying:
+        r = figures["in_flight"][0]
+        flying = [f"\n\nAfter n = {r['n']:,} results, with {r['in_flight']} points in flight, "
+                  "each told as the next is asked for (issue 46): " + "; ".join(flying) + "."]
     return (f"### 8. Proposal speed: ms per ask + tell on {figures['problem']}, after n "
             f"results (mean of the steps; amortized: with the periodic work's share)\n\n"
-            + "\n".join(lines) + "".join(pruned)
+            + "\n".join(lines) + "".join(pruned) + "".join(flying)
             + f"\n\nThe curve: [{CURVE}](results/{CURVE}).")
 
 
@@ -228,6 +265,13 @@ def targets(figures):
                       f"{r['n']:,}, {r['pruned']:.0%} pruned (issue 47)",
                       f"{cost:,.0f} ms amortized ({r['step_ms']:,.0f} ms mean step)",
                       cost <= PRUNED_MOST_MS))
+    for r in figures.get("in_flight", []):
+        cost = r["amortized_ms"]
+        found.append((f"{r['contender']} ask + tell ≤ {IN_FLIGHT_MOST_MS:,.0f} ms at n = "
+                      f"{r['n']:,}, {r['in_flight']} in flight (issue 46)",
+                      f"{cost:,.0f} ms amortized ({r['step_ms']:,.0f} ms mean step; "
+                      f"{r['fill_s']:,.1f} s to ask for {r['in_flight']} at once)",
+                      cost <= IN_FLIGHT_MOST_MS))
     return found
 
 

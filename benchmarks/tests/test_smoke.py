@@ -257,3 +257,21 @@ def test_smoke_run_of_every_part_records_what_the_report_needs(tmp_path):
     assert rerun["part_runs"]["quality"] == record["part_runs"]["quality"]
     assert rerun["part_runs"]["overhead"]["command"].endswith("--parts overhead")
     assert "### 3. Search quality" in readme.read_text()
+
+
+def test_the_in_flight_proposal_targets_are_judged_on_the_amortized_step():
+    """Issue 46's: gp's and mbo's amortized step after 500 results with 64 points in flight,
+    at or under 1 s; the time to ask for all 64 at once is reported beside it."""
+    in_flight = [{"contender": "emews gp", "n": 500, "step_ms": 900.0, "amortized_ms": 1100.0,
+                  "in_flight": 64, "fill_s": 50.2},
+                 {"contender": "emews mbo", "n": 500, "step_ms": 30.0, "amortized_ms": 32.0,
+                  "in_flight": 64, "fill_s": 2.0}]
+    found = proposal.targets({"runs": [], "in_flight": in_flight})
+    assert [(target, met) for target, _, met in found] == [
+        ("emews gp ask + tell ≤ 1,000 ms at n = 500, 64 in flight (issue 46)", False),
+        ("emews mbo ask + tell ≤ 1,000 ms at n = 500, 64 in flight (issue 46)", True)]
+    assert found[0][1] == "1,100 ms amortized (900 ms mean step; 50.2 s to ask for 64 at once)"
+    assert "with 64 points in flight, each told as the next is asked for (issue 46): emews " \
+        "gp 900.0 ms (1,100.0 amortized; 50.2 s to ask for all 64 at once)" in \
+        proposal.markdown({"ns": [], "runs": [], "in_flight": in_flight, "not_measured": {},
+                           "problem": "p"})
