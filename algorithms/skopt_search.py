@@ -38,14 +38,7 @@ of a decade on Hartmann-6 at 50 evaluations (-0.59 against -0.91). An ask of sev
 (a batch, or several workers waiting on a search that has fallen behind them) takes the best
 of a fresh sample of candidates for each point, as below: the L-BFGS polish drew a batch's
 points together (batch of 8, budget 100: Hartmann-6 -0.92 with it against -1.84 without,
-Levy-6 0.93 against 0.17; ``gp_minimize`` -2.41 and 0.47). More points at once than that
-was measured with (:data:`MEASURED_AT_ONCE`, 12: 8 workers and the 4 points the async driver
-keeps ready for them), in flight and asked together, are planned on one set of candidates as
-below, from the first results on. A study of 64 workers asks for 64 points when it starts or
-resumes, then for one at a time with the others in flight. Measured on one BLAS thread, old
-and new side by side on a busy 2-core machine: asking for 64 at once after 500 results took
-33.6 s the other way and 0.4 s so; after 60 results 5.5 s and 0.9 s, and each later point
-0.5-1.2 s and 0.2-0.5 s. With 12 at once or fewer nothing changed.
+Levy-6 0.93 against 0.17; ``gp_minimize`` -2.41 and 0.47).
 
 The noise the kernel estimate learns (skopt's ``noise = "gaussian"``, a ``WhiteKernel``) is
 at least :data:`NOISE_FLOOR` (1e-10), with one objective, unless the last ask was a batch
@@ -180,8 +173,6 @@ LOG_EI_XI = 0.0    # ... and log EI's margin unless xi is set (Optuna's LogEI ha
 NOISE_FLOOR = 1e-10        # one objective: the learnt noise's lower bound, but after a batch
 BATCH_NOISE_FLOOR = 1e-5   # scikit-learn's (and in ParEGO; see the module's notes)
 FAST_POINTS = 1000   # from refit_all_below results on: candidates at most (speed first)
-MEASURED_AT_ONCE = 12   # points in flight and asked, as measured (8 workers, 4 ready for
-                        # them): more are planned on candidates (see the notes)
 # ParEGO (several objectives): see the module's notes
 WARM_STARTS = 5    # ParEGO: local searches start at the told points best under the weights
 SEVERAL_OBJECTIVES = {"refit_growth": 0.25, "refit_all_below": 0, "skopt": {"acq_func": "EI"}}
@@ -257,9 +248,8 @@ class SkoptSearch(Algorithm):
         """``n`` points planned on the optimizer (the one-objective search)."""
         running = [x for xs in self.in_flight.values() for x in xs]
         self.asked_batch = n > 1 and not running
-        many = len(running) + n > MEASURED_AT_ONCE   # more at once than measured: speed first
-        exact = n == 1 and len(self.optimizer.yi) < self.refit_all_below and not many
-        if not exact and (running or n == 1 or many) and self._plans_on_candidates(running):
+        exact = n == 1 and len(self.optimizer.yi) < self.refit_all_below
+        if not exact and (running or n == 1) and self._plans_on_candidates(running):
             xs = self._plan_on_candidates(self._planner(running, fit=False), n)
         elif self.log_ei and not running and n == 1:
             xs = [self._plan_log_ei(self._planner(running, fit=False, sampled=False))]

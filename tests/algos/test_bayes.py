@@ -223,27 +223,6 @@ def test_gp_plans_one_point_with_skopts_lbfgs_below_the_threshold_and_sampled_ab
     gp.estimate and gp.estimate.kernel()
 
 
-def test_gp_plans_more_points_at_once_than_measured_on_one_candidate_set(monkeypatch):
-    """Up to 12 points at once (in flight and asked: 8 workers, and the 4 points the async
-    driver keeps ready for them), planning is as measured: one point below the threshold by
-    skopt's L-BFGS, a batch with a fresh sample and a refit per point. More are planned on
-    one candidate set (:meth:`_plan_on_candidates`)."""
-    fast = {"n_initial_points": 3, "acq_optimizer_kwargs": {"n_points": 300}}
-    for n, flying, on_candidates in ((1, 11, False), (1, 12, True), (12, 0, False),
-                                     (13, 0, True)):
-        gp = SkoptSearch(SQUARE, seed=1, **fast)
-        told(gp, 12)
-        gp.ask(flying)                              # in flight
-        calls = []
-        plan = gp._plan_on_candidates
-        monkeypatch.setattr(gp, "_plan_on_candidates",
-                            lambda planner, k: calls.append(k) or plan(planner, k))
-        points = gp.ask(n)
-        assert len({tuple(sorted(p.items())) for p in points}) == n
-        assert calls == ([n] if on_candidates else []), (n, flying)
-        gp.estimate and gp.estimate.kernel()
-
-
 def test_gp_kernel_estimate_started_by_the_daemon_me_thread_is_waited_for_at_exit():
     search = SkoptSearch(SQUARE, seed=1, refit_growth=0.5, refit_all_below=0, **QUICK_GP)
     points = SQUARE.sample(np.random.default_rng(0), 15)
