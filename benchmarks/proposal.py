@@ -26,9 +26,8 @@ onto that many free workers), then in each step told the oldest point in flight 
 for the next, so that :data:`IN_FLIGHT` stay in flight.
 """
 
-import collections
-
 import argparse
+import collections
 import importlib.util
 import json
 import math
@@ -133,8 +132,8 @@ def contenders(seed):
 
 def measure(make, n, steps, seed=0, pruned=0.0, in_flight=0):
     """Warm one contender with ``n`` random points (about a ``pruned`` share of them told as
-    pruned runs); time ``steps`` ask + tell rounds, with ``in_flight`` points in flight (then
-    the time to ask for them at once is returned too, as ``fill``)."""
+    pruned runs); time ``steps`` ask + tell rounds, with ``in_flight`` points in flight.
+    Returns ``(warm, times, fill)``: ``fill`` the time to ask for those at once (or None)."""
     rng = np.random.default_rng(seed)
     points = SPACE.sample(rng, n)
     values = [analytic.hartmann6(p) for p in points]
@@ -154,7 +153,7 @@ def measure(make, n, steps, seed=0, pruned=0.0, in_flight=0):
         started = time.perf_counter()
         step(analytic.hartmann6)
         times.append(time.perf_counter() - started)
-    return (warm, times) if fill is None else (warm, times, fill)
+    return warm, times, fill
 
 
 def run(sizes):
@@ -177,24 +176,24 @@ def _run(sizes):
     pruned = [dict(_row(name, pruned_n, *measure(made[name], pruned_n, steps,
                                                  pruned=PRUNED_SHARE)), pruned=PRUNED_SHARE)
               for name in GROWTH]
-    in_flight = []
-    for name in GROWTH:
-        warm, times, fill = measure(made[name], pruned_n, steps, in_flight=IN_FLIGHT)
-        in_flight.append(dict(_row(name, pruned_n, warm, times), in_flight=IN_FLIGHT,
-                              fill_s=fill))
+    in_flight = [dict(_row(name, pruned_n, *measure(made[name], pruned_n, steps,
+                                                    in_flight=IN_FLIGHT)), in_flight=IN_FLIGHT)
+                 for name in GROWTH]
     figures = {"problem": "hartmann6 (6-D)", "ns": list(ns), "runs": runs, "pruned": pruned,
                "in_flight": in_flight, "not_measured": missing}
     print(markdown(figures), flush=True)
     return figures
 
 
-def _row(name, n, warm, times):
+def _row(name, n, warm, times, fill=None):
     """The figures of one contender's ``times`` (s per step) after ``n`` results told in
-    ``warm`` s."""
+    ``warm`` s (and ``fill`` s to ask for the points in flight at once, if any)."""
     print(f"[proposal] {name} at n = {n}", flush=True)
     step = float(np.mean(times))
     row = {"contender": name, "n": n, "warm_s": warm, "steps": len(times),
            "step_ms": 1e3 * step, "step_max_ms": 1e3 * max(times)}
+    if fill is not None:
+        row["fill_s"] = fill
     if name in GROWTH:   # the steps between two rounds of periodic work, and its share
         between = times if name == "emews gp" else times[1:] or times
         periodic = warm if name == "emews gp" else max(times[0] - float(np.mean(between)), 0.0)
