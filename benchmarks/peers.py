@@ -77,10 +77,8 @@ def run(sizes, jobs=None, cache_directory=CACHE_DIRECTORY, venv_directory=VENV_D
     known = cached_runs(cache)
     results = [{k: v for k, v in known[r].items() if k != "code"} for r in runs if r in known]
     print(f"[peers] {len(results)} of {len(runs)} runs from the cache {cache}", flush=True)
-    # The peers' runs first: ours depend on emews/ and algorithms/, where a change runs them
-    # again, so a run spread over days (a cache carried from clone to clone) does ours last.
-    todo = sorted(((*r, *shape[r[2]], tuple(ours), str(venv_directory))
-                   for r in runs if r not in known), key=lambda run: run[1] in ours)
+    todo = [(*r, *shape[r[2]], tuple(ours), str(venv_directory))
+            for r in run_order([r for r in runs if r not in known], ours)]
     results += run_missing(one_run, todo, cache, jobs, "peers", PRELOAD)
     failed = [r for r in results if "error" in r]
     results = [r for r in results if "error" not in r]
@@ -98,6 +96,14 @@ def run(sizes, jobs=None, cache_directory=CACHE_DIRECTORY, venv_directory=VENV_D
             "versions": {n: VENV_PEERS[n][1] for n in VENV_PEERS}, "alpha": ALPHA,
             "summary": summarize(scores), "comparisons": comparisons(scores, ours_here),
             "runs": results}
+
+
+def run_order(runs, ours):
+    """``runs`` (``(task, contender, mode, seed)``) in the order they go: the peers' first,
+    as ours depend on emews/ and algorithms/, where a change runs them again, so that a run
+    spread over days (a cache carried from clone to clone) does ours last; and seed by seed,
+    so that a run stopped part-way has every task, contender and mode at the seeds it did."""
+    return sorted(runs, key=lambda run: (run[1] in ours, run[3]))
 
 
 def normalized_scores(results):
