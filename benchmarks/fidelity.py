@@ -76,7 +76,11 @@ or below Optuna's TPE with its ``HyperbandPruner`` (:data:`BOHB_PAIR`, paired th
 every problem, the sequential one too); utilization at least 0.95 counting the drain, with
 ``pause = true`` (its drain filled with thawed paused runs); and (issue 47, point 1) a search of
 our own reaching unpruned TPE's final regret in at most half the epochs of Optuna's fastest
-pair (:func:`own_search_target`).
+pair (:func:`own_search_target`). Beside that target the part gives how few epochs any
+search could take (:func:`fewest_epochs`, :data:`BEST`): the epochs trained when a search that
+proposed the best configuration on every worker from the start would have finished it. With 8
+workers every one of them trains while the first run goes to its end, so on a replayed table,
+whose epochs take the same time on every worker, that is 8 x 27 - 7 = 209 epochs.
 """
 
 import functools
@@ -227,15 +231,27 @@ class Problem:
 
     def minimum(self, epochs):
         """The smallest noise-free last value of a parametric problem (``None`` for a table,
-        the table's smallest for a replayed one): the coordinates past ``x0`` at OPTIMUM,
-        ``x0`` the best of a fine grid (it alone sets the speed)."""
+        the table's smallest for a replayed one): that of :meth:`best`."""
         if self.replays:
             return lc_tables.load(self.replays).minimum(epochs)
         if self.table:
             return None
+        return float(self.curve(self.best(epochs), None, epochs)[-1])
+
+    def best(self, epochs, curves=None, seed=None):
+        """The configuration that ends lowest after ``epochs``: of a parametric problem, the
+        coordinates past ``x0`` at OPTIMUM, ``x0`` the best of a fine grid (it alone sets the
+        speed); of a replayed table, its best; of a trained table, the best of the
+        configurations ``curves`` has trained for ``seed`` (so far: what the contenders found,
+        as its regret counts)."""
+        if self.replays:
+            table = lc_tables.load(self.replays)
+            return table.configurations[int(np.argmin(table.loss[:, epochs - 1]))]
+        if self.table:
+            return curves.best_trained(seed)
         others = {f"x{i}": OPTIMUM[i] for i in range(1, len(self.space))}
-        return min(float(self.curve(dict(others, x0=x0), None, epochs)[-1])
-                   for x0 in np.linspace(0.0, 1.0, 2001))
+        return min((dict(others, x0=float(x0)) for x0 in np.linspace(0.0, 1.0, 2001)),
+                   key=lambda config: self.curve(config, None, epochs)[-1])
 
 
 PROBLEMS = {
@@ -275,6 +291,12 @@ class Curves:
                     out.write(json.dumps({"key": key, "seed": seed,
                                           "curve": curve.tolist()}) + "\n")
         return self.memo[(key, seed)]
+
+    def best_trained(self, seed):
+        """The configuration with the lowest last value of those trained for ``seed``."""
+        seed = seed if self.problem.seeded else 0
+        key = min((k for k, s in self.memo if s == seed), key=lambda k: self.memo[(k, seed)][-1])
+        return json.loads(key)
 
 
 # --- contenders ----------------------------------------------------------------------------
@@ -375,8 +397,29 @@ CONTENDERS = {
     "optuna TPE + HyperbandPruner": ("optuna", "tpe", "hyperband"),
 }
 BOHB_PAIR = ("bohb + hyperband", "optuna TPE + HyperbandPruner")   # ours, its peer
+BEST = "the best configuration from the start"   # not a contender: what none can beat
 UNPRUNED = {"random + asha": "random", "random + hyperband": "random",
             "tpe + asha": "tpe", "tpe + hyperband": "tpe"}   # the target's pairs
+
+
+class Fixed:
+    """One configuration on every worker, never pruned (:data:`BEST`)."""
+
+    def __init__(self, config):
+        self.config, self.runs = config, 0
+
+    def new(self):
+        self.runs += 1
+        return self.runs, dict(self.config)
+
+    def report(self, run, step, value):
+        return False
+
+    def finish(self, run, value):
+        pass
+
+    def prune(self, run):
+        pass
 
 
 def contender(name, space, seed, epochs):
@@ -395,7 +438,8 @@ def simulate(name, problem, curves, seed, budget, workers):
     runs as ``[epochs trained, final value of the best so far, its noise-free value]``, its
     counts and its utilization."""
     epochs = curves.epochs
-    search = contender(name, problem.space, seed, epochs)
+    search = Fixed(problem.best(epochs, curves, seed)) if name == BEST \
+        else contender(name, problem.space, seed, epochs)
     durations = np.random.default_rng(seed).lognormal(0.0, 0.5, size=budget + workers)
     events, handed, trained, busy, runs = [], 0, 0, 0.0, 0
     best, best_true, trajectory, pruned = math.inf, None, [], 0
@@ -448,6 +492,13 @@ def simulate(name, problem, curves, seed, budget, workers):
             "seconds": time.perf_counter() - started}
 
 
+def fewest_epochs(problem, curves, seed, budget, workers):
+    """The epochs trained when a search that proposed the best configuration from the start
+    would have finished it (:data:`BEST`, on the seed's worker timeline): how few epochs
+    reaching any final regret can take."""
+    return simulate(BEST, problem, curves, seed, budget, workers)["trajectory"][0][0]
+
+
 def regret_at(result, epochs, minimum):
     """log10 regret of the best finished run after ``epochs`` trained (``None``: none yet)."""
     reached = [row for row in result["trajectory"] if row[0] <= epochs]
@@ -480,7 +531,7 @@ def run(sizes, curves_directory=CURVES):
     figures of the part. Each finished simulation is appended to ``runs.jsonl`` beside the
     curves, and one found there (same problem, contender, seed, budget, epochs and workers)
     is not run again, so a run that is stopped and started again does only what is missing."""
-    results, budgets = {}, {}
+    results, budgets, fewest = {}, {}, {}
     done_path = Path(curves_directory) / "runs.jsonl"
     done = {}
     if done_path.exists():
@@ -510,7 +561,10 @@ def run(sizes, curves_directory=CURVES):
                           f"{done[key]['runs']} runs, {done[key]['pruned']} pruned, "
                           f"{done[key]['seconds']:.1f} s", flush=True)
                 results.setdefault(label, {}).setdefault(name, {})[seed] = done[key]
+        fewest[label] = _median({seed: fewest_epochs(problem, curves, seed, budget, workers)
+                                 for seed in range(sizes.fidelity_seeds)})
     part = summarize(results, sizes, budgets)
+    part["fewest_epochs"] = fewest
     key = ("pool", sizes.fidelity_workers, sizes.fidelity_pool_points, sizes.fidelity_epochs,
            len(fidelity_pool.STUDIES))
     if sizes.fidelity_pool_points and key not in done:
@@ -713,11 +767,18 @@ def markdown(part):
     every = list(part["problems"])
     reach = [(name, *(cell(part["problems"][p].get(name), "epochs_to_unpruned", "{:.0f}")
                       for p in every)) for name in names if CONTENDERS[name][2] != "none"]
+    if part.get("fewest_epochs"):
+        reach.append((f"*{BEST}*", *(cell(part["fewest_epochs"], p, "{:.0f}") for p in every)))
+        reach.append(("*half of Optuna's fastest pair (issue 47)*",
+                      *(_half_of_fastest(part["problems"][p]) for p in every)))
     lines += [f"Median epochs (of {part['budget_runs']} whole runs') until the chosen "
               "configuration is as good as the same sampler's unpruned final one (random "
               "search's for random search, TPE's for the others), paired by seed, never "
               "counting as infinite; `sequential`: 1 worker, the issue's measured fact's "
-              "setting:\n", _table(("contender", *every), reach)]
+              f"setting. *{BEST}*: the epochs trained when a search that proposed the best "
+              "configuration on every worker from the start would have finished it (the "
+              "seed's worker timeline; on a trained table, the best any contender "
+              "found):\n", _table(("contender", *every), reach)]
     if part.get("pool"):
         pool = [(f"{r['algorithm']} + {r['pruner']}{', pause' * bool(r.get('pause'))}",
                  r["workers"], r["points"], r["pruned"], r.get("thaws", 0),
@@ -729,6 +790,15 @@ def markdown(part):
                   _table(("study", "workers", "points", "pruned or paused", "thaws",
                           "utilization", "without the drain"), pool)]
     return "\n".join(lines)
+
+
+def _half_of_fastest(table):
+    """Half the epochs of Optuna's fastest pair to reach unpruned TPE's final regret (issue
+    47's target), as a cell."""
+    reach = [row["epochs_to_unpruned"] for name, row in table.items()
+             if CONTENDERS[name][0] == "optuna" and row["epochs_to_unpruned"] is not None]
+    fastest = min(reach, default=math.inf)
+    return "–" if not reach else "never" if fastest == math.inf else f"{fastest / 2:.0f}"
 
 
 def _p(v):

@@ -124,6 +124,10 @@ def test_the_part_at_smoke_size_gives_its_figures_and_targets(tmp_path):
     assert (bohb["ours"], bohb["peer"]) == fidelity.BOHB_PAIR and bohb["verdict"]
     assert "bohb + hyperband vs optuna TPE + HyperbandPruner" in fidelity.markdown(part)
     assert "### 11. Learning curves and pruning" in fidelity.markdown(part)
+    workers, epochs = SMOKE.fidelity_workers, SMOKE.fidelity_epochs   # a table's: in step
+    assert part["fewest_epochs"]["lc-wine"] == workers * (epochs - 1) + 1
+    assert part["fewest_epochs"][f"pow3{fidelity.SEQUENTIAL}"] == epochs   # one worker
+    assert f"| *{fidelity.BEST}* |" in fidelity.markdown(part)
     kept = (tmp_path / "runs.jsonl").read_text()
     assert fidelity.run(SMOKE, curves_directory=tmp_path) == part   # read back, not rerun
     assert (tmp_path / "runs.jsonl").read_text() == kept
@@ -164,3 +168,30 @@ def test_bohb_must_be_not_worse_than_tpe_with_hyperband_on_every_problem():
     assert fidelity.bohb_target(comparisons)[1:] == (
         "3 of 4; worse on pow6; behind, not significantly, on exp3", False)
     assert fidelity.bohb_target({})[2] is False        # nothing measured: not met
+
+
+def test_the_fewest_epochs_are_those_of_the_best_configuration_run_from_the_start(tmp_path):
+    """On a replayed table every worker trains in step, so the first run of the table's best
+    configuration ends when every worker has trained all but the last epoch; on a parametric
+    problem the best configuration ends lowest, and no contender's chosen one is better."""
+    table = fidelity.PROBLEMS["lc-wine"]
+    curves = fidelity.Curves(table, 27, tmp_path)
+    best = fidelity.simulate(fidelity.BEST, table, curves, 0, 60 * 27, 8)
+    assert best["pruned"] == 0 and best["trajectory"][0][2] == table.minimum(27)
+    assert fidelity.fewest_epochs(table, curves, 0, 60 * 27, 8) == 8 * 26 + 1
+
+    problem = fidelity.PROBLEMS["pow3"]
+    curves = fidelity.Curves(problem, 9, tmp_path)
+    first = fidelity.simulate(fidelity.BEST, problem, curves, 1, 20 * 9, 8)["trajectory"][0]
+    assert first[2] == problem.minimum(9)
+    found = fidelity.simulate("random + asha", problem, curves, 1, 20 * 9, 8)["trajectory"]
+    assert min(row[2] for row in found) > first[2]
+    assert first[0] == fidelity.fewest_epochs(problem, curves, 1, 20 * 9, 8)
+
+
+def test_a_trained_tables_best_is_the_best_its_curves_have_found(tmp_path):
+    problem = fidelity.PROBLEMS["digits"]
+    curves = fidelity.Curves(problem, 2, tmp_path)
+    configs = [{"units": 8, "lr": lr, "alpha": 1e-4, "batch": 256} for lr in (1e-4, 1e-1)]
+    ends = [curves(config, 3)[-1] for config in configs]
+    assert problem.best(2, curves, 3) == configs[int(ends[1] < ends[0])]
