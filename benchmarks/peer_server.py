@@ -269,17 +269,26 @@ def _key(point):
     return json.dumps(point, sort_keys=True)
 
 
+def typed(space, point):
+    """``point`` with the value of each integer parameter of ``space`` an int: HEBO proposes
+    them as floats (``max_depth = 8.0``), which scikit-learn refuses."""
+    integers = {p["name"] for p in space if p["type"] == "int"}
+    return {name: int(round(value)) if name in integers else value
+            for name, value in point.items()}
+
+
 def serve(peer, lines, out):
     """Answer each request of ``lines`` on ``out``; the first builds the peer."""
-    optimizer = None
+    optimizer = space = None
     for line in lines:
         request = json.loads(line)
         if "space" in request:
+            space = request["space"]
             fidelity = {"fidelity": request["fidelity"]} if "fidelity" in request else {}
-            optimizer = PEERS[peer[0]](request["space"], int(peer[1]), int(peer[2]), **fidelity)
+            optimizer = PEERS[peer[0]](space, int(peer[1]), int(peer[2]), **fidelity)
             answer = {"ok": True}
         elif "ask" in request:
-            answer = {"points": optimizer.ask(request["ask"])}
+            answer = {"points": [typed(space, point) for point in optimizer.ask(request["ask"])]}
         else:
             optimizer.tell(request["tell"])
             answer = {"ok": True}

@@ -8,7 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from benchmarks import bayesmark_tasks, lc_tables, peers, peers_runs
+from benchmarks import bayesmark_tasks, lc_tables, peer_server, peers, peers_runs
 from benchmarks.sizes import SMOKE
 
 
@@ -128,10 +128,11 @@ def test_a_smoke_run_has_every_contender_that_installs_here_and_names_the_missin
 def test_a_peer_runs_in_its_own_virtualenv_on_its_ask_tell_interface(peer, tmp_path):
     """Installs the peer once under the suite's cache of virtualenvs; runs it in the batch
     and async modes (a peer without an async mode in batch mode there), on a Bayesmark task
-    and a table's."""
+    with an integer parameter (``max_depth``, which scikit-learn takes only as an int) and on
+    a table's."""
     assert peers_runs.install(peer) is None
     sizes = replace(SMOKE, peers_ours=("random",), peers_peers=(peer,),
-                    peers_tasks=("SVM-iris-acc", "lc-iris"), peers_modes=("batch", "async"))
+                    peers_tasks=("DT-iris-acc", "lc-iris"), peers_modes=("batch", "async"))
     part = peers.run(sizes, jobs=1, cache_directory=tmp_path, install=False)
     assert part["contenders"] == ["random", peer] and not part["missing"]
     assert not part["failed"]
@@ -154,6 +155,15 @@ def test_a_peer_runs_in_its_own_virtualenv_on_its_ask_tell_interface(peer, tmp_p
         (line["contender"] for line in lines), key=lambda name: name == "random")
     code = [line["code"] for line in lines if line["contender"] == peer]
     assert all("benchmarks/peer_server.py" in c for c in code)
+
+
+def test_a_peers_integer_parameters_reach_the_task_as_ints():
+    """HEBO proposes an integer parameter as a float (8.0); the server sends it as an int."""
+    space = bayesmark_tasks.space("DT-iris-acc").to_json()
+    point = {"max_depth": 8.0, "min_samples_split": 0.5, "max_features": 1.0}
+    sent = peer_server.typed(space, point)
+    assert sent == point and type(sent["max_depth"]) is int
+    assert type(sent["min_samples_split"]) is float and type(sent["max_features"]) is float
 
 
 def test_a_peers_line_records_benchmarks_code_and_the_space_only_and_ours_every_file(tmp_path):
