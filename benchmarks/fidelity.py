@@ -76,11 +76,13 @@ or below Optuna's TPE with its ``HyperbandPruner`` (:data:`BOHB_PAIR`, paired th
 every problem, the sequential one too); utilization at least 0.95 counting the drain, with
 ``pause = true`` (its drain filled with thawed paused runs); and (issue 47, point 1) a search of
 our own reaching unpruned TPE's final regret in at most half the epochs of Optuna's fastest
-pair (:func:`own_search_target`). Beside that target the part gives how few epochs any
-search could take (:func:`fewest_epochs`, :data:`BEST`): the epochs trained when a search that
-proposed the best configuration on every worker from the start would have finished it. With 8
-workers every one of them trains while the first run goes to its end, so on a replayed table,
-whose epochs take the same time on every worker, that is 8 x 27 - 7 = 209 epochs.
+pair (:func:`own_search_target`). Beside that target the part gives how soon a search that
+knew the best configuration would have it (:func:`fewest_epochs`, :data:`BEST`): the epochs
+trained when the best configuration, proposed on every worker from the start, first finishes.
+With 8 workers every one of them trains while the first run goes to its end, so on a replayed
+table, whose epochs take the same time on every worker, that is 8 x 27 - 7 = 209 epochs. (It
+is not a strict bound: the runs a pruning search starts later draw other epoch times, and one
+may draw shorter ones.)
 """
 
 import functools
@@ -397,7 +399,7 @@ CONTENDERS = {
     "optuna TPE + HyperbandPruner": ("optuna", "tpe", "hyperband"),
 }
 BOHB_PAIR = ("bohb + hyperband", "optuna TPE + HyperbandPruner")   # ours, its peer
-BEST = "the best configuration from the start"   # not a contender: what none can beat
+BEST = "the best configuration from the start"   # not a contender: a search that knew it
 UNPRUNED = {"random + asha": "random", "random + hyperband": "random",
             "tpe + asha": "tpe", "tpe + hyperband": "tpe"}   # the target's pairs
 
@@ -494,8 +496,7 @@ def simulate(name, problem, curves, seed, budget, workers):
 
 def fewest_epochs(problem, curves, seed, budget, workers):
     """The epochs trained when a search that proposed the best configuration from the start
-    would have finished it (:data:`BEST`, on the seed's worker timeline): how few epochs
-    reaching any final regret can take."""
+    would have finished it (:data:`BEST`, on the seed's worker timeline)."""
     return simulate(BEST, problem, curves, seed, budget, workers)["trajectory"][0][0]
 
 
