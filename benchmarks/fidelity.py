@@ -768,18 +768,19 @@ def markdown(part):
     every = list(part["problems"])
     reach = [(name, *(cell(part["problems"][p].get(name), "epochs_to_unpruned", "{:.0f}")
                       for p in every)) for name in names if CONTENDERS[name][2] != "none"]
-    if part.get("fewest_epochs"):
+    best = ""
+    if part.get("fewest_epochs"):   # records before 2026-12-07 have no such figure
         reach.append((f"*{BEST}*", *(cell(part["fewest_epochs"], p, "{:.0f}") for p in every)))
         reach.append(("*half of Optuna's fastest pair (issue 47)*",
                       *(_half_of_fastest(part["problems"][p]) for p in every)))
+        best = (f". *{BEST}*: the epochs trained when a search that proposed the best "
+                "configuration on every worker from the start would have finished it (the "
+                "seed's worker timeline; on a trained table, the best any contender found)")
     lines += [f"Median epochs (of {part['budget_runs']} whole runs') until the chosen "
               "configuration is as good as the same sampler's unpruned final one (random "
               "search's for random search, TPE's for the others), paired by seed, never "
               "counting as infinite; `sequential`: 1 worker, the issue's measured fact's "
-              f"setting. *{BEST}*: the epochs trained when a search that proposed the best "
-              "configuration on every worker from the start would have finished it (the "
-              "seed's worker timeline; on a trained table, the best any contender "
-              "found):\n", _table(("contender", *every), reach)]
+              f"setting{best}:\n", _table(("contender", *every), reach)]
     if part.get("pool"):
         pool = [(f"{r['algorithm']} + {r['pruner']}{', pause' * bool(r.get('pause'))}",
                  r["workers"], r["points"], r["pruned"], r.get("thaws", 0),
