@@ -81,10 +81,17 @@ Design choices (mlrMBO's defaults unless said otherwise):
   1 means all of them, not one parameter as in scikit-learn).
 * ``y_transform`` (one objective): the values the forest learns (its splits, leaf means and
   the lie), a monotone transform of the told values (failures and pruned runs imputed
-  first), made again at every proposal from all of them: ``log`` (the default on a purely
-  numeric space, ``log(y - min + range / 100)``: mlrMBO's ``trafo.y.fun = trafoLog``,
-  shifted so that it takes any values); ``none`` (the default otherwise: not yet measured
-  on mixed spaces, where it made a small test search settle on a local optimum sooner);
+  first), made again at every proposal from all of them: ``log`` (the default,
+  ``log(y - min + range / 100)``: mlrMBO's ``trafo.y.fun = trafoLog``, shifted so that it
+  takes any values); ``none`` (mlrMBO's default, and ours on a space with a categorical or
+  logical parameter until ``log`` was measured there. The quality part's digits network,
+  10 paired seeds, budget 100, median log10 regret none -> log: sequential -1.72 -> -1.95
+  (better, p = 0.001; level with Optuna's TPE, -2.23, p worse 0.080, where none was worse,
+  p = 0.001), batch of 8 -1.70 -> -1.85 (better, p = 0.010; level with TPE's -1.97), async
+  -1.77 -> -1.90 (better, p = 0.049; still worse than TPE's -2.22). The conditional part's
+  branches, 40 evaluations: -0.09 -> -0.40 (p = 0.024), flattened -0.04 -> -0.63
+  (p = 0.004); its models problem level. Bayesmark's lasso-diabetes-mae, 40 evaluations:
+  lower on 5 of 6 seeds);
   ``rank`` (each value's rank over their count); ``power`` (Yeo-Johnson of the standardized
   values, HEBO's output warping). The forest's splits then separate the good region from
   the merely bad rather than the bad from the terrible. Budget 100, 4 paired seeds, median
@@ -171,8 +178,8 @@ class MBO(Algorithm):
                                                         1, integer=True),
                        "splitter": check_choice("split", split, SPLITS)}
         self.se_method = check_choice("se_method", se_method, SE_METHODS)
-        self.y_transform = check_choice("y_transform", ("log" if numeric else "none")
-                                        if y_transform is None else y_transform, Y_TRANSFORMS)
+        self.y_transform = check_choice("y_transform", "log" if y_transform is None
+                                        else y_transform, Y_TRANSFORMS)
         self.rebuild_growth = float(check_number("rebuild_growth", rebuild_growth, 0))
         self.focus = FocusSearch(space, check_number("focus_points", focus_points, 1,
                                                      integer=True),
