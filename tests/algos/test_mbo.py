@@ -41,6 +41,14 @@ def test_trees_cut_at_random_thresholds_by_default_and_at_the_best_on_request():
     assert MBO(GRID).forest["splitter"] == "random"
 
 
+def test_the_forest_learns_the_log_of_the_values_on_every_space_mixed_ones_too():
+    """``y_transform = "log"`` is the default on a space with a categorical parameter too
+    (measured better there: mbo.py's notes); ``none`` on request."""
+    numeric = Space.from_ga_json([{"name": "x", "type": "float", "lower": 0.0, "upper": 1.0}])
+    assert MBO(numeric).y_transform == MBO(GRID).y_transform == "log"
+    assert MBO(GRID, y_transform="none").y_transform == "none"
+
+
 @pytest.mark.parametrize("se_method", ["jackknife", "bootstrap"])
 def test_the_standard_error_is_larger_where_the_data_disagree(se_method):
     rng = np.random.default_rng(0)
