@@ -99,11 +99,13 @@ def run(sizes, jobs=None, cache_directory=CACHE_DIRECTORY, venv_directory=VENV_D
 
 
 def run_order(runs, ours):
-    """``runs`` (``(task, contender, mode, seed)``) in the order they go: the peers' first,
-    as ours depend on emews/ and algorithms/, where a change runs them again, so that a run
-    spread over days (a cache carried from clone to clone) does ours last; and seed by seed,
-    so that a run stopped part-way has every task, contender and mode at the seeds it did."""
-    return sorted(runs, key=lambda run: (run[1] in ours, run[3]))
+    """``runs`` (``(task, contender, mode, seed)``) in the order they go: seed by seed, so
+    that a run spread over days (a cache carried from clone to clone) has every task,
+    contender and mode at the seeds it did, and each finished seed can be scored (a score
+    needs random search's runs, which are ours); within a seed the peers' first, as ours
+    depend on emews/ and algorithms/, where a change runs them again (only at the seeds
+    done)."""
+    return sorted(runs, key=lambda run: (run[3], run[1] in ours))
 
 
 def normalized_scores(results):

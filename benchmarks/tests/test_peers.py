@@ -25,12 +25,12 @@ def test_the_tasks_cover_bayesmarks_models_datasets_and_metrics():
         bayesmark_tasks.parse("SVM-boston-mse")
 
 
-def test_the_peers_runs_go_first_and_seed_by_seed_and_ours_last():
+def test_the_runs_go_seed_by_seed_and_within_a_seed_the_peers_first():
     runs = [(t, c, m, s) for t in ("SVM-iris-acc", "lc-wine") for c in ("random", "HEBO")
             for m in ("batch", "async") for s in range(3)]
     order = peers.run_order(runs, ours=("random",))
-    assert [r[1] for r in order] == ["HEBO"] * 12 + ["random"] * 12
-    assert [r[3] for r in order[:12]] == [0] * 4 + [1] * 4 + [2] * 4
+    assert [r[3] for r in order] == [0] * 8 + [1] * 8 + [2] * 8
+    assert [r[1] for r in order] == (["HEBO"] * 4 + ["random"] * 4) * 3
     assert order[:4] == [("SVM-iris-acc", "HEBO", "batch", 0), ("SVM-iris-acc", "HEBO", "async", 0),
                          ("lc-wine", "HEBO", "batch", 0), ("lc-wine", "HEBO", "async", 0)]
     assert sorted(order) == sorted(runs)
