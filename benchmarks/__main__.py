@@ -57,8 +57,8 @@ def parser():
     top.add_argument("--jobs", type=int, help="parallel runs in the quality, "
                      "multiobjective, conditional, peers and pbt parts (default: one per core)")
     top.add_argument("--no-new-runs", action="store_false", dest="new_runs",
-                     help="the multiobjective part of the runs in its cache only (an "
-                     "interrupted run so far; run it again without this to go on)")
+                     help="the multiobjective and peers parts of the runs in their caches "
+                     "only (an interrupted run so far; run it again without this to go on)")
     return top
 
 
@@ -96,7 +96,7 @@ def main(argv=None):
                    "conditional": {"jobs": args.jobs,
                                    "cache_directory": out / "conditional-runs"},
                    "peers": {"jobs": args.jobs, "cache_directory": out / "peers-runs",
-                             "install": not smoke},
+                             "install": not smoke, "new_runs": args.new_runs},
                    "pbt": {"install": not smoke, "jobs": args.jobs,
                            "cache_directory": out / "pbt-runs"}}.get(
             name, {})

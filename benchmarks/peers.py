@@ -58,11 +58,13 @@ PRELOAD = ("numpy", "scipy.optimize", "sklearn.model_selection", "sklearn.ensemb
 # --- the part ------------------------------------------------------------------------------------
 
 def run(sizes, jobs=None, cache_directory=CACHE_DIRECTORY, venv_directory=VENV_DIRECTORY,
-        install=True):
+        install=True, new_runs=True):
     """Every contender on every task in every mode with every seed, the runs in the cache
     taken from it; normalized scores per task, task group and mode. A peer of its own
     virtualenv is installed first when ``install`` (else it must be there already); one that
-    cannot be is reported as missing."""
+    cannot be is reported as missing. Without ``new_runs``, only the runs in the cache, and
+    of those the tasks, modes and seeds that every contender has finished (an interrupted
+    run's part so far, scored on equal terms; ``not_run`` counts the runs to go)."""
     ours = list(sizes.peers_ours)
     contenders, missing = available([*ours, *sizes.peers_peers],
                                     unavailable_here(venv_directory, install), "peers")
@@ -79,7 +81,11 @@ def run(sizes, jobs=None, cache_directory=CACHE_DIRECTORY, venv_directory=VENV_D
     print(f"[peers] {len(results)} of {len(runs)} runs from the cache {cache}", flush=True)
     todo = [(*r, *shape[r[2]], tuple(ours), str(venv_directory))
             for r in run_order([r for r in runs if r not in known], ours)]
-    results += run_missing(one_run, todo, cache, jobs, "peers", PRELOAD)
+    if new_runs:
+        results += run_missing(one_run, todo, cache, jobs, "peers", PRELOAD)
+        todo = []
+    else:
+        results = finished_cells(results, runs)
     failed = [r for r in results if "error" in r]
     results = [r for r in results if "error" not in r]
     scores = normalized_scores(results)
@@ -94,8 +100,17 @@ def run(sizes, jobs=None, cache_directory=CACHE_DIRECTORY, venv_directory=VENV_D
             "batch_in_async": sorted({r["contender"] for r in results
                                       if r["mode"] == "async" and r.get("ran_as") == "batch"}),
             "versions": {n: VENV_PEERS[n][1] for n in VENV_PEERS}, "alpha": ALPHA,
+            "not_run": len(todo),
             "summary": summarize(scores), "comparisons": comparisons(scores, ours_here),
             "runs": results}
+
+
+def finished_cells(results, runs):
+    """Those of ``results`` whose task, mode and seed every contender of ``runs`` (``(task,
+    contender, mode, seed)``) has finished: the cells an interrupted run can score."""
+    done = {(r["problem"], r["contender"], r["mode"], r["seed"]) for r in results}
+    unfinished = {(t, m, s) for t, c, m, s in runs if (t, c, m, s) not in done}
+    return [r for r in results if (r["problem"], r["mode"], r["seed"]) not in unfinished]
 
 
 def run_order(runs, ours):
@@ -179,16 +194,18 @@ def comparisons(scores, ours, default=DEFAULT):
 def targets(part, default=DEFAULT):
     """Issue 46's point 2, each with its figure and whether it is met: in every mode,
     ``default``'s mean normalized score the highest of all contenders, and in no task group
-    significantly worse than the best peer there (paired over tasks and seeds)."""
-    found = []
+    significantly worse than the best peer there (paired over tasks and seeds). An
+    interrupted run (``not_run`` runs) meets no target."""
+    found, to_go = [], part.get("not_run", 0)
+    partial = f"partial, {to_go} runs not run: " if to_go else ""
     for mode in part["modes"]:
         means = part["summary"].get(mode, {"groups": {}})["groups"].get("all", {})
         if default not in means:
             continue
         leader = max(means, key=means.get)
         found.append((f"{default}'s mean normalized score the highest of all ({mode})",
-                      f"{means[default]:.1f} (highest: {leader}, {means[leader]:.1f})",
-                      means[default] >= means[leader]))
+                      f"{partial}{means[default]:.1f} (highest: {leader}, "
+                      f"{means[leader]:.1f})", means[default] >= means[leader] and not to_go))
         groups = part["summary"][mode]["groups"]
         worse = []
         for group, by in groups.items():
@@ -201,7 +218,8 @@ def targets(part, default=DEFAULT):
             if verdict == "worse":
                 worse.append(f"{group} ({best})")
         found.append((f"{default} not significantly worse than the best peer of any task "
-                      f"group ({mode})", ", ".join(worse) or "none worse", not worse))
+                      f"group ({mode})", partial + (", ".join(worse) or "none worse"),
+                      not worse and not to_go))
     return found
 
 
@@ -216,6 +234,11 @@ def markdown(part):
              f"(Bayesmark's: 0 a typical random point, 100 the best any run found; higher "
              f"is better)")
     sections = [title]
+    if part.get("not_run"):
+        seeds = sorted({r["seed"] for r in part["runs"]})
+        sections.append(f"**Partial**: {part['not_run']} runs not run yet; the scores are of "
+                        f"the tasks, modes and seeds every contender has finished (seeds "
+                        f"{', '.join(map(str, seeds)) or 'none'}).")
     groups = [g for g in ("classifiers", "regressors", "tables")
               if any(tasks_of(t).group(t) == g for t in part["tasks"])] + ["all"]
     for mode in part["modes"]:

@@ -123,6 +123,31 @@ def test_a_smoke_run_has_every_contender_that_installs_here_and_names_the_missin
     assert again["summary"] == part["summary"]
 
 
+def test_without_new_runs_the_part_scores_the_cells_every_contender_finished(tmp_path):
+    """An interrupted run's reading: from the cache only, of the tasks, modes and seeds that
+    every contender has finished, marked partial, meeting no target."""
+    sizes = replace(SMOKE, peers_tasks=("lc-wine",), peers_ours=("auto", "random"),
+                    peers_peers=("optuna TPE",), peers_modes=("batch",), peers_seeds=1)
+    where = {"cache_directory": tmp_path / "runs", "venv_directory": tmp_path / "venvs",
+             "install": False}
+    peers.run(sizes, jobs=1, **where)
+    cache = next((tmp_path / "runs").glob("*.jsonl"))
+    with cache.open("a") as f:    # seed 1: auto has finished it, the others have not
+        f.write(json.dumps(peers_runs.one_run("lc-wine", "auto", "batch", 1, sizes.peers_rounds,
+                                              sizes.peers_batch, sizes.peers_ours,
+                                              str(tmp_path / "venvs"))) + "\n")
+    part = peers.run(replace(sizes, peers_seeds=2), jobs=1, new_runs=False, **where)
+    assert len(cache.read_text().splitlines()) == 4           # nothing new was run
+    assert sorted((r["contender"], r["seed"]) for r in part["runs"]) == [
+        ("auto", 0), ("optuna TPE", 0), ("random", 0)]
+    assert part["not_run"] == 2
+    assert "**Partial**: 2 runs not run yet; the scores are of the tasks, modes and seeds " \
+        "every contender has finished (seeds 0)." in peers.markdown(part)
+    found = peers.targets(part)
+    assert found and all(figure.startswith("partial, 2 runs not run: ") and not met
+                         for _, figure, met in found)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("peer", list(peers_runs.VENV_PEERS))
 def test_a_peer_runs_in_its_own_virtualenv_on_its_ask_tell_interface(peer, tmp_path):
