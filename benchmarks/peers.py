@@ -17,7 +17,8 @@ time, for a smaller budget (40: the issue's, as the costliest peers take seconds
 suggestion); ``async`` keeps ``batch`` workers busy on a simulated clock, each evaluation
 taking its table's epochs' seconds (a table's task) or a drawn time (lognormal, as the
 quality part's), the same for every contender; a peer without an asynchronous mode
-(:data:`benchmarks.peers_runs.BATCH_ONLY`) runs in batch mode there, and the table says so.
+(:data:`benchmarks.peers_runs.BATCH_ONLY`) runs in batch mode there, and the table says so
+(its batch mode's run stands in, run once: :func:`batch_stand_ins`).
 Ours run through the public API, ``emews.run`` with ``batch`` workers and their defaults:
 ``pool = "inprocess"`` in the sequential and batch modes, ``pool = "mpi"`` in the async mode,
 whose points are then charged the simulated clock's time
@@ -45,8 +46,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .peers_runs import (MULTI_FIDELITY, VENV_DIRECTORY, VENV_PEERS, applicable, one_run,
-                         tasks_of, unavailable_here)
+from .peers_runs import (BATCH_ONLY, MULTI_FIDELITY, VENV_DIRECTORY, VENV_PEERS, applicable,
+                         one_run, tasks_of, unavailable_here)
 from .quality import ALPHA, available, cached_runs, compare, run_cache, run_missing
 
 CACHE_DIRECTORY = Path(__file__).resolve().parent / "results" / "peers-runs"
@@ -76,15 +77,19 @@ def run(sizes, jobs=None, cache_directory=CACHE_DIRECTORY, venv_directory=VENV_D
     shape = {"batch": (sizes.peers_rounds, sizes.peers_batch),     # (rounds, points a round)
              "async": (sizes.peers_rounds, sizes.peers_batch),
              "sequential": (sizes.peers_sequential_budget, 1)}
+    stand_ins = batch_stand_ins(runs)
+    own = [r for r in runs if r not in stand_ins]
     known = cached_runs(cache)
-    results = [{k: v for k, v in known[r].items() if k != "code"} for r in runs if r in known]
-    print(f"[peers] {len(results)} of {len(runs)} runs from the cache {cache}", flush=True)
+    results = [{k: v for k, v in known[r].items() if k != "code"} for r in own if r in known]
+    print(f"[peers] {len(results)} of {len(own)} runs from the cache {cache} (and "
+          f"{len(stand_ins)} async runs of batch-only peers: their batch runs)", flush=True)
     todo = [(*r, *shape[r[2]], tuple(ours), str(venv_directory))
-            for r in run_order([r for r in runs if r not in known], ours)]
+            for r in run_order([r for r in own if r not in known], ours)]
     if new_runs:
         results += run_missing(one_run, todo, cache, jobs, "peers", PRELOAD)
         todo = []
-    else:
+    results = with_stand_ins(results, stand_ins)
+    if not new_runs:
         results = finished_cells(results, runs)
     failed = [r for r in results if "error" in r]
     results = [r for r in results if "error" not in r]
@@ -103,6 +108,24 @@ def run(sizes, jobs=None, cache_directory=CACHE_DIRECTORY, venv_directory=VENV_D
             "not_run": len(todo),
             "summary": summarize(scores), "comparisons": comparisons(scores, ours_here),
             "runs": results}
+
+
+def batch_stand_ins(runs):
+    """``{async run: batch run}`` of ``runs`` (``(task, contender, mode, seed)``) for each peer
+    without an asynchronous mode (:data:`benchmarks.peers_runs.BATCH_ONLY`): it runs its
+    async mode in batch mode, the very run of its batch mode with the same seed (HEBO's lines
+    of both were identical), so that run stands in for it instead of running twice."""
+    wanted = set(runs)
+    return {r: (r[0], r[1], "batch", r[3]) for r in runs if r[2] == "async"
+            and r[1] in BATCH_ONLY and (r[0], r[1], "batch", r[3]) in wanted}
+
+
+def with_stand_ins(results, stand_ins):
+    """``results`` and, for each async run of ``stand_ins`` (:func:`batch_stand_ins`) whose
+    batch run is among them, that batch run as the async one."""
+    by_run = {(r["problem"], r["contender"], r["mode"], r["seed"]): r for r in results}
+    return results + [{**by_run[batch], "mode": "async"} for batch in stand_ins.values()
+                      if batch in by_run]
 
 
 def finished_cells(results, runs):

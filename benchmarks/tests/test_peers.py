@@ -123,6 +123,18 @@ def test_a_smoke_run_has_every_contender_that_installs_here_and_names_the_missin
     assert again["summary"] == part["summary"]
 
 
+def test_a_batch_only_peers_async_run_is_its_batch_run_run_once():
+    runs = [(t, c, m, 0) for t in ("SVM-iris-acc", "lc-wine") for c in ("HEBO", "optuna TPE")
+            for m in ("batch", "async", "sequential")] + [("DT-iris-acc", "HEBO", "async", 0)]
+    stand_ins = peers.batch_stand_ins(runs)
+    assert stand_ins == {(t, "HEBO", "async", 0): (t, "HEBO", "batch", 0)
+                         for t in ("SVM-iris-acc", "lc-wine")}    # no batch run: runs itself
+    line = {"problem": "lc-wine", "contender": "HEBO", "mode": "batch", "seed": 0,
+            "ran_as": "batch", "best_by_round": [0.3, 0.2]}
+    results = peers.with_stand_ins([line], stand_ins)
+    assert results == [line, {**line, "mode": "async"}]
+
+
 def test_without_new_runs_the_part_scores_the_cells_every_contender_finished(tmp_path):
     """An interrupted run's reading: from the cache only, of the tasks, modes and seeds that
     every contender has finished, marked partial, meeting no target."""
