@@ -285,6 +285,47 @@ def test_gp_learns_its_noise_below_sklearns_floor_unless_it_was_asked_a_batch():
         search.estimate.kernel()
 
 
+def test_gp_estimates_its_kernel_with_optunas_priors_only_where_the_told_values_repeat():
+    """Values that repeat (a plateau: accuracies, runs that all fail alike) are fitted by
+    maximum a posteriori, distinct ones by maximum likelihood, and ParEGO's scalarizations
+    always by maximum likelihood."""
+    from emews.core._algorithm import Objectives
+
+    points = SQUARE.sample(np.random.default_rng(0), 12)
+    distances = [distance_to_corner(p) for p in points]
+    plateau = [min(d, 0.5) for d in distances]
+    for values, objectives, prior in ((distances, 1, False), (plateau, 1, True),
+                                      (plateau, 2, False)):
+        gp = SkoptSearch(SQUARE, seed=1, objectives=objectives, **QUICK_GP)
+        gp.tell(points, values if objectives == 1 else [Objectives([v] * 2) for v in values])
+        estimate = gp._start_estimate(gp.optimizer.Xi, gp.optimizer.yi, due=13)
+        assert estimate.prior is prior, (objectives, values)
+        estimate.kernel()
+
+
+def test_the_kernel_prior_holds_length_scales_off_their_bounds_where_the_values_do_not_vary():
+    """12 points of a 4-D box whose values vary along the first coordinate only: maximum
+    likelihood runs the other three length scales to their bound, the prior keeps them a few
+    times the first's (what Optuna's GPSampler's priors do)."""
+    from sklearn.gaussian_process import GaussianProcessRegressor
+    from skopt import Optimizer
+    from skopt.learning.gaussian_process.kernels import WhiteKernel
+    from emews.algorithms.skopt_search import KernelPrior, NOISE_FLOOR
+
+    kernel = Optimizer([(0.0, 1.0)] * 4, random_state=0).base_estimator_.kernel + \
+        WhiteKernel(noise_level_bounds=(NOISE_FLOOR, 1e5))
+    X = np.random.default_rng(0).random((12, 4))
+    scales = {}
+    for name, optimizer in (("ML", "fmin_l_bfgs_b"), ("MAP", KernelPrior(kernel))):
+        model = GaussianProcessRegressor(kernel=kernel, optimizer=optimizer, normalize_y=True,
+                                         n_restarts_optimizer=2, random_state=0)
+        scales[name] = model.fit(X, np.sin(3 * X[:, 0])).kernel_.k1.k2.length_scale
+    bound = kernel.k1.k2.length_scale_bounds[0][1]
+    assert np.allclose(scales["ML"][1:], bound)
+    assert np.all(scales["MAP"][1:] < bound / 10)
+    assert np.all(scales["MAP"][1:] > 3 * scales["MAP"][0])
+
+
 @pytest.mark.parametrize("batch", [False, True])
 def test_candidate_posterior_predicts_what_a_refit_with_the_told_points_predicts(batch):
     """Exactly, up to rounding: conditioning on a told point subtracts covariances of the
@@ -369,9 +410,9 @@ def test_gp_from_refit_all_below_on_plans_one_point_on_at_most_fast_points_candi
             super().__init__(model, candidates, y)
 
     class Estimate(skopt_search.KernelEstimate):
-        def __init__(self, settings, X, y, due, floor):
+        def __init__(self, settings, X, y, due, floor, prior):
             restarts.append((len(y), settings["n_restarts_optimizer"]))
-            super().__init__(settings, X, y, due, floor)
+            super().__init__(settings, X, y, due, floor, prior)
 
     monkeypatch.setattr(skopt_search, "CandidatePosterior", Posterior)
     monkeypatch.setattr(skopt_search, "KernelEstimate", Estimate)
