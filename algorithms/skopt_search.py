@@ -54,7 +54,7 @@ Hartmann-6 (-1.50 at 1e-10, -1.42 at 1e-8, -1.75 at 1e-7, against -2.31; each wo
 0.024), so a batch keeps scikit-learn's (algorithms/README.md has the tables).
 
 The kernel's hyperparameters are estimated by maximum likelihood, unless the values they are
-fitted to repeat (one objective): then by maximum a posteriori, with Optuna's GPSampler's
+fitted to repeat at different points (one objective): then by maximum a posteriori, with Optuna's GPSampler's
 priors (:class:`KernelPrior`). Values repeat on a plateau: an accuracy on a small test set, a
 region of the space where every tree is trivial, runs that failed alike. There maximum
 likelihood fits the few points off the plateau with short length scales, and the search
@@ -582,15 +582,15 @@ class SkoptSearch(Algorithm):
         likelihood, without skopt's restarts (speed first). The learnt noise is at least
         ``floor``, by default :data:`NOISE_FLOOR` (one objective, unless the last ask was a
         batch: several points, none in flight), else :data:`BATCH_NOISE_FLOOR`. With one
-        objective and values ``ys`` that repeat, the estimate is a posteriori
-        (:class:`KernelPrior`)."""
+        objective and values ``ys`` that repeat at points ``xs`` apart (:func:`repeats`), the
+        estimate is a posteriori (:class:`KernelPrior`)."""
         settings = self.kernel_estimator.get_params(deep=False)
         if self.history is None and len(ys) >= self.refit_all_below:
             settings["n_restarts_optimizer"] = 0
         if floor is None:
             floor = NOISE_FLOOR if self.history is None and not self.asked_batch else \
                 BATCH_NOISE_FLOOR
-        prior = self.history is None and len(set(ys)) < len(ys)
+        prior = self.history is None and repeats(xs, ys)
         return KernelEstimate(settings, self.optimizer.space.transform(xs), list(ys), due,
                               floor, prior)
 
@@ -703,6 +703,12 @@ class KernelEstimate:
         if self._error is not None:
             raise self._error
         return self._kernel
+
+
+def repeats(xs, ys):
+    """True when a value of ``ys`` was told at two different points of ``xs`` (a plateau; a
+    point told twice does not count)."""
+    return len(set(ys)) < len({(tuple(x), y) for x, y in zip(xs, ys)})
 
 
 class KernelPrior:

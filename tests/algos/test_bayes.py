@@ -286,9 +286,9 @@ def test_gp_learns_its_noise_below_sklearns_floor_unless_it_was_asked_a_batch():
 
 
 def test_gp_estimates_its_kernel_with_optunas_priors_only_where_the_told_values_repeat():
-    """Values that repeat (a plateau: accuracies, runs that all fail alike) are fitted by
-    maximum a posteriori, distinct ones by maximum likelihood, and ParEGO's scalarizations
-    always by maximum likelihood."""
+    """Values that repeat at different points (a plateau: accuracies, runs that all fail
+    alike) are fitted by maximum a posteriori; distinct ones, or one point told twice, by
+    maximum likelihood, and ParEGO's scalarizations always by maximum likelihood."""
     from emews.core._algorithm import Objectives
 
     points = SQUARE.sample(np.random.default_rng(0), 12)
@@ -301,6 +301,9 @@ def test_gp_estimates_its_kernel_with_optunas_priors_only_where_the_told_values_
         estimate = gp._start_estimate(gp.optimizer.Xi, gp.optimizer.yi, due=13)
         assert estimate.prior is prior, (objectives, values)
         estimate.kernel()
+    gp = SkoptSearch(SQUARE, seed=1, **QUICK_GP)
+    gp.tell(points + points[:1], distances + distances[:1])
+    assert not gp._start_estimate(gp.optimizer.Xi, gp.optimizer.yi, due=14).prior
 
 
 def test_the_kernel_prior_holds_length_scales_off_their_bounds_where_the_values_do_not_vary():
