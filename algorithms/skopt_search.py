@@ -54,15 +54,15 @@ Hartmann-6 (-1.50 at 1e-10, -1.42 at 1e-8, -1.75 at 1e-7, against -2.31; each wo
 0.024), so a batch keeps scikit-learn's (algorithms/README.md has the tables).
 
 The kernel's hyperparameters are estimated by maximum likelihood, unless the values they are
-fitted to repeat at different points (one objective): then by maximum a posteriori, with Optuna's GPSampler's
-priors (:class:`KernelPrior`). Values repeat on a plateau: an accuracy on a small test set, a
-region of the space where every tree is trivial, runs that failed alike. There maximum
-likelihood fits the few points off the plateau with short length scales, and the search
-exploits their neighbourhood. Measured on the peers part's Bayesmark tasks (40 sequential
-evaluations, 7 tasks, seeds 0-4, Bayesmark's normalized score; algorithms/README.md has the
-table): 78.4 by maximum likelihood, 84.3 with the prior where values repeat (better, p 0.031;
-Optuna's GPSampler 84.9, level), 82.5 with the prior on every fit. On every fit it also cost
-Ackley-5 (median log10 regret 0.42 -> 0.83, p 0.001), whose values never repeat.
+fitted to repeat at different points (one objective): then by maximum a posteriori, with
+Optuna's GPSampler's priors (:class:`KernelPrior`). Values repeat on a plateau: an accuracy on
+a small test set, a region of the space where every tree is trivial, runs that failed alike.
+There maximum likelihood fits the few points off the plateau with short length scales, and the
+search exploits their neighbourhood. Measured on the peers part's Bayesmark tasks (40
+sequential evaluations, 7 tasks, seeds 0-4, Bayesmark's normalized score; algorithms/README.md
+has the table): 78.4 by maximum likelihood, 84.3 with the prior where values repeat (better, p
+0.031; Optuna's GPSampler 84.9, level), 82.5 with the prior on every fit. On every fit it also
+cost Ackley-5 (median log10 regret 0.42 -> 0.83, p 0.001), whose values never repeat.
 
 From ``refit_all_below`` results on, speed comes first. The points
 of one ask made with points in flight, or of an ask of one point, are planned on one sample
@@ -714,10 +714,10 @@ def repeats(xs, ys):
 class KernelPrior:
     """The optimizer (scikit-learn's ``optimizer`` callable) of a kernel estimate by maximum a
     posteriori, with Optuna's GPSampler's priors (optuna/_gp/prior.py) on the hyperparameters
-    of ``kernel`` (none on the noise's ``WhiteKernel``): scikit-learn's
-    L-BFGS-B on the negative log marginal likelihood plus :data:`SCALE_PRIOR` (l² + 1/l²) for
-    each length scale l (in [0, 1] coordinates) and minus the log of a Gamma(2, 1) density of
-    the signal variance (on normalized values)."""
+    of ``kernel`` (none on the noise's ``WhiteKernel``): scikit-learn's L-BFGS-B on the
+    negative log marginal likelihood plus :data:`SCALE_PRIOR` (l² + 1/l²) for each length
+    scale l (in [0, 1] coordinates) and minus the log of a Gamma(2, 1) density of the signal
+    variance (on normalized values)."""
 
     def __init__(self, kernel):
         free = [h for h in kernel.hyperparameters if not h.fixed]
