@@ -38,7 +38,9 @@ Each run's best value after each round is kept (``best_by_round``), for curves o
 against budget.
 
 The cache holds one JSON line per (contender, task, mode, seed), with the digests of the code
-of ours that the run imported (:func:`benchmarks.quality.cached_runs`); it is kept in the
+of ours that the run imported (:func:`benchmarks.quality.cached_runs`; a run of ours imports
+the searches it builds, even those its MPI master runs: :mod:`benchmarks.peers_ours`); it is
+kept in the
 repository, so a run stopped anywhere, even in a fresh clone, goes on where it stopped.
 """
 
@@ -46,8 +48,9 @@ from pathlib import Path
 
 import numpy as np
 
+from .peers_ours import complete, one_run
 from .peers_runs import (BATCH_ONLY, MULTI_FIDELITY, VENV_DIRECTORY, VENV_PEERS, applicable,
-                         one_run, tasks_of, unavailable_here)
+                         tasks_of, unavailable_here)
 from .quality import ALPHA, available, cached_runs, compare, run_cache, run_missing
 
 CACHE_DIRECTORY = Path(__file__).resolve().parent / "results" / "peers-runs"
@@ -79,7 +82,7 @@ def run(sizes, jobs=None, cache_directory=CACHE_DIRECTORY, venv_directory=VENV_D
              "sequential": (sizes.peers_sequential_budget, 1)}
     stand_ins = batch_stand_ins(runs)
     own = [r for r in runs if r not in stand_ins]
-    known = cached_runs(cache)
+    known = {r: line for r, line in cached_runs(cache).items() if complete(line, ours)}
     results = [{k: v for k, v in known[r].items() if k != "code"} for r in own if r in known]
     print(f"[peers] {len(results)} of {len(own)} runs from the cache {cache} (and "
           f"{len(stand_ins)} async runs of batch-only peers: their batch runs)", flush=True)

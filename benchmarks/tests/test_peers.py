@@ -8,7 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from benchmarks import bayesmark_tasks, lc_tables, peer_server, peers, peers_runs
+from benchmarks import bayesmark_tasks, lc_tables, peer_server, peers, peers_ours, peers_runs
 from benchmarks.sizes import SMOKE
 
 
@@ -145,7 +145,7 @@ def test_without_new_runs_the_part_scores_the_cells_every_contender_finished(tmp
     peers.run(sizes, jobs=1, **where)
     cache = next((tmp_path / "runs").glob("*.jsonl"))
     with cache.open("a") as f:    # seed 1: auto has finished it, the others have not
-        f.write(json.dumps(peers_runs.one_run("lc-wine", "auto", "batch", 1, sizes.peers_rounds,
+        f.write(json.dumps(peers_ours.one_run("lc-wine", "auto", "batch", 1, sizes.peers_rounds,
                                               sizes.peers_batch, sizes.peers_ours,
                                               str(tmp_path / "venvs"))) + "\n")
     part = peers.run(replace(sizes, peers_seeds=2), jobs=1, new_runs=False, **where)
@@ -218,6 +218,24 @@ def test_a_peers_line_records_benchmarks_code_and_the_space_only_and_ours_every_
     assert all(n.startswith("benchmarks/") or n in peers_runs.PEER_INPUTS for n in peer)
     assert {"emews/__init__.py", "emews/core/_master.py", "algorithms/random_search.py",
             "benchmarks/peers_runs.py"} <= ours
+
+
+def test_an_async_line_of_auto_records_the_searches_its_mpi_master_runs(tmp_path):
+    """In the async mode ``auto`` builds its stages' searches in the MPI master, not in the
+    run's process: the run imports them there first, so that its line records them, and a
+    line made without them is not taken from the cache."""
+    from benchmarks.quality import run_missing
+
+    cache = tmp_path / "runs.jsonl"
+    run_missing(peers_ours.one_run, [("lc-wine", "auto", "async", 0, 1, 2, ("auto",),
+                                      str(tmp_path))], cache, 1, "peers")   # a fresh process
+    line = json.loads(cache.read_text())
+    assert line["ranks"] and 0 not in line["ranks"]     # evaluated on the mpiexec pool
+    assert {"algorithms/auto.py", "algorithms/skopt_search.py",
+            "algorithms/optuna_search.py"} <= peers_ours.recorded_names("auto") <= set(line["code"])
+    assert peers_ours.complete(line, ("auto",))
+    del line["code"]["algorithms/skopt_search.py"]
+    assert not peers_ours.complete(line, ("auto",)) and peers_ours.complete(line, ("random",))
 
 
 def test_the_default_search_is_compared_with_each_peer_per_group_over_tasks_and_seeds():
