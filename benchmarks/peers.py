@@ -40,8 +40,8 @@ against budget.
 The cache holds one JSON line per (contender, task, mode, seed), with the digests of the code
 of ours that the run imported (:func:`benchmarks.quality.cached_runs`; a run of ours imports
 the searches it builds, even those its MPI master runs: :mod:`benchmarks.peers_ours`); it is
-kept in the
-repository, so a run stopped anywhere, even in a fresh clone, goes on where it stopped.
+kept in the repository, so a run stopped anywhere, even in a fresh clone, goes on where it
+stopped.
 """
 
 from pathlib import Path
