@@ -53,16 +53,20 @@ with a lower floor found Branin's minimum (-5.12 at 1e-10, against -4.42) but lo
 Hartmann-6 (-1.50 at 1e-10, -1.42 at 1e-8, -1.75 at 1e-7, against -2.31; each worse, p <=
 0.024), so a batch keeps scikit-learn's (algorithms/README.md has the tables).
 
-The kernel's hyperparameters are estimated by maximum likelihood, unless the values they are
-fitted to repeat at different points (one objective): then by maximum a posteriori, with
-Optuna's GPSampler's priors (:class:`KernelPrior`). Values repeat on a plateau: an accuracy on
-a small test set, a region of the space where every tree is trivial, runs that failed alike.
-There maximum likelihood fits the few points off the plateau with short length scales, and the
-search exploits their neighbourhood. Measured on the peers part's Bayesmark tasks (40
-sequential evaluations, 7 tasks, seeds 0-4, Bayesmark's normalized score; algorithms/README.md
-has the table): 78.4 by maximum likelihood, 84.3 with the prior where values repeat (better, p
-0.031; Optuna's GPSampler 84.9, level), 82.5 with the prior on every fit. On every fit it also
-cost Ackley-5 (median log10 regret 0.42 -> 0.83, p 0.001), whose values never repeat.
+The kernel's hyperparameters are estimated by maximum likelihood, unless values of the initial
+design (the first ``n_initial_points`` told, random points of the space by default) repeat at
+different points (one objective): then by maximum a posteriori, with Optuna's GPSampler's
+priors (:class:`KernelPrior`). Random points repeat a value where the objective has plateaus:
+an accuracy on a small test set, a region of the space where every tree is trivial, runs that
+failed alike. There maximum likelihood fits the few points off the plateau with short length
+scales, and the search exploits their neighbourhood. Later repeats say little of the
+objective: on Ackley-5 `gp` itself tells equal values from the 57th point on (points that the
+function's symmetry makes alike), and the prior from there made it worse (two seeds: 0.45 ->
+0.53, 0.42 -> 0.72). Measured on the peers part's Bayesmark tasks (40 sequential evaluations,
+7 tasks, seeds 0-4, Bayesmark's normalized score; algorithms/README.md has the table): 78.4 by
+maximum likelihood, 84.3 with the prior (better, p 0.031; Optuna's GPSampler 84.9, level),
+82.5 with the prior on every fit, which also cost Ackley-5 (median log10 regret 0.42 -> 0.83,
+p 0.001).
 
 From ``refit_all_below`` results on, speed comes first. The points
 of one ask made with points in flight, or of an ask of one point, are planned on one sample
@@ -185,7 +189,7 @@ LOG_EI_XI = 0.0    # ... and log EI's margin unless xi is set (Optuna's LogEI ha
 NOISE_FLOOR = 1e-10        # one objective: the learnt noise's lower bound, but after a batch
 BATCH_NOISE_FLOOR = 1e-5   # scikit-learn's (and in ParEGO; see the module's notes)
 FAST_POINTS = 1000   # from refit_all_below results on: candidates at most (speed first)
-SCALE_PRIOR = 0.1    # one objective, values that repeat: -0.1 (l^2 + 1/l^2) per length scale l
+SCALE_PRIOR = 0.1    # one objective, a design whose values repeat: -0.1 (l^2 + 1/l^2) per l
 # ParEGO (several objectives): see the module's notes
 WARM_STARTS = 5    # ParEGO: local searches start at the told points best under the weights
 SEVERAL_OBJECTIVES = {"refit_growth": 0.25, "refit_all_below": 0, "skopt": {"acq_func": "EI"}}
@@ -548,7 +552,7 @@ class SkoptSearch(Algorithm):
 
     def _estimate_kernel(self, size, xs, ys):
         """Re-estimate the GP's kernel hyperparameters (maximum marginal likelihood with
-        skopt's kernel, noise and restarts, or a posteriori where the values repeat) at
+        skopt's kernel, noise and restarts, or a posteriori where the design's values repeat) at
         every tell below ``refit_all_below`` results, and from there on once the data has
         grown by ``refit_growth`` since the last estimate; in between, the optimizer's GP
         keeps them fixed, so that fitting it is one Cholesky factorization instead of an
@@ -582,15 +586,17 @@ class SkoptSearch(Algorithm):
         likelihood, without skopt's restarts (speed first). The learnt noise is at least
         ``floor``, by default :data:`NOISE_FLOOR` (one objective, unless the last ask was a
         batch: several points, none in flight), else :data:`BATCH_NOISE_FLOOR`. With one
-        objective and values ``ys`` that repeat at points ``xs`` apart (:func:`repeats`), the
-        estimate is a posteriori (:class:`KernelPrior`)."""
+        objective, where values of the initial design (the first ``n_initial_points`` of
+        ``ys``) repeat at points of ``xs`` apart (:func:`repeats`), the estimate is a
+        posteriori (:class:`KernelPrior`)."""
         settings = self.kernel_estimator.get_params(deep=False)
         if self.history is None and len(ys) >= self.refit_all_below:
             settings["n_restarts_optimizer"] = 0
         if floor is None:
             floor = NOISE_FLOOR if self.history is None and not self.asked_batch else \
                 BATCH_NOISE_FLOOR
-        prior = self.history is None and repeats(xs, ys)
+        design = self.optimizer.n_initial_points_   # the first points told: skopt's design
+        prior = self.history is None and repeats(xs[:design], ys[:design])
         return KernelEstimate(settings, self.optimizer.space.transform(xs), list(ys), due,
                               floor, prior)
 

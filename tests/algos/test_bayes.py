@@ -285,25 +285,30 @@ def test_gp_learns_its_noise_below_sklearns_floor_unless_it_was_asked_a_batch():
         search.estimate.kernel()
 
 
-def test_gp_estimates_its_kernel_with_optunas_priors_only_where_the_told_values_repeat():
-    """Values that repeat at different points (a plateau: accuracies, runs that all fail
-    alike) are fitted by maximum a posteriori; distinct ones, or one point told twice, by
-    maximum likelihood, and ParEGO's scalarizations always by maximum likelihood."""
+def test_gp_estimates_its_kernel_with_optunas_priors_where_its_designs_values_repeat():
+    """Values of the initial design that repeat at different points (a plateau: accuracies,
+    runs that all fail alike) make the kernel's estimates maximum a posteriori; distinct ones,
+    repeats after the design, a point told twice, and ParEGO's scalarizations keep maximum
+    likelihood."""
     from emews.core._algorithm import Objectives
 
     points = SQUARE.sample(np.random.default_rng(0), 12)
     distances = [distance_to_corner(p) for p in points]
     plateau = [min(d, 0.5) for d in distances]
-    for values, objectives, prior in ((distances, 1, False), (plateau, 1, True),
-                                      (plateau, 2, False)):
-        gp = SkoptSearch(SQUARE, seed=1, objectives=objectives, **QUICK_GP)
-        gp.tell(points, values if objectives == 1 else [Objectives([v] * 2) for v in values])
+    later = distances[:6] + [0.5] * 6
+    for told, values, objectives, prior in ((points, distances, 1, False),
+                                            (points, plateau, 1, True),
+                                            (points, later, 1, False),
+                                            (points[:5] + points[:7], distances[:5] + distances[:7],
+                                             1, False),
+                                            (points, plateau, 2, False)):
+        gp = SkoptSearch(SQUARE, seed=1, objectives=objectives,
+                         **dict(QUICK_GP, n_initial_points=6))
+        gp.tell(told, values if objectives == 1 else [Objectives([v] * 2) for v in values])
+        assert len(set(plateau[:6])) < 6 and len(set(later)) < 12    # what the cases need
         estimate = gp._start_estimate(gp.optimizer.Xi, gp.optimizer.yi, due=13)
         assert estimate.prior is prior, (objectives, values)
         estimate.kernel()
-    gp = SkoptSearch(SQUARE, seed=1, **QUICK_GP)
-    gp.tell(points + points[:1], distances + distances[:1])
-    assert not gp._start_estimate(gp.optimizer.Xi, gp.optimizer.yi, due=14).prior
 
 
 def test_the_kernel_prior_holds_length_scales_off_their_bounds_where_the_values_do_not_vary():
