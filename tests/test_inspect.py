@@ -129,6 +129,7 @@ def test_show_lists_the_best_with_every_metric_and_filters_safely(metrics_study)
     assert shown.returncode == 0, shown.stderr
     best = sorted(rows, key=lambda r: (r["result"], r["id"]))
     assert "loss" in shown.stdout and f"{best[0]['result']:.6g}" in shown.stdout
+    assert "MPI rank" in shown.stdout   # the rank that ran it, not a place in the ranking
     assert f"{best[3]['result']:.6g}" not in shown.stdout
     where = "lr < 0.01 and act == relu and loss >= 2"
     exported = cli("show", metrics_study, "--where", where, "--csv")

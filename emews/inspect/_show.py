@@ -104,7 +104,7 @@ def print_table(study, rows, failed, console, pareto=False):
         else "evaluation with a value"
     what = "failures" if failed else "Pareto front:" if pareto else "best"
     columns = ["id", *([] if failed else objectives), *params, *metrics,
-               "rank", "seconds", *(["error"] if failed else [])]
+               "MPI rank", "seconds", *(["error"] if failed else [])]   # not the row's place
     cells = [[record["id"], *([] if failed else _values(row, objectives)),
               *(record[c] for c in params + metrics), record["rank"],
               None if record["seconds"] is None else f"{record['seconds']:.3g}",
