@@ -19,7 +19,9 @@ LOG_WIDTH = 100_000   # `emews show` into a pipe or a log: no row is wrapped or 
 
 def parser():
     """The argument parser of the ``emews`` command."""
-    top = argparse.ArgumentParser(prog="emews", description=__doc__.splitlines()[0])
+    top = argparse.ArgumentParser(prog="emews", description="Hyperparameter optimization of "
+                                  "deep-learning models, from a laptop to a supercomputer "
+                                  "(also python -m emews).")
     top.add_argument("--version", action=Version)
     commands = top.add_subparsers(dest="command", required=True, parser_class=_OneLineParser)
     run = commands.add_parser("run", help="run (or resume) a study")

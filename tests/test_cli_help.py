@@ -51,6 +51,13 @@ def test_every_command_s_help_ends_with_an_example_that_parses(name):
         parser().parse_args(words[1:])   # an example that no longer parses exits here
 
 
+@pytest.mark.parametrize("name", ["emews", *sorted(commands())])
+def test_every_help_is_plain_text_without_the_docstrings_markup(name):
+    text = (parser() if name == "emews" else commands()[name]).format_help()
+    for markup in ("``", ":func:", ":class:", ":mod:", ":data:"):
+        assert markup not in text, f"{name} --help shows {markup}"
+
+
 def shell_env():
     return dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
 
