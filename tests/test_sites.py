@@ -41,7 +41,7 @@ def directive_lines(text, prefix):
 
 
 def test_the_named_sites_ship():
-    assert {"local", "slurm", "pbs", "lsf", "frontier", "polaris", "perlmutter", "summit",
+    assert {"local", "slurm", "pbs", "lsf", "flux", "frontier", "polaris", "perlmutter", "summit",
             "aurora", "lambda"} <= set(SITES)
 
 
